@@ -1,0 +1,5 @@
+//! `tensorplug-abi`: the C structs tensorplug shares with TensorFlow and with
+//! the reference FPGA.
+//!
+//! `no_std`, no alloc, no dependencies (except an optional `defmt`).
+#![no_std]

@@ -1,0 +1,12 @@
+//! `tensorplug-core`: the device-independent runtime.
+//!
+//! `no_std` by default. The `alloc` feature adds the XSpace export; `std`
+//! adds host conveniences.
+#![no_std]
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
+
+pub mod event;

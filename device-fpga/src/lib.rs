@@ -1,0 +1,3 @@
+//! `tensorplug-device-fpga`: the reference FPGA driver and its behavioural
+//! model. Not yet implemented: see issue 4.
+#![no_std]

@@ -1,0 +1,2 @@
+//! `tensorplug-host-bridge`: the TensorFlow plugin. Not yet implemented: see
+//! issue 5.

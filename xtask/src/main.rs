@@ -1,0 +1,45 @@
+//! `cargo xtask`: the only entry point tensorplug needs beyond cargo.
+
+mod setup;
+mod test;
+mod util;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "tensorplug's task runner")]
+struct Cli {
+    #[command(subcommand)]
+    command: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Run a Keras model on /device:FPGA:0 (the simulated FPGA) under the profiler.
+    Demo,
+    /// Set up a fresh machine and run the whole suite (what CI runs).
+    Test(test::TestArgs),
+    /// Program a bitstream or firmware image.
+    Flash,
+    /// Hardware-in-the-loop tests under QEMU.
+    Hil,
+    /// Criterion benchmarks, printed as ratios against same-run baselines.
+    Bench,
+    /// Build the TensorFlow plugin wheel.
+    Dist,
+}
+
+fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Task::Test(args) => test::run(&args),
+        Task::Demo => not_yet("demo", 5),
+        Task::Flash => not_yet("flash", 4),
+        Task::Hil => not_yet("hil", 4),
+        Task::Bench => not_yet("bench", 3),
+        Task::Dist => not_yet("dist", 5),
+    }
+}
+
+fn not_yet(task: &str, issue: u32) -> anyhow::Result<()> {
+    anyhow::bail!("`cargo xtask {task}` is not implemented yet (tracked in issue {issue})")
+}

@@ -1,0 +1,73 @@
+//! `cargo xtask test`: the whole suite, as CI runs it.
+
+use crate::setup::{self, EMBEDDED_TARGETS};
+use crate::util::{cargo, run as run_cmd, step};
+use anyhow::Result;
+
+#[derive(clap::Args)]
+pub struct TestArgs {
+    /// Skip set-up (rustup, apt, venv); for quick local re-runs.
+    #[arg(long)]
+    pub no_setup: bool,
+}
+
+/// `no_std` builds: (package, features, targets).
+const NO_STD_BUILDS: &[(&str, &str, &[&str])] = &[
+    ("tensorplug-abi", "", EMBEDDED_TARGETS),
+    ("tensorplug-core", "", EMBEDDED_TARGETS),
+    ("tensorplug-device-fpga", "", &["thumbv7em-none-eabihf"]),
+    ("tensorplug-device-fpga", "model", &["thumbv7em-none-eabihf"]),
+];
+
+pub fn run(args: &TestArgs) -> Result<()> {
+    let env = if args.no_setup {
+        None
+    } else {
+        let mut env = None;
+        step("set up this machine (rustup targets, Miri, apt, TF venv)", || {
+            env = Some(setup::ensure_all()?);
+            Ok(())
+        })?;
+        env
+    };
+    step("cargo fmt --check", || {
+        run_cmd(cargo().args(["fmt", "--all", "--", "--check"]))
+    })?;
+    step("cargo clippy (all targets, -D warnings)", || {
+        run_cmd(cargo().args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]))
+    })?;
+    step("cargo test --workspace", || {
+        let mut cmd = cargo();
+        cmd.args(["test", "--workspace"]);
+        if let Some(env) = &env {
+            cmd.env("TENSORPLUG_PYTHON", &env.python);
+        }
+        run_cmd(&mut cmd)
+    })?;
+    for (package, features, targets) in NO_STD_BUILDS {
+        for target in *targets {
+            let what = format!("no_std build: {package} [{features}] for {target}");
+            step(&what, || {
+                run_cmd(cargo().args([
+                    "build",
+                    "--package",
+                    package,
+                    "--no-default-features",
+                    "--features",
+                    features,
+                    "--target",
+                    target,
+                ]))
+            })?;
+        }
+    }
+    eprintln!("==> all checks passed");
+    Ok(())
+}

@@ -1,0 +1,68 @@
+//! Small helpers for running commands with clear output and errors.
+
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf()
+}
+
+/// The `cargo` that invoked us.
+pub fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(root());
+    cmd
+}
+
+/// Runs `cmd`, echoing it first; fails with the command line and exit status.
+pub fn run(cmd: &mut Command) -> Result<()> {
+    let line = describe(cmd);
+    eprintln!("    $ {line}");
+    let status = cmd
+        .status()
+        .with_context(|| format!("could not start `{line}`"))?;
+    if !status.success() {
+        bail!("`{line}` failed ({status})");
+    }
+    Ok(())
+}
+
+/// Runs `cmd` and returns its stdout; fails with stderr on a non-zero exit.
+pub fn output(cmd: &mut Command) -> Result<String> {
+    let line = describe(cmd);
+    let out = cmd
+        .output()
+        .with_context(|| format!("could not start `{line}`"))?;
+    if !out.status.success() {
+        bail!(
+            "`{line}` failed ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    String::from_utf8(out.stdout).with_context(|| format!("`{line}` printed non-UTF-8"))
+}
+
+/// Runs one named step of a task, timing it and naming it in any error.
+pub fn step(name: &str, f: impl FnOnce() -> Result<()>) -> Result<()> {
+    eprintln!("==> {name}");
+    let start = Instant::now();
+    f().with_context(|| format!("step failed: {name}"))?;
+    eprintln!("    ok: {name} ({:.1}s)", start.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn describe(cmd: &Command) -> String {
+    let mut line = cmd.get_program().to_string_lossy().into_owned();
+    for arg in cmd.get_args() {
+        line.push(' ');
+        line.push_str(&arg.to_string_lossy());
+    }
+    line
+}
