@@ -1,0 +1,280 @@
+//! The trait a vendor implements to put a device behind tensorplug.
+//!
+//! An [`Accelerator`] owns device memory, ordered queues, copies, op launches,
+//! fences, a device clock and a hardware profiling-event source. The host
+//! bridge drives it from TensorFlow; the MCU firmware drives it from the link
+//! server; tests drive it against a behavioural model. It knows nothing about
+//! TensorFlow, and nothing about any one device.
+//!
+//! # Semantics
+//! - Work enqueued on one [`QueueId`] runs in order. Work on different queues
+//!   may overlap.
+//! - Every enqueue returns a [`Fence`]; a fence completes when that work and
+//!   all earlier work on the same queue has completed.
+//! - Every wait is bounded: [`Accelerator::wait`] takes a timeout and returns
+//!   an error of kind [`ErrorKind::Timeout`] rather than hang.
+//! - Device addresses are plain integers ([`DeviceAddr`]), so `base + offset`
+//!   arithmetic (which TensorFlow does on device pointers) stays valid.
+//!
+//! # A worked example
+//! A device that keeps its "device memory" in a host array, runs copies
+//! synchronously and supports one op. Real drivers (see
+//! `tensorplug-device-fpga`) enqueue descriptors and complete fences from the
+//! device's completion queue instead.
+//!
+//! ```
+//! use core::time::Duration;
+//! use tensorplug_core::accelerator::*;
+//! use tensorplug_core::event::Event;
+//!
+//! struct HostArray { mem: [u8; 4096], next: u64, done: u64 }
+//!
+//! #[derive(Debug)]
+//! struct Oops(ErrorKind);
+//! impl core::fmt::Display for Oops {
+//!     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+//!         write!(f, "host-array device: {:?}", self.0)
+//!     }
+//! }
+//! impl Error for Oops { fn kind(&self) -> ErrorKind { self.0 } }
+//!
+//! impl HostArray {
+//!     fn range(&self, addr: DeviceAddr, len: usize) -> Result<core::ops::Range<usize>, Oops> {
+//!         let start = usize::try_from(addr.0).map_err(|_| Oops(ErrorKind::InvalidArgument))?;
+//!         let end = start.checked_add(len).filter(|&e| e <= self.mem.len());
+//!         end.map(|end| start..end).ok_or(Oops(ErrorKind::InvalidArgument))
+//!     }
+//!     fn complete(&mut self) -> Fence { self.done += 1; Fence(self.done) }
+//! }
+//!
+//! impl Accelerator for HostArray {
+//!     type Error = Oops;
+//!     fn info(&self) -> DeviceInfo {
+//!         DeviceInfo::new("host-array", 4096, 1_000_000_000, Version::new(1, 0, 0), 1)
+//!     }
+//!     fn allocate(&mut self, bytes: u64, align: u64) -> Result<DeviceAddr, Oops> {
+//!         let start = self.next.next_multiple_of(align.max(1));
+//!         let end = start.checked_add(bytes).filter(|&e| e <= 4096).ok_or(Oops(ErrorKind::OutOfMemory))?;
+//!         self.next = end;
+//!         Ok(DeviceAddr(start))
+//!     }
+//!     fn deallocate(&mut self, _addr: DeviceAddr) -> Result<(), Oops> { Ok(()) }
+//!     fn memory_usage(&self) -> MemoryUsage { MemoryUsage { total: 4096, used: self.next } }
+//!     unsafe fn copy_to_device(&mut self, _q: QueueId, dst: DeviceAddr, src: *const u8, len: usize) -> Result<Fence, Oops> {
+//!         let r = self.range(dst, len)?;
+//!         // SAFETY: the caller guarantees `src` is readable for `len` bytes.
+//!         self.mem[r].copy_from_slice(unsafe { core::slice::from_raw_parts(src, len) });
+//!         Ok(self.complete())
+//!     }
+//!     unsafe fn copy_from_device(&mut self, _q: QueueId, dst: *mut u8, src: DeviceAddr, len: usize) -> Result<Fence, Oops> {
+//!         let r = self.range(src, len)?;
+//!         // SAFETY: the caller guarantees `dst` is writable for `len` bytes.
+//!         unsafe { core::slice::from_raw_parts_mut(dst, len) }.copy_from_slice(&self.mem[r]);
+//!         Ok(self.complete())
+//!     }
+//!     fn copy_on_device(&mut self, _q: QueueId, dst: DeviceAddr, src: DeviceAddr, len: usize) -> Result<Fence, Oops> {
+//!         let (s, d) = (self.range(src, len)?, self.range(dst, len)?);
+//!         self.mem.copy_within(s, d.start);
+//!         Ok(self.complete())
+//!     }
+//!     fn fill(&mut self, _q: QueueId, dst: DeviceAddr, len: usize, pattern: u32) -> Result<Fence, Oops> {
+//!         let r = self.range(dst, len)?;
+//!         for (i, b) in self.mem[r].iter_mut().enumerate() { *b = pattern.to_le_bytes()[i % 4]; }
+//!         Ok(self.complete())
+//!     }
+//!     fn launch(&mut self, _q: QueueId, op: &OpDesc<'_>) -> Result<Fence, Oops> {
+//!         op.validate().map_err(|_| Oops(ErrorKind::InvalidArgument))?;
+//!         if op.kind != OpKind::Relu { return Err(Oops(ErrorKind::Unsupported)); }
+//!         let n = op.output.byte_len().ok_or(Oops(ErrorKind::InvalidArgument))?;
+//!         let (i, o) = (self.range(op.inputs[0].addr, n)?, self.range(op.output.addr, n)?);
+//!         for k in (0..n).step_by(4) {
+//!             let x = f32::from_le_bytes(self.mem[i.start + k..][..4].try_into().unwrap());
+//!             self.mem[o.start + k..][..4].copy_from_slice(&x.max(0.0).to_le_bytes());
+//!         }
+//!         Ok(self.complete())
+//!     }
+//!     fn poll(&mut self, fence: Fence) -> Result<bool, Oops> { Ok(fence.0 <= self.done) }
+//!     fn wait(&mut self, fence: Fence, _timeout: Duration) -> Result<(), Oops> {
+//!         if fence.0 <= self.done { Ok(()) } else { Err(Oops(ErrorKind::Timeout)) }
+//!     }
+//!     fn reset(&mut self) -> Result<(), Oops> { Ok(()) }
+//!     fn timestamp(&mut self) -> Result<u64, Oops> { Ok(self.done) }
+//!     fn set_profiling(&mut self, _on: bool) -> Result<(), Oops> { Ok(()) }
+//!     fn drain_events(&mut self, _out: &mut [Event]) -> Result<Drained, Oops> { Ok(Drained::default()) }
+//! }
+//!
+//! // Relu on four floats, through the trait's blocking helpers.
+//! let mut dev = HostArray { mem: [0; 4096], next: 0, done: 0 };
+//! let q = QueueId(0);
+//! let x = dev.allocate(16, 4).unwrap();
+//! let y = dev.allocate(16, 4).unwrap();
+//! let input: Vec<u8> = [-1.0f32, 2.0, -3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+//! dev.write_blocking(q, x, &input, Duration::from_millis(10)).unwrap();
+//! let shape = Shape::new(&[4]).unwrap();
+//! let inputs = [TensorDesc::new(x, DType::F32, shape)];
+//! let op = OpDesc { kind: OpKind::Relu, inputs: &inputs, output: TensorDesc::new(y, DType::F32, shape), op_id: 7 };
+//! let fence = dev.launch(q, &op).unwrap();
+//! dev.wait(fence, Duration::from_millis(10)).unwrap();
+//! let mut out = [0u8; 16];
+//! dev.read_blocking(q, &mut out, y, Duration::from_millis(10)).unwrap();
+//! let got: Vec<f32> = out.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+//! assert_eq!(got, [0.0, 2.0, 0.0, 4.0]);
+//! ```
+
+mod op;
+mod types;
+
+pub use op::{OpDesc, OpKind, ShapeError};
+pub use types::{
+    DType, DeviceAddr, DeviceInfo, Drained, Fence, MAX_RANK, MemoryUsage, QueueId, Shape,
+    TensorDesc, Version,
+};
+
+use crate::event::Event;
+use core::time::Duration;
+
+/// What went wrong, in device-independent terms (the embedded-hal pattern).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Device memory is exhausted, or the request exceeds it.
+    OutOfMemory,
+    /// An address, length, shape or descriptor is invalid.
+    InvalidArgument,
+    /// The device did not answer within the timeout.
+    Timeout,
+    /// The device reported a fault or lost state; a reset may recover it.
+    DeviceFault,
+    /// The device's ABI or firmware is incompatible with this driver.
+    Incompatible,
+    /// The bus or link failed (CRC error, framing, disconnect).
+    Transport,
+    /// The device does not implement this operation.
+    Unsupported,
+    /// Anything else.
+    Other,
+}
+
+/// An accelerator error: printable, and classified by [`ErrorKind`].
+pub trait Error: core::fmt::Debug + core::fmt::Display {
+    /// The device-independent class of this error.
+    fn kind(&self) -> ErrorKind;
+}
+
+/// A device tensorplug can drive. See the module docs for the semantics.
+pub trait Accelerator {
+    /// The driver's error type.
+    type Error: Error;
+
+    /// Static facts about the device.
+    fn info(&self) -> DeviceInfo;
+
+    /// Allocates `bytes` of device memory aligned to `align` (a power of two).
+    fn allocate(&mut self, bytes: u64, align: u64) -> Result<DeviceAddr, Self::Error>;
+    /// Frees memory returned by [`Accelerator::allocate`].
+    fn deallocate(&mut self, addr: DeviceAddr) -> Result<(), Self::Error>;
+    /// Total and used device memory, in bytes.
+    fn memory_usage(&self) -> MemoryUsage;
+
+    /// Enqueues a host-to-device copy of `len` bytes from `src`.
+    ///
+    /// # Safety
+    /// `src` must be readable for `len` bytes and stay valid and unchanged
+    /// until the returned fence completes or [`Accelerator::reset`] returns.
+    unsafe fn copy_to_device(
+        &mut self,
+        queue: QueueId,
+        dst: DeviceAddr,
+        src: *const u8,
+        len: usize,
+    ) -> Result<Fence, Self::Error>;
+    /// Enqueues a device-to-host copy of `len` bytes into `dst`.
+    ///
+    /// # Safety
+    /// `dst` must be writable for `len` bytes and stay valid (and not be
+    /// read) until the returned fence completes or [`Accelerator::reset`]
+    /// returns.
+    unsafe fn copy_from_device(
+        &mut self,
+        queue: QueueId,
+        dst: *mut u8,
+        src: DeviceAddr,
+        len: usize,
+    ) -> Result<Fence, Self::Error>;
+    /// Enqueues a device-to-device copy.
+    fn copy_on_device(
+        &mut self,
+        queue: QueueId,
+        dst: DeviceAddr,
+        src: DeviceAddr,
+        len: usize,
+    ) -> Result<Fence, Self::Error>;
+    /// Enqueues a fill of `len` bytes with the little-endian bytes of
+    /// `pattern` repeated (byte `i` is `pattern.to_le_bytes()[i % 4]`).
+    fn fill(
+        &mut self,
+        queue: QueueId,
+        dst: DeviceAddr,
+        len: usize,
+        pattern: u32,
+    ) -> Result<Fence, Self::Error>;
+    /// Enqueues one op. Implementations call [`OpDesc::validate`] first.
+    fn launch(&mut self, queue: QueueId, op: &OpDesc<'_>) -> Result<Fence, Self::Error>;
+
+    /// True once `fence` has completed. Never blocks.
+    fn poll(&mut self, fence: Fence) -> Result<bool, Self::Error>;
+    /// Blocks until `fence` completes, or fails with [`ErrorKind::Timeout`].
+    fn wait(&mut self, fence: Fence, timeout: Duration) -> Result<(), Self::Error>;
+    /// Brings the device back to a known state after a fault or timeout.
+    /// When it returns, the device no longer touches any host buffer handed
+    /// to an earlier copy, and all outstanding fences have failed.
+    fn reset(&mut self) -> Result<(), Self::Error>;
+
+    /// The device clock, in ticks of [`DeviceInfo::clock_hz`].
+    fn timestamp(&mut self) -> Result<u64, Self::Error>;
+    /// Turns the device's hardware event recording on or off.
+    fn set_profiling(&mut self, enabled: bool) -> Result<(), Self::Error>;
+    /// Moves recorded device events (timestamps in device ticks) into `out`.
+    fn drain_events(&mut self, out: &mut [Event]) -> Result<Drained, Self::Error>;
+
+    /// Copies `src` to the device and waits for it. On a failed wait the
+    /// device is reset, so `src` is never read after this returns.
+    fn write_blocking(
+        &mut self,
+        queue: QueueId,
+        dst: DeviceAddr,
+        src: &[u8],
+        timeout: Duration,
+    ) -> Result<(), Self::Error> {
+        // SAFETY: `src` outlives the wait; on failure `reset` stops all access.
+        let fence = unsafe { self.copy_to_device(queue, dst, src.as_ptr(), src.len())? };
+        self.wait_or_reset(fence, timeout)
+    }
+
+    /// Copies device memory into `dst` and waits for it. On a failed wait the
+    /// device is reset, so `dst` is never written after this returns.
+    fn read_blocking(
+        &mut self,
+        queue: QueueId,
+        dst: &mut [u8],
+        src: DeviceAddr,
+        timeout: Duration,
+    ) -> Result<(), Self::Error> {
+        // SAFETY: `dst` outlives the wait; on failure `reset` stops all access.
+        let fence = unsafe { self.copy_from_device(queue, dst.as_mut_ptr(), src, dst.len())? };
+        self.wait_or_reset(fence, timeout)
+    }
+
+    /// Waits for `fence`; on any failure resets the device and returns the
+    /// wait's error (a failed reset is reported instead, being worse).
+    fn wait_or_reset(&mut self, fence: Fence, timeout: Duration) -> Result<(), Self::Error> {
+        match self.wait(fence, timeout) {
+            Ok(()) => Ok(()),
+            Err(wait_error) => {
+                self.reset()?;
+                Err(wait_error)
+            }
+        }
+    }
+}

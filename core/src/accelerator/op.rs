@@ -1,0 +1,337 @@
+//! Op descriptors and their shape rules.
+
+use super::types::{DType, MAX_RANK, Shape, TensorDesc};
+use core::fmt;
+
+/// The ops tensorplug knows, all f32 for now. Element-wise binary ops
+/// broadcast NumPy-style; softmax and reduce-sum work on the last axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum OpKind {
+    /// `out[m,n] = op(a) · op(b)`, inputs `[a, b]`, both rank 2.
+    MatMul {
+        /// Use `aᵀ` (`a` is `[k, m]`).
+        transpose_a: bool,
+        /// Use `bᵀ` (`b` is `[n, k]`).
+        transpose_b: bool,
+    },
+    /// MatMul, then `+ bias[n]`, then optionally ReLU. Inputs `[a, b, bias]`.
+    FusedMatMul {
+        /// Use `aᵀ`.
+        transpose_a: bool,
+        /// Use `bᵀ`.
+        transpose_b: bool,
+        /// Apply ReLU after the bias.
+        relu: bool,
+    },
+    /// `out = x + bias` along the last axis. Inputs `[x, bias[c]]`.
+    BiasAdd,
+    /// `a + b`, broadcasting.
+    Add,
+    /// `a - b`, broadcasting.
+    Sub,
+    /// `a * b`, broadcasting.
+    Mul,
+    /// `max(a, b)`, broadcasting.
+    Maximum,
+    /// `max(x, 0)`.
+    Relu,
+    /// Softmax over the last axis.
+    Softmax,
+    /// Sum over the last axis; the output drops that axis or keeps it as 1.
+    ReduceSum,
+}
+
+/// One op to launch: kind, input tensors, output tensor, profiling id.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OpDesc<'a> {
+    /// What to compute.
+    pub kind: OpKind,
+    /// Inputs, in the order [`OpKind`] documents.
+    pub inputs: &'a [TensorDesc],
+    /// Where the result goes; its shape must be the op's result shape.
+    pub output: TensorDesc,
+    /// Correlates this launch with its profiling events and its TF op name.
+    pub op_id: u16,
+}
+
+/// Why an [`OpDesc`] is inconsistent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum ShapeError {
+    /// The op takes `expected` inputs.
+    InputCount {
+        /// Inputs the op takes.
+        expected: u8,
+        /// Inputs given.
+        got: u8,
+    },
+    /// Operand `operand` (0.. inputs, then the output) is not f32.
+    DType {
+        /// Operand index; `inputs.len()` means the output.
+        operand: u8,
+    },
+    /// Operand `operand` has rank `got`; the op needs `expected`.
+    Rank {
+        /// Operand index; `inputs.len()` means the output.
+        operand: u8,
+        /// Rank the op needs.
+        expected: u8,
+        /// Rank given.
+        got: u8,
+    },
+    /// Operand `operand`'s dimension `axis` is `got`; `expected` was needed.
+    Dim {
+        /// Operand index; `inputs.len()` means the output.
+        operand: u8,
+        /// Axis, outermost first.
+        axis: u8,
+        /// Size needed.
+        expected: u64,
+        /// Size given.
+        got: u64,
+    },
+    /// A size computation overflowed.
+    Overflow,
+}
+
+impl fmt::Display for ShapeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::InputCount { expected, got } => {
+                write!(f, "op takes {expected} inputs, got {got}")
+            }
+            Self::DType { operand } => write!(f, "operand {operand} is not f32"),
+            Self::Rank {
+                operand,
+                expected,
+                got,
+            } => write!(f, "operand {operand} has rank {got}, expected {expected}"),
+            Self::Dim {
+                operand,
+                axis,
+                expected,
+                got,
+            } => write!(
+                f,
+                "operand {operand} has size {got} on axis {axis}, expected {expected}"
+            ),
+            Self::Overflow => f.write_str("tensor size overflows"),
+        }
+    }
+}
+
+impl OpKind {
+    /// Number of inputs this op takes.
+    pub const fn input_count(self) -> usize {
+        match self {
+            Self::MatMul { .. } | Self::BiasAdd => 2,
+            Self::Add | Self::Sub | Self::Mul | Self::Maximum => 2,
+            Self::FusedMatMul { .. } => 3,
+            Self::Relu | Self::Softmax | Self::ReduceSum => 1,
+        }
+    }
+}
+
+impl OpDesc<'_> {
+    /// Checks input count, dtypes and that the output shape is the op's result.
+    pub fn validate(&self) -> Result<(), ShapeError> {
+        let want = self.kind.input_count();
+        if self.inputs.len() != want {
+            return Err(ShapeError::InputCount {
+                expected: want as u8,
+                got: self.inputs.len().min(255) as u8,
+            });
+        }
+        let out_index = want as u8;
+        for (i, t) in self.inputs.iter().chain([&self.output]).enumerate() {
+            if t.dtype != DType::F32 {
+                return Err(ShapeError::DType { operand: i as u8 });
+            }
+            t.byte_len().ok_or(ShapeError::Overflow)?;
+        }
+        let expected = self.result_shape()?;
+        expect_shape(out_index, &self.output.shape, &expected)
+    }
+
+    /// The shape the output must have, derived from the inputs.
+    fn result_shape(&self) -> Result<Shape, ShapeError> {
+        let shape = |i: usize| self.inputs[i].shape;
+        match self.kind {
+            OpKind::MatMul {
+                transpose_a,
+                transpose_b,
+            }
+            | OpKind::FusedMatMul {
+                transpose_a,
+                transpose_b,
+                ..
+            } => {
+                let (m, n) = matmul_mn(&shape(0), &shape(1), transpose_a, transpose_b)?;
+                if matches!(self.kind, OpKind::FusedMatMul { .. }) {
+                    expect_shape(2, &shape(2), &dims(&[n]))?;
+                }
+                Ok(dims(&[m, n]))
+            }
+            OpKind::BiasAdd => {
+                let x = shape(0);
+                if x.dims().is_empty() {
+                    return Err(ShapeError::Rank {
+                        operand: 0,
+                        expected: 1,
+                        got: 0,
+                    });
+                }
+                expect_shape(1, &shape(1), &dims(&[x.last()]))?;
+                Ok(x)
+            }
+            OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Maximum => {
+                broadcast(&shape(0), &shape(1))
+            }
+            OpKind::Relu | OpKind::Softmax => Ok(shape(0)),
+            OpKind::ReduceSum => {
+                let x = shape(0);
+                let outer = &x.dims()[..x.dims().len().saturating_sub(1)];
+                // Dropping the axis is canonical; keeping it as 1 is accepted.
+                let mut kept = [0u64; MAX_RANK];
+                kept[..outer.len()].copy_from_slice(outer);
+                kept[outer.len()] = 1;
+                let keep = Shape::new(&kept[..=outer.len()]).ok_or(ShapeError::Overflow)?;
+                if !x.dims().is_empty() && self.output.shape == keep {
+                    Ok(keep)
+                } else {
+                    Ok(dims(outer))
+                }
+            }
+        }
+    }
+
+    /// Floating-point operations this op performs (for profiling stats).
+    pub fn flops(&self) -> u64 {
+        let out = self.output.shape.elements().unwrap_or(0);
+        let input = self
+            .inputs
+            .first()
+            .and_then(|t| t.shape.elements())
+            .unwrap_or(0);
+        match self.kind {
+            OpKind::MatMul { transpose_a, .. } | OpKind::FusedMatMul { transpose_a, .. } => {
+                let a = self.inputs.first().map_or(Shape::SCALAR, |t| t.shape);
+                let k = if transpose_a {
+                    a.dims().first().copied().unwrap_or(0)
+                } else {
+                    a.last()
+                };
+                let extra = if matches!(self.kind, OpKind::FusedMatMul { relu: true, .. }) {
+                    2
+                } else if matches!(self.kind, OpKind::FusedMatMul { .. }) {
+                    1
+                } else {
+                    0
+                };
+                out.saturating_mul(2u64.saturating_mul(k).saturating_add(extra))
+            }
+            OpKind::Softmax => input.saturating_mul(5),
+            OpKind::ReduceSum => input,
+            _ => out,
+        }
+    }
+
+    /// Bytes the op reads and writes in device memory (for profiling stats).
+    pub fn bytes_accessed(&self) -> u64 {
+        self.inputs
+            .iter()
+            .chain([&self.output])
+            .map(|t| t.byte_len().unwrap_or(0) as u64)
+            .fold(0u64, u64::saturating_add)
+    }
+}
+
+fn dims(d: &[u64]) -> Shape {
+    // Callers pass at most MAX_RANK dims.
+    Shape::new(d).unwrap_or(Shape::SCALAR)
+}
+
+fn expect_shape(operand: u8, got: &Shape, want: &Shape) -> Result<(), ShapeError> {
+    if got.dims().len() != want.dims().len() {
+        return Err(ShapeError::Rank {
+            operand,
+            expected: want.dims().len() as u8,
+            got: got.dims().len() as u8,
+        });
+    }
+    for (axis, (&g, &w)) in got.dims().iter().zip(want.dims()).enumerate() {
+        if g != w {
+            return Err(ShapeError::Dim {
+                operand,
+                axis: axis as u8,
+                expected: w,
+                got: g,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn matmul_mn(a: &Shape, b: &Shape, ta: bool, tb: bool) -> Result<(u64, u64), ShapeError> {
+    for (operand, s) in [(0u8, a), (1, b)] {
+        if s.dims().len() != 2 {
+            return Err(ShapeError::Rank {
+                operand,
+                expected: 2,
+                got: s.dims().len() as u8,
+            });
+        }
+    }
+    let (a0, a1, b0, b1) = (a.dims()[0], a.dims()[1], b.dims()[0], b.dims()[1]);
+    let (m, k) = if ta { (a1, a0) } else { (a0, a1) };
+    let (kb, n, k_axis) = if tb { (b1, b0, 1) } else { (b0, b1, 0) };
+    if k != kb {
+        return Err(ShapeError::Dim {
+            operand: 1,
+            axis: k_axis,
+            expected: k,
+            got: kb,
+        });
+    }
+    Ok((m, n))
+}
+
+/// NumPy broadcasting of two shapes.
+fn broadcast(a: &Shape, b: &Shape) -> Result<Shape, ShapeError> {
+    let rank = a.dims().len().max(b.dims().len());
+    let mut out = [0u64; MAX_RANK];
+    for (i, slot) in out[..rank].iter_mut().enumerate() {
+        let from_end = rank - i;
+        let da = dim_from_end(a, from_end);
+        let db = dim_from_end(b, from_end);
+        *slot = match (da, db) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            (x, y) => {
+                return Err(ShapeError::Dim {
+                    operand: 1,
+                    axis: (b.dims().len() - from_end) as u8,
+                    expected: x,
+                    got: y,
+                });
+            }
+        };
+    }
+    Shape::new(&out[..rank]).ok_or(ShapeError::Overflow)
+}
+
+fn dim_from_end(s: &Shape, from_end: usize) -> u64 {
+    let d = s.dims();
+    if from_end <= d.len() {
+        d[d.len() - from_end]
+    } else {
+        1
+    }
+}
+
+#[cfg(test)]
+mod tests;

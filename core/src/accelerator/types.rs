@@ -1,0 +1,227 @@
+//! Plain value types of the [`Accelerator`](super::Accelerator) API.
+
+use core::fmt;
+
+/// The largest tensor rank an op descriptor carries.
+pub const MAX_RANK: usize = 6;
+
+/// A device memory address. Plain integer, so `base + offset` stays valid.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct DeviceAddr(pub u64);
+
+impl DeviceAddr {
+    /// `self + bytes`, or `None` on overflow.
+    pub const fn checked_add(self, bytes: u64) -> Option<Self> {
+        match self.0.checked_add(bytes) {
+            Some(a) => Some(Self(a)),
+            None => None,
+        }
+    }
+}
+
+/// One of the device's ordered queues.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct QueueId(pub u8);
+
+/// A point in a queue's work; completes when that work has completed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Fence(pub u64);
+
+/// A semantic version (device ABI, firmware).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Version {
+    /// Incompatible changes.
+    pub major: u16,
+    /// Backward-compatible additions.
+    pub minor: u16,
+    /// Fixes.
+    pub patch: u16,
+}
+
+impl Version {
+    /// `major.minor.patch`.
+    pub const fn new(major: u16, minor: u16, patch: u16) -> Self {
+        Self {
+            major,
+            minor,
+            patch,
+        }
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+/// Static facts about a device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// Human-readable model name (truncated to 32 bytes).
+    pub name: heapless::String<32>,
+    /// Device memory, in bytes.
+    pub memory_bytes: u64,
+    /// Frequency of the device timestamp counter, in Hz.
+    pub clock_hz: u64,
+    /// The device ABI the device reports.
+    pub abi_version: Version,
+    /// Number of ordered queues.
+    pub queues: u8,
+}
+
+impl DeviceInfo {
+    /// Builds device info; a name longer than 32 bytes is cut at a char boundary.
+    pub fn new(name: &str, memory_bytes: u64, clock_hz: u64, abi: Version, queues: u8) -> Self {
+        let mut end = name.len().min(32);
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        let mut short = heapless::String::new();
+        // Cannot fail: `end <= 32` bytes.
+        let _ = short.push_str(&name[..end]);
+        Self {
+            name: short,
+            memory_bytes,
+            clock_hz,
+            abi_version: abi,
+            queues,
+        }
+    }
+}
+
+/// Device memory accounting, in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryUsage {
+    /// All device memory available for allocation.
+    pub total: u64,
+    /// Currently allocated.
+    pub used: u64,
+}
+
+/// What one [`drain_events`](super::Accelerator::drain_events) call moved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Drained {
+    /// Events written to the front of the output slice.
+    pub events: usize,
+    /// Events the device dropped (ring full) since the previous drain.
+    pub dropped: u64,
+}
+
+/// Element type of a tensor.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum DType {
+    /// IEEE-754 binary32.
+    F32 = 1,
+}
+
+impl DType {
+    /// Bytes per element.
+    pub const fn size(self) -> usize {
+        match self {
+            Self::F32 => 4,
+        }
+    }
+}
+
+/// A tensor shape of rank ≤ [`MAX_RANK`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Shape {
+    dims: [u64; MAX_RANK],
+    rank: u8,
+}
+
+impl Shape {
+    /// The rank-0 shape of a scalar.
+    pub const SCALAR: Self = Self {
+        dims: [0; MAX_RANK],
+        rank: 0,
+    };
+
+    /// A shape from its dimensions, or `None` when the rank exceeds [`MAX_RANK`].
+    pub fn new(dims: &[u64]) -> Option<Self> {
+        if dims.len() > MAX_RANK {
+            return None;
+        }
+        let mut all = [0; MAX_RANK];
+        all[..dims.len()].copy_from_slice(dims);
+        Some(Self {
+            dims: all,
+            rank: dims.len() as u8,
+        })
+    }
+
+    /// The dimensions, outermost first.
+    pub fn dims(&self) -> &[u64] {
+        &self.dims[..usize::from(self.rank)]
+    }
+
+    /// Number of elements (1 for a scalar), or `None` on overflow.
+    pub fn elements(&self) -> Option<u64> {
+        self.dims().iter().try_fold(1u64, |n, &d| n.checked_mul(d))
+    }
+
+    /// The innermost dimension (1 for a scalar).
+    pub fn last(&self) -> u64 {
+        self.dims().last().copied().unwrap_or(1)
+    }
+}
+
+/// A tensor in device memory: where it is, its element type and shape
+/// (dense, row-major).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TensorDesc {
+    /// First byte of the tensor.
+    pub addr: DeviceAddr,
+    /// Element type.
+    pub dtype: DType,
+    /// Shape.
+    pub shape: Shape,
+}
+
+impl TensorDesc {
+    /// Describes a dense row-major tensor.
+    pub const fn new(addr: DeviceAddr, dtype: DType, shape: Shape) -> Self {
+        Self { addr, dtype, shape }
+    }
+
+    /// Size in bytes, or `None` on overflow (or if it exceeds `usize`).
+    pub fn byte_len(&self) -> Option<usize> {
+        let bytes = self
+            .shape
+            .elements()?
+            .checked_mul(self.dtype.size() as u64)?;
+        usize::try_from(bytes).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::string::ToString;
+
+    #[test]
+    fn shape_counts_elements_and_rejects_overflow_and_rank() {
+        assert_eq!(Shape::new(&[]).unwrap().elements(), Some(1));
+        assert_eq!(Shape::new(&[2, 3, 0]).unwrap().elements(), Some(0));
+        assert_eq!(Shape::new(&[u64::MAX, 2]).unwrap().elements(), None);
+        assert!(Shape::new(&[1; MAX_RANK + 1]).is_none());
+        assert_eq!(Shape::new(&[4, 5]).unwrap().last(), 5);
+    }
+
+    #[test]
+    fn device_info_truncates_long_names_at_char_boundaries() {
+        let long = "ä".repeat(40); // 80 bytes
+        let info = DeviceInfo::new(&long, 1, 1, Version::new(1, 2, 3), 1);
+        assert_eq!(info.name.len(), 32);
+        assert_eq!(info.abi_version.to_string(), "1.2.3");
+    }
+}
