@@ -3,3 +3,7 @@
 //!
 //! `no_std`, no alloc, no dependencies (except an optional `defmt`).
 #![no_std]
+
+pub mod device;
+pub mod tf;
+pub mod validate;
