@@ -1,0 +1,229 @@
+//! Command descriptors: what the host writes into the command queue.
+
+use super::le::{put, u16_at, u32_at, u64_at};
+
+/// What a command does. Every `u16` is representable; values this ABI
+/// version does not define complete with `CompletionStatus::INVALID_OPCODE`.
+///
+/// Tensors are dense, row-major f32 (4-byte aligned) in device memory.
+/// "elements" counts f32 values; copies and fills count bytes.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Opcode(pub u16);
+
+impl Opcode {
+    /// Does nothing but complete (and stamp events): fences, clock sync, tests.
+    pub const NOP: Opcode = Opcode(0x01);
+    /// `len` bytes from host bus address `src0` to device address `dst` (needs `Features::DMA`).
+    pub const COPY_H2D: Opcode = Opcode(0x10);
+    /// `len` bytes from device address `src0` to host bus address `dst` (needs `Features::DMA`).
+    pub const COPY_D2H: Opcode = Opcode(0x11);
+    /// `len` bytes from device address `src0` to device address `dst` (`memmove` semantics).
+    pub const COPY_D2D: Opcode = Opcode(0x12);
+    /// `len` bytes at `dst`: byte `i` becomes byte `i % 4` of `imm` (little-endian).
+    pub const FILL: Opcode = Opcode(0x13);
+    /// `dst[m×n] = op(src0)[m×k] · op(src1)[k×n]`; `op` transposes per `CommandFlags::TRANSPOSE_A/B`.
+    pub const GEMM_F32: Opcode = Opcode(0x20);
+    /// `dst[m×n] = max(0, op(src0) · op(src1) + src2[n])` (fused GEMM, bias-add, ReLU).
+    pub const GEMM_BIAS_RELU_F32: Opcode = Opcode(0x21);
+    /// `dst[i] = src0[i] + src1[i]` for `len` elements.
+    pub const ADD_F32: Opcode = Opcode(0x30);
+    /// `dst[i] = src0[i] - src1[i]` for `len` elements.
+    pub const SUB_F32: Opcode = Opcode(0x31);
+    /// `dst[i] = src0[i] * src1[i]` for `len` elements.
+    pub const MUL_F32: Opcode = Opcode(0x32);
+    /// `dst[i] = max(src0[i], src1[i])` for `len` elements; NaN if either is NaN.
+    pub const MAX_F32: Opcode = Opcode(0x33);
+    /// `dst[i] = max(0, src0[i])` for `len` elements.
+    pub const RELU_F32: Opcode = Opcode(0x34);
+    /// `dst[r][c] = src0[r][c] + src1[c]` for `m` rows of `n` columns.
+    pub const BIAS_ADD_F32: Opcode = Opcode(0x35);
+    /// Softmax over the last axis: `m` rows of `n` columns, `src0` to `dst`.
+    pub const SOFTMAX_F32: Opcode = Opcode(0x40);
+    /// `dst[r] = Σ_c src0[r][c]` for `m` rows of `n` columns.
+    pub const REDUCE_SUM_F32: Opcode = Opcode(0x41);
+
+    /// Wraps a raw value (any value is representable).
+    pub const fn from_raw(raw: u16) -> Self {
+        Self(raw)
+    }
+
+    /// `Some(self)` if this ABI version defines the opcode.
+    pub const fn known(self) -> Option<Self> {
+        match self.name() {
+            Some(_) => Some(self),
+            None => None,
+        }
+    }
+
+    /// The constant's name, e.g. `"GEMM_F32"`; `None` if unknown.
+    pub const fn name(self) -> Option<&'static str> {
+        Some(match self {
+            Self::NOP => "NOP",
+            Self::COPY_H2D => "COPY_H2D",
+            Self::COPY_D2H => "COPY_D2H",
+            Self::COPY_D2D => "COPY_D2D",
+            Self::FILL => "FILL",
+            Self::GEMM_F32 => "GEMM_F32",
+            Self::GEMM_BIAS_RELU_F32 => "GEMM_BIAS_RELU_F32",
+            Self::ADD_F32 => "ADD_F32",
+            Self::SUB_F32 => "SUB_F32",
+            Self::MUL_F32 => "MUL_F32",
+            Self::MAX_F32 => "MAX_F32",
+            Self::RELU_F32 => "RELU_F32",
+            Self::BIAS_ADD_F32 => "BIAS_ADD_F32",
+            Self::SOFTMAX_F32 => "SOFTMAX_F32",
+            Self::REDUCE_SUM_F32 => "REDUCE_SUM_F32",
+            _ => return None,
+        })
+    }
+
+    /// True for the three copies, whose events use the copy event kinds.
+    pub const fn is_copy(self) -> bool {
+        matches!(self, Self::COPY_H2D | Self::COPY_D2H | Self::COPY_D2D)
+    }
+}
+
+/// Bits of [`CommandDescriptor::flags`]. Bits not defined here must be 0
+/// (else `CompletionStatus::INVALID_ARGUMENT`).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct CommandFlags(pub u16);
+
+impl CommandFlags {
+    /// Raise `Irq::COMPLETION` when this command's completion is written.
+    pub const IRQ: CommandFlags = CommandFlags(1 << 0);
+    /// Stamp no profiling events for this command.
+    pub const NO_EVENTS: CommandFlags = CommandFlags(1 << 1);
+    /// GEMM: `src0` is stored `k×m` and used transposed.
+    pub const TRANSPOSE_A: CommandFlags = CommandFlags(1 << 8);
+    /// GEMM: `src1` is stored `n×k` and used transposed.
+    pub const TRANSPOSE_B: CommandFlags = CommandFlags(1 << 9);
+    /// Every bit this ABI version defines.
+    pub const KNOWN: CommandFlags = CommandFlags(0x0303);
+
+    /// The raw bits.
+    pub const fn bits(self) -> u16 {
+        self.0
+    }
+
+    /// True if every bit of `other` is set in `self`.
+    pub const fn contains(self, other: CommandFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// `self` and `other` together.
+    pub const fn union(self, other: CommandFlags) -> CommandFlags {
+        CommandFlags(self.0 | other.0)
+    }
+
+    /// True if a bit outside [`KNOWN`](Self::KNOWN) is set.
+    pub const fn has_unknown_bits(self) -> bool {
+        self.0 & !Self::KNOWN.0 != 0
+    }
+}
+
+/// One command-queue entry: 64 bytes, little-endian, 8-byte aligned.
+///
+/// Which operand fields an opcode uses is listed in `docs/device-abi.md`;
+/// unused fields and `_reserved0` must be 0.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct CommandDescriptor {
+    /// What to do.
+    pub opcode: Opcode,
+    /// [`CommandFlags`].
+    pub flags: CommandFlags,
+    /// Chosen by the host; echoed in the completion and as the events' `op_id`.
+    pub tag: u16,
+    /// Host stream number; echoed in the completion and as the events' `queue`.
+    pub stream: u8,
+    /// Must be 0.
+    pub _reserved0: u8,
+    /// First source address (copy source, GEMM A, element-wise/row input).
+    pub src0: u64,
+    /// Second source address (GEMM B, element-wise B, bias of `BIAS_ADD_F32`).
+    pub src1: u64,
+    /// Third source address (bias of `GEMM_BIAS_RELU_F32`).
+    pub src2: u64,
+    /// Destination address.
+    pub dst: u64,
+    /// Byte count (copy, fill) or element count (element-wise, ReLU).
+    pub len: u64,
+    /// GEMM rows of the result; rows for bias-add, softmax, reduce-sum.
+    pub m: u32,
+    /// GEMM columns of the result; columns (last axis) for row ops.
+    pub n: u32,
+    /// GEMM inner dimension.
+    pub k: u32,
+    /// Immediate: the fill pattern.
+    pub imm: u32,
+}
+
+/// Size of a [`CommandDescriptor`] in bytes.
+pub const COMMAND_DESCRIPTOR_SIZE: usize = 64;
+
+impl CommandDescriptor {
+    /// A command with every operand 0.
+    pub const fn new(opcode: Opcode, tag: u16, stream: u8) -> Self {
+        Self {
+            opcode,
+            flags: CommandFlags(0),
+            tag,
+            stream,
+            _reserved0: 0,
+            src0: 0,
+            src1: 0,
+            src2: 0,
+            dst: 0,
+            len: 0,
+            m: 0,
+            n: 0,
+            k: 0,
+            imm: 0,
+        }
+    }
+
+    /// Encodes in the wire/memory format.
+    pub const fn to_le_bytes(&self) -> [u8; COMMAND_DESCRIPTOR_SIZE] {
+        let mut b = [0u8; COMMAND_DESCRIPTOR_SIZE];
+        put(&mut b, 0, &self.opcode.0.to_le_bytes());
+        put(&mut b, 2, &self.flags.0.to_le_bytes());
+        put(&mut b, 4, &self.tag.to_le_bytes());
+        b[6] = self.stream;
+        b[7] = self._reserved0;
+        put(&mut b, 8, &self.src0.to_le_bytes());
+        put(&mut b, 16, &self.src1.to_le_bytes());
+        put(&mut b, 24, &self.src2.to_le_bytes());
+        put(&mut b, 32, &self.dst.to_le_bytes());
+        put(&mut b, 40, &self.len.to_le_bytes());
+        put(&mut b, 48, &self.m.to_le_bytes());
+        put(&mut b, 52, &self.n.to_le_bytes());
+        put(&mut b, 56, &self.k.to_le_bytes());
+        put(&mut b, 60, &self.imm.to_le_bytes());
+        b
+    }
+
+    /// Decodes the wire/memory format. Every byte pattern decodes.
+    pub const fn from_le_bytes(b: &[u8; COMMAND_DESCRIPTOR_SIZE]) -> Self {
+        Self {
+            opcode: Opcode(u16_at(b, 0)),
+            flags: CommandFlags(u16_at(b, 2)),
+            tag: u16_at(b, 4),
+            stream: b[6],
+            _reserved0: b[7],
+            src0: u64_at(b, 8),
+            src1: u64_at(b, 16),
+            src2: u64_at(b, 24),
+            dst: u64_at(b, 32),
+            len: u64_at(b, 40),
+            m: u32_at(b, 48),
+            n: u32_at(b, 52),
+            k: u32_at(b, 56),
+            imm: u32_at(b, 60),
+        }
+    }
+}

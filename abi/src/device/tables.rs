@@ -1,0 +1,54 @@
+//! Lists of every value this ABI version defines, for tests and tools.
+//! (Kept apart from the types so cbindgen leaves them out of the C header.)
+
+use super::{CompletionStatus, EventKind, Opcode};
+
+impl Opcode {
+    /// Every opcode this ABI version defines.
+    pub const ALL: [Opcode; 15] = [
+        Self::NOP,
+        Self::COPY_H2D,
+        Self::COPY_D2H,
+        Self::COPY_D2D,
+        Self::FILL,
+        Self::GEMM_F32,
+        Self::GEMM_BIAS_RELU_F32,
+        Self::ADD_F32,
+        Self::SUB_F32,
+        Self::MUL_F32,
+        Self::MAX_F32,
+        Self::RELU_F32,
+        Self::BIAS_ADD_F32,
+        Self::SOFTMAX_F32,
+        Self::REDUCE_SUM_F32,
+    ];
+}
+
+impl CompletionStatus {
+    /// Every status this ABI version defines.
+    pub const ALL: [CompletionStatus; 9] = [
+        Self::OK,
+        Self::INVALID_OPCODE,
+        Self::INVALID_ARGUMENT,
+        Self::OUT_OF_RANGE,
+        Self::MISALIGNED,
+        Self::UNSUPPORTED,
+        Self::BUS_ERROR,
+        Self::ABORTED,
+        Self::DEVICE_FAULT,
+    ];
+}
+
+impl EventKind {
+    /// Every kind a device stamps in this ABI version.
+    pub const ALL: [EventKind; 8] = [
+        Self::OP_BEGIN,
+        Self::OP_END,
+        Self::COPY_H2D_BEGIN,
+        Self::COPY_H2D_END,
+        Self::COPY_D2H_BEGIN,
+        Self::COPY_D2H_END,
+        Self::COPY_D2D_BEGIN,
+        Self::COPY_D2D_END,
+    ];
+}
