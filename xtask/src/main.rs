@@ -1,5 +1,6 @@
 //! `cargo xtask`: the only entry point tensorplug needs beyond cargo.
 
+mod layout;
 mod setup;
 mod test;
 mod util;

@@ -51,6 +51,9 @@ pub fn run(args: &TestArgs) -> Result<()> {
         }
         run_cmd(&mut cmd)
     })?;
+    step("TF ABI layout check (abi vs. the installed TF headers)", || {
+        crate::layout::run(env.as_ref())
+    })?;
     for (package, features, targets) in NO_STD_BUILDS {
         for target in *targets {
             let what = format!("no_std build: {package} [{features}] for {target}");
