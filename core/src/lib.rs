@@ -11,3 +11,4 @@ extern crate std;
 
 pub mod accelerator;
 pub mod event;
+pub mod link;
