@@ -1,5 +1,6 @@
 //! `cargo xtask`: the only entry point tensorplug needs beyond cargo.
 
+mod header;
 mod layout;
 mod setup;
 mod test;
@@ -28,6 +29,8 @@ enum Task {
     Bench,
     /// Build the TensorFlow plugin wheel.
     Dist,
+    /// Regenerate the device-ABI C header (abi/include/tensorplug_device_abi.h).
+    Header,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -38,6 +41,7 @@ fn main() -> anyhow::Result<()> {
         Task::Hil => not_yet("hil", 4),
         Task::Bench => not_yet("bench", 3),
         Task::Dist => not_yet("dist", 5),
+        Task::Header => header::run(),
     }
 }
 

@@ -51,6 +51,7 @@ pub fn run(args: &TestArgs) -> Result<()> {
         }
         run_cmd(&mut cmd)
     })?;
+    step("device ABI C header is up to date", crate::header::check_fresh)?;
     step("TF ABI layout check (abi vs. the installed TF headers)", || {
         crate::layout::run(env.as_ref())
     })?;
