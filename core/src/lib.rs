@@ -10,5 +10,9 @@ extern crate alloc;
 extern crate std;
 
 pub mod accelerator;
+pub mod clock;
 pub mod event;
 pub mod link;
+pub mod session;
+#[cfg(feature = "alloc")]
+pub mod xspace;
