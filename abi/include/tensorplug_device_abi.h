@@ -31,11 +31,13 @@
 // A device reports its own in `Register::TIMESTAMP_FREQ_HZ`.
 #define TPD_REFERENCE_TIMESTAMP_FREQ_HZ 100000000
 
-// Size in bytes of the register space; offsets at or past it are invalid.
-#define TPD_REGISTER_SPACE_SIZE 0x100
+// Size in bytes of the register space (one 4 KiB page). Offsets in it that
+// name no register read 0 and ignore writes; offsets past it are invalid.
+#define TPD_REGISTER_SPACE_SIZE 0x1000
 
-// The value the `RESET` register must be written with to reset the device.
-#define TPD_RESET_KEY 0x52535445
+// The value the `RESET` register must be written with to reset the device:
+// the bytes `"RSET"` read as a little-endian `u32`.
+#define TPD_RESET_KEY 0x54455352
 
 // Size of a `CommandDescriptor` in bytes.
 #define TPD_COMMAND_DESCRIPTOR_SIZE 64
@@ -348,9 +350,10 @@ typedef uint16_t TPD_CompletionStatus;
 #define TPD_COMPLETION_STATUS_UNSUPPORTED 5
 // A host-bus (DMA) transfer failed. `detail`: 0.
 #define TPD_COMPLETION_STATUS_BUS_ERROR 6
-// The command was cut short by a reset or halt. `detail`: 0.
+// The command was cut short because the device halted. `detail`: 0.
 #define TPD_COMPLETION_STATUS_ABORTED 7
-// The device failed internally. `detail`: device-specific.
+// The device failed internally and halts after writing this.
+// `detail`: device-specific.
 #define TPD_COMPLETION_STATUS_DEVICE_FAULT 8
 
 // Bits of `CompletionDescriptor::flags`.

@@ -144,3 +144,11 @@ fn feature_bits_are_distinct_and_known_masks_unknown_bits() {
     assert_eq!(Features(0xFFFF_FFFF).known(), Features::KNOWN);
     assert!(!Features::GEMM.contains(Features::GEMM.union(Features::DMA)));
 }
+
+#[test]
+fn reset_key_is_rset_in_little_endian() {
+    assert_eq!(
+        tensorplug_abi::device::RESET_KEY,
+        u32::from_le_bytes(*b"RSET")
+    );
+}

@@ -27,9 +27,10 @@ impl CompletionStatus {
     pub const UNSUPPORTED: CompletionStatus = CompletionStatus(5);
     /// A host-bus (DMA) transfer failed. `detail`: 0.
     pub const BUS_ERROR: CompletionStatus = CompletionStatus(6);
-    /// The command was cut short by a reset or halt. `detail`: 0.
+    /// The command was cut short because the device halted. `detail`: 0.
     pub const ABORTED: CompletionStatus = CompletionStatus(7);
-    /// The device failed internally. `detail`: device-specific.
+    /// The device failed internally and halts after writing this.
+    /// `detail`: device-specific.
     pub const DEVICE_FAULT: CompletionStatus = CompletionStatus(8);
 
     /// Wraps a raw value (any value is representable).

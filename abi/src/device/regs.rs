@@ -1,5 +1,6 @@
 //! The register file: 32-bit little-endian registers at 4-byte-aligned byte
-//! offsets. 64-bit values are `_LO`/`_HI` pairs; reading `_LO` latches `_HI`.
+//! offsets. 64-bit values are `_LO`/`_HI` pairs (reading `TIMESTAMP_LO`
+//! latches `TIMESTAMP_HI`, so the pair is read consistently low word first).
 
 /// A register's byte offset in the register space (PCIe BAR 0, or the
 /// register address of an SPI frame).
@@ -8,11 +9,13 @@
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Register(pub u32);
 
-/// Size in bytes of the register space; offsets at or past it are invalid.
-pub const REGISTER_SPACE_SIZE: u32 = 0x100;
+/// Size in bytes of the register space (one 4 KiB page). Offsets in it that
+/// name no register read 0 and ignore writes; offsets past it are invalid.
+pub const REGISTER_SPACE_SIZE: u32 = 0x1000;
 
-/// The value the `RESET` register must be written with to reset the device.
-pub const RESET_KEY: u32 = 0x5253_5445;
+/// The value the `RESET` register must be written with to reset the device:
+/// the bytes `"RSET"` read as a little-endian `u32`.
+pub const RESET_KEY: u32 = 0x5445_5352;
 
 impl Register {
     /// RO. [`DEVICE_MAGIC`](super::DEVICE_MAGIC).
