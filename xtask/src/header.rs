@@ -28,6 +28,10 @@ pub fn check_fresh() -> Result<()> {
     let fresh = generate()?;
     let path = root().join(HEADER_PATH);
     let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+    require_same(&checked_in, &fresh)
+}
+
+fn require_same(checked_in: &str, fresh: &str) -> Result<()> {
     if checked_in != fresh {
         bail!("device ABI header is stale: run `cargo xtask header`");
     }
@@ -160,4 +164,47 @@ fn static_asserts() -> String {
         }
     }
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checked_in_header_is_fresh() {
+        check_fresh().unwrap();
+    }
+
+    #[test]
+    fn a_stale_header_names_the_fix() {
+        let err = require_same("old", "new").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "device ABI header is stale: run `cargo xtask header`"
+        );
+        assert!(require_same("same", "same").is_ok());
+    }
+
+    #[test]
+    fn registers_and_magics_print_in_hex_other_numbers_in_decimal() {
+        assert_eq!(
+            hex_define("#define TPD_REGISTER_CMDQ_DOORBELL 84").as_deref(),
+            Some("#define TPD_REGISTER_CMDQ_DOORBELL 0x054")
+        );
+        assert_eq!(
+            hex_define("#define TPD_DEVICE_MAGIC 1195790420").as_deref(),
+            Some("#define TPD_DEVICE_MAGIC 0x47465054")
+        );
+        assert_eq!(hex_define("#define TPD_IMAGE_HEADER_SIZE 64"), None);
+        assert_eq!(hex_define("#define TPD_FEATURES_DMA (1 << 0)"), None);
+    }
+
+    #[test]
+    fn rustdoc_links_become_plain_code() {
+        assert_eq!(
+            strip_doc_links("// RO. [`DEVICE_MAGIC`](super::DEVICE_MAGIC) and [`Status`] bits."),
+            "// RO. `DEVICE_MAGIC` and `Status` bits."
+        );
+        assert_eq!(strip_doc_links("// a [`dangling"), "// a [`dangling");
+    }
 }
