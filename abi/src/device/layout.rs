@@ -110,6 +110,14 @@ const _: () = assert!(size_of::<CompletionDescriptor>() == super::COMPLETION_DES
 const _: () = assert!(size_of::<EventDescriptor>() == super::EVENT_DESCRIPTOR_SIZE);
 const _: () = assert!(size_of::<ImageHeader>() == super::IMAGE_HEADER_SIZE);
 
+// Hand-written constants (cbindgen cannot evaluate expressions) checked
+// against their definitions.
+const _: () = assert!(super::DEVICE_MAGIC == u32::from_le_bytes(*b"TPFG"));
+const _: () = assert!(super::IMAGE_MAGIC == u32::from_le_bytes(*b"TPBS"));
+const _: () = assert!(super::RESET_KEY == u32::from_le_bytes(*b"RSET"));
+const _: () = assert!(super::DEVICE_ABI_VERSION.to_word() == super::DEVICE_ABI_VERSION_WORD);
+const _: () = assert!(super::REFERENCE_FEATURES.0 == super::Features::KNOWN.0);
+
 /// Every descriptor's layout.
 pub const LAYOUTS: [StructLayout; 4] = [
     COMMAND_LAYOUT,
