@@ -13,6 +13,8 @@ pub mod accelerator;
 pub mod clock;
 pub mod event;
 pub mod link;
+pub mod ring;
 pub mod session;
+mod sync;
 #[cfg(feature = "alloc")]
 pub mod xspace;
