@@ -27,7 +27,10 @@ impl Opcode {
     pub const GEMM_F32: Opcode = Opcode(0x20);
     /// `dst[m×n] = max(0, op(src0) · op(src1) + src2[n])` (fused GEMM, bias-add, ReLU).
     pub const GEMM_BIAS_RELU_F32: Opcode = Opcode(0x21);
-    /// `dst[i] = src0[i] + src1[i]` for `len` elements.
+    /// `dst[m×n] = op(src0) · op(src1) + src2[n]` (fused GEMM and bias-add).
+    pub const GEMM_BIAS_F32: Opcode = Opcode(0x22);
+    /// `dst[i] = src0[i] + src1[i]` for `len` elements (broadcasting with
+    /// `CommandFlags::BROADCAST`, likewise for `SUB`, `MUL`, `MAX`).
     pub const ADD_F32: Opcode = Opcode(0x30);
     /// `dst[i] = src0[i] - src1[i]` for `len` elements.
     pub const SUB_F32: Opcode = Opcode(0x31);
@@ -67,6 +70,7 @@ impl Opcode {
             Self::FILL => "FILL",
             Self::GEMM_F32 => "GEMM_F32",
             Self::GEMM_BIAS_RELU_F32 => "GEMM_BIAS_RELU_F32",
+            Self::GEMM_BIAS_F32 => "GEMM_BIAS_F32",
             Self::ADD_F32 => "ADD_F32",
             Self::SUB_F32 => "SUB_F32",
             Self::MUL_F32 => "MUL_F32",
@@ -101,8 +105,11 @@ impl CommandFlags {
     pub const TRANSPOSE_A: CommandFlags = CommandFlags(1 << 8);
     /// GEMM: `src1` is stored `n×k` and used transposed.
     pub const TRANSPOSE_B: CommandFlags = CommandFlags(1 << 9);
+    /// `ADD/SUB/MUL/MAX_F32`: broadcast NumPy-style; `src2` is the device
+    /// address of a `BroadcastShape` and `len` the output element count.
+    pub const BROADCAST: CommandFlags = CommandFlags(1 << 10);
     /// Every bit this ABI version defines.
-    pub const KNOWN: CommandFlags = CommandFlags(0x0303);
+    pub const KNOWN: CommandFlags = CommandFlags(0x0703);
 
     /// The raw bits.
     pub const fn bits(self) -> u16 {
@@ -147,7 +154,7 @@ pub struct CommandDescriptor {
     pub src0: u64,
     /// Second source address (GEMM B, element-wise B, bias of `BIAS_ADD_F32`).
     pub src1: u64,
-    /// Third source address (bias of `GEMM_BIAS_RELU_F32`).
+    /// Third source address (bias of the fused GEMMs; `BroadcastShape` block).
     pub src2: u64,
     /// Destination address.
     pub dst: u64,

@@ -5,7 +5,7 @@ use super::{CompletionStatus, EventKind, Opcode};
 
 impl Opcode {
     /// Every opcode this ABI version defines.
-    pub const ALL: [Opcode; 15] = [
+    pub const ALL: [Opcode; 16] = [
         Self::NOP,
         Self::COPY_H2D,
         Self::COPY_D2H,
@@ -13,6 +13,7 @@ impl Opcode {
         Self::FILL,
         Self::GEMM_F32,
         Self::GEMM_BIAS_RELU_F32,
+        Self::GEMM_BIAS_F32,
         Self::ADD_F32,
         Self::SUB_F32,
         Self::MUL_F32,

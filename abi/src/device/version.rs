@@ -196,7 +196,7 @@ impl Features {
     pub const IRQ: Features = Features(1 << 2);
     /// A configuration flash holds the bitstream image (see `image`).
     pub const CONFIG_FLASH: Features = Features(1 << 3);
-    /// `GEMM_F32` and `GEMM_BIAS_RELU_F32`.
+    /// `GEMM_F32`, `GEMM_BIAS_RELU_F32` and `GEMM_BIAS_F32`.
     pub const GEMM: Features = Features(1 << 4);
     /// `ADD_F32`, `SUB_F32`, `MUL_F32`, `MAX_F32`, `RELU_F32`, `BIAS_ADD_F32`.
     pub const ELEMENTWISE: Features = Features(1 << 5);
