@@ -1,3 +1,9 @@
 //! `tensorplug-device-fpga`: the reference FPGA driver and its behavioural
 //! model. Not yet implemented: see issue 4.
 #![no_std]
+
+#[cfg(any(test, feature = "std"))]
+extern crate std;
+
+#[cfg(feature = "model")]
+pub mod kernels;

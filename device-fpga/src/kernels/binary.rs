@@ -1,0 +1,209 @@
+//! Element-wise binary ops with NumPy broadcasting.
+
+use super::MAX_RANK;
+use super::error::{KernelError, Operand, expect_len, mul};
+
+/// An element-wise binary op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum BinaryOp {
+    /// `a + b`.
+    Add,
+    /// `a - b`.
+    Sub,
+    /// `a * b`.
+    Mul,
+    /// `max(a, b)`; NaN if either is NaN (as `tf.maximum`).
+    Maximum,
+}
+
+impl BinaryOp {
+    /// The op on one pair of elements.
+    #[inline(always)]
+    pub fn apply(self, a: f32, b: f32) -> f32 {
+        match self {
+            Self::Add => a + b,
+            Self::Sub => a - b,
+            Self::Mul => a * b,
+            Self::Maximum => maximum(a, b),
+        }
+    }
+}
+
+/// `max(a, b)` propagating NaN; `a` wins ties (so `max(-0.0, 0.0)` is `-0.0`).
+#[inline(always)]
+fn maximum(a: f32, b: f32) -> f32 {
+    if a < b || b.is_nan() { b } else { a }
+}
+
+/// `out = a <op> b`, broadcasting `a_shape` against `b_shape` NumPy-style
+/// (shapes aligned at their last axis; a size-1 axis stretches). `out` must
+/// hold the broadcast shape's element count. Ranks up to [`MAX_RANK`].
+pub fn binary(
+    op: BinaryOp,
+    a: &[f32],
+    a_shape: &[usize],
+    b: &[f32],
+    b_shape: &[usize],
+    out: &mut [f32],
+) -> Result<(), KernelError> {
+    let plan = Plan::new(a_shape, b_shape)?;
+    expect_len(Operand::Lhs, elements(a_shape)?, a.len())?;
+    expect_len(Operand::Rhs, elements(b_shape)?, b.len())?;
+    expect_len(Operand::Output, plan.out_len()?, out.len())?;
+    if out.is_empty() {
+        return Ok(());
+    }
+    match op {
+        BinaryOp::Add => plan.run(a, b, out, |x, y| x + y),
+        BinaryOp::Sub => plan.run(a, b, out, |x, y| x - y),
+        BinaryOp::Mul => plan.run(a, b, out, |x, y| x * y),
+        BinaryOp::Maximum => plan.run(a, b, out, maximum),
+    }
+    Ok(())
+}
+
+fn elements(shape: &[usize]) -> Result<usize, KernelError> {
+    shape.iter().try_fold(1usize, |acc, &d| mul(acc, d))
+}
+
+/// The broadcast iteration space with size-1 axes dropped and contiguous
+/// axes merged. Strides are in elements; 0 means "broadcast along this axis".
+struct Plan {
+    rank: usize,
+    dims: [usize; MAX_RANK],
+    stride_a: [usize; MAX_RANK],
+    stride_b: [usize; MAX_RANK],
+}
+
+/// Size of `shape`'s axis aligned with output axis `axis` of `rank` (1 if absent).
+fn aligned_dim(shape: &[usize], rank: usize, axis: usize) -> usize {
+    let pad = rank - shape.len();
+    if axis < pad { 1 } else { shape[axis - pad] }
+}
+
+impl Plan {
+    fn new(a_shape: &[usize], b_shape: &[usize]) -> Result<Self, KernelError> {
+        for (operand, shape) in [(Operand::Lhs, a_shape), (Operand::Rhs, b_shape)] {
+            if shape.len() > MAX_RANK {
+                return Err(KernelError::Rank {
+                    operand,
+                    got: shape.len(),
+                });
+            }
+        }
+        let rank = a_shape.len().max(b_shape.len());
+        // Full-rank dims and strides, innermost first.
+        let mut full = [(0usize, 0usize, 0usize); MAX_RANK];
+        let (mut next_a, mut next_b) = (1usize, 1usize);
+        for axis in (0..rank).rev() {
+            let (da, db) = (
+                aligned_dim(a_shape, rank, axis),
+                aligned_dim(b_shape, rank, axis),
+            );
+            let d = match (da, db) {
+                _ if da == db => da,
+                (1, _) => db,
+                (_, 1) => da,
+                _ => {
+                    return Err(KernelError::Broadcast {
+                        axis: axis as u8,
+                        lhs: da,
+                        rhs: db,
+                    });
+                }
+            };
+            let sa = if da == 1 { 0 } else { next_a };
+            let sb = if db == 1 { 0 } else { next_b };
+            next_a = mul(next_a, da)?;
+            next_b = mul(next_b, db)?;
+            full[axis] = (d, sa, sb);
+        }
+        let mut plan = Self {
+            rank: 0,
+            dims: [0; MAX_RANK],
+            stride_a: [0; MAX_RANK],
+            stride_b: [0; MAX_RANK],
+        };
+        for &(d, sa, sb) in full[..rank].iter().filter(|(d, ..)| *d != 1) {
+            plan.push(d, sa, sb)?;
+        }
+        Ok(plan)
+    }
+
+    /// Appends an inner axis, merging it into the previous one when both
+    /// operands step through the two axes as one contiguous run.
+    fn push(&mut self, d: usize, sa: usize, sb: usize) -> Result<(), KernelError> {
+        if let Some(last) = self.rank.checked_sub(1) {
+            let (pd, psa, psb) = (self.dims[last], self.stride_a[last], self.stride_b[last]);
+            if psa == sa.saturating_mul(d) && psb == sb.saturating_mul(d) {
+                self.dims[last] = mul(pd, d)?;
+                self.stride_a[last] = sa;
+                self.stride_b[last] = sb;
+                return Ok(());
+            }
+        }
+        self.dims[self.rank] = d;
+        self.stride_a[self.rank] = sa;
+        self.stride_b[self.rank] = sb;
+        self.rank += 1;
+        Ok(())
+    }
+
+    fn out_len(&self) -> Result<usize, KernelError> {
+        elements(&self.dims[..self.rank])
+    }
+
+    /// Runs `f` over the plan. Lengths are validated and `out` is non-empty.
+    /// The innermost axis has stride 0 or 1 in each operand, so it runs as one
+    /// of four tight loops.
+    fn run(&self, a: &[f32], b: &[f32], out: &mut [f32], f: impl Fn(f32, f32) -> f32 + Copy) {
+        let (inner, sa, sb, outer_rank) = match self.rank.checked_sub(1) {
+            Some(last) => (
+                self.dims[last],
+                self.stride_a[last],
+                self.stride_b[last],
+                last,
+            ),
+            None => (1, 0, 0, 0),
+        };
+        let mut index = [0usize; MAX_RANK];
+        let (mut off_a, mut off_b) = (0usize, 0usize);
+        for out_row in out.chunks_exact_mut(inner) {
+            match (sa, sb) {
+                (0, 0) => out_row.fill(f(a[off_a], b[off_b])),
+                (0, _) => {
+                    let x = a[off_a];
+                    for (o, &y) in out_row.iter_mut().zip(&b[off_b..off_b + inner]) {
+                        *o = f(x, y);
+                    }
+                }
+                (_, 0) => {
+                    let y = b[off_b];
+                    for (o, &x) in out_row.iter_mut().zip(&a[off_a..off_a + inner]) {
+                        *o = f(x, y);
+                    }
+                }
+                _ => {
+                    let rows = a[off_a..off_a + inner].iter().zip(&b[off_b..off_b + inner]);
+                    for (o, (&x, &y)) in out_row.iter_mut().zip(rows) {
+                        *o = f(x, y);
+                    }
+                }
+            }
+            // Odometer over the outer axes.
+            for axis in (0..outer_rank).rev() {
+                index[axis] += 1;
+                off_a += self.stride_a[axis];
+                off_b += self.stride_b[axis];
+                if index[axis] < self.dims[axis] {
+                    break;
+                }
+                index[axis] = 0;
+                off_a -= self.stride_a[axis] * self.dims[axis];
+                off_b -= self.stride_b[axis] * self.dims[axis];
+            }
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! Element-wise kernels with no broadcasting: ReLU, bias-add, fill.
+
+use super::error::{KernelError, Operand, expect_len, expect_whole_rows};
+
+/// `max(x, 0)` as TF computes it: NaN stays NaN, `-0.0` stays `-0.0`.
+#[inline(always)]
+pub(crate) fn relu_scalar(x: f32) -> f32 {
+    if x < 0.0 { 0.0 } else { x }
+}
+
+/// `out[i] = max(x[i], 0)`.
+pub fn relu(x: &[f32], out: &mut [f32]) -> Result<(), KernelError> {
+    expect_len(Operand::Output, x.len(), out.len())?;
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = relu_scalar(v);
+    }
+    Ok(())
+}
+
+/// `x[i] = max(x[i], 0)` in place.
+pub fn relu_in_place(x: &mut [f32]) {
+    for v in x {
+        *v = relu_scalar(*v);
+    }
+}
+
+/// `out = x + bias` along the last axis: `x` is `[.., c]` with
+/// `c = bias.len()`, so `x.len()` must be a multiple of `c` (0 if `c` is 0).
+pub fn bias_add(x: &[f32], bias: &[f32], out: &mut [f32]) -> Result<(), KernelError> {
+    expect_whole_rows(Operand::Input, x.len(), bias.len())?;
+    expect_len(Operand::Output, x.len(), out.len())?;
+    if bias.is_empty() {
+        return Ok(());
+    }
+    for (out_row, x_row) in out
+        .chunks_exact_mut(bias.len())
+        .zip(x.chunks_exact(bias.len()))
+    {
+        for ((o, &v), &b) in out_row.iter_mut().zip(x_row).zip(bias) {
+            *o = v + b;
+        }
+    }
+    Ok(())
+}
+
+/// [`bias_add`] in place.
+pub fn bias_add_in_place(x: &mut [f32], bias: &[f32]) -> Result<(), KernelError> {
+    expect_whole_rows(Operand::Input, x.len(), bias.len())?;
+    if bias.is_empty() {
+        return Ok(());
+    }
+    for row in x.chunks_exact_mut(bias.len()) {
+        for (v, &b) in row.iter_mut().zip(bias) {
+            *v += b;
+        }
+    }
+    Ok(())
+}
+
+/// `out[i] = value`.
+pub fn fill(out: &mut [f32], value: f32) {
+    out.fill(value);
+}

@@ -1,0 +1,26 @@
+//! Compute kernels of the behavioural model: what each command does to f32
+//! tensors in device memory. Pure functions over slices plus dims; they never
+//! allocate, and they check every length before writing anything.
+//!
+//! Semantics match `tensorplug_core::accelerator::OpKind` (dense row-major
+//! f32). Numerics and tolerances: `docs/device-numerics.md`.
+
+mod binary;
+mod elementwise;
+mod error;
+mod gemm;
+#[doc(hidden)]
+pub mod reference;
+mod rows;
+
+pub use binary::{BinaryOp, binary};
+pub use elementwise::{bias_add, bias_add_in_place, fill, relu, relu_in_place};
+pub use error::{ErrorKind, KernelError, Operand};
+pub use gemm::{GemmSpec, gemm, gemm_portable};
+pub use rows::{reduce_sum_last_axis, softmax_last_axis, softmax_last_axis_in_place};
+
+/// The largest rank [`binary`] broadcasts over (the op descriptors' limit).
+pub const MAX_RANK: usize = tensorplug_core::accelerator::MAX_RANK;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,77 @@
+//! Ops over the last axis: softmax and reduce-sum. A tensor `[.., c]` is
+//! viewed as rows of `c` contiguous elements.
+
+use super::error::{KernelError, Operand, expect_len, expect_whole_rows, mul};
+
+/// Partial sums kept by [`sum`]: wide enough for the compiler to vectorize.
+const LANES: usize = 8;
+
+/// Sum of `x` in a fixed order: `LANES` interleaved partial sums (element `i`
+/// goes to lane `i % LANES`), combined pairwise, then the tail in order.
+pub(crate) fn sum(x: &[f32]) -> f32 {
+    let mut lanes = [0.0f32; LANES];
+    let chunks = x.chunks_exact(LANES);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for (l, &v) in lanes.iter_mut().zip(chunk) {
+            *l += v;
+        }
+    }
+    let mut width = LANES;
+    while width > 1 {
+        width /= 2;
+        for i in 0..width {
+            lanes[i] += lanes[i + width];
+        }
+    }
+    tail.iter().fold(lanes[0], |acc, &v| acc + v)
+}
+
+/// Softmax over rows of `row_len`: `out = exp(x - max(row)) / Σ exp(x - max(row))`.
+/// Subtracting the row maximum keeps `exp` from overflowing.
+pub fn softmax_last_axis(x: &[f32], row_len: usize, out: &mut [f32]) -> Result<(), KernelError> {
+    expect_whole_rows(Operand::Input, x.len(), row_len)?;
+    expect_len(Operand::Output, x.len(), out.len())?;
+    out.copy_from_slice(x);
+    softmax_rows(out, row_len);
+    Ok(())
+}
+
+/// [`softmax_last_axis`] in place.
+pub fn softmax_last_axis_in_place(x: &mut [f32], row_len: usize) -> Result<(), KernelError> {
+    expect_whole_rows(Operand::Input, x.len(), row_len)?;
+    softmax_rows(x, row_len);
+    Ok(())
+}
+
+fn softmax_rows(x: &mut [f32], row_len: usize) {
+    if row_len == 0 {
+        return;
+    }
+    for row in x.chunks_exact_mut(row_len) {
+        // `f32::max` ignores NaN; a NaN element still turns its row to NaN below.
+        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        for v in row.iter_mut() {
+            *v = libm::expf(*v - max);
+        }
+        let total = sum(row);
+        for v in row.iter_mut() {
+            *v /= total;
+        }
+    }
+}
+
+/// `out[r] = Σ x[r, ..]` over rows of `row_len`; `out` has one element per
+/// row (`x.len() == out.len() * row_len`). With `row_len == 0` every row sums
+/// to 0, whatever `out.len()` is.
+pub fn reduce_sum_last_axis(x: &[f32], row_len: usize, out: &mut [f32]) -> Result<(), KernelError> {
+    expect_len(Operand::Input, mul(out.len(), row_len)?, x.len())?;
+    if row_len == 0 {
+        out.fill(0.0);
+        return Ok(());
+    }
+    for (o, row) in out.iter_mut().zip(x.chunks_exact(row_len)) {
+        *o = sum(row);
+    }
+    Ok(())
+}
