@@ -1,5 +1,6 @@
 //! `cargo xtask`: the only entry point tensorplug needs beyond cargo.
 
+mod fuzz;
 mod header;
 mod layout;
 mod setup;

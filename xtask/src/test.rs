@@ -72,6 +72,7 @@ pub fn run(args: &TestArgs) -> Result<()> {
             })?;
         }
     }
+    step("cargo fuzz: link_decoder (build + 50k runs)", crate::fuzz::run_all)?;
     eprintln!("==> all checks passed");
     Ok(())
 }

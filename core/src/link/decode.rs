@@ -112,9 +112,9 @@ impl Decoder {
                         error: LinkError::Oversized {
                             limit: MAX_ENCODED_FRAME_LEN,
                         },
-                        // The overflowing byte onwards; skipped up to the next
-                        // delimiter on the next call.
-                        remaining: &rest[room..],
+                        // After the overflowing byte (never a delimiter); the
+                        // rest is skipped up to the next delimiter.
+                        remaining: &rest[room + 1..],
                     };
                 }
                 self.buf[self.len..self.len + chunk.len()].copy_from_slice(chunk);
