@@ -1,5 +1,7 @@
 //! `cargo xtask`: the only entry point tensorplug needs beyond cargo.
 
+mod bench;
+mod checks;
 mod fuzz;
 mod header;
 mod layout;
@@ -27,7 +29,7 @@ enum Task {
     /// Hardware-in-the-loop tests under QEMU.
     Hil,
     /// Criterion benchmarks, printed as ratios against same-run baselines.
-    Bench,
+    Bench(bench::BenchArgs),
     /// Build the TensorFlow plugin wheel.
     Dist,
     /// Regenerate the device-ABI C header (abi/include/tensorplug_device_abi.h).
@@ -40,7 +42,7 @@ fn main() -> anyhow::Result<()> {
         Task::Demo => not_yet("demo", 5),
         Task::Flash => not_yet("flash", 4),
         Task::Hil => not_yet("hil", 4),
-        Task::Bench => not_yet("bench", 3),
+        Task::Bench(args) => bench::run_task(&args),
         Task::Dist => not_yet("dist", 5),
         Task::Header => header::run(),
     }

@@ -51,6 +51,8 @@ pub fn run(args: &TestArgs) -> Result<()> {
         }
         run_cmd(&mut cmd)
     })?;
+    step("Miri: ring unit tests", crate::checks::miri_ring)?;
+    step("loom: ring model", crate::checks::loom_ring)?;
     step("device ABI C header is up to date", crate::header::check_fresh)?;
     step("TF ABI layout check (abi vs. the installed TF headers)", || {
         crate::layout::run(env.as_ref())

@@ -1,0 +1,511 @@
+//! `cargo xtask bench`: runs the criterion benches and prints every figure
+//! beside its baseline, measured in the same run.
+//!
+//! Two sources of rows (format also in `docs/benchmarks.md`):
+//!
+//! 1. **Criterion pairs**, declared in [`TIMING_PAIRS`]: the median point
+//!    estimate (ns per iteration) of two benches, read from
+//!    `<target>/criterion/<group>/<bench>/new/estimates.json`. For
+//!    [`Better::Lower`] (times) ratio = measured / baseline; for
+//!    [`Better::Higher`] (throughput; benches time one record per iteration)
+//!    ratio = baseline time / measured time = measured / baseline throughput.
+//! 2. **Figure files** a bench computes and writes itself:
+//!    `<target>/tensorplug-bench/<figure-id>.json`, shaped
+//!    `{"figure": "...", "value": 0.98, "baseline": 0.97, "unit": "...", "goal": "value >= 0.97"}`.
+//!    `baseline` may be `null`; ratio = value / baseline. The first
+//!    `<op> <number>` in `goal` (op: `<=`, `>=`, `<`, `>`, `≤`, `≥`) is the
+//!    checked bound: on the ratio if the word `ratio` comes before it or an
+//!    `x` follows the number (`"<= 2x encoded size"`), else on the value.
+//!
+//! Only files written during this run count: older ones (a filtered run, a
+//! bench that failed) are reported as "not measured", never reused.
+
+use crate::util::{cargo, root, run};
+use anyhow::{Context, Result};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// Print the table from the result files already on disk, without
+    /// running anything (rows may then come from different runs).
+    #[arg(long)]
+    pub no_run: bool,
+    /// Passed to every bench binary: a filter and/or criterion options,
+    /// e.g. `-- ring --measurement-time 3`.
+    #[arg(last = true)]
+    pub bench_args: Vec<String>,
+}
+
+/// Features the benches need (`required-features` skips a bench silently).
+const BENCH_FEATURES: &str = "tensorplug-core/std";
+
+/// Which direction is better for a criterion pair.
+#[derive(Clone, Copy)]
+enum Better {
+    /// Times: ratio = measured / baseline.
+    Lower,
+    /// Throughput: ratio = baseline time / measured time.
+    Higher,
+}
+
+/// A criterion pair: `measured` and `baseline` are `group/bench` ids.
+struct TimingPair {
+    figure: &'static str,
+    measured: &'static str,
+    baseline: &'static str,
+    better: Better,
+    /// Bound on the ratio (upper for `Lower`, lower for `Higher`).
+    ratio_goal: Option<f64>,
+    /// Upper bound on the measured time, ns per iteration.
+    max_ns: Option<f64>,
+}
+
+const TIMING_PAIRS: &[TimingPair] = &[
+    TimingPair {
+        figure: "ring push, single thread (vs heapless spsc)",
+        measured: "ring_push/tensorplug",
+        baseline: "ring_push/heapless",
+        better: Better::Lower,
+        ratio_goal: Some(1.0),
+        max_ns: Some(2.0),
+    },
+    TimingPair {
+        figure: "ring, producer + consumer threads (vs rtrb)",
+        measured: "ring_two_threads/tensorplug",
+        baseline: "ring_two_threads/rtrb",
+        better: Better::Higher,
+        ratio_goal: Some(1.0),
+        max_ns: None,
+    },
+    TimingPair {
+        figure: "disabled recording (vs an enabled push)",
+        measured: "record/disabled",
+        baseline: "ring_push/tensorplug",
+        better: Better::Lower,
+        ratio_goal: None,
+        max_ns: Some(1.0),
+    },
+];
+
+/// Figure files other benches are expected to write: (id, what it is).
+/// Listed so a missing one shows as "not measured".
+const EXPECTED_FIGURES: &[(&str, &str)] = &[
+    (
+        "xspace_events_per_second",
+        "XSpace build + encode, 1M events",
+    ),
+    ("xspace_peak_heap_ratio", "XSpace peak heap vs encoded size"),
+    (
+        "link_payload_efficiency",
+        "link: 4 KiB bulk write efficiency",
+    ),
+    ("spi_payload_efficiency", "SPI: 4 KiB write efficiency"),
+];
+
+/// One line of the table.
+struct Row {
+    figure: String,
+    measured: String,
+    baseline: String,
+    ratio: String,
+    goal: String,
+    verdict: Verdict,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Verdict {
+    Pass,
+    Miss,
+    /// Measured, but the goal could not be checked.
+    Unchecked,
+    NotMeasured,
+}
+
+impl Verdict {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Pass => "pass",
+            Self::Miss => "MISS",
+            Self::Unchecked => "?",
+            Self::NotMeasured => "not measured",
+        }
+    }
+}
+
+pub fn run_task(args: &BenchArgs) -> Result<()> {
+    let target = target_dir();
+    let since = if args.no_run {
+        eprintln!("--no-run: figures from earlier runs, not re-measured");
+        None
+    } else {
+        let start = SystemTime::now();
+        let mut cmd = cargo();
+        // Every bench target of the workspace (not the libtest lib targets,
+        // which reject criterion options); the same target dir for cargo,
+        // criterion and the figure files.
+        cmd.args(["bench", "--workspace", "--bench", "*"])
+            .args(["--features", BENCH_FEATURES])
+            .env("CARGO_TARGET_DIR", &target);
+        if !args.bench_args.is_empty() {
+            cmd.arg("--").args(&args.bench_args);
+        }
+        run(&mut cmd)?;
+        Some(start)
+    };
+    let mut rows: Vec<Row> = TIMING_PAIRS
+        .iter()
+        .map(|pair| pair_row(&target.join("criterion"), pair, since))
+        .collect();
+    rows.extend(figure_rows(&target.join("tensorplug-bench"), since)?);
+    print_table(&rows);
+    let missed = rows.iter().filter(|r| r.verdict == Verdict::Miss).count();
+    if missed > 0 {
+        eprintln!("{missed} figure(s) missed their goal");
+    }
+    Ok(())
+}
+
+/// Cargo's target dir: `$CARGO_TARGET_DIR` (relative to the workspace root)
+/// or `<root>/target`.
+pub fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => root().join(dir),
+        None => root().join("target"),
+    }
+}
+
+/// The median ns per iteration of criterion bench `id` (`group/bench`), if
+/// it was measured since `since`.
+fn criterion_median(dir: &Path, id: &str, since: Option<SystemTime>) -> Option<f64> {
+    let path = dir.join(id).join("new/estimates.json");
+    let json = fresh_json(&path, since)?;
+    json.pointer("/median/point_estimate")?.as_f64()
+}
+
+/// Parses `path` if it exists and was written at or after `since`.
+fn fresh_json(path: &Path, since: Option<SystemTime>) -> Option<Value> {
+    let meta = std::fs::metadata(path).ok()?;
+    if let (Some(since), Ok(modified)) = (since, meta.modified())
+        && modified < since
+    {
+        return None;
+    }
+    let text = std::fs::read_to_string(path).ok()?;
+    match serde_json::from_str(&text) {
+        Ok(json) => Some(json),
+        Err(err) => {
+            eprintln!("ignoring {}: {err}", path.display());
+            None
+        }
+    }
+}
+
+fn pair_row(dir: &Path, pair: &TimingPair, since: Option<SystemTime>) -> Row {
+    let measured = criterion_median(dir, pair.measured, since);
+    let baseline = criterion_median(dir, pair.baseline, since);
+    let mut goals = Vec::new();
+    if let Some(bound) = pair.ratio_goal {
+        goals.push(match pair.better {
+            Better::Lower => format!("ratio <= {bound}"),
+            Better::Higher => format!("ratio >= {bound} (thrpt)"),
+        });
+    }
+    if let Some(max) = pair.max_ns {
+        goals.push(format!("<= {max} ns"));
+    }
+    let ratio = measured.zip(baseline).map(|(m, b)| match pair.better {
+        Better::Lower => m / b,
+        Better::Higher => b / m,
+    });
+    let verdict = match measured {
+        None => Verdict::NotMeasured,
+        Some(ns) => {
+            let ns_ok = pair.max_ns.is_none_or(|max| ns <= max);
+            let ratio_ok = match (pair.ratio_goal, ratio) {
+                (None, _) => Some(true),
+                (Some(_), None) => None,
+                (Some(bound), Some(r)) => Some(match pair.better {
+                    Better::Lower => r <= bound,
+                    Better::Higher => r >= bound,
+                }),
+            };
+            match ratio_ok {
+                Some(ok) if ok && ns_ok => Verdict::Pass,
+                Some(_) => Verdict::Miss,
+                None if !ns_ok => Verdict::Miss,
+                None => Verdict::Unchecked,
+            }
+        }
+    };
+    let show = |ns: Option<f64>, id: &str| match ns {
+        Some(ns) => format!("{} ({id})", ns_per_record(ns, pair.better)),
+        None => format!("not measured ({id})"),
+    };
+    Row {
+        figure: pair.figure.to_string(),
+        measured: show(measured, pair.measured),
+        baseline: show(baseline, pair.baseline),
+        ratio: ratio.map_or_else(|| "-".into(), |r| format!("{r:.3}")),
+        goal: goals.join(", "),
+        verdict,
+    }
+}
+
+fn ns_per_record(ns: f64, better: Better) -> String {
+    match better {
+        Better::Lower => format!("{ns:.3} ns"),
+        Better::Higher => format!("{ns:.3} ns = {:.0} M/s", 1e3 / ns),
+    }
+}
+
+/// Rows from figure files: the expected ones first, then any others found.
+fn figure_rows(dir: &Path, since: Option<SystemTime>) -> Result<Vec<Row>> {
+    let mut ids: Vec<String> = EXPECTED_FIGURES
+        .iter()
+        .map(|(id, _)| id.to_string())
+        .collect();
+    if dir.is_dir() {
+        let mut found: Vec<String> = std::fs::read_dir(dir)
+            .with_context(|| format!("cannot list {}", dir.display()))?
+            .filter_map(|entry| {
+                let name = entry.ok()?.file_name().into_string().ok()?;
+                Some(name.strip_suffix(".json")?.to_string())
+            })
+            .filter(|id| !ids.contains(id))
+            .collect();
+        found.sort();
+        ids.extend(found);
+    }
+    Ok(ids
+        .iter()
+        .map(|id| {
+            let json = fresh_json(&dir.join(format!("{id}.json")), since);
+            let label = EXPECTED_FIGURES
+                .iter()
+                .find(|(known, _)| known == id)
+                .map_or(id.as_str(), |(_, label)| label);
+            figure_row(id, label, json)
+        })
+        .collect())
+}
+
+fn figure_row(id: &str, label: &str, json: Option<Value>) -> Row {
+    let Some(json) = json else {
+        return Row {
+            figure: label.to_string(),
+            measured: format!("not measured ({id}.json)"),
+            baseline: "-".into(),
+            ratio: "-".into(),
+            goal: "-".into(),
+            verdict: Verdict::NotMeasured,
+        };
+    };
+    let text = |key: &str| json.get(key).and_then(Value::as_str).unwrap_or("");
+    let value = json.get("value").and_then(Value::as_f64);
+    let baseline = json.get("baseline").and_then(Value::as_f64);
+    let unit = text("unit");
+    let goal = text("goal");
+    let ratio = value.zip(baseline).map(|(v, b)| v / b);
+    let verdict = match (value, parse_goal(goal)) {
+        (None, _) => Verdict::NotMeasured,
+        (Some(_), None) => Verdict::Unchecked,
+        (Some(v), Some(bound)) => {
+            let subject = if bound.on_ratio { ratio } else { Some(v) };
+            match subject {
+                Some(x) if bound.holds(x) => Verdict::Pass,
+                Some(_) => Verdict::Miss,
+                None => Verdict::Unchecked,
+            }
+        }
+    };
+    let figure = match text("figure") {
+        "" => label.to_string(),
+        name => name.to_string(),
+    };
+    Row {
+        figure,
+        measured: value.map_or_else(|| "no value".into(), |v| with_unit(v, unit)),
+        baseline: baseline.map_or_else(|| "-".into(), |b| with_unit(b, unit)),
+        ratio: ratio.map_or_else(|| "-".into(), |r| format!("{r:.3}")),
+        goal: goal.to_string(),
+        verdict,
+    }
+}
+
+fn with_unit(x: f64, unit: &str) -> String {
+    let scaled = match x.abs() {
+        a if a >= 1e9 => format!("{:.2} G", x / 1e9),
+        a if a >= 1e6 => format!("{:.2} M", x / 1e6),
+        a if a >= 1e4 => format!("{:.1} k", x / 1e3),
+        _ => format!("{x:.4}"),
+    };
+    match unit {
+        "" => scaled,
+        unit if scaled.ends_with(char::is_alphabetic) => format!("{scaled}{unit}"),
+        unit => format!("{scaled} {unit}"),
+    }
+}
+
+/// A checked bound from a figure file's `goal` text.
+#[derive(Debug, PartialEq)]
+struct Bound {
+    on_ratio: bool,
+    at_most: bool,
+    inclusive: bool,
+    limit: f64,
+}
+
+impl Bound {
+    fn holds(&self, x: f64) -> bool {
+        match (self.at_most, self.inclusive) {
+            (true, true) => x <= self.limit,
+            (true, false) => x < self.limit,
+            (false, true) => x >= self.limit,
+            (false, false) => x > self.limit,
+        }
+    }
+}
+
+/// The first `<op> <number>` of `goal` (see the module docs).
+fn parse_goal(goal: &str) -> Option<Bound> {
+    const OPS: &[(&str, bool, bool)] = &[
+        ("<=", true, true),
+        (">=", false, true),
+        ("≤", true, true),
+        ("≥", false, true),
+        ("<", true, false),
+        (">", false, false),
+    ];
+    let (at, op, at_most, inclusive) = OPS
+        .iter()
+        .filter_map(|&(op, at_most, inclusive)| {
+            goal.find(op).map(|at| (at, op, at_most, inclusive))
+        })
+        .min_by_key(|&(at, op, ..)| (at, usize::MAX - op.len()))?;
+    let rest = goal[at + op.len()..].trim_start();
+    let number_len = rest
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '_' | '-' | '+')))
+        .unwrap_or(rest.len());
+    let limit: f64 = rest[..number_len].replace('_', "").parse().ok()?;
+    let times = rest[number_len..].starts_with(['x', '×']);
+    Some(Bound {
+        on_ratio: times || goal[..at].contains("ratio"),
+        at_most,
+        inclusive,
+        limit,
+    })
+}
+
+fn print_table(rows: &[Row]) {
+    let header = ["figure", "measured", "baseline", "ratio", "goal", "result"];
+    let cells: Vec<[&str; 6]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.figure.as_str(),
+                r.measured.as_str(),
+                r.baseline.as_str(),
+                r.ratio.as_str(),
+                r.goal.as_str(),
+                r.verdict.label(),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(|h| h.chars().count());
+    for row in &cells {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |row: &[&str; 6]| {
+        let padded: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        println!("| {} |", padded.join(" | "));
+    };
+    line(&header);
+    println!("|{}|", widths.map(|w| "-".repeat(w + 2)).join("|"));
+    for row in &cells {
+        line(row);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn goals_bound_the_value_unless_ratio_or_times_is_said() {
+        let bound = parse_goal("value >= 0.97").unwrap();
+        assert_eq!(
+            bound,
+            Bound {
+                on_ratio: false,
+                at_most: false,
+                inclusive: true,
+                limit: 0.97
+            }
+        );
+        assert!(bound.holds(0.975) && !bound.holds(0.96));
+
+        let rate = parse_goal(">= 20000000 events/s (baseline = goal)").unwrap();
+        assert!(!rate.on_ratio && rate.limit == 2e7);
+
+        let heap = parse_goal("peak heap <= 2x encoded size").unwrap();
+        assert!(heap.on_ratio && heap.at_most && heap.limit == 2.0);
+
+        let ratio = parse_goal("ratio < 1.5").unwrap();
+        assert!(ratio.on_ratio && !ratio.inclusive && !ratio.holds(1.5));
+
+        assert_eq!(parse_goal("as fast as possible"), None);
+        assert_eq!(parse_goal(">= lots"), None);
+    }
+
+    #[test]
+    fn figure_rows_check_their_goal_and_never_invent_values() {
+        let json = |s: &str| Some(serde_json::from_str::<Value>(s).unwrap());
+        let pass = figure_row(
+            "eff",
+            "eff",
+            json(
+                r#"{"figure": "eff", "value": 0.98, "baseline": 0.97, "unit": "fraction", "goal": "value >= 0.97"}"#,
+            ),
+        );
+        assert!(pass.verdict == Verdict::Pass);
+        assert_eq!(pass.ratio, "1.010");
+
+        let miss = figure_row(
+            "heap",
+            "heap",
+            json(
+                r#"{"figure": "heap", "value": 300.0, "baseline": 100.0, "unit": "bytes", "goal": "<= 2x encoded"}"#,
+            ),
+        );
+        assert!(miss.verdict == Verdict::Miss);
+
+        let missing = figure_row("gone", "gone", None);
+        assert!(missing.verdict == Verdict::NotMeasured);
+        assert!(missing.measured.starts_with("not measured"));
+    }
+
+    #[test]
+    fn stale_or_absent_results_are_not_measured() {
+        let dir = std::env::temp_dir().join(format!("xtask-bench-{}", std::process::id()));
+        let bench = dir.join("g/b/new");
+        std::fs::create_dir_all(&bench).unwrap();
+        std::fs::write(
+            bench.join("estimates.json"),
+            r#"{"median": {"point_estimate": 1.5}}"#,
+        )
+        .unwrap();
+        assert_eq!(criterion_median(&dir, "g/b", None), Some(1.5));
+        let later = SystemTime::now() + std::time::Duration::from_secs(60);
+        assert_eq!(criterion_median(&dir, "g/b", Some(later)), None);
+        assert_eq!(criterion_median(&dir, "g/other", None), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,52 @@
+//! Slow correctness checks of the lock-free code: Miri on the ring's unit
+//! tests and the loom model of the ring. Run by `cargo xtask test`.
+
+use crate::bench::target_dir;
+use crate::util::{root, run};
+use anyhow::Result;
+use std::process::Command;
+
+/// A `cargo` for an explicit toolchain, free of the variables the pinned
+/// toolchain's cargo put in our environment.
+fn cargo_on(toolchain: &str) -> Command {
+    let mut cmd = Command::new("cargo");
+    cmd.current_dir(root())
+        .arg(format!("+{toolchain}"))
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .env_remove("CARGO")
+        .env_remove("RUSTC")
+        .env_remove("RUSTDOC");
+    cmd
+}
+
+/// `cargo +nightly miri test` on the ring's unit tests (the registry's too,
+/// hence `std`). Miri keeps its own `miri/` subdirectory of the target dir.
+pub fn miri_ring() -> Result<()> {
+    run(cargo_on("nightly").args([
+        "miri",
+        "test",
+        "--package",
+        "tensorplug-core",
+        "--features",
+        "std",
+        "--lib",
+        "ring::",
+    ]))
+}
+
+/// The loom model (`core/tests/loom_ring.rs`), exhaustive (no preemption
+/// bound: the models are small enough). `--cfg loom` changes every crate's
+/// flags, so it builds in `<target>/loom` to keep the main build valid.
+pub fn loom_ring() -> Result<()> {
+    run(crate::util::cargo()
+        .args([
+            "test",
+            "--package",
+            "tensorplug-core",
+            "--test",
+            "loom_ring",
+            "--release",
+        ])
+        .env("RUSTFLAGS", "--cfg loom")
+        .env("CARGO_TARGET_DIR", target_dir().join("loom")))
+}
