@@ -72,6 +72,47 @@ struct Open {
     arg: u32,
 }
 
+/// Open spans: a few in flight per queue is the normal case, so a small
+/// linearly searched array, spilling into a `BTreeMap` beyond that.
+#[derive(Default)]
+struct Pending {
+    small: heapless::Vec<(u32, Open), 16>,
+    spill: BTreeMap<u32, Open>,
+}
+
+impl Pending {
+    /// Inserts; returns true if an open span with the same key was replaced.
+    #[inline]
+    fn insert(&mut self, key: u32, open: Open) -> bool {
+        if let Some(slot) = self.small.iter_mut().find(|(k, _)| *k == key) {
+            slot.1 = open;
+            return true;
+        }
+        if self.spill.is_empty() || !self.spill.contains_key(&key) {
+            if let Err((key, open)) = self.small.push((key, open)) {
+                return self.spill.insert(key, open).is_some();
+            }
+            return false;
+        }
+        self.spill.insert(key, open).is_some()
+    }
+
+    #[inline]
+    fn remove(&mut self, key: u32) -> Option<Open> {
+        if let Some(index) = self.small.iter().position(|(k, _)| *k == key) {
+            return Some(self.small.swap_remove(index).1);
+        }
+        if self.spill.is_empty() {
+            return None;
+        }
+        self.spill.remove(&key)
+    }
+
+    fn len(&self) -> usize {
+        self.small.len() + self.spill.len()
+    }
+}
+
 /// Pairs `events` and calls `emit` for each span, in end order.
 ///
 /// Begins and ends match on (kind, queue, op_id); a second begin with the
@@ -82,7 +123,7 @@ pub(crate) fn for_each_span<E>(
     start_host_ns: u64,
     mut emit: impl FnMut(Span) -> Result<(), E>,
 ) -> Result<Anomalies, E> {
-    let mut open: BTreeMap<u32, Open> = BTreeMap::new();
+    let mut open = Pending::default();
     let mut anomalies = Anomalies::default();
     for event in events {
         let Some(kind) = event.kind() else {
@@ -102,12 +143,12 @@ pub(crate) fn for_each_span<E>(
             arg: event.arg,
         };
         if is_begin {
-            if open.insert(key, pending).is_some() {
+            if open.insert(key, pending) {
                 anomalies.unmatched_begins += 1;
             }
             continue;
         }
-        let Some(begin) = open.remove(&key) else {
+        let Some(begin) = open.remove(key) else {
             anomalies.unmatched_ends += 1;
             continue;
         };

@@ -315,3 +315,28 @@ proptest! {
         prop_assert!(XSpace::decode(buf.as_slice()).is_ok());
     }
 }
+
+#[test]
+fn many_open_spans_pair_correctly_beyond_the_small_table() {
+    // 40 ops in flight on one queue, ending in reverse order.
+    let mut device = Vec::new();
+    for tag in 0..40u16 {
+        device.push(Event::new(K::OpBegin, u64::from(tag), 0, tag, 1));
+    }
+    for tag in (0..40u16).rev() {
+        device.push(Event::new(K::OpEnd, 1_000 + u64::from(tag), 0, tag, 0));
+    }
+    // A repeated begin for a spilled key replaces it (1 unmatched).
+    device.insert(40, Event::new(K::OpBegin, 500, 0, 30, 1));
+    let devices = [trace(&device, &[])];
+    let builder = XSpaceBuilder::new(START_NS, &OPS, &devices);
+    assert_eq!(builder.plan().anomalies().unmatched_begins, 1);
+    let space = encode_and_decode(&builder);
+    let events = &space.planes[0].lines[0].events;
+    assert_eq!(events.len(), 40);
+    for event in events {
+        let begin_tick = offset(event) / 1_000;
+        let tag = if begin_tick == 500 { 30 } else { begin_tick };
+        assert_eq!(offset(event) + event.duration_ps, (1_000 + tag) * 1_000);
+    }
+}
