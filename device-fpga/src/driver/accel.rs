@@ -1,0 +1,218 @@
+//! `impl Accelerator for Driver`: allocation, copies over the transport's
+//! bulk path, queued fills/copies/ops, fences, profiling and reset.
+
+use core::time::Duration;
+
+use tensorplug_abi::device::{CommandDescriptor, CommandFlags, Features, Opcode, Register};
+use tensorplug_core::accelerator::{
+    Accelerator, DeviceAddr, DeviceInfo, Drained, Fence, MemoryUsage, OpDesc, QueueId, Version,
+};
+use tensorplug_core::event::Event;
+
+use super::{Clock, Driver, Error, WaitFor, lower};
+use crate::transport::Transport;
+
+/// The name [`Accelerator::info`] reports.
+pub const DEVICE_NAME: &str = "tensorplug reference FPGA";
+
+impl<T: Transport, C: Clock, const ALLOCS: usize> Driver<T, C, ALLOCS> {
+    /// Refuses `addr..addr + len` unless it lies in the allocatable heap
+    /// (so no command or copy can touch the rings).
+    fn check_range(&self, addr: u64, len: u64) -> Result<(), Error> {
+        let end = addr.checked_add(len);
+        let heap_end = self.rings.commands.base;
+        match end {
+            Some(end) if addr >= super::HEAP_START && end <= heap_end => Ok(()),
+            _ => Err(Error::OutOfRange { addr, len }),
+        }
+    }
+
+    /// The command every lowered command starts from.
+    fn base_command(&self, queue: QueueId, tag: u16) -> CommandDescriptor {
+        let mut base = CommandDescriptor::new(Opcode::NOP, tag, queue.0);
+        if !self.profiling {
+            base.flags = CommandFlags::NO_EVENTS;
+        }
+        base
+    }
+
+    /// Queues one command and rings the doorbell.
+    fn enqueue(&mut self, desc: &CommandDescriptor) -> Result<Fence, Error> {
+        let fence = self.push(desc)?;
+        self.ring_doorbell()?;
+        Ok(fence)
+    }
+
+    /// Bulk-path copies bypass the queue, so they first wait (bounded) for
+    /// every queued command; the copy is done when this returns.
+    fn wait_idle(&mut self) -> Result<Fence, Error> {
+        let all = self.queue.submitted;
+        let budget = self.config.idle_timeout_us.saturating_mul(1000);
+        self.wait_reached(all, budget, WaitFor::Idle)?;
+        Ok(Fence(all))
+    }
+
+    /// The fence of everything submitted so far.
+    const fn current_fence(&self) -> Fence {
+        Fence(self.queue.submitted)
+    }
+}
+
+impl<T: Transport, C: Clock, const ALLOCS: usize> Accelerator for Driver<T, C, ALLOCS> {
+    type Error = Error;
+
+    fn info(&self) -> DeviceInfo {
+        let abi = self.facts.abi;
+        DeviceInfo::new(
+            DEVICE_NAME,
+            self.heap.total(),
+            u64::from(self.facts.timestamp_hz),
+            Version::new(abi.major.into(), abi.minor.into(), abi.patch.into()),
+            1,
+        )
+    }
+
+    fn allocate(&mut self, bytes: u64, align: u64) -> Result<DeviceAddr, Error> {
+        self.heap.allocate(bytes, align).map(DeviceAddr)
+    }
+
+    fn deallocate(&mut self, addr: DeviceAddr) -> Result<(), Error> {
+        self.heap.deallocate(addr.0)
+    }
+
+    fn memory_usage(&self) -> MemoryUsage {
+        MemoryUsage {
+            total: self.heap.total(),
+            used: self.heap.used(),
+        }
+    }
+
+    unsafe fn copy_to_device(
+        &mut self,
+        _queue: QueueId,
+        dst: DeviceAddr,
+        src: *const u8,
+        len: usize,
+    ) -> Result<Fence, Error> {
+        if len == 0 {
+            return Ok(self.current_fence());
+        }
+        self.check_range(dst.0, len as u64)?;
+        let fence = self.wait_idle()?;
+        // SAFETY: the caller guarantees `src` is readable for `len` bytes
+        // until the fence completes; the copy finishes before we return.
+        let data = unsafe { core::slice::from_raw_parts(src, len) };
+        self.transport.write_mem(dst.0, data)?;
+        Ok(fence)
+    }
+
+    unsafe fn copy_from_device(
+        &mut self,
+        _queue: QueueId,
+        dst: *mut u8,
+        src: DeviceAddr,
+        len: usize,
+    ) -> Result<Fence, Error> {
+        if len == 0 {
+            return Ok(self.current_fence());
+        }
+        self.check_range(src.0, len as u64)?;
+        let fence = self.wait_idle()?;
+        // SAFETY: the caller guarantees `dst` is writable for `len` bytes
+        // and not read until the fence completes; we finish before returning.
+        let buf = unsafe { core::slice::from_raw_parts_mut(dst, len) };
+        self.transport.read_mem(src.0, buf)?;
+        Ok(fence)
+    }
+
+    fn copy_on_device(
+        &mut self,
+        queue: QueueId,
+        dst: DeviceAddr,
+        src: DeviceAddr,
+        len: usize,
+    ) -> Result<Fence, Error> {
+        if len == 0 {
+            return Ok(self.current_fence());
+        }
+        self.check_range(src.0, len as u64)?;
+        self.check_range(dst.0, len as u64)?;
+        self.enqueue(&CommandDescriptor {
+            src0: src.0,
+            dst: dst.0,
+            len: len as u64,
+            opcode: Opcode::COPY_D2D,
+            ..self.base_command(queue, 0)
+        })
+    }
+
+    fn fill(
+        &mut self,
+        queue: QueueId,
+        dst: DeviceAddr,
+        len: usize,
+        pattern: u32,
+    ) -> Result<Fence, Error> {
+        if len == 0 {
+            return Ok(self.current_fence());
+        }
+        self.check_range(dst.0, len as u64)?;
+        self.enqueue(&CommandDescriptor {
+            dst: dst.0,
+            len: len as u64,
+            imm: pattern,
+            opcode: Opcode::FILL,
+            ..self.base_command(queue, 0)
+        })
+    }
+
+    fn launch(&mut self, queue: QueueId, op: &OpDesc<'_>) -> Result<Fence, Error> {
+        op.validate()?;
+        for tensor in op.inputs.iter().chain([&op.output]) {
+            let bytes = tensor.byte_len().ok_or(Error::InvalidArgument)?;
+            if bytes > 0 {
+                self.check_range(tensor.addr.0, bytes as u64)?;
+            }
+        }
+        let base = self.base_command(queue, op.op_id);
+        lower::lower(op, base, &mut |desc| self.push(desc).map(drop))?;
+        self.ring_doorbell()?;
+        Ok(self.current_fence())
+    }
+
+    fn poll(&mut self, fence: Fence) -> Result<bool, Error> {
+        self.poll_fence(fence)
+    }
+
+    fn wait(&mut self, fence: Fence, timeout: Duration) -> Result<(), Error> {
+        let budget = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+        if fence.0 <= self.queue.submitted && !self.queue_was_aborted(fence) {
+            self.wait_reached(fence.0, budget, WaitFor::Completion)?;
+        }
+        self.poll_fence(fence).map(drop)
+    }
+
+    fn reset(&mut self) -> Result<(), Error> {
+        self.reset_and_bring_up()
+    }
+
+    fn timestamp(&mut self) -> Result<u64, Error> {
+        let lo = self.read(Register::TIMESTAMP_LO)?;
+        let hi = self.read(Register::TIMESTAMP_HI)?;
+        Ok(u64::from(hi) << 32 | u64::from(lo))
+    }
+
+    fn set_profiling(&mut self, enabled: bool) -> Result<(), Error> {
+        if enabled && self.rings.events.entries == 0 {
+            return Err(Error::Unsupported {
+                feature: Features::EVENT_RING.bits(),
+            });
+        }
+        self.profiling = enabled;
+        Ok(())
+    }
+
+    fn drain_events(&mut self, out: &mut [Event]) -> Result<Drained, Error> {
+        self.drain(out)
+    }
+}

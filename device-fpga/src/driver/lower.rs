@@ -1,0 +1,234 @@
+//! Lowering of an [`OpDesc`] (already validated) to command descriptors.
+
+use tensorplug_abi::device::{CommandDescriptor, CommandFlags, Opcode};
+use tensorplug_core::accelerator::{OpDesc, OpKind, Shape};
+
+use super::Error;
+use super::broadcast::{self, Piece};
+
+// TODO: use abi once added: the broadcast flags of the binary element-wise
+// opcodes (issue 4 shared context; bits 2..=7 of `CommandFlags`).
+pub(crate) const SRC0_BCAST_M: CommandFlags = CommandFlags(1 << 2);
+pub(crate) const SRC0_BCAST_N: CommandFlags = CommandFlags(1 << 3);
+pub(crate) const SRC0_BCAST_K: CommandFlags = CommandFlags(1 << 4);
+pub(crate) const SRC1_BCAST_M: CommandFlags = CommandFlags(1 << 5);
+pub(crate) const SRC1_BCAST_N: CommandFlags = CommandFlags(1 << 6);
+pub(crate) const SRC1_BCAST_K: CommandFlags = CommandFlags(1 << 7);
+
+const F32: u64 = 4;
+
+/// Emits the commands of `op` in execution order. `base` is the command
+/// every emitted one starts from (tag, stream, `NO_EVENTS`).
+pub(crate) fn lower(
+    op: &OpDesc<'_>,
+    base: CommandDescriptor,
+    emit: &mut impl FnMut(&CommandDescriptor) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let out = op.output;
+    let elements = out.shape.elements().ok_or(Error::InvalidArgument)?;
+    if elements == 0 {
+        return Ok(());
+    }
+    let input = |i: usize| op.inputs[i];
+    let cmd = |opcode: Opcode| CommandDescriptor { opcode, ..base };
+    match op.kind {
+        OpKind::MatMul {
+            transpose_a,
+            transpose_b,
+        } => gemm(op, base, transpose_a, transpose_b, None, emit),
+        OpKind::FusedMatMul {
+            transpose_a,
+            transpose_b,
+            relu,
+        } => gemm(op, base, transpose_a, transpose_b, Some(relu), emit),
+        OpKind::BiasAdd => {
+            let (m, n) = rows(&input(0).shape)?;
+            emit(&CommandDescriptor {
+                src0: input(0).addr.0,
+                src1: input(1).addr.0,
+                dst: out.addr.0,
+                m,
+                n,
+                ..cmd(Opcode::BIAS_ADD_F32)
+            })
+        }
+        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Maximum => {
+            let opcode = match op.kind {
+                OpKind::Add => Opcode::ADD_F32,
+                OpKind::Sub => Opcode::SUB_F32,
+                OpKind::Mul => Opcode::MUL_F32,
+                _ => Opcode::MAX_F32,
+            };
+            binary(op, cmd(opcode), emit)
+        }
+        OpKind::Relu => emit(&CommandDescriptor {
+            src0: input(0).addr.0,
+            dst: out.addr.0,
+            len: elements,
+            ..cmd(Opcode::RELU_F32)
+        }),
+        OpKind::Softmax | OpKind::ReduceSum => {
+            let (m, n) = rows(&input(0).shape)?;
+            let opcode = if op.kind == OpKind::Softmax {
+                Opcode::SOFTMAX_F32
+            } else {
+                Opcode::REDUCE_SUM_F32
+            };
+            emit(&CommandDescriptor {
+                src0: input(0).addr.0,
+                dst: out.addr.0,
+                m,
+                n,
+                ..cmd(opcode)
+            })
+        }
+        // A kind added to `core` later: not lowered by this driver.
+        _ => Err(Error::Unsupported { feature: 0 }),
+    }
+}
+
+/// `[.., n]` flattened to `m` rows of `n` (a scalar is one row of one).
+fn rows(shape: &Shape) -> Result<(u32, u32), Error> {
+    let n = shape.last();
+    let m = shape.elements().ok_or(Error::InvalidArgument)? / n.max(1);
+    Ok((dim(m)?, dim(n)?))
+}
+
+/// A dimension as the descriptor's `u32`.
+fn dim(value: u64) -> Result<u32, Error> {
+    u32::try_from(value).map_err(|_| Error::InvalidArgument)
+}
+
+/// `MatMul`, and `FusedMatMul` with `relu`: `GEMM_BIAS_RELU_F32` for
+/// `relu: true`; `GEMM_F32` then an in-place `BIAS_ADD_F32` for `false`.
+fn gemm(
+    op: &OpDesc<'_>,
+    base: CommandDescriptor,
+    transpose_a: bool,
+    transpose_b: bool,
+    fused_relu: Option<bool>,
+    emit: &mut impl FnMut(&CommandDescriptor) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let (a, b, out) = (op.inputs[0], op.inputs[1], op.output);
+    let a_dims = a.shape.dims();
+    let k = if transpose_a { a_dims[0] } else { a_dims[1] };
+    let (m, n) = (dim(out.shape.dims()[0])?, dim(out.shape.dims()[1])?);
+    let bias = fused_relu.map(|relu| (op.inputs[2].addr.0, relu));
+    let row_op = |opcode, src0, src1| CommandDescriptor {
+        opcode,
+        src0,
+        src1,
+        dst: out.addr.0,
+        m,
+        n,
+        ..base
+    };
+    if k == 0 {
+        // Empty inner dimension: the product is all zeros.
+        emit(&CommandDescriptor {
+            opcode: Opcode::FILL,
+            dst: out.addr.0,
+            len: u64::from(m) * u64::from(n) * F32,
+            ..base
+        })?;
+        if let Some((bias, relu)) = bias {
+            emit(&row_op(Opcode::BIAS_ADD_F32, out.addr.0, bias))?;
+            if relu {
+                emit(&CommandDescriptor {
+                    opcode: Opcode::RELU_F32,
+                    src0: out.addr.0,
+                    dst: out.addr.0,
+                    len: u64::from(m) * u64::from(n),
+                    ..base
+                })?;
+            }
+        }
+        return Ok(());
+    }
+    let mut flags = base.flags;
+    if transpose_a {
+        flags = flags.union(CommandFlags::TRANSPOSE_A);
+    }
+    if transpose_b {
+        flags = flags.union(CommandFlags::TRANSPOSE_B);
+    }
+    let fused = matches!(bias, Some((_, true)));
+    emit(&CommandDescriptor {
+        opcode: if fused {
+            Opcode::GEMM_BIAS_RELU_F32
+        } else {
+            Opcode::GEMM_F32
+        },
+        flags,
+        src0: a.addr.0,
+        src1: b.addr.0,
+        src2: if let (true, Some((bias, _))) = (fused, bias) {
+            bias
+        } else {
+            0
+        },
+        dst: out.addr.0,
+        m,
+        n,
+        k: dim(k)?,
+        ..base
+    })?;
+    match bias {
+        Some((bias, false)) => emit(&row_op(Opcode::BIAS_ADD_F32, out.addr.0, bias)),
+        _ => Ok(()),
+    }
+}
+
+/// Element-wise binary op: flat when no operand broadcasts, else the 3-D
+/// broadcast form, one command per index of the outer coalesced axes.
+fn binary(
+    op: &OpDesc<'_>,
+    base: CommandDescriptor,
+    emit: &mut impl FnMut(&CommandDescriptor) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let (a, b, out) = (op.inputs[0], op.inputs[1], op.output);
+    let axes = broadcast::plan(a.shape.dims(), b.shape.dims(), out.shape.dims());
+    if axes.is_empty() {
+        return emit(&CommandDescriptor {
+            src0: a.addr.0,
+            src1: b.addr.0,
+            dst: out.addr.0,
+            len: out.shape.elements().ok_or(Error::InvalidArgument)?,
+            ..base
+        });
+    }
+    broadcast::for_each_piece(&axes, |piece: Piece| {
+        let [m, n, k] = piece.inner;
+        let mut flags = base.flags;
+        for (on, flag) in [
+            (m.bcast0, SRC0_BCAST_M),
+            (n.bcast0, SRC0_BCAST_N),
+            (k.bcast0, SRC0_BCAST_K),
+            (m.bcast1, SRC1_BCAST_M),
+            (n.bcast1, SRC1_BCAST_N),
+            (k.bcast1, SRC1_BCAST_K),
+        ] {
+            if on {
+                flags = flags.union(flag);
+            }
+        }
+        let at = |addr: u64, elements: u64| {
+            elements
+                .checked_mul(F32)
+                .and_then(|bytes| addr.checked_add(bytes))
+                .ok_or(Error::InvalidArgument)
+        };
+        let [off0, off1, off_out] = piece.offsets;
+        emit(&CommandDescriptor {
+            flags,
+            src0: at(a.addr.0, off0)?,
+            src1: at(b.addr.0, off1)?,
+            dst: at(out.addr.0, off_out)?,
+            len: m.extent * n.extent * k.extent,
+            m: dim(m.extent)?,
+            n: dim(n.extent)?,
+            k: dim(k.extent)?,
+            ..base
+        })
+    })
+}
