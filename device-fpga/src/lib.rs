@@ -5,5 +5,7 @@
 #[cfg(any(test, feature = "std"))]
 extern crate std;
 
+pub mod transport;
+
 #[cfg(feature = "model")]
 pub mod kernels;
