@@ -1,0 +1,258 @@
+//! Running a validated command on device memory with `crate::kernels`.
+
+use core::ops::Range;
+
+use crate::kernels::{self, BinaryOp, KernelError};
+
+use super::bus::{BusError, HostBus};
+use super::validate::{Bcast3, Work};
+
+/// Why a validated command still failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ExecError {
+    /// A DMA transfer failed (`BUS_ERROR`).
+    Bus,
+    /// A kernel refused slices that validation accepted: a model bug
+    /// (`DEVICE_FAULT`).
+    Internal,
+}
+
+impl From<BusError> for ExecError {
+    fn from(_: BusError) -> Self {
+        ExecError::Bus
+    }
+}
+impl From<KernelError> for ExecError {
+    fn from(_: KernelError) -> Self {
+        ExecError::Internal
+    }
+}
+
+/// Executes `work` on `mem` (4-byte aligned), reaching the host through `bus`.
+pub(crate) fn execute<B: HostBus>(
+    work: &Work,
+    mem: &mut [u8],
+    bus: &mut B,
+) -> Result<(), ExecError> {
+    match work {
+        Work::Nop => Ok(()),
+        Work::CopyH2D { host, dst } => Ok(bus.read(*host, get_mut(mem, dst)?)?),
+        Work::CopyD2H { src, host } => Ok(bus.write(*host, get(mem, src)?)?),
+        Work::CopyD2D { src, dst } => {
+            mem.copy_within(src.clone(), dst.start);
+            Ok(())
+        }
+        Work::Fill { dst, pattern } => {
+            for (i, b) in get_mut(mem, dst)?.iter_mut().enumerate() {
+                *b = pattern[i % 4];
+            }
+            Ok(())
+        }
+        Work::Gemm {
+            spec,
+            a,
+            b,
+            bias,
+            out,
+        } => {
+            let s = Split::new(mem, out)?;
+            let bias = match bias {
+                Some(r) => Some(floats(s.src(r)?)?),
+                None => None,
+            };
+            Ok(kernels::gemm(
+                spec,
+                floats(s.src(a)?)?,
+                floats(s.src(b)?)?,
+                bias,
+                floats_mut(s.out)?,
+            )?)
+        }
+        Work::Relu { x, out } if x == out => {
+            kernels::relu_in_place(floats_mut(get_mut(mem, out)?)?);
+            Ok(())
+        }
+        Work::Relu { x, out } => {
+            let s = Split::new(mem, out)?;
+            Ok(kernels::relu(floats(s.src(x)?)?, floats_mut(s.out)?)?)
+        }
+        Work::BiasAdd { x, bias, out } => {
+            let s = Split::new(mem, out)?;
+            let bias = floats(s.src(bias)?)?;
+            if x == out {
+                Ok(kernels::bias_add_in_place(floats_mut(s.out)?, bias)?)
+            } else {
+                Ok(kernels::bias_add(
+                    floats(s.src(x)?)?,
+                    bias,
+                    floats_mut(s.out)?,
+                )?)
+            }
+        }
+        Work::Softmax { x, out, row } if x == out => Ok(kernels::softmax_last_axis_in_place(
+            floats_mut(get_mut(mem, out)?)?,
+            *row,
+        )?),
+        Work::Softmax { x, out, row } => {
+            let s = Split::new(mem, out)?;
+            Ok(kernels::softmax_last_axis(
+                floats(s.src(x)?)?,
+                *row,
+                floats_mut(s.out)?,
+            )?)
+        }
+        Work::ReduceSum { x, out, row } => {
+            let s = Split::new(mem, out)?;
+            Ok(kernels::reduce_sum_last_axis(
+                floats(s.src(x)?)?,
+                *row,
+                floats_mut(s.out)?,
+            )?)
+        }
+        Work::Binary {
+            op,
+            a,
+            b,
+            out,
+            shape,
+        } => binary(*op, a, b, out, shape.as_ref(), mem),
+    }
+}
+
+fn binary(
+    op: BinaryOp,
+    a: &Range<usize>,
+    b: &Range<usize>,
+    out: &Range<usize>,
+    shape: Option<&Bcast3>,
+    mem: &mut [u8],
+) -> Result<(), ExecError> {
+    let s = Split::new(mem, out)?;
+    let rhs = floats(s.src(b)?)?;
+    let dims = shape.map_or([1, 1, out.len() / 4], |sh| sh.dims);
+    let rhs_bcast = shape.map_or([false; 3], |sh| sh.src1);
+    if a == out {
+        // In place: src0 is the output itself (never broadcast, see validation).
+        let dst = floats_mut(s.out)?;
+        for_each_3d(dims, rhs_bcast, |o, r| dst[o] = op.apply(dst[o], rhs[r]));
+        return Ok(());
+    }
+    let lhs = floats(s.src(a)?)?;
+    let dst = floats_mut(s.out)?;
+    match shape {
+        None => Ok(kernels::binary(
+            op,
+            lhs,
+            &[lhs.len()],
+            rhs,
+            &[rhs.len()],
+            dst,
+        )?),
+        // NumPy broadcasting of the two extents reproduces [m][n][k] unless
+        // both sources are broadcast along an axis longer than 1.
+        Some(sh) if (0..3).all(|i| !(sh.src0[i] && sh.src1[i]) || sh.dims[i] == 1) => {
+            Ok(kernels::binary(
+                op,
+                lhs,
+                &sh.extents(sh.src0),
+                rhs,
+                &sh.extents(sh.src1),
+                dst,
+            )?)
+        }
+        Some(sh) => {
+            for_each_3d(sh.dims, sh.src0, |o, l| dst[o] = lhs[l]);
+            for_each_3d(sh.dims, sh.src1, |o, r| dst[o] = op.apply(dst[o], rhs[r]));
+            Ok(())
+        }
+    }
+}
+
+/// Calls `f(output index, source index)` over `[m][n][k]` for a source
+/// broadcast along the axes flagged in `bcast`.
+fn for_each_3d(dims: [usize; 3], bcast: [bool; 3], mut f: impl FnMut(usize, usize)) {
+    let [m, n, k] = dims;
+    let ext = |i: usize| if bcast[i] { 1 } else { dims[i] };
+    let (sk, sn) = (usize::from(!bcast[2]), ext(2));
+    let sm = ext(1) * ext(2);
+    let (sn, sm) = (if bcast[1] { 0 } else { sn }, if bcast[0] { 0 } else { sm });
+    let mut o = 0;
+    for i in 0..m {
+        for j in 0..n {
+            let base = i * sm + j * sn;
+            for l in 0..k {
+                f(o, base + l * sk);
+                o += 1;
+            }
+        }
+    }
+}
+
+fn get<'m>(mem: &'m [u8], r: &Range<usize>) -> Result<&'m [u8], ExecError> {
+    mem.get(r.clone()).ok_or(ExecError::Internal)
+}
+fn get_mut<'m>(mem: &'m mut [u8], r: &Range<usize>) -> Result<&'m mut [u8], ExecError> {
+    mem.get_mut(r.clone()).ok_or(ExecError::Internal)
+}
+
+/// Reinterprets 4-byte-aligned bytes as f32s (every bit pattern is an f32).
+fn floats(bytes: &[u8]) -> Result<&[f32], ExecError> {
+    // SAFETY: any 4 initialised bytes are a valid f32; `align_to` only puts
+    // properly aligned elements in the middle part.
+    let (pre, mid, post) = unsafe { bytes.align_to::<f32>() };
+    if pre.is_empty() && post.is_empty() {
+        Ok(mid)
+    } else {
+        Err(ExecError::Internal)
+    }
+}
+fn floats_mut(bytes: &mut [u8]) -> Result<&mut [f32], ExecError> {
+    // SAFETY: as in `floats`; f32 has no invalid bit patterns, so any f32
+    // written is valid bytes.
+    let (pre, mid, post) = unsafe { bytes.align_to_mut::<f32>() };
+    if pre.is_empty() && post.is_empty() {
+        Ok(mid)
+    } else {
+        Err(ExecError::Internal)
+    }
+}
+
+/// Device memory split into the output range and what lies either side, so
+/// sources (disjoint from the output, by validation) borrow alongside it.
+struct Split<'m> {
+    before: &'m [u8],
+    out: &'m mut [u8],
+    after: &'m [u8],
+    after_start: usize,
+}
+
+impl<'m> Split<'m> {
+    fn new(mem: &'m mut [u8], out: &Range<usize>) -> Result<Self, ExecError> {
+        if out.start > out.end || out.end > mem.len() {
+            return Err(ExecError::Internal);
+        }
+        let (before, rest) = mem.split_at_mut(out.start);
+        let (out_bytes, after) = rest.split_at_mut(out.len());
+        Ok(Self {
+            before,
+            out: out_bytes,
+            after,
+            after_start: out.end,
+        })
+    }
+
+    /// A source range, which must not overlap the output.
+    fn src(&self, r: &Range<usize>) -> Result<&'m [u8], ExecError> {
+        let before: &'m [u8] = self.before;
+        let after: &'m [u8] = self.after;
+        if r.end <= before.len() {
+            before.get(r.clone()).ok_or(ExecError::Internal)
+        } else if r.start >= self.after_start {
+            after
+                .get(r.start - self.after_start..r.end - self.after_start)
+                .ok_or(ExecError::Internal)
+        } else {
+            Err(ExecError::Internal)
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! The model on a host thread, serving a memory-backed BAR (feature `std`):
+//! [`InProcessDevice`] for the in-process `sim` device, [`serve`] for the
+//! `tensorplug-model-server` binary (a shared-memory file).
+//!
+//! The loop: take the host's register writes from the window, run
+//! [`Model::service`], publish the registers the device updates. Device
+//! memory is the BAR's memory aperture, DMA goes to its DMA window.
+
+mod in_process;
+mod mirror;
+
+use std::io;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use tensorplug_abi::device::Features;
+
+use super::{Faults, HostClock, Model, ModelConfig};
+use crate::transport::mmio::Bar;
+
+pub use in_process::{DeviceWaker, InProcessDevice};
+
+/// How the model thread waits when there is nothing to do: spin, then
+/// yield, then sleep in growing steps (an in-process doorbell may wake it
+/// early, see [`DeviceWaker`]). The worst-case added latency after a long
+/// idle period is `max_sleep` plus the OS wake-up time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdlePolicy {
+    /// Busy-poll this long after the last activity.
+    pub spin: Duration,
+    /// Then poll with `yield_now` until this long after the last activity.
+    pub yield_until: Duration,
+    /// Then sleep, starting at `min_sleep` and doubling up to `max_sleep`.
+    pub min_sleep: Duration,
+    /// Longest sleep between polls.
+    pub max_sleep: Duration,
+}
+
+impl Default for IdlePolicy {
+    fn default() -> Self {
+        Self {
+            spin: Duration::from_micros(50),
+            yield_until: Duration::from_millis(2),
+            min_sleep: Duration::from_micros(20),
+            max_sleep: Duration::from_micros(500),
+        }
+    }
+}
+
+/// What the serving loop runs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ServeOptions {
+    /// Device configuration. `IRQ` is removed from the features: a
+    /// memory-backed BAR has no interrupt line.
+    pub config: ModelConfig,
+    /// The idle policy.
+    pub idle: IdlePolicy,
+}
+
+/// Shared with a serving loop: stop it, or change its faults.
+#[derive(Debug, Default)]
+pub struct ServeControl {
+    stop: AtomicBool,
+    faults_pending: AtomicBool,
+    faults: Mutex<Faults>,
+}
+
+impl ServeControl {
+    /// Asks the loop to return (within one idle sleep).
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+    }
+    /// Replaces the model's fault switches at its next poll.
+    pub fn set_faults(&self, faults: Faults) {
+        *self.faults.lock().unwrap_or_else(|p| p.into_inner()) = faults;
+        self.faults_pending.store(true, Ordering::Release);
+    }
+    fn take_faults(&self) -> Option<Faults> {
+        self.faults_pending
+            .swap(false, Ordering::AcqRel)
+            .then(|| *self.faults.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// Serves `bar` with a model until `control.stop()`.
+///
+/// Device memory is the BAR's memory aperture; DMA reaches its DMA window.
+///
+/// # Safety
+/// For the duration of the call the model holds a `&mut [u8]` over the
+/// memory aperture while the host may copy into it through raw pointers:
+/// the caller must make sure nobody else creates references into that
+/// aperture, and accepts that host copies racing with a command's operands
+/// (which the driver never issues: it only touches memory of finished
+/// commands) give unspecified bytes. The register window must be accessed by
+/// the host only with aligned 32-bit accesses.
+pub unsafe fn serve<B: Bar>(
+    bar: &B,
+    options: &ServeOptions,
+    control: &ServeControl,
+) -> io::Result<()> {
+    let memory = bar.memory();
+    let dma = bar.dma();
+    // SAFETY: the caller's contract; the aperture lives as long as `bar`.
+    let mem = unsafe { core::slice::from_raw_parts_mut(memory.as_ptr(), memory.len()) };
+    let mut config = options.config;
+    config.features = Features(config.features.0 & !Features::IRQ.0);
+    let clock = HostClock::new(config.timing.freq_hz);
+    let registers = bar.registers();
+    // SAFETY: the caller's contract on the register window.
+    let mut mirror = unsafe { mirror::Mirror::new(&registers) }.map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "register window smaller than REGISTER_SPACE_SIZE",
+        )
+    })?;
+    let bad = |e: super::ModelError| io::Error::new(io::ErrorKind::InvalidInput, e);
+    match dma {
+        Some(dma) => {
+            let mut model = Model::new(mem, dma, clock, config, true).map_err(bad)?;
+            run(&mut model, &mut mirror, &options.idle, control);
+        }
+        None => {
+            let mut model = Model::new(mem, super::NoHostBus, clock, config, false).map_err(bad)?;
+            run(&mut model, &mut mirror, &options.idle, control);
+        }
+    }
+    Ok(())
+}
+
+fn run<B: super::HostBus>(
+    model: &mut Model<&mut [u8], B, HostClock>,
+    mirror: &mut mirror::Mirror<'_>,
+    idle: &IdlePolicy,
+    control: &ServeControl,
+) {
+    mirror.publish_all(model);
+    let mut last_activity = Instant::now();
+    let mut sleep = idle.min_sleep;
+    while !control.stop.load(Ordering::Acquire) {
+        if let Some(faults) = control.take_faults() {
+            *model.faults_mut() = faults;
+        }
+        let wrote = mirror.pull(model);
+        let done = model.service();
+        mirror.push(model);
+        if wrote || done.commands > 0 {
+            last_activity = Instant::now();
+            sleep = idle.min_sleep;
+            continue;
+        }
+        let quiet = last_activity.elapsed();
+        if quiet < idle.spin {
+            core::hint::spin_loop();
+        } else if quiet < idle.yield_until {
+            std::thread::yield_now();
+        } else {
+            std::thread::park_timeout(sleep);
+            sleep = (sleep * 2).min(idle.max_sleep);
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! The model as the target of the SPI slave state machine: every register
+//! or memory access is followed by [`Model::service`], so a doorbell runs
+//! the queued commands before the SPI response is clocked out.
+
+use tensorplug_abi::device::REGISTER_SPACE_SIZE;
+
+use super::bus::HostBus;
+use super::clock::TickSource;
+use super::device::Model;
+use crate::transport::spi::slave::{SpiTarget, TargetError};
+
+impl<M: AsMut<[u8]> + AsRef<[u8]>, B: HostBus, C: TickSource> SpiTarget for Model<M, B, C> {
+    fn read_reg(&mut self, offset: u32) -> Result<u32, TargetError> {
+        if offset >= REGISTER_SPACE_SIZE {
+            return Err(TargetError::OutOfRange);
+        }
+        self.service();
+        Ok(Model::read_reg(self, offset))
+    }
+
+    fn write_reg(&mut self, offset: u32, value: u32) -> Result<(), TargetError> {
+        if offset >= REGISTER_SPACE_SIZE {
+            return Err(TargetError::OutOfRange);
+        }
+        Model::write_reg(self, offset, value);
+        self.service();
+        Ok(())
+    }
+
+    fn read_mem(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), TargetError> {
+        let mem = self.memory();
+        let range = mem_range(addr, buf.len(), mem.len())?;
+        buf.copy_from_slice(&mem[range]);
+        Ok(())
+    }
+
+    fn write_mem(&mut self, addr: u64, data: &[u8]) -> Result<(), TargetError> {
+        let mem = self.memory_mut();
+        let range = mem_range(addr, data.len(), mem.len())?;
+        mem[range].copy_from_slice(data);
+        Ok(())
+    }
+}
+
+fn mem_range(
+    addr: u64,
+    len: usize,
+    mem_len: usize,
+) -> Result<core::ops::Range<usize>, TargetError> {
+    super::ring::mem_range(addr, len, mem_len).ok_or(TargetError::OutOfRange)
+}

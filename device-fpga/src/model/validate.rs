@@ -1,0 +1,507 @@
+//! Command validation, in the documented order: opcode, features, flags,
+//! reserved and unused fields, dimensions, address ranges (with overflow),
+//! alignment, then overlap. The first failure is the completion's status.
+
+use core::ops::Range;
+
+use tensorplug_abi::device::{CommandDescriptor, CommandFlags, CompletionStatus, Features, Opcode};
+
+use crate::kernels::{BinaryOp, GemmSpec};
+
+// TODO: use abi once added (`CommandFlags::SRC0_BCAST_M` ..).
+/// `src0` is broadcast along `m` (binary element-wise 3-D form).
+pub const SRC0_BCAST_M: u16 = 1 << 2;
+/// `src0` is broadcast along `n`.
+pub const SRC0_BCAST_N: u16 = 1 << 3;
+/// `src0` is broadcast along `k`.
+pub const SRC0_BCAST_K: u16 = 1 << 4;
+/// `src1` is broadcast along `m`.
+pub const SRC1_BCAST_M: u16 = 1 << 5;
+/// `src1` is broadcast along `n`.
+pub const SRC1_BCAST_N: u16 = 1 << 6;
+/// `src1` is broadcast along `k`.
+pub const SRC1_BCAST_K: u16 = 1 << 7;
+const BCAST_MASK: u16 = 0x00FC;
+
+/// Byte offsets of the descriptor fields, the `detail` of argument errors.
+pub(crate) mod field {
+    pub(crate) const FLAGS: u32 = 2;
+    pub(crate) const RESERVED: u32 = 7;
+    pub(crate) const SRC0: u32 = 8;
+    pub(crate) const SRC1: u32 = 16;
+    pub(crate) const SRC2: u32 = 24;
+    pub(crate) const DST: u32 = 32;
+    pub(crate) const LEN: u32 = 40;
+    pub(crate) const M: u32 = 48;
+    pub(crate) const N: u32 = 52;
+    pub(crate) const K: u32 = 56;
+    pub(crate) const IMM: u32 = 60;
+}
+
+/// Why a command was refused: its completion status and detail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Rejection {
+    pub(crate) status: CompletionStatus,
+    pub(crate) detail: u32,
+}
+
+const fn reject(status: CompletionStatus, detail: u32) -> Rejection {
+    Rejection { status, detail }
+}
+const fn invalid(field: u32) -> Rejection {
+    reject(CompletionStatus::INVALID_ARGUMENT, field)
+}
+
+/// Extents of a binary op's 3-D form: output `[m][n][k]`, and for each
+/// source whether it is broadcast along each axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Bcast3 {
+    pub(crate) dims: [usize; 3],
+    pub(crate) src0: [bool; 3],
+    pub(crate) src1: [bool; 3],
+}
+
+impl Bcast3 {
+    /// Element extents of source `bcast`.
+    pub(crate) fn extents(&self, bcast: [bool; 3]) -> [usize; 3] {
+        let mut e = self.dims;
+        for (d, b) in e.iter_mut().zip(bcast) {
+            if b {
+                *d = 1;
+            }
+        }
+        e
+    }
+}
+
+/// A validated command: byte ranges in device memory, host bus addresses.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Work {
+    Nop,
+    CopyH2D {
+        host: u64,
+        dst: Range<usize>,
+    },
+    CopyD2H {
+        src: Range<usize>,
+        host: u64,
+    },
+    CopyD2D {
+        src: Range<usize>,
+        dst: Range<usize>,
+    },
+    Fill {
+        dst: Range<usize>,
+        pattern: [u8; 4],
+    },
+    Gemm {
+        spec: GemmSpec,
+        a: Range<usize>,
+        b: Range<usize>,
+        bias: Option<Range<usize>>,
+        out: Range<usize>,
+    },
+    Binary {
+        op: BinaryOp,
+        a: Range<usize>,
+        b: Range<usize>,
+        out: Range<usize>,
+        shape: Option<Bcast3>,
+    },
+    Relu {
+        x: Range<usize>,
+        out: Range<usize>,
+    },
+    BiasAdd {
+        x: Range<usize>,
+        bias: Range<usize>,
+        out: Range<usize>,
+    },
+    Softmax {
+        x: Range<usize>,
+        out: Range<usize>,
+        row: usize,
+    },
+    ReduceSum {
+        x: Range<usize>,
+        out: Range<usize>,
+        row: usize,
+    },
+}
+
+impl Work {
+    /// `(host-bus bytes, device-memory bytes, flops)` for the timing model.
+    pub(crate) fn cost(&self) -> (u64, u64, u64) {
+        let n = |r: &Range<usize>| r.len() as u64;
+        match self {
+            Work::Nop => (0, 0, 0),
+            Work::CopyH2D { dst, .. } => (n(dst), n(dst), 0),
+            Work::CopyD2H { src, .. } => (n(src), n(src), 0),
+            Work::CopyD2D { src, dst } => (0, n(src) + n(dst), 0),
+            Work::Fill { dst, .. } => (0, n(dst), 0),
+            Work::Gemm {
+                spec,
+                a,
+                b,
+                bias,
+                out,
+            } => {
+                let flops = 2 * (spec.m as u64) * (spec.n as u64) * (spec.k as u64);
+                (0, n(a) + n(b) + bias.as_ref().map_or(0, n) + n(out), flops)
+            }
+            Work::Binary { a, b, out, .. } => (0, n(a) + n(b) + n(out), n(out) / 4),
+            Work::Relu { x, out } => (0, n(x) + n(out), n(out) / 4),
+            Work::BiasAdd { x, bias, out } => (0, n(x) + n(bias) + n(out), n(out) / 4),
+            // exp, subtract, sum, divide per element.
+            Work::Softmax { x, out, .. } => (0, n(x) + n(out), 4 * n(out) / 4),
+            Work::ReduceSum { x, out, .. } => (0, n(x) + n(out), n(x) / 4),
+        }
+    }
+}
+
+/// Which descriptor fields an opcode uses (the rest must be 0).
+#[derive(Clone, Copy)]
+struct Uses(u16);
+impl Uses {
+    const SRC0: u16 = 1;
+    const SRC1: u16 = 2;
+    const SRC2: u16 = 4;
+    const DST: u16 = 8;
+    const LEN: u16 = 16;
+    const MNK: u16 = 32 | 64 | 128;
+    const MN: u16 = 32 | 64;
+    const IMM: u16 = 256;
+    const fn has(self, bit: u16) -> bool {
+        self.0 & bit == bit
+    }
+}
+
+/// What the opcode needs: feature bit, used fields, extra flags allowed.
+fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
+    let t = CommandFlags::TRANSPOSE_A.0 | CommandFlags::TRANSPOSE_B.0;
+    let binary = Uses(Uses::SRC0 | Uses::SRC1 | Uses::DST | Uses::LEN | Uses::MNK);
+    Some(match op {
+        Opcode::NOP => (Features(0), Uses(0), 0),
+        Opcode::COPY_H2D | Opcode::COPY_D2H => {
+            (Features::DMA, Uses(Uses::SRC0 | Uses::DST | Uses::LEN), 0)
+        }
+        Opcode::COPY_D2D => (Features(0), Uses(Uses::SRC0 | Uses::DST | Uses::LEN), 0),
+        Opcode::FILL => (Features(0), Uses(Uses::DST | Uses::LEN | Uses::IMM), 0),
+        Opcode::GEMM_F32 => (
+            Features::GEMM,
+            Uses(Uses::SRC0 | Uses::SRC1 | Uses::DST | Uses::MNK),
+            t,
+        ),
+        Opcode::GEMM_BIAS_RELU_F32 => (
+            Features::GEMM,
+            Uses(Uses::SRC0 | Uses::SRC1 | Uses::SRC2 | Uses::DST | Uses::MNK),
+            t,
+        ),
+        Opcode::ADD_F32 | Opcode::SUB_F32 | Opcode::MUL_F32 | Opcode::MAX_F32 => {
+            (Features::ELEMENTWISE, binary, BCAST_MASK)
+        }
+        Opcode::RELU_F32 => (
+            Features::ELEMENTWISE,
+            Uses(Uses::SRC0 | Uses::DST | Uses::LEN),
+            0,
+        ),
+        Opcode::BIAS_ADD_F32 => (
+            Features::ELEMENTWISE,
+            Uses(Uses::SRC0 | Uses::SRC1 | Uses::DST | Uses::MN),
+            0,
+        ),
+        Opcode::SOFTMAX_F32 | Opcode::REDUCE_SUM_F32 => (
+            Features::ROW_REDUCTIONS,
+            Uses(Uses::SRC0 | Uses::DST | Uses::MN),
+            0,
+        ),
+        _ => return None,
+    })
+}
+
+/// Validates `cmd` against a device with `features` and `mem_len` bytes of memory.
+pub(crate) fn validate(
+    cmd: &CommandDescriptor,
+    features: Features,
+    mem_len: usize,
+) -> Result<Work, Rejection> {
+    let Some((needs, uses, extra_flags)) = shape_of(cmd.opcode) else {
+        return Err(reject(
+            CompletionStatus::INVALID_OPCODE,
+            u32::from(cmd.opcode.0),
+        ));
+    };
+    if features.0 & needs.0 != needs.0 {
+        return Err(reject(CompletionStatus::UNSUPPORTED, needs.0));
+    }
+    let base_flags = CommandFlags::IRQ.0 | CommandFlags::NO_EVENTS.0;
+    let flat_binary =
+        uses.has(Uses::MNK) && extra_flags == BCAST_MASK && cmd.m == 0 && cmd.n == 0 && cmd.k == 0;
+    let allowed = if flat_binary {
+        base_flags
+    } else {
+        base_flags | extra_flags
+    };
+    if cmd.flags.0 & !allowed != 0 {
+        return Err(invalid(field::FLAGS));
+    }
+    check_unused(cmd, uses)?;
+    let ctx = Ctx { cmd, mem_len };
+    match cmd.opcode {
+        Opcode::NOP => Ok(Work::Nop),
+        Opcode::COPY_H2D => {
+            let len = ctx.nonzero_len()?;
+            Ok(Work::CopyH2D {
+                host: cmd.src0,
+                dst: ctx.range(field::DST, len)?,
+            })
+        }
+        Opcode::COPY_D2H => {
+            let len = ctx.nonzero_len()?;
+            Ok(Work::CopyD2H {
+                src: ctx.range(field::SRC0, len)?,
+                host: cmd.dst,
+            })
+        }
+        Opcode::COPY_D2D => {
+            let len = ctx.nonzero_len()?;
+            let src = ctx.range(field::SRC0, len)?;
+            Ok(Work::CopyD2D {
+                src,
+                dst: ctx.range(field::DST, len)?,
+            })
+        }
+        Opcode::FILL => {
+            let len = ctx.nonzero_len()?;
+            Ok(Work::Fill {
+                dst: ctx.range(field::DST, len)?,
+                pattern: cmd.imm.to_le_bytes(),
+            })
+        }
+        Opcode::GEMM_F32 | Opcode::GEMM_BIAS_RELU_F32 => ctx.gemm(),
+        Opcode::RELU_F32 => {
+            let len = ctx.nonzero_len()?;
+            let x = ctx.f32_range(field::SRC0, len)?;
+            let out = ctx.f32_range(field::DST, len)?;
+            ctx.aligned(&[field::SRC0, field::DST])?;
+            in_place_or_disjoint(&x, &out, true)?;
+            Ok(Work::Relu { x, out })
+        }
+        Opcode::BIAS_ADD_F32 | Opcode::SOFTMAX_F32 | Opcode::REDUCE_SUM_F32 => ctx.rows(),
+        _ => ctx.binary(),
+    }
+}
+
+/// `_reserved0`, then every unused field in offset order, must be 0.
+fn check_unused(cmd: &CommandDescriptor, uses: Uses) -> Result<(), Rejection> {
+    if cmd._reserved0 != 0 {
+        return Err(invalid(field::RESERVED));
+    }
+    let fields = [
+        (Uses::SRC0, cmd.src0 != 0, field::SRC0),
+        (Uses::SRC1, cmd.src1 != 0, field::SRC1),
+        (Uses::SRC2, cmd.src2 != 0, field::SRC2),
+        (Uses::DST, cmd.dst != 0, field::DST),
+        (Uses::LEN, cmd.len != 0, field::LEN),
+        (32, cmd.m != 0, field::M),
+        (64, cmd.n != 0, field::N),
+        (128, cmd.k != 0, field::K),
+        (Uses::IMM, cmd.imm != 0, field::IMM),
+    ];
+    for (bit, set, offset) in fields {
+        if set && !uses.has(bit) {
+            return Err(invalid(offset));
+        }
+    }
+    Ok(())
+}
+
+/// Overlap rule: `dst` may equal `src` exactly when in place is allowed,
+/// else the two ranges must be disjoint.
+fn in_place_or_disjoint(
+    src: &Range<usize>,
+    dst: &Range<usize>,
+    in_place_ok: bool,
+) -> Result<(), Rejection> {
+    let disjoint = src.end <= dst.start || dst.end <= src.start;
+    if disjoint || (in_place_ok && src == dst) {
+        Ok(())
+    } else {
+        Err(invalid(field::DST))
+    }
+}
+
+struct Ctx<'a> {
+    cmd: &'a CommandDescriptor,
+    mem_len: usize,
+}
+
+impl Ctx<'_> {
+    fn addr(&self, f: u32) -> u64 {
+        match f {
+            field::SRC0 => self.cmd.src0,
+            field::SRC1 => self.cmd.src1,
+            field::SRC2 => self.cmd.src2,
+            _ => self.cmd.dst,
+        }
+    }
+
+    fn nonzero_len(&self) -> Result<u64, Rejection> {
+        if self.cmd.len == 0 {
+            Err(invalid(field::LEN))
+        } else {
+            Ok(self.cmd.len)
+        }
+    }
+
+    /// `bytes` bytes at the address in field `f`, inside device memory.
+    fn range(&self, f: u32, bytes: u64) -> Result<Range<usize>, Rejection> {
+        let oor = reject(CompletionStatus::OUT_OF_RANGE, f);
+        let start = self.addr(f);
+        let end = start.checked_add(bytes).ok_or(oor)?;
+        if end > self.mem_len as u64 {
+            return Err(oor);
+        }
+        // Both fit in `mem_len`, a usize.
+        Ok(start as usize..end as usize)
+    }
+
+    /// `elements` f32s at the address in field `f`.
+    fn f32_range(&self, f: u32, elements: u64) -> Result<Range<usize>, Rejection> {
+        let bytes = elements
+            .checked_mul(4)
+            .ok_or(reject(CompletionStatus::OUT_OF_RANGE, f))?;
+        self.range(f, bytes)
+    }
+
+    fn aligned(&self, fields: &[u32]) -> Result<(), Rejection> {
+        match fields.iter().find(|&&f| !self.addr(f).is_multiple_of(4)) {
+            Some(&f) => Err(reject(CompletionStatus::MISALIGNED, f)),
+            None => Ok(()),
+        }
+    }
+
+    fn dims(&self, checks: &[(u32, u32)]) -> Result<(), Rejection> {
+        match checks.iter().find(|(v, _)| *v == 0) {
+            Some(&(_, f)) => Err(invalid(f)),
+            None => Ok(()),
+        }
+    }
+
+    fn gemm(&self) -> Result<Work, Rejection> {
+        let c = self.cmd;
+        self.dims(&[(c.m, field::M), (c.n, field::N), (c.k, field::K)])?;
+        let (m, n, k) = (u64::from(c.m), u64::from(c.n), u64::from(c.k));
+        let a = self.f32_range(field::SRC0, m * k)?;
+        let b = self.f32_range(field::SRC1, k * n)?;
+        let with_bias = c.opcode == Opcode::GEMM_BIAS_RELU_F32;
+        let bias = if with_bias {
+            Some(self.f32_range(field::SRC2, n)?)
+        } else {
+            None
+        };
+        let out = self.f32_range(field::DST, m * n)?;
+        let fields: &[u32] = if with_bias {
+            &[field::SRC0, field::SRC1, field::SRC2, field::DST]
+        } else {
+            &[field::SRC0, field::SRC1, field::DST]
+        };
+        self.aligned(fields)?;
+        in_place_or_disjoint(&a, &out, false)?;
+        in_place_or_disjoint(&b, &out, false)?;
+        if let Some(bias) = &bias {
+            in_place_or_disjoint(bias, &out, false)?;
+        }
+        let spec = GemmSpec {
+            m: c.m as usize,
+            n: c.n as usize,
+            k: c.k as usize,
+            transpose_a: c.flags.contains(CommandFlags::TRANSPOSE_A),
+            transpose_b: c.flags.contains(CommandFlags::TRANSPOSE_B),
+            relu: with_bias,
+        };
+        Ok(Work::Gemm {
+            spec,
+            a,
+            b,
+            bias,
+            out,
+        })
+    }
+
+    fn rows(&self) -> Result<Work, Rejection> {
+        let c = self.cmd;
+        self.dims(&[(c.m, field::M), (c.n, field::N)])?;
+        let (m, n) = (u64::from(c.m), u64::from(c.n));
+        let x = self.f32_range(field::SRC0, m * n)?;
+        let row = c.n as usize;
+        match c.opcode {
+            Opcode::BIAS_ADD_F32 => {
+                let bias = self.f32_range(field::SRC1, n)?;
+                let out = self.f32_range(field::DST, m * n)?;
+                self.aligned(&[field::SRC0, field::SRC1, field::DST])?;
+                in_place_or_disjoint(&x, &out, true)?;
+                in_place_or_disjoint(&bias, &out, false)?;
+                Ok(Work::BiasAdd { x, bias, out })
+            }
+            Opcode::SOFTMAX_F32 => {
+                let out = self.f32_range(field::DST, m * n)?;
+                self.aligned(&[field::SRC0, field::DST])?;
+                in_place_or_disjoint(&x, &out, true)?;
+                Ok(Work::Softmax { x, out, row })
+            }
+            _ => {
+                let out = self.f32_range(field::DST, m)?;
+                self.aligned(&[field::SRC0, field::DST])?;
+                in_place_or_disjoint(&x, &out, false)?;
+                Ok(Work::ReduceSum { x, out, row })
+            }
+        }
+    }
+
+    fn binary(&self) -> Result<Work, Rejection> {
+        let c = self.cmd;
+        let op = match c.opcode {
+            Opcode::ADD_F32 => BinaryOp::Add,
+            Opcode::SUB_F32 => BinaryOp::Sub,
+            Opcode::MUL_F32 => BinaryOp::Mul,
+            _ => BinaryOp::Maximum,
+        };
+        let len = self.nonzero_len()?;
+        let shape = if c.m == 0 && c.n == 0 && c.k == 0 {
+            None
+        } else {
+            self.dims(&[(c.m, field::M), (c.n, field::N), (c.k, field::K)])?;
+            let total = u64::from(c.m) * u64::from(c.n);
+            if total.checked_mul(u64::from(c.k)) != Some(len) {
+                return Err(invalid(field::LEN));
+            }
+            let f = c.flags.0;
+            let bit = |b: u16| f & b != 0;
+            Some(Bcast3 {
+                dims: [c.m as usize, c.n as usize, c.k as usize],
+                src0: [bit(SRC0_BCAST_M), bit(SRC0_BCAST_N), bit(SRC0_BCAST_K)],
+                src1: [bit(SRC1_BCAST_M), bit(SRC1_BCAST_N), bit(SRC1_BCAST_K)],
+            })
+        };
+        let elems = |bcast: Option<[bool; 3]>| -> u64 {
+            match (shape, bcast) {
+                (Some(s), Some(b)) => s.extents(b).iter().map(|&d| d as u64).product(),
+                _ => len,
+            }
+        };
+        let a = self.f32_range(field::SRC0, elems(shape.map(|s| s.src0)))?;
+        let b = self.f32_range(field::SRC1, elems(shape.map(|s| s.src1)))?;
+        let out = self.f32_range(field::DST, len)?;
+        self.aligned(&[field::SRC0, field::SRC1, field::DST])?;
+        in_place_or_disjoint(&a, &out, true)?;
+        in_place_or_disjoint(&b, &out, false)?;
+        Ok(Work::Binary {
+            op,
+            a,
+            b,
+            out,
+            shape,
+        })
+    }
+}
