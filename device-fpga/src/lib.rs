@@ -5,6 +5,8 @@
 #[cfg(any(test, feature = "std"))]
 extern crate std;
 
+pub mod driver;
+pub mod flash;
 pub mod transport;
 
 #[cfg(feature = "model")]

@@ -31,6 +31,9 @@ pub enum WaitFor {
 pub enum Error {
     /// The transport failed (CRC, framing, bus fault, out-of-range access).
     Transport(transport::Error),
+    /// `SCRATCH` did not read back what was written: no device, or a
+    /// broken bus.
+    BusCheck,
     /// Not a tensorplug device, or an incompatible device ABI (both
     /// versions are in the inner error).
     Identity(IdentityError),
@@ -101,7 +104,7 @@ impl Error {
     /// The device-independent category of the error.
     pub const fn kind(&self) -> ErrorKind {
         match self {
-            Self::Transport(_) => ErrorKind::Transport,
+            Self::Transport(_) | Self::BusCheck => ErrorKind::Transport,
             Self::Identity(_) => ErrorKind::Incompatible,
             Self::Timeout { .. } => ErrorKind::Timeout,
             Self::Halted { .. } | Self::DeviceReset | Self::Aborted | Self::Protocol => {
@@ -153,6 +156,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Transport(e) => write!(f, "transport: {e}"),
+            Self::BusCheck => f.write_str("the SCRATCH register does not read back: no device?"),
             Self::Identity(e) => write!(f, "{e}"),
             Self::Timeout {
                 waiting_for,

@@ -112,6 +112,8 @@ pub struct RingLayout {
 /// The first granule of device memory is never handed out, so no
 /// allocation has address 0 (TensorFlow reads a null pointer as failure).
 const HEAP_START: u64 = GRANULE;
+/// Written to `SCRATCH` before a reset (which clears it to 0).
+const RESET_MARKER: u32 = 0x5450_4c47;
 /// Ring area alignment.
 const RING_ALIGN: u64 = 4096;
 
@@ -194,8 +196,15 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Driver<T, C, ALLOCS> {
         self.queue.abort_outstanding();
         self.events_head = 0;
         self.dropped_seen = 0;
+        // Bus check and reset handshake: SCRATCH reads back what we wrote,
+        // and reads its reset value 0 once the reset has happened (a
+        // memory-backed BAR may show a STATUS from before the reset).
+        self.write(Register::SCRATCH, RESET_MARKER)?;
+        if self.read(Register::SCRATCH)? != RESET_MARKER {
+            return Err(Error::BusCheck);
+        }
         self.write(Register::RESET, RESET_KEY)?;
-        self.wait_status(Status::READY, WaitFor::Ready)?;
+        self.wait_reset_done()?;
 
         let id = self.read(Register::ID)?;
         let abi_word = self.read(Register::ABI_VERSION)?;
@@ -318,6 +327,24 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Driver<T, C, ALLOCS> {
         }
         self.write(Register::CONTROL, control.bits())?;
         self.wait_status(Status::ENABLED, WaitFor::Enabled)
+    }
+
+    /// Polls until `SCRATCH` reads 0 and `STATUS.READY` is set.
+    fn wait_reset_done(&mut self) -> Result<(), Error> {
+        let mut deadline = Deadline::start(&mut self.clock, self.config.ready_timeout_us * 1000);
+        loop {
+            if self.read(Register::SCRATCH)? == 0
+                && Status(self.read(Register::STATUS)?).contains(Status::READY)
+            {
+                return Ok(());
+            }
+            if !deadline.keep_waiting(&mut self.clock) {
+                return Err(Error::Timeout {
+                    waiting_for: WaitFor::Ready,
+                    after_us: deadline.budget_us(),
+                });
+            }
+        }
     }
 
     /// Polls `STATUS` until `bit` is set; a halt ends the wait early.

@@ -53,6 +53,7 @@ impl QueueState {
     }
 
     /// Marks every outstanding command aborted; hardware indices restart.
+    /// Failures not yet reported stay queued (their work did complete).
     pub(super) fn abort_outstanding(&mut self) {
         if self.submitted > self.completed {
             if self.aborted.is_full() {
@@ -61,6 +62,9 @@ impl QueueState {
             // Cannot fail: made room above.
             let _ = self.aborted.push_back((self.completed, self.submitted));
         }
+        // The reset takes a fence number of its own, so fences handed out
+        // afterwards (e.g. by a bulk copy) are never in an aborted range.
+        self.submitted += 1;
         self.completed = self.submitted;
         self.hw_base = self.submitted;
         self.cmd_head = 0;
