@@ -1,0 +1,29 @@
+//! Opening the devices `TENSORPLUG_DEVICE` names, each as a [`DynAccelerator`].
+
+mod erased;
+mod sim;
+pub mod spec;
+
+pub use erased::{DeviceError, DynAccelerator, Erased};
+pub use spec::{DEVICE_ENV, DeviceSpec};
+
+use crate::error::{Error, Result};
+
+/// Opens one device: brings up its driver over its transport.
+pub fn open(spec: &DeviceSpec) -> Result<Box<DynAccelerator>> {
+    let missing = |what: &str| Error::Open {
+        spec: spec.to_string(),
+        reason: format!(
+            "{what} is not available in this build of tensorplug yet; use `sim` or `pcie:<path>`"
+        ),
+    };
+    match spec {
+        DeviceSpec::Sim => sim::open_sim(),
+        DeviceSpec::Pcie(path) => sim::open_pcie(path),
+        DeviceSpec::Spidev(_) => Err(missing(
+            "the spidev transport (linux-embedded-hal SpidevDevice)",
+        )),
+        DeviceSpec::Serial(_) => Err(missing("the serial link to the MCU firmware")),
+        DeviceSpec::Tcp(_) => Err(missing("the TCP link to the MCU firmware")),
+    }
+}

@@ -1,0 +1,62 @@
+//! `sim` and `pcie:<path>`: the reference FPGA driver over MMIO.
+//!
+//! `sim` runs the behavioural model on its own thread behind an in-process
+//! heap BAR; `pcie:<file>` maps a BAR file (a `tensorplug-model-server`
+//! shared-memory file, or a sysfs `resource` file of a real card).
+
+use super::{DynAccelerator, Erased};
+use crate::error::{Error, Result};
+use std::path::Path;
+use std::sync::Arc;
+use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
+use tensorplug_device_fpga::model::host::{InProcessDevice, ServeOptions};
+use tensorplug_device_fpga::transport::mmio::{MmioTransport, ShmBar};
+
+/// Live device allocations per device (TF's BFC allocator makes few, large ones).
+pub const MAX_ALLOCATIONS: usize = 1024;
+/// Device memory of a `sim` device.
+pub const SIM_MEMORY_BYTES: usize = 256 << 20;
+/// DMA window of a `sim` device (host copies are staged through it).
+pub const SIM_DMA_BYTES: usize = 8 << 20;
+
+fn open_error(spec: String, reason: impl std::fmt::Display) -> Error {
+    Error::Open {
+        spec,
+        reason: reason.to_string(),
+    }
+}
+
+/// `sim`: the behavioural model on its own thread behind the MMIO transport.
+pub fn open_sim() -> Result<Box<DynAccelerator>> {
+    let fail =
+        |what: &str, e: &dyn std::fmt::Display| open_error("sim".into(), format!("{what}: {e}"));
+    let device = InProcessDevice::spawn(SIM_MEMORY_BYTES, SIM_DMA_BYTES, ServeOptions::default())
+        .map_err(|e| fail("cannot start the model thread", &e))?;
+    let driver = Driver::<_, _, MAX_ALLOCATIONS>::new(
+        device.transport(),
+        StdClock::default(),
+        DriverConfig::default(),
+    )
+    .map_err(|e| fail("driver bring-up failed", &e))?;
+    // Field order in `Erased`: the driver drops before the model thread stops.
+    Ok(Box::new(Erased::with_keep_alive(driver, device)))
+}
+
+/// `pcie:<path>`: a BAR file (sysfs resource, or a model server's shm file).
+pub fn open_pcie(path: &Path) -> Result<Box<DynAccelerator>> {
+    let spec = || format!("pcie:{}", path.display());
+    let bar = ShmBar::open(path).map_err(|e| {
+        open_error(
+            spec(),
+            format!("cannot map the BAR file (is `tensorplug-model-server` serving it?): {e}"),
+        )
+    })?;
+    let transport = MmioTransport::new(Arc::new(bar));
+    let driver = Driver::<_, _, MAX_ALLOCATIONS>::new(
+        transport,
+        StdClock::default(),
+        DriverConfig::default(),
+    )
+    .map_err(|e| open_error(spec(), format!("driver bring-up failed: {e}")))?;
+    Ok(Box::new(Erased::new(driver)))
+}

@@ -1,0 +1,100 @@
+//! The bridge's error type and its mapping to `TF_Code`.
+
+use crate::devices::DeviceError;
+use tensorplug_abi::tf::{self, TF_Code};
+use tensorplug_core::accelerator::ErrorKind;
+
+/// Result with the bridge's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in the bridge; each message says what to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A TF C function is not loaded (the plugin was not loaded by TensorFlow).
+    #[error(
+        "TensorFlow's `{0}` is not loaded in this process; load the plugin through \
+         TensorFlow (TF_PLUGGABLE_DEVICE_LIBRARY_PATH or tensorflow-plugins/)"
+    )]
+    TfApiMissing(String),
+    /// `TENSORPLUG_DEVICE` could not be parsed or names something unavailable.
+    #[error("TENSORPLUG_DEVICE={value:?}: {reason}")]
+    DeviceSpec {
+        /// The variable's value.
+        value: String,
+        /// What is wrong and what is accepted.
+        reason: String,
+    },
+    /// A device could not be opened.
+    #[error("cannot open device `{spec}`: {reason}")]
+    Open {
+        /// The `TENSORPLUG_DEVICE` item.
+        spec: String,
+        /// Why.
+        reason: String,
+    },
+    /// The device or its driver reported an error.
+    #[error("{device}: {source}")]
+    Device {
+        /// `FPGA:<ordinal> (<spec>)`.
+        device: String,
+        /// The driver's error.
+        source: DeviceError,
+    },
+    /// A wait ran out of time; the device was reset.
+    #[error(
+        "{device}: {what} did not complete within {timeout_ms} ms (set TENSORPLUG_TIMEOUT_MS \
+         to wait longer); the device was reset and its pending work failed"
+    )]
+    Timeout {
+        /// `FPGA:<ordinal> (<spec>)`.
+        device: String,
+        /// What was waited for.
+        what: &'static str,
+        /// The budget.
+        timeout_ms: u64,
+    },
+    /// TF passed something the bridge cannot use (null handle, foreign pointer).
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// TF and tensorplug disagree about a struct of the C API.
+    #[error("{0}")]
+    Abi(String),
+    /// Work on this stream failed earlier; the stream stays failed.
+    #[error("the stream failed earlier: {0}")]
+    StreamFailed(String),
+    /// A bug in tensorplug.
+    #[error("internal error: {0}; this is a tensorplug bug, please report it")]
+    Internal(String),
+}
+
+impl Error {
+    /// The TF status code this error is reported with.
+    pub fn code(&self) -> TF_Code {
+        match self {
+            Self::TfApiMissing(_) => tf::TF_FAILED_PRECONDITION,
+            Self::DeviceSpec { .. } => tf::TF_INVALID_ARGUMENT,
+            Self::Open { .. } => tf::TF_UNAVAILABLE,
+            Self::Device { source, .. } => code_of_kind(source.kind),
+            Self::Timeout { .. } => tf::TF_DEADLINE_EXCEEDED,
+            Self::InvalidArgument(_) => tf::TF_INVALID_ARGUMENT,
+            Self::Abi(_) => tf::TF_FAILED_PRECONDITION,
+            Self::StreamFailed(_) => tf::TF_ABORTED,
+            Self::Internal(_) => tf::TF_INTERNAL,
+        }
+    }
+}
+
+/// The TF code for a device error class.
+pub fn code_of_kind(kind: ErrorKind) -> TF_Code {
+    match kind {
+        ErrorKind::OutOfMemory => tf::TF_RESOURCE_EXHAUSTED,
+        ErrorKind::InvalidArgument => tf::TF_INVALID_ARGUMENT,
+        ErrorKind::Timeout => tf::TF_DEADLINE_EXCEEDED,
+        ErrorKind::DeviceFault => tf::TF_INTERNAL,
+        ErrorKind::Incompatible => tf::TF_FAILED_PRECONDITION,
+        ErrorKind::Transport => tf::TF_UNAVAILABLE,
+        ErrorKind::Unsupported => tf::TF_UNIMPLEMENTED,
+        _ => tf::TF_UNKNOWN,
+    }
+}

@@ -1,0 +1,156 @@
+//! [`Stream`]: TF's `SP_Stream`, an ordered slice of one device queue.
+//!
+//! - Every enqueue returns at once; the stream remembers its newest fence.
+//! - Host work ([`Stream::then_host`]) runs on the device's completion thread
+//!   after everything enqueued before it on this stream has completed.
+//! - A failure seen while waiting makes the stream fail for good
+//!   (`get_stream_status`), as TF expects of a broken stream.
+
+use super::Device;
+use super::worker::Completion;
+use crate::devices::{DeviceError, DynAccelerator};
+use crate::error::{Error, Result};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+use tensorplug_core::accelerator::{Fence, QueueId};
+
+/// Host work submitted vs finished, for `block_host_until_done`.
+#[derive(Default)]
+struct HostWork {
+    counts: Mutex<(u64, u64)>,
+    finished: Condvar,
+}
+
+/// One TF stream.
+pub struct Stream {
+    device: Arc<Device>,
+    queue: QueueId,
+    last_fence: Mutex<Option<Fence>>,
+    failure: Arc<Mutex<Option<String>>>,
+    host_work: Arc<HostWork>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Stream {
+    /// A stream on the device's next queue (round-robin).
+    pub fn new(device: Arc<Device>) -> Self {
+        let queue = device.next_stream_queue();
+        Self {
+            device,
+            queue,
+            last_fence: Mutex::new(None),
+            failure: Arc::default(),
+            host_work: Arc::default(),
+        }
+    }
+
+    /// The device this stream belongs to.
+    pub fn device(&self) -> &Arc<Device> {
+        &self.device
+    }
+
+    /// The device queue the stream's work goes to.
+    pub fn queue(&self) -> QueueId {
+        self.queue
+    }
+
+    /// The newest fence of this stream (`None` before any work).
+    pub fn last_fence(&self) -> Option<Fence> {
+        *lock(&self.last_fence)
+    }
+
+    /// `Ok` unless work on this stream has failed.
+    pub fn status(&self) -> Result<()> {
+        match &*lock(&self.failure) {
+            Some(message) => Err(Error::StreamFailed(message.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Enqueues device work on this stream's queue; returns without waiting.
+    pub fn enqueue(
+        &self,
+        submit: impl FnOnce(&mut DynAccelerator) -> Result<Fence, DeviceError>,
+    ) -> Result<Fence> {
+        self.status()?;
+        let core = self.device.core();
+        let mut state = core.lock();
+        let fence = state
+            .enqueue(self.queue, submit)
+            .map_err(|e| core.error(e))?;
+        // Still under the device lock: the stream's fences stay in order.
+        *lock(&self.last_fence) = Some(fence);
+        Ok(fence)
+    }
+
+    /// Runs `run` on the completion thread after all work enqueued so far.
+    pub fn then_host(&self, run: impl FnOnce(Result<()>) + Send + 'static) {
+        let host_work = self.host_work.clone();
+        let failure = self.failure.clone();
+        lock(&host_work.counts).0 += 1;
+        let wrapped = move |outcome: Result<()>| {
+            if let Err(error) = &outcome {
+                lock(&failure).get_or_insert_with(|| error.to_string());
+            }
+            run(outcome);
+            lock(&host_work.counts).1 += 1;
+            host_work.finished.notify_all();
+        };
+        self.device.submit(Completion {
+            fence: self.last_fence(),
+            run: Box::new(wrapped),
+        });
+    }
+
+    /// Blocks until all device work and host work enqueued so far is done.
+    pub fn block_until_done(&self) -> Result<()> {
+        let submitted = lock(&self.host_work.counts).0;
+        if let Some(fence) = self.last_fence() {
+            self.record(self.device.core().wait(fence, "stream work"))?;
+        }
+        let deadline = Instant::now() + self.device.core().timeout();
+        let mut counts = lock(&self.host_work.counts);
+        while counts.1 < submitted {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return self.record(Err(Error::Timeout {
+                    device: self.device.core().label().to_owned(),
+                    what: "host callbacks of the stream",
+                    timeout_ms: self.device.core().timeout().as_millis() as u64,
+                }));
+            }
+            counts = self
+                .host_work
+                .finished
+                .wait_timeout(counts, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        drop(counts);
+        self.status()
+    }
+
+    /// Makes later work on this stream wait for `fence` of `queue`. Work on
+    /// the same queue is already ordered; across queues the host waits.
+    pub fn wait_for(&self, queue: QueueId, fence: Fence) -> Result<()> {
+        if queue == self.queue {
+            return Ok(());
+        }
+        self.record(
+            self.device
+                .core()
+                .wait(fence, "work this stream depends on"),
+        )
+    }
+
+    /// Marks the stream failed when `outcome` is an error; passes it on.
+    pub fn record(&self, outcome: Result<()>) -> Result<()> {
+        if let Err(error) = &outcome {
+            lock(&self.failure).get_or_insert_with(|| error.to_string());
+        }
+        outcome
+    }
+}

@@ -1,0 +1,169 @@
+//! Events: a recorded event stands for the recording stream's newest fence.
+
+use super::handles;
+use crate::error::{Error, Result};
+use crate::ffi;
+use crate::profiling::{HostSpan, SpanKind};
+use crate::registry::Device;
+use std::sync::{Mutex, PoisonError};
+use tensorplug_abi::tf::*;
+use tensorplug_core::accelerator::{Fence, QueueId};
+
+/// What an event stands for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EventState {
+    /// Never recorded: complete (as a CUDA event is).
+    #[default]
+    Unrecorded,
+    /// Recorded on `queue`; complete once `fence` is (at once when `None`:
+    /// the stream had no work).
+    Recorded {
+        /// The recording stream's queue.
+        queue: QueueId,
+        /// The stream's newest fence at record time.
+        fence: Option<Fence>,
+    },
+}
+
+/// The object behind an `SP_Event`.
+#[derive(Debug, Default)]
+pub struct Event(Mutex<EventState>);
+
+impl Event {
+    fn get(&self) -> EventState {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn set(&self, state: EventState) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = state;
+    }
+
+    /// Non-blocking status.
+    pub fn status(&self, device: &Device) -> Result<SE_EventStatus> {
+        match self.get() {
+            EventState::Recorded {
+                fence: Some(fence), ..
+            } if !device.core().poll(fence)? => Ok(SE_EventStatus::SE_EVENT_PENDING),
+            _ => Ok(SE_EventStatus::SE_EVENT_COMPLETE),
+        }
+    }
+}
+
+/// # Safety
+/// `event` is null or came from `create_event` and is not destroyed.
+unsafe fn event<'a>(event: SP_Event) -> Result<&'a Event> {
+    // SAFETY: caller's contract.
+    unsafe { event.cast::<Event>().as_ref() }
+        .ok_or_else(|| Error::InvalidArgument("TensorFlow passed a null SP_Event".into()))
+}
+
+pub(super) unsafe extern "C" fn create_event(
+    device: *const SP_Device,
+    event: *mut SP_Event,
+    status: *mut TF_Status,
+) {
+    let body = || {
+        // SAFETY: TF's device and out-parameter.
+        let device = unsafe { handles::device(device) }?;
+        let out = unsafe { event.as_mut() }
+            .ok_or_else(|| Error::InvalidArgument("null SP_Event* out-parameter".into()))?;
+        let raw = Box::into_raw(Box::new(Event::default()));
+        device.adopt_handle(raw as usize);
+        *out = raw.cast();
+        Ok(())
+    };
+    // SAFETY: TF's status.
+    unsafe { ffi::with_status(status, "create_event", body) }
+}
+
+pub(super) unsafe extern "C" fn destroy_event(device: *const SP_Device, event: SP_Event) {
+    ffi::swallow("destroy_event", (), || {
+        // SAFETY: TF's device.
+        let device = unsafe { handles::device(device) }?;
+        if !event.is_null() && device.release_handle(event as usize) {
+            // SAFETY: boxed by `create_event`, released exactly once.
+            drop(unsafe { Box::from_raw(event.cast::<Event>()) });
+        }
+        Ok(())
+    })
+}
+
+pub(super) unsafe extern "C" fn get_event_status(
+    device: *const SP_Device,
+    event: SP_Event,
+) -> SE_EventStatus {
+    ffi::swallow("get_event_status", SE_EventStatus::SE_EVENT_ERROR, || {
+        // SAFETY: TF's device and event.
+        let device = unsafe { handles::device(device) }?;
+        unsafe { self::event(event) }?.status(device)
+    })
+}
+
+pub(super) unsafe extern "C" fn record_event(
+    device: *const SP_Device,
+    stream: SP_Stream,
+    event: SP_Event,
+    status: *mut TF_Status,
+) {
+    let body = || {
+        // SAFETY: TF's device, stream and event.
+        let device = unsafe { handles::device(device) }?;
+        let stream = unsafe { handles::stream(device, stream) }?;
+        stream.status()?;
+        unsafe { self::event(event) }?.set(EventState::Recorded {
+            queue: stream.queue(),
+            fence: stream.last_fence(),
+        });
+        Ok(())
+    };
+    // SAFETY: TF's status.
+    unsafe { ffi::with_status(status, "record_event", body) }
+}
+
+pub(super) unsafe extern "C" fn wait_for_event(
+    device: *const SP_Device,
+    stream: SP_Stream,
+    event: SP_Event,
+    status: *mut TF_Status,
+) {
+    let body = || {
+        // SAFETY: TF's device, stream and event.
+        let device = unsafe { handles::device(device) }?;
+        let stream = unsafe { handles::stream(device, stream) }?;
+        match unsafe { self::event(event) }?.get() {
+            EventState::Recorded {
+                queue,
+                fence: Some(fence),
+            } => {
+                let _span = HostSpan::begin(SpanKind::Sync, stream.queue().0, 0);
+                stream.wait_for(queue, fence)
+            }
+            _ => Ok(()),
+        }
+    };
+    // SAFETY: TF's status.
+    unsafe { ffi::with_status(status, "wait_for_event", body) }
+}
+
+pub(super) unsafe extern "C" fn block_host_for_event(
+    device: *const SP_Device,
+    event: SP_Event,
+    status: *mut TF_Status,
+) {
+    let body = || {
+        // SAFETY: TF's device and event.
+        let device = unsafe { handles::device(device) }?;
+        match unsafe { self::event(event) }?.get() {
+            EventState::Recorded {
+                queue,
+                fence: Some(fence),
+            } => {
+                let _span = HostSpan::begin(SpanKind::Sync, queue.0, 0);
+                device.core().wait(fence, "the event")
+            }
+            _ => Ok(()),
+        }
+    };
+    // SAFETY: TF's status.
+    unsafe { ffi::with_status(status, "block_host_for_event", body) }
+}

@@ -1,0 +1,118 @@
+//! The PluggableDevice / StreamExecutor interface: `SE_InitPlugin`, the
+//! platform callbacks and the `SP_StreamExecutor` table.
+//!
+//! Every `extern "C"` function here runs its body under
+//! [`ffi::with_status`](crate::ffi::with_status) (or
+//! [`ffi::swallow`](crate::ffi::swallow) when TF gives no status).
+
+mod copies;
+mod events;
+mod executor;
+mod handles;
+mod memory;
+mod platform;
+mod streams;
+#[cfg(test)]
+mod tests;
+mod timers;
+
+pub use events::{Event, EventState};
+pub use executor::stream_executor;
+pub use platform::{DEVICE_TYPE, PLATFORM_NAME, platform, platform_fns};
+pub use timers::{Timer, TimerState, timer_fns};
+
+use crate::error::{Error, Result};
+use crate::registry::Stream;
+use crate::{devices, ffi, registry};
+use tensorplug_abi::tf::{
+    SE_PlatformRegistrationParams, SP_Platform, SP_PlatformFns, SP_Stream, TF_Status, Versioned,
+};
+use tensorplug_abi::{tf_field, validate};
+
+/// The bridge's [`Stream`] behind an `SP_Stream` (for kernels: `TF_GetStream`).
+///
+/// # Safety
+/// `stream` is null or was returned by our `create_stream` and not destroyed.
+pub unsafe fn stream_from_raw<'a>(stream: SP_Stream) -> Option<&'a Stream> {
+    // SAFETY: caller's contract: `create_stream` boxed a `Stream` there.
+    unsafe { stream.cast::<Stream>().as_ref() }
+}
+
+/// `SE_InitPlugin`: validates `TENSORPLUG_DEVICE`, opens the devices and
+/// registers the `FPGA` platform. Any error aborts TensorFlow, so the status
+/// message says exactly what to fix.
+///
+/// # Safety
+/// Called by TF with its registration params and a live status.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn SE_InitPlugin(
+    params: *mut SE_PlatformRegistrationParams,
+    status: *mut TF_Status,
+) {
+    // SAFETY: TF's contract.
+    unsafe {
+        ffi::with_status(status, "SE_InitPlugin", || init_plugin(params));
+    }
+}
+
+/// The body of [`SE_InitPlugin`].
+///
+/// # Safety
+/// `params` is null or TF's registration params, whose `platform` and
+/// `platform_fns` point to structs TF allocated with their `struct_size` set.
+pub unsafe fn init_plugin(params: *mut SE_PlatformRegistrationParams) -> Result<()> {
+    let abi = |e: &dyn std::fmt::Display| Error::Abi(e.to_string());
+    let specs = devices::spec::from_env()?;
+    registry::timeout_from_env()?;
+    // SAFETY: caller's contract.
+    let mut view = unsafe { Versioned::from_raw(params) }.map_err(|e| abi(&e))?;
+    let platform_out = view
+        .require(tf_field!(SE_PlatformRegistrationParams, platform))
+        .map_err(|e| abi(&e))?;
+    let fns_out = view
+        .require(tf_field!(SE_PlatformRegistrationParams, platform_fns))
+        .map_err(|e| abi(&e))?;
+
+    let ours = platform();
+    let our_fns = platform_fns();
+    // SAFETY: our names are static NUL-terminated strings.
+    unsafe { validate::sp_platform(&ours) }.map_err(|e| abi(&e))?;
+    validate::sp_platform_fns(&our_fns).map_err(|e| abi(&e))?;
+
+    registry::open_all(&specs)?;
+
+    // SAFETY: TF's structs, valid for their struct_size (caller's contract).
+    unsafe {
+        write_tf_struct::<SP_Platform>(platform_out, &ours)?;
+        write_tf_struct::<SP_PlatformFns>(fns_out, &our_fns)?;
+    }
+    view.set(
+        tf_field!(SE_PlatformRegistrationParams, destroy_platform),
+        Some(platform::destroy_platform),
+    )
+    .map_err(|e| abi(&e))?;
+    view.set(
+        tf_field!(SE_PlatformRegistrationParams, destroy_platform_fns),
+        Some(platform::destroy_platform_fns),
+    )
+    .map_err(|e| abi(&e))?;
+
+    // What TF checks next, checked first: a failure here is our bug.
+    let filled = view.read_covered();
+    // SAFETY: the pointers are TF's (valid) and the names ours (static).
+    unsafe { validate::se_init_plugin_result(&filled) }.map_err(|e| abi(&e))
+}
+
+/// Copies `ours` into a struct TF allocated, respecting TF's `struct_size`.
+///
+/// # Safety
+/// `out` is null or points to a `T` whose leading `struct_size` TF set.
+unsafe fn write_tf_struct<T: tensorplug_abi::tf::layout::CStruct>(
+    out: *mut T,
+    ours: &T,
+) -> Result<()> {
+    // SAFETY: caller's contract.
+    let mut view = unsafe { Versioned::from_raw(out) }.map_err(|e| Error::Abi(e.to_string()))?;
+    view.write_covered(ours);
+    Ok(())
+}
