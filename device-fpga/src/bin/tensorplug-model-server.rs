@@ -82,12 +82,14 @@ fn run(args: &Args) -> io::Result<()> {
         }
         watcher.stop();
     });
-    println!("ready {}", args.path);
-    io::stdout().flush()?;
+    let announce = || {
+        println!("ready {}", args.path);
+        let _ = io::stdout().flush();
+    };
     // SAFETY: the BAR file is shared with a driver process that reaches it
     // only through its own mapping (volatile 32-bit registers, raw copies);
     // nothing in this process holds references into it.
-    unsafe { serve(&bar, &ServeOptions::default(), &control) }
+    unsafe { serve(&bar, &ServeOptions::default(), &control, announce) }
 }
 
 fn main() -> ExitCode {

@@ -40,17 +40,30 @@ impl InProcessDevice {
         let bar = Arc::new(HeapBar::new(layout)?);
         let control = Arc::new(ServeControl::default());
         let (thread_bar, thread_control) = (Arc::clone(&bar), Arc::clone(&control));
+        let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
         let thread = std::thread::Builder::new()
             .name("tensorplug-model".into())
             // SAFETY: the heap block is only reached through raw pointers by
             // `MmioTransport` (volatile 32-bit register accesses, raw copies)
             // and by this loop; it outlives the thread (Arc).
-            .spawn(move || unsafe { serve(&*thread_bar, &options, &thread_control) })?;
-        Ok(Self {
+            .spawn(move || unsafe {
+                serve(&*thread_bar, &options, &thread_control, || {
+                    let _ = ready_tx.send(());
+                })
+            })?;
+        let mut device = Self {
             bar,
             control,
             thread: Some(thread),
-        })
+        };
+        // The sender is dropped without a message if `serve` fails early.
+        if ready_rx.recv().is_err() {
+            return Err(device
+                .shutdown()
+                .err()
+                .unwrap_or_else(|| io::Error::other("model thread ended before it was ready")));
+        }
+        Ok(device)
     }
 
     /// The BAR, to build more transports over it.

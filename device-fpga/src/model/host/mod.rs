@@ -86,6 +86,8 @@ impl ServeControl {
 /// Serves `bar` with a model until `control.stop()`.
 ///
 /// Device memory is the BAR's memory aperture; DMA reaches its DMA window.
+/// `on_ready` runs once every register is published (the device is after
+/// reset, `READY`); the host must not touch the BAR before.
 ///
 /// # Safety
 /// For the duration of the call the model holds a `&mut [u8]` over the
@@ -99,6 +101,7 @@ pub unsafe fn serve<B: Bar>(
     bar: &B,
     options: &ServeOptions,
     control: &ServeControl,
+    on_ready: impl FnOnce(),
 ) -> io::Result<()> {
     let memory = bar.memory();
     let dma = bar.dma();
@@ -119,10 +122,14 @@ pub unsafe fn serve<B: Bar>(
     match dma {
         Some(dma) => {
             let mut model = Model::new(mem, dma, clock, config, true).map_err(bad)?;
+            mirror.publish_all(&mut model);
+            on_ready();
             run(&mut model, &mut mirror, &options.idle, control);
         }
         None => {
             let mut model = Model::new(mem, super::NoHostBus, clock, config, false).map_err(bad)?;
+            mirror.publish_all(&mut model);
+            on_ready();
             run(&mut model, &mut mirror, &options.idle, control);
         }
     }
@@ -135,7 +142,6 @@ fn run<B: super::HostBus>(
     idle: &IdlePolicy,
     control: &ServeControl,
 ) {
-    mirror.publish_all(model);
     let mut last_activity = Instant::now();
     let mut sleep = idle.min_sleep;
     while !control.stop.load(Ordering::Acquire) {
