@@ -52,14 +52,15 @@ fn drained_events() -> Vec<Event> {
     let mut queue_time = [0u64; QUEUES as usize];
     for span in 0..EVENTS / 2 {
         let queue = (span % usize::from(QUEUES)) as u8;
-        let tag = span as u16;
+        // One tag per distinct op (the op table index), as the host bridge does.
+        let tag = (span % 16) as u16;
         let begin = queue_time[usize::from(queue)] + 20;
         let end = begin + 300 + (span as u64 % 700);
         queue_time[usize::from(queue)] = end;
         let (b, e, arg) = if span % 8 == 7 {
             (K::CopyH2DBegin, K::CopyH2DEnd, 4_096 + span as u32 % 65_536)
         } else {
-            (K::OpBegin, K::OpEnd, span as u32 % 16)
+            (K::OpBegin, K::OpEnd, 0x20)
         };
         events.push(Event::new(b, begin, queue, tag, arg));
         events.push(Event::new(e, end, queue, tag, 0));

@@ -56,9 +56,9 @@ fn tf_xplane_pb2_reads_our_planes_lines_events_and_stats() {
     );
     let clock = ClockMap::from_pairs(start, stop, 500_000_000).expect("clock");
     let device = [
-        Event::new(K::OpBegin, 1_100, 0, 1, 0),
+        Event::new(K::OpBegin, 1_100, 0, 0, 0x20),
         Event::new(K::CopyD2HBegin, 2_000, 1, 2, 1_024),
-        Event::new(K::OpEnd, 1_600, 0, 1, 0),
+        Event::new(K::OpEnd, 1_600, 0, 0, 0x20),
         Event::new(K::CopyD2HEnd, 2_250, 1, 2, 0),
         Event::new(K::OpBegin, 3_000, 0, 3, 0), // never ends
     ];

@@ -67,7 +67,7 @@ pub const STATS: [(i64, &str, &str); 5] = [
 /// Which stream an event kind belongs to and where its span goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Placement {
-    /// A device op: line = queue, metadata = op table entry of `arg`.
+    /// A device op: line = queue, metadata = op table entry of `op_id`.
     Op,
     /// A device copy: memcpy line, fixed metadata, `arg` = bytes.
     Copy(i64),

@@ -22,8 +22,9 @@ use crate::clock::ClockMap;
 use crate::event::Event;
 use prost::Message;
 
-/// What the op table knows about one op (indexed by the `OpBegin` event's
-/// `arg`, the op index the host bridge assigned when it launched the op).
+/// What the op table knows about one op. The table is indexed by the op
+/// events' `op_id`: the command tag the host bridge chose when it launched
+/// the op (one tag per distinct TF op in a session; the device echoes it).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OpInfo<'a> {
     /// Event name: the TF op (node) name, e.g. `dense/MatMul`.

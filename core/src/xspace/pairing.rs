@@ -159,7 +159,7 @@ pub(crate) fn for_each_span<E>(
         let (line, metadata_id, bytes) = match place {
             Placement::Op => (
                 u16::from(event.queue),
-                OP_METADATA_BASE + i64::from(begin.arg),
+                OP_METADATA_BASE + i64::from(event.op_id),
                 None,
             ),
             Placement::Copy(id) => (MEMCPY_LINE_ID, id, Some(u64::from(begin.arg))),

@@ -97,12 +97,12 @@ fn device_without_events_gives_one_empty_plane() {
 #[test]
 fn ops_copies_and_host_calls_land_on_their_lines() {
     let device = [
-        Event::new(K::OpBegin, 100, 1, 7, 0),
+        Event::new(K::OpBegin, 100, 1, 0, 0x20),
         Event::new(K::CopyH2DBegin, 120, 0, 8, 65_536),
-        Event::new(K::OpEnd, 350, 1, 7, 0),
+        Event::new(K::OpEnd, 350, 1, 0, 0x20),
         Event::new(K::CopyH2DEnd, 220, 0, 8, 0),
-        Event::new(K::OpBegin, 400, 0, 9, 1),
-        Event::new(K::OpEnd, 410, 0, 9, 0),
+        Event::new(K::OpBegin, 400, 0, 1, 0x34),
+        Event::new(K::OpEnd, 410, 0, 1, 0x34),
     ];
     let host = [
         Event::new(K::HostLaunchBegin, START_NS + 50, 1, 7, 0),
@@ -186,8 +186,8 @@ fn unmatched_and_unknown_events_are_counted_and_reported() {
             ..Event::default()
         },
         Event::new(K::CopyD2HBegin, 50, 0, 4, 9), // never ends
-        Event::new(K::OpBegin, 60, 0, 5, 99),     // op index outside the table
-        Event::new(K::OpEnd, 70, 0, 5, 0),
+        Event::new(K::OpBegin, 60, 0, 99, 0),     // op_id outside the table
+        Event::new(K::OpEnd, 70, 0, 99, 0),
     ];
     let devices = [trace(&device, &[])];
     let builder = XSpaceBuilder::new(START_NS, &OPS, &devices);
@@ -273,8 +273,8 @@ fn too_small_buffer_is_an_error_and_nothing_is_written() {
 #[test]
 fn ids_are_stable_across_collects() {
     let device = [
-        Event::new(K::OpBegin, 1, 0, 1, 0),
-        Event::new(K::OpEnd, 2, 0, 1, 0),
+        Event::new(K::OpBegin, 1, 0, 0, 0),
+        Event::new(K::OpEnd, 2, 0, 0, 0),
     ];
     let devices = [trace(&device, &[])];
     let first = XSpaceBuilder::new(START_NS, &OPS, &devices).encode_to_vec();
