@@ -146,7 +146,9 @@ impl Work {
                 bias,
                 out,
             } => {
-                let flops = 2 * (spec.m as u64) * (spec.n as u64) * (spec.k as u64);
+                let flops = [spec.m, spec.n, spec.k]
+                    .iter()
+                    .fold(2u64, |acc, &d| acc.saturating_mul(d as u64));
                 (0, n(a) + n(b) + bias.as_ref().map_or(0, n) + n(out), flops)
             }
             Work::Binary { a, b, out, .. } => (0, n(a) + n(b) + n(out), n(out) / 4),
