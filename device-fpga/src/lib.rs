@@ -11,3 +11,6 @@ pub mod transport;
 
 #[cfg(feature = "model")]
 pub mod kernels;
+
+#[cfg(feature = "model")]
+pub mod model;
