@@ -278,3 +278,33 @@ fn write_of_4_kib_is_at_least_97_percent_payload() {
     assert!(efficiency >= 0.97, "payload efficiency {efficiency}");
     assert_eq!(&t.device().inner().target().mem[..4096], &data[..]);
 }
+
+proptest::proptest! {
+    /// Whatever a host clocks in, the slave neither panics nor loses the
+    /// ability to serve the next well-formed exchange.
+    #[test]
+    fn arbitrary_bus_traffic_never_wedges_the_slave(
+        transactions in proptest::collection::vec(
+            proptest::collection::vec((0u8..3, proptest::collection::vec(proptest::num::u8::ANY, 0..40)), 0..4),
+            0..12,
+        )
+    ) {
+        use embedded_hal::spi::{Operation, SpiDevice};
+        let mut slave = SpiSlave::new(Target::new());
+        for ops in transactions {
+            let mut bufs: Vec<(u8, Vec<u8>)> = ops;
+            let mut operations: Vec<Operation<'_, u8>> = bufs
+                .iter_mut()
+                .map(|(kind, bytes)| match kind {
+                    0 => Operation::Write(bytes.as_slice()),
+                    1 => Operation::Read(bytes.as_mut_slice()),
+                    _ => Operation::TransferInPlace(bytes.as_mut_slice()),
+                })
+                .collect();
+            slave.transaction(&mut operations).unwrap();
+        }
+        let mut t = SpiTransport::new(slave, SpiConfig::default());
+        t.write_reg(0x08, 0x55AA).unwrap();
+        proptest::prop_assert_eq!(t.read_reg(0x08).unwrap(), 0x55AA);
+    }
+}
