@@ -6,6 +6,7 @@
 //! - [`ffi`]: the C boundary (TF's functions resolved at run time, the
 //!   `catch_unwind` guards every entry point runs under);
 //! - [`se`]: `SE_InitPlugin` and the StreamExecutor callbacks;
+//! - [`graph`]: `TF_InitGraph` and the `_FusedMatMul` fusion pass;
 //! - [`registry`]: the open devices, their streams, fences, handle scheme
 //!   and completion threads, shared by every plugin interface;
 //! - [`devices`]: `TENSORPLUG_DEVICE` parsing and opening drivers;
@@ -16,6 +17,7 @@
 pub mod devices;
 pub mod error;
 pub mod ffi;
+pub mod graph;
 pub mod log;
 pub mod profiling;
 pub mod registry;

@@ -1,0 +1,158 @@
+//! The graph optimizer interface: `TF_InitGraph` registers a grappler pass
+//! for `FPGA` graphs that fuses `MatMul → BiasAdd (→ Relu)` into
+//! `_FusedMatMul` ([`fuse`]), and switches off TF's own passes that would
+//! rewrite FPGA graphs into ops the device has no kernel for ([`configs`]).
+//!
+//! Every `extern "C"` function runs its body under
+//! [`ffi::with_status`](crate::ffi::with_status) or
+//! [`ffi::swallow`](crate::ffi::swallow). See `docs/graph-optimizer.md`.
+
+mod configs;
+mod device;
+mod edges;
+mod fuse;
+mod kernels;
+mod optimize;
+pub mod proto;
+mod tf_grappler;
+
+#[cfg(test)]
+mod tests;
+
+pub use configs::{OFF as PASSES_OFF, optimizer_configs};
+pub use device::is_ours as is_fpga_device;
+pub use fuse::{FUSED_OP, Fusions, fuse_matmul_chains};
+pub use optimize::{Settings, rewrite};
+
+use crate::error::{Error, Result};
+use crate::ffi;
+use crate::se::DEVICE_TYPE;
+use std::ffi::c_void;
+use tensorplug_abi::tf::{
+    GO_MAJOR, TF_Buffer, TF_GrapplerItem, TF_Status, TP_Optimizer, TP_OptimizerConfigs,
+    TP_OptimizerRegistrationParams, Versioned,
+};
+use tensorplug_abi::{tf_field, validate};
+
+/// The optimizer's (stateless) instance; `create_func` hands out its address.
+static OPTIMIZER: u8 = 0;
+
+/// `TF_InitGraph`: registers the fusion pass for device type `FPGA`.
+///
+/// # Safety
+/// Called by TF with its registration params and a live status.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TF_InitGraph(
+    params: *mut TP_OptimizerRegistrationParams,
+    status: *mut TF_Status,
+) {
+    // SAFETY: TF's contract.
+    unsafe { ffi::with_status(status, "TF_InitGraph", || init_graph(params)) }
+}
+
+/// The body of [`TF_InitGraph`].
+///
+/// # Safety
+/// `params` is null or TF's registration params, whose `optimizer` and
+/// `optimizer_configs` point to structs TF allocated with `struct_size` set.
+pub unsafe fn init_graph(params: *mut TP_OptimizerRegistrationParams) -> Result<()> {
+    let abi = |e: &dyn std::fmt::Display| Error::Abi(e.to_string());
+    // SAFETY: caller's contract.
+    let mut view = unsafe { Versioned::from_raw(params) }.map_err(|e| abi(&e))?;
+    let major = view.require(tf_field!(TP_OptimizerRegistrationParams, major_version));
+    match major {
+        Ok(GO_MAJOR) => {}
+        Ok(other) => {
+            return Err(Error::Abi(format!(
+                "TensorFlow's graph optimizer API is {other}.x, tensorplug speaks \
+                 {GO_MAJOR}.x: use the tensorflow version tensorplug was built for"
+            )));
+        }
+        Err(e) => return Err(abi(&e)),
+    }
+    let optimizer_out = view
+        .require(tf_field!(TP_OptimizerRegistrationParams, optimizer))
+        .map_err(|e| abi(&e))?;
+    let configs_out = view
+        .require(tf_field!(TP_OptimizerRegistrationParams, optimizer_configs))
+        .map_err(|e| abi(&e))?;
+
+    let ours = optimizer();
+    let our_configs = optimizer_configs();
+    validate::tp_optimizer(&ours).map_err(|e| abi(&e))?;
+    validate::tp_optimizer_configs(&our_configs).map_err(|e| abi(&e))?;
+
+    // SAFETY: TF's structs, valid for their struct_size (caller's contract).
+    unsafe {
+        write_tf_struct::<TP_Optimizer>(optimizer_out, &ours)?;
+        write_tf_struct::<TP_OptimizerConfigs>(configs_out, &our_configs)?;
+    }
+    view.set(
+        tf_field!(TP_OptimizerRegistrationParams, device_type),
+        DEVICE_TYPE.as_ptr(),
+    )
+    .map_err(|e| abi(&e))?;
+
+    // What TF checks next, checked first: a failure here is our bug.
+    let filled = view.read_covered();
+    // SAFETY: the pointers are TF's (valid) and the name ours (static).
+    unsafe { validate::tf_init_graph_result(&filled) }.map_err(|e| abi(&e))
+}
+
+/// Our `TP_Optimizer`.
+pub fn optimizer() -> TP_Optimizer {
+    TP_Optimizer {
+        create_func: Some(create_optimizer),
+        optimize_func: Some(optimize_graph),
+        destroy_func: Some(destroy_optimizer),
+        ..TP_Optimizer::new()
+    }
+}
+
+/// Copies `ours` into a struct TF allocated, respecting TF's `struct_size`.
+///
+/// # Safety
+/// `out` is null or points to a `T` whose leading `struct_size` TF set.
+unsafe fn write_tf_struct<T: tensorplug_abi::tf::layout::CStruct>(
+    out: *mut T,
+    ours: &T,
+) -> Result<()> {
+    // SAFETY: caller's contract.
+    let mut view = unsafe { Versioned::from_raw(out) }.map_err(|e| Error::Abi(e.to_string()))?;
+    view.write_covered(ours);
+    Ok(())
+}
+
+/// `create_func`: the pass keeps no state, so every instance is [`OPTIMIZER`].
+unsafe extern "C" fn create_optimizer() -> *mut c_void {
+    std::ptr::from_ref(&OPTIMIZER).cast_mut().cast()
+}
+
+/// `destroy_func`: nothing to free, so any number of calls is fine.
+unsafe extern "C" fn destroy_optimizer(_optimizer: *mut c_void) {}
+
+/// `optimize_func`.
+///
+/// # Safety
+/// TF's contract: `graph_in` holds a serialized `GraphDef`, `item` is the
+/// grappler item it came from, `graph_out` an empty buffer, `status` live.
+unsafe extern "C" fn optimize_graph(
+    optimizer: *mut c_void,
+    graph_in: *const TF_Buffer,
+    item: *const TF_GrapplerItem,
+    graph_out: *mut TF_Buffer,
+    status: *mut TF_Status,
+) {
+    // SAFETY: TF's contract.
+    unsafe {
+        ffi::with_status(status, "optimize_func", || {
+            let ours = std::ptr::from_ref(&OPTIMIZER).cast_mut().cast::<c_void>();
+            if !optimizer.is_null() && optimizer != ours {
+                return Err(Error::InvalidArgument(
+                    "optimize_func got an optimizer that create_func did not return".into(),
+                ));
+            }
+            optimize::run(graph_in, item, graph_out)
+        });
+    }
+}

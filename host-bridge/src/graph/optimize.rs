@@ -1,0 +1,207 @@
+//! `optimize_func`'s body: bytes in, bytes out, settings from the
+//! environment.
+
+use super::fuse::{FUSED_OP, Fusions, fuse_matmul_chains};
+use super::proto::GraphDef;
+use super::tf_grappler;
+use crate::error::{Error, Result};
+use crate::log;
+use crate::se::DEVICE_TYPE;
+use prost::Message;
+use std::collections::HashSet;
+use std::ffi::{CString, c_void};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tensorplug_abi::tf::{TF_Buffer, TF_GrapplerItem};
+
+/// The optimizer's environment variables.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Settings {
+    /// `TENSORPLUG_GRAPH_FUSION=0|off|false` disables the rewrite (default on).
+    pub fusion: bool,
+    /// `TENSORPLUG_GRAPH_DUMP_DIR`: write every `graph_in`/`graph_out` there.
+    pub dump_dir: Option<PathBuf>,
+}
+
+impl Settings {
+    /// Reads the environment; an unknown `TENSORPLUG_GRAPH_FUSION` is an error.
+    pub fn from_env() -> Result<Self> {
+        let fusion = match std::env::var("TENSORPLUG_GRAPH_FUSION").as_deref() {
+            Err(_) | Ok("" | "1" | "on" | "true") => true,
+            Ok("0" | "off" | "false") => false,
+            Ok(other) => {
+                return Err(Error::InvalidArgument(format!(
+                    "TENSORPLUG_GRAPH_FUSION={other:?}: use 1/on/true or 0/off/false"
+                )));
+            }
+        };
+        let dump_dir = std::env::var_os("TENSORPLUG_GRAPH_DUMP_DIR")
+            .filter(|dir| !dir.is_empty())
+            .map(PathBuf::from);
+        Ok(Self { fusion, dump_dir })
+    }
+}
+
+/// Rewrites a serialized `GraphDef`: `Ok(None)` when nothing matched (the
+/// caller returns the input bytes unchanged), else the new graph's bytes.
+pub fn rewrite(graph_in: &[u8], preserve: &HashSet<String>) -> Result<(Fusions, Option<Vec<u8>>)> {
+    let mut graph = GraphDef::decode(graph_in).map_err(|e| {
+        Error::InvalidArgument(format!(
+            "graph_in ({} bytes) is not a serialized GraphDef: {e}",
+            graph_in.len()
+        ))
+    })?;
+    let fusions = fuse_matmul_chains(&mut graph, preserve)?;
+    Ok((fusions, fusions.any().then(|| graph.encode_to_vec())))
+}
+
+/// The whole of `optimize_func`.
+///
+/// # Safety
+/// See [`optimize_graph`](super::optimize_graph).
+pub unsafe fn run(
+    graph_in: *const TF_Buffer,
+    item: *const TF_GrapplerItem,
+    graph_out: *mut TF_Buffer,
+) -> Result<()> {
+    // SAFETY: caller's contract.
+    let input = unsafe { buffer_bytes(graph_in) }?;
+    if graph_out.is_null() {
+        return Err(Error::InvalidArgument(
+            "optimize_func got a null graph_out".into(),
+        ));
+    }
+    let settings = Settings::from_env()?;
+    let rewritten = if settings.fusion && fused_kernel_registered()? {
+        // SAFETY: caller's contract.
+        let preserve = unsafe { tf_grappler::nodes_to_preserve(item) }?;
+        rewrite(input, &preserve)?.1
+    } else {
+        None
+    };
+    let output = rewritten.unwrap_or_else(|| input.to_vec());
+    if let Some(dir) = &settings.dump_dir {
+        dump(dir, input, &output);
+    }
+    // SAFETY: non-null, TF's buffer (caller's contract).
+    unsafe { set_output(graph_out, output) };
+    Ok(())
+}
+
+/// Whether TF has an FPGA `_FusedMatMul` kernel; without one the rewrite
+/// would make the graph fail, so it is skipped (and said once).
+fn fused_kernel_registered() -> Result<bool> {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    let op = CString::new(FUSED_OP).map_err(|e| Error::Internal(e.to_string()))?;
+    let device = DEVICE_TYPE
+        .to_str()
+        .map_err(|e| Error::Internal(e.to_string()))?;
+    let registered = tf_grappler::kernel_registered(&op, device)?;
+    if !registered {
+        WARNED.call_once(|| {
+            log::warn(format_args!(
+                "no {FUSED_OP} kernel for {device} is registered: MatMul/BiasAdd/Relu stay unfused"
+            ));
+        });
+    }
+    Ok(registered)
+}
+
+/// The bytes of TF's input buffer (empty when `data` is null).
+///
+/// # Safety
+/// `buffer` is null or a live `TF_Buffer` whose `data` holds `length` bytes.
+unsafe fn buffer_bytes<'a>(buffer: *const TF_Buffer) -> Result<&'a [u8]> {
+    // SAFETY: caller's contract.
+    let buffer = unsafe { buffer.as_ref() }
+        .ok_or_else(|| Error::InvalidArgument("optimize_func got a null graph_in".into()))?;
+    if buffer.data.is_null() {
+        return Ok(&[]);
+    }
+    // SAFETY: caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(buffer.data.cast::<u8>(), buffer.length) })
+}
+
+/// Hands `bytes` to TF, which frees them through [`free_output`].
+///
+/// # Safety
+/// `out` is a live `TF_Buffer`.
+unsafe fn set_output(out: *mut TF_Buffer, bytes: Vec<u8>) {
+    let bytes = bytes.into_boxed_slice();
+    let length = bytes.len();
+    let data = Box::into_raw(bytes).cast::<u8>();
+    // SAFETY: caller's contract.
+    let out = unsafe { &mut *out };
+    if let Some(previous) = out.data_deallocator.take() {
+        // SAFETY: the buffer's own deallocator for its own data.
+        unsafe { previous(out.data.cast_mut(), out.length) };
+    }
+    out.data = data.cast::<c_void>().cast_const();
+    out.length = length;
+    out.data_deallocator = Some(free_output);
+}
+
+/// `data_deallocator` of the buffers [`set_output`] fills.
+unsafe extern "C" fn free_output(data: *mut c_void, length: usize) {
+    let slice = std::ptr::slice_from_raw_parts_mut(data.cast::<u8>(), length);
+    // SAFETY: `set_output` leaked exactly this boxed slice.
+    drop(unsafe { Box::from_raw(slice) });
+}
+
+/// Writes `<dir>/graph-<pid>-<n>-{in,out}.pb`; failures are only logged.
+fn dump(dir: &std::path::Path, input: &[u8], output: &[u8]) {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let stem = format!("graph-{}-{n}", std::process::id());
+    for (suffix, bytes) in [("in", input), ("out", output)] {
+        let path = dir.join(format!("{stem}-{suffix}.pb"));
+        if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, bytes)) {
+            log::warn(format_args!("cannot dump {}: {e}", path.display()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_buffer_owns_and_frees_its_bytes() {
+        let mut buffer = TF_Buffer {
+            data: std::ptr::null(),
+            length: 0,
+            data_deallocator: None,
+        };
+        // SAFETY: a live local buffer.
+        unsafe { set_output(&mut buffer, vec![1, 2, 3]) };
+        assert_eq!(buffer.length, 3);
+        // SAFETY: set_output stored 3 live bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(buffer.data.cast::<u8>(), 3) };
+        assert_eq!(bytes, [1, 2, 3]);
+        // Replacing frees the previous bytes through their deallocator (Miri/ASan
+        // would flag a leak or double free), then TF frees the last ones.
+        // SAFETY: as above.
+        unsafe { set_output(&mut buffer, Vec::new()) };
+        assert_eq!(buffer.length, 0);
+        let free = buffer.data_deallocator.expect("deallocator set");
+        // SAFETY: what TF_DeleteBuffer does.
+        unsafe { free(buffer.data.cast_mut(), buffer.length) };
+    }
+
+    #[test]
+    fn garbage_is_a_clear_error() {
+        let error = rewrite(&[0xff, 0xff, 0xff], &HashSet::new()).unwrap_err();
+        assert!(matches!(error, Error::InvalidArgument(_)), "{error}");
+        assert!(
+            error.to_string().contains("not a serialized GraphDef"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn empty_graph_is_unchanged() {
+        let (fusions, out) = rewrite(&[], &HashSet::new()).unwrap();
+        assert!(!fusions.any());
+        assert!(out.is_none());
+    }
+}

@@ -1,0 +1,390 @@
+//! The pass on GraphDefs traced by TF 2.21 (`testdata/`, written by
+//! `tests/python/graph_fixtures.py`, devices set as TF's placer writes them).
+
+use super::fuse::{FUSED_OP, Fusions, fuse_matmul_chains};
+use super::optimize::rewrite;
+use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value::Value};
+use crate::error::Error;
+use prost::Message;
+use std::collections::{HashMap, HashSet};
+
+const FIXTURES: [(&str, &[u8]); 8] = [
+    ("dense_relu", include_bytes!("testdata/dense_relu.pb")),
+    ("mlp", include_bytes!("testdata/mlp.pb")),
+    ("shared_matmul", include_bytes!("testdata/shared_matmul.pb")),
+    ("shared_bias", include_bytes!("testdata/shared_bias.pb")),
+    ("cross_device", include_bytes!("testdata/cross_device.pb")),
+    (
+        "transpose_control",
+        include_bytes!("testdata/transpose_control.pb"),
+    ),
+    ("cpu_only", include_bytes!("testdata/cpu_only.pb")),
+    (
+        "chain_of_three",
+        include_bytes!("testdata/chain_of_three.pb"),
+    ),
+];
+
+fn fixture(name: &str) -> GraphDef {
+    let (_, bytes) = FIXTURES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .expect("fixture exists");
+    GraphDef::decode(*bytes).expect("fixture decodes")
+}
+
+fn fuse(graph: &mut GraphDef, preserve: &[&str]) -> Fusions {
+    let preserve: HashSet<String> = preserve.iter().map(|s| (*s).to_owned()).collect();
+    fuse_matmul_chains(graph, &preserve).expect("valid graph")
+}
+
+fn node<'a>(graph: &'a GraphDef, name: &str) -> &'a NodeDef {
+    graph
+        .node
+        .iter()
+        .find(|n| n.name == name)
+        .unwrap_or_else(|| panic!("no node {name}"))
+}
+
+fn by_name(graph: &GraphDef) -> HashMap<&str, &NodeDef> {
+    graph.node.iter().map(|n| (n.name.as_str(), n)).collect()
+}
+
+fn ops(graph: &GraphDef) -> Vec<&str> {
+    graph.node.iter().map(|n| n.op.as_str()).collect()
+}
+
+fn attr<'a>(node: &'a NodeDef, key: &str) -> &'a Value {
+    node.attr
+        .get(key)
+        .and_then(|a| a.value.as_ref())
+        .unwrap_or_else(|| panic!("no attr {key}"))
+}
+
+fn fused_ops(node: &NodeDef) -> Vec<String> {
+    match attr(node, "fused_ops") {
+        Value::List(list) => list
+            .s
+            .iter()
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .collect(),
+        other => panic!("fused_ops is {other:?}"),
+    }
+}
+
+/// Asserts the remapper's attribute set on a fused node.
+fn assert_fused(node: &NodeDef, ops: &[&str], transpose_b: bool) {
+    assert_eq!(node.op, FUSED_OP);
+    assert_eq!(fused_ops(node), ops);
+    assert_eq!(*attr(node, "T"), Value::Type(DataType::DtFloat as i32));
+    assert_eq!(*attr(node, "transpose_a"), Value::B(false));
+    assert_eq!(*attr(node, "transpose_b"), Value::B(transpose_b));
+    assert_eq!(*attr(node, "num_args"), Value::I(1));
+    assert_eq!(*attr(node, "epsilon"), Value::F(0.0));
+    assert_eq!(
+        node.attr.len(),
+        6,
+        "exactly the remapper's attrs: {:?}",
+        node.attr.keys()
+    );
+    assert_eq!(node.device, "/job:localhost/replica:0/task:0/device:FPGA:0");
+}
+
+/// Every node of `before` not in `changed` is in `after`, unchanged.
+fn assert_untouched_except(before: &GraphDef, after: &GraphDef, changed: &[&str]) {
+    let after = by_name(after);
+    for node in &before.node {
+        if !changed.contains(&node.name.as_str()) {
+            assert_eq!(
+                after.get(node.name.as_str()),
+                Some(&node),
+                "{} changed",
+                node.name
+            );
+        }
+    }
+}
+
+#[test]
+fn keras_dense_relu_becomes_one_fused_node() {
+    let before = fixture("dense_relu");
+    let mut graph = before.clone();
+    assert_eq!(
+        fuse(&mut graph, &[]),
+        Fusions {
+            with_relu: 1,
+            bias_only: 0
+        }
+    );
+
+    let fused = node(&graph, "dense_1/Relu");
+    assert_fused(fused, &["BiasAdd", "Relu"], false);
+    assert_eq!(
+        fused.input,
+        [
+            "x",
+            "dense_1/Cast/ReadVariableOp",
+            "dense_1/BiasAdd/ReadVariableOp"
+        ]
+    );
+    assert_eq!(graph.node.len(), before.node.len() - 2);
+    for gone in ["MatMul", "BiasAdd", "Relu"] {
+        assert!(
+            !ops(&graph).contains(&gone),
+            "{gone} left in {:?}",
+            ops(&graph)
+        );
+    }
+    // The consumer still reads the root's name, now the fused node's output 0.
+    assert_eq!(node(&graph, "Identity").input, ["dense_1/Relu", "^NoOp"]);
+    assert_untouched_except(
+        &before,
+        &graph,
+        &["dense_1/MatMul", "dense_1/BiasAdd", "dense_1/Relu"],
+    );
+}
+
+#[test]
+fn mlp_fuses_every_layer_and_softmax_layer_without_relu() {
+    let before = fixture("mlp");
+    let mut graph = before.clone();
+    assert_eq!(
+        fuse(&mut graph, &[]),
+        Fusions {
+            with_relu: 2,
+            bias_only: 1
+        }
+    );
+    assert_fused(
+        node(&graph, "sequential_1/dense_1_1/Relu"),
+        &["BiasAdd", "Relu"],
+        false,
+    );
+    assert_fused(
+        node(&graph, "sequential_1/dense_2_1/Relu"),
+        &["BiasAdd", "Relu"],
+        false,
+    );
+    let last = node(&graph, "sequential_1/dense_3_1/BiasAdd");
+    assert_fused(last, &["BiasAdd"], false);
+    assert_eq!(last.input[0], "sequential_1/dense_2_1/Relu");
+    assert_eq!(
+        node(&graph, "sequential_1/dense_3_1/Softmax").input,
+        ["sequential_1/dense_3_1/BiasAdd"]
+    );
+    assert_eq!(ops(&graph).iter().filter(|op| **op == FUSED_OP).count(), 3);
+    assert_eq!(graph.node.len(), before.node.len() - 5);
+}
+
+#[test]
+fn chained_layers_are_rewired_through_fused_names() {
+    let mut graph = fixture("chain_of_three");
+    assert_eq!(
+        fuse(&mut graph, &[]),
+        Fusions {
+            with_relu: 2,
+            bias_only: 1
+        }
+    );
+    assert_eq!(node(&graph, "r2").input[0], "r1");
+    assert_eq!(node(&graph, "b3").input[0], "r2");
+    assert_fused(node(&graph, "b3"), &["BiasAdd"], false);
+    assert_eq!(node(&graph, "Identity").input, ["b3"]);
+}
+
+#[test]
+fn transpose_and_control_dependencies_are_kept() {
+    let before = fixture("transpose_control");
+    assert_eq!(
+        node(&before, "product").input,
+        ["x", "product/b", "^marker"]
+    );
+    let mut graph = before.clone();
+    assert_eq!(
+        fuse(&mut graph, &[]),
+        Fusions {
+            with_relu: 1,
+            bias_only: 0
+        }
+    );
+    let fused = node(&graph, "act");
+    assert_fused(fused, &["BiasAdd", "Relu"], true);
+    assert_eq!(fused.input, ["x", "product/b", "bias/bias", "^marker"]);
+}
+
+#[test]
+fn intermediate_with_another_consumer_is_not_fused() {
+    for name in ["shared_matmul", "cross_device", "cpu_only"] {
+        let before = fixture(name);
+        let mut graph = before.clone();
+        assert_eq!(fuse(&mut graph, &[]), Fusions::default(), "{name}");
+        assert_eq!(graph, before, "{name} changed");
+    }
+}
+
+#[test]
+fn bias_add_with_another_consumer_fuses_without_relu() {
+    let before = fixture("shared_bias");
+    let mut graph = before.clone();
+    assert_eq!(
+        fuse(&mut graph, &[]),
+        Fusions {
+            with_relu: 0,
+            bias_only: 1
+        }
+    );
+    assert_fused(node(&graph, "bias"), &["BiasAdd"], false);
+    assert_eq!(
+        node(&graph, "act"),
+        node(&before, "act"),
+        "Relu stays, reading the fused node"
+    );
+    assert_untouched_except(&before, &graph, &["product", "bias"]);
+}
+
+#[test]
+fn nodes_to_preserve_are_never_removed() {
+    let before = fixture("dense_relu");
+    let mut graph = before.clone();
+    assert_eq!(fuse(&mut graph, &["dense_1/MatMul"]), Fusions::default());
+    assert_eq!(graph, before);
+
+    let mut graph = before.clone();
+    assert_eq!(
+        fuse(&mut graph, &["dense_1/BiasAdd"]),
+        Fusions {
+            with_relu: 0,
+            bias_only: 1
+        }
+    );
+    assert_eq!(node(&graph, "dense_1/Relu").op, "Relu");
+
+    // The root keeps its name and output, so a preserved root still fuses.
+    let mut graph = before.clone();
+    assert_eq!(
+        fuse(&mut graph, &["dense_1/Relu"]),
+        Fusions {
+            with_relu: 1,
+            bias_only: 0
+        }
+    );
+}
+
+#[test]
+fn only_f32_nhwc_chains_are_fused() {
+    let mut doubles = fixture("dense_relu");
+    for node in &mut doubles.node {
+        if let Some(t) = node.attr.get_mut("T") {
+            *t = AttrValue {
+                value: Some(Value::Type(DataType::DtDouble as i32)),
+            };
+        }
+    }
+    let before = doubles.clone();
+    assert_eq!(fuse(&mut doubles, &[]), Fusions::default());
+    assert_eq!(doubles, before);
+
+    let mut nchw = fixture("dense_relu");
+    for node in nchw.node.iter_mut().filter(|n| n.op == "BiasAdd") {
+        node.attr.insert(
+            "data_format".into(),
+            AttrValue {
+                value: Some(Value::S(b"NCHW".to_vec())),
+            },
+        );
+    }
+    assert_eq!(fuse(&mut nchw, &[]), Fusions::default());
+}
+
+#[test]
+fn control_edge_from_an_intermediate_keeps_it() {
+    // `^MatMul` elsewhere: the MatMul must stay, so nothing fuses.
+    let mut graph = fixture("dense_relu");
+    let noop = graph
+        .node
+        .iter_mut()
+        .find(|n| n.name == "NoOp")
+        .expect("NoOp");
+    noop.input.push("^dense_1/MatMul".into());
+    let before = graph.clone();
+    assert_eq!(fuse(&mut graph, &[]), Fusions::default());
+    assert_eq!(graph, before);
+
+    // `^BiasAdd` elsewhere: BiasAdd becomes the root (keeping its name, so
+    // the control edge still holds) and Relu stays.
+    let mut graph = fixture("dense_relu");
+    let noop = graph
+        .node
+        .iter_mut()
+        .find(|n| n.name == "NoOp")
+        .expect("NoOp");
+    noop.input.push("^dense_1/BiasAdd".into());
+    assert_eq!(
+        fuse(&mut graph, &[]),
+        Fusions {
+            with_relu: 0,
+            bias_only: 1
+        }
+    );
+    assert_fused(node(&graph, "dense_1/BiasAdd"), &["BiasAdd"], false);
+    assert_eq!(node(&graph, "dense_1/Relu").op, "Relu");
+}
+
+#[test]
+fn duplicate_node_names_are_an_error() {
+    let mut graph = fixture("dense_relu");
+    let copy = graph.node[0].clone();
+    graph.node.push(copy);
+    let error = fuse_matmul_chains(&mut graph, &HashSet::new()).unwrap_err();
+    assert!(matches!(error, Error::InvalidArgument(_)));
+    assert!(
+        error.to_string().contains("two nodes are named `x`"),
+        "{error}"
+    );
+}
+
+#[test]
+fn fixtures_round_trip_without_losing_fields() {
+    // prost drops unknown fields: a field missing from our descriptors would
+    // shrink the re-encoded graph.
+    for (name, bytes) in FIXTURES {
+        let graph = GraphDef::decode(bytes).expect("decodes");
+        assert_eq!(graph.encoded_len(), bytes.len(), "{name}");
+        assert_eq!(
+            GraphDef::decode(graph.encode_to_vec().as_slice()).as_ref(),
+            Ok(&graph),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn rewrite_returns_none_when_nothing_matches() {
+    let (_, bytes) = FIXTURES[6];
+    let (fusions, out) = rewrite(bytes, &HashSet::new()).expect("valid");
+    assert_eq!((fusions, out), (Fusions::default(), None));
+    let (_, bytes) = FIXTURES[0];
+    let (fusions, out) = rewrite(bytes, &HashSet::new()).expect("valid");
+    assert_eq!(fusions.with_relu, 1);
+    let out = GraphDef::decode(out.expect("rewritten").as_slice()).expect("decodes");
+    assert_eq!(node(&out, "dense_1/Relu").op, FUSED_OP);
+}
+
+#[test]
+fn corrupt_graphs_give_errors_never_panics() {
+    let mut errors = 0;
+    for (_, bytes) in FIXTURES {
+        for cut in 0..bytes.len() {
+            errors += usize::from(rewrite(&bytes[..cut], &HashSet::new()).is_err());
+        }
+        for index in 0..bytes.len() {
+            let mut flipped = bytes.to_vec();
+            flipped[index] ^= 0x5a;
+            errors += usize::from(rewrite(&flipped, &HashSet::new()).is_err());
+        }
+    }
+    assert!(
+        errors > 1000,
+        "most corruptions must be reported, got {errors}"
+    );
+}
