@@ -104,7 +104,8 @@ impl<'w> Mirror<'w> {
         }
     }
 
-    /// Publishes every register, before the host may touch the window.
+    /// Publishes every register: before the host may touch the window, and
+    /// when a reset is taken.
     pub(crate) fn publish_all<M, B, C>(&mut self, model: &mut Model<M, B, C>)
     where
         M: AsMut<[u8]> + AsRef<[u8]>,
@@ -118,34 +119,6 @@ impl<'w> Mirror<'w> {
         }
     }
 
-    /// After a reset taken from the window: a host-written word still
-    /// holding the value last taken goes back to its reset value; one the
-    /// host changed since (it may have been written after `RESET`, as the
-    /// host cannot see when the model takes the reset) is kept and applied
-    /// at the next [`Mirror::pull`].
-    fn after_reset<M, B, C>(&mut self, model: &mut Model<M, B, C>)
-    where
-        M: AsMut<[u8]> + AsRef<[u8]>,
-        B: HostBus,
-        C: TickSource,
-    {
-        for reg in HOST_WRITTEN {
-            let i = reg.offset() / 4;
-            let reset_value = model.read_reg(reg.0);
-            let _ = self.words[i].compare_exchange(
-                self.seen[i],
-                reset_value,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            );
-            self.seen[i] = reset_value;
-        }
-        for reg in CONSTANT.iter().chain(&DEVICE_WRITTEN) {
-            let value = model.read_reg(reg.0);
-            self.publish(*reg, value);
-        }
-    }
-
     /// Applies what the host wrote since the last call; true if anything.
     pub(crate) fn pull<M, B, C>(&mut self, model: &mut Model<M, B, C>) -> bool
     where
@@ -155,7 +128,9 @@ impl<'w> Mirror<'w> {
     {
         if self.word(Register::RESET).swap(0, Ordering::AcqRel) == RESET_KEY {
             model.write_reg(Register::RESET.0, RESET_KEY);
-            self.after_reset(model);
+            // Every register back to its reset value, host-written ones too:
+            // the host learns the reset was taken when `SCRATCH` reads 0.
+            self.publish_all(model);
             return true;
         }
         let mut values = [0u32; HOST_WRITTEN.len()];
