@@ -5,7 +5,7 @@
 
 mod model_support;
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -14,7 +14,7 @@ use tensorplug_abi::device::{
     COMMAND_DESCRIPTOR_SIZE, CommandDescriptor, CompletionDescriptor, CompletionStatus, Control,
     DEVICE_MAGIC, EventDescriptor, EventKind, Features, Opcode, RESET_KEY, Register, Status,
 };
-use tensorplug_device_fpga::model::host::{InProcessDevice, ServeOptions};
+use tensorplug_device_fpga::model::host::{InProcessDevice, ServeOptions, faults_line};
 use tensorplug_device_fpga::model::{AlignedMemory, Faults, ManualClock, Model, ModelConfig};
 use tensorplug_device_fpga::transport::mmio::{MmioTransport, ShmBar};
 use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
@@ -177,12 +177,10 @@ fn in_process_faults_show_up_through_the_registers() {
     let dev = InProcessDevice::spawn(1 << 20, 1 << 16, ServeOptions::default()).unwrap();
     let mut t = dev.transport();
     bring_up(&mut t);
-    dev.set_faults(Faults {
+    assert!(dev.set_faults(Faults {
         lose_next_completion: true,
         ..Faults::default()
-    });
-    // The fault is applied at the thread's next poll; wait until it is.
-    std::thread::sleep(Duration::from_millis(20));
+    }));
     t.write_mem(
         CMDQ,
         &CommandDescriptor::new(Opcode::NOP, 5, 0).to_le_bytes(),
@@ -243,6 +241,80 @@ fn over_a_shared_memory_file_served_by_another_process() {
     let mut t = MmioTransport::new(bar);
     exercise(&mut t);
     drop(server.stdin.take()); // EOF: the server stops.
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = server.try_wait().unwrap() {
+            break s;
+        }
+        assert!(start.elapsed() < TIMEOUT, "server did not stop");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert!(status.success());
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn the_model_server_takes_faults_and_stop_on_stdin() {
+    let path = std::env::temp_dir().join(format!(
+        "tensorplug-model-faults-{}.bar",
+        std::process::id()
+    ));
+    let mut server = Command::new(env!("CARGO_BIN_EXE_tensorplug-model-server"))
+        .arg(&path)
+        .args(["--create", "--memory", "65536", "--dma", "4096"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(server.stdout.take().unwrap());
+    let mut stdin = server.stdin.take().unwrap();
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert!(line.starts_with("ready "), "{line:?}");
+    let mut t = MmioTransport::new(ShmBar::open(&path).unwrap());
+    bring_up(&mut t);
+    let mut ask = |cmd: &str| {
+        writeln!(stdin, "{cmd}").unwrap();
+        stdin.flush().unwrap();
+        let mut reply = String::new();
+        out.read_line(&mut reply).unwrap();
+        reply.trim().to_string()
+    };
+    assert!(ask("faults bogus").starts_with("error "));
+    let faults = Faults {
+        lose_next_completion: true,
+        ..Faults::default()
+    };
+    assert_eq!(ask(&faults_line(&faults)), "ok");
+    t.write_mem(
+        CMDQ,
+        &CommandDescriptor::new(Opcode::NOP, 5, 0).to_le_bytes(),
+    )
+    .unwrap();
+    t.write_reg(Register::CMDQ_DOORBELL.0, 1).unwrap();
+    wait_for(&mut t, Register::CMDQ_HEAD, "the command taken", |h| h == 1);
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(
+        t.read_reg(Register::CPLQ_TAIL.0).unwrap(),
+        0,
+        "completion lost"
+    );
+    // The next command completes normally, into slot 0 (the lost one never used it).
+    t.write_mem(
+        CMDQ + 64,
+        &CommandDescriptor::new(Opcode::NOP, 6, 0).to_le_bytes(),
+    )
+    .unwrap();
+    t.write_reg(Register::CMDQ_DOORBELL.0, 2).unwrap();
+    wait_for(&mut t, Register::CPLQ_TAIL, "the next completion", |tail| {
+        tail == 1
+    });
+    let mut raw = [0; 16];
+    t.read_mem(CPLQ, &mut raw).unwrap();
+    let next = CompletionDescriptor::from_le_bytes(&raw);
+    assert_eq!((next.tag, next.command_index), (6, 1));
+    writeln!(stdin, "stop").unwrap();
+    stdin.flush().unwrap();
     let start = Instant::now();
     let status = loop {
         if let Some(s) = server.try_wait().unwrap() {

@@ -7,16 +7,20 @@
 //!
 //! Without `--create` the file must exist (made by `ShmBar::create`);
 //! with it the server creates it (default 64 MiB memory, 64 MiB DMA window).
-//! It prints `ready <file>` on stdout once serving, and stops when killed or
-//! when its stdin reaches end of file (so a parent holding the pipe can stop
-//! it by closing it), unless `--ignore-stdin` (for `nohup`/`&` use).
+//! It prints `ready <file>` on stdout once serving, and stops when killed,
+//! on a `stop` line, or when its stdin reaches end of file (so a parent
+//! holding the pipe can stop it by closing it), unless `--ignore-stdin`
+//! (for `nohup`/`&` use). A line `faults <switches>` (see
+//! `model::host::faults_line`) sets the model's fault switches; the server
+//! answers `ok` on stdout once the model has taken them.
 
 use std::io::{self, BufRead, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tensorplug_abi::device::REGISTER_SPACE_SIZE;
-use tensorplug_device_fpga::model::host::{ServeControl, ServeOptions, serve};
+use tensorplug_device_fpga::model::host::{ServeControl, ServeOptions, parse_faults_line, serve};
 use tensorplug_device_fpga::transport::mmio::{BarLayout, ShmBar};
 
 struct Args {
@@ -74,12 +78,7 @@ fn run(args: &Args) -> io::Result<()> {
         if ignore_stdin {
             return;
         }
-        // Any line or EOF read error: keep reading until EOF, then stop.
-        for line in io::stdin().lock().lines() {
-            if line.is_err() {
-                break;
-            }
-        }
+        commands(&watcher);
         watcher.stop();
     });
     let announce = || {
@@ -90,6 +89,34 @@ fn run(args: &Args) -> io::Result<()> {
     // only through its own mapping (volatile 32-bit registers, raw copies);
     // nothing in this process holds references into it.
     unsafe { serve(&bar, &ServeOptions::default(), &control, announce) }
+}
+
+/// Serves stdin commands until `stop` or end of file: `faults ...` sets the
+/// fault switches and answers `ok` once the model has taken them (`error
+/// ...` otherwise).
+fn commands(control: &ServeControl) {
+    let mut out = io::stdout();
+    for line in io::stdin().lock().lines() {
+        let Ok(line) = line else { return };
+        let reply = match line.trim() {
+            "" => continue,
+            "stop" => return,
+            cmd => match parse_faults_line(cmd) {
+                Ok(faults) => {
+                    let ticket = control.set_faults(faults);
+                    if control.wait_faults_taken(ticket, Duration::from_secs(5)) {
+                        "ok".to_string()
+                    } else {
+                        "error the model did not take the faults".to_string()
+                    }
+                }
+                Err(e) => format!("error {e}"),
+            },
+        };
+        if writeln!(out, "{reply}").and_then(|()| out.flush()).is_err() {
+            return;
+        }
+    }
 }
 
 fn main() -> ExitCode {

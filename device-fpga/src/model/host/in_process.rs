@@ -83,12 +83,15 @@ impl InProcessDevice {
             .map(|t| DeviceWaker(t.thread().clone()))
     }
 
-    /// Replaces the model's fault switches (applied at its next poll).
-    pub fn set_faults(&self, faults: Faults) {
-        self.control.set_faults(faults);
+    /// Replaces the model's fault switches and waits (up to one second)
+    /// until the model thread has taken them; false if it did not.
+    pub fn set_faults(&self, faults: Faults) -> bool {
+        let ticket = self.control.set_faults(faults);
         if let Some(w) = self.waker() {
             w.wake();
         }
+        self.control
+            .wait_faults_taken(ticket, std::time::Duration::from_secs(1))
     }
 
     /// Stops the thread and reports how it ended.

@@ -112,11 +112,18 @@ impl<'w> Mirror<'w> {
         B: HostBus,
         C: TickSource,
     {
-        for reg in CONSTANT.iter().chain(&HOST_WRITTEN).chain(&DEVICE_WRITTEN) {
+        // `SCRATCH` last: once the host reads its reset value (0) every
+        // other word already holds its own (Release stores in order).
+        let all = CONSTANT.iter().chain(&HOST_WRITTEN).chain(&DEVICE_WRITTEN);
+        for reg in all.filter(|r| **r != Register::SCRATCH) {
             let value = model.read_reg(reg.0);
             self.seen[reg.offset() / 4] = value;
             self.word(*reg).store(value, Ordering::Release);
         }
+        let scratch = model.read_reg(Register::SCRATCH.0);
+        self.seen[Register::SCRATCH.offset() / 4] = scratch;
+        self.word(Register::SCRATCH)
+            .store(scratch, Ordering::Release);
     }
 
     /// Applies what the host wrote since the last call; true if anything.

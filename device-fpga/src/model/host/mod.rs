@@ -6,12 +6,13 @@
 //! [`Model::service`], publish the registers the device updates. Device
 //! memory is the BAR's memory aperture, DMA goes to its DMA window.
 
+mod faults_line;
 mod in_process;
 mod mirror;
 
 use std::io;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tensorplug_abi::device::Features;
@@ -19,6 +20,7 @@ use tensorplug_abi::device::Features;
 use super::{Faults, HostClock, Model, ModelConfig};
 use crate::transport::mmio::Bar;
 
+pub use faults_line::{FaultsLineError, faults_line, parse_faults_line};
 pub use in_process::{DeviceWaker, InProcessDevice};
 
 /// How the model thread waits when there is nothing to do: spin, then
@@ -64,6 +66,9 @@ pub struct ServeControl {
     stop: AtomicBool,
     faults_pending: AtomicBool,
     faults: Mutex<Faults>,
+    /// How many `set_faults` calls the loop has taken.
+    faults_taken: AtomicU64,
+    faults_given: AtomicU64,
 }
 
 impl ServeControl {
@@ -71,15 +76,38 @@ impl ServeControl {
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Release);
     }
-    /// Replaces the model's fault switches at its next poll.
-    pub fn set_faults(&self, faults: Faults) {
-        *self.faults.lock().unwrap_or_else(|p| p.into_inner()) = faults;
+
+    /// Replaces the model's fault switches at its next poll; returns a
+    /// ticket for [`ServeControl::wait_faults_taken`].
+    pub fn set_faults(&self, faults: Faults) -> u64 {
+        let mut slot = self.faults.lock().unwrap_or_else(|p| p.into_inner());
+        *slot = faults;
+        let ticket = self.faults_given.fetch_add(1, Ordering::AcqRel) + 1;
         self.faults_pending.store(true, Ordering::Release);
+        ticket
     }
+
+    /// Waits until the loop has taken the faults of `ticket` (true), or
+    /// `timeout` passed or the loop stopped (false).
+    pub fn wait_faults_taken(&self, ticket: u64, timeout: Duration) -> bool {
+        let start = Instant::now();
+        while self.faults_taken.load(Ordering::Acquire) < ticket {
+            if start.elapsed() > timeout || self.stop.load(Ordering::Acquire) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        true
+    }
+
     fn take_faults(&self) -> Option<Faults> {
-        self.faults_pending
-            .swap(false, Ordering::AcqRel)
-            .then(|| *self.faults.lock().unwrap_or_else(|p| p.into_inner()))
+        if !self.faults_pending.swap(false, Ordering::AcqRel) {
+            return None;
+        }
+        let slot = self.faults.lock().unwrap_or_else(|p| p.into_inner());
+        self.faults_taken
+            .store(self.faults_given.load(Ordering::Acquire), Ordering::Release);
+        Some(*slot)
     }
 }
 
