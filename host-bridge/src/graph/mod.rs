@@ -17,6 +17,8 @@ pub mod proto;
 mod tf_grappler;
 
 #[cfg(test)]
+mod init_tests;
+#[cfg(test)]
 mod tests;
 
 pub use configs::{OFF as PASSES_OFF, optimizer_configs};
