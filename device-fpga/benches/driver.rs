@@ -1,0 +1,157 @@
+//! The driver through the in-process MMIO transport to the model thread
+//! (the `sim` device):
+//!
+//! - group `driver_mmio`, id `nop_round_trip`: one `NOP` submitted, doorbell,
+//!   completion reaped (issue 4 goal: median ≤ 2 µs);
+//! - group `driver_mmio_copy`, ids `h2d2h_64MiB` (64 MiB host → device, then
+//!   device → host, through the memory window) and `memcpy_64MiB` (a plain
+//!   copy of the same bytes, the baseline); criterion throughput is the
+//!   bytes each moves (128 MiB and 64 MiB).
+//!
+//! Figure files in `<target>/tensorplug-bench/`:
+//! `driver-nop-round-trip.json` (median ns, goal ≤ 2000) and
+//! `driver-copy-vs-memcpy.json` (bandwidth of the round trip, counting both
+//! directions, over memcpy bandwidth; goal ratio ≥ 0.5).
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use tensorplug_abi::device::{CommandDescriptor, CommandFlags, Opcode};
+use tensorplug_core::accelerator::{Accelerator, QueueId};
+use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
+use tensorplug_device_fpga::model::host::{InProcessDevice, ServeOptions};
+
+const COPY: usize = 64 << 20;
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+fn device(
+    memory: usize,
+) -> (
+    InProcessDevice,
+    Driver<impl tensorplug_device_fpga::transport::Transport, StdClock>,
+) {
+    let model = InProcessDevice::spawn(memory, 64 << 10, ServeOptions::default()).expect("model");
+    let driver = Driver::new(
+        model.transport(),
+        StdClock::default(),
+        DriverConfig::default(),
+    )
+    .expect("bring-up");
+    (model, driver)
+}
+
+fn nop() -> CommandDescriptor {
+    let mut nop = CommandDescriptor::new(Opcode::NOP, 0, 0);
+    nop.flags = CommandFlags::NO_EVENTS;
+    nop
+}
+
+/// `<target>` from the bench binary's path, `<target>/<profile>/deps/<bin>`.
+fn figure_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.parent()?.parent()?.parent()?.join("tensorplug-bench"))
+}
+
+fn write_figure(id: &str, figure: &str, value: f64, baseline: Option<f64>, unit: &str, goal: &str) {
+    let Some(dir) = figure_dir() else { return };
+    let baseline = baseline.map_or("null".to_string(), |b| format!("{b}"));
+    let json = format!(
+        "{{\"figure\": \"{figure}\", \"value\": {value}, \"baseline\": {baseline}, \"unit\": \"{unit}\", \"goal\": \"{goal}\"}}\n"
+    );
+    if std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(dir.join(format!("{id}.json")), json))
+        .is_err()
+    {
+        eprintln!("could not write figure {id}");
+    }
+}
+
+fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+fn round_trip(c: &mut Criterion) {
+    let (_model, mut dev) = device(1 << 20);
+    let mut once = || {
+        let fence = dev.submit_raw(&nop()).unwrap();
+        dev.wait(fence, TIMEOUT).unwrap();
+    };
+    let mut group = c.benchmark_group("driver_mmio");
+    group.bench_function("nop_round_trip", |b| b.iter(&mut once));
+    group.finish();
+
+    // The figure: median of single round trips, measured back to back.
+    for _ in 0..1000 {
+        once();
+    }
+    let samples = (0..20_000)
+        .map(|_| {
+            let start = Instant::now();
+            once();
+            start.elapsed().as_nanos() as f64
+        })
+        .collect();
+    write_figure(
+        "driver-nop-round-trip",
+        "driver NOP round trip, in-process MMIO (median)",
+        median(samples),
+        None,
+        "ns",
+        "value <= 2000",
+    );
+}
+
+fn copy(c: &mut Criterion) {
+    let (_model, mut dev) = device(COPY + (4 << 20));
+    let q = QueueId(0);
+    let src: Vec<u8> = (0..COPY).map(|i| (i * 13) as u8).collect();
+    let mut back = vec![0u8; COPY];
+    let buf = dev.allocate(COPY as u64, 4096).unwrap();
+    let mut round_trip = |back: &mut [u8]| {
+        dev.write_blocking(q, buf, black_box(&src), TIMEOUT)
+            .unwrap();
+        dev.read_blocking(q, back, buf, TIMEOUT).unwrap();
+    };
+    round_trip(&mut back);
+    assert!(back == src, "round trip corrupted data");
+
+    let mut group = c.benchmark_group("driver_mmio_copy");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    group.throughput(Throughput::Bytes(2 * COPY as u64));
+    group.bench_function("h2d2h_64MiB", |b| b.iter(|| round_trip(&mut back)));
+    group.throughput(Throughput::Bytes(COPY as u64));
+    group.bench_function("memcpy_64MiB", |b| {
+        b.iter(|| back.copy_from_slice(black_box(&src)))
+    });
+    group.finish();
+
+    // The figure: medians of 9 alternating runs of each, in bytes/s.
+    let (mut trips, mut copies) = (Vec::new(), Vec::new());
+    for _ in 0..9 {
+        let start = Instant::now();
+        round_trip(&mut back);
+        trips.push(start.elapsed().as_secs_f64());
+        let start = Instant::now();
+        back.copy_from_slice(black_box(&src));
+        copies.push(start.elapsed().as_secs_f64());
+    }
+    let moved = 2.0 * COPY as f64 / median(trips);
+    let memcpy = COPY as f64 / median(copies);
+    write_figure(
+        "driver-copy-vs-memcpy",
+        "driver copy h2d+d2h 64 MiB, in-process MMIO, bytes moved/s (vs memcpy)",
+        moved,
+        Some(memcpy),
+        "B/s",
+        "ratio >= 0.5",
+    );
+}
+
+criterion_group!(benches, round_trip, copy);
+criterion_main!(benches);
