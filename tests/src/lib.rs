@@ -1,8 +1,10 @@
 //! Helpers for tensorplug's end-to-end tests: locating the TensorFlow venv
 //! that `cargo xtask test` manages and running Python scenarios in it.
 
+use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 /// The workspace root (parent of this crate).
 pub fn workspace_root() -> PathBuf {
@@ -32,11 +34,74 @@ pub fn python() -> PathBuf {
 
 /// Runs `tests/python/<script>` with `args` in its own Python process.
 pub fn run_python(script: &str, args: &[&str]) -> Output {
+    run_python_with_env(script, args, &[])
+}
+
+/// [`run_python`] with extra environment variables (`(name, value)`).
+pub fn run_python_with_env(script: &str, args: &[&str], env: &[(&str, &OsStr)]) -> Output {
     let path = workspace_root().join("tests/python").join(script);
     Command::new(python())
         .arg(&path)
         .args(args)
         .env("TF_CPP_MIN_LOG_LEVEL", "2")
+        .envs(env.iter().copied())
         .output()
         .unwrap_or_else(|e| panic!("cannot start python for {}: {e}", path.display()))
+}
+
+/// Runs a TF scenario with our plugin loaded through
+/// `TF_PLUGGABLE_DEVICE_LIBRARY_PATH` and `TENSORPLUG_DEVICE=<devices>`
+/// (`None`: unset, i.e. one `sim` device).
+pub fn run_tf_with_plugin(script: &str, args: &[&str], devices: Option<&str>) -> Output {
+    let path = workspace_root().join("tests/python").join(script);
+    let mut cmd = Command::new(python());
+    cmd.arg(&path)
+        .args(args)
+        .env("TF_CPP_MIN_LOG_LEVEL", "2")
+        .env("TF_PLUGGABLE_DEVICE_LIBRARY_PATH", plugin_path());
+    match devices {
+        Some(devices) => cmd.env("TENSORPLUG_DEVICE", devices),
+        None => cmd.env_remove("TENSORPLUG_DEVICE"),
+    };
+    cmd.output()
+        .unwrap_or_else(|e| panic!("cannot start python for {}: {e}", path.display()))
+}
+
+/// The TF plugin (`libtensorplug_host_bridge.so`): `TENSORPLUG_PLUGIN` if
+/// set, otherwise built once per test process with `cargo build -p
+/// tensorplug-host-bridge` into `<target>/tensorplug-plugin` (a target dir
+/// of its own: the `cargo test` that runs us holds the lock on ours).
+pub fn plugin_path() -> PathBuf {
+    static PLUGIN: OnceLock<PathBuf> = OnceLock::new();
+    PLUGIN.get_or_init(build_plugin).clone()
+}
+
+fn build_plugin() -> PathBuf {
+    if let Some(path) = std::env::var_os("TENSORPLUG_PLUGIN") {
+        let path = PathBuf::from(path);
+        assert!(
+            path.is_file(),
+            "TENSORPLUG_PLUGIN={} does not exist",
+            path.display()
+        );
+        return path;
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+        .join("tensorplug-plugin");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--package", "tensorplug-host-bridge", "--lib"])
+        .env("CARGO_TARGET_DIR", &target)
+        .current_dir(workspace_root())
+        .status()
+        .expect("cannot run cargo to build the TF plugin");
+    assert!(
+        status.success(),
+        "building the TF plugin (tensorplug-host-bridge) failed"
+    );
+    let plugin = target.join("debug/libtensorplug_host_bridge.so");
+    assert!(plugin.is_file(), "cargo built no {}", plugin.display());
+    plugin
 }

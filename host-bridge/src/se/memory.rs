@@ -122,7 +122,9 @@ pub(super) unsafe extern "C" fn device_memory_usage(
     ffi::swallow("device_memory_usage", 0, || {
         // SAFETY: TF's device.
         let device = unsafe { handles::device(device) }?;
-        let (free_bytes, total_bytes) = device.memory_usage();
+        let (real_free, real_total) = device.memory_usage();
+        let free_bytes = free_for_tf(real_free);
+        let total_bytes = real_total + (free_bytes - real_free);
         let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         // SAFETY: TF passes writable int64s (null tolerated).
         unsafe {
@@ -135,4 +137,71 @@ pub(super) unsafe extern "C" fn device_memory_usage(
         }
         Ok(1)
     })
+}
+
+/// TF's PluggableDevice factory keeps `MinSystemMemory(free)` of the free
+/// memory we report away from its allocator (a GPU heuristic for the CUDA
+/// context: 255 MiB below 2 GiB, else max(300 MiB, 6 %); see
+/// `pluggable_device_factory.cc`). Our devices need no such reserve, so we
+/// report the smallest `x` whose TF limit is at least `real_free`: TF's
+/// allocator then gets exactly the device's free memory.
+pub fn free_for_tf(real_free: u64) -> u64 {
+    const MIB: u64 = 1 << 20;
+    let candidates = [
+        real_free,
+        real_free + 255 * MIB,
+        real_free + 300 * MIB,
+        real_free.div_ceil(94) * 100,
+    ];
+    candidates
+        .into_iter()
+        .filter(|&x| tf_memory_limit(x) >= real_free)
+        .min()
+        .unwrap_or(real_free)
+}
+
+/// The allocator limit TF derives from a reported free `x`
+/// (`SingleVirtualDeviceMemoryLimit`): the reserve is taken only if smaller.
+pub fn tf_memory_limit(x: u64) -> u64 {
+    let reserve = tf_min_system_memory(x);
+    if reserve < x { x - reserve } else { x }
+}
+
+/// TF 2.21's `MinSystemMemory` (optimized builds, as in the wheel).
+pub fn tf_min_system_memory(available: u64) -> u64 {
+    const MIB: u64 = 1 << 20;
+    if available < (1 << 31) {
+        255 * MIB
+    } else {
+        (300 * MIB).max((available as f64 * 0.06) as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tf_keeps_exactly_the_real_free_memory_after_its_reserve() {
+        for real in [
+            0,
+            1 << 20,
+            256 << 20,
+            (2u64 << 30) - (300 << 20),
+            3 << 30,
+            16 << 30,
+            80 << 30,
+        ] {
+            let reported = free_for_tf(real);
+            let tf_limit = tf_memory_limit(reported);
+            assert!(tf_limit >= real, "{real}: TF would get {tf_limit}");
+            assert!(
+                tf_limit - real < 64 << 10 || real > 5 << 30,
+                "{real}: {tf_limit}"
+            );
+        }
+        assert_eq!(free_for_tf(256 << 20), 511 << 20);
+        // Small enough that TF takes no reserve: the truth is reported.
+        assert_eq!(free_for_tf(100 << 20), 100 << 20);
+    }
 }

@@ -1,0 +1,98 @@
+//! The PluggableDevice end to end, against the real `tensorflow-cpu` wheel:
+//! discovery, memory info, copies, and init errors. Each scenario is its own
+//! Python process (a double load or an init error aborts TF).
+
+use std::process::Output;
+use tensorplug_tests::run_tf_with_plugin;
+
+fn text(output: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[track_caller]
+fn assert_ok(output: &Output, marker: &str) -> String {
+    let (stdout, stderr) = text(output);
+    assert!(
+        output.status.success(),
+        "scenario failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    assert!(stdout.contains(marker), "no `{marker}` in:\n{stdout}");
+    stdout
+}
+
+/// TF aborts the process (SIGABRT, exit code 134 through the shell
+/// convention; `None` code + signal 6 when run directly) on any init error.
+#[track_caller]
+fn assert_init_abort(output: &Output, needles: &[&str]) {
+    use std::os::unix::process::ExitStatusExt;
+    let (_, stderr) = text(output);
+    let aborted = output.status.code() == Some(134) || output.status.signal() == Some(6);
+    assert!(
+        aborted,
+        "expected SIGABRT, got {}:\n{stderr}",
+        output.status
+    );
+    for needle in needles {
+        assert!(
+            stderr.contains(needle),
+            "no `{needle}` in stderr:\n{stderr}"
+        );
+    }
+}
+
+#[test]
+fn one_sim_device_by_default() {
+    let out = run_tf_with_plugin("tf_device_discovery.py", &["1"], None);
+    assert_ok(&out, "discovered 1 FPGA devices");
+}
+
+#[test]
+fn two_devices_from_a_list() {
+    let out = run_tf_with_plugin("tf_device_discovery.py", &["2"], Some("sim,sim"));
+    assert_ok(&out, "discovered 2 FPGA devices");
+}
+
+#[test]
+fn memory_info_follows_a_device_tensor() {
+    let out = run_tf_with_plugin("tf_device_memory_info.py", &[], Some("sim"));
+    assert_ok(&out, "memory info:");
+}
+
+#[test]
+fn copies_round_trip_on_two_devices() {
+    let out = run_tf_with_plugin("tf_device_copies.py", &["2"], Some("sim,sim"));
+    assert_ok(&out, "14 round trips bit-exact on 2 device(s)");
+}
+
+#[test]
+fn a_bad_device_list_aborts_init_with_a_clear_message() {
+    let out = run_tf_with_plugin("tf_device_discovery.py", &["1"], Some("sim,bogus"));
+    assert_init_abort(
+        &out,
+        &[
+            "TENSORPLUG_DEVICE=\"sim,bogus\"",
+            "item 2: unknown device `bogus`",
+            "tcp:<host:port>",
+        ],
+    );
+}
+
+#[test]
+fn an_unavailable_transport_aborts_init_naming_the_missing_piece() {
+    let out = run_tf_with_plugin(
+        "tf_device_discovery.py",
+        &["1"],
+        Some("spidev:/dev/spidev0.0"),
+    );
+    assert_init_abort(
+        &out,
+        &[
+            "cannot open device `spidev:/dev/spidev0.0`",
+            "spidev transport",
+        ],
+    );
+}
