@@ -10,6 +10,7 @@
 //! - [`registry`]: the open devices, their streams, fences, handle scheme
 //!   and completion threads, shared by every plugin interface;
 //! - [`devices`]: `TENSORPLUG_DEVICE` parsing and opening drivers;
+//! - [`profiler`]: `TF_InitProfiler` and the op-tag interner;
 //! - [`profiling`]: the host-side event hook.
 //!
 //! Design and rules: `docs/host-bridge.md`.
@@ -19,6 +20,7 @@ pub mod error;
 pub mod ffi;
 pub mod graph;
 pub mod log;
+pub mod profiler;
 pub mod profiling;
 pub mod registry;
 pub mod se;
