@@ -36,8 +36,20 @@ enum Task {
     Header,
 }
 
-fn main() -> anyhow::Result<()> {
-    match Cli::parse().command {
+fn main() -> std::process::ExitCode {
+    match run(Cli::parse().command) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            // `{:#}` prints the whole context chain on one line per cause,
+            // without anyhow's backtrace (RUST_BACKTRACE is set on CI).
+            eprintln!("error: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(task: Task) -> anyhow::Result<()> {
+    match task {
         Task::Test(args) => test::run(&args),
         Task::Demo => not_yet("demo", 5),
         Task::Flash => not_yet("flash", 4),

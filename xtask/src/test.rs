@@ -16,7 +16,11 @@ const NO_STD_BUILDS: &[(&str, &str, &[&str])] = &[
     ("tensorplug-abi", "", EMBEDDED_TARGETS),
     ("tensorplug-core", "", EMBEDDED_TARGETS),
     ("tensorplug-device-fpga", "", &["thumbv7em-none-eabihf"]),
-    ("tensorplug-device-fpga", "model", &["thumbv7em-none-eabihf"]),
+    (
+        "tensorplug-device-fpga",
+        "model",
+        &["thumbv7em-none-eabihf"],
+    ),
 ];
 
 pub fn run(args: &TestArgs) -> Result<()> {
@@ -24,10 +28,13 @@ pub fn run(args: &TestArgs) -> Result<()> {
         None
     } else {
         let mut env = None;
-        step("set up this machine (rustup targets, Miri, apt, TF venv)", || {
-            env = Some(setup::ensure_all()?);
-            Ok(())
-        })?;
+        step(
+            "set up this machine (rustup targets, Miri, apt, TF venv)",
+            || {
+                env = Some(setup::ensure_all()?);
+                Ok(())
+            },
+        )?;
         env
     };
     step("cargo fmt --check", || {
@@ -53,10 +60,14 @@ pub fn run(args: &TestArgs) -> Result<()> {
     })?;
     step("Miri: ring unit tests", crate::checks::miri_ring)?;
     step("loom: ring model", crate::checks::loom_ring)?;
-    step("device ABI C header is up to date", crate::header::check_fresh)?;
-    step("TF ABI layout check (abi vs. the installed TF headers)", || {
-        crate::layout::run(env.as_ref())
-    })?;
+    step(
+        "device ABI C header is up to date",
+        crate::header::check_fresh,
+    )?;
+    step(
+        "TF ABI layout check (abi vs. the installed TF headers)",
+        || crate::layout::run(env.as_ref()),
+    )?;
     for (package, features, targets) in NO_STD_BUILDS {
         for target in *targets {
             let what = format!("no_std build: {package} [{features}] for {target}");
@@ -74,7 +85,10 @@ pub fn run(args: &TestArgs) -> Result<()> {
             })?;
         }
     }
-    step("cargo fuzz: link_decoder (build + 50k runs)", crate::fuzz::run_all)?;
+    step(
+        "cargo fuzz: link_decoder (build + 50k runs)",
+        crate::fuzz::run_all,
+    )?;
     eprintln!("==> all checks passed");
     Ok(())
 }
