@@ -426,3 +426,71 @@ fn a_failed_command_does_not_stop_the_queue() {
     );
     assert_eq!((done[2].tag, done[2].stream), (9, 3));
 }
+
+mod no_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Addresses near the interesting places: 0, the data area, the end of
+    /// memory, misaligned, huge.
+    fn addr() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            Just(0u64),
+            (0u64..64).prop_map(|o| DATA + o),
+            (0u64..256).prop_map(|o| END - o),
+            any::<u64>(),
+        ]
+    }
+
+    fn dim() -> impl Strategy<Value = u32> {
+        prop_oneof![Just(0u32), 1u32..9, any::<u32>()]
+    }
+
+    fn descriptor() -> impl Strategy<Value = CommandDescriptor> {
+        let opcode = prop_oneof![
+            prop::sample::select(vec![
+                0x01u16, 0x10, 0x11, 0x12, 0x13, 0x20, 0x21, 0x30, 0x31, 0x32, 0x33, 0x34, 0x35,
+                0x40, 0x41,
+            ]),
+            any::<u16>(),
+        ];
+        let flags = prop_oneof![0u16..0x400, any::<u16>()];
+        let len = prop_oneof![0u64..600, any::<u64>()];
+        (
+            (
+                opcode,
+                flags,
+                any::<u16>(),
+                any::<u8>(),
+                prop_oneof![Just(0u8), any::<u8>()],
+            ),
+            (addr(), addr(), addr(), addr(), len),
+            (dim(), dim(), dim(), any::<u32>()),
+        )
+            .prop_map(
+                |((op, flags, tag, stream, res), (s0, s1, s2, dst, len), (m, n, k, imm))| {
+                    let mut c = CommandDescriptor::new(Opcode(op), tag, stream);
+                    (c.flags, c._reserved0) = (CommandFlags(flags), res);
+                    (c.src0, c.src1, c.src2, c.dst, c.len) = (s0, s1, s2, dst, len);
+                    (c.m, c.n, c.k, c.imm) = (m, n, k, imm);
+                    c
+                },
+            )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        /// Any descriptor completes exactly once with a defined status, and
+        /// only `DEVICE_FAULT` could halt (it never comes from validation).
+        #[test]
+        fn any_descriptor_completes_once(c in descriptor()) {
+            let mut rig = Rig::standard();
+            let done = rig.run(c);
+            prop_assert_eq!((done.tag, done.stream, done.command_index), (c.tag, c.stream, 0));
+            prop_assert!(done.status.known().is_some());
+            prop_assert_ne!(done.status, CompletionStatus::DEVICE_FAULT);
+            prop_assert_eq!(rig.take_events().len(), if c.flags.contains(CommandFlags::NO_EVENTS) { 0 } else { 2 });
+        }
+    }
+}
