@@ -96,7 +96,10 @@ fn ensure_venv() -> Result<PathBuf> {
         return Ok(python);
     }
     if !python.exists() {
-        eprintln!("    creating {} (tensorflow-cpu is ~274 MB to download)", venv.display());
+        eprintln!(
+            "    creating {} (tensorflow-cpu is ~274 MB to download)",
+            venv.display()
+        );
         run(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
     }
     run(Command::new(&python)
