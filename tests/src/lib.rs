@@ -76,6 +76,15 @@ pub fn plugin_path() -> PathBuf {
     PLUGIN.get_or_init(build_plugin).clone()
 }
 
+/// Where test helpers build workspace artifacts (the plugin, the model
+/// server): `<target>/tensorplug-plugin`.
+pub fn helper_target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+        .join("tensorplug-plugin")
+}
+
 fn build_plugin() -> PathBuf {
     if let Some(path) = std::env::var_os("TENSORPLUG_PLUGIN") {
         let path = PathBuf::from(path);
@@ -86,10 +95,7 @@ fn build_plugin() -> PathBuf {
         );
         return path;
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"))
-        .join("tensorplug-plugin");
+    let target = helper_target_dir();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
         .args(["build", "--package", "tensorplug-host-bridge", "--lib"])

@@ -96,3 +96,71 @@ fn an_unavailable_transport_aborts_init_naming_the_missing_piece() {
         ],
     );
 }
+
+/// The model in a second process behind a shared-memory BAR file; stopped
+/// (stdin closed, then killed) on drop.
+struct ModelServer {
+    child: std::process::Child,
+    file: std::path::PathBuf,
+}
+
+impl ModelServer {
+    fn start(name: &str) -> Self {
+        use std::io::BufRead;
+        let server = build_model_server();
+        let file = std::env::temp_dir().join(format!("{name}-{}.bar", std::process::id()));
+        let mut child = std::process::Command::new(server)
+            .arg(&file)
+            .args(["--create", "--memory", &(256u64 << 20).to_string()])
+            .args(["--dma", &(8u64 << 20).to_string()])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("cannot start tensorplug-model-server");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut first = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut first)
+            .expect("model server stdout");
+        assert!(first.starts_with("ready"), "model server said {first:?}");
+        Self { child, file }
+    }
+}
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.file);
+    }
+}
+
+/// Builds `tensorplug-model-server` into the helpers' target dir.
+fn build_model_server() -> std::path::PathBuf {
+    let target = tensorplug_tests::helper_target_dir();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .args([
+            "build",
+            "-p",
+            "tensorplug-device-fpga",
+            "--features",
+            "model,std",
+        ])
+        .args(["--bin", "tensorplug-model-server"])
+        .env("CARGO_TARGET_DIR", &target)
+        .current_dir(tensorplug_tests::workspace_root())
+        .status()
+        .expect("cannot run cargo");
+    assert!(status.success(), "building tensorplug-model-server failed");
+    target.join("debug/tensorplug-model-server")
+}
+
+#[test]
+fn a_pcie_device_served_by_the_model_in_another_process() {
+    let server = ModelServer::start("tf-device-pcie");
+    let devices = format!("pcie:{},sim", server.file.display());
+    let out = run_tf_with_plugin("tf_device_copies.py", &["2"], Some(&devices));
+    assert_ok(&out, "14 round trips bit-exact on 2 device(s)");
+}
