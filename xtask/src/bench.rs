@@ -4,11 +4,12 @@
 //! Two sources of rows (format also in `docs/benchmarks.md`):
 //!
 //! 1. **Criterion pairs**, declared in [`TIMING_PAIRS`]: the median point
-//!    estimate (ns per iteration) of two benches, read from
+//!    estimate (ns per iteration, divided by the records an iteration moves)
+//!    of two benches, read from
 //!    `<target>/criterion/<group>/<bench>/new/estimates.json`. For
 //!    [`Better::Lower`] (times) ratio = measured / baseline; for
-//!    [`Better::Higher`] (throughput; benches time one record per iteration)
-//!    ratio = baseline time / measured time = measured / baseline throughput.
+//!    [`Better::Higher`] (throughput) ratio = baseline time / measured time =
+//!    measured / baseline throughput.
 //! 2. **Figure files** a bench computes and writes itself:
 //!    `<target>/tensorplug-bench/<figure-id>.json`, shaped
 //!    `{"figure": "...", "value": 0.98, "baseline": 0.97, "unit": "...", "goal": "value >= 0.97"}`.
@@ -56,9 +57,11 @@ struct TimingPair {
     measured: &'static str,
     baseline: &'static str,
     better: Better,
+    /// Records one criterion iteration moves (the ns column is per record).
+    records_per_iter: f64,
     /// Bound on the ratio (upper for `Lower`, lower for `Higher`).
     ratio_goal: Option<f64>,
-    /// Upper bound on the measured time, ns per iteration.
+    /// Upper bound on the measured time, ns per record.
     max_ns: Option<f64>,
 }
 
@@ -68,6 +71,7 @@ const TIMING_PAIRS: &[TimingPair] = &[
         measured: "ring_push/tensorplug",
         baseline: "ring_push/heapless",
         better: Better::Lower,
+        records_per_iter: 1.0,
         ratio_goal: Some(1.0),
         max_ns: Some(2.0),
     },
@@ -76,6 +80,8 @@ const TIMING_PAIRS: &[TimingPair] = &[
         measured: "ring_two_threads/tensorplug",
         baseline: "ring_two_threads/rtrb",
         better: Better::Higher,
+        // `BURST` in core/benches/ring.rs.
+        records_per_iter: (1u64 << 20) as f64,
         ratio_goal: Some(1.0),
         max_ns: None,
     },
@@ -84,6 +90,7 @@ const TIMING_PAIRS: &[TimingPair] = &[
         measured: "record/disabled",
         baseline: "ring_push/tensorplug",
         better: Better::Lower,
+        records_per_iter: 1.0,
         ratio_goal: None,
         max_ns: Some(1.0),
     },
@@ -203,8 +210,9 @@ fn fresh_json(path: &Path, since: Option<SystemTime>) -> Option<Value> {
 }
 
 fn pair_row(dir: &Path, pair: &TimingPair, since: Option<SystemTime>) -> Row {
-    let measured = criterion_median(dir, pair.measured, since);
-    let baseline = criterion_median(dir, pair.baseline, since);
+    let per_record = |ns: f64| ns / pair.records_per_iter;
+    let measured = criterion_median(dir, pair.measured, since).map(per_record);
+    let baseline = criterion_median(dir, pair.baseline, since).map(per_record);
     let mut goals = Vec::new();
     if let Some(bound) = pair.ratio_goal {
         goals.push(match pair.better {

@@ -83,7 +83,11 @@ struct ProducerSide {
 /// A single-producer single-consumer ring of `N` records of type `T`.
 ///
 /// `N` must be a power of two; anything else fails to compile when the ring
-/// is created.
+/// is created:
+///
+/// ```compile_fail,E0080
+/// let ring = tensorplug_core::ring::Ring::<u32, 3>::new();
+/// ```
 pub struct Ring<T, const N: usize> {
     producer_side: CachePadded<ProducerSide>,
     /// Count of records ever read (wrapping). Written only by the consumer.
