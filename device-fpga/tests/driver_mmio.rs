@@ -6,7 +6,6 @@
 mod driver_suite;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use driver_suite::Fixture;
 use tensorplug_device_fpga::driver::{Driver, StdClock};
@@ -41,13 +40,12 @@ impl Fixture for MmioFixture {
     fn dev(&mut self) -> &mut Driver<Mmio, StdClock> {
         &mut self.dev
     }
-    fn set_faults(&mut self, faults: Faults) -> bool {
-        self.device.set_faults(faults);
-        // The model thread takes new faults at the top of its loop, whose
-        // longest step is one idle sleep (≤ 500 µs): after this pause every
-        // later doorbell is seen with the new faults in force.
-        std::thread::sleep(Duration::from_millis(10));
-        true
+    fn set_faults(&mut self, faults: Faults) {
+        // Returns once the model thread has taken them.
+        assert!(
+            self.device.set_faults(faults),
+            "the model did not take the faults"
+        );
     }
 }
 

@@ -1,20 +1,21 @@
 //! The driver suite over a shared-memory BAR file served by
 //! `tensorplug-model-server` in a second process (the `pcie:<file>` path).
-//! The model's fault switches are out of reach from here, so the fault
-//! cases are `#[ignore]`d on this transport.
+//! Faults are set with the server's `faults ...` stdin line, which it
+//! answers `ok` once the model has taken them.
 #![cfg(all(feature = "model", feature = "std"))]
 
 #[macro_use]
 mod driver_suite;
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use driver_suite::Fixture;
 use tensorplug_device_fpga::driver::{Driver, StdClock};
 use tensorplug_device_fpga::model::Faults;
+use tensorplug_device_fpga::model::host::faults_line;
 use tensorplug_device_fpga::transport::mmio::{MmioTransport, ShmBar};
 
 type Shm = MmioTransport<ShmBar>;
@@ -22,6 +23,8 @@ type Shm = MmioTransport<ShmBar>;
 /// The server process; killed and reaped on drop, its file removed.
 struct Server {
     child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
     path: PathBuf,
 }
 
@@ -33,21 +36,37 @@ impl Server {
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
-        let child = Command::new(env!("CARGO_BIN_EXE_tensorplug-model-server"))
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tensorplug-model-server"))
             .arg(&path)
             .args(["--create", "--memory", "4194304", "--dma", "65536"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
             .expect("spawn tensorplug-model-server");
-        let mut server = Self { child, path };
-        let stdout = server.child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("server output");
-        assert!(line.starts_with("ready "), "server said {line:?}");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut server = Self {
+            child,
+            stdin,
+            stdout,
+            path,
+        };
+        assert!(server.line().starts_with("ready "), "server did not start");
         server
+    }
+
+    fn line(&mut self) -> String {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("server output");
+        line
+    }
+
+    /// Sets the model's faults; returns once the server says it took them.
+    fn set_faults(&mut self, faults: &Faults) {
+        writeln!(self.stdin, "{}", faults_line(faults)).expect("server stdin");
+        self.stdin.flush().expect("server stdin");
+        let reply = self.line();
+        assert_eq!(reply.trim(), "ok", "server refused the faults");
     }
 }
 
@@ -62,7 +81,7 @@ impl Drop for Server {
 struct ShmFixture {
     // Dropped first: the driver (and its mapping), then the server.
     dev: Driver<Shm, StdClock>,
-    _server: Server,
+    server: Server,
 }
 
 impl ShmFixture {
@@ -75,10 +94,7 @@ impl ShmFixture {
             driver_suite::config(),
         )
         .expect("bring-up over shm");
-        Self {
-            dev,
-            _server: server,
-        }
+        Self { dev, server }
     }
 }
 
@@ -87,15 +103,12 @@ impl Fixture for ShmFixture {
     fn dev(&mut self) -> &mut Driver<Shm, StdClock> {
         &mut self.dev
     }
-    fn set_faults(&mut self, _: Faults) -> bool {
-        false
+    fn set_faults(&mut self, faults: Faults) {
+        self.server.set_faults(&faults);
     }
 }
 
-driver_suite!(
-    ShmFixture::new(),
-    ignore_faults = "the model's fault switches are in the server process, out of reach"
-);
+driver_suite!(ShmFixture::new());
 
 #[test]
 fn server_process_is_reaped() {

@@ -51,9 +51,8 @@ impl Fixture for SpiFixture {
     fn dev(&mut self) -> &mut Driver<Spi, StdClock> {
         &mut self.dev
     }
-    fn set_faults(&mut self, faults: Faults) -> bool {
+    fn set_faults(&mut self, faults: Faults) {
         *self.model().faults_mut() = faults;
-        true
     }
     fn corrupt_next_request(&mut self) -> bool {
         self.dev.transport_mut().device_mut().corrupt_next_request();

@@ -37,9 +37,9 @@ pub fn config() -> DriverConfig {
 pub trait Fixture {
     type T: Transport;
     fn dev(&mut self) -> &mut Driver<Self::T, StdClock>;
-    /// Replaces the model's fault switches; false if this transport cannot
-    /// reach them (a model in another process).
-    fn set_faults(&mut self, faults: Faults) -> bool;
+    /// Replaces the model's fault switches; returns once the model has
+    /// taken them.
+    fn set_faults(&mut self, faults: Faults);
     /// Corrupts the next SPI request frame; false on other transports.
     fn corrupt_next_request(&mut self) -> bool {
         false
@@ -157,39 +157,30 @@ pub fn expect_kind<T: core::fmt::Debug, E: tensorplug_core::accelerator::Error>(
     }
 }
 
-/// One `#[test]` per suite case, over the fixture built by `$make`. With
-/// `ignore_faults = "why"` the fault-injection cases are `#[ignore]`d.
+/// One `#[test]` per suite case, over the fixture built by `$make`.
 #[macro_export]
 macro_rules! driver_suite {
     ($make:expr) => {
-        driver_suite!(@cases $make; []);
-    };
-    ($make:expr, ignore_faults = $why:literal) => {
-        driver_suite!(@cases $make; [#[ignore = $why]]);
-    };
-    (@cases $make:expr; [$($fault_attr:tt)*]) => {
-        driver_suite!(@each $make; [];
+        driver_suite!(@each $make;
             ops::bring_up, ops::matmul_all_transposes, ops::fused_matmul_with_and_without_relu,
             ops::bias_add_flattens_leading_axes, ops::binary_ops_flat_and_broadcast,
             ops::relu_softmax_reduce_sum, ops::copies_in_all_directions, ops::fills_any_length,
             ops::allocator_limits_and_errors, ops::back_pressure_many_commands,
             ops::events_have_kinds_tags_and_order, ops::bad_inputs_are_specific_errors
         );
-        driver_suite!(@each $make; [$($fault_attr)*];
+        driver_suite!(@each $make;
             faults::full_event_ring_counts_drops, faults::lost_completion_times_out_then_recovers,
             faults::stuck_busy_times_out_then_recovers, faults::device_fault_halts_then_recovers,
             faults::reset_mid_command_is_detected_then_recovers
         );
     };
-    (@each $make:expr; $attrs:tt; $($module:ident :: $case:ident),* $(,)?) => {
-        $( driver_suite!(@one $make; $attrs; $module :: $case); )*
-    };
-    (@one $make:expr; [$($attr:tt)*]; $module:ident :: $case:ident) => {
-        #[test]
-        $($attr)*
-        fn $case() {
-            let mut fixture = $make;
-            driver_suite::$module::$case(&mut fixture);
-        }
+    (@each $make:expr; $($module:ident :: $case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                let mut fixture = $make;
+                driver_suite::$module::$case(&mut fixture);
+            }
+        )*
     };
 }
