@@ -3,7 +3,7 @@
 //! read-modify-writes. See `docs/event-rings.md` for why this beats an MPSC
 //! ring here.
 
-use super::{Consumer, Producer, Ring, RingError};
+use super::{Consumer, Producer, RecordingSwitch, Ring, RingError};
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
 use crate::sync::{AtomicBool, AtomicUsize};
 use core::fmt;
@@ -121,6 +121,13 @@ impl<T: Copy, const N: usize> ThreadProducer<'_, T, N> {
                 Err(RingError::NoFreeRing)
             }
         }
+    }
+
+    /// If `switch` is on, builds a record with `make` and pushes it; returns
+    /// whether it was stored. Off, this costs one relaxed load.
+    #[inline(always)]
+    pub fn record_with(&mut self, switch: &RecordingSwitch, make: impl FnOnce() -> T) -> bool {
+        switch.is_enabled() && self.push(make()).is_ok()
     }
 
     /// Whether this thread got a ring of its own.

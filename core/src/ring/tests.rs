@@ -245,4 +245,19 @@ mod registry {
         drop(consumer);
         assert!(registry.consumer().is_some());
     }
+
+    #[test]
+    fn thread_producers_honour_the_recording_switch() {
+        let switch = RecordingSwitch::new(false);
+        let registry: RingRegistry<u32, 4, 1> = RingRegistry::new();
+        let mut producer = registry.register();
+        assert!(!producer.record_with(&switch, || panic!("built while off")));
+        switch.enable();
+        assert!(producer.record_with(&switch, || 5));
+        let mut consumer = registry.consumer().unwrap();
+        let mut out = [0; 4];
+        assert_eq!(consumer.drain(&mut out), 1);
+        assert_eq!(out[0], 5);
+        assert_eq!(consumer.dropped(), 0);
+    }
 }
