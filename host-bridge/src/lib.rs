@@ -7,6 +7,7 @@
 //!   `catch_unwind` guards every entry point runs under);
 //! - [`se`]: `SE_InitPlugin` and the StreamExecutor callbacks;
 //! - [`graph`]: `TF_InitGraph` and the `_FusedMatMul` fusion pass;
+//! - [`kernels`]: `TF_InitKernel` and the f32 kernels of the device;
 //! - [`registry`]: the open devices, their streams, fences, handle scheme
 //!   and completion threads, shared by every plugin interface;
 //! - [`devices`]: `TENSORPLUG_DEVICE` parsing and opening drivers;
@@ -19,6 +20,7 @@ pub mod devices;
 pub mod error;
 pub mod ffi;
 pub mod graph;
+pub mod kernels;
 pub mod log;
 pub mod profiler;
 pub mod profiling;

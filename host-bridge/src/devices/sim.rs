@@ -3,6 +3,9 @@
 //! `sim` runs the behavioural model on its own thread behind an in-process
 //! heap BAR; `pcie:<file>` maps a BAR file (a `tensorplug-model-server`
 //! shared-memory file, or a sysfs `resource` file of a real card).
+//! `TENSORPLUG_SIM_FAULTS` (a testing aid, [`faults`]) makes `sim` fail on purpose.
+
+pub mod faults;
 
 use super::{DynAccelerator, Erased};
 use crate::error::{Error, Result};
@@ -38,6 +41,16 @@ pub fn open_sim() -> Result<Box<DynAccelerator>> {
         DriverConfig::default(),
     )
     .map_err(|e| fail("driver bring-up failed", &e))?;
+    let rules = faults::from_env().map_err(|why| open_error("sim".into(), why))?;
+    if !rules.is_empty() {
+        crate::log::warn(format_args!(
+            "{}: test-only fault injection is on: {rules:?}",
+            faults::SIM_FAULTS_ENV
+        ));
+        return Ok(Box::new(Erased::new(faults::FaultInjector::new(
+            driver, device, rules,
+        ))));
+    }
     // Field order in `Erased`: the driver drops before the model thread stops.
     Ok(Box::new(Erased::with_keep_alive(driver, device)))
 }

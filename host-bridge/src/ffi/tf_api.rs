@@ -8,9 +8,12 @@
 //! table of their own).
 
 use crate::error::{Error, Result};
-use std::ffi::{CStr, c_char, c_void};
+use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::OnceLock;
-use tensorplug_abi::tf::{TF_Code, TF_Status};
+use tensorplug_abi::tf::{
+    SP_Stream, TF_AllocatorAttributes, TF_Bool, TF_Code, TF_DataType, TF_KernelBuilder,
+    TF_OpKernelConstruction, TF_OpKernelContext, TF_Status, TF_StringView, TF_Tensor,
+};
 
 /// The TF functions the bridge calls.
 #[derive(Clone, Copy, Debug)]
@@ -68,6 +71,133 @@ unsafe fn symbol<F: Copy>(name: &CStr) -> std::result::Result<F, String> {
     }
     // SAFETY: non-null code address; the caller guarantees the signature.
     Ok(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&address) })
+}
+
+/// TF's kernel and tensor functions (`kernels.h`, `tf_tensor.h`), used by
+/// [`crate::kernels`]. A table of its own so that [`TfApi`] stays small.
+#[derive(Clone, Copy, Debug)]
+#[allow(clippy::type_complexity)]
+pub struct KernelApi {
+    pub new_kernel_builder: unsafe extern "C" fn(
+        *const c_char,
+        *const c_char,
+        Option<unsafe extern "C" fn(*mut TF_OpKernelConstruction) -> *mut c_void>,
+        Option<unsafe extern "C" fn(*mut c_void, *mut TF_OpKernelContext)>,
+        Option<unsafe extern "C" fn(*mut c_void)>,
+    ) -> *mut TF_KernelBuilder,
+    pub type_constraint:
+        unsafe extern "C" fn(*mut TF_KernelBuilder, *const c_char, TF_DataType, *mut TF_Status),
+    pub host_memory: unsafe extern "C" fn(*mut TF_KernelBuilder, *const c_char),
+    pub register_kernel_builder:
+        unsafe extern "C" fn(*const c_char, *mut TF_KernelBuilder, *mut TF_Status),
+    pub delete_kernel_builder: unsafe extern "C" fn(*mut TF_KernelBuilder),
+    pub construction_failure: unsafe extern "C" fn(*mut TF_OpKernelConstruction, *mut TF_Status),
+    pub construction_name: unsafe extern "C" fn(*mut TF_OpKernelConstruction) -> TF_StringView,
+    pub get_attr_bool: unsafe extern "C" fn(
+        *mut TF_OpKernelConstruction,
+        *const c_char,
+        *mut TF_Bool,
+        *mut TF_Status,
+    ),
+    pub get_attr_int32:
+        unsafe extern "C" fn(*mut TF_OpKernelConstruction, *const c_char, *mut i32, *mut TF_Status),
+    pub get_attr_size: unsafe extern "C" fn(
+        *mut TF_OpKernelConstruction,
+        *const c_char,
+        *mut i32,
+        *mut i32,
+        *mut TF_Status,
+    ),
+    pub get_attr_string: unsafe extern "C" fn(
+        *mut TF_OpKernelConstruction,
+        *const c_char,
+        *mut c_char,
+        usize,
+        *mut TF_Status,
+    ),
+    pub get_attr_string_list: unsafe extern "C" fn(
+        *mut TF_OpKernelConstruction,
+        *const c_char,
+        *mut *mut c_char,
+        *mut usize,
+        c_int,
+        *mut c_void,
+        usize,
+        *mut TF_Status,
+    ),
+    pub get_stream: unsafe extern "C" fn(*mut TF_OpKernelContext, *mut TF_Status) -> SP_Stream,
+    pub num_inputs: unsafe extern "C" fn(*mut TF_OpKernelContext) -> c_int,
+    pub get_input:
+        unsafe extern "C" fn(*mut TF_OpKernelContext, c_int, *mut *mut TF_Tensor, *mut TF_Status),
+    pub forward_input_or_allocate_output: unsafe extern "C" fn(
+        *mut TF_OpKernelContext,
+        *const c_int,
+        c_int,
+        c_int,
+        *const i64,
+        c_int,
+        *mut c_int,
+        *mut TF_Status,
+    ) -> *mut TF_Tensor,
+    pub allocate_temp: unsafe extern "C" fn(
+        *mut TF_OpKernelContext,
+        TF_DataType,
+        *const i64,
+        c_int,
+        *mut TF_AllocatorAttributes,
+        *mut TF_Status,
+    ) -> *mut TF_Tensor,
+    pub context_failure: unsafe extern "C" fn(*mut TF_OpKernelContext, *mut TF_Status),
+    pub op_kernel_name: unsafe extern "C" fn(*mut TF_OpKernelContext) -> TF_StringView,
+    pub tensor_data: unsafe extern "C" fn(*const TF_Tensor) -> *mut c_void,
+    pub num_dims: unsafe extern "C" fn(*const TF_Tensor) -> c_int,
+    pub dim: unsafe extern "C" fn(*const TF_Tensor, c_int) -> i64,
+    pub tensor_type: unsafe extern "C" fn(*const TF_Tensor) -> TF_DataType,
+    pub tensor_byte_size: unsafe extern "C" fn(*const TF_Tensor) -> usize,
+    pub delete_tensor: unsafe extern "C" fn(*mut TF_Tensor),
+}
+
+static KERNEL_API: OnceLock<std::result::Result<KernelApi, String>> = OnceLock::new();
+
+/// The resolved kernel table, or an error naming the first missing symbol.
+pub fn kernel_api() -> Result<&'static KernelApi> {
+    KERNEL_API
+        .get_or_init(resolve_kernel_api)
+        .as_ref()
+        .map_err(|missing| Error::TfApiMissing(missing.clone()))
+}
+
+fn resolve_kernel_api() -> std::result::Result<KernelApi, String> {
+    // SAFETY: each symbol gets the signature kernels.h / tf_tensor.h declare.
+    unsafe {
+        Ok(KernelApi {
+            new_kernel_builder: symbol(c"TF_NewKernelBuilder")?,
+            type_constraint: symbol(c"TF_KernelBuilder_TypeConstraint")?,
+            host_memory: symbol(c"TF_KernelBuilder_HostMemory")?,
+            register_kernel_builder: symbol(c"TF_RegisterKernelBuilder")?,
+            delete_kernel_builder: symbol(c"TF_DeleteKernelBuilder")?,
+            construction_failure: symbol(c"TF_OpKernelConstruction_Failure")?,
+            construction_name: symbol(c"TF_OpKernelConstruction_GetName")?,
+            get_attr_bool: symbol(c"TF_OpKernelConstruction_GetAttrBool")?,
+            get_attr_int32: symbol(c"TF_OpKernelConstruction_GetAttrInt32")?,
+            get_attr_size: symbol(c"TF_OpKernelConstruction_GetAttrSize")?,
+            get_attr_string: symbol(c"TF_OpKernelConstruction_GetAttrString")?,
+            get_attr_string_list: symbol(c"TF_OpKernelConstruction_GetAttrStringList")?,
+            get_stream: symbol(c"TF_GetStream")?,
+            num_inputs: symbol(c"TF_NumInputs")?,
+            get_input: symbol(c"TF_GetInput")?,
+            forward_input_or_allocate_output: symbol(c"TF_ForwardInputOrAllocateOutput")?,
+            allocate_temp: symbol(c"TF_AllocateTemp")?,
+            context_failure: symbol(c"TF_OpKernelContext_Failure")?,
+            op_kernel_name: symbol(c"TF_GetOpKernelName")?,
+            tensor_data: symbol(c"TF_TensorData")?,
+            num_dims: symbol(c"TF_NumDims")?,
+            dim: symbol(c"TF_Dim")?,
+            tensor_type: symbol(c"TF_TensorType")?,
+            tensor_byte_size: symbol(c"TF_TensorByteSize")?,
+            delete_tensor: symbol(c"TF_DeleteTensor")?,
+        })
+    }
 }
 
 /// A status TF's callbacks write into, deleted on drop.

@@ -1,0 +1,126 @@
+//! [`Launcher`]: turns TF tensors into device descriptors, enqueues the
+//! commands of one kernel call on its stream and waits for them.
+//!
+//! Kernels are synchronous: `Compute` returns once the device has finished
+//! the op. A device error is therefore reported by the op that caused it
+//! (`TF_OpKernelContext_Failure`), and the stream stays usable. After a
+//! device fault the device is reset (timeouts are reset by the wait itself)
+//! so that later ops run; allocations survive a reset.
+
+use super::failure::{Failure, KernelResult};
+use super::tf::Tensor;
+use crate::error::Error;
+use crate::profiler::op_tag;
+use crate::profiling::{HostSpan, SpanKind};
+use crate::registry::Stream;
+use tensorplug_core::accelerator::{
+    DType, DeviceAddr, ErrorKind, Fence, OpDesc, OpKind, Shape, TensorDesc,
+};
+
+/// The device work of one kernel call.
+pub struct Launcher<'a> {
+    stream: &'a Stream,
+    op_type: &'static str,
+    node: &'a str,
+    last: Option<Fence>,
+}
+
+impl<'a> Launcher<'a> {
+    /// Work of node `node` (a `op_type`) on `stream`.
+    pub fn new(stream: &'a Stream, op_type: &'static str, node: &'a str) -> Self {
+        Self {
+            stream,
+            op_type,
+            node,
+            last: None,
+        }
+    }
+
+    /// The device descriptor of `tensor` viewed as `shape` (same element count).
+    pub fn desc(&self, tensor: &Tensor, shape: Shape) -> KernelResult<TensorDesc> {
+        let bytes = shape
+            .elements()
+            .and_then(|n| n.checked_mul(4))
+            .ok_or_else(|| Failure::invalid("tensor size overflows"))?;
+        if bytes as usize > tensor.byte_size() {
+            return Err(Failure::from(Error::Internal(format!(
+                "a {bytes}-byte view of a {}-byte tensor",
+                tensor.byte_size()
+            ))));
+        }
+        let addr = if bytes == 0 {
+            DeviceAddr(0)
+        } else {
+            self.stream
+                .device()
+                .device_addr(tensor.data(), bytes, "a kernel tensor")?
+        };
+        Ok(TensorDesc::new(addr, DType::F32, shape))
+    }
+
+    /// Enqueues `kind` over `inputs` into `output`.
+    pub fn launch(
+        &mut self,
+        kind: OpKind,
+        inputs: &[TensorDesc],
+        output: TensorDesc,
+    ) -> KernelResult<()> {
+        let mut op = OpDesc {
+            kind,
+            inputs,
+            output,
+            op_id: 0,
+        };
+        op.op_id = op_tag(self.node, self.op_type, op.flops(), op.bytes_accessed());
+        let queue = self.stream.queue();
+        let _span = HostSpan::begin(SpanKind::Launch, queue.0, u32::from(op.op_id));
+        let fence = self.stream.enqueue(|accel| accel.launch(queue, &op))?;
+        self.last = Some(fence);
+        Ok(())
+    }
+
+    /// Enqueues a fill of `dst` with the 32-bit `pattern`.
+    pub fn fill(&mut self, dst: TensorDesc, pattern: u32) -> KernelResult<()> {
+        let len = dst.byte_len().unwrap_or(0);
+        let queue = self.stream.queue();
+        let fence = self
+            .stream
+            .enqueue(|accel| accel.fill(queue, dst.addr, len, pattern))?;
+        self.last = Some(fence);
+        Ok(())
+    }
+
+    /// Enqueues a device-side copy of `src` into `dst` (same size).
+    pub fn copy(&mut self, dst: TensorDesc, src: TensorDesc) -> KernelResult<()> {
+        let len = dst.byte_len().unwrap_or(0);
+        let queue = self.stream.queue();
+        let fence = self
+            .stream
+            .enqueue(|accel| accel.copy_on_device(queue, dst.addr, src.addr, len))?;
+        self.last = Some(fence);
+        Ok(())
+    }
+
+    /// Waits until everything enqueued has completed.
+    pub fn finish(self) -> KernelResult<()> {
+        let Some(fence) = self.last else {
+            return Ok(());
+        };
+        let device = self.stream.device();
+        let outcome = device.core().wait(fence, "the op");
+        if let Err(Error::Device { source, .. }) = &outcome
+            && source.kind == ErrorKind::DeviceFault
+        {
+            // A halted device takes no more work until it is reset.
+            if let Err(reset) = device.core().lock().accel().reset() {
+                crate::log::error(format_args!(
+                    "{}: reset after a fault in {} '{}' failed: {reset}",
+                    device.core().label(),
+                    self.op_type,
+                    self.node
+                ));
+            }
+        }
+        Ok(outcome?)
+    }
+}

@@ -1,0 +1,377 @@
+//! Thin safe wrappers over TF's kernel C API: a reusable status, owned
+//! tensors, the kernel context and the construction context.
+
+use super::failure::{Failure, KernelResult};
+use crate::ffi::tf_api::{self, KernelApi, OwnedStatus, TfApi};
+use std::ffi::{CStr, c_char, c_int, c_void};
+use tensorplug_abi::tf::{
+    TF_ALLOCATOR_ATTRIBUTES_STRUCT_SIZE, TF_AllocatorAttributes, TF_Code, TF_DataType, TF_OK,
+    TF_OpKernelConstruction, TF_OpKernelContext, TF_Status, TF_StringView, TF_Tensor,
+};
+use tensorplug_core::accelerator::{MAX_RANK, Shape};
+
+/// A `TF_Status` reset to OK before each call it is handed to.
+pub struct Status {
+    api: &'static TfApi,
+    owned: OwnedStatus,
+}
+
+impl Status {
+    /// `TF_NewStatus()`.
+    pub fn new() -> KernelResult<Self> {
+        Ok(Self {
+            api: tf_api::api()?,
+            owned: OwnedStatus::new()?,
+        })
+    }
+
+    /// The status, set to OK, for the next TF call.
+    pub fn fresh(&self) -> *mut TF_Status {
+        // SAFETY: a live status; the message is a static C string TF copies.
+        unsafe { (self.api.set_status)(self.owned.as_ptr(), TF_OK, c"".as_ptr()) };
+        self.owned.as_ptr()
+    }
+
+    /// `Err` naming `what` if the last call failed.
+    pub fn check(&self, what: &str) -> KernelResult<()> {
+        self.owned
+            .to_result()
+            .map_err(|failure| Failure::from_tf(what, failure))
+    }
+
+    /// Sets `code` and `message` (for `*_Failure`).
+    pub fn set(&self, code: TF_Code, message: &str) -> *mut TF_Status {
+        let text = std::ffi::CString::new(message.replace('\0', " ")).unwrap_or_default();
+        // SAFETY: live status; NUL-terminated message that TF copies.
+        unsafe { (self.api.set_status)(self.owned.as_ptr(), code, text.as_ptr()) };
+        self.owned.as_ptr()
+    }
+}
+
+/// Borrows a `TF_StringView` as text (empty if null or not UTF-8).
+///
+/// # Safety
+/// `view` points to `len` readable bytes that outlive `'a`, or is null.
+unsafe fn view_str<'a>(view: TF_StringView) -> &'a str {
+    if view.data.is_null() {
+        return "";
+    }
+    // SAFETY: caller's contract.
+    let bytes = unsafe { std::slice::from_raw_parts(view.data.cast::<u8>(), view.len) };
+    std::str::from_utf8(bytes).unwrap_or("")
+}
+
+/// A tensor TF handed us, deleted (`TF_DeleteTensor`) on drop.
+pub struct Tensor {
+    api: &'static KernelApi,
+    raw: *mut TF_Tensor,
+}
+
+impl Tensor {
+    /// The element type.
+    pub fn dtype(&self) -> TF_DataType {
+        // SAFETY: live tensor.
+        unsafe { (self.api.tensor_type)(self.raw) }
+    }
+
+    /// The buffer (a device handle for device tensors, host memory otherwise).
+    pub fn data(&self) -> *mut c_void {
+        // SAFETY: live tensor.
+        unsafe { (self.api.tensor_data)(self.raw) }
+    }
+
+    /// Size of the buffer in bytes.
+    pub fn byte_size(&self) -> usize {
+        // SAFETY: live tensor.
+        unsafe { (self.api.tensor_byte_size)(self.raw) }
+    }
+
+    /// The shape; ranks above [`MAX_RANK`] are not supported on the device.
+    pub fn shape(&self) -> KernelResult<Shape> {
+        // SAFETY: live tensor.
+        let rank = unsafe { (self.api.num_dims)(self.raw) };
+        let rank = usize::try_from(rank).unwrap_or(usize::MAX);
+        if rank > MAX_RANK {
+            return Err(Failure::unimplemented(format!(
+                "tensors of rank {rank} (the device supports rank <= {MAX_RANK})"
+            )));
+        }
+        let mut dims = [0u64; MAX_RANK];
+        for (axis, dim) in dims[..rank].iter_mut().enumerate() {
+            // SAFETY: live tensor, axis < rank (fits c_int: rank <= 6).
+            let size = unsafe { (self.api.dim)(self.raw, axis as c_int) };
+            *dim = u64::try_from(size).map_err(|_| Failure::invalid("negative dimension"))?;
+        }
+        Shape::new(&dims[..rank]).ok_or_else(|| Failure::invalid("bad rank"))
+    }
+}
+
+impl Drop for Tensor {
+    fn drop(&mut self) {
+        // SAFETY: TF gave us ownership of `raw`; deleted once.
+        unsafe { (self.api.delete_tensor)(self.raw) }
+    }
+}
+
+/// TF's dims for `shape`.
+fn tf_dims(shape: &Shape) -> ([i64; MAX_RANK], c_int) {
+    let mut dims = [0i64; MAX_RANK];
+    for (out, &dim) in dims.iter_mut().zip(shape.dims()) {
+        *out = i64::try_from(dim).unwrap_or(i64::MAX);
+    }
+    (dims, shape.dims().len() as c_int)
+}
+
+/// The `TF_OpKernelContext` of one compute call.
+pub struct Context {
+    api: &'static KernelApi,
+    raw: *mut TF_OpKernelContext,
+    status: Status,
+}
+
+impl Context {
+    /// Wraps `raw`.
+    ///
+    /// # Safety
+    /// `raw` is the live context of the current compute call.
+    pub unsafe fn new(raw: *mut TF_OpKernelContext) -> KernelResult<Self> {
+        Ok(Self {
+            api: tf_api::kernel_api()?,
+            raw,
+            status: Status::new()?,
+        })
+    }
+
+    /// `TF_GetOpKernelName`: the node name (valid while the kernel lives).
+    pub fn node_name(&self) -> &str {
+        // SAFETY: live context; the name lives as long as the kernel, which
+        // outlives this compute call and so this borrow.
+        unsafe { view_str((self.api.op_kernel_name)(self.raw)) }
+    }
+
+    /// `TF_GetStream`: the stream this kernel's device work goes to.
+    pub fn stream(&self) -> KernelResult<&crate::registry::Stream> {
+        // SAFETY: live context and status.
+        let raw = unsafe { (self.api.get_stream)(self.raw, self.status.fresh()) };
+        self.status.check("TF_GetStream")?;
+        // SAFETY: TF hands back the SP_Stream our create_stream made.
+        unsafe { crate::se::stream_from_raw(raw) }
+            .ok_or_else(|| Failure::from(crate::Error::Internal("TF_GetStream gave null".into())))
+    }
+
+    /// `TF_GetInput(index)`, checked to be f32 unless `any_dtype`.
+    pub fn input(&self, index: usize, any_dtype: bool) -> KernelResult<Tensor> {
+        let mut raw = std::ptr::null_mut();
+        let what = || format!("input {index}");
+        let index_c = c_int::try_from(index).map_err(|_| Failure::invalid(what()))?;
+        // SAFETY: live context, out-pointer and status.
+        unsafe { (self.api.get_input)(self.raw, index_c, &mut raw, self.status.fresh()) };
+        self.status.check(&format!("TF_GetInput({index})"))?;
+        if raw.is_null() {
+            return Err(Failure::invalid(format!("{} is missing", what())));
+        }
+        let tensor = Tensor { api: self.api, raw };
+        if !any_dtype && tensor.dtype() != TF_DataType::TF_FLOAT {
+            return Err(Failure::unimplemented(format!(
+                "{} is {:?}; the device computes float32 only",
+                what(),
+                tensor.dtype()
+            )));
+        }
+        Ok(tensor)
+    }
+
+    /// Output 0 of `shape`, reusing one of `candidates` (inputs) when TF can.
+    pub fn output(&self, shape: &Shape, candidates: &[c_int]) -> KernelResult<Tensor> {
+        let (dims, rank) = tf_dims(shape);
+        let mut forwarded = -1;
+        // SAFETY: live context; arrays of the lengths passed; live status.
+        let raw = unsafe {
+            (self.api.forward_input_or_allocate_output)(
+                self.raw,
+                candidates.as_ptr(),
+                candidates.len() as c_int,
+                0,
+                dims.as_ptr(),
+                rank,
+                &mut forwarded,
+                self.status.fresh(),
+            )
+        };
+        self.status.check("allocating the output")?;
+        if raw.is_null() {
+            return Err(Failure::invalid("TF allocated no output"));
+        }
+        Ok(Tensor { api: self.api, raw })
+    }
+
+    /// A device temporary of `shape` (f32), valid during this call.
+    pub fn temp(&self, shape: &Shape) -> KernelResult<Tensor> {
+        let (dims, rank) = tf_dims(shape);
+        let mut attrs = TF_AllocatorAttributes {
+            struct_size: TF_ALLOCATOR_ATTRIBUTES_STRUCT_SIZE,
+            on_host: 0,
+        };
+        // SAFETY: live context; dims of `rank` entries; live attrs and status.
+        let raw = unsafe {
+            (self.api.allocate_temp)(
+                self.raw,
+                TF_DataType::TF_FLOAT,
+                dims.as_ptr(),
+                rank,
+                &mut attrs,
+                self.status.fresh(),
+            )
+        };
+        self.status.check("allocating a temporary")?;
+        if raw.is_null() {
+            return Err(Failure::invalid("TF allocated no temporary"));
+        }
+        Ok(Tensor { api: self.api, raw })
+    }
+
+    /// `TF_OpKernelContext_Failure` with `code` and `message`.
+    pub fn fail(&self, code: TF_Code, message: &str) {
+        let status = self.status.set(code, message);
+        // SAFETY: live context and status (TF copies it).
+        unsafe { (self.api.context_failure)(self.raw, status) };
+    }
+}
+
+/// The `TF_OpKernelConstruction` of one kernel instance.
+pub struct Construction {
+    api: &'static KernelApi,
+    raw: *mut TF_OpKernelConstruction,
+    status: Status,
+}
+
+impl Construction {
+    /// Wraps `raw`.
+    ///
+    /// # Safety
+    /// `raw` is the live construction context of the current create call.
+    pub unsafe fn new(raw: *mut TF_OpKernelConstruction) -> KernelResult<Self> {
+        Ok(Self {
+            api: tf_api::kernel_api()?,
+            raw,
+            status: Status::new()?,
+        })
+    }
+
+    /// The node name.
+    pub fn node_name(&self) -> String {
+        // SAFETY: live construction context; the view is copied at once.
+        unsafe { view_str((self.api.construction_name)(self.raw)) }.to_owned()
+    }
+
+    /// A bool attribute.
+    pub fn bool_attr(&self, name: &CStr) -> KernelResult<bool> {
+        let mut value = 0u8;
+        // SAFETY: live context, NUL-terminated name, out-pointer, status.
+        unsafe {
+            (self.api.get_attr_bool)(self.raw, name.as_ptr(), &mut value, self.status.fresh())
+        };
+        self.status.check(&format!("attribute {name:?}"))?;
+        Ok(value != 0)
+    }
+
+    /// An int attribute.
+    pub fn int_attr(&self, name: &CStr) -> KernelResult<i32> {
+        let mut value = 0i32;
+        // SAFETY: as in `bool_attr`.
+        unsafe {
+            (self.api.get_attr_int32)(self.raw, name.as_ptr(), &mut value, self.status.fresh())
+        };
+        self.status.check(&format!("attribute {name:?}"))?;
+        Ok(value)
+    }
+
+    /// A string attribute (at most 64 bytes are read; ours are short).
+    pub fn string_attr(&self, name: &CStr) -> KernelResult<String> {
+        let mut buffer = [0u8; 64];
+        let (mut list_size, mut total_size) = (0i32, 0i32);
+        // SAFETY: live context, name, out-pointers, status.
+        unsafe {
+            (self.api.get_attr_size)(
+                self.raw,
+                name.as_ptr(),
+                &mut list_size,
+                &mut total_size,
+                self.status.fresh(),
+            )
+        };
+        self.status.check(&format!("attribute {name:?}"))?;
+        let len = usize::try_from(total_size).unwrap_or(0).min(buffer.len());
+        // SAFETY: the buffer holds `len` bytes.
+        unsafe {
+            (self.api.get_attr_string)(
+                self.raw,
+                name.as_ptr(),
+                buffer.as_mut_ptr().cast::<c_char>(),
+                len,
+                self.status.fresh(),
+            )
+        };
+        self.status.check(&format!("attribute {name:?}"))?;
+        Ok(String::from_utf8_lossy(&buffer[..len]).into_owned())
+    }
+
+    /// A list-of-strings attribute (up to 8 entries of 256 bytes in all).
+    pub fn string_list_attr(&self, name: &CStr) -> KernelResult<Vec<String>> {
+        const MAX: usize = 8;
+        let (mut list_size, mut total_size) = (0i32, 0i32);
+        // SAFETY: as in `string_attr`.
+        unsafe {
+            (self.api.get_attr_size)(
+                self.raw,
+                name.as_ptr(),
+                &mut list_size,
+                &mut total_size,
+                self.status.fresh(),
+            )
+        };
+        self.status.check(&format!("attribute {name:?}"))?;
+        let count = usize::try_from(list_size).unwrap_or(0);
+        if count > MAX || usize::try_from(total_size).unwrap_or(usize::MAX) > 256 {
+            return Err(Failure::unimplemented(format!(
+                "attribute {name:?} has {count} entries; at most {MAX} are supported"
+            )));
+        }
+        let mut values = [std::ptr::null_mut::<c_char>(); MAX];
+        let mut lengths = [0usize; MAX];
+        let mut storage = [0u8; 256];
+        // SAFETY: arrays of MAX entries and a 256-byte storage, as passed.
+        unsafe {
+            (self.api.get_attr_string_list)(
+                self.raw,
+                name.as_ptr(),
+                values.as_mut_ptr(),
+                lengths.as_mut_ptr(),
+                count as c_int,
+                storage.as_mut_ptr().cast::<c_void>(),
+                storage.len(),
+                self.status.fresh(),
+            )
+        };
+        self.status.check(&format!("attribute {name:?}"))?;
+        Ok(values[..count]
+            .iter()
+            .zip(&lengths)
+            .map(|(&ptr, &len)| {
+                if ptr.is_null() {
+                    return String::new();
+                }
+                // SAFETY: TF points each entry into `storage` with its length.
+                let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
+                String::from_utf8_lossy(bytes).into_owned()
+            })
+            .collect())
+    }
+
+    /// `TF_OpKernelConstruction_Failure` with `code` and `message`.
+    pub fn fail(&self, code: TF_Code, message: &str) {
+        let status = self.status.set(code, message);
+        // SAFETY: live context and status (TF copies it).
+        unsafe { (self.api.construction_failure)(self.raw, status) };
+    }
+}
