@@ -3,6 +3,12 @@
 with every node's device set as TF's placer writes it before grappler runs.
 
     python graph_fixtures.py [out_dir]
+    python graph_fixtures.py --from-dump <graph-…-in.pb> [out_dir]
+
+`--from-dump` takes a `graph_in` our optimizer dumped inside TF
+(TENSORPLUG_GRAPH_DUMP_DIR; a function body with `_Arg`/`_Retval`) and
+writes it as `tf_function_body.pb` with its MatMul/BiasAdd/Relu moved to the
+FPGA, as they are placed once the FPGA kernels exist.
 """
 
 import pathlib
@@ -121,7 +127,22 @@ FIXTURES = {
 }
 
 
+def from_dump(path, out):
+    from tensorflow.core.framework import graph_pb2
+
+    graph = graph_pb2.GraphDef.FromString(pathlib.Path(path).read_bytes())
+    for node in graph.node:
+        if node.op in ("MatMul", "BiasAdd", "Relu"):
+            node.device = FPGA
+    data = graph.SerializeToString(deterministic=True)
+    (out / "tf_function_body.pb").write_bytes(data)
+    print(f"tf_function_body.pb {len(data)} bytes")
+
+
 def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--from-dump":
+        out = pathlib.Path(sys.argv[3]) if len(sys.argv) > 3 else OUT
+        return from_dump(sys.argv[2], out)
     out = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else OUT
     out.mkdir(parents=True, exist_ok=True)
     for name, fn in FIXTURES.items():

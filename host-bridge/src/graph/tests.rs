@@ -8,7 +8,7 @@ use crate::error::Error;
 use prost::Message;
 use std::collections::{HashMap, HashSet};
 
-const FIXTURES: [(&str, &[u8]); 8] = [
+const FIXTURES: [(&str, &[u8]); 9] = [
     ("dense_relu", include_bytes!("testdata/dense_relu.pb")),
     ("mlp", include_bytes!("testdata/mlp.pb")),
     ("shared_matmul", include_bytes!("testdata/shared_matmul.pb")),
@@ -22,6 +22,11 @@ const FIXTURES: [(&str, &[u8]); 8] = [
     (
         "chain_of_three",
         include_bytes!("testdata/chain_of_three.pb"),
+    ),
+    // A graph_in our optimizer received inside TF (a function body).
+    (
+        "tf_function_body",
+        include_bytes!("testdata/tf_function_body.pb"),
     ),
 ];
 
@@ -137,6 +142,36 @@ fn keras_dense_relu_becomes_one_fused_node() {
     }
     // The consumer still reads the root's name, now the fused node's output 0.
     assert_eq!(node(&graph, "Identity").input, ["dense_1/Relu", "^NoOp"]);
+    assert_untouched_except(
+        &before,
+        &graph,
+        &["dense_1/MatMul", "dense_1/BiasAdd", "dense_1/Relu"],
+    );
+}
+
+#[test]
+fn function_body_from_tf_fuses_into_retval_input() {
+    let before = fixture("tf_function_body");
+    assert!(ops(&before).contains(&"_Arg") && ops(&before).contains(&"_Retval"));
+    let mut graph = before.clone();
+    assert_eq!(
+        fuse(&mut graph, &[]),
+        Fusions {
+            with_relu: 1,
+            bias_only: 0
+        }
+    );
+    let fused = node(&graph, "dense_1/Relu");
+    assert_fused(fused, &["BiasAdd", "Relu"], false);
+    assert_eq!(
+        fused.input,
+        [
+            "x",
+            "dense_1/Cast/ReadVariableOp",
+            "dense_1/BiasAdd/ReadVariableOp"
+        ]
+    );
+    assert_eq!(node(&graph, "identity_RetVal").input, ["dense_1/Relu"]);
     assert_untouched_except(
         &before,
         &graph,

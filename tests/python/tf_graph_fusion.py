@@ -1,0 +1,59 @@
+"""A tf.function Dense+ReLU graph on /device:FPGA:0 with our graph optimizer.
+
+    python tf_graph_fusion.py <dump dir> <expect: fused | unchanged>
+
+The plugin is loaded through TF_PLUGGABLE_DEVICE_LIBRARY_PATH; the optimizer
+dumps every graph_in/graph_out into <dump dir> (TENSORPLUG_GRAPH_DUMP_DIR).
+Checks: the result equals the same function on CPU, and the optimizer's
+output graph has a `_FusedMatMul` on the FPGA (`fused`) or is byte-identical
+to its input (`unchanged`: no FPGA `_FusedMatMul` kernel registered).
+"""
+
+import os
+import pathlib
+import sys
+
+dump_dir = pathlib.Path(sys.argv[1])
+expect = sys.argv[2]
+os.environ["TENSORPLUG_GRAPH_DUMP_DIR"] = str(dump_dir)
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from tensorflow.core.framework import graph_pb2  # noqa: E402
+
+assert tf.config.list_logical_devices("FPGA"), "the plugin did not load"
+tf.keras.utils.set_random_seed(11)
+layer = tf.keras.layers.Dense(8, activation="relu")
+layer.build([None, 16])
+
+
+@tf.function
+def dense_relu(x):
+    return layer(x)
+
+
+x = tf.constant(np.random.default_rng(5).standard_normal([4, 16]).astype(np.float32))
+with tf.device("/device:CPU:0"):
+    want = dense_relu(x).numpy()
+with tf.device("/device:FPGA:0"):
+    got = dense_relu(x).numpy()
+np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+pairs = sorted(dump_dir.glob("graph-*-in.pb"))
+assert pairs, f"the optimizer was never called (no dumps in {dump_dir})"
+fused = 0
+for graph_in in pairs:
+    graph_out = graph_in.with_name(graph_in.name.replace("-in.pb", "-out.pb"))
+    before, after = graph_in.read_bytes(), graph_out.read_bytes()
+    nodes = graph_pb2.GraphDef.FromString(after).node
+    on_fpga = [n for n in nodes if n.op == "_FusedMatMul" and "/device:FPGA:" in n.device]
+    fused += len(on_fpga)
+    if expect == "unchanged":
+        assert before == after, f"{graph_out.name} differs from its input"
+devices = sorted({n.device for p in pairs for n in graph_pb2.GraphDef.FromString(p.read_bytes()).node})
+print(f"graphs {len(pairs)}, fused {fused}, devices in graph_in: {devices}")
+if expect == "fused":
+    assert fused >= 1, "no _FusedMatMul on the FPGA in any optimized graph"
+else:
+    assert fused == 0
+print("OK", expect)

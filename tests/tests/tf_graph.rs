@@ -1,0 +1,98 @@
+//! The graph optimizer against real TensorFlow (issue 5, `TF_InitGraph`).
+//! Each scenario runs in its own Python process.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use tensorplug_host_bridge::graph::rewrite;
+use tensorplug_tests::{run_python, run_tf_with_plugin, workspace_root};
+
+fn check(output: &std::process::Output, what: &str) -> String {
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{what} failed ({}):\nstdout:\n{stdout}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("tensorplug-tf-graph-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+#[test]
+fn descriptor_set_matches_the_pinned_wheel() {
+    let stdout = check(
+        &run_python("graph_fds.py", &["--check"]),
+        "graph_fds.py --check",
+    );
+    assert!(stdout.contains("UP-TO-DATE 13 files"), "{stdout}");
+}
+
+/// Our rewrite of TF-traced graphs computes what the originals compute, on
+/// TF's own CPU `_FusedMatMul` kernel (grappler off, so nothing else changes).
+#[test]
+fn rewritten_graphs_compute_the_same_on_tf() {
+    let testdata = workspace_root().join("host-bridge/src/graph/testdata");
+    let dir = scratch("eval");
+    // (fixture, fused nodes expected); Keras fixtures read variables and
+    // cannot be fed, so these are the constant-weight ones.
+    for (name, fused) in [
+        ("chain_of_three", 3),
+        ("transpose_control", 1),
+        ("shared_bias", 1),
+    ] {
+        let original = testdata.join(format!("{name}.pb"));
+        let bytes = std::fs::read(&original).expect("fixture");
+        let (fusions, out) = rewrite(&bytes, &HashSet::new()).expect("rewrite");
+        assert_eq!(fusions.with_relu + fusions.bias_only, fused, "{name}");
+        let rewritten = dir.join(format!("{name}.fused.pb"));
+        std::fs::write(&rewritten, out.expect("rewritten")).expect("write");
+        let stdout = check(
+            &run_python(
+                "graph_fused_eval.py",
+                &[path(&original), path(&rewritten), &fused.to_string()],
+            ),
+            name,
+        );
+        assert!(
+            stdout.contains(&format!("{fused} fused nodes")),
+            "{name}: {stdout}"
+        );
+    }
+}
+
+/// In a TF process with the plugin: `TF_InitGraph` registers, grappler calls
+/// `optimize_func` on the function graph, and without an FPGA `_FusedMatMul`
+/// kernel the graph comes back byte-identical and still computes right.
+#[test]
+fn plugin_optimizer_runs_and_passes_through_without_fused_kernel() {
+    let dir = scratch("passthrough");
+    let stdout = check(
+        &run_tf_with_plugin("tf_graph_fusion.py", &[path(&dir), "unchanged"], None),
+        "tf_graph_fusion.py unchanged",
+    );
+    assert!(stdout.contains("OK unchanged"), "{stdout}");
+}
+
+/// The full path: Dense+ReLU on the FPGA is rewritten into `_FusedMatMul`
+/// and computes what the CPU computes.
+#[test]
+#[ignore = "needs the FPGA _FusedMatMul kernel (issue 5 kernels)"]
+fn plugin_fuses_dense_relu_on_fpga() {
+    let dir = scratch("fused");
+    let stdout = check(
+        &run_tf_with_plugin("tf_graph_fusion.py", &[path(&dir), "fused"], None),
+        "tf_graph_fusion.py fused",
+    );
+    assert!(stdout.contains("OK fused"), "{stdout}");
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 path")
+}
