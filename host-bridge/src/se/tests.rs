@@ -441,3 +441,52 @@ fn panics_and_errors_become_statuses_not_unwinds() {
     assert_ne!(status.code, TF_OK);
     assert!(stream.is_null());
 }
+
+#[test]
+fn a_stream_waiting_for_an_event_of_another_queue_waits_for_its_work() {
+    let (device, released) = gated_device(5 * SECOND);
+    let mut f = Fixture::new(&device); // queue 0
+    let mut other = std::ptr::null_mut();
+    let (dev, st) = (f.device.ptr(), f.st());
+    // SAFETY: live device; the second stream takes queue 1.
+    unsafe { (f.se.create_stream.unwrap())(dev, &mut other, st) };
+    f.ok();
+    // SAFETY: both are our streams.
+    let queues = unsafe {
+        (
+            stream_from_raw(f.stream).unwrap().queue(),
+            stream_from_raw(other).unwrap().queue(),
+        )
+    };
+    assert_ne!(queues.0, queues.1);
+
+    let mut mem = f.alloc(64);
+    let src = pattern(64);
+    f.htod(&mut mem, &src);
+    let mut event = std::ptr::null_mut();
+    let stream = f.stream;
+    // SAFETY: live handles.
+    unsafe {
+        (f.se.create_event.unwrap())(dev, &mut event, st);
+        (f.se.record_event.unwrap())(dev, stream, event, st);
+    }
+    f.ok();
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(60));
+        released.store(u64::MAX, Ordering::Release);
+    });
+    let start = std::time::Instant::now();
+    // SAFETY: live handles.
+    unsafe { (f.se.wait_for_event.unwrap())(dev, other, event, st) };
+    f.ok();
+    assert!(
+        start.elapsed() >= Duration::from_millis(50),
+        "did not wait for the other queue"
+    );
+    // SAFETY: the event's work is done now.
+    assert_eq!(
+        unsafe { (f.se.get_event_status.unwrap())(dev, event) },
+        SE_EventStatus::SE_EVENT_COMPLETE
+    );
+    releaser.join().unwrap();
+}
