@@ -1,0 +1,202 @@
+"""The pluggable profiler end to end: tf.profiler on /device:FPGA:0, the
+written .xplane.pb read with TF's xplane_pb2, and converted with xprof.
+
+usage: tf_profiler_scenarios.py <model | no_fpga_ops | cycles N MAX_GROWTH_MIB>
+Prints `ok: ...` on success; exits non-zero naming the first failed check.
+"""
+import glob
+import json
+import os
+import sys
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+FPGA = "/device:FPGA:0"
+PLANE_PREFIX = "/device:CUSTOM:"
+RUNS = 3
+
+
+def check(cond, msg):
+    if not cond:
+        print(f"FAILED: {msg}", file=sys.stderr)
+        sys.exit(1)
+
+
+def profile(body):
+    logdir = tempfile.mkdtemp(prefix="tensorplug-prof-")
+    tf.profiler.experimental.start(logdir)
+    body()
+    tf.profiler.experimental.stop()
+    paths = sorted(glob.glob(os.path.join(logdir, "plugins/profile/*/*.xplane.pb")))
+    check(len(paths) == 1, f"expected one .xplane.pb in {logdir}, found {paths}")
+    space = xplane_pb2.XSpace()
+    with open(paths[0], "rb") as f:
+        space.ParseFromString(f.read())
+    return paths[0], space
+
+
+def stats(plane, holder):
+    out = {}
+    for stat in holder.stats:
+        kind = stat.WhichOneof("value")
+        out[plane.stat_metadata[stat.metadata_id].name] = getattr(stat, kind)
+    return out
+
+
+def scopes_in_order(names):
+    """Collapses consecutive events of the same name scope: d1 d1 d2 d1 -> d1 d2 d1."""
+    out = []
+    for name in names:
+        scope = name.split("/")[0]
+        if not out or out[-1] != scope:
+            out.append(scope)
+    return out
+
+
+def mlp():
+    rng = np.random.default_rng(3)
+    values = [rng.standard_normal(s).astype(np.float32)
+              for s in [(32, 64), (64, 128), (128,), (128, 10), (10,)]]
+    with tf.device(FPGA):
+        tensors = [tf.constant(v) for v in values]
+
+    @tf.function
+    def model(x, w1, b1, w2, b2):
+        with tf.name_scope("dense1"):
+            h = tf.nn.relu(tf.nn.bias_add(tf.matmul(x, w1), b1))
+        with tf.name_scope("dense2"):
+            return tf.nn.softmax(tf.nn.bias_add(tf.matmul(h, w2), b2))
+
+    def run():
+        with tf.device(FPGA):
+            return model(*tensors).numpy()
+
+    return run
+
+
+def scenario_model():
+    run = mlp()
+    run()  # trace and optimize outside the profile
+    path, space = profile(lambda: [run() for _ in range(RUNS)])
+    planes = [p for p in space.planes if p.name.startswith(PLANE_PREFIX)]
+    check([p.name for p in planes] == [PLANE_PREFIX + "0"],
+          f"one device plane, got {[p.name for p in space.planes]}")
+    plane = planes[0]
+    host = [p for p in space.planes if p.name == "/host:CPU"]
+    check(len(host) == 1, "TF's host plane is there")
+    host_times = [line.timestamp_ns + e.offset_ps // 1000
+                  for line in host[0].lines for e in line.events]
+    lo, hi = min(host_times), max(host_times)
+
+    lines = {line.name: line for line in plane.lines}
+    queue = lines.get("Queue 0")
+    check(queue is not None, f"a line for queue 0, got {sorted(lines)}")
+    events = sorted(queue.events, key=lambda e: e.offset_ps)
+    names = [plane.event_metadata[e.metadata_id].name for e in events]
+    check(all(n.startswith(("dense1/", "dense2/")) for n in names),
+          f"device events are named after the TF nodes: {names}")
+    check(scopes_in_order(names) == ["dense1", "dense2"] * RUNS,
+          f"dense1 then dense2, {RUNS} times: {names}")
+    end = 0
+    for event, name in zip(events, names):
+        check(event.duration_ps > 0, f"{name} has a duration")
+        check(event.offset_ps >= end, f"{name} overlaps the op before it")
+        end = event.offset_ps + event.duration_ps
+        at = queue.timestamp_ns + event.offset_ps // 1000
+        check(lo - 50_000_000 <= at <= hi + 50_000_000,
+              f"{name} at {at} ns is on TF's clock (host plane spans {lo}..{hi})")
+        meta = stats(plane, plane.event_metadata[event.metadata_id])
+        check(meta.get("tf_op", "").startswith(name + ":"), f"{name}: tf_op {meta}")
+        check(meta.get("bytes_accessed", 0) > 0, f"{name}: bytes_accessed {meta}")
+        if "MatMul" in meta["tf_op"]:
+            check(meta.get("flops", 0) > 0, f"{name}: flops {meta}")
+    host_api = lines.get("Host API")
+    check(host_api is not None, "a Host API line")
+    copies = [e for e in host_api.events
+              if plane.event_metadata[e.metadata_id].name == "HostCopy"]
+    check(copies and all(stats(plane, e).get("bytes_transferred", 0) > 0 for e in copies),
+          "host copies carry bytes_transferred")
+
+    # xprof: the trace viewer's data must show our plane and ops in order.
+    from xprof.convert import raw_to_tool_data
+    data, _ = raw_to_tool_data.xspace_to_tool_data([path], "trace_viewer", {})
+    check(data, "xprof converted the XSpace to trace viewer data")
+    trace = json.loads(data)
+    processes = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"]
+                 if e.get("ph") == "M" and e.get("name") == "process_name"}
+    ours = [pid for pid, name in processes.items() if name == PLANE_PREFIX + "0"]
+    check(len(ours) == 1, f"xprof shows our plane; processes: {processes}")
+    shown = sorted((e for e in trace["traceEvents"]
+                    if e.get("ph") == "X" and e.get("pid") == ours[0]
+                    and e["name"].startswith(("dense1/", "dense2/"))),
+                   key=lambda e: e["ts"])
+    check(len(shown) == len(names), f"xprof shows {len(shown)} of our {len(names)} ops")
+    check([e["name"] for e in shown] == names, "xprof keeps the device order")
+    check(all(e["dur"] > 0 for e in shown), "xprof durations > 0")
+    print(f"ok: {len(names)} device ops in {RUNS} runs, {len(copies)} host copies, "
+          f"xprof shows {len(shown)} ops on {PLANE_PREFIX}0; "
+          f"ops: {sorted(set(names))}")
+
+
+def scenario_no_fpga_ops():
+    def cpu_only():
+        with tf.device("/device:CPU:0"):
+            tf.matmul(tf.ones((8, 8)), tf.ones((8, 8))).numpy()
+    _, space = profile(cpu_only)
+    names = [p.name for p in space.planes]
+    check(not any(n.startswith(PLANE_PREFIX) for n in names),
+          f"no device plane without FPGA work: {names}")
+    check("/host:CPU" in names, f"TF still wrote its host plane: {names}")
+    print(f"ok: planes {names}")
+
+
+def rss_mib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    check(False, "no VmRSS")
+
+
+def scenario_cycles(cycles, max_growth_mib):
+    logdir = tempfile.mkdtemp(prefix="tensorplug-cycles-")
+    with tf.device(FPGA):
+        x = tf.constant(np.linspace(-1, 1, 1024, dtype=np.float32))
+    warmup = 10
+    rss = {}
+    for cycle in range(1, cycles + 1):
+        tf.profiler.experimental.start(logdir)
+        with tf.device(FPGA):
+            tf.nn.relu(x).numpy()
+        tf.profiler.experimental.stop()
+        if cycle in (warmup, cycles):
+            rss[cycle] = rss_mib()
+    growth = rss[cycles] - rss[warmup]
+    check(growth <= max_growth_mib,
+          f"RSS grew {growth:.1f} MiB from cycle {warmup} to {cycles} "
+          f"(bound {max_growth_mib} MiB)")
+    # The last cycle still produced our plane with the relu on it.
+    paths = sorted(glob.glob(os.path.join(logdir, "plugins/profile/*/*.xplane.pb")))
+    space = xplane_pb2.XSpace()
+    with open(paths[-1], "rb") as f:
+        space.ParseFromString(f.read())
+    planes = [p for p in space.planes if p.name.startswith(PLANE_PREFIX)]
+    check(planes and any(line.name == "Queue 0" for line in planes[0].lines),
+          "the last cycle recorded device ops")
+    print(f"ok: {cycles} cycles, RSS {rss[warmup]:.1f} -> {rss[cycles]:.1f} MiB "
+          f"(growth {growth:.1f} MiB, bound {max_growth_mib})")
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    if mode == "model":
+        scenario_model()
+    elif mode == "no_fpga_ops":
+        scenario_no_fpga_ops()
+    elif mode == "cycles":
+        scenario_cycles(int(sys.argv[2]), float(sys.argv[3]))
+    else:
+        check(False, f"unknown scenario {mode}")
