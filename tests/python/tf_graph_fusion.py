@@ -1,12 +1,13 @@
 """A tf.function Dense+ReLU graph on /device:FPGA:0 with our graph optimizer.
 
-    python tf_graph_fusion.py <dump dir> <expect: fused | unchanged>
+    python tf_graph_fusion.py <dump dir> <fused | off>
 
 The plugin is loaded through TF_PLUGGABLE_DEVICE_LIBRARY_PATH; the optimizer
 dumps every graph_in/graph_out into <dump dir> (TENSORPLUG_GRAPH_DUMP_DIR).
-Checks: the result equals the same function on CPU, and the optimizer's
-output graph has a `_FusedMatMul` on the FPGA (`fused`) or is byte-identical
-to its input (`unchanged`: no FPGA `_FusedMatMul` kernel registered).
+Checks: the result equals the same function on CPU; the optimizer's output
+graph has a `_FusedMatMul` on the FPGA (`fused`), or, with
+TENSORPLUG_GRAPH_FUSION=0 (`off`), is byte-identical to its input; the
+nodes-to-preserve list TF gave us names nodes of the graph.
 """
 
 import os
@@ -15,7 +16,9 @@ import sys
 
 dump_dir = pathlib.Path(sys.argv[1])
 expect = sys.argv[2]
+assert expect in ("fused", "off"), expect
 os.environ["TENSORPLUG_GRAPH_DUMP_DIR"] = str(dump_dir)
+os.environ["TENSORPLUG_GRAPH_FUSION"] = "1" if expect == "fused" else "0"
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -48,7 +51,13 @@ for graph_in in pairs:
     nodes = graph_pb2.GraphDef.FromString(after).node
     on_fpga = [n for n in nodes if n.op == "_FusedMatMul" and "/device:FPGA:" in n.device]
     fused += len(on_fpga)
-    if expect == "unchanged":
+    # TF_GetNodesToPreserveList through our FFI: a function body keeps its
+    # _Arg/_Retval nodes (or their fetches), so the list is never empty.
+    preserve = graph_in.with_name(graph_in.name.replace("-in.pb", "-preserve.txt")).read_text().split()
+    assert preserve, f"{graph_in.name}: empty nodes-to-preserve list"
+    names = {n.name for n in graph_pb2.GraphDef.FromString(before).node}
+    assert set(preserve) <= names, f"{graph_in.name}: preserve {preserve} not all in the graph"
+    if expect == "off":
         assert before == after, f"{graph_out.name} differs from its input"
 devices = sorted({n.device for p in pairs for n in graph_pb2.GraphDef.FromString(p.read_bytes()).node})
 print(f"graphs {len(pairs)}, fused {fused}, devices in graph_in: {devices}")

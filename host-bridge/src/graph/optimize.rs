@@ -72,16 +72,16 @@ pub unsafe fn run(
         ));
     }
     let settings = Settings::from_env()?;
+    // SAFETY: caller's contract.
+    let preserve = unsafe { tf_grappler::nodes_to_preserve(item) }?;
     let rewritten = if settings.fusion && fused_kernel_registered()? {
-        // SAFETY: caller's contract.
-        let preserve = unsafe { tf_grappler::nodes_to_preserve(item) }?;
         rewrite(input, &preserve)?.1
     } else {
         None
     };
     let output = rewritten.unwrap_or_else(|| input.to_vec());
     if let Some(dir) = &settings.dump_dir {
-        dump(dir, input, &output);
+        dump(dir, input, &output, &preserve);
     }
     // SAFETY: non-null, TF's buffer (caller's contract).
     unsafe { set_output(graph_out, output) };
@@ -148,13 +148,21 @@ unsafe extern "C" fn free_output(data: *mut c_void, length: usize) {
     drop(unsafe { Box::from_raw(slice) });
 }
 
-/// Writes `<dir>/graph-<pid>-<n>-{in,out}.pb`; failures are only logged.
-fn dump(dir: &std::path::Path, input: &[u8], output: &[u8]) {
+/// Writes `<dir>/graph-<pid>-<n>-{in.pb,out.pb,preserve.txt}` (the nodes
+/// to preserve, sorted, one per line); failures are only logged.
+fn dump(dir: &std::path::Path, input: &[u8], output: &[u8], preserve: &HashSet<String>) {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     let stem = format!("graph-{}-{n}", std::process::id());
-    for (suffix, bytes) in [("in", input), ("out", output)] {
-        let path = dir.join(format!("{stem}-{suffix}.pb"));
+    let mut names: Vec<&str> = preserve.iter().map(String::as_str).collect();
+    names.sort_unstable();
+    let names = names.join("\n");
+    for (suffix, bytes) in [
+        ("in.pb", input),
+        ("out.pb", output),
+        ("preserve.txt", names.as_bytes()),
+    ] {
+        let path = dir.join(format!("{stem}-{suffix}"));
         if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, bytes)) {
             log::warn(format_args!("cannot dump {}: {e}", path.display()));
         }
