@@ -4,9 +4,11 @@
 //! - group `driver_mmio`, id `nop_round_trip`: one `NOP` submitted, doorbell,
 //!   completion reaped (issue 4 goal: median ≤ 2 µs);
 //! - group `driver_mmio_copy`, ids `h2d2h_64MiB` (64 MiB host → device, then
-//!   device → host, through the memory window) and `memcpy_64MiB` (a plain
+//!   device → host, through the memory window: the default copy path),
+//!   `h2d2h_64MiB_dma` (the same through `COPY_H2D`/`COPY_D2H` and a 4 MiB
+//!   DMA window, `DriverConfig::dma_copies`) and `memcpy_64MiB` (a plain
 //!   copy of the same bytes, the baseline); criterion throughput is the
-//!   bytes each moves (128 MiB and 64 MiB).
+//!   bytes each moves (128 MiB, 128 MiB, 64 MiB).
 //!
 //! Figure files in `<target>/tensorplug-bench/`:
 //! `driver-nop-round-trip.json` (median ns, goal ≤ 2000) and
@@ -28,17 +30,17 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 
 fn device(
     memory: usize,
+    dma_copies: bool,
 ) -> (
     InProcessDevice,
     Driver<impl tensorplug_device_fpga::transport::Transport, StdClock>,
 ) {
-    let model = InProcessDevice::spawn(memory, 64 << 10, ServeOptions::default()).expect("model");
-    let driver = Driver::new(
-        model.transport(),
-        StdClock::default(),
-        DriverConfig::default(),
-    )
-    .expect("bring-up");
+    let model = InProcessDevice::spawn(memory, 4 << 20, ServeOptions::default()).expect("model");
+    let config = DriverConfig {
+        dma_copies,
+        ..DriverConfig::default()
+    };
+    let driver = Driver::new(model.transport(), StdClock::default(), config).expect("bring-up");
     (model, driver)
 }
 
@@ -74,7 +76,7 @@ fn median(mut samples: Vec<f64>) -> f64 {
 }
 
 fn round_trip(c: &mut Criterion) {
-    let (_model, mut dev) = device(1 << 20);
+    let (_model, mut dev) = device(1 << 20, false);
     let mut once = || {
         let fence = dev.submit_raw(&nop()).unwrap();
         dev.wait(fence, TIMEOUT).unwrap();
@@ -105,10 +107,31 @@ fn round_trip(c: &mut Criterion) {
 }
 
 fn copy(c: &mut Criterion) {
-    let (_model, mut dev) = device(COPY + (4 << 20));
-    let q = QueueId(0);
     let src: Vec<u8> = (0..COPY).map(|i| (i * 13) as u8).collect();
     let mut back = vec![0u8; COPY];
+    let q = QueueId(0);
+    let mut group = c.benchmark_group("driver_mmio_copy");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+
+    // The DMA path (4 MiB window, staged chunk by chunk), for comparison.
+    {
+        let (_model, mut dev) = device(COPY + (4 << 20), true);
+        let buf = dev.allocate(COPY as u64, 4096).unwrap();
+        let mut round_trip = |back: &mut [u8]| {
+            dev.write_blocking(q, buf, black_box(&src), TIMEOUT)
+                .unwrap();
+            dev.read_blocking(q, back, buf, TIMEOUT).unwrap();
+        };
+        round_trip(&mut back);
+        assert!(back == src, "DMA round trip corrupted data");
+        group.throughput(Throughput::Bytes(2 * COPY as u64));
+        group.bench_function("h2d2h_64MiB_dma", |b| b.iter(|| round_trip(&mut back)));
+    }
+
+    let (_model, mut dev) = device(COPY + (4 << 20), false);
     let buf = dev.allocate(COPY as u64, 4096).unwrap();
     let mut round_trip = |back: &mut [u8]| {
         dev.write_blocking(q, buf, black_box(&src), TIMEOUT)
@@ -117,12 +140,6 @@ fn copy(c: &mut Criterion) {
     };
     round_trip(&mut back);
     assert!(back == src, "round trip corrupted data");
-
-    let mut group = c.benchmark_group("driver_mmio_copy");
-    group
-        .sample_size(10)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3));
     group.throughput(Throughput::Bytes(2 * COPY as u64));
     group.bench_function("h2d2h_64MiB", |b| b.iter(|| round_trip(&mut back)));
     group.throughput(Throughput::Bytes(COPY as u64));

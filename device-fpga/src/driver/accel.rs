@@ -28,7 +28,7 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Driver<T, C, ALLOCS> {
     }
 
     /// The command every lowered command starts from.
-    fn base_command(&self, queue: QueueId, tag: u16) -> CommandDescriptor {
+    pub(super) fn base_command(&self, queue: QueueId, tag: u16) -> CommandDescriptor {
         let mut base = CommandDescriptor::new(Opcode::NOP, tag, queue.0);
         if !self.profiling {
             base.flags = CommandFlags::NO_EVENTS;
@@ -89,7 +89,7 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Accelerator for Driver<T, C, A
 
     unsafe fn copy_to_device(
         &mut self,
-        _queue: QueueId,
+        queue: QueueId,
         dst: DeviceAddr,
         src: *const u8,
         len: usize,
@@ -98,17 +98,20 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Accelerator for Driver<T, C, A
             return Ok(self.current_fence());
         }
         self.check_range(dst.0, len as u64)?;
-        let fence = self.wait_idle()?;
         // SAFETY: the caller guarantees `src` is readable for `len` bytes
-        // until the fence completes; the copy finishes before we return.
+        // until the fence completes; both paths finish before returning.
         let data = unsafe { core::slice::from_raw_parts(src, len) };
+        if let Some(window) = self.dma_window() {
+            return self.dma_to_device(queue, window, dst.0, data);
+        }
+        let fence = self.wait_idle()?;
         self.transport.write_mem(dst.0, data)?;
         Ok(fence)
     }
 
     unsafe fn copy_from_device(
         &mut self,
-        _queue: QueueId,
+        queue: QueueId,
         dst: *mut u8,
         src: DeviceAddr,
         len: usize,
@@ -117,10 +120,13 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Accelerator for Driver<T, C, A
             return Ok(self.current_fence());
         }
         self.check_range(src.0, len as u64)?;
-        let fence = self.wait_idle()?;
         // SAFETY: the caller guarantees `dst` is writable for `len` bytes
-        // and not read until the fence completes; we finish before returning.
+        // and not read until the fence completes; both paths finish first.
         let buf = unsafe { core::slice::from_raw_parts_mut(dst, len) };
+        if let Some(window) = self.dma_window() {
+            return self.dma_from_device(queue, window, src.0, buf);
+        }
+        let fence = self.wait_idle()?;
         self.transport.read_mem(src.0, buf)?;
         Ok(fence)
     }

@@ -11,6 +11,7 @@ mod accel;
 mod alloc;
 mod broadcast;
 pub(crate) mod clock;
+mod dma;
 mod error;
 mod events;
 mod lower;
@@ -47,8 +48,14 @@ pub struct DriverConfig {
     pub ready_timeout_us: u64,
     /// Budget for a free command-queue slot (back-pressure).
     pub submit_timeout_us: u64,
-    /// Budget for earlier commands to finish before a bulk-path copy.
+    /// Budget for earlier commands to finish before a bulk-path copy, and
+    /// for each chunk of a DMA copy.
     pub idle_timeout_us: u64,
+    /// Copy host memory with `COPY_H2D`/`COPY_D2H` through the transport's
+    /// DMA window (staged chunk by chunk) when the transport has one and
+    /// the device reports `Features::DMA`; otherwise, and by default, use
+    /// the bulk memory path. See `docs/driver.md`, "Copies".
+    pub dma_copies: bool,
 }
 
 impl Default for DriverConfig {
@@ -60,6 +67,7 @@ impl Default for DriverConfig {
             ready_timeout_us: 100_000,
             submit_timeout_us: 1_000_000,
             idle_timeout_us: 1_000_000,
+            dma_copies: false,
         }
     }
 }
