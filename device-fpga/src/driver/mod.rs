@@ -201,6 +201,11 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Driver<T, C, ALLOCS> {
 
     /// Steps 1–5 of bring-up. Outstanding commands are marked aborted.
     fn reset_and_bring_up(&mut self) -> Result<(), Error> {
+        #[cfg(feature = "defmt")]
+        defmt::info!(
+            "tensorplug-fpga: reset, {} commands outstanding",
+            self.queue.submitted - self.queue.completed
+        );
         self.queue.abort_outstanding();
         self.events_head = 0;
         self.dropped_seen = 0;

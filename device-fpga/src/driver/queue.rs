@@ -260,7 +260,11 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Driver<T, C, ALLOCS> {
                 };
                 match self.diagnose(timeout) {
                     Error::Timeout { .. } if !timed_out => {}
-                    e => return Err(e),
+                    e => {
+                        #[cfg(feature = "defmt")]
+                        defmt::warn!("tensorplug-fpga: wait failed: {}", e);
+                        return Err(e);
+                    }
                 }
             }
         }
