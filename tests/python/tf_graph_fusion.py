@@ -35,12 +35,19 @@ def dense_relu(x):
     return layer(x)
 
 
+@tf.function
+def twice(x):
+    return x + x
+
+
 x = tf.constant(np.random.default_rng(5).standard_normal([4, 16]).astype(np.float32))
 with tf.device("/device:CPU:0"):
     want = dense_relu(x).numpy()
 with tf.device("/device:FPGA:0"):
     got = dense_relu(x).numpy()
 np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+with tf.device("/device:FPGA:0"):
+    np.testing.assert_array_equal(twice(x).numpy(), (x + x).numpy())
 
 pairs = sorted(dump_dir.glob("graph-*-in.pb"))
 assert pairs, f"the optimizer was never called (no dumps in {dump_dir})"
@@ -59,6 +66,14 @@ for graph_in in pairs:
     assert set(preserve) <= names, f"{graph_in.name}: preserve {preserve} not all in the graph"
     if expect == "off":
         assert before == after, f"{graph_out.name} differs from its input"
+# arithmetic_optimization is off (our TP_OptimizerConfigs): grappler's
+# built-in passes run before ours, and `x + x` must reach us as AddV2, not Mul.
+graphs = [graph_pb2.GraphDef.FromString(p.read_bytes()) for p in pairs]
+twice_graphs = [g for g in graphs if not any(n.op == "ReadVariableOp" for n in g.node)]
+assert twice_graphs, "the optimizer never saw twice()"
+for g in twice_graphs:
+    ops = sorted(n.op for n in g.node)
+    assert "AddV2" in ops and "Mul" not in ops, f"x + x reached us as {ops}"
 devices = sorted({n.device for p in pairs for n in graph_pb2.GraphDef.FromString(p.read_bytes()).node})
 print(f"graphs {len(pairs)}, fused {fused}, devices in graph_in: {devices}")
 if expect == "fused":
