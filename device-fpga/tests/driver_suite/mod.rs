@@ -163,6 +163,7 @@ macro_rules! driver_suite {
     ($make:expr) => {
         driver_suite!(@each $make;
             ops::bring_up, ops::matmul_all_transposes, ops::fused_matmul_with_and_without_relu,
+            ops::empty_inner_dimension_gives_zeros_plus_bias,
             ops::bias_add_flattens_leading_axes, ops::binary_ops_flat_and_broadcast,
             ops::relu_softmax_reduce_sum, ops::copies_in_all_directions, ops::fills_any_length,
             ops::allocator_limits_and_errors, ops::back_pressure_many_commands,

@@ -90,6 +90,26 @@ pub fn fused_matmul_with_and_without_relu(f: &mut impl Fixture) {
     }
 }
 
+pub fn empty_inner_dimension_gives_zeros_plus_bias(f: &mut impl Fixture) {
+    let bias = [1.5f32, -2.0, 0.25];
+    let plain = OpKind::MatMul {
+        transpose_a: false,
+        transpose_b: false,
+    };
+    let got = run(f.dev(), plain, &[(&[2, 0], &[]), (&[0, 3], &[])], &[2, 3]);
+    assert_eq!(got, [0.0; 6]);
+    for (relu, want) in [(false, [1.5, -2.0, 0.25]), (true, [1.5, 0.0, 0.25])] {
+        let kind = OpKind::FusedMatMul {
+            transpose_a: false,
+            transpose_b: false,
+            relu,
+        };
+        let inputs: [(&[u64], &[f32]); 3] = [(&[2, 0], &[]), (&[0, 3], &[]), (&[3], &bias)];
+        let got = run(f.dev(), kind, &inputs, &[2, 3]);
+        assert_eq!(got, [want, want].concat(), "relu={relu}");
+    }
+}
+
 pub fn bias_add_flattens_leading_axes(f: &mut impl Fixture) {
     let x = values(2 * 3 * 4, 6);
     let bias = values(4, 7);
