@@ -81,17 +81,42 @@ fn plugin_optimizer_runs_and_passes_through_when_fusion_is_off() {
     assert!(stdout.contains("OK off"), "{stdout}");
 }
 
-/// The full path: Dense+ReLU on the FPGA is rewritten into `_FusedMatMul`
-/// and computes what the CPU computes.
+/// The full path: Dense+ReLU on the FPGA is rewritten into `_FusedMatMul`,
+/// computes what the CPU computes, and what the unfused FPGA graph computes.
 #[test]
 #[ignore = "needs the FPGA _FusedMatMul kernel (issue 5 kernels)"]
 fn plugin_fuses_dense_relu_on_fpga() {
-    let dir = scratch("fused");
-    let stdout = check(
-        &run_tf_with_plugin("tf_graph_fusion.py", &[path(&dir), "fused"], None),
-        "tf_graph_fusion.py fused",
+    let run = |mode: &str| {
+        let dir = scratch(mode);
+        let stdout = check(
+            &run_tf_with_plugin("tf_graph_fusion.py", &[path(&dir), mode], None),
+            mode,
+        );
+        assert!(stdout.contains(&format!("OK {mode}")), "{stdout}");
+        result(&stdout)
+    };
+    let fused = run("fused");
+    let unfused = run("off");
+    assert_eq!(fused.len(), 32, "x is [4, 16], the layer has 8 units");
+    for (i, (a, b)) in fused.iter().zip(&unfused).enumerate() {
+        assert!(
+            (a - b).abs() <= 1e-6 * b.abs().max(1.0),
+            "element {i}: fused {a}, unfused {b}"
+        );
+    }
+    assert!(
+        fused.iter().any(|v| *v > 0.0) && fused.contains(&0.0),
+        "ReLU output expected"
     );
-    assert!(stdout.contains("OK fused"), "{stdout}");
+}
+
+/// The `RESULT v,v,…` line of a scenario.
+fn result(stdout: &str) -> Vec<f64> {
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("RESULT "))
+        .expect("RESULT line");
+    line.split(',').map(|v| v.parse().expect("float")).collect()
 }
 
 fn path(p: &Path) -> &str {
