@@ -86,3 +86,38 @@ fn spi_has_no_dma_so_rings_and_copies_use_device_memory() {
     let opcode = u16::from_le_bytes([f.model().memory()[base], f.model().memory()[base + 1]]);
     assert_eq!(opcode, tensorplug_abi::device::Opcode::FILL.0);
 }
+
+#[test]
+fn corrupted_response_is_a_crc_error_and_retrying_works() {
+    use tensorplug_core::accelerator::{Accelerator, ErrorKind};
+    use tensorplug_device_fpga::driver::Error;
+    use tensorplug_device_fpga::transport::{CrcSide, Error as BusError};
+
+    let mut f = SpiFixture::new();
+    f.dev.transport_mut().device_mut().corrupt_next_response();
+    let e = f.dev.timestamp().unwrap_err();
+    assert_eq!(e, Error::Transport(BusError::Crc(CrcSide::Response)));
+    assert_eq!(e.kind(), ErrorKind::Transport);
+    f.dev.timestamp().unwrap();
+}
+
+#[test]
+fn a_bus_that_stays_busy_times_out_then_recovers() {
+    use tensorplug_core::accelerator::{Accelerator, ErrorKind};
+    use tensorplug_device_fpga::driver::Error;
+    use tensorplug_device_fpga::transport::Error as BusError;
+
+    let mut f = SpiFixture::new();
+    let data = driver_suite::values(16, 60);
+    let x = driver_suite::upload(&mut f.dev, &data);
+    f.dev.transport_mut().device_mut().stay_busy_for(u32::MAX);
+    let e = f.dev.timestamp().unwrap_err();
+    assert!(
+        matches!(e, Error::Transport(BusError::Timeout { .. })),
+        "{e}"
+    );
+    assert_eq!(e.kind(), ErrorKind::Timeout);
+    f.dev.transport_mut().device_mut().stay_busy_for(0);
+    f.dev.reset().unwrap();
+    assert_eq!(driver_suite::download(&mut f.dev, x, data.len()), data);
+}

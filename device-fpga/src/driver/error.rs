@@ -104,6 +104,10 @@ impl Error {
     /// The device-independent category of the error.
     pub const fn kind(&self) -> ErrorKind {
         match self {
+            // A bus that stays busy is a device that stopped answering.
+            Self::Transport(e) if matches!(e.kind(), transport::ErrorKind::Timeout) => {
+                ErrorKind::Timeout
+            }
             Self::Transport(_) | Self::BusCheck => ErrorKind::Transport,
             Self::Identity(_) => ErrorKind::Incompatible,
             Self::Timeout { .. } => ErrorKind::Timeout,
