@@ -84,7 +84,6 @@ fn plugin_optimizer_runs_and_passes_through_when_fusion_is_off() {
 /// The full path: Dense+ReLU on the FPGA is rewritten into `_FusedMatMul`,
 /// computes what the CPU computes, and what the unfused FPGA graph computes.
 #[test]
-#[ignore = "needs the FPGA _FusedMatMul kernel (issue 5 kernels)"]
 fn plugin_fuses_dense_relu_on_fpga() {
     let run = |mode: &str| {
         let dir = scratch(mode);
