@@ -82,16 +82,16 @@ fn fill_repeats_the_immediate_at_any_alignment() {
     );
 }
 
-fn gemm_case(m: usize, n: usize, k: usize, ta: bool, tb: bool, bias: bool) {
+fn gemm_case(m: usize, n: usize, k: usize, ta: bool, tb: bool, bias: bool, relu: bool) {
     let mut rig = Rig::standard();
     let (a, b, bv) = (values(m * k, 1), values(k * n, 2), values(n, 3));
     rig.write_f32(A, &a);
     rig.write_f32(B, &b);
     rig.write_f32(C, &bv);
-    let mut c = cmd(if bias {
-        Opcode::GEMM_BIAS_RELU_F32
-    } else {
-        Opcode::GEMM_F32
+    let mut c = cmd(match (bias, relu) {
+        (false, _) => Opcode::GEMM_F32,
+        (true, true) => Opcode::GEMM_BIAS_RELU_F32,
+        (true, false) => Opcode::GEMM_BIAS_F32,
     });
     (c.src0, c.src1, c.dst) = (A, B, OUT);
     (c.m, c.n, c.k) = (m as u32, n as u32, k as u32);
@@ -110,14 +110,14 @@ fn gemm_case(m: usize, n: usize, k: usize, ta: bool, tb: bool, bias: bool) {
     let got = rig.read_f32(OUT, m * n);
     let mut want = vec![0.0; m * n];
     let bias_ref = bias.then_some(&bv[..]);
-    reference::gemm(m, n, k, ta, tb, &a, &b, bias_ref, bias, &mut want);
+    reference::gemm(m, n, k, ta, tb, &a, &b, bias_ref, relu, &mut want);
     for i in 0..m {
         for j in 0..n {
             let tol = reference::gemm_tolerance(m, n, k, ta, tb, &a, &b, bias_ref, i, j);
             let (g, w) = (got[i * n + j], want[i * n + j]);
             assert!(
                 (g - w).abs() <= tol,
-                "({i},{j}) {g} vs {w} ±{tol} ta={ta} tb={tb} bias={bias}"
+                "({i},{j}) {g} vs {w} ±{tol} ta={ta} tb={tb} bias={bias} relu={relu}"
             );
         }
     }
@@ -126,8 +126,9 @@ fn gemm_case(m: usize, n: usize, k: usize, ta: bool, tb: bool, bias: bool) {
 #[test]
 fn gemm_matches_the_reference_with_every_transpose() {
     for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
-        gemm_case(13, 7, 29, ta, tb, false);
-        gemm_case(5, 17, 3, ta, tb, true);
+        gemm_case(13, 7, 29, ta, tb, false, false);
+        gemm_case(5, 17, 3, ta, tb, true, true);
+        gemm_case(9, 4, 11, ta, tb, true, false);
     }
 }
 

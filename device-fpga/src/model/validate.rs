@@ -194,7 +194,7 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
             Uses(Uses::SRC0 | Uses::SRC1 | Uses::DST | Uses::MNK),
             t,
         ),
-        Opcode::GEMM_BIAS_RELU_F32 => (
+        Opcode::GEMM_BIAS_RELU_F32 | Opcode::GEMM_BIAS_F32 => (
             Features::GEMM,
             Uses(Uses::SRC0 | Uses::SRC1 | Uses::SRC2 | Uses::DST | Uses::MNK),
             t,
@@ -280,7 +280,7 @@ pub(crate) fn validate(
                 pattern: cmd.imm.to_le_bytes(),
             })
         }
-        Opcode::GEMM_F32 | Opcode::GEMM_BIAS_RELU_F32 => ctx.gemm(),
+        Opcode::GEMM_F32 | Opcode::GEMM_BIAS_RELU_F32 | Opcode::GEMM_BIAS_F32 => ctx.gemm(),
         Opcode::RELU_F32 => {
             let len = ctx.nonzero_len()?;
             let x = ctx.f32_range(field::SRC0, len)?;
@@ -396,7 +396,7 @@ impl Ctx<'_> {
         let (m, n, k) = (u64::from(c.m), u64::from(c.n), u64::from(c.k));
         let a = self.f32_range(field::SRC0, m * k)?;
         let b = self.f32_range(field::SRC1, k * n)?;
-        let with_bias = c.opcode == Opcode::GEMM_BIAS_RELU_F32;
+        let with_bias = c.opcode != Opcode::GEMM_F32;
         let bias = if with_bias {
             Some(self.f32_range(field::SRC2, n)?)
         } else {
@@ -420,7 +420,7 @@ impl Ctx<'_> {
             k: c.k as usize,
             transpose_a: c.flags.contains(CommandFlags::TRANSPOSE_A),
             transpose_b: c.flags.contains(CommandFlags::TRANSPOSE_B),
-            relu: with_bias,
+            relu: c.opcode == Opcode::GEMM_BIAS_RELU_F32,
         };
         Ok(Work::Gemm {
             spec,
