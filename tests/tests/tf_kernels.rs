@@ -1,0 +1,89 @@
+//! The FPGA kernels end to end, against the real `tensorflow-cpu` wheel:
+//! every kernel vs TF's CPU kernel, a Keras MLP (placement proof, predict
+//! and fit vs the CPU), and device faults surfacing as TF errors. Each
+//! scenario is its own Python process.
+
+use std::process::{Command, Output};
+use tensorplug_tests::{plugin_path, python, workspace_root};
+
+/// Runs `tests/python/<script>` with the plugin (one `sim` device) and `env`.
+fn run(script: &str, env: &[(&str, &str)]) -> Output {
+    let path = workspace_root().join("tests/python").join(script);
+    Command::new(python())
+        .arg(&path)
+        .current_dir(workspace_root().join("tests/python"))
+        .env("TF_CPP_MIN_LOG_LEVEL", "2")
+        .env("TF_PLUGGABLE_DEVICE_LIBRARY_PATH", plugin_path())
+        .env_remove("TENSORPLUG_DEVICE")
+        .env_remove("TENSORPLUG_SIM_FAULTS")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start python for {}: {e}", path.display()))
+}
+
+#[track_caller]
+fn assert_ok(output: &Output, markers: &[&str]) -> String {
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let tail = &stderr[stderr.len().saturating_sub(6000)..];
+    assert!(
+        output.status.success(),
+        "scenario failed ({}):\nstdout:\n{stdout}\nstderr (tail):\n{tail}",
+        output.status
+    );
+    for marker in markers {
+        assert!(stdout.contains(marker), "no `{marker}` in:\n{stdout}");
+    }
+    print!("{stdout}");
+    stdout
+}
+
+#[test]
+fn every_kernel_matches_the_cpu() {
+    let out = run("tf_kernels_vs_cpu.py", &[]);
+    assert_ok(
+        &out,
+        &[
+            "117 kernel cases match the CPU",
+            "2 error cases named the op",
+        ],
+    );
+}
+
+#[test]
+fn keras_mlp_runs_on_the_fpga_and_matches_the_cpu() {
+    // INFO level: the placement log is what the scenario checks.
+    let out = run("tf_kernels_keras.py", &[("TF_CPP_MIN_LOG_LEVEL", "0")]);
+    assert_ok(
+        &out,
+        &[
+            "model op types on FPGA:0: ['BiasAdd', 'MatMul', 'Relu', 'Softmax']",
+            "predict: (256, 4)",
+            "keras MLP on FPGA matches the CPU",
+        ],
+    );
+}
+
+#[test]
+fn device_faults_name_the_op_and_the_process_keeps_working() {
+    let out = run(
+        "tf_kernels_faults.py",
+        &[
+            (
+                "TENSORPLUG_SIM_FAULTS",
+                "fault_next_command@softmax,lose_next_completion@relu",
+            ),
+            ("TENSORPLUG_TIMEOUT_MS", "2000"),
+        ],
+    );
+    assert_ok(
+        &out,
+        &[
+            "InternalError: ",
+            "FPGA Softmax 'Softmax': FPGA:0 (sim): command (tag 0) failed: DEVICE_FAULT",
+            "DeadlineExceededError: ",
+            "FPGA Relu 'Relu': FPGA:0 (sim): the op did not complete within 2000 ms",
+            "after both faults the device keeps working",
+        ],
+    );
+}
