@@ -42,12 +42,6 @@
 // Size of a `CommandDescriptor` in bytes.
 #define TPD_COMMAND_DESCRIPTOR_SIZE 64
 
-// Largest rank a `BroadcastShape` describes (`tensorplug_core`'s `MAX_RANK`).
-#define TPD_BROADCAST_MAX_RANK 6
-
-// Size of a `BroadcastShape` in bytes.
-#define TPD_BROADCAST_SHAPE_SIZE 64
-
 // Size of a `CompletionDescriptor` in bytes.
 #define TPD_COMPLETION_DESCRIPTOR_SIZE 16
 
@@ -273,8 +267,8 @@ typedef uint16_t TPD_Opcode;
 #define TPD_OPCODE_GEMM_BIAS_RELU_F32 33
 // `dst[m×n] = op(src0) · op(src1) + src2[n]` (fused GEMM and bias-add).
 #define TPD_OPCODE_GEMM_BIAS_F32 34
-// `dst[i] = src0[i] + src1[i]` for `len` elements (broadcasting with
-// `CommandFlags::BROADCAST`, likewise for `SUB`, `MUL`, `MAX`).
+// `dst[i] = src0[i] + src1[i]` for `len` elements, or the 3-D broadcast
+// form (see `CommandFlags::SRC0_BCAST_M`); likewise `SUB`, `MUL`, `MAX`.
 #define TPD_OPCODE_ADD_F32 48
 // `dst[i] = src0[i] - src1[i]` for `len` elements.
 #define TPD_OPCODE_SUB_F32 49
@@ -302,11 +296,25 @@ typedef uint16_t TPD_CommandFlags;
 #define TPD_COMMAND_FLAGS_TRANSPOSE_A (1 << 8)
 // GEMM: `src1` is stored `n×k` and used transposed.
 #define TPD_COMMAND_FLAGS_TRANSPOSE_B (1 << 9)
-// `ADD/SUB/MUL/MAX_F32`: broadcast NumPy-style; `src2` is the device
-// address of a `BroadcastShape` and `len` the output element count.
-#define TPD_COMMAND_FLAGS_BROADCAST (1 << 10)
+// `ADD/SUB/MUL/MAX_F32` 3-D broadcast form (`m`, `n`, `k` all non-zero,
+// `len == m·n·k`, `dst` dense `[m][n][k]`): `src0` has extent 1 along
+// `m` and is repeated. Each source is dense with extents `(m, n, k)`
+// where its broadcast axes count 1.
+#define TPD_COMMAND_FLAGS_SRC0_BCAST_M (1 << 2)
+// 3-D broadcast form: `src0` has extent 1 along `n`.
+#define TPD_COMMAND_FLAGS_SRC0_BCAST_N (1 << 3)
+// 3-D broadcast form: `src0` has extent 1 along `k`.
+#define TPD_COMMAND_FLAGS_SRC0_BCAST_K (1 << 4)
+// 3-D broadcast form: `src1` has extent 1 along `m`.
+#define TPD_COMMAND_FLAGS_SRC1_BCAST_M (1 << 5)
+// 3-D broadcast form: `src1` has extent 1 along `n`.
+#define TPD_COMMAND_FLAGS_SRC1_BCAST_N (1 << 6)
+// 3-D broadcast form: `src1` has extent 1 along `k`.
+#define TPD_COMMAND_FLAGS_SRC1_BCAST_K (1 << 7)
+// All six broadcast bits.
+#define TPD_COMMAND_FLAGS_BCAST_MASK 252
 // Every bit this ABI version defines.
-#define TPD_COMMAND_FLAGS_KNOWN 0x0703
+#define TPD_COMMAND_FLAGS_KNOWN 0x03FF
 
 // One command-queue entry: 64 bytes, little-endian, 8-byte aligned.
 //
@@ -327,7 +335,7 @@ typedef struct {
   uint64_t src0;
   // Second source address (GEMM B, element-wise B, bias of `BIAS_ADD_F32`).
   uint64_t src1;
-  // Third source address (bias of the fused GEMMs; `BroadcastShape` block).
+  // Third source address (bias of the fused GEMMs).
   uint64_t src2;
   // Destination address.
   uint64_t dst;
@@ -342,28 +350,6 @@ typedef struct {
   // Immediate: the fill pattern.
   uint32_t imm;
 } TPD_CommandDescriptor;
-
-// NumPy-style broadcasting for `ADD_F32`, `SUB_F32`, `MUL_F32` and `MAX_F32`
-// with `CommandFlags::BROADCAST`: the command's `src2` holds the device
-// address (8-byte aligned) of this 64-byte block, little-endian.
-//
-// Both operands' dims are given at the output's rank (the host pads a
-// lower-rank operand with leading 1s). On each axis the dims are equal or
-// one of them is 1 (it stretches); the output dim is the larger. Dims past
-// `rank` and reserved words must be 0; the command's `len` must equal the
-// output's element count.
-typedef struct {
-  // Number of axes, 1..=6.
-  uint32_t rank;
-  // Must be 0.
-  uint32_t _reserved0;
-  // `src0`'s dims, outermost first.
-  uint32_t a_dims[6];
-  // `src1`'s dims, outermost first.
-  uint32_t b_dims[6];
-  // Must be 0.
-  uint32_t _reserved1[2];
-} TPD_BroadcastShape;
 
 // How a command ended. Every `u16` is representable; a driver treats
 // values it does not know as failures.
@@ -538,13 +524,6 @@ TPD_STATIC_ASSERT(offsetof(TPD_CommandDescriptor, m) == 48, "offsetof(TPD_Comman
 TPD_STATIC_ASSERT(offsetof(TPD_CommandDescriptor, n) == 52, "offsetof(TPD_CommandDescriptor, n)");
 TPD_STATIC_ASSERT(offsetof(TPD_CommandDescriptor, k) == 56, "offsetof(TPD_CommandDescriptor, k)");
 TPD_STATIC_ASSERT(offsetof(TPD_CommandDescriptor, imm) == 60, "offsetof(TPD_CommandDescriptor, imm)");
-TPD_STATIC_ASSERT(sizeof(TPD_BroadcastShape) == 64, "sizeof(TPD_BroadcastShape)");
-TPD_STATIC_ASSERT(TPD_ALIGNOF(TPD_BroadcastShape) == 4, "alignof(TPD_BroadcastShape)");
-TPD_STATIC_ASSERT(offsetof(TPD_BroadcastShape, rank) == 0, "offsetof(TPD_BroadcastShape, rank)");
-TPD_STATIC_ASSERT(offsetof(TPD_BroadcastShape, _reserved0) == 4, "offsetof(TPD_BroadcastShape, _reserved0)");
-TPD_STATIC_ASSERT(offsetof(TPD_BroadcastShape, a_dims) == 8, "offsetof(TPD_BroadcastShape, a_dims)");
-TPD_STATIC_ASSERT(offsetof(TPD_BroadcastShape, b_dims) == 32, "offsetof(TPD_BroadcastShape, b_dims)");
-TPD_STATIC_ASSERT(offsetof(TPD_BroadcastShape, _reserved1) == 56, "offsetof(TPD_BroadcastShape, _reserved1)");
 TPD_STATIC_ASSERT(sizeof(TPD_CompletionDescriptor) == 16, "sizeof(TPD_CompletionDescriptor)");
 TPD_STATIC_ASSERT(TPD_ALIGNOF(TPD_CompletionDescriptor) == 4, "alignof(TPD_CompletionDescriptor)");
 TPD_STATIC_ASSERT(offsetof(TPD_CompletionDescriptor, tag) == 0, "offsetof(TPD_CompletionDescriptor, tag)");

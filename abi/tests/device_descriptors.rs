@@ -4,8 +4,8 @@
 use proptest::prelude::*;
 use tensorplug_abi::device::layout::{LAYOUTS, StructLayout};
 use tensorplug_abi::device::{
-    BroadcastShape, CommandDescriptor, CommandFlags, CompletionDescriptor, CompletionFlags,
-    CompletionStatus, EventDescriptor, EventKind, ImageHeader, Opcode, expected_phase,
+    CommandDescriptor, CommandFlags, CompletionDescriptor, CompletionFlags, CompletionStatus,
+    EventDescriptor, EventKind, ImageHeader, Opcode, expected_phase,
 };
 
 #[test]
@@ -193,7 +193,7 @@ fn event_kinds_match_core_event_kind_numbers() {
 #[test]
 fn command_flags_report_unknown_bits() {
     assert!(!CommandFlags::KNOWN.has_unknown_bits());
-    assert!(CommandFlags(1 << 2).has_unknown_bits());
+    assert!(CommandFlags(1 << 10).has_unknown_bits());
     assert!(CommandFlags(1 << 15).has_unknown_bits());
 }
 
@@ -207,57 +207,22 @@ fn phase_tag_flips_on_every_pass_over_the_queue() {
     assert!(!expected_phase(3, 0), "a zero-sized queue must not panic");
 }
 
-fn shape(a: &[u32], b: &[u32]) -> BroadcastShape {
-    let mut s = BroadcastShape {
-        rank: u32::try_from(a.len()).unwrap(),
-        ..BroadcastShape::default()
-    };
-    s.a_dims[..a.len()].copy_from_slice(a);
-    s.b_dims[..b.len()].copy_from_slice(b);
-    s
-}
-
 #[test]
-fn broadcast_shapes_follow_numpy_rules() {
-    // [2,3] + [1,3] (a bias row) and [4,1,5] * [1,3,1].
-    assert_eq!(
-        shape(&[2, 3], &[1, 3]).output_dims(),
-        Some([2, 3, 0, 0, 0, 0])
-    );
-    assert_eq!(shape(&[2, 3], &[1, 3]).output_len(), Some(6));
-    assert_eq!(shape(&[4, 1, 5], &[1, 3, 1]).output_len(), Some(60));
-    assert_eq!(shape(&[2, 3], &[2, 3]).output_len(), Some(6));
-    // Mismatched axis, zero dim, rank 0 and 7, junk past rank, reserved.
-    assert_eq!(shape(&[2, 3], &[2, 4]).output_dims(), None);
-    assert_eq!(shape(&[0, 3], &[1, 3]).output_dims(), None);
-    assert_eq!(BroadcastShape::default().output_dims(), None);
-    assert_eq!(
-        BroadcastShape {
-            rank: 7,
-            ..shape(&[1; 6], &[1; 6])
-        }
-        .output_dims(),
-        None
-    );
-    let mut junk = shape(&[2], &[2]);
-    junk.b_dims[3] = 1;
-    assert_eq!(junk.output_dims(), None);
-    let mut reserved = shape(&[2], &[2]);
-    reserved._reserved1[1] = 1;
-    assert_eq!(reserved.output_dims(), None);
-    // Six axes of u32::MAX overflow u64: reported, not wrapped.
-    assert_eq!(shape(&[u32::MAX; 6], &[1; 6]).output_len(), None);
-}
-
-proptest! {
-    #[test]
-    fn any_broadcast_shape_bytes_round_trip(bytes in proptest::array::uniform32(any::<[u8; 2]>())) {
-        let bytes: [u8; 64] = bytes.concat().try_into().unwrap();
-        let s = BroadcastShape::from_le_bytes(&bytes);
-        prop_assert_eq!(s.to_le_bytes(), bytes);
-        if cfg!(target_endian = "little") {
-            prop_assert_eq!(memory_bytes::<_, 64>(&s), bytes);
-        }
-        let _ = s.output_len(); // never panics
+fn broadcast_flags_are_the_six_bits_between_no_events_and_transpose_a() {
+    let bits = [
+        CommandFlags::SRC0_BCAST_M,
+        CommandFlags::SRC0_BCAST_N,
+        CommandFlags::SRC0_BCAST_K,
+        CommandFlags::SRC1_BCAST_M,
+        CommandFlags::SRC1_BCAST_N,
+        CommandFlags::SRC1_BCAST_K,
+    ];
+    let mut all = CommandFlags(0);
+    for (i, bit) in bits.iter().enumerate() {
+        assert_eq!(bit.bits(), 1 << (2 + i));
+        all = all.union(*bit);
     }
+    assert_eq!(all, CommandFlags::BCAST_MASK);
+    assert!(CommandFlags::KNOWN.contains(CommandFlags::BCAST_MASK));
+    assert!(CommandFlags(1 << 10).has_unknown_bits());
 }

@@ -66,7 +66,6 @@ fn descriptor_tables_match_the_layouts() {
     let doc = doc();
     let headings = [
         "### CommandDescriptor",
-        "### BroadcastShape",
         "### CompletionDescriptor",
         "### EventDescriptor",
         "### ImageHeader",

@@ -29,8 +29,8 @@ impl Opcode {
     pub const GEMM_BIAS_RELU_F32: Opcode = Opcode(0x21);
     /// `dst[m×n] = op(src0) · op(src1) + src2[n]` (fused GEMM and bias-add).
     pub const GEMM_BIAS_F32: Opcode = Opcode(0x22);
-    /// `dst[i] = src0[i] + src1[i]` for `len` elements (broadcasting with
-    /// `CommandFlags::BROADCAST`, likewise for `SUB`, `MUL`, `MAX`).
+    /// `dst[i] = src0[i] + src1[i]` for `len` elements, or the 3-D broadcast
+    /// form (see [`CommandFlags::SRC0_BCAST_M`]); likewise `SUB`, `MUL`, `MAX`.
     pub const ADD_F32: Opcode = Opcode(0x30);
     /// `dst[i] = src0[i] - src1[i]` for `len` elements.
     pub const SUB_F32: Opcode = Opcode(0x31);
@@ -105,11 +105,25 @@ impl CommandFlags {
     pub const TRANSPOSE_A: CommandFlags = CommandFlags(1 << 8);
     /// GEMM: `src1` is stored `n×k` and used transposed.
     pub const TRANSPOSE_B: CommandFlags = CommandFlags(1 << 9);
-    /// `ADD/SUB/MUL/MAX_F32`: broadcast NumPy-style; `src2` is the device
-    /// address of a `BroadcastShape` and `len` the output element count.
-    pub const BROADCAST: CommandFlags = CommandFlags(1 << 10);
+    /// `ADD/SUB/MUL/MAX_F32` 3-D broadcast form (`m`, `n`, `k` all non-zero,
+    /// `len == m·n·k`, `dst` dense `[m][n][k]`): `src0` has extent 1 along
+    /// `m` and is repeated. Each source is dense with extents `(m, n, k)`
+    /// where its broadcast axes count 1.
+    pub const SRC0_BCAST_M: CommandFlags = CommandFlags(1 << 2);
+    /// 3-D broadcast form: `src0` has extent 1 along `n`.
+    pub const SRC0_BCAST_N: CommandFlags = CommandFlags(1 << 3);
+    /// 3-D broadcast form: `src0` has extent 1 along `k`.
+    pub const SRC0_BCAST_K: CommandFlags = CommandFlags(1 << 4);
+    /// 3-D broadcast form: `src1` has extent 1 along `m`.
+    pub const SRC1_BCAST_M: CommandFlags = CommandFlags(1 << 5);
+    /// 3-D broadcast form: `src1` has extent 1 along `n`.
+    pub const SRC1_BCAST_N: CommandFlags = CommandFlags(1 << 6);
+    /// 3-D broadcast form: `src1` has extent 1 along `k`.
+    pub const SRC1_BCAST_K: CommandFlags = CommandFlags(1 << 7);
+    /// All six broadcast bits.
+    pub const BCAST_MASK: CommandFlags = CommandFlags(0x00FC);
     /// Every bit this ABI version defines.
-    pub const KNOWN: CommandFlags = CommandFlags(0x0703);
+    pub const KNOWN: CommandFlags = CommandFlags(0x03FF);
 
     /// The raw bits.
     pub const fn bits(self) -> u16 {
@@ -154,7 +168,7 @@ pub struct CommandDescriptor {
     pub src0: u64,
     /// Second source address (GEMM B, element-wise B, bias of `BIAS_ADD_F32`).
     pub src1: u64,
-    /// Third source address (bias of the fused GEMMs; `BroadcastShape` block).
+    /// Third source address (bias of the fused GEMMs).
     pub src2: u64,
     /// Destination address.
     pub dst: u64,

@@ -2,8 +2,8 @@
 //! as data (for the C-header check and the docs check in `abi/tests`).
 
 use super::{
-    BroadcastShape, CommandDescriptor, CommandFlags, CompletionDescriptor, CompletionFlags,
-    CompletionStatus, EventDescriptor, EventKind, ImageHeader, Opcode, Register,
+    CommandDescriptor, CommandFlags, CompletionDescriptor, CompletionFlags, CompletionStatus,
+    EventDescriptor, EventKind, ImageHeader, Opcode, Register,
 };
 use core::mem::{align_of, offset_of, size_of};
 
@@ -105,16 +105,7 @@ layout!(IMAGE_HEADER_LAYOUT: ImageHeader, size 64, align 4, {
     header_crc32: u32 = 60,
 });
 
-layout!(BROADCAST_SHAPE_LAYOUT: BroadcastShape, size 64, align 4, {
-    rank: u32 = 0,
-    _reserved0: u32 = 4,
-    a_dims: [u32; 6] = 8,
-    b_dims: [u32; 6] = 32,
-    _reserved1: [u32; 2] = 56,
-});
-
 const _: () = assert!(size_of::<CommandDescriptor>() == super::COMMAND_DESCRIPTOR_SIZE);
-const _: () = assert!(size_of::<BroadcastShape>() == super::BROADCAST_SHAPE_SIZE);
 const _: () = assert!(size_of::<CompletionDescriptor>() == super::COMPLETION_DESCRIPTOR_SIZE);
 const _: () = assert!(size_of::<EventDescriptor>() == super::EVENT_DESCRIPTOR_SIZE);
 const _: () = assert!(size_of::<ImageHeader>() == super::IMAGE_HEADER_SIZE);
@@ -128,9 +119,8 @@ const _: () = assert!(super::DEVICE_ABI_VERSION.to_word() == super::DEVICE_ABI_V
 const _: () = assert!(super::REFERENCE_FEATURES.0 == super::Features::KNOWN.0);
 
 /// Every descriptor's layout.
-pub const LAYOUTS: [StructLayout; 5] = [
+pub const LAYOUTS: [StructLayout; 4] = [
     COMMAND_LAYOUT,
-    BROADCAST_SHAPE_LAYOUT,
     COMPLETION_LAYOUT,
     EVENT_LAYOUT,
     IMAGE_HEADER_LAYOUT,

@@ -3,8 +3,7 @@
 //!
 //! - [`Register`] offsets and the bits of `CONTROL`, `STATUS` and the IRQ registers;
 //! - the [`CommandDescriptor`], [`CompletionDescriptor`] and [`EventDescriptor`]
-//!   ring entries and the [`BroadcastShape`] block, with explicit
-//!   little-endian encode/decode;
+//!   ring entries, with explicit little-endian encode/decode;
 //! - the ABI version, [`Features`] and the compatibility rule
 //!   ([`AbiRequirement::check`], [`check_identity`]);
 //! - the bitstream [`ImageHeader`] and the config-flash layout ([`flash`]).
@@ -12,7 +11,6 @@
 //! `docs/device-abi.md` is the specification; `abi/include/tensorplug_device_abi.h`
 //! is generated from these files by `cargo xtask header`.
 
-mod broadcast;
 mod command;
 mod completion;
 mod event;
@@ -24,7 +22,6 @@ mod regs;
 mod tables;
 mod version;
 
-pub use broadcast::{BROADCAST_MAX_RANK, BROADCAST_SHAPE_SIZE, BroadcastShape};
 pub use command::{COMMAND_DESCRIPTOR_SIZE, CommandDescriptor, CommandFlags, Opcode};
 pub use completion::{
     COMPLETION_DESCRIPTOR_SIZE, CompletionDescriptor, CompletionFlags, CompletionStatus,
@@ -45,11 +42,10 @@ pub use version::{
 
 /// The source files `cargo xtask header` feeds to cbindgen, relative to `abi/`.
 /// (`layout.rs` and `le.rs` hold no C-visible items.)
-pub const HEADER_SOURCES: [&str; 8] = [
+pub const HEADER_SOURCES: [&str; 7] = [
     "src/device/version.rs",
     "src/device/regs.rs",
     "src/device/command.rs",
-    "src/device/broadcast.rs",
     "src/device/completion.rs",
     "src/device/event.rs",
     "src/device/image.rs",

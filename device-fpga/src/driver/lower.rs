@@ -6,14 +6,12 @@ use tensorplug_core::accelerator::{OpDesc, OpKind, Shape};
 use super::Error;
 use super::broadcast::{self, Piece};
 
-// TODO: use abi once added: the broadcast flags of the binary element-wise
-// opcodes (issue 4 shared context; bits 2..=7 of `CommandFlags`).
-pub(crate) const SRC0_BCAST_M: CommandFlags = CommandFlags(1 << 2);
-pub(crate) const SRC0_BCAST_N: CommandFlags = CommandFlags(1 << 3);
-pub(crate) const SRC0_BCAST_K: CommandFlags = CommandFlags(1 << 4);
-pub(crate) const SRC1_BCAST_M: CommandFlags = CommandFlags(1 << 5);
-pub(crate) const SRC1_BCAST_N: CommandFlags = CommandFlags(1 << 6);
-pub(crate) const SRC1_BCAST_K: CommandFlags = CommandFlags(1 << 7);
+const SRC0_BCAST_M: CommandFlags = CommandFlags::SRC0_BCAST_M;
+const SRC0_BCAST_N: CommandFlags = CommandFlags::SRC0_BCAST_N;
+const SRC0_BCAST_K: CommandFlags = CommandFlags::SRC0_BCAST_K;
+const SRC1_BCAST_M: CommandFlags = CommandFlags::SRC1_BCAST_M;
+const SRC1_BCAST_N: CommandFlags = CommandFlags::SRC1_BCAST_N;
+const SRC1_BCAST_K: CommandFlags = CommandFlags::SRC1_BCAST_K;
 
 const F32: u64 = 4;
 

@@ -8,20 +8,19 @@ use tensorplug_abi::device::{CommandDescriptor, CommandFlags, CompletionStatus, 
 
 use crate::kernels::{BinaryOp, GemmSpec};
 
-// TODO: use abi once added (`CommandFlags::SRC0_BCAST_M` ..).
 /// `src0` is broadcast along `m` (binary element-wise 3-D form).
-pub const SRC0_BCAST_M: u16 = 1 << 2;
+pub const SRC0_BCAST_M: u16 = CommandFlags::SRC0_BCAST_M.0;
 /// `src0` is broadcast along `n`.
-pub const SRC0_BCAST_N: u16 = 1 << 3;
+pub const SRC0_BCAST_N: u16 = CommandFlags::SRC0_BCAST_N.0;
 /// `src0` is broadcast along `k`.
-pub const SRC0_BCAST_K: u16 = 1 << 4;
+pub const SRC0_BCAST_K: u16 = CommandFlags::SRC0_BCAST_K.0;
 /// `src1` is broadcast along `m`.
-pub const SRC1_BCAST_M: u16 = 1 << 5;
+pub const SRC1_BCAST_M: u16 = CommandFlags::SRC1_BCAST_M.0;
 /// `src1` is broadcast along `n`.
-pub const SRC1_BCAST_N: u16 = 1 << 6;
+pub const SRC1_BCAST_N: u16 = CommandFlags::SRC1_BCAST_N.0;
 /// `src1` is broadcast along `k`.
-pub const SRC1_BCAST_K: u16 = 1 << 7;
-const BCAST_MASK: u16 = 0x00FC;
+pub const SRC1_BCAST_K: u16 = CommandFlags::SRC1_BCAST_K.0;
+const BCAST_MASK: u16 = CommandFlags::BCAST_MASK.0;
 
 /// Byte offsets of the descriptor fields, the `detail` of argument errors.
 pub(crate) mod field {
