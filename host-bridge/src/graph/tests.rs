@@ -423,3 +423,39 @@ fn corrupt_graphs_give_errors_never_panics() {
         "most corruptions must be reported, got {errors}"
     );
 }
+
+/// Every input of every node names a node of the graph.
+fn assert_references_resolve(graph: &GraphDef, what: &str) {
+    let names: HashSet<&str> = graph.node.iter().map(|n| n.name.as_str()).collect();
+    for node in &graph.node {
+        for input in &node.input {
+            let producer = super::edges::Input::parse(input).node();
+            assert!(
+                names.contains(producer),
+                "{what}: {} reads missing {input}",
+                node.name
+            );
+        }
+    }
+}
+
+#[test]
+fn second_run_changes_nothing_and_references_resolve() {
+    // Grappler runs the pass twice per graph; any preserve set must keep the
+    // graph well-formed.
+    for (name, _) in FIXTURES {
+        let all: Vec<String> = fixture(name).node.iter().map(|n| n.name.clone()).collect();
+        for stride in [0usize, 2, 3, 5] {
+            let preserve: Vec<&str> = match stride {
+                0 => Vec::new(),
+                s => all.iter().step_by(s).map(String::as_str).collect(),
+            };
+            let mut graph = fixture(name);
+            fuse(&mut graph, &preserve);
+            assert_references_resolve(&graph, name);
+            let once = graph.clone();
+            assert_eq!(fuse(&mut graph, &preserve), Fusions::default(), "{name}");
+            assert_eq!(graph, once, "{name}: second run changed the graph");
+        }
+    }
+}
