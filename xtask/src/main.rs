@@ -2,6 +2,8 @@
 
 mod bench;
 mod checks;
+mod demo;
+mod dist;
 mod fuzz;
 mod header;
 mod layout;
@@ -31,7 +33,7 @@ enum Task {
     /// Criterion benchmarks, printed as ratios against same-run baselines.
     Bench(bench::BenchArgs),
     /// Build the TensorFlow plugin wheel.
-    Dist,
+    Dist(dist::DistArgs),
     /// Regenerate the device-ABI C header (abi/include/tensorplug_device_abi.h).
     Header,
 }
@@ -51,11 +53,11 @@ fn main() -> std::process::ExitCode {
 fn run(task: Task) -> anyhow::Result<()> {
     match task {
         Task::Test(args) => test::run(&args),
-        Task::Demo => not_yet("demo", 5),
+        Task::Demo => demo::run_task(),
         Task::Flash => not_yet("flash", 4),
         Task::Hil => not_yet("hil", 4),
         Task::Bench(args) => bench::run_task(&args),
-        Task::Dist => not_yet("dist", 5),
+        Task::Dist(args) => dist::run_task(&args),
         Task::Header => header::run(),
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::util::{output, root, run};
 use anyhow::{Context, Result, bail};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Targets the `no_std` crates are built for.
@@ -86,10 +86,32 @@ fn ensure_apt() -> Result<()> {
 /// Creates `target/venv` with `xtask/requirements.txt`, skipping pip when the
 /// stamp shows the same requirements were installed before.
 fn ensure_venv() -> Result<PathBuf> {
-    let venv = root().join("target/venv");
+    ensure_venv_at(
+        &root().join("target/venv"),
+        &root().join("xtask/requirements.txt"),
+        &|_, cmd| run(cmd),
+    )
+}
+
+/// What [`ensure_venv_at`] asks its runner to do.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum VenvStep {
+    /// `python3 -m venv <venv>`.
+    Create,
+    /// `<venv>/bin/python -m pip install ... -r <requirements>`.
+    PipInstall,
+}
+
+/// Creates `venv` with `requirements`, skipping pip when the stamp shows the
+/// same requirements were installed before; `runner` runs each command (the
+/// demo shows progress).
+pub fn ensure_venv_at(
+    venv: &Path,
+    requirements: &Path,
+    runner: &dyn Fn(VenvStep, &mut Command) -> Result<()>,
+) -> Result<PathBuf> {
     let python = venv.join("bin/python");
-    let requirements = root().join("xtask/requirements.txt");
-    let wanted = std::fs::read_to_string(&requirements)
+    let wanted = std::fs::read_to_string(requirements)
         .with_context(|| format!("reading {}", requirements.display()))?;
     let stamp = venv.join(".tensorplug-requirements");
     if python.exists() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(&wanted) {
@@ -100,11 +122,17 @@ fn ensure_venv() -> Result<PathBuf> {
             "    creating {} (tensorflow-cpu is ~274 MB to download)",
             venv.display()
         );
-        run(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
+        runner(
+            VenvStep::Create,
+            Command::new("python3").arg("-m").arg("venv").arg(venv),
+        )?;
     }
-    run(Command::new(&python)
-        .args(["-m", "pip", "install", "--disable-pip-version-check", "-r"])
-        .arg(&requirements))?;
+    runner(
+        VenvStep::PipInstall,
+        Command::new(&python)
+            .args(["-m", "pip", "install", "--disable-pip-version-check", "-r"])
+            .arg(requirements),
+    )?;
     std::fs::write(&stamp, wanted).with_context(|| format!("writing {}", stamp.display()))?;
     Ok(python)
 }

@@ -1,0 +1,339 @@
+//! `cargo xtask dist`: the TensorFlow plugin as a pip wheel.
+//!
+//! `target/wheels/tensorplug_fpga-<version>-py3-none-<platform>.whl` holds
+//! `tensorflow-plugins/libtensorplug_host_bridge.so` at the wheel's root with
+//! `Root-Is-Purelib: false`, so pip puts it in platlib
+//! (`site-packages/tensorflow-plugins/`), where `import tensorflow` loads
+//! every PluggableDevice library it finds. Layout, tag and dependency choices:
+//! `docs/wheel.md`.
+
+use crate::util::{cargo, output, root, run};
+use anyhow::{Context, Result, bail};
+use base64::Engine as _;
+use sha2::{Digest as _, Sha256};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The distribution name pip shows (`pip uninstall tensorplug-fpga`).
+pub const DIST_NAME: &str = "tensorplug-fpga";
+/// The file-name form of [`DIST_NAME`] (PEP 427 escaping).
+const DIST_FILE_NAME: &str = "tensorplug_fpga";
+/// The version: the workspace's.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The plugin as cargo names it, and as it is installed.
+pub const PLUGIN_FILE: &str = "libtensorplug_host_bridge.so";
+/// Where TF looks for plugins, relative to site-packages.
+pub const PLUGIN_DIR: &str = "tensorflow-plugins";
+/// The TF the plugin's C ABI was checked against. Patch releases keep the
+/// modular C API structs; another minor release is not verified.
+const REQUIRES_TF: &str = "tensorflow-cpu~=2.21.0";
+
+#[derive(clap::Args)]
+pub struct DistArgs {
+    /// Package this `.so` instead of building the plugin in release (the
+    /// wheel test packs the debug build it already has).
+    #[arg(long)]
+    pub plugin: Option<PathBuf>,
+    /// Write the wheel here instead of `target/wheels`.
+    #[arg(long)]
+    pub out_dir: Option<PathBuf>,
+}
+
+/// `cargo xtask dist`: builds the plugin in release and writes the wheel.
+pub fn run_task(args: &DistArgs) -> Result<()> {
+    let plugin = match &args.plugin {
+        Some(plugin) => plugin.clone(),
+        None => {
+            run(&mut plugin_build_command())?;
+            plugin_built_path()
+        }
+    };
+    let dir = args.out_dir.clone().unwrap_or_else(wheel_dir);
+    let wheel = write_wheel(&plugin, &dir)?;
+    println!("{}", wheel.display());
+    eprintln!(
+        "install it with: pip install {}",
+        wheel.strip_prefix(root()).unwrap_or(&wheel).display()
+    );
+    Ok(())
+}
+
+/// `cargo build --release` of the plugin `.so` into xtask's target dir.
+pub fn plugin_build_command() -> Command {
+    let mut cmd = cargo();
+    cmd.args(["build", "--release", "--package", "tensorplug-host-bridge"])
+        .arg("--lib")
+        .env("CARGO_TARGET_DIR", crate::bench::target_dir());
+    cmd
+}
+
+/// Where [`plugin_build_command`] leaves the `.so`.
+pub fn plugin_built_path() -> PathBuf {
+    crate::bench::target_dir().join("release").join(PLUGIN_FILE)
+}
+
+/// Where wheels go: `<workspace>/target/wheels`.
+pub fn wheel_dir() -> PathBuf {
+    root().join("target/wheels")
+}
+
+/// Packs `plugin` into a wheel in `dir`; returns its path.
+pub fn write_wheel(plugin: &Path, dir: &Path) -> Result<PathBuf> {
+    let so = std::fs::read(plugin).with_context(|| format!("reading {}", plugin.display()))?;
+    let tag = platform_tag(plugin)?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = dir.join(format!("{DIST_FILE_NAME}-{VERSION}-py3-none-{tag}.whl"));
+    let bytes = wheel_bytes(&so, &tag)?;
+    std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
+}
+
+/// One file of the wheel.
+struct Entry {
+    name: String,
+    data: Vec<u8>,
+    mode: u32,
+}
+
+/// The whole wheel, deterministic: fixed order, timestamps and modes.
+fn wheel_bytes(so: &[u8], tag: &str) -> Result<Vec<u8>> {
+    let dist_info = format!("{DIST_FILE_NAME}-{VERSION}.dist-info");
+    let mut entries = vec![
+        Entry {
+            name: format!("{PLUGIN_DIR}/{PLUGIN_FILE}"),
+            data: so.to_vec(),
+            mode: 0o755,
+        },
+        Entry {
+            name: format!("{dist_info}/METADATA"),
+            data: metadata().into_bytes(),
+            mode: 0o644,
+        },
+        Entry {
+            name: format!("{dist_info}/WHEEL"),
+            data: wheel_file(tag).into_bytes(),
+            mode: 0o644,
+        },
+    ];
+    let record = record(&entries, &format!("{dist_info}/RECORD"));
+    entries.push(Entry {
+        name: format!("{dist_info}/RECORD"),
+        data: record.into_bytes(),
+        mode: 0o644,
+    });
+
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for entry in &entries {
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated)
+            .last_modified_time(zip::DateTime::default())
+            .unix_permissions(entry.mode);
+        zip.start_file(entry.name.as_str(), options)
+            .with_context(|| format!("adding {} to the wheel", entry.name))?;
+        zip.write_all(&entry.data)?;
+    }
+    Ok(zip.finish().context("finishing the wheel")?.into_inner())
+}
+
+/// Core metadata 2.1 (what pip reads).
+fn metadata() -> String {
+    format!(
+        "Metadata-Version: 2.1\n\
+         Name: {DIST_NAME}\n\
+         Version: {VERSION}\n\
+         Summary: TensorFlow PluggableDevice plugin: /device:FPGA:0 on tensorplug devices (default: the simulated FPGA)\n\
+         License: {}\n\
+         Requires-Python: >=3.9\n\
+         Requires-Dist: {REQUIRES_TF}\n",
+        env!("CARGO_PKG_LICENSE"),
+    )
+}
+
+fn wheel_file(tag: &str) -> String {
+    format!(
+        "Wheel-Version: 1.0\n\
+         Generator: tensorplug xtask {VERSION}\n\
+         Root-Is-Purelib: false\n\
+         Tag: py3-none-{tag}\n"
+    )
+}
+
+/// `RECORD`: `path,sha256=<urlsafe base64, no padding>,size` per file, and
+/// the RECORD itself without hash or size.
+fn record(entries: &[Entry], record_name: &str) -> String {
+    let mut out = String::new();
+    for entry in entries {
+        let hash =
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(&entry.data));
+        out.push_str(&format!(
+            "{},sha256={hash},{}\n",
+            entry.name,
+            entry.data.len()
+        ));
+    }
+    out.push_str(&format!("{record_name},,\n"));
+    out
+}
+
+/// Libraries a manylinux wheel may link against (PEP 600 / auditwheel's
+/// policy, the subset a Rust `cdylib` can need).
+const MANYLINUX_LIBS: &[&str] = &[
+    "libc.so.6",
+    "libm.so.6",
+    "libdl.so.2",
+    "librt.so.1",
+    "libpthread.so.0",
+    "libgcc_s.so.1",
+    "ld-linux-x86-64.so.2",
+    "ld-linux-aarch64.so.1",
+];
+
+/// The oldest glibc PEP 600 tags (manylinux2014 = 2.17).
+const MIN_GLIBC_MINOR: u32 = 17;
+/// Newest libgcc_s symbol version the manylinux_2_28+ policies allow.
+const MAX_GCC_VERSION: [u32; 3] = [7, 0, 0];
+
+/// `manylinux_2_<N>_<arch>` where N is the newest `GLIBC_2.N` symbol version
+/// the `.so` needs, if it links only [`MANYLINUX_LIBS`] and libgcc_s symbols
+/// the policy allows; `linux_<arch>` (installable, but only on the machine
+/// type it was built for) otherwise.
+pub fn platform_tag(so: &Path) -> Result<String> {
+    let arch = std::env::consts::ARCH;
+    if !cfg!(target_os = "linux") || !matches!(arch, "x86_64" | "aarch64") {
+        bail!("wheels are built for Linux x86_64/aarch64 only, not {arch}");
+    }
+    let needed = needed_libs(&objdump(so, "-p")?);
+    let versions = symbol_versions(&objdump(so, "-T")?);
+    let glibc_minor = versions
+        .iter()
+        .filter_map(|v| v.strip_prefix("GLIBC_2."))
+        .filter_map(|minor| minor.split('.').next()?.parse::<u32>().ok())
+        .max()
+        .unwrap_or(MIN_GLIBC_MINOR)
+        .max(MIN_GLIBC_MINOR);
+    let libs_ok = needed
+        .iter()
+        .all(|lib| MANYLINUX_LIBS.contains(&lib.as_str()));
+    let gcc_ok = versions
+        .iter()
+        .filter_map(|v| v.strip_prefix("GCC_"))
+        .all(|v| parse_version(v).is_some_and(|v| v <= MAX_GCC_VERSION));
+    Ok(if libs_ok && gcc_ok {
+        format!("manylinux_2_{glibc_minor}_{arch}")
+    } else {
+        eprintln!("    {needed:?} / {versions:?} are outside manylinux: tagging linux_{arch}");
+        format!("linux_{arch}")
+    })
+}
+
+fn objdump(so: &Path, flag: &str) -> Result<String> {
+    output(Command::new("objdump").arg(flag).arg(so))
+        .context("objdump (binutils) reads the plugin's glibc needs for the wheel tag")
+}
+
+/// `NEEDED` entries of `objdump -p`.
+fn needed_libs(private_headers: &str) -> Vec<String> {
+    private_headers
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("NEEDED"))
+        .map(|lib| lib.trim().to_string())
+        .collect()
+}
+
+/// Symbol versions of undefined dynamic symbols in `objdump -T`
+/// (`0000 DF *UND* 0000 (GLIBC_2.34) pthread_create`), deduplicated.
+fn symbol_versions(dynamic_symbols: &str) -> Vec<String> {
+    let mut versions: Vec<String> = dynamic_symbols
+        .lines()
+        .filter(|line| line.contains("*UND*"))
+        .filter_map(|line| {
+            let start = line.find('(')? + 1;
+            let end = start + line[start..].find(')')?;
+            Some(line[start..end].to_string())
+        })
+        .collect();
+    versions.sort();
+    versions.dedup();
+    versions
+}
+
+/// `4.2.0` → `[4, 2, 0]`; missing parts are 0.
+fn parse_version(text: &str) -> Option<[u32; 3]> {
+    let mut out = [0; 3];
+    for (slot, part) in out.iter_mut().zip(text.split('.')) {
+        *slot = part.parse().ok()?;
+    }
+    (text.split('.').count() <= 3).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read as _;
+
+    #[test]
+    fn record_lists_every_file_with_its_sha256_and_size() {
+        let entries = [Entry {
+            name: "a/b".into(),
+            data: b"hello".to_vec(),
+            mode: 0o644,
+        }];
+        // sha256("hello"), urlsafe base64 without padding (as pip checks it).
+        assert_eq!(
+            record(&entries, "x.dist-info/RECORD"),
+            "a/b,sha256=LPJNul-wow4m6DsqxbninhsWHlwfp0JecwQzYpOLmCQ,5\nx.dist-info/RECORD,,\n"
+        );
+    }
+
+    #[test]
+    fn wheel_is_deterministic_and_its_record_matches_its_files() {
+        let so = vec![0x7f; 1000];
+        let first = wheel_bytes(&so, "manylinux_2_28_x86_64").unwrap();
+        assert_eq!(first, wheel_bytes(&so, "manylinux_2_28_x86_64").unwrap());
+
+        let mut zip = zip::ZipArchive::new(std::io::Cursor::new(first)).unwrap();
+        let mut read = |name: &str| {
+            let mut data = Vec::new();
+            zip.by_name(name).unwrap().read_to_end(&mut data).unwrap();
+            data
+        };
+        let info = format!("tensorplug_fpga-{VERSION}.dist-info");
+        assert_eq!(read("tensorflow-plugins/libtensorplug_host_bridge.so"), so);
+        let wheel = String::from_utf8(read(&format!("{info}/WHEEL"))).unwrap();
+        assert!(wheel.contains("Root-Is-Purelib: false\nTag: py3-none-manylinux_2_28_x86_64\n"));
+        let record = String::from_utf8(read(&format!("{info}/RECORD"))).unwrap();
+        for line in record.lines().filter(|l| !l.ends_with(",,")) {
+            let mut fields = line.split(',');
+            let (name, hash, size) = (
+                fields.next().unwrap(),
+                fields.next().unwrap(),
+                fields.next().unwrap(),
+            );
+            let data = read(name);
+            assert_eq!(size, data.len().to_string(), "{name}");
+            let want =
+                base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(&data));
+            assert_eq!(hash, format!("sha256={want}"), "{name}");
+        }
+        assert_eq!(record.lines().count(), 4);
+    }
+
+    #[test]
+    fn objdump_output_gives_needed_libs_and_symbol_versions() {
+        let headers = "Dynamic Section:\n  NEEDED               libgcc_s.so.1\n  NEEDED               libc.so.6\n  SONAME  x\n";
+        assert_eq!(needed_libs(headers), ["libgcc_s.so.1", "libc.so.6"]);
+        let symbols = "0000000000000000      DF *UND*\t0000000000000000 (GLIBC_2.34) pthread_create\n\
+                       0000000000000000      DF *UND*\t0000000000000000 (GCC_4.2.0) _Unwind_Resume\n\
+                       0000000000000000      DF *UND*\t0000000000000000 (GLIBC_2.2.5) memcpy\n\
+                       00000000000a1000 g    DF .text\t0000000000000010  Base        SE_InitPlugin\n";
+        assert_eq!(
+            symbol_versions(symbols),
+            ["GCC_4.2.0", "GLIBC_2.2.5", "GLIBC_2.34"]
+        );
+        assert_eq!(parse_version("4.2.0"), Some([4, 2, 0]));
+        assert_eq!(parse_version("3.3"), Some([3, 3, 0]));
+        assert_eq!(parse_version("1.2.3.4"), None);
+        assert_eq!(parse_version("x"), None);
+    }
+}
