@@ -4,7 +4,8 @@ usage: mlp_demo.py <logdir>
 
 TensorFlow finds the plugin the way a user's install does: the wheel put
 libtensorplug_host_bridge.so in site-packages/tensorflow-plugins/. The script
-runs predict and a short fit on the FPGA while profiling, then prints
+runs predict, then a short fit, on the FPGA, each under the profiler, and
+prints for each
 
 1. where each op ran (TF's placement log, printed by the placer to stdout),
 2. the device time per op, read back from the collected .xplane.pb,
@@ -14,7 +15,6 @@ Exits non-zero if there is no FPGA, no device plane in the profile, or a
 compute op of predict did not run on the FPGA.
 """
 import collections
-import contextlib
 import ctypes
 import glob
 import os
@@ -37,6 +37,7 @@ BOOKKEEPING = {
     "AssignVariableOp", "_Send", "_Recv", "StatefulPartitionedCall",
     "PartitionedCall", "Shape",
 }
+LAYERS = ("dense_1", "dense_2", "output")
 PLACEMENT = re.compile(r"^(?P<node>\S+): \((?P<op>\w+)\): \S*?/device:(?P<device>\w+:\d+)$")
 
 
@@ -45,31 +46,33 @@ def fail(message):
     sys.exit(1)
 
 
-@contextlib.contextmanager
-def placement_log(into):
-    """Collects TF's placement lines (`node: (Op): device`). The placer
-    printf()s them to C stdout, so fd 1 is redirected and C's buffer flushed."""
-    libc = ctypes.CDLL(None)
-    tf.debugging.set_log_device_placement(True)
-    sys.stdout.flush()
-    saved = os.dup(1)
-    with tempfile.TemporaryFile() as tmp:
-        os.dup2(tmp.fileno(), 1)
-        try:
-            yield
-        finally:
-            libc.fflush(None)
-            sys.stdout.flush()
-            os.dup2(saved, 1)
-            os.close(saved)
-            tf.debugging.set_log_device_placement(False)
-            tmp.seek(0)
-            for line in tmp.read().decode(errors="replace").splitlines():
-                match = PLACEMENT.match(line.strip())
-                if match:
-                    into.append((match["node"], match["op"], match["device"]))
-                else:
-                    print(line)  # not ours: pass it through
+class PlacementLog:
+    """TF's placer printf()s `node: (Op): device` to C stdout for every graph
+    it places once log_device_placement is on (it must be on before TF's
+    context exists). fd 1 goes to a temp file for the whole run; Python's
+    own prints go to the real stdout; `lines()` reads what was placed since
+    the last call."""
+
+    def __init__(self):
+        self._libc = ctypes.CDLL(None)
+        sys.stdout.flush()
+        sys.stdout = os.fdopen(os.dup(1), "w", buffering=1)
+        self._file = tempfile.TemporaryFile()
+        os.dup2(self._file.fileno(), 1)
+        self._read = 0
+        tf.debugging.set_log_device_placement(True)
+
+    def lines(self):
+        self._libc.fflush(None)
+        end = os.fstat(self._file.fileno()).st_size
+        text = os.pread(self._file.fileno(), end - self._read, self._read)
+        self._read = end
+        placed = []
+        for line in text.decode(errors="replace").splitlines():
+            match = PLACEMENT.match(line.strip())
+            if match:
+                placed.append((match["node"], match["op"], match["device"]))
+        return placed
 
 
 def make_model():
@@ -77,9 +80,9 @@ def make_model():
     with tf.device(FPGA):
         model = tf.keras.Sequential([
             tf.keras.Input((32,)),
-            tf.keras.layers.Dense(128, activation="relu", name="dense_1"),
-            tf.keras.layers.Dense(64, activation="relu", name="dense_2"),
-            tf.keras.layers.Dense(10, activation="softmax", name="output"),
+            tf.keras.layers.Dense(128, activation="relu", name=LAYERS[0]),
+            tf.keras.layers.Dense(64, activation="relu", name=LAYERS[1]),
+            tf.keras.layers.Dense(10, activation="softmax", name=LAYERS[2]),
         ])
         # XLA has no FPGA backend: Keras must not jit-compile the steps.
         model.compile(optimizer=tf.keras.optimizers.SGD(0.1),
@@ -94,34 +97,40 @@ def make_data(n=1024):
     return x, np.argmax(x @ teacher, axis=1)
 
 
-def run_workload(model, x, y, placed):
-    with tf.device(FPGA):
-        with placement_log(placed["predict"]):
-            probs = model.predict(x, batch_size=128, verbose=0)
-        with placement_log(placed["fit"]):
-            history = model.fit(x, y, batch_size=128, epochs=3, verbose=0)
-    return probs, history.history["loss"]
+def profiled(log, logdir, body):
+    """Runs `body` on the FPGA under tf.profiler; returns its result, the ops
+    TF placed meanwhile and the collected XSpace."""
+    log.lines()  # drop what was placed before
+    tf.profiler.experimental.start(logdir)
+    try:
+        with tf.device(FPGA):
+            result = body()
+    finally:
+        tf.profiler.experimental.stop()
+    return result, log.lines(), read_profile(logdir)
 
 
-def print_placement(placed):
+def print_predict_placement(placed):
     print("\n== Where each op ran (TF's placement log) ==")
-    layers = ("/dense_1/", "/dense_2/", "/output/")
-    model_ops = [(n, o, d) for n, o, d in placed["predict"]
-                 if o not in BOOKKEEPING and any(layer in n for layer in layers)]
-    print(f"predict, model ops ({len(model_ops)}):")
+    # Keras scopes a layer's ops as <model>/<layer>[_<n>]/<op>.
+    layer = re.compile("/(" + "|".join(LAYERS) + r")(_\d+)?/")
+    model_ops = [(n, o, d) for n, o, d in placed
+                 if o not in BOOKKEEPING and layer.search(n)]
     for node, op, device in model_ops:
         print(f"  {device:<8} {op:<10} {node}")
-    off_fpga = [(n, o, d) for n, o, d in placed["predict"]
-                if o not in BOOKKEEPING and not d.startswith("FPGA")]
     if not model_ops or any(not d.startswith("FPGA") for _, _, d in model_ops):
-        fail("a predict compute op of the model did not run on the FPGA")
-    print(f"predict: every model compute op on FPGA:0 "
-          f"({len(off_fpga)} input-pipeline ops on CPU)")
+        fail("a compute op of the model did not run on the FPGA")
+    on_cpu = sorted({o for _, o, d in placed if o not in BOOKKEEPING and d.startswith("CPU")})
+    print(f"every model compute op ran on FPGA:0; on CPU: {', '.join(on_cpu) or 'nothing'} "
+          "(Keras' input pipeline)")
+
+
+def print_fit_placement(placed):
+    print("\n== Where each op ran (TF's placement log), compute ops by device ==")
     per_device = collections.Counter()
-    for _, op, device in placed["fit"]:
+    for _, op, device in placed:
         if op not in BOOKKEEPING:
-            per_device[device.split(":")[0], op] += 1
-    print("fit, compute ops by device (op type x count):")
+            per_device[device, op] += 1
     for device in sorted({d for d, _ in per_device}):
         ops = sorted((op, n) for (d, op), n in per_device.items() if d == device)
         print(f"  {device}: " + ", ".join(f"{op} x{n}" for op, n in ops))
@@ -137,6 +146,14 @@ def read_profile(logdir):
     return paths[-1], space
 
 
+def op_type(plane, meta):
+    """The TF op type from the event's `tf_op` stat (`node:Type`)."""
+    for stat in meta.stats:
+        if plane.stat_metadata[stat.metadata_id].name == "tf_op":
+            return stat.str_value.rpartition(":")[2]
+    return "?"
+
+
 def print_device_time(space):
     planes = [p for p in space.planes if p.name == DEVICE_PLANE]
     if not planes:
@@ -147,26 +164,29 @@ def print_device_time(space):
         if not line.name.startswith("Queue"):
             continue
         for event in line.events:
-            per_op[plane.event_metadata[event.metadata_id].name].append(event.duration_ps)
+            meta = plane.event_metadata[event.metadata_id]
+            per_op[meta.name, op_type(plane, meta)].append(event.duration_ps)
     if not per_op:
         fail(f"{DEVICE_PLANE} has no device op events")
     rows = sorted(per_op.items(), key=lambda kv: -sum(kv[1]))
-    width = max(len(name) for name, _ in rows)
+    width = max(len(name) for (name, _), _ in rows)
+    kind = max(len("type"), *(len(t) for (_, t), _ in rows))
     print(f"\n== Device time per op (from {DEVICE_PLANE} in the profile) ==")
-    print(f"  {'op':<{width}} {'count':>6} {'total us':>10} {'mean us':>9}")
-    for name, durations in rows:
+    print(f"  {'op':<{width}} {'type':<{kind}} {'count':>6} {'total us':>10} {'mean us':>9}")
+    for (name, type_), durations in rows:
         total_us = sum(durations) / 1e6
-        print(f"  {name:<{width}} {len(durations):>6} {total_us:>10.1f} "
+        print(f"  {name:<{width}} {type_:<{kind}} {len(durations):>6} {total_us:>10.1f} "
               f"{total_us / len(durations):>9.2f}")
     events = sum(len(d) for d in per_op.values())
     total = sum(sum(d) for d in per_op.values()) / 1e6
-    print(f"  {'all':<{width}} {events:>6} {total:>10.1f}")
+    print(f"  {'all':<{width}} {'':<{kind}} {events:>6} {total:>10.1f}")
 
 
 def main():
     if len(sys.argv) != 2:
         fail("usage: mlp_demo.py <logdir>")
     logdir = os.path.abspath(sys.argv[1])
+    log = PlacementLog()  # before anything creates TF's context
     fpgas = tf.config.list_physical_devices("FPGA")
     if not fpgas:
         fail("TensorFlow sees no FPGA: is tensorplug-fpga installed in this venv?")
@@ -177,22 +197,28 @@ def main():
 
     model = make_model()
     x, y = make_data()
-    placed = {"predict": [], "fit": []}
-    tf.profiler.experimental.start(logdir)
-    try:
-        probs, losses = run_workload(model, x, y, placed)
-    finally:
-        tf.profiler.experimental.stop()
-    print(f"predict: {probs.shape[0]} samples -> {probs.shape[1]} classes, "
-          f"rows sum to 1 within {np.abs(probs.sum(axis=1) - 1).max():.1e}")
-    print("fit: loss per epoch " + ", ".join(f"{v:.4f}" for v in losses))
 
-    print_placement(placed)
-    path, space = read_profile(logdir)
+    print("\n### predict (1024 samples, batch 128) under tf.profiler")
+    probs, placed, (path, space) = profiled(
+        log, os.path.join(logdir, "predict"),
+        lambda: model.predict(x, batch_size=128, verbose=0))
+    print(f"{probs.shape[0]} samples -> {probs.shape[1]} classes, rows sum to 1 "
+          f"within {np.abs(probs.sum(axis=1) - 1).max():.1e}")
+    print_predict_placement(placed)
     print_device_time(space)
-    print(f"\nprofile: {path}")
-    print(f"open it:  xprof --logdir {logdir}   (pip install xprof; or tensorboard "
-          f"--logdir {logdir} with tensorboard-plugin-profile)")
+    print(f"profile: {path}")
+
+    print("\n### fit (3 epochs, batch 128, SGD) under tf.profiler")
+    history, placed, (path, space) = profiled(
+        log, os.path.join(logdir, "fit"),
+        lambda: model.fit(x, y, batch_size=128, epochs=3, verbose=0))
+    print("loss per epoch: " + ", ".join(f"{v:.4f}" for v in history.history["loss"]))
+    print_fit_placement(placed)
+    print_device_time(space)
+    print(f"profile: {path}")
+
+    print(f"\nopen the profiles:  xprof --logdir {logdir}")
+    print("  (pip install xprof; or tensorboard --logdir ... with tensorboard-plugin-profile)")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ use crate::util::{cargo, root, run};
 use anyhow::{Context, Result};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::SystemTime;
 
 #[derive(clap::Args)]
@@ -109,6 +110,12 @@ const EXPECTED_FIGURES: &[(&str, &str)] = &[
         "link: 4 KiB bulk write efficiency",
     ),
     ("spi_payload_efficiency", "SPI: 4 KiB write efficiency"),
+    (
+        "tf_eager_dispatch_ratio",
+        "TF eager relu dispatch, FPGA vs CPU",
+    ),
+    ("tf_profiler_overhead", "MLP predict, profiler on vs off"),
+    ("tf_copy_bandwidth", "64 MiB TF round trip vs memcpy"),
 ];
 
 /// One line of the table.
@@ -159,6 +166,7 @@ pub fn run_task(args: &BenchArgs) -> Result<()> {
             cmd.arg("--").args(&args.bench_args);
         }
         run(&mut cmd)?;
+        run_tf_benches(&target, &args.bench_args)?;
         Some(start)
     };
     let mut rows: Vec<Row> = TIMING_PAIRS
@@ -170,6 +178,43 @@ pub fn run_task(args: &BenchArgs) -> Result<()> {
     let missed = rows.iter().filter(|r| r.verdict == Verdict::Miss).count();
     if missed > 0 {
         eprintln!("{missed} figure(s) missed their goal");
+    }
+    Ok(())
+}
+
+/// The Python benches against real TF (`tests/python/bench_*.py`, one process
+/// each) with the release plugin; each writes a figure file. Skipped when a
+/// filter is given that none of their names contain.
+fn run_tf_benches(target: &Path, bench_args: &[String]) -> Result<()> {
+    const SCRIPTS: &[&str] = &["bench_dispatch", "bench_profiler_overhead", "bench_copy"];
+    let filter = bench_args.first().filter(|arg| !arg.starts_with('-'));
+    let scripts: Vec<&str> = SCRIPTS
+        .iter()
+        .copied()
+        .filter(|name| filter.is_none_or(|f| name.contains(f.as_str())))
+        .collect();
+    if scripts.is_empty() {
+        return Ok(());
+    }
+    let python = std::env::var_os("TENSORPLUG_PYTHON")
+        .map_or_else(|| root().join("target/venv/bin/python"), PathBuf::from);
+    if !python.exists() {
+        eprintln!(
+            "no TF venv at {}: TF benches not measured (run `cargo xtask test` once)",
+            python.display()
+        );
+        return Ok(());
+    }
+    run(&mut crate::dist::plugin_build_command())?;
+    for script in scripts {
+        run(Command::new(&python)
+            .arg(root().join(format!("tests/python/{script}.py")))
+            .env("TENSORPLUG_BENCH_TARGET", target)
+            .env(
+                "TF_PLUGGABLE_DEVICE_LIBRARY_PATH",
+                crate::dist::plugin_built_path(),
+            )
+            .env_remove("TENSORPLUG_DEVICE"))?;
     }
     Ok(())
 }
