@@ -9,7 +9,7 @@
 use heapless::Deque;
 use tensorplug_abi::device::{
     COMMAND_DESCRIPTOR_SIZE, COMPLETION_DESCRIPTOR_SIZE, CommandDescriptor, CompletionDescriptor,
-    CompletionFlags, Register, expected_phase,
+    CompletionFlags, Register, Status, expected_phase,
 };
 use tensorplug_core::accelerator::Fence;
 
@@ -40,6 +40,8 @@ pub(super) struct QueueState {
     unrung: u32,
     /// Failed commands not yet reported: `(seq, error)`.
     failures: Deque<(u64, Error), FAILURES>,
+    /// Polls of unreached fences since `STATUS` was last checked.
+    polls_since_status: u32,
     /// A failure was forgotten because `failures` was full.
     failures_lost: bool,
     /// Fence ranges `(lo, hi]` aborted by resets.
@@ -77,8 +79,19 @@ impl QueueState {
         }
     }
 
-    /// The first unreported failure among the first `fence` commands.
+    /// The first unreported failure among the first `fence` commands. A
+    /// fence from after the last reset drops the failures from before it
+    /// (they belong to fences of that time, not to later work).
     fn take_failure(&mut self, fence: u64) -> Option<Error> {
+        if fence > self.hw_base {
+            while self
+                .failures
+                .front()
+                .is_some_and(|&(seq, _)| seq < self.hw_base)
+            {
+                self.failures.pop_front();
+            }
+        }
         if let Some(&(seq, error)) = self.failures.front()
             && seq < fence
         {
@@ -90,6 +103,11 @@ impl QueueState {
             return Some(Error::Protocol);
         }
         None
+    }
+
+    /// Whether a command among the first `fence` failed and is unreported.
+    fn failed_before(&self, fence: u64) -> bool {
+        self.failures.front().is_some_and(|&(seq, _)| seq < fence) || self.failures_lost
     }
 
     fn was_aborted(&self, fence: u64) -> bool {
@@ -232,12 +250,48 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Driver<T, C, ALLOCS> {
             return Err(Error::Aborted);
         }
         if !self.reached(fence.0)? {
-            return Ok(false);
+            return match self.check_progress(fence.0) {
+                Some(e) => Err(e),
+                None => Ok(false),
+            };
         }
         match self.queue.take_failure(fence.0) {
             Some(e) => Err(e),
             None => Ok(true),
         }
+    }
+
+    /// For a poll of an unreached fence: reads `STATUS` at once when a
+    /// command before `fence` failed (a `DEVICE_FAULT` halts the device with
+    /// the rest of a multi-command op still queued), else every
+    /// [`STATUS_EVERY`] polls, so a halted or reset device is reported
+    /// within a few polls instead of after the caller's timeout.
+    fn check_progress(&mut self, fence: u64) -> Option<Error> {
+        let queue = &mut self.queue;
+        queue.polls_since_status = queue.polls_since_status.wrapping_add(1);
+        if !queue.failed_before(fence) && queue.polls_since_status < STATUS_EVERY {
+            return None;
+        }
+        queue.polls_since_status = 0;
+        self.stalled(fence)
+    }
+
+    /// Why the device cannot reach `fence`: `None` while it runs. A halt is
+    /// reported as the unreported failure that caused it (status, detail,
+    /// tag), or else as [`Error::Halted`] with `HALT_REASON`.
+    fn stalled(&mut self, fence: u64) -> Option<Error> {
+        let status = match self.read(Register::STATUS) {
+            Ok(bits) => Status(bits),
+            Err(e) => return Some(e),
+        };
+        if status.contains(Status::HALTED) {
+            let halted = self.halted().unwrap_or_else(|e| e);
+            return Some(self.queue.take_failure(fence).unwrap_or(halted));
+        }
+        if !status.contains(Status::ENABLED) {
+            return Some(Error::DeviceReset);
+        }
+        None
     }
 
     /// Waits until the first `fence` commands completed, at most `budget_ns`.
@@ -253,20 +307,21 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Driver<T, C, ALLOCS> {
         while !self.reached(fence)? {
             polls = polls.wrapping_add(1);
             let timed_out = !deadline.keep_waiting(&mut self.clock);
-            if timed_out || polls.is_multiple_of(STATUS_EVERY) {
-                let timeout = Error::Timeout {
+            let check = polls.is_multiple_of(STATUS_EVERY) || self.queue.failed_before(fence);
+            if !(timed_out || check) {
+                continue;
+            }
+            let error = match self.stalled(fence) {
+                Some(e) => e,
+                None if timed_out => Error::Timeout {
                     waiting_for,
                     after_us: deadline.budget_us(),
-                };
-                match self.diagnose(timeout) {
-                    Error::Timeout { .. } if !timed_out => {}
-                    e => {
-                        #[cfg(feature = "defmt")]
-                        defmt::warn!("tensorplug-fpga: wait failed: {}", e);
-                        return Err(e);
-                    }
-                }
-            }
+                },
+                None => continue,
+            };
+            #[cfg(feature = "defmt")]
+            defmt::warn!("tensorplug-fpga: wait failed: {}", error);
+            return Err(error);
         }
         Ok(())
     }

@@ -2,8 +2,10 @@
 //! specific error, the driver recovers through `reset`, acknowledged data
 //! survives, and the next op works.
 
+use std::time::{Duration, Instant};
+
 use tensorplug_abi::device::CompletionStatus;
-use tensorplug_core::accelerator::{Accelerator, DeviceAddr, ErrorKind, OpDesc, OpKind};
+use tensorplug_core::accelerator::{Accelerator, DeviceAddr, ErrorKind, Fence, OpDesc, OpKind};
 use tensorplug_core::event::Event;
 use tensorplug_device_fpga::driver::{Error, WaitFor};
 use tensorplug_device_fpga::model::{DEVICE_FAULT_DETAIL, Faults};
@@ -140,6 +142,90 @@ pub fn device_fault_halts_then_recovers(f: &mut impl Fixture) {
         Error::Halted {
             reason: CompletionStatus::DEVICE_FAULT
         }
+    );
+    f.dev().reset().unwrap();
+    check_recovered(f, x, &data);
+}
+
+/// How long a halt may take to surface. Not a speed figure: the point is
+/// "a few polls", against the caller's timeout (60 s by default in the
+/// host bridge); generous for a debug build on a loaded machine.
+const HALT_NOTICED_WITHIN: Duration = Duration::from_millis(500);
+
+/// Launches `[2,1,2,1,2] + [1,3,1,3,1]` (five alternating broadcast axes:
+/// six commands) with the model set to fault on its next command.
+fn faulting_broadcast_add(f: &mut impl Fixture, tag: u16) -> Fence {
+    let a = upload(f.dev(), &values(8, 57));
+    let b = upload(f.dev(), &values(9, 58));
+    let out = f.dev().allocate(72 * 4, 64).unwrap();
+    let inputs = [tensor(a, &[2, 1, 2, 1, 2]), tensor(b, &[1, 3, 1, 3, 1])];
+    let op = OpDesc {
+        kind: OpKind::Add,
+        inputs: &inputs,
+        output: tensor(out, &[2, 3, 2, 3, 2]),
+        op_id: tag,
+    };
+    f.set_faults(Faults {
+        fault_next_command: true,
+        ..Faults::default()
+    });
+    let (before, _) = f.dev().command_counts();
+    let fence = f.dev().launch(Q, &op).unwrap();
+    assert_eq!(
+        f.dev().command_counts().0 - before,
+        6,
+        "not a multi-command op"
+    );
+    fence
+}
+
+fn assert_first_command_fault(e: &Error, tag: u16) {
+    assert_eq!(e.kind(), ErrorKind::DeviceFault, "{e}");
+    assert_eq!(
+        *e,
+        Error::Command {
+            status: CompletionStatus::DEVICE_FAULT,
+            detail: DEVICE_FAULT_DETAIL,
+            tag
+        }
+    );
+}
+
+/// A fault on the first command of a six-command op halts the device with
+/// five commands still queued: `poll` alone (what the host bridge's wait
+/// loop calls) must report it, not leave the caller to time out; so must
+/// `wait`. After a reset the fence is aborted and the device works, with
+/// no stale failure reported to later work.
+pub fn fault_in_a_multi_command_op_is_reported_promptly(f: &mut impl Fixture) {
+    let data = values(32, 56);
+    let x = upload(f.dev(), &data);
+
+    let fence = faulting_broadcast_add(f, 9);
+    let start = Instant::now();
+    let polled = loop {
+        match f.dev().poll(fence) {
+            Ok(false) if start.elapsed() < Duration::from_secs(5) => std::thread::yield_now(),
+            other => break other,
+        }
+    };
+    let took = start.elapsed();
+    assert_first_command_fault(&polled.unwrap_err(), 9);
+    assert!(
+        took < HALT_NOTICED_WITHIN,
+        "poll noticed the halt after {took:?}"
+    );
+    f.dev().reset().unwrap();
+    assert_eq!(f.dev().poll(fence), Err(Error::Aborted));
+    check_recovered(f, x, &data);
+
+    let fence = faulting_broadcast_add(f, 10);
+    let start = Instant::now();
+    let waited = f.dev().wait(fence, TIMEOUT);
+    let took = start.elapsed();
+    assert_first_command_fault(&waited.unwrap_err(), 10);
+    assert!(
+        took < HALT_NOTICED_WITHIN,
+        "wait noticed the halt after {took:?}"
     );
     f.dev().reset().unwrap();
     check_recovered(f, x, &data);

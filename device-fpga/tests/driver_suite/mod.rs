@@ -172,7 +172,8 @@ macro_rules! driver_suite {
         driver_suite!(@each $make;
             faults::full_event_ring_counts_drops, faults::lost_completion_times_out_then_recovers,
             faults::stuck_busy_times_out_then_recovers, faults::device_fault_halts_then_recovers,
-            faults::reset_mid_command_is_detected_then_recovers
+            faults::reset_mid_command_is_detected_then_recovers,
+            faults::fault_in_a_multi_command_op_is_reported_promptly
         );
     };
     (@each $make:expr; $($module:ident :: $case:ident),* $(,)?) => {
