@@ -61,6 +61,27 @@ pub enum RingError {
     NoFreeRing,
 }
 
+/// Category of a [`RingError`], in the embedded-hal style.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum RingErrorKind {
+    /// The ring had no room: the consumer did not drain it in time.
+    Full,
+    /// The producer has no ring: the registry has fewer rings than threads.
+    NoRing,
+}
+
+impl RingError {
+    /// The error's category.
+    pub const fn kind(&self) -> RingErrorKind {
+        match self {
+            Self::Full => RingErrorKind::Full,
+            Self::NoFreeRing => RingErrorKind::NoRing,
+        }
+    }
+}
+
 impl fmt::Display for RingError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

@@ -40,7 +40,9 @@ fn full_ring_drops_and_counts_without_losing_accepted_records() {
     }
     assert_eq!(producer.free_slots(), 0);
     assert_eq!(producer.push(event(4)), Err(RingError::Full));
-    assert_eq!(producer.push(event(5)), Err(RingError::Full));
+    let full = producer.push(event(5)).unwrap_err();
+    assert_eq!(full, RingError::Full);
+    assert_eq!(full.kind(), RingErrorKind::Full);
     assert_eq!(producer.dropped(), 2);
     assert_eq!(consumer.dropped(), 2);
 
@@ -225,7 +227,9 @@ mod registry {
         let mut second = registry.register();
         assert!(first.has_ring());
         assert!(!second.has_ring());
-        assert_eq!(second.push(1), Err(RingError::NoFreeRing));
+        let no_ring = second.push(1).unwrap_err();
+        assert_eq!(no_ring, RingError::NoFreeRing);
+        assert_eq!(no_ring.kind(), RingErrorKind::NoRing);
         first.push(10).unwrap();
         first.push(11).unwrap();
         assert_eq!(first.push(12), Err(RingError::Full));
