@@ -55,7 +55,10 @@ fn run(task: Task) -> anyhow::Result<()> {
         Task::Test(args) => test::run(&args),
         Task::Demo => demo::run_task(),
         Task::Flash => not_yet("flash", 4),
-        Task::Hil => not_yet("hil", 4),
+        Task::Hil => anyhow::bail!(
+            "`cargo xtask hil` is not implemented yet: it needs the MCU firmware \
+             (`firmware/`), which no issue has built so far"
+        ),
         Task::Bench(args) => bench::run_task(&args),
         Task::Dist(args) => dist::run_task(&args),
         Task::Header => header::run(),

@@ -15,6 +15,8 @@ pub struct TestArgs {
 const NO_STD_BUILDS: &[(&str, &str, &[&str])] = &[
     ("tensorplug-abi", "", EMBEDDED_TARGETS),
     ("tensorplug-core", "", EMBEDDED_TARGETS),
+    // The XSpace export needs `alloc` (prost); the firmware brings an allocator.
+    ("tensorplug-core", "alloc", &["thumbv7em-none-eabihf"]),
     ("tensorplug-device-fpga", "", &["thumbv7em-none-eabihf"]),
     (
         "tensorplug-device-fpga",
