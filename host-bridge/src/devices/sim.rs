@@ -29,6 +29,20 @@ fn open_error(spec: String, reason: impl std::fmt::Display) -> Error {
     }
 }
 
+/// Driver budgets for a host: the MCU-sized defaults (100 ms for `READY`)
+/// are too tight on a loaded machine, where the model thread or a model
+/// server may not run for a while; queue waits get the bridge's timeout.
+fn host_driver_config() -> Result<DriverConfig> {
+    let timeout_us = u64::try_from(crate::registry::timeout_from_env()?.as_micros())
+        .unwrap_or(u64::MAX);
+    Ok(DriverConfig {
+        ready_timeout_us: 5_000_000,
+        submit_timeout_us: timeout_us,
+        idle_timeout_us: timeout_us,
+        ..DriverConfig::default()
+    })
+}
+
 /// `sim`: the behavioural model on its own thread behind the MMIO transport.
 pub fn open_sim() -> Result<Box<DynAccelerator>> {
     let fail =
@@ -38,7 +52,7 @@ pub fn open_sim() -> Result<Box<DynAccelerator>> {
     let driver = Driver::<_, _, MAX_ALLOCATIONS>::new(
         device.transport(),
         StdClock::default(),
-        DriverConfig::default(),
+        host_driver_config()?,
     )
     .map_err(|e| fail("driver bring-up failed", &e))?;
     let rules = faults::from_env().map_err(|why| open_error("sim".into(), why))?;
@@ -68,7 +82,7 @@ pub fn open_pcie(path: &Path) -> Result<Box<DynAccelerator>> {
     let driver = Driver::<_, _, MAX_ALLOCATIONS>::new(
         transport,
         StdClock::default(),
-        DriverConfig::default(),
+        host_driver_config()?,
     )
     .map_err(|e| open_error(spec(), format!("driver bring-up failed: {e}")))?;
     Ok(Box::new(Erased::new(driver)))
