@@ -1,10 +1,15 @@
 """Device errors inside kernels reach Python as tf.errors naming the op and
 the cause, and the process keeps working.
 
-Run with TENSORPLUG_SIM_FAULTS="fault_next_command@softmax,lose_next_completion@relu"
-and TENSORPLUG_TIMEOUT_MS=2000: the first Softmax launch ends in DEVICE_FAULT
-(the device halts), the first Relu launch loses its completion (a timeout).
+Run with TENSORPLUG_SIM_FAULTS="fault_next_command@softmax,lose_next_completion@relu,
+fault_next_command@add" and TENSORPLUG_TIMEOUT_MS=2000: the first Softmax launch
+ends in DEVICE_FAULT (the device halts), the first Relu launch loses its
+completion (a timeout), and the first AddV2 — a broadcast the driver splits into
+six device commands — faults on its first command, halting the device with the
+other five still queued: that must be a prompt InternalError, not a timeout.
 """
+import time
+
 import numpy as np
 import tensorflow as tf
 
@@ -38,3 +43,21 @@ assert (on_fpga(tf.nn.relu) == np.maximum(x, 0)).all()
 np.testing.assert_allclose(on_fpga(lambda t: tf.linalg.matmul(t, t, transpose_b=True)), x @ x.T,
                            rtol=1e-5, atol=1e-5)
 print("after both faults the device keeps working")
+
+# [2,1,2,1,2] + [1,3,1,3,1]: five alternating broadcast axes, six commands.
+rng = np.random.default_rng(4)
+a = rng.standard_normal((2, 1, 2, 1, 2)).astype(np.float32)
+b = rng.standard_normal((1, 3, 1, 3, 1)).astype(np.float32)
+
+
+def broadcast_add(_):
+    return tf.add(tf.identity(tf.constant(a)), tf.identity(tf.constant(b)))
+
+
+start = time.monotonic()
+expect(tf.errors.InternalError, broadcast_add, "FPGA AddV2 'AddV2'", "DEVICE_FAULT")
+took = time.monotonic() - start
+# Not a speed check: a fault noticed only at the timeout takes >= 2 s.
+assert took < 1.0, f"the fault surfaced after {took:.2f} s"
+np.testing.assert_allclose(on_fpga(broadcast_add), a + b, rtol=1e-6)
+print(f"a fault in a multi-command op surfaced in {took * 1000:.0f} ms, then it ran")

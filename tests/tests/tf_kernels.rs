@@ -71,7 +71,7 @@ fn device_faults_name_the_op_and_the_process_keeps_working() {
         &[
             (
                 "TENSORPLUG_SIM_FAULTS",
-                "fault_next_command@softmax,lose_next_completion@relu",
+                "fault_next_command@softmax,lose_next_completion@relu,fault_next_command@add",
             ),
             ("TENSORPLUG_TIMEOUT_MS", "2000"),
         ],
@@ -84,6 +84,8 @@ fn device_faults_name_the_op_and_the_process_keeps_working() {
             "DeadlineExceededError: ",
             "FPGA Relu 'Relu': FPGA:0 (sim): the op did not complete within 2000 ms",
             "after both faults the device keeps working",
+            "FPGA AddV2 'AddV2': FPGA:0 (sim): command (tag 0) failed: DEVICE_FAULT",
+            "a fault in a multi-command op surfaced in",
         ],
     );
 }

@@ -5,6 +5,8 @@ mod sim;
 pub mod spec;
 
 pub use erased::{DeviceError, DynAccelerator, Erased};
+#[cfg(test)]
+pub(crate) use sim::{faults::parse as parse_sim_faults, open_sim_with};
 pub use spec::{DEVICE_ENV, DeviceSpec};
 
 use crate::error::{Error, Result};

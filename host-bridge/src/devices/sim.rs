@@ -33,8 +33,8 @@ fn open_error(spec: String, reason: impl std::fmt::Display) -> Error {
 /// are too tight on a loaded machine, where the model thread or a model
 /// server may not run for a while; queue waits get the bridge's timeout.
 fn host_driver_config() -> Result<DriverConfig> {
-    let timeout_us = u64::try_from(crate::registry::timeout_from_env()?.as_micros())
-        .unwrap_or(u64::MAX);
+    let timeout_us =
+        u64::try_from(crate::registry::timeout_from_env()?.as_micros()).unwrap_or(u64::MAX);
     Ok(DriverConfig {
         ready_timeout_us: 5_000_000,
         submit_timeout_us: timeout_us,
@@ -45,6 +45,12 @@ fn host_driver_config() -> Result<DriverConfig> {
 
 /// `sim`: the behavioural model on its own thread behind the MMIO transport.
 pub fn open_sim() -> Result<Box<DynAccelerator>> {
+    let rules = faults::from_env().map_err(|why| open_error("sim".into(), why))?;
+    open_sim_with(rules)
+}
+
+/// `sim` with the fault `rules` of [`faults`] (none: the plain model).
+pub fn open_sim_with(rules: Vec<faults::FaultRule>) -> Result<Box<DynAccelerator>> {
     let fail =
         |what: &str, e: &dyn std::fmt::Display| open_error("sim".into(), format!("{what}: {e}"));
     let device = InProcessDevice::spawn(SIM_MEMORY_BYTES, SIM_DMA_BYTES, ServeOptions::default())
@@ -55,7 +61,6 @@ pub fn open_sim() -> Result<Box<DynAccelerator>> {
         host_driver_config()?,
     )
     .map_err(|e| fail("driver bring-up failed", &e))?;
-    let rules = faults::from_env().map_err(|why| open_error("sim".into(), why))?;
     if !rules.is_empty() {
         crate::log::warn(format_args!(
             "{}: test-only fault injection is on: {rules:?}",
@@ -79,11 +84,8 @@ pub fn open_pcie(path: &Path) -> Result<Box<DynAccelerator>> {
         )
     })?;
     let transport = MmioTransport::new(Arc::new(bar));
-    let driver = Driver::<_, _, MAX_ALLOCATIONS>::new(
-        transport,
-        StdClock::default(),
-        host_driver_config()?,
-    )
-    .map_err(|e| open_error(spec(), format!("driver bring-up failed: {e}")))?;
+    let driver =
+        Driver::<_, _, MAX_ALLOCATIONS>::new(transport, StdClock::default(), host_driver_config()?)
+            .map_err(|e| open_error(spec(), format!("driver bring-up failed: {e}")))?;
     Ok(Box::new(Erased::new(driver)))
 }

@@ -4,8 +4,8 @@
 //! Kernels are synchronous: `Compute` returns once the device has finished
 //! the op. A device error is therefore reported by the op that caused it
 //! (`TF_OpKernelContext_Failure`), and the stream stays usable. After a
-//! device fault the device is reset (timeouts are reset by the wait itself)
-//! so that later ops run; allocations survive a reset.
+//! device fault or a timeout the wait (`DeviceCore`) resets the device so
+//! that later ops run; allocations survive a reset.
 
 use super::failure::{Failure, KernelResult};
 use super::tf::Tensor;
@@ -13,9 +13,7 @@ use crate::error::Error;
 use crate::profiler::op_tag;
 use crate::profiling::{HostSpan, SpanKind};
 use crate::registry::Stream;
-use tensorplug_core::accelerator::{
-    DType, DeviceAddr, ErrorKind, Fence, OpDesc, OpKind, Shape, TensorDesc,
-};
+use tensorplug_core::accelerator::{DType, DeviceAddr, Fence, OpDesc, OpKind, Shape, TensorDesc};
 
 /// The device work of one kernel call.
 pub struct Launcher<'a> {
@@ -106,21 +104,7 @@ impl<'a> Launcher<'a> {
         let Some(fence) = self.last else {
             return Ok(());
         };
-        let device = self.stream.device();
-        let outcome = device.core().wait(fence, "the op");
-        if let Err(Error::Device { source, .. }) = &outcome
-            && source.kind == ErrorKind::DeviceFault
-        {
-            // A halted device takes no more work until it is reset.
-            if let Err(reset) = device.core().lock().accel().reset() {
-                crate::log::error(format_args!(
-                    "{}: reset after a fault in {} '{}' failed: {reset}",
-                    device.core().label(),
-                    self.op_type,
-                    self.node
-                ));
-            }
-        }
-        Ok(outcome?)
+        // A device fault or timeout resets the device inside the wait.
+        Ok(self.stream.device().core().wait(fence, "the op")?)
     }
 }

@@ -5,13 +5,18 @@ use crate::devices::{DeviceError, DynAccelerator};
 use crate::error::{Error, Result};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
-use tensorplug_core::accelerator::{Fence, QueueId};
+use tensorplug_core::accelerator::{ErrorKind, Fence, QueueId};
 
 /// The driver and the fences it has handed out.
 pub struct DeviceState {
     accel: Box<DynAccelerator>,
     /// The newest fence of each queue (`None`: nothing enqueued yet).
     last_fence: Vec<Option<Fence>>,
+    /// The newest fence handed out (fences grow across all queues).
+    newest_fence: Fence,
+    /// The newest fence at the last recovery reset: errors of fences up to
+    /// it (e.g. "aborted by a reset") need no further reset.
+    recovered_through: Fence,
 }
 
 impl DeviceState {
@@ -30,7 +35,18 @@ impl DeviceState {
         if let Some(slot) = self.last_fence.get_mut(usize::from(queue.0)) {
             *slot = Some(fence);
         }
+        self.newest_fence = self.newest_fence.max(fence);
         Ok(fence)
+    }
+
+    /// Resets the device unless a reset since `fence` was handed out has
+    /// already dealt with it. Returns whether it reset.
+    fn reset_for(&mut self, fence: Fence) -> Result<bool, DeviceError> {
+        if fence <= self.recovered_through {
+            return Ok(false);
+        }
+        self.recovered_through = self.newest_fence.max(fence);
+        self.accel.reset().map(|()| true)
     }
 }
 
@@ -50,6 +66,8 @@ impl DeviceCore {
             state: Mutex::new(DeviceState {
                 accel,
                 last_fence: vec![None; usize::from(queues)],
+                newest_fence: Fence(0),
+                recovered_through: Fence(0),
             }),
         }
     }
@@ -78,12 +96,43 @@ impl DeviceCore {
     }
 
     /// Non-blocking: has `fence` completed?
+    ///
+    /// The one place of fault recovery: a device fault (the driver reports
+    /// a halted or spontaneously reset device within a few polls) resets
+    /// the device here, once per fault, so kernels, copies, events and
+    /// syncs all leave it usable; its pending work fails ("aborted").
     pub fn poll(&self, fence: Fence) -> Result<bool> {
-        self.lock().accel().poll(fence).map_err(|e| self.error(e))
+        let mut state = self.lock();
+        match state.accel().poll(fence) {
+            Ok(done) => Ok(done),
+            Err(error) => {
+                if error.kind == ErrorKind::DeviceFault {
+                    self.recover(&mut state, fence, "a device fault");
+                }
+                Err(self.error(error))
+            }
+        }
+    }
+
+    /// Resets the device after a fault or timeout seen by a wait on
+    /// `fence` (at most once per incident; see [`DeviceState::reset_for`]).
+    fn recover(&self, state: &mut DeviceState, fence: Fence, after: &str) {
+        match state.reset_for(fence) {
+            Ok(true) => crate::log::warn(format_args!(
+                "{}: reset after {after}; pending work failed",
+                self.label
+            )),
+            Ok(false) => {}
+            Err(reset) => crate::log::error(format_args!(
+                "{}: reset after {after} failed: {reset}",
+                self.label
+            )),
+        }
     }
 
     /// Waits for `fence` within the timeout, polling with back-off and
-    /// releasing the lock between polls (other streams keep enqueueing). On
+    /// releasing the lock between polls (other streams keep enqueueing). A
+    /// device fault ends the wait at once (see [`poll`](Self::poll)); on
     /// timeout the device is reset, so no host buffer is touched afterwards.
     pub fn wait(&self, fence: Fence, what: &'static str) -> Result<()> {
         let deadline = Instant::now() + self.timeout;
@@ -93,12 +142,7 @@ impl DeviceCore {
                 return Ok(());
             }
             if Instant::now() >= deadline {
-                if let Err(reset) = self.lock().accel().reset() {
-                    crate::log::error(format_args!(
-                        "{}: reset after timeout failed: {reset}",
-                        self.label
-                    ));
-                }
+                self.recover(&mut self.lock(), fence, "a timeout");
                 return Err(Error::Timeout {
                     device: self.label.clone(),
                     what,
@@ -133,5 +177,67 @@ impl Backoff {
             33..=64 => std::thread::yield_now(),
             n => std::thread::sleep(Duration::from_micros(u64::from((n - 64).min(200)))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::devices::{open_sim_with, parse_sim_faults};
+    use tensorplug_core::accelerator::{DType, DeviceAddr, OpDesc, OpKind, Shape, TensorDesc};
+
+    const Q: QueueId = QueueId(0);
+
+    /// A `sim` core whose first `Add` launch faults on its first command,
+    /// with a 20 s budget: a halt noticed only at the timeout would fail
+    /// the elapsed-time check below by far.
+    fn faulting_sim() -> DeviceCore {
+        let rules = parse_sim_faults("fault_next_command@add").unwrap();
+        let accel = open_sim_with(rules).expect("sim");
+        DeviceCore::new("FPGA:0 (sim)".into(), accel, 1, Duration::from_secs(20))
+    }
+
+    fn tensor(addr: DeviceAddr, dims: &[u64]) -> TensorDesc {
+        TensorDesc::new(addr, DType::F32, Shape::new(dims).unwrap())
+    }
+
+    /// `[2,1,2,1,2] + [1,3,1,3,1]`: six device commands.
+    fn broadcast_add(core: &DeviceCore) -> Fence {
+        let mut state = core.lock();
+        let mut alloc = |bytes| state.accel().allocate(bytes, 256).unwrap();
+        let (a, b, out) = (alloc(32), alloc(36), alloc(288));
+        let inputs = [tensor(a, &[2, 1, 2, 1, 2]), tensor(b, &[1, 3, 1, 3, 1])];
+        let op = OpDesc {
+            kind: OpKind::Add,
+            inputs: &inputs,
+            output: tensor(out, &[2, 3, 2, 3, 2]),
+            op_id: 3,
+        };
+        state.enqueue(Q, |accel| accel.launch(Q, &op)).unwrap()
+    }
+
+    #[test]
+    fn a_fault_in_a_multi_command_op_fails_the_wait_at_once_and_resets_once() {
+        let core = faulting_sim();
+        let fence = broadcast_add(&core);
+        let start = Instant::now();
+        let error = core.wait(fence, "the op").unwrap_err();
+        let took = start.elapsed();
+        let Error::Device { source, .. } = &error else {
+            panic!("not a device error: {error}");
+        };
+        assert_eq!(source.kind, ErrorKind::DeviceFault, "{error}");
+        assert!(error.to_string().contains("DEVICE_FAULT"), "{error}");
+        assert!(took < Duration::from_secs(1), "took {took:?}");
+        // The wait reset the device: the fence is aborted (and that resets
+        // nothing more), and new work completes.
+        assert_eq!(core.lock().recovered_through, fence);
+        let again = core.poll(fence).unwrap_err().to_string();
+        assert!(again.contains("aborted"), "{again}");
+        assert_eq!(core.lock().recovered_through, fence);
+        let next = broadcast_add(&core);
+        core.wait(next, "the op")
+            .expect("the device works after the reset");
+        core.synchronize().expect("nothing left failing");
     }
 }
