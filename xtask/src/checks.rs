@@ -1,5 +1,6 @@
-//! Slow correctness checks of the lock-free code: Miri on the ring's unit
-//! tests and the loom model of the ring. Run by `cargo xtask test`.
+//! Slow correctness checks of the unsafe and lock-free code: Miri on the
+//! ring's unit tests and on the abi's raw-pointer tests, and the loom model
+//! of the ring. Run by `cargo xtask test`.
 
 use crate::bench::target_dir;
 use crate::util::{root, run};
@@ -31,6 +32,23 @@ pub fn miri_ring() -> Result<()> {
         "std",
         "--lib",
         "ring::",
+    ]))
+}
+
+/// `cargo +nightly miri test` on the abi tests that read and write TF's
+/// structs through raw pointers (version negotiation, validators).
+pub fn miri_abi() -> Result<()> {
+    run(cargo_on("nightly").args([
+        "miri",
+        "test",
+        "--package",
+        "tensorplug-abi",
+        "--test",
+        "versioned",
+        "--test",
+        "validate_stream_executor",
+        "--test",
+        "validate_grappler_profiler",
     ]))
 }
 

@@ -61,6 +61,7 @@ pub fn run(args: &TestArgs) -> Result<()> {
         run_cmd(&mut cmd)
     })?;
     step("Miri: ring unit tests", crate::checks::miri_ring)?;
+    step("Miri: abi raw-pointer tests", crate::checks::miri_abi)?;
     step("loom: ring model", crate::checks::loom_ring)?;
     step(
         "device ABI C header is up to date",
