@@ -4,6 +4,7 @@ mod bench;
 mod checks;
 mod demo;
 mod dist;
+mod flash;
 mod fuzz;
 mod header;
 mod layout;
@@ -26,8 +27,8 @@ enum Task {
     Demo,
     /// Set up a fresh machine and run the whole suite (what CI runs).
     Test(test::TestArgs),
-    /// Program a bitstream or firmware image.
-    Flash,
+    /// Program a bitstream image into the FPGA's configuration flash (no firmware yet).
+    Flash(flash::FlashArgs),
     /// Hardware-in-the-loop tests under QEMU.
     Hil,
     /// Criterion benchmarks, printed as ratios against same-run baselines.
@@ -54,7 +55,7 @@ fn run(task: Task) -> anyhow::Result<()> {
     match task {
         Task::Test(args) => test::run(&args),
         Task::Demo => demo::run_task(),
-        Task::Flash => not_yet("flash", 4),
+        Task::Flash(args) => flash::run_task(&args),
         Task::Hil => anyhow::bail!(
             "`cargo xtask hil` is not implemented yet: it needs the MCU firmware \
              (`firmware/`), which no issue has built so far"
@@ -63,8 +64,4 @@ fn run(task: Task) -> anyhow::Result<()> {
         Task::Dist(args) => dist::run_task(&args),
         Task::Header => header::run(),
     }
-}
-
-fn not_yet(task: &str, issue: u32) -> anyhow::Result<()> {
-    anyhow::bail!("`cargo xtask {task}` is not implemented yet (tracked in issue {issue})")
 }
