@@ -1,10 +1,11 @@
 //! The streaming encoder: exact sizes first, then bytes straight into the
 //! caller's buffer, each line's events written into their pre-sized region.
 
-use super::layout::{LINE_SLOTS, STAT_BYTES_TRANSFERRED};
+use super::layout::LINE_SLOTS;
 use super::message::{UsedMetadata, line_header, plane_header, plane_trailer, streams, warnings};
 use super::pairing::{Anomalies, Span, for_each_span};
 use super::proto::{XLine, XPlane, XSpace};
+use super::wire::{self, EVENT_SCRATCH, event_field_len, field_len};
 use super::{XSpaceBuilder, XSpaceError};
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -14,13 +15,6 @@ use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint};
 /// Field numbers written by hand (the rest goes through prost).
 const XSPACE_PLANES: u32 = 1;
 const XPLANE_LINES: u32 = 3;
-const XLINE_EVENTS: u32 = 4;
-const XEVENT_METADATA_ID: u32 = 1;
-const XEVENT_OFFSET_PS: u32 = 2;
-const XEVENT_DURATION_PS: u32 = 3;
-const XEVENT_STATS: u32 = 4;
-const XSTAT_METADATA_ID: u32 = 1;
-const XSTAT_UINT64: u32 = 3;
 
 /// Every field number above is below 16: its key is one byte.
 const KEY_LEN: usize = 1;
@@ -72,7 +66,7 @@ impl<'p, 'a> XSpacePlan<'p, 'a> {
                 let found = for_each_span::<()>(events, timebase, builder.start_host_ns, |span| {
                     used.note(span.metadata_id);
                     if let Some(acc) = lens.get_mut(usize::from(span.line)) {
-                        acc.events_len += field_len(event_len(&span));
+                        acc.events_len += event_field_len(&span);
                         acc.max_end_ps = acc
                             .max_end_ps
                             .max(span.offset_ps.saturating_add(span.duration_ps));
@@ -182,12 +176,13 @@ impl<'p, 'a> XSpacePlan<'p, 'a> {
                 put_message(out, &mut pos, &line.footer)?;
             }
             put_message(out, &mut pos, &plane.trailer)?;
+            let mut scratch = [0; EVENT_SCRATCH];
             for (events, timebase) in streams(device) {
                 for_each_span(events, timebase, self.builder.start_host_ns, |span| {
                     let region = regions
                         .get_mut(usize::from(span.line))
                         .ok_or(XSpaceError::Inconsistent)?;
-                    put_event(out, region, &span)
+                    put_event(out, region, &span, &mut scratch)
                 })?;
             }
             if regions.iter().any(|(cursor, end)| cursor != end) {
@@ -209,70 +204,34 @@ struct LineAcc {
     count: u64,
 }
 
-/// Length of a length-delimited field holding `body` bytes.
+/// Writes the span's event field at `region.0`, within the region.
+///
+/// The field is encoded into `scratch`, then copied: all 64 scratch bytes
+/// while the region has that much room (a fixed-size copy; the bytes past
+/// the field are overwritten by the next event of the line), else exactly.
 #[inline]
-fn field_len(body: usize) -> usize {
-    KEY_LEN + encoded_len_varint(body as u64) + body
-}
-
-#[inline]
-fn varint_field_len(value: u64) -> usize {
-    KEY_LEN + encoded_len_varint(value)
-}
-
-/// Body length of the `bytes_transferred` stat.
-#[inline]
-fn stat_len(bytes: u64) -> usize {
-    varint_field_len(STAT_BYTES_TRANSFERRED as u64) + varint_field_len(bytes)
-}
-
-/// Body length of one XEvent, with proto3's rules: zero scalars are omitted,
-/// the oneof `offset_ps` is always present.
-#[inline]
-fn event_len(span: &Span) -> usize {
-    let mut len = varint_field_len(span.offset_ps as u64);
-    if span.metadata_id != 0 {
-        len += varint_field_len(span.metadata_id as u64);
-    }
-    if span.duration_ps != 0 {
-        len += varint_field_len(span.duration_ps as u64);
-    }
-    if let Some(bytes) = span.bytes {
-        len += field_len(stat_len(bytes));
-    }
-    len
-}
-
-/// Writes one `XLine.events` entry at `region.0`, in tag order like prost.
-#[inline]
-fn put_event(out: &mut [u8], region: &mut (usize, usize), span: &Span) -> Result<(), XSpaceError> {
-    let body = event_len(span);
-    let total = field_len(body);
+fn put_event(
+    out: &mut [u8],
+    region: &mut (usize, usize),
+    span: &Span,
+    scratch: &mut [u8; EVENT_SCRATCH],
+) -> Result<(), XSpaceError> {
+    let len = wire::encode_event(span, scratch);
     let (start, end) = *region;
-    let next = start + total;
-    let mut dst = match out.get_mut(start..next) {
-        Some(dst) if next <= end => dst,
-        _ => return Err(XSpaceError::Inconsistent),
+    let next = start + len;
+    if len > EVENT_SCRATCH || next > end {
+        return Err(XSpaceError::Inconsistent);
+    }
+    let copied = if end - start >= EVENT_SCRATCH {
+        out.get_mut(start..start + EVENT_SCRATCH)
+            .map(|dst| dst.copy_from_slice(scratch))
+    } else {
+        out.get_mut(start..next)
+            .zip(scratch.get(..len))
+            .map(|(dst, src)| dst.copy_from_slice(src))
     };
-    encode_key(XLINE_EVENTS, WireType::LengthDelimited, &mut dst);
-    encode_varint(body as u64, &mut dst);
-    if span.metadata_id != 0 {
-        encode_key(XEVENT_METADATA_ID, WireType::Varint, &mut dst);
-        encode_varint(span.metadata_id as u64, &mut dst);
-    }
-    encode_key(XEVENT_OFFSET_PS, WireType::Varint, &mut dst);
-    encode_varint(span.offset_ps as u64, &mut dst);
-    if span.duration_ps != 0 {
-        encode_key(XEVENT_DURATION_PS, WireType::Varint, &mut dst);
-        encode_varint(span.duration_ps as u64, &mut dst);
-    }
-    if let Some(bytes) = span.bytes {
-        encode_key(XEVENT_STATS, WireType::LengthDelimited, &mut dst);
-        encode_varint(stat_len(bytes) as u64, &mut dst);
-        encode_key(XSTAT_METADATA_ID, WireType::Varint, &mut dst);
-        encode_varint(STAT_BYTES_TRANSFERRED as u64, &mut dst);
-        encode_key(XSTAT_UINT64, WireType::Varint, &mut dst);
-        encode_varint(bytes, &mut dst);
+    if copied.is_none() {
+        return Err(XSpaceError::Inconsistent);
     }
     region.0 = next;
     Ok(())

@@ -6,30 +6,55 @@ use super::pairing::{Anomalies, Span, Timebase, for_each_span};
 use super::proto::{XEvent, XEventMetadata, XLine, XPlane, XSpace, XStat, XStatMetadata};
 use super::proto::{x_event, x_stat};
 use super::{DeviceTrace, OpInfo, XSpaceBuilder};
-use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-/// Which event metadata a plane uses.
-#[derive(Default)]
+/// Which event metadata a plane uses: one bit per fixed id and per op index
+/// (op metadata ids are `OP_METADATA_BASE + op_id`, `op_id` a `u16`), so
+/// noting a span is a bit set, not a tree insert.
 pub(crate) struct UsedMetadata {
     fixed: [bool; FIXED_EVENTS.len() + 1],
-    ops: BTreeSet<u32>,
+    ops: Vec<u64>,
+}
+
+impl Default for UsedMetadata {
+    fn default() -> Self {
+        Self {
+            fixed: Default::default(),
+            ops: alloc::vec![0; (usize::from(u16::MAX) + 1) / 64],
+        }
+    }
 }
 
 impl UsedMetadata {
     #[inline]
     pub fn note(&mut self, metadata_id: i64) {
-        match usize::try_from(metadata_id) {
-            Ok(id) if id < self.fixed.len() => self.fixed[id] = true,
-            _ => {
-                let index = metadata_id - OP_METADATA_BASE;
-                if let Ok(index) = u32::try_from(index) {
-                    self.ops.insert(index);
-                }
-            }
+        if let Some(used) = usize::try_from(metadata_id)
+            .ok()
+            .and_then(|id| self.fixed.get_mut(id))
+        {
+            *used = true;
+        } else if let Ok(index) = usize::try_from(metadata_id - OP_METADATA_BASE)
+            && let Some(word) = self.ops.get_mut(index / 64)
+        {
+            *word |= 1 << (index % 64);
         }
+    }
+
+    /// The op indexes noted, ascending.
+    fn ops(&self) -> impl Iterator<Item = u32> + '_ {
+        self.ops.iter().zip(0u32..).flat_map(|(&word, base)| {
+            let mut rest = word;
+            core::iter::from_fn(move || {
+                let bit = rest.trailing_zeros();
+                (rest != 0).then(|| {
+                    rest &= rest - 1;
+                    base * 64 + bit
+                })
+            })
+        })
     }
 }
 
@@ -58,7 +83,7 @@ pub(crate) fn plane_trailer(
             event_metadata.insert(id, event_metadata_entry(id, name.to_string(), Vec::new()));
         }
     }
-    for &index in &used.ops {
+    for index in used.ops() {
         let id = OP_METADATA_BASE + i64::from(index);
         let (name, stats) = match ops.get(index as usize) {
             Some(op) => (op.name.to_string(), op_stats(op)),

@@ -14,6 +14,7 @@ pub mod layout;
 mod message;
 mod pairing;
 pub mod proto;
+mod wire;
 
 pub use encode::XSpacePlan;
 pub use pairing::Anomalies;

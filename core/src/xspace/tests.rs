@@ -340,3 +340,39 @@ fn many_open_spans_pair_correctly_beyond_the_small_table() {
         assert_eq!(offset(event) + event.duration_ps, (1_000 + tag) * 1_000);
     }
 }
+
+fn arb_span() -> impl Strategy<Value = pairing::Span> {
+    (
+        any::<u16>(),
+        any::<i64>(),
+        any::<i64>(),
+        any::<i64>(),
+        proptest::option::of(any::<u64>()),
+    )
+        .prop_map(
+            |(line, metadata_id, offset_ps, duration_ps, bytes)| pairing::Span {
+                line,
+                metadata_id,
+                offset_ps,
+                duration_ps,
+                bytes,
+            },
+        )
+}
+
+proptest! {
+    /// The hand-written event field equals prost's, for any values (also
+    /// negative ones, which are 10-byte varints), and its length is planned.
+    #[test]
+    fn event_field_matches_prost_for_any_span(span in arb_span()) {
+        let mut scratch = [0u8; wire::EVENT_SCRATCH];
+        let len = wire::encode_event(&span, &mut scratch);
+        prop_assert_eq!(len, wire::event_field_len(&span));
+        let line = proto::XLine {
+            events: vec![message::span_to_event(&span)],
+            ..proto::XLine::default()
+        };
+        let expected = line.encode_to_vec();
+        prop_assert_eq!(&scratch[..len], expected.as_slice());
+    }
+}
