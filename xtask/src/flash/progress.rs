@@ -68,7 +68,7 @@ impl Reporter {
     pub fn finish(self) {
         if let Self::Bars { shown, .. } = self {
             // An interrupted phase stays where it stopped.
-            for bar in shown.into_iter().flatten() {
+            for bar in shown.into_iter().flatten().filter(|b| !b.is_finished()) {
                 bar.abandon();
             }
         }
