@@ -13,6 +13,7 @@ mod launch;
 pub mod ops;
 pub mod shapes;
 mod tf;
+mod variables;
 
 pub use failure::{Failure, KernelResult};
 
@@ -30,6 +31,7 @@ use tf::{Construction, Context, Status};
 pub extern "C" fn TF_InitKernel() {
     ffi::swallow("TF_InitKernel", (), || {
         let registered = register_all();
+        variables::register_all();
         if registered < KERNELS.len() {
             log::error(format_args!(
                 "TF_InitKernel: only {registered} of {} FPGA kernels registered; the others run \
