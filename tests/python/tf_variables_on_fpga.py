@@ -1,0 +1,97 @@
+"""Variables placed on /device:FPGA:0: updating them raises a clear TF error
+(no SIGSEGV from TF's DEVICE_DEFAULT kernels), and the process keeps working:
+the supported pattern (model built on the CPU, fit on the FPGA) trains
+afterwards.
+
+Checks, in order:
+1. our FPGA kernels for AssignAdd/AssignSubVariableOp are registered with no
+   dtype constraint (so TF never falls back to DEVICE_DEFAULT for them);
+2. eager assign_add/assign_sub on FPGA variables (float32, int64) raise
+   UnimplementedError naming the op and the way out;
+3. a Keras MLP built under tf.device(FPGA): predict works (reads only), fit
+   with SGD and with Adam raises that error;
+4. the same MLP built under tf.device(CPU), fit under tf.device(FPGA): the
+   loss falls and the weights stay on the CPU.
+"""
+import numpy as np
+import tensorflow as tf
+import keras
+from tensorflow.python.framework import kernels
+
+FPGA, CPU = "/device:FPGA:0", "/device:CPU:0"
+WAY_OUT = ("tf.device('/CPU:0')", "tf.device('/device:FPGA:0')")
+x = np.random.default_rng(1).standard_normal((128, 12)).astype(np.float32)
+y = np.random.default_rng(2).integers(0, 3, 128)
+
+
+def expect_refusal(what, op_types, body):
+    """`body` must raise UnimplementedError from one of our refusing kernels."""
+    try:
+        body()
+    except tf.errors.UnimplementedError as error:
+        text = str(error)
+        named = [op for op in op_types if f"FPGA {op} '" in text]
+        assert named, f"{what}: the error names none of {op_types}:\n{text}"
+        assert all(hint in text for hint in WAY_OUT), f"{what}: no way out in:\n{text}"
+        print(f"{what}: UnimplementedError from FPGA {named[0]}")
+        return
+    raise AssertionError(f"{what}: no error")
+
+
+# 1. Registration: a device-specific kernel with no dtype constraint.
+for op in ("AssignAddVariableOp", "AssignSubVariableOp"):
+    fpga = [k for k in kernels.get_registered_kernels_for_op(op).kernel
+            if k.device_type == "FPGA"]
+    assert len(fpga) == 1 and not fpga[0].constraint, f"{op}: {fpga}"
+    assert list(fpga[0].host_memory_arg) == ["resource"], fpga[0]
+print("registered: FPGA AssignAddVariableOp and AssignSubVariableOp for every dtype")
+
+# 2. Eager updates, float32 and an int64 counter.
+with tf.device(FPGA):
+    weights = tf.Variable(tf.ones(4))
+    counter = tf.Variable(0, dtype=tf.int64)
+assert weights.device.endswith("FPGA:0") and counter.device.endswith("FPGA:0")
+expect_refusal("eager float32 assign_sub", ["AssignSubVariableOp"],
+               lambda: weights.assign_sub(tf.ones(4)))
+expect_refusal("eager int64 assign_add", ["AssignAddVariableOp"],
+               lambda: counter.assign_add(1))
+# The variables are intact and still readable.
+assert np.array_equal(weights.numpy(), np.ones(4, np.float32)), weights.numpy()
+assert counter.numpy() == 0, counter.numpy()
+weights.assign(tf.fill([4], 2.0))  # a plain assign only swaps the buffer
+assert np.array_equal(weights.numpy(), np.full(4, 2.0, np.float32)), weights.numpy()
+print("eager: failed updates left the variables intact; assign works")
+
+
+def mlp(optimizer):
+    model = keras.Sequential([keras.Input((12,)), keras.layers.Dense(16, activation="relu"),
+                              keras.layers.Dense(3, activation="softmax")])
+    # XLA has no FPGA backend.
+    model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy",
+                  jit_compile=False)
+    return model
+
+
+# 3. The crashing scenario of before: the model built on the FPGA.
+keras.utils.set_random_seed(0)
+for name, optimizer in [("SGD", keras.optimizers.SGD(0.1)), ("Adam", keras.optimizers.Adam())]:
+    with tf.device(FPGA):
+        on_fpga = mlp(optimizer)
+    assert all(v.value.device.endswith("FPGA:0") for v in on_fpga.variables)
+    probs = on_fpga.predict(x, batch_size=32, verbose=0)
+    assert probs.shape == (128, 3) and np.allclose(probs.sum(axis=1), 1, atol=1e-5)
+    expect_refusal(f"keras fit, {name}, variables on the FPGA",
+                   ["AssignSubVariableOp", "AssignAddVariableOp"],
+                   lambda: on_fpga.fit(x, y, batch_size=32, epochs=1, verbose=0))
+print("keras: predict with FPGA variables works")
+
+# 4. The supported pattern, in the same process.
+with tf.device(CPU):
+    model = mlp(keras.optimizers.SGD(0.1))
+with tf.device(FPGA):
+    loss = model.fit(x, y, batch_size=32, epochs=3, verbose=0).history["loss"]
+assert all(np.isfinite(loss)) and loss[-1] < loss[0], loss
+assert all(v.value.device.endswith("CPU:0") for v in model.variables)
+print(f"supported pattern: fit on the FPGA with CPU variables, loss "
+      f"{', '.join(f'{v:.4f}' for v in loss)}")
+print("variables on the FPGA: clear errors, the process keeps working")

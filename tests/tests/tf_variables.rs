@@ -1,0 +1,37 @@
+//! Variables on `/device:FPGA:0` against the real `tensorflow-cpu` wheel:
+//! updating them raises `tf.errors.UnimplementedError` from our refusing
+//! kernels (before them, TF's `DEVICE_DEFAULT` kernels segfaulted on device
+//! memory), and the same process then trains with the supported pattern.
+
+use std::os::unix::process::ExitStatusExt;
+use tensorplug_tests::run_tf_with_plugin;
+
+#[test]
+fn updating_fpga_variables_is_a_clear_error_and_the_process_keeps_working() {
+    let output = run_tf_with_plugin("tf_variables_on_fpga.py", &[], None);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let tail = &stderr[stderr.len().saturating_sub(6000)..];
+    assert_eq!(
+        output.status.signal(),
+        None,
+        "the scenario was killed by a signal (SIGSEGV is 11):\nstdout:\n{stdout}\nstderr:\n{tail}"
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "scenario failed:\nstdout:\n{stdout}\nstderr:\n{tail}"
+    );
+    for marker in [
+        "registered: FPGA AssignAddVariableOp and AssignSubVariableOp for every dtype",
+        "eager float32 assign_sub: UnimplementedError from FPGA AssignSubVariableOp",
+        "eager int64 assign_add: UnimplementedError from FPGA AssignAddVariableOp",
+        "keras fit, SGD, variables on the FPGA: UnimplementedError from FPGA",
+        "keras fit, Adam, variables on the FPGA: UnimplementedError from FPGA",
+        "supported pattern: fit on the FPGA with CPU variables",
+        "variables on the FPGA: clear errors, the process keeps working",
+    ] {
+        assert!(stdout.contains(marker), "no `{marker}` in:\n{stdout}");
+    }
+    print!("{stdout}");
+}
