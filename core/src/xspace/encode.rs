@@ -206,9 +206,10 @@ struct LineAcc {
 
 /// Writes the span's event field at `region.0`, within the region.
 ///
-/// The field is encoded into `scratch`, then copied: all 64 scratch bytes
-/// while the region has that much room (a fixed-size copy; the bytes past
-/// the field are overwritten by the next event of the line), else exactly.
+/// While the region has room for a whole scratch, the field is encoded
+/// straight into the output through a fixed-size window (no bounds check per
+/// byte, no copy); only the last few events of a line go through `scratch`
+/// and an exact copy.
 #[inline]
 fn put_event(
     out: &mut [u8],
@@ -216,24 +217,23 @@ fn put_event(
     span: &Span,
     scratch: &mut [u8; EVENT_SCRATCH],
 ) -> Result<(), XSpaceError> {
-    let len = wire::encode_event(span, scratch);
     let (start, end) = *region;
-    let next = start + len;
-    if len > EVENT_SCRATCH || next > end {
-        return Err(XSpaceError::Inconsistent);
-    }
-    let copied = if end - start >= EVENT_SCRATCH {
-        out.get_mut(start..start + EVENT_SCRATCH)
-            .map(|dst| dst.copy_from_slice(scratch))
-    } else {
-        out.get_mut(start..next)
-            .zip(scratch.get(..len))
-            .map(|(dst, src)| dst.copy_from_slice(src))
+    let room = out.get_mut(start..end).ok_or(XSpaceError::Inconsistent)?;
+    let len = match room.first_chunk_mut::<EVENT_SCRATCH>() {
+        Some(window) => wire::encode_event(span, window),
+        None => {
+            let len = wire::encode_event(span, scratch);
+            match (room.get_mut(..len), scratch.get(..len)) {
+                (Some(dst), Some(src)) => dst.copy_from_slice(src),
+                _ => return Err(XSpaceError::Inconsistent),
+            }
+            len
+        }
     };
-    if copied.is_none() {
+    if len > EVENT_SCRATCH || start + len > end {
         return Err(XSpaceError::Inconsistent);
     }
-    region.0 = next;
+    region.0 = start + len;
     Ok(())
 }
 

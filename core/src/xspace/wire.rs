@@ -66,21 +66,22 @@ pub(crate) fn event_field_len(span: &Span) -> usize {
 /// to 10 varint bytes each) and the stat (key, length, two keyed varints).
 const MAX_EVENT_BODY: usize = 3 * 11 + 2 + 2 + 11;
 
-/// Scratch space for one event field: key, one length byte, the body.
+/// Room for one event field (key, one length byte, the body): the size of
+/// the window [`encode_event`] writes into.
 pub(crate) const EVENT_SCRATCH: usize = 64;
 const _: () = assert!(2 + MAX_EVENT_BODY <= EVENT_SCRATCH);
 // The body length fits in one varint byte, so it can be patched in after.
 const _: () = assert!(MAX_EVENT_BODY < 0x80);
 
-/// Appends bytes to a fixed scratch array. The index wraps inside the array,
-/// so no write needs a bounds check; [`Self::len`] counts every byte, and a
-/// length above the array's means the bytes are garbage.
-struct Scratch<'b> {
+/// Appends bytes to a fixed-size window. The index wraps inside the window,
+/// so no write needs a bounds check; `len` counts every byte, and a length
+/// above the window's means the bytes are garbage.
+struct Window<'b> {
     buf: &'b mut [u8; EVENT_SCRATCH],
     len: usize,
 }
 
-impl Scratch<'_> {
+impl Window<'_> {
     #[inline(always)]
     fn byte(&mut self, byte: u8) {
         self.buf[self.len % EVENT_SCRATCH] = byte;
@@ -109,7 +110,7 @@ impl Scratch<'_> {
 /// first and its one-byte length patched in before it.
 #[inline]
 pub(crate) fn encode_event(span: &Span, buf: &mut [u8; EVENT_SCRATCH]) -> usize {
-    let mut w = Scratch { buf, len: 2 };
+    let mut w = Window { buf, len: 2 };
     if span.metadata_id != 0 {
         w.field(XEVENT_METADATA_ID, span.metadata_id as u64);
     }
