@@ -6,7 +6,8 @@ afterwards.
 Checks, in order:
 1. our FPGA kernels for AssignAdd/AssignSubVariableOp are registered with no
    dtype constraint (so TF never falls back to DEVICE_DEFAULT for them);
-2. eager assign_add/assign_sub on FPGA variables (float32, int64) raise
+2. without a device scope, new variables land on the FPGA; eager
+   assign_add/assign_sub on FPGA variables (float32, int64) raise
    UnimplementedError naming the op and the way out;
 3. a Keras MLP built under tf.device(FPGA): predict works (reads only), fit
    with SGD and with Adam raises that error;
@@ -46,7 +47,12 @@ for op in ("AssignAddVariableOp", "AssignSubVariableOp"):
     assert list(fpga[0].host_memory_arg) == ["resource"], fpga[0]
 print("registered: FPGA AssignAddVariableOp and AssignSubVariableOp for every dtype")
 
-# 2. Eager updates, float32 and an int64 counter.
+# 2. Without a device scope TF puts new variables on the FPGA (docs/ops.md).
+unscoped = tf.Variable(1.0)
+assert unscoped.device.endswith("FPGA:0"), unscoped.device
+print(f"no device scope: a new variable lives on {unscoped.device.rpartition('/')[2]}")
+
+# Eager updates, float32 and an int64 counter.
 with tf.device(FPGA):
     weights = tf.Variable(tf.ones(4))
     counter = tf.Variable(0, dtype=tf.int64)

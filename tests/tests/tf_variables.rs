@@ -24,6 +24,7 @@ fn updating_fpga_variables_is_a_clear_error_and_the_process_keeps_working() {
     );
     for marker in [
         "registered: FPGA AssignAddVariableOp and AssignSubVariableOp for every dtype",
+        "no device scope: a new variable lives on device:FPGA:0",
         "eager float32 assign_sub: UnimplementedError from FPGA AssignSubVariableOp",
         "eager int64 assign_add: UnimplementedError from FPGA AssignAddVariableOp",
         "keras fit, SGD, variables on the FPGA: UnimplementedError from FPGA",
