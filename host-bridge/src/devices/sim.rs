@@ -1,11 +1,13 @@
 //! `sim` and `pcie:<path>`: the reference FPGA driver over MMIO.
 //!
 //! `sim` runs the behavioural model on its own thread behind an in-process
-//! heap BAR; `pcie:<file>` maps a BAR file (a `tensorplug-model-server`
-//! shared-memory file, or a sysfs `resource` file of a real card).
+//! heap BAR (register writes wake that thread: [`waking`]); `pcie:<file>`
+//! maps a BAR file (a `tensorplug-model-server` shared-memory file, or a
+//! sysfs `resource` file of a real card).
 //! `TENSORPLUG_SIM_FAULTS` (a testing aid, [`faults`]) makes `sim` fail on purpose.
 
 pub mod faults;
+mod waking;
 
 use super::{DynAccelerator, Erased};
 use crate::error::{Error, Result};
@@ -55,12 +57,10 @@ pub fn open_sim_with(rules: Vec<faults::FaultRule>) -> Result<Box<DynAccelerator
         |what: &str, e: &dyn std::fmt::Display| open_error("sim".into(), format!("{what}: {e}"));
     let device = InProcessDevice::spawn(SIM_MEMORY_BYTES, SIM_DMA_BYTES, ServeOptions::default())
         .map_err(|e| fail("cannot start the model thread", &e))?;
-    let driver = Driver::<_, _, MAX_ALLOCATIONS>::new(
-        device.transport(),
-        StdClock::default(),
-        host_driver_config()?,
-    )
-    .map_err(|e| fail("driver bring-up failed", &e))?;
+    let transport = waking::WakingTransport::new(device.transport(), device.waker());
+    let driver =
+        Driver::<_, _, MAX_ALLOCATIONS>::new(transport, StdClock::default(), host_driver_config()?)
+            .map_err(|e| fail("driver bring-up failed", &e))?;
     if !rules.is_empty() {
         crate::log::warn(format_args!(
             "{}: test-only fault injection is on: {rules:?}",
