@@ -4,7 +4,9 @@
 //! Off by default; the profiler (`TF_InitProfiler`) turns [`RECORDING`] on,
 //! drains [`HOST_EVENTS`] with its single consumer and turns it off. While
 //! off, a span costs one relaxed load. Timestamps are nanoseconds since
-//! [`host_epoch`].
+//! [`host_epoch`]. A record's `queue` byte is the TF ordinal of the device
+//! the call was for ([`device_byte`]), so the profiler puts each span on
+//! its device's plane.
 
 use std::cell::RefCell;
 use std::sync::OnceLock;
@@ -73,6 +75,12 @@ impl SpanKind {
     }
 }
 
+/// The `queue` byte of host records for the device with TF ordinal
+/// `ordinal` (an ordinal outside `0..=255` gives 255).
+pub fn device_byte(ordinal: i32) -> u8 {
+    u8::try_from(ordinal).unwrap_or(u8::MAX)
+}
+
 /// Records a begin event now and the matching end event on drop (when
 /// recording is on at the start).
 #[must_use = "the span ends when this is dropped"]
@@ -81,17 +89,19 @@ pub struct HostSpan {
 }
 
 impl HostSpan {
-    /// Opens a span on `queue` with `arg` (bytes for copies, op index for launches).
+    /// Opens a span for the device with TF ordinal `device_ordinal`, with
+    /// `arg` (bytes for copies, op index for launches).
     #[inline]
-    pub fn begin(kind: SpanKind, queue: u8, arg: u32) -> Self {
+    pub fn begin(kind: SpanKind, device_ordinal: i32, arg: u32) -> Self {
         if !RECORDING.is_enabled() {
             return Self { open: None };
         }
         let (begin, end) = kind.kinds();
+        let device = device_byte(device_ordinal);
         let op_id = NEXT_SPAN.fetch_add(1, Ordering::Relaxed);
-        push(Event::new(begin, host_now_ns(), queue, op_id, arg));
+        push(Event::new(begin, host_now_ns(), device, op_id, arg));
         Self {
-            open: Some((end, queue, op_id, arg)),
+            open: Some((end, device, op_id, arg)),
         }
     }
 }

@@ -1,9 +1,10 @@
 """The pluggable profiler end to end: tf.profiler on /device:FPGA:0, the
 written .xplane.pb read with TF's xplane_pb2, and converted with xprof.
 
-usage: tf_profiler_scenarios.py <model | no_fpga_ops | cycles N MAX_GROWTH_MIB>
+usage: tf_profiler_scenarios.py <model | two_devices | no_fpga_ops | cycles N MAX_GROWTH_MIB>
 Prints `ok: ...` on success; exits non-zero naming the first failed check.
 """
+import bisect
 import glob
 import json
 import os
@@ -54,6 +55,61 @@ def scopes_in_order(names):
         if not out or out[-1] != scope:
             out.append(scope)
     return out
+
+
+# Bounds on when a device op begins relative to the start of its host launch
+# span (the kernel's enqueue), on TF's clock. Lower: the sync pairs are good to
+# +-10 us (half of SYNC_GOOD_WINDOW_NS in host-bridge/src/profiler/clock.rs), and
+# no op can begin before it was launched. Upper, every op: the sim model
+# thread sleeps up to 500 us between polls when idle, plus the OS's wake-up and
+# scheduling delay on a loaded 2-core machine (outliers of 1.6-2.6 ms measured);
+# median: measured 10-70 us in debug builds. Before the sync pairs waited for a
+# fresh counter value, ops showed up to 15 ms late, or before their launch
+# (docs/profiler-plugin.md, "Clock sync").
+LAUNCH_SLACK_NS = 10_000
+LAUNCH_TO_OP_MAX_NS = 10_000_000
+LAUNCH_TO_OP_MEDIAN_MAX_NS = 500_000
+
+
+def launch_offsets(plane):
+    """Ns from each HostLaunch span's start to the first command of its op.
+
+    Kernels are synchronous: an op's commands run after its launch starts and
+    before the next launch starts. So each device command belongs to the last
+    launch that started before it (give or take the sync slack), and every
+    launch must get at least one: ops shown early or late by a clock error
+    land on a neighbour and leave a launch without any.
+    """
+    lines = {line.name: line for line in plane.lines}
+    queue, host_api = lines.get("Queue 0"), lines.get("Host API")
+    check(queue is not None and host_api is not None,
+          f"{plane.name} has Queue 0 and Host API lines: {sorted(lines)}")
+    name = lambda e: plane.event_metadata[e.metadata_id].name
+    ns = lambda line, e: line.timestamp_ns + e.offset_ps // 1000
+    launches = sorted(ns(host_api, e) for e in host_api.events if name(e) == "HostLaunch")
+    first = [None] * len(launches)
+    for event in queue.events:
+        begin = ns(queue, event)
+        k = bisect.bisect_right(launches, begin + LAUNCH_SLACK_NS) - 1
+        check(k >= 0, f"{plane.name}: {name(event)} at {begin} begins before any launch")
+        first[k] = begin if first[k] is None else min(first[k], begin)
+    offsets = []
+    for k, (launch, begin) in enumerate(zip(launches, first)):
+        check(begin is not None, f"{plane.name}: launch {k} of {len(launches)} has no device op")
+        offset = begin - launch
+        check(offset <= LAUNCH_TO_OP_MAX_NS,
+              f"{plane.name}: launch {k}'s op begins {offset} ns after the launch "
+              f"(bound {LAUNCH_TO_OP_MAX_NS})")
+        offsets.append(offset)
+    median = sorted(offsets)[len(offsets) // 2]
+    check(median <= LAUNCH_TO_OP_MEDIAN_MAX_NS,
+          f"{plane.name}: median launch-to-op {median} ns > {LAUNCH_TO_OP_MEDIAN_MAX_NS}")
+    return offsets
+
+
+def describe(offsets):
+    us = sorted(o / 1000 for o in offsets)
+    return f"launch->op {us[0]:.0f}/{us[len(us) // 2]:.0f}/{us[-1]:.0f} us (min/median/max)"
 
 
 def mlp():
@@ -119,6 +175,7 @@ def scenario_model():
               if plane.event_metadata[e.metadata_id].name == "HostCopy"]
     check(copies and all(stats(plane, e).get("bytes_transferred", 0) > 0 for e in copies),
           "host copies carry bytes_transferred")
+    offsets = launch_offsets(plane)
 
     # xprof: the trace viewer's data must show our plane and ops in order.
     from xprof.convert import raw_to_tool_data
@@ -137,8 +194,41 @@ def scenario_model():
     check([e["name"] for e in shown] == names, "xprof keeps the device order")
     check(all(e["dur"] > 0 for e in shown), "xprof durations > 0")
     print(f"ok: {len(names)} device ops in {RUNS} runs, {len(copies)} host copies, "
-          f"xprof shows {len(shown)} ops on {PLANE_PREFIX}0; "
+          f"xprof shows {len(shown)} ops on {PLANE_PREFIX}0; {describe(offsets)}; "
           f"ops: {sorted(set(names))}")
+
+
+def scenario_two_devices():
+    """TENSORPLUG_DEVICE=sim,sim: each device's plane gets its own host spans."""
+    x = np.linspace(-1, 1, 1024, dtype=np.float32)
+    runs = {0: 2, 1: 3}  # different counts, so a misplaced span shows
+
+    def body():
+        for ordinal, count in runs.items():
+            with tf.device(f"/device:FPGA:{ordinal}"):
+                t = tf.constant(x)
+                for _ in range(count):
+                    tf.nn.relu(t).numpy()
+
+    body()  # first use outside the profile
+    _, space = profile(body)
+    planes = {p.name: p for p in space.planes if p.name.startswith(PLANE_PREFIX)}
+    check(sorted(planes) == [PLANE_PREFIX + "0", PLANE_PREFIX + "1"],
+          f"one plane per device, got {sorted(planes)}")
+    report = []
+    for ordinal, count in runs.items():
+        plane = planes[PLANE_PREFIX + str(ordinal)]
+        host_api = [line for line in plane.lines if line.name == "Host API"]
+        check(host_api, f"{plane.name} has its own Host API line")
+        kinds = [plane.event_metadata[e.metadata_id].name for e in host_api[0].events]
+        check(kinds.count("HostLaunch") == count,
+              f"{plane.name}: {kinds.count('HostLaunch')} launch spans, want {count}")
+        check("HostCopy" in kinds, f"{plane.name}: its host copies are on it: {kinds}")
+        offsets = launch_offsets(plane)
+        check(len(offsets) == count, f"{plane.name}: {len(offsets)} ops, want {count}")
+        report.append(f"{plane.name}: {count} launches, {kinds.count('HostCopy')} copies, "
+                      f"{describe(offsets)}")
+    print("ok: host spans per device; " + "; ".join(report))
 
 
 def scenario_no_fpga_ops():
@@ -194,6 +284,8 @@ if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "model":
         scenario_model()
+    elif mode == "two_devices":
+        scenario_two_devices()
     elif mode == "no_fpga_ops":
         scenario_no_fpga_ops()
     elif mode == "cycles":

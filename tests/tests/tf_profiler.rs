@@ -28,13 +28,28 @@ fn assert_ok(output: &Output) -> String {
 /// times under the profiler: our plane `/device:CUSTOM:0` has a `Queue 0`
 /// line whose events are named after the TF nodes, carry `tf_op`, bytes and
 /// flops, have durations, do not overlap, run dense1 → dense2 three times,
-/// and sit on TF's clock; xprof's trace viewer shows the same ops in the
-/// same order with durations.
+/// and sit on TF's clock; each op begins after the start of its host launch
+/// span and within the bounds stated in the scenario (`LAUNCH_*`); xprof's
+/// trace viewer shows the same ops in the same order with durations.
 #[test]
 fn model_ops_show_in_the_xplane_and_in_xprof_in_order() {
     let output = run_tf_with_plugin("tf_profiler_scenarios.py", &["model"], None);
     let stdout = assert_ok(&output);
     assert!(stdout.contains("xprof shows"), "{stdout}");
+}
+
+/// Two `sim` devices: each `/device:CUSTOM:<n>` plane has its own `Host
+/// API` line with exactly the launches (and copies) made for that device,
+/// and every op begins within the bounds after its launch span.
+#[test]
+fn two_devices_each_get_their_own_host_spans() {
+    let output = run_tf_with_plugin(
+        "tf_profiler_scenarios.py",
+        &["two_devices"],
+        Some("sim,sim"),
+    );
+    let stdout = assert_ok(&output);
+    assert!(stdout.contains("host spans per device"), "{stdout}");
 }
 
 /// Profiling CPU-only work writes no device plane.

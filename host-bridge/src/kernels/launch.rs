@@ -71,7 +71,11 @@ impl<'a> Launcher<'a> {
         };
         op.op_id = op_tag(self.node, self.op_type, op.flops(), op.bytes_accessed());
         let queue = self.stream.queue();
-        let _span = HostSpan::begin(SpanKind::Launch, queue.0, u32::from(op.op_id));
+        let _span = HostSpan::begin(
+            SpanKind::Launch,
+            self.stream.device().ordinal(),
+            u32::from(op.op_id),
+        );
         let fence = self.stream.enqueue(|accel| accel.launch(queue, &op))?;
         self.last = Some(fence);
         Ok(())

@@ -6,10 +6,11 @@ use super::clock::{WallClock, sync_pair};
 use super::collect::{Collection, PlaneData};
 use super::ops;
 use crate::error::{Error, Result};
-use crate::profiling::RECORDING;
+use crate::profiling::{RECORDING, device_byte};
 use crate::registry::{self, Device};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tensorplug_core::clock::SyncPair;
+use tensorplug_core::event::Event;
 use tensorplug_core::session::{DeviceSync, Session, SessionError};
 
 /// Devices one session can hold.
@@ -187,27 +188,43 @@ impl Profiler {
         if let Some(error) = &buffers.error {
             crate::log::error(format_args!("profiler: draining events failed: {error}"));
         }
-        let mut host = Some((buffers.host, buffers.host_dropped));
+        let ordinals: Vec<i32> = active.devices.iter().map(|d| d.ordinal()).collect();
+        let mut host = split_host_events(&ordinals, buffers.host).into_iter();
+        // Host ring drops cannot be attributed: the first plane reports them.
+        let mut dropped_host = Some(buffers.host_dropped);
         let planes = active
             .devices
             .iter()
             .zip(buffers.devices)
             .zip(window.clocks)
-            .map(|((device, events), clock)| {
-                // Host spans carry no device; they go on the first plane.
-                let (host_events, dropped_host) = host.take().unwrap_or_default();
-                PlaneData {
-                    ordinal: u32::try_from(device.ordinal()).unwrap_or(0),
-                    clock,
-                    device_events: events.events,
-                    host_events,
-                    dropped_device: events.dropped,
-                    dropped_host,
-                }
+            .map(|((device, events), clock)| PlaneData {
+                ordinal: u32::try_from(device.ordinal()).unwrap_or(0),
+                clock,
+                device_events: events.events,
+                host_events: host.next().unwrap_or_default(),
+                dropped_device: events.dropped,
+                dropped_host: dropped_host.take().unwrap_or(0),
             })
             .collect();
         Ok(Collection::new(active.start_ns, ops::take_table(), planes))
     }
+}
+
+/// Host spans per session device (in `ordinals` order), by the device byte
+/// in their `queue` field ([`device_byte`]). Spans of a device outside the
+/// session go with the first device, so nothing recorded is lost.
+fn split_host_events(ordinals: &[i32], host: Vec<Event>) -> Vec<Vec<Event>> {
+    let mut per_device = vec![Vec::new(); ordinals.len()];
+    for event in host {
+        let index = ordinals
+            .iter()
+            .position(|&o| device_byte(o) == event.queue)
+            .unwrap_or(0);
+        if let Some(slot) = per_device.get_mut(index) {
+            slot.push(event);
+        }
+    }
+    per_device
 }
 
 /// Discards stale events, takes the start sync pair and turns the device's
@@ -227,5 +244,30 @@ fn arm_device(device: &Device, clock: WallClock) -> Result<SyncPair> {
 fn disarm(devices: &[Arc<Device>]) {
     for device in devices {
         let _ = device.core().lock().accel().set_profiling(false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tensorplug_core::event::EventKind;
+
+    fn span(device: u8, id: u16) -> Event {
+        Event::new(EventKind::HostLaunchBegin, u64::from(id), device, id, 0)
+    }
+
+    #[test]
+    fn host_spans_go_to_their_devices_plane_and_strays_to_the_first() {
+        // Session devices with TF ordinals 1 and 0 (plane order != ordinal).
+        let host = vec![span(0, 1), span(1, 2), span(0, 3), span(7, 4), span(255, 5)];
+        let split = split_host_events(&[1, 0], host);
+        let ids = |plane: &Vec<Event>| plane.iter().map(|e| e.op_id).collect::<Vec<_>>();
+        assert_eq!(
+            ids(&split[0]),
+            [2, 4, 5],
+            "ordinal 1, plus spans of no session device"
+        );
+        assert_eq!(ids(&split[1]), [1, 3], "ordinal 0");
+        assert!(split_host_events(&[], vec![span(0, 1)]).is_empty());
     }
 }

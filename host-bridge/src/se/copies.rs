@@ -78,7 +78,7 @@ unsafe fn on_stream(stream: &Stream, transfer: Transfer, size: u64) -> Result<()
     if len == 0 {
         return Ok(());
     }
-    let _span = HostSpan::begin(SpanKind::Copy, stream.queue().0, arg32(size));
+    let _span = HostSpan::begin(SpanKind::Copy, stream.device().ordinal(), arg32(size));
     let queue = stream.queue();
     // SAFETY: caller's contract.
     stream.enqueue(|accel| unsafe { transfer.submit(accel, queue, len) })?;
@@ -94,7 +94,7 @@ unsafe fn synchronous(device: &Device, transfer: Transfer, size: u64) -> Result<
     if len == 0 {
         return Ok(());
     }
-    let _span = HostSpan::begin(SpanKind::Copy, 0, arg32(size));
+    let _span = HostSpan::begin(SpanKind::Copy, device.ordinal(), arg32(size));
     device.core().synchronize()?;
     let queue = QueueId(0);
     let core = device.core();

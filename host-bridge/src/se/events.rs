@@ -135,7 +135,7 @@ pub(super) unsafe extern "C" fn wait_for_event(
                 queue,
                 fence: Some(fence),
             } => {
-                let _span = HostSpan::begin(SpanKind::Sync, stream.queue().0, 0);
+                let _span = HostSpan::begin(SpanKind::Sync, device.ordinal(), 0);
                 stream.wait_for(queue, fence)
             }
             _ => Ok(()),
@@ -155,10 +155,9 @@ pub(super) unsafe extern "C" fn block_host_for_event(
         let device = unsafe { handles::device(device) }?;
         match unsafe { self::event(event) }?.get() {
             EventState::Recorded {
-                queue,
-                fence: Some(fence),
+                fence: Some(fence), ..
             } => {
-                let _span = HostSpan::begin(SpanKind::Sync, queue.0, 0);
+                let _span = HostSpan::begin(SpanKind::Sync, device.ordinal(), 0);
                 device.core().wait(fence, "the event")
             }
             _ => Ok(()),

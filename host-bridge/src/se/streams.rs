@@ -52,7 +52,7 @@ pub(super) unsafe extern "C" fn create_stream_dependency(
         let device = unsafe { handles::device(device) }?;
         let dependent = unsafe { handles::stream(device, dependent) }?;
         let other = unsafe { handles::stream(device, other) }?;
-        let _span = HostSpan::begin(SpanKind::Sync, dependent.queue().0, 0);
+        let _span = HostSpan::begin(SpanKind::Sync, device.ordinal(), 0);
         match other.last_fence() {
             Some(fence) => dependent.wait_for(other.queue(), fence),
             None => Ok(()),
@@ -85,7 +85,7 @@ pub(super) unsafe extern "C" fn block_host_until_done(
         // SAFETY: TF's device and stream.
         let device = unsafe { handles::device(device) }?;
         let stream = unsafe { handles::stream(device, stream) }?;
-        let _span = HostSpan::begin(SpanKind::Sync, stream.queue().0, 0);
+        let _span = HostSpan::begin(SpanKind::Sync, device.ordinal(), 0);
         stream.block_until_done()
     };
     // SAFETY: TF's status.
@@ -99,7 +99,7 @@ pub(super) unsafe extern "C" fn synchronize_all_activity(
     let body = || {
         // SAFETY: TF's device.
         let device = unsafe { handles::device(device) }?;
-        let _span = HostSpan::begin(SpanKind::Sync, u8::MAX, 0);
+        let _span = HostSpan::begin(SpanKind::Sync, device.ordinal(), 0);
         device.synchronize_all()
     };
     // SAFETY: TF's status.
