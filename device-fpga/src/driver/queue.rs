@@ -285,6 +285,11 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Driver<T, C, ALLOCS> {
             Err(e) => return Some(e),
         };
         if status.contains(Status::HALTED) {
+            // The failing completion is written before `HALTED` is set, but
+            // the last reap may have read `CPLQ_TAIL` just before both.
+            if let Err(e) = self.reap() {
+                return Some(e);
+            }
             let halted = self.halted().unwrap_or_else(|e| e);
             return Some(self.queue.take_failure(fence).unwrap_or(halted));
         }
