@@ -203,8 +203,17 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Accelerator for Driver<T, C, A
     }
 
     fn timestamp(&mut self) -> Result<u64, Error> {
-        let lo = self.read(Register::TIMESTAMP_LO)?;
+        // A device latches HI when LO is read, so (LO, then HI) agree. A
+        // memory-backed BAR (the model in shared memory) cannot latch: it
+        // publishes HI before LO, so a carry between our two reads would pair
+        // an old LO with a new HI. HI read before and after tells; then the
+        // LO read again belongs to the new HI.
+        let hi_before = self.read(Register::TIMESTAMP_HI)?;
+        let mut lo = self.read(Register::TIMESTAMP_LO)?;
         let hi = self.read(Register::TIMESTAMP_HI)?;
+        if hi != hi_before {
+            lo = self.read(Register::TIMESTAMP_LO)?;
+        }
         Ok(u64::from(hi) << 32 | u64::from(lo))
     }
 
