@@ -3,9 +3,11 @@
 usage: mlp_demo.py <logdir>
 
 TensorFlow finds the plugin the way a user's install does: the wheel put
-libtensorplug_host_bridge.so in site-packages/tensorflow-plugins/. The script
-runs predict, then a short fit, on the FPGA, each under the profiler, and
-prints for each
+libtensorplug_host_bridge.so in site-packages/tensorflow-plugins/. The model
+(its variables) is built on the CPU, and predict, then a short fit, run
+under tf.device('/device:FPGA:0'), each under the profiler: TF cannot update
+variables that live on the FPGA (docs/ops.md, "Variables and training").
+The script prints for each
 
 1. where each op ran (TF's placement log, printed by the placer to stdout),
 2. the device time per op, read back from the collected .xplane.pb,
@@ -77,7 +79,10 @@ class PlacementLog:
 
 def make_model():
     tf.keras.utils.set_random_seed(0)
-    with tf.device(FPGA):
+    # Variables on the host; the compute runs where predict/fit are called
+    # (on the FPGA). Optimizer updates of FPGA-placed variables would fail
+    # with an UnimplementedError (docs/ops.md, "Variables and training").
+    with tf.device("/CPU:0"):
         model = tf.keras.Sequential([
             tf.keras.Input((32,)),
             tf.keras.layers.Dense(128, activation="relu", name=LAYERS[0]),
@@ -123,6 +128,8 @@ def print_predict_placement(placed):
     on_cpu = sorted({o for _, o, d in placed if o not in BOOKKEEPING and d.startswith("CPU")})
     print(f"every model compute op ran on FPGA:0; on CPU: {', '.join(on_cpu) or 'nothing'} "
           "(Keras' input pipeline)")
+    print("(TF places ops before graph optimization; tensorplug's pass then fuses each "
+          "MatMul+BiasAdd(+Relu) into one _FusedMatMul on the FPGA, as the device time shows)")
 
 
 def print_fit_placement(placed):
@@ -165,13 +172,16 @@ def print_device_time(space):
             continue
         for event in line.events:
             meta = plane.event_metadata[event.metadata_id]
-            per_op[meta.name, op_type(plane, meta)].append(event.duration_ps)
+            # Ops of a tf.function are nested under its call node.
+            name = meta.name.removeprefix("StatefulPartitionedCall/")
+            per_op[name, op_type(plane, meta)].append(event.duration_ps)
     if not per_op:
         fail(f"{DEVICE_PLANE} has no device op events")
     rows = sorted(per_op.items(), key=lambda kv: -sum(kv[1]))
     width = max(len(name) for (name, _), _ in rows)
     kind = max(len("type"), *(len(t) for (_, t), _ in rows))
-    print(f"\n== Device time per op (from {DEVICE_PLANE} in the profile) ==")
+    print(f"\n== Device time per op (from {DEVICE_PLANE} in the profile; count = device "
+          "commands) ==")
     print(f"  {'op':<{width}} {'type':<{kind}} {'count':>6} {'total us':>10} {'mean us':>9}")
     for (name, type_), durations in rows:
         total_us = sum(durations) / 1e6
