@@ -36,9 +36,9 @@ def mlp():
     return model
 
 
-# Variables stay on the host: on the FPGA, TF's DEVICE_DEFAULT kernels of
-# AssignSubVariableOp/AssignAddVariableOp (the optimizer's updates) compute
-# with Eigen on host pointers and crash on device memory (docs/ops.md).
+# Variables stay on the host: TF's C API cannot update resource variables on
+# the FPGA, so our AssignSub/AssignAddVariableOp kernels refuse with an
+# UnimplementedError (docs/ops.md, 'Variables and training').
 with tf.device(CPU):
     cpu_model, fpga_model = mlp(), mlp()
     initial = cpu_model.get_weights()
