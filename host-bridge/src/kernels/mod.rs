@@ -3,8 +3,10 @@
 //! Each kernel reads its attributes once ([`ops::construct`]), and each
 //! compute call maps TF's tensors to device descriptors through the
 //! registry's handle scheme, enqueues the op on the stream TF gives
-//! (`TF_GetStream`), and waits for it ([`launch`]). Failures reach Python as
-//! `tf.errors.*Error` with `FPGA <op> '<node>': <cause>`.
+//! (`TF_GetStream`) and returns without waiting ([`launch`]). Failures reach
+//! Python as `tf.errors.*Error` with `FPGA <op> '<node>': <cause>`: from the
+//! kernel itself (shapes, attributes), or for device errors from the later
+//! wait that observes them (the registry remembers each fence's op).
 //!
 //! Coverage, fallbacks and tolerances: `docs/ops.md`.
 

@@ -217,7 +217,7 @@ pub fn compute(kernel: &Kernel, ctx: &Context) -> KernelResult<()> {
         }
         KernelKind::Sum => sum(ctx, &mut run, attrs.keep_dims)?,
     }
-    run.finish()
+    run.finish().map(drop)
 }
 
 fn is_empty(shape: &Shape) -> bool {

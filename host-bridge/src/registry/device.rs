@@ -128,7 +128,7 @@ impl Device {
     /// Waits for all device work on every queue, then for the host work
     /// (callbacks) queued before this call.
     pub fn synchronize_all(&self) -> Result<()> {
-        self.core.synchronize()?;
+        let device_work = self.core.synchronize();
         let (done, finished) = std::sync::mpsc::sync_channel(1);
         self.submit(Completion {
             fence: None,
@@ -147,7 +147,8 @@ impl Device {
                     .as_millis()
                     .try_into()
                     .unwrap_or(u64::MAX),
-            })
+            })?;
+        device_work
     }
 
     /// The queue for the next stream: streams take the queues round-robin.

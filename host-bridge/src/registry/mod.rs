@@ -9,12 +9,14 @@
 mod core;
 mod device;
 mod handles;
+mod inflight;
 mod stream;
 mod worker;
 
 pub use self::core::{DeviceCore, DeviceState};
 pub use device::{ALLOCATION_ALIGN, AllocStats, Device};
 pub use handles::{HandleWindow, MIN_WINDOW};
+pub use inflight::{MAX_IN_FLIGHT, OpLabel};
 pub use stream::Stream;
 pub use worker::{Completion, CompletionWorker};
 

@@ -7,12 +7,13 @@
 //!   (`get_stream_status`), as TF expects of a broken stream.
 
 use super::Device;
+use super::inflight::OpLabel;
 use super::worker::Completion;
 use crate::devices::{DeviceError, DynAccelerator};
 use crate::error::{Error, Result};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
-use tensorplug_core::accelerator::{Fence, QueueId};
+use tensorplug_core::accelerator::{ErrorKind, Fence, QueueId};
 
 /// Host work submitted vs finished, for `block_host_until_done`.
 #[derive(Default)]
@@ -75,15 +76,39 @@ impl Stream {
         &self,
         submit: impl FnOnce(&mut DynAccelerator) -> Result<Fence, DeviceError>,
     ) -> Result<Fence> {
+        self.enqueue_op(None, submit)
+    }
+
+    /// Enqueues the work of the op `label` (`None`: not an op, e.g. a
+    /// copy); returns without waiting. A failure of the op is reported by a
+    /// later wait, naming the op.
+    ///
+    /// When the driver cannot take the work because earlier work broke the
+    /// device (a halt seen while waiting for a free queue slot), the error
+    /// is that earlier failure, found and recovered by polling (it names
+    /// the op that caused it).
+    pub fn enqueue_op(
+        &self,
+        label: Option<OpLabel>,
+        submit: impl FnOnce(&mut DynAccelerator) -> Result<Fence, DeviceError>,
+    ) -> Result<Fence> {
         self.status()?;
         let core = self.device.core();
         let mut state = core.lock();
-        let fence = state
-            .enqueue(self.queue, submit)
-            .map_err(|e| core.error(e))?;
-        // Still under the device lock: the stream's fences stay in order.
-        *lock(&self.last_fence) = Some(fence);
-        Ok(fence)
+        match state.enqueue_op(self.queue, label, submit) {
+            Ok(fence) => {
+                // Still under the device lock: the stream's fences stay in order.
+                *lock(&self.last_fence) = Some(fence);
+                Ok(fence)
+            }
+            Err(error) if matches!(error.kind, ErrorKind::DeviceFault | ErrorKind::Timeout) => {
+                let newest = state.newest_fence();
+                drop(state);
+                core.poll(newest)?;
+                Err(core.error(error))
+            }
+            Err(error) => Err(core.error(error)),
+        }
     }
 
     /// Runs `run` on the completion thread after all work enqueued so far.

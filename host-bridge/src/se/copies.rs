@@ -85,6 +85,21 @@ unsafe fn on_stream(stream: &Stream, transfer: Transfer, size: u64) -> Result<()
     Ok(())
 }
 
+/// Waits for the work queued so far on `stream`'s device queue (all of
+/// TF's streams share it), so that a failure of an earlier op is returned
+/// here, naming the op: kernels do not wait for their ops, and a
+/// device-to-host copy is where TF reads their results and checks the
+/// status (a failed event only aborts TF). The stream stays usable: the
+/// wait resets a faulted device.
+fn report_earlier_failures(stream: &Stream) -> Result<()> {
+    let core = stream.device().core();
+    let tail = core.lock().queue_tail(stream.queue());
+    match tail {
+        Some(fence) => core.wait(fence, "work before a device-to-host copy"),
+        None => Ok(()),
+    }
+}
+
 /// Runs after all earlier device work and waits for completion.
 ///
 /// # Safety
@@ -128,6 +143,7 @@ pub(super) unsafe extern "C" fn memcpy_dtoh(
         let stream = unsafe { handles::stream(device, stream) }?;
         host_ptr(host_dst, "host_dst")?;
         let src = unsafe { device_range(device, device_src, size, "device_src") }?;
+        report_earlier_failures(stream)?;
         unsafe {
             on_stream(
                 stream,

@@ -38,13 +38,24 @@ impl Event {
         *self.0.lock().unwrap_or_else(PoisonError::into_inner) = state;
     }
 
-    /// Non-blocking status.
+    /// Non-blocking status. Failed work counts as complete (logged):
+    /// TF's event manager aborts the process on `SE_EVENT_ERROR`, and the
+    /// failure is reported, naming its op, by the copy or sync that waits
+    /// for it (the device was reset by the poll that saw it).
     pub fn status(&self, device: &Device) -> Result<SE_EventStatus> {
-        match self.get() {
-            EventState::Recorded {
-                fence: Some(fence), ..
-            } if !device.core().poll(fence)? => Ok(SE_EventStatus::SE_EVENT_PENDING),
-            _ => Ok(SE_EventStatus::SE_EVENT_COMPLETE),
+        let EventState::Recorded {
+            fence: Some(fence), ..
+        } = self.get()
+        else {
+            return Ok(SE_EventStatus::SE_EVENT_COMPLETE);
+        };
+        match device.core().poll(fence) {
+            Ok(false) => Ok(SE_EventStatus::SE_EVENT_PENDING),
+            Ok(true) => Ok(SE_EventStatus::SE_EVENT_COMPLETE),
+            Err(error) => {
+                crate::log::warn(format_args!("an event's work failed: {error}"));
+                Ok(SE_EventStatus::SE_EVENT_COMPLETE)
+            }
         }
     }
 }

@@ -1,0 +1,125 @@
+//! [`InFlight`]: which op each outstanding fence belongs to, so a failure
+//! observed later (by a copy, a sync, an event) names the op that caused it.
+
+use crate::devices::DeviceError;
+use crate::error::Error;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use tensorplug_core::accelerator::Fence;
+
+/// At most this many fences are remembered per device; older ones lose
+/// their label (a failure there is then reported without the op).
+pub const MAX_IN_FLIGHT: usize = 4096;
+
+/// The TF op an enqueue belongs to: its type and node name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpLabel {
+    /// The op type (`Softmax`).
+    pub op_type: &'static str,
+    /// The node name (`model/dense_2/Softmax`).
+    pub node: Arc<str>,
+}
+
+impl OpLabel {
+    /// `FPGA <op> '<node>'`, the prefix of every kernel error.
+    pub fn describe(&self) -> String {
+        format!("FPGA {} '{}'", self.op_type, self.node)
+    }
+}
+
+/// The labelled fences not yet seen complete, oldest first.
+#[derive(Default)]
+pub struct InFlight {
+    fences: VecDeque<(Fence, Option<OpLabel>)>,
+}
+
+impl InFlight {
+    /// Remembers that `fence` completes the op `label` (`None`: a copy or
+    /// fill, not an op).
+    pub fn push(&mut self, fence: Fence, label: Option<OpLabel>) {
+        if self.fences.len() == MAX_IN_FLIGHT {
+            self.fences.pop_front();
+        }
+        self.fences.push_back((fence, label));
+    }
+
+    /// The oldest remembered fence, if it is at most `fence`.
+    pub fn oldest_up_to(&self, fence: Fence) -> Option<Fence> {
+        self.fences.front().map(|&(f, _)| f).filter(|&f| f <= fence)
+    }
+
+    /// Forgets the oldest fence; returns its label.
+    pub fn pop(&mut self) -> Option<OpLabel> {
+        self.fences.pop_front().and_then(|(_, label)| label)
+    }
+
+    /// The oldest fence at most `fence` and its label (a wait on `fence`
+    /// that times out is stuck there).
+    pub fn stuck_up_to(&self, fence: Fence) -> Option<(Fence, Option<OpLabel>)> {
+        self.fences.front().filter(|&&(f, _)| f <= fence).cloned()
+    }
+
+    /// Forgets every fence (after a reset they all failed).
+    pub fn clear(&mut self) {
+        self.fences.clear();
+    }
+
+    /// How many fences are remembered.
+    pub fn len(&self) -> usize {
+        self.fences.len()
+    }
+}
+
+/// A device failure and the fences it took down: every wait on a fence
+/// in `first..=last` reports `error` (work queued after the failing op was
+/// aborted by the recovery reset), fences after `last` are new work.
+#[derive(Clone, Debug)]
+pub struct Incident {
+    /// The fence of the failing op.
+    pub first: Fence,
+    /// The newest fence handed out when the device was reset.
+    pub last: Fence,
+    /// Where it failed: `FPGA <op> '<node>': FPGA:<n> (<spec>)`, or the
+    /// device alone when the work was not an op.
+    pub at: String,
+    /// Whether the failing work was an op (`at` names it).
+    pub names_op: bool,
+    /// What went wrong.
+    pub cause: Cause,
+}
+
+/// The failure of an [`Incident`], kept so it can be rebuilt as an [`Error`].
+#[derive(Clone, Debug)]
+pub enum Cause {
+    /// The driver reported it.
+    Device(DeviceError),
+    /// The op did not complete within the budget.
+    Timeout {
+        /// What was waited for.
+        what: &'static str,
+        /// The budget in ms.
+        timeout_ms: u64,
+    },
+}
+
+impl Incident {
+    /// Whether a wait on `fence` reports this incident.
+    pub fn covers(&self, fence: Fence) -> bool {
+        self.first <= fence && fence <= self.last
+    }
+
+    /// The error a wait reports: `<at>: <cause>`.
+    pub fn error(&self) -> Error {
+        match &self.cause {
+            Cause::Device(source) => Error::Device {
+                device: self.at.clone(),
+                source: source.clone(),
+            },
+            &Cause::Timeout { what, timeout_ms } => Error::Timeout {
+                device: self.at.clone(),
+                what,
+                timeout_ms,
+            },
+        }
+    }
+}
