@@ -28,8 +28,9 @@ fn assert_ok(output: &Output) -> String {
 /// times under the profiler: our plane `/device:CUSTOM:0` has a `Queue 0`
 /// line whose events are named after the TF nodes, carry `tf_op`, bytes and
 /// flops, have durations, do not overlap, run dense1 → dense2 three times,
-/// and sit on TF's clock; each op begins after the start of its host launch
-/// span and within the bounds stated in the scenario (`LAUNCH_*`); xprof's
+/// and sit on TF's clock; every host launch span pairs with its own device
+/// op (FIFO order, one op tag per launch), which begins after the launch and
+/// ends before the result read that waited for it (`launch_offsets`); xprof's
 /// trace viewer shows the same ops in the same order with durations.
 #[test]
 fn model_ops_show_in_the_xplane_and_in_xprof_in_order() {
@@ -40,7 +41,7 @@ fn model_ops_show_in_the_xplane_and_in_xprof_in_order() {
 
 /// Two `sim` devices: each `/device:CUSTOM:<n>` plane has its own `Host
 /// API` line with exactly the launches (and copies) made for that device,
-/// and every op begins within the bounds after its launch span.
+/// and every launch pairs with its own op within the same bounds.
 #[test]
 fn two_devices_each_get_their_own_host_spans() {
     let output = run_tf_with_plugin(

@@ -112,19 +112,10 @@ impl<'a> Launcher<'a> {
         Ok(())
     }
 
-    /// Ends the kernel call without waiting: the op's fence is remembered
-    /// by the device with its label; a failure surfaces at a later wait.
-    ///
-    /// Exception: while a profiling session records host spans, the call
-    /// waits for its op, so that each `HostLaunch` span is followed by its
-    /// own device op before the next launch (the profile's launch → op
-    /// pairing, `tests/python/tf_profiler_scenarios.py`, relies on it).
+    /// Ends the kernel call without waiting, also while profiling: the
+    /// op's fence is remembered by the device with its label; a failure
+    /// surfaces at a later wait.
     pub fn finish(self) -> KernelResult<Option<Fence>> {
-        if let Some(fence) = self.last
-            && crate::profiling::RECORDING.is_enabled()
-        {
-            self.stream.device().core().wait(fence, "the op")?;
-        }
         Ok(self.last)
     }
 }
