@@ -95,6 +95,15 @@ const TIMING_PAIRS: &[TimingPair] = &[
         ratio_goal: None,
         max_ns: Some(1.0),
     },
+    TimingPair {
+        figure: "model f32 GEMM 512x512x512 throughput (vs matrixmultiply)",
+        measured: "gemm_512/model",
+        baseline: "gemm_512/matrixmultiply",
+        better: Better::Higher,
+        records_per_iter: 1.0,
+        ratio_goal: Some(0.5),
+        max_ns: None,
+    },
 ];
 
 /// Figure files other benches are expected to write: (id, what it is).
