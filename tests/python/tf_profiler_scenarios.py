@@ -1,10 +1,12 @@
 """The pluggable profiler end to end: tf.profiler on /device:FPGA:0, the
 written .xplane.pb read with TF's xplane_pb2, and converted with xprof.
 
-usage: tf_profiler_scenarios.py <model | two_devices | no_fpga_ops | cycles N MAX_GROWTH_MIB>
+usage: tf_profiler_scenarios.py <model | two_devices | pairing | no_fpga_ops | cycles N MAX_GROWTH_MIB>
 Prints `ok: ...` on success; exits non-zero naming the first failed check.
 """
+import contextlib
 import glob
+import io
 import json
 import os
 import sys
@@ -147,6 +149,57 @@ def launch_offsets(plane):
           f"device op, an op has no launch, begins before its launch or ends after "
           f"the read that waited for it)")
     return offsets
+
+
+def synthetic_plane(launches, reads, commands):
+    """A device plane with HostLaunch spans at `launches`, HostCopy spans
+    `reads` and Queue 0 `commands` (begin, end, tag); ns from 0."""
+    plane = xplane_pb2.XPlane(name=PLANE_PREFIX + "0")
+    plane.event_metadata[4].name = "HostLaunch"
+    plane.event_metadata[5].name = "HostCopy"
+    host = plane.lines.add(name="Host API")
+    for begin in launches:
+        host.events.add(metadata_id=4, offset_ps=begin * 1000, duration_ps=1000)
+    for begin, end in reads:
+        host.events.add(metadata_id=5, offset_ps=begin * 1000, duration_ps=(end - begin) * 1000)
+    queue = plane.lines.add(name="Queue 0")
+    for begin, end, tag in commands:
+        plane.event_metadata[OP_METADATA_BASE + tag].name = f"op{tag}"
+        queue.events.add(metadata_id=OP_METADATA_BASE + tag, offset_ps=begin * 1000,
+                         duration_ps=(end - begin) * 1000)
+    return plane
+
+
+def scenario_pairing():
+    """launch_offsets on made-up planes: accepts what asynchronous FIFO
+    launches produce and rejects each kind of mispairing."""
+    launches, reads = [0, 100_000, 200_000], [(900_000, 1_000_000)]
+    good = [(50_000, 60_000, 1), (300_000, 310_000, 2), (310_000, 320_000, 2),
+            (400_000, 410_000, 3)]
+    check(launch_offsets(synthetic_plane(launches, reads, good)) == [50_000, 200_000, 80_000],
+          "ops running after later launches pair in FIFO order")
+    repeated = [(150_000, 160_000, 1), (250_000, 260_000, 1), (260_000, 270_000, 1)]
+    check(len(launch_offsets(synthetic_plane(launches, reads, repeated))) == 3,
+          "one node launched three times in a row")
+    no_split, overlap = "no split of the", "overlaps op2"
+    bad = {
+        "a launch without an op": (launches, good[:2], no_split),
+        "an op before its launch": (launches, [good[0], (80_000, 90_000, 2), good[3]], no_split),
+        "an op after the read": (launches, [good[0], good[1], (1_200_000, 1_210_000, 3)],
+                                 no_split),
+        "an op without a launch": (launches[:2], [good[0], good[1], good[3]], no_split),
+        "overlapping ops": (launches, [good[0], good[1], (305_000, 320_000, 3)], overlap),
+    }
+    for case, (at, commands, reason) in bad.items():
+        captured = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(captured):
+                launch_offsets(synthetic_plane(at, reads, commands))
+        except SystemExit:
+            check(reason in captured.getvalue(), f"{case}: rejected as {captured.getvalue()}")
+            continue
+        check(False, f"launch_offsets accepted {case}")
+    print(f"ok: pairing accepts 2 valid planes and rejects {len(bad)} mispairings")
 
 
 def describe(offsets):
@@ -328,6 +381,8 @@ if __name__ == "__main__":
         scenario_model()
     elif mode == "two_devices":
         scenario_two_devices()
+    elif mode == "pairing":
+        scenario_pairing()
     elif mode == "no_fpga_ops":
         scenario_no_fpga_ops()
     elif mode == "cycles":

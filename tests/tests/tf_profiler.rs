@@ -53,6 +53,18 @@ fn two_devices_each_get_their_own_host_spans() {
     assert!(stdout.contains("host spans per device"), "{stdout}");
 }
 
+/// The launch → op pairing the two tests above rely on, on made-up planes:
+/// it accepts ops that run after later launches (FIFO, one tag per launch,
+/// a node launched three times in a row) and rejects a launch without an
+/// op, an op before its launch or after the read that waited for it, an op
+/// without a launch, and overlapping ops, each for the stated reason.
+#[test]
+fn launch_pairing_rejects_mispaired_planes() {
+    let output = run_tf_with_plugin("tf_profiler_scenarios.py", &["pairing"], None);
+    let stdout = assert_ok(&output);
+    assert!(stdout.contains("rejects 5 mispairings"), "{stdout}");
+}
+
 /// Profiling CPU-only work writes no device plane.
 #[test]
 fn no_fpga_work_means_no_device_plane() {
