@@ -57,7 +57,9 @@ def broadcast_add(_):
 start = time.monotonic()
 expect(tf.errors.InternalError, broadcast_add, "FPGA AddV2 'AddV2'", "DEVICE_FAULT")
 took = time.monotonic() - start
-# Not a speed check: a fault noticed only at the timeout takes >= 2 s.
-assert took < 1.0, f"the fault surfaced after {took:.2f} s"
+# Not a speed check: a fault noticed only at the timeout takes >= 2 s (and
+# raises DeadlineExceededError, which `expect` rejects); 1.9 s leaves room
+# for a loaded machine.
+assert took < 1.9, f"the fault surfaced after {took:.2f} s"
 np.testing.assert_allclose(on_fpga(broadcast_add), a + b, rtol=1e-6)
 print(f"a fault in a multi-command op surfaced in {took * 1000:.0f} ms, then it ran")

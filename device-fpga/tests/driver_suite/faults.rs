@@ -150,7 +150,10 @@ pub fn device_fault_halts_then_recovers(f: &mut impl Fixture) {
 /// How long a halt may take to surface. Not a speed figure: the point is
 /// "a few polls", against the caller's timeout (60 s by default in the
 /// host bridge); generous for a debug build on a loaded machine.
-const HALT_NOTICED_WITHIN: Duration = Duration::from_millis(500);
+// Liveness, not speed: well under the 5 s poll cap and the 10 s `TIMEOUT`
+// (a halt noticed only by timing out would take those), with room for a
+// loaded CI machine. The error kind is the decisive check.
+const HALT_NOTICED_WITHIN: Duration = Duration::from_secs(3);
 
 /// Launches `[2,1,2,1,2] + [1,3,1,3,1]` (five alternating broadcast axes:
 /// six commands) with the model set to fault on its next command.

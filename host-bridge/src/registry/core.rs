@@ -497,7 +497,8 @@ mod tests {
         };
         assert_eq!(source.kind, ErrorKind::DeviceFault, "{error}");
         assert!(error.to_string().contains("DEVICE_FAULT"), "{error}");
-        assert!(took < Duration::from_secs(1), "took {took:?}");
+        // Liveness (the budget is 20 s), with room for a loaded machine.
+        assert!(took < Duration::from_secs(5), "took {took:?}");
         // The wait reset the device: the fence is aborted (and that resets
         // nothing more), and new work completes.
         assert_eq!(core.lock().recovered_through, fence);
