@@ -15,6 +15,16 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 use tensorplug_core::accelerator::{ErrorKind, Fence, QueueId};
 
+/// Marks one host callback finished when dropped (also on unwinding).
+struct FinishOnDrop(Arc<HostWork>);
+
+impl Drop for FinishOnDrop {
+    fn drop(&mut self) {
+        lock(&self.0.counts).1 += 1;
+        self.0.finished.notify_all();
+    }
+}
+
 /// Host work submitted vs finished, for `block_host_until_done`.
 #[derive(Default)]
 struct HostWork {
@@ -117,12 +127,13 @@ impl Stream {
         let failure = self.failure.clone();
         lock(&host_work.counts).0 += 1;
         let wrapped = move |outcome: Result<()>| {
+            // Counted as finished even if `run` panics, so that
+            // `block_until_done` does not wait out its timeout.
+            let _finished = FinishOnDrop(host_work);
             if let Err(error) = &outcome {
                 lock(&failure).get_or_insert_with(|| error.to_string());
             }
             run(outcome);
-            lock(&host_work.counts).1 += 1;
-            host_work.finished.notify_all();
         };
         self.device.submit(Completion {
             fence: self.last_fence(),
@@ -177,5 +188,26 @@ impl Stream {
             lock(&self.failure).get_or_insert_with(|| error.to_string());
         }
         outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::gated_device;
+    use std::time::Duration;
+
+    #[test]
+    fn a_panicking_host_callback_still_counts_as_finished() {
+        // Without the drop guard the count never catches up and
+        // `block_until_done` fails after its 20 s budget.
+        let (device, _released) = gated_device(Duration::from_secs(20));
+        let stream = Stream::new(device);
+        stream.then_host(|_| panic!("a bug in a host callback"));
+        let done = Arc::new(Mutex::new(false));
+        let flag = done.clone();
+        stream.then_host(move |outcome| *lock(&flag) = outcome.is_ok());
+        assert!(stream.block_until_done().is_ok());
+        assert!(*lock(&done), "the callback after the panicking one ran");
     }
 }

@@ -32,8 +32,12 @@ impl CompletionWorker {
         let name = format!("tensorplug {}", core.label());
         std::thread::Builder::new().name(name).spawn(move || {
             for item in receiver {
+                // A panic while waiting becomes the item's error, so the
+                // callback still runs and the thread lives on.
                 let outcome = match item.fence {
-                    Some(fence) => core.wait(fence, "work before a host callback"),
+                    Some(fence) => ffi::run("completion thread", || {
+                        core.wait(fence, "work before a host callback")
+                    }),
                     None => Ok(()),
                 };
                 // A panic in our part of an item must not kill the thread.
