@@ -121,10 +121,14 @@ impl ServeControl {
 /// For the duration of the call the model holds a `&mut [u8]` over the
 /// memory aperture while the host may copy into it through raw pointers:
 /// the caller must make sure nobody else creates references into that
-/// aperture, and accepts that host copies racing with a command's operands
-/// (which the driver never issues: it only touches memory of finished
-/// commands) give unspecified bytes. The register window must be accessed by
-/// the host only with aligned 32-bit accesses.
+/// aperture. The register window must be accessed by the host only with
+/// aligned 32-bit accesses.
+///
+/// Known defect (`docs/device-spec.md`, memory-backed BAR): the driver does
+/// write into the aperture while this runs (new command-ring entries, bulk
+/// copies for idle buffers), so the long-lived `&mut` breaks Rust's aliasing
+/// rules even though no byte is touched by both sides at once. The fix is a
+/// memory type that makes short-lived slices per command operand.
 pub unsafe fn serve<B: Bar>(
     bar: &B,
     options: &ServeOptions,
