@@ -52,6 +52,24 @@ pub fn miri_abi() -> Result<()> {
     ]))
 }
 
+/// `cargo +nightly miri test` on the `sim` device: the driver and the model
+/// thread sharing one heap BAR (aliasing of device memory, races on the
+/// register words), under several thread schedules.
+pub fn miri_sim() -> Result<()> {
+    run(cargo_on("nightly")
+        .env("MIRIFLAGS", "-Zmiri-many-seeds=0..8")
+        .args([
+            "miri",
+            "test",
+            "--package",
+            "tensorplug-device-fpga",
+            "--features",
+            "model,std",
+            "--test",
+            "sim_miri",
+        ]))
+}
+
 /// The loom model (`core/tests/loom_ring.rs`), exhaustive (no preemption
 /// bound: the models are small enough). `--cfg loom` changes every crate's
 /// flags, so it builds in `<target>/loom` to keep the main build valid.

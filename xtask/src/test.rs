@@ -62,6 +62,10 @@ pub fn run(args: &TestArgs) -> Result<()> {
     })?;
     step("Miri: ring unit tests", crate::checks::miri_ring)?;
     step("Miri: abi raw-pointer tests", crate::checks::miri_abi)?;
+    step(
+        "Miri: sim device, driver and model threads",
+        crate::checks::miri_sim,
+    )?;
     step("loom: ring model", crate::checks::loom_ring)?;
     step(
         "device ABI C header is up to date",

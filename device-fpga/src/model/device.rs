@@ -12,6 +12,7 @@ use super::clock::{DeviceClock, TickSource};
 use super::config::ModelConfig;
 use super::execute::{ExecError, execute};
 use super::faults::{DEVICE_FAULT_DETAIL, Faults};
+use super::memory::{DeviceMemory, MemoryView};
 use super::regs::{RegisterFile, RingRegs};
 use super::validate::{Rejection, validate};
 use super::{ModelError, ring};
@@ -28,8 +29,8 @@ pub struct Serviced {
 
 /// The behavioural model of the reference FPGA.
 ///
-/// - `M`: device memory, caller-provided storage (4-byte aligned; its length
-///   is `DEVICE_MEM_SIZE`);
+/// - `M`: device memory, caller-provided [`DeviceMemory`] (4-byte aligned;
+///   its size is `DEVICE_MEM_SIZE`);
 /// - `B`: the host bus for DMA ([`NoHostBus`](super::NoHostBus) if none;
 ///   then `Features::DMA` is not reported);
 /// - `C`: the tick source of the timestamp counter.
@@ -50,18 +51,18 @@ pub struct Model<M, B, C> {
     faults: Faults,
 }
 
-impl<M: AsMut<[u8]> + AsRef<[u8]>, B: HostBus, C: TickSource> Model<M, B, C> {
+impl<M: DeviceMemory, B: HostBus, C: TickSource> Model<M, B, C> {
     /// A device after reset (`READY`) over `mem`, reaching the host through
     /// `bus`. `has_dma` says whether `bus` reaches host memory; without it
     /// `Features::DMA` is cleared from `config.features`.
     pub fn new(
-        mem: M,
+        mut mem: M,
         bus: B,
         clock: C,
         mut config: ModelConfig,
         has_dma: bool,
     ) -> Result<Self, ModelError> {
-        if !mem.as_ref().as_ptr().addr().is_multiple_of(4) {
+        if !mem.base().as_ptr().addr().is_multiple_of(4) {
             return Err(ModelError::MisalignedMemory);
         }
         if !config.max_ring_entries.is_power_of_two() {
@@ -99,13 +100,19 @@ impl<M: AsMut<[u8]> + AsRef<[u8]>, B: HostBus, C: TickSource> Model<M, B, C> {
     pub fn tick_source_mut(&mut self) -> &mut C {
         self.clock.source_mut()
     }
-    /// Device memory.
-    pub fn memory(&self) -> &[u8] {
-        self.mem.as_ref()
+    /// Copies device memory at `addr` into `buf`; `Err` if out of range.
+    pub fn read_memory(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), OutOfRange> {
+        let r = ring::mem_range(addr, buf.len(), self.mem.size()).ok_or(OutOfRange)?;
+        let view = MemoryView::new(&mut self.mem);
+        buf.copy_from_slice(view.bytes(&r).ok_or(OutOfRange)?);
+        Ok(())
     }
-    /// Device memory, writable.
-    pub fn memory_mut(&mut self) -> &mut [u8] {
-        self.mem.as_mut()
+    /// Copies `data` into device memory at `addr`; `Err` if out of range.
+    pub fn write_memory(&mut self, addr: u64, data: &[u8]) -> Result<(), OutOfRange> {
+        let r = ring::mem_range(addr, data.len(), self.mem.size()).ok_or(OutOfRange)?;
+        let mut view = MemoryView::new(&mut self.mem);
+        view.bytes_mut(&r).ok_or(OutOfRange)?.copy_from_slice(data);
+        Ok(())
     }
     /// The host bus.
     pub fn bus_mut(&mut self) -> &mut B {
@@ -129,8 +136,8 @@ impl<M: AsMut<[u8]> + AsRef<[u8]>, B: HostBus, C: TickSource> Model<M, B, C> {
             Register::ABI_VERSION => DEVICE_ABI_VERSION_WORD,
             Register::FEATURES => self.config.features.0,
             Register::SCRATCH => r.scratch,
-            Register::DEVICE_MEM_SIZE_LO => self.mem.as_ref().len() as u64 as u32,
-            Register::DEVICE_MEM_SIZE_HI => ((self.mem.as_ref().len() as u64) >> 32) as u32,
+            Register::DEVICE_MEM_SIZE_LO => self.mem.size() as u64 as u32,
+            Register::DEVICE_MEM_SIZE_HI => ((self.mem.size() as u64) >> 32) as u32,
             Register::TIMESTAMP_FREQ_HZ => self.config.timing.freq_hz,
             Register::MAX_RING_ENTRIES => self.config.max_ring_entries,
             Register::CONTROL => r.control,
@@ -226,7 +233,7 @@ impl<M: AsMut<[u8]> + AsRef<[u8]>, B: HostBus, C: TickSource> Model<M, B, C> {
         self.regs.control = value;
         let now = value & Control::ENABLE.0 != 0;
         if now && !was && !self.regs.has(Status::HALTED) {
-            match ring::check_rings(&self.regs, value, &self.config, self.mem.as_ref().len()) {
+            match ring::check_rings(&self.regs, value, &self.config, self.mem.size()) {
                 Ok(()) => {
                     self.latched = Some([self.regs.cmdq, self.regs.cplq, self.regs.evq]);
                     self.regs.set(Status::ENABLED, true);
@@ -298,7 +305,7 @@ impl<M: AsMut<[u8]> + AsRef<[u8]>, B: HostBus, C: TickSource> Model<M, B, C> {
     fn run_command(&mut self, cmd: &CommandDescriptor, index: u32) {
         let events = self.regs.control & Control::EVENTS.0 != 0
             && !cmd.flags.contains(CommandFlags::NO_EVENTS);
-        let checked = validate(cmd, self.config.features, self.mem.as_ref().len());
+        let checked = validate(cmd, self.config.features, self.mem.size());
         let duration = match &checked {
             Ok(work) => {
                 let (host, mem, flops) = work.cost();
@@ -323,7 +330,7 @@ impl<M: AsMut<[u8]> + AsRef<[u8]>, B: HostBus, C: TickSource> Model<M, B, C> {
             return;
         }
         let mut outcome = match checked {
-            Ok(work) => match execute(&work, self.mem.as_mut(), &mut self.bus) {
+            Ok(work) => match execute(&work, &mut MemoryView::new(&mut self.mem), &mut self.bus) {
                 Ok(()) => Rejection {
                     status: CompletionStatus::OK,
                     detail: 0,
@@ -427,20 +434,32 @@ impl<M: AsMut<[u8]> + AsRef<[u8]>, B: HostBus, C: TickSource> Model<M, B, C> {
         if host {
             return self.bus.read(addr, buf).map_err(drop);
         }
-        let src = ring::mem_range(addr, buf.len(), self.mem.as_ref().len()).ok_or(())?;
-        buf.copy_from_slice(&self.mem.as_ref()[src]);
-        Ok(())
+        self.read_memory(addr, buf).map_err(drop)
     }
 
     fn ring_write(&mut self, host: bool, addr: u64, data: &[u8]) -> Result<(), ()> {
         if host {
             return self.bus.write(addr, data).map_err(drop);
         }
-        let dst = ring::mem_range(addr, data.len(), self.mem.as_ref().len()).ok_or(())?;
-        self.mem.as_mut()[dst].copy_from_slice(data);
-        Ok(())
+        self.write_memory(addr, data).map_err(drop)
     }
 }
+
+impl<M: AsMut<[u8]> + AsRef<[u8]>, B: HostBus, C: TickSource> Model<M, B, C> {
+    /// Device memory, when the model owns it outright.
+    pub fn memory(&self) -> &[u8] {
+        self.mem.as_ref()
+    }
+    /// Device memory, writable, when the model owns it outright.
+    pub fn memory_mut(&mut self) -> &mut [u8] {
+        self.mem.as_mut()
+    }
+}
+
+/// A device-memory access outside `DEVICE_MEM_SIZE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct OutOfRange;
 
 /// Begin kind, end kind and `arg` of a command's events.
 fn event_kinds(cmd: &CommandDescriptor) -> (EventKind, EventKind, u32) {

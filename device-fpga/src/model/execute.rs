@@ -5,6 +5,7 @@ use core::ops::Range;
 use crate::kernels::{self, BinaryOp, KernelError};
 
 use super::bus::{BusError, HostBus};
+use super::memory::{MemoryView, Split};
 use super::validate::{Bcast3, Work};
 
 /// Why a validated command still failed.
@@ -29,19 +30,17 @@ impl From<KernelError> for ExecError {
 }
 
 /// Executes `work` on `mem` (4-byte aligned), reaching the host through `bus`.
+/// Only the command's operand ranges are borrowed.
 pub(crate) fn execute<B: HostBus>(
     work: &Work,
-    mem: &mut [u8],
+    mem: &mut MemoryView<'_>,
     bus: &mut B,
 ) -> Result<(), ExecError> {
     match work {
         Work::Nop => Ok(()),
         Work::CopyH2D { host, dst } => Ok(bus.read(*host, get_mut(mem, dst)?)?),
         Work::CopyD2H { src, host } => Ok(bus.write(*host, get(mem, src)?)?),
-        Work::CopyD2D { src, dst } => {
-            mem.copy_within(src.clone(), dst.start);
-            Ok(())
-        }
+        Work::CopyD2D { src, dst } => mem.copy_within(src, dst.start).ok_or(ExecError::Internal),
         Work::Fill { dst, pattern } => {
             for (i, b) in get_mut(mem, dst)?.iter_mut().enumerate() {
                 *b = pattern[i % 4];
@@ -55,15 +54,15 @@ pub(crate) fn execute<B: HostBus>(
             bias,
             out,
         } => {
-            let s = Split::new(mem, out)?;
+            let s = split(mem, out)?;
             let bias = match bias {
-                Some(r) => Some(floats(s.src(r)?)?),
+                Some(r) => Some(floats(src(&s, r)?)?),
                 None => None,
             };
             Ok(kernels::gemm(
                 spec,
-                floats(s.src(a)?)?,
-                floats(s.src(b)?)?,
+                floats(src(&s, a)?)?,
+                floats(src(&s, b)?)?,
                 bias,
                 floats_mut(s.out)?,
             )?)
@@ -73,17 +72,17 @@ pub(crate) fn execute<B: HostBus>(
             Ok(())
         }
         Work::Relu { x, out } => {
-            let s = Split::new(mem, out)?;
-            Ok(kernels::relu(floats(s.src(x)?)?, floats_mut(s.out)?)?)
+            let s = split(mem, out)?;
+            Ok(kernels::relu(floats(src(&s, x)?)?, floats_mut(s.out)?)?)
         }
         Work::BiasAdd { x, bias, out } => {
-            let s = Split::new(mem, out)?;
-            let bias = floats(s.src(bias)?)?;
+            let s = split(mem, out)?;
+            let bias = floats(src(&s, bias)?)?;
             if x == out {
                 Ok(kernels::bias_add_in_place(floats_mut(s.out)?, bias)?)
             } else {
                 Ok(kernels::bias_add(
-                    floats(s.src(x)?)?,
+                    floats(src(&s, x)?)?,
                     bias,
                     floats_mut(s.out)?,
                 )?)
@@ -94,17 +93,17 @@ pub(crate) fn execute<B: HostBus>(
             *row,
         )?),
         Work::Softmax { x, out, row } => {
-            let s = Split::new(mem, out)?;
+            let s = split(mem, out)?;
             Ok(kernels::softmax_last_axis(
-                floats(s.src(x)?)?,
+                floats(src(&s, x)?)?,
                 *row,
                 floats_mut(s.out)?,
             )?)
         }
         Work::ReduceSum { x, out, row } => {
-            let s = Split::new(mem, out)?;
+            let s = split(mem, out)?;
             Ok(kernels::reduce_sum_last_axis(
-                floats(s.src(x)?)?,
+                floats(src(&s, x)?)?,
                 *row,
                 floats_mut(s.out)?,
             )?)
@@ -125,10 +124,10 @@ fn binary(
     b: &Range<usize>,
     out: &Range<usize>,
     shape: Option<&Bcast3>,
-    mem: &mut [u8],
+    mem: &mut MemoryView<'_>,
 ) -> Result<(), ExecError> {
-    let s = Split::new(mem, out)?;
-    let rhs = floats(s.src(b)?)?;
+    let s = split(mem, out)?;
+    let rhs = floats(src(&s, b)?)?;
     let dims = shape.map_or([1, 1, out.len() / 4], |sh| sh.dims);
     let rhs_bcast = shape.map_or([false; 3], |sh| sh.src1);
     if a == out {
@@ -137,7 +136,7 @@ fn binary(
         for_each_3d(dims, rhs_bcast, |o, r| dst[o] = op.apply(dst[o], rhs[r]));
         return Ok(());
     }
-    let lhs = floats(s.src(a)?)?;
+    let lhs = floats(src(&s, a)?)?;
     let dst = floats_mut(s.out)?;
     match shape {
         None => Ok(kernels::binary(
@@ -188,11 +187,17 @@ fn for_each_3d(dims: [usize; 3], bcast: [bool; 3], mut f: impl FnMut(usize, usiz
     }
 }
 
-fn get<'m>(mem: &'m [u8], r: &Range<usize>) -> Result<&'m [u8], ExecError> {
-    mem.get(r.clone()).ok_or(ExecError::Internal)
+fn get<'m>(mem: &'m MemoryView<'_>, r: &Range<usize>) -> Result<&'m [u8], ExecError> {
+    mem.bytes(r).ok_or(ExecError::Internal)
 }
-fn get_mut<'m>(mem: &'m mut [u8], r: &Range<usize>) -> Result<&'m mut [u8], ExecError> {
-    mem.get_mut(r.clone()).ok_or(ExecError::Internal)
+fn get_mut<'m>(mem: &'m mut MemoryView<'_>, r: &Range<usize>) -> Result<&'m mut [u8], ExecError> {
+    mem.bytes_mut(r).ok_or(ExecError::Internal)
+}
+fn src<'v>(s: &Split<'v>, r: &Range<usize>) -> Result<&'v [u8], ExecError> {
+    s.src(r).ok_or(ExecError::Internal)
+}
+fn split<'v>(mem: &'v mut MemoryView<'_>, out: &Range<usize>) -> Result<Split<'v>, ExecError> {
+    mem.split(out).ok_or(ExecError::Internal)
 }
 
 /// Reinterprets 4-byte-aligned bytes as f32s (every bit pattern is an f32).
@@ -214,45 +219,5 @@ fn floats_mut(bytes: &mut [u8]) -> Result<&mut [f32], ExecError> {
         Ok(mid)
     } else {
         Err(ExecError::Internal)
-    }
-}
-
-/// Device memory split into the output range and what lies either side, so
-/// sources (disjoint from the output, by validation) borrow alongside it.
-struct Split<'m> {
-    before: &'m [u8],
-    out: &'m mut [u8],
-    after: &'m [u8],
-    after_start: usize,
-}
-
-impl<'m> Split<'m> {
-    fn new(mem: &'m mut [u8], out: &Range<usize>) -> Result<Self, ExecError> {
-        if out.start > out.end || out.end > mem.len() {
-            return Err(ExecError::Internal);
-        }
-        let (before, rest) = mem.split_at_mut(out.start);
-        let (out_bytes, after) = rest.split_at_mut(out.len());
-        Ok(Self {
-            before,
-            out: out_bytes,
-            after,
-            after_start: out.end,
-        })
-    }
-
-    /// A source range, which must not overlap the output.
-    fn src(&self, r: &Range<usize>) -> Result<&'m [u8], ExecError> {
-        let before: &'m [u8] = self.before;
-        let after: &'m [u8] = self.after;
-        if r.end <= before.len() {
-            before.get(r.clone()).ok_or(ExecError::Internal)
-        } else if r.start >= self.after_start {
-            after
-                .get(r.start - self.after_start..r.end - self.after_start)
-                .ok_or(ExecError::Internal)
-        } else {
-            Err(ExecError::Internal)
-        }
     }
 }

@@ -20,6 +20,7 @@ mod config;
 mod device;
 mod execute;
 mod faults;
+mod memory;
 pub mod nor_flash;
 mod regs;
 mod ring;
@@ -36,8 +37,9 @@ pub use bus::{BusError, HostBus, NoHostBus, SliceBus};
 pub use clock::HostClock;
 pub use clock::{ManualClock, TickSource};
 pub use config::{ModelConfig, Timing};
-pub use device::{Model, Serviced};
+pub use device::{Model, OutOfRange, Serviced};
 pub use faults::{DEVICE_FAULT_DETAIL, Faults};
+pub use memory::{DeviceMemory, SharedWindow};
 pub use validate::{
     SRC0_BCAST_K, SRC0_BCAST_M, SRC0_BCAST_N, SRC1_BCAST_K, SRC1_BCAST_M, SRC1_BCAST_N,
 };

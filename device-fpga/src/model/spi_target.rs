@@ -7,9 +7,10 @@ use tensorplug_abi::device::REGISTER_SPACE_SIZE;
 use super::bus::HostBus;
 use super::clock::TickSource;
 use super::device::Model;
+use super::memory::DeviceMemory;
 use crate::transport::spi::slave::{SpiTarget, TargetError};
 
-impl<M: AsMut<[u8]> + AsRef<[u8]>, B: HostBus, C: TickSource> SpiTarget for Model<M, B, C> {
+impl<M: DeviceMemory, B: HostBus, C: TickSource> SpiTarget for Model<M, B, C> {
     fn read_reg(&mut self, offset: u32) -> Result<u32, TargetError> {
         if offset >= REGISTER_SPACE_SIZE {
             return Err(TargetError::OutOfRange);
@@ -28,24 +29,12 @@ impl<M: AsMut<[u8]> + AsRef<[u8]>, B: HostBus, C: TickSource> SpiTarget for Mode
     }
 
     fn read_mem(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), TargetError> {
-        let mem = self.memory();
-        let range = mem_range(addr, buf.len(), mem.len())?;
-        buf.copy_from_slice(&mem[range]);
-        Ok(())
+        self.read_memory(addr, buf)
+            .map_err(|_| TargetError::OutOfRange)
     }
 
     fn write_mem(&mut self, addr: u64, data: &[u8]) -> Result<(), TargetError> {
-        let mem = self.memory_mut();
-        let range = mem_range(addr, data.len(), mem.len())?;
-        mem[range].copy_from_slice(data);
-        Ok(())
+        self.write_memory(addr, data)
+            .map_err(|_| TargetError::OutOfRange)
     }
-}
-
-fn mem_range(
-    addr: u64,
-    len: usize,
-    mem_len: usize,
-) -> Result<core::ops::Range<usize>, TargetError> {
-    super::ring::mem_range(addr, len, mem_len).ok_or(TargetError::OutOfRange)
 }

@@ -1,6 +1,7 @@
 //! The register window of a memory-backed BAR, kept in step with the model.
 //!
-//! The host stores into the window with plain volatile accesses; the model
+//! The host stores into the window with relaxed atomic accesses
+//! (`MmioRegion::new_memory_backed`) and fences; the model
 //! thread turns those stores into register writes and publishes the
 //! registers the device updates. Every access here is atomic
 //! (`AtomicU32::from_ptr`), `Acquire` when taking host writes, `Release`
@@ -11,7 +12,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use tensorplug_abi::device::{REGISTER_SPACE_SIZE, RESET_KEY, Register};
 
-use super::super::{HostBus, Model, TickSource};
+use super::super::{DeviceMemory, HostBus, Model, TickSource};
 use crate::transport::mmio::MmioRegion;
 
 /// Registers the host writes, in the order they are applied: the ring and
@@ -108,7 +109,7 @@ impl<'w> Mirror<'w> {
     /// when a reset is taken.
     pub(crate) fn publish_all<M, B, C>(&mut self, model: &mut Model<M, B, C>)
     where
-        M: AsMut<[u8]> + AsRef<[u8]>,
+        M: DeviceMemory,
         B: HostBus,
         C: TickSource,
     {
@@ -129,7 +130,7 @@ impl<'w> Mirror<'w> {
     /// Applies what the host wrote since the last call; true if anything.
     pub(crate) fn pull<M, B, C>(&mut self, model: &mut Model<M, B, C>) -> bool
     where
-        M: AsMut<[u8]> + AsRef<[u8]>,
+        M: DeviceMemory,
         B: HostBus,
         C: TickSource,
     {
@@ -159,7 +160,7 @@ impl<'w> Mirror<'w> {
     /// Publishes the registers the device updates, then the timestamp.
     pub(crate) fn push<M, B, C>(&mut self, model: &mut Model<M, B, C>)
     where
-        M: AsMut<[u8]> + AsRef<[u8]>,
+        M: DeviceMemory,
         B: HostBus,
         C: TickSource,
     {

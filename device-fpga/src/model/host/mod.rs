@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use tensorplug_abi::device::Features;
 
-use super::{Faults, HostClock, Model, ModelConfig};
+use super::{Faults, HostClock, Model, ModelConfig, SharedWindow};
 use crate::transport::mmio::Bar;
 
 pub use faults_line::{FaultsLineError, faults_line, parse_faults_line};
@@ -118,17 +118,14 @@ impl ServeControl {
 /// reset, `READY`); the host must not touch the BAR before.
 ///
 /// # Safety
-/// For the duration of the call the model holds a `&mut [u8]` over the
-/// memory aperture while the host may copy into it through raw pointers:
-/// the caller must make sure nobody else creates references into that
-/// aperture. The register window must be accessed by the host only with
-/// aligned 32-bit accesses.
-///
-/// Known defect (`docs/device-spec.md`, memory-backed BAR): the driver does
-/// write into the aperture while this runs (new command-ring entries, bulk
-/// copies for idle buffers), so the long-lived `&mut` breaks Rust's aliasing
-/// rules even though no byte is touched by both sides at once. The fix is a
-/// memory type that makes short-lived slices per command operand.
+/// For the duration of the call the memory aperture must satisfy
+/// [`SharedWindow::new`]'s contract: the host reaches it only through raw
+/// pointers and touches only bytes the device does not own (the model
+/// borrows one command's operands at a time, never the whole aperture). The
+/// host must access the register window only with aligned 32-bit atomic
+/// accesses (an [`MmioRegion`](crate::transport::mmio::MmioRegion) made by
+/// `new_memory_backed`, as `HeapBar` and `ShmBar` do) or, from another
+/// process, aligned 32-bit volatile ones.
 pub unsafe fn serve<B: Bar>(
     bar: &B,
     options: &ServeOptions,
@@ -137,8 +134,10 @@ pub unsafe fn serve<B: Bar>(
 ) -> io::Result<()> {
     let memory = bar.memory();
     let dma = bar.dma();
+    let base = core::ptr::NonNull::new(memory.as_ptr())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "null memory aperture"))?;
     // SAFETY: the caller's contract; the aperture lives as long as `bar`.
-    let mem = unsafe { core::slice::from_raw_parts_mut(memory.as_ptr(), memory.len()) };
+    let mem = unsafe { SharedWindow::new(base, memory.len()) };
     let mut config = options.config;
     config.features = Features(config.features.0 & !Features::IRQ.0);
     let clock = HostClock::new(config.timing.freq_hz);
@@ -169,7 +168,7 @@ pub unsafe fn serve<B: Bar>(
 }
 
 fn run<B: super::HostBus>(
-    model: &mut Model<&mut [u8], B, HostClock>,
+    model: &mut Model<SharedWindow<'_>, B, HostClock>,
     mirror: &mut mirror::Mirror<'_>,
     idle: &IdlePolicy,
     control: &ServeControl,

@@ -2,18 +2,22 @@
 
 use core::marker::PhantomData;
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 use crate::transport::Error;
 
 /// A window of MMIO space (a PCIe BAR, or part of one), or of memory that
 /// stands in for it (a shared-memory file, a heap block).
 ///
-/// Registers are read and written with `read_volatile`/`write_volatile` of
-/// aligned `u32`s on raw pointers; bulk windows are copied with
-/// `copy_nonoverlapping` on raw pointers. No reference (`&`/`&mut`) into the
-/// window is ever created, so the compiler can neither invent nor elide
-/// accesses. Every access is bounds-checked and returns an error instead of
-/// touching memory outside the window.
+/// Registers are read and written as aligned `u32`s on raw pointers:
+/// volatile for real MMIO ([`MmioRegion::new`]), relaxed atomic for memory
+/// that a device model on another thread or process serves with atomics
+/// ([`MmioRegion::new_memory_backed`]; a volatile access racing with an
+/// atomic one is a data race in Rust's memory model). Bulk windows are
+/// copied with `copy_nonoverlapping` on raw pointers. No reference
+/// (`&`/`&mut`) into the window is ever created, so the compiler can neither
+/// invent nor elide accesses. Every access is bounds-checked and returns an
+/// error instead of touching memory outside the window.
 ///
 /// This type adds no fences; [`MmioTransport`](super::MmioTransport) does
 /// (see its docs). A device model using a region directly must add its own.
@@ -21,7 +25,17 @@ use crate::transport::Error;
 pub struct MmioRegion<'a> {
     base: NonNull<u8>,
     len: usize,
+    access: RegisterAccess,
     _io: PhantomData<&'a [core::cell::UnsafeCell<u8>]>,
+}
+
+/// How a region's 32-bit registers are accessed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RegisterAccess {
+    /// `read_volatile`/`write_volatile`: real device registers.
+    Volatile,
+    /// Relaxed atomic loads/stores: memory served by a model with atomics.
+    Atomic,
 }
 
 // SAFETY: the region is a pointer to I/O memory that `new`'s contract makes
@@ -46,6 +60,31 @@ impl<'a> MmioRegion<'a> {
     /// - reads and writes must have no side effects beyond the device's own
     ///   register semantics (no access may fault).
     pub unsafe fn new(base: *mut u8, len: usize) -> Result<Self, Error> {
+        // SAFETY: the caller's contract.
+        unsafe { Self::with_access(base, len, RegisterAccess::Volatile) }
+    }
+
+    /// A window of ordinary memory standing in for MMIO (a heap block, a
+    /// shared-memory file) whose registers a device model accesses with
+    /// atomics: register reads and writes here are relaxed atomic accesses
+    /// of aligned `u32`s (fences are the caller's, as with [`MmioRegion::new`]).
+    ///
+    /// # Safety
+    /// As [`MmioRegion::new`]; in addition every other party must access the
+    /// register words only atomically (or volatile from another process,
+    /// where Rust's memory model does not reach).
+    pub unsafe fn new_memory_backed(base: *mut u8, len: usize) -> Result<Self, Error> {
+        // SAFETY: the caller's contract.
+        unsafe { Self::with_access(base, len, RegisterAccess::Atomic) }
+    }
+
+    /// # Safety
+    /// As [`MmioRegion::new`].
+    unsafe fn with_access(
+        base: *mut u8,
+        len: usize,
+        access: RegisterAccess,
+    ) -> Result<Self, Error> {
         let base = NonNull::new(base).ok_or(Error::out_of_range(0, len))?;
         if !base.as_ptr().addr().is_multiple_of(4) {
             return Err(Error::Misaligned {
@@ -55,6 +94,7 @@ impl<'a> MmioRegion<'a> {
         Ok(Self {
             base,
             len,
+            access,
             _io: PhantomData,
         })
     }
@@ -89,23 +129,38 @@ impl<'a> MmioRegion<'a> {
             // pointer stays inside (or one past) the window.
             base: unsafe { self.base.add(offset) },
             len,
+            access: self.access,
             _io: PhantomData,
         })
     }
 
-    /// Volatile read of the little-endian `u32` at byte `offset`.
+    /// Reads the little-endian `u32` at byte `offset` (volatile, or relaxed
+    /// atomic for a memory-backed window).
     pub fn read_u32(&self, offset: usize) -> Result<u32, Error> {
         let ptr = self.u32_ptr(offset)?;
-        // SAFETY: `u32_ptr` checked bounds and alignment; `new`'s contract
-        // makes the window valid for volatile reads.
-        Ok(u32::from_le(unsafe { ptr.read_volatile() }))
+        let raw = match self.access {
+            // SAFETY: `u32_ptr` checked bounds and alignment; `new`'s contract
+            // makes the window valid for volatile reads.
+            RegisterAccess::Volatile => unsafe { ptr.read_volatile() },
+            // SAFETY: as above; `new_memory_backed`'s contract makes every
+            // concurrent access to this word atomic.
+            RegisterAccess::Atomic => unsafe { AtomicU32::from_ptr(ptr) }.load(Ordering::Relaxed),
+        };
+        Ok(u32::from_le(raw))
     }
 
-    /// Volatile write of `value`, little-endian, to byte `offset`.
+    /// Writes `value`, little-endian, to byte `offset` (volatile, or relaxed
+    /// atomic for a memory-backed window).
     pub fn write_u32(&self, offset: usize, value: u32) -> Result<(), Error> {
         let ptr = self.u32_ptr(offset)?;
-        // SAFETY: as in `read_u32`.
-        unsafe { ptr.write_volatile(value.to_le()) };
+        match self.access {
+            // SAFETY: as in `read_u32`.
+            RegisterAccess::Volatile => unsafe { ptr.write_volatile(value.to_le()) },
+            // SAFETY: as in `read_u32`.
+            RegisterAccess::Atomic => {
+                unsafe { AtomicU32::from_ptr(ptr) }.store(value.to_le(), Ordering::Relaxed)
+            }
+        }
         Ok(())
     }
 

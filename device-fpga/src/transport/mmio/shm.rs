@@ -101,14 +101,16 @@ impl Bar for ShmBar {
 /// The three windows of a block laid out by `layout` at `base`.
 ///
 /// # Safety
-/// `base..base + layout.total_len()` must satisfy [`MmioRegion::new`]'s and
-/// [`DmaRegion::new`]'s contracts for as long as the windows are used.
+/// `base..base + layout.total_len()` must satisfy
+/// [`MmioRegion::new_memory_backed`]'s and [`DmaRegion::new`]'s contracts
+/// for as long as the windows are used (the model serving the block accesses
+/// registers atomically, `model::host`).
 pub(super) unsafe fn windows(
     base: *mut u8,
     layout: &BarLayout,
 ) -> Result<(MmioRegion<'static>, MmioRegion<'static>, DmaRegion<'static>), Error> {
     // SAFETY: the caller's contract covers the whole block.
-    let whole = unsafe { MmioRegion::new(base, layout.total_len()) }?;
+    let whole = unsafe { MmioRegion::new_memory_backed(base, layout.total_len()) }?;
     let registers = whole.window(layout.registers_offset(), layout.registers_len())?;
     let memory = whole.window(layout.memory_offset(), layout.memory_len())?;
     // SAFETY: `dma_offset + dma_len <= total_len`, inside the block.
