@@ -257,6 +257,16 @@ impl DeviceCore {
         }
     }
 
+    /// Waits, without holding the lock, for everything submitted so far on
+    /// every queue (see [`wait`](Self::wait)).
+    pub fn wait_all_submitted(&self, what: &'static str) -> Result<()> {
+        let newest = self.lock().newest_fence();
+        if newest == Fence(0) {
+            return Ok(());
+        }
+        self.wait(newest, what)
+    }
+
     /// Whether `error` is the current incident of a failed op: the device
     /// was reset, and every wait on the op or on work after it (such as the
     /// device-to-host copy that reads its result) reports it again.

@@ -80,24 +80,30 @@ unsafe fn on_stream(stream: &Stream, transfer: Transfer, size: u64) -> Result<()
     }
     let _span = HostSpan::begin(SpanKind::Copy, stream.device().ordinal(), arg32(size));
     let queue = stream.queue();
+    if matches!(
+        transfer,
+        Transfer::ToDevice { .. } | Transfer::FromDevice { .. }
+    ) {
+        wait_before_host_copy(stream)?;
+    }
     // SAFETY: caller's contract.
     stream.enqueue(|accel| unsafe { transfer.submit(accel, queue, len) })?;
     Ok(())
 }
 
-/// Waits for the work queued so far on `stream`'s device queue (all of
-/// TF's streams share it), so that a failure of an earlier op is returned
-/// here, naming the op: kernels do not wait for their ops, and a
+/// The driver copies host memory only once the device is idle (both copy
+/// paths are synchronous, `docs/driver.md`), so wait for all earlier work
+/// here, without the device lock: other streams keep enqueueing and the
+/// completion thread keeps polling meanwhile. A failure of an earlier op is
+/// returned here, naming the op: kernels do not wait for their ops, and a
 /// device-to-host copy is where TF reads their results and checks the
 /// status (a failed event only aborts TF). The stream stays usable: the
 /// wait resets a faulted device.
-fn report_earlier_failures(stream: &Stream) -> Result<()> {
-    let core = stream.device().core();
-    let tail = core.lock().queue_tail(stream.queue());
-    match tail {
-        Some(fence) => core.wait(fence, "work before a device-to-host copy"),
-        None => Ok(()),
-    }
+fn wait_before_host_copy(stream: &Stream) -> Result<()> {
+    stream
+        .device()
+        .core()
+        .wait_all_submitted("work before a host-device copy")
 }
 
 /// Runs after all earlier device work and waits for completion.
@@ -143,7 +149,6 @@ pub(super) unsafe extern "C" fn memcpy_dtoh(
         let stream = unsafe { handles::stream(device, stream) }?;
         host_ptr(host_dst, "host_dst")?;
         let src = unsafe { device_range(device, device_src, size, "device_src") }?;
-        report_earlier_failures(stream)?;
         unsafe {
             on_stream(
                 stream,

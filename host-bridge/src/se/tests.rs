@@ -490,3 +490,69 @@ fn a_stream_waiting_for_an_event_of_another_queue_waits_for_its_work() {
     );
     releaser.join().unwrap();
 }
+
+#[test]
+fn a_host_copy_waiting_for_earlier_work_leaves_the_device_lock_free() {
+    use std::time::Instant;
+    use tensorplug_core::accelerator::{DType, OpDesc, OpKind, QueueId, Shape, TensorDesc};
+    // The Relu's completion is lost, so the copy behind it waits out the
+    // device's 3 s budget. Meanwhile other threads must get the device lock
+    // (before the fix the driver held it for the whole wait).
+    let rules = devices::parse_sim_faults("lose_next_completion@relu").unwrap();
+    let accel = devices::open_sim_with(rules).expect("sim");
+    let device = Device::new(0, "sim", accel, 3 * SECOND).expect("device");
+    let mut f = Fixture::new(&device);
+    let core = device.core();
+    let q = QueueId(0);
+    let tensor = |addr| TensorDesc::new(addr, DType::F32, Shape::new(&[16]).unwrap());
+    let (x, y) = {
+        let mut state = core.lock();
+        let x = state.accel().allocate(64, 256).unwrap();
+        (x, state.accel().allocate(64, 256).unwrap())
+    };
+    let relu = OpDesc {
+        kind: OpKind::Relu,
+        inputs: &[tensor(x)],
+        output: tensor(y),
+        op_id: 1,
+    };
+    let label = registry::OpLabel {
+        op_type: "Relu",
+        node: "stuck_relu".into(),
+    };
+    core.lock()
+        .enqueue_op(q, Some(label), |accel| accel.launch(q, &relu))
+        .unwrap();
+
+    let prober = {
+        let device = Arc::clone(&device);
+        std::thread::spawn(move || {
+            // Longest wait for the lock while the copy is blocked.
+            let mut longest = Duration::ZERO;
+            for _ in 0..20 {
+                std::thread::sleep(Duration::from_millis(50));
+                let asked = Instant::now();
+                drop(device.core().lock());
+                longest = longest.max(asked.elapsed());
+            }
+            longest
+        })
+    };
+    let mut mem = f.alloc(64);
+    let (dev, stream, st) = (f.device.ptr(), f.stream, f.st());
+    let src = pattern(64);
+    // SAFETY: live handles; `src` outlives the call, which fails (and
+    // resets the device) before returning.
+    unsafe { (f.se.memcpy_htod.unwrap())(dev, stream, &mut mem, src.as_ptr().cast(), 64, st) };
+    let longest = prober.join().unwrap();
+    assert!(
+        longest < SECOND,
+        "another thread waited {longest:?} for the device lock during the copy's wait"
+    );
+    assert_eq!(f.status.code, TF_DEADLINE_EXCEEDED, "{}", f.status.text());
+    assert!(
+        f.status.text().contains("Relu 'stuck_relu'"),
+        "the copy's error names the op it waited for: {}",
+        f.status.text()
+    );
+}
