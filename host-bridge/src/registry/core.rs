@@ -257,13 +257,21 @@ impl DeviceCore {
         }
     }
 
-    /// Waits, without holding the lock, for everything submitted so far on
-    /// every queue (see [`wait`](Self::wait)).
-    pub fn wait_all_submitted(&self, what: &'static str) -> Result<()> {
-        let newest = self.lock().newest_fence();
-        if newest == Fence(0) {
-            return Ok(());
-        }
+    /// Waits, without holding the lock between polls, until the device has
+    /// nothing outstanding: everything submitted so far on every queue has
+    /// completed, or failed in an incident already handled (the device was
+    /// reset; that failure was reported to the waits on its own work). A
+    /// failure this wait finds is returned, naming the op.
+    pub fn wait_until_idle(&self, what: &'static str) -> Result<()> {
+        let newest = {
+            let state = self.lock();
+            let newest = state.newest_fence();
+            let handled = state.incident.as_ref().is_some_and(|i| i.covers(newest));
+            if newest == Fence(0) || handled {
+                return Ok(());
+            }
+            newest
+        };
         self.wait(newest, what)
     }
 
@@ -519,5 +527,19 @@ mod tests {
         core.wait(next, "the op")
             .expect("the device works after the reset");
         core.synchronize().expect("nothing left failing");
+    }
+
+    #[test]
+    fn waiting_for_idle_reports_a_new_fault_once_not_a_handled_one() {
+        let core = faulting_sim();
+        broadcast_add(&core);
+        let first = core.wait_until_idle("a copy").unwrap_err();
+        assert!(first.to_string().contains("DEVICE_FAULT"), "{first}");
+        // The incident is handled (device reset): the next host copy is not
+        // failed again by it, while waits on the op's own fence still are.
+        core.wait_until_idle("the next copy")
+            .expect("an idle device after the reset");
+        let newest = core.lock().newest_fence();
+        assert!(core.poll(newest).is_err());
     }
 }

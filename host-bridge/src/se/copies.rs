@@ -94,16 +94,28 @@ unsafe fn on_stream(stream: &Stream, transfer: Transfer, size: u64) -> Result<()
 /// The driver copies host memory only once the device is idle (both copy
 /// paths are synchronous, `docs/driver.md`), so wait for all earlier work
 /// here, without the device lock: other streams keep enqueueing and the
-/// completion thread keeps polling meanwhile. A failure of an earlier op is
-/// returned here, naming the op: kernels do not wait for their ops, and a
-/// device-to-host copy is where TF reads their results and checks the
-/// status (a failed event only aborts TF). The stream stays usable: the
-/// wait resets a faulted device.
+/// completion thread keeps polling meanwhile. A failure this wait finds is
+/// returned, naming the op; one already handled is not reported again.
 fn wait_before_host_copy(stream: &Stream) -> Result<()> {
     stream
         .device()
         .core()
-        .wait_all_submitted("work before a host-device copy")
+        .wait_until_idle("work before a host-device copy")
+}
+
+/// Waits for the work queued so far on `stream`'s device queue, so that a
+/// failure of an earlier op is returned here, naming the op, even if an
+/// earlier wait already found it: kernels do not wait for their ops, and a
+/// device-to-host copy is where TF reads their results and checks the
+/// status (a failed event only aborts TF). The stream stays usable: the
+/// wait resets a faulted device.
+fn report_earlier_failures(stream: &Stream) -> Result<()> {
+    let core = stream.device().core();
+    let tail = core.lock().queue_tail(stream.queue());
+    match tail {
+        Some(fence) => core.wait(fence, "work before a device-to-host copy"),
+        None => Ok(()),
+    }
 }
 
 /// Runs after all earlier device work and waits for completion.
@@ -149,6 +161,7 @@ pub(super) unsafe extern "C" fn memcpy_dtoh(
         let stream = unsafe { handles::stream(device, stream) }?;
         host_ptr(host_dst, "host_dst")?;
         let src = unsafe { device_range(device, device_src, size, "device_src") }?;
+        report_earlier_failures(stream)?;
         unsafe {
             on_stream(
                 stream,
