@@ -338,6 +338,24 @@ def scenario_no_fpga_ops():
     print(f"ok: planes {names}")
 
 
+def scenario_switch_off():
+    """TENSORPLUG_PROFILER=off, read at every start: TF profiles, our
+    plugin traces no device; back on in the same process, it does again."""
+    def fpga_relu():
+        with tf.device(FPGA):
+            tf.nn.relu(tf.constant(np.linspace(-1, 1, 64, dtype=np.float32))).numpy()
+    found = {}
+    for setting in ("off", "on"):
+        os.environ["TENSORPLUG_PROFILER"] = setting
+        _, space = profile(fpga_relu)
+        names = [p.name for p in space.planes]
+        found[setting] = [n for n in names if n.startswith(PLANE_PREFIX)]
+        check("/host:CPU" in names, f"{setting}: TF still wrote its host plane: {names}")
+    check(not found["off"], f"no device plane when off: {found['off']}")
+    check(found["on"], "a device plane when switched back on")
+    print(f"ok: device planes off {found['off']}, on {found['on']}")
+
+
 def rss_mib():
     with open("/proc/self/status") as f:
         for line in f:
@@ -385,6 +403,8 @@ if __name__ == "__main__":
         scenario_pairing()
     elif mode == "no_fpga_ops":
         scenario_no_fpga_ops()
+    elif mode == "switch_off":
+        scenario_switch_off()
     elif mode == "cycles":
         scenario_cycles(int(sys.argv[2]), float(sys.argv[3]))
     else:

@@ -72,6 +72,15 @@ fn no_fpga_work_means_no_device_plane() {
     assert_ok(&output);
 }
 
+/// `TENSORPLUG_PROFILER=off` (read at every start): TF's profile has no
+/// device plane; set back to `on` in the same process, it has one again.
+#[test]
+fn tensorplug_profiler_off_traces_no_device() {
+    let output = run_tf_with_plugin("tf_profiler_scenarios.py", &["switch_off"], None);
+    let stdout = assert_ok(&output);
+    assert!(stdout.contains("device planes off []"), "{stdout}");
+}
+
 /// 100 start/stop/collect cycles in one process, each with an FPGA op:
 /// RSS stays flat and the last cycle still records the op.
 #[test]

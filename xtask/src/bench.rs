@@ -123,7 +123,18 @@ const EXPECTED_FIGURES: &[(&str, &str)] = &[
         "tf_eager_dispatch_ratio",
         "TF eager relu dispatch, FPGA vs CPU",
     ),
-    ("tf_profiler_overhead", "MLP predict, profiler on vs off"),
+    (
+        "tf_profiler_overhead",
+        "MNIST MLP predict, profiler on / off",
+    ),
+    (
+        "tf_profiler_plugin_share",
+        "MNIST MLP predict, our planes / TF tracers alone",
+    ),
+    (
+        "tf_profiler_overhead_tiny",
+        "tiny MLP predict, profiler on / off",
+    ),
     ("tf_copy_bandwidth", "64 MiB TF round trip vs memcpy"),
 ];
 

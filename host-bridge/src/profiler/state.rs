@@ -16,6 +16,26 @@ use tensorplug_core::session::{DeviceSync, Session, SessionError};
 /// Devices one session can hold.
 pub const MAX_DEVICES: usize = 16;
 
+/// `off` or `0`: sessions trace no device (TF's own profiler still runs);
+/// read at every `start`. Unset, empty, `on` or `1`: trace every device.
+pub const PROFILER_ENV: &str = "TENSORPLUG_PROFILER";
+
+/// Whether [`PROFILER_ENV`] lets sessions trace the devices.
+fn device_tracing_on() -> Result<bool> {
+    parse_device_tracing(std::env::var(PROFILER_ENV).ok().as_deref())
+}
+
+/// [`PROFILER_ENV`]'s value (`None`: unset) as "trace the devices".
+pub(super) fn parse_device_tracing(value: Option<&str>) -> Result<bool> {
+    match value.map(str::trim) {
+        None | Some("" | "on" | "1") => Ok(true),
+        Some("off" | "0") => Ok(false),
+        Some(other) => Err(Error::InvalidArgument(format!(
+            "{PROFILER_ENV}={other:?}: expected `on` or `off`"
+        ))),
+    }
+}
+
 /// A running or stopped session's resources.
 struct Active {
     clock: WallClock,
@@ -50,9 +70,15 @@ fn session_error(error: SessionError) -> Error {
 }
 
 impl Profiler {
-    /// Starts a session on every open device (none: an empty session).
+    /// Starts a session on every open device (none, or
+    /// `TENSORPLUG_PROFILER=off`: an empty session, collected as 0 bytes).
     pub fn start(&mut self) -> Result<()> {
-        self.start_on(registry::devices().to_vec())
+        let devices = if device_tracing_on()? {
+            registry::devices().to_vec()
+        } else {
+            Vec::new()
+        };
+        self.start_on(devices)
     }
 
     /// Starts a session on `devices`.
@@ -91,12 +117,17 @@ impl Profiler {
             disarm(&devices);
             return Err(session_error(error));
         }
-        RECORDING.enable();
         let shared: Shared = Arc::new(Mutex::new(Buffers {
             devices: devices.iter().map(|_| DeviceEvents::default()).collect(),
             ..Buffers::default()
         }));
-        let drainer = Drainer::spawn(devices.clone(), clock, shared.clone());
+        // Without devices there is nothing to record or drain.
+        let drainer = if devices.is_empty() {
+            None
+        } else {
+            RECORDING.enable();
+            Drainer::spawn(devices.clone(), clock, shared.clone())
+        };
         self.active = Some(Active {
             clock,
             start_ns,

@@ -353,3 +353,16 @@ fn wall_clock_maps_monotonic_time_onto_unix_time() {
     );
     assert_eq!(WallClock::with_offset(5).to_wall(10), 15);
 }
+
+#[test]
+fn tensorplug_profiler_switch_parses_on_off_and_refuses_anything_else() {
+    use super::state::parse_device_tracing;
+    for on in [None, Some(""), Some("on"), Some(" 1 ")] {
+        assert!(parse_device_tracing(on).unwrap(), "{on:?}");
+    }
+    for off in [Some("off"), Some("0")] {
+        assert!(!parse_device_tracing(off).unwrap(), "{off:?}");
+    }
+    let error = parse_device_tracing(Some("yes")).unwrap_err().to_string();
+    assert!(error.contains("TENSORPLUG_PROFILER=\"yes\""), "{error}");
+}
