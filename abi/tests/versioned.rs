@@ -155,3 +155,44 @@ fn field_handles_carry_the_c_layout() {
     let f = tf_field!(SP_Platform, r#type).layout();
     assert_eq!((f.name, f.offset, f.size), ("type", 24, 8));
 }
+
+#[test]
+fn shared_read_only_views_read_covered_fields_from_several_threads() {
+    // An older TF's SP_Device that every stream-executor call receives: many
+    // threads read it at once through `VersionedRef`, nobody writes.
+    let old_size = offset_of!(SP_Device, device_handle) + 8;
+    let mut mem = TfMemory::with_struct_size(old_size);
+    let base = mem.0.as_mut_ptr();
+    // SAFETY: in bounds; written before the views exist.
+    unsafe {
+        base.add(offset_of!(SP_Device, ordinal))
+            .cast::<i32>()
+            .write_unaligned(5)
+    };
+    let ptr = mem.ptr::<SP_Device>().cast_const() as usize;
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(move || {
+                // SAFETY: the buffer outlives the scope and is only read now.
+                let view = unsafe { VersionedRef::from_ptr(ptr as *const SP_Device) }.unwrap();
+                assert_eq!(view.struct_size(), old_size);
+                assert_eq!(view.get(tf_field!(SP_Device, ordinal)), Some(5));
+                assert_eq!(view.get(tf_field!(SP_Device, hardware_name)), None);
+                let copy = view.read_covered();
+                assert_eq!(copy.ordinal, 5);
+                assert!(
+                    copy.hardware_name.is_null(),
+                    "uncovered fields read as null"
+                );
+                assert!(view.missing_fields().any(|f| f.name == "hardware_name"));
+            });
+        }
+    });
+    // SAFETY: a null pointer is refused, not read.
+    let null = unsafe { VersionedRef::<SP_Device>::from_ptr(core::ptr::null()) };
+    assert!(matches!(null, Err(SizeError::Null { .. })));
+    assert!(
+        mem.0[old_size..].iter().all(|&b| b == CANARY),
+        "nothing written"
+    );
+}

@@ -20,7 +20,7 @@ pub use profiler::*;
 pub use status::*;
 pub use stream_executor::*;
 pub use types::*;
-pub use versioned::{Field, SizeError, Versioned};
+pub use versioned::{Field, SizeError, Versioned, VersionedRef};
 
 use layout::{CEnum, CStruct, EnumLayout, StructLayout};
 

@@ -1,7 +1,8 @@
 //! Version negotiation for structs TensorFlow allocates and fills.
 //!
 //! TF sets `struct_size` to *its* `*_STRUCT_SIZE`. An older TF passes a
-//! smaller struct, a newer TF a larger one. [`Versioned`] reads or writes a
+//! smaller struct, a newer TF a larger one. [`Versioned`] (exclusive) and
+//! [`VersionedRef`] (shared, read-only) read or write a
 //! field only when `offset + size <= struct_size`, so it never touches
 //! memory past the end of the caller's struct, and ignores bytes it does not
 //! know about.
@@ -120,37 +121,37 @@ impl fmt::Display for SizeError {
 
 impl core::error::Error for SizeError {}
 
-/// A `T` that TensorFlow allocated, seen through its own `struct_size`.
-pub struct Versioned<'a, T: CStruct> {
+/// A `T` that TensorFlow allocated and may share with other threads, seen
+/// through its own `struct_size`: reads only (e.g. an `SP_Device` every
+/// stream-executor call receives).
+pub struct VersionedRef<'a, T: CStruct> {
     base: NonNull<u8>,
     struct_size: usize,
-    _borrow: PhantomData<&'a mut T>,
+    _borrow: PhantomData<&'a T>,
 }
 
-impl<'a, T: CStruct> Versioned<'a, T> {
+impl<T: CStruct> Clone for VersionedRef<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: CStruct> Copy for VersionedRef<'_, T> {}
+
+impl<'a, T: CStruct> VersionedRef<'a, T> {
     /// Wraps a struct TF passed in, reading only its leading `struct_size`.
     ///
     /// # Safety
     /// `ptr` is null, or it is aligned for `T`, the `usize` at its start is
     /// the struct's `struct_size`, and the first `struct_size` bytes are
-    /// valid for reads and writes and not accessed by anyone else for `'a`.
-    pub unsafe fn from_raw(ptr: *mut T) -> Result<Self, SizeError> {
-        let base = NonNull::new(ptr.cast::<u8>()).ok_or(SizeError::Null {
+    /// valid for reads and not written by anyone for `'a`.
+    pub unsafe fn from_ptr(ptr: *const T) -> Result<Self, SizeError> {
+        let base = NonNull::new(ptr.cast_mut().cast::<u8>()).ok_or(SizeError::Null {
             struct_name: T::LAYOUT.name,
         })?;
         // SAFETY: every mirrored struct starts with `size_t struct_size`,
         // which the caller guarantees is readable.
         let struct_size = unsafe { base.cast::<usize>().as_ptr().read_unaligned() };
         Self::with_size(base, struct_size)
-    }
-
-    /// Wraps a struct this crate owns; its own `struct_size` decides, capped
-    /// at `size_of::<T>()`.
-    pub fn from_mut(value: &'a mut T) -> Result<Self, SizeError> {
-        let base = NonNull::from(value).cast::<u8>();
-        // SAFETY: a `&mut T` starts with its `usize` `struct_size`.
-        let struct_size = unsafe { base.cast::<usize>().as_ptr().read_unaligned() };
-        Self::with_size(base, struct_size.min(core::mem::size_of::<T>()))
     }
 
     fn with_size(base: NonNull<u8>, struct_size: usize) -> Result<Self, SizeError> {
@@ -196,20 +197,6 @@ impl<'a, T: CStruct> Versioned<'a, T> {
         })
     }
 
-    /// Writes the field if the caller's struct contains it.
-    pub fn set<F: Copy>(&mut self, field: Field<T, F>, value: F) -> Result<(), SizeError> {
-        self.check(field.layout)?;
-        // SAFETY: in bounds (checked) and exclusively borrowed for 'a.
-        unsafe {
-            self.base
-                .add(field.layout.offset)
-                .cast::<F>()
-                .as_ptr()
-                .write_unaligned(value)
-        };
-        Ok(())
-    }
-
     /// A copy of the struct: every field the caller's struct covers, and
     /// zero / null for the fields it does not.
     pub fn read_covered(&self) -> T {
@@ -228,38 +215,21 @@ impl<'a, T: CStruct> Versioned<'a, T> {
         out
     }
 
-    /// Writes every field of `value` that the caller's struct covers, except
-    /// `struct_size` (which stays the caller's); returns how many it wrote.
-    pub fn write_covered(&mut self, value: &T) -> usize {
-        let src = (value as *const T).cast::<u8>();
-        let mut written = 0;
-        for field in self.covered_fields().filter(|f| f.offset != 0) {
-            // SAFETY: destination in bounds (covered), source inside `value`.
-            unsafe {
-                core::ptr::copy_nonoverlapping(
-                    src.add(field.offset),
-                    self.base.as_ptr().add(field.offset),
-                    field.size,
-                )
-            };
-            written += 1;
-        }
-        written
-    }
-
     /// The fields of this build's `T` that the caller's struct lacks.
-    pub fn missing_fields(&self) -> impl Iterator<Item = &'static FieldLayout> + '_ {
+    pub fn missing_fields(&self) -> impl Iterator<Item = &'static FieldLayout> + 'a {
+        let struct_size = self.struct_size;
         T::LAYOUT
             .fields
             .iter()
-            .filter(move |f| f.end() > self.struct_size)
+            .filter(move |f| f.end() > struct_size)
     }
 
-    fn covered_fields(&self) -> impl Iterator<Item = &'static FieldLayout> + '_ {
+    fn covered_fields(&self) -> impl Iterator<Item = &'static FieldLayout> + 'a {
+        let struct_size = self.struct_size;
         T::LAYOUT
             .fields
             .iter()
-            .filter(move |f| f.end() <= self.struct_size)
+            .filter(move |f| f.end() <= struct_size)
     }
 
     fn check(&self, field: FieldLayout) -> Result<(), SizeError> {
@@ -273,5 +243,118 @@ impl<'a, T: CStruct> Versioned<'a, T> {
                 struct_size: self.struct_size,
             })
         }
+    }
+}
+
+/// A `T` that TensorFlow allocated and hands to this call alone (an
+/// out-parameter, a params struct), seen through its own `struct_size`:
+/// reads and writes.
+pub struct Versioned<'a, T: CStruct> {
+    read: VersionedRef<'a, T>,
+    _borrow: PhantomData<&'a mut T>,
+}
+
+impl<'a, T: CStruct> Versioned<'a, T> {
+    /// Wraps a struct TF passed in, reading only its leading `struct_size`.
+    ///
+    /// # Safety
+    /// `ptr` is null, or it is aligned for `T`, the `usize` at its start is
+    /// the struct's `struct_size`, and the first `struct_size` bytes are
+    /// valid for reads and writes and not accessed by anyone else for `'a`.
+    pub unsafe fn from_raw(ptr: *mut T) -> Result<Self, SizeError> {
+        // SAFETY: the caller's contract, which is stronger.
+        let read = unsafe { VersionedRef::from_ptr(ptr) }?;
+        Ok(Self {
+            read,
+            _borrow: PhantomData,
+        })
+    }
+
+    /// Wraps a struct this crate owns; its own `struct_size` decides, capped
+    /// at `size_of::<T>()`.
+    pub fn from_mut(value: &'a mut T) -> Result<Self, SizeError> {
+        let base = NonNull::from(value).cast::<u8>();
+        // SAFETY: a `&mut T` starts with its `usize` `struct_size`.
+        let struct_size = unsafe { base.cast::<usize>().as_ptr().read_unaligned() };
+        let read = VersionedRef::with_size(base, struct_size.min(core::mem::size_of::<T>()))?;
+        Ok(Self {
+            read,
+            _borrow: PhantomData,
+        })
+    }
+
+    /// The read-only view.
+    pub fn as_ref(&self) -> VersionedRef<'_, T> {
+        VersionedRef {
+            base: self.read.base,
+            struct_size: self.read.struct_size,
+            _borrow: PhantomData,
+        }
+    }
+
+    /// The caller's `struct_size`.
+    pub fn struct_size(&self) -> usize {
+        self.read.struct_size
+    }
+
+    /// Whether the caller's struct contains all of `field`.
+    pub fn covers<F>(&self, field: Field<T, F>) -> bool {
+        self.read.covers(field)
+    }
+
+    /// The field's value, or `None` when the caller's struct ends before it.
+    pub fn get<F: Copy>(&self, field: Field<T, F>) -> Option<F> {
+        self.read.get(field)
+    }
+
+    /// The field's value, or an error naming the field.
+    pub fn require<F: Copy>(&self, field: Field<T, F>) -> Result<F, SizeError> {
+        self.read.require(field)
+    }
+
+    /// Writes the field if the caller's struct contains it.
+    pub fn set<F: Copy>(&mut self, field: Field<T, F>, value: F) -> Result<(), SizeError> {
+        self.read.check(field.layout)?;
+        // SAFETY: in bounds (checked) and exclusively borrowed for 'a.
+        unsafe {
+            self.read
+                .base
+                .add(field.layout.offset)
+                .cast::<F>()
+                .as_ptr()
+                .write_unaligned(value)
+        };
+        Ok(())
+    }
+
+    /// A copy of the struct: every field the caller's struct covers, and
+    /// zero / null for the fields it does not.
+    pub fn read_covered(&self) -> T {
+        self.read.read_covered()
+    }
+
+    /// Writes every field of `value` that the caller's struct covers, except
+    /// `struct_size` (which stays the caller's); returns how many it wrote.
+    pub fn write_covered(&mut self, value: &T) -> usize {
+        let src = (value as *const T).cast::<u8>();
+        let mut written = 0;
+        for field in self.read.covered_fields().filter(|f| f.offset != 0) {
+            // SAFETY: destination in bounds (covered) and exclusively
+            // borrowed, source inside `value`.
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    src.add(field.offset),
+                    self.read.base.as_ptr().add(field.offset),
+                    field.size,
+                )
+            };
+            written += 1;
+        }
+        written
+    }
+
+    /// The fields of this build's `T` that the caller's struct lacks.
+    pub fn missing_fields(&self) -> impl Iterator<Item = &'static FieldLayout> + '_ {
+        self.read.missing_fields()
     }
 }

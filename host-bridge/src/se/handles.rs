@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::registry::{Device, Stream};
 use std::ffi::c_void;
 use std::sync::Arc;
-use tensorplug_abi::tf::{SP_Device, SP_DeviceMemoryBase, SP_Stream, Versioned};
+use tensorplug_abi::tf::{SP_Device, SP_DeviceMemoryBase, SP_Stream, VersionedRef};
 use tensorplug_abi::tf_field;
 
 /// The [`Device`] behind TF's `SP_Device` (its `device_handle`).
@@ -14,9 +14,8 @@ use tensorplug_abi::tf_field;
 /// `device` is null or an `SP_Device` that `create_device` filled and
 /// `destroy_device` has not yet destroyed.
 pub unsafe fn device<'a>(device: *const SP_Device) -> Result<&'a Device> {
-    // SAFETY: caller's contract; only read.
-    let view =
-        unsafe { Versioned::from_raw(device.cast_mut()) }.map_err(|e| Error::Abi(e.to_string()))?;
+    // SAFETY: caller's contract; TF shares the struct, we only read it.
+    let view = unsafe { VersionedRef::from_ptr(device) }.map_err(|e| Error::Abi(e.to_string()))?;
     let handle = view
         .require(tf_field!(SP_Device, device_handle))
         .map_err(|e| Error::Abi(e.to_string()))?;
@@ -68,8 +67,8 @@ pub unsafe fn stream<'a>(device: &Device, stream: SP_Stream) -> Result<&'a Strea
 /// # Safety
 /// `memory` is null or a valid `SP_DeviceMemoryBase` TF owns.
 pub unsafe fn memory_opaque(memory: *const SP_DeviceMemoryBase, what: &str) -> Result<*mut c_void> {
-    // SAFETY: caller's contract; only read.
-    let view = unsafe { Versioned::from_raw(memory.cast_mut()) }
+    // SAFETY: caller's contract; TF shares the struct, we only read it.
+    let view = unsafe { VersionedRef::from_ptr(memory) }
         .map_err(|e| Error::InvalidArgument(format!("{what}: {e}")))?;
     view.require(tf_field!(SP_DeviceMemoryBase, opaque))
         .map_err(|e| Error::Abi(e.to_string()))
