@@ -99,15 +99,24 @@ pub(super) unsafe extern "C" fn destroy_event(device: *const SP_Device, event: S
     })
 }
 
+/// On a plugin error (a bad handle, a panic) the answer is "complete",
+/// logged, like failed work: `SE_EVENT_ERROR` aborts TF, `PENDING` would
+/// make it poll forever, and "complete" is safe here because every host
+/// buffer access ends before its enqueue returns (both copy paths are
+/// synchronous) and device work stays ordered by the queues.
 pub(super) unsafe extern "C" fn get_event_status(
     device: *const SP_Device,
     event: SP_Event,
 ) -> SE_EventStatus {
-    ffi::swallow("get_event_status", SE_EventStatus::SE_EVENT_ERROR, || {
-        // SAFETY: TF's device and event.
-        let device = unsafe { handles::device(device) }?;
-        unsafe { self::event(event) }?.status(device)
-    })
+    ffi::swallow(
+        "get_event_status",
+        SE_EventStatus::SE_EVENT_COMPLETE,
+        || {
+            // SAFETY: TF's device and event.
+            let device = unsafe { handles::device(device) }?;
+            unsafe { self::event(event) }?.status(device)
+        },
+    )
 }
 
 pub(super) unsafe extern "C" fn record_event(

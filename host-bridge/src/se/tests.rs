@@ -440,6 +440,14 @@ fn panics_and_errors_become_statuses_not_unwinds() {
     unsafe { (se.create_stream.unwrap())(std::ptr::null(), &mut stream, status.ptr()) };
     assert_ne!(status.code, TF_OK);
     assert!(stream.is_null());
+
+    // A bad event handle answers "complete" (logged): SE_EVENT_ERROR would
+    // abort TF, PENDING would make it poll forever.
+    let (device, _released) = gated_device(SECOND);
+    let f = Fixture::new(&device);
+    // SAFETY: a null event on purpose; the device is live.
+    let answer = unsafe { (se.get_event_status.unwrap())(f.device.ptr(), std::ptr::null_mut()) };
+    assert_eq!(answer, SE_EventStatus::SE_EVENT_COMPLETE);
 }
 
 #[test]
