@@ -86,13 +86,31 @@ fn an_unavailable_transport_aborts_init_naming_the_missing_piece() {
     let out = run_tf_with_plugin(
         "tf_device_discovery.py",
         &["1"],
-        Some("spidev:/dev/spidev0.0"),
+        Some("serial:/dev/ttyUSB0"),
     );
     assert_init_abort(
         &out,
         &[
-            "cannot open device `spidev:/dev/spidev0.0`",
-            "spidev transport",
+            "cannot open device `serial:/dev/ttyUSB0`",
+            "serial link to the MCU firmware",
+        ],
+    );
+}
+
+/// `spidev:` opens the node through linux-embedded-hal; a node that does
+/// not exist (no FPGA on this machine) aborts init saying so.
+#[test]
+fn a_missing_spidev_node_aborts_init_naming_it() {
+    let out = run_tf_with_plugin(
+        "tf_device_discovery.py",
+        &["1"],
+        Some("spidev:/dev/spidev-tensorplug-missing"),
+    );
+    assert_init_abort(
+        &out,
+        &[
+            "cannot open device `spidev:/dev/spidev-tensorplug-missing`",
+            "spidev driver bound",
         ],
     );
 }

@@ -3,6 +3,7 @@
 mod erased;
 mod sim;
 pub mod spec;
+mod spidev;
 
 pub use erased::{DeviceError, DynAccelerator, Erased};
 #[cfg(test)]
@@ -16,15 +17,14 @@ pub fn open(spec: &DeviceSpec) -> Result<Box<DynAccelerator>> {
     let missing = |what: &str| Error::Open {
         spec: spec.to_string(),
         reason: format!(
-            "{what} is not available in this build of tensorplug yet; use `sim` or `pcie:<path>`"
+            "{what} is not available in this build of tensorplug yet; use `sim`, `pcie:<path>` \
+             or `spidev:<dev>`"
         ),
     };
     match spec {
         DeviceSpec::Sim => sim::open_sim(),
         DeviceSpec::Pcie(path) => sim::open_pcie(path),
-        DeviceSpec::Spidev(_) => Err(missing(
-            "the spidev transport (linux-embedded-hal SpidevDevice)",
-        )),
+        DeviceSpec::Spidev(path) => spidev::open(path),
         DeviceSpec::Serial(_) => Err(missing("the serial link to the MCU firmware")),
         DeviceSpec::Tcp(_) => Err(missing("the TCP link to the MCU firmware")),
     }

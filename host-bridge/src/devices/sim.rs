@@ -34,7 +34,7 @@ fn open_error(spec: String, reason: impl std::fmt::Display) -> Error {
 /// Driver budgets for a host: the MCU-sized defaults (100 ms for `READY`)
 /// are too tight on a loaded machine, where the model thread or a model
 /// server may not run for a while; queue waits get the bridge's timeout.
-fn host_driver_config() -> Result<DriverConfig> {
+pub(super) fn host_driver_config() -> Result<DriverConfig> {
     let timeout_us =
         u64::try_from(crate::registry::timeout_from_env()?.as_micros()).unwrap_or(u64::MAX);
     Ok(DriverConfig {
