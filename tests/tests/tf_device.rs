@@ -115,22 +115,39 @@ fn a_missing_spidev_node_aborts_init_naming_it() {
     );
 }
 
-/// The model in a second process behind a shared-memory BAR file; stopped
-/// (stdin closed, then killed) on drop.
+/// The model in a second process, behind a shared-memory BAR file or the
+/// link protocol on a loopback port; stopped (stdin closed, then killed) on
+/// drop.
 struct ModelServer {
     child: std::process::Child,
     file: std::path::PathBuf,
+    /// What the server printed after `ready ` (the file, or `tcp:<addr>`).
+    ready: String,
 }
 
 impl ModelServer {
     fn start(name: &str) -> Self {
-        use std::io::BufRead;
-        let server = build_model_server();
         let file = std::env::temp_dir().join(format!("{name}-{}.bar", std::process::id()));
-        let mut child = std::process::Command::new(server)
+        let mut command = std::process::Command::new(build_model_server());
+        command
             .arg(&file)
             .args(["--create", "--memory", &(256u64 << 20).to_string()])
-            .args(["--dma", &(8u64 << 20).to_string()])
+            .args(["--dma", &(8u64 << 20).to_string()]);
+        Self::spawn(command, file)
+    }
+
+    /// `--link tcp:127.0.0.1:0`: the port the server picked is in `ready`.
+    fn start_link() -> Self {
+        let mut command = std::process::Command::new(build_model_server());
+        command
+            .args(["--link", "tcp:127.0.0.1:0"])
+            .args(["--memory", &(256u64 << 20).to_string()]);
+        Self::spawn(command, std::path::PathBuf::new())
+    }
+
+    fn spawn(mut command: std::process::Command, file: std::path::PathBuf) -> Self {
+        use std::io::BufRead;
+        let mut child = command
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()
@@ -140,8 +157,12 @@ impl ModelServer {
         std::io::BufReader::new(stdout)
             .read_line(&mut first)
             .expect("model server stdout");
-        assert!(first.starts_with("ready"), "model server said {first:?}");
-        Self { child, file }
+        let ready = first
+            .strip_prefix("ready ")
+            .unwrap_or_else(|| panic!("model server said {first:?}"))
+            .trim()
+            .to_string();
+        Self { child, file, ready }
     }
 }
 
@@ -150,7 +171,9 @@ impl Drop for ModelServer {
         drop(self.child.stdin.take());
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.file);
+        if !self.file.as_os_str().is_empty() {
+            let _ = std::fs::remove_file(&self.file);
+        }
     }
 }
 
@@ -181,4 +204,45 @@ fn a_pcie_device_served_by_the_model_in_another_process() {
     let devices = format!("pcie:{},sim", server.file.display());
     let out = run_tf_with_plugin("tf_device_copies.py", &["2"], Some(&devices));
     assert_ok(&out, "14 round trips bit-exact on 2 device(s)");
+}
+
+/// `tcp:<host:port>`: the driver over the link protocol to the model in a
+/// second process (`tensorplug-model-server --link`, the MCU firmware's
+/// part): copies bit-exact, next to a `sim` device.
+#[test]
+fn a_tcp_device_served_over_the_link_protocol() {
+    let server = ModelServer::start_link();
+    assert!(
+        server.ready.starts_with("tcp:127.0.0.1:"),
+        "{}",
+        server.ready
+    );
+    let devices = format!("{},sim", server.ready);
+    let out = run_tf_with_plugin("tf_device_copies.py", &["2"], Some(&devices));
+    assert_ok(&out, "14 round trips bit-exact on 2 device(s)");
+}
+
+/// The Keras MLP of `tf_kernels.rs` on a `tcp:` device: every compute op of
+/// `predict` placed on FPGA:0 (TF's placement log), results equal to the CPU,
+/// `fit` reaching the CPU's losses — over the link protocol.
+#[test]
+fn keras_mlp_runs_on_a_tcp_device() {
+    let server = ModelServer::start_link();
+    let script = tensorplug_tests::workspace_root().join("tests/python/tf_kernels_keras.py");
+    let out = std::process::Command::new(tensorplug_tests::python())
+        .arg(&script)
+        .env("TF_CPP_MIN_LOG_LEVEL", "0")
+        .env(
+            "TF_PLUGGABLE_DEVICE_LIBRARY_PATH",
+            tensorplug_tests::plugin_path(),
+        )
+        .env("TENSORPLUG_DEVICE", &server.ready)
+        .env_remove("TENSORPLUG_SIM_FAULTS")
+        .output()
+        .expect("cannot start python");
+    let stdout = assert_ok(&out, "keras MLP on FPGA matches the CPU");
+    assert!(
+        stdout.contains("model op types on FPGA:0: ['BiasAdd', 'MatMul', 'Relu', 'Softmax']"),
+        "{stdout}"
+    );
 }

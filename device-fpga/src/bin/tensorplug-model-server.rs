@@ -3,7 +3,13 @@
 //!
 //! ```text
 //! tensorplug-model-server <file> [--create] [--memory BYTES] [--dma BYTES] [--ignore-stdin]
+//! tensorplug-model-server --link tcp:<host:port> [--memory BYTES] [--ignore-stdin]
 //! ```
+//!
+//! With `--link` it serves the link protocol instead (`tcp:<host:port>`
+//! devices; what the MCU firmware does): it listens on the address (port 0
+//! picks one), prints `ready tcp:<address>`, and serves one connection at a
+//! time with a fresh device each (default 64 MiB memory, no DMA).
 //!
 //! Without `--create` the file must exist (made by `ShmBar::create`);
 //! with it the server creates it (default 64 MiB memory, 64 MiB DMA window).
@@ -25,17 +31,19 @@ use tensorplug_device_fpga::transport::mmio::{BarLayout, ShmBar};
 
 struct Args {
     path: String,
+    link: Option<String>,
     create: bool,
     memory: usize,
     dma: usize,
     ignore_stdin: bool,
 }
 
-const USAGE: &str = "usage: tensorplug-model-server <file> [--create] [--memory BYTES] [--dma BYTES] [--ignore-stdin]";
+const USAGE: &str = "usage: tensorplug-model-server <file> [--create] [--memory BYTES] [--dma BYTES] [--ignore-stdin]\n       tensorplug-model-server --link tcp:<host:port> [--memory BYTES] [--ignore-stdin]";
 
 fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut parsed = Args {
         path: String::new(),
+        link: None,
         create: false,
         memory: 64 << 20,
         dma: 64 << 20,
@@ -51,18 +59,25 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--ignore-stdin" => parsed.ignore_stdin = true,
             "--memory" => parsed.memory = number(args.next(), "--memory")?,
             "--dma" => parsed.dma = number(args.next(), "--dma")?,
+            "--link" => match args.next().as_deref().and_then(|a| a.strip_prefix("tcp:")) {
+                Some(addr) if !addr.is_empty() => parsed.link = Some(addr.to_string()),
+                _ => return Err(format!("--link needs tcp:<host:port>\n{USAGE}")),
+            },
             "-h" | "--help" => return Err(USAGE.into()),
             _ if parsed.path.is_empty() && !arg.starts_with('-') => parsed.path = arg,
             _ => return Err(format!("unexpected argument {arg:?}\n{USAGE}")),
         }
     }
-    if parsed.path.is_empty() {
+    if parsed.path.is_empty() == parsed.link.is_none() {
         return Err(USAGE.into());
     }
     Ok(parsed)
 }
 
 fn run(args: &Args) -> io::Result<()> {
+    if let Some(addr) = &args.link {
+        return run_link(addr, args);
+    }
     let bar = if args.create {
         ShmBar::create(
             &args.path,
@@ -72,8 +87,61 @@ fn run(args: &Args) -> io::Result<()> {
         ShmBar::open(&args.path)?
     };
     let control = Arc::new(ServeControl::default());
-    let ignore_stdin = args.ignore_stdin;
-    let watcher = Arc::clone(&control);
+    spawn_stdin_watcher(&control, args.ignore_stdin);
+    let announce = || {
+        println!("ready {}", args.path);
+        let _ = io::stdout().flush();
+    };
+    // SAFETY: the BAR file is shared with a driver process that reaches it
+    // only through its own mapping (atomic 32-bit registers, raw copies);
+    // nothing in this process holds references into it.
+    unsafe { serve(&bar, &ServeOptions::default(), &control, announce) }
+}
+
+/// `--link`: one connection at a time, each with a fresh device, until
+/// stdin says stop (checked between reads; see `serve_link`).
+fn run_link(addr: &str, args: &Args) -> io::Result<()> {
+    use std::net::TcpListener;
+    use tensorplug_device_fpga::model::host::serve_link;
+    use tensorplug_device_fpga::model::{AlignedMemory, HostClock, Model, ModelConfig, NoHostBus};
+
+    let listener = TcpListener::bind(addr)?;
+    listener.set_nonblocking(true)?;
+    let control = Arc::new(ServeControl::default());
+    spawn_stdin_watcher(&control, args.ignore_stdin);
+    println!("ready tcp:{}", listener.local_addr()?);
+    io::stdout().flush()?;
+    while !control.is_stopped() {
+        let stream = match listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        stream.set_nonblocking(false)?;
+        stream.set_read_timeout(Some(Duration::from_millis(50)))?;
+        stream.set_nodelay(true)?;
+        let config = ModelConfig::default();
+        let clock = HostClock::new(config.timing.freq_hz);
+        let mut model = Model::new(
+            AlignedMemory::zeroed(args.memory),
+            NoHostBus,
+            clock,
+            config,
+            false,
+        )
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        if let Err(e) = serve_link(stream, &mut model, &control) {
+            eprintln!("tensorplug-model-server: connection ended: {e}");
+        }
+    }
+    Ok(())
+}
+
+fn spawn_stdin_watcher(control: &Arc<ServeControl>, ignore_stdin: bool) {
+    let watcher = Arc::clone(control);
     std::thread::spawn(move || {
         if ignore_stdin {
             return;
@@ -81,14 +149,6 @@ fn run(args: &Args) -> io::Result<()> {
         commands(&watcher);
         watcher.stop();
     });
-    let announce = || {
-        println!("ready {}", args.path);
-        let _ = io::stdout().flush();
-    };
-    // SAFETY: the BAR file is shared with a driver process that reaches it
-    // only through its own mapping (volatile 32-bit registers, raw copies);
-    // nothing in this process holds references into it.
-    unsafe { serve(&bar, &ServeOptions::default(), &control, announce) }
 }
 
 /// Serves stdin commands until `stop` or end of file: `faults ...` sets the
@@ -130,7 +190,8 @@ fn main() -> ExitCode {
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("tensorplug-model-server: {}: {e}", args.path);
+            let what = args.link.as_deref().map_or(args.path.as_str(), |a| a);
+            eprintln!("tensorplug-model-server: {what}: {e}");
             ExitCode::FAILURE
         }
     }

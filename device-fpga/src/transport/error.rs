@@ -82,6 +82,21 @@ pub enum Error {
     Bus(BusFault),
     /// The transport cannot do this (e.g. DMA over SPI).
     Unsupported,
+    /// No answer within the transport's read timeout (link transport).
+    NoResponse {
+        /// The timeout that ran out, in milliseconds.
+        after_ms: u32,
+    },
+    /// The connection to the device closed or failed (link transport).
+    Disconnected,
+    /// The device answered with an error (link protocol
+    /// `RemoteErrorCode` and its detail).
+    Remote {
+        /// The `RemoteErrorCode` as sent.
+        code: u16,
+        /// Code-specific detail.
+        detail: u32,
+    },
 }
 
 /// Category of an [`Error`], in the embedded-hal style.
@@ -110,8 +125,9 @@ impl Error {
     pub const fn kind(&self) -> ErrorKind {
         match self {
             Self::Crc(_) => ErrorKind::Crc,
-            Self::Framing { .. } | Self::Rejected => ErrorKind::Framing,
-            Self::Timeout { .. } => ErrorKind::Timeout,
+            Self::Framing { .. } | Self::Rejected | Self::Remote { .. } => ErrorKind::Framing,
+            Self::Timeout { .. } | Self::NoResponse { .. } => ErrorKind::Timeout,
+            Self::Disconnected => ErrorKind::Bus,
             Self::OutOfRange { .. } => ErrorKind::OutOfRange,
             Self::Misaligned { .. } => ErrorKind::Misaligned,
             Self::Bus(_) => ErrorKind::Bus,
@@ -151,8 +167,32 @@ impl core::fmt::Display for Error {
             Self::Misaligned { addr } => write!(f, "address {addr:#x} is not 4-byte aligned"),
             Self::Bus(fault) => write!(f, "bus fault: {fault:?}"),
             Self::Unsupported => f.write_str("operation not supported by this transport"),
+            Self::NoResponse { after_ms } => {
+                write!(f, "no answer from the device within {after_ms} ms")
+            }
+            Self::Disconnected => f.write_str("the connection to the device closed"),
+            Self::Remote { code, detail } => write!(
+                f,
+                "the device answered with error {code} ({}), detail {detail:#x}",
+                remote_code_name(*code)
+            ),
         }
     }
 }
 
 impl core::error::Error for Error {}
+
+/// The name of a link-protocol `RemoteErrorCode`.
+fn remote_code_name(code: u16) -> &'static str {
+    use tensorplug_core::link::RemoteErrorCode as C;
+    match C::from_u16(code) {
+        Some(C::HandshakeRequired) => "handshake required",
+        Some(C::IncompatibleVersion) => "incompatible protocol version",
+        Some(C::Unsupported) => "unsupported request",
+        Some(C::OutOfRange) => "out of range",
+        Some(C::Busy) => "busy",
+        Some(C::DeviceFault) => "device fault",
+        Some(C::BadFrame) => "bad frame",
+        _ => "unknown code",
+    }
+}

@@ -9,11 +9,14 @@
 //! - [`mmio::MmioTransport`]: volatile access to a PCIe BAR (a sysfs
 //!   `resource` mmap, a shared-memory file, or a heap block for an
 //!   in-process model), with a DMA window.
+//! - [`link::LinkTransport`]: link-protocol requests over a byte stream
+//!   (TCP, serial) to an MCU or a model server; no DMA.
 //!
 //! The wire format and the rules are written down in `docs/transports.md`.
 
 mod dma;
 mod error;
+pub mod link;
 pub mod mmio;
 pub mod spi;
 

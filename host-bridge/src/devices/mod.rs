@@ -1,6 +1,7 @@
 //! Opening the devices `TENSORPLUG_DEVICE` names, each as a [`DynAccelerator`].
 
 mod erased;
+mod link;
 mod sim;
 pub mod spec;
 mod spidev;
@@ -17,8 +18,8 @@ pub fn open(spec: &DeviceSpec) -> Result<Box<DynAccelerator>> {
     let missing = |what: &str| Error::Open {
         spec: spec.to_string(),
         reason: format!(
-            "{what} is not available in this build of tensorplug yet; use `sim`, `pcie:<path>` \
-             or `spidev:<dev>`"
+            "{what} is not available in this build of tensorplug yet; use `sim`, `pcie:<path>`, \
+             `spidev:<dev>` or `tcp:<host:port>`"
         ),
     };
     match spec {
@@ -26,6 +27,6 @@ pub fn open(spec: &DeviceSpec) -> Result<Box<DynAccelerator>> {
         DeviceSpec::Pcie(path) => sim::open_pcie(path),
         DeviceSpec::Spidev(path) => spidev::open(path),
         DeviceSpec::Serial(_) => Err(missing("the serial link to the MCU firmware")),
-        DeviceSpec::Tcp(_) => Err(missing("the TCP link to the MCU firmware")),
+        DeviceSpec::Tcp(addr) => link::open_tcp(addr),
     }
 }

@@ -8,6 +8,7 @@
 
 mod faults_line;
 mod in_process;
+mod link;
 mod mirror;
 
 use std::io;
@@ -22,6 +23,7 @@ use crate::transport::mmio::Bar;
 
 pub use faults_line::{FaultsLineError, faults_line, parse_faults_line};
 pub use in_process::{DeviceWaker, InProcessDevice};
+pub use link::serve_link;
 
 /// How the model thread waits when there is nothing to do: spin, then
 /// yield, then sleep in growing steps (an in-process doorbell may wake it
@@ -75,6 +77,11 @@ impl ServeControl {
     /// Asks the loop to return (within one idle sleep).
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Release);
+    }
+
+    /// Whether [`ServeControl::stop`] was called.
+    pub fn is_stopped(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
     }
 
     /// Replaces the model's fault switches at its next poll; returns a

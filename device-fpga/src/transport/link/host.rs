@@ -1,0 +1,220 @@
+//! [`LinkTransport`]: the driver's [`Transport`] over the link protocol on
+//! any byte stream (a TCP connection, a serial port).
+
+use std::boxed::Box;
+use std::io::{self, Read, Write};
+use std::vec;
+use std::vec::Vec;
+
+use tensorplug_core::link::{
+    Decoder, Encoder, FeedResult, Hello, LinkError, LinkErrorKind, MAX_BULK_CHUNK,
+    MAX_ENCODED_FRAME_LEN, Message, ReadMemory, ReadRegister, WriteMemory, WriteRegister,
+    negotiate,
+};
+
+use crate::transport::{CrcSide, Error, Transport, check_reg_alignment};
+
+/// The driver's transport over the link protocol.
+///
+/// Every call is one request (memory accesses: one per 2 KiB chunk) and
+/// waits for its answer. The stream's read timeout bounds that wait
+/// (`NoResponse` when it runs out); set one (`TcpStream::set_read_timeout`),
+/// or a dead peer blocks the call. Event batches the device streams are
+/// ignored: the driver reads the device's event ring itself.
+#[derive(Debug)]
+pub struct LinkTransport<S> {
+    stream: S,
+    timeout_ms: u32,
+    encoder: Encoder,
+    decoder: Box<Decoder>,
+    tx: Vec<u8>,
+    /// Bytes read but not yet fed to the decoder.
+    pending: Vec<u8>,
+}
+
+impl<S: Read + Write> LinkTransport<S> {
+    /// Opens the link on `stream`: `Hello`, then the device's `HelloAck`
+    /// checked with `negotiate` (another major version is refused naming
+    /// both). `timeout_ms` is the stream's read timeout, for messages.
+    ///
+    /// # Errors
+    /// The transport error of the handshake, or
+    /// [`LinkError::IncompatibleVersion`] turned into [`Error::Remote`].
+    pub fn connect(stream: S, timeout_ms: u32) -> Result<Self, LinkOpenError> {
+        let mut link = Self {
+            stream,
+            timeout_ms,
+            encoder: Encoder::new(),
+            decoder: Box::default(),
+            tx: vec![0; MAX_ENCODED_FRAME_LEN],
+            pending: Vec::new(),
+        };
+        let ours = Hello::ours();
+        let peer = link
+            .call(&Message::Hello(ours), |m| match m {
+                Message::HelloAck(peer) => Ok(*peer),
+                _ => Err(Error::Rejected),
+            })
+            .map_err(LinkOpenError::Transport)?;
+        negotiate(&ours, &peer).map_err(LinkOpenError::Version)?;
+        Ok(link)
+    }
+
+    /// Sends `request` and hands its answer to `take`.
+    fn call<R>(
+        &mut self,
+        request: &Message<'_>,
+        take: impl FnOnce(&Message<'_>) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        let (len, id) = self
+            .encoder
+            .request(request, &mut self.tx)
+            .map_err(|_| Error::Unsupported)?;
+        self.stream
+            .write_all(&self.tx[..len])
+            .map_err(io_error(self.timeout_ms))?;
+        self.stream.flush().map_err(io_error(self.timeout_ms))?;
+        let mut take = Some(take);
+        let mut chunk = [0u8; 4096];
+        loop {
+            let mut input = core::mem::take(&mut self.pending);
+            if input.is_empty() {
+                let n = self
+                    .stream
+                    .read(&mut chunk)
+                    .map_err(io_error(self.timeout_ms))?;
+                if n == 0 {
+                    return Err(Error::Disconnected);
+                }
+                input.extend_from_slice(&chunk[..n]);
+            }
+            let mut rest: &[u8] = &input;
+            while !rest.is_empty() {
+                match self.decoder.feed(rest) {
+                    FeedResult::Consumed => rest = &[],
+                    FeedResult::Frame { frame, remaining } => {
+                        rest = remaining;
+                        if frame.header.request_id != id {
+                            continue; // a notification, or a stale answer
+                        }
+                        self.pending = rest.to_vec();
+                        return match &frame.message {
+                            Message::Error(e) => Err(Error::Remote {
+                                code: e.code,
+                                detail: e.detail,
+                            }),
+                            message => take.take().map_or(Err(Error::Rejected), |t| t(message)),
+                        };
+                    }
+                    FeedResult::Error { error, remaining } => {
+                        self.pending = remaining.to_vec();
+                        return Err(frame_error(&error));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Why [`LinkTransport::connect`] failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkOpenError {
+    /// The handshake's request failed on the transport.
+    Transport(Error),
+    /// The device speaks another major version of the link protocol.
+    Version(LinkError),
+}
+
+impl core::fmt::Display for LinkOpenError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::Transport(e) => write!(f, "link handshake failed: {e}"),
+            Self::Version(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for LinkOpenError {}
+
+/// A frame we received was bad: CRC → `Crc(Response)`, anything else is
+/// the peer speaking out of protocol.
+fn frame_error(error: &LinkError) -> Error {
+    match error.kind() {
+        LinkErrorKind::Corrupt => Error::Crc(CrcSide::Response),
+        _ => Error::Rejected,
+    }
+}
+
+fn io_error(timeout_ms: u32) -> impl Fn(io::Error) -> Error {
+    move |e| match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::NoResponse {
+            after_ms: timeout_ms,
+        },
+        _ => Error::Disconnected,
+    }
+}
+
+impl<S: Read + Write> Transport for LinkTransport<S> {
+    fn read_reg(&mut self, offset: u32) -> Result<u32, Error> {
+        check_reg_alignment(offset)?;
+        self.call(
+            &Message::ReadRegister(ReadRegister { offset }),
+            |m| match m {
+                Message::RegisterValue(v) if v.offset == offset => Ok(v.value),
+                _ => Err(Error::Rejected),
+            },
+        )
+    }
+
+    fn write_reg(&mut self, offset: u32, value: u32) -> Result<(), Error> {
+        check_reg_alignment(offset)?;
+        let request = Message::WriteRegister(WriteRegister { offset, value });
+        self.call(&request, |m| match m {
+            Message::Ack(_) => Ok(()),
+            _ => Err(Error::Rejected),
+        })
+    }
+
+    fn read_mem(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), Error> {
+        for (i, chunk) in buf.chunks_mut(MAX_BULK_CHUNK).enumerate() {
+            let address = addr.wrapping_add((i * MAX_BULK_CHUNK) as u64);
+            let len = chunk.len();
+            let request = Message::ReadMemory(ReadMemory {
+                address,
+                len: chunk.len() as u32,
+            });
+            self.call(&request, |m| match m {
+                Message::MemoryData(d) if d.address == address && d.data.len() == chunk.len() => {
+                    chunk.copy_from_slice(d.data);
+                    Ok(())
+                }
+                _ => Err(Error::Rejected),
+            })
+            .map_err(|e| out_of_range(e, address, len))?;
+        }
+        Ok(())
+    }
+
+    fn write_mem(&mut self, addr: u64, data: &[u8]) -> Result<(), Error> {
+        for chunk in WriteMemory::chunks(addr, data) {
+            self.call(&Message::WriteMemory(chunk), |m| match m {
+                Message::Ack(_) => Ok(()),
+                _ => Err(Error::Rejected),
+            })
+            .map_err(|e| out_of_range(e, chunk.address, chunk.data.len()))?;
+        }
+        Ok(())
+    }
+}
+
+/// The device's `OutOfRange` answer as the transport's own error.
+fn out_of_range(error: Error, addr: u64, len: usize) -> Error {
+    match error {
+        Error::Remote { code, .. }
+            if code == tensorplug_core::link::RemoteErrorCode::OutOfRange as u16 =>
+        {
+            Error::out_of_range(addr, len)
+        }
+        other => other,
+    }
+}
