@@ -82,17 +82,17 @@ fn a_bad_device_list_aborts_init_with_a_clear_message() {
 }
 
 #[test]
-fn an_unavailable_transport_aborts_init_naming_the_missing_piece() {
+fn a_missing_serial_port_aborts_init_naming_it() {
     let out = run_tf_with_plugin(
         "tf_device_discovery.py",
         &["1"],
-        Some("serial:/dev/ttyUSB0"),
+        Some("serial:/dev/tty-tensorplug-missing"),
     );
     assert_init_abort(
         &out,
         &[
-            "cannot open device `serial:/dev/ttyUSB0`",
-            "serial link to the MCU firmware",
+            "cannot open device `serial:/dev/tty-tensorplug-missing`",
+            "cannot open it at 115200 baud",
         ],
     );
 }
@@ -245,4 +245,38 @@ fn keras_mlp_runs_on_a_tcp_device() {
         stdout.contains("model op types on FPGA:0: ['BiasAdd', 'MatMul', 'Relu', 'Softmax']"),
         "{stdout}"
     );
+}
+
+/// `serial:<tty>`: the link protocol on a pseudo-terminal, the model serving
+/// the other end in this process (as the MCU firmware would on a UART):
+/// copies bit-exact.
+#[test]
+fn a_serial_device_served_over_a_pty() {
+    use std::sync::Arc;
+    use std::time::Duration;
+    use tensorplug_device_fpga::model::host::{ServeControl, serve_link};
+    use tensorplug_device_fpga::model::{AlignedMemory, HostClock, Model, ModelConfig, NoHostBus};
+
+    let (mut device_end, host_end) = serialport::TTYPort::pair().expect("a pty pair");
+    let path = serialport::SerialPort::name(&host_end).expect("the pty's name");
+    serialport::SerialPort::set_timeout(&mut device_end, Duration::from_millis(50)).unwrap();
+    let control = Arc::new(ServeControl::default());
+    let serving = Arc::clone(&control);
+    let server = std::thread::spawn(move || {
+        let config = ModelConfig::default();
+        let clock = HostClock::new(config.timing.freq_hz);
+        let memory = AlignedMemory::zeroed(64 << 20);
+        let mut model = Model::new(memory, NoHostBus, clock, config, false).expect("model");
+        serve_link(device_end, &mut model, &serving)
+    });
+    let out = run_tf_with_plugin(
+        "tf_device_copies.py",
+        &["1"],
+        Some(&format!("serial:{path}")),
+    );
+    control.stop();
+    let served = server.join().expect("server thread");
+    drop(host_end);
+    assert_ok(&out, "7 round trips bit-exact on 1 device(s)");
+    served.expect("the link server ended cleanly");
 }

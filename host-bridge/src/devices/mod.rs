@@ -11,22 +11,15 @@ pub use erased::{DeviceError, DynAccelerator, Erased};
 pub(crate) use sim::{faults::parse as parse_sim_faults, open_sim_with};
 pub use spec::{DEVICE_ENV, DeviceSpec};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Opens one device: brings up its driver over its transport.
 pub fn open(spec: &DeviceSpec) -> Result<Box<DynAccelerator>> {
-    let missing = |what: &str| Error::Open {
-        spec: spec.to_string(),
-        reason: format!(
-            "{what} is not available in this build of tensorplug yet; use `sim`, `pcie:<path>`, \
-             `spidev:<dev>` or `tcp:<host:port>`"
-        ),
-    };
     match spec {
         DeviceSpec::Sim => sim::open_sim(),
         DeviceSpec::Pcie(path) => sim::open_pcie(path),
         DeviceSpec::Spidev(path) => spidev::open(path),
-        DeviceSpec::Serial(_) => Err(missing("the serial link to the MCU firmware")),
+        DeviceSpec::Serial(path) => link::open_serial(path),
         DeviceSpec::Tcp(addr) => link::open_tcp(addr),
     }
 }
