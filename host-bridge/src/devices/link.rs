@@ -3,11 +3,10 @@
 //! connection or a UART, to a device's MCU or to
 //! `tensorplug-model-server --link`.
 
-use super::{DynAccelerator, Erased};
+use super::DynAccelerator;
 use crate::error::{Error, Result};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
-use tensorplug_device_fpga::driver::{Driver, StdClock};
 use tensorplug_device_fpga::transport::link::LinkTransport;
 
 /// Budget for connecting, and for each answer of the device.
@@ -20,15 +19,7 @@ pub const DEFAULT_SERIAL_BAUD: u32 = 115_200;
 
 /// [`SERIAL_BAUD_ENV`]'s value (`None`: unset) as a baud rate.
 pub fn parse_baud(value: Option<&str>) -> std::result::Result<u32, String> {
-    match value.map(str::trim) {
-        None | Some("") => Ok(DEFAULT_SERIAL_BAUD),
-        Some(text) => match text.parse::<u32>() {
-            Ok(baud) if baud > 0 => Ok(baud),
-            _ => Err(format!(
-                "{SERIAL_BAUD_ENV}={text:?}: expected a positive baud rate"
-            )),
-        },
-    }
+    super::positive_setting(SERIAL_BAUD_ENV, value, DEFAULT_SERIAL_BAUD, "baud rate")
 }
 
 /// `serial:<tty>`: 8N1, no flow control, raw, at [`SERIAL_BAUD_ENV`].
@@ -42,7 +33,7 @@ pub fn open_serial(path: &std::path::Path) -> Result<Box<DynAccelerator>> {
         .timeout(LINK_TIMEOUT)
         .open()
         .map_err(|e| fail(format!("cannot open it at {baud} baud: {e}")))?;
-    bring_up(port, fail)
+    open_link(port, fail)
 }
 
 pub fn open_tcp(addr: &str) -> Result<Box<DynAccelerator>> {
@@ -65,23 +56,17 @@ pub fn open_tcp(addr: &str) -> Result<Box<DynAccelerator>> {
         .set_nodelay(true)
         .and_then(|()| stream.set_read_timeout(Some(LINK_TIMEOUT)))
         .map_err(|e| fail(format!("cannot configure the socket: {e}")))?;
-    bring_up(stream, fail)
+    open_link(stream, fail)
 }
 
 /// The link handshake and the driver's bring-up on `stream`.
-fn bring_up<S: std::io::Read + std::io::Write + Send + 'static>(
+fn open_link<S: std::io::Read + std::io::Write + Send + 'static>(
     stream: S,
     fail: impl Fn(String) -> Error,
 ) -> Result<Box<DynAccelerator>> {
     let timeout_ms = LINK_TIMEOUT.as_millis() as u32;
     let transport = LinkTransport::connect(stream, timeout_ms).map_err(|e| fail(e.to_string()))?;
-    let driver = Driver::<_, _, { super::sim::MAX_ALLOCATIONS }>::new(
-        transport,
-        StdClock::default(),
-        super::sim::host_driver_config()?,
-    )
-    .map_err(|e| fail(format!("driver bring-up failed: {e}")))?;
-    Ok(Box::new(Erased::new(driver)))
+    super::bring_up(transport, fail)
 }
 
 #[cfg(test)]

@@ -83,9 +83,7 @@ pub fn open_pcie(path: &Path) -> Result<Box<DynAccelerator>> {
             format!("cannot map the BAR file (is `tensorplug-model-server` serving it?): {e}"),
         )
     })?;
-    let transport = MmioTransport::new(Arc::new(bar));
-    let driver =
-        Driver::<_, _, MAX_ALLOCATIONS>::new(transport, StdClock::default(), host_driver_config()?)
-            .map_err(|e| open_error(spec(), format!("driver bring-up failed: {e}")))?;
-    Ok(Box::new(Erased::new(driver)))
+    super::bring_up(MmioTransport::new(Arc::new(bar)), |reason| {
+        open_error(spec(), reason)
+    })
 }

@@ -3,7 +3,7 @@
 //! linux-embedded-hal's `SpidevDevice` (an embedded-hal 1.0 `SpiDevice`).
 //! Mode 0, 8-bit words, at `TENSORPLUG_SPI_HZ` (default 10 MHz).
 
-use super::{DynAccelerator, Erased};
+use super::DynAccelerator;
 use crate::error::{Error, Result};
 use std::path::Path;
 
@@ -14,22 +14,13 @@ pub const DEFAULT_SPI_HZ: u32 = 10_000_000;
 
 /// [`SPI_HZ_ENV`]'s value (`None`: unset) as a clock rate.
 pub fn parse_spi_hz(value: Option<&str>) -> std::result::Result<u32, String> {
-    match value.map(str::trim) {
-        None | Some("") => Ok(DEFAULT_SPI_HZ),
-        Some(text) => match text.parse::<u32>() {
-            Ok(hz) if hz > 0 => Ok(hz),
-            _ => Err(format!(
-                "{SPI_HZ_ENV}={text:?}: expected a positive clock rate in Hz"
-            )),
-        },
-    }
+    super::positive_setting(SPI_HZ_ENV, value, DEFAULT_SPI_HZ, "clock rate in Hz")
 }
 
 #[cfg(target_os = "linux")]
 pub fn open(path: &Path) -> Result<Box<DynAccelerator>> {
     use linux_embedded_hal::SpidevDevice;
     use linux_embedded_hal::spidev::{SpiModeFlags, SpidevOptions};
-    use tensorplug_device_fpga::driver::{Driver, StdClock};
     use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
 
     let fail = |reason: String| Error::Open {
@@ -50,14 +41,7 @@ pub fn open(path: &Path) -> Result<Box<DynAccelerator>> {
         .build();
     spi.configure(&options)
         .map_err(|e| fail(format!("cannot configure mode 0 at {hz} Hz: {e}")))?;
-    let transport = SpiTransport::new(spi, SpiConfig::default());
-    let driver = Driver::<_, _, { super::sim::MAX_ALLOCATIONS }>::new(
-        transport,
-        StdClock::default(),
-        super::sim::host_driver_config()?,
-    )
-    .map_err(|e| fail(format!("driver bring-up failed: {e}")))?;
-    Ok(Box::new(Erased::new(driver)))
+    super::bring_up(SpiTransport::new(spi, SpiConfig::default()), fail)
 }
 
 #[cfg(not(target_os = "linux"))]
