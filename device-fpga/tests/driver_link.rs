@@ -151,3 +151,60 @@ fn device_errors_and_a_dead_peer_are_transport_errors_not_hangs() {
         "{err:?}"
     );
 }
+
+/// Flips one bit of the next frame written, as a noisy UART would.
+struct Corrupting {
+    stream: TcpStream,
+    corrupt_next: bool,
+}
+
+impl std::io::Read for Corrupting {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.stream.read(buf)
+    }
+}
+
+impl Write for Corrupting {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if std::mem::take(&mut self.corrupt_next) && buf.len() > 4 {
+            let mut bad = buf.to_vec();
+            bad[3] ^= 0x10;
+            self.stream.write_all(&bad)?;
+            return Ok(buf.len());
+        }
+        self.stream.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.stream.flush()
+    }
+}
+
+#[test]
+fn a_request_corrupted_on_the_wire_fails_at_once_and_the_link_goes_on() {
+    let (_server, stream) = Server::start();
+    let stream = Corrupting {
+        stream,
+        corrupt_next: false,
+    };
+    let mut link = LinkTransport::connect(stream, TIMEOUT_MS).expect("handshake");
+    let id = link.read_reg(0).expect("ID register");
+    // The device drops the corrupted request and says so (BadFrame): an
+    // error now, not a wait for the 10 s timeout.
+    link_stream(&mut link).corrupt_next = true;
+    let start = std::time::Instant::now();
+    let err = link.read_reg(0).unwrap_err();
+    assert!(
+        matches!(err, Error::Remote { code: 7, .. }),
+        "expected BadFrame, got {err:?}"
+    );
+    assert!(
+        start.elapsed() < Duration::from_millis(u64::from(TIMEOUT_MS) / 2),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert_eq!(link.read_reg(0).expect("the next request works"), id);
+}
+
+fn link_stream(link: &mut LinkTransport<Corrupting>) -> &mut Corrupting {
+    link.stream_mut()
+}

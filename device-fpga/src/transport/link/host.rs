@@ -8,8 +8,8 @@ use std::vec::Vec;
 
 use tensorplug_core::link::{
     Decoder, Encoder, FeedResult, Hello, LinkError, LinkErrorKind, MAX_BULK_CHUNK,
-    MAX_ENCODED_FRAME_LEN, Message, ReadMemory, ReadRegister, WriteMemory, WriteRegister,
-    negotiate,
+    MAX_ENCODED_FRAME_LEN, Message, NO_REQUEST, ReadMemory, ReadRegister, WriteMemory,
+    WriteRegister, negotiate,
 };
 
 use crate::transport::{CrcSide, Error, Transport, check_reg_alignment};
@@ -60,6 +60,11 @@ impl<S: Read + Write> LinkTransport<S> {
         Ok(link)
     }
 
+    /// The byte stream (e.g. to change its timeout).
+    pub fn stream_mut(&mut self) -> &mut S {
+        &mut self.stream
+    }
+
     /// Sends `request` and hands its answer to `take`.
     fn call<R>(
         &mut self,
@@ -94,6 +99,17 @@ impl<S: Read + Write> LinkTransport<S> {
                     FeedResult::Consumed => rest = &[],
                     FeedResult::Frame { frame, remaining } => {
                         rest = remaining;
+                        if frame.header.request_id == NO_REQUEST
+                            && let Message::Error(e) = &frame.message
+                        {
+                            // The device dropped a frame of ours (e.g. a CRC
+                            // error on the wire): the request is lost.
+                            self.pending = rest.to_vec();
+                            return Err(Error::Remote {
+                                code: e.code,
+                                detail: e.detail,
+                            });
+                        }
                         if frame.header.request_id != id {
                             continue; // a notification, or a stale answer
                         }
