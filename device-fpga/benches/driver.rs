@@ -8,12 +8,16 @@
 //!   `h2d2h_64MiB_dma` (the same through `COPY_H2D`/`COPY_D2H` and a 4 MiB
 //!   DMA window, `DriverConfig::dma_copies`) and `memcpy_64MiB` (a plain
 //!   copy of the same bytes, the baseline); criterion throughput is the
-//!   bytes each moves (128 MiB, 128 MiB, 64 MiB).
+//!   bytes each moves (128 MiB, 128 MiB, 64 MiB);
+//! - group `driver_mmio_mlp_step`, ids `profiling_off`/`profiling_on`: one
+//!   MNIST MLP `predict` step of device work with event recording off / on.
 //!
 //! Figure files in `<target>/tensorplug-bench/`:
-//! `driver-nop-round-trip.json` (median ns, goal ≤ 2000) and
+//! `driver-nop-round-trip.json` (median ns, goal ≤ 2000),
 //! `driver-copy-vs-memcpy.json` (bandwidth of the round trip, counting both
-//! directions, over memcpy bandwidth; goal ratio ≥ 0.5).
+//! directions, over memcpy bandwidth; goal ratio ≥ 0.5) and
+//! `driver-profiling-mlp-step.json` (MLP step with events on / off, paired;
+//! the device side of issue 5's profiler-overhead goal, ratio ≤ 1.02).
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -170,5 +174,99 @@ fn copy(c: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, round_trip, copy);
+criterion_group!(benches, round_trip, copy, mlp_step_profiling);
 criterion_main!(benches);
+
+/// The device side of profiling: the MNIST MLP's device work for one
+/// `predict` step (input upload, three fused GEMMs, softmax, result
+/// download, event drain) with the device's event recording on vs off.
+/// Figure `driver-profiling-mlp-step`: median of 400 paired on/off ratios.
+fn mlp_step_profiling(c: &mut Criterion) {
+    use tensorplug_core::accelerator::{DType, OpDesc, OpKind, Shape, TensorDesc};
+    use tensorplug_core::event::Event;
+    let (_model, mut dev) = device(16 << 20, false);
+    let q = QueueId(0);
+    let f32s = |dev: &mut Driver<_, _>, dims: &[u64]| {
+        let n: u64 = dims.iter().product();
+        let addr = dev.allocate(n * 4, 256).unwrap();
+        TensorDesc::new(addr, DType::F32, Shape::new(dims).unwrap())
+    };
+    let widths = [784u64, 512, 512, 10];
+    let x = f32s(&mut dev, &[128, 784]);
+    let mut layers = Vec::new();
+    let mut input = x;
+    for pair in widths.windows(2) {
+        let w = f32s(&mut dev, &[pair[0], pair[1]]);
+        let b = f32s(&mut dev, &[pair[1]]);
+        let out = f32s(&mut dev, &[128, pair[1]]);
+        layers.push(([input, w, b], out));
+        input = out;
+    }
+    let probs = f32s(&mut dev, &[128, 10]);
+    let host_x = vec![0.5f32; 128 * 784];
+    let mut host_y = vec![0f32; 128 * 10];
+    let mut events = [Event::default(); 256];
+    let mut step = |dev: &mut Driver<_, _>, profiling: bool| {
+        dev.set_profiling(profiling).unwrap();
+        // SAFETY: host buffers outlive the blocking copies.
+        unsafe {
+            let f = dev
+                .copy_to_device(q, x.addr, host_x.as_ptr().cast(), host_x.len() * 4)
+                .unwrap();
+            dev.wait(f, TIMEOUT).unwrap();
+        }
+        let last = layers.len() - 1;
+        for (i, (inputs, out)) in layers.iter().enumerate() {
+            let op = OpDesc {
+                kind: OpKind::FusedMatMul {
+                    transpose_a: false,
+                    transpose_b: false,
+                    relu: i != last,
+                },
+                inputs,
+                output: *out,
+                op_id: i as u16 + 1,
+            };
+            dev.launch(q, &op).unwrap();
+        }
+        let op = OpDesc {
+            kind: OpKind::Softmax,
+            inputs: &[layers[last].1],
+            output: probs,
+            op_id: 9,
+        };
+        dev.launch(q, &op).unwrap();
+        unsafe {
+            let f = dev
+                .copy_from_device(q, host_y.as_mut_ptr().cast(), probs.addr, host_y.len() * 4)
+                .unwrap();
+            dev.wait(f, TIMEOUT).unwrap();
+        }
+        while dev.drain_events(&mut events).unwrap().events > 0 {}
+    };
+    let mut group = c.benchmark_group("driver_mmio_mlp_step");
+    group.bench_function("profiling_off", |b| b.iter(|| step(&mut dev, false)));
+    group.bench_function("profiling_on", |b| b.iter(|| step(&mut dev, true)));
+    group.finish();
+    let (mut on, mut off) = (Vec::new(), Vec::new());
+    for _ in 0..400 {
+        let start = Instant::now();
+        step(&mut dev, false);
+        off.push(start.elapsed().as_secs_f64());
+        let start = Instant::now();
+        step(&mut dev, true);
+        on.push(start.elapsed().as_secs_f64());
+    }
+    let ratios = on.iter().zip(&off).map(|(a, b)| a / b).collect();
+    write_figure(
+        "driver-profiling-mlp-step",
+        &format!(
+            "device side of profiling: MNIST MLP step on sim ({:.0} us), event recording on / off, paired",
+            median(off) * 1e6
+        ),
+        median(ratios),
+        Some(1.0),
+        "ratio",
+        "ratio <= 1.02",
+    );
+}

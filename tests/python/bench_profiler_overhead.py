@@ -1,10 +1,20 @@
-"""Keras MLP predict step time on /device:FPGA:0 in three modes, same
-process, interleaved (the order rotates every round):
+"""Keras MLP predict step time on /device:FPGA:0 in four modes, same
+process, interleaved:
 
-- off:     no profiler;
-- tf_only: tf.profiler on, our plugin tracing nothing (TENSORPLUG_PROFILER=off,
-           read at every start): TF's own tracers alone;
-- on:      tf.profiler on with our device planes (the default).
+- off:       no profiler;
+- tf_only:   tf.profiler on, our plugin tracing nothing
+             (TENSORPLUG_PROFILER=off, read at every start): TF's own tracers;
+- tf_only_b: the same again, an A/A control: its ratio to tf_only shows
+             what the method cannot resolve (should be 1 within the noise);
+- on:        tf.profiler on with our device planes (the default);
+- on_device: ours with TF's host tracer off
+             (ProfilerOptions(host_tracer_level=0)): device planes only.
+
+Sessions are short (15 steps) and many (150 rounds); each round runs every
+mode once, in the orders of a Williams design (cycled: each mode follows
+each other mode equally often; a session after a profiler stop runs
+measurably slower here, and a fixed rotation turned that into a 1 % A/A
+difference), and the machine settles for 50 ms after every session.
 
 Two models: the Keras MNIST MLP (784-512-512-10, batch 128; the issue's
 row) and a tiny one (32-128-64-10, batch 128), where TF's per-op tracing
@@ -13,6 +23,7 @@ cost is a visible share of a ~0.5 ms step. Writes tf_profiler_overhead
 and tf_profiler_overhead_tiny (tiny MLP, on vs off; informational)."""
 import os
 import tempfile
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
@@ -20,8 +31,31 @@ import tensorflow as tf  # noqa: E402
 from bench_common import clock, write_figure  # noqa: E402
 
 FPGA = "/device:FPGA:0"
-REPS = int(os.environ.get("BENCH_REPS", "20"))  # rounds; each runs every mode once
-MODES = ("off", "tf_only", "on")
+REPS = int(os.environ.get("BENCH_REPS", "150"))  # rounds; each runs every mode once
+STEPS = int(os.environ.get("BENCH_STEPS", "15"))  # timed steps per session
+SETTLE_S = 0.05  # pause after every session
+MODES = ("off", "tf_only", "tf_only_b", "on", "on_device")
+
+
+def williams_orders(modes):
+    """Orders in which every mode directly follows every other mode equally
+    often (a Williams design; odd counts need the mirrored rows too)."""
+    n = len(modes)
+    first, low, high = [0], 1, n - 1
+    for k in range(1, n):
+        if k % 2:
+            first.append(low)
+            low += 1
+        else:
+            first.append(high)
+            high -= 1
+    rows = [[(x + i) % n for x in first] for i in range(n)]
+    if n % 2:
+        rows += [row[::-1] for row in rows]
+    return [tuple(modes[x] for x in row) for row in rows]
+
+
+ORDERS = williams_orders(MODES)
 
 
 def mlp(inputs, widths):
@@ -35,7 +69,7 @@ def mlp(inputs, widths):
     return model
 
 
-def measure(model, batch, steps):
+def measure(model, batch, steps=STEPS):
     """Per mode: the median step time of each round (seconds)."""
     logdir = tempfile.mkdtemp(prefix="tensorplug-bench-prof-")
 
@@ -50,18 +84,22 @@ def measure(model, batch, steps):
 
     def in_mode(mode):
         if mode == "off":
-            return run_steps()
-        os.environ["TENSORPLUG_PROFILER"] = "off" if mode == "tf_only" else "on"
-        tf.profiler.experimental.start(logdir)
-        times = run_steps()
-        tf.profiler.experimental.stop()  # collection and writing: not timed
+            times = run_steps()
+        else:
+            os.environ["TENSORPLUG_PROFILER"] = "off" if mode.startswith("tf_only") else "on"
+            options = None
+            if mode == "on_device":
+                options = tf.profiler.experimental.ProfilerOptions(host_tracer_level=0)
+            tf.profiler.experimental.start(logdir, options=options)
+            times = run_steps()
+            tf.profiler.experimental.stop()  # collection and writing: not timed
+        time.sleep(SETTLE_S)
         return times
 
     run_steps()  # trace the predict function outside the measurement
     rounds = {mode: [] for mode in MODES}
     for round_ in range(REPS):
-        for i in range(len(MODES)):
-            mode = MODES[(round_ + i) % len(MODES)]
+        for mode in ORDERS[round_ % len(ORDERS)]:
             rounds[mode].append(float(np.median(in_mode(mode))))
     os.environ.pop("TENSORPLUG_PROFILER", None)
     return rounds
@@ -79,15 +117,16 @@ def median(rounds, mode):
 
 rng = np.random.default_rng(0)
 mnist = measure(mlp(784, [512, 512, 10]),
-                rng.standard_normal((128, 784)).astype(np.float32),
-                steps=int(os.environ.get("BENCH_STEPS", "50")))
+                rng.standard_normal((128, 784)).astype(np.float32))
 tiny = measure(mlp(32, [128, 64, 10]),
-               rng.standard_normal((128, 32)).astype(np.float32), steps=100)
+               rng.standard_normal((128, 32)).astype(np.float32))
 for name, r in (("mnist", mnist), ("tiny", tiny)):
     print(f"{name}: " + ", ".join(f"{m} {median(r, m):.1f} us" for m in MODES)
           + f"; paired on/off {paired(r, 'on', 'off'):.4f}"
           + f", on/tf_only {paired(r, 'on', 'tf_only'):.4f}"
-          + f", tf_only/off {paired(r, 'tf_only', 'off'):.4f}")
+          + f", tf_only/off {paired(r, 'tf_only', 'off'):.4f}"
+          + f", A/A tf_only_b/tf_only {paired(r, 'tf_only_b', 'tf_only'):.4f}"
+          + f", on_device/off {paired(r, 'on_device', 'off'):.4f}")
     print(f"  per-round on/off: " + " ".join(
         f"{a / b:.3f}" for a, b in zip(r["on"], r["off"])))
 
@@ -103,6 +142,24 @@ write_figure(
     "same step: profiler with our device planes / TF's tracers alone "
     "(TENSORPLUG_PROFILER=off), paired per round",
     paired(mnist, "on", "tf_only"), 1.0, "ratio", "value <= 1.02",
+)
+write_figure(
+    "tf_profiler_tf_tracers",
+    "same step: TF's tracers alone (TENSORPLUG_PROFILER=off) / no profiler, "
+    "paired per round",
+    paired(mnist, "tf_only", "off"), 1.0, "ratio", "informational (no goal)",
+)
+write_figure(
+    "tf_profiler_aa_control",
+    "same step: A/A control, TF's tracers alone in two identical slots, "
+    "paired per round (1 within what the method resolves)",
+    paired(mnist, "tf_only_b", "tf_only"), 1.0, "ratio", "informational (no goal)",
+)
+write_figure(
+    "tf_profiler_device_only",
+    "same step: profiler with our device planes and TF's host tracer off "
+    "(ProfilerOptions(host_tracer_level=0)) / no profiler, paired per round",
+    paired(mnist, "on_device", "off"), 1.0, "ratio", "informational (no goal)",
 )
 write_figure(
     "tf_profiler_overhead_tiny",

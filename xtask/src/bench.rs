@@ -132,8 +132,20 @@ const EXPECTED_FIGURES: &[(&str, &str)] = &[
         "MNIST MLP predict, our planes / TF tracers alone",
     ),
     (
+        "tf_profiler_tf_tracers",
+        "MNIST MLP predict, TF tracers alone / off",
+    ),
+    (
+        "tf_profiler_aa_control",
+        "MNIST MLP predict, A/A control of the method",
+    ),
+    (
         "tf_profiler_overhead_tiny",
         "tiny MLP predict, profiler on / off",
+    ),
+    (
+        "driver-profiling-mlp-step",
+        "MLP step on sim, device events on / off",
     ),
     ("tf_copy_bandwidth", "64 MiB TF round trip vs memcpy"),
 ];
@@ -154,6 +166,8 @@ enum Verdict {
     Miss,
     /// Measured, but the goal could not be checked.
     Unchecked,
+    /// Measured, no goal (the goal text starts with "informational").
+    Info,
     NotMeasured,
 }
 
@@ -163,6 +177,7 @@ impl Verdict {
             Self::Pass => "pass",
             Self::Miss => "MISS",
             Self::Unchecked => "?",
+            Self::Info => "info",
             Self::NotMeasured => "not measured",
         }
     }
@@ -383,6 +398,7 @@ fn figure_row(id: &str, label: &str, json: Option<Value>) -> Row {
     let ratio = value.zip(baseline).map(|(v, b)| v / b);
     let verdict = match (value, parse_goal(goal)) {
         (None, _) => Verdict::NotMeasured,
+        (Some(_), _) if goal.starts_with("informational") => Verdict::Info,
         (Some(_), None) => Verdict::Unchecked,
         (Some(v), Some(bound)) => {
             let subject = if bound.on_ratio { ratio } else { Some(v) };
@@ -559,6 +575,16 @@ mod tests {
             ),
         );
         assert!(miss.verdict == Verdict::Miss);
+
+        let info = figure_row(
+            "aa",
+            "aa",
+            json(
+                r#"{"figure": "aa", "value": 1.3, "baseline": 1.0, "unit": "ratio", "goal": "informational (no goal)"}"#,
+            ),
+        );
+        assert!(info.verdict == Verdict::Info);
+        assert_eq!(info.ratio, "1.300");
 
         let missing = figure_row("gone", "gone", None);
         assert!(missing.verdict == Verdict::NotMeasured);
