@@ -140,6 +140,10 @@ const EXPECTED_FIGURES: &[(&str, &str)] = &[
         "MNIST MLP predict, A/A control of the method",
     ),
     (
+        "tf_profiler_device_only",
+        "MNIST MLP predict, ours with TF host tracer off / off",
+    ),
+    (
         "tf_profiler_overhead_tiny",
         "tiny MLP predict, profiler on / off",
     ),
