@@ -174,9 +174,6 @@ fn copy(c: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, round_trip, copy, mlp_step_profiling);
-criterion_main!(benches);
-
 /// The device side of profiling: the MNIST MLP's device work for one
 /// `predict` step (input upload, three fused GEMMs, softmax, result
 /// download, event drain) with the device's event recording on vs off.
@@ -236,6 +233,7 @@ fn mlp_step_profiling(c: &mut Criterion) {
             op_id: 9,
         };
         dev.launch(q, &op).unwrap();
+        // SAFETY: as above.
         unsafe {
             let f = dev
                 .copy_from_device(q, host_y.as_mut_ptr().cast(), probs.addr, host_y.len() * 4)
@@ -270,3 +268,6 @@ fn mlp_step_profiling(c: &mut Criterion) {
         "ratio <= 1.02",
     );
 }
+
+criterion_group!(benches, round_trip, copy, mlp_step_profiling);
+criterion_main!(benches);

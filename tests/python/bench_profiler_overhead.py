@@ -1,4 +1,4 @@
-"""Keras MLP predict step time on /device:FPGA:0 in four modes, same
+"""Keras MLP predict step time on /device:FPGA:0 in five modes, same
 process, interleaved:
 
 - off:       no profiler;
@@ -18,9 +18,11 @@ difference), and the machine settles for 50 ms after every session.
 
 Two models: the Keras MNIST MLP (784-512-512-10, batch 128; the issue's
 row) and a tiny one (32-128-64-10, batch 128), where TF's per-op tracing
-cost is a visible share of a ~0.5 ms step. Writes tf_profiler_overhead
-(MNIST MLP, on vs off), tf_profiler_plugin_share (MNIST MLP, on vs tf_only)
-and tf_profiler_overhead_tiny (tiny MLP, on vs off; informational)."""
+cost is a visible share of the step. Writes tf_profiler_overhead (MNIST
+MLP, on / off: the goal's row), tf_profiler_plugin_share (on / tf_only),
+and, informational: tf_profiler_tf_tracers (tf_only / off),
+tf_profiler_aa_control (tf_only_b / tf_only), tf_profiler_device_only
+(on_device / off) and tf_profiler_overhead_tiny (tiny MLP, on / off)."""
 import os
 import tempfile
 import time
