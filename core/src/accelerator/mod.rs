@@ -51,6 +51,7 @@
 //!     type Error = Oops;
 //!     fn info(&self) -> DeviceInfo {
 //!         DeviceInfo::new("host-array", 4096, 1_000_000_000, Version::new(1, 0, 0), 1)
+//!             .with_capabilities(Capabilities::f32(OpSet::of(&[OpKind::Relu]), false))
 //!     }
 //!     fn allocate(&mut self, bytes: u64, align: u64) -> Result<DeviceAddr, Oops> {
 //!         let start = self.next.next_multiple_of(align.max(1));
@@ -121,9 +122,11 @@
 //! assert_eq!(got, [0.0, 2.0, 0.0, 4.0]);
 //! ```
 
+mod caps;
 mod op;
 mod types;
 
+pub use caps::{Capabilities, DTypeSet, OpSet};
 pub use op::{OpDesc, OpKind, ShapeError};
 pub use types::{
     DType, DeviceAddr, DeviceInfo, Drained, Fence, MAX_RANK, MemoryUsage, QueueId, Shape,

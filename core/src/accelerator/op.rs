@@ -124,6 +124,38 @@ impl fmt::Display for ShapeError {
 }
 
 impl OpKind {
+    /// The family's name, as in [`OpSet`](super::OpSet)'s `Debug` and errors.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::MatMul { .. } => "MatMul",
+            Self::FusedMatMul { .. } => "FusedMatMul",
+            Self::BiasAdd => "BiasAdd",
+            Self::Add => "Add",
+            Self::Sub => "Sub",
+            Self::Mul => "Mul",
+            Self::Maximum => "Maximum",
+            Self::Relu => "Relu",
+            Self::Softmax => "Softmax",
+            Self::ReduceSum => "ReduceSum",
+        }
+    }
+
+    /// The family's bit in an [`OpSet`](super::OpSet).
+    pub(super) const fn family_index(self) -> u32 {
+        match self {
+            Self::MatMul { .. } => 0,
+            Self::FusedMatMul { .. } => 1,
+            Self::BiasAdd => 2,
+            Self::Add => 3,
+            Self::Sub => 4,
+            Self::Mul => 5,
+            Self::Maximum => 6,
+            Self::Relu => 7,
+            Self::Softmax => 8,
+            Self::ReduceSum => 9,
+        }
+    }
+
     /// Number of inputs this op takes.
     pub const fn input_count(self) -> usize {
         match self {

@@ -1,5 +1,6 @@
 //! Plain value types of the [`Accelerator`](super::Accelerator) API.
 
+use super::caps::Capabilities;
 use core::fmt;
 
 /// The largest tensor rank an op descriptor carries.
@@ -73,6 +74,8 @@ pub struct DeviceInfo {
     pub abi_version: Version,
     /// Number of ordered queues.
     pub queues: u8,
+    /// What the device runs ([`Capabilities::NONE`] until declared).
+    pub capabilities: Capabilities,
 }
 
 impl DeviceInfo {
@@ -91,7 +94,14 @@ impl DeviceInfo {
             clock_hz,
             abi_version: abi,
             queues,
+            capabilities: Capabilities::NONE,
         }
+    }
+
+    /// The same info, declaring `capabilities`.
+    pub const fn with_capabilities(mut self, capabilities: Capabilities) -> Self {
+        self.capabilities = capabilities;
+        self
     }
 }
 

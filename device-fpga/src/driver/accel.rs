@@ -5,7 +5,8 @@ use core::time::Duration;
 
 use tensorplug_abi::device::{CommandDescriptor, CommandFlags, Features, Opcode, Register};
 use tensorplug_core::accelerator::{
-    Accelerator, DeviceAddr, DeviceInfo, Drained, Fence, MemoryUsage, OpDesc, QueueId, Version,
+    Accelerator, Capabilities, DeviceAddr, DeviceInfo, Drained, Fence, MemoryUsage, OpDesc, OpSet,
+    QueueId, Version,
 };
 use tensorplug_core::event::Event;
 
@@ -70,6 +71,7 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Accelerator for Driver<T, C, A
             Version::new(abi.major.into(), abi.minor.into(), abi.patch.into()),
             1,
         )
+        .with_capabilities(Capabilities::f32(OpSet::ALL, true))
     }
 
     fn allocate(&mut self, bytes: u64, align: u64) -> Result<DeviceAddr, Error> {
