@@ -17,10 +17,10 @@ pub enum Error {
          TensorFlow (TF_PLUGGABLE_DEVICE_LIBRARY_PATH or tensorflow-plugins/)"
     )]
     TfApiMissing(String),
-    /// `TENSORPLUG_DEVICE` could not be parsed or names something unavailable.
-    #[error("TENSORPLUG_DEVICE={value:?}: {reason}")]
+    /// The device list could not be parsed.
+    #[error("{value}: {reason}")]
     DeviceSpec {
-        /// The variable's value.
+        /// `<variable>="<value>"`.
         value: String,
         /// What is wrong and what is accepted.
         reason: String,
@@ -28,7 +28,7 @@ pub enum Error {
     /// A device could not be opened.
     #[error("cannot open device `{spec}`: {reason}")]
     Open {
-        /// The `TENSORPLUG_DEVICE` item.
+        /// The device list's item.
         spec: String,
         /// Why.
         reason: String,
@@ -36,7 +36,7 @@ pub enum Error {
     /// The device or its driver reported an error.
     #[error("{device}: {source}")]
     Device {
-        /// `FPGA:<ordinal> (<spec>)`.
+        /// `<TYPE>:<ordinal> (<spec>)`.
         device: String,
         /// The driver's error.
         source: DeviceError,
@@ -47,7 +47,7 @@ pub enum Error {
          to wait longer); the device was reset and its pending work failed"
     )]
     Timeout {
-        /// `FPGA:<ordinal> (<spec>)`.
+        /// `<TYPE>:<ordinal> (<spec>)`.
         device: String,
         /// What was waited for.
         what: &'static str,

@@ -1,21 +1,27 @@
-//! `tensorplug-host-bridge`: the TensorFlow plugin.
+//! `tensorplug-host-bridge`: the TensorFlow plugin machinery, generic over
+//! a vendor's [`Backend`].
 //!
-//! Built as a `cdylib` (`libtensorplug_host_bridge.so`) that TensorFlow loads
-//! as a PluggableDevice, and as an `rlib` for tests. Layout:
+//! A vendor's `cdylib` implements [`Backend`] (device type, device list,
+//! opening drivers) and calls [`export_plugin!`]; TensorFlow then loads it
+//! as a PluggableDevice. This library depends on no device. Layout:
 //!
+//! - [`backend`]: the vendor seam and the entry-point macro;
+//! - [`settings`]: every environment setting, one vocabulary;
 //! - [`ffi`]: the C boundary (TF's functions resolved at run time, the
 //!   `catch_unwind` guards every entry point runs under);
 //! - [`se`]: `SE_InitPlugin` and the StreamExecutor callbacks;
 //! - [`graph`]: `TF_InitGraph` and the `_FusedMatMul` fusion pass;
-//! - [`kernels`]: `TF_InitKernel` and the f32 kernels of the device;
+//! - [`kernels`]: `TF_InitKernel` and the f32 kernels, per capability;
 //! - [`registry`]: the open devices, their streams, fences, handle scheme
 //!   and completion threads, shared by every plugin interface;
-//! - [`devices`]: `TENSORPLUG_DEVICE` parsing and opening drivers;
+//! - [`devices`]: the device list and the type-erased driver;
 //! - [`profiler`]: `TF_InitProfiler` and the op-tag interner;
 //! - [`profiling`]: the host-side event hook.
 //!
 //! Design and rules: `docs/host-bridge.md`.
 
+pub mod backend;
+mod claim;
 pub mod devices;
 pub mod error;
 pub mod ffi;
@@ -26,7 +32,11 @@ pub mod profiler;
 pub mod profiling;
 pub mod registry;
 pub mod se;
+pub mod settings;
 #[cfg(test)]
 mod testing;
 
+pub use backend::{Backend, OpenError};
 pub use error::{Error, Result};
+/// The TF C API mirrors, for [`export_plugin!`]'s signatures.
+pub use tensorplug_abi as abi;

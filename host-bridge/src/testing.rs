@@ -61,8 +61,32 @@ unsafe extern "C" fn delete_status(status: *mut TF_Status) {
     drop(unsafe { Box::from_raw(status.cast::<FakeStatus>()) });
 }
 
-/// Installs the fake status functions (once per test process).
+/// The reference FPGA's `sim` as the bridge's backend in unit tests.
+struct TestFpga;
+
+impl crate::Backend for TestFpga {
+    const DEVICE_TYPE: &'static CStr = c"FPGA";
+    const VENDOR: &'static CStr = c"tensorplug";
+    const DEVICE_KINDS: &'static str = "`sim`";
+
+    fn open(spec: &str) -> Result<Box<DynAccelerator>, crate::OpenError> {
+        match spec {
+            "sim" => Ok(sim::open()),
+            other => Err(format!("unknown device `{other}`").into()),
+        }
+    }
+}
+
+/// Installs [`TestFpga`] and claims its names (once per test process).
+pub fn install_backend() -> &'static crate::backend::Names {
+    let plugin = crate::backend::install(crate::backend::Plugin::of::<TestFpga>());
+    crate::backend::claim_names(plugin)
+}
+
+/// Installs the fake status functions and the test backend (once per test
+/// process).
 pub fn install_fake_tf() {
+    install_backend();
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         assert!(tf_api::install(TfApi {
@@ -287,5 +311,42 @@ impl Drop for TfDevice {
             // SAFETY: from `Arc::into_raw` in `new`.
             drop(unsafe { Arc::from_raw(self.0.device_handle.cast_const().cast::<Device>()) });
         }
+    }
+}
+
+/// The reference FPGA's `sim` device, for tests of the bridge's machinery
+/// against a real driver (a dev-dependency only: the library has none).
+pub mod sim {
+    use crate::devices::{Companion, DynAccelerator, Erased};
+    use tensorplug_core::accelerator::OpDesc;
+    use tensorplug_device_fpga::driver::DriverConfig;
+    use tensorplug_device_fpga::model::host::fault_rules::{self, FaultRule};
+    use tensorplug_device_fpga::model::host::{InProcessDevice, open_sim};
+
+    pub use fault_rules::parse as parse_faults;
+
+    struct Faults(InProcessDevice, Vec<FaultRule>);
+
+    impl Companion for Faults {
+        fn before_launch(&mut self, op: &OpDesc<'_>) {
+            assert!(fault_rules::arm_for(&self.0, &mut self.1, op.kind));
+        }
+    }
+
+    /// A `sim` device whose launches fire `rules`.
+    pub fn open_with(rules: Vec<FaultRule>) -> Box<DynAccelerator> {
+        let config = DriverConfig {
+            ready_timeout_us: 5_000_000,
+            submit_timeout_us: 60_000_000,
+            idle_timeout_us: 60_000_000,
+            ..DriverConfig::default()
+        };
+        let (driver, device) = open_sim(config).expect("sim device");
+        Box::new(Erased::with_companion(driver, Faults(device, rules)))
+    }
+
+    /// A plain `sim` device.
+    pub fn open() -> Box<DynAccelerator> {
+        open_with(Vec::new())
     }
 }

@@ -67,13 +67,28 @@ pub fn run_tf_with_plugin(script: &str, args: &[&str], devices: Option<&str>) ->
         .unwrap_or_else(|e| panic!("cannot start python for {}: {e}", path.display()))
 }
 
-/// The TF plugin (`libtensorplug_host_bridge.so`): `TENSORPLUG_PLUGIN` if
-/// set, otherwise built once per test process with `cargo build -p
-/// tensorplug-host-bridge` into `<target>/tensorplug-plugin` (a target dir
-/// of its own: the `cargo test` that runs us holds the lock on ours).
+/// The reference FPGA's TF plugin (`libtensorplug_fpga.so`):
+/// `TENSORPLUG_PLUGIN` if set, otherwise built once per test process with
+/// `cargo build -p tensorplug-plugin-fpga` into `<target>/tensorplug-plugin`
+/// (a target dir of its own: the `cargo test` that runs us holds the lock
+/// on ours).
 pub fn plugin_path() -> PathBuf {
     static PLUGIN: OnceLock<PathBuf> = OnceLock::new();
-    PLUGIN.get_or_init(build_plugin).clone()
+    PLUGIN
+        .get_or_init(|| match std::env::var_os("TENSORPLUG_PLUGIN") {
+            Some(path) => given_plugin(PathBuf::from(path)),
+            None => build_plugin("tensorplug-plugin-fpga", "tensorplug_fpga"),
+        })
+        .clone()
+}
+
+/// The example NPU's TF plugin (`libtensorplug_npu.so`), built like
+/// [`plugin_path`].
+pub fn npu_plugin_path() -> PathBuf {
+    static PLUGIN: OnceLock<PathBuf> = OnceLock::new();
+    PLUGIN
+        .get_or_init(|| build_plugin("tensorplug-plugin-npu", "tensorplug_npu"))
+        .clone()
 }
 
 /// Where test helpers build workspace artifacts (the plugin, the model
@@ -85,29 +100,30 @@ pub fn helper_target_dir() -> PathBuf {
         .join("tensorplug-plugin")
 }
 
-fn build_plugin() -> PathBuf {
-    if let Some(path) = std::env::var_os("TENSORPLUG_PLUGIN") {
-        let path = PathBuf::from(path);
-        assert!(
-            path.is_file(),
-            "TENSORPLUG_PLUGIN={} does not exist",
-            path.display()
-        );
-        return path;
-    }
+fn given_plugin(path: PathBuf) -> PathBuf {
+    assert!(
+        path.is_file(),
+        "TENSORPLUG_PLUGIN={} does not exist",
+        path.display()
+    );
+    path
+}
+
+/// `cargo build -p <package> --lib` into [`helper_target_dir`]; `lib<lib>.so`.
+fn build_plugin(package: &str, lib: &str) -> PathBuf {
     let target = helper_target_dir();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
-        .args(["build", "--package", "tensorplug-host-bridge", "--lib"])
+        .args(["build", "--package", package, "--lib"])
         .env("CARGO_TARGET_DIR", &target)
         .current_dir(workspace_root())
         .status()
         .expect("cannot run cargo to build the TF plugin");
     assert!(
         status.success(),
-        "building the TF plugin (tensorplug-host-bridge) failed"
+        "building the TF plugin ({package}) failed"
     );
-    let plugin = target.join("debug/libtensorplug_host_bridge.so");
+    let plugin = target.join(format!("debug/lib{lib}.so"));
     assert!(plugin.is_file(), "cargo built no {}", plugin.display());
     plugin
 }

@@ -74,8 +74,8 @@ fn a_bad_device_list_aborts_init_with_a_clear_message() {
     assert_init_abort(
         &out,
         &[
-            "TENSORPLUG_DEVICE=\"sim,bogus\"",
-            "item 2: unknown device `bogus`",
+            "item 2 of TENSORPLUG_DEVICE=\"sim,bogus\"",
+            "unknown device `bogus`",
             "tcp:<host:port>",
         ],
     );

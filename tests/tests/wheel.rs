@@ -23,7 +23,7 @@ import base64, hashlib, os, sys, sysconfig
 import numpy as np
 import tensorflow as tf
 site = sysconfig.get_paths()["platlib"]
-plugin = os.path.join(site, "tensorflow-plugins", "libtensorplug_host_bridge.so")
+plugin = os.path.join(site, "tensorflow-plugins", "libtensorplug_fpga.so")
 assert os.path.isfile(plugin), f"no {plugin}"
 assert "TF_PLUGGABLE_DEVICE_LIBRARY_PATH" not in os.environ
 names = [d.name for d in tf.config.list_physical_devices()]

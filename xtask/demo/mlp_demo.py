@@ -3,7 +3,7 @@
 usage: mlp_demo.py <logdir>
 
 TensorFlow finds the plugin the way a user's install does: the wheel put
-libtensorplug_host_bridge.so in site-packages/tensorflow-plugins/. The model
+libtensorplug_fpga.so in site-packages/tensorflow-plugins/. The model
 (its variables) is built on the CPU, and predict, then a short fit, run
 under tf.device('/device:FPGA:0'), each under the profiler: TF cannot update
 variables that live on the FPGA (docs/ops.md, "Variables and training").

@@ -244,14 +244,14 @@ fn run_tf_benches(target: &Path, bench_args: &[String]) -> Result<()> {
         );
         return Ok(());
     }
-    run(&mut crate::dist::plugin_build_command())?;
+    run(&mut crate::dist::plugin_build_command(&crate::dist::FPGA))?;
     for script in scripts {
         run(Command::new(&python)
             .arg(root().join(format!("tests/python/{script}.py")))
             .env("TENSORPLUG_BENCH_TARGET", target)
             .env(
                 "TF_PLUGGABLE_DEVICE_LIBRARY_PATH",
-                crate::dist::plugin_built_path(),
+                crate::dist::plugin_built_path(&crate::dist::FPGA),
             )
             .env_remove("TENSORPLUG_DEVICE"))?;
     }

@@ -32,10 +32,14 @@ pub fn run_task() -> Result<()> {
         ),
     })?;
     with_progress(
-        "[2/4] building the plugin (cargo build --release -p tensorplug-host-bridge)",
-        &mut dist::plugin_build_command(),
+        "[2/4] building the plugin (cargo build --release -p tensorplug-plugin-fpga)",
+        &mut dist::plugin_build_command(&dist::FPGA),
     )?;
-    let wheel = dist::write_wheel(&dist::plugin_built_path(), &dist::wheel_dir())?;
+    let wheel = dist::write_wheel(
+        &dist::FPGA,
+        &dist::plugin_built_path(&dist::FPGA),
+        &dist::wheel_dir(),
+    )?;
     with_progress(
         &format!(
             "[3/4] pip install {}",

@@ -1,7 +1,9 @@
-//! `cargo xtask dist`: the TensorFlow plugin as a pip wheel.
+//! `cargo xtask dist`: a TensorFlow plugin crate as a pip wheel.
 //!
+//! A plugin crate's `[lib] name` (`tensorplug_fpga`) names everything, so
+//! two vendors' wheels install side by side:
 //! `target/wheels/tensorplug_fpga-<version>-py3-none-<platform>.whl` holds
-//! `tensorflow-plugins/libtensorplug_host_bridge.so` at the wheel's root with
+//! `tensorflow-plugins/libtensorplug_fpga.so` at the wheel's root with
 //! `Root-Is-Purelib: false`, so pip puts it in platlib
 //! (`site-packages/tensorflow-plugins/`), where `import tensorflow` loads
 //! every PluggableDevice library it finds. Layout, tag and dependency choices:
@@ -15,14 +17,39 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The distribution name pip shows (`pip uninstall tensorplug-fpga`).
-pub const DIST_NAME: &str = "tensorplug-fpga";
-/// The file-name form of [`DIST_NAME`] (PEP 427 escaping).
-const DIST_FILE_NAME: &str = "tensorplug_fpga";
+/// A plugin crate (a `cdylib` calling `tensorplug_host_bridge::export_plugin!`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PluginCrate {
+    /// The cargo package.
+    pub package: &'static str,
+    /// Its `[lib] name`: the wheel's file name, and `lib<lib>.so`.
+    pub lib: &'static str,
+    /// The device type its backend declares, for the summary.
+    pub device_type: &'static str,
+}
+
+impl PluginCrate {
+    /// The distribution name pip shows (`pip uninstall tensorplug-fpga`).
+    pub fn dist_name(&self) -> String {
+        self.lib.replace('_', "-")
+    }
+    /// The `.so` as cargo names it, and as it is installed.
+    pub fn so_file(&self) -> String {
+        format!("lib{}.so", self.lib)
+    }
+}
+
+/// The reference FPGA's plugin.
+pub const FPGA: PluginCrate = PluginCrate {
+    package: "tensorplug-plugin-fpga",
+    lib: "tensorplug_fpga",
+    device_type: "FPGA",
+};
+/// Every plugin crate `--plugin-crate` accepts.
+pub const PLUGINS: &[PluginCrate] = &[FPGA];
+
 /// The version: the workspace's.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-/// The plugin as cargo names it, and as it is installed.
-pub const PLUGIN_FILE: &str = "libtensorplug_host_bridge.so";
 /// Where TF looks for plugins, relative to site-packages.
 pub const PLUGIN_DIR: &str = "tensorflow-plugins";
 /// The TF the plugin's C ABI was checked against. Patch releases keep the
@@ -31,6 +58,9 @@ const REQUIRES_TF: &str = "tensorflow-cpu~=2.21.0";
 
 #[derive(clap::Args)]
 pub struct DistArgs {
+    /// The plugin crate to package (its cargo package name).
+    #[arg(long, default_value = "tensorplug-plugin-fpga")]
+    pub plugin_crate: String,
     /// Package this `.so` instead of building the plugin in release (the
     /// wheel test packs the debug build it already has).
     #[arg(long)]
@@ -42,15 +72,25 @@ pub struct DistArgs {
 
 /// `cargo xtask dist`: builds the plugin in release and writes the wheel.
 pub fn run_task(args: &DistArgs) -> Result<()> {
+    let krate = PLUGINS
+        .iter()
+        .find(|p| p.package == args.plugin_crate)
+        .with_context(|| {
+            let known: Vec<_> = PLUGINS.iter().map(|p| p.package).collect();
+            format!(
+                "unknown plugin crate `{}` (known: {known:?})",
+                args.plugin_crate
+            )
+        })?;
     let plugin = match &args.plugin {
         Some(plugin) => plugin.clone(),
         None => {
-            run(&mut plugin_build_command())?;
-            plugin_built_path()
+            run(&mut plugin_build_command(krate))?;
+            plugin_built_path(krate)
         }
     };
     let dir = args.out_dir.clone().unwrap_or_else(wheel_dir);
-    let wheel = write_wheel(&plugin, &dir)?;
+    let wheel = write_wheel(krate, &plugin, &dir)?;
     println!("{}", wheel.display());
     eprintln!(
         "install it with: pip install {}",
@@ -60,17 +100,19 @@ pub fn run_task(args: &DistArgs) -> Result<()> {
 }
 
 /// `cargo build --release` of the plugin `.so` into xtask's target dir.
-pub fn plugin_build_command() -> Command {
+pub fn plugin_build_command(krate: &PluginCrate) -> Command {
     let mut cmd = cargo();
-    cmd.args(["build", "--release", "--package", "tensorplug-host-bridge"])
+    cmd.args(["build", "--release", "--package", krate.package])
         .arg("--lib")
         .env("CARGO_TARGET_DIR", crate::bench::target_dir());
     cmd
 }
 
 /// Where [`plugin_build_command`] leaves the `.so`.
-pub fn plugin_built_path() -> PathBuf {
-    crate::bench::target_dir().join("release").join(PLUGIN_FILE)
+pub fn plugin_built_path(krate: &PluginCrate) -> PathBuf {
+    crate::bench::target_dir()
+        .join("release")
+        .join(krate.so_file())
 }
 
 /// Where wheels go: `<workspace>/target/wheels`.
@@ -79,12 +121,12 @@ pub fn wheel_dir() -> PathBuf {
 }
 
 /// Packs `plugin` into a wheel in `dir`; returns its path.
-pub fn write_wheel(plugin: &Path, dir: &Path) -> Result<PathBuf> {
+pub fn write_wheel(krate: &PluginCrate, plugin: &Path, dir: &Path) -> Result<PathBuf> {
     let so = std::fs::read(plugin).with_context(|| format!("reading {}", plugin.display()))?;
     let tag = platform_tag(plugin)?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let path = dir.join(format!("{DIST_FILE_NAME}-{VERSION}-py3-none-{tag}.whl"));
-    let bytes = wheel_bytes(&so, &tag)?;
+    let path = dir.join(format!("{}-{VERSION}-py3-none-{tag}.whl", krate.lib));
+    let bytes = wheel_bytes(krate, &so, &tag)?;
     std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
 }
@@ -97,17 +139,17 @@ struct Entry {
 }
 
 /// The whole wheel, deterministic: fixed order, timestamps and modes.
-fn wheel_bytes(so: &[u8], tag: &str) -> Result<Vec<u8>> {
-    let dist_info = format!("{DIST_FILE_NAME}-{VERSION}.dist-info");
+fn wheel_bytes(krate: &PluginCrate, so: &[u8], tag: &str) -> Result<Vec<u8>> {
+    let dist_info = format!("{}-{VERSION}.dist-info", krate.lib);
     let mut entries = vec![
         Entry {
-            name: format!("{PLUGIN_DIR}/{PLUGIN_FILE}"),
+            name: format!("{PLUGIN_DIR}/{}", krate.so_file()),
             data: so.to_vec(),
             mode: 0o755,
         },
         Entry {
             name: format!("{dist_info}/METADATA"),
-            data: metadata().into_bytes(),
+            data: metadata(krate).into_bytes(),
             mode: 0o644,
         },
         Entry {
@@ -137,15 +179,17 @@ fn wheel_bytes(so: &[u8], tag: &str) -> Result<Vec<u8>> {
 }
 
 /// Core metadata 2.1 (what pip reads).
-fn metadata() -> String {
+fn metadata(krate: &PluginCrate) -> String {
     format!(
         "Metadata-Version: 2.1\n\
-         Name: {DIST_NAME}\n\
+         Name: {}\n\
          Version: {VERSION}\n\
-         Summary: TensorFlow PluggableDevice plugin: /device:FPGA:0 on tensorplug devices (default: the simulated FPGA)\n\
+         Summary: TensorFlow PluggableDevice plugin: /device:{}:0, built with tensorplug\n\
          License: {}\n\
          Requires-Python: >=3.9\n\
          Requires-Dist: {REQUIRES_TF}\n",
+        krate.dist_name(),
+        krate.device_type,
         env!("CARGO_PKG_LICENSE"),
     )
 }
@@ -289,8 +333,11 @@ mod tests {
     #[test]
     fn wheel_is_deterministic_and_its_record_matches_its_files() {
         let so = vec![0x7f; 1000];
-        let first = wheel_bytes(&so, "manylinux_2_28_x86_64").unwrap();
-        assert_eq!(first, wheel_bytes(&so, "manylinux_2_28_x86_64").unwrap());
+        let first = wheel_bytes(&FPGA, &so, "manylinux_2_28_x86_64").unwrap();
+        assert_eq!(
+            first,
+            wheel_bytes(&FPGA, &so, "manylinux_2_28_x86_64").unwrap()
+        );
 
         let mut zip = zip::ZipArchive::new(std::io::Cursor::new(first)).unwrap();
         let mut read = |name: &str| {
@@ -299,7 +346,9 @@ mod tests {
             data
         };
         let info = format!("tensorplug_fpga-{VERSION}.dist-info");
-        assert_eq!(read("tensorflow-plugins/libtensorplug_host_bridge.so"), so);
+        assert_eq!(read("tensorflow-plugins/libtensorplug_fpga.so"), so);
+        let metadata = String::from_utf8(read(&format!("{info}/METADATA"))).unwrap();
+        assert!(metadata.contains("Name: tensorplug-fpga\n"), "{metadata}");
         let wheel = String::from_utf8(read(&format!("{info}/WHEEL"))).unwrap();
         assert!(wheel.contains("Root-Is-Purelib: false\nTag: py3-none-manylinux_2_28_x86_64\n"));
         let record = String::from_utf8(read(&format!("{info}/RECORD"))).unwrap();

@@ -48,31 +48,43 @@ impl tensorplug_core::accelerator::Error for DeviceError {
 /// Every device the bridge drives, whatever its driver.
 pub type DynAccelerator = dyn Accelerator<Error = DeviceError> + Send;
 
-/// Wraps a driver so it becomes a [`DynAccelerator`]; `K` is whatever must
-/// outlive the driver (e.g. the model thread serving its BAR), dropped after it.
+/// What lives beside a driver and must outlive it (e.g. the model thread
+/// serving its BAR); it may watch launches (a test's fault injection).
+pub trait Companion: Send {
+    /// Called before each [`Accelerator::launch`] of the driver.
+    fn before_launch(&mut self, _op: &OpDesc<'_>) {}
+}
+
+impl Companion for () {}
+
+/// Wraps a driver so it becomes a [`DynAccelerator`]; its [`Companion`] is
+/// dropped after it.
 pub struct Erased<A, K = ()> {
+    // Field order is drop order: the driver first.
     accel: A,
-    _keep_alive: K,
+    companion: K,
 }
 
 impl<A> Erased<A> {
     /// Wraps `accel`.
     pub fn new(accel: A) -> Self {
-        Self::with_keep_alive(accel, ())
+        Self::with_companion(accel, ())
     }
 }
 
 impl<A, K> Erased<A, K> {
-    /// Wraps `accel`; `keep_alive` is dropped after it.
-    pub fn with_keep_alive(accel: A, keep_alive: K) -> Self {
-        Self {
-            accel,
-            _keep_alive: keep_alive,
-        }
+    /// Wraps `accel`; `companion` is dropped after it.
+    pub fn with_companion(accel: A, companion: K) -> Self {
+        Self { accel, companion }
     }
 }
 
-impl<A: Accelerator + Send, K: Send> Accelerator for Erased<A, K> {
+/// `accel` as a boxed [`DynAccelerator`].
+pub fn erase<A: Accelerator + Send + 'static>(accel: A) -> Box<DynAccelerator> {
+    Box::new(Erased::new(accel))
+}
+
+impl<A: Accelerator + Send, K: Companion> Accelerator for Erased<A, K> {
     type Error = DeviceError;
 
     fn info(&self) -> DeviceInfo {
@@ -135,6 +147,7 @@ impl<A: Accelerator + Send, K: Send> Accelerator for Erased<A, K> {
             .map_err(DeviceError::from_driver)
     }
     fn launch(&mut self, queue: QueueId, op: &OpDesc<'_>) -> Result<Fence, DeviceError> {
+        self.companion.before_launch(op);
         self.accel
             .launch(queue, op)
             .map_err(DeviceError::from_driver)

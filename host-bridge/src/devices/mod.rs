@@ -1,59 +1,69 @@
-//! Opening the devices `TENSORPLUG_DEVICE` names, each as a [`DynAccelerator`].
+//! The devices a plugin opens: the device list setting, and every driver
+//! behind one object-safe [`DynAccelerator`].
 
 mod erased;
-mod link;
-mod sim;
-pub mod spec;
-mod spidev;
 
-pub use erased::{DeviceError, DynAccelerator, Erased};
-#[cfg(test)]
-pub(crate) use sim::{faults::parse as parse_sim_faults, open_sim_with};
-pub use spec::{DEVICE_ENV, DeviceSpec};
+pub use erased::{Companion, DeviceError, DynAccelerator, Erased, erase};
 
+use crate::backend::Plugin;
 use crate::error::{Error, Result};
-use tensorplug_device_fpga::driver::{Driver, StdClock};
-use tensorplug_device_fpga::transport::Transport;
+use crate::settings;
 
-/// Opens one device: brings up its driver over its transport.
-pub fn open(spec: &DeviceSpec) -> Result<Box<DynAccelerator>> {
-    match spec {
-        DeviceSpec::Sim => sim::open_sim(),
-        DeviceSpec::Pcie(path) => sim::open_pcie(path),
-        DeviceSpec::Spidev(path) => spidev::open(path),
-        DeviceSpec::Serial(path) => link::open_serial(path),
-        DeviceSpec::Tcp(addr) => link::open_tcp(addr),
-    }
+/// The devices to open, and where the list came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceList {
+    /// `TENSORPLUG_DEVICE="sim,sim"`, or the plugin's default list.
+    pub source: String,
+    /// One item per device, in ordinal order.
+    pub items: Vec<String>,
 }
 
-/// An environment variable's value (`None`: unset) as a positive number;
-/// unset or empty gives `default`. The error names the variable.
-pub(crate) fn positive_setting(
-    name: &str,
-    value: Option<&str>,
-    default: u32,
-    what: &str,
-) -> std::result::Result<u32, String> {
-    match value.map(str::trim) {
-        None | Some("") => Ok(default),
-        Some(text) => match text.parse::<u32>() {
-            Ok(n) if n > 0 => Ok(n),
-            _ => Err(format!("{name}={text:?}: expected a positive {what}")),
-        },
-    }
+/// The device list: setting `DEVICE` (`TENSORPLUG_<TYPE>_DEVICE`, else
+/// `TENSORPLUG_DEVICE`), else the plugin's default.
+pub fn list_from_env(plugin: &Plugin) -> Result<DeviceList> {
+    let (source, text) = match settings::get(settings::DEVICE)? {
+        Some(value) => (format!("{}={:?}", value.var, value.text), value.text),
+        None => (
+            format!("the default device list {:?}", plugin.default_devices),
+            plugin.default_devices.to_owned(),
+        ),
+    };
+    let items = parse_list(&text).map_err(|reason| Error::DeviceSpec {
+        value: source.clone(),
+        reason: format!(
+            "{reason}; expected a comma-separated list of {}",
+            plugin.device_kinds
+        ),
+    })?;
+    Ok(DeviceList { source, items })
 }
 
-/// Brings up the reference driver on `transport` with the host budgets;
-/// an error is reported through `fail` (which names the device).
-pub(crate) fn bring_up<T: Transport + Send + 'static>(
-    transport: T,
-    fail: impl Fn(String) -> Error,
-) -> Result<Box<DynAccelerator>> {
-    let driver = Driver::<_, _, { sim::MAX_ALLOCATIONS }>::new(
-        transport,
-        StdClock::default(),
-        sim::host_driver_config()?,
-    )
-    .map_err(|e| fail(format!("driver bring-up failed: {e}")))?;
-    Ok(Box::new(Erased::new(driver)))
+/// Splits a device list; an empty item is an error that says which.
+pub fn parse_list(text: &str) -> std::result::Result<Vec<String>, String> {
+    text.split(',')
+        .enumerate()
+        .map(|(index, item)| match item.trim() {
+            "" => Err(format!("item {} is empty", index + 1)),
+            item => Ok(item.to_owned()),
+        })
+        .collect()
+}
+
+/// Opens one item through the plugin's backend.
+pub fn open(plugin: &Plugin, item: &str) -> Result<Box<DynAccelerator>> {
+    (plugin.open)(item).map_err(|error| Error::Open {
+        spec: item.to_owned(),
+        reason: error.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_keep_their_order_and_name_empty_items() {
+        assert_eq!(parse_list(" sim, pcie:/x ").unwrap(), ["sim", "pcie:/x"]);
+        assert_eq!(parse_list("sim,,sim").unwrap_err(), "item 2 is empty");
+    }
 }

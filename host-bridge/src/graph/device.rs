@@ -1,6 +1,6 @@
 //! Device strings as TF writes them into `NodeDef.device`.
 
-use crate::se::DEVICE_TYPE;
+use crate::backend;
 
 /// Whether `device` names one of our devices: a `/device:FPGA:<id>` part in a
 /// full (`/job:localhost/replica:0/task:0/device:FPGA:0`) or short
@@ -10,7 +10,7 @@ pub fn is_ours(device: &str) -> bool {
     device.split('/').any(|part| {
         part.strip_prefix("device:")
             .and_then(|rest| rest.split_once(':'))
-            .is_some_and(|(kind, id)| kind.as_bytes() == DEVICE_TYPE.to_bytes() && is_device_id(id))
+            .is_some_and(|(kind, id)| kind == backend::device_type() && is_device_id(id))
     })
 }
 

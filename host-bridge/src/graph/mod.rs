@@ -27,8 +27,7 @@ pub use fuse::{FUSED_OP, Fusions, fuse_matmul_chains};
 pub use optimize::{Settings, rewrite};
 
 use crate::error::{Error, Result};
-use crate::ffi;
-use crate::se::DEVICE_TYPE;
+use crate::{backend, ffi};
 use std::ffi::c_void;
 use tensorplug_abi::tf::{
     GO_MAJOR, TF_Buffer, TF_GrapplerItem, TF_Status, TP_Optimizer, TP_OptimizerConfigs,
@@ -39,20 +38,17 @@ use tensorplug_abi::{tf_field, validate};
 /// The optimizer's (stateless) instance; `create_func` hands out its address.
 static OPTIMIZER: u8 = 0;
 
-/// `TF_InitGraph`: registers the fusion pass for device type `FPGA`.
+/// `TF_InitGraph` (emitted by [`export_plugin!`](crate::export_plugin)):
+/// registers the fusion pass for the plugin's device type.
 ///
 /// # Safety
 /// Called by TF with its registration params and a live status.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn TF_InitGraph(
-    params: *mut TP_OptimizerRegistrationParams,
-    status: *mut TF_Status,
-) {
+pub unsafe fn tf_init_graph(params: *mut TP_OptimizerRegistrationParams, status: *mut TF_Status) {
     // SAFETY: TF's contract.
     unsafe { ffi::with_status(status, "TF_InitGraph", || init_graph(params)) }
 }
 
-/// The body of [`TF_InitGraph`].
+/// The body of `TF_InitGraph`.
 ///
 /// # Safety
 /// `params` is null or TF's registration params, whose `optimizer` and
@@ -91,7 +87,7 @@ pub unsafe fn init_graph(params: *mut TP_OptimizerRegistrationParams) -> Result<
     }
     view.set(
         tf_field!(TP_OptimizerRegistrationParams, device_type),
-        DEVICE_TYPE.as_ptr(),
+        backend::device_type_c().as_ptr(),
     )
     .map_err(|e| abi(&e))?;
 

@@ -6,7 +6,7 @@ use super::proto::GraphDef;
 use super::tf_grappler;
 use crate::error::{Error, Result};
 use crate::log;
-use crate::se::DEVICE_TYPE;
+use crate::settings;
 use prost::Message;
 use std::collections::HashSet;
 use std::ffi::{CString, c_void};
@@ -17,27 +17,19 @@ use tensorplug_abi::tf::{TF_Buffer, TF_GrapplerItem};
 /// The optimizer's environment variables.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Settings {
-    /// `TENSORPLUG_GRAPH_FUSION=0|off|false` disables the rewrite (default on).
+    /// Setting `GRAPH_FUSION` (`TENSORPLUG_GRAPH_FUSION=off`) disables the
+    /// rewrite (default on).
     pub fusion: bool,
-    /// `TENSORPLUG_GRAPH_DUMP_DIR`: write every `graph_in`/`graph_out` there.
+    /// Setting `GRAPH_DUMP_DIR`: write every `graph_in`/`graph_out` there.
     pub dump_dir: Option<PathBuf>,
 }
 
 impl Settings {
-    /// Reads the environment; an unknown `TENSORPLUG_GRAPH_FUSION` is an error.
+    /// Reads the settings; an unknown `GRAPH_FUSION` value is an error.
     pub fn from_env() -> Result<Self> {
-        let fusion = match std::env::var("TENSORPLUG_GRAPH_FUSION").as_deref() {
-            Err(_) | Ok("" | "1" | "on" | "true") => true,
-            Ok("0" | "off" | "false") => false,
-            Ok(other) => {
-                return Err(Error::InvalidArgument(format!(
-                    "TENSORPLUG_GRAPH_FUSION={other:?}: use 1/on/true or 0/off/false"
-                )));
-            }
-        };
-        let dump_dir = std::env::var_os("TENSORPLUG_GRAPH_DUMP_DIR")
-            .filter(|dir| !dir.is_empty())
-            .map(PathBuf::from);
+        let fusion = settings::flag(settings::GRAPH_FUSION, true)?;
+        let dump_dir =
+            settings::get(settings::GRAPH_DUMP_DIR)?.map(|value| PathBuf::from(value.text));
         Ok(Self { fusion, dump_dir })
     }
 }
@@ -88,14 +80,12 @@ pub unsafe fn run(
     Ok(())
 }
 
-/// Whether TF has an FPGA `_FusedMatMul` kernel; without one the rewrite
+/// Whether TF has a `_FusedMatMul` kernel for our device type; without one the rewrite
 /// would make the graph fail, so it is skipped (and said once).
 fn fused_kernel_registered() -> Result<bool> {
     static WARNED: std::sync::Once = std::sync::Once::new();
     let op = CString::new(FUSED_OP).map_err(|e| Error::Internal(e.to_string()))?;
-    let device = DEVICE_TYPE
-        .to_str()
-        .map_err(|e| Error::Internal(e.to_string()))?;
+    let device = crate::backend::device_type();
     let registered = tf_grappler::kernel_registered(&op, device)?;
     if !registered {
         WARNED.call_once(|| {

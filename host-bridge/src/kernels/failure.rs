@@ -38,9 +38,10 @@ impl Failure {
         }
     }
 
-    /// The message TF shows: `FPGA <op> '<node>': <cause>`.
+    /// The message TF shows: `<TYPE> <op> '<node>': <cause>`.
     pub fn message(&self, op: &str, node: &str) -> String {
-        format!("FPGA {op} '{node}': {}", self.cause)
+        let device = crate::backend::device_type();
+        format!("{device} {op} '{node}': {}", self.cause)
     }
 }
 

@@ -1,10 +1,11 @@
-//! `TF_InitKernel`: the f32 kernels of the `FPGA` device.
+//! `TF_InitKernel`: the f32 kernels of the plugin's device type, for the
+//! ops its devices declare ([`Capabilities`]).
 //!
 //! Each kernel reads its attributes once ([`ops::construct`]), and each
 //! compute call maps TF's tensors to device descriptors through the
 //! registry's handle scheme, enqueues the op on the stream TF gives
 //! (`TF_GetStream`) and returns without waiting ([`launch`]). Failures reach
-//! Python as `tf.errors.*Error` with `FPGA <op> '<node>': <cause>`: from the
+//! Python as `tf.errors.*Error` with `<TYPE> <op> '<node>': <cause>`: from the
 //! kernel itself (shapes, attributes), or for device errors from the later
 //! wait that observes them (the registry remembers each fence's op).
 //!
@@ -20,42 +21,91 @@ mod variables;
 pub use failure::{Failure, KernelResult};
 
 use crate::ffi::{self, tf_api};
-use crate::log;
+use crate::{backend, log, registry};
 use ops::{KERNELS, Kernel, KernelDef};
 use std::ffi::{CString, c_void};
 use tensorplug_abi::tf::{TF_DataType, TF_OpKernelConstruction, TF_OpKernelContext};
+use tensorplug_core::accelerator::{Capabilities, DType};
 use tf::{Construction, Context, Status};
 
-/// `TF_InitKernel`: registers every kernel of [`KERNELS`] for `FPGA`. It has
-/// no status: a kernel that fails to register is logged and skipped (its op
-/// then runs on the CPU under soft placement), never aborting TF.
-#[unsafe(no_mangle)]
-pub extern "C" fn TF_InitKernel() {
+/// `TF_InitKernel` (emitted by [`export_plugin!`](crate::export_plugin)):
+/// registers the kernels of [`KERNELS`] that every open device declares. It
+/// has no status: a kernel that fails to register is logged and skipped (its
+/// op then runs on the CPU under soft placement), never aborting TF.
+pub fn tf_init_kernel() {
     ffi::swallow("TF_InitKernel", (), || {
-        let registered = register_all();
+        let devices = registry::devices();
+        if devices.is_empty() {
+            return Ok(());
+        }
+        let caps = common_capabilities(devices.iter().map(|d| d.info().capabilities));
+        warn_about_contradictions(&caps);
+        let wanted = KERNELS.iter().filter(|def| def.kind.runs_on(&caps)).count();
+        let registered = register_all(&caps);
         variables::register_all();
-        if registered < KERNELS.len() {
+        if registered < wanted {
             log::error(format_args!(
-                "TF_InitKernel: only {registered} of {} FPGA kernels registered; the others run \
-                 on the CPU",
-                KERNELS.len()
+                "TF_InitKernel: only {registered} of {wanted} {} kernels registered; the others \
+                 run on the CPU",
+                backend::device_type()
             ));
         }
         Ok(())
     });
 }
 
-/// Registers every kernel; returns how many succeeded.
-pub fn register_all() -> usize {
+/// What every device can do: TF's kernels apply to all devices of a type.
+pub fn common_capabilities(each: impl Iterator<Item = Capabilities>) -> Capabilities {
+    each.reduce(Capabilities::intersection)
+        .unwrap_or(Capabilities::NONE)
+}
+
+/// Says once what a capability set declares that no kernel can use.
+fn warn_about_contradictions(caps: &Capabilities) {
+    for problem in contradictions(caps) {
+        log::error(format_args!("TF_InitKernel: {problem}"));
+    }
+}
+
+/// What `caps` declares that the kernels cannot honour.
+pub fn contradictions(caps: &Capabilities) -> Vec<String> {
+    let device = backend::device_type();
+    let mut problems = Vec::new();
+    if !caps.ops.is_empty() && !caps.dtypes.contains(DType::F32) {
+        problems.push(format!(
+            "the {device} devices declare ops {:?} but not f32, the only element type tensorplug's \
+             kernels take; those ops run on the CPU (declare DType::F32 in the capabilities)",
+            caps.ops
+        ));
+    }
+    for kind in caps.ops.iter() {
+        if !KERNELS
+            .iter()
+            .any(|def| def.kind.op_family() == kind.name())
+        {
+            problems.push(format!(
+                "the {device} devices declare {} but no TF kernel lowers to it; it is unused",
+                kind.name()
+            ));
+        }
+    }
+    problems
+}
+
+/// Registers every kernel the capabilities allow; returns how many succeeded.
+pub fn register_all(caps: &Capabilities) -> usize {
     KERNELS
         .iter()
         .enumerate()
+        .filter(|(_, def)| def.kind.runs_on(caps))
         .filter(|&(index, def)| match register(index, def) {
             Ok(()) => true,
             Err(failure) => {
                 log::error(format_args!(
-                    "TF_InitKernel: cannot register the FPGA kernel for {:?}: {}",
-                    def.op, failure.cause
+                    "TF_InitKernel: cannot register the {} kernel for {:?}: {}",
+                    backend::device_type(),
+                    def.op,
+                    failure.cause
                 ));
                 false
             }
@@ -66,7 +116,7 @@ pub fn register_all() -> usize {
 fn register(index: usize, def: &'static KernelDef) -> KernelResult<()> {
     let api = tf_api::kernel_api()?;
     let status = Status::new()?;
-    let device = crate::se::DEVICE_TYPE;
+    let device = backend::device_type_c();
     // SAFETY: static NUL-terminated names; our callbacks have TF's signatures.
     let builder = unsafe {
         (api.new_kernel_builder)(
@@ -98,8 +148,12 @@ fn register(index: usize, def: &'static KernelDef) -> KernelResult<()> {
         // SAFETY: live builder; static name.
         unsafe { (api.host_memory)(builder, arg.as_ptr()) };
     }
-    let name = CString::new(format!("tensorplug_FPGA_{}", def.op.to_string_lossy()))
-        .map_err(|_| Failure::invalid("op name with NUL"))?;
+    let name = format!(
+        "tensorplug_{}_{}",
+        backend::device_type(),
+        def.op.to_string_lossy()
+    );
+    let name = CString::new(name).map_err(|_| Failure::invalid("op name with NUL"))?;
     // SAFETY: TF takes ownership of the builder, whatever the outcome.
     unsafe { (api.register_kernel_builder)(name.as_ptr(), builder, status.fresh()) };
     status.check("TF_RegisterKernelBuilder")
@@ -160,7 +214,7 @@ unsafe extern "C" fn compute(kernel: *mut c_void, raw: *mut TF_OpKernelContext) 
         let Some(kernel) = (unsafe { kernel.cast::<Kernel>().as_ref() }) else {
             ctx.fail(
                 tensorplug_abi::tf::TF_INTERNAL,
-                "FPGA kernel: compute without a constructed kernel",
+                "tensorplug kernel: compute without a constructed kernel",
             );
             return Ok(());
         };

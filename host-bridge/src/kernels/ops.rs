@@ -7,7 +7,7 @@ use super::shapes::{self, SumPlan};
 use super::tf::{Construction, Context, Tensor};
 use std::ffi::CStr;
 use tensorplug_abi::tf::TF_DataType;
-use tensorplug_core::accelerator::{OpKind, Shape};
+use tensorplug_core::accelerator::{Capabilities, DType, OpKind, Shape};
 
 /// What a kernel computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,6 +26,38 @@ pub enum KernelKind {
     Softmax,
     /// `Sum` over a leading or trailing block of axes.
     Sum,
+}
+
+impl KernelKind {
+    /// The device op family this kernel launches.
+    pub const fn op_kind(self) -> OpKind {
+        match self {
+            Self::MatMul => OpKind::MatMul {
+                transpose_a: false,
+                transpose_b: false,
+            },
+            Self::FusedMatMul => OpKind::FusedMatMul {
+                transpose_a: false,
+                transpose_b: false,
+                relu: false,
+            },
+            Self::BiasAdd => OpKind::BiasAdd,
+            Self::Binary(kind) => kind,
+            Self::Relu => OpKind::Relu,
+            Self::Softmax => OpKind::Softmax,
+            Self::Sum => OpKind::ReduceSum,
+        }
+    }
+
+    /// [`Self::op_kind`]'s family name.
+    pub const fn op_family(self) -> &'static str {
+        self.op_kind().name()
+    }
+
+    /// Whether devices with `caps` run this kernel (f32 only, for now).
+    pub const fn runs_on(self, caps: &Capabilities) -> bool {
+        caps.supports(self.op_kind(), DType::F32)
+    }
 }
 
 /// One kernel registration.
@@ -47,7 +79,7 @@ const fn def(op: &'static CStr, kind: KernelKind) -> KernelDef {
     }
 }
 
-/// Every f32 kernel registered for `FPGA`.
+/// Every f32 kernel the bridge can register for a device type.
 pub static KERNELS: [KernelDef; 11] = [
     def(c"MatMul", KernelKind::MatMul),
     def(c"_FusedMatMul", KernelKind::FusedMatMul),

@@ -24,11 +24,16 @@ use tensorplug_abi::tf::{TF_OpKernelConstruction, TF_OpKernelContext};
 /// The ops refused on the FPGA.
 pub const REFUSED_OPS: [&CStr; 2] = [c"AssignAddVariableOp", c"AssignSubVariableOp"];
 
-/// What the user should do, after `FPGA <op> '<node>': `.
-pub const REFUSAL: &str = "updating a variable placed on an FPGA device is not supported \
-     (TensorFlow's C API cannot update resource variables); create the model under \
-     tf.device('/CPU:0') and run predict/fit under tf.device('/device:FPGA:0') \
-     (see tensorplug's docs/ops.md, 'Variables and training')";
+/// What the user should do, after `<TYPE> <op> '<node>': `.
+pub fn refusal() -> String {
+    let device = crate::backend::device_type();
+    format!(
+        "updating a variable placed on an {device} device is not supported (TensorFlow's C \
+         API cannot update resource variables); create the model under tf.device('/CPU:0') \
+         and run predict/fit under tf.device('/device:{device}:0') (see tensorplug's \
+         docs/ops.md, 'Variables and training')"
+    )
+}
 
 /// Registers the refusing kernels; returns how many succeeded (failures are
 /// logged: that op then keeps TF's crashing `DEVICE_DEFAULT` kernel).
@@ -40,7 +45,8 @@ pub fn register_all() -> usize {
             Ok(()) => true,
             Err(failure) => {
                 log::error(format_args!(
-                    "TF_InitKernel: cannot register the FPGA kernel refusing {op:?}: {}",
+                    "TF_InitKernel: cannot register the {} kernel refusing {op:?}: {}",
+                    crate::backend::device_type(),
                     failure.cause
                 ));
                 false
@@ -61,7 +67,7 @@ fn register(op: &'static CStr, compute: ComputeFn) -> KernelResult<()> {
     let builder = unsafe {
         (api.new_kernel_builder)(
             op.as_ptr(),
-            crate::se::DEVICE_TYPE.as_ptr(),
+            crate::backend::device_type_c().as_ptr(),
             Some(create),
             Some(compute),
             Some(delete),
@@ -74,7 +80,11 @@ fn register(op: &'static CStr, compute: ComputeFn) -> KernelResult<()> {
     // DEVICE_DEFAULT kernels take (all number types, int64 counters too).
     // SAFETY: live builder; static name.
     unsafe { (api.host_memory)(builder, c"resource".as_ptr()) };
-    let name = format!("tensorplug_FPGA_refuse_{}", op.to_string_lossy());
+    let name = format!(
+        "tensorplug_{}_refuse_{}",
+        crate::backend::device_type(),
+        op.to_string_lossy()
+    );
     let name = std::ffi::CString::new(name).map_err(|_| Failure::invalid("op name with NUL"))?;
     // SAFETY: TF takes ownership of the builder, whatever the outcome.
     unsafe { (api.register_kernel_builder)(name.as_ptr(), builder, status.fresh()) };
@@ -94,7 +104,7 @@ unsafe extern "C" fn refuse<const OP: usize>(_: *mut c_void, raw: *mut TF_OpKern
         match unsafe { Context::new(raw) } {
             Ok(ctx) => {
                 let op = REFUSED_OPS[OP].to_str().unwrap_or("?");
-                let failure = Failure::unimplemented(REFUSAL);
+                let failure = Failure::unimplemented(refusal());
                 ctx.fail(failure.code, &failure.message(op, ctx.node_name()));
             }
             Err(failure) => log::error(format_args!("variable update refusal: {}", failure.cause)),
@@ -109,7 +119,7 @@ mod tests {
 
     #[test]
     fn the_refusal_names_the_op_the_node_and_the_way_out() {
-        let failure = Failure::unimplemented(REFUSAL);
+        let failure = Failure::unimplemented(refusal());
         assert_eq!(failure.code, tensorplug_abi::tf::TF_UNIMPLEMENTED);
         let message = failure.message("AssignSubVariableOp", "SGD/AssignSubVariableOp");
         assert!(

@@ -110,7 +110,6 @@ pub fn sync_pair(clock: WallClock, accel: &mut DynAccelerator) -> Result<SyncPai
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::devices::{self, DeviceSpec};
     use std::time::Duration;
     use tensorplug_core::accelerator::{DType, OpDesc, OpKind, QueueId, Shape, TensorDesc};
     use tensorplug_core::clock::ClockMap;
@@ -124,7 +123,7 @@ mod tests {
     /// after `h1` once it exceeds the wait's detection latency. Five rounds.
     #[test]
     fn sync_pairs_on_a_snapshot_counter_keep_device_ops_inside_their_host_window() {
-        let mut accel = devices::open(&DeviceSpec::Sim).expect("sim");
+        let mut accel = crate::testing::sim::open();
         let clock = WallClock::now();
         let hz = accel.info().clock_hz;
         let input = accel.allocate(4096, 256).unwrap();

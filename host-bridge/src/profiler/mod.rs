@@ -27,23 +27,19 @@ pub use ops::{UNPROFILED, op_tag};
 pub use state::{MAX_DEVICES, Profiler, with_profiler};
 
 use crate::error::{Error, Result};
-use crate::ffi;
-use crate::se::DEVICE_TYPE;
+use crate::{backend, ffi};
 use tensorplug_abi::tf::layout::CStruct;
 use tensorplug_abi::tf::{
     TF_ProfilerRegistrationParams, TF_Status, TP_MAJOR, TP_Profiler, TP_ProfilerFns, Versioned,
 };
 use tensorplug_abi::{tf_field, validate};
 
-/// `TF_InitProfiler`: registers the profiler for device type `FPGA`.
+/// `TF_InitProfiler` (emitted by [`export_plugin!`](crate::export_plugin)):
+/// registers the profiler for the plugin's device type.
 ///
 /// # Safety
 /// Called by TF with its registration params and a live status.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn TF_InitProfiler(
-    params: *mut TF_ProfilerRegistrationParams,
-    status: *mut TF_Status,
-) {
+pub unsafe fn tf_init_profiler(params: *mut TF_ProfilerRegistrationParams, status: *mut TF_Status) {
     // SAFETY: TF's contract.
     unsafe { ffi::with_status(status, "TF_InitProfiler", || init_profiler(params)) }
 }
@@ -52,7 +48,7 @@ fn abi(error: &dyn std::fmt::Display) -> Error {
     Error::Abi(error.to_string())
 }
 
-/// The body of [`TF_InitProfiler`].
+/// The body of `TF_InitProfiler`.
 ///
 /// # Safety
 /// `params` is null or TF's registration params, whose `profiler` and
@@ -105,11 +101,11 @@ pub unsafe fn init_profiler(params: *mut TF_ProfilerRegistrationParams) -> Resul
     unsafe { validate::tf_init_profiler_result(&filled) }.map_err(|e| abi(&e))
 }
 
-/// Our `TP_Profiler`: device type `FPGA`, no per-instance data (the state
-/// is process-wide, so TF's early destroy calls cannot free it).
+/// Our `TP_Profiler`: the plugin's device type, no per-instance data (the
+/// state is process-wide, so TF's early destroy calls cannot free it).
 pub fn profiler() -> TP_Profiler {
     TP_Profiler {
-        device_type: DEVICE_TYPE.as_ptr(),
+        device_type: backend::device_type_c().as_ptr(),
         ..TP_Profiler::new()
     }
 }

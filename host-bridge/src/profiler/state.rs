@@ -16,24 +16,12 @@ use tensorplug_core::session::{DeviceSync, Session, SessionError};
 /// Devices one session can hold.
 pub const MAX_DEVICES: usize = 16;
 
-/// `off` or `0`: sessions trace no device (TF's own profiler still runs);
-/// read at every `start`. Unset, empty, `on` or `1`: trace every device.
-pub const PROFILER_ENV: &str = "TENSORPLUG_PROFILER";
-
-/// Whether [`PROFILER_ENV`] lets sessions trace the devices.
+/// Whether setting `PROFILER` (`TENSORPLUG_PROFILER`, read at every
+/// `start`) lets sessions trace the devices: off traces none (TF's own
+/// profiler still runs); unset or on traces every device that declares
+/// profiling.
 fn device_tracing_on() -> Result<bool> {
-    parse_device_tracing(std::env::var(PROFILER_ENV).ok().as_deref())
-}
-
-/// [`PROFILER_ENV`]'s value (`None`: unset) as "trace the devices".
-pub(super) fn parse_device_tracing(value: Option<&str>) -> Result<bool> {
-    match value.map(str::trim) {
-        None | Some("" | "on" | "1") => Ok(true),
-        Some("off" | "0") => Ok(false),
-        Some(other) => Err(Error::InvalidArgument(format!(
-            "{PROFILER_ENV}={other:?}: expected `on` or `off`"
-        ))),
-    }
+    crate::settings::flag(crate::settings::PROFILER, true)
 }
 
 /// A running or stopped session's resources.
@@ -70,11 +58,15 @@ fn session_error(error: SessionError) -> Error {
 }
 
 impl Profiler {
-    /// Starts a session on every open device (none, or
-    /// `TENSORPLUG_PROFILER=off`: an empty session, collected as 0 bytes).
+    /// Starts a session on every open device that declares profiling (none,
+    /// or `TENSORPLUG_PROFILER=off`: an empty session, collected as 0 bytes).
     pub fn start(&mut self) -> Result<()> {
         let devices = if device_tracing_on()? {
-            registry::devices().to_vec()
+            registry::devices()
+                .iter()
+                .filter(|device| device.info().capabilities.profiling)
+                .cloned()
+                .collect()
         } else {
             Vec::new()
         };
@@ -229,7 +221,8 @@ impl Profiler {
             .zip(buffers.devices)
             .zip(window.clocks)
             .map(|((device, events), clock)| PlaneData {
-                ordinal: u32::try_from(device.ordinal()).unwrap_or(0),
+                ordinal: crate::backend::plane_base()
+                    + u32::try_from(device.ordinal()).unwrap_or(0),
                 clock,
                 device_events: events.events,
                 host_events: host.next().unwrap_or_default(),

@@ -3,7 +3,6 @@
 
 use super::ops::{OpTable, UNPROFILED_NAME};
 use super::*;
-use crate::devices::{self, DeviceSpec};
 use crate::registry::Device;
 use crate::testing::{FakeStatus, install_fake_tf};
 use prost::Message;
@@ -22,7 +21,7 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 fn sim() -> Arc<Device> {
-    let accel = devices::open(&DeviceSpec::Sim).expect("sim device");
+    let accel = crate::testing::sim::open();
     Device::new(0, "sim", accel, Duration::from_secs(10)).expect("device")
 }
 
@@ -83,7 +82,7 @@ fn init_fills_tf_structs_that_pass_tfs_checks_and_rejects_other_majors() {
     );
     let mut status = FakeStatus::new();
     // SAFETY: TF-shaped structs that outlive the call.
-    unsafe { TF_InitProfiler(&mut params, status.ptr()) };
+    unsafe { tf_init_profiler(&mut params, status.ptr()) };
     assert_eq!(status.code, TF_OK, "{}", status.text());
     // SAFETY: our static name; TF's pointers are live.
     unsafe { validate::tf_init_profiler_result(&params) }.expect("TF's checks pass");
@@ -95,7 +94,7 @@ fn init_fills_tf_structs_that_pass_tfs_checks_and_rejects_other_majors() {
     let mut status = FakeStatus::new();
     params.major_version = TP_MAJOR + 1;
     // SAFETY: as above.
-    unsafe { TF_InitProfiler(&mut params, status.ptr()) };
+    unsafe { tf_init_profiler(&mut params, status.ptr()) };
     assert_ne!(status.code, TF_OK);
     assert!(
         status.text().contains("pluggable profiler API is 1.x"),
@@ -105,7 +104,7 @@ fn init_fills_tf_structs_that_pass_tfs_checks_and_rejects_other_majors() {
 
     let mut status = FakeStatus::new();
     // SAFETY: a null params pointer must be refused, not dereferenced.
-    unsafe { TF_InitProfiler(std::ptr::null_mut(), status.ptr()) };
+    unsafe { tf_init_profiler(std::ptr::null_mut(), status.ptr()) };
     assert_ne!(status.code, TF_OK);
 }
 
@@ -352,17 +351,4 @@ fn wall_clock_maps_monotonic_time_onto_unix_time() {
         "within 50 ms of SystemTime"
     );
     assert_eq!(WallClock::with_offset(5).to_wall(10), 15);
-}
-
-#[test]
-fn tensorplug_profiler_switch_parses_on_off_and_refuses_anything_else() {
-    use super::state::parse_device_tracing;
-    for on in [None, Some(""), Some("on"), Some(" 1 ")] {
-        assert!(parse_device_tracing(on).unwrap(), "{on:?}");
-    }
-    for off in [Some("off"), Some("0")] {
-        assert!(!parse_device_tracing(off).unwrap(), "{off:?}");
-    }
-    let error = parse_device_tracing(Some("yes")).unwrap_err().to_string();
-    assert!(error.contains("TENSORPLUG_PROFILER=\"yes\""), "{error}");
 }

@@ -320,7 +320,7 @@ impl Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::devices::{open_sim_with, parse_sim_faults};
+    use crate::testing::sim;
     use tensorplug_core::accelerator::{DType, DeviceAddr, OpDesc, OpKind, Shape, TensorDesc};
 
     const Q: QueueId = QueueId(0);
@@ -329,8 +329,7 @@ mod tests {
     /// with a 20 s budget: a halt noticed only at the timeout would fail
     /// the elapsed-time check below by far.
     fn faulting_sim() -> DeviceCore {
-        let rules = parse_sim_faults("fault_next_command@add").unwrap();
-        let accel = open_sim_with(rules).expect("sim");
+        let accel = sim::open_with(sim::parse_faults("fault_next_command@add").unwrap());
         DeviceCore::new("FPGA:0 (sim)".into(), accel, 1, Duration::from_secs(20))
     }
 
@@ -471,7 +470,7 @@ mod tests {
 
     #[test]
     fn a_burst_beyond_the_queue_depth_back_pressures_and_completes() {
-        let accel = open_sim_with(Vec::new()).expect("sim");
+        let accel = sim::open();
         let core = DeviceCore::new("FPGA:0 (sim)".into(), accel, 1, Duration::from_secs(20));
         // 64 command slots by default: 1000 launches must wait for slots.
         const LAUNCHES: usize = 1000;

@@ -50,14 +50,14 @@ pub struct Device {
 }
 
 impl Device {
-    /// Wraps an opened driver as `FPGA:<ordinal>`; `spec` is what opened it.
+    /// Wraps an opened driver as `<TYPE>:<ordinal>`; `spec` is what opened it.
     pub fn new(
         ordinal: i32,
         spec: &str,
         mut accel: Box<DynAccelerator>,
         timeout: Duration,
     ) -> Result<Arc<Self>> {
-        let label = format!("FPGA:{ordinal} ({spec})");
+        let label = format!("{}:{ordinal} ({spec})", crate::backend::device_type());
         let info = accel.info();
         if info.queues == 0 {
             return Err(Error::Open {
@@ -81,7 +81,7 @@ impl Device {
             ..Allocations::default()
         };
         let hardware_name =
-            CString::new(info.name.as_str()).unwrap_or_else(|_| c"tensorplug FPGA".to_owned());
+            CString::new(info.name.as_str()).unwrap_or_else(|_| c"tensorplug device".to_owned());
         Ok(Arc::new(Self {
             ordinal,
             info,

@@ -21,9 +21,14 @@ pub struct OpLabel {
 }
 
 impl OpLabel {
-    /// `FPGA <op> '<node>'`, the prefix of every kernel error.
+    /// `<TYPE> <op> '<node>'`, the prefix of every kernel error.
     pub fn describe(&self) -> String {
-        format!("FPGA {} '{}'", self.op_type, self.node)
+        format!(
+            "{} {} '{}'",
+            crate::backend::device_type(),
+            self.op_type,
+            self.node
+        )
     }
 }
 

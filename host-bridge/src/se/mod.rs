@@ -18,12 +18,12 @@ mod timers;
 
 pub use events::{Event, EventState};
 pub use executor::stream_executor;
-pub use platform::{DEVICE_TYPE, PLATFORM_NAME, platform, platform_fns};
+pub use platform::{platform, platform_fns};
 pub use timers::{Timer, TimerState, timer_fns};
 
 use crate::error::{Error, Result};
 use crate::registry::Stream;
-use crate::{devices, ffi, registry};
+use crate::{backend, devices, ffi, registry};
 use tensorplug_abi::tf::{
     SE_PlatformRegistrationParams, SP_Platform, SP_PlatformFns, SP_Stream, TF_Status, Versioned,
 };
@@ -38,31 +38,37 @@ pub unsafe fn stream_from_raw<'a>(stream: SP_Stream) -> Option<&'a Stream> {
     unsafe { stream.cast::<Stream>().as_ref() }
 }
 
-/// `SE_InitPlugin`: validates `TENSORPLUG_DEVICE`, opens the devices and
-/// registers the `FPGA` platform. Any error aborts TensorFlow, so the status
-/// message says exactly what to fix.
+/// `SE_InitPlugin` (emitted by [`export_plugin!`](crate::export_plugin)):
+/// validates the device list, opens the devices and registers the platform.
+/// Any error aborts TensorFlow, so the status message says exactly what to fix.
 ///
 /// # Safety
 /// Called by TF with its registration params and a live status.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn SE_InitPlugin(
-    params: *mut SE_PlatformRegistrationParams,
-    status: *mut TF_Status,
-) {
+pub unsafe fn se_init_plugin(params: *mut SE_PlatformRegistrationParams, status: *mut TF_Status) {
     // SAFETY: TF's contract.
     unsafe {
         ffi::with_status(status, "SE_InitPlugin", || init_plugin(params));
     }
 }
 
-/// The body of [`SE_InitPlugin`].
+/// The body of `SE_InitPlugin`.
 ///
 /// # Safety
 /// `params` is null or TF's registration params, whose `platform` and
 /// `platform_fns` point to structs TF allocated with their `struct_size` set.
 pub unsafe fn init_plugin(params: *mut SE_PlatformRegistrationParams) -> Result<()> {
     let abi = |e: &dyn std::fmt::Display| Error::Abi(e.to_string());
-    let specs = devices::spec::from_env()?;
+    let plugin = backend::installed().ok_or_else(|| {
+        Error::Internal("SE_InitPlugin ran before a backend was installed".into())
+    })?;
+    let names = backend::claim_names(plugin);
+    let list = match &names.declined {
+        None => devices::list_from_env(plugin)?,
+        Some(why) => devices::DeviceList {
+            source: why.clone(),
+            items: Vec::new(),
+        },
+    };
     registry::timeout_from_env()?;
     // SAFETY: caller's contract.
     let mut view = unsafe { Versioned::from_raw(params) }.map_err(|e| abi(&e))?;
@@ -73,13 +79,13 @@ pub unsafe fn init_plugin(params: *mut SE_PlatformRegistrationParams) -> Result<
         .require(tf_field!(SE_PlatformRegistrationParams, platform_fns))
         .map_err(|e| abi(&e))?;
 
-    let ours = platform();
+    let ours = platform(&names);
     let our_fns = platform_fns();
     // SAFETY: our names are static NUL-terminated strings.
     unsafe { validate::sp_platform(&ours) }.map_err(|e| abi(&e))?;
     validate::sp_platform_fns(&our_fns).map_err(|e| abi(&e))?;
 
-    registry::open_all(&specs)?;
+    registry::open_all(plugin, &list)?;
 
     // SAFETY: TF's structs, valid for their struct_size (caller's contract).
     unsafe {

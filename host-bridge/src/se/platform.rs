@@ -1,27 +1,21 @@
 //! `SP_Platform` and the `SP_PlatformFns` callbacks: device count, devices,
 //! device fns, stream executors, timer fns.
 
+use crate::backend::{self, Names};
 use crate::error::{Error, Result};
 use crate::{ffi, registry};
-use std::ffi::{CStr, c_int, c_void};
+use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 use tensorplug_abi::tf::*;
 use tensorplug_abi::{tf_field, validate};
 
-/// The platform name TF registers (`[A-Z][A-Z_]*`).
-pub const PLATFORM_NAME: &CStr = c"FPGA";
-/// The device type: devices appear as `/device:FPGA:<n>`.
-pub const DEVICE_TYPE: &CStr = c"FPGA";
-
-const _: () = assert!(validate::check_device_type(PLATFORM_NAME.to_bytes()).is_ok());
-const _: () = assert!(validate::check_device_type(DEVICE_TYPE.to_bytes()).is_ok());
-
-/// Our `SP_Platform`: BFC allocator over our allocations, with memory growth
-/// (TF asks for device memory as it needs it), no unified memory.
-pub fn platform() -> SP_Platform {
+/// Our `SP_Platform` under the claimed `names`: BFC allocator over our
+/// allocations, with memory growth (TF asks for device memory as it needs
+/// it), no unified memory.
+pub fn platform(names: &Names) -> SP_Platform {
     SP_Platform {
-        name: PLATFORM_NAME.as_ptr(),
-        r#type: DEVICE_TYPE.as_ptr(),
+        name: names.platform_name.as_ptr(),
+        r#type: names.device_type.as_ptr(),
         supports_unified_memory: 0,
         use_bfc_allocator: 1,
         force_memory_growth: 1,
@@ -97,7 +91,8 @@ pub unsafe fn fill_device(params: *mut SE_CreateDeviceParams) -> Result<()> {
         .map_err(abi)?;
     let device = registry::device(ordinal).ok_or_else(|| {
         Error::InvalidArgument(format!(
-            "no FPGA device with ordinal {ordinal} ({} open; TENSORPLUG_DEVICE lists them)",
+            "no {} device with ordinal {ordinal} ({} open; TENSORPLUG_DEVICE lists them)",
+            backend::device_type(),
             registry::devices().len()
         ))
     })?;
@@ -107,7 +102,9 @@ pub unsafe fn fill_device(params: *mut SE_CreateDeviceParams) -> Result<()> {
         ordinal,
         device_handle: Arc::into_raw(device.clone()).cast_mut().cast::<c_void>(),
         hardware_name: device.hardware_name().as_ptr(),
-        device_vendor: c"tensorplug".as_ptr(),
+        device_vendor: backend::installed()
+            .map_or(c"tensorplug", |plugin| plugin.vendor)
+            .as_ptr(),
         pci_bus_id: std::ptr::null(),
         ..SP_Device::new()
     };
@@ -180,7 +177,9 @@ unsafe extern "C" fn create_stream_executor(
 ) {
     let body = || {
         let ours = super::stream_executor();
-        validate::sp_stream_executor(&ours, &platform()).map_err(abi)?;
+        let names = backend::names()
+            .ok_or_else(|| Error::Internal("stream executor before SE_InitPlugin".into()))?;
+        validate::sp_stream_executor(&ours, &platform(names)).map_err(abi)?;
         // SAFETY: TF's params.
         let view = unsafe { Versioned::from_raw(params) }.map_err(abi)?;
         let out = view

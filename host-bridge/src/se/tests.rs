@@ -3,7 +3,6 @@
 //! for ordering and timeouts.
 
 use super::*;
-use crate::devices::{self, DeviceSpec};
 use crate::registry::{self, Device};
 use crate::testing::{FakeStatus, TfDevice, gated_device, install_fake_tf};
 use std::ffi::c_void;
@@ -41,7 +40,7 @@ impl Fixture {
     }
 
     fn sim() -> (Self, Arc<Device>) {
-        let accel = devices::open(&DeviceSpec::Sim).expect("sim device");
+        let accel = crate::testing::sim::open();
         let device = Device::new(0, "sim", accel, 10 * SECOND).expect("device");
         (Self::new(&device), device)
     }
@@ -110,7 +109,7 @@ fn pattern(len: usize) -> Vec<u8> {
 
 #[test]
 fn every_struct_we_fill_passes_the_abi_validators() {
-    let platform = platform();
+    let platform = platform(crate::testing::install_backend());
     // SAFETY: static names.
     unsafe { tensorplug_abi::validate::sp_platform(&platform) }.unwrap();
     tensorplug_abi::validate::sp_platform_fns(&platform_fns()).unwrap();
@@ -506,8 +505,8 @@ fn a_host_copy_waiting_for_earlier_work_leaves_the_device_lock_free() {
     // The Relu's completion is lost, so the copy behind it waits out the
     // device's 3 s budget. Meanwhile other threads must get the device lock
     // (before the fix the driver held it for the whole wait).
-    let rules = devices::parse_sim_faults("lose_next_completion@relu").unwrap();
-    let accel = devices::open_sim_with(rules).expect("sim");
+    let rules = crate::testing::sim::parse_faults("lose_next_completion@relu").unwrap();
+    let accel = crate::testing::sim::open_with(rules);
     let device = Device::new(0, "sim", accel, 3 * SECOND).expect("device");
     let mut f = Fixture::new(&device);
     let core = device.core();

@@ -1,15 +1,18 @@
 //! The model on a host thread, serving a memory-backed BAR (feature `std`):
-//! [`InProcessDevice`] for the in-process `sim` device, [`serve`] for the
+//! [`InProcessDevice`] and [`open_sim`] for the in-process `sim` device, [`serve`] for the
 //! `tensorplug-model-server` binary (a shared-memory file).
 //!
 //! The loop: take the host's register writes from the window, run
 //! [`Model::service`], publish the registers the device updates. Device
 //! memory is the BAR's memory aperture, DMA goes to its DMA window.
 
+pub mod fault_rules;
 mod faults_line;
 mod in_process;
 mod link;
 mod mirror;
+mod sim;
+mod waking;
 
 use std::io;
 use std::sync::Mutex;
@@ -24,6 +27,8 @@ use crate::transport::mmio::Bar;
 pub use faults_line::{FaultsLineError, faults_line, parse_faults_line};
 pub use in_process::{DeviceWaker, InProcessDevice};
 pub use link::serve_link;
+pub use sim::{SIM_DMA_BYTES, SIM_MAX_ALLOCATIONS, SIM_MEMORY_BYTES, SimDriver, open_sim};
+pub use waking::WakingTransport;
 
 /// How the model thread waits when there is nothing to do: spin, then
 /// yield, then sleep in growing steps (an in-process doorbell may wake it

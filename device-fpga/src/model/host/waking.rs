@@ -1,12 +1,12 @@
-//! [`WakingTransport`]: the `sim` device's MMIO transport plus an in-process
-//! "doorbell interrupt" — every register write unparks the model thread, so
+//! [`WakingTransport`]: an in-process device's MMIO transport plus an
+//! in-process "doorbell interrupt" — every register write unparks the model thread, so
 //! a command starts within the thread's wake-up time instead of after up to
 //! one idle sleep (`IdlePolicy::max_sleep`, 500 µs). Measured in the
 //! profiler e2e: the median launch → device-op delay of eager ops was
 //! ~500 µs without it.
 
-use tensorplug_device_fpga::model::host::DeviceWaker;
-use tensorplug_device_fpga::transport::{DmaRegion, Error, Transport};
+use super::DeviceWaker;
+use crate::transport::{DmaRegion, Error, Transport};
 
 /// `T`, waking the model thread after each register write.
 pub struct WakingTransport<T> {

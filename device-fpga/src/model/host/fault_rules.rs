@@ -9,15 +9,15 @@
 //! (and taken by its thread), so that launch's first command fails.
 //! Unset or empty: no injection, the device is the plain `sim`.
 
-use core::time::Duration;
-use tensorplug_core::accelerator::{
-    Accelerator, DeviceAddr, DeviceInfo, Drained, Fence, MemoryUsage, OpDesc, OpKind, QueueId,
-};
-use tensorplug_core::event::Event;
-use tensorplug_device_fpga::model::Faults;
-use tensorplug_device_fpga::model::host::InProcessDevice;
+use super::InProcessDevice;
+use crate::model::Faults;
+use std::borrow::ToOwned;
+use std::format;
+use std::string::String;
+use std::vec::Vec;
+use tensorplug_core::accelerator::OpKind;
 
-/// The environment variable read when a `sim` device opens.
+/// The environment variable the host bridge's `sim` device reads.
 pub const SIM_FAULTS_ENV: &str = "TENSORPLUG_SIM_FAULTS";
 
 /// The name a rule uses for an op kind.
@@ -81,120 +81,13 @@ pub fn parse(value: &str) -> Result<Vec<FaultRule>, String> {
         .collect()
 }
 
-/// The rules from the environment (empty when unset).
-pub fn from_env() -> Result<Vec<FaultRule>, String> {
-    match std::env::var(SIM_FAULTS_ENV) {
-        Ok(value) => parse(&value).map_err(|why| format!("{SIM_FAULTS_ENV}={value:?}: {why}")),
-        Err(_) => Ok(Vec::new()),
-    }
-}
-
-/// The driver of a `sim` device plus its model thread, arming the model's
-/// fault switches before launches that match a rule.
-pub struct FaultInjector<A> {
-    // Field order: the driver drops before the model thread stops.
-    accel: A,
-    device: InProcessDevice,
-    rules: Vec<FaultRule>,
-}
-
-impl<A> FaultInjector<A> {
-    /// Wraps the driver of `device`.
-    pub fn new(accel: A, device: InProcessDevice, rules: Vec<FaultRule>) -> Self {
-        Self {
-            accel,
-            device,
-            rules,
-        }
-    }
-
-    fn arm_for(&mut self, kind: OpKind) {
-        let name = op_kind_name(kind);
-        if let Some(at) = self.rules.iter().position(|rule| rule.op == name) {
-            let rule = self.rules.remove(at);
-            if !self.device.set_faults(rule.faults) {
-                crate::log::warn(format_args!(
-                    "{SIM_FAULTS_ENV}: the model did not take the faults for `{name}` in time"
-                ));
-            }
-        }
-    }
-}
-
-impl<A: Accelerator> Accelerator for FaultInjector<A> {
-    type Error = A::Error;
-
-    fn info(&self) -> DeviceInfo {
-        self.accel.info()
-    }
-    fn allocate(&mut self, bytes: u64, align: u64) -> Result<DeviceAddr, A::Error> {
-        self.accel.allocate(bytes, align)
-    }
-    fn deallocate(&mut self, addr: DeviceAddr) -> Result<(), A::Error> {
-        self.accel.deallocate(addr)
-    }
-    fn memory_usage(&self) -> MemoryUsage {
-        self.accel.memory_usage()
-    }
-    unsafe fn copy_to_device(
-        &mut self,
-        queue: QueueId,
-        dst: DeviceAddr,
-        src: *const u8,
-        len: usize,
-    ) -> Result<Fence, A::Error> {
-        // SAFETY: forwarded contract.
-        unsafe { self.accel.copy_to_device(queue, dst, src, len) }
-    }
-    unsafe fn copy_from_device(
-        &mut self,
-        queue: QueueId,
-        dst: *mut u8,
-        src: DeviceAddr,
-        len: usize,
-    ) -> Result<Fence, A::Error> {
-        // SAFETY: forwarded contract.
-        unsafe { self.accel.copy_from_device(queue, dst, src, len) }
-    }
-    fn copy_on_device(
-        &mut self,
-        queue: QueueId,
-        dst: DeviceAddr,
-        src: DeviceAddr,
-        len: usize,
-    ) -> Result<Fence, A::Error> {
-        self.accel.copy_on_device(queue, dst, src, len)
-    }
-    fn fill(
-        &mut self,
-        queue: QueueId,
-        dst: DeviceAddr,
-        len: usize,
-        pattern: u32,
-    ) -> Result<Fence, A::Error> {
-        self.accel.fill(queue, dst, len, pattern)
-    }
-    fn launch(&mut self, queue: QueueId, op: &OpDesc<'_>) -> Result<Fence, A::Error> {
-        self.arm_for(op.kind);
-        self.accel.launch(queue, op)
-    }
-    fn poll(&mut self, fence: Fence) -> Result<bool, A::Error> {
-        self.accel.poll(fence)
-    }
-    fn wait(&mut self, fence: Fence, timeout: Duration) -> Result<(), A::Error> {
-        self.accel.wait(fence, timeout)
-    }
-    fn reset(&mut self) -> Result<(), A::Error> {
-        self.accel.reset()
-    }
-    fn timestamp(&mut self) -> Result<u64, A::Error> {
-        self.accel.timestamp()
-    }
-    fn set_profiling(&mut self, enabled: bool) -> Result<(), A::Error> {
-        self.accel.set_profiling(enabled)
-    }
-    fn drain_events(&mut self, out: &mut [Event]) -> Result<Drained, A::Error> {
-        self.accel.drain_events(out)
+/// Arms the model's switches for the first rule naming `kind`, and drops
+/// that rule (each fires once). False when the model did not take them in time.
+pub fn arm_for(device: &InProcessDevice, rules: &mut Vec<FaultRule>, kind: OpKind) -> bool {
+    let name = op_kind_name(kind);
+    match rules.iter().position(|rule| rule.op == name) {
+        Some(at) => device.set_faults(rules.remove(at).faults),
+        None => true,
     }
 }
 
