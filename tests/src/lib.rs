@@ -127,3 +127,11 @@ fn build_plugin(package: &str, lib: &str) -> PathBuf {
     assert!(plugin.is_file(), "cargo built no {}", plugin.display());
     plugin
 }
+
+/// A new empty directory `<name>-<pid>` under [`helper_target_dir`].
+pub fn scratch_dir(name: &str) -> PathBuf {
+    let dir = helper_target_dir().join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}

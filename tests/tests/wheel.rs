@@ -68,14 +68,6 @@ fn run(what: &str, cmd: &mut Command) -> String {
     stdout_or_panic(what, &output)
 }
 
-/// A new empty directory under the helper target dir.
-fn scratch(name: &str) -> PathBuf {
-    let dir = helper_target_dir().join(format!("{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch dir");
-    dir
-}
-
 /// `cargo xtask dist --plugin <plugin> --out-dir <dir>`; the wheel's path.
 fn build_wheel(plugin: &Path, dir: &Path) -> PathBuf {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -140,7 +132,7 @@ fn install_check_uninstall(
 
 #[test]
 fn wheel_installs_into_tensorflow_plugins_and_tf_loads_it() {
-    let dir = scratch("wheel-test");
+    let dir = tensorplug_tests::scratch_dir("wheel-test");
     let wheel = build_wheel(&plugin_path(), &dir);
 
     // A fresh venv without pip (fast); the test venv's pip installs into it.
@@ -188,7 +180,7 @@ fn wheel_installs_into_tensorflow_plugins_and_tf_loads_it() {
 #[test]
 #[ignore = "downloads tensorflow-cpu from PyPI (~274 MB, ~2 min uncached); run with --ignored"]
 fn wheel_installs_with_tensorflow_from_pypi_in_a_fresh_venv() {
-    let dir = scratch("wheel-pypi");
+    let dir = tensorplug_tests::scratch_dir("wheel-pypi");
     let wheel = build_wheel(&plugin_path(), &dir);
     let venv = dir.join("venv");
     run(
