@@ -45,8 +45,14 @@ pub const FPGA: PluginCrate = PluginCrate {
     lib: "tensorplug_fpga",
     device_type: "FPGA",
 };
+/// The example NPU's plugin (`examples/plugin-npu`).
+pub const NPU: PluginCrate = PluginCrate {
+    package: "tensorplug-plugin-npu",
+    lib: "tensorplug_npu",
+    device_type: "NPU",
+};
 /// Every plugin crate `--plugin-crate` accepts.
-pub const PLUGINS: &[PluginCrate] = &[FPGA];
+pub const PLUGINS: &[PluginCrate] = &[FPGA, NPU];
 
 /// The version: the workspace's.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -349,6 +355,16 @@ mod tests {
         assert_eq!(read("tensorflow-plugins/libtensorplug_fpga.so"), so);
         let metadata = String::from_utf8(read(&format!("{info}/METADATA"))).unwrap();
         assert!(metadata.contains("Name: tensorplug-fpga\n"), "{metadata}");
+        let npu = wheel_bytes(&NPU, &so, "manylinux_2_28_x86_64").unwrap();
+        let mut npu = zip::ZipArchive::new(std::io::Cursor::new(npu)).unwrap();
+        assert!(
+            npu.by_name("tensorflow-plugins/libtensorplug_npu.so")
+                .is_ok()
+        );
+        assert!(
+            npu.by_name(&format!("tensorplug_npu-{VERSION}.dist-info/RECORD"))
+                .is_ok()
+        );
         let wheel = String::from_utf8(read(&format!("{info}/WHEEL"))).unwrap();
         assert!(wheel.contains("Root-Is-Purelib: false\nTag: py3-none-manylinux_2_28_x86_64\n"));
         let record = String::from_utf8(read(&format!("{info}/RECORD"))).unwrap();

@@ -23,6 +23,8 @@ const NO_STD_BUILDS: &[(&str, &str, &[&str])] = &[
         "model",
         &["thumbv7em-none-eabihf"],
     ),
+    // The example second device: a vendor driver on core alone.
+    ("tensorplug-device-npu", "", EMBEDDED_TARGETS),
 ];
 
 pub fn run(args: &TestArgs) -> Result<()> {
