@@ -127,7 +127,7 @@ mod op;
 mod types;
 
 pub use caps::{Capabilities, DTypeSet, OpSet};
-pub use op::{OpDesc, OpKind, ShapeError};
+pub use op::{OpDesc, OpKind, ShapeError, broadcast_shapes, matmul_shape};
 pub use types::{
     DType, DeviceAddr, DeviceInfo, Drained, Fence, MAX_RANK, MemoryUsage, QueueId, Shape,
     TensorDesc, Version,

@@ -220,7 +220,7 @@ impl OpDesc<'_> {
                 Ok(x)
             }
             OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Maximum => {
-                broadcast(&shape(0), &shape(1))
+                broadcast_shapes(&shape(0), &shape(1))
             }
             OpKind::Relu | OpKind::Softmax => Ok(shape(0)),
             OpKind::ReduceSum => {
@@ -307,6 +307,12 @@ fn expect_shape(operand: u8, got: &Shape, want: &Shape) -> Result<(), ShapeError
     Ok(())
 }
 
+/// The `[m, n]` result of `op(a) · op(b)` (`op` transposes when asked).
+pub fn matmul_shape(a: &Shape, b: &Shape, ta: bool, tb: bool) -> Result<Shape, ShapeError> {
+    let (m, n) = matmul_mn(a, b, ta, tb)?;
+    Ok(dims(&[m, n]))
+}
+
 fn matmul_mn(a: &Shape, b: &Shape, ta: bool, tb: bool) -> Result<(u64, u64), ShapeError> {
     for (operand, s) in [(0u8, a), (1, b)] {
         if s.dims().len() != 2 {
@@ -331,8 +337,8 @@ fn matmul_mn(a: &Shape, b: &Shape, ta: bool, tb: bool) -> Result<(u64, u64), Sha
     Ok((m, n))
 }
 
-/// NumPy broadcasting of two shapes.
-fn broadcast(a: &Shape, b: &Shape) -> Result<Shape, ShapeError> {
+/// NumPy broadcasting of two shapes (TF's `BCast`).
+pub fn broadcast_shapes(a: &Shape, b: &Shape) -> Result<Shape, ShapeError> {
     let rank = a.dims().len().max(b.dims().len());
     let mut out = [0u64; MAX_RANK];
     for (i, slot) in out[..rank].iter_mut().enumerate() {

@@ -2,7 +2,7 @@
 //! allocated: pure functions, unit-tested without TF.
 
 use super::failure::{Failure, KernelResult};
-use tensorplug_core::accelerator::{MAX_RANK, Shape};
+use tensorplug_core::accelerator::{MAX_RANK, Shape, ShapeError, broadcast_shapes, matmul_shape};
 
 /// `[2, 3]` for messages.
 pub fn show(shape: &Shape) -> String {
@@ -14,51 +14,29 @@ fn shape(dims: &[u64]) -> KernelResult<Shape> {
         .ok_or_else(|| Failure::unimplemented(format!("rank {} (at most {MAX_RANK})", dims.len())))
 }
 
-/// NumPy broadcasting of `a` and `b` (TF's `BCast`).
+/// NumPy broadcasting of `a` and `b` (core's rule, TF's message).
 pub fn broadcast(a: &Shape, b: &Shape) -> KernelResult<Shape> {
-    let rank = a.dims().len().max(b.dims().len());
-    let at = |s: &Shape, i: usize| {
-        let pad = rank - s.dims().len();
-        if i < pad { 1 } else { s.dims()[i - pad] }
-    };
-    let mut out = [0u64; MAX_RANK];
-    for (i, slot) in out[..rank].iter_mut().enumerate() {
-        *slot = match (at(a, i), at(b, i)) {
-            (x, y) if x == y => x,
-            (1, y) => y,
-            (x, 1) => x,
-            _ => {
-                return Err(Failure::invalid(format!(
-                    "Incompatible shapes: {} vs. {}",
-                    show(a),
-                    show(b)
-                )));
-            }
-        };
-    }
-    shape(&out[..rank])
+    broadcast_shapes(a, b)
+        .map_err(|_| Failure::invalid(format!("Incompatible shapes: {} vs. {}", show(a), show(b))))
 }
 
-/// `[m, n]` of `op(a) · op(b)`.
+/// `[m, n]` of `op(a) · op(b)` (core's rule, TF's messages).
 pub fn matmul(a: &Shape, b: &Shape, transpose_a: bool, transpose_b: bool) -> KernelResult<Shape> {
-    let (&[a0, a1], &[b0, b1]) = (a.dims(), b.dims()) else {
-        return Err(Failure::invalid(format!(
-            "In[0] and In[1] must be matrices: In[0]: {}, In[1]: {}",
-            show(a),
-            show(b)
-        )));
-    };
-    let (m, k) = if transpose_a { (a1, a0) } else { (a0, a1) };
-    let (kb, n) = if transpose_b { (b1, b0) } else { (b0, b1) };
-    if k != kb {
-        return Err(Failure::invalid(format!(
-            "Matrix size-incompatible: In[0]: {}, In[1]: {} (transpose_a={transpose_a}, \
-             transpose_b={transpose_b})",
-            show(a),
-            show(b)
-        )));
-    }
-    shape(&[m, n])
+    matmul_shape(a, b, transpose_a, transpose_b).map_err(|error| {
+        Failure::invalid(match error {
+            ShapeError::Rank { .. } => format!(
+                "In[0] and In[1] must be matrices: In[0]: {}, In[1]: {}",
+                show(a),
+                show(b)
+            ),
+            _ => format!(
+                "Matrix size-incompatible: In[0]: {}, In[1]: {} (transpose_a={transpose_a}, \
+                 transpose_b={transpose_b})",
+                show(a),
+                show(b)
+            ),
+        })
+    })
 }
 
 /// Checks `bias` against `x` for `BiasAdd` (channels last) and the bias of
