@@ -25,30 +25,6 @@ pub struct Event {
 const _: () = assert!(core::mem::size_of::<Event>() == 16);
 const _: () = assert!(core::mem::align_of::<Event>() == 8);
 
-// The device writes `EventDescriptor`s; drivers copy them into `Event`s field
-// for field, so the two layouts and the device kind numbers must agree.
-mod same_as_device_abi {
-    use super::{Event, EventKind};
-    use core::mem::{align_of, offset_of, size_of};
-    use tensorplug_abi::device::{EventDescriptor as D, EventKind as DK};
-
-    const _: () = assert!(size_of::<Event>() == size_of::<D>());
-    const _: () = assert!(align_of::<Event>() == align_of::<D>());
-    const _: () = assert!(offset_of!(Event, timestamp) == offset_of!(D, timestamp));
-    const _: () = assert!(offset_of!(Event, arg) == offset_of!(D, arg));
-    const _: () = assert!(offset_of!(Event, op_id) == offset_of!(D, op_id));
-    const _: () = assert!(offset_of!(Event, queue) == offset_of!(D, queue));
-    const _: () = assert!(offset_of!(Event, kind) == offset_of!(D, kind));
-    const _: () = assert!(EventKind::OpBegin as u8 == DK::OP_BEGIN.0);
-    const _: () = assert!(EventKind::OpEnd as u8 == DK::OP_END.0);
-    const _: () = assert!(EventKind::CopyH2DBegin as u8 == DK::COPY_H2D_BEGIN.0);
-    const _: () = assert!(EventKind::CopyH2DEnd as u8 == DK::COPY_H2D_END.0);
-    const _: () = assert!(EventKind::CopyD2HBegin as u8 == DK::COPY_D2H_BEGIN.0);
-    const _: () = assert!(EventKind::CopyD2HEnd as u8 == DK::COPY_D2H_END.0);
-    const _: () = assert!(EventKind::CopyD2DBegin as u8 == DK::COPY_D2D_BEGIN.0);
-    const _: () = assert!(EventKind::CopyD2DEnd as u8 == DK::COPY_D2D_END.0);
-}
-
 /// What an [`Event`] marks. Begin/end pairs are matched by `(queue, op_id)`.
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -69,3 +69,27 @@ const fn to_event(d: &EventDescriptor) -> Event {
         kind: d.kind.0,
     }
 }
+
+// The device writes `EventDescriptor`s; the driver copies them into core's
+// `Event`s field for field, so the two layouts and the kind numbers agree.
+mod same_as_core_event {
+    use core::mem::{align_of, offset_of, size_of};
+    use tensorplug_abi::device::{EventDescriptor as D, EventKind as DK};
+    use tensorplug_core::event::{Event, EventKind};
+
+    const _: () = assert!(size_of::<Event>() == size_of::<D>());
+    const _: () = assert!(align_of::<Event>() == align_of::<D>());
+    const _: () = assert!(offset_of!(Event, timestamp) == offset_of!(D, timestamp));
+    const _: () = assert!(offset_of!(Event, arg) == offset_of!(D, arg));
+    const _: () = assert!(offset_of!(Event, op_id) == offset_of!(D, op_id));
+    const _: () = assert!(offset_of!(Event, queue) == offset_of!(D, queue));
+    const _: () = assert!(offset_of!(Event, kind) == offset_of!(D, kind));
+    const _: () = assert!(EventKind::OpBegin as u8 == DK::OP_BEGIN.0);
+    const _: () = assert!(EventKind::OpEnd as u8 == DK::OP_END.0);
+    const _: () = assert!(EventKind::CopyH2DBegin as u8 == DK::COPY_H2D_BEGIN.0);
+    const _: () = assert!(EventKind::CopyH2DEnd as u8 == DK::COPY_H2D_END.0);
+    const _: () = assert!(EventKind::CopyD2HBegin as u8 == DK::COPY_D2H_BEGIN.0);
+    const _: () = assert!(EventKind::CopyD2HEnd as u8 == DK::COPY_D2H_END.0);
+    const _: () = assert!(EventKind::CopyD2DBegin as u8 == DK::COPY_D2D_BEGIN.0);
+    const _: () = assert!(EventKind::CopyD2DEnd as u8 == DK::COPY_D2D_END.0);
+}
