@@ -39,7 +39,7 @@ pub struct Ping {
     pub nonce: u32,
 }
 
-/// Reads one 32-bit FPGA register.
+/// Reads one 32-bit device register (remote-bus mode).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ReadRegister {
@@ -47,7 +47,7 @@ pub struct ReadRegister {
     pub offset: u32,
 }
 
-/// Writes one 32-bit FPGA register.
+/// Writes one 32-bit device register (remote-bus mode).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct WriteRegister {
