@@ -29,6 +29,7 @@ pub type OpenError = Box<dyn std::error::Error + Send + Sync>;
 ///         Err(format!("unknown device `{spec}`").into())
 ///     }
 /// }
+/// tensorplug_host_bridge::export_plugin!(Npu);
 /// ```
 pub trait Backend: 'static {
     /// The TF device type, `[A-Z][A-Z_]*`: devices appear as
@@ -93,7 +94,10 @@ static INSTALLED: OnceLock<Plugin> = OnceLock::new();
 /// Makes `plugin` the one this library serves; every entry point calls it
 /// first. The first call wins (a `.so` exports exactly one backend).
 pub fn install(plugin: Plugin) -> &'static Plugin {
-    INSTALLED.get_or_init(|| plugin)
+    INSTALLED.get_or_init(|| {
+        crate::settings::set_device_type(plugin.device_type_str());
+        plugin
+    })
 }
 
 /// The installed plugin, if an entry point ran (in unit tests: the test

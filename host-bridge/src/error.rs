@@ -1,6 +1,6 @@
 //! The bridge's error type and its mapping to `TF_Code`.
 
-use crate::devices::DeviceError;
+use std::fmt;
 use tensorplug_abi::tf::{self, TF_Code};
 use tensorplug_core::accelerator::ErrorKind;
 
@@ -96,5 +96,42 @@ pub fn code_of_kind(kind: ErrorKind) -> TF_Code {
         ErrorKind::Transport => tf::TF_UNAVAILABLE,
         ErrorKind::Unsupported => tf::TF_UNIMPLEMENTED,
         _ => tf::TF_UNKNOWN,
+    }
+}
+
+/// A driver error, kept as its class and message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceError {
+    /// The device-independent class.
+    pub kind: ErrorKind,
+    /// The driver's `Display`.
+    pub message: String,
+}
+
+impl DeviceError {
+    /// An error of `kind`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn from_driver<E: tensorplug_core::accelerator::Error>(error: E) -> Self {
+        Self::new(error.kind(), error.to_string())
+    }
+}
+
+impl fmt::Display for DeviceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({:?})", self.message, self.kind)
+    }
+}
+
+impl std::error::Error for DeviceError {}
+
+impl tensorplug_core::accelerator::Error for DeviceError {
+    fn kind(&self) -> ErrorKind {
+        self.kind
     }
 }

@@ -7,8 +7,15 @@
 //! `1`/`on`/`true`/`yes` or `0`/`off`/`false`/`no`, any case. A value that
 //! is none of the accepted forms is an error that names the variable.
 
-use crate::backend;
 use crate::error::{Error, Result};
+use std::sync::OnceLock;
+
+static DEVICE_TYPE: OnceLock<&'static str> = OnceLock::new();
+
+/// Sets the `<TYPE>` of `TENSORPLUG_<TYPE>_NAME` (the backend does, once).
+pub fn set_device_type(device_type: &'static str) {
+    let _ = DEVICE_TYPE.set(device_type);
+}
 
 /// `TENSORPLUG_DEVICE`: the devices to open.
 pub const DEVICE: &str = "DEVICE";
@@ -42,7 +49,7 @@ pub fn vars(name: &str) -> [String; 2] {
     [
         format!(
             "TENSORPLUG_{}_{name}",
-            backend::installed().map_or("DEVICE", backend::Plugin::device_type_str)
+            DEVICE_TYPE.get().copied().unwrap_or("UNSET")
         ),
         format!("TENSORPLUG_{name}"),
     ]

@@ -1,49 +1,12 @@
 //! [`Erased`]: any [`Accelerator`] behind one object-safe type, so devices of
 //! different drivers and transports sit side by side in the registry.
 
+use crate::error::DeviceError;
 use core::time::Duration;
-use std::fmt;
 use tensorplug_core::accelerator::{
-    Accelerator, DeviceAddr, DeviceInfo, Drained, ErrorKind, Fence, MemoryUsage, OpDesc, QueueId,
+    Accelerator, DeviceAddr, DeviceInfo, Drained, Fence, MemoryUsage, OpDesc, QueueId,
 };
 use tensorplug_core::event::Event;
-
-/// A driver error, kept as its class and message.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeviceError {
-    /// The device-independent class.
-    pub kind: ErrorKind,
-    /// The driver's `Display`.
-    pub message: String,
-}
-
-impl DeviceError {
-    /// An error of `kind`.
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Self {
-            kind,
-            message: message.into(),
-        }
-    }
-
-    fn from_driver<E: tensorplug_core::accelerator::Error>(error: E) -> Self {
-        Self::new(error.kind(), error.to_string())
-    }
-}
-
-impl fmt::Display for DeviceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({:?})", self.message, self.kind)
-    }
-}
-
-impl std::error::Error for DeviceError {}
-
-impl tensorplug_core::accelerator::Error for DeviceError {
-    fn kind(&self) -> ErrorKind {
-        self.kind
-    }
-}
 
 /// Every device the bridge drives, whatever its driver.
 pub type DynAccelerator = dyn Accelerator<Error = DeviceError> + Send;

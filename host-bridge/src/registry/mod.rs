@@ -10,6 +10,7 @@ mod core;
 mod device;
 mod handles;
 mod inflight;
+mod list;
 mod stream;
 mod worker;
 
@@ -17,11 +18,12 @@ pub use self::core::{DeviceCore, DeviceState};
 pub use device::{ALLOCATION_ALIGN, AllocStats, Device};
 pub use handles::{HandleWindow, MIN_WINDOW};
 pub use inflight::{MAX_IN_FLIGHT, OpLabel};
+pub use list::{DeviceList, list_from_env, open, parse_list};
 pub use stream::Stream;
 pub use worker::{Completion, CompletionWorker};
 
 use crate::backend::Plugin;
-use crate::devices::{self, DeviceList};
+
 use crate::error::{Error, Result};
 use crate::settings;
 use std::sync::{Arc, OnceLock};
@@ -49,7 +51,7 @@ pub fn open_all(plugin: &Plugin, list: &DeviceList) -> Result<&'static [Arc<Devi
             },
             other => other,
         };
-        let accel = devices::open(plugin, item).map_err(in_list)?;
+        let accel = open(plugin, item).map_err(in_list)?;
         opened.push(Device::new(ordinal, item, accel, timeout).map_err(in_list)?);
     }
     Ok(DEVICES.get_or_init(|| opened))

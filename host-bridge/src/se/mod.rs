@@ -23,7 +23,7 @@ pub use timers::{Timer, TimerState, timer_fns};
 
 use crate::error::{Error, Result};
 use crate::registry::Stream;
-use crate::{backend, devices, ffi, registry};
+use crate::{backend, ffi, registry};
 use tensorplug_abi::tf::{
     SE_PlatformRegistrationParams, SP_Platform, SP_PlatformFns, SP_Stream, TF_Status, Versioned,
 };
@@ -63,8 +63,8 @@ pub unsafe fn init_plugin(params: *mut SE_PlatformRegistrationParams) -> Result<
     })?;
     let names = backend::claim_names(plugin);
     let list = match &names.declined {
-        None => devices::list_from_env(plugin)?,
-        Some(why) => devices::DeviceList {
+        None => registry::list_from_env(plugin)?,
+        Some(why) => registry::DeviceList {
             source: why.clone(),
             items: Vec::new(),
         },
