@@ -237,3 +237,54 @@ unsafe extern "C" fn delete(kernel: *mut c_void) {
         drop(unsafe { Box::from_raw(kernel.cast::<Kernel>()) });
     }
 }
+
+#[cfg(test)]
+mod capability_tests {
+    use super::*;
+    use tensorplug_core::accelerator::{DTypeSet, OpKind, OpSet};
+
+    const MATMUL: OpKind = OpKind::MatMul {
+        transpose_a: false,
+        transpose_b: false,
+    };
+
+    fn registered(caps: &Capabilities) -> Vec<&'static str> {
+        KERNELS
+            .iter()
+            .filter(|def| def.kind.runs_on(caps))
+            .map(|def| def.op.to_str().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn kernels_follow_the_declared_ops() {
+        let npu = Capabilities::f32(OpSet::of(&[MATMUL, OpKind::Relu]), true);
+        assert_eq!(registered(&npu), ["MatMul", "Relu"]);
+        let all = Capabilities::f32(OpSet::ALL, true);
+        assert_eq!(registered(&all).len(), KERNELS.len());
+        assert!(registered(&Capabilities::NONE).is_empty());
+    }
+
+    #[test]
+    fn devices_of_one_type_share_what_all_of_them_declare() {
+        let a = Capabilities::f32(OpSet::of(&[MATMUL, OpKind::Relu]), true);
+        let b = Capabilities::f32(OpSet::of(&[OpKind::Relu, OpKind::Add]), false);
+        let both = common_capabilities([a, b].into_iter());
+        assert_eq!(registered(&both), ["Relu"]);
+        assert!(!both.profiling);
+        assert_eq!(common_capabilities(std::iter::empty()), Capabilities::NONE);
+    }
+
+    #[test]
+    fn a_capability_set_that_contradicts_the_kernels_is_named() {
+        let no_f32 = Capabilities {
+            ops: OpSet::of(&[OpKind::Relu]),
+            dtypes: DTypeSet::EMPTY,
+            profiling: false,
+        };
+        let problems = contradictions(&no_f32);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("not f32"), "{}", problems[0]);
+        assert!(contradictions(&Capabilities::f32(OpSet::ALL, true)).is_empty());
+    }
+}
