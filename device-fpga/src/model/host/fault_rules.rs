@@ -117,27 +117,9 @@ mod tests {
 
     #[test]
     fn every_kind_has_a_distinct_name() {
-        let kinds = [
-            OpKind::MatMul {
-                transpose_a: false,
-                transpose_b: false,
-            },
-            OpKind::FusedMatMul {
-                transpose_a: false,
-                transpose_b: false,
-                relu: true,
-            },
-            OpKind::BiasAdd,
-            OpKind::Add,
-            OpKind::Sub,
-            OpKind::Mul,
-            OpKind::Maximum,
-            OpKind::Relu,
-            OpKind::Softmax,
-            OpKind::ReduceSum,
-        ];
-        let names: std::collections::HashSet<_> = kinds.map(op_kind_name).into_iter().collect();
-        assert_eq!(names.len(), kinds.len());
+        use tensorplug_core::accelerator::OpSet;
+        let names: std::collections::HashSet<_> = OpSet::ALL.iter().map(op_kind_name).collect();
+        assert_eq!(names.len(), OpSet::ALL.iter().count());
         assert!(!names.contains("other"));
     }
 }
