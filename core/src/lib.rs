@@ -1,7 +1,8 @@
 //! `tensorplug-core`: the device-independent runtime.
 //!
 //! `no_std` by default. The `alloc` feature adds the XSpace export; `std`
-//! adds host conveniences.
+//! adds host conveniences; `conformance` adds the conformance suite any
+//! [`Accelerator`](accelerator::Accelerator) can run.
 #![no_std]
 
 #[cfg(feature = "alloc")]
@@ -11,8 +12,11 @@ extern crate std;
 
 pub mod accelerator;
 pub mod clock;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 pub mod event;
 pub mod link;
+pub mod reference;
 pub mod ring;
 pub mod session;
 mod sync;

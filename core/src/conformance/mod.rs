@@ -1,0 +1,394 @@
+//! The conformance suite: device-neutral checks any
+//! [`Accelerator`] can run (feature `conformance`).
+//!
+//! Each case drives the device only through the trait and checks one part
+//! of its contract: device facts, allocation, copies, fills, fence order,
+//! the clock, every declared op against the [reference
+//! kernels](crate::reference) (and the refusal of every op not declared),
+//! error reporting, reset, profiling events and timeouts. What each case
+//! checks, the tolerances and what "skipped" means: `docs/conformance.md`.
+//!
+//! No case panics on device misbehaviour: a wrong result, an error where
+//! none was due, or a panic inside the driver is a [`Outcome::Failed`] with
+//! a message. A case that cannot apply (profiling on a device without it, a
+//! timeout on a fixture that cannot make the device hang) is
+//! [`Outcome::Skipped`] with the reason, never passed.
+//!
+//! # Running it
+//! Three ways, from the most to the least granular:
+//! - [`conformance_tests!`](crate::conformance_tests): one `#[test]` per case,
+//!   each on a fresh fixture.
+//! - Each case is a `pub fn` in [`cases`], to call from your own tests.
+//! - [`run_all`] (a bare device) or [`run_fixture`]: every case, one after
+//!   the other on the same device, into a [`Report`].
+//!
+//! ```no_run
+//! use tensorplug_core::accelerator::Accelerator;
+//! use tensorplug_core::conformance::{self, Config};
+//!
+//! fn check<A: Accelerator>(dev: &mut A) {
+//!     let report = conformance::run_all(dev, &Config::default());
+//!     println!("{report}");
+//!     report.assert_passed(); // panics listing every failed case
+//! }
+//! ```
+
+pub mod cases;
+mod ops;
+pub(crate) mod support;
+
+use core::fmt;
+use core::time::Duration;
+use std::boxed::Box;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::string::{String, ToString};
+use std::time::Instant;
+use std::vec::Vec;
+use std::{format, println};
+
+use crate::accelerator::{Accelerator, QueueId};
+use support::Fail;
+
+type CaseFn<F> = fn(&mut F, &Config) -> Outcome;
+
+macro_rules! case_table {
+    ($f:ty; $($name:ident),* $(,)?) => {
+        [$((stringify!($name), cases::$name::<$f> as CaseFn<$f>)),*]
+    };
+}
+
+macro_rules! case_names {
+    (; $($name:ident),* $(,)?) => {
+        [$(stringify!($name)),*]
+    };
+}
+
+/// How the suite drives the device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Bound of every wait that is meant to succeed (default 10 s: generous
+    /// for a debug build on a loaded machine).
+    pub timeout: Duration,
+    /// The timeout of waits that are meant to time out (default 100 ms).
+    pub short_timeout: Duration,
+    /// The queue every case uses (default queue 0).
+    pub queue: QueueId,
+    /// The largest copy of the round-trip case, in bytes (default 1 MiB);
+    /// capped at a quarter of the device's allocatable memory.
+    pub large_copy: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(10),
+            short_timeout: Duration::from_millis(100),
+            queue: QueueId(0),
+            large_copy: 1 << 20,
+        }
+    }
+}
+
+/// A device under test, plus the hooks of the cases that need more than
+/// the [`Accelerator`] trait.
+pub trait Fixture {
+    /// The accelerator under test.
+    type Device: Accelerator;
+
+    /// The device.
+    fn device(&mut self) -> &mut Self::Device;
+
+    /// Arranges for the next command the device is given (the suite gives
+    /// it a [`fill`](Accelerator::fill)) never to complete, silently, as a
+    /// hung device or a lost completion would: its fence never signals and
+    /// nothing reports an error. Returns false (the default) when the
+    /// fixture cannot; the timeout case is then skipped.
+    fn stall_next_command(&mut self) -> bool {
+        false
+    }
+
+    /// Disarms a stall that may still be pending; called after the timeout
+    /// case, once the device has been reset.
+    fn clear_stall(&mut self) {}
+}
+
+/// A bare device as a [`Fixture`] without hooks.
+#[derive(Debug)]
+pub struct Bare<'a, A>(pub &'a mut A);
+
+impl<A: Accelerator> Fixture for Bare<'_, A> {
+    type Device = A;
+    fn device(&mut self) -> &mut A {
+        self.0
+    }
+}
+
+/// How one case ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every check held; the message says what was checked.
+    Passed(String),
+    /// The case does not apply to this device or fixture; the reason.
+    Skipped(String),
+    /// A check failed, or the device panicked; what went wrong.
+    Failed(String),
+}
+
+impl Outcome {
+    /// Whether the case failed.
+    pub const fn is_failed(&self) -> bool {
+        matches!(self, Self::Failed(_))
+    }
+
+    /// Whether the case was skipped.
+    pub const fn is_skipped(&self) -> bool {
+        matches!(self, Self::Skipped(_))
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        match self {
+            Self::Passed(m) | Self::Skipped(m) | Self::Failed(m) => m,
+        }
+    }
+
+    /// Panics if the case failed; prints why it was skipped, if it was.
+    #[track_caller]
+    pub fn assert_ok(&self, case: &str) {
+        match self {
+            Self::Passed(_) => {}
+            Self::Skipped(why) => println!("conformance case {case} SKIPPED: {why}"),
+            Self::Failed(why) => panic!("conformance case {case} FAILED: {why}"),
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Passed(m) => write!(f, "PASS  {m}"),
+            Self::Skipped(m) => write!(f, "SKIP  {m}"),
+            Self::Failed(m) => write!(f, "FAIL  {m}"),
+        }
+    }
+}
+
+/// One case in a [`Report`].
+#[derive(Clone, Debug)]
+pub struct CaseReport {
+    /// The case's name (its function in [`cases`]).
+    pub name: &'static str,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// How long it took.
+    pub elapsed: Duration,
+}
+
+/// The outcome of every case of a run.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The device's name, from [`DeviceInfo`](crate::accelerator::DeviceInfo).
+    pub device: String,
+    /// Every case, in the order run.
+    pub cases: Vec<CaseReport>,
+}
+
+impl Report {
+    /// True if no case failed (skipped cases do not fail a run).
+    pub fn passed(&self) -> bool {
+        !self.cases.iter().any(|c| c.outcome.is_failed())
+    }
+
+    /// The failed cases.
+    pub fn failures(&self) -> impl Iterator<Item = &CaseReport> {
+        self.cases.iter().filter(|c| c.outcome.is_failed())
+    }
+
+    /// The skipped cases.
+    pub fn skipped(&self) -> impl Iterator<Item = &CaseReport> {
+        self.cases.iter().filter(|c| c.outcome.is_skipped())
+    }
+
+    /// The case named `name`, if it ran.
+    pub fn case(&self, name: &str) -> Option<&CaseReport> {
+        self.cases.iter().find(|c| c.name == name)
+    }
+
+    /// Panics, listing every failed case, unless the run passed.
+    #[track_caller]
+    pub fn assert_passed(&self) {
+        if !self.passed() {
+            let list: Vec<String> = self
+                .failures()
+                .map(|c| format!("  {}: {}", c.name, c.outcome.message()))
+                .collect();
+            panic!(
+                "{} of {} conformance cases failed on {}:\n{}\n\nfull report:\n{self}",
+                list.len(),
+                self.cases.len(),
+                self.device,
+                list.join("\n")
+            );
+        }
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let failed = self.failures().count();
+        let skipped = self.skipped().count();
+        writeln!(
+            f,
+            "conformance of {:?}: {} passed, {skipped} skipped, {failed} failed",
+            self.device,
+            self.cases.len() - failed - skipped,
+        )?;
+        for c in &self.cases {
+            writeln!(
+                f,
+                "  {:<40} {:>8.1} ms  {}",
+                c.name,
+                c.elapsed.as_secs_f64() * 1e3,
+                c.outcome
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs every case on `dev`, one after the other, without fixture hooks
+/// (so the timeout case is skipped). Never panics on device misbehaviour.
+pub fn run_all<A: Accelerator>(dev: &mut A, cfg: &Config) -> Report {
+    run_fixture(&mut Bare(dev), cfg)
+}
+
+/// Runs every case on the fixture's device, one after the other.
+pub fn run_fixture<F: Fixture>(f: &mut F, cfg: &Config) -> Report {
+    let table = crate::__conformance_with_cases!([case_table] F);
+    let device = f.device().info().name.as_str().to_string();
+    let cases = table
+        .iter()
+        .map(|&(name, case)| {
+            let start = Instant::now();
+            let outcome = case(f, cfg);
+            CaseReport {
+                name,
+                outcome,
+                elapsed: start.elapsed(),
+            }
+        })
+        .collect();
+    Report { device, cases }
+}
+
+/// The names of every case, in the order [`run_fixture`] runs them.
+pub const CASES: &[&str] = &crate::__conformance_with_cases!([case_names]);
+
+/// Runs a case body: its `Err` and any panic become [`Outcome::Failed`].
+pub(crate) fn guarded(body: impl FnOnce() -> Result<Outcome, Fail>) -> Outcome {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(Fail(why))) => Outcome::Failed(why),
+        Err(payload) => Outcome::Failed(format!("panicked: {}", panic_message(&payload))),
+    }
+}
+
+fn panic_message(payload: &Box<dyn core::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a non-string panic payload".to_string()
+    }
+}
+
+/// The one list of cases: calls `callback! { args; case, case, … }`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_with_cases {
+    ([$($callback:tt)*] $($args:tt)*) => {
+        $($callback)*! {
+            $($args)*;
+            info_is_sane,
+            allocations_are_aligned_and_accounted,
+            oversized_allocation_is_out_of_memory,
+            copies_round_trip,
+            copy_on_device_moves_bytes,
+            fill_repeats_the_pattern,
+            fences_complete_in_order,
+            clock_is_monotonic,
+            op_matmul,
+            op_fused_matmul,
+            op_bias_add,
+            op_add,
+            op_sub,
+            op_mul,
+            op_maximum,
+            op_relu,
+            op_softmax,
+            op_reduce_sum,
+            inconsistent_op_is_invalid_argument,
+            out_of_range_access_is_an_error,
+            reset_recovers,
+            profiling_records_op_events,
+            timeout_then_reset_recovers,
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_emit_tests {
+    ($module:ident, $make:expr, $cfg:expr; $($name:ident),* $(,)?) => {
+        /// The conformance suite, one test per case.
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[test]
+                fn $name() {
+                    let mut fixture = $make;
+                    let cfg: $crate::conformance::Config = $cfg;
+                    $crate::conformance::cases::$name(&mut fixture, &cfg)
+                        .assert_ok(stringify!($name));
+                }
+            )*
+        }
+    };
+}
+
+/// Expands to a module with one `#[test]` per case, each on a fresh
+/// fixture built by the expression (a [`Fixture`]), optionally with a
+/// [`Config`] expression (default [`Config::default()`]). The module is
+/// `conformance_suite` unless named with `mod name =` first (to run the
+/// suite over several fixtures in one file).
+///
+/// ```ignore
+/// // tests/conformance.rs of a device crate
+/// tensorplug_core::conformance_tests!(MyFixture::new());
+/// tensorplug_core::conformance_tests!(mod over_spi = MyFixture::spi(), Config {
+///     short_timeout: Duration::from_millis(500),
+///     ..Config::default()
+/// });
+/// ```
+/// A failed case panics with its message; a skipped one passes and prints
+/// why it was skipped (visible with `--nocapture`).
+#[macro_export]
+macro_rules! conformance_tests {
+    (mod $module:ident = $make:expr, $cfg:expr $(,)?) => {
+        $crate::__conformance_with_cases!([$crate::__conformance_emit_tests] $module, $make, $cfg);
+    };
+    (mod $module:ident = $make:expr $(,)?) => {
+        $crate::conformance_tests!(mod $module = $make, $crate::conformance::Config::default());
+    };
+    ($make:expr, $cfg:expr $(,)?) => {
+        $crate::conformance_tests!(mod conformance_suite = $make, $cfg);
+    };
+    ($make:expr $(,)?) => {
+        $crate::conformance_tests!(mod conformance_suite = $make);
+    };
+}
+
+#[cfg(test)]
+mod tests;

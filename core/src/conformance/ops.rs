@@ -1,0 +1,481 @@
+//! The op cases: shapes and data for every op family, running one op on
+//! the device, and comparing it with the reference kernels.
+
+use std::format;
+use std::string::String;
+use std::vec;
+use std::vec::Vec;
+
+use super::support::{Check, Ctx, Scope, ensure, fail, first_difference, show, values};
+use super::{Fixture, Outcome};
+use crate::accelerator::{
+    Accelerator, DType, DeviceAddr, Error, ErrorKind, OpDesc, OpKind, Shape, TensorDesc,
+};
+use crate::reference;
+
+/// One launch: the op, its inputs (dims, data) and the output's dims.
+pub(crate) struct OpCase {
+    pub(crate) kind: OpKind,
+    pub(crate) inputs: Vec<(Vec<u64>, Vec<f32>)>,
+    pub(crate) out: Vec<u64>,
+}
+
+impl OpCase {
+    fn new(kind: OpKind, inputs: Vec<(Vec<u64>, Vec<f32>)>, out: Vec<u64>) -> Self {
+        Self { kind, inputs, out }
+    }
+
+    /// `kind [dims] [dims] -> [dims]`, for messages.
+    pub(crate) fn label(&self) -> String {
+        let ins: Vec<String> = self.inputs.iter().map(|(d, _)| format!("{d:?}")).collect();
+        format!("{:?} {} -> {:?}", self.kind, ins.join(" "), self.out)
+    }
+}
+
+/// The output buffer's initial contents: `0xDEADBEEF` words, so an output
+/// the device never writes cannot pass for a result.
+pub(crate) const SENTINEL: [u8; 4] = 0xDEAD_BEEFu32.to_le_bytes();
+
+pub(crate) fn sentinel(bytes: usize) -> Vec<u8> {
+    SENTINEL.iter().copied().cycle().take(bytes).collect()
+}
+
+pub(crate) fn shape(dims: &[u64]) -> Shape {
+    // Every case's rank is ≤ MAX_RANK.
+    Shape::new(dims).unwrap_or(Shape::SCALAR)
+}
+
+fn elements(dims: &[u64]) -> usize {
+    dims.iter().product::<u64>() as usize
+}
+
+/// NumPy broadcast of two shapes (the cases only pair compatible ones).
+fn broadcast(a: &[u64], b: &[u64]) -> Vec<u64> {
+    let rank = a.len().max(b.len());
+    let dim = |s: &[u64], i: usize| {
+        if i + s.len() < rank {
+            1
+        } else {
+            s[i + s.len() - rank]
+        }
+    };
+    (0..rank)
+        .map(|i| match (dim(a, i), dim(b, i)) {
+            (1, y) => y,
+            (x, _) => x,
+        })
+        .collect()
+}
+
+/// Infinities, NaN, signed zeros, a subnormal, `f32::MAX`: paired so that
+/// `inf - inf`, `0 · inf`, `MAX + MAX` and `max(-0, 0)` all occur.
+const SPECIAL_A: [f32; 12] = [
+    0.0,
+    -0.0,
+    1.0,
+    -1.0,
+    f32::INFINITY,
+    f32::NEG_INFINITY,
+    f32::NAN,
+    1e-40,
+    -3.5,
+    f32::MAX,
+    0.0,
+    f32::INFINITY,
+];
+const SPECIAL_B: [f32; 12] = [
+    f32::MAX,
+    0.0,
+    1e-40,
+    f32::NAN,
+    f32::NEG_INFINITY,
+    f32::INFINITY,
+    -1.0,
+    1.0,
+    -0.0,
+    f32::MAX,
+    f32::INFINITY,
+    f32::INFINITY,
+];
+
+fn input(dims: &[u64], seed: u32) -> (Vec<u64>, Vec<f32>) {
+    (dims.to_vec(), values(elements(dims), seed))
+}
+
+fn matmul_cases(fused: bool) -> Vec<OpCase> {
+    let shapes: &[(u64, u64, u64)] = if fused {
+        &[(4, 6, 5), (9, 130, 7), (3, 0, 2)]
+    } else {
+        &[
+            (5, 7, 3),
+            (1, 1, 1),
+            (17, 33, 9),
+            (8, 130, 12),
+            (3, 0, 2),
+            (0, 4, 3),
+        ]
+    };
+    let relus: &[bool] = if fused { &[false, true] } else { &[false] };
+    let mut cases = Vec::new();
+    let mut seed = 100;
+    for &(m, k, n) in shapes {
+        for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+            for &relu in relus {
+                let kind = if fused {
+                    OpKind::FusedMatMul {
+                        transpose_a: ta,
+                        transpose_b: tb,
+                        relu,
+                    }
+                } else {
+                    OpKind::MatMul {
+                        transpose_a: ta,
+                        transpose_b: tb,
+                    }
+                };
+                let a = if ta { [k, m] } else { [m, k] };
+                let b = if tb { [n, k] } else { [k, n] };
+                let mut inputs = vec![input(&a, seed), input(&b, seed + 1)];
+                if fused {
+                    inputs.push(input(&[n], seed + 2));
+                }
+                seed += 3;
+                cases.push(OpCase::new(kind, inputs, vec![m, n]));
+            }
+        }
+    }
+    cases
+}
+
+fn bias_add_cases() -> Vec<OpCase> {
+    let shapes: [&[u64]; 6] = [
+        &[2, 3, 4],
+        &[5],
+        &[3, 1],
+        &[4, 130],
+        &[2, 2, 2, 2, 3],
+        &[0, 4],
+    ];
+    let mut cases: Vec<OpCase> = shapes
+        .iter()
+        .zip(200..)
+        .map(|(&x, seed)| {
+            let c = *x.last().unwrap_or(&1);
+            let inputs = vec![input(x, seed), input(&[c], seed + 50)];
+            OpCase::new(OpKind::BiasAdd, inputs, x.to_vec())
+        })
+        .collect();
+    let specials = vec![
+        (vec![6, 2], SPECIAL_A.to_vec()),
+        (vec![2], vec![f32::INFINITY, -1.0]),
+    ];
+    cases.push(OpCase::new(OpKind::BiasAdd, specials, vec![6, 2]));
+    cases
+}
+
+fn binary_cases(kind: OpKind) -> Vec<OpCase> {
+    let pairs: [(&[u64], &[u64]); 12] = [
+        (&[3, 5], &[3, 5]),
+        (&[4, 5, 6], &[6]),
+        (&[3, 1], &[1, 4]),
+        (&[1], &[2, 3]),
+        (&[2, 3, 1], &[3, 4]),
+        (&[2, 1, 2, 1, 2], &[1, 3, 1, 3, 1]),
+        (&[2, 1, 3, 1, 2, 1], &[1, 2, 1, 2, 1, 2]),
+        (&[], &[2, 3]),
+        (&[2, 3], &[]),
+        (&[], &[]),
+        (&[1, 1, 1, 1, 1, 40], &[40]),
+        (&[0, 3], &[1, 3]),
+    ];
+    let mut cases: Vec<OpCase> = pairs
+        .iter()
+        .zip(300..)
+        .map(|(&(a, b), seed)| {
+            let inputs = vec![input(a, seed), input(b, seed + 50)];
+            OpCase::new(kind, inputs, broadcast(a, b))
+        })
+        .collect();
+    let specials = vec![
+        (vec![12], SPECIAL_A.to_vec()),
+        (vec![12], SPECIAL_B.to_vec()),
+    ];
+    cases.push(OpCase::new(kind, specials, vec![12]));
+    let scalar = vec![
+        (vec![3, 4], SPECIAL_A.to_vec()),
+        (vec![], vec![f32::INFINITY]),
+    ];
+    cases.push(OpCase::new(kind, scalar, vec![3, 4]));
+    cases
+}
+
+fn relu_cases() -> Vec<OpCase> {
+    let shapes: [&[u64]; 5] = [&[4, 6], &[], &[2, 3, 1, 5], &[1000], &[0]];
+    let mut cases: Vec<OpCase> = shapes
+        .iter()
+        .zip(400..)
+        .map(|(&x, seed)| OpCase::new(OpKind::Relu, vec![input(x, seed)], x.to_vec()))
+        .collect();
+    let specials = vec![(vec![12], SPECIAL_A.to_vec())];
+    cases.push(OpCase::new(OpKind::Relu, specials, vec![12]));
+    cases
+}
+
+fn softmax_cases() -> Vec<OpCase> {
+    let shapes: [&[u64]; 5] = [&[2, 2, 6], &[3, 1], &[1, 130], &[5, 17], &[0, 5]];
+    let mut cases: Vec<OpCase> = shapes
+        .iter()
+        .zip(500..)
+        .map(|(&x, seed)| OpCase::new(OpKind::Softmax, vec![input(x, seed)], x.to_vec()))
+        .collect();
+    // Logits whose exp overflows f32 unless the row maximum is subtracted.
+    let large = vec![
+        80.0, 100.0, 90.0, -50.0, -1e4, 0.0, 1e4, 5.0, 1e-3, 0.0, -1e-3, 0.0,
+    ];
+    cases.push(OpCase::new(
+        OpKind::Softmax,
+        vec![(vec![3, 4], large)],
+        vec![3, 4],
+    ));
+    cases
+}
+
+fn reduce_sum_cases() -> Vec<OpCase> {
+    let shapes: [(&[u64], &[u64]); 6] = [
+        (&[4, 6], &[4]),
+        (&[4, 6], &[4, 1]),
+        (&[2, 3, 130], &[2, 3]),
+        (&[5], &[]),
+        (&[7, 1], &[7]),
+        (&[3, 0], &[3]),
+    ];
+    let mut cases: Vec<OpCase> = shapes
+        .iter()
+        .zip(600..)
+        .map(|(&(x, out), seed)| OpCase::new(OpKind::ReduceSum, vec![input(x, seed)], out.to_vec()))
+        .collect();
+    // Cancellation: the bound is relative to Σ|x|, not to the result.
+    let cancel = vec![(vec![1, 4], vec![1e8, 1.0, -1e8, 1.0])];
+    cases.push(OpCase::new(OpKind::ReduceSum, cancel, vec![1]));
+    cases
+}
+
+/// Every case of `family` (attributes ignored), the first one small and
+/// non-empty.
+pub(crate) fn cases_for(family: OpKind) -> Vec<OpCase> {
+    match family {
+        OpKind::MatMul { .. } => matmul_cases(false),
+        OpKind::FusedMatMul { .. } => matmul_cases(true),
+        OpKind::BiasAdd => bias_add_cases(),
+        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Maximum => binary_cases(family),
+        OpKind::Relu => relu_cases(),
+        OpKind::Softmax => softmax_cases(),
+        OpKind::ReduceSum => reduce_sum_cases(),
+    }
+}
+
+/// A case's tensors in device memory; the output holds the sentinel.
+pub(crate) struct Staged {
+    pub(crate) inputs: Vec<TensorDesc>,
+    pub(crate) out: DeviceAddr,
+    /// Bytes of the output buffer (at least the output's).
+    pub(crate) out_bytes: usize,
+}
+
+impl Staged {
+    /// The op descriptor of `case` over these buffers.
+    pub(crate) fn op(&self, case: &OpCase, op_id: u16) -> OpDesc<'_> {
+        OpDesc {
+            kind: case.kind,
+            inputs: &self.inputs,
+            output: TensorDesc::new(self.out, DType::F32, shape(&case.out)),
+            op_id,
+        }
+    }
+}
+
+/// Uploads `case`'s inputs and allocates its output (`extra` more bytes
+/// than needed), filled with [`SENTINEL`].
+pub(crate) fn stage<F: Fixture>(
+    s: &mut Scope<'_, F>,
+    case: &OpCase,
+    extra: usize,
+) -> Check<Staged> {
+    let mut inputs = Vec::new();
+    for (dims, data) in &case.inputs {
+        let addr = s.alloc((data.len() * 4) as u64, 64)?;
+        if !data.is_empty() {
+            s.write(addr, &super::support::to_bytes(data))?;
+        }
+        inputs.push(TensorDesc::new(addr, DType::F32, shape(dims)));
+    }
+    let out_bytes = elements(&case.out) * 4 + extra;
+    let out = s.alloc(out_bytes as u64, 64)?;
+    if out_bytes > 0 {
+        s.write(out, &sentinel(out_bytes))?;
+    }
+    Ok(Staged {
+        inputs,
+        out,
+        out_bytes,
+    })
+}
+
+/// Frees a staged case's buffers.
+pub(crate) fn unstage<F: Fixture>(s: &mut Scope<'_, F>, staged: Staged) -> Check {
+    for t in &staged.inputs {
+        s.free(t.addr)?;
+    }
+    s.free(staged.out)
+}
+
+/// Fails unless the output buffer still holds only the sentinel.
+pub(crate) fn untouched<F: Fixture>(s: &mut Scope<'_, F>, staged: &Staged, what: &str) -> Check {
+    if staged.out_bytes == 0 {
+        return Ok(());
+    }
+    let now = s.read(staged.out, staged.out_bytes)?;
+    if let Some(diff) = first_difference(&now, &sentinel(staged.out_bytes)) {
+        fail!("{what}, yet the output buffer was written: {diff}");
+    }
+    Ok(())
+}
+
+/// Runs `case` on the device and returns its output.
+pub(crate) fn run_on_device<F: Fixture>(
+    s: &mut Scope<'_, F>,
+    case: &OpCase,
+    op_id: u16,
+) -> Check<Vec<f32>> {
+    let staged = stage(s, case, 0)?;
+    let q = s.cfg.queue;
+    let label = case.label();
+    let fence = s
+        .dev()
+        .launch(q, &staged.op(case, op_id))
+        .ctx(format_args!("launch {label}"))?;
+    s.wait(fence, &label)?;
+    let n = elements(&case.out);
+    let got = if n == 0 {
+        Vec::new()
+    } else {
+        s.download(staged.out, n)?
+    };
+    unstage(s, staged)?;
+    Ok(got)
+}
+
+/// The reference result and per-element bound of `case`.
+pub(crate) fn expected(case: &OpCase) -> Check<(Vec<f32>, Vec<f32>)> {
+    let ins: Vec<(&[f32], Shape)> = case
+        .inputs
+        .iter()
+        .map(|(d, v)| (v.as_slice(), shape(d)))
+        .collect();
+    let n = elements(&case.out);
+    let (mut want, mut tol) = (vec![0.0; n], vec![0.0; n]);
+    let out = shape(&case.out);
+    let suite_bug = |e: reference::Error| {
+        super::support::Fail(format!(
+            "suite bug: reference refused {}: {e}",
+            case.label()
+        ))
+    };
+    reference::run(case.kind, &ins, out, &mut want).map_err(suite_bug)?;
+    reference::tolerance(case.kind, &ins, out, &want, &mut tol).map_err(suite_bug)?;
+    Ok((want, tol))
+}
+
+/// Checks `got` against the reference; returns the worst `|err| / bound`.
+pub(crate) fn compare(case: &OpCase, got: &[f32]) -> Check<f64> {
+    let (want, tol) = expected(case)?;
+    ensure!(
+        got.len() == want.len(),
+        "{}: {} outputs, expected {}",
+        case.label(),
+        got.len(),
+        want.len()
+    );
+    let mut bad = Vec::new();
+    let mut worst = 0.0f64;
+    for (i, ((&g, &w), &t)) in got.iter().zip(&want).zip(&tol).enumerate() {
+        if !reference::within(g, w, t) {
+            bad.push(i);
+        } else if w.is_finite() && t > 0.0 {
+            worst = worst.max((f64::from(g) - f64::from(w)).abs() / f64::from(t));
+        }
+    }
+    if let Some(&first) = bad.first() {
+        let shown: Vec<String> = bad
+            .iter()
+            .take(4)
+            .map(|&i| {
+                format!(
+                    "out[{i}] = {:e}, expected {:e} ± {:e}",
+                    got[i], want[i], tol[i]
+                )
+            })
+            .collect();
+        fail!(
+            "{}: {} of {} outputs outside the tolerance (first at {first}): {}",
+            case.label(),
+            bad.len(),
+            got.len(),
+            shown.join("; ")
+        );
+    }
+    Ok(worst)
+}
+
+/// The case of one op family: every shape against the reference when the
+/// device declares the family, else a check that launch refuses it.
+pub(crate) fn check_family<F: Fixture>(s: &mut Scope<'_, F>, family: OpKind) -> Check<Outcome> {
+    let caps = s.dev().info().capabilities;
+    let cases = cases_for(family);
+    if !caps.supports(family, DType::F32) {
+        return refused(s, family, &cases[0]);
+    }
+    let mut worst = 0.0f64;
+    for (i, case) in cases.iter().enumerate() {
+        let got = run_on_device(s, case, 0x100 + i as u16)?;
+        worst = worst.max(compare(case, &got)?);
+    }
+    Ok(Outcome::Passed(format!(
+        "{} launches match the reference (worst error {worst:.3} of the bound)",
+        cases.len()
+    )))
+}
+
+/// An undeclared op must be refused at launch and leave its output alone.
+fn refused<F: Fixture>(s: &mut Scope<'_, F>, family: OpKind, case: &OpCase) -> Check<Outcome> {
+    let staged = stage(s, case, 0)?;
+    let (q, timeout) = (s.cfg.queue, s.cfg.timeout);
+    let name = family.name();
+    let kind = match s.dev().launch(q, &staged.op(case, 0x1FF)) {
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::Unsupported | ErrorKind::InvalidArgument
+            ) =>
+        {
+            e.kind()
+        }
+        Err(e) => fail!(
+            "{name} is not declared; launch refused it with {}, expected kind Unsupported or InvalidArgument",
+            super::support::describe(&e)
+        ),
+        Ok(fence) => {
+            let waited = s.dev().wait_or_reset(fence, timeout);
+            fail!(
+                "{name} is not declared, yet launch accepted it (fence {}; its wait: {})",
+                fence.0,
+                show(&waited)
+            )
+        }
+    };
+    untouched(s, &staged, &format!("{name} was refused"))?;
+    unstage(s, staged)?;
+    Ok(Outcome::Passed(format!(
+        "not declared; launch refused it ({kind:?}) and wrote nothing"
+    )))
+}

@@ -1,0 +1,629 @@
+//! The suite against a small host-memory device: it passes when the device
+//! is right (declaring only Relu, or every op), skips what the device or
+//! fixture cannot do, and catches each planted bug.
+
+use core::ops::Range;
+use core::time::Duration;
+use std::string::String;
+use std::time::Instant;
+use std::vec;
+use std::vec::Vec;
+
+use super::*;
+use crate::accelerator::{
+    Accelerator, Capabilities, DeviceAddr, DeviceInfo, Drained, Error, ErrorKind, Fence,
+    MemoryUsage, OpDesc, OpKind, OpSet, QueueId, Shape, Version,
+};
+use crate::event::{Event, EventKind};
+use crate::reference;
+
+/// Device memory starts here (not at 0), so the suite cannot assume it.
+const BASE: u64 = 0x10_0000;
+const SIZE: usize = 4 << 20;
+
+/// Bugs to plant, one per test.
+#[derive(Clone, Copy, Default)]
+struct Bugs {
+    relu_off_by_one: bool,
+    accepts_undeclared: bool,
+    skips_validate: bool,
+    fill_big_endian: bool,
+    free_keeps_usage: bool,
+    clock_hz_too_low: bool,
+    reset_keeps_stall: bool,
+    panics_in_launch: bool,
+    events_untagged: bool,
+    runs_backwards: bool,
+}
+
+#[derive(Debug)]
+struct HostError(ErrorKind);
+
+impl core::fmt::Display for HostError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "host device: {:?}", self.0)
+    }
+}
+
+impl Error for HostError {
+    fn kind(&self) -> ErrorKind {
+        self.0
+    }
+}
+
+fn err<T>(kind: ErrorKind) -> Result<T, HostError> {
+    Err(HostError(kind))
+}
+
+/// A device in host memory: synchronous copies and ops (computed by the
+/// reference kernels), a first-fit allocator, a nanosecond clock, events,
+/// and a stall switch whose fence only a reset ends.
+struct HostDevice {
+    mem: Vec<u8>,
+    blocks: Vec<(u64, u64)>,
+    leaked: u64,
+    ops: OpSet,
+    declares_profiling: bool,
+    profiling: bool,
+    events: Vec<Event>,
+    next: u64,
+    stall_armed: bool,
+    stalled_from: Option<u64>,
+    aborted: Vec<Range<u64>>,
+    epoch: Instant,
+    bugs: Bugs,
+    /// The last fill's arguments, for `runs_backwards`.
+    deferred_fill: Option<(DeviceAddr, usize, u32)>,
+}
+
+impl HostDevice {
+    fn new(ops: OpSet, declares_profiling: bool) -> Self {
+        Self {
+            mem: vec![0; SIZE],
+            blocks: Vec::new(),
+            leaked: 0,
+            ops,
+            declares_profiling,
+            profiling: false,
+            events: Vec::new(),
+            next: 0,
+            stall_armed: false,
+            stalled_from: None,
+            aborted: Vec::new(),
+            epoch: Instant::now(),
+            bugs: Bugs::default(),
+            deferred_fill: None,
+        }
+    }
+
+    fn with_bugs(mut self, bugs: Bugs) -> Self {
+        self.bugs = bugs;
+        self
+    }
+
+    fn range(&self, addr: DeviceAddr, len: usize) -> Result<Range<usize>, HostError> {
+        let start = addr
+            .0
+            .checked_sub(BASE)
+            .ok_or(HostError(ErrorKind::InvalidArgument))?;
+        let start = usize::try_from(start).map_err(|_| HostError(ErrorKind::InvalidArgument))?;
+        match start.checked_add(len) {
+            Some(end) if end <= SIZE => Ok(start..end),
+            _ => err(ErrorKind::InvalidArgument),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// A new fence; `run` executes the command unless the queue is stalled.
+    fn command(&mut self, run: impl FnOnce(&mut Self)) -> Fence {
+        self.next += 1;
+        if self.stall_armed {
+            self.stall_armed = false;
+            self.stalled_from = Some(self.next);
+        }
+        if self.stalled_from.is_none() {
+            run(self);
+        }
+        Fence(self.next)
+    }
+
+    fn floats(&self, r: Range<usize>) -> Vec<f32> {
+        self.mem[r]
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    }
+
+    fn do_fill(&mut self, dst: DeviceAddr, len: usize, pattern: u32) {
+        if let Ok(r) = self.range(dst, len) {
+            let p = if self.bugs.fill_big_endian {
+                pattern.to_be_bytes()
+            } else {
+                pattern.to_le_bytes()
+            };
+            for (i, b) in self.mem[r].iter_mut().enumerate() {
+                *b = p[i % 4];
+            }
+        }
+    }
+}
+
+impl Accelerator for HostDevice {
+    type Error = HostError;
+
+    fn info(&self) -> DeviceInfo {
+        let hz = if self.bugs.clock_hz_too_low {
+            1_000_000
+        } else {
+            1_000_000_000
+        };
+        DeviceInfo::new(
+            "host-memory test device",
+            SIZE as u64,
+            hz,
+            Version::new(1, 0, 0),
+            2,
+        )
+        .with_capabilities(Capabilities::f32(self.ops, self.declares_profiling))
+    }
+
+    fn allocate(&mut self, bytes: u64, align: u64) -> Result<DeviceAddr, HostError> {
+        if !align.is_power_of_two() {
+            return err(ErrorKind::InvalidArgument);
+        }
+        let size = bytes.max(1);
+        let mut gap = BASE;
+        let mut at = None;
+        for (i, &(addr, n)) in self
+            .blocks
+            .iter()
+            .chain([&(BASE + SIZE as u64, 0)])
+            .enumerate()
+        {
+            if let Some(start) = gap.checked_next_multiple_of(align)
+                && start.checked_add(size).is_some_and(|end| end <= addr)
+            {
+                at = Some((i, start));
+                break;
+            }
+            gap = addr + n;
+        }
+        let (i, addr) = at.ok_or(HostError(ErrorKind::OutOfMemory))?;
+        self.blocks.insert(i, (addr, size));
+        Ok(DeviceAddr(addr))
+    }
+
+    fn deallocate(&mut self, addr: DeviceAddr) -> Result<(), HostError> {
+        let i = self
+            .blocks
+            .iter()
+            .position(|b| b.0 == addr.0)
+            .ok_or(HostError(ErrorKind::InvalidArgument))?;
+        if self.bugs.free_keeps_usage {
+            // Frees the block but keeps counting it: a leak in the accounting.
+            self.leaked += self.blocks[i].1;
+        }
+        self.blocks.remove(i);
+        Ok(())
+    }
+
+    fn memory_usage(&self) -> MemoryUsage {
+        MemoryUsage {
+            total: SIZE as u64,
+            used: self.blocks.iter().map(|b| b.1).sum::<u64>() + self.leaked,
+        }
+    }
+
+    unsafe fn copy_to_device(
+        &mut self,
+        _q: QueueId,
+        dst: DeviceAddr,
+        src: *const u8,
+        len: usize,
+    ) -> Result<Fence, HostError> {
+        let r = self.range(dst, len)?;
+        // SAFETY: the caller guarantees `src` is readable for `len` bytes;
+        // the copy is done before this returns.
+        let data = unsafe { core::slice::from_raw_parts(src, len) };
+        Ok(self.command(|d| d.mem[r].copy_from_slice(data)))
+    }
+
+    unsafe fn copy_from_device(
+        &mut self,
+        _q: QueueId,
+        dst: *mut u8,
+        src: DeviceAddr,
+        len: usize,
+    ) -> Result<Fence, HostError> {
+        let r = self.range(src, len)?;
+        // SAFETY: the caller guarantees `dst` is writable for `len` bytes;
+        // the copy is done before this returns.
+        let out = unsafe { core::slice::from_raw_parts_mut(dst, len) };
+        Ok(self.command(|d| out.copy_from_slice(&d.mem[r])))
+    }
+
+    fn copy_on_device(
+        &mut self,
+        _q: QueueId,
+        dst: DeviceAddr,
+        src: DeviceAddr,
+        len: usize,
+    ) -> Result<Fence, HostError> {
+        let (s, d) = (self.range(src, len)?, self.range(dst, len)?);
+        Ok(self.command(|dev| dev.mem.copy_within(s, d.start)))
+    }
+
+    fn fill(
+        &mut self,
+        _q: QueueId,
+        dst: DeviceAddr,
+        len: usize,
+        pattern: u32,
+    ) -> Result<Fence, HostError> {
+        self.range(dst, len)?;
+        if self.bugs.runs_backwards {
+            // Runs each fill only when the next one arrives, after it.
+            let previous = self.deferred_fill.replace((dst, len, pattern));
+            return Ok(self.command(|d| {
+                if let Some((a, n, p)) = previous {
+                    d.do_fill(a, n, p);
+                }
+            }));
+        }
+        Ok(self.command(|d| d.do_fill(dst, len, pattern)))
+    }
+
+    fn launch(&mut self, _q: QueueId, op: &OpDesc<'_>) -> Result<Fence, HostError> {
+        if self.bugs.panics_in_launch {
+            panic!("planted panic in launch");
+        }
+        if !self.bugs.skips_validate {
+            op.validate()
+                .map_err(|_| HostError(ErrorKind::InvalidArgument))?;
+        }
+        if !self.ops.contains(op.kind) && !self.bugs.accepts_undeclared {
+            return err(ErrorKind::Unsupported);
+        }
+        let mut inputs = Vec::new();
+        for t in op.inputs {
+            let n = t.byte_len().ok_or(HostError(ErrorKind::InvalidArgument))?;
+            inputs.push((self.floats(self.range(t.addr, n)?), t.shape));
+        }
+        let n = op
+            .output
+            .byte_len()
+            .ok_or(HostError(ErrorKind::InvalidArgument))?;
+        let out = self.range(op.output.addr, n)?;
+        let (kind, shape, op_id) = (op.kind, op.output.shape, op.op_id);
+        let relu_bug = self.bugs.relu_off_by_one;
+        let tag = if self.bugs.events_untagged { 0 } else { op_id };
+        Ok(self.command(|d| {
+            let begin = d.now();
+            let ins: Vec<(&[f32], Shape)> =
+                inputs.iter().map(|(v, s)| (v.as_slice(), *s)).collect();
+            let mut result = vec![0.0f32; n / 4];
+            if reference::run(kind, &ins, shape, &mut result).is_err() {
+                return; // an unvalidated inconsistent op: garbage stays
+            }
+            if relu_bug && kind == OpKind::Relu && !result.is_empty() {
+                result[0] += 1.0;
+            }
+            for (chunk, v) in d.mem[out].chunks_exact_mut(4).zip(&result) {
+                chunk.copy_from_slice(&v.to_le_bytes());
+            }
+            if d.profiling {
+                let end = d.now();
+                d.events
+                    .push(Event::new(EventKind::OpBegin, begin, 0, tag, 0));
+                d.events.push(Event::new(EventKind::OpEnd, end, 0, tag, 0));
+            }
+        }))
+    }
+
+    fn poll(&mut self, fence: Fence) -> Result<bool, HostError> {
+        if fence.0 > self.next {
+            return err(ErrorKind::InvalidArgument);
+        }
+        if self.aborted.iter().any(|r| r.contains(&fence.0)) {
+            return err(ErrorKind::DeviceFault);
+        }
+        Ok(self.stalled_from.is_none_or(|s| fence.0 < s))
+    }
+
+    fn wait(&mut self, fence: Fence, timeout: Duration) -> Result<(), HostError> {
+        if self.poll(fence)? {
+            return Ok(());
+        }
+        // Nothing makes progress while stalled.
+        std::thread::sleep(timeout);
+        err(ErrorKind::Timeout)
+    }
+
+    fn reset(&mut self) -> Result<(), HostError> {
+        if let Some(from) = self.stalled_from
+            && !self.bugs.reset_keeps_stall
+        {
+            self.aborted.push(from..self.next + 1);
+            self.stalled_from = None;
+        }
+        self.stall_armed = false;
+        Ok(())
+    }
+
+    fn timestamp(&mut self) -> Result<u64, HostError> {
+        Ok(self.now())
+    }
+
+    fn set_profiling(&mut self, enabled: bool) -> Result<(), HostError> {
+        if enabled && !self.declares_profiling {
+            return err(ErrorKind::Unsupported);
+        }
+        self.profiling = enabled;
+        Ok(())
+    }
+
+    fn drain_events(&mut self, out: &mut [Event]) -> Result<Drained, HostError> {
+        let n = out.len().min(self.events.len());
+        for (o, e) in out.iter_mut().zip(self.events.drain(..n)) {
+            *o = e;
+        }
+        Ok(Drained {
+            events: n,
+            dropped: 0,
+        })
+    }
+}
+
+/// The device plus the stall hook.
+struct HostFixture {
+    dev: HostDevice,
+    can_stall: bool,
+}
+
+impl HostFixture {
+    fn relu_only() -> Self {
+        Self {
+            dev: HostDevice::new(OpSet::of(&[OpKind::Relu]), true),
+            can_stall: true,
+        }
+    }
+
+    fn buggy(ops: OpSet, bugs: Bugs) -> Self {
+        Self {
+            dev: HostDevice::new(ops, true).with_bugs(bugs),
+            can_stall: true,
+        }
+    }
+}
+
+impl Fixture for HostFixture {
+    type Device = HostDevice;
+    fn device(&mut self) -> &mut HostDevice {
+        &mut self.dev
+    }
+    fn stall_next_command(&mut self) -> bool {
+        self.dev.stall_armed = self.can_stall;
+        self.can_stall
+    }
+    fn clear_stall(&mut self) {
+        self.dev.stall_armed = false;
+    }
+}
+
+fn outcome(report: &Report, case: &str) -> Outcome {
+    report.case(case).expect(case).outcome.clone()
+}
+
+#[test]
+fn a_relu_only_device_passes_and_refuses_every_other_op() {
+    let mut fx = HostFixture::relu_only();
+    let report = run_fixture(&mut fx, &Config::default());
+    std::println!("{report}");
+    report.assert_passed();
+    assert_eq!(report.skipped().count(), 0, "{report}");
+    assert_eq!(report.cases.len(), CASES.len());
+    for (c, name) in report.cases.iter().zip(CASES) {
+        assert_eq!(c.name, *name);
+    }
+    match outcome(&report, "op_relu") {
+        Outcome::Passed(m) => assert!(m.contains("match the reference"), "{m}"),
+        other => panic!("{other}"),
+    }
+    for case in [
+        "op_matmul",
+        "op_fused_matmul",
+        "op_bias_add",
+        "op_add",
+        "op_sub",
+        "op_mul",
+    ] {
+        match outcome(&report, case) {
+            Outcome::Passed(m) => assert!(
+                m.contains("not declared; launch refused it (Unsupported)"),
+                "{case}: {m}"
+            ),
+            other => panic!("{case}: {other}"),
+        }
+    }
+    // The cases freed what they allocated.
+    assert_eq!(fx.dev.memory_usage().used, 0);
+}
+
+#[test]
+fn a_device_declaring_every_op_passes() {
+    let mut dev = HostDevice::new(OpSet::ALL, false);
+    let report = run_all(&mut dev, &Config::default());
+    report.assert_passed();
+    for case in CASES.iter().filter(|c| c.starts_with("op_")) {
+        match outcome(&report, case) {
+            Outcome::Passed(m) => assert!(m.contains("match the reference"), "{case}: {m}"),
+            other => panic!("{case}: {other}"),
+        }
+    }
+    // No profiling declared and no fixture hook: skipped, not passed.
+    assert!(outcome(&report, "profiling_records_op_events").is_skipped());
+    assert!(outcome(&report, "timeout_then_reset_recovers").is_skipped());
+    assert!(report.passed());
+    let text = std::format!("{report}");
+    assert!(text.contains("2 skipped, 0 failed"), "{text}");
+}
+
+/// Runs one case on a device with `bugs`; returns the failure message.
+fn caught(ops: OpSet, bugs: Bugs, case: fn(&mut HostFixture, &Config) -> Outcome) -> String {
+    let mut fx = HostFixture::buggy(ops, bugs);
+    match case(&mut fx, &Config::default()) {
+        Outcome::Failed(m) => m,
+        other => panic!("the planted bug was not caught: {other}"),
+    }
+}
+
+#[test]
+fn planted_bugs_are_caught() {
+    let relu = OpSet::of(&[OpKind::Relu]);
+    let m = caught(
+        relu,
+        Bugs {
+            relu_off_by_one: true,
+            ..Bugs::default()
+        },
+        cases::op_relu,
+    );
+    assert!(m.contains("outside the tolerance"), "{m}");
+    let m = caught(
+        relu,
+        Bugs {
+            accepts_undeclared: true,
+            ..Bugs::default()
+        },
+        cases::op_add,
+    );
+    assert!(
+        m.contains("Add is not declared, yet launch accepted it"),
+        "{m}"
+    );
+    let m = caught(
+        relu,
+        Bugs {
+            skips_validate: true,
+            ..Bugs::default()
+        },
+        cases::inconsistent_op_is_invalid_argument,
+    );
+    assert!(m.contains("was accepted"), "{m}");
+    let m = caught(
+        relu,
+        Bugs {
+            fill_big_endian: true,
+            ..Bugs::default()
+        },
+        cases::fill_repeats_the_pattern,
+    );
+    assert!(m.contains("pattern.to_le_bytes()"), "{m}");
+    let m = caught(
+        relu,
+        Bugs {
+            free_keeps_usage: true,
+            ..Bugs::default()
+        },
+        cases::allocations_are_aligned_and_accounted,
+    );
+    assert!(m.contains("after freeing everything"), "{m}");
+    let m = caught(
+        relu,
+        Bugs {
+            clock_hz_too_low: true,
+            ..Bugs::default()
+        },
+        cases::clock_is_monotonic,
+    );
+    assert!(m.contains("clock_hz is too low"), "{m}");
+    let m = caught(
+        relu,
+        Bugs {
+            reset_keeps_stall: true,
+            ..Bugs::default()
+        },
+        cases::timeout_then_reset_recovers,
+    );
+    assert!(m.contains("reset must fail outstanding fences"), "{m}");
+    let m = caught(
+        relu,
+        Bugs {
+            panics_in_launch: true,
+            ..Bugs::default()
+        },
+        cases::op_relu,
+    );
+    assert!(m.contains("panicked: planted panic in launch"), "{m}");
+    let m = caught(
+        relu,
+        Bugs {
+            events_untagged: true,
+            ..Bugs::default()
+        },
+        cases::profiling_records_op_events,
+    );
+    assert!(m.contains("0 OpBegin and 0 OpEnd"), "{m}");
+    let m = caught(
+        relu,
+        Bugs {
+            runs_backwards: true,
+            ..Bugs::default()
+        },
+        cases::fences_complete_in_order,
+    );
+    assert!(m.contains("out of order"), "{m}");
+}
+
+#[test]
+fn a_failed_run_lists_every_failure() {
+    let bugs = Bugs {
+        relu_off_by_one: true,
+        fill_big_endian: true,
+        ..Bugs::default()
+    };
+    let mut fx = HostFixture::buggy(OpSet::of(&[OpKind::Relu]), bugs);
+    let report = run_fixture(&mut fx, &Config::default());
+    assert!(!report.passed());
+    let failed: Vec<&str> = report.failures().map(|c| c.name).collect();
+    assert!(
+        failed.contains(&"op_relu") && failed.contains(&"fill_repeats_the_pattern"),
+        "{failed:?}"
+    );
+    let panic = std::panic::catch_unwind(|| report.assert_passed()).unwrap_err();
+    let text = panic.downcast_ref::<String>().unwrap();
+    assert!(
+        text.contains("op_relu:") && text.contains("fill_repeats_the_pattern:"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_bare_device_skips_the_timeout_case() {
+    let mut fx = HostFixture {
+        dev: HostDevice::new(OpSet::of(&[OpKind::Relu]), true),
+        can_stall: false,
+    };
+    let o = cases::timeout_then_reset_recovers(&mut fx, &Config::default());
+    assert!(
+        matches!(&o, Outcome::Skipped(m) if m.contains("stall_next_command")),
+        "{o}"
+    );
+    o.assert_ok("timeout_then_reset_recovers");
+}
+
+// One `#[test]` per case, each on a fresh fixture.
+crate::conformance_tests!(HostFixture::relu_only());
+
+// The named form with a config: a shorter expected timeout, queue 1.
+crate::conformance_tests!(
+    mod relu_only_queue_1 = HostFixture::relu_only(),
+    Config {
+        short_timeout: Duration::from_millis(30),
+        queue: QueueId(1),
+        ..Config::default()
+    }
+);

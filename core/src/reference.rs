@@ -1,0 +1,572 @@
+//! Reference kernels: the obvious implementation of every
+//! [`OpKind`], on dense row-major `f32` slices.
+//!
+//! These are the yardstick of the conformance suite
+//! (`tensorplug_core::conformance`, feature `conformance`) and of any
+//! device test: plain loops, sums accumulated in `f64` and rounded once, no
+//! blocking, no vectorisation.
+//! They are slow on purpose and exact to within one `f32` rounding, so a
+//! device result is compared against them with the error bounds of
+//! [`tolerance`].
+//!
+//! `no_std`, no allocation, no panics: every function checks its lengths
+//! (with overflow-checked products) before it writes anything, and returns
+//! an [`Error`] instead.
+//!
+//! # Semantics
+//! The same as [`OpDesc::validate`]'s shape rules and `docs/device-numerics.md`:
+//! - **MatMul / FusedMatMul**: `a` is `[m, k]` (`[k, m]` with `transpose_a`),
+//!   `b` is `[k, n]` (`[n, k]` with `transpose_b`); `out = relu?(fl(Σ_p
+//!   a_ip·b_pj) + bias_j)`: the sum in `f64`, rounded to `f32`, then the bias
+//!   added in `f32`, then ReLU (the rounding of TF's `MatMul` → `BiasAdd` →
+//!   `Relu`). `k = 0` gives `0 + bias`.
+//! - **BiasAdd**: `x + bias` along the last axis.
+//! - **Add, Sub, Mul, Maximum**: NumPy broadcasting over up to [`MAX_RANK`]
+//!   axes (a size-0 axis broadcasts only with 0 or 1). One IEEE operation per
+//!   element. `Maximum` propagates NaN and returns the first operand on ties
+//!   (`max(-0.0, 0.0)` is `-0.0`), as `tf.maximum`.
+//! - **Relu**: `if x < 0 { 0 } else { x }`: NaN stays NaN, `-0.0` stays `-0.0`.
+//! - **Softmax** over the last axis, in `f64`, after subtracting the row
+//!   maximum (NaN ignored for the maximum): a row with NaN, `+∞` or only
+//!   `−∞` gives NaN.
+//! - **ReduceSum** over the last axis, in `f64`; the output drops the axis or
+//!   keeps it as 1. Rows of length 0 sum to `0.0`.
+//!
+//! # Example
+//! ```
+//! use tensorplug_core::accelerator::{OpKind, Shape};
+//! use tensorplug_core::reference;
+//!
+//! let s = |d: &[u64]| Shape::new(d).unwrap();
+//! // [2, 3] + [3]: the row vector is broadcast over both rows.
+//! let a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+//! let b = [10.0, 20.0, 30.0];
+//! let mut out = [0.0; 6];
+//! reference::run(OpKind::Add, &[(&a, s(&[2, 3])), (&b, s(&[3]))], s(&[2, 3]), &mut out).unwrap();
+//! assert_eq!(out, [11.0, 22.0, 33.0, 14.0, 25.0, 36.0]);
+//! ```
+
+use core::fmt;
+
+use crate::accelerator::{
+    DType, DeviceAddr, MAX_RANK, OpDesc, OpKind, Shape, ShapeError, TensorDesc,
+};
+
+/// Absolute part of the element-wise tolerance (see [`tolerance`]).
+pub const ELEMENTWISE_ABS: f32 = 1e-5;
+/// Relative part of the element-wise tolerance (see [`tolerance`]).
+pub const ELEMENTWISE_REL: f32 = 1e-5;
+
+/// Why a reference kernel refused its arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum Error {
+    /// The shapes are inconsistent ([`OpDesc::validate`]'s verdict).
+    Shape(ShapeError),
+    /// Operand `operand` (inputs first, then the output) holds `got`
+    /// elements; its shape calls for `expected`.
+    Length {
+        /// Operand index; the number of inputs means the output.
+        operand: u8,
+        /// Elements its shape calls for.
+        expected: usize,
+        /// Elements given.
+        got: usize,
+    },
+    /// An element count overflows `usize`.
+    Overflow,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::Shape(e) => write!(f, "inconsistent shapes: {e}"),
+            Self::Length {
+                operand,
+                expected,
+                got,
+            } => write!(
+                f,
+                "operand {operand} holds {got} elements, its shape calls for {expected}"
+            ),
+            Self::Overflow => f.write_str("element count overflows"),
+        }
+    }
+}
+
+impl From<ShapeError> for Error {
+    fn from(e: ShapeError) -> Self {
+        Self::Shape(e)
+    }
+}
+
+/// The dimensions of a matrix product (see [`OpKind::MatMul`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Gemm {
+    /// Rows of the result.
+    pub m: usize,
+    /// Columns of the result.
+    pub n: usize,
+    /// The contracted dimension.
+    pub k: usize,
+    /// `a` is stored `[k, m]`.
+    pub transpose_a: bool,
+    /// `b` is stored `[n, k]`.
+    pub transpose_b: bool,
+}
+
+impl Gemm {
+    /// `a[i, p]` of `op(a)`.
+    fn a(&self, a: &[f32], i: usize, p: usize) -> f32 {
+        if self.transpose_a {
+            a[p * self.m + i]
+        } else {
+            a[i * self.k + p]
+        }
+    }
+
+    /// `b[p, j]` of `op(b)`.
+    fn b(&self, b: &[f32], p: usize, j: usize) -> f32 {
+        if self.transpose_b {
+            b[j * self.k + p]
+        } else {
+            b[p * self.n + j]
+        }
+    }
+
+    /// Checks `a`, `b`, `bias` and `out` (operands 0, 1, 2, then 3, or 2
+    /// without a bias) against the dims.
+    fn check(&self, a: &[f32], b: &[f32], bias: Option<&[f32]>, out: &[f32]) -> Result<(), Error> {
+        let mk = self.m.checked_mul(self.k).ok_or(Error::Overflow)?;
+        let kn = self.k.checked_mul(self.n).ok_or(Error::Overflow)?;
+        let mn = self.m.checked_mul(self.n).ok_or(Error::Overflow)?;
+        check_len(0, mk, a.len())?;
+        check_len(1, kn, b.len())?;
+        match bias {
+            Some(bias) => {
+                check_len(2, self.n, bias.len())?;
+                check_len(3, mn, out.len())
+            }
+            None => check_len(2, mn, out.len()),
+        }
+    }
+}
+
+/// `out = relu?(op(a) · op(b) + bias)`: each dot product summed in `f64` in
+/// `k` order and rounded once, then the bias added in `f32`, then ReLU.
+pub fn matmul(
+    g: &Gemm,
+    a: &[f32],
+    b: &[f32],
+    bias: Option<&[f32]>,
+    relu: bool,
+    out: &mut [f32],
+) -> Result<(), Error> {
+    g.check(a, b, bias, out)?;
+    for i in 0..g.m {
+        for j in 0..g.n {
+            let mut acc = 0.0f64;
+            for p in 0..g.k {
+                acc += f64::from(g.a(a, i, p)) * f64::from(g.b(b, p, j));
+            }
+            let mut v = acc as f32;
+            if let Some(bias) = bias {
+                v += bias[j];
+            }
+            out[i * g.n + j] = if relu { relu_one(v) } else { v };
+        }
+    }
+    Ok(())
+}
+
+/// `x + bias` along the last axis, whose length is `bias.len()`.
+pub fn bias_add(x: &[f32], bias: &[f32], out: &mut [f32]) -> Result<(), Error> {
+    check_rows(0, x.len(), bias.len())?;
+    check_len(2, x.len(), out.len())?;
+    for (i, (o, &v)) in out.iter_mut().zip(x).enumerate() {
+        *o = v + bias[i % bias.len()];
+    }
+    Ok(())
+}
+
+/// The broadcasting binary ops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum BinaryOp {
+    /// `a + b`.
+    Add,
+    /// `a - b`.
+    Sub,
+    /// `a * b`.
+    Mul,
+    /// `max(a, b)`: NaN if either is NaN, `a` on ties.
+    Maximum,
+}
+
+impl BinaryOp {
+    /// The binary op of `kind`, if it is one.
+    pub const fn of(kind: OpKind) -> Option<Self> {
+        match kind {
+            OpKind::Add => Some(Self::Add),
+            OpKind::Sub => Some(Self::Sub),
+            OpKind::Mul => Some(Self::Mul),
+            OpKind::Maximum => Some(Self::Maximum),
+            _ => None,
+        }
+    }
+
+    /// The op on one pair of elements.
+    pub fn apply(self, x: f32, y: f32) -> f32 {
+        match self {
+            Self::Add => x + y,
+            Self::Sub => x - y,
+            Self::Mul => x * y,
+            Self::Maximum if x.is_nan() || y.is_nan() => f32::NAN,
+            Self::Maximum => {
+                if y > x {
+                    y
+                } else {
+                    x
+                }
+            }
+        }
+    }
+}
+
+/// `out = a ∘ b` with NumPy broadcasting, by explicit multi-index
+/// arithmetic. `out` holds the broadcast shape's elements.
+pub fn binary(
+    op: BinaryOp,
+    a: &[f32],
+    a_shape: &Shape,
+    b: &[f32],
+    b_shape: &Shape,
+    out: &mut [f32],
+) -> Result<(), Error> {
+    let rank = a_shape.dims().len().max(b_shape.dims().len());
+    let (ad, bd) = (padded(a_shape, rank)?, padded(b_shape, rank)?);
+    let mut od = [1usize; MAX_RANK];
+    for axis in 0..rank {
+        od[axis] = match (ad[axis], bd[axis]) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            (x, y) => {
+                return Err(Error::Shape(ShapeError::Dim {
+                    operand: 1,
+                    axis: (axis + b_shape.dims().len() - rank) as u8,
+                    expected: x as u64,
+                    got: y as u64,
+                }));
+            }
+        };
+    }
+    check_len(0, count(&ad[..rank])?, a.len())?;
+    check_len(1, count(&bd[..rank])?, b.len())?;
+    check_len(2, count(&od[..rank])?, out.len())?;
+    for (flat, o) in out.iter_mut().enumerate() {
+        let (mut rem, mut ia, mut ib, mut sa, mut sb) = (flat, 0, 0, 1, 1);
+        for axis in (0..rank).rev() {
+            let idx = rem % od[axis];
+            rem /= od[axis];
+            if ad[axis] != 1 {
+                ia += idx * sa;
+            }
+            if bd[axis] != 1 {
+                ib += idx * sb;
+            }
+            sa *= ad[axis];
+            sb *= bd[axis];
+        }
+        *o = op.apply(a[ia], b[ib]);
+    }
+    Ok(())
+}
+
+/// `max(x, 0)` as `tf.nn.relu`: NaN stays NaN, `-0.0` stays `-0.0`.
+pub fn relu(x: &[f32], out: &mut [f32]) -> Result<(), Error> {
+    check_len(1, x.len(), out.len())?;
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = relu_one(v);
+    }
+    Ok(())
+}
+
+/// Softmax over rows of `row_len` contiguous elements, in `f64`.
+pub fn softmax(x: &[f32], row_len: usize, out: &mut [f32]) -> Result<(), Error> {
+    check_rows(0, x.len(), row_len)?;
+    check_len(1, x.len(), out.len())?;
+    if row_len == 0 {
+        return Ok(());
+    }
+    for (row, out_row) in x.chunks(row_len).zip(out.chunks_mut(row_len)) {
+        let max = row_max(row);
+        let total: f64 = row.iter().map(|&v| libm::exp(f64::from(v) - max)).sum();
+        for (o, &v) in out_row.iter_mut().zip(row) {
+            *o = (libm::exp(f64::from(v) - max) / total) as f32;
+        }
+    }
+    Ok(())
+}
+
+/// Row sums over rows of `row_len`, in `f64`: `out[r] = Σ_j x[r, j]`. With
+/// `row_len = 0` every output is `0.0`, whatever `out.len()`.
+pub fn reduce_sum(x: &[f32], row_len: usize, out: &mut [f32]) -> Result<(), Error> {
+    if row_len == 0 {
+        check_len(0, 0, x.len())?;
+        out.fill(0.0);
+        return Ok(());
+    }
+    let want = out.len().checked_mul(row_len).ok_or(Error::Overflow)?;
+    check_len(0, want, x.len())?;
+    for (o, row) in out.iter_mut().zip(x.chunks(row_len)) {
+        *o = row.iter().map(|&v| f64::from(v)).sum::<f64>() as f32;
+    }
+    Ok(())
+}
+
+/// Runs `kind` on `inputs` (data, shape) into `out` of `out_shape`.
+///
+/// The shapes are checked with [`OpDesc::validate`] (the rules every device
+/// applies), then every slice length against its shape.
+pub fn run(
+    kind: OpKind,
+    inputs: &[(&[f32], Shape)],
+    out_shape: Shape,
+    out: &mut [f32],
+) -> Result<(), Error> {
+    let (x, shape) = check_op(kind, inputs, out_shape, out.len())?;
+    let input = |i: usize| inputs[i].0;
+    match kind {
+        OpKind::MatMul {
+            transpose_a,
+            transpose_b,
+        } => matmul(
+            &gemm_dims(inputs, transpose_a, transpose_b)?,
+            x,
+            input(1),
+            None,
+            false,
+            out,
+        ),
+        OpKind::FusedMatMul {
+            transpose_a,
+            transpose_b,
+            relu,
+        } => matmul(
+            &gemm_dims(inputs, transpose_a, transpose_b)?,
+            x,
+            input(1),
+            Some(input(2)),
+            relu,
+            out,
+        ),
+        OpKind::BiasAdd => bias_add(x, input(1), out),
+        OpKind::Add => binary(BinaryOp::Add, x, &shape, input(1), &inputs[1].1, out),
+        OpKind::Sub => binary(BinaryOp::Sub, x, &shape, input(1), &inputs[1].1, out),
+        OpKind::Mul => binary(BinaryOp::Mul, x, &shape, input(1), &inputs[1].1, out),
+        OpKind::Maximum => binary(BinaryOp::Maximum, x, &shape, input(1), &inputs[1].1, out),
+        OpKind::Relu => relu(x, out),
+        OpKind::Softmax => softmax(x, dim(shape.last())?, out),
+        OpKind::ReduceSum => reduce_sum(x, dim(shape.last())?, out),
+    }
+}
+
+/// The error bound a device's result for `kind` must meet, per output
+/// element, against [`run`]'s result `want`: `|got − want| ≤ tol[i]`
+/// (see [`within`]). `tol` has `want`'s length.
+///
+/// | op | bound |
+/// |---|---|
+/// | BiasAdd, Add, Sub, Mul, Maximum, Relu | [`ELEMENTWISE_ABS`] `+` [`ELEMENTWISE_REL`]`·\|want\|` |
+/// | MatMul, FusedMatMul | `(k + 2)·ε·(Σ_p \|a_ip·b_pj\| + \|bias_j\|)` |
+/// | ReduceSum | `(c + 1)·ε·Σ_j \|x_j\|` |
+/// | Softmax | `(c + 8 + \|x_j − max\|)·ε·\|want_j\|` |
+///
+/// `ε = f32::EPSILON`, `c` the row length; `f32::MIN_POSITIVE` is added to
+/// the last three for results at the underflow edge. These are the bounds
+/// of `docs/device-numerics.md` for any summation order, FMA or not; the
+/// softmax one allows an `exp` a few ulp off, as TF's is.
+pub fn tolerance(
+    kind: OpKind,
+    inputs: &[(&[f32], Shape)],
+    out_shape: Shape,
+    want: &[f32],
+    tol: &mut [f32],
+) -> Result<(), Error> {
+    let (x, shape) = check_op(kind, inputs, out_shape, want.len())?;
+    check_len(inputs.len() as u8, want.len(), tol.len())?;
+    let eps = f64::from(f32::EPSILON);
+    let tiny = f64::from(f32::MIN_POSITIVE);
+    match kind {
+        OpKind::MatMul {
+            transpose_a,
+            transpose_b,
+        }
+        | OpKind::FusedMatMul {
+            transpose_a,
+            transpose_b,
+            ..
+        } => {
+            let g = gemm_dims(inputs, transpose_a, transpose_b)?;
+            let bias = inputs.get(2).map(|b| b.0);
+            for i in 0..g.m {
+                for j in 0..g.n {
+                    let mut abs = bias.map_or(0.0, |b| f64::from(b[j].abs()));
+                    for p in 0..g.k {
+                        abs += (f64::from(g.a(x, i, p)) * f64::from(g.b(inputs[1].0, p, j))).abs();
+                    }
+                    tol[i * g.n + j] = ((g.k as f64 + 2.0) * eps * abs + tiny) as f32;
+                }
+            }
+        }
+        OpKind::ReduceSum => {
+            let c = dim(shape.last())?;
+            for (r, t) in tol.iter_mut().enumerate() {
+                let row = x.get(r * c..(r + 1) * c).unwrap_or(&[]);
+                let abs: f64 = row.iter().map(|&v| f64::from(v).abs()).sum();
+                *t = ((c as f64 + 1.0) * eps * abs + tiny) as f32;
+            }
+        }
+        OpKind::Softmax => {
+            let c = dim(shape.last())?;
+            if c > 0 {
+                for (row, (t, w)) in x.chunks(c).zip(tol.chunks_mut(c).zip(want.chunks(c))) {
+                    let max = row_max(row);
+                    for ((t, &w), &v) in t.iter_mut().zip(w).zip(row) {
+                        let spread = (f64::from(v) - max).abs();
+                        let rel = (c as f64 + 8.0 + spread) * eps;
+                        *t = (rel * f64::from(w.abs()) + tiny) as f32;
+                    }
+                }
+            }
+        }
+        _ => {
+            for (t, &w) in tol.iter_mut().zip(want) {
+                *t = ELEMENTWISE_ABS + ELEMENTWISE_REL * w.abs();
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether a device result `got` is acceptable for the reference result
+/// `want` with bound `tol`: NaN must be NaN, an infinity the same infinity,
+/// anything else within `tol` (computed in `f64`, so exactly).
+pub fn within(got: f32, want: f32, tol: f32) -> bool {
+    if want.is_nan() {
+        got.is_nan()
+    } else if want.is_infinite() {
+        got == want
+    } else {
+        (f64::from(got) - f64::from(want)).abs() <= f64::from(tol)
+    }
+}
+
+fn relu_one(v: f32) -> f32 {
+    if v < 0.0 { 0.0 } else { v }
+}
+
+/// The row maximum, NaN ignored (`−∞` for an all-NaN or empty row).
+fn row_max(row: &[f32]) -> f64 {
+    row.iter()
+        .fold(f64::NEG_INFINITY, |m, &v| m.max(f64::from(v)))
+}
+
+/// Validates the op and every length; returns input 0 and its shape.
+fn check_op<'a>(
+    kind: OpKind,
+    inputs: &[(&'a [f32], Shape)],
+    out_shape: Shape,
+    out_len: usize,
+) -> Result<(&'a [f32], Shape), Error> {
+    let want = kind.input_count();
+    let desc = |shape| TensorDesc::new(DeviceAddr(0), DType::F32, shape);
+    let mut descs = [desc(Shape::SCALAR); 3];
+    if inputs.len() != want || want > descs.len() {
+        return Err(Error::Shape(ShapeError::InputCount {
+            expected: want as u8,
+            got: inputs.len().min(255) as u8,
+        }));
+    }
+    for (d, (_, shape)) in descs.iter_mut().zip(inputs) {
+        *d = desc(*shape);
+    }
+    OpDesc {
+        kind,
+        inputs: &descs[..want],
+        output: desc(out_shape),
+        op_id: 0,
+    }
+    .validate()?;
+    for (i, (data, shape)) in inputs.iter().enumerate() {
+        check_len(i as u8, elements(shape)?, data.len())?;
+    }
+    check_len(want as u8, elements(&out_shape)?, out_len)?;
+    Ok((inputs[0].0, inputs[0].1))
+}
+
+fn gemm_dims(
+    inputs: &[(&[f32], Shape)],
+    transpose_a: bool,
+    transpose_b: bool,
+) -> Result<Gemm, Error> {
+    let (a, b) = (inputs[0].1, inputs[1].1);
+    let (a0, a1) = (dim(a.dims()[0])?, dim(a.dims()[1])?);
+    let (b0, b1) = (dim(b.dims()[0])?, dim(b.dims()[1])?);
+    let (m, k) = if transpose_a { (a1, a0) } else { (a0, a1) };
+    let n = if transpose_b { b0 } else { b1 };
+    Ok(Gemm {
+        m,
+        n,
+        k,
+        transpose_a,
+        transpose_b,
+    })
+}
+
+/// `s`'s dims right-aligned in `rank` axes, missing leading axes 1.
+fn padded(s: &Shape, rank: usize) -> Result<[usize; MAX_RANK], Error> {
+    let mut out = [1usize; MAX_RANK];
+    let d = s.dims();
+    for (slot, &v) in out[rank - d.len()..rank].iter_mut().zip(d) {
+        *slot = dim(v)?;
+    }
+    Ok(out)
+}
+
+fn count(dims: &[usize]) -> Result<usize, Error> {
+    dims.iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .ok_or(Error::Overflow)
+}
+
+fn elements(s: &Shape) -> Result<usize, Error> {
+    dim(s.elements().ok_or(Error::Overflow)?)
+}
+
+fn dim(d: u64) -> Result<usize, Error> {
+    usize::try_from(d).map_err(|_| Error::Overflow)
+}
+
+fn check_len(operand: u8, expected: usize, got: usize) -> Result<(), Error> {
+    if expected == got {
+        Ok(())
+    } else {
+        Err(Error::Length {
+            operand,
+            expected,
+            got,
+        })
+    }
+}
+
+/// `len` must be whole rows of `row_len` (and 0 if `row_len` is).
+fn check_rows(operand: u8, len: usize, row_len: usize) -> Result<(), Error> {
+    let whole = if row_len == 0 { 0 } else { len - len % row_len };
+    check_len(operand, whole, len)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,351 @@
+use super::*;
+use crate::accelerator::ShapeError;
+
+fn s(d: &[u64]) -> Shape {
+    Shape::new(d).unwrap()
+}
+
+const MM: OpKind = OpKind::MatMul {
+    transpose_a: false,
+    transpose_b: false,
+};
+
+/// Runs `kind` into a fresh output of `out` dims.
+fn go(kind: OpKind, inputs: &[(&[f32], &[u64])], out: &[u64]) -> Result<std::vec::Vec<f32>, Error> {
+    let ins: std::vec::Vec<(&[f32], Shape)> = inputs.iter().map(|(d, sh)| (*d, s(sh))).collect();
+    let mut o = std::vec![0.0; s(out).elements().unwrap() as usize];
+    run(kind, &ins, s(out), &mut o)?;
+    Ok(o)
+}
+
+#[test]
+fn matmul_by_hand_with_every_transpose() {
+    // [[1,2,3],[4,5,6]] · [[1,0],[0,1],[1,1]] = [[4,5],[10,11]]
+    let a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+    let at = [1.0, 4.0, 2.0, 5.0, 3.0, 6.0];
+    let b = [1.0, 0.0, 0.0, 1.0, 1.0, 1.0];
+    let bt = [1.0, 0.0, 1.0, 0.0, 1.0, 1.0];
+    let want = [4.0, 5.0, 10.0, 11.0];
+    for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+        let (a, a_dims): (&[f32], &[u64]) = if ta { (&at, &[3, 2]) } else { (&a, &[2, 3]) };
+        let (b, b_dims): (&[f32], &[u64]) = if tb { (&bt, &[2, 3]) } else { (&b, &[3, 2]) };
+        let kind = OpKind::MatMul {
+            transpose_a: ta,
+            transpose_b: tb,
+        };
+        assert_eq!(
+            go(kind, &[(a, a_dims), (b, b_dims)], &[2, 2]),
+            Ok(want.to_vec()),
+            "{ta} {tb}"
+        );
+    }
+}
+
+#[test]
+fn fused_matmul_adds_bias_after_the_sum_then_relu() {
+    let a = [1.0, 2.0, 3.0, 4.0]; // [2, 2]
+    let b = [1.0, -1.0, 1.0, -1.0]; // [2, 2]: [[1,-1],[1,-1]]
+    let bias = [0.5, 1.0];
+    // a·b = [[3,-3],[7,-7]]; + bias = [[3.5,-2],[7.5,-6]]
+    for (relu, want) in [
+        (false, [3.5, -2.0, 7.5, -6.0]),
+        (true, [3.5, 0.0, 7.5, 0.0]),
+    ] {
+        let kind = OpKind::FusedMatMul {
+            transpose_a: false,
+            transpose_b: false,
+            relu,
+        };
+        let got = go(
+            kind,
+            &[(&a, &[2, 2]), (&b, &[2, 2]), (&bias, &[2])],
+            &[2, 2],
+        );
+        assert_eq!(got, Ok(want.to_vec()));
+    }
+    // k = 0: zeros, then the bias.
+    let kind = OpKind::FusedMatMul {
+        transpose_a: false,
+        transpose_b: false,
+        relu: true,
+    };
+    let got = go(
+        kind,
+        &[(&[], &[2, 0]), (&[], &[0, 2]), (&[-1.0, 2.0], &[2])],
+        &[2, 2],
+    );
+    assert_eq!(got, Ok(std::vec![0.0, 2.0, 0.0, 2.0]));
+}
+
+#[test]
+fn matmul_sums_in_f64() {
+    // 1e8 + 1 - 1e8 in f32 order is 0; the f64 sum is exact.
+    let a = [1e8, 1.0, -1e8];
+    let b = [1.0, 1.0, 1.0];
+    assert_eq!(
+        go(MM, &[(&a, &[1, 3]), (&b, &[3, 1])], &[1, 1]),
+        Ok(std::vec![1.0])
+    );
+}
+
+#[test]
+fn bias_add_along_the_last_axis() {
+    let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+    let got = go(
+        OpKind::BiasAdd,
+        &[(&x, &[2, 3]), (&[10.0, 20.0, 30.0], &[3])],
+        &[2, 3],
+    );
+    assert_eq!(got, Ok(std::vec![11.0, 22.0, 33.0, 14.0, 25.0, 36.0]));
+    let mut out = [0.0; 5];
+    assert_eq!(
+        bias_add(&[1.0; 5], &[1.0, 2.0], &mut out),
+        Err(Error::Length {
+            operand: 0,
+            expected: 4,
+            got: 5
+        })
+    );
+}
+
+#[test]
+fn binary_ops_broadcast_numpy_style() {
+    // [3,1] - [1,4]: out[i][j] = a[i] - b[j]
+    let a = [1.0, 2.0, 3.0];
+    let b = [10.0, 20.0, 30.0, 40.0];
+    let got = go(OpKind::Sub, &[(&a, &[3, 1]), (&b, &[1, 4])], &[3, 4]).unwrap();
+    for i in 0..3 {
+        for j in 0..4 {
+            assert_eq!(got[i * 4 + j], a[i] - b[j]);
+        }
+    }
+    // A scalar times a matrix, either side.
+    let m = [1.0, -2.0, 3.0, -4.0];
+    let got = go(OpKind::Mul, &[(&[2.0], &[]), (&m, &[2, 2])], &[2, 2]);
+    assert_eq!(got, Ok(std::vec![2.0, -4.0, 6.0, -8.0]));
+    let got = go(OpKind::Add, &[(&m, &[2, 2]), (&[1.0], &[1])], &[2, 2]);
+    assert_eq!(got, Ok(std::vec![2.0, -1.0, 4.0, -3.0]));
+    // [2,1,3] + [4,1] -> [2,4,3]
+    let a: std::vec::Vec<f32> = (0..6).map(|v| v as f32).collect();
+    let b = [100.0, 200.0, 300.0, 400.0];
+    let got = go(OpKind::Add, &[(&a, &[2, 1, 3]), (&b, &[4, 1])], &[2, 4, 3]).unwrap();
+    for i in 0..2 {
+        for j in 0..4 {
+            for k in 0..3 {
+                assert_eq!(got[(i * 4 + j) * 3 + k], a[i * 3 + k] + b[j]);
+            }
+        }
+    }
+    // Size 0 broadcasts with 1.
+    assert_eq!(
+        go(OpKind::Add, &[(&[], &[0, 3]), (&[1.0], &[1, 1])], &[0, 3]),
+        Ok(std::vec![])
+    );
+    // Incompatible shapes are refused, as `OpDesc::validate` does.
+    let mut out = [0.0; 6];
+    assert!(matches!(
+        run(
+            OpKind::Add,
+            &[(&[0.0; 2], s(&[2])), (&[0.0; 3], s(&[3]))],
+            s(&[3]),
+            &mut out[..3]
+        ),
+        Err(Error::Shape(ShapeError::Dim { .. }))
+    ));
+    assert!(matches!(
+        binary(
+            BinaryOp::Add,
+            &[0.0; 2],
+            &s(&[2]),
+            &[0.0; 3],
+            &s(&[3]),
+            &mut out[..3]
+        ),
+        Err(Error::Shape(ShapeError::Dim { .. }))
+    ));
+}
+
+#[test]
+fn maximum_propagates_nan_and_keeps_the_first_operand_on_ties() {
+    let got = go(
+        OpKind::Maximum,
+        &[
+            (&[1.0, f32::NAN, 3.0, -0.0], &[4]),
+            (&[2.0, 1.0, f32::NAN, 0.0], &[4]),
+        ],
+        &[4],
+    )
+    .unwrap();
+    assert_eq!(got[0], 2.0);
+    assert!(got[1].is_nan() && got[2].is_nan());
+    assert_eq!(got[3].to_bits(), (-0.0f32).to_bits());
+}
+
+#[test]
+fn relu_keeps_nan_and_negative_zero() {
+    let got = go(
+        OpKind::Relu,
+        &[(&[-1.0, 2.0, f32::NAN, -0.0, f32::NEG_INFINITY], &[5])],
+        &[5],
+    )
+    .unwrap();
+    assert_eq!(got[..2], [0.0, 2.0]);
+    assert!(got[2].is_nan());
+    assert_eq!(got[3].to_bits(), (-0.0f32).to_bits());
+    assert_eq!(got[4], 0.0);
+    // A scalar.
+    assert_eq!(go(OpKind::Relu, &[(&[-3.0], &[])], &[]), Ok(std::vec![0.0]));
+}
+
+#[test]
+fn softmax_over_the_last_axis() {
+    let x = [0.0, 0.0, 1.0, 2.0, 3.0, 1000.0, 1000.0, 1000.0];
+    let mut got = [0.0; 8];
+    // Rows of 2: [0,0] [1,2] [3,1000] [1000,1000]
+    softmax(&x, 2, &mut got).unwrap();
+    let e = core::f64::consts::E;
+    assert_eq!(got[..2], [0.5, 0.5]);
+    assert!((got[2] - (1.0 / (1.0 + e)) as f32).abs() < 1e-7);
+    assert!((got[3] - (e / (1.0 + e)) as f32).abs() < 1e-7);
+    assert_eq!(got[4], 0.0); // e^-997 underflows
+    assert_eq!(got[5], 1.0);
+    assert_eq!(got[6..], [0.5, 0.5]); // no overflow: the max is subtracted
+    // NaN and +inf poison their row only.
+    softmax(
+        &[f32::NAN, 1.0, f32::INFINITY, 1.0, 1.0, 1.0],
+        2,
+        &mut got[..6],
+    )
+    .unwrap();
+    assert!(got[..4].iter().all(|v| v.is_nan()));
+    assert_eq!(got[4..6], [0.5, 0.5]);
+    assert_eq!(
+        softmax(&[1.0; 5], 2, &mut [0.0; 5]),
+        Err(Error::Length {
+            operand: 0,
+            expected: 4,
+            got: 5
+        })
+    );
+}
+
+#[test]
+fn reduce_sum_drops_or_keeps_the_last_axis() {
+    let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+    assert_eq!(
+        go(OpKind::ReduceSum, &[(&x, &[2, 3])], &[2]),
+        Ok(std::vec![6.0, 15.0])
+    );
+    assert_eq!(
+        go(OpKind::ReduceSum, &[(&x, &[2, 3])], &[2, 1]),
+        Ok(std::vec![6.0, 15.0])
+    );
+    assert_eq!(
+        go(OpKind::ReduceSum, &[(&x, &[6])], &[]),
+        Ok(std::vec![21.0])
+    );
+    // Rows of length 0 sum to 0.
+    assert_eq!(
+        go(OpKind::ReduceSum, &[(&[], &[3, 0])], &[3]),
+        Ok(std::vec![0.0; 3])
+    );
+    // 1e8 + 1 - 1e8, exactly.
+    assert_eq!(
+        go(OpKind::ReduceSum, &[(&[1e8, 1.0, -1e8], &[3])], &[]),
+        Ok(std::vec![1.0])
+    );
+}
+
+#[test]
+fn run_refuses_bad_shapes_and_lengths_without_writing() {
+    let mut out = [7.0; 4];
+    let a = [1.0; 6];
+    // Wrong output shape: validate's error.
+    assert_eq!(
+        run(
+            MM,
+            &[(&a, s(&[2, 3])), (&a, s(&[3, 2]))],
+            s(&[2, 3]),
+            &mut out
+        ),
+        Err(Error::Shape(ShapeError::Dim {
+            operand: 2,
+            axis: 1,
+            expected: 2,
+            got: 3
+        }))
+    );
+    // Wrong input count.
+    assert!(matches!(
+        run(OpKind::Relu, &[], s(&[4]), &mut out),
+        Err(Error::Shape(ShapeError::InputCount {
+            expected: 1,
+            got: 0
+        }))
+    ));
+    // A slice shorter than its shape.
+    assert_eq!(
+        run(OpKind::Relu, &[(&a[..3], s(&[4]))], s(&[4]), &mut out),
+        Err(Error::Length {
+            operand: 0,
+            expected: 4,
+            got: 3
+        })
+    );
+    assert_eq!(
+        run(OpKind::Relu, &[(&a[..4], s(&[4]))], s(&[4]), &mut out[..3]),
+        Err(Error::Length {
+            operand: 1,
+            expected: 4,
+            got: 3
+        })
+    );
+    assert_eq!(out, [7.0; 4]);
+}
+
+#[test]
+fn tolerances_follow_the_documented_bounds() {
+    let eps = f32::EPSILON;
+    let a = [1.0, -2.0, 3.0]; // [1, 3]
+    let b = [4.0, 5.0, 6.0]; // [3, 1]
+    let ins = [(&a[..], s(&[1, 3])), (&b[..], s(&[3, 1]))];
+    let mut want = [0.0];
+    run(MM, &ins, s(&[1, 1]), &mut want).unwrap();
+    assert_eq!(want, [12.0]);
+    let mut tol = [0.0];
+    tolerance(MM, &ins, s(&[1, 1]), &want, &mut tol).unwrap();
+    // (k + 2)·ε·Σ|a·b| = 5·ε·32
+    let expected = (5.0 * f64::from(eps) * 32.0 + f64::from(f32::MIN_POSITIVE)) as f32;
+    assert_eq!(tol, [expected]);
+
+    let ins = [(&a[..], s(&[3]))];
+    let mut sum = [0.0];
+    run(OpKind::ReduceSum, &ins, Shape::SCALAR, &mut sum).unwrap();
+    tolerance(OpKind::ReduceSum, &ins, Shape::SCALAR, &sum, &mut tol).unwrap();
+    assert_eq!(
+        tol,
+        [(4.0 * f64::from(eps) * 6.0 + f64::from(f32::MIN_POSITIVE)) as f32]
+    );
+
+    let mut relu_tol = [0.0; 3];
+    let mut r = [0.0; 3];
+    run(OpKind::Relu, &ins, s(&[3]), &mut r).unwrap();
+    tolerance(OpKind::Relu, &ins, s(&[3]), &r, &mut relu_tol).unwrap();
+    assert_eq!(relu_tol[2], ELEMENTWISE_ABS + ELEMENTWISE_REL * 3.0);
+
+    let mut sm = [0.0; 3];
+    let mut sm_tol = [0.0; 3];
+    run(OpKind::Softmax, &ins, s(&[3]), &mut sm).unwrap();
+    tolerance(OpKind::Softmax, &ins, s(&[3]), &sm, &mut sm_tol).unwrap();
+    // Element 2 is the max: (3 + 8)·ε relative.
+    let rel = (11.0 * f64::from(eps) * f64::from(sm[2]) + f64::from(f32::MIN_POSITIVE)) as f32;
+    assert_eq!(sm_tol[2], rel);
+
+    assert!(within(1.0, 1.0, 0.0));
+    assert!(within(1.5, 1.0, 0.5) && !within(1.5, 1.0, 0.49));
+    assert!(within(f32::NAN, f32::NAN, 0.0) && !within(f32::NAN, 1.0, 1e30));
+    assert!(!within(1.0, f32::NAN, 1e30));
+    assert!(within(f32::INFINITY, f32::INFINITY, 0.0));
+    assert!(!within(f32::MAX, f32::INFINITY, f32::MAX));
+    assert!(!within(f32::NEG_INFINITY, f32::INFINITY, f32::MAX));
+}
