@@ -65,6 +65,12 @@ pub(crate) fn lower(
             len: elements,
             ..cmd(Opcode::RELU_F32)
         }),
+        // An empty reduced axis (the output is not empty): every sum is 0.
+        OpKind::ReduceSum if input(0).shape.last() == 0 => emit(&CommandDescriptor {
+            dst: out.addr.0,
+            len: elements * F32,
+            ..cmd(Opcode::FILL)
+        }),
         OpKind::Softmax | OpKind::ReduceSum => {
             let (m, n) = rows(&input(0).shape)?;
             let opcode = if op.kind == OpKind::Softmax {
