@@ -20,7 +20,9 @@ pub fn run(op: &OpDesc<'_>, memory: &mut [u8], inputs: &[Range<usize>], output: 
         OpKind::Relu => {
             for k in (0..output.len()).step_by(4) {
                 let x = load(memory, inputs[0].start + k);
-                store(memory, output.start + k, x.max(0.0));
+                // NaN stays NaN (TF's Relu); `f32::max` would give 0.
+                let y = if x.is_nan() { x } else { x.max(0.0) };
+                store(memory, output.start + k, y);
             }
         }
         OpKind::MatMul {

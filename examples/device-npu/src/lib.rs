@@ -6,7 +6,8 @@
 //! On purpose it differs from the reference FPGA: two queues, a 1 MHz clock,
 //! device addresses starting at [`BASE`], and commands executed at enqueue
 //! time (so every fence is complete when it is returned). Numerics: `MatMul`
-//! accumulates in f32 in `k` order (no fused multiply-add); `Relu` is exact.
+//! accumulates in f32 in `k` order (no fused multiply-add); `Relu` is exact and
+//! keeps NaN.
 #![no_std]
 
 #[cfg(feature = "std")]

@@ -79,7 +79,7 @@ pub unsafe fn init_plugin(params: *mut SE_PlatformRegistrationParams) -> Result<
         .require(tf_field!(SE_PlatformRegistrationParams, platform_fns))
         .map_err(|e| abi(&e))?;
 
-    let ours = platform(&names);
+    let ours = platform(names);
     let our_fns = platform_fns();
     // SAFETY: our names are static NUL-terminated strings.
     unsafe { validate::sp_platform(&ours) }.map_err(|e| abi(&e))?;
