@@ -49,7 +49,7 @@ fn rewritten_graphs_compute_the_same_on_tf() {
     ] {
         let original = testdata.join(format!("{name}.pb"));
         let bytes = std::fs::read(&original).expect("fixture");
-        let (fusions, out) = rewrite(&bytes, &HashSet::new()).expect("rewrite");
+        let (fusions, out) = rewrite(&bytes, &HashSet::new(), "FPGA").expect("rewrite");
         assert_eq!(fusions.with_relu + fusions.bias_only, fused, "{name}");
         let rewritten = dir.join(format!("{name}.fused.pb"));
         std::fs::write(&rewritten, out.expect("rewritten")).expect("write");

@@ -1,16 +1,14 @@
 //! Device strings as TF writes them into `NodeDef.device`.
 
-use crate::backend;
-
-/// Whether `device` names one of our devices: a `/device:FPGA:<id>` part in a
+/// Whether `device` names a device of `device_type`: a `/device:FPGA:<id>` part in a
 /// full (`/job:localhost/replica:0/task:0/device:FPGA:0`) or short
 /// (`/device:FPGA:0`) name. TF normalizes the type to upper case after
 /// placement; an empty (unplaced) device never matches.
-pub fn is_ours(device: &str) -> bool {
+pub fn is_ours(device: &str, device_type: &str) -> bool {
     device.split('/').any(|part| {
         part.strip_prefix("device:")
             .and_then(|rest| rest.split_once(':'))
-            .is_some_and(|(kind, id)| kind == backend::device_type() && is_device_id(id))
+            .is_some_and(|(kind, id)| kind == device_type && is_device_id(id))
     })
 }
 
@@ -24,9 +22,12 @@ mod tests {
 
     #[test]
     fn full_and_short_names_match() {
-        assert!(is_ours("/job:localhost/replica:0/task:0/device:FPGA:0"));
-        assert!(is_ours("/device:FPGA:12"));
-        assert!(is_ours("/job:worker/device:FPGA:*"));
+        assert!(is_ours(
+            "/job:localhost/replica:0/task:0/device:FPGA:0",
+            "FPGA"
+        ));
+        assert!(is_ours("/device:FPGA:12", "FPGA"));
+        assert!(is_ours("/job:worker/device:FPGA:*", "FPGA"));
     }
 
     #[test]
@@ -41,7 +42,7 @@ mod tests {
             "/device:fpga",
             "FPGA:0",
         ] {
-            assert!(!is_ours(device), "{device}");
+            assert!(!is_ours(device, "FPGA"), "{device}");
         }
     }
 }

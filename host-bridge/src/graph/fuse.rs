@@ -53,11 +53,17 @@ impl Chain {
 /// keeps its name, so a preserved root is still fused, as in TF's remapper.
 ///
 /// Errors only on graphs TF itself would reject (duplicate node names).
-pub fn fuse_matmul_chains(graph: &mut GraphDef, preserve: &HashSet<String>) -> Result<Fusions> {
+/// Fuses the f32 `MatMul → BiasAdd (→ Relu)` chains placed on devices of
+/// `device_type` (the plugin's, e.g. `FPGA`).
+pub fn fuse_matmul_chains(
+    graph: &mut GraphDef,
+    preserve: &HashSet<String>,
+    device_type: &str,
+) -> Result<Fusions> {
     check_unique_names(&graph.node)?;
     let chains = {
         let uses = Uses::index(&graph.node);
-        find_chains(&graph.node, &uses, preserve)
+        find_chains(&graph.node, &uses, preserve, device_type)
     };
     let mut fusions = Fusions::default();
     let mut removed = vec![false; graph.node.len()];
@@ -93,11 +99,16 @@ fn check_unique_names(nodes: &[NodeDef]) -> Result<()> {
     }
 }
 
-fn find_chains(nodes: &[NodeDef], uses: &Uses<'_>, preserve: &HashSet<String>) -> Vec<Chain> {
+fn find_chains(
+    nodes: &[NodeDef],
+    uses: &Uses<'_>,
+    preserve: &HashSet<String>,
+    device_type: &str,
+) -> Vec<Chain> {
     let removable = |node: &NodeDef| !preserve.contains(&node.name);
     let mut chains = Vec::new();
     for (matmul, node) in nodes.iter().enumerate() {
-        if node.op != "MatMul" || !is_f32_on_fpga(node) || !removable(node) {
+        if node.op != "MatMul" || !is_f32_on(node, device_type) || !removable(node) {
             continue;
         }
         if data_inputs(node).count() != 2 {
@@ -136,8 +147,8 @@ fn follows(next: &NodeDef, matmul: &NodeDef) -> bool {
     next.device == matmul.device && next.attr.get("T") == matmul.attr.get("T")
 }
 
-fn is_f32_on_fpga(node: &NodeDef) -> bool {
-    device::is_ours(&node.device)
+fn is_f32_on(node: &NodeDef, device_type: &str) -> bool {
+    device::is_ours(&node.device, device_type)
         && matches!(
             node.attr.get("T").and_then(|t| t.value.as_ref()),
             Some(attr_value::Value::Type(t)) if *t == DataType::DtFloat as i32

@@ -22,7 +22,7 @@ mod init_tests;
 mod tests;
 
 pub use configs::{OFF as PASSES_OFF, optimizer_configs};
-pub use device::is_ours as is_fpga_device;
+pub use device::is_ours as is_device_of_type;
 pub use fuse::{FUSED_OP, Fusions, fuse_matmul_chains};
 pub use optimize::{Settings, rewrite};
 

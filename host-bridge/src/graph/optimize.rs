@@ -34,16 +34,21 @@ impl Settings {
     }
 }
 
-/// Rewrites a serialized `GraphDef`: `Ok(None)` when nothing matched (the
-/// caller returns the input bytes unchanged), else the new graph's bytes.
-pub fn rewrite(graph_in: &[u8], preserve: &HashSet<String>) -> Result<(Fusions, Option<Vec<u8>>)> {
+/// Rewrites a serialized `GraphDef`'s nodes on `device_type` devices:
+/// `Ok(None)` when nothing matched (the caller returns the input bytes
+/// unchanged), else the new graph's bytes.
+pub fn rewrite(
+    graph_in: &[u8],
+    preserve: &HashSet<String>,
+    device_type: &str,
+) -> Result<(Fusions, Option<Vec<u8>>)> {
     let mut graph = GraphDef::decode(graph_in).map_err(|e| {
         Error::InvalidArgument(format!(
             "graph_in ({} bytes) is not a serialized GraphDef: {e}",
             graph_in.len()
         ))
     })?;
-    let fusions = fuse_matmul_chains(&mut graph, preserve)?;
+    let fusions = fuse_matmul_chains(&mut graph, preserve, device_type)?;
     Ok((fusions, fusions.any().then(|| graph.encode_to_vec())))
 }
 
@@ -67,7 +72,7 @@ pub unsafe fn run(
     // SAFETY: caller's contract.
     let preserve = unsafe { tf_grappler::nodes_to_preserve(item) }?;
     let rewritten = if settings.fusion && fused_kernel_registered()? {
-        rewrite(input, &preserve)?.1
+        rewrite(input, &preserve, crate::backend::device_type())?.1
     } else {
         None
     };
@@ -188,7 +193,7 @@ mod tests {
 
     #[test]
     fn garbage_is_a_clear_error() {
-        let error = rewrite(&[0xff, 0xff, 0xff], &HashSet::new()).unwrap_err();
+        let error = rewrite(&[0xff, 0xff, 0xff], &HashSet::new(), "FPGA").unwrap_err();
         assert!(matches!(error, Error::InvalidArgument(_)), "{error}");
         assert!(
             error.to_string().contains("not a serialized GraphDef"),
@@ -198,7 +203,7 @@ mod tests {
 
     #[test]
     fn empty_graph_is_unchanged() {
-        let (fusions, out) = rewrite(&[], &HashSet::new()).unwrap();
+        let (fusions, out) = rewrite(&[], &HashSet::new(), "FPGA").unwrap();
         assert!(!fusions.any());
         assert!(out.is_none());
     }

@@ -40,7 +40,7 @@ fn fixture(name: &str) -> GraphDef {
 
 fn fuse(graph: &mut GraphDef, preserve: &[&str]) -> Fusions {
     let preserve: HashSet<String> = preserve.iter().map(|s| (*s).to_owned()).collect();
-    fuse_matmul_chains(graph, &preserve).expect("valid graph")
+    fuse_matmul_chains(graph, &preserve, "FPGA").expect("valid graph")
 }
 
 fn node<'a>(graph: &'a GraphDef, name: &str) -> &'a NodeDef {
@@ -370,7 +370,7 @@ fn duplicate_node_names_are_an_error() {
     let mut graph = fixture("dense_relu");
     let copy = graph.node[0].clone();
     graph.node.push(copy);
-    let error = fuse_matmul_chains(&mut graph, &HashSet::new()).unwrap_err();
+    let error = fuse_matmul_chains(&mut graph, &HashSet::new(), "FPGA").unwrap_err();
     assert!(matches!(error, Error::InvalidArgument(_)));
     assert!(
         error.to_string().contains("two nodes are named `x`"),
@@ -396,10 +396,10 @@ fn fixtures_round_trip_without_losing_fields() {
 #[test]
 fn rewrite_returns_none_when_nothing_matches() {
     let (_, bytes) = FIXTURES[6];
-    let (fusions, out) = rewrite(bytes, &HashSet::new()).expect("valid");
+    let (fusions, out) = rewrite(bytes, &HashSet::new(), "FPGA").expect("valid");
     assert_eq!((fusions, out), (Fusions::default(), None));
     let (_, bytes) = FIXTURES[0];
-    let (fusions, out) = rewrite(bytes, &HashSet::new()).expect("valid");
+    let (fusions, out) = rewrite(bytes, &HashSet::new(), "FPGA").expect("valid");
     assert_eq!(fusions.with_relu, 1);
     let out = GraphDef::decode(out.expect("rewritten").as_slice()).expect("decodes");
     assert_eq!(node(&out, "dense_1/Relu").op, FUSED_OP);
@@ -410,12 +410,12 @@ fn corrupt_graphs_give_errors_never_panics() {
     let mut errors = 0;
     for (_, bytes) in FIXTURES {
         for cut in 0..bytes.len() {
-            errors += usize::from(rewrite(&bytes[..cut], &HashSet::new()).is_err());
+            errors += usize::from(rewrite(&bytes[..cut], &HashSet::new(), "FPGA").is_err());
         }
         for index in 0..bytes.len() {
             let mut flipped = bytes.to_vec();
             flipped[index] ^= 0x5a;
-            errors += usize::from(rewrite(&flipped, &HashSet::new()).is_err());
+            errors += usize::from(rewrite(&flipped, &HashSet::new(), "FPGA").is_err());
         }
     }
     assert!(
