@@ -61,25 +61,26 @@ unsafe extern "C" fn delete_status(status: *mut TF_Status) {
     drop(unsafe { Box::from_raw(status.cast::<FakeStatus>()) });
 }
 
-/// The reference FPGA's `sim` as the bridge's backend in unit tests.
-struct TestFpga;
+/// The unit tests' backend. Its type is `FPGA` because the graph fixtures
+/// were traced on the reference plugin; its `sim` devices are the NPU.
+struct TestBackend;
 
-impl crate::Backend for TestFpga {
+impl crate::Backend for TestBackend {
     const DEVICE_TYPE: &'static CStr = c"FPGA";
     const VENDOR: &'static CStr = c"tensorplug";
     const DEVICE_KINDS: &'static str = "`sim`";
 
     fn open(spec: &str) -> Result<Box<DynAccelerator>, crate::OpenError> {
         match spec {
-            "sim" => Ok(sim::open()),
+            "sim" => Ok(npu::open()),
             other => Err(format!("unknown device `{other}`").into()),
         }
     }
 }
 
-/// Installs [`TestFpga`] and claims its names (once per test process).
+/// Installs [`TestBackend`] and claims its names (once per test process).
 pub fn install_backend() -> &'static crate::backend::Names {
-    let plugin = crate::backend::install(crate::backend::Plugin::of::<TestFpga>());
+    let plugin = crate::backend::install(crate::backend::Plugin::of::<TestBackend>());
     crate::backend::claim_names(plugin)
 }
 
@@ -314,39 +315,14 @@ impl Drop for TfDevice {
     }
 }
 
-/// The reference FPGA's `sim` device, for tests of the bridge's machinery
-/// against a real driver (a dev-dependency only: the library has none).
-pub mod sim {
-    use crate::devices::{Companion, DynAccelerator, Erased};
-    use tensorplug_core::accelerator::OpDesc;
-    use tensorplug_device_fpga::driver::DriverConfig;
-    use tensorplug_device_fpga::model::host::fault_rules::{self, FaultRule};
-    use tensorplug_device_fpga::model::host::{InProcessDevice, open_sim};
+/// The example NPU (a real driver on core alone), for tests of the bridge's
+/// machinery with data.
+pub mod npu {
+    use crate::devices::{DynAccelerator, erase};
+    use tensorplug_device_npu::{Npu, StdClock};
 
-    pub use fault_rules::parse as parse_faults;
-
-    struct Faults(InProcessDevice, Vec<FaultRule>);
-
-    impl Companion for Faults {
-        fn before_launch(&mut self, op: &OpDesc<'_>) {
-            assert!(fault_rules::arm_for(&self.0, &mut self.1, op.kind));
-        }
-    }
-
-    /// A `sim` device whose launches fire `rules`.
-    pub fn open_with(rules: Vec<FaultRule>) -> Box<DynAccelerator> {
-        let config = DriverConfig {
-            ready_timeout_us: 5_000_000,
-            submit_timeout_us: 60_000_000,
-            idle_timeout_us: 60_000_000,
-            ..DriverConfig::default()
-        };
-        let (driver, device) = open_sim(config).expect("sim device");
-        Box::new(Erased::with_companion(driver, Faults(device, rules)))
-    }
-
-    /// A plain `sim` device.
+    /// An NPU with 64 MiB of device memory.
     pub fn open() -> Box<DynAccelerator> {
-        open_with(Vec::new())
+        erase(Npu::new(vec![0u8; 64 << 20], StdClock::default()))
     }
 }

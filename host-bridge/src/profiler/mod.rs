@@ -22,7 +22,7 @@ mod state;
 mod tests;
 
 pub use capture::{DRAIN_PERIOD, MAX_EVENTS};
-pub use clock::WallClock;
+pub use clock::{WallClock, sync_pair};
 pub use ops::{UNPROFILED, op_tag};
 pub use state::{MAX_DEVICES, Profiler, with_profiler};
 

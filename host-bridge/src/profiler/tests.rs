@@ -1,5 +1,5 @@
 //! Unit tests: registration, destroy idempotence, the op-tag interner, and
-//! whole sessions on the `sim` device decoded back with prost.
+//! whole sessions on a real driver (the example NPU) decoded back with prost.
 
 use super::ops::{OpTable, UNPROFILED_NAME};
 use super::*;
@@ -20,8 +20,8 @@ fn serial() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn sim() -> Arc<Device> {
-    let accel = crate::testing::sim::open();
+fn npu() -> Arc<Device> {
+    let accel = crate::testing::npu::open();
     Device::new(0, "sim", accel, Duration::from_secs(10)).expect("device")
 }
 
@@ -184,10 +184,10 @@ fn op_tag_is_zero_while_profiling_is_off() {
 }
 
 #[test]
-fn a_session_on_the_sim_device_names_device_ops_after_tf_nodes_in_order() {
+fn a_session_on_a_device_names_device_ops_after_tf_nodes_in_order() {
     let _serial = serial();
     install_fake_tf();
-    let device = sim();
+    let device = npu();
     let input = device.core().lock().accel().allocate(4096, 256).unwrap();
     let output = device.core().lock().accel().allocate(4096, 256).unwrap();
     // Launched before the session: tag 0, and its events are discarded.
@@ -259,7 +259,7 @@ fn a_session_on_the_sim_device_names_device_ops_after_tf_nodes_in_order() {
 fn no_events_means_zero_bytes_and_the_session_restarts() {
     let _serial = serial();
     install_fake_tf();
-    let device = sim();
+    let device = npu();
     let mut profiler = Profiler::default();
     for _ in 0..3 {
         profiler.start_on(vec![device.clone()]).expect("start");
@@ -303,7 +303,7 @@ fn wrong_order_calls_are_refused_and_change_nothing() {
 fn a_short_buffer_is_an_error_and_nothing_past_it_is_written() {
     let _serial = serial();
     install_fake_tf();
-    let device = sim();
+    let device = npu();
     let input = device.core().lock().accel().allocate(4096, 256).unwrap();
     let output = device.core().lock().accel().allocate(4096, 256).unwrap();
     let mut profiler = Profiler::default();
@@ -328,7 +328,7 @@ fn a_short_buffer_is_an_error_and_nothing_past_it_is_written() {
 fn a_buffer_call_without_a_size_call_still_encodes() {
     let _serial = serial();
     install_fake_tf();
-    let device = sim();
+    let device = npu();
     let input = device.core().lock().accel().allocate(4096, 256).unwrap();
     let output = device.core().lock().accel().allocate(4096, 256).unwrap();
     let mut profiler = Profiler::default();

@@ -1,6 +1,6 @@
-//! StreamExecutor callbacks driven as TF drives them: with the real `sim`
-//! device (driver + model thread) for data, and with the gated test device
-//! for ordering and timeouts.
+//! StreamExecutor callbacks driven as TF drives them: with a real driver
+//! (the example NPU) for data, and with the gated test device for ordering
+//! and timeouts.
 
 use super::*;
 use crate::registry::{self, Device};
@@ -39,8 +39,8 @@ impl Fixture {
         fixture
     }
 
-    fn sim() -> (Self, Arc<Device>) {
-        let accel = crate::testing::sim::open();
+    fn npu() -> (Self, Arc<Device>) {
+        let accel = crate::testing::npu::open();
         let device = Device::new(0, "sim", accel, 10 * SECOND).expect("device");
         (Self::new(&device), device)
     }
@@ -198,8 +198,8 @@ fn init_plugin_fills_tf_structs_that_pass_tfs_checks() {
 }
 
 #[test]
-fn copies_fills_and_offsets_round_trip_through_the_sim_device() {
-    let (mut f, _device) = Fixture::sim();
+fn copies_fills_and_offsets_round_trip_through_a_real_driver() {
+    let (mut f, _device) = Fixture::npu();
     let data = pattern(4096);
     let mut a = f.alloc(4096);
     let mut b = f.alloc(4096);
@@ -262,7 +262,7 @@ fn copies_fills_and_offsets_round_trip_through_the_sim_device() {
 
 #[test]
 fn allocator_stats_follow_allocations() {
-    let (mut f, device) = Fixture::sim();
+    let (mut f, device) = Fixture::npu();
     let mut a = f.alloc(1000);
     let _b = f.alloc(3000);
     let mut stats = SP_AllocatorStats::new();
@@ -291,7 +291,7 @@ fn allocator_stats_follow_allocations() {
 
 #[test]
 fn foreign_device_memory_is_rejected_with_a_clear_error() {
-    let (mut f, _device) = Fixture::sim();
+    let (mut f, _device) = Fixture::npu();
     let (other, _released) = gated_device(SECOND);
     let mut g = Fixture::new(&other);
     let mut theirs = g.alloc(64);
@@ -501,34 +501,22 @@ fn a_stream_waiting_for_an_event_of_another_queue_waits_for_its_work() {
 #[test]
 fn a_host_copy_waiting_for_earlier_work_leaves_the_device_lock_free() {
     use std::time::Instant;
-    use tensorplug_core::accelerator::{DType, OpDesc, OpKind, QueueId, Shape, TensorDesc};
-    // The Relu's completion is lost, so the copy behind it waits out the
-    // device's 3 s budget. Meanwhile other threads must get the device lock
-    // (before the fix the driver held it for the whole wait).
-    let rules = crate::testing::sim::parse_faults("lose_next_completion@relu").unwrap();
-    let accel = crate::testing::sim::open_with(rules);
-    let device = Device::new(0, "sim", accel, 3 * SECOND).expect("device");
+    use tensorplug_core::accelerator::QueueId;
+    // A labelled op that never completes (the gated device never releases
+    // it), so the copy behind it waits out the device's 3 s budget.
+    // Meanwhile other threads must get the device lock (before the fix the
+    // driver held it for the whole wait).
+    let (device, _released) = gated_device(3 * SECOND);
     let mut f = Fixture::new(&device);
     let core = device.core();
     let q = QueueId(0);
-    let tensor = |addr| TensorDesc::new(addr, DType::F32, Shape::new(&[16]).unwrap());
-    let (x, y) = {
-        let mut state = core.lock();
-        let x = state.accel().allocate(64, 256).unwrap();
-        (x, state.accel().allocate(64, 256).unwrap())
-    };
-    let relu = OpDesc {
-        kind: OpKind::Relu,
-        inputs: &[tensor(x)],
-        output: tensor(y),
-        op_id: 1,
-    };
+    let x = core.lock().accel().allocate(64, 256).unwrap();
     let label = registry::OpLabel {
         op_type: "Relu",
         node: "stuck_relu".into(),
     };
     core.lock()
-        .enqueue_op(q, Some(label), |accel| accel.launch(q, &relu))
+        .enqueue_op(q, Some(label), |accel| accel.fill(q, x, 64, 0))
         .unwrap();
 
     let prober = {

@@ -41,7 +41,11 @@ pub fn rules_from_env() -> Result<Vec<FaultRule>, OpenError> {
 
 /// `sim`: the behavioural model on its own thread behind the MMIO transport.
 pub fn open() -> Result<Box<DynAccelerator>, OpenError> {
-    let rules = rules_from_env()?;
+    open_with(rules_from_env()?)
+}
+
+/// `sim` whose launches fire the fault `rules` (none: the plain model).
+pub fn open_with(rules: Vec<FaultRule>) -> Result<Box<DynAccelerator>, OpenError> {
     let (driver, device) = open_sim(host_driver_config()?)?;
     if !rules.is_empty() {
         eprintln!("tensorplug: {SIM_FAULTS_ENV}: test-only fault injection is on: {rules:?}");
