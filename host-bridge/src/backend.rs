@@ -101,7 +101,7 @@ pub fn install(plugin: Plugin) -> &'static Plugin {
 }
 
 /// The installed plugin, if an entry point ran (in unit tests: the test
-/// backend, the reference FPGA's `sim`).
+/// backend, installed on first use).
 pub fn installed() -> Option<&'static Plugin> {
     #[cfg(test)]
     if INSTALLED.get().is_none() {
@@ -186,6 +186,7 @@ pub fn claim_names(plugin: &Plugin) -> &'static Names {
 
 /// The claimed names, once [`claim_names`] ran.
 pub fn names() -> Option<&'static Names> {
+    // In unit tests, installing the test backend claims its names.
     installed();
     NAMES.get()
 }
