@@ -364,7 +364,10 @@ macro_rules! __conformance_emit_tests {
 /// `conformance_suite` unless named with `mod name =` first (to run the
 /// suite over several fixtures in one file).
 ///
-/// ```ignore
+/// Compiled users: `examples/device-npu/tests/conformance.rs` and
+/// `device-fpga/tests/conformance.rs`. In short:
+///
+/// ```text
 /// // tests/conformance.rs of a device crate
 /// tensorplug_core::conformance_tests!(MyFixture::new());
 /// tensorplug_core::conformance_tests!(mod over_spi = MyFixture::spi(), Config {
