@@ -68,14 +68,21 @@ fn run(what: &str, cmd: &mut Command) -> String {
     stdout_or_panic(what, &output)
 }
 
-/// `cargo xtask dist --plugin <plugin> --out-dir <dir>`; the wheel's path.
+/// `cargo xtask dist --plugin <plugin> --out-dir <dir>` (the FPGA's crate);
+/// the wheel's path.
 fn build_wheel(plugin: &Path, dir: &Path) -> PathBuf {
+    build_wheel_of("tensorplug-plugin-fpga", "tensorplug_fpga", plugin, dir)
+}
+
+/// [`build_wheel`] for the plugin crate `package` whose lib is `lib`.
+fn build_wheel_of(package: &str, lib: &str, plugin: &Path, dir: &Path) -> PathBuf {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let stdout = run(
         "cargo xtask dist",
         Command::new(cargo)
             .current_dir(workspace_root())
             .args(["run", "--quiet", "--package", "xtask", "--", "dist"])
+            .args(["--plugin-crate", package])
             .arg("--plugin")
             .arg(plugin)
             .arg("--out-dir")
@@ -85,7 +92,7 @@ fn build_wheel(plugin: &Path, dir: &Path) -> PathBuf {
     let wheel = PathBuf::from(stdout.trim());
     let name = wheel.file_name().and_then(|n| n.to_str()).unwrap_or("");
     assert!(
-        name.starts_with("tensorplug_fpga-") && name.contains("-py3-none-"),
+        name.starts_with(&format!("{lib}-")) && name.contains("-py3-none-"),
         "wheel name {name}"
     );
     assert!(
@@ -135,7 +142,15 @@ fn wheel_installs_into_tensorflow_plugins_and_tf_loads_it() {
     let dir = tensorplug_tests::scratch_dir("wheel-test");
     let wheel = build_wheel(&plugin_path(), &dir);
 
-    // A fresh venv without pip (fast); the test venv's pip installs into it.
+    let (venv, pip) = fresh_venv_with_test_tf(&dir);
+    // --no-index: the Requires-Dist must be met by the tensorflow-cpu found.
+    install_check_uninstall(&venv, &pip, &["--no-index"], &wheel);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A fresh venv without pip (fast) that sees the test venv's
+/// `tensorflow-cpu` through a `.pth` file, and a pip command for it.
+fn fresh_venv_with_test_tf(dir: &Path) -> (PathBuf, impl Fn() -> Command) {
     let venv = dir.join("venv");
     run(
         "python -m venv",
@@ -143,35 +158,64 @@ fn wheel_installs_into_tensorflow_plugins_and_tf_loads_it() {
             .args(["-m", "venv", "--without-pip"])
             .arg(&venv),
     );
-    let tf_site = run(
-        "test venv site-packages",
-        Command::new(python()).args([
-            "-c",
-            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
-        ]),
-    );
-    let fresh_site = run(
-        "fresh venv site-packages",
-        Command::new(venv.join("bin/python")).args([
-            "-c",
-            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
-        ]),
-    );
+    let site = |python: &Path| {
+        let code = "import sysconfig; print(sysconfig.get_paths()['purelib'])";
+        run("site-packages", Command::new(python).args(["-c", code]))
+    };
+    let fresh_python = venv.join("bin/python");
     std::fs::write(
-        Path::new(fresh_site.trim()).join("tensorflow-from-test-venv.pth"),
-        format!("{}\n", tf_site.trim()),
+        Path::new(site(&fresh_python).trim()).join("tensorflow-from-test-venv.pth"),
+        format!("{}\n", site(&python()).trim()),
     )
     .expect("write .pth");
-    let fresh_python = venv.join("bin/python");
-    let pip = || {
+    let pip = move || {
         let mut cmd = Command::new(python());
         cmd.args(["-m", "pip", "--python"])
             .arg(&fresh_python)
             .args(["--disable-pip-version-check", "--no-input"]);
         cmd
     };
-    // --no-index: the Requires-Dist must be met by the tensorflow-cpu found.
-    install_check_uninstall(&venv, &pip, &["--no-index"], &wheel);
+    (venv, pip)
+}
+
+/// Two vendors' wheels (the FPGA's and the example NPU's) install side by
+/// side: distinct `.so` and dist-info names, and TF loads both.
+#[test]
+fn two_plugin_wheels_install_side_by_side() {
+    let dir = tensorplug_tests::scratch_dir("wheels-side-by-side");
+    let fpga = build_wheel(&plugin_path(), &dir);
+    let npu = build_wheel_of(
+        "tensorplug-plugin-npu",
+        "tensorplug_npu",
+        &tensorplug_tests::npu_plugin_path(),
+        &dir,
+    );
+    let (venv, pip) = fresh_venv_with_test_tf(&dir);
+    run(
+        "pip install both wheels",
+        pip().args(["install", "--no-index"]).arg(&fpga).arg(&npu),
+    );
+    let check = r#"
+import os, sysconfig
+import tensorflow as tf
+plugins = sorted(os.listdir(os.path.join(sysconfig.get_paths()["platlib"], "tensorflow-plugins")))
+assert plugins == ["libtensorplug_fpga.so", "libtensorplug_npu.so"], plugins
+names = [d.name for d in tf.config.list_physical_devices()]
+assert "/physical_device:FPGA:0" in names and "/physical_device:NPU:0" in names, names
+with tf.device("/device:NPU:0"):
+    y = tf.nn.relu(tf.constant([-1.0, 2.0]))
+assert y.device.endswith("NPU:0") and y.numpy().tolist() == [0.0, 2.0], (y.device, y)
+print("both:", names)
+"#;
+    let out = run(
+        "import tensorflow with both wheels",
+        Command::new(venv.join("bin/python")).args(["-c", check]),
+    );
+    assert!(out.contains("both:"), "{out}");
+    run(
+        "pip uninstall both",
+        pip().args(["uninstall", "-y", "tensorplug-fpga", "tensorplug-npu"]),
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 
