@@ -118,7 +118,7 @@ pub struct Gemm {
 
 impl Gemm {
     /// `a[i, p]` of `op(a)`.
-    fn a(&self, a: &[f32], i: usize, p: usize) -> f32 {
+    pub fn a(&self, a: &[f32], i: usize, p: usize) -> f32 {
         if self.transpose_a {
             a[p * self.m + i]
         } else {
@@ -127,7 +127,7 @@ impl Gemm {
     }
 
     /// `b[p, j]` of `op(b)`.
-    fn b(&self, b: &[f32], p: usize, j: usize) -> f32 {
+    pub fn b(&self, b: &[f32], p: usize, j: usize) -> f32 {
         if self.transpose_b {
             b[j * self.k + p]
         } else {

@@ -1,7 +1,13 @@
-//! Plain reference implementations: obvious loops, f64 accumulation, no
-//! blocking. Only tests use them; they panic on inconsistent input.
+//! The reference the model's kernels are tested against: `tensorplug_core`'s
+//! device-neutral reference kernels (f64 accumulation), in the argument
+//! shapes of this crate's kernels. Only tests use them; they panic on
+//! inconsistent input.
 
 use super::BinaryOp;
+use tensorplug_core::accelerator::{MAX_RANK, Shape};
+use tensorplug_core::reference::{self as core_ref, Gemm};
+
+const CONSISTENT: &str = "the test passes consistent operands";
 
 /// `out = relu?(op(a) · op(b) + bias)`, summed in f64 in `k` order.
 #[allow(clippy::too_many_arguments)]
@@ -17,35 +23,14 @@ pub fn gemm(
     relu: bool,
     out: &mut [f32],
 ) {
-    assert_eq!(a.len(), m * k);
-    assert_eq!(b.len(), k * n);
-    assert_eq!(out.len(), m * n);
-    for i in 0..m {
-        for j in 0..n {
-            let mut acc = 0.0f64;
-            for p in 0..k {
-                let x = if transpose_a {
-                    a[p * m + i]
-                } else {
-                    a[i * k + p]
-                };
-                let y = if transpose_b {
-                    b[j * k + p]
-                } else {
-                    b[p * n + j]
-                };
-                acc += f64::from(x) * f64::from(y);
-            }
-            let mut v = acc as f32;
-            if let Some(bias) = bias {
-                v += bias[j];
-            }
-            if relu && v < 0.0 {
-                v = 0.0;
-            }
-            out[i * n + j] = v;
-        }
-    }
+    let g = Gemm {
+        m,
+        n,
+        k,
+        transpose_a,
+        transpose_b,
+    };
+    core_ref::matmul(&g, a, b, bias, relu, out).expect(CONSISTENT);
 }
 
 /// The error bound the blocked GEMMs must meet against [`gemm`] for element
@@ -64,28 +49,23 @@ pub fn gemm_tolerance(
     i: usize,
     j: usize,
 ) -> f32 {
-    let mut abs = 0.0f64;
-    for p in 0..k {
-        let x = if transpose_a {
-            a[p * m + i]
-        } else {
-            a[i * k + p]
-        };
-        let y = if transpose_b {
-            b[j * k + p]
-        } else {
-            b[p * n + j]
-        };
-        abs += (f64::from(x) * f64::from(y)).abs();
-    }
+    let g = Gemm {
+        m,
+        n,
+        k,
+        transpose_a,
+        transpose_b,
+    };
+    let mut abs: f64 = (0..k)
+        .map(|p| (f64::from(g.a(a, i, p)) * f64::from(g.b(b, p, j))).abs())
+        .sum();
     if let Some(bias) = bias {
         abs += f64::from(bias[j].abs());
     }
     ((k as f64 + 2.0) * f64::from(f32::EPSILON) * abs) as f32
 }
 
-/// Broadcasting binary op by explicit multi-index arithmetic; `out` must
-/// hold the broadcast shape's elements.
+/// Broadcasting binary op; `out` must hold the broadcast shape's elements.
 pub fn binary(
     op: BinaryOp,
     a: &[f32],
@@ -94,77 +74,39 @@ pub fn binary(
     b_shape: &[usize],
     out: &mut [f32],
 ) {
-    let rank = a_shape.len().max(b_shape.len());
-    let dim = |s: &[usize], axis: usize| {
-        let pad = rank - s.len();
-        if axis < pad { 1 } else { s[axis - pad] }
+    let op = match op {
+        BinaryOp::Add => core_ref::BinaryOp::Add,
+        BinaryOp::Sub => core_ref::BinaryOp::Sub,
+        BinaryOp::Mul => core_ref::BinaryOp::Mul,
+        BinaryOp::Maximum => core_ref::BinaryOp::Maximum,
     };
-    let out_dim = |axis| {
-        let (x, y) = (dim(a_shape, axis), dim(b_shape, axis));
-        assert!(x == y || x == 1 || y == 1, "shapes do not broadcast");
-        if x == 1 { y } else { x }
-    };
-    let total: usize = (0..rank).map(out_dim).product();
-    assert_eq!(out.len(), total);
-    for (flat, o) in out.iter_mut().enumerate() {
-        let (mut rem, mut ia, mut ib, mut sa, mut sb) = (flat, 0, 0, 1, 1);
-        for axis in (0..rank).rev() {
-            let idx = rem % out_dim(axis);
-            rem /= out_dim(axis);
-            if dim(a_shape, axis) != 1 {
-                ia += idx * sa;
-            }
-            if dim(b_shape, axis) != 1 {
-                ib += idx * sb;
-            }
-            sa *= dim(a_shape, axis);
-            sb *= dim(b_shape, axis);
-        }
-        let (x, y) = (a[ia], b[ib]);
-        *o = match op {
-            BinaryOp::Add => x + y,
-            BinaryOp::Sub => x - y,
-            BinaryOp::Mul => x * y,
-            BinaryOp::Maximum if x.is_nan() || y.is_nan() => f32::NAN,
-            BinaryOp::Maximum => x.max(y),
-        };
+    core_ref::binary(op, a, &shape(a_shape), b, &shape(b_shape), out).expect(CONSISTENT);
+}
+
+fn shape(dims: &[usize]) -> Shape {
+    let mut all = [0u64; MAX_RANK];
+    for (slot, &d) in all.iter_mut().zip(dims) {
+        *slot = d as u64;
     }
+    Shape::new(&all[..dims.len()]).expect(CONSISTENT)
 }
 
 /// `max(x, 0)`, NaN stays NaN.
 pub fn relu(x: &[f32], out: &mut [f32]) {
-    for (o, &v) in out.iter_mut().zip(x) {
-        *o = if v.is_nan() { v } else { v.max(0.0) };
-    }
+    core_ref::relu(x, out).expect(CONSISTENT);
 }
 
 /// `x + bias` along the last axis of length `bias.len()`.
 pub fn bias_add(x: &[f32], bias: &[f32], out: &mut [f32]) {
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = x[i] + bias[i % bias.len()];
-    }
+    core_ref::bias_add(x, bias, out).expect(CONSISTENT);
 }
 
 /// Softmax over rows of `row_len`, computed in f64.
 pub fn softmax(x: &[f32], row_len: usize, out: &mut [f32]) {
-    if row_len == 0 {
-        return;
-    }
-    for (row, out_row) in x.chunks(row_len).zip(out.chunks_mut(row_len)) {
-        let max = row
-            .iter()
-            .fold(f64::NEG_INFINITY, |m, &v| m.max(f64::from(v)));
-        let total: f64 = row.iter().map(|&v| libm::exp(f64::from(v) - max)).sum();
-        for (o, &v) in out_row.iter_mut().zip(row) {
-            *o = (libm::exp(f64::from(v) - max) / total) as f32;
-        }
-    }
+    core_ref::softmax(x, row_len, out).expect(CONSISTENT);
 }
 
 /// Row sums over rows of `row_len`, computed in f64.
 pub fn reduce_sum(x: &[f32], row_len: usize, out: &mut [f32]) {
-    for (r, o) in out.iter_mut().enumerate() {
-        let row = &x[r * row_len..(r + 1) * row_len];
-        *o = row.iter().map(|&v| f64::from(v)).sum::<f64>() as f32;
-    }
+    core_ref::reduce_sum(x, row_len, out).expect(CONSISTENT);
 }
