@@ -1,6 +1,8 @@
 //! Helpers for tensorplug's end-to-end tests: locating the TensorFlow venv
 //! that `cargo xtask test` manages and running Python scenarios in it.
 
+pub mod qemu;
+
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::{Command, Output};

@@ -7,6 +7,7 @@ mod dist;
 mod flash;
 mod fuzz;
 mod header;
+mod hil;
 mod layout;
 mod setup;
 mod test;
@@ -29,7 +30,7 @@ enum Task {
     Test(test::TestArgs),
     /// Program a bitstream image into the FPGA's configuration flash (no firmware yet).
     Flash(flash::FlashArgs),
-    /// Hardware-in-the-loop tests under QEMU.
+    /// Hardware-in-the-loop tests: the firmware under QEMU, driven over its UART.
     Hil,
     /// Criterion benchmarks, printed as ratios against same-run baselines.
     Bench(bench::BenchArgs),
@@ -56,10 +57,7 @@ fn run(task: Task) -> anyhow::Result<()> {
         Task::Test(args) => test::run(&args),
         Task::Demo => demo::run_task(),
         Task::Flash(args) => flash::run_task(&args),
-        Task::Hil => anyhow::bail!(
-            "`cargo xtask hil` is not implemented yet: it needs the MCU firmware \
-             (`firmware/`), which no issue has built so far"
-        ),
+        Task::Hil => hil::run_task(),
         Task::Bench(args) => bench::run_task(&args),
         Task::Dist(args) => dist::run_task(&args),
         Task::Header => header::run(),

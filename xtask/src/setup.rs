@@ -13,7 +13,11 @@ pub const EMBEDDED_TARGETS: &[&str] = &[
 ];
 
 /// Debian packages the suite needs, as (command that proves it, package).
-const APT_PACKAGES: &[(&str, &str)] = &[("gcc", "gcc")];
+const APT_PACKAGES: &[(&str, &str)] = &[
+    ("gcc", "gcc"),
+    // The HIL tests run the firmware on an emulated Cortex-M4.
+    ("qemu-system-arm", "qemu-system-arm"),
+];
 
 /// What set-up produced for the later steps.
 pub struct Env {

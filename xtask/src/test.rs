@@ -54,6 +54,17 @@ pub fn run(args: &TestArgs) -> Result<()> {
             "warnings",
         ]))
     })?;
+    step("firmware: cargo fmt --check, clippy -D warnings", || {
+        let firmware = || {
+            let mut cmd = cargo();
+            cmd.current_dir(crate::util::root().join("firmware"))
+                .env_remove("CARGO_TARGET_DIR");
+            cmd
+        };
+        run_cmd(firmware().args(["fmt", "--", "--check"]))?;
+        run_cmd(firmware().args(["clippy", "--release", "--locked", "--", "-D", "warnings"]))
+    })?;
+    // Includes the HIL tests (`tests/tests/hil.rs`: the firmware under QEMU).
     step("cargo test --workspace", || {
         let mut cmd = cargo();
         cmd.args(["test", "--workspace"]);

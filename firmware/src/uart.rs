@@ -1,0 +1,62 @@
+//! The CMSDK APB UART of the mps2 boards, polled.
+//!
+//! QEMU models a one-byte buffer each way and its RX interrupt can stall
+//! (QEMU issue 3244), so the firmware polls `STATE` and frames every
+//! message with a length and a CRC (the link protocol does).
+
+use core::ptr::{read_volatile, write_volatile};
+
+/// UART0 of mps2-an385/an386.
+pub const UART0: usize = 0x4000_4000;
+
+const DATA: usize = 0x0;
+const STATE: usize = 0x4;
+const CTRL: usize = 0x8;
+const BAUDDIV: usize = 0x10;
+
+const STATE_TX_FULL: u32 = 1 << 0;
+const STATE_RX_FULL: u32 = 1 << 1;
+const CTRL_TX_EN: u32 = 1 << 0;
+const CTRL_RX_EN: u32 = 1 << 1;
+
+/// One CMSDK UART.
+pub struct Uart {
+    base: usize,
+}
+
+impl Uart {
+    /// Enables transmit and receive at `base`. The divider only sets the
+    /// line rate on silicon; QEMU needs it at least 16.
+    ///
+    /// # Safety
+    /// `base` is a CMSDK UART that nothing else drives.
+    pub unsafe fn new(base: usize, bauddiv: u32) -> Self {
+        let uart = Self { base };
+        uart.write(BAUDDIV, bauddiv.max(16));
+        uart.write(CTRL, CTRL_TX_EN | CTRL_RX_EN);
+        uart
+    }
+
+    fn read(&self, offset: usize) -> u32 {
+        // SAFETY: a register of the UART this value owns.
+        unsafe { read_volatile((self.base + offset) as *const u32) }
+    }
+
+    fn write(&self, offset: usize, value: u32) {
+        // SAFETY: as above.
+        unsafe { write_volatile((self.base + offset) as *mut u32, value) }
+    }
+
+    /// The next received byte, if one is there.
+    pub fn try_read(&mut self) -> Option<u8> {
+        (self.read(STATE) & STATE_RX_FULL != 0).then(|| self.read(DATA) as u8)
+    }
+
+    /// Sends `bytes`, waiting for room before each.
+    pub fn write_all(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            while self.read(STATE) & STATE_TX_FULL != 0 {}
+            self.write(DATA, u32::from(byte));
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! The MCU firmware under QEMU (`mps2-an386`), as the HIL tests and `cargo
+//! xtask hil` run it: built once per process, booted with its UART on a TCP
+//! connection to a socket we bound on 127.0.0.1 (QEMU connects, as defmt's
+//! `qemu-run` does), its defmt logs (semihosting stdout) decoded as they
+//! come. Dropping a [`Qemu`] kills it; every wait is bounded.
+
+use std::io::Read;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long QEMU may take to boot and connect.
+pub const BOOT_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The firmware ELF, built once per process (`cargo build --release` in
+/// `firmware/`, its own workspace and target dir).
+pub fn firmware_elf() -> PathBuf {
+    static ELF: OnceLock<PathBuf> = OnceLock::new();
+    ELF.get_or_init(|| {
+        let dir = crate::workspace_root().join("firmware");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--release", "--locked"])
+            .current_dir(&dir)
+            .env_remove("CARGO_TARGET_DIR")
+            .env_remove("RUSTFLAGS")
+            .status()
+            .expect("cannot run cargo to build the firmware");
+        assert!(status.success(), "building the firmware failed");
+        let elf = dir.join("target/thumbv7em-none-eabihf/release/tensorplug-firmware");
+        assert!(elf.is_file(), "cargo built no {}", elf.display());
+        elf
+    })
+    .clone()
+}
+
+/// The decoded log lines so far.
+pub type Logs = Arc<Mutex<Vec<String>>>;
+
+/// A running firmware.
+pub struct Qemu {
+    child: Child,
+    /// The firmware's UART0.
+    pub uart: TcpStream,
+    logs: Logs,
+}
+
+impl Qemu {
+    /// Boots `elf` and waits (bounded) for its UART to connect.
+    pub fn boot(elf: &Path) -> std::io::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        let mut child = Command::new("qemu-system-arm")
+            .args(["-cpu", "cortex-m4", "-machine", "mps2-an386"])
+            .args(["-nographic", "-monitor", "none"])
+            .args(["-semihosting-config", "enable=on,target=native"])
+            .arg("-chardev")
+            .arg(format!(
+                "socket,id=uart0,server=off,telnet=off,host=127.0.0.1,port={port}"
+            ))
+            .args(["-serial", "chardev:uart0", "-kernel"])
+            .arg(elf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("cannot start qemu-system-arm ({e}); `cargo xtask test` installs it"),
+                )
+            })?;
+        let logs = Logs::default();
+        decode_logs(elf, child.stdout.take().expect("piped"), logs.clone());
+        copy_lines(child.stderr.take().expect("piped"), logs.clone(), "qemu: ");
+        match accept_within(&listener, BOOT_TIMEOUT) {
+            Ok(uart) => {
+                uart.set_nodelay(true)?;
+                Ok(Self { child, uart, logs })
+            }
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let lines = logs.lock().map(|l| l.join("\n")).unwrap_or_default();
+                Err(std::io::Error::new(
+                    e.kind(),
+                    format!("QEMU's UART did not connect within {BOOT_TIMEOUT:?}: {e}\n{lines}"),
+                ))
+            }
+        }
+    }
+
+    /// The decoded log lines so far.
+    pub fn logs(&self) -> Vec<String> {
+        self.logs.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// Waits (bounded) for a log line containing `needle`.
+    pub fn wait_for_log(&self, needle: &str, timeout: Duration) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            if self.logs().iter().any(|line| line.contains(needle)) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    /// Stops (SIGSTOP) or resumes (SIGCONT) QEMU: a firmware that stops answering.
+    pub fn freeze(&self, frozen: bool) {
+        let signal = if frozen { "-STOP" } else { "-CONT" };
+        let _ = Command::new("kill")
+            .arg(signal)
+            .arg(self.child.id().to_string())
+            .status();
+    }
+
+    /// The process's exit status, if it ended.
+    pub fn try_exit(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+}
+
+impl Drop for Qemu {
+    fn drop(&mut self) {
+        self.freeze(false);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn accept_within(listener: &TcpListener, timeout: Duration) -> std::io::Result<TcpStream> {
+    listener.set_nonblocking(true)?;
+    let start = Instant::now();
+    loop {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                stream.set_nonblocking(false)?;
+                return Ok(stream);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if start.elapsed() > timeout {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "no connection",
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Decodes the defmt stream of `elf`'s firmware from `out` into `logs`.
+fn decode_logs(elf: &Path, mut out: impl Read + Send + 'static, logs: Logs) {
+    let bytes = std::fs::read(elf).unwrap_or_default();
+    std::thread::spawn(move || {
+        let table = match defmt_decoder::Table::parse(&bytes) {
+            Ok(Some(table)) => table,
+            other => {
+                let why = format!("no defmt table in the firmware ELF: {other:?}");
+                logs.lock().map(|mut l| l.push(why)).ok();
+                return;
+            }
+        };
+        let mut decoder = table.new_stream_decoder();
+        let mut chunk = [0u8; 1024];
+        loop {
+            let n = match out.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            decoder.received(&chunk[..n]);
+            loop {
+                match decoder.decode() {
+                    Ok(frame) => {
+                        let line = frame.display(false).to_string();
+                        logs.lock().map(|mut l| l.push(line)).ok();
+                    }
+                    Err(defmt_decoder::DecodeError::UnexpectedEof) => break,
+                    Err(defmt_decoder::DecodeError::Malformed) => {
+                        logs.lock()
+                            .map(|mut l| l.push("(malformed defmt frame)".into()))
+                            .ok();
+                        break;
+                    }
+                }
+            }
+        }
+    });
+}
+
+fn copy_lines(mut from: impl Read + Send + 'static, logs: Logs, prefix: &'static str) {
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = from.read_to_string(&mut text);
+        let mut logs = logs.lock().unwrap_or_else(|e| e.into_inner());
+        logs.extend(text.lines().map(|line| format!("{prefix}{line}")));
+    });
+}

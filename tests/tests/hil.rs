@@ -1,0 +1,186 @@
+//! Hardware in the loop under QEMU: the firmware (`firmware/`) on an
+//! emulated Cortex-M4 (`mps2-an386`) answers the link protocol on its UART,
+//! with the reference FPGA's behavioural model in the MCU's RAM. The host
+//! runs the reference driver over the link (remote-bus mode), as it would
+//! for an FPGA behind an MCU's UART.
+//!
+//! Needs `qemu-system-arm` and the `thumbv7em-none-eabihf` target, which
+//! `cargo xtask test` installs.
+
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+use tensorplug_core::accelerator::{Accelerator, ErrorKind};
+use tensorplug_core::conformance::{Config, run_all};
+use tensorplug_core::link::{
+    Decoder, Encoder, FeedResult, Hello, MAX_ENCODED_FRAME_LEN, Message, ProtocolVersion,
+    ReadRegister, RemoteErrorCode, negotiate,
+};
+use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
+use tensorplug_device_fpga::transport::link::LinkTransport;
+use tensorplug_tests::qemu::{Qemu, firmware_elf};
+
+/// Budget for each answer of the firmware under emulation.
+const ANSWER_MS: u32 = 5_000;
+
+fn boot() -> Qemu {
+    let qemu = Qemu::boot(&firmware_elf()).expect("QEMU boots the firmware");
+    assert!(
+        qemu.wait_for_log("tensorplug firmware", Duration::from_secs(10)),
+        "no boot log line; logs:\n{}",
+        qemu.logs().join("\n")
+    );
+    qemu
+}
+
+/// The reference driver over the link to the firmware.
+fn driver(qemu: &Qemu) -> Driver<LinkTransport<std::net::TcpStream>, StdClock> {
+    let stream = qemu.uart.try_clone().expect("clone the UART socket");
+    stream
+        .set_read_timeout(Some(Duration::from_millis(u64::from(ANSWER_MS))))
+        .unwrap();
+    let link = LinkTransport::connect(stream, ANSWER_MS).expect("link handshake");
+    let config = DriverConfig {
+        ready_timeout_us: 10_000_000,
+        submit_timeout_us: 10_000_000,
+        idle_timeout_us: 10_000_000,
+        ..DriverConfig::default()
+    };
+    Driver::new(link, StdClock::default(), config).expect("driver bring-up over the link")
+}
+
+/// Sends `message` and returns the first answer frame's message, owned.
+fn exchange(qemu: &mut Qemu, message: &Message<'_>) -> String {
+    let mut out = vec![0u8; MAX_ENCODED_FRAME_LEN];
+    let (len, _) = Encoder::new().request(message, &mut out).unwrap();
+    qemu.uart.write_all(&out[..len]).unwrap();
+    read_answer(qemu, |m| format!("{m:?}"))
+}
+
+fn read_answer<R>(qemu: &mut Qemu, take: impl Fn(&Message<'_>) -> R) -> R {
+    qemu.uart
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut decoder = Decoder::new();
+    let mut chunk = [0u8; 512];
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(10) {
+        let n = qemu.uart.read(&mut chunk).expect("an answer within 5 s");
+        let mut rest = &chunk[..n];
+        while !rest.is_empty() {
+            match decoder.feed(rest) {
+                FeedResult::Consumed => break,
+                FeedResult::Frame { frame, .. } => return take(&frame.message),
+                FeedResult::Error { remaining, .. } => rest = remaining,
+            }
+        }
+    }
+    panic!("no answer frame; logs:\n{}", qemu.logs().join("\n"));
+}
+
+#[test]
+fn the_firmware_boots_and_says_so_in_defmt() {
+    let qemu = boot();
+    let logs = qemu.logs().join("\n");
+    assert!(logs.contains("FPGA model with 3072 KiB"), "{logs}");
+}
+
+#[test]
+fn an_incompatible_host_is_refused_and_the_message_names_both_versions() {
+    let mut qemu = boot();
+    let theirs = Hello {
+        version: ProtocolVersion { major: 9, minor: 0 },
+        ..Hello::ours()
+    };
+    let peer = {
+        let mut out = vec![0u8; MAX_ENCODED_FRAME_LEN];
+        let (len, _) = Encoder::new()
+            .request(&Message::Hello(theirs), &mut out)
+            .unwrap();
+        qemu.uart.write_all(&out[..len]).unwrap();
+        read_answer(&mut qemu, |m| match m {
+            Message::HelloAck(peer) => *peer,
+            other => panic!("expected HelloAck, got {other:?}"),
+        })
+    };
+    let error = negotiate(&theirs, &peer).unwrap_err().to_string();
+    assert!(error.contains("9.") && error.contains("1."), "{error}");
+    // Until a compatible hello, the firmware refuses every request.
+    let answer = exchange(
+        &mut qemu,
+        &Message::ReadRegister(ReadRegister { offset: 0 }),
+    );
+    let code = RemoteErrorCode::IncompatibleVersion as u16;
+    assert!(answer.contains(&format!("code: {code}")), "{answer}");
+}
+
+#[test]
+fn the_reference_driver_passes_the_conformance_suite_over_the_uart() {
+    let qemu = boot();
+    let mut dev = driver(&qemu);
+    let config = Config {
+        // The emulated UART moves a few KiB/s: keep the suite short.
+        large_copy: 4 << 10,
+        ..Config::default()
+    };
+    let report = run_all(&mut dev, &config);
+    println!("{report}");
+    assert!(
+        report.failures().next().is_none(),
+        "{report}\nfirmware logs:\n{}",
+        qemu.logs().join("\n")
+    );
+}
+
+#[test]
+fn garbage_and_truncated_frames_are_recovered_from() {
+    let mut qemu = boot();
+    // A truncated frame, then noise, then the delimiter.
+    let mut out = vec![0u8; MAX_ENCODED_FRAME_LEN];
+    let (len, _) = Encoder::new()
+        .request(&Message::Hello(Hello::ours()), &mut out)
+        .unwrap();
+    let mut junk = out[..len / 2].to_vec();
+    junk.extend_from_slice(&[0x13, 0x37, 0xff, 0x00, 0x55, 0xaa, 0x00]);
+    qemu.uart.write_all(&junk).unwrap();
+    // The firmware answers each bad frame (request id 0: "a frame of yours
+    // was dropped"), then a good request works.
+    for _ in 0..2 {
+        let answer = read_answer(&mut qemu, |m| format!("{m:?}"));
+        let code = RemoteErrorCode::BadFrame as u16;
+        assert!(answer.contains(&format!("code: {code}")), "{answer}");
+    }
+    let mut dev = driver(&qemu);
+    let addr = dev.allocate(64, 64).unwrap();
+    let data: Vec<u8> = (0..64).collect();
+    dev.write_blocking(Default::default(), addr, &data, Duration::from_secs(10))
+        .unwrap();
+    let mut back = [0u8; 64];
+    dev.read_blocking(Default::default(), &mut back, addr, Duration::from_secs(10))
+        .unwrap();
+    assert_eq!(back.as_slice(), data.as_slice());
+    assert!(
+        qemu.wait_for_log("bad frame from the host", Duration::from_secs(5)),
+        "{}",
+        qemu.logs().join("\n")
+    );
+}
+
+#[test]
+fn a_firmware_that_stops_answering_is_a_clear_timeout_not_a_hang() {
+    let qemu = boot();
+    let mut dev = driver(&qemu);
+    qemu.freeze(true);
+    let start = Instant::now();
+    let error = dev.timestamp().unwrap_err();
+    let took = start.elapsed();
+    qemu.freeze(false);
+    assert!(
+        matches!(error.kind(), ErrorKind::Timeout | ErrorKind::Transport),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains("5000 ms") || error.to_string().contains("time"),
+        "{error}"
+    );
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+}

@@ -1,0 +1,31 @@
+//! `cargo xtask hil`: the firmware under QEMU (`mps2-an386`), driven over its
+//! UART by the HIL tests (`tests/tests/hil.rs`); each test boots its own
+//! QEMU, bounded by timeouts, and a failure shows the firmware's decoded
+//! defmt log. `cargo xtask test` runs the same tests inside `cargo test
+//! --workspace`, after set-up installed QEMU and the target.
+
+use crate::util::{cargo, root, run, step};
+use anyhow::Result;
+
+pub fn run_task() -> Result<()> {
+    step(
+        "build the firmware (firmware/, thumbv7em-none-eabihf)",
+        || {
+            run(cargo()
+                .current_dir(root().join("firmware"))
+                .args(["build", "--release", "--locked"])
+                .env_remove("CARGO_TARGET_DIR"))
+        },
+    )?;
+    step("HIL tests under QEMU (tests/tests/hil.rs)", || {
+        run(cargo().args([
+            "test",
+            "--package",
+            "tensorplug-tests",
+            "--test",
+            "hil",
+            "--",
+            "--nocapture",
+        ]))
+    })
+}
