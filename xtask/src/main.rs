@@ -10,6 +10,7 @@ mod header;
 mod hil;
 mod layout;
 mod setup;
+mod size;
 mod test;
 mod util;
 
@@ -36,6 +37,8 @@ enum Task {
     Bench(bench::BenchArgs),
     /// Build the TensorFlow plugin wheel.
     Dist(dist::DistArgs),
+    /// The firmware's flash and static RAM against firmware/size.json.
+    Size(size::SizeArgs),
     /// Regenerate the device-ABI C header (abi/include/tensorplug_device_abi.h).
     Header,
 }
@@ -61,5 +64,6 @@ fn run(task: Task) -> anyhow::Result<()> {
         Task::Bench(args) => bench::run_task(&args),
         Task::Dist(args) => dist::run_task(&args),
         Task::Header => header::run(),
+        Task::Size(args) => size::run_task(&args),
     }
 }

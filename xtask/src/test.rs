@@ -23,6 +23,12 @@ const NO_STD_BUILDS: &[(&str, &str, &[&str])] = &[
         "model",
         &["thumbv7em-none-eabihf"],
     ),
+    // What the firmware logs with.
+    (
+        "tensorplug-device-fpga",
+        "model,defmt",
+        &["thumbv7em-none-eabihf"],
+    ),
     // The example second device: a vendor driver on core alone.
     ("tensorplug-device-npu", "", EMBEDDED_TARGETS),
 ];
@@ -64,6 +70,10 @@ pub fn run(args: &TestArgs) -> Result<()> {
         run_cmd(firmware().args(["fmt", "--", "--check"]))?;
         run_cmd(firmware().args(["clippy", "--release", "--locked", "--", "-D", "warnings"]))
     })?;
+    step(
+        "firmware size vs. firmware/size.json (fails on > 10 % growth)",
+        || crate::size::run_task(&crate::size::SizeArgs { update: false }),
+    )?;
     // Includes the HIL tests (`tests/tests/hil.rs`: the firmware under QEMU).
     step("cargo test --workspace", || {
         let mut cmd = cargo();
