@@ -5,6 +5,7 @@
 //! Commands, formats and wiring: `docs/flashing.md`.
 
 mod bus;
+pub mod firmware;
 mod progress;
 
 use crate::util::root;
@@ -57,6 +58,8 @@ pub enum FlashCommand {
     Program(ProgramArgs),
     /// Show both slots (valid? sequence, ABI, features, payload) and which boots.
     Status(DeviceArgs),
+    /// Build the MCU firmware and boot it on QEMU, or program a board with probe-rs.
+    Firmware(firmware::FirmwareArgs),
 }
 
 #[derive(clap::Args)]
@@ -210,6 +213,7 @@ pub fn run_task(args: &FlashArgs) -> Result<()> {
             print!("{}", read_slots(&mut flash)?);
             Ok(())
         }
+        FlashCommand::Firmware(args) => firmware::run_task(args),
     }
 }
 

@@ -4,18 +4,13 @@
 //! defmt log. `cargo xtask test` runs the same tests inside `cargo test
 //! --workspace`, after set-up installed QEMU and the target.
 
-use crate::util::{cargo, root, run, step};
+use crate::util::{cargo, run, step};
 use anyhow::Result;
 
 pub fn run_task() -> Result<()> {
     step(
         "build the firmware (firmware/, thumbv7em-none-eabihf)",
-        || {
-            run(cargo()
-                .current_dir(root().join("firmware"))
-                .args(["build", "--release", "--locked"])
-                .env_remove("CARGO_TARGET_DIR"))
-        },
+        || crate::flash::firmware::build().map(drop),
     )?;
     step("HIL tests under QEMU (tests/tests/hil.rs)", || {
         run(cargo().args([

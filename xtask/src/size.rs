@@ -3,11 +3,11 @@
 //! ≤ 32 KiB static RAM, the model's device memory not counted). Growth of
 //! more than 10 % over the snapshot fails; `--update` rewrites it.
 
-use crate::util::{cargo, root, run};
+use crate::util::root;
 use anyhow::{Context, Result, bail};
 use object::{Object, ObjectSection, ObjectSymbol, SectionFlags, SectionKind};
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The device-memory static `cargo xtask size` leaves out of static RAM.
 const DEVICE_MEMORY_SYMBOL: &str = "TENSORPLUG_DEVICE_MEMORY";
@@ -47,7 +47,7 @@ impl Footprint {
 }
 
 pub fn run_task(args: &SizeArgs) -> Result<()> {
-    let elf = build_firmware()?;
+    let elf = crate::flash::firmware::build()?;
     let now =
         footprint(&std::fs::read(&elf).with_context(|| format!("reading {}", elf.display()))?)?;
     let snapshot_path = root().join("firmware/size.json");
@@ -65,15 +65,6 @@ pub fn run_task(args: &SizeArgs) -> Result<()> {
         bail!("{}", problems.join("; "));
     }
     Ok(())
-}
-
-fn build_firmware() -> Result<PathBuf> {
-    let dir = root().join("firmware");
-    run(cargo()
-        .current_dir(&dir)
-        .args(["build", "--release", "--locked"])
-        .env_remove("CARGO_TARGET_DIR"))?;
-    Ok(dir.join("target/thumbv7em-none-eabihf/release/tensorplug-firmware"))
 }
 
 /// Section sizes of an ELF: allocated sections by kind.
