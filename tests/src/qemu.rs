@@ -118,6 +118,33 @@ impl Qemu {
             .status();
     }
 
+    /// Serves the firmware's UART on a new loopback port (one client at a
+    /// time, bytes forwarded both ways), so that a process such as
+    /// TensorFlow with `TENSORPLUG_DEVICE=tcp:127.0.0.1:<port>` can reach it.
+    pub fn serve_uart(&self) -> std::io::Result<u16> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        let uart = self.uart.try_clone()?;
+        std::thread::spawn(move || {
+            while let Ok((client, _)) = listener.accept() {
+                let _ = client.set_nodelay(true);
+                let (Ok(mut to_uart), Ok(mut from_uart)) = (uart.try_clone(), uart.try_clone())
+                else {
+                    return;
+                };
+                let (Ok(mut from_client), mut to_client) = (client.try_clone(), client) else {
+                    return;
+                };
+                let upstream =
+                    std::thread::spawn(move || std::io::copy(&mut from_client, &mut to_uart));
+                // Ends when the firmware's side closes (QEMU killed).
+                let _ = std::io::copy(&mut from_uart, &mut to_client);
+                let _ = upstream.join();
+            }
+        });
+        Ok(port)
+    }
+
     /// The process's exit status, if it ended.
     pub fn try_exit(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().ok().flatten()
