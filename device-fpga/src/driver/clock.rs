@@ -85,6 +85,7 @@ pub(crate) struct Deadline {
     start_ns: u64,
     budget_ns: u64,
     polls: u32,
+    last_look: bool,
 }
 
 impl Deadline {
@@ -93,13 +94,21 @@ impl Deadline {
             start_ns: clock.now_ns(),
             budget_ns,
             polls: 0,
+            last_look: false,
         }
     }
 
-    /// False once the budget is spent; otherwise relaxes and returns true.
+    /// False once the budget is spent and the caller has polled once more
+    /// since (a host descheduled past the deadline between two polls must
+    /// not time out work that finished meanwhile); otherwise relaxes and
+    /// returns true.
     pub(crate) fn keep_waiting(&mut self, clock: &mut impl Clock) -> bool {
         if clock.now_ns().saturating_sub(self.start_ns) >= self.budget_ns {
-            return false;
+            if self.last_look {
+                return false;
+            }
+            self.last_look = true;
+            return true;
         }
         clock.relax(self.polls);
         self.polls = self.polls.saturating_add(1);
@@ -130,8 +139,18 @@ mod tests {
         while deadline.keep_waiting(&mut clock) {
             polls += 1;
         }
-        assert_eq!(polls, 10);
+        // Ten relaxed polls within the budget, then one last look.
+        assert_eq!(polls, 11);
         assert_eq!(clock.delay.0, 10_000);
         assert_eq!(deadline.budget_us(), 10);
+    }
+
+    #[test]
+    fn a_deadline_passed_while_descheduled_still_gets_one_more_poll() {
+        let mut clock = DelayClock::new(CountingDelay(0), 1_000);
+        let mut deadline = Deadline::start(&mut clock, 10_000);
+        clock.elapsed_ns = 1_000_000; // the host slept far past the budget
+        assert!(deadline.keep_waiting(&mut clock), "one more look");
+        assert!(!deadline.keep_waiting(&mut clock));
     }
 }
