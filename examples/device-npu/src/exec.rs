@@ -1,5 +1,6 @@
-//! What the NPU computes. Operands were validated and range-checked by
-//! `launch`; inputs and output may be the same bytes (Relu in place).
+//! What the NPU computes. `launch` has validated the op and range-checked
+//! its operands. Relu may run in place; MatMul's output never overlaps its
+//! inputs (`launch` refuses that).
 
 use core::ops::Range;
 use tensorplug_core::accelerator::{OpDesc, OpKind};
@@ -18,36 +19,54 @@ fn store(memory: &mut [u8], at: usize, value: f32) {
 pub fn run(op: &OpDesc<'_>, memory: &mut [u8], inputs: &[Range<usize>], output: Range<usize>) {
     match op.kind {
         OpKind::Relu => {
-            for k in (0..output.len()).step_by(4) {
-                let x = load(memory, inputs[0].start + k);
+            for at in (0..output.len()).step_by(4) {
+                let x = load(memory, inputs[0].start + at);
                 // NaN stays NaN (TF's Relu); `f32::max` would give 0.
                 let y = if x.is_nan() { x } else { x.max(0.0) };
-                store(memory, output.start + k, y);
+                store(memory, output.start + at, y);
             }
         }
         OpKind::MatMul {
             transpose_a,
             transpose_b,
-        } => {
-            let [a0, a1] = [op.inputs[0].shape.dims()[0], op.inputs[0].shape.dims()[1]];
-            let n = op.output.shape.dims()[1] as usize;
-            let (m, k) = if transpose_a { (a1, a0) } else { (a0, a1) };
-            let (m, k) = (m as usize, k as usize);
-            let a = |i: usize, p: usize| if transpose_a { p * m + i } else { i * k + p };
-            let b = |p: usize, j: usize| if transpose_b { j * k + p } else { p * n + j };
-            for i in 0..m {
-                for j in 0..n {
-                    let mut acc = 0.0f32;
-                    for p in 0..k {
-                        let x = load(memory, inputs[0].start + 4 * a(i, p));
-                        let y = load(memory, inputs[1].start + 4 * b(p, j));
-                        acc += x * y;
-                    }
-                    store(memory, output.start + 4 * (i * n + j), acc);
-                }
-            }
-        }
+        } => matmul(op, memory, inputs, output, transpose_a, transpose_b),
         // `launch` refuses every other kind first.
         _ => {}
+    }
+}
+
+/// `out = op(a) · op(b)`, naive i-k-j order, accumulating in `out` in f32.
+fn matmul(
+    op: &OpDesc<'_>,
+    memory: &mut [u8],
+    inputs: &[Range<usize>],
+    output: Range<usize>,
+    transpose_a: bool,
+    transpose_b: bool,
+) {
+    let a_dims = op.inputs[0].shape.dims();
+    let (m, k) = if transpose_a {
+        (a_dims[1], a_dims[0])
+    } else {
+        (a_dims[0], a_dims[1])
+    };
+    let (m, k, n) = (m as usize, k as usize, op.output.shape.dims()[1] as usize);
+    // Byte offsets of a[i, p], b[p, j] and out[i, j] (row-major storage).
+    let a =
+        |i: usize, p: usize| inputs[0].start + 4 * if transpose_a { p * m + i } else { i * k + p };
+    let b =
+        |p: usize, j: usize| inputs[1].start + 4 * if transpose_b { j * k + p } else { p * n + j };
+    let out = |i: usize, j: usize| output.start + 4 * (i * n + j);
+    for i in 0..m {
+        for j in 0..n {
+            store(memory, out(i, j), 0.0);
+        }
+        for p in 0..k {
+            let x = load(memory, a(i, p));
+            for j in 0..n {
+                let sum = load(memory, out(i, j)) + x * load(memory, b(p, j));
+                store(memory, out(i, j), sum);
+            }
+        }
     }
 }

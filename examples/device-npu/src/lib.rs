@@ -3,41 +3,105 @@
 //! written only against `tensorplug-core` (no FPGA code, no TensorFlow), and
 //! `tensorplug-plugin-npu` turns it into `/device:NPU:0` in a few lines.
 //!
-//! On purpose it differs from the reference FPGA: two queues, a 1 MHz clock,
-//! device addresses starting at [`BASE`], and commands executed at enqueue
-//! time (so every fence is complete when it is returned). Numerics: `MatMul`
-//! accumulates in f32 in `k` order (no fused multiply-add); `Relu` is exact and
-//! keeps NaN.
+//! [`Npu<M, C>`](Npu) is generic over its memory `M` (a `Vec<u8>` or
+//! `Box<[u8]>` on the host, a `&'static mut [u8; N]` on an MCU) and its clock
+//! `C` ([`NpuClock`]; [`StdClock`] with the `std` feature). The `no_std` path
+//! never allocates.
+//!
+//! # How it differs from the reference FPGA, on purpose
+//! - **Two queues** ([`QUEUES`]), a **1 MHz clock** ([`CLOCK_HZ`]).
+//! - **Device addresses** are `BASE + offset` with [`BASE`] `= 0x1000_0000`,
+//!   so `base + offset` arithmetic is exercised; alignment applies to the
+//!   device address.
+//! - **Allocator**: first fit over a sorted table of up to
+//!   [`MAX_BLOCKS`] live blocks; `deallocate` really frees.
+//! - **Synchronous execution**: each command runs when it is enqueued, so
+//!   its fence has completed when it is returned. Fences still increase (one
+//!   counter for both queues); `poll`/`wait` on a fence never issued fail with
+//!   `InvalidArgument`.
+//! - **`reset()`** has nothing pending to fail. It keeps allocations, memory
+//!   contents, the fence counter, recorded events and the profiling switch:
+//!   nothing the device did is lost.
+//!
+//! Every command checks its queue, its descriptor (`OpDesc::validate`) and
+//! that each byte range lies inside one live allocation before touching
+//! memory; bad input is an error (mostly `InvalidArgument`), never a panic.
+//!
+//! # Numerics
+//! - `MatMul`: each output element starts at `+0.0` and adds `a[i,p]·b[p,j]`
+//!   for `p = 0, 1, …, k-1`, every product and sum rounded to f32 (f32
+//!   accumulation, no fused multiply-add), in naive i-k-j loop order.
+//! - `Relu`: `max(x, 0)`, exact; NaN stays NaN (as in TensorFlow).
+//!
+//! # Profiling
+//! With `set_profiling(true)` every launch records `OpBegin`/`OpEnd` events
+//! (the launch's `op_id` and queue, clock ticks) into a ring of
+//! [`EVENT_CAPACITY`] from `tensorplug_core::ring`; a full ring drops events
+//! and the next drain reports them in `Drained::dropped`. Copies and fills
+//! record nothing.
+//!
+//! # Example
+//! ```
+//! use core::time::Duration;
+//! use tensorplug_core::accelerator::*;
+//! use tensorplug_device_npu::{BASE, Npu, NpuClock};
+//!
+//! struct Ticks(u64); // an MCU would read a hardware timer
+//! impl NpuClock for Ticks {
+//!     fn now_ticks(&mut self) -> u64 { self.0 += 1; self.0 }
+//! }
+//!
+//! let mut npu = Npu::new([0u8; 1024], Ticks(0));
+//! let (q, wait) = (QueueId(0), Duration::from_millis(1));
+//! let x = npu.allocate(8, 64).unwrap();
+//! assert_eq!(x, DeviceAddr(BASE));
+//! let bytes: Vec<u8> = [-2.0f32, 3.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+//! npu.write_blocking(q, x, &bytes, wait).unwrap();
+//! let inputs = [TensorDesc::new(x, DType::F32, Shape::new(&[2]).unwrap())];
+//! let relu = OpDesc { kind: OpKind::Relu, inputs: &inputs, output: inputs[0], op_id: 1 };
+//! let fence = npu.launch(q, &relu).unwrap();
+//! assert!(npu.poll(fence).unwrap()); // ran at enqueue
+//! let mut out = [0u8; 8];
+//! npu.read_blocking(q, &mut out, x, wait).unwrap();
+//! assert_eq!(out[4..], 3.0f32.to_le_bytes());
+//!
+//! let softmax = OpDesc { kind: OpKind::Softmax, ..relu };
+//! assert_eq!(npu.launch(q, &softmax).unwrap_err().kind(), ErrorKind::Unsupported);
+//! ```
 #![no_std]
 
 #[cfg(feature = "std")]
 extern crate std;
 
-mod alloc;
+mod allocator;
+mod clock;
 mod error;
+mod events;
 mod exec;
 
+pub use allocator::MAX_BLOCKS;
+#[cfg(feature = "std")]
+pub use clock::StdClock;
+pub use clock::{CLOCK_HZ, NpuClock};
 pub use error::NpuError;
+pub use events::EVENT_CAPACITY;
 
-use alloc::Blocks;
+use allocator::Blocks;
+use core::ops::Range;
 use core::time::Duration;
-use heapless::Deque;
+use events::EventLog;
 use tensorplug_core::accelerator::{
-    Accelerator, Capabilities, DeviceAddr, DeviceInfo, Drained, ErrorKind, Fence, MemoryUsage,
-    OpDesc, OpKind, OpSet, QueueId, Version,
+    Accelerator, Capabilities, DeviceAddr, DeviceInfo, Drained, Fence, MemoryUsage, OpDesc, OpKind,
+    OpSet, QueueId, TensorDesc, Version,
 };
 use tensorplug_core::event::{Event, EventKind};
 
-/// The first device address.
+/// The device address of the first byte of NPU memory.
 pub const BASE: u64 = 0x1000_0000;
-/// Ticks per second of the NPU's timestamp counter.
-pub const CLOCK_HZ: u64 = 1_000_000;
 /// Ordered queues.
 pub const QUEUES: u8 = 2;
-/// Profiling events the NPU buffers between drains.
-pub const EVENT_CAPACITY: usize = 1024;
 
-/// What the NPU runs.
+/// What the NPU runs: MatMul (any transposes) and Relu, f32, with profiling.
 pub const CAPABILITIES: Capabilities = Capabilities::f32(
     OpSet::of(&[
         OpKind::MatMul {
@@ -49,85 +113,71 @@ pub const CAPABILITIES: Capabilities = Capabilities::f32(
     true,
 );
 
-/// The NPU's timestamp counter, in ticks of [`CLOCK_HZ`].
-pub trait NpuClock {
-    /// The current tick count.
-    fn now_ticks(&mut self) -> u64;
-}
-
-/// Host time as the NPU clock (microseconds since creation).
-#[cfg(feature = "std")]
-pub struct StdClock(std::time::Instant);
-
-#[cfg(feature = "std")]
-impl Default for StdClock {
-    fn default() -> Self {
-        Self(std::time::Instant::now())
-    }
-}
-
-#[cfg(feature = "std")]
-impl NpuClock for StdClock {
-    fn now_ticks(&mut self) -> u64 {
-        self.0.elapsed().as_micros() as u64
-    }
-}
-
 /// The NPU over its memory `M` with clock `C`.
 pub struct Npu<M, C> {
     memory: M,
     blocks: Blocks,
     clock: C,
+    /// The last fence handed out.
     issued: u64,
-    profiling: bool,
-    events: Deque<Event, EVENT_CAPACITY>,
-    dropped: u64,
+    events: EventLog,
 }
 
 impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Npu<M, C> {
-    /// An NPU whose device memory is `memory`.
+    /// An NPU whose device memory is `memory` (all of it allocatable).
     pub fn new(memory: M, clock: C) -> Self {
         let size = memory.as_ref().len() as u64;
         Self {
             memory,
-            blocks: Blocks::new(size),
+            blocks: Blocks::new(BASE, size),
             clock,
             issued: 0,
-            profiling: false,
-            events: Deque::new(),
-            dropped: 0,
+            events: EventLog::new(),
         }
     }
 
-    /// The byte range of `len` bytes at `addr`, inside one live allocation.
-    fn range(&self, addr: DeviceAddr, len: usize) -> Result<core::ops::Range<usize>, NpuError> {
-        let offset = addr
-            .0
-            .checked_sub(BASE)
-            .ok_or(NpuError::OutOfRange(addr.0))?;
+    /// Memory offset of `addr`.
+    fn offset(addr: DeviceAddr) -> Result<u64, NpuError> {
+        addr.0.checked_sub(BASE).ok_or(NpuError::OutOfRange(addr.0))
+    }
+
+    /// The bytes of `len` at `addr`, which must lie inside one live allocation.
+    fn range(&self, addr: DeviceAddr, len: usize) -> Result<Range<usize>, NpuError> {
+        let offset = Self::offset(addr)?;
         self.blocks.check(offset, len as u64)?;
+        // Live blocks lie inside `memory`, whose length is a usize.
         let start = offset as usize;
         Ok(start..start + len)
     }
 
-    /// Completes one command: a new fence.
-    fn complete(&mut self, queue: QueueId) -> Result<Fence, NpuError> {
-        if queue.0 >= QUEUES {
-            return Err(NpuError::NoSuchQueue(queue.0));
+    /// The bytes of `tensor`.
+    fn tensor_range(&self, tensor: &TensorDesc) -> Result<Range<usize>, NpuError> {
+        self.range(tensor.addr, tensor.byte_len().ok_or(NpuError::Overflow)?)
+    }
+
+    fn check_queue(queue: QueueId) -> Result<(), NpuError> {
+        if queue.0 < QUEUES {
+            Ok(())
+        } else {
+            Err(NpuError::NoSuchQueue(queue.0))
         }
+    }
+
+    /// The fence of a command that has just run.
+    fn complete(&mut self) -> Fence {
         self.issued += 1;
-        Ok(Fence(self.issued))
+        Fence(self.issued)
     }
 
     fn record(&mut self, kind: EventKind, queue: QueueId, op_id: u16) {
-        if !self.profiling {
-            return;
-        }
-        let event = Event::new(kind, self.clock.now_ticks(), queue.0, op_id, 0);
-        if self.events.push_back(event).is_err() {
-            self.dropped += 1;
-        }
+        let clock = &mut self.clock;
+        self.events
+            .record(|| Event::new(kind, clock.now_ticks(), queue.0, op_id, 0));
     }
+}
+
+fn overlap(a: &Range<usize>, b: &Range<usize>) -> bool {
+    a.start < b.end && b.start < a.end
 }
 
 impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Accelerator for Npu<M, C> {
@@ -146,18 +196,12 @@ impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Accelerator for Npu<M, C> {
     }
 
     fn allocate(&mut self, bytes: u64, align: u64) -> Result<DeviceAddr, NpuError> {
-        // BASE is aligned to every power of two up to 2^28.
-        self.blocks
-            .allocate(bytes, align)
-            .map(|offset| DeviceAddr(BASE + offset))
+        let offset = self.blocks.allocate(bytes, align)?;
+        Ok(DeviceAddr(BASE + offset))
     }
 
     fn deallocate(&mut self, addr: DeviceAddr) -> Result<(), NpuError> {
-        let offset = addr
-            .0
-            .checked_sub(BASE)
-            .ok_or(NpuError::OutOfRange(addr.0))?;
-        self.blocks.free(offset)
+        self.blocks.free(Self::offset(addr)?)
     }
 
     fn memory_usage(&self) -> MemoryUsage {
@@ -174,11 +218,12 @@ impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Accelerator for Npu<M, C> {
         src: *const u8,
         len: usize,
     ) -> Result<Fence, NpuError> {
+        Self::check_queue(queue)?;
         let range = self.range(dst, len)?;
         // SAFETY: the caller guarantees `src` is readable for `len` bytes.
         let src = unsafe { core::slice::from_raw_parts(src, len) };
         self.memory.as_mut()[range].copy_from_slice(src);
-        self.complete(queue)
+        Ok(self.complete())
     }
 
     unsafe fn copy_from_device(
@@ -188,11 +233,12 @@ impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Accelerator for Npu<M, C> {
         src: DeviceAddr,
         len: usize,
     ) -> Result<Fence, NpuError> {
+        Self::check_queue(queue)?;
         let range = self.range(src, len)?;
         // SAFETY: the caller guarantees `dst` is writable for `len` bytes.
         let dst = unsafe { core::slice::from_raw_parts_mut(dst, len) };
         dst.copy_from_slice(&self.memory.as_ref()[range]);
-        self.complete(queue)
+        Ok(self.complete())
     }
 
     fn copy_on_device(
@@ -202,9 +248,10 @@ impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Accelerator for Npu<M, C> {
         src: DeviceAddr,
         len: usize,
     ) -> Result<Fence, NpuError> {
+        Self::check_queue(queue)?;
         let (from, to) = (self.range(src, len)?, self.range(dst, len)?);
         self.memory.as_mut().copy_within(from, to.start);
-        self.complete(queue)
+        Ok(self.complete())
     }
 
     fn fill(
@@ -214,29 +261,36 @@ impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Accelerator for Npu<M, C> {
         len: usize,
         pattern: u32,
     ) -> Result<Fence, NpuError> {
+        Self::check_queue(queue)?;
         let range = self.range(dst, len)?;
         let bytes = pattern.to_le_bytes();
         for (i, byte) in self.memory.as_mut()[range].iter_mut().enumerate() {
             *byte = bytes[i % 4];
         }
-        self.complete(queue)
+        Ok(self.complete())
     }
 
     fn launch(&mut self, queue: QueueId, op: &OpDesc<'_>) -> Result<Fence, NpuError> {
+        Self::check_queue(queue)?;
         if !CAPABILITIES.ops.contains(op.kind) {
             return Err(NpuError::Unsupported(op.kind.name()));
         }
         op.validate().map_err(NpuError::Shape)?;
-        let out_len = op.output.byte_len().ok_or(NpuError::Overflow)?;
-        let output = self.range(op.output.addr, out_len)?;
+        // MatMul and Relu take at most two inputs (checked by `validate`).
         let mut inputs = [0..0, 0..0];
-        for (slot, input) in inputs.iter_mut().zip(op.inputs) {
-            *slot = self.range(input.addr, input.byte_len().ok_or(NpuError::Overflow)?)?;
+        for (range, input) in inputs.iter_mut().zip(op.inputs) {
+            *range = self.tensor_range(input)?;
+        }
+        let inputs = &inputs[..op.inputs.len()];
+        let output = self.tensor_range(&op.output)?;
+        let is_matmul = matches!(op.kind, OpKind::MatMul { .. });
+        if is_matmul && inputs.iter().any(|input| overlap(input, &output)) {
+            return Err(NpuError::OutputOverlapsInput);
         }
         self.record(EventKind::OpBegin, queue, op.op_id);
-        exec::run(op, self.memory.as_mut(), &inputs[..op.inputs.len()], output);
+        exec::run(op, self.memory.as_mut(), inputs, output);
         self.record(EventKind::OpEnd, queue, op.op_id);
-        self.complete(queue)
+        Ok(self.complete())
     }
 
     fn poll(&mut self, fence: Fence) -> Result<bool, NpuError> {
@@ -247,12 +301,12 @@ impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Accelerator for Npu<M, C> {
     }
 
     fn wait(&mut self, fence: Fence, _timeout: Duration) -> Result<(), NpuError> {
-        self.poll(fence).map(|_| ())
+        self.poll(fence).map(|_done| ())
     }
 
     fn reset(&mut self) -> Result<(), NpuError> {
-        // Commands run at enqueue, so nothing is pending; allocations stay.
-        self.events.clear();
+        // Commands run at enqueue: no fence is outstanding, no host buffer
+        // is held. Allocations, fences and recorded events stay.
         Ok(())
     }
 
@@ -261,30 +315,11 @@ impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Accelerator for Npu<M, C> {
     }
 
     fn set_profiling(&mut self, enabled: bool) -> Result<(), NpuError> {
-        self.profiling = enabled;
+        self.events.set_enabled(enabled);
         Ok(())
     }
 
     fn drain_events(&mut self, out: &mut [Event]) -> Result<Drained, NpuError> {
-        let mut moved = 0;
-        for slot in out.iter_mut() {
-            match self.events.pop_front() {
-                Some(event) => *slot = event,
-                None => break,
-            }
-            moved += 1;
-        }
-        let dropped = core::mem::take(&mut self.dropped);
-        Ok(Drained {
-            events: moved,
-            dropped,
-        })
-    }
-}
-
-/// [`ErrorKind`] of every error, for the trait.
-impl tensorplug_core::accelerator::Error for NpuError {
-    fn kind(&self) -> ErrorKind {
-        self.kind()
+        Ok(self.events.drain(out))
     }
 }
