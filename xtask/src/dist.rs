@@ -26,6 +26,8 @@ pub struct PluginCrate {
     pub lib: &'static str,
     /// The device type its backend declares, for the summary.
     pub device_type: &'static str,
+    /// The wheel's version.
+    pub version: &'static str,
 }
 
 impl PluginCrate {
@@ -37,6 +39,31 @@ impl PluginCrate {
     pub fn so_file(&self) -> String {
         format!("lib{}.so", self.lib)
     }
+
+    /// A plugin built outside this workspace, named by its `.so`
+    /// (`libacme_npu.so`: lib `acme_npu`).
+    pub fn outside(so: &Path, device_type: &str, version: &str) -> Result<Self> {
+        let file = so.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let lib = file
+            .strip_prefix("lib")
+            .and_then(|rest| rest.strip_suffix(".so"))
+            .filter(|lib| {
+                !lib.is_empty() && lib.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            })
+            .with_context(|| {
+                format!(
+                    "{}: a plugin is named lib<name>.so, <name> of [A-Za-z0-9_]",
+                    so.display()
+                )
+            })?;
+        let leak = |s: &str| -> &'static str { Box::leak(s.to_owned().into_boxed_str()) };
+        Ok(Self {
+            package: leak(lib),
+            lib: leak(lib),
+            device_type: leak(device_type),
+            version: leak(version),
+        })
+    }
 }
 
 /// The reference FPGA's plugin.
@@ -44,12 +71,14 @@ pub const FPGA: PluginCrate = PluginCrate {
     package: "tensorplug-plugin-fpga",
     lib: "tensorplug_fpga",
     device_type: "FPGA",
+    version: VERSION,
 };
 /// The example NPU's plugin (`examples/plugin-npu`).
 pub const NPU: PluginCrate = PluginCrate {
     package: "tensorplug-plugin-npu",
     lib: "tensorplug_npu",
     device_type: "NPU",
+    version: VERSION,
 };
 /// Every plugin crate `--plugin-crate` accepts.
 pub const PLUGINS: &[PluginCrate] = &[FPGA, NPU];
@@ -64,9 +93,16 @@ const REQUIRES_TF: &str = "tensorflow-cpu~=2.21.0";
 
 #[derive(clap::Args)]
 pub struct DistArgs {
-    /// The plugin crate to package (its cargo package name).
+    /// The plugin crate of this workspace to build and package.
     #[arg(long, default_value = "tensorplug-plugin-fpga")]
     pub plugin_crate: String,
+    /// With `--plugin` of a crate outside this workspace: its device type
+    /// (for the wheel's summary).
+    #[arg(long)]
+    pub device_type: Option<String>,
+    /// With `--plugin` of a crate outside this workspace: the wheel's version.
+    #[arg(long)]
+    pub version: Option<String>,
     /// Package this `.so` instead of building the plugin in release (the
     /// wheel test packs the debug build it already has).
     #[arg(long)]
@@ -78,16 +114,27 @@ pub struct DistArgs {
 
 /// `cargo xtask dist`: builds the plugin in release and writes the wheel.
 pub fn run_task(args: &DistArgs) -> Result<()> {
-    let krate = PLUGINS
-        .iter()
-        .find(|p| p.package == args.plugin_crate)
-        .with_context(|| {
+    let known = PLUGINS.iter().find(|p| p.package == args.plugin_crate);
+    let outside;
+    let vendor = args.device_type.is_some() || args.version.is_some() || known.is_none();
+    let krate = match (&args.plugin, known) {
+        // A vendor's `.so`, named by its file.
+        (Some(so), _) if vendor => {
+            let ty = args.device_type.as_deref().unwrap_or("?");
+            let version = args.version.as_deref().unwrap_or(VERSION);
+            outside = PluginCrate::outside(so, ty, version)?;
+            &outside
+        }
+        (_, Some(krate)) => krate,
+        (_, None) => {
             let known: Vec<_> = PLUGINS.iter().map(|p| p.package).collect();
-            format!(
-                "unknown plugin crate `{}` (known: {known:?})",
+            bail!(
+                "unknown plugin crate `{}` (known: {known:?}); for a crate outside this \
+                 workspace pass its built .so with --plugin",
                 args.plugin_crate
             )
-        })?;
+        }
+    };
     let plugin = match &args.plugin {
         Some(plugin) => plugin.clone(),
         None => {
@@ -131,7 +178,10 @@ pub fn write_wheel(krate: &PluginCrate, plugin: &Path, dir: &Path) -> Result<Pat
     let so = std::fs::read(plugin).with_context(|| format!("reading {}", plugin.display()))?;
     let tag = platform_tag(plugin)?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let path = dir.join(format!("{}-{VERSION}-py3-none-{tag}.whl", krate.lib));
+    let path = dir.join(format!(
+        "{}-{}-py3-none-{tag}.whl",
+        krate.lib, krate.version
+    ));
     let bytes = wheel_bytes(krate, &so, &tag)?;
     std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
@@ -146,7 +196,7 @@ struct Entry {
 
 /// The whole wheel, deterministic: fixed order, timestamps and modes.
 fn wheel_bytes(krate: &PluginCrate, so: &[u8], tag: &str) -> Result<Vec<u8>> {
-    let dist_info = format!("{}-{VERSION}.dist-info", krate.lib);
+    let dist_info = format!("{}-{}.dist-info", krate.lib, krate.version);
     let mut entries = vec![
         Entry {
             name: format!("{PLUGIN_DIR}/{}", krate.so_file()),
@@ -189,12 +239,13 @@ fn metadata(krate: &PluginCrate) -> String {
     format!(
         "Metadata-Version: 2.1\n\
          Name: {}\n\
-         Version: {VERSION}\n\
+         Version: {}\n\
          Summary: TensorFlow PluggableDevice plugin: /device:{}:0, built with tensorplug\n\
          License: {}\n\
          Requires-Python: >=3.9\n\
          Requires-Dist: {REQUIRES_TF}\n",
         krate.dist_name(),
+        krate.version,
         krate.device_type,
         env!("CARGO_PKG_LICENSE"),
     )
@@ -382,6 +433,29 @@ mod tests {
             assert_eq!(hash, format!("sha256={want}"), "{name}");
         }
         assert_eq!(record.lines().count(), 4);
+    }
+
+    #[test]
+    fn a_vendor_plugin_is_named_by_its_so() {
+        let acme = PluginCrate::outside(Path::new("/x/libacme_npu.so"), "ACME", "0.3.1").unwrap();
+        assert_eq!(
+            (acme.lib, acme.dist_name(), acme.so_file()),
+            ("acme_npu", "acme-npu".into(), "libacme_npu.so".into())
+        );
+        let wheel = wheel_bytes(&acme, b"so", "manylinux_2_28_x86_64").unwrap();
+        let mut zip = zip::ZipArchive::new(std::io::Cursor::new(wheel)).unwrap();
+        assert!(zip.by_name("acme_npu-0.3.1.dist-info/METADATA").is_ok());
+        for bad in [
+            "/x/acme.so",
+            "/x/lib.so",
+            "/x/libacme-npu.so",
+            "/x/libacme.dylib",
+        ] {
+            assert!(
+                PluginCrate::outside(Path::new(bad), "?", "1").is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
