@@ -57,10 +57,17 @@ fn exchange(qemu: &mut Qemu, message: &Message<'_>) -> String {
 }
 
 fn read_answer<R>(qemu: &mut Qemu, take: impl Fn(&Message<'_>) -> R) -> R {
+    read_answers(qemu, 1, take).remove(0)
+}
+
+/// The next `count` answer frames, read with one decoder (several answers
+/// may arrive in one read).
+fn read_answers<R>(qemu: &mut Qemu, count: usize, take: impl Fn(&Message<'_>) -> R) -> Vec<R> {
     qemu.uart
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
     let mut decoder = Decoder::new();
+    let mut answers = Vec::new();
     let mut chunk = [0u8; 512];
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(10) {
@@ -69,12 +76,23 @@ fn read_answer<R>(qemu: &mut Qemu, take: impl Fn(&Message<'_>) -> R) -> R {
         while !rest.is_empty() {
             match decoder.feed(rest) {
                 FeedResult::Consumed => break,
-                FeedResult::Frame { frame, .. } => return take(&frame.message),
+                FeedResult::Frame { frame, remaining } => {
+                    answers.push(take(&frame.message));
+                    rest = remaining;
+                }
                 FeedResult::Error { remaining, .. } => rest = remaining,
             }
         }
+        if answers.len() >= count {
+            assert_eq!(answers.len(), count, "more answers than requests");
+            return answers;
+        }
     }
-    panic!("no answer frame; logs:\n{}", qemu.logs().join("\n"));
+    panic!(
+        "{} of {count} answer frames; logs:\n{}",
+        answers.len(),
+        qemu.logs().join("\n")
+    );
 }
 
 #[test]
@@ -144,9 +162,8 @@ fn garbage_and_truncated_frames_are_recovered_from() {
     qemu.uart.write_all(&junk).unwrap();
     // The firmware answers each bad frame (request id 0: "a frame of yours
     // was dropped"), then a good request works.
-    for _ in 0..2 {
-        let answer = read_answer(&mut qemu, |m| format!("{m:?}"));
-        let code = RemoteErrorCode::BadFrame as u16;
+    let code = RemoteErrorCode::BadFrame as u16;
+    for answer in read_answers(&mut qemu, 2, |m| format!("{m:?}")) {
         assert!(answer.contains(&format!("code: {code}")), "{answer}");
     }
     let mut dev = driver(&qemu);
