@@ -3,6 +3,7 @@
 
 use proptest::prelude::*;
 use tensorplug_core::event::Event;
+use tensorplug_core::link::ops::Command;
 use tensorplug_core::link::{
     Decoder, EventBatch, EventRecords, FeedResult, LinkError, MAX_BULK_CHUNK,
     MAX_ENCODED_FRAME_LEN, MAX_EVENTS_PER_BATCH, Message, Ping, ReadMemory, Submit, WriteMemory,
@@ -36,9 +37,9 @@ impl Spec {
                 address: *address,
                 data,
             }),
-            Self::Submit(queue, descriptor) => Message::Submit(Submit {
+            Self::Submit(queue, data) => Message::Submit(Submit {
                 queue: *queue,
-                descriptor,
+                command: Command::Write { dst: 0x40, data },
             }),
             Self::Events(dropped, events) => Message::EventBatch(EventBatch {
                 dropped: *dropped,

@@ -19,6 +19,10 @@ pub struct Frame<'a> {
 
 /// What [`Decoder::feed`] found in the input.
 #[derive(Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "no allocator on the MCU to box a launch (about 300 bytes)"
+)]
 pub enum FeedResult<'d, 'i> {
     /// All input was consumed; no frame ended in it.
     Consumed,

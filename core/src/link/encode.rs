@@ -38,13 +38,18 @@ impl Encoder {
         message: &Message<'_>,
         out: &mut [u8],
     ) -> Result<(usize, u16), LinkError> {
-        let mut request_id = self.last_request_id.wrapping_add(1);
-        if request_id == NO_REQUEST {
-            request_id = 1;
-        }
+        let request_id = self.next_request_id();
         let len = self.frame(request_id, message, out)?;
         self.last_request_id = request_id;
         Ok((len, request_id))
+    }
+
+    /// The request id [`Encoder::request`] gives the next request.
+    pub const fn next_request_id(&self) -> u16 {
+        match self.last_request_id.wrapping_add(1) {
+            NO_REQUEST => 1,
+            id => id,
+        }
     }
 
     /// Encodes the answer to the request `request_id` (also a `Completion`,

@@ -6,6 +6,10 @@
 
 use super::error::LinkError;
 use super::handshake::{PROTOCOL_VERSION, ProtocolVersion};
+use super::ops::{
+    Allocate, ClockValue, Deallocate, DrainEvents, GetInfo, Info, MemoryState, ReadClock, Reset,
+    Submit,
+};
 use super::records::EventRecords;
 use super::{MAX_BULK_CHUNK, MAX_FRAME_LEN};
 use postcard::ser_flavors::Flavor;
@@ -109,23 +113,14 @@ pub struct MemoryData<'a> {
     pub data: &'a [u8],
 }
 
-/// Queues a command descriptor (device-ABI bytes) on a hardware queue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Submit<'a> {
-    /// The hardware queue.
-    pub queue: u8,
-    /// The command descriptor, as laid out by the device ABI.
-    pub descriptor: &'a [u8],
-}
-
 /// A submitted command finished. Sent later, with the `Submit`'s request id.
+/// Commands on one queue complete in order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Completion {
     /// The queue the command ran on.
     pub queue: u8,
-    /// Device status word (0 = success).
+    /// 0 = success, else the error code (`ops::error_code`).
     pub status: u32,
     /// Device clock when the command completed.
     pub device_ticks: u64,
@@ -234,6 +229,18 @@ pub enum MessageId {
     Submit = 0x07,
     /// [`Message::SetProfiling`]
     SetProfiling = 0x08,
+    /// [`Message::GetInfo`]
+    GetInfo = 0x09,
+    /// [`Message::Allocate`]
+    Allocate = 0x0A,
+    /// [`Message::Deallocate`]
+    Deallocate = 0x0B,
+    /// [`Message::ReadClock`]
+    ReadClock = 0x0C,
+    /// [`Message::Reset`]
+    Reset = 0x0D,
+    /// [`Message::DrainEvents`]
+    DrainEvents = 0x0E,
     /// [`Message::HelloAck`]
     HelloAck = 0x81,
     /// [`Message::Pong`]
@@ -248,6 +255,12 @@ pub enum MessageId {
     Completion = 0x86,
     /// [`Message::Error`]
     Error = 0x87,
+    /// [`Message::Info`]
+    Info = 0x88,
+    /// [`Message::MemoryState`]
+    MemoryState = 0x89,
+    /// [`Message::ClockValue`]
+    ClockValue = 0x8A,
     /// [`Message::EventBatch`]
     EventBatch = 0xC0,
 }
@@ -276,6 +289,12 @@ impl MessageId {
             0x06 => Self::WriteMemory,
             0x07 => Self::Submit,
             0x08 => Self::SetProfiling,
+            0x09 => Self::GetInfo,
+            0x0A => Self::Allocate,
+            0x0B => Self::Deallocate,
+            0x0C => Self::ReadClock,
+            0x0D => Self::Reset,
+            0x0E => Self::DrainEvents,
             0x81 => Self::HelloAck,
             0x82 => Self::Pong,
             0x83 => Self::RegisterValue,
@@ -283,6 +302,9 @@ impl MessageId {
             0x85 => Self::MemoryData,
             0x86 => Self::Completion,
             0x87 => Self::Error,
+            0x88 => Self::Info,
+            0x89 => Self::MemoryState,
+            0x8A => Self::ClockValue,
             0xC0 => Self::EventBatch,
             _ => return None,
         })
@@ -302,6 +324,10 @@ impl MessageId {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "no allocator on the MCU to box a launch (about 300 bytes)"
+)]
 pub enum Message<'a> {
     /// Host opens the link.
     Hello(Hello),
@@ -319,6 +345,18 @@ pub enum Message<'a> {
     Submit(Submit<'a>),
     /// Host toggles profiling.
     SetProfiling(SetProfiling),
+    /// Host asks for the device info (op-level mode).
+    GetInfo(GetInfo),
+    /// Host allocates device memory (op-level mode).
+    Allocate(Allocate),
+    /// Host frees device memory (op-level mode).
+    Deallocate(Deallocate),
+    /// Host reads the device clock (op-level mode).
+    ReadClock(ReadClock),
+    /// Host resets the device (op-level mode).
+    Reset(Reset),
+    /// Host asks for recorded events (op-level mode).
+    DrainEvents(DrainEvents),
     /// MCU answers `Hello` with its own version.
     HelloAck(Hello),
     /// MCU answers `Ping`.
@@ -333,8 +371,14 @@ pub enum Message<'a> {
     Completion(Completion),
     /// MCU reports a failed request.
     Error(ErrorResponse),
-    /// MCU streams profiling events.
+    /// MCU streams profiling events, or answers `DrainEvents`.
     EventBatch(EventBatch<'a>),
+    /// MCU answers `GetInfo`.
+    Info(Info<'a>),
+    /// MCU answers `Allocate` and `Deallocate`.
+    MemoryState(MemoryState),
+    /// MCU answers `ReadClock`.
+    ClockValue(ClockValue),
 }
 
 /// Runs `$body` with `$b` bound to the message's body, whatever its type.
@@ -349,6 +393,15 @@ macro_rules! with_body {
             Message::WriteMemory($b) => $body,
             Message::Submit($b) => $body,
             Message::SetProfiling($b) => $body,
+            Message::GetInfo($b) => $body,
+            Message::Allocate($b) => $body,
+            Message::Deallocate($b) => $body,
+            Message::ReadClock($b) => $body,
+            Message::Reset($b) => $body,
+            Message::DrainEvents($b) => $body,
+            Message::Info($b) => $body,
+            Message::MemoryState($b) => $body,
+            Message::ClockValue($b) => $body,
             Message::RegisterValue($b) => $body,
             Message::Ack($b) => $body,
             Message::MemoryData($b) => $body,
@@ -371,6 +424,15 @@ impl<'a> Message<'a> {
             Self::WriteMemory(_) => MessageId::WriteMemory,
             Self::Submit(_) => MessageId::Submit,
             Self::SetProfiling(_) => MessageId::SetProfiling,
+            Self::GetInfo(_) => MessageId::GetInfo,
+            Self::Allocate(_) => MessageId::Allocate,
+            Self::Deallocate(_) => MessageId::Deallocate,
+            Self::ReadClock(_) => MessageId::ReadClock,
+            Self::Reset(_) => MessageId::Reset,
+            Self::DrainEvents(_) => MessageId::DrainEvents,
+            Self::Info(_) => MessageId::Info,
+            Self::MemoryState(_) => MessageId::MemoryState,
+            Self::ClockValue(_) => MessageId::ClockValue,
             Self::HelloAck(_) => MessageId::HelloAck,
             Self::Pong(_) => MessageId::Pong,
             Self::RegisterValue(_) => MessageId::RegisterValue,
@@ -415,6 +477,15 @@ impl<'a> Message<'a> {
             MessageId::WriteMemory => Self::WriteMemory(exact(payload).map_err(malformed)?),
             MessageId::Submit => Self::Submit(exact(payload).map_err(malformed)?),
             MessageId::SetProfiling => Self::SetProfiling(exact(payload).map_err(malformed)?),
+            MessageId::GetInfo => Self::GetInfo(exact(payload).map_err(malformed)?),
+            MessageId::Allocate => Self::Allocate(exact(payload).map_err(malformed)?),
+            MessageId::Deallocate => Self::Deallocate(exact(payload).map_err(malformed)?),
+            MessageId::ReadClock => Self::ReadClock(exact(payload).map_err(malformed)?),
+            MessageId::Reset => Self::Reset(exact(payload).map_err(malformed)?),
+            MessageId::DrainEvents => Self::DrainEvents(exact(payload).map_err(malformed)?),
+            MessageId::Info => Self::Info(exact(payload).map_err(malformed)?),
+            MessageId::MemoryState => Self::MemoryState(exact(payload).map_err(malformed)?),
+            MessageId::ClockValue => Self::ClockValue(exact(payload).map_err(malformed)?),
             MessageId::HelloAck => Self::HelloAck(exact(payload).map_err(malformed)?),
             MessageId::Pong => Self::Pong(exact(payload).map_err(malformed)?),
             MessageId::RegisterValue => Self::RegisterValue(exact(payload).map_err(malformed)?),

@@ -16,18 +16,25 @@
 //! `no_std`, no allocation: all buffers are fixed-size arrays. The byte-level
 //! format is specified in `docs/link-protocol.md`.
 
+#[cfg(feature = "std")]
+mod client;
 mod decode;
 mod encode;
 mod error;
 mod handshake;
 mod header;
 mod message;
+pub mod ops;
 mod records;
 mod sequence;
+pub mod server;
+mod session;
 
 #[cfg(test)]
 mod tests;
 
+#[cfg(feature = "std")]
+pub use client::{LinkStream, OP_LEVEL_VERSION, RemoteAccelerator, RemoteError};
 pub use decode::{Decoder, FeedResult, Frame, decode_frame};
 pub use encode::{Encoder, encode_frame};
 pub use error::{LinkError, LinkErrorKind};
@@ -36,10 +43,13 @@ pub use header::{FrameHeader, HEADER_LEN, NO_REQUEST};
 pub use message::{
     Ack, Completion, ErrorResponse, EventBatch, Hello, MemoryData, Message, MessageClass,
     MessageId, Ping, ReadMemory, ReadRegister, RegisterValue, RemoteErrorCode, SetProfiling,
-    Submit, WriteMemory, WriteRegister,
+    WriteMemory, WriteRegister,
 };
+pub use ops::Submit;
 pub use records::{EVENT_RECORD_LEN, EventRecords};
 pub use sequence::SequenceTracker;
+pub use server::OpServer;
+pub use session::Session;
 
 /// Bytes of CRC-32 at the end of every frame.
 pub const CRC_LEN: usize = 4;

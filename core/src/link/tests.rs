@@ -4,7 +4,6 @@
 use super::*;
 use crate::event::{Event, EventKind};
 
-const DESCRIPTOR: [u8; 12] = [0x10, 0, 0, 0, 0xAA, 0xBB, 0, 0, 1, 2, 3, 4];
 const BULK: [u8; 300] = {
     let mut data = [0u8; 300];
     let mut i = 0;
@@ -44,7 +43,7 @@ fn batch() -> EventBatch<'static> {
 }
 
 /// One message of every id, with boundary values.
-fn every_message() -> [Message<'static>; 16] {
+fn every_message() -> [Message<'static>; 25] {
     [
         Message::Hello(Hello::ours()),
         Message::Ping(Ping { nonce: u32::MAX }),
@@ -63,8 +62,20 @@ fn every_message() -> [Message<'static>; 16] {
         }),
         Message::Submit(Submit {
             queue: 2,
-            descriptor: &DESCRIPTOR,
+            command: ops::Command::Write {
+                dst: u64::MAX,
+                data: &BULK,
+            },
         }),
+        Message::GetInfo(ops::GetInfo),
+        Message::Allocate(ops::Allocate {
+            bytes: u64::MAX,
+            align: 64,
+        }),
+        Message::Deallocate(ops::Deallocate { addr: 0x1000 }),
+        Message::ReadClock(ops::ReadClock),
+        Message::Reset(ops::Reset),
+        Message::DrainEvents(ops::DrainEvents { max: 128 }),
         Message::SetProfiling(SetProfiling { enabled: true }),
         Message::HelloAck(Hello {
             version: ProtocolVersion { major: 1, minor: 9 },
@@ -90,6 +101,22 @@ fn every_message() -> [Message<'static>; 16] {
             detail: 0x4000_0000,
         }),
         Message::EventBatch(batch()),
+        Message::Info(ops::Info {
+            name: "reference-fpga",
+            memory_bytes: 3 << 20,
+            clock_hz: 100_000_000,
+            abi: [1, 0, 0],
+            queues: 4,
+            ops: 0x3FF,
+            dtypes: 1,
+            profiling: true,
+        }),
+        Message::MemoryState(ops::MemoryState {
+            addr: 64,
+            used: 128,
+            total: u64::MAX,
+        }),
+        Message::ClockValue(ops::ClockValue { ticks: u64::MAX }),
     ]
 }
 
@@ -143,7 +170,7 @@ fn crc_is_crc32_iso_hdlc() {
 fn every_message_round_trips_with_its_header() {
     let mut seen_ids = [false; 256];
     for (i, message) in every_message().iter().enumerate() {
-        let seq = 0xFFF0 + i as u16;
+        let seq = 0xFFE0_u16.wrapping_add(i as u16 * 2);
         let request_id = if message.id().class() == MessageClass::Notification {
             NO_REQUEST
         } else {
@@ -448,7 +475,7 @@ fn incompatible_peer_is_refused_naming_both_versions() {
     core::fmt::write(&mut text, format_args!("{err}")).unwrap();
     assert_eq!(
         text.as_str(),
-        "incompatible link protocol: we speak 1.0, the peer speaks 2.3"
+        "incompatible link protocol: we speak 1.1, the peer speaks 2.3"
     );
 }
 

@@ -4,34 +4,22 @@
 //! [`Decoder`](tensorplug_core::link::Decoder).
 
 use tensorplug_core::link::{
-    Ack, Encoder, ErrorResponse, Frame, Hello, LinkError, MAX_BULK_CHUNK, MemoryData, Message,
-    MessageClass, NO_REQUEST, RegisterValue, RemoteErrorCode, negotiate,
+    Ack, Frame, LinkError, MAX_BULK_CHUNK, MemoryData, Message, RegisterValue, RemoteErrorCode,
+    Session,
 };
 
 use crate::transport::spi::slave::{SpiTarget, TargetError};
 
-/// Where the handshake stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Opened {
-    /// No `Hello` yet.
-    No,
-    /// The last `Hello` spoke another major version.
-    Incompatible,
-    /// A compatible `Hello` was seen.
-    Yes,
-}
-
-/// Answers link requests with register and memory accesses on a target.
+/// Answers remote-bus requests (register and memory accesses) on a target.
 ///
 /// `Hello` is always answered with `HelloAck` (our version); until a
 /// compatible one arrives every other request gets `Error {
-/// HandshakeRequired }` (or `IncompatibleVersion`). `Submit` and
-/// `SetProfiling` are `Unsupported`: the reference driver drives the
-/// device's own rings through register and memory accesses.
+/// HandshakeRequired }` (or `IncompatibleVersion`). Op-level requests are
+/// `Unsupported` here: [`tensorplug_core::link::OpServer`] answers them on
+/// an MCU that runs the driver.
 #[derive(Debug)]
 pub struct LinkServer {
-    encoder: Encoder,
-    opened: Opened,
+    session: Session,
     scratch: [u8; MAX_BULK_CHUNK],
 }
 
@@ -45,8 +33,7 @@ impl LinkServer {
     /// A server before the handshake.
     pub const fn new() -> Self {
         Self {
-            encoder: Encoder::new(),
-            opened: Opened::No,
+            session: Session::new(),
             scratch: [0; MAX_BULK_CHUNK],
         }
     }
@@ -69,28 +56,29 @@ impl LinkServer {
         frame: &Frame<'_>,
         out: &mut [u8],
     ) -> Result<usize, LinkError> {
+        let mut session = core::mem::take(&mut self.session);
+        let answered = self.answer_in(&mut session, target, frame, out);
+        self.session = session;
+        answered
+    }
+
+    /// [`LinkServer::answer`] in a session shared with other servers (the
+    /// firmware's op-level server), which numbers all frames sent.
+    ///
+    /// # Errors
+    /// Encoding errors only (`out` too small).
+    pub fn answer_in<T: SpiTarget>(
+        &mut self,
+        session: &mut Session,
+        target: &mut T,
+        frame: &Frame<'_>,
+        out: &mut [u8],
+    ) -> Result<usize, LinkError> {
+        if let Some(len) = session.gate(frame, out)? {
+            return Ok(len);
+        }
         let id = frame.header.request_id;
-        if frame.message.id().class() != MessageClass::Request {
-            return Ok(0);
-        }
-        if let Message::Hello(peer) = &frame.message {
-            let ours = Hello::ours();
-            self.opened = match negotiate(&ours, peer) {
-                Ok(_) => Opened::Yes,
-                Err(_) => Opened::Incompatible,
-            };
-            return self.encoder.response(id, &Message::HelloAck(ours), out);
-        }
-        let refused = match self.opened {
-            Opened::Yes => None,
-            Opened::No => Some(RemoteErrorCode::HandshakeRequired),
-            Opened::Incompatible => Some(RemoteErrorCode::IncompatibleVersion),
-        };
-        if let Some(code) = refused {
-            return self.error(id, code, 0, out);
-        }
         let outcome = match &frame.message {
-            Message::Ping(ping) => Ok(Message::Pong(*ping)),
             Message::ReadRegister(r) => target.read_reg(r.offset).map(|value| {
                 Message::RegisterValue(RegisterValue {
                     offset: r.offset,
@@ -115,11 +103,13 @@ impl LinkServer {
             Message::WriteMemory(w) => target
                 .write_mem(w.address, w.data)
                 .map(|()| Message::Ack(Ack)),
-            _ => return self.error(id, RemoteErrorCode::Unsupported, 0, out),
+            _ => return session.error(id, RemoteErrorCode::Unsupported as u16, 0, out),
         };
         match outcome {
-            Ok(message) => self.encoder.response(id, &message, out),
-            Err(TargetError::OutOfRange) => self.error(id, RemoteErrorCode::OutOfRange, 0, out),
+            Ok(message) => session.respond(id, &message, out),
+            Err(TargetError::OutOfRange) => {
+                session.error(id, RemoteErrorCode::OutOfRange as u16, 0, out)
+            }
         }
     }
 
@@ -133,25 +123,6 @@ impl LinkServer {
         error: &LinkError,
         out: &mut [u8],
     ) -> Result<usize, LinkError> {
-        self.error(
-            NO_REQUEST,
-            RemoteErrorCode::BadFrame,
-            error.kind() as u32,
-            out,
-        )
-    }
-
-    fn error(
-        &mut self,
-        id: u16,
-        code: RemoteErrorCode,
-        detail: u32,
-        out: &mut [u8],
-    ) -> Result<usize, LinkError> {
-        let body = ErrorResponse {
-            code: code as u16,
-            detail,
-        };
-        self.encoder.response(id, &Message::Error(body), out)
+        self.session.answer_bad_frame(error, out)
     }
 }

@@ -1,0 +1,624 @@
+//! [`RemoteAccelerator`]: the host end of the op-level mode (feature `std`).
+//! An [`Accelerator`] whose calls run on an MCU's driver, over any byte
+//! stream with a read timeout (a TCP connection, a UART).
+
+use std::boxed::Box;
+use std::collections::{HashMap, VecDeque};
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::string::{String, ToString};
+use std::time::{Duration, Instant};
+use std::vec;
+use std::vec::Vec;
+use std::{fmt, format};
+
+use super::ops::{
+    Allocate, Command, Deallocate, DrainEvents, GetInfo, ReadClock, Reset, Submit, WireOp,
+    error_kind,
+};
+use super::{
+    Decoder, Encoder, FeedResult, Hello, LinkError, MAX_BULK_CHUNK, MAX_ENCODED_FRAME_LEN,
+    MAX_EVENTS_PER_BATCH, Message, NO_REQUEST, ProtocolVersion, SetProfiling, negotiate,
+};
+use crate::accelerator::{
+    Accelerator, DeviceAddr, DeviceInfo, Drained, ErrorKind, Fence, MemoryUsage, OpDesc, QueueId,
+};
+use crate::event::Event;
+
+/// The first protocol version with the op-level mode.
+pub const OP_LEVEL_VERSION: ProtocolVersion = ProtocolVersion { major: 1, minor: 1 };
+
+/// A byte stream whose reads can be bounded.
+pub trait LinkStream: Read + Write {
+    /// Bounds every following read by `timeout`.
+    ///
+    /// # Errors
+    /// The stream's, if it cannot.
+    fn set_read_timeout(&mut self, timeout: Duration) -> io::Result<()>;
+}
+
+impl LinkStream for TcpStream {
+    fn set_read_timeout(&mut self, timeout: Duration) -> io::Result<()> {
+        TcpStream::set_read_timeout(self, Some(timeout.max(Duration::from_micros(1))))
+    }
+}
+
+/// A failed call on a [`RemoteAccelerator`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemoteError {
+    kind: ErrorKind,
+    message: String,
+}
+
+impl RemoteError {
+    fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// The error an MCU answered with `code` means.
+    fn remote(code: u16, what: &str) -> Self {
+        match error_kind(code) {
+            Some(kind) => Self::new(kind, format!("the MCU's driver failed {what}: {kind:?}")),
+            None => Self::new(
+                ErrorKind::Transport,
+                format!("the MCU refused {what}: link error code {code}"),
+            ),
+        }
+    }
+}
+
+impl fmt::Display for RemoteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "MCU link: {}", self.message)
+    }
+}
+
+impl std::error::Error for RemoteError {}
+
+impl crate::accelerator::Error for RemoteError {
+    fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+}
+
+/// Bits of a [`Fence`] that hold its queue; the rest is a sequence number.
+const QUEUE_BITS: u32 = 8;
+
+/// An accelerator on the other end of a link in op-level mode.
+///
+/// Every call is one request (copies: one per 2 KiB chunk) answered within
+/// the timeout given to [`RemoteAccelerator::connect`]. Launches, fills and
+/// device copies complete asynchronously: their `Completion`s are read
+/// whenever the link is read. Event batches the MCU streams are kept until
+/// [`Accelerator::drain_events`].
+pub struct RemoteAccelerator<S> {
+    stream: S,
+    timeout: Duration,
+    encoder: Encoder,
+    decoder: Box<Decoder>,
+    tx: Vec<u8>,
+    unread: Vec<u8>,
+    info: DeviceInfo,
+    usage: MemoryUsage,
+    next_seq: u64,
+    /// Request id → fence of each command not yet completed.
+    in_flight: HashMap<u16, Fence>,
+    /// Highest completed sequence number per queue (queues complete in order).
+    completed: HashMap<u8, u64>,
+    failed: HashMap<u64, RemoteError>,
+    /// Fences below this sequence number were cut off by a reset.
+    reset_mark: u64,
+    events: VecDeque<Event>,
+    dropped: u64,
+}
+
+impl<S> fmt::Debug for RemoteAccelerator<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RemoteAccelerator")
+            .field("info", &self.info)
+            .field("in_flight", &self.in_flight.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// An answer to a request, owned.
+enum Answer {
+    Ack,
+    Hello(Hello),
+    Info(DeviceInfo),
+    Memory(u64, MemoryUsage),
+    Clock(u64),
+    Data(Vec<u8>),
+    Events(usize),
+}
+
+impl<S: LinkStream> RemoteAccelerator<S> {
+    /// Opens the link on `stream`: the version handshake (another major, or
+    /// a peer without the op-level mode, is refused naming both versions),
+    /// then the device's info. Every answer must come within `timeout`.
+    ///
+    /// # Errors
+    /// A clear [`RemoteError`] for a silent, incompatible or broken peer.
+    pub fn connect(mut stream: S, timeout: Duration) -> Result<Self, RemoteError> {
+        stream.set_read_timeout(timeout).map_err(|e| {
+            RemoteError::new(ErrorKind::Transport, format!("cannot set a timeout: {e}"))
+        })?;
+        let mut link = Self {
+            stream,
+            timeout,
+            encoder: Encoder::new(),
+            decoder: Box::default(),
+            tx: vec![0; MAX_ENCODED_FRAME_LEN],
+            unread: Vec::new(),
+            info: DeviceInfo::new("", 0, 1, Default::default(), 0),
+            usage: MemoryUsage::default(),
+            next_seq: 1,
+            in_flight: HashMap::new(),
+            completed: HashMap::new(),
+            failed: HashMap::new(),
+            reset_mark: 0,
+            events: VecDeque::new(),
+            dropped: 0,
+        };
+        let ours = Hello::ours();
+        let Answer::Hello(peer) = link.call(&Message::Hello(ours), "the handshake")? else {
+            unreachable!("call checks the answer's type")
+        };
+        let agreed = negotiate(&ours, &peer)
+            .map_err(|e| RemoteError::new(ErrorKind::Incompatible, e.to_string()))?;
+        let v = agreed.version;
+        if (v.major, v.minor) < (OP_LEVEL_VERSION.major, OP_LEVEL_VERSION.minor) {
+            return Err(RemoteError::new(
+                ErrorKind::Incompatible,
+                format!(
+                    "the firmware speaks link protocol {}, without the op-level mode (needs {}); \
+                     update the firmware, or use its remote-bus device kind",
+                    peer.version, OP_LEVEL_VERSION
+                ),
+            ));
+        }
+        let Answer::Info(info) = link.call(&Message::GetInfo(GetInfo), "GetInfo")? else {
+            unreachable!("call checks the answer's type")
+        };
+        link.usage.total = info.memory_bytes;
+        link.info = info;
+        Ok(link)
+    }
+
+    /// Commands sent and not yet completed.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Sends `request`, then reads until its answer (not its completion).
+    fn call(&mut self, request: &Message<'_>, what: &str) -> Result<Answer, RemoteError> {
+        let (len, id) = self.encoder.request(request, &mut self.tx).map_err(|e| {
+            RemoteError::new(
+                ErrorKind::InvalidArgument,
+                format!("cannot encode {what}: {e}"),
+            )
+        })?;
+        self.stream
+            .write_all(&self.tx[..len])
+            .and_then(|()| self.stream.flush())
+            .map_err(|e| io_failure(&e, what, self.timeout))?;
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            if let Some(answer) = self.read_some(Some(id), what, deadline)? {
+                return Ok(answer);
+            }
+        }
+    }
+
+    /// Reads one chunk of the stream (waiting until `deadline`) and handles
+    /// every frame in it; returns the answer to request `want` if it came.
+    fn read_some(
+        &mut self,
+        want: Option<u16>,
+        what: &str,
+        deadline: Instant,
+    ) -> Result<Option<Answer>, RemoteError> {
+        let mut input = core::mem::take(&mut self.unread);
+        if input.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(timeout(what, self.timeout));
+            }
+            let mut chunk = [0u8; 4096];
+            let n = self
+                .stream
+                .set_read_timeout(left)
+                .and_then(|()| self.stream.read(&mut chunk))
+                .map_err(|e| io_failure(&e, what, self.timeout))?;
+            if n == 0 {
+                return Err(RemoteError::new(
+                    ErrorKind::Transport,
+                    format!("the MCU closed the link during {what}"),
+                ));
+            }
+            input.extend_from_slice(&chunk[..n]);
+        }
+        let mut rest: &[u8] = &input;
+        while !rest.is_empty() {
+            match self.decoder.feed(rest) {
+                FeedResult::Consumed => rest = &[],
+                FeedResult::Error { error, remaining } => {
+                    self.unread = remaining.to_vec();
+                    return Err(frame_failure(&error, what));
+                }
+                FeedResult::Frame { frame, remaining } => {
+                    rest = remaining;
+                    let id = frame.header.request_id;
+                    let answer = match &frame.message {
+                        Message::Completion(c) => {
+                            self.completed_request(id, c.status as u16);
+                            continue;
+                        }
+                        Message::EventBatch(batch) => {
+                            self.events.extend(batch.events.iter());
+                            self.dropped += u64::from(batch.dropped);
+                            Answer::Events(batch.events.len())
+                        }
+                        Message::Error(e) if id == NO_REQUEST || Some(id) == want => {
+                            self.unread = rest.to_vec();
+                            return Err(RemoteError::remote(e.code, what));
+                        }
+                        _ if Some(id) != want => continue, // stale
+                        Message::Ack(_) => Answer::Ack,
+                        Message::HelloAck(h) => Answer::Hello(*h),
+                        Message::Info(info) => Answer::Info(info.to_info()),
+                        Message::MemoryState(m) => Answer::Memory(
+                            m.addr,
+                            MemoryUsage {
+                                total: m.total,
+                                used: m.used,
+                            },
+                        ),
+                        Message::ClockValue(c) => Answer::Clock(c.ticks),
+                        Message::MemoryData(d) => Answer::Data(d.data.to_vec()),
+                        other => {
+                            self.unread = rest.to_vec();
+                            return Err(RemoteError::new(
+                                ErrorKind::Transport,
+                                format!("the MCU answered {what} with {:?}", other.id()),
+                            ));
+                        }
+                    };
+                    if want.is_some() && Some(id) == want {
+                        self.unread = rest.to_vec();
+                        return Ok(Some(answer));
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn completed_request(&mut self, request: u16, status: u16) {
+        let Some(fence) = self.in_flight.remove(&request) else {
+            return; // cut off by a reset
+        };
+        let (queue, seq) = split(fence);
+        if status != 0 {
+            self.failed
+                .insert(seq, RemoteError::remote(status, "a queued command"));
+        }
+        let done = self.completed.entry(queue).or_default();
+        *done = (*done).max(seq);
+    }
+
+    /// Sends a command; returns its fence once the MCU accepted it.
+    fn submit(
+        &mut self,
+        queue: QueueId,
+        command: Command<'_>,
+        what: &str,
+    ) -> Result<Fence, RemoteError> {
+        if queue.0 >= self.info.queues {
+            return Err(RemoteError::new(
+                ErrorKind::InvalidArgument,
+                format!("queue {} of a device with {}", queue.0, self.info.queues),
+            ));
+        }
+        let fence = Fence(self.next_seq << QUEUE_BITS | u64::from(queue.0));
+        let message = Message::Submit(Submit {
+            queue: queue.0,
+            command,
+        });
+        let id = self.encoder_peek_id();
+        self.in_flight.insert(id, fence);
+        match self.call(&message, what) {
+            Ok(Answer::Data(_) | Answer::Ack) => {
+                self.next_seq += 1;
+                Ok(fence)
+            }
+            Ok(_) => unreachable!("read_some returns only answers"),
+            Err(e) => {
+                self.in_flight.remove(&id);
+                Err(e)
+            }
+        }
+    }
+
+    fn submit_read(
+        &mut self,
+        queue: QueueId,
+        src: u64,
+        dst: &mut [u8],
+    ) -> Result<Fence, RemoteError> {
+        let fence = Fence(self.next_seq << QUEUE_BITS | u64::from(queue.0));
+        let id = self.encoder_peek_id();
+        self.in_flight.insert(id, fence);
+        let message = Message::Submit(Submit {
+            queue: queue.0,
+            command: Command::Read {
+                src,
+                len: dst.len() as u32,
+            },
+        });
+        match self.call(&message, "a device-to-host copy") {
+            Ok(Answer::Data(data)) if data.len() == dst.len() => {
+                dst.copy_from_slice(&data);
+                self.next_seq += 1;
+                Ok(fence)
+            }
+            Ok(_) => {
+                self.in_flight.remove(&id);
+                Err(RemoteError::new(
+                    ErrorKind::Transport,
+                    "the MCU answered a read with the wrong length",
+                ))
+            }
+            Err(e) => {
+                self.in_flight.remove(&id);
+                Err(e)
+            }
+        }
+    }
+
+    /// The request id the encoder gives the next request.
+    fn encoder_peek_id(&self) -> u16 {
+        self.encoder.next_request_id()
+    }
+
+    fn status(&mut self, fence: Fence) -> Result<bool, RemoteError> {
+        let (queue, seq) = split(fence);
+        if let Some(error) = self.failed.remove(&seq) {
+            return Err(error);
+        }
+        if seq <= self.completed.get(&queue).copied().unwrap_or(0) {
+            return Ok(true);
+        }
+        if seq < self.reset_mark || seq >= self.next_seq {
+            return Err(RemoteError::new(
+                ErrorKind::DeviceFault,
+                "the command was cut off by a reset, or never submitted",
+            ));
+        }
+        Ok(false)
+    }
+}
+
+fn split(fence: Fence) -> (u8, u64) {
+    ((fence.0 & 0xFF) as u8, fence.0 >> QUEUE_BITS)
+}
+
+fn timeout(what: &str, after: Duration) -> RemoteError {
+    RemoteError::new(
+        ErrorKind::Timeout,
+        format!("no answer to {what} within {} ms", after.as_millis()),
+    )
+}
+
+fn io_failure(e: &io::Error, what: &str, after: Duration) -> RemoteError {
+    match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => timeout(what, after),
+        _ => RemoteError::new(
+            ErrorKind::Transport,
+            format!("{what} failed on the link: {e}"),
+        ),
+    }
+}
+
+fn frame_failure(error: &LinkError, what: &str) -> RemoteError {
+    RemoteError::new(
+        ErrorKind::Transport,
+        format!("a bad frame from the MCU during {what}: {error}"),
+    )
+}
+
+impl<S: LinkStream> Accelerator for RemoteAccelerator<S> {
+    type Error = RemoteError;
+
+    fn info(&self) -> DeviceInfo {
+        self.info.clone()
+    }
+
+    fn allocate(&mut self, bytes: u64, align: u64) -> Result<DeviceAddr, RemoteError> {
+        match self.call(
+            &Message::Allocate(Allocate { bytes, align }),
+            "an allocation",
+        )? {
+            Answer::Memory(addr, usage) => {
+                self.usage = usage;
+                Ok(DeviceAddr(addr))
+            }
+            _ => unreachable!("read_some returns only answers"),
+        }
+    }
+
+    fn deallocate(&mut self, addr: DeviceAddr) -> Result<(), RemoteError> {
+        let request = Message::Deallocate(Deallocate { addr: addr.0 });
+        if let Answer::Memory(_, usage) = self.call(&request, "a deallocation")? {
+            self.usage = usage;
+        }
+        Ok(())
+    }
+
+    fn memory_usage(&self) -> MemoryUsage {
+        self.usage
+    }
+
+    unsafe fn copy_to_device(
+        &mut self,
+        queue: QueueId,
+        dst: DeviceAddr,
+        src: *const u8,
+        len: usize,
+    ) -> Result<Fence, RemoteError> {
+        // SAFETY: the caller guarantees `src` is readable for `len` bytes.
+        let data = unsafe { core::slice::from_raw_parts(src, len) };
+        if data.is_empty() {
+            return self.submit(queue, Command::Fence, "an empty copy");
+        }
+        let mut fence = Fence::default();
+        for (i, chunk) in data.chunks(MAX_BULK_CHUNK).enumerate() {
+            let command = Command::Write {
+                dst: dst.0.wrapping_add((i * MAX_BULK_CHUNK) as u64),
+                data: chunk,
+            };
+            fence = self.submit(queue, command, "a host-to-device copy")?;
+        }
+        Ok(fence)
+    }
+
+    unsafe fn copy_from_device(
+        &mut self,
+        queue: QueueId,
+        dst: *mut u8,
+        src: DeviceAddr,
+        len: usize,
+    ) -> Result<Fence, RemoteError> {
+        // SAFETY: the caller guarantees `dst` is writable for `len` bytes.
+        let out = unsafe { core::slice::from_raw_parts_mut(dst, len) };
+        if out.is_empty() {
+            return self.submit(queue, Command::Fence, "an empty copy");
+        }
+        let mut fence = Fence::default();
+        for (i, chunk) in out.chunks_mut(MAX_BULK_CHUNK).enumerate() {
+            let at = src.0.wrapping_add((i * MAX_BULK_CHUNK) as u64);
+            fence = self.submit_read(queue, at, chunk)?;
+        }
+        Ok(fence)
+    }
+
+    fn copy_on_device(
+        &mut self,
+        queue: QueueId,
+        dst: DeviceAddr,
+        src: DeviceAddr,
+        len: usize,
+    ) -> Result<Fence, RemoteError> {
+        let command = Command::Copy {
+            dst: dst.0,
+            src: src.0,
+            len: len as u64,
+        };
+        self.submit(queue, command, "a device-to-device copy")
+    }
+
+    fn fill(
+        &mut self,
+        queue: QueueId,
+        dst: DeviceAddr,
+        len: usize,
+        pattern: u32,
+    ) -> Result<Fence, RemoteError> {
+        let command = Command::Fill {
+            dst: dst.0,
+            len: len as u64,
+            pattern,
+        };
+        self.submit(queue, command, "a fill")
+    }
+
+    fn launch(&mut self, queue: QueueId, op: &OpDesc<'_>) -> Result<Fence, RemoteError> {
+        op.validate()
+            .map_err(|e| RemoteError::new(ErrorKind::InvalidArgument, format!("{e:?}")))?;
+        let wire = WireOp::from_desc(op).map_err(|_| {
+            RemoteError::new(ErrorKind::InvalidArgument, "an op with more than 3 inputs")
+        })?;
+        self.submit(queue, Command::Launch(wire), "a launch")
+    }
+
+    fn poll(&mut self, fence: Fence) -> Result<bool, RemoteError> {
+        if self.status(fence)? {
+            return Ok(true);
+        }
+        let deadline = Instant::now() + Duration::from_micros(200);
+        match self.read_some(None, "a poll", deadline) {
+            Ok(_) => {}
+            Err(e) if e.kind == ErrorKind::Timeout => {}
+            Err(e) => return Err(e),
+        }
+        self.status(fence)
+    }
+
+    fn wait(&mut self, fence: Fence, timeout: Duration) -> Result<(), RemoteError> {
+        let deadline = Instant::now() + timeout;
+        while !self.status(fence)? {
+            if Instant::now() >= deadline {
+                return Err(RemoteError::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "the command did not complete within {} ms",
+                        timeout.as_millis()
+                    ),
+                ));
+            }
+            match self.read_some(None, "a wait", deadline) {
+                Ok(_) => {}
+                Err(e) if e.kind == ErrorKind::Timeout => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    fn reset(&mut self) -> Result<(), RemoteError> {
+        self.unread.clear();
+        self.decoder.reset();
+        self.call(&Message::Reset(Reset), "a reset")?;
+        self.in_flight.clear();
+        self.reset_mark = self.next_seq;
+        Ok(())
+    }
+
+    fn timestamp(&mut self) -> Result<u64, RemoteError> {
+        match self.call(&Message::ReadClock(ReadClock), "a clock read")? {
+            Answer::Clock(ticks) => Ok(ticks),
+            _ => unreachable!("read_some returns only answers"),
+        }
+    }
+
+    fn set_profiling(&mut self, enabled: bool) -> Result<(), RemoteError> {
+        self.call(
+            &Message::SetProfiling(SetProfiling { enabled }),
+            "SetProfiling",
+        )
+        .map(drop)
+    }
+
+    fn drain_events(&mut self, out: &mut [Event]) -> Result<Drained, RemoteError> {
+        while self.events.len() < out.len() {
+            let request = Message::DrainEvents(DrainEvents {
+                max: MAX_EVENTS_PER_BATCH as u32,
+            });
+            match self.call(&request, "DrainEvents")? {
+                Answer::Events(n) if n == MAX_EVENTS_PER_BATCH => {}
+                _ => break,
+            }
+        }
+        let n = out.len().min(self.events.len());
+        for (slot, event) in out.iter_mut().zip(self.events.drain(..n)) {
+            *slot = event;
+        }
+        Ok(Drained {
+            events: n,
+            dropped: core::mem::take(&mut self.dropped),
+        })
+    }
+}

@@ -1,0 +1,497 @@
+//! Op-level mode: the bodies of the messages that carry
+//! [`Accelerator`](crate::accelerator::Accelerator) calls over the link, for
+//! an MCU that runs the device driver itself (protocol 1.1).
+//!
+//! Tags of the enums below are postcard variant indices: append, never
+//! reorder. `docs/link-protocol.md` lists them byte by byte.
+
+use crate::accelerator::{
+    Capabilities, DType, DTypeSet, DeviceAddr, DeviceInfo, ErrorKind, MAX_RANK, OpDesc, OpKind,
+    OpSet, Shape, TensorDesc, Version,
+};
+use serde::{Deserialize, Serialize};
+
+/// Queues one piece of work on a device queue. Answered by `Ack` (accepted)
+/// or `Error`; later by a [`Completion`](super::Completion) with the same
+/// request id. A `Read` sends its `MemoryData` before that completion.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Submit<'a> {
+    /// The device queue.
+    pub queue: u8,
+    /// What to run.
+    #[serde(borrow)]
+    pub command: Command<'a>,
+}
+
+/// One queued piece of work.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "no allocator on the MCU to box a launch (about 300 bytes)"
+)]
+pub enum Command<'a> {
+    /// Tag 0: host → device copy of one chunk (≤ `MAX_BULK_CHUNK` bytes).
+    Write {
+        /// Device address of the first byte.
+        dst: u64,
+        /// The bytes.
+        data: &'a [u8],
+    },
+    /// Tag 1: device → host copy of one chunk (≤ `MAX_BULK_CHUNK` bytes).
+    Read {
+        /// Device address of the first byte.
+        src: u64,
+        /// Bytes to read.
+        len: u32,
+    },
+    /// Tag 2: device → device copy.
+    Copy {
+        /// Destination address.
+        dst: u64,
+        /// Source address.
+        src: u64,
+        /// Bytes.
+        len: u64,
+    },
+    /// Tag 3: fill with a repeated 32-bit pattern.
+    Fill {
+        /// Destination address.
+        dst: u64,
+        /// Bytes.
+        len: u64,
+        /// The pattern, little-endian.
+        pattern: u32,
+    },
+    /// Tag 4: one op.
+    Launch(WireOp),
+    /// Tag 5: no work; completes when earlier work on the queue has.
+    Fence,
+}
+
+/// An [`OpDesc`] on the wire.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct WireOp {
+    /// Profiling id of the launch.
+    pub op_id: u16,
+    /// [`OpCode`] of the op family.
+    pub code: u8,
+    /// Attribute bits: 1 = transpose a, 2 = transpose b, 4 = ReLU.
+    pub flags: u8,
+    /// Input tensors (at most 3).
+    pub inputs: heapless::Vec<WireTensor, 3>,
+    /// Output tensor.
+    pub output: WireTensor,
+}
+
+/// A [`TensorDesc`] on the wire.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct WireTensor {
+    /// Device address.
+    pub addr: u64,
+    /// [`DType`] as `u8` (1 = f32).
+    pub dtype: u8,
+    /// Dimensions, outermost first (at most [`MAX_RANK`]).
+    pub dims: heapless::Vec<u64, MAX_RANK>,
+}
+
+/// Op family codes of [`WireOp::code`] (stable wire values).
+const OP_CODES: [(u8, OpKind); 10] = [
+    (
+        1,
+        OpKind::MatMul {
+            transpose_a: false,
+            transpose_b: false,
+        },
+    ),
+    (
+        2,
+        OpKind::FusedMatMul {
+            transpose_a: false,
+            transpose_b: false,
+            relu: false,
+        },
+    ),
+    (3, OpKind::BiasAdd),
+    (4, OpKind::Add),
+    (5, OpKind::Sub),
+    (6, OpKind::Mul),
+    (7, OpKind::Maximum),
+    (8, OpKind::Relu),
+    (9, OpKind::Softmax),
+    (10, OpKind::ReduceSum),
+];
+
+const TRANSPOSE_A: u8 = 1;
+const TRANSPOSE_B: u8 = 2;
+const RELU: u8 = 4;
+
+/// Why a wire op does not describe an op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct BadOp;
+
+impl WireTensor {
+    /// The wire form of `t`.
+    pub fn from_desc(t: &TensorDesc) -> Self {
+        Self {
+            addr: t.addr.0,
+            dtype: t.dtype as u8,
+            // Cannot fail: a shape has at most MAX_RANK dims.
+            dims: heapless::Vec::from_slice(t.shape.dims()).unwrap_or_default(),
+        }
+    }
+
+    /// The descriptor, or `BadOp` for an unknown dtype.
+    pub fn to_desc(&self) -> Result<TensorDesc, BadOp> {
+        let dtype = match self.dtype {
+            1 => DType::F32,
+            _ => return Err(BadOp),
+        };
+        let shape = Shape::new(&self.dims).ok_or(BadOp)?;
+        Ok(TensorDesc::new(DeviceAddr(self.addr), dtype, shape))
+    }
+}
+
+impl WireOp {
+    /// The wire form of `op`, or `BadOp` for more than 3 inputs.
+    pub fn from_desc(op: &OpDesc<'_>) -> Result<Self, BadOp> {
+        let (flags, family) = match op.kind {
+            OpKind::MatMul {
+                transpose_a,
+                transpose_b,
+            } => (
+                flag(transpose_a, TRANSPOSE_A) | flag(transpose_b, TRANSPOSE_B),
+                1,
+            ),
+            OpKind::FusedMatMul {
+                transpose_a,
+                transpose_b,
+                relu,
+            } => (
+                flag(transpose_a, TRANSPOSE_A) | flag(transpose_b, TRANSPOSE_B) | flag(relu, RELU),
+                2,
+            ),
+            other => (0, code_of(other).ok_or(BadOp)?),
+        };
+        let mut inputs = heapless::Vec::new();
+        for t in op.inputs {
+            inputs.push(WireTensor::from_desc(t)).map_err(|_| BadOp)?;
+        }
+        Ok(Self {
+            op_id: op.op_id,
+            code: family,
+            flags,
+            inputs,
+            output: WireTensor::from_desc(&op.output),
+        })
+    }
+
+    /// The op kind, or `BadOp` for an unknown code or stray flags.
+    pub fn kind(&self) -> Result<OpKind, BadOp> {
+        let (a, b, r) = (
+            self.flags & TRANSPOSE_A != 0,
+            self.flags & TRANSPOSE_B != 0,
+            self.flags & RELU != 0,
+        );
+        let allowed = match self.code {
+            1 => TRANSPOSE_A | TRANSPOSE_B,
+            2 => TRANSPOSE_A | TRANSPOSE_B | RELU,
+            _ => 0,
+        };
+        if self.flags & !allowed != 0 {
+            return Err(BadOp);
+        }
+        Ok(match self.code {
+            1 => OpKind::MatMul {
+                transpose_a: a,
+                transpose_b: b,
+            },
+            2 => OpKind::FusedMatMul {
+                transpose_a: a,
+                transpose_b: b,
+                relu: r,
+            },
+            code => OP_CODES
+                .iter()
+                .find(|(c, _)| *c == code)
+                .map(|(_, k)| *k)
+                .ok_or(BadOp)?,
+        })
+    }
+
+    /// Decodes the tensors into `inputs` and returns the op.
+    pub fn to_desc<'t>(&self, inputs: &'t mut [TensorDesc; 3]) -> Result<OpDesc<'t>, BadOp> {
+        for (slot, t) in inputs.iter_mut().zip(&self.inputs) {
+            *slot = t.to_desc()?;
+        }
+        Ok(OpDesc {
+            kind: self.kind()?,
+            inputs: &inputs[..self.inputs.len()],
+            output: self.output.to_desc()?,
+            op_id: self.op_id,
+        })
+    }
+}
+
+fn flag(on: bool, bit: u8) -> u8 {
+    if on { bit } else { 0 }
+}
+
+fn code_of(kind: OpKind) -> Option<u8> {
+    OP_CODES
+        .iter()
+        .find(|(_, k)| core::mem::discriminant(k) == core::mem::discriminant(&kind))
+        .map(|(c, _)| *c)
+}
+
+/// Asks for the device's [`DeviceInfo`]; answered by [`Info`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct GetInfo;
+
+/// A [`DeviceInfo`] on the wire.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Info<'a> {
+    /// Model name (≤ 32 bytes of UTF-8).
+    pub name: &'a str,
+    /// Device memory in bytes.
+    pub memory_bytes: u64,
+    /// Timestamp clock in Hz.
+    pub clock_hz: u64,
+    /// Device ABI `[major, minor, patch]`.
+    pub abi: [u16; 3],
+    /// Ordered queues.
+    pub queues: u8,
+    /// [`OpSet`] bits (bit `code - 1` for each [`OpCode`]).
+    pub ops: u32,
+    /// dtype bits (bit `dtype - 1`).
+    pub dtypes: u32,
+    /// Whether the device records profiling events.
+    pub profiling: bool,
+}
+
+impl<'a> Info<'a> {
+    /// The wire form of `info`.
+    pub fn from_info(info: &'a DeviceInfo) -> Self {
+        let caps = info.capabilities;
+        let mut ops = 0;
+        for (code, kind) in OP_CODES {
+            if caps.ops.contains(kind) {
+                ops |= 1 << (code - 1);
+            }
+        }
+        Self {
+            name: info.name.as_str(),
+            memory_bytes: info.memory_bytes,
+            clock_hz: info.clock_hz,
+            abi: [
+                info.abi_version.major,
+                info.abi_version.minor,
+                info.abi_version.patch,
+            ],
+            queues: info.queues,
+            ops,
+            dtypes: u32::from(caps.dtypes.contains(DType::F32)),
+            profiling: caps.profiling,
+        }
+    }
+
+    /// The device info (unknown op and dtype bits are ignored).
+    pub fn to_info(&self) -> DeviceInfo {
+        let mut ops = OpSet::EMPTY;
+        for (code, kind) in OP_CODES {
+            if self.ops & (1 << (code - 1)) != 0 {
+                ops = ops.with(kind);
+            }
+        }
+        let mut dtypes = DTypeSet::EMPTY;
+        if self.dtypes & 1 != 0 {
+            dtypes = dtypes.with(DType::F32);
+        }
+        let [major, minor, patch] = self.abi;
+        DeviceInfo::new(
+            self.name,
+            self.memory_bytes,
+            self.clock_hz,
+            Version::new(major, minor, patch),
+            self.queues,
+        )
+        .with_capabilities(Capabilities {
+            ops,
+            dtypes,
+            profiling: self.profiling,
+        })
+    }
+}
+
+/// Allocates device memory; answered by [`MemoryState`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Allocate {
+    /// Bytes.
+    pub bytes: u64,
+    /// Alignment, a power of two.
+    pub align: u64,
+}
+
+/// Frees an allocation; answered by [`MemoryState`] (address 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Deallocate {
+    /// The address `Allocate` returned.
+    pub addr: u64,
+}
+
+/// An allocation's address and the device memory in use after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct MemoryState {
+    /// The allocated address (0 when answering `Deallocate`).
+    pub addr: u64,
+    /// Bytes in use.
+    pub used: u64,
+    /// Bytes available in all.
+    pub total: u64,
+}
+
+/// Reads the device clock; answered by [`ClockValue`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ReadClock;
+
+/// The device clock, in ticks of `Info::clock_hz`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ClockValue {
+    /// Ticks.
+    pub ticks: u64,
+}
+
+/// Resets the device: every submitted command not yet completed fails, and
+/// its `Completion` is never sent. Answered by `Ack`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Reset;
+
+/// Asks for recorded events; answered by one `EventBatch` carrying this
+/// request id (at most `MAX_EVENTS_PER_BATCH`; ask again while full).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct DrainEvents {
+    /// The most events wanted (capped at `MAX_EVENTS_PER_BATCH`).
+    pub max: u32,
+}
+
+/// First error code of an accelerator failure: `ACCELERATOR_ERROR + kind`.
+pub const ACCELERATOR_ERROR: u16 = 0x10;
+
+const KINDS: [ErrorKind; 8] = [
+    ErrorKind::OutOfMemory,
+    ErrorKind::InvalidArgument,
+    ErrorKind::Timeout,
+    ErrorKind::DeviceFault,
+    ErrorKind::Incompatible,
+    ErrorKind::Transport,
+    ErrorKind::Unsupported,
+    ErrorKind::Other,
+];
+
+/// The wire code of an accelerator error (`Error.code`, `Completion.status`).
+pub fn error_code(kind: ErrorKind) -> u16 {
+    let index = KINDS
+        .iter()
+        .position(|k| *k == kind)
+        .unwrap_or(KINDS.len() - 1);
+    ACCELERATOR_ERROR + index as u16
+}
+
+/// The accelerator error a wire code stands for, if it is one.
+pub fn error_kind(code: u16) -> Option<ErrorKind> {
+    let index = code.checked_sub(ACCELERATOR_ERROR)?;
+    KINDS.get(usize::from(index)).copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_op_family_round_trips_with_its_attributes() {
+        let t = TensorDesc::new(DeviceAddr(64), DType::F32, Shape::new(&[2, 3]).unwrap());
+        let kinds = [
+            OpKind::MatMul {
+                transpose_a: true,
+                transpose_b: false,
+            },
+            OpKind::FusedMatMul {
+                transpose_a: false,
+                transpose_b: true,
+                relu: true,
+            },
+            OpKind::BiasAdd,
+            OpKind::Add,
+            OpKind::Sub,
+            OpKind::Mul,
+            OpKind::Maximum,
+            OpKind::Relu,
+            OpKind::Softmax,
+            OpKind::ReduceSum,
+        ];
+        for kind in kinds {
+            let inputs = [t, t];
+            let op = OpDesc {
+                kind,
+                inputs: &inputs,
+                output: t,
+                op_id: 9,
+            };
+            let wire = WireOp::from_desc(&op).unwrap();
+            let mut slots = [t; 3];
+            assert_eq!(wire.to_desc(&mut slots).unwrap(), op);
+        }
+    }
+
+    #[test]
+    fn unknown_codes_flags_and_dtypes_are_refused() {
+        let t = WireTensor {
+            addr: 0,
+            dtype: 1,
+            dims: heapless::Vec::new(),
+        };
+        let op = |code, flags| WireOp {
+            op_id: 0,
+            code,
+            flags,
+            inputs: heapless::Vec::new(),
+            output: t.clone(),
+        };
+        assert_eq!(op(0, 0).kind(), Err(BadOp));
+        assert_eq!(op(11, 0).kind(), Err(BadOp));
+        assert_eq!(op(8, RELU).kind(), Err(BadOp));
+        assert_eq!(op(1, RELU).kind(), Err(BadOp));
+        let bad = WireTensor { dtype: 7, ..t };
+        assert_eq!(bad.to_desc(), Err(BadOp));
+    }
+
+    #[test]
+    fn info_round_trips_capabilities() {
+        let caps = Capabilities::f32(OpSet::of(&[OpKind::Relu, OpKind::Softmax]), true);
+        let info =
+            DeviceInfo::new("x", 1 << 20, 100, Version::new(1, 2, 3), 2).with_capabilities(caps);
+        assert_eq!(Info::from_info(&info).to_info(), info);
+    }
+
+    #[test]
+    fn error_codes_round_trip_and_leave_link_codes_alone() {
+        for kind in KINDS {
+            assert_eq!(error_kind(error_code(kind)), Some(kind));
+        }
+        assert_eq!(error_kind(7), None);
+        assert_eq!(error_kind(0x18), None);
+    }
+}

@@ -1,0 +1,483 @@
+//! [`OpServer`]: the op-level mode's device end. It runs the host's
+//! [`Accelerator`] calls on any driver, on the MCU next to the device.
+//! `no_std`, no allocation.
+
+use core::time::Duration;
+
+use super::ops::{ClockValue, Command, Info, MemoryState, Submit, WireOp, error_code};
+use super::{
+    Ack, Completion, EventBatch, EventRecords, Frame, LinkError, MAX_BULK_CHUNK,
+    MAX_ENCODED_FRAME_LEN, MAX_EVENTS_PER_BATCH, MemoryData, Message, RemoteErrorCode, Session,
+};
+use crate::accelerator::TensorDesc;
+use crate::accelerator::{Accelerator, DType, DeviceAddr, Drained, Error, Fence, QueueId, Shape};
+use crate::event::Event;
+use crate::ring::Consumer;
+
+/// How long the server waits for the oldest command when its table of
+/// outstanding commands is full, and for a copy.
+pub const STALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Where the server takes the events it sends.
+pub trait EventSource<A: Accelerator + ?Sized> {
+    /// Moves recorded events into `out`.
+    ///
+    /// # Errors
+    /// The driver's, when the events come from it.
+    fn drain(&mut self, accel: &mut A, out: &mut [Event]) -> Result<Drained, A::Error>;
+    /// Events waiting; the server streams a batch when this reaches half a
+    /// batch.
+    fn backlog(&mut self) -> usize {
+        0
+    }
+}
+
+/// Events straight from the driver's [`Accelerator::drain_events`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DriverEvents;
+
+impl<A: Accelerator + ?Sized> EventSource<A> for DriverEvents {
+    fn drain(&mut self, accel: &mut A, out: &mut [Event]) -> Result<Drained, A::Error> {
+        accel.drain_events(out)
+    }
+}
+
+/// Events from a [`crate::ring`] filled elsewhere, typically by an interrupt
+/// handler; its drop count becomes the batches' `dropped`.
+#[derive(Debug)]
+pub struct RingEvents<'a, const N: usize> {
+    consumer: Consumer<'a, Event, N>,
+    reported: usize,
+}
+
+impl<'a, const N: usize> RingEvents<'a, N> {
+    /// Sends what `consumer` receives.
+    pub fn new(consumer: Consumer<'a, Event, N>) -> Self {
+        Self {
+            consumer,
+            reported: 0,
+        }
+    }
+}
+
+impl<A: Accelerator + ?Sized, const N: usize> EventSource<A> for RingEvents<'_, N> {
+    fn drain(&mut self, _accel: &mut A, out: &mut [Event]) -> Result<Drained, A::Error> {
+        let events = self.consumer.drain(out);
+        let total = self.consumer.dropped();
+        let dropped = total.wrapping_sub(self.reported) as u64;
+        self.reported = total;
+        Ok(Drained { events, dropped })
+    }
+
+    fn backlog(&mut self) -> usize {
+        self.consumer.len()
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Outstanding {
+    request: u16,
+    queue: u8,
+    fence: Fence,
+}
+
+/// Runs op-level requests (`docs/link-protocol.md`, "Op-level mode") on an
+/// [`Accelerator`] and reports completions.
+///
+/// Copies run to completion before they are answered (the data lives in
+/// the frame); everything else is enqueued, acknowledged, and completed
+/// later by [`OpServer::poll`]. At most `PENDING` commands are outstanding:
+/// one more waits for the oldest first (bounded by [`STALL_TIMEOUT`]).
+#[derive(Debug)]
+pub struct OpServer<const PENDING: usize = 16> {
+    pending: heapless::Vec<Outstanding, PENDING>,
+    scratch: [u8; MAX_BULK_CHUNK],
+    events: [Event; MAX_EVENTS_PER_BATCH],
+    out: [u8; MAX_ENCODED_FRAME_LEN],
+}
+
+impl<const PENDING: usize> Default for OpServer<PENDING> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The result of one answer step: `Err` carries the request's error code.
+type Step<T> = Result<T, u16>;
+
+fn code<E: Error>(e: E) -> u16 {
+    error_code(e.kind())
+}
+
+impl<const PENDING: usize> OpServer<PENDING> {
+    /// A server with nothing outstanding.
+    pub const fn new() -> Self {
+        Self {
+            pending: heapless::Vec::new(),
+            scratch: [0; MAX_BULK_CHUNK],
+            events: [Event {
+                timestamp: 0,
+                arg: 0,
+                op_id: 0,
+                queue: 0,
+                kind: 0,
+            }; MAX_EVENTS_PER_BATCH],
+            out: [0; MAX_ENCODED_FRAME_LEN],
+        }
+    }
+
+    /// Commands enqueued and not yet completed.
+    pub fn outstanding(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Answers one frame, sending each answer frame to `send`.
+    ///
+    /// # Errors
+    /// Encoding errors only.
+    pub fn answer<A, E>(
+        &mut self,
+        session: &mut Session,
+        accel: &mut A,
+        events: &mut E,
+        frame: &Frame<'_>,
+        send: &mut impl FnMut(&[u8]),
+    ) -> Result<(), LinkError>
+    where
+        A: Accelerator + ?Sized,
+        E: EventSource<A> + ?Sized,
+    {
+        if let Some(len) = session.gate(frame, &mut self.out)? {
+            send(&self.out[..len]);
+            return Ok(());
+        }
+        let id = frame.header.request_id;
+        let outcome: Step<Message<'_>> = match &frame.message {
+            Message::GetInfo(_) => {
+                let info = accel.info();
+                let len =
+                    session.respond(id, &Message::Info(Info::from_info(&info)), &mut self.out)?;
+                send(&self.out[..len]);
+                return Ok(());
+            }
+            Message::Allocate(a) => accel
+                .allocate(a.bytes, a.align)
+                .map_err(code)
+                .map(|addr| Message::MemoryState(state(accel, addr.0))),
+            Message::Deallocate(d) => accel
+                .deallocate(DeviceAddr(d.addr))
+                .map_err(code)
+                .map(|()| Message::MemoryState(state(accel, 0))),
+            Message::ReadClock(_) => accel
+                .timestamp()
+                .map_err(code)
+                .map(|ticks| Message::ClockValue(ClockValue { ticks })),
+            Message::SetProfiling(p) => accel
+                .set_profiling(p.enabled)
+                .map_err(code)
+                .map(|()| Message::Ack(Ack)),
+            Message::Reset(_) => {
+                self.pending.clear();
+                accel.reset().map_err(code).map(|()| Message::Ack(Ack))
+            }
+            Message::DrainEvents(d) => {
+                let max = (d.max as usize).min(MAX_EVENTS_PER_BATCH);
+                return match events.drain(accel, &mut self.events[..max]) {
+                    Ok(drained) => self.send_batch(session, id, drained, send),
+                    Err(e) => self.send_error(session, id, code(e), send),
+                };
+            }
+            Message::Submit(submit) => return self.submit(session, accel, id, submit, send),
+            _ => Err(RemoteErrorCode::Unsupported as u16),
+        };
+        match outcome {
+            Ok(message) => {
+                let len = session.respond(id, &message, &mut self.out)?;
+                send(&self.out[..len]);
+                Ok(())
+            }
+            Err(code) => self.send_error(session, id, code, send),
+        }
+    }
+
+    /// Sends a `Completion` for every finished command, and an unsolicited
+    /// `EventBatch` once half a batch of events waits. Call it whenever the
+    /// link is idle.
+    ///
+    /// # Errors
+    /// Encoding errors only.
+    pub fn poll<A, E>(
+        &mut self,
+        session: &mut Session,
+        accel: &mut A,
+        events: &mut E,
+        send: &mut impl FnMut(&[u8]),
+    ) -> Result<(), LinkError>
+    where
+        A: Accelerator + ?Sized,
+        E: EventSource<A> + ?Sized,
+    {
+        let mut i = 0;
+        while i < self.pending.len() {
+            let entry = self.pending[i];
+            let status = match accel.poll(entry.fence) {
+                Ok(false) => {
+                    i += 1;
+                    continue;
+                }
+                Ok(true) => 0,
+                Err(e) => code(e),
+            };
+            self.pending.remove(i);
+            self.complete(session, accel, entry, status, send)?;
+        }
+        if session.is_open()
+            && events.backlog() >= MAX_EVENTS_PER_BATCH / 2
+            && let Ok(drained) = events.drain(accel, &mut self.events)
+        {
+            self.send_batch(session, super::NO_REQUEST, drained, send)?;
+        }
+        Ok(())
+    }
+
+    fn submit<A: Accelerator + ?Sized>(
+        &mut self,
+        session: &mut Session,
+        accel: &mut A,
+        id: u16,
+        submit: &Submit<'_>,
+        send: &mut impl FnMut(&[u8]),
+    ) -> Result<(), LinkError> {
+        let queue = QueueId(submit.queue);
+        if self.pending.is_full() {
+            let oldest = self.pending.remove(0);
+            let status = match accel.wait(oldest.fence, STALL_TIMEOUT) {
+                Ok(()) => 0,
+                Err(e) => code(e),
+            };
+            self.complete(session, accel, oldest, status, send)?;
+        }
+        let enqueued: Step<Option<Fence>> = match &submit.command {
+            Command::Write { dst, data } => {
+                if data.len() > MAX_BULK_CHUNK {
+                    Err(RemoteErrorCode::OutOfRange as u16)
+                } else {
+                    accel
+                        .write_blocking(queue, DeviceAddr(*dst), data, STALL_TIMEOUT)
+                        .map(|()| None)
+                        .map_err(code)
+                }
+            }
+            Command::Read { src, len } => {
+                return self.read(session, accel, id, queue, *src, *len, send);
+            }
+            Command::Copy { dst, src, len } => match usize::try_from(*len) {
+                Ok(len) => accel
+                    .copy_on_device(queue, DeviceAddr(*dst), DeviceAddr(*src), len)
+                    .map(Some)
+                    .map_err(code),
+                Err(_) => Err(RemoteErrorCode::OutOfRange as u16),
+            },
+            Command::Fill { dst, len, pattern } => match usize::try_from(*len) {
+                Ok(len) => accel
+                    .fill(queue, DeviceAddr(*dst), len, *pattern)
+                    .map(Some)
+                    .map_err(code),
+                Err(_) => Err(RemoteErrorCode::OutOfRange as u16),
+            },
+            Command::Launch(op) => launch(accel, queue, op),
+            Command::Fence => Ok(self
+                .pending
+                .iter()
+                .rev()
+                .find(|p| p.queue == submit.queue)
+                .map(|p| p.fence)),
+        };
+        match enqueued {
+            Err(code) => self.send_error(session, id, code, send),
+            Ok(fence) => {
+                let len = session.respond(id, &Message::Ack(Ack), &mut self.out)?;
+                send(&self.out[..len]);
+                let entry = Outstanding {
+                    request: id,
+                    queue: submit.queue,
+                    fence: fence.unwrap_or_default(),
+                };
+                match fence {
+                    // Room was made above.
+                    Some(_) => {
+                        let _ = self.pending.push(entry);
+                        Ok(())
+                    }
+                    None => self.complete(session, accel, entry, 0, send),
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn read<A: Accelerator + ?Sized>(
+        &mut self,
+        session: &mut Session,
+        accel: &mut A,
+        id: u16,
+        queue: QueueId,
+        src: u64,
+        len: u32,
+        send: &mut impl FnMut(&[u8]),
+    ) -> Result<(), LinkError> {
+        let Some(buf) = self.scratch.get_mut(..len as usize) else {
+            return self.send_error(session, id, RemoteErrorCode::OutOfRange as u16, send);
+        };
+        if let Err(e) = accel.read_blocking(queue, buf, DeviceAddr(src), STALL_TIMEOUT) {
+            return self.send_error(session, id, code(e), send);
+        }
+        let data = MemoryData {
+            address: src,
+            data: &self.scratch[..len as usize],
+        };
+        let len = session.respond(id, &Message::MemoryData(data), &mut self.out)?;
+        send(&self.out[..len]);
+        let entry = Outstanding {
+            request: id,
+            queue: queue.0,
+            fence: Fence::default(),
+        };
+        self.complete(session, accel, entry, 0, send)
+    }
+
+    fn complete<A: Accelerator + ?Sized>(
+        &mut self,
+        session: &mut Session,
+        accel: &mut A,
+        entry: Outstanding,
+        status: u16,
+        send: &mut impl FnMut(&[u8]),
+    ) -> Result<(), LinkError> {
+        let device_ticks = accel.timestamp().unwrap_or(0);
+        let completion = Completion {
+            queue: entry.queue,
+            status: u32::from(status),
+            device_ticks,
+        };
+        let len = session.respond(
+            entry.request,
+            &Message::Completion(completion),
+            &mut self.out,
+        )?;
+        send(&self.out[..len]);
+        Ok(())
+    }
+
+    fn send_batch(
+        &mut self,
+        session: &mut Session,
+        id: u16,
+        drained: Drained,
+        send: &mut impl FnMut(&[u8]),
+    ) -> Result<(), LinkError> {
+        let batch = EventBatch {
+            dropped: u32::try_from(drained.dropped).unwrap_or(u32::MAX),
+            events: EventRecords::new(&self.events[..drained.events.min(MAX_EVENTS_PER_BATCH)])?,
+        };
+        let len = if id == super::NO_REQUEST {
+            session.notify(&Message::EventBatch(batch), &mut self.out)?
+        } else {
+            session.respond(id, &Message::EventBatch(batch), &mut self.out)?
+        };
+        send(&self.out[..len]);
+        Ok(())
+    }
+
+    fn send_error(
+        &mut self,
+        session: &mut Session,
+        id: u16,
+        code: u16,
+        send: &mut impl FnMut(&[u8]),
+    ) -> Result<(), LinkError> {
+        let len = session.error(id, code, 0, &mut self.out)?;
+        send(&self.out[..len]);
+        Ok(())
+    }
+}
+
+fn state<A: Accelerator + ?Sized>(accel: &A, addr: u64) -> MemoryState {
+    let usage = accel.memory_usage();
+    MemoryState {
+        addr,
+        used: usage.used,
+        total: usage.total,
+    }
+}
+
+fn launch<A: Accelerator + ?Sized>(
+    accel: &mut A,
+    queue: QueueId,
+    op: &WireOp,
+) -> Step<Option<Fence>> {
+    let blank = TensorDesc::new(DeviceAddr(0), DType::F32, Shape::SCALAR);
+    let mut inputs = [blank; 3];
+    let desc = op
+        .to_desc(&mut inputs)
+        .map_err(|_| error_code(crate::accelerator::ErrorKind::InvalidArgument))?;
+    accel.launch(queue, &desc).map(Some).map_err(code)
+}
+
+/// Serves the op-level mode on a byte stream until the peer closes it
+/// (feature `std`; an MCU runs [`OpServer`] over its UART instead). Reads
+/// are bounded by 1 ms so completions are sent while the host waits.
+///
+/// # Errors
+/// The stream's, other than timeouts.
+#[cfg(feature = "std")]
+pub fn serve_stream<S, A, E>(stream: &mut S, accel: &mut A, events: &mut E) -> std::io::Result<()>
+where
+    S: super::LinkStream,
+    A: Accelerator + ?Sized,
+    E: EventSource<A> + ?Sized,
+{
+    use std::io::ErrorKind;
+    let mut session = Session::new();
+    let mut server = std::boxed::Box::new(OpServer::<16>::new());
+    let mut decoder = std::boxed::Box::new(super::Decoder::new());
+    let mut tx = std::vec::Vec::new();
+    let mut chunk = [0u8; 4096];
+    stream.set_read_timeout(Duration::from_millis(1))?;
+    loop {
+        let n = match stream.read(&mut chunk) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => 0,
+            Err(e) => return Err(e),
+        };
+        let mut send = |bytes: &[u8]| tx.extend_from_slice(bytes);
+        let mut rest = &chunk[..n];
+        while !rest.is_empty() {
+            let (done, remaining) = match decoder.feed(rest) {
+                super::FeedResult::Consumed => (Ok(()), &[][..]),
+                super::FeedResult::Frame { frame, remaining } => (
+                    server.answer(&mut session, accel, events, &frame, &mut send),
+                    remaining,
+                ),
+                super::FeedResult::Error { error, remaining } => {
+                    let mut out = [0u8; 64];
+                    let sent = session
+                        .answer_bad_frame(&error, &mut out)
+                        .map(|len| send(&out[..len]));
+                    (sent, remaining)
+                }
+            };
+            done.map_err(|e| std::io::Error::other(std::format!("{e}")))?;
+            rest = remaining;
+        }
+        server
+            .poll(&mut session, accel, events, &mut send)
+            .map_err(|e| std::io::Error::other(std::format!("{e}")))?;
+        if !tx.is_empty() {
+            stream.write_all(&tx)?;
+            stream.flush()?;
+            tx.clear();
+        }
+    }
+}
