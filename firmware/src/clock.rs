@@ -1,51 +1,80 @@
-//! The model's tick source on the MCU: SysTick interrupts count
-//! milliseconds (1 kHz from the 25 MHz core clock of mps2-an386), and the
-//! model reads them scaled to its timestamp frequency.
+//! Time on the MCU: CMSDK TIMER0 of mps2-an386, free-running at the 25 MHz
+//! core clock and widened to 64 bits. It keeps counting while interrupts are
+//! masked (the driver runs in critical sections), unlike a tick interrupt.
+//! The model stamps device events with it; the driver bounds its waits by it.
 
-use core::sync::atomic::{AtomicU32, Ordering};
-use cortex_m::peripheral::SYST;
-use cortex_m::peripheral::syst::SystClkSource;
-use cortex_m_rt::exception;
-use tensorplug_device_fpga::model::{ModelConfig, TickSource};
+use core::cell::Cell;
+use critical_section::Mutex;
+use tensorplug_device_fpga::driver::Clock;
+use tensorplug_device_fpga::model::TickSource;
 
-/// The core clock of mps2-an386 under QEMU.
-const CORE_HZ: u32 = 25_000_000;
+/// The core and APB clock of mps2-an386 under QEMU.
+pub const CORE_HZ: u64 = 25_000_000;
 
-static MILLIS: AtomicU32 = AtomicU32::new(0);
+const TIMER0: usize = 0x4000_0000;
+const CTRL: usize = 0x00;
+const VALUE: usize = 0x04;
+const RELOAD: usize = 0x08;
 
-#[exception]
-fn SysTick() {
-    MILLIS.fetch_add(1, Ordering::Relaxed);
-}
+/// (last 32-bit reading, high bits) of the widened counter.
+static WIDE: Mutex<Cell<(u32, u64)>> = Mutex::new(Cell::new((0, 0)));
 
-/// Milliseconds since [`start`], widened to 64 bits as they are read.
-pub struct MillisClock {
-    last: u32,
-    high: u64,
-    ticks_per_ms: u64,
-}
-
-/// Starts SysTick at 1 kHz.
-pub fn start(mut syst: SYST) -> MillisClock {
-    syst.set_clock_source(SystClkSource::Core);
-    syst.set_reload(CORE_HZ / 1000 - 1);
-    syst.clear_current();
-    syst.enable_counter();
-    syst.enable_interrupt();
-    MillisClock {
-        last: 0,
-        high: 0,
-        ticks_per_ms: u64::from(ModelConfig::default().timing.freq_hz) / 1000,
+/// Starts TIMER0 counting down from `u32::MAX`, without interrupts.
+pub fn start() {
+    // SAFETY: TIMER0's registers; this firmware is their only user.
+    unsafe {
+        core::ptr::write_volatile((TIMER0 + RELOAD) as *mut u32, u32::MAX);
+        core::ptr::write_volatile((TIMER0 + VALUE) as *mut u32, u32::MAX);
+        core::ptr::write_volatile((TIMER0 + CTRL) as *mut u32, 1);
     }
 }
 
-impl TickSource for MillisClock {
-    fn now_ticks(&mut self) -> u64 {
-        let now = MILLIS.load(Ordering::Relaxed);
-        if now < self.last {
-            self.high += 1 << 32;
+/// Core cycles since [`start`]. Must be called at least once per 2³² cycles
+/// (171 s) to see every wrap; the 1 kHz tick interrupt does.
+pub fn cycles() -> u64 {
+    // SAFETY: a read of TIMER0's counter.
+    let down = unsafe { core::ptr::read_volatile((TIMER0 + VALUE) as *const u32) };
+    let up = u32::MAX - down;
+    critical_section::with(|cs| {
+        let cell = WIDE.borrow(cs);
+        let (last, mut high) = cell.get();
+        if up < last {
+            high += 1 << 32;
         }
-        self.last = now;
-        (self.high + u64::from(now)) * self.ticks_per_ms
+        cell.set((up, high));
+        high + u64::from(up)
+    })
+}
+
+/// The model's timestamp counter, at its configured frequency.
+pub struct DeviceTicks {
+    freq_hz: u64,
+}
+
+impl DeviceTicks {
+    /// Ticks at `freq_hz`.
+    pub const fn new(freq_hz: u32) -> Self {
+        Self {
+            freq_hz: freq_hz as u64,
+        }
+    }
+}
+
+impl TickSource for DeviceTicks {
+    fn now_ticks(&mut self) -> u64 {
+        (u128::from(cycles()) * u128::from(self.freq_hz) / u128::from(CORE_HZ)) as u64
+    }
+}
+
+/// The driver's clock for bounded waits.
+pub struct DriverClock;
+
+impl Clock for DriverClock {
+    fn now_ns(&mut self) -> u64 {
+        cycles() * (1_000_000_000 / CORE_HZ)
+    }
+
+    fn relax(&mut self, _polls: u32) {
+        cortex_m::asm::nop();
     }
 }

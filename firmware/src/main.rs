@@ -1,77 +1,163 @@
 //! tensorplug firmware for a Cortex-M4 next to the FPGA (QEMU mps2-an386).
 //!
-//! It answers the link protocol (`docs/link-protocol.md`) on UART0 in
-//! remote-bus mode: register and memory accesses from the host's driver go
-//! to the reference FPGA. Here the FPGA is its behavioural model, in this
-//! MCU's RAM (`docs/firmware.md`). Logs are defmt over semihosting.
+//! It answers the link protocol (`docs/link-protocol.md`) on UART0 in both
+//! modes: op-level requests run on the reference FPGA driver here, which
+//! drives the FPGA over SPI; remote-bus requests go straight to the FPGA's
+//! registers and memory for a driver on the host. The FPGA is its
+//! behavioural model, in this MCU's RAM (`docs/firmware.md`). A tick
+//! interrupt moves device events into an event ring. Logs are defmt over
+//! semihosting.
 #![no_std]
 #![no_main]
 
 mod clock;
+mod device;
+mod events;
 mod uart;
 
+use core::sync::atomic::Ordering;
 use cortex_m as _;
 use cortex_m_rt::entry;
 use defmt_semihosting as _;
-use tensorplug_core::link::{Decoder, FeedResult, MAX_ENCODED_FRAME_LEN};
-use tensorplug_device_fpga::model::{Model, ModelConfig, NoHostBus};
+use tensorplug_core::link::ops::error_code;
+use tensorplug_core::link::{
+    Decoder, FeedResult, Frame, MAX_ENCODED_FRAME_LEN, Message, OpServer, Session,
+};
 use tensorplug_device_fpga::transport::link::LinkServer;
 
-/// Device memory of the modelled FPGA: 3 MiB of the board's 4 MiB of RAM.
-const DEVICE_MEMORY: usize = 3 << 20;
+use crate::device::FpgaPort;
+use crate::events::McuEvents;
 
-#[repr(C, align(64))]
-struct DeviceMemory([u8; DEVICE_MEMORY]);
+/// Commands the op-level server keeps outstanding.
+const PENDING: usize = 16;
 
-/// The model's device memory, under a fixed name so that `cargo xtask size`
-/// can leave it out of the firmware's own RAM footprint.
-#[unsafe(no_mangle)]
-static mut TENSORPLUG_DEVICE_MEMORY: DeviceMemory = DeviceMemory([0; DEVICE_MEMORY]);
+/// Both servers and the one session they answer in.
+struct Servers {
+    session: Session,
+    ops: OpServer<PENDING>,
+    bus: LinkServer,
+    events: McuEvents,
+    out: [u8; MAX_ENCODED_FRAME_LEN],
+}
 
 #[entry]
 fn main() -> ! {
     defmt::info!(
         "tensorplug firmware {=str}: link protocol on UART0, FPGA model with {=usize} KiB",
         env!("CARGO_PKG_VERSION"),
-        DEVICE_MEMORY / 1024
+        device::DEVICE_MEMORY / 1024
     );
-    // SAFETY: `main` runs once and is the device memory's only user.
-    let memory = unsafe { &mut *core::ptr::addr_of_mut!(TENSORPLUG_DEVICE_MEMORY) };
+    if cfg!(feature = "selftest-panic") {
+        panic!("selftest-panic: this build panics on purpose");
+    }
+    clock::start();
+    if let Err(error) = device::init() {
+        defmt::panic!("the model refused its memory: {}", error);
+    }
     let peripherals = cortex_m::Peripherals::take().expect("main runs once");
-    let clock = clock::start(peripherals.SYST);
-    let config = ModelConfig::default();
-    let mut model = match Model::new(&mut memory.0[..], NoHostBus, clock, config, false) {
-        Ok(model) => model,
-        Err(error) => defmt::panic!("the model refused its memory: {}", error),
-    };
+    let events = events::start(peripherals.SYST);
     // SAFETY: UART0 is this firmware's; nothing else drives it.
-    let mut uart = unsafe { uart::Uart::new(uart::UART0, 16) };
-    let mut server = LinkServer::new();
+    let mut uart = unsafe { uart::Uart::new(uart::UART0, uart::BAUDDIV_115200) };
+    let mut servers = Servers {
+        session: Session::new(),
+        ops: OpServer::new(),
+        bus: LinkServer::new(),
+        events,
+        out: [0; MAX_ENCODED_FRAME_LEN],
+    };
     let mut decoder = Decoder::new();
-    let mut out = [0u8; MAX_ENCODED_FRAME_LEN];
     let mut frames: u32 = 0;
     loop {
         let Some(byte) = uart.try_read() else {
+            servers.idle(&mut uart);
             continue;
         };
-        let answer = match decoder.feed(&[byte]) {
-            FeedResult::Consumed => continue,
+        match decoder.feed(&[byte]) {
+            FeedResult::Consumed => {}
             FeedResult::Frame { frame, .. } => {
                 frames = frames.wrapping_add(1);
                 if frames == 1 {
                     defmt::info!("first frame from the host");
                 }
-                server.answer(&mut model, &frame, &mut out)
+                servers.answer(&frame, &mut uart);
             }
             FeedResult::Error { error, .. } => {
                 defmt::warn!("bad frame from the host: {}", error);
-                server.answer_bad_frame(&error, &mut out)
+                match servers.session.answer_bad_frame(&error, &mut servers.out) {
+                    Ok(len) => uart.write_all(&servers.out[..len]),
+                    Err(error) => defmt::error!("cannot encode an answer: {}", error),
+                }
             }
-        };
-        match answer {
-            Ok(len) => uart.write_all(&out[..len]),
-            Err(error) => defmt::error!("cannot encode an answer: {}", error),
         }
+    }
+}
+
+impl Servers {
+    /// Answers one frame: remote-bus requests on the FPGA's port, everything
+    /// else on the driver.
+    fn answer(&mut self, frame: &Frame<'_>, uart: &mut uart::Uart) {
+        let remote_bus = matches!(
+            frame.message,
+            Message::ReadRegister(_)
+                | Message::WriteRegister(_)
+                | Message::ReadMemory(_)
+                | Message::WriteMemory(_)
+        );
+        if remote_bus || matches!(frame.message, Message::Hello(_) | Message::Ping(_)) {
+            if remote_bus && self.session.is_open() {
+                device::release_driver();
+            }
+            match self
+                .bus
+                .answer_in(&mut self.session, &mut FpgaPort, frame, &mut self.out)
+            {
+                Ok(len) => uart.write_all(&self.out[..len]),
+                Err(error) => defmt::error!("cannot encode an answer: {}", error),
+            }
+            return;
+        }
+        if let Message::SetProfiling(p) = &frame.message {
+            events::PROFILING.store(p.enabled, Ordering::Relaxed);
+        }
+        let mut send = |bytes: &[u8]| uart.write_all(bytes);
+        let answered = critical_section::with(|cs| {
+            device::with_driver(cs, |driver| {
+                self.ops.answer(
+                    &mut self.session,
+                    driver,
+                    &mut self.events,
+                    frame,
+                    &mut send,
+                )
+            })
+        });
+        match answered {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => defmt::error!("cannot encode an answer: {}", error),
+            Err(error) => {
+                defmt::error!("the FPGA did not come up: {}", error);
+                let code = error_code(tensorplug_core::accelerator::Error::kind(&error));
+                let id = frame.header.request_id;
+                if let Ok(len) = self.session.error(id, code, 0, &mut self.out) {
+                    uart.write_all(&self.out[..len]);
+                }
+            }
+        }
+    }
+
+    /// No byte waiting: completes finished commands and streams events.
+    fn idle(&mut self, uart: &mut uart::Uart) {
+        let mut send = |bytes: &[u8]| uart.write_all(bytes);
+        critical_section::with(|cs| {
+            device::if_driver(cs, |driver| {
+                if let Err(error) =
+                    self.ops
+                        .poll(&mut self.session, driver, &mut self.events, &mut send)
+                {
+                    defmt::error!("cannot encode a completion: {}", error);
+                }
+            });
+        });
     }
 }
 

@@ -9,6 +9,10 @@ use core::ptr::{read_volatile, write_volatile};
 /// UART0 of mps2-an385/an386.
 pub const UART0: usize = 0x4000_4000;
 
+/// 115200 baud from the 25 MHz APB clock: the host's default `SERIAL_BAUD`.
+/// (QEMU does not pace its UART at this rate; a real board does.)
+pub const BAUDDIV_115200: u32 = 217;
+
 const DATA: usize = 0x0;
 const STATE: usize = 0x4;
 const CTRL: usize = 0x8;

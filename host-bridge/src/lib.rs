@@ -28,6 +28,7 @@ pub mod ffi;
 pub mod graph;
 pub mod kernels;
 pub mod log;
+pub mod mcu;
 pub mod profiler;
 pub mod profiling;
 pub mod registry;

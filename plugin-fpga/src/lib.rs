@@ -19,6 +19,9 @@ impl Backend for Fpga {
     const DEVICE_KINDS: &'static str = spec::ACCEPTED;
 
     fn open(item: &str) -> Result<Box<DynAccelerator>, OpenError> {
+        if let Some(opened) = tensorplug_host_bridge::mcu::open(item) {
+            return opened;
+        }
         let spec =
             spec::parse_item(item).map_err(|why| format!("{why}; expected {}", spec::ACCEPTED))?;
         match spec {

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 /// The device kinds, quoted in every error.
 pub const ACCEPTED: &str = "`sim`, `pcie:<sysfs resource or shm file>`, `spidev:<dev>`, \
-                            `serial:<tty>` or `tcp:<host:port>`";
+                            `serial:<tty>`, `tcp:<host:port>` (remote bus), \
+                            `mcu-serial:<tty>` or `mcu-tcp:<host:port>` (driver on the MCU)";
 
 /// One device to open.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -18,22 +18,36 @@ pub const BOOT_TIMEOUT: Duration = Duration::from_secs(20);
 /// `firmware/`, its own workspace and target dir).
 pub fn firmware_elf() -> PathBuf {
     static ELF: OnceLock<PathBuf> = OnceLock::new();
-    ELF.get_or_init(|| {
-        let dir = crate::workspace_root().join("firmware");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "--release", "--locked"])
-            .current_dir(&dir)
-            .env_remove("CARGO_TARGET_DIR")
-            .env_remove("RUSTFLAGS")
-            .status()
-            .expect("cannot run cargo to build the firmware");
-        assert!(status.success(), "building the firmware failed");
-        let elf = dir.join("target/thumbv7em-none-eabihf/release/tensorplug-firmware");
-        assert!(elf.is_file(), "cargo built no {}", elf.display());
-        elf
-    })
-    .clone()
+    ELF.get_or_init(|| build_firmware(&[], "target")).clone()
+}
+
+/// The firmware built with the `selftest-panic` feature (in its own target
+/// dir, so it never replaces the real one): it panics right after booting.
+pub fn panicking_firmware_elf() -> PathBuf {
+    static ELF: OnceLock<PathBuf> = OnceLock::new();
+    ELF.get_or_init(|| build_firmware(&["--features", "selftest-panic"], "target/selftest-panic"))
+        .clone()
+}
+
+fn build_firmware(args: &[&str], target_dir: &str) -> PathBuf {
+    let dir = crate::workspace_root().join("firmware");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--release", "--locked"])
+        .args(args)
+        .arg("--target-dir")
+        .arg(dir.join(target_dir))
+        .current_dir(&dir)
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("RUSTFLAGS")
+        .status()
+        .expect("cannot run cargo to build the firmware");
+    assert!(status.success(), "building the firmware failed");
+    let elf = dir
+        .join(target_dir)
+        .join("thumbv7em-none-eabihf/release/tensorplug-firmware");
+    assert!(elf.is_file(), "cargo built no {}", elf.display());
+    elf
 }
 
 /// The decoded log lines so far.
@@ -50,6 +64,11 @@ pub struct Qemu {
 impl Qemu {
     /// Boots `elf` and waits (bounded) for its UART to connect.
     pub fn boot(elf: &Path) -> std::io::Result<Self> {
+        Self::boot_with(elf, &[])
+    }
+
+    /// [`Qemu::boot`] with extra QEMU arguments (e.g. `-d` tracing).
+    pub fn boot_with(elf: &Path, extra: &[String]) -> std::io::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let port = listener.local_addr()?.port();
         let mut child = Command::new("qemu-system-arm")
@@ -58,9 +77,11 @@ impl Qemu {
             .args(["-semihosting-config", "enable=on,target=native"])
             .arg("-chardev")
             .arg(format!(
-                "socket,id=uart0,server=off,telnet=off,host=127.0.0.1,port={port}"
+                "socket,id=uart0,server=off,telnet=off,nodelay=on,host=127.0.0.1,port={port}"
             ))
-            .args(["-serial", "chardev:uart0", "-kernel"])
+            .args(["-serial", "chardev:uart0"])
+            .args(extra)
+            .arg("-kernel")
             .arg(elf)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

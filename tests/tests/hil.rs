@@ -96,6 +96,30 @@ fn read_answers<R>(qemu: &mut Qemu, count: usize, take: impl Fn(&Message<'_>) ->
 }
 
 #[test]
+fn a_panic_prints_its_message_and_exits_qemu_with_failure() {
+    let mut qemu = Qemu::boot(&tensorplug_tests::qemu::panicking_firmware_elf())
+        .expect("QEMU boots the panicking firmware");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = qemu.try_exit() {
+            break status;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "QEMU did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(!status.success(), "QEMU exited with {status}");
+    assert!(
+        qemu.wait_for_log("panic: ", Duration::from_secs(5))
+            && qemu.wait_for_log("this build panics on purpose", Duration::from_secs(1)),
+        "no panic message; logs:\n{}",
+        qemu.logs().join("\n")
+    );
+}
+
+#[test]
 fn the_firmware_boots_and_says_so_in_defmt() {
     let qemu = boot();
     let logs = qemu.logs().join("\n");

@@ -152,6 +152,22 @@ const EXPECTED_FIGURES: &[(&str, &str)] = &[
         "MLP step on sim, device events on / off",
     ),
     ("tf_copy_bandwidth", "64 MiB TF round trip vs memcpy"),
+    (
+        "firmware_link_round_trip",
+        "link round trip to the firmware under QEMU",
+    ),
+    (
+        "firmware_bulk_copy_throughput",
+        "4 KiB copy to the firmware under QEMU",
+    ),
+    (
+        "firmware_bulk_copy_wire_efficiency",
+        "4 KiB copy to the firmware, payload / wire",
+    ),
+    (
+        "firmware_ring_push_instructions",
+        "Cortex-M4 instructions per ring push",
+    ),
 ];
 
 /// One line of the table.

@@ -1,8 +1,8 @@
 //! `cargo xtask flash`: seals a bitstream into an image, programs it into
 //! the reference FPGA's configuration flash (simulated, or over Linux
-//! spidev) through `tensorplug_device_fpga::flash`, and shows the slots.
-//! Bitstream images only: there is no firmware crate to flash yet.
-//! Commands, formats and wiring: `docs/flashing.md`.
+//! spidev) through `tensorplug_device_fpga::flash`, and shows the slots;
+//! `--firmware` builds the MCU firmware and boots it on QEMU or hands it to
+//! probe-rs. Commands, formats and wiring: `docs/flashing.md`.
 
 mod bus;
 pub mod firmware;
@@ -33,13 +33,20 @@ const DEFAULT_SIM_FILE: &str = "target/sim-config-flash.bin";
 
 #[derive(clap::Args)]
 #[command(
-    after_help = "Bitstream images only: there is no `firmware/` crate yet, so there is \
-    no MCU firmware to flash. Interrupting `program` is safe (two slots, header written \
-    last). See docs/flashing.md."
+    after_help = "`--firmware [--device qemu|probe-rs:<chip>]` builds the MCU firmware and \
+    boots or programs it; the subcommands handle FPGA bitstreams. Interrupting `program` is \
+    safe (two slots, header written last). See docs/flashing.md.",
+    subcommand_required = false,
+    args_conflicts_with_subcommands = true
 )]
 pub struct FlashArgs {
+    /// Build the MCU firmware (firmware/) and put it on `--device`.
+    #[arg(long)]
+    pub firmware: bool,
+    #[command(flatten)]
+    pub firmware_args: firmware::FirmwareArgs,
     #[command(subcommand)]
-    pub command: FlashCommand,
+    pub command: Option<FlashCommand>,
 }
 
 #[derive(clap::Subcommand)]
@@ -179,7 +186,13 @@ fn parse_device(text: &str) -> Result<Device, String> {
 
 /// `cargo xtask flash …`.
 pub fn run_task(args: &FlashArgs) -> Result<()> {
-    match &args.command {
+    let Some(command) = &args.command else {
+        if args.firmware {
+            return firmware::run_task(&args.firmware_args);
+        }
+        bail!("nothing to flash: give `--firmware`, or a subcommand (see --help)");
+    };
+    match command {
         FlashCommand::Image(args) => {
             let header = write_image(args)?;
             eprintln!(

@@ -29,7 +29,7 @@ enum Task {
     Demo,
     /// Set up a fresh machine and run the whole suite (what CI runs).
     Test(test::TestArgs),
-    /// Program a bitstream image into the FPGA's configuration flash (no firmware yet).
+    /// Program FPGA bitstreams into the configuration flash, or the MCU firmware (--firmware).
     Flash(flash::FlashArgs),
     /// Hardware-in-the-loop tests: the firmware under QEMU, driven over its UART.
     Hil,

@@ -188,6 +188,11 @@ impl<S: LinkStream> RemoteAccelerator<S> {
         Ok(link)
     }
 
+    /// The byte stream.
+    pub fn stream(&self) -> &S {
+        &self.stream
+    }
+
     /// Commands sent and not yet completed.
     pub fn in_flight(&self) -> usize {
         self.in_flight.len()

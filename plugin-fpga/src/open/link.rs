@@ -13,10 +13,8 @@ use tensorplug_host_bridge::{OpenError, settings};
 /// Budget for connecting, and for each answer of the device.
 const LINK_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The UART's baud rate: setting `SERIAL_BAUD` (`TENSORPLUG_SERIAL_BAUD`).
-pub const SERIAL_BAUD: &str = "SERIAL_BAUD";
-/// The baud rate when [`SERIAL_BAUD`] is unset.
-pub const DEFAULT_SERIAL_BAUD: u32 = 115_200;
+/// The UART's baud rate setting, shared with `mcu-serial:`.
+pub use tensorplug_host_bridge::mcu::{DEFAULT_SERIAL_BAUD, SERIAL_BAUD};
 
 /// `serial:<tty>`: 8N1, no flow control, raw, at [`SERIAL_BAUD`].
 pub fn open_serial(path: &std::path::Path) -> Result<Box<DynAccelerator>, OpenError> {

@@ -1,4 +1,4 @@
-//! `cargo xtask flash firmware`: builds the MCU firmware and puts it on a
+//! `cargo xtask flash --firmware` (or `flash firmware`): builds the MCU firmware and puts it on a
 //! device: `qemu` boots it on QEMU's `mps2-an386` and shows its decoded
 //! log; `probe-rs:<chip>` hands the ELF to `probe-rs` for a real board.
 

@@ -77,10 +77,19 @@ fn cli_parses_every_subcommand() {
     let flash_args = |args: &[&str]| -> FlashCommand {
         let argv = ["cargo xtask", "flash"].iter().chain(args);
         match Cli::try_parse_from(argv).expect("parses").command {
-            Task::Flash(flash) => flash.command,
+            Task::Flash(flash) => flash.command.expect("a subcommand"),
             _ => panic!("not the flash task"),
         }
     };
+    let Task::Flash(top) =
+        Cli::try_parse_from(["cargo xtask", "flash", "--firmware", "--device", "qemu"])
+            .expect("`flash --firmware` parses")
+            .command
+    else {
+        panic!("not the flash task");
+    };
+    assert!(top.firmware && top.command.is_none());
+    assert_eq!(top.firmware_args.device, "qemu");
 
     let FlashCommand::Image(image) = flash_args(&[
         "image",

@@ -1,0 +1,281 @@
+//! The firmware under QEMU, for `cargo xtask bench` (figure files in
+//! `<target>/tensorplug-bench/`):
+//!
+//! - `firmware_link_round_trip`: a small op-level request (`ReadClock`) to
+//!   the firmware, against the same request to the same driver served by a
+//!   host thread over loopback TCP (the baseline, same run);
+//! - `firmware_bulk_copy_throughput`: a 4 KiB host-to-device copy under
+//!   QEMU, against the UART's configured line rate. Informational: QEMU's
+//!   CMSDK UART does not pace bytes at the baud rate (it hands a polling
+//!   guest one byte per main-loop turn, whatever `BAUDDIV` says);
+//! - `firmware_bulk_copy_wire_efficiency`: payload bytes over the bytes the
+//!   copy put on the wire, both ways: the fraction of the line rate the
+//!   copy reaches on a UART-bound link;
+//! - `firmware_ring_push_instructions`: Cortex-M4 instructions executed per
+//!   event-ring push, counted by QEMU (`-singlestep -d exec` filtered to
+//!   `tensorplug_ring_push`) while the tick interrupt records events.
+
+use std::io::{self, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use object::{Object, ObjectSymbol};
+use tensorplug_core::accelerator::{
+    Accelerator, DType, OpDesc, OpKind, QueueId, Shape, TensorDesc,
+};
+use tensorplug_core::event::{Event, EventKind};
+use tensorplug_core::link::server::{DriverEvents, serve_stream};
+use tensorplug_core::link::{LinkStream, RemoteAccelerator};
+use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
+use tensorplug_device_fpga::model::{AlignedMemory, HostClock, Model, ModelConfig, NoHostBus};
+use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
+use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
+use tensorplug_tests::qemu::{Qemu, firmware_elf};
+
+/// The firmware's UART0: 115200 baud (`BAUDDIV` 217 at the 25 MHz APB
+/// clock), 8N1 (10 bits a byte), in bytes per second.
+const LINE_RATE: f64 = 25e6 / 217.0 / 10.0;
+const ANSWER: Duration = Duration::from_secs(10);
+const COPY: usize = 4096;
+
+/// A stream that counts the bytes it moves.
+struct Counting {
+    inner: TcpStream,
+    written: u64,
+    read: u64,
+}
+
+impl Read for Counting {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+impl Write for Counting {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl LinkStream for Counting {
+    fn set_read_timeout(&mut self, timeout: Duration) -> io::Result<()> {
+        LinkStream::set_read_timeout(&mut self.inner, timeout)
+    }
+}
+
+fn counting(stream: TcpStream) -> Counting {
+    Counting {
+        inner: stream,
+        written: 0,
+        read: 0,
+    }
+}
+
+fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+fn figure(id: &str, what: &str, value: f64, baseline: Option<f64>, unit: &str, goal: &str) {
+    let dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"))
+        .join("tensorplug-bench");
+    std::fs::create_dir_all(&dir).expect("create the bench figure directory");
+    let baseline = baseline.map_or("null".to_string(), |b| b.to_string());
+    let json = format!(
+        "{{\"figure\": \"{what}\", \"value\": {value}, \"baseline\": {baseline}, \"unit\": \"{unit}\", \"goal\": \"{goal}\"}}\n"
+    );
+    std::fs::write(dir.join(format!("{id}.json")), json).expect("write the bench figure");
+    eprintln!("{id}: {value:.4} {unit} (baseline {baseline})");
+}
+
+fn boot(extra: &[String]) -> Qemu {
+    let qemu = Qemu::boot_with(&firmware_elf(), extra).expect("QEMU boots the firmware");
+    assert!(qemu.wait_for_log("tensorplug firmware", Duration::from_secs(10)));
+    qemu
+}
+
+/// Median seconds of `ReadClock` round trips.
+fn round_trips(dev: &mut RemoteAccelerator<Counting>) -> f64 {
+    for _ in 0..20 {
+        dev.timestamp().expect("clock read");
+    }
+    median(
+        (0..200)
+            .map(|_| {
+                let start = Instant::now();
+                dev.timestamp().expect("clock read");
+                start.elapsed().as_secs_f64()
+            })
+            .collect(),
+    )
+}
+
+/// The same driver (over SPI to the model) served by a host thread.
+fn host_served() -> RemoteAccelerator<Counting> {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("address");
+    std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().expect("accept");
+        stream.set_nodelay(true).expect("nodelay");
+        let config = ModelConfig::default();
+        let model = Model::new(
+            AlignedMemory::zeroed(1 << 20),
+            NoHostBus,
+            HostClock::new(config.timing.freq_hz),
+            config,
+            false,
+        )
+        .expect("model");
+        let transport = SpiTransport::new(SpiSlave::new(model), SpiConfig::default());
+        let mut driver =
+            Driver::<_, _>::new(transport, StdClock::default(), DriverConfig::default())
+                .expect("bring-up");
+        let _ = serve_stream(&mut stream, &mut driver, &mut DriverEvents);
+    });
+    let stream = TcpStream::connect(addr).expect("connect");
+    stream.set_nodelay(true).expect("nodelay");
+    RemoteAccelerator::connect(counting(stream), ANSWER).expect("op-level link")
+}
+
+fn round_trip_and_copies() {
+    let qemu = boot(&[]);
+    let mut dev = RemoteAccelerator::connect(counting(qemu.uart.try_clone().unwrap()), ANSWER)
+        .expect("op-level link to the firmware");
+    let firmware = round_trips(&mut dev);
+    let host = round_trips(&mut host_served());
+    figure(
+        "firmware_link_round_trip",
+        "link round trip (ReadClock) to the firmware under QEMU, vs a host thread",
+        firmware * 1e3,
+        Some(host * 1e3),
+        "ms",
+        "informational: QEMU's emulated UART vs loopback TCP",
+    );
+
+    let q = QueueId(0);
+    let addr = dev.allocate(COPY as u64, 64).unwrap();
+    let data: Vec<u8> = (0..COPY).map(|i| (i % 251) as u8 + 1).collect();
+    dev.write_blocking(q, addr, &data, ANSWER).unwrap();
+    let mut times = Vec::new();
+    let mut wire = 0;
+    for _ in 0..20 {
+        let (w, r) = (written(&dev), read(&dev));
+        let start = Instant::now();
+        dev.write_blocking(q, addr, &data, ANSWER).unwrap();
+        times.push(start.elapsed().as_secs_f64());
+        wire = (written(&dev) - w) + (read(&dev) - r);
+    }
+    let throughput = COPY as f64 / median(times);
+    figure(
+        "firmware_bulk_copy_throughput",
+        "4 KiB copy to the firmware under QEMU, vs the UART's 115200-baud line rate",
+        throughput,
+        Some(LINE_RATE),
+        "B/s",
+        "informational: QEMU does not pace its UART at the baud rate",
+    );
+    figure(
+        "firmware_bulk_copy_wire_efficiency",
+        "4 KiB copy to the firmware: payload / bytes on the wire (both ways)",
+        COPY as f64 / wire as f64,
+        None,
+        "fraction",
+        "value >= 0.9",
+    );
+}
+
+fn written(dev: &RemoteAccelerator<Counting>) -> u64 {
+    dev.stream().written
+}
+
+fn read(dev: &RemoteAccelerator<Counting>) -> u64 {
+    dev.stream().read
+}
+
+/// Address (Thumb bit cleared) and size of `name` in `elf`.
+fn symbol(elf: &Path, name: &str) -> (u64, u64) {
+    let bytes = std::fs::read(elf).expect("read the firmware ELF");
+    let file = object::File::parse(&*bytes).expect("parse the firmware ELF");
+    let sym = file
+        .symbols()
+        .find(|s| s.name() == Ok(name))
+        .unwrap_or_else(|| panic!("no `{name}` in the firmware"));
+    (sym.address() & !1, sym.size())
+}
+
+fn ring_push() {
+    let elf = firmware_elf();
+    let (start, size) = symbol(&elf, "tensorplug_ring_push");
+    let log = tensorplug_tests::scratch_dir("ring-push-trace").join("exec.log");
+    let extra = [
+        "-singlestep",
+        "-d",
+        "exec,nochain",
+        "-dfilter",
+        &format!("{start:#x}+{size:#x}"),
+        "-D",
+        &log.to_string_lossy(),
+    ]
+    .map(String::from);
+    let qemu = boot(&extra);
+    let mut dev = RemoteAccelerator::connect(counting(qemu.uart.try_clone().unwrap()), ANSWER)
+        .expect("op-level link to the firmware");
+    let q = QueueId(0);
+    let x = dev.allocate(64, 64).unwrap();
+    let t = TensorDesc::new(x, DType::F32, Shape::new(&[16]).unwrap());
+    dev.set_profiling(true).unwrap();
+    let mut fence = Default::default();
+    for op_id in 0..32 {
+        let op = OpDesc {
+            kind: OpKind::Relu,
+            inputs: &[t],
+            output: t,
+            op_id,
+        };
+        fence = dev.launch(q, &op).unwrap();
+    }
+    dev.wait(fence, ANSWER).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let mut events = [Event::new(EventKind::OpBegin, 0, 0, 0, 0); 128];
+    let drained = dev.drain_events(&mut events).unwrap();
+    drop(dev);
+    drop(qemu);
+    let trace = std::fs::read_to_string(&log).expect("QEMU's exec log");
+    let entry = format!("/{start:08x}/");
+    let executed = trace.lines().filter(|l| l.starts_with("Trace")).count();
+    let pushes = trace.lines().filter(|l| l.contains(&entry)).count();
+    assert!(
+        pushes > 0,
+        "no push traced; {} events drained",
+        drained.events
+    );
+    assert_eq!(pushes, drained.events, "one push per event recorded");
+    figure(
+        "firmware_ring_push_instructions",
+        "Cortex-M4 instructions per event-ring push (QEMU exec trace)",
+        executed as f64 / pushes as f64,
+        None,
+        "instructions",
+        "value <= 20",
+    );
+}
+
+fn main() {
+    // `cargo bench -- <filter>`: run only if the filter names this bench.
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    if filter.is_some_and(|f| !"firmware".contains(&f) && !f.contains("firmware")) {
+        return;
+    }
+    round_trip_and_copies();
+    ring_push();
+}

@@ -1,0 +1,203 @@
+//! Hardware in the loop under QEMU, op-level mode: the reference FPGA
+//! driver runs on the emulated Cortex-M4 and drives the FPGA (its model in
+//! the MCU's RAM) over SPI; the host sends `Accelerator` calls over the UART
+//! (`RemoteAccelerator`), and device events come from the firmware's
+//! interrupt-fed ring.
+//!
+//! Needs `qemu-system-arm` and the `thumbv7em-none-eabihf` target, which
+//! `cargo xtask test` installs.
+
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+use tensorplug_core::accelerator::{
+    Accelerator, DType, Error as _, ErrorKind, OpDesc, OpKind, QueueId, Shape, TensorDesc,
+};
+use tensorplug_core::clock::{ClockMap, SyncPair};
+use tensorplug_core::conformance::{Config, run_all};
+use tensorplug_core::event::{Event, EventKind};
+use tensorplug_core::link::RemoteAccelerator;
+use tensorplug_tests::qemu::{Qemu, firmware_elf};
+
+/// Budget for each answer of the firmware under emulation.
+const ANSWER: Duration = Duration::from_secs(10);
+
+fn boot() -> Qemu {
+    let qemu = Qemu::boot(&firmware_elf()).expect("QEMU boots the firmware");
+    assert!(
+        qemu.wait_for_log("tensorplug firmware", Duration::from_secs(10)),
+        "no boot log line; logs:\n{}",
+        qemu.logs().join("\n")
+    );
+    qemu
+}
+
+fn connect(qemu: &Qemu) -> RemoteAccelerator<TcpStream> {
+    let stream = qemu.uart.try_clone().expect("clone the UART socket");
+    RemoteAccelerator::connect(stream, ANSWER)
+        .unwrap_or_else(|e| panic!("op-level link: {e}\nlogs:\n{}", qemu.logs().join("\n")))
+}
+
+#[test]
+fn the_driver_on_the_mcu_passes_the_conformance_suite() {
+    let qemu = boot();
+    let mut dev = connect(&qemu);
+    let info = dev.info();
+    assert!(info.name.contains("tensorplug"), "{info:?}");
+    let config = Config {
+        large_copy: 4 << 10,
+        ..Config::default()
+    };
+    let report = run_all(&mut dev, &config);
+    println!("{report}");
+    assert!(
+        report.failures().next().is_none(),
+        "{report}\nfirmware logs:\n{}",
+        qemu.logs().join("\n")
+    );
+    assert!(
+        qemu.wait_for_log("driver up: the FPGA over SPI", Duration::from_secs(1)),
+        "the firmware's own driver did not run; logs:\n{}",
+        qemu.logs().join("\n")
+    );
+}
+
+fn host_ns(origin: Instant) -> u64 {
+    origin.elapsed().as_nanos() as u64
+}
+
+fn sync_pair(dev: &mut RemoteAccelerator<TcpStream>, origin: Instant) -> SyncPair {
+    let before = host_ns(origin);
+    let ticks = dev.timestamp().expect("clock read");
+    SyncPair::new(ticks, before, host_ns(origin))
+}
+
+fn f32s(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+#[test]
+fn device_events_come_from_the_firmware_interrupt_ring_on_the_host_clock() {
+    let qemu = boot();
+    let mut dev = connect(&qemu);
+    let origin = Instant::now();
+    let hz = dev.info().clock_hz;
+    let q = QueueId(0);
+    let x = dev.allocate(64, 64).unwrap();
+    let y = dev.allocate(64, 64).unwrap();
+    dev.write_blocking(q, x, &f32s(&[-1.0; 16]), ANSWER)
+        .unwrap();
+    // Sync pairs: their round trip bounds the skew of the mapping.
+    let pairs: Vec<SyncPair> = (0..10).map(|_| sync_pair(&mut dev, origin)).collect();
+    let start = pairs[pairs.len() - 1];
+    dev.set_profiling(true).unwrap();
+    let t = TensorDesc::new(x, DType::F32, Shape::new(&[16]).unwrap());
+    let out = TensorDesc::new(y, DType::F32, Shape::new(&[16]).unwrap());
+    let mut fence = Default::default();
+    for op_id in 100..108 {
+        let op = OpDesc {
+            kind: OpKind::Relu,
+            inputs: &[t],
+            output: out,
+            op_id,
+        };
+        fence = dev.launch(q, &op).unwrap();
+    }
+    dev.wait(fence, ANSWER).unwrap();
+    // The tick interrupt drains the FPGA's ring every millisecond.
+    std::thread::sleep(Duration::from_millis(50));
+    let stop = sync_pair(&mut dev, origin);
+    let mut events = [Event::new(EventKind::OpBegin, 0, 0, 0, 0); 64];
+    let drained = dev.drain_events(&mut events).unwrap();
+    let events = &events[..drained.events];
+    assert_eq!(drained.dropped, 0);
+    let map = ClockMap::from_pairs(start, stop, hz).unwrap();
+    for op_id in 100..108 {
+        let of = |kind: EventKind| {
+            events
+                .iter()
+                .find(|e| e.op_id == op_id && e.kind == kind as u8)
+                .unwrap_or_else(|| panic!("no {kind:?} of op {op_id} in {events:?}"))
+                .timestamp
+        };
+        let (begin, end) = (of(EventKind::OpBegin), of(EventKind::OpEnd));
+        assert!(start.device_ticks <= begin && begin <= end && end <= stop.device_ticks);
+        let (b, e) = (map.to_host_ns(begin), map.to_host_ns(end));
+        assert!(
+            start.host_ns_before <= b && e <= stop.host_ns_after,
+            "{b}..{e}"
+        );
+    }
+    let rtt: Vec<u64> = pairs
+        .iter()
+        .map(|p| p.host_ns_after - p.host_ns_before)
+        .collect();
+    let (min, max) = (rtt.iter().min().unwrap(), rtt.iter().max().unwrap());
+    let rate = map.ps_per_tick() as f64 / (1e12 / hz as f64);
+    println!(
+        "sync over the link: round trip {:.2}..{:.2} ms (skew bound = half of it), \
+         measured rate {:.4} of nominal",
+        *min as f64 / 1e6,
+        *max as f64 / 1e6,
+        rate
+    );
+}
+
+#[test]
+fn a_firmware_that_stops_answering_is_a_clear_timeout_in_op_level_mode() {
+    let qemu = boot();
+    let stream = qemu.uart.try_clone().unwrap();
+    let mut dev = RemoteAccelerator::connect(stream, Duration::from_secs(2)).unwrap();
+    qemu.freeze(true);
+    let start = Instant::now();
+    let error = dev.allocate(64, 64).unwrap_err();
+    let took = start.elapsed();
+    qemu.freeze(false);
+    assert_eq!(error.kind(), ErrorKind::Timeout, "{error}");
+    assert!(error.to_string().contains("2000 ms"), "{error}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}
+
+/// TensorFlow over QEMU with the driver on the MCU: the FPGA plugin's
+/// `mcu-tcp:` device runs a Keras MLP's `predict` under the profiler,
+/// equal to the CPU; the profile's device ops come from the firmware's
+/// interrupt-fed event ring.
+#[test]
+fn tensorflow_predicts_with_the_driver_on_the_mcu() {
+    let qemu = boot();
+    let port = qemu.serve_uart().expect("serve the UART on loopback");
+    let logdir = tensorplug_tests::scratch_dir("hil-ops-tf-profile");
+    let out = std::process::Command::new(tensorplug_tests::python())
+        .arg(tensorplug_tests::workspace_root().join("tests/python/tf_qemu_mlp.py"))
+        .arg(&logdir)
+        .env("TF_CPP_MIN_LOG_LEVEL", "0")
+        .env(
+            "TF_PLUGGABLE_DEVICE_LIBRARY_PATH",
+            tensorplug_tests::plugin_path(),
+        )
+        .env("TENSORPLUG_DEVICE", format!("mcu-tcp:127.0.0.1:{port}"))
+        .output()
+        .expect("cannot start python");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success(),
+        "scenario failed ({}):\nstdout:\n{stdout}\nstderr (tail):\n{}\nfirmware logs:\n{}",
+        out.status,
+        &stderr[stderr.len().saturating_sub(4000)..],
+        qemu.logs().join("\n")
+    );
+    for marker in [
+        "predict on the firmware's FPGA",
+        "profile: /device:CUSTOM:0 device ops",
+    ] {
+        assert!(stdout.contains(marker), "no `{marker}` in:\n{stdout}");
+    }
+    assert!(
+        qemu.wait_for_log("driver up: the FPGA over SPI", Duration::from_secs(1)),
+        "TF did not use the firmware's driver; logs:\n{}",
+        qemu.logs().join("\n")
+    );
+    println!("{stdout}");
+}
