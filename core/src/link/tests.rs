@@ -623,3 +623,30 @@ impl<const M: usize> ConcatInto for [&[u8]; M] {
         self.as_slice().concat_into()
     }
 }
+
+#[test]
+fn op_level_golden_vector_matches_the_documented_bytes() {
+    // docs/link-protocol.md, "Op-level mode", worked example: Relu of 4
+    // floats at 0x40 into 0x80, op id 7, queue 0; sequence 2, request id 2.
+    let tensor = |addr| ops::WireTensor {
+        addr,
+        dtype: 1,
+        dims: heapless::Vec::from_slice(&[4]).unwrap(),
+    };
+    let launch = Message::Submit(Submit {
+        queue: 0,
+        command: ops::Command::Launch(ops::WireOp {
+            op_id: 7,
+            code: 8,
+            flags: 0,
+            inputs: heapless::Vec::from_slice(&[tensor(0x40)]).unwrap(),
+            output: tensor(0x80),
+        }),
+    });
+    let wire = encode(2, 2, &launch);
+    let expected = [
+        0x03, 0x07, 0x02, 0x02, 0x02, 0x02, 0x0f, 0x01, 0x04, 0x04, 0x07, 0x08, 0x0f, 0x01, 0x40,
+        0x01, 0x01, 0x04, 0x80, 0x01, 0x01, 0x01, 0x04, 0xd9, 0x2d, 0x23, 0x2f, 0x00,
+    ];
+    assert_eq!(wire.as_slice(), expected.as_slice());
+}
