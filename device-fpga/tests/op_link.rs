@@ -58,9 +58,17 @@ fn events_a_full_ring_dropped_reach_the_host_as_a_count() {
     let drained = dev.drain_events(&mut out).unwrap();
     assert_eq!((drained.events, drained.dropped), (8, 12));
     let ids: Vec<u16> = out[..8].iter().map(|e| e.op_id).collect();
-    assert_eq!(ids, (0..8).collect::<Vec<u16>>(), "the oldest events are kept");
+    assert_eq!(
+        ids,
+        (0..8).collect::<Vec<u16>>(),
+        "the oldest events are kept"
+    );
     let again = dev.drain_events(&mut out).unwrap();
-    assert_eq!((again.events, again.dropped), (0, 0), "a drop is reported once");
+    assert_eq!(
+        (again.events, again.dropped),
+        (0, 0),
+        "a drop is reported once"
+    );
     drop(dev);
     server.join().unwrap();
 }

@@ -33,6 +33,14 @@ static DEVICE_DROPPED: AtomicU32 = AtomicU32::new(0);
 /// The main loop's end: the ring, plus the FPGA's own drops.
 pub struct McuEvents(RingEvents<'static, RING_EVENTS>);
 
+impl McuEvents {
+    /// Drops waiting events and uncounted drops (a new host session).
+    pub fn clear(&mut self) {
+        self.0.clear();
+        DEVICE_DROPPED.store(0, Ordering::Relaxed);
+    }
+}
+
 impl<A: Accelerator + ?Sized> EventSource<A> for McuEvents {
     fn drain(&mut self, accel: &mut A, out: &mut [Event]) -> Result<Drained, A::Error> {
         let mut drained = self.0.drain(accel, out)?;

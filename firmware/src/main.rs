@@ -103,6 +103,13 @@ impl Servers {
                 | Message::ReadMemory(_)
                 | Message::WriteMemory(_)
         );
+        if let Message::Hello(_) = frame.message {
+            // A new host session starts from a device it brings up itself.
+            device::release_driver();
+            self.ops = OpServer::new();
+            events::PROFILING.store(false, Ordering::Relaxed);
+            self.events.clear();
+        }
         if remote_bus || matches!(frame.message, Message::Hello(_) | Message::Ping(_)) {
             if remote_bus && self.session.is_open() {
                 device::release_driver();

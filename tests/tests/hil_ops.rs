@@ -201,3 +201,19 @@ fn tensorflow_predicts_with_the_driver_on_the_mcu() {
     );
     println!("{stdout}");
 }
+
+#[test]
+fn a_new_host_session_starts_from_a_fresh_device() {
+    let qemu = boot();
+    let mut first = connect(&qemu);
+    first.allocate(1 << 20, 64).unwrap();
+    assert!(first.memory_usage().used >= 1 << 20);
+    drop(first);
+    let mut second = connect(&qemu);
+    second.allocate(64, 64).unwrap();
+    assert!(
+        second.memory_usage().used < 1 << 20,
+        "the first session's allocation survived: {:?}",
+        second.memory_usage()
+    );
+}

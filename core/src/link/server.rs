@@ -60,6 +60,14 @@ impl<'a, const N: usize> RingEvents<'a, N> {
     }
 }
 
+impl<const N: usize> RingEvents<'_, N> {
+    /// Drops every waiting event and forgets earlier drops (a new session).
+    pub fn clear(&mut self) {
+        self.consumer.drain_each(drop);
+        self.reported = self.consumer.dropped();
+    }
+}
+
 impl<A: Accelerator + ?Sized, const N: usize> EventSource<A> for RingEvents<'_, N> {
     fn drain(&mut self, _accel: &mut A, out: &mut [Event]) -> Result<Drained, A::Error> {
         let events = self.consumer.drain(out);
