@@ -7,6 +7,7 @@
 //! [`ffi::with_status`](crate::ffi::with_status) or
 //! [`ffi::swallow`](crate::ffi::swallow). See `docs/graph-optimizer.md`.
 
+mod assign;
 mod configs;
 mod device;
 mod edges;

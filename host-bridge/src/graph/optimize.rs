@@ -1,8 +1,9 @@
 //! `optimize_func`'s body: bytes in, bytes out, settings from the
 //! environment.
 
+use super::assign::split_variable_updates;
 use super::fuse::{FUSED_OP, Fusions, fuse_matmul_chains};
-use super::proto::GraphDef;
+use super::proto::{DataType, GraphDef};
 use super::tf_grappler;
 use crate::error::{Error, Result};
 use crate::log;
@@ -42,14 +43,18 @@ pub fn rewrite(
     preserve: &HashSet<String>,
     device_type: &str,
 ) -> Result<(Fusions, Option<Vec<u8>>)> {
-    let mut graph = GraphDef::decode(graph_in).map_err(|e| {
+    let mut graph = decode(graph_in)?;
+    let fusions = fuse_matmul_chains(&mut graph, preserve, device_type)?;
+    Ok((fusions, fusions.any().then(|| graph.encode_to_vec())))
+}
+
+fn decode(graph_in: &[u8]) -> Result<GraphDef> {
+    GraphDef::decode(graph_in).map_err(|e| {
         Error::InvalidArgument(format!(
             "graph_in ({} bytes) is not a serialized GraphDef: {e}",
             graph_in.len()
         ))
-    })?;
-    let fusions = fuse_matmul_chains(&mut graph, preserve, device_type)?;
-    Ok((fusions, fusions.any().then(|| graph.encode_to_vec())))
+    })
 }
 
 /// The whole of `optimize_func`.
@@ -71,12 +76,21 @@ pub unsafe fn run(
     let settings = Settings::from_env()?;
     // SAFETY: caller's contract.
     let preserve = unsafe { tf_grappler::nodes_to_preserve(item) }?;
-    let rewritten = if settings.fusion && fused_kernel_registered()? {
-        rewrite(input, &preserve, crate::backend::device_type())?.1
+    let device = crate::backend::device_type();
+    let mut graph = decode(input)?;
+    let updates = split_variable_updates(&mut graph, device, |op, dtype| {
+        dtype == DataType::DtFloat as i32 && arithmetic_kernel(op, device)
+    });
+    let fusions = if settings.fusion && fused_kernel_registered()? {
+        fuse_matmul_chains(&mut graph, &preserve, device)?
     } else {
-        None
+        Fusions::default()
     };
-    let output = rewritten.unwrap_or_else(|| input.to_vec());
+    let output = if updates > 0 || fusions.any() {
+        graph.encode_to_vec()
+    } else {
+        input.to_vec()
+    };
     if let Some(dir) = &settings.dump_dir {
         dump(dir, input, &output, &preserve);
     }
@@ -100,6 +114,14 @@ fn fused_kernel_registered() -> Result<bool> {
         });
     }
     Ok(registered)
+}
+
+/// Whether TF has an `op` kernel for our device type (our `AddV2`/`Sub` are
+/// f32 only, and registered only when every device declares them).
+fn arithmetic_kernel(op: &str, device: &str) -> bool {
+    CString::new(op)
+        .ok()
+        .is_some_and(|op| tf_grappler::kernel_registered(&op, device).unwrap_or(false))
 }
 
 /// The bytes of TF's input buffer (empty when `data` is null).

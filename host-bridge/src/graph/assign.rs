@@ -1,0 +1,241 @@
+//! The pass that lets a training step update variables on our device:
+//! `AssignAddVariableOp`/`AssignSubVariableOp` placed there become
+//! `ReadVariableOp → AddV2/Sub → AssignVariableOp`. The TF 2.20+ wheels
+//! export no `kernels_experimental.h` symbol to update a variable in place
+//! (tensorflow#126374); reading and assigning a resource variable work on
+//! any pluggable device. `docs/ops.md`, "Variables and training".
+//!
+//! Ordering is kept: the read takes the original node's control inputs, the
+//! assign keeps its name (so every `^name` edge still waits for the update).
+//! The arithmetic runs on our device when it has a kernel for that dtype
+//! (`on_device`), else on the CPU of the same task (an `int64` step counter).
+
+use super::device;
+use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
+use std::collections::{HashMap, HashSet};
+
+/// Suffixes of the two nodes a rewrite adds.
+const READ: &str = "tensorplug_read";
+const UPDATE: &str = "tensorplug_update";
+
+/// Rewrites every variable update on devices of `device_type`; returns how
+/// many. `on_device(op, dtype)` says whether `op` (`AddV2` or `Sub`) of
+/// `dtype` has a kernel on our device.
+pub fn split_variable_updates(
+    graph: &mut GraphDef,
+    device_type: &str,
+    on_device: impl Fn(&str, i32) -> bool,
+) -> usize {
+    let mut names: HashSet<String> = graph.node.iter().map(|n| n.name.clone()).collect();
+    let mut added = Vec::new();
+    let mut count = 0;
+    for node in &mut graph.node {
+        let arithmetic = match node.op.as_str() {
+            "AssignAddVariableOp" => "AddV2",
+            "AssignSubVariableOp" => "Sub",
+            _ => continue,
+        };
+        let data: Vec<&String> = node.input.iter().filter(|i| !i.starts_with('^')).collect();
+        let Some(dtype) = type_attr(node, "dtype") else {
+            continue;
+        };
+        if data.len() != 2 || !device::is_ours(&node.device, device_type) {
+            continue;
+        }
+        let (resource, value) = (data[0].clone(), data[1].clone());
+        let controls: Vec<String> = node
+            .input
+            .iter()
+            .filter(|i| i.starts_with('^'))
+            .cloned()
+            .collect();
+        let read_name = unique(&mut names, &node.name, READ);
+        let update_name = unique(&mut names, &node.name, UPDATE);
+        let update_device = if on_device(arithmetic, dtype) {
+            node.device.clone()
+        } else {
+            cpu_of(&node.device, device_type)
+        };
+        let mut read_input = vec![resource.clone()];
+        read_input.extend(controls);
+        added.push(NodeDef {
+            name: read_name.clone(),
+            op: "ReadVariableOp".into(),
+            input: read_input,
+            device: node.device.clone(),
+            attr: HashMap::from([("dtype".into(), type_value(dtype))]),
+            ..Default::default()
+        });
+        added.push(NodeDef {
+            name: update_name.clone(),
+            op: arithmetic.into(),
+            input: vec![read_name, value],
+            device: update_device,
+            attr: HashMap::from([("T".into(), type_value(dtype))]),
+            ..Default::default()
+        });
+        let mut attr: HashMap<String, AttrValue> = node
+            .attr
+            .drain()
+            .filter(|(key, _)| key.starts_with('_'))
+            .collect();
+        attr.insert("dtype".into(), type_value(dtype));
+        attr.insert(
+            "validate_shape".into(),
+            AttrValue {
+                value: Some(attr_value::Value::B(false)),
+            },
+        );
+        node.op = "AssignVariableOp".into();
+        node.input = vec![resource, update_name];
+        node.attr = attr;
+        count += 1;
+    }
+    graph.node.extend(added);
+    count
+}
+
+fn type_attr(node: &NodeDef, key: &str) -> Option<i32> {
+    match node.attr.get(key)?.value {
+        Some(attr_value::Value::Type(t)) if t != DataType::DtInvalid as i32 => Some(t),
+        _ => None,
+    }
+}
+
+fn type_value(dtype: i32) -> AttrValue {
+    AttrValue {
+        value: Some(attr_value::Value::Type(dtype)),
+    }
+}
+
+/// `<name>/<suffix>`, or with a number appended until no node has it.
+fn unique(names: &mut HashSet<String>, name: &str, suffix: &str) -> String {
+    let mut candidate = format!("{name}/{suffix}");
+    let mut n = 1;
+    while names.contains(&candidate) {
+        candidate = format!("{name}/{suffix}_{n}");
+        n += 1;
+    }
+    names.insert(candidate.clone());
+    candidate
+}
+
+/// The CPU of the task `device` belongs to: its `/device:<TYPE>:<n>` part
+/// replaced by `/device:CPU:0`.
+fn cpu_of(device: &str, device_type: &str) -> String {
+    device
+        .split('/')
+        .map(|part| {
+            let ours = part
+                .strip_prefix("device:")
+                .and_then(|rest| rest.split_once(':'))
+                .is_some_and(|(kind, _)| kind == device_type);
+            if ours { "device:CPU:0" } else { part }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FPGA: &str = "/job:localhost/replica:0/task:0/device:FPGA:0";
+
+    fn node(name: &str, op: &str, input: &[&str], dtype: DataType) -> NodeDef {
+        NodeDef {
+            name: name.into(),
+            op: op.into(),
+            input: input.iter().map(|s| s.to_string()).collect(),
+            device: FPGA.into(),
+            attr: HashMap::from([("dtype".into(), type_value(dtype as i32))]),
+            ..Default::default()
+        }
+    }
+
+    fn find<'g>(graph: &'g GraphDef, name: &str) -> &'g NodeDef {
+        graph.node.iter().find(|n| n.name == name).expect(name)
+    }
+
+    #[test]
+    fn an_update_becomes_read_arithmetic_assign_keeping_name_and_order() {
+        let mut graph = GraphDef {
+            node: vec![
+                node("v", "VarHandleOp", &[], DataType::DtFloat),
+                node("g", "Const", &[], DataType::DtFloat),
+                node(
+                    "step",
+                    "AssignSubVariableOp",
+                    &["v", "g", "^before"],
+                    DataType::DtFloat,
+                ),
+                node("after", "NoOp", &["^step"], DataType::DtFloat),
+            ],
+            ..Default::default()
+        };
+        let n = split_variable_updates(&mut graph, "FPGA", |op, t| {
+            op == "Sub" && t == DataType::DtFloat as i32
+        });
+        assert_eq!(n, 1);
+        let read = find(&graph, "step/tensorplug_read");
+        assert_eq!(
+            (read.op.as_str(), read.input.clone()),
+            ("ReadVariableOp", vec!["v".to_string(), "^before".into()])
+        );
+        let update = find(&graph, "step/tensorplug_update");
+        assert_eq!(update.op, "Sub");
+        assert_eq!(update.input, ["step/tensorplug_read", "g"]);
+        assert_eq!(update.device, FPGA);
+        let assign = find(&graph, "step");
+        assert_eq!(assign.op, "AssignVariableOp");
+        assert_eq!(assign.input, ["v", "step/tensorplug_update"]);
+        assert_eq!(
+            find(&graph, "after").input,
+            ["^step"],
+            "successors still wait"
+        );
+    }
+
+    #[test]
+    fn arithmetic_without_a_device_kernel_runs_on_the_cpu_of_the_task() {
+        let mut graph = GraphDef {
+            node: vec![node(
+                "it",
+                "AssignAddVariableOp",
+                &["c", "one"],
+                DataType::DtInt64,
+            )],
+            ..Default::default()
+        };
+        assert_eq!(split_variable_updates(&mut graph, "FPGA", |_, _| false), 1);
+        let update = find(&graph, "it/tensorplug_update");
+        assert_eq!(update.op, "AddV2");
+        assert_eq!(
+            update.device,
+            "/job:localhost/replica:0/task:0/device:CPU:0"
+        );
+        assert_eq!(find(&graph, "it/tensorplug_read").device, FPGA);
+    }
+
+    #[test]
+    fn updates_elsewhere_and_names_taken_are_handled() {
+        let mut cpu = node("c", "AssignAddVariableOp", &["v", "x"], DataType::DtFloat);
+        cpu.device = "/device:CPU:0".into();
+        let mut graph = GraphDef {
+            node: vec![
+                cpu,
+                node("a", "AssignAddVariableOp", &["v", "x"], DataType::DtFloat),
+                node("a/tensorplug_read", "Const", &[], DataType::DtFloat),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(split_variable_updates(&mut graph, "FPGA", |_, _| true), 1);
+        assert_eq!(
+            find(&graph, "c").op,
+            "AssignAddVariableOp",
+            "CPU nodes are TF's"
+        );
+        assert_eq!(find(&graph, "a").input, ["v", "a/tensorplug_update"]);
+        assert_eq!(find(&graph, "a/tensorplug_read_1").op, "ReadVariableOp");
+    }
+}
