@@ -41,3 +41,26 @@ fn keras_trains_fpga_variables_and_eager_updates_are_clear_errors() {
     }
     print!("{stdout}");
 }
+
+/// `tf.distribute.MirroredStrategy` over `FPGA:0` and `FPGA:1`: Keras `fit`
+/// under `strategy.scope()` equals the single-device losses (TF's copies
+/// between replicas cross devices: `memcpy_dtod` and stream dependencies).
+#[test]
+fn mirrored_strategy_over_two_fpgas_matches_one() {
+    let output = run_tf_with_plugin("tf_mirrored.py", &[], Some("sim,sim"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let tail = &stderr[stderr.len().saturating_sub(6000)..];
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "scenario failed:\nstdout (tail):\n{}\nstderr:\n{tail}",
+        &stdout[stdout.len().saturating_sub(3000)..]
+    );
+    let marker = "mirrored fit on FPGA:0 and FPGA:1";
+    let line = stdout
+        .lines()
+        .find(|l| l.contains(marker))
+        .unwrap_or_else(|| panic!("no `{marker}` in the output"));
+    println!("{line}");
+}

@@ -214,10 +214,70 @@ pub(super) unsafe extern "C" fn memcpy_dtod(
         // SAFETY: TF's arguments.
         let device = unsafe { handles::device(device) }?;
         let stream = unsafe { handles::stream(device, stream) }?;
-        let dst = unsafe { device_range(device, device_dst, size, "device_dst") }?;
-        let src = unsafe { device_range(device, device_src, size, "device_src") }?;
-        unsafe { on_stream(stream, Transfer::OnDevice { dst, src }, size) }
+        let (dst_device, dst) = unsafe { owner_range(device, device_dst, size, "device_dst") }?;
+        let (src_device, src) = unsafe { owner_range(device, device_src, size, "device_src") }?;
+        if std::ptr::eq(dst_device, device) && std::ptr::eq(src_device, device) {
+            return unsafe { on_stream(stream, Transfer::OnDevice { dst, src }, size) };
+        }
+        stream.block_until_done()?;
+        stream.record(cross_device(src_device, src, dst_device, dst, size))
     })
+}
+
+/// The device of ours whose memory `mem` is (this `device` first), and the
+/// device address there.
+///
+/// # Safety
+/// `mem` is null or a valid `SP_DeviceMemoryBase` TF owns.
+unsafe fn owner_range<'d>(
+    device: &'d Device,
+    mem: *const SP_DeviceMemoryBase,
+    size: u64,
+    what: &str,
+) -> Result<(&'d Device, DeviceAddr)> {
+    // SAFETY: caller's contract.
+    let opaque = unsafe { handles::memory_opaque(mem, what) }?;
+    match device.device_addr(opaque, size, what) {
+        Ok(addr) => Ok((device, addr)),
+        Err(error) => crate::registry::devices()
+            .iter()
+            .find_map(|other| {
+                let addr = other.device_addr(opaque, size, what).ok()?;
+                Some((other.as_ref(), addr))
+            })
+            .ok_or(error),
+    }
+}
+
+/// A copy between two of our devices (MirroredStrategy's replicas): through
+/// host memory, once the source's earlier work is done. Synchronous.
+fn cross_device(
+    from: &Device,
+    src: DeviceAddr,
+    to: &Device,
+    dst: DeviceAddr,
+    size: u64,
+) -> Result<()> {
+    let mut staging = vec![0u8; handles::byte_len(size)?];
+    // SAFETY: `staging` outlives both synchronous copies.
+    unsafe {
+        synchronous(
+            from,
+            Transfer::FromDevice {
+                dst: staging.as_mut_ptr(),
+                src,
+            },
+            size,
+        )?;
+        synchronous(
+            to,
+            Transfer::ToDevice {
+                dst,
+                src: staging.as_ptr(),
+            },
+            size,
+        )
+    }
 }
 
 pub(super) unsafe extern "C" fn sync_memcpy_dtoh(
@@ -280,9 +340,12 @@ pub(super) unsafe extern "C" fn sync_memcpy_dtod(
     entry!("sync_memcpy_dtod", status, || {
         // SAFETY: TF's arguments.
         let device = unsafe { handles::device(device) }?;
-        let dst = unsafe { device_range(device, device_dst, size, "device_dst") }?;
-        let src = unsafe { device_range(device, device_src, size, "device_src") }?;
-        unsafe { synchronous(device, Transfer::OnDevice { dst, src }, size) }
+        let (dst_device, dst) = unsafe { owner_range(device, device_dst, size, "device_dst") }?;
+        let (src_device, src) = unsafe { owner_range(device, device_src, size, "device_src") }?;
+        if std::ptr::eq(dst_device, device) && std::ptr::eq(src_device, device) {
+            return unsafe { synchronous(device, Transfer::OnDevice { dst, src }, size) };
+        }
+        cross_device(src_device, src, dst_device, dst, size)
     })
 }
 

@@ -44,6 +44,16 @@ pub unsafe fn device_arc(device: *const SP_Device) -> Result<Arc<Device>> {
     }
 }
 
+/// The [`Stream`] behind TF's `SP_Stream`, on whichever of our devices.
+///
+/// # Safety
+/// `stream` is null or came from `create_stream` and is not destroyed.
+pub unsafe fn any_stream<'a>(stream: SP_Stream) -> Result<&'a Stream> {
+    // SAFETY: caller's contract: `create_stream` boxed a `Stream` there.
+    unsafe { crate::se::stream_from_raw(stream) }
+        .ok_or_else(|| Error::InvalidArgument("TensorFlow passed a null SP_Stream".into()))
+}
+
 /// The [`Stream`] behind TF's `SP_Stream`; checks it belongs to `device`.
 ///
 /// # Safety

@@ -51,10 +51,20 @@ pub(super) unsafe extern "C" fn create_stream_dependency(
         // SAFETY: TF's device and streams.
         let device = unsafe { handles::device(device) }?;
         let dependent = unsafe { handles::stream(device, dependent) }?;
-        let other = unsafe { handles::stream(device, other) }?;
+        // `other` may be a stream of another of our devices (TF's copies
+        // between MirroredStrategy replicas): the host waits for it.
+        let other = unsafe { handles::any_stream(other) }?;
         let _span = HostSpan::begin(SpanKind::Sync, device.ordinal(), 0);
         match other.last_fence() {
-            Some(fence) => dependent.wait_for(other.queue(), fence),
+            Some(fence) if std::ptr::eq(other.device().as_ref(), device) => {
+                dependent.wait_for(other.queue(), fence)
+            }
+            Some(fence) => dependent.record(
+                other
+                    .device()
+                    .core()
+                    .wait(fence, "work on another device this stream depends on"),
+            ),
             None => Ok(()),
         }
     };
