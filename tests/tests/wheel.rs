@@ -239,3 +239,45 @@ fn wheel_installs_with_tensorflow_from_pypi_in_a_fresh_venv() {
     install_check_uninstall(&venv, &|| Command::new(&pip), &[], &wheel);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Keras programs as the Keras guides write them, in a venv with the wheel
+/// installed (its `.pth` hook: `docs/wheel.md`, "Keras and XLA"): no device
+/// scope, no `jit_compile`; and the hook's switch and explicit XLA.
+#[test]
+fn keras_guide_programs_run_unchanged_on_the_fpga() {
+    let dir = tensorplug_tests::scratch_dir("wheel-keras-guides");
+    let wheel = build_wheel(&plugin_path(), &dir);
+    let (venv, pip) = fresh_venv_with_test_tf(&dir);
+    run(
+        "pip install",
+        pip().args(["install", "--no-index"]).arg(&wheel),
+    );
+    let script = workspace_root().join("tests/python/keras_tutorials.py");
+    let scenario = |mode: &str, keras_decides: bool| {
+        let mut cmd = Command::new(venv.join("bin/python"));
+        cmd.arg(&script).arg(mode).env_remove("TENSORPLUG_DEVICE");
+        if keras_decides {
+            cmd.env("TENSORPLUG_KERAS_AUTO_JIT", "keras");
+        }
+        let out = run(&format!("keras_tutorials.py {mode}"), &mut cmd);
+        out.lines()
+            .filter(|l| !l.contains(": ("))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let unchanged = scenario("unchanged", false);
+    for marker in [
+        "Sequential guide: unchanged program on FPGA:0",
+        "Functional guide: unchanged program on FPGA:0",
+        "auto decisions: CPU only -> no XLA, FPGA -> no XLA, FPGA+GPU -> XLA",
+    ] {
+        assert!(unchanged.contains(marker), "no `{marker}` in:\n{unchanged}");
+    }
+    println!("{unchanged}");
+    let decides = scenario("keras-decides", true);
+    assert!(decides.contains("keras decides: XLA"), "{decides}");
+    let explicit = scenario("explicit-jit", false);
+    assert!(explicit.contains("explicit jit_compile=True"), "{explicit}");
+    println!("{decides}\n{explicit}");
+    std::fs::remove_dir_all(&dir).ok();
+}

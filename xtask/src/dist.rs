@@ -197,11 +197,22 @@ struct Entry {
 /// The whole wheel, deterministic: fixed order, timestamps and modes.
 fn wheel_bytes(krate: &PluginCrate, so: &[u8], tag: &str) -> Result<Vec<u8>> {
     let dist_info = format!("{}-{}.dist-info", krate.lib, krate.version);
+    let hook = format!("_{}_keras", krate.lib);
     let mut entries = vec![
         Entry {
             name: format!("{PLUGIN_DIR}/{}", krate.so_file()),
             data: so.to_vec(),
             mode: 0o755,
+        },
+        Entry {
+            name: format!("{hook}.py"),
+            data: keras_hook(krate).into_bytes(),
+            mode: 0o644,
+        },
+        Entry {
+            name: format!("{}_keras.pth", krate.lib),
+            data: format!("import {hook}\n").into_bytes(),
+            mode: 0o644,
         },
         Entry {
             name: format!("{dist_info}/METADATA"),
@@ -232,6 +243,15 @@ fn wheel_bytes(krate: &PluginCrate, so: &[u8], tag: &str) -> Result<Vec<u8>> {
         zip.write_all(&entry.data)?;
     }
     Ok(zip.finish().context("finishing the wheel")?.into_inner())
+}
+
+/// The Python module that keeps Keras' `jit_compile="auto"` off XLA on
+/// this plugin's devices (`xtask/python/keras_auto_jit.py`, run at start by
+/// the wheel's `.pth`; `docs/wheel.md`, "Keras and XLA").
+pub fn keras_hook(krate: &PluginCrate) -> String {
+    include_str!("../python/keras_auto_jit.py")
+        .replace("{lib}", krate.lib)
+        .replace("{device_type}", krate.device_type)
 }
 
 /// Core metadata 2.1 (what pip reads).
@@ -432,7 +452,14 @@ mod tests {
                 base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(&data));
             assert_eq!(hash, format!("sha256={want}"), "{name}");
         }
-        assert_eq!(record.lines().count(), 4);
+        assert_eq!(record.lines().count(), 6);
+        let hook = String::from_utf8(read("_tensorplug_fpga_keras.py")).unwrap();
+        assert!(hook.contains("DEVICE_TYPE = \"FPGA\""), "{hook}");
+        assert!(!hook.contains("{device_type}") && !hook.contains("{lib}"));
+        assert_eq!(
+            read("tensorplug_fpga_keras.pth"),
+            b"import _tensorplug_fpga_keras\n"
+        );
     }
 
     #[test]
