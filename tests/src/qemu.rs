@@ -250,3 +250,39 @@ fn copy_lines(mut from: impl Read + Send + 'static, logs: Logs, prefix: &'static
         logs.extend(text.lines().map(|line| format!("{prefix}{line}")));
     });
 }
+
+/// Runs `tests/python/tf_qemu_mlp.py` (a Keras MLP `predict` under the
+/// profiler) with the FPGA plugin's device `item` (e.g.
+/// `mcu-tcp:127.0.0.1:<port>`) reaching the firmware's UART through
+/// [`Qemu::serve_uart`]; asserts it passed and shows the device ops in the
+/// profile, and returns its stdout.
+pub fn tf_mlp_scenario(qemu: &Qemu, kind: &str) -> String {
+    let port = qemu.serve_uart().expect("serve the UART on loopback");
+    let logdir = crate::scratch_dir(&format!("hil-tf-profile-{}", kind.trim_end_matches(':')));
+    let out = Command::new(crate::python())
+        .arg(crate::workspace_root().join("tests/python/tf_qemu_mlp.py"))
+        .arg(&logdir)
+        .env("TF_CPP_MIN_LOG_LEVEL", "0")
+        .env("TF_PLUGGABLE_DEVICE_LIBRARY_PATH", crate::plugin_path())
+        .env("TENSORPLUG_DEVICE", format!("{kind}127.0.0.1:{port}"))
+        .output()
+        .expect("cannot start python");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success(),
+        "scenario failed ({}):\nstdout:\n{stdout}\nstderr (tail):\n{}\nfirmware logs:\n{}",
+        out.status,
+        &stderr[stderr.len().saturating_sub(4000)..],
+        qemu.logs().join("\n")
+    );
+    for marker in [
+        "predict on the firmware's FPGA",
+        "profile: /device:CUSTOM:0 device ops",
+    ] {
+        assert!(stdout.contains(marker), "no `{marker}` in:\n{stdout}");
+    }
+    stdout
+}

@@ -164,36 +164,7 @@ fn a_firmware_that_stops_answering_is_a_clear_timeout_in_op_level_mode() {
 #[test]
 fn tensorflow_predicts_with_the_driver_on_the_mcu() {
     let qemu = boot();
-    let port = qemu.serve_uart().expect("serve the UART on loopback");
-    let logdir = tensorplug_tests::scratch_dir("hil-ops-tf-profile");
-    let out = std::process::Command::new(tensorplug_tests::python())
-        .arg(tensorplug_tests::workspace_root().join("tests/python/tf_qemu_mlp.py"))
-        .arg(&logdir)
-        .env("TF_CPP_MIN_LOG_LEVEL", "0")
-        .env(
-            "TF_PLUGGABLE_DEVICE_LIBRARY_PATH",
-            tensorplug_tests::plugin_path(),
-        )
-        .env("TENSORPLUG_DEVICE", format!("mcu-tcp:127.0.0.1:{port}"))
-        .output()
-        .expect("cannot start python");
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(
-        out.status.success(),
-        "scenario failed ({}):\nstdout:\n{stdout}\nstderr (tail):\n{}\nfirmware logs:\n{}",
-        out.status,
-        &stderr[stderr.len().saturating_sub(4000)..],
-        qemu.logs().join("\n")
-    );
-    for marker in [
-        "predict on the firmware's FPGA",
-        "profile: /device:CUSTOM:0 device ops",
-    ] {
-        assert!(stdout.contains(marker), "no `{marker}` in:\n{stdout}");
-    }
+    let stdout = tensorplug_tests::qemu::tf_mlp_scenario(&qemu, "mcu-tcp:");
     assert!(
         qemu.wait_for_log("driver up: the FPGA over SPI", Duration::from_secs(1)),
         "TF did not use the firmware's driver; logs:\n{}",
