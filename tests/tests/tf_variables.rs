@@ -64,3 +64,36 @@ fn mirrored_strategy_over_two_fpgas_matches_one() {
         .unwrap_or_else(|| panic!("no `{marker}` in the output"));
     println!("{line}");
 }
+
+/// A device fault in a rewritten variable update fails the step with the
+/// attributed error and leaves the variable unchanged.
+#[test]
+fn a_faulted_variable_update_leaves_the_variable_unchanged() {
+    let path = tensorplug_tests::workspace_root().join("tests/python/tf_variable_fault.py");
+    let output = std::process::Command::new(tensorplug_tests::python())
+        .arg(&path)
+        .env("TF_CPP_MIN_LOG_LEVEL", "2")
+        .env(
+            "TF_PLUGGABLE_DEVICE_LIBRARY_PATH",
+            tensorplug_tests::plugin_path(),
+        )
+        .env_remove("TENSORPLUG_DEVICE")
+        .env("TENSORPLUG_SIM_FAULTS", "fault_next_command@sub")
+        .env("TENSORPLUG_TIMEOUT_MS", "2000")
+        .output()
+        .expect("cannot start python");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "scenario failed:\nstdout:\n{stdout}\nstderr:\n{}",
+        &stderr[stderr.len().saturating_sub(6000)..]
+    );
+    for marker in [
+        "faulted update: InternalError from FPGA Sub",
+        "the variable kept its value through the fault",
+    ] {
+        assert!(stdout.contains(marker), "no `{marker}` in:\n{stdout}");
+    }
+}

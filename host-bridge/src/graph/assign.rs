@@ -9,9 +9,12 @@
 //! assign keeps its name (so every `^name` edge still waits for the update).
 //! The arithmetic runs on our device when it has a kernel for that dtype
 //! (`on_device`), else on the CPU of the same task (an `int64` step counter).
+//! It carries [`WAIT_ATTR`]: our kernel then waits for the device, so a
+//! device fault fails the step before the assign swaps the variable's buffer.
 
 use super::device;
 use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
+use crate::kernels::WAIT_ATTR;
 use std::collections::{HashMap, HashSet};
 
 /// Suffixes of the two nodes a rewrite adds.
@@ -71,7 +74,15 @@ pub fn split_variable_updates(
             op: arithmetic.into(),
             input: vec![read_name, value],
             device: update_device,
-            attr: HashMap::from([("T".into(), type_value(dtype))]),
+            attr: HashMap::from([
+                ("T".into(), type_value(dtype)),
+                (
+                    WAIT_ATTR.to_string_lossy().into_owned(),
+                    AttrValue {
+                        value: Some(attr_value::Value::B(true)),
+                    },
+                ),
+            ]),
             ..Default::default()
         });
         let mut attr: HashMap<String, AttrValue> = node

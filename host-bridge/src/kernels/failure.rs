@@ -38,10 +38,16 @@ impl Failure {
         }
     }
 
-    /// The message TF shows: `<TYPE> <op> '<node>': <cause>`.
+    /// The message TF shows: `<TYPE> <op> '<node>': <cause>` (a cause that
+    /// already starts with that prefix, a device incident of this very op,
+    /// is shown as it is).
     pub fn message(&self, op: &str, node: &str) -> String {
         let device = crate::backend::device_type();
-        format!("{device} {op} '{node}': {}", self.cause)
+        let prefix = format!("{device} {op} '{node}': ");
+        if self.cause.starts_with(&prefix) {
+            return self.cause.clone();
+        }
+        format!("{prefix}{}", self.cause)
     }
 }
 
@@ -76,5 +82,7 @@ mod tests {
         });
         assert_eq!(timeout.code, tf::TF_DEADLINE_EXCEEDED);
         assert!(timeout.cause.contains("2000 ms"), "{}", timeout.cause);
+        let named = Failure::invalid("FPGA Sub 'n': DEVICE_FAULT");
+        assert_eq!(named.message("Sub", "n"), "FPGA Sub 'n': DEVICE_FAULT");
     }
 }

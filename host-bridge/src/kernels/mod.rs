@@ -19,6 +19,7 @@ mod tf;
 mod variables;
 
 pub use failure::{Failure, KernelResult};
+pub use ops::WAIT_ATTR;
 
 use crate::ffi::{self, tf_api};
 use crate::{backend, log, registry};
@@ -189,8 +190,16 @@ unsafe extern "C" fn create<const INDEX: usize>(raw: *mut TF_OpKernelConstructio
             }
         };
         let node = ctx.node_name();
+        // Absent on every node but the graph pass's update arithmetic.
+        let wait = ctx.bool_attr(ops::WAIT_ATTR).unwrap_or(false);
         match ops::construct(def, &ctx) {
-            Ok(attrs) => Ok(Box::into_raw(Box::new(Kernel { def, attrs, node })).cast()),
+            Ok(attrs) => Ok(Box::into_raw(Box::new(Kernel {
+                def,
+                attrs,
+                node,
+                wait,
+            }))
+            .cast()),
             Err(failure) => {
                 let op_type = def.op.to_string_lossy();
                 ctx.fail(failure.code, &failure.message(&op_type, &node));
@@ -218,8 +227,16 @@ unsafe extern "C" fn compute(kernel: *mut c_void, raw: *mut TF_OpKernelContext) 
             );
             return Ok(());
         };
-        let outcome = ffi::run("kernel compute", || Ok(ops::compute(kernel, &ctx)))
-            .unwrap_or_else(|panic| Err(Failure::from(panic)));
+        let outcome = ffi::run("kernel compute", || {
+            Ok(ops::compute(kernel, &ctx).and_then(|()| {
+                if kernel.wait {
+                    ctx.stream()?
+                        .wait_queued("a variable update's arithmetic")?;
+                }
+                Ok(())
+            }))
+        })
+        .unwrap_or_else(|panic| Err(Failure::from(panic)));
         if let Err(failure) = outcome {
             let node = match ctx.node_name() {
                 "" => kernel.node.as_str(),

@@ -122,7 +122,15 @@ pub struct Kernel {
     pub attrs: Attrs,
     /// The node name at construction.
     pub node: String,
+    /// Whether compute waits for the device and reports its failure itself
+    /// (the node has [`WAIT_ATTR`] set: a variable update's arithmetic).
+    pub wait: bool,
 }
+
+/// A node attribute the graph pass sets on the arithmetic of a variable
+/// update: its kernel waits, so a device fault fails the step before the
+/// variable is assigned (`docs/ops.md`, "Variables and training").
+pub const WAIT_ATTR: &std::ffi::CStr = c"_tensorplug_wait_for_device";
 
 impl Kernel {
     /// The TF op type, e.g. `MatMul`.

@@ -169,6 +169,18 @@ impl Stream {
         self.status()
     }
 
+    /// Waits for the work queued so far on this stream's device queue and
+    /// returns a failure of it, naming the op; the stream stays usable (the
+    /// wait resets a faulted device).
+    pub fn wait_queued(&self, what: &'static str) -> Result<()> {
+        let core = self.device.core();
+        let tail = core.lock().queue_tail(self.queue);
+        match tail {
+            Some(fence) => core.wait(fence, what),
+            None => Ok(()),
+        }
+    }
+
     /// Makes later work on this stream wait for `fence` of `queue`. Work on
     /// the same queue is already ordered; across queues the host waits.
     pub fn wait_for(&self, queue: QueueId, fence: Fence) -> Result<()> {

@@ -110,12 +110,7 @@ fn wait_before_host_copy(stream: &Stream) -> Result<()> {
 /// status (a failed event only aborts TF). The stream stays usable: the
 /// wait resets a faulted device.
 fn report_earlier_failures(stream: &Stream) -> Result<()> {
-    let core = stream.device().core();
-    let tail = core.lock().queue_tail(stream.queue());
-    match tail {
-        Some(fence) => core.wait(fence, "work before a device-to-host copy"),
-        None => Ok(()),
-    }
+    stream.wait_queued("work before a device-to-host copy")
 }
 
 /// Runs after all earlier device work and waits for completion.
