@@ -119,3 +119,87 @@ fn a_firmware_without_the_op_level_mode_is_refused_naming_both_versions() {
         }
     }
 }
+
+/// A frame the MCU was still sending when the host reset (its start read
+/// with an earlier answer, its end after) is not lost: the reset goes
+/// through. (Dropping the bytes already read made the reset fail with
+/// "a bad frame from the MCU" under load.)
+#[test]
+fn a_reset_keeps_a_frame_that_was_half_read() {
+    let (listener, addr) = listen();
+    let peer = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut decoder = Decoder::new();
+        let mut encoder = Encoder::new();
+        let mut out = [0u8; MAX_ENCODED_FRAME_LEN];
+        let mut chunk = [0u8; 512];
+        let mut pending_tail: Vec<u8> = Vec::new();
+        loop {
+            let n = stream.read(&mut chunk).unwrap();
+            if n == 0 {
+                return;
+            }
+            let mut rest = &chunk[..n];
+            while let FeedResult::Frame { frame, remaining } = decoder.feed(rest) {
+                rest = remaining;
+                let id = frame.header.request_id;
+                let answer = match frame.message {
+                    Message::Hello(_) => Message::HelloAck(Hello::ours()),
+                    Message::GetInfo(_) => {
+                        let info = tensorplug_core::accelerator::DeviceInfo::new(
+                            "fake",
+                            1 << 20,
+                            1000,
+                            Default::default(),
+                            1,
+                        );
+                        let len = encoder
+                            .response(
+                                id,
+                                &Message::Info(tensorplug_core::link::ops::Info::from_info(&info)),
+                                &mut out,
+                            )
+                            .unwrap();
+                        stream.write_all(&out[..len]).unwrap();
+                        continue;
+                    }
+                    Message::ReadClock(_) => {
+                        // The answer, then the first half of a notification.
+                        let clock = Message::ClockValue(tensorplug_core::link::ops::ClockValue {
+                            ticks: 7,
+                        });
+                        let len = encoder.response(id, &clock, &mut out).unwrap();
+                        let mut bytes = out[..len].to_vec();
+                        let events = [Event::new(EventKind::OpBegin, 1, 0, 1, 0)];
+                        let batch = Message::EventBatch(tensorplug_core::link::EventBatch {
+                            dropped: 0,
+                            events: tensorplug_core::link::EventRecords::new(&events).unwrap(),
+                        });
+                        let len = encoder.notification(&batch, &mut out).unwrap();
+                        bytes.extend_from_slice(&out[..len / 2]);
+                        pending_tail = out[len / 2..len].to_vec();
+                        stream.write_all(&bytes).unwrap();
+                        continue;
+                    }
+                    Message::Reset(_) => {
+                        stream.write_all(&pending_tail).unwrap();
+                        Message::Ack(tensorplug_core::link::Ack)
+                    }
+                    _ => continue,
+                };
+                let len = encoder.response(id, &answer, &mut out).unwrap();
+                stream.write_all(&out[..len]).unwrap();
+            }
+        }
+    });
+    let stream = TcpStream::connect(addr).unwrap();
+    let mut dev = RemoteAccelerator::connect(stream, Duration::from_secs(5)).unwrap();
+    assert_eq!(dev.timestamp().unwrap(), 7);
+    dev.reset().expect("the reset goes through");
+    // The half-read notification arrived whole (one event buffered).
+    let mut out = [Event::new(EventKind::OpEnd, 0, 0, 0, 0); 1];
+    let drained = dev.drain_events(&mut out).unwrap();
+    assert_eq!((drained.events, out[0].op_id), (1, 1));
+    drop(dev);
+    peer.join().unwrap();
+}

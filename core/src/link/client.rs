@@ -584,8 +584,8 @@ impl<S: LinkStream> Accelerator for RemoteAccelerator<S> {
     }
 
     fn reset(&mut self) -> Result<(), RemoteError> {
-        self.unread.clear();
-        self.decoder.reset();
+        // Bytes already read stay: they may be the start of a frame the MCU
+        // is still sending (a completion); stale answers are skipped by id.
         self.call(&Message::Reset(Reset), "a reset")?;
         self.in_flight.clear();
         self.reset_mark = self.next_seq;
