@@ -196,7 +196,7 @@ pub const PLANES_PER_PLUGIN: u32 = 100;
 
 /// The first plane number of this plugin's devices: 0 for the first plugin
 /// that profiles in this process, then 100, 200, ... so that two plugins'
-/// planes (`/device:CUSTOM:<n>`) never share a name or an id.
+/// planes (`/device:GPU:<1000 + n>`) never share a name or an id.
 pub fn plane_base() -> u32 {
     static BASE: OnceLock<u32> = OnceLock::new();
     *BASE.get_or_init(|| {

@@ -24,9 +24,15 @@ def check(cond, msg):
         fail(msg)
 
 
-def stat_value(stat):
+def stat_value(plane, stat):
+    """The stat's value; a ref_value is resolved to the name of the stat
+    metadata it points at, as TF's XStatVisitor::StrOrRefValue does."""
     kind = stat.WhichOneof("value")
     check(kind is not None, f"stat {stat.metadata_id} has no value")
+    if kind == "ref_value":
+        check(stat.ref_value in plane.stat_metadata,
+              f"{plane.name}: ref_value {stat.ref_value} has no stat metadata")
+        return plane.stat_metadata[stat.ref_value].name
     return getattr(stat, kind)
 
 
@@ -35,7 +41,7 @@ def stats_by_name(plane, stats):
     for stat in stats:
         check(stat.metadata_id in plane.stat_metadata,
               f"{plane.name}: stat id {stat.metadata_id} has no stat metadata")
-        out[plane.stat_metadata[stat.metadata_id].name] = stat_value(stat)
+        out[plane.stat_metadata[stat.metadata_id].name] = stat_value(plane, stat)
     return out
 
 

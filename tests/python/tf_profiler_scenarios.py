@@ -1,5 +1,6 @@
 """The pluggable profiler end to end: tf.profiler on /device:FPGA:0, the
-written .xplane.pb read with TF's xplane_pb2, and converted with xprof.
+written .xplane.pb read with TF's xplane_pb2, and converted with xprof's own
+tools (trace viewer, framework op stats, overview page, op profile).
 
 usage: tf_profiler_scenarios.py <model | two_devices | pairing | no_fpga_ops | cycles N MAX_GROWTH_MIB>
 Prints `ok: ...` on success; exits non-zero naming the first failed check.
@@ -17,7 +18,8 @@ import tensorflow as tf
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
 FPGA = "/device:FPGA:0"
-PLANE_PREFIX = "/device:CUSTOM:"
+PLANE_PREFIX = "/device:GPU:"
+PLANE_BASE = 1000  # our planes are /device:GPU:<1000 + ordinal> (docs/xspace-layout.md)
 RUNS = 3
 
 
@@ -40,11 +42,19 @@ def profile(body):
     return paths[0], space
 
 
+def plane_name(ordinal):
+    return f"{PLANE_PREFIX}{PLANE_BASE + ordinal}"
+
+
 def stats(plane, holder):
+    """Stats by name; a ref_value resolves to its stat metadata's name."""
     out = {}
     for stat in holder.stats:
         kind = stat.WhichOneof("value")
-        out[plane.stat_metadata[stat.metadata_id].name] = getattr(stat, kind)
+        value = getattr(stat, kind)
+        if kind == "ref_value":
+            value = plane.stat_metadata[value].name
+        out[plane.stat_metadata[stat.metadata_id].name] = value
     return out
 
 
@@ -154,7 +164,7 @@ def launch_offsets(plane):
 def synthetic_plane(launches, reads, commands):
     """A device plane with HostLaunch spans at `launches`, HostCopy spans
     `reads` and Queue 0 `commands` (begin, end, tag); ns from 0."""
-    plane = xplane_pb2.XPlane(name=PLANE_PREFIX + "0")
+    plane = xplane_pb2.XPlane(name=plane_name(0))
     plane.event_metadata[4].name = "HostLaunch"
     plane.event_metadata[5].name = "HostCopy"
     host = plane.lines.add(name="Host API")
@@ -233,7 +243,7 @@ def scenario_model():
     run()  # trace and optimize outside the profile
     path, space = profile(lambda: [run() for _ in range(RUNS)])
     planes = [p for p in space.planes if p.name.startswith(PLANE_PREFIX)]
-    check([p.name for p in planes] == [PLANE_PREFIX + "0"],
+    check([p.name for p in planes] == [plane_name(0)],
           f"one device plane, got {[p.name for p in space.planes]}")
     plane = planes[0]
     host = [p for p in space.planes if p.name == "/host:CPU"]
@@ -260,7 +270,9 @@ def scenario_model():
         check(lo - 50_000_000 <= at <= hi + 50_000_000,
               f"{name} at {at} ns is on TF's clock (host plane spans {lo}..{hi})")
         meta = stats(plane, plane.event_metadata[event.metadata_id])
-        check(meta.get("tf_op", "").startswith(name + ":"), f"{name}: tf_op {meta}")
+        tf_op = stats(plane, event).get("tf_op", "")
+        check(tf_op.startswith(name + ":"), f"{name}: tf_op on the event: {tf_op!r}")
+        meta["tf_op"] = tf_op
         check(meta.get("bytes_accessed", 0) > 0, f"{name}: bytes_accessed {meta}")
         if "MatMul" in meta["tf_op"]:
             check(meta.get("flops", 0) > 0, f"{name}: flops {meta}")
@@ -272,14 +284,33 @@ def scenario_model():
           "host copies carry bytes_transferred")
     offsets = launch_offsets(plane)
 
-    # xprof: the trace viewer's data must show our plane and ops in order.
+    # xprof's own tools, on the file TF wrote.
+    shown = check_trace_viewer(path, plane_name(0), names)
+    tf_ops = {stats(plane, e)["tf_op"] for e in events}
+    tools = check_op_tools(path, tf_ops)
+    # A made-up real GPU's plane beside ours: both keep their own rows.
+    gpu_path = with_made_up_gpu_plane(space)
+    check_trace_viewer(gpu_path, plane_name(0), names)
+    check_op_tools(gpu_path, tf_ops | {MADE_UP_GPU_OP})
+    print(f"ok: {len(names)} device ops in {RUNS} runs, {len(copies)} host copies, "
+          f"xprof shows {len(shown)} ops on {plane_name(0)} in the trace viewer and "
+          f"{tools}, also beside a made-up /device:GPU:0; {describe(offsets)}; "
+          f"ops: {sorted(set(names))}")
+
+
+def xprof_tool(path, tool):
     from xprof.convert import raw_to_tool_data
-    data, _ = raw_to_tool_data.xspace_to_tool_data([path], "trace_viewer", {})
-    check(data, "xprof converted the XSpace to trace viewer data")
-    trace = json.loads(data)
+    data, _ = raw_to_tool_data.xspace_to_tool_data([path], tool, {})
+    check(data, f"xprof converted the XSpace to {tool} data")
+    return json.loads(data)
+
+
+def check_trace_viewer(path, plane, names):
+    """The trace viewer shows `plane` as its own process with `names`, in order."""
+    trace = xprof_tool(path, "trace_viewer")
     processes = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"]
                  if e.get("ph") == "M" and e.get("name") == "process_name"}
-    ours = [pid for pid, name in processes.items() if name == PLANE_PREFIX + "0"]
+    ours = [pid for pid, name in processes.items() if name == plane]
     check(len(ours) == 1, f"xprof shows our plane; processes: {processes}")
     shown = sorted((e for e in trace["traceEvents"]
                     if e.get("ph") == "X" and e.get("pid") == ours[0]
@@ -288,9 +319,67 @@ def scenario_model():
     check(len(shown) == len(names), f"xprof shows {len(shown)} of our {len(names)} ops")
     check([e["name"] for e in shown] == names, "xprof keeps the device order")
     check(all(e["dur"] > 0 for e in shown), "xprof durations > 0")
-    print(f"ok: {len(names)} device ops in {RUNS} runs, {len(copies)} host copies, "
-          f"xprof shows {len(shown)} ops on {PLANE_PREFIX}0; {describe(offsets)}; "
-          f"ops: {sorted(set(names))}")
+    return shown
+
+
+def check_op_tools(path, tf_ops):
+    """framework_op_stats, op_profile and overview_page each list exactly
+    `tf_ops` ("name:Type") as device ops with device time."""
+    want = {op.split(":")[0] for op in tf_ops}
+    table = xprof_tool(path, "framework_op_stats")
+    table = table[0] if isinstance(table, list) else table
+    cols = [c["id"] for c in table["cols"]]
+    rows = [dict(zip(cols, (c.get("v") for c in r["c"]))) for r in table["rows"]]
+    device = {r["operation"]: r for r in rows
+              if r["host_or_device"] == "Device" and r["type"] != "IDLE"}
+    check(set(device) == want, f"framework_op_stats device rows {sorted(device)} != {sorted(want)}")
+    check(all(r["total_time"] > 0 and r["occurrences"] > 0 for r in device.values()),
+          f"framework_op_stats: device time and count for every op: {device}")
+
+    found = {}
+
+    def walk(node):
+        xla = node.get("xla")
+        if xla and xla.get("provenance"):
+            found[xla["provenance"]] = node["metrics"].get("rawTime", 0)
+        for child in node.get("children", []):
+            walk(child)
+    walk(xprof_tool(path, "op_profile")["byProgram"])
+    check(set(found) == set(tf_ops), f"op_profile ops {sorted(found)} != {sorted(tf_ops)}")
+    check(all(t > 0 for t in found.values()), f"op_profile: device time for every op: {found}")
+
+    overview = xprof_tool(path, "overview_page")
+    top = overview[0]
+    names = {dict(zip([c["id"] for c in top["cols"]], (c.get("v") for c in r["c"])))["operation"]
+             for r in top["rows"]}
+    check(names == want, f"overview page top device ops {sorted(names)} != {sorted(want)}")
+    check(float(top["p"]["device_tf_op_percent"].rstrip("%")) > 0,
+          f"overview page: device TF op time {top['p']}")
+    return (f"{len(device)} device rows in framework_op_stats, op_profile and the "
+            f"overview page")
+
+
+MADE_UP_GPU_OP = "gpu/Conv2D:Conv2D"
+
+
+def with_made_up_gpu_plane(space):
+    """The profile plus a plane like a real GPU's (/device:GPU:0, id 0) with
+    one op, written to a new file."""
+    gpu = xplane_pb2.XSpace()
+    gpu.CopyFrom(space)
+    plane = gpu.planes.add(name="/device:GPU:0", id=0)
+    plane.stat_metadata[1].id = 1
+    plane.stat_metadata[1].name = "tf_op"
+    plane.event_metadata[1].id = 1
+    plane.event_metadata[1].name = "gpu/Conv2D"
+    ours = [p for p in space.planes if p.name == plane_name(0)][0]
+    line = plane.lines.add(id=1, name="Stream #1", timestamp_ns=ours.lines[0].timestamp_ns)
+    event = line.events.add(metadata_id=1, offset_ps=1_000_000, duration_ps=5_000_000)
+    event.stats.add(metadata_id=1, str_value=MADE_UP_GPU_OP)
+    path = os.path.join(tempfile.mkdtemp(prefix="tensorplug-gpu-"), "vm.xplane.pb")
+    with open(path, "wb") as f:
+        f.write(gpu.SerializeToString())
+    return path
 
 
 def scenario_two_devices():
@@ -308,11 +397,11 @@ def scenario_two_devices():
     body()  # first use outside the profile
     _, space = profile(body)
     planes = {p.name: p for p in space.planes if p.name.startswith(PLANE_PREFIX)}
-    check(sorted(planes) == [PLANE_PREFIX + "0", PLANE_PREFIX + "1"],
+    check(sorted(planes) == [plane_name(0), plane_name(1)],
           f"one plane per device, got {sorted(planes)}")
     report = []
     for ordinal, count in runs.items():
-        plane = planes[PLANE_PREFIX + str(ordinal)]
+        plane = planes[plane_name(ordinal)]
         host_api = [line for line in plane.lines if line.name == "Host API"]
         check(host_api, f"{plane.name} has its own Host API line")
         kinds = [plane.event_metadata[e.metadata_id].name for e in host_api[0].events]

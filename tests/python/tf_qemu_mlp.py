@@ -49,7 +49,7 @@ paths = glob.glob(f"{logdir}/**/*.xplane.pb", recursive=True)
 assert len(paths) == 1, paths
 space = xplane_pb2.XSpace()
 space.ParseFromString(open(paths[0], "rb").read())
-planes = [p for p in space.planes if p.name.startswith("/device:CUSTOM:")]
+planes = [p for p in space.planes if p.name.startswith("/device:GPU:")]
 assert len(planes) == 1, [p.name for p in space.planes]
 ops = sorted({planes[0].event_metadata[e.metadata_id].name
               for line in planes[0].lines if line.name.startswith("Queue")

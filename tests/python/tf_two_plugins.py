@@ -67,7 +67,7 @@ paths = glob.glob(f"{logdir}/**/*.xplane.pb", recursive=True)
 assert len(paths) == 1, paths
 space = xplane_pb2.XSpace()
 space.ParseFromString(open(paths[0], "rb").read())
-device_planes = [p for p in space.planes if p.name.startswith("/device:CUSTOM:")]
+device_planes = [p for p in space.planes if p.name.startswith("/device:GPU:")]
 names = sorted(p.name for p in device_planes)
 ids = sorted(p.id for p in device_planes)
 assert len(device_planes) == 2, names

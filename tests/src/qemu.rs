@@ -280,7 +280,7 @@ pub fn tf_mlp_scenario(qemu: &Qemu, kind: &str) -> String {
     );
     for marker in [
         "predict on the firmware's FPGA",
-        "profile: /device:CUSTOM:0 device ops",
+        "profile: /device:GPU:1000 device ops",
     ] {
         assert!(stdout.contains(marker), "no `{marker}` in:\n{stdout}");
     }

@@ -25,7 +25,7 @@ fn assert_ok(output: &Output) -> String {
 }
 
 /// A two-layer MLP (`tf.function`, name scopes `dense1`/`dense2`) runs 3
-/// times under the profiler: our plane `/device:CUSTOM:0` has a `Queue 0`
+/// times under the profiler: our plane `/device:GPU:1000` has a `Queue 0`
 /// line whose events are named after the TF nodes, carry `tf_op`, bytes and
 /// flops, have durations, do not overlap, run dense1 → dense2 three times,
 /// and sit on TF's clock; every host launch span pairs with its own device
@@ -39,7 +39,7 @@ fn model_ops_show_in_the_xplane_and_in_xprof_in_order() {
     assert!(stdout.contains("xprof shows"), "{stdout}");
 }
 
-/// Two `sim` devices: each `/device:CUSTOM:<n>` plane has its own `Host
+/// Two `sim` devices: each `/device:GPU:<1000 + n>` plane has its own `Host
 /// API` line with exactly the launches (and copies) made for that device,
 /// and every launch pairs with its own op within the same bounds.
 #[test]

@@ -91,14 +91,15 @@ fn tf_xplane_pb2_reads_our_planes_lines_events_and_stats() {
     let expected = format!(
         r#"{{
   "warnings": [
-    "/device:CUSTOM:0: 5 device events and 0 host API events were dropped",
-    "/device:CUSTOM:0: 1 begin events had no matching end"
+    "/device:GPU:1000: 5 device events and 0 host API events were dropped",
+    "/device:GPU:1000: 1 begin events had no matching end"
   ],
   "planes": [
-    {{"id": 0, "name": "/device:CUSTOM:0", "dropped_traces": 5, "lines": [
+    {{"id": 1000, "name": "/device:GPU:1000", "dropped_traces": 5, "lines": [
       {{"id": 0, "name": "Queue 0", "timestamp_ns": {ts}, "events": [
-        {{"name": "dense/MatMul", "offset_ps": 200000, "duration_ps": 1000000, "stats": {{}},
-          "metadata_stats": {{"tf_op": "dense/MatMul:MatMul", "flops": 131072, "bytes_accessed": 8192}}}}
+        {{"name": "dense/MatMul", "offset_ps": 200000, "duration_ps": 1000000,
+          "stats": {{"tf_op": "dense/MatMul:MatMul"}},
+          "metadata_stats": {{"flops": 131072, "bytes_accessed": 8192}}}}
       ]}},
       {{"id": 256, "name": "Memcpy", "timestamp_ns": {ts}, "events": [
         {{"name": "MemcpyD2H", "offset_ps": 2000000, "duration_ps": 500000,
@@ -109,7 +110,7 @@ fn tf_xplane_pb2_reads_our_planes_lines_events_and_stats() {
         {{"name": "HostSync", "offset_ps": 700000, "duration_ps": 200000, "stats": {{}}, "metadata_stats": {{}}}}
       ]}}
     ]}},
-    {{"id": 1, "name": "/device:CUSTOM:1", "dropped_traces": 0, "lines": []}}
+    {{"id": 1001, "name": "/device:GPU:1001", "dropped_traces": 0, "lines": []}}
   ]
 }}"#
     );

@@ -31,7 +31,7 @@ import tensorflow as tf  # noqa: E402
 from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
 
 FPGA = "/device:FPGA:0"
-DEVICE_PLANE = "/device:CUSTOM:0"  # how TF names a pluggable device's plane
+DEVICE_PLANE = "/device:GPU:1000"  # our plane: xprof reads GPU planes (docs/xspace-layout.md)
 # Ops that move or hold tensors rather than compute: not "compute ops".
 BOOKKEEPING = {
     "_Arg", "_Retval", "_DeviceArg", "_DeviceRetval", "Const", "NoOp",
@@ -153,11 +153,12 @@ def read_profile(logdir):
     return paths[-1], space
 
 
-def op_type(plane, meta):
-    """The TF op type from the event's `tf_op` stat (`node:Type`)."""
-    for stat in meta.stats:
+def op_type(plane, event):
+    """The TF op type from the event's `tf_op` stat (`node:Type`), a ref to
+    the stat metadata that holds the string."""
+    for stat in event.stats:
         if plane.stat_metadata[stat.metadata_id].name == "tf_op":
-            return stat.str_value.rpartition(":")[2]
+            return plane.stat_metadata[stat.ref_value].name.rpartition(":")[2]
     return "?"
 
 
@@ -174,7 +175,7 @@ def print_device_time(space):
             meta = plane.event_metadata[event.metadata_id]
             # Ops of a tf.function are nested under its call node.
             name = meta.name.removeprefix("StatefulPartitionedCall/")
-            per_op[name, op_type(plane, meta)].append(event.duration_ps)
+            per_op[name, op_type(plane, event)].append(event.duration_ps)
     if not per_op:
         fail(f"{DEVICE_PLANE} has no device op events")
     rows = sorted(per_op.items(), key=lambda kv: -sum(kv[1]))

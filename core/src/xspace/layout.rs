@@ -3,9 +3,19 @@
 
 use crate::event::EventKind;
 
-/// Plane name prefix: xprof's trace viewer shows `/device:CUSTOM:<n>` planes
-/// when there are no GPU or TPU planes (see `docs/xspace-layout.md`).
-pub const PLANE_PREFIX: &str = "/device:CUSTOM:";
+/// Plane name prefix: xprof builds its op tools (overview page, framework op
+/// stats, op profile) only from `/device:GPU:` and `/device:TPU:` planes, and
+/// its trace viewer shows GPU planes first (see `docs/xspace-layout.md`).
+pub const PLANE_PREFIX: &str = "/device:GPU:";
+/// A device's plane is `PLANE_PREFIX` + `PLANE_NUMBER_BASE + device_index`,
+/// with the same plane id: far above any real GPU's ordinal, so a real GPU's
+/// planes in the same profile never share a name or an id with ours.
+pub const PLANE_NUMBER_BASE: u32 = 1_000;
+
+/// The plane number (name suffix and plane id) of `device_index`.
+pub const fn plane_number(device_index: u32) -> u32 {
+    PLANE_NUMBER_BASE.saturating_add(device_index)
+}
 
 /// Line ids `0..=255` are the device's hardware queues (`Event::queue`).
 pub const MEMCPY_LINE_ID: u16 = 256;
@@ -30,10 +40,15 @@ pub const FIXED_EVENTS: [(i64, &str); 6] = [
     (5, "HostCopy"),
     (6, "HostSync"),
 ];
-/// Ops get event metadata id `OP_METADATA_BASE + op index`.
+/// Ops get event metadata id `OP_METADATA_BASE + op index`, and the stat
+/// metadata entry with the same id names their `tf_op` (`name:type`): each op
+/// event carries `tf_op` as a `ref_value` to it (xprof's op tools read the
+/// event's own stats, not its metadata's).
 pub const OP_METADATA_BASE: i64 = 1_000;
 
 /// Stat metadata: (id, name, description). Names are TF's stat type names.
+/// `tf_op` of an op (ref to stat metadata `OP_METADATA_BASE + op index`, on
+/// the event).
 pub const STAT_TF_OP: i64 = 1;
 /// `flops` of an op (uint64, on the op's event metadata).
 pub const STAT_FLOPS: i64 = 2;

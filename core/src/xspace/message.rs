@@ -59,13 +59,13 @@ impl UsedMetadata {
 }
 
 pub(crate) fn plane_name(device: &DeviceTrace<'_>) -> String {
-    format!("{PLANE_PREFIX}{}", device.device_index)
+    format!("{PLANE_PREFIX}{}", plane_number(device.device_index))
 }
 
 /// Fields 1 and 2 of the plane (encoded before the lines).
 pub(crate) fn plane_header(device: &DeviceTrace<'_>) -> XPlane {
     XPlane {
-        id: i64::from(device.device_index),
+        id: i64::from(plane_number(device.device_index)),
         name: plane_name(device),
         ..XPlane::default()
     }
@@ -83,25 +83,20 @@ pub(crate) fn plane_trailer(
             event_metadata.insert(id, event_metadata_entry(id, name.to_string(), Vec::new()));
         }
     }
+    let mut stat_metadata: BTreeMap<i64, XStatMetadata> = STATS
+        .iter()
+        .map(|&(id, name, description)| (id, stat_metadata_entry(id, name, description)))
+        .collect();
     for index in used.ops() {
         let id = OP_METADATA_BASE + i64::from(index);
-        let (name, stats) = match ops.get(index as usize) {
-            Some(op) => (op.name.to_string(), op_stats(op)),
-            None => (format!("op#{index}"), Vec::new()),
+        let (name, tf_op, stats) = match ops.get(index as usize) {
+            Some(op) => (op.name.to_string(), op.tf_op, op_stats(op)),
+            None => (format!("op#{index}"), "", Vec::new()),
         };
         event_metadata.insert(id, event_metadata_entry(id, name, stats));
+        // The target of the op events' `tf_op` ref; an empty name = no tf_op.
+        stat_metadata.insert(id, stat_metadata_entry(id, tf_op, ""));
     }
-    let stat_metadata = STATS
-        .iter()
-        .map(|&(id, name, description)| {
-            let entry = XStatMetadata {
-                id,
-                name: name.to_string(),
-                description: description.to_string(),
-            };
-            (id, entry)
-        })
-        .collect();
     let dropped = device
         .dropped_device_events
         .saturating_add(device.dropped_host_events);
@@ -127,14 +122,16 @@ fn event_metadata_entry(id: i64, name: String, stats: Vec<XStat>) -> XEventMetad
     }
 }
 
+fn stat_metadata_entry(id: i64, name: &str, description: &str) -> XStatMetadata {
+    XStatMetadata {
+        id,
+        name: name.to_string(),
+        description: description.to_string(),
+    }
+}
+
 fn op_stats(op: &OpInfo<'_>) -> Vec<XStat> {
     let mut stats = Vec::new();
-    if !op.tf_op.is_empty() {
-        stats.push(XStat {
-            metadata_id: STAT_TF_OP,
-            value: Some(x_stat::Value::StrValue(op.tf_op.to_string())),
-        });
-    }
     if op.flops > 0 {
         stats.push(uint64_stat(STAT_FLOPS, op.flops));
     }
@@ -222,8 +219,13 @@ pub(crate) fn span_to_event(span: &Span) -> XEvent {
         duration_ps: span.duration_ps,
         stats: span
             .bytes
-            .map(|bytes| alloc::vec![uint64_stat(STAT_BYTES_TRANSFERRED, bytes)])
-            .unwrap_or_default(),
+            .map(|bytes| uint64_stat(STAT_BYTES_TRANSFERRED, bytes))
+            .into_iter()
+            .chain(span.tf_op_ref.map(|reference| XStat {
+                metadata_id: STAT_TF_OP,
+                value: Some(x_stat::Value::RefValue(reference as u64)),
+            }))
+            .collect(),
         data: Some(x_event::Data::OffsetPs(span.offset_ps)),
     }
 }

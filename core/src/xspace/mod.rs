@@ -41,7 +41,8 @@ pub struct OpInfo<'a> {
 /// One device's drained events for one session.
 #[derive(Clone, Copy, Debug)]
 pub struct DeviceTrace<'a> {
-    /// Plane `/device:CUSTOM:<device_index>`, plane id = `device_index`.
+    /// Plane `/device:GPU:<1000 + device_index>`, plane id the same number
+    /// ([`layout::plane_number`]).
     pub device_index: u32,
     /// Maps this device's tick timestamps to host time.
     pub clock: ClockMap,

@@ -14,6 +14,8 @@ pub(crate) struct Span {
     pub duration_ps: i64,
     /// `bytes_transferred` for copies.
     pub bytes: Option<u64>,
+    /// `tf_op` for ops: the id of the stat metadata that holds it.
+    pub tf_op_ref: Option<i64>,
 }
 
 /// What went wrong in a stream; never fatal.
@@ -280,17 +282,17 @@ pub(crate) fn for_each_span<E>(
         let end = clock.ps_since_start(event.timestamp);
         let (offset_ps, duration_ps, clamped) = clamp(start, end);
         anomalies.clamped += u64::from(clamped);
-        let (line, metadata_id, bytes) = match info.place {
-            Placement::Op => (
-                u16::from(event.queue),
-                OP_METADATA_BASE + i64::from(event.op_id),
-                None,
-            ),
-            Placement::Copy(id) => (MEMCPY_LINE_ID, id, Some(u64::from(begin.arg))),
+        let (line, metadata_id, bytes, tf_op_ref) = match info.place {
+            Placement::Op => {
+                let id = OP_METADATA_BASE + i64::from(event.op_id);
+                (u16::from(event.queue), id, None, Some(id))
+            }
+            Placement::Copy(id) => (MEMCPY_LINE_ID, id, Some(u64::from(begin.arg)), None),
             Placement::Host(id, has_bytes) => (
                 HOST_API_LINE_ID,
                 id,
                 has_bytes.then_some(u64::from(begin.arg)),
+                None,
             ),
         };
         emit(Span {
@@ -299,6 +301,7 @@ pub(crate) fn for_each_span<E>(
             offset_ps,
             duration_ps,
             bytes,
+            tf_op_ref,
         })?;
     }
     anomalies.unmatched_begins += open.len() as u64;

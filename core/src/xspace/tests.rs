@@ -89,7 +89,7 @@ fn device_without_events_gives_one_empty_plane() {
     let devices = [trace(&[], &[])];
     let space = encode_and_decode(&XSpaceBuilder::new(START_NS, &OPS, &devices));
     assert_eq!(space.planes.len(), 1);
-    assert_eq!(space.planes[0].name, "/device:CUSTOM:0");
+    assert_eq!(space.planes[0].name, "/device:GPU:1000");
     assert!(space.planes[0].lines.is_empty());
     assert!(space.warnings.is_empty());
 }
@@ -133,24 +133,13 @@ fn ops_copies_and_host_calls_land_on_their_lines() {
         uint_stat(plane, &matmul.stats, "bytes_accessed"),
         Some(4_096)
     );
-    let tf_op_id = plane
-        .stat_metadata
-        .values()
-        .find(|m| m.name == "tf_op")
-        .unwrap()
-        .id;
-    assert_eq!(
-        matmul
-            .stats
-            .iter()
-            .find(|s| s.metadata_id == tf_op_id)
-            .unwrap()
-            .value,
-        Some(x_stat::Value::StrValue("dense/MatMul:MatMul".into()))
-    );
+    // `tf_op` is on each op event, a ref to the stat metadata that names it.
+    assert_eq!(tf_op(plane, queue1), Some("dense/MatMul:MatMul"));
+    assert!(matmul.stats.iter().all(|s| s.metadata_id != STAT_TF_OP));
     let relu = &plane.lines[0].events[0];
     assert_eq!(plane.event_metadata[&relu.metadata_id].name, "relu");
     assert!(plane.event_metadata[&relu.metadata_id].stats.is_empty());
+    assert_eq!(tf_op(plane, relu), Some(""), "no tf_op: an empty name");
     assert_eq!(plane.lines[0].duration_ps, 410_000);
 
     let copy = &plane.lines[2].events[0];
@@ -197,7 +186,7 @@ fn unmatched_and_unknown_events_are_counted_and_reported() {
     assert_eq!(anomalies.skipped, 2);
     let space = encode_and_decode(&builder);
     assert_eq!(space.warnings.len(), 3, "{:?}", space.warnings);
-    assert!(space.warnings[0].starts_with("/device:CUSTOM:0: 2 begin events had no matching end"));
+    assert!(space.warnings[0].starts_with("/device:GPU:1000: 2 begin events had no matching end"));
     assert!(space.warnings[1].contains("1 end events had no matching begin"));
     assert!(space.warnings[2].contains("2 events had an unknown kind"));
     let plane = &space.planes[0];
@@ -217,13 +206,13 @@ fn dropped_events_go_into_warnings_and_a_plane_stat() {
     assert_eq!(
         space.warnings,
         [
-            "/device:CUSTOM:3: 12 device events and 3 host API events were dropped because the \
+            "/device:GPU:1003: 12 device events and 3 host API events were dropped because the \
              profiling rings were full; the timeline has gaps. Profile a shorter window or drain \
              the rings more often."
         ]
     );
     let plane = &space.planes[0];
-    assert_eq!((plane.id, plane.name.as_str()), (3, "/device:CUSTOM:3"));
+    assert_eq!((plane.id, plane.name.as_str()), (1003, "/device:GPU:1003"));
     assert_eq!(uint_stat(plane, &plane.stats, "dropped_traces"), Some(15));
 }
 
@@ -284,7 +273,7 @@ fn ids_are_stable_across_collects() {
     let ids: Vec<i64> = space.planes[0].event_metadata.keys().copied().collect();
     assert_eq!(ids, [OP_METADATA_BASE]);
     let stat_ids: Vec<i64> = space.planes[0].stat_metadata.keys().copied().collect();
-    assert_eq!(stat_ids, [1, 2, 3, 4, 5]);
+    assert_eq!(stat_ids, [1, 2, 3, 4, 5, OP_METADATA_BASE]);
 }
 
 fn arb_event() -> impl Strategy<Value = Event> {
@@ -341,6 +330,18 @@ fn many_open_spans_pair_correctly_beyond_the_small_table() {
     }
 }
 
+/// The `tf_op` of an event: its ref stat's target name.
+fn tf_op<'p>(plane: &'p XPlane, event: &XEvent) -> Option<&'p str> {
+    let tf_op_id = plane.stat_metadata.values().find(|m| m.name == "tf_op")?.id;
+    let stat = event.stats.iter().find(|s| s.metadata_id == tf_op_id)?;
+    match stat.value {
+        Some(x_stat::Value::RefValue(id)) => {
+            Some(plane.stat_metadata.get(&(id as i64))?.name.as_str())
+        }
+        _ => None,
+    }
+}
+
 fn arb_span() -> impl Strategy<Value = pairing::Span> {
     (
         any::<u16>(),
@@ -348,14 +349,16 @@ fn arb_span() -> impl Strategy<Value = pairing::Span> {
         any::<i64>(),
         any::<i64>(),
         proptest::option::of(any::<u64>()),
+        proptest::option::of(any::<i64>()),
     )
         .prop_map(
-            |(line, metadata_id, offset_ps, duration_ps, bytes)| pairing::Span {
+            |(line, metadata_id, offset_ps, duration_ps, bytes, tf_op_ref)| pairing::Span {
                 line,
                 metadata_id,
                 offset_ps,
                 duration_ps,
                 bytes,
+                tf_op_ref,
             },
         )
 }

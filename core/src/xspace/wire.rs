@@ -1,7 +1,7 @@
 //! One `XLine.events` entry on the wire: its exact length and its bytes,
 //! written by hand in prost's field order (the hot path of the encoder).
 
-use super::layout::STAT_BYTES_TRANSFERRED;
+use super::layout::{STAT_BYTES_TRANSFERRED, STAT_TF_OP};
 use super::pairing::Span;
 use prost::encoding::encoded_len_varint;
 
@@ -21,6 +21,7 @@ const XEVENT_DURATION_PS: u8 = key(3, VARINT);
 const XEVENT_STATS: u8 = key(4, LEN);
 const XSTAT_METADATA_ID: u8 = key(1, VARINT);
 const XSTAT_UINT64: u8 = key(3, VARINT);
+const XSTAT_REF: u8 = key(7, VARINT);
 
 /// Length of a length-delimited field holding `body` bytes.
 #[inline]
@@ -39,6 +40,12 @@ fn stat_len(bytes: u64) -> usize {
     varint_field_len(STAT_BYTES_TRANSFERRED as u64) + varint_field_len(bytes)
 }
 
+/// Body length of the `tf_op` stat (a `ref_value`).
+#[inline]
+fn ref_stat_len(reference: i64) -> usize {
+    varint_field_len(STAT_TF_OP as u64) + varint_field_len(reference as u64)
+}
+
 /// Body length of one XEvent, with proto3's rules: zero scalars are omitted,
 /// the oneof `offset_ps` is always present.
 #[inline]
@@ -53,6 +60,9 @@ fn event_len(span: &Span) -> usize {
     if let Some(bytes) = span.bytes {
         len += field_len(stat_len(bytes));
     }
+    if let Some(reference) = span.tf_op_ref {
+        len += field_len(ref_stat_len(reference));
+    }
     len
 }
 
@@ -63,12 +73,12 @@ pub(crate) fn event_field_len(span: &Span) -> usize {
 }
 
 /// Longest body of an XEvent: metadata id, offset and duration (key and up
-/// to 10 varint bytes each) and the stat (key, length, two keyed varints).
-const MAX_EVENT_BODY: usize = 3 * 11 + 2 + 2 + 11;
+/// to 10 varint bytes each) and two stats (key, length, two keyed varints).
+const MAX_EVENT_BODY: usize = 3 * 11 + 2 * (2 + 2 + 11);
 
 /// Room for one event field (key, one length byte, the body): the size of
 /// the window [`encode_event`] writes into.
-pub(crate) const EVENT_SCRATCH: usize = 64;
+pub(crate) const EVENT_SCRATCH: usize = 80;
 const _: () = assert!(2 + MAX_EVENT_BODY <= EVENT_SCRATCH);
 // The body length fits in one varint byte, so it can be patched in after.
 const _: () = assert!(MAX_EVENT_BODY < 0x80);
@@ -124,6 +134,13 @@ pub(crate) fn encode_event(span: &Span, buf: &mut [u8; EVENT_SCRATCH]) -> usize 
         w.byte(stat_len(bytes) as u8);
         w.field(XSTAT_METADATA_ID, STAT_BYTES_TRANSFERRED as u64);
         w.field(XSTAT_UINT64, bytes);
+    }
+    if let Some(reference) = span.tf_op_ref {
+        // At most 13 bytes, as above.
+        w.byte(XEVENT_STATS);
+        w.byte(ref_stat_len(reference) as u8);
+        w.field(XSTAT_METADATA_ID, STAT_TF_OP as u64);
+        w.field(XSTAT_REF, reference as u64);
     }
     let len = w.len;
     w.buf[0] = XLINE_EVENTS;

@@ -11,7 +11,7 @@ use tensorplug_core::xspace::{DeviceTrace, OpInfo, XSpaceBuilder};
 /// One device plane's data.
 #[derive(Debug)]
 pub struct PlaneData {
-    /// Plane `/device:CUSTOM:<ordinal>`: the plugin's plane base
+    /// Plane `/device:GPU:<1000 + ordinal>`: the plugin's plane base
     /// ([`crate::backend::plane_base`]) plus the TF ordinal.
     pub ordinal: u32,
     /// Device ticks → TF's clock.

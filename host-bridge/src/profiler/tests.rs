@@ -207,7 +207,7 @@ fn a_session_on_a_device_names_device_ops_after_tf_nodes_in_order() {
 
     assert_eq!(space.planes.len(), 1);
     let plane = &space.planes[0];
-    assert_eq!(plane.name, "/device:CUSTOM:0");
+    assert_eq!(plane.name, "/device:GPU:1000");
     let queue = plane
         .lines
         .iter()
@@ -246,10 +246,17 @@ fn a_session_on_a_device_names_device_ops_after_tf_nodes_in_order() {
         .iter()
         .map(|s| (plane.stat_metadata[&s.metadata_id].name.as_str(), &s.value))
         .collect();
-    assert!(stats.contains(&(
-        "tf_op",
-        &Some(x_stat::Value::StrValue("model/first/Relu:Relu".into()))
-    )));
+    // tf_op is on the event: a ref to the stat metadata named with it.
+    let tf_op = queue.events[0]
+        .stats
+        .iter()
+        .find(|s| plane.stat_metadata[&s.metadata_id].name == "tf_op")
+        .and_then(|s| match s.value {
+            Some(x_stat::Value::RefValue(id)) => plane.stat_metadata.get(&(id as i64)),
+            _ => None,
+        })
+        .map(|m| m.name.as_str());
+    assert_eq!(tf_op, Some("model/first/Relu:Relu"));
     assert!(stats.contains(&("flops", &Some(x_stat::Value::Uint64Value(1024)))));
     assert!(stats.contains(&("bytes_accessed", &Some(x_stat::Value::Uint64Value(8192)))));
     assert!(!names.contains(&"before/Relu") && !names.contains(&UNPROFILED_NAME));
@@ -338,7 +345,7 @@ fn a_buffer_call_without_a_size_call_still_encodes() {
     let mut buffer = vec![0u8; 1 << 16];
     let written = profiler.collect_into(&mut buffer).unwrap();
     let space = XSpace::decode(&buffer[..written]).unwrap();
-    assert_eq!(space.planes[0].name, "/device:CUSTOM:0");
+    assert_eq!(space.planes[0].name, "/device:GPU:1000");
 }
 
 #[test]
