@@ -121,3 +121,44 @@ fn result(stdout: &str) -> Vec<f64> {
 fn path(p: &Path) -> &str {
     p.to_str().expect("UTF-8 path")
 }
+
+/// TF's own passes stay on with the plugin (issue 11): a `tf.function` on
+/// the CPU that reads FPGA-resident tensors gets the same CPU partition as
+/// in a process without the plugin (the remapper's fused MatMul, the folded
+/// `2.0 * 3.0`), so the comparison cannot pass with the passes off.
+#[test]
+fn cpu_nodes_get_tf_rewrites_as_without_the_plugin() {
+    let cpu_ops = |stdout: &str| -> String {
+        let line = stdout.lines().find_map(|l| l.strip_prefix("cpu ops: "));
+        line.expect("a `cpu ops:` line").to_string()
+    };
+    let without = check(
+        &run_python("tf_cpu_passes.py", &["cpu_partition"]),
+        "cpu_partition without the plugin",
+    );
+    let with = check(
+        &run_tf_with_plugin("tf_cpu_passes.py", &["cpu_partition"], None),
+        "cpu_partition with the plugin",
+    );
+    assert!(without.contains("fpga registered: False"), "{without}");
+    assert!(with.contains("fpga registered: True"), "{with}");
+    assert_eq!(cpu_ops(&with), cpu_ops(&without));
+    assert!(cpu_ops(&with).contains("FusedMatMul"), "{with}");
+    assert!(!cpu_ops(&with).contains("\"Relu\""), "{with}");
+}
+
+/// On FPGA nodes TF's passes make `Mul` (from `x + x`), folded `Const`s,
+/// `AddN` (split back into `AddV2` on the FPGA by our pass) and `Square`
+/// (no FPGA kernel: moved to the CPU, said once on stderr); the result
+/// equals the CPU's, with soft placement off.
+#[test]
+fn tf_passes_on_fpga_nodes_leave_a_runnable_graph() {
+    let output = run_tf_with_plugin("tf_cpu_passes.py", &["fpga_nodes"], None);
+    let stdout = check(&output, "fpga_nodes");
+    assert!(stdout.contains("fpga ops:"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("left Square node") && stderr.contains("it runs on the CPU"),
+        "{stderr}"
+    );
+}

@@ -12,8 +12,9 @@
 //! It carries [`WAIT_ATTR`]: our kernel then waits for the device, so a
 //! device fault fails the step before the assign swaps the variable's buffer.
 
-use super::device;
-use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
+use super::device::{self, cpu_of};
+use super::nodes::{type_attr, type_value, unique};
+use super::proto::{AttrValue, GraphDef, NodeDef, attr_value};
 use crate::kernels::WAIT_ATTR;
 use std::collections::{HashMap, HashSet};
 
@@ -106,50 +107,10 @@ pub fn split_variable_updates(
     count
 }
 
-fn type_attr(node: &NodeDef, key: &str) -> Option<i32> {
-    match node.attr.get(key)?.value {
-        Some(attr_value::Value::Type(t)) if t != DataType::DtInvalid as i32 => Some(t),
-        _ => None,
-    }
-}
-
-fn type_value(dtype: i32) -> AttrValue {
-    AttrValue {
-        value: Some(attr_value::Value::Type(dtype)),
-    }
-}
-
-/// `<name>/<suffix>`, or with a number appended until no node has it.
-fn unique(names: &mut HashSet<String>, name: &str, suffix: &str) -> String {
-    let mut candidate = format!("{name}/{suffix}");
-    let mut n = 1;
-    while names.contains(&candidate) {
-        candidate = format!("{name}/{suffix}_{n}");
-        n += 1;
-    }
-    names.insert(candidate.clone());
-    candidate
-}
-
-/// The CPU of the task `device` belongs to: its `/device:<TYPE>:<n>` part
-/// replaced by `/device:CPU:0`.
-fn cpu_of(device: &str, device_type: &str) -> String {
-    device
-        .split('/')
-        .map(|part| {
-            let ours = part
-                .strip_prefix("device:")
-                .and_then(|rest| rest.split_once(':'))
-                .is_some_and(|(kind, _)| kind == device_type);
-            if ours { "device:CPU:0" } else { part }
-        })
-        .collect::<Vec<_>>()
-        .join("/")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::graph::proto::DataType;
 
     const FPGA: &str = "/job:localhost/replica:0/task:0/device:FPGA:0";
 

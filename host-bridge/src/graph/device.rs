@@ -12,6 +12,22 @@ pub fn is_ours(device: &str, device_type: &str) -> bool {
     })
 }
 
+/// The CPU of the task `device` belongs to: its `/device:<TYPE>:<n>` part
+/// replaced by `/device:CPU:0`.
+pub fn cpu_of(device: &str, device_type: &str) -> String {
+    device
+        .split('/')
+        .map(|part| {
+            let ours = part
+                .strip_prefix("device:")
+                .and_then(|rest| rest.split_once(':'))
+                .is_some_and(|(kind, _)| kind == device_type);
+            if ours { "device:CPU:0" } else { part }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 fn is_device_id(id: &str) -> bool {
     id == "*" || (!id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
 }

@@ -1,6 +1,41 @@
 //! Reading TF's `KernelList` (from `TF_GetRegisteredKernelsForOp`).
 
-use super::proto::{DataType, KernelList, attr_value};
+use super::proto::{DataType, KernelList, NodeDef, attr_value, kernel_def::AttrConstraint};
+
+/// TF's device type of kernels registered for every device (`DEVICE_DEFAULT`:
+/// `Identity`, `Const`, `NoOp`, ...).
+const DEFAULT_DEVICE: &str = "DEFAULT";
+
+/// Whether `list` has a kernel that TF would pick for `node` on a
+/// `device_type` device: one for that type or for every device, whose type
+/// constraints the node's attrs meet. An attr the node does not set is taken
+/// to meet its constraint (TF fills defaults before kernels are looked up).
+pub fn has_kernel_for(list: &KernelList, device_type: &str, node: &NodeDef) -> bool {
+    list.kernel
+        .iter()
+        .filter(|kernel| kernel.device_type == device_type || kernel.device_type == DEFAULT_DEVICE)
+        .any(|kernel| kernel.constraint.iter().all(|c| meets(c, node)))
+}
+
+fn meets(constraint: &AttrConstraint, node: &NodeDef) -> bool {
+    let allowed = match constraint
+        .allowed_values
+        .as_ref()
+        .and_then(|v| v.value.as_ref())
+    {
+        Some(attr_value::Value::List(list)) => &list.r#type,
+        _ => return true,
+    };
+    match node
+        .attr
+        .get(&constraint.name)
+        .and_then(|v| v.value.as_ref())
+    {
+        Some(attr_value::Value::Type(t)) => allowed.contains(t),
+        Some(attr_value::Value::List(list)) => list.r#type.iter().all(|t| allowed.contains(t)),
+        _ => true,
+    }
+}
 
 /// Whether `list` has a kernel for `device_type` whose `T` constraint (if
 /// any) allows `float`.
@@ -26,9 +61,9 @@ pub fn has_f32_kernel(list: &KernelList, device_type: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::has_f32_kernel;
+    use super::{has_f32_kernel, has_kernel_for};
     use crate::graph::proto::{
-        AttrValue, DataType, KernelDef, KernelList, attr_value, kernel_def::AttrConstraint,
+        AttrValue, DataType, KernelDef, KernelList, NodeDef, attr_value, kernel_def::AttrConstraint,
     };
 
     fn kernel(device: &str, types: Option<&[DataType]>) -> KernelDef {
@@ -71,5 +106,39 @@ mod tests {
         };
         assert!(has_f32_kernel(&unconstrained, "FPGA"));
         assert!(!has_f32_kernel(&KernelList::default(), "FPGA"));
+    }
+
+    #[test]
+    fn a_node_needs_a_kernel_of_our_type_or_default_that_takes_its_dtype() {
+        let with_t = |t: DataType| NodeDef {
+            op: "_FusedMatMul".into(),
+            attr: [(
+                "T".to_string(),
+                AttrValue {
+                    value: Some(attr_value::Value::Type(t as i32)),
+                },
+            )]
+            .into(),
+            ..Default::default()
+        };
+        let list = KernelList {
+            kernel: vec![
+                kernel("CPU", None),
+                kernel("FPGA", Some(&[DataType::DtFloat])),
+            ],
+        };
+        assert!(has_kernel_for(&list, "FPGA", &with_t(DataType::DtFloat)));
+        assert!(!has_kernel_for(&list, "FPGA", &with_t(DataType::DtInt32)));
+        assert!(!has_kernel_for(&list, "NPU", &with_t(DataType::DtFloat)));
+        let default = KernelList {
+            kernel: vec![kernel("DEFAULT", Some(&[DataType::DtInt32]))],
+        };
+        assert!(has_kernel_for(&default, "NPU", &with_t(DataType::DtInt32)));
+        assert!(!has_kernel_for(&default, "NPU", &with_t(DataType::DtHalf)));
+        assert!(!has_kernel_for(
+            &KernelList::default(),
+            "FPGA",
+            &with_t(DataType::DtFloat)
+        ));
     }
 }

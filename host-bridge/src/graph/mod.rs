@@ -1,7 +1,8 @@
 //! The graph optimizer interface: `TF_InitGraph` registers a grappler pass
-//! for `FPGA` graphs that fuses `MatMul → BiasAdd (→ Relu)` into
-//! `_FusedMatMul` ([`fuse`]), and switches off TF's own passes that would
-//! rewrite FPGA graphs into ops the device has no kernel for ([`configs`]).
+//! for `FPGA` graphs that splits variable updates ([`assign`]), fuses
+//! `MatMul → BiasAdd (→ Relu)` into `_FusedMatMul` ([`fuse`]), and makes
+//! what TF's own passes (all left on, [`configs`]) left on the device
+//! without a kernel runnable ([`runnable`]).
 //!
 //! Every `extern "C"` function runs its body under
 //! [`ffi::with_status`](crate::ffi::with_status) or
@@ -13,8 +14,10 @@ mod device;
 mod edges;
 mod fuse;
 mod kernels;
+mod nodes;
 mod optimize;
 pub mod proto;
+mod runnable;
 mod tf_grappler;
 
 #[cfg(test)]
@@ -22,7 +25,7 @@ mod init_tests;
 #[cfg(test)]
 mod tests;
 
-pub use configs::{OFF as PASSES_OFF, optimizer_configs};
+pub use configs::optimizer_configs;
 pub use device::is_ours as is_device_of_type;
 pub use fuse::{FUSED_OP, Fusions, fuse_matmul_chains};
 pub use optimize::{Settings, rewrite};

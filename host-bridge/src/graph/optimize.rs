@@ -3,15 +3,18 @@
 
 use super::assign::split_variable_updates;
 use super::fuse::{FUSED_OP, Fusions, fuse_matmul_chains};
-use super::proto::{DataType, GraphDef};
+use super::kernels::has_kernel_for;
+use super::proto::{DataType, GraphDef, KernelList, NodeDef};
+use super::runnable::{Changes, keep_runnable};
 use super::tf_grappler;
 use crate::error::{Error, Result};
 use crate::log;
 use crate::settings;
 use prost::Message;
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ffi::{CString, c_void};
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tensorplug_abi::tf::{TF_Buffer, TF_GrapplerItem};
 
@@ -86,7 +89,15 @@ pub unsafe fn run(
     } else {
         Fusions::default()
     };
-    let output = if updates > 0 || fusions.any() {
+    let changes = keep_runnable(
+        &mut graph,
+        device,
+        kernel_lookup(device),
+        arithmetic_kernel("AddV2", device),
+    );
+    report_moves(&changes, device);
+    let changed = changes.addn_split > 0 || !changes.moved.is_empty();
+    let output = if updates > 0 || fusions.any() || changed {
         graph.encode_to_vec()
     } else {
         input.to_vec()
@@ -114,6 +125,37 @@ fn fused_kernel_registered() -> Result<bool> {
         });
     }
     Ok(registered)
+}
+
+/// `has_kernel` for [`keep_runnable`]: TF's kernel list per op type, fetched
+/// once per graph. An op TF cannot list counts as runnable (TF's own error
+/// then names it, as without us).
+fn kernel_lookup(device: &str) -> impl FnMut(&NodeDef) -> bool + '_ {
+    let mut lists: HashMap<String, Option<KernelList>> = HashMap::new();
+    move |node| {
+        let list = lists.entry(node.op.clone()).or_insert_with(|| {
+            CString::new(node.op.as_str())
+                .ok()
+                .and_then(|op| tf_grappler::kernels_for(&op).ok())
+        });
+        list.as_ref()
+            .is_none_or(|list| has_kernel_for(list, device, node))
+    }
+}
+
+/// Says once per op type that TF's passes left it on our device with no
+/// kernel there, so it runs on the CPU.
+fn report_moves(changes: &Changes, device: &str) {
+    static SAID: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    let Ok(mut said) = SAID.lock() else { return };
+    for (op, node) in &changes.moved {
+        if said.insert(op.clone()) {
+            log::warn(format_args!(
+                "TF's graph passes left {op} node '{node}' on {device}, which has no {op} \
+                 kernel: it runs on the CPU (said once per op type)"
+            ));
+        }
+    }
 }
 
 /// Whether TF has an `op` kernel for our device type (our `AddV2`/`Sub` are

@@ -147,13 +147,22 @@ pub unsafe fn nodes_to_preserve(item: *const TF_GrapplerItem) -> Result<HashSet<
 
 /// Whether a kernel for `op` with `T = float` is registered for `device_type`.
 pub fn kernel_registered(op: &CStr, device_type: &str) -> Result<bool> {
+    Ok(super::kernels::has_f32_kernel(
+        &kernels_for(op)?,
+        device_type,
+    ))
+}
+
+/// Every kernel TF has registered for `op`, on any device (empty when TF
+/// knows no such op).
+pub fn kernels_for(op: &CStr) -> Result<KernelList> {
     let api = api()?;
     let status = OwnedStatus::new()?;
     // SAFETY: NUL-terminated op name, live status.
     let buffer = unsafe { (api.kernels_for_op)(op.as_ptr(), status.as_ptr()) };
     let result = status.to_result();
     if buffer.is_null() {
-        return Ok(false);
+        return Ok(KernelList::default());
     }
     // SAFETY: TF returned a TF_NewBuffer-allocated buffer, read before delete.
     let list = unsafe {
@@ -166,9 +175,7 @@ pub fn kernel_registered(op: &CStr, device_type: &str) -> Result<bool> {
         list
     };
     if result.is_err() {
-        return Ok(false);
+        return Ok(KernelList::default());
     }
-    let list =
-        list.map_err(|e| Error::Internal(format!("TF's KernelList does not decode: {e}")))?;
-    Ok(super::kernels::has_f32_kernel(&list, device_type))
+    list.map_err(|e| Error::Internal(format!("TF's KernelList does not decode: {e}")))
 }

@@ -28,10 +28,11 @@ pub const REFUSED_OPS: [&CStr; 2] = [c"AssignAddVariableOp", c"AssignSubVariable
 pub fn refusal() -> String {
     let device = crate::backend::device_type();
     format!(
-        "updating a variable placed on an {device} device is not supported (TensorFlow's C \
-         API cannot update resource variables); create the model under tf.device('/CPU:0') \
-         and run predict/fit under tf.device('/device:{device}:0') (see tensorplug's \
-         docs/ops.md, 'Variables and training')"
+        "updating a variable placed on an {device} device eagerly is not supported \
+         (TensorFlow's C API cannot update resource variables); inside a tf.function, as Keras \
+         fit runs it, tensorplug rewrites the update: wrap the update in a tf.function, or \
+         create the variable under tf.device('/CPU:0') (see tensorplug's docs/ops.md, \
+         'Variables and training')"
     )
 }
 
