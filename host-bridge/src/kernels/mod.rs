@@ -1,8 +1,8 @@
 //! `TF_InitKernel`: the f32 kernels of the plugin's device type, for the
 //! ops its devices declare ([`Capabilities`]).
 //!
-//! Each kernel reads its attributes once ([`ops::construct`]), and each
-//! compute call maps TF's tensors to device descriptors through the
+//! Each kernel ([`ops`]: one module per TF op, listed in [`KERNELS`]) reads
+//! its attributes once at construction, and each compute call maps TF's tensors to device descriptors through the
 //! registry's handle scheme, enqueues the op on the stream TF gives
 //! (`TF_GetStream`) and returns without waiting ([`launch`]). Failures reach
 //! Python as `tf.errors.*Error` with `<TYPE> <op> '<node>': <cause>`: from the
@@ -23,7 +23,7 @@ pub use ops::WAIT_ATTR;
 
 use crate::ffi::{self, tf_api};
 use crate::{backend, log, registry};
-use ops::{KERNELS, Kernel, KernelDef};
+use ops::{KERNELS, Kernel, TfKernel};
 use std::ffi::{CString, c_void};
 use tensorplug_abi::tf::{TF_DataType, TF_OpKernelConstruction, TF_OpKernelContext};
 use tensorplug_core::accelerator::{Capabilities, DType};
@@ -41,7 +41,7 @@ pub fn tf_init_kernel() {
         }
         let caps = common_capabilities(devices.iter().map(|d| d.info().capabilities));
         warn_about_contradictions(&caps);
-        let wanted = KERNELS.iter().filter(|def| def.kind.runs_on(&caps)).count();
+        let wanted = KERNELS.iter().filter(|def| def.runs_on(&caps)).count();
         let registered = register_all(&caps);
         variables::register_all();
         if registered < wanted {
@@ -80,10 +80,7 @@ pub fn contradictions(caps: &Capabilities) -> Vec<String> {
         ));
     }
     for kind in caps.ops.iter() {
-        if !KERNELS
-            .iter()
-            .any(|def| def.kind.op_family() == kind.name())
-        {
+        if !KERNELS.iter().any(|def| def.op_family() == kind.name()) {
             problems.push(format!(
                 "the {device} devices declare {} but no TF kernel lowers to it; it is unused",
                 kind.name()
@@ -98,14 +95,14 @@ pub fn register_all(caps: &Capabilities) -> usize {
     KERNELS
         .iter()
         .enumerate()
-        .filter(|(_, def)| def.kind.runs_on(caps))
-        .filter(|&(index, def)| match register(index, def) {
+        .filter(|(_, def)| def.runs_on(caps))
+        .filter(|&(index, def)| match register(index, *def) {
             Ok(()) => true,
             Err(failure) => {
                 log::error(format_args!(
                     "TF_InitKernel: cannot register the {} kernel for {:?}: {}",
                     backend::device_type(),
-                    def.op,
+                    def.op(),
                     failure.cause
                 ));
                 false
@@ -114,14 +111,14 @@ pub fn register_all(caps: &Capabilities) -> usize {
         .count()
 }
 
-fn register(index: usize, def: &'static KernelDef) -> KernelResult<()> {
+fn register(index: usize, def: &'static dyn TfKernel) -> KernelResult<()> {
     let api = tf_api::kernel_api()?;
     let status = Status::new()?;
     let device = backend::device_type_c();
     // SAFETY: static NUL-terminated names; our callbacks have TF's signatures.
     let builder = unsafe {
         (api.new_kernel_builder)(
-            def.op.as_ptr(),
+            def.op().as_ptr(),
             device.as_ptr(),
             CREATE.get(index).copied(),
             Some(compute),
@@ -145,14 +142,14 @@ fn register(index: usize, def: &'static KernelDef) -> KernelResult<()> {
         unsafe { (api.delete_kernel_builder)(builder) };
         return Err(failure);
     }
-    for arg in def.host_memory {
+    for arg in def.host_memory() {
         // SAFETY: live builder; static name.
         unsafe { (api.host_memory)(builder, arg.as_ptr()) };
     }
     let name = format!(
         "tensorplug_{}_{}",
         backend::device_type(),
-        def.op.to_string_lossy()
+        def.op().to_string_lossy()
     );
     let name = CString::new(name).map_err(|_| Failure::invalid("op name with NUL"))?;
     // SAFETY: TF takes ownership of the builder, whatever the outcome.
@@ -162,25 +159,28 @@ fn register(index: usize, def: &'static KernelDef) -> KernelResult<()> {
 
 type CreateFn = unsafe extern "C" fn(*mut TF_OpKernelConstruction) -> *mut c_void;
 
-/// `create` for each entry of [`KERNELS`] (TF passes no user data, so the
-/// entry is a const parameter); the array type keeps the lengths equal.
-const CREATE: [CreateFn; KERNELS.len()] = [
-    create::<0>,
-    create::<1>,
-    create::<2>,
-    create::<3>,
-    create::<4>,
-    create::<5>,
-    create::<6>,
-    create::<7>,
-    create::<8>,
-    create::<9>,
-    create::<10>,
+/// `[create::<0>, create::<1>, ...]` for the listed indexes.
+macro_rules! create_fns {
+    ($($index:literal)*) => {
+        [$(create::<$index>),*]
+    };
+}
+
+/// `create` for each entry of [`KERNELS`], by index (TF passes no user
+/// data): room for [`MAX_KERNELS`], so a new table entry needs nothing here.
+const CREATE: [CreateFn; MAX_KERNELS] = create_fns![
+    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+    32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
 ];
+/// How many kernels [`CREATE`] has room for.
+const MAX_KERNELS: usize = 64;
+const _: () = assert!(KERNELS.len() <= MAX_KERNELS, "raise MAX_KERNELS");
 
 unsafe extern "C" fn create<const INDEX: usize>(raw: *mut TF_OpKernelConstruction) -> *mut c_void {
     ffi::swallow("kernel create", std::ptr::null_mut(), || {
-        let def = &KERNELS[INDEX];
+        let Some(&def) = KERNELS.get(INDEX) else {
+            return Ok(std::ptr::null_mut());
+        };
         // SAFETY: TF's live construction context for this call.
         let ctx = match unsafe { Construction::new(raw) } {
             Ok(ctx) => ctx,
@@ -192,7 +192,7 @@ unsafe extern "C" fn create<const INDEX: usize>(raw: *mut TF_OpKernelConstructio
         let node = ctx.node_name();
         // Absent on every node but the graph pass's update arithmetic.
         let wait = ctx.bool_attr(ops::WAIT_ATTR).unwrap_or(false);
-        match ops::construct(def, &ctx) {
+        match def.construct(&ctx) {
             Ok(attrs) => Ok(Box::into_raw(Box::new(Kernel {
                 def,
                 attrs,
@@ -201,7 +201,7 @@ unsafe extern "C" fn create<const INDEX: usize>(raw: *mut TF_OpKernelConstructio
             }))
             .cast()),
             Err(failure) => {
-                let op_type = def.op.to_string_lossy();
+                let op_type = def.op().to_string_lossy();
                 ctx.fail(failure.code, &failure.message(&op_type, &node));
                 Ok(std::ptr::null_mut())
             }
@@ -268,8 +268,8 @@ mod capability_tests {
     fn registered(caps: &Capabilities) -> Vec<&'static str> {
         KERNELS
             .iter()
-            .filter(|def| def.kind.runs_on(caps))
-            .map(|def| def.op.to_str().unwrap())
+            .filter(|def| def.runs_on(caps))
+            .map(|def| def.op().to_str().unwrap())
             .collect()
     }
 

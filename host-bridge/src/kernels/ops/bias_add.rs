@@ -1,0 +1,54 @@
+//! `BiasAdd`: `x + bias` along the channel axis; `data_format` NHWC, or
+//! NCHW on rank ≤ 2 (where it is the same).
+
+use super::{Op, is_empty};
+use crate::kernels::failure::{Failure, KernelResult};
+use crate::kernels::launch::Launcher;
+use crate::kernels::shapes;
+use crate::kernels::tf::{Construction, Context};
+use std::ffi::CStr;
+use tensorplug_core::accelerator::OpKind;
+
+/// The `BiasAdd` kernel.
+pub struct BiasAdd;
+
+/// Whether `data_format` is `NCHW`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Nchw(bool);
+
+impl Op for BiasAdd {
+    type Attrs = Nchw;
+
+    fn op(&self) -> &'static CStr {
+        c"BiasAdd"
+    }
+
+    fn family(&self) -> OpKind {
+        OpKind::BiasAdd
+    }
+
+    fn construct(&self, ctx: &Construction) -> KernelResult<Nchw> {
+        match ctx.string_attr(c"data_format")?.as_str() {
+            "NHWC" => Ok(Nchw(false)),
+            "NCHW" => Ok(Nchw(true)),
+            other => Err(Failure::unimplemented(format!("data_format {other:?}"))),
+        }
+    }
+
+    fn compute(&self, nchw: &Nchw, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
+        let (x, bias) = (ctx.input(0, false)?, ctx.input(1, false)?);
+        let (sx, sb) = (x.shape()?, bias.shape()?);
+        if nchw.0 && sx.dims().len() > 2 {
+            return Err(Failure::unimplemented(
+                "data_format NCHW on tensors of rank > 2 (channels must be last)",
+            ));
+        }
+        shapes::bias(&sx, &sb)?;
+        let out = ctx.output(&sx, &[0])?;
+        if is_empty(&sx) {
+            return Ok(());
+        }
+        let inputs = [run.desc(&x, sx)?, run.desc(&bias, sb)?];
+        run.launch(OpKind::BiasAdd, &inputs, run.desc(&out, sx)?)
+    }
+}

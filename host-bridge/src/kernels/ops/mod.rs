@@ -1,0 +1,185 @@
+//! The TF kernels, one module each: its TF op, the attributes it reads at
+//! construction, its shape rule and what each compute call enqueues. The
+//! [`KERNELS`] table lists them; adding a kernel is a module plus a line
+//! there (`docs/ops.md`, "Adding a kernel").
+
+mod bias_add;
+mod binary;
+mod fused_matmul;
+mod matmul;
+mod relu;
+mod softmax;
+mod sum;
+
+use super::failure::{Failure, KernelResult};
+use super::launch::Launcher;
+use super::tf::{Construction, Context};
+use std::any::Any;
+use std::ffi::CStr;
+use tensorplug_core::accelerator::{Capabilities, DType, OpKind, Shape};
+
+/// One TF kernel, written once per op (or per family of ops, as
+/// [`binary::Binary`]).
+pub trait Op: Sync + 'static {
+    /// What the kernel reads from the node at construction.
+    type Attrs: Send + Sync + 'static;
+    /// The TF op type it is registered for.
+    fn op(&self) -> &'static CStr;
+    /// The device op family it lowers to: the kernel is registered when
+    /// every device declares it ([`Capabilities`]).
+    fn family(&self) -> OpKind;
+    /// Inputs TF keeps in host memory (`HostMemory` in TF's registrations).
+    fn host_memory(&self) -> &'static [&'static CStr] {
+        &[]
+    }
+    /// Reads and checks the attributes; an unsupported value is a failure
+    /// that names the attribute.
+    fn construct(&self, ctx: &Construction) -> KernelResult<Self::Attrs>;
+    /// One compute call: validates shapes, allocates the outputs and
+    /// enqueues device work through `run`.
+    fn compute(
+        &self,
+        attrs: &Self::Attrs,
+        ctx: &Context,
+        run: &mut Launcher<'_>,
+    ) -> KernelResult<()>;
+}
+
+/// An [`Op`] with its attributes type erased, as the table holds it.
+pub trait TfKernel: Sync {
+    /// The TF op type.
+    fn op(&self) -> &'static CStr;
+    /// See [`Op::family`].
+    fn family(&self) -> OpKind;
+    /// See [`Op::host_memory`].
+    fn host_memory(&self) -> &'static [&'static CStr];
+    /// See [`Op::construct`].
+    fn construct(&self, ctx: &Construction) -> KernelResult<Box<dyn Any + Send + Sync>>;
+    /// See [`Op::compute`]; `attrs` is what [`Self::construct`] returned.
+    fn compute(
+        &self,
+        attrs: &(dyn Any + Send + Sync),
+        ctx: &Context,
+        run: &mut Launcher<'_>,
+    ) -> KernelResult<()>;
+
+    /// The device op family's name.
+    fn op_family(&self) -> &'static str {
+        self.family().name()
+    }
+
+    /// Whether devices with `caps` run this kernel (f32 only, for now).
+    fn runs_on(&self, caps: &Capabilities) -> bool {
+        caps.supports(self.family(), DType::F32)
+    }
+}
+
+impl<T: Op> TfKernel for T {
+    fn op(&self) -> &'static CStr {
+        Op::op(self)
+    }
+
+    fn family(&self) -> OpKind {
+        Op::family(self)
+    }
+
+    fn host_memory(&self) -> &'static [&'static CStr] {
+        Op::host_memory(self)
+    }
+
+    fn construct(&self, ctx: &Construction) -> KernelResult<Box<dyn Any + Send + Sync>> {
+        Ok(Box::new(Op::construct(self, ctx)?))
+    }
+
+    fn compute(
+        &self,
+        attrs: &(dyn Any + Send + Sync),
+        ctx: &Context,
+        run: &mut Launcher<'_>,
+    ) -> KernelResult<()> {
+        let attrs = attrs
+            .downcast_ref::<T::Attrs>()
+            .ok_or_else(|| Failure::invalid("kernel attributes of another op"))?;
+        Op::compute(self, attrs, ctx, run)
+    }
+}
+
+/// Every f32 kernel the bridge can register for a device type.
+pub static KERNELS: [&dyn TfKernel; 11] = [
+    &matmul::MatMul,
+    &fused_matmul::FusedMatMul,
+    &bias_add::BiasAdd,
+    &binary::ADD_V2,
+    &binary::ADD,
+    &binary::SUB,
+    &binary::MUL,
+    &binary::MAXIMUM,
+    &relu::Relu,
+    &softmax::Softmax,
+    &sum::Sum,
+];
+
+/// One kernel instance (TF's `OpKernel`).
+pub struct Kernel {
+    /// Its table entry.
+    pub def: &'static dyn TfKernel,
+    /// Its attributes ([`TfKernel::construct`]).
+    pub attrs: Box<dyn Any + Send + Sync>,
+    /// The node name at construction.
+    pub node: String,
+    /// Whether compute waits for the device and reports its failure itself
+    /// (the node has [`WAIT_ATTR`] set: a variable update's arithmetic).
+    pub wait: bool,
+}
+
+/// A node attribute the graph pass sets on the arithmetic of a variable
+/// update: its kernel waits, so a device fault fails the step before the
+/// variable is assigned (`docs/ops.md`, "Variables and training").
+pub const WAIT_ATTR: &CStr = c"_tensorplug_wait_for_device";
+
+impl Kernel {
+    /// The TF op type, e.g. `MatMul`.
+    pub fn op_type(&self) -> &'static str {
+        self.def.op().to_str().unwrap_or("?")
+    }
+}
+
+/// One compute call of `kernel`.
+pub fn compute(kernel: &Kernel, ctx: &Context) -> KernelResult<()> {
+    let stream = ctx.stream()?;
+    let mut run = Launcher::new(stream, kernel.op_type(), ctx.node_name());
+    kernel.def.compute(kernel.attrs.as_ref(), ctx, &mut run)?;
+    run.finish().map(drop)
+}
+
+/// Whether a tensor of `shape` has no elements (nothing to launch).
+fn is_empty(shape: &Shape) -> bool {
+    shape.elements() == Some(0)
+}
+
+/// A shape from dims the kernel computed itself.
+fn flat(dims: &[u64]) -> KernelResult<Shape> {
+    Shape::new(dims).ok_or_else(|| Failure::invalid("bad rank"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_registers_each_op_once_and_only_sum_reads_host_memory() {
+        let mut ops: Vec<_> = KERNELS.iter().map(|k| k.op()).collect();
+        ops.sort();
+        ops.dedup();
+        assert_eq!(ops.len(), KERNELS.len());
+        for kernel in KERNELS {
+            let host = kernel.op() == c"Sum";
+            assert_eq!(
+                kernel.host_memory() == [c"reduction_indices"],
+                host,
+                "{:?}",
+                kernel.op()
+            );
+        }
+    }
+}

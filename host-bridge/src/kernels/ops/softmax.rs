@@ -1,0 +1,40 @@
+//! `Softmax` over the last axis (rank ≥ 1).
+
+use super::{Op, is_empty};
+use crate::kernels::failure::{Failure, KernelResult};
+use crate::kernels::launch::Launcher;
+use crate::kernels::tf::{Construction, Context};
+use std::ffi::CStr;
+use tensorplug_core::accelerator::OpKind;
+
+/// The `Softmax` kernel.
+pub struct Softmax;
+
+impl Op for Softmax {
+    type Attrs = ();
+
+    fn op(&self) -> &'static CStr {
+        c"Softmax"
+    }
+
+    fn family(&self) -> OpKind {
+        OpKind::Softmax
+    }
+
+    fn construct(&self, _: &Construction) -> KernelResult<()> {
+        Ok(())
+    }
+
+    fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
+        let x = ctx.input(0, false)?;
+        let sx = x.shape()?;
+        if sx.dims().is_empty() {
+            return Err(Failure::invalid("logits must have >= 1 dimension, got []"));
+        }
+        let out = ctx.output(&sx, &[])?;
+        if is_empty(&sx) {
+            return Ok(());
+        }
+        run.launch(OpKind::Softmax, &[run.desc(&x, sx)?], run.desc(&out, sx)?)
+    }
+}
