@@ -131,6 +131,23 @@ compare("Sum(int64 axes)",
         lambda t: tf.raw_ops.Sum(input=t, axis=tf.constant([-1], tf.int64), keep_dims=False), x,
         tolerance=sum_tolerance(x, [1]), group="Sum")
 
+# BiasAddGrad (the bias gradient of Dense/BiasAdd): every axis but the last.
+for shape in [(4, 3), (64, 10), (2, 3, 5), (2, 2, 3, 4), (0, 3), (1, 1), (3, 0)]:
+    x = rand(*shape)
+    axes = list(range(len(shape) - 1))
+    compare(f"BiasAddGrad({shape})", lambda t: tf.raw_ops.BiasAddGrad(out_backprop=t), x,
+            tolerance=sum_tolerance(x, axes), group="BiasAddGrad")
+compare("BiasAddGrad(NCHW rank 2)",
+        lambda t: tf.raw_ops.BiasAddGrad(out_backprop=t, data_format="NCHW"), x := rand(5, 3),
+        tolerance=sum_tolerance(x, [0]), group="BiasAddGrad")
+
+# Neg and Square: exact, including NaN, inf and -0.
+for shape in [(), (0,), (1,), (17,), (3, 4, 5)]:
+    compare(f"Neg({shape})", tf.math.negative, rand(*shape))
+    compare(f"Square({shape})", tf.math.square, rand(*shape))
+compare("Neg(specials)", tf.math.negative, special)
+compare("Square(specials)", tf.math.square, special)
+
 # Errors name the op and the cause.
 errors = 0
 try:

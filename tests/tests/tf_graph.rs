@@ -148,9 +148,9 @@ fn cpu_nodes_get_tf_rewrites_as_without_the_plugin() {
 }
 
 /// On FPGA nodes TF's passes make `Mul` (from `x + x`), folded `Const`s,
-/// `AddN` (split back into `AddV2` on the FPGA by our pass) and `Square`
-/// (no FPGA kernel: moved to the CPU, said once on stderr); the result
-/// equals the CPU's, with soft placement off.
+/// `Square` (from `d * d`), `AddN` (split back into `AddV2` on the FPGA by
+/// our pass) and `SquaredDifference` (no FPGA kernel: moved to the CPU, said
+/// once on stderr); the result equals the CPU's, with soft placement off.
 #[test]
 fn tf_passes_on_fpga_nodes_leave_a_runnable_graph() {
     let output = run_tf_with_plugin("tf_cpu_passes.py", &["fpga_nodes"], None);
@@ -158,7 +158,7 @@ fn tf_passes_on_fpga_nodes_leave_a_runnable_graph() {
     assert!(stdout.contains("fpga ops:"), "{stdout}");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("left Square node") && stderr.contains("it runs on the CPU"),
+        stderr.contains("left SquaredDifference node") && stderr.contains("it runs on the CPU"),
         "{stderr}"
     );
 }

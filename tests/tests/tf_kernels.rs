@@ -44,7 +44,7 @@ fn every_kernel_matches_the_cpu() {
     assert_ok(
         &out,
         &[
-            "117 kernel cases match the CPU",
+            "137 kernel cases match the CPU",
             "2 error cases named the op",
         ],
     );

@@ -4,9 +4,11 @@
 //! there (`docs/ops.md`, "Adding a kernel").
 
 mod bias_add;
+mod bias_add_grad;
 mod binary;
 mod fused_matmul;
 mod matmul;
+mod neg_square;
 mod relu;
 mod softmax;
 mod sum;
@@ -105,7 +107,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// Every f32 kernel the bridge can register for a device type.
-pub static KERNELS: [&dyn TfKernel; 11] = [
+pub static KERNELS: [&dyn TfKernel; 14] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -117,6 +119,9 @@ pub static KERNELS: [&dyn TfKernel; 11] = [
     &relu::Relu,
     &softmax::Softmax,
     &sum::Sum,
+    &bias_add_grad::BiasAddGrad,
+    &neg_square::NEG,
+    &neg_square::SQUARE,
 ];
 
 /// One kernel instance (TF's `OpKernel`).

@@ -39,33 +39,45 @@ impl Op for Sum {
 
     fn compute(&self, keep: &KeepDims, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
         let x = ctx.input(0, false)?;
-        let sx = x.shape()?;
         let axes = read_axes(&ctx.input(1, true)?)?;
-        let (out_shape, plan) = shapes::sum(&sx, &axes, keep.0)?;
-        let out = ctx.output(&out_shape, &[])?;
-        match plan {
-            SumPlan::Nothing => {}
-            SumPlan::Zeros => run.fill(run.desc(&out, out_shape)?, 0)?,
-            SumPlan::Copy => run.copy(run.desc(&out, out_shape)?, run.desc(&x, sx)?)?,
-            SumPlan::Trailing { rows, len } => {
-                let input = run.desc(&x, flat(&[rows, len])?)?;
-                run.launch(OpKind::ReduceSum, &[input], run.desc(&out, flat(&[rows])?)?)?;
-            }
-            SumPlan::Leading { len, cols } => {
-                let ones_shape = flat(&[1, len])?;
-                let ones = ctx.temp(&ones_shape)?;
-                let ones = run.desc(&ones, ones_shape)?;
-                run.fill(ones, 1.0f32.to_bits())?;
-                let inputs = [ones, run.desc(&x, flat(&[len, cols])?)?];
-                let kind = OpKind::MatMul {
-                    transpose_a: false,
-                    transpose_b: false,
-                };
-                run.launch(kind, &inputs, run.desc(&out, flat(&[1, cols])?)?)?;
-            }
-        }
-        Ok(())
+        reduce(ctx, run, &x, &axes, keep.0)
     }
+}
+
+/// Sums `x` (input 0) over `axes` into output 0: what `Sum` and
+/// `BiasAddGrad` launch.
+pub(super) fn reduce(
+    ctx: &Context,
+    run: &mut Launcher<'_>,
+    x: &Tensor,
+    axes: &[i64],
+    keep_dims: bool,
+) -> KernelResult<()> {
+    let sx = x.shape()?;
+    let (out_shape, plan) = shapes::sum(&sx, axes, keep_dims)?;
+    let out = ctx.output(&out_shape, &[])?;
+    match plan {
+        SumPlan::Nothing => {}
+        SumPlan::Zeros => run.fill(run.desc(&out, out_shape)?, 0)?,
+        SumPlan::Copy => run.copy(run.desc(&out, out_shape)?, run.desc(x, sx)?)?,
+        SumPlan::Trailing { rows, len } => {
+            let input = run.desc(x, flat(&[rows, len])?)?;
+            run.launch(OpKind::ReduceSum, &[input], run.desc(&out, flat(&[rows])?)?)?;
+        }
+        SumPlan::Leading { len, cols } => {
+            let ones_shape = flat(&[1, len])?;
+            let ones = ctx.temp(&ones_shape)?;
+            let ones = run.desc(&ones, ones_shape)?;
+            run.fill(ones, 1.0f32.to_bits())?;
+            let inputs = [ones, run.desc(x, flat(&[len, cols])?)?];
+            let kind = OpKind::MatMul {
+                transpose_a: false,
+                transpose_b: false,
+            };
+            run.launch(kind, &inputs, run.desc(&out, flat(&[1, cols])?)?)?;
+        }
+    }
+    Ok(())
 }
 
 /// The host-memory `reduction_indices` (int32 or int64, scalar or vector).

@@ -1,0 +1,63 @@
+//! `Neg` and `Square`, lowered to the device's `Mul`: `x · (−1)` (a scalar
+//! filled on the device) and `x · x`. Both are exact in IEEE arithmetic,
+//! as TF's CPU kernels (`-x` and `x * x`).
+
+use super::{Op, flat, is_empty};
+use crate::kernels::failure::KernelResult;
+use crate::kernels::launch::Launcher;
+use crate::kernels::tf::{Construction, Context};
+use std::ffi::CStr;
+use tensorplug_core::accelerator::OpKind;
+
+/// `Neg` or `Square`.
+pub struct MulBy {
+    op: &'static CStr,
+    square: bool,
+}
+
+/// `Neg`: `x · (−1)`.
+pub const NEG: MulBy = MulBy {
+    op: c"Neg",
+    square: false,
+};
+/// `Square`: `x · x`.
+pub const SQUARE: MulBy = MulBy {
+    op: c"Square",
+    square: true,
+};
+
+impl Op for MulBy {
+    type Attrs = ();
+
+    fn op(&self) -> &'static CStr {
+        self.op
+    }
+
+    fn family(&self) -> OpKind {
+        OpKind::Mul
+    }
+
+    fn construct(&self, _: &Construction) -> KernelResult<()> {
+        Ok(())
+    }
+
+    fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
+        let x = ctx.input(0, false)?;
+        let sx = x.shape()?;
+        let out = ctx.output(&sx, &[0])?;
+        if is_empty(&sx) {
+            return Ok(());
+        }
+        let a = run.desc(&x, sx)?;
+        let b = if self.square {
+            a
+        } else {
+            let scalar = flat(&[])?;
+            let minus_one = ctx.temp(&scalar)?;
+            let minus_one = run.desc(&minus_one, scalar)?;
+            run.fill(minus_one, (-1.0f32).to_bits())?;
+            minus_one
+        };
+        run.launch(OpKind::Mul, &[a, b], run.desc(&out, sx)?)
+    }
+}
