@@ -9,6 +9,7 @@ mod fuzz;
 mod header;
 mod hil;
 mod layout;
+mod op_sweep;
 mod setup;
 mod size;
 mod test;
@@ -39,6 +40,8 @@ enum Task {
     Dist(dist::DistArgs),
     /// The firmware's flash and static RAM against firmware/size.json.
     Size(size::SizeArgs),
+    /// Every op the FPGA registers, over a grid, against TF's CPU kernels.
+    OpSweep(op_sweep::OpSweepArgs),
     /// Regenerate the device-ABI C header (abi/include/tensorplug_device_abi.h).
     Header,
 }
@@ -65,5 +68,6 @@ fn run(task: Task) -> anyhow::Result<()> {
         Task::Dist(args) => dist::run_task(&args),
         Task::Header => header::run(),
         Task::Size(args) => size::run_task(&args),
+        Task::OpSweep(args) => op_sweep::run_task(&args),
     }
 }

@@ -89,7 +89,8 @@ fn ensure_apt() -> Result<()> {
 
 /// Creates `target/venv` with `xtask/requirements.txt`, skipping pip when the
 /// stamp shows the same requirements were installed before.
-fn ensure_venv() -> Result<PathBuf> {
+/// The TF venv `target/venv` (created or updated from `xtask/requirements.txt`).
+pub fn ensure_venv() -> Result<PathBuf> {
     ensure_venv_at(
         &root().join("target/venv"),
         &root().join("xtask/requirements.txt"),

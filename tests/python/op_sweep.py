@@ -1,0 +1,253 @@
+"""The op sweep: every op the plugin registers for its device, over a grid of
+shapes, attributes and dtypes, run with soft placement off and compared with
+TF's own CPU kernel.
+
+usage: op_sweep.py <ci | full> [markdown table path]
+
+Prints a coverage table (op, cases, dtypes refused, worst |dev - cpu| /
+tolerance, worst case) and exits 1 on a mismatch, on a result that does not
+live on the device, or on a registered op that has no sweep here (add its
+cases to SWEEPS). `ci` is a fixed subset of the grid; `full` all of it.
+Tolerances are docs/ops.md's; "exact" ops must match bit for bit (NaN
+matches NaN).
+"""
+import itertools
+import sys
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.eager import context, execute
+from tensorflow.python.framework import kernels
+
+from tf_kernels_common import EPS, TINY, gemm_tolerance
+
+MODE = sys.argv[1]
+assert MODE in ("ci", "full"), MODE
+DEVICE_TYPE = "FPGA"
+DEV, CPU = f"/device:{DEVICE_TYPE}:0", "/device:CPU:0"
+# Registered for every dtype only to refuse eager updates (docs/ops.md).
+NOT_SWEPT = {"AssignAddVariableOp": "variable updates: tests/tests/tf_variables.rs",
+             "AssignSubVariableOp": "variable updates: tests/tests/tf_variables.rs"}
+OTHER_DTYPES = [tf.float16, tf.float64, tf.int32]
+
+tf.config.set_soft_device_placement(False)
+rng = np.random.default_rng(11)
+
+
+def rand(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def pick(items):
+    """All of `items`, or every third one in `ci` mode (always the first)."""
+    items = list(items)
+    return items if MODE == "full" else items[::3]
+
+
+def grid(*axes):
+    """`pick` over all combinations of `axes`."""
+    return pick(itertools.product(*axes))
+
+
+def sum_tol(x, axes):
+    c = int(np.prod([x.shape[a] for a in axes])) if axes else 1
+    scale = np.abs(x.astype(np.float64)).sum(axis=tuple(axes)) if axes else np.abs(x)
+    return 2 * (c + 1) * EPS * scale + TINY
+
+
+def softmax_tol(x, cpu):
+    c = x.shape[-1]
+    spread = np.abs(x - x.max(axis=-1, keepdims=True))
+    return 2 * (c + 8 + spread) * EPS * np.abs(cpu) + TINY
+
+
+SHAPES = [(), (1,), (7,), (3, 4), (2, 3, 5), (2, 1, 3, 4), (0, 3)]
+BROADCAST = [((2, 3), (2, 3)), ((2, 3), (3,)), ((4, 1, 3), (5, 1)), ((), (2, 3)),
+             ((0, 3), (1, 3)), ((2, 1, 3, 1), (1, 4, 1, 5)), ((3, 1), (1, 4))]
+SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -2.5], dtype=np.float32)
+
+
+def matmul_cases():
+    for (m, k, n), ta, tb in grid([(1, 1, 1), (3, 4, 5), (64, 33, 17), (0, 3, 4), (3, 0, 4)],
+                                  (False, True), (False, True)):
+        a = rand(*((k, m) if ta else (m, k)))
+        b = rand(*((n, k) if tb else (k, n)))
+        an, bn = (a.T if ta else a), (b.T if tb else b)
+        yield (f"{m}x{k}x{n} ta={ta} tb={tb}",
+               lambda x, y, ta=ta, tb=tb: tf.linalg.matmul(x, y, transpose_a=ta, transpose_b=tb),
+               [a, b], lambda cpu, an=an, bn=bn, k=k: gemm_tolerance(an, bn, k))
+
+
+def fused_matmul(a, b, bias, ops):
+    attrs = ("T", a.dtype.as_datatype_enum, "num_args", 1, "fused_ops", ops, "epsilon", 0.0001,
+             "leakyrelu_alpha", 0.2, "transpose_a", False, "transpose_b", False)
+    return execute.execute(b"_FusedMatMul", 1, [a, b, bias], attrs, context.context())[0]
+
+
+def fused_matmul_cases():
+    for (m, k, n), relu in grid([(5, 7, 3), (1, 1, 1), (16, 8, 32)], (False, True)):
+        a, b, bias = rand(m, k), rand(k, n), rand(n)
+        ops = [b"BiasAdd", b"Relu"] if relu else [b"BiasAdd"]
+        fn = lambda x, y, z, ops=ops: fused_matmul(x, y, z, ops)  # noqa: E731
+        yield (f"{m}x{k}x{n} relu={relu}", fn, [a, b, bias],
+               lambda cpu, a=a, b=b, k=k, bias=bias: gemm_tolerance(a, b, k, bias))
+
+
+def bias_add_cases():
+    for shape in pick([(4, 3), (2, 3, 5), (2, 2, 3, 4), (0, 3), (1, 1)]):
+        yield str(shape), tf.nn.bias_add, [rand(*shape), rand(shape[-1])], None
+    yield "NCHW rank 2", lambda x, b: tf.nn.bias_add(x, b, data_format="NCHW"), \
+        [rand(4, 3), rand(3)], None
+
+
+def bias_add_grad_cases():
+    for shape in pick([(4, 3), (64, 10), (2, 3, 5), (2, 2, 3, 4), (0, 3), (3, 0)]):
+        x = rand(*shape)
+        axes = list(range(len(shape) - 1))
+        yield (str(shape), lambda t: tf.raw_ops.BiasAddGrad(out_backprop=t), [x],
+               lambda cpu, x=x, axes=axes: sum_tol(x, axes))
+
+
+def binary_cases(fn):
+    def cases():
+        for sa, sb in pick(BROADCAST):
+            yield f"{sa} vs {sb}", fn, [rand(*sa), rand(*sb)], None
+        yield "specials", fn, [SPECIAL, SPECIAL[::-1].copy()], None
+    return cases
+
+
+def unary_cases(fn):
+    def cases():
+        for shape in pick(SHAPES):
+            yield str(shape), fn, [rand(*shape)], None
+        yield "specials", fn, [SPECIAL], None
+    return cases
+
+
+def softmax_cases():
+    for shape in pick([(1, 1), (3, 5), (2, 3, 7), (0, 4), (4,), (2, 1000)]):
+        x = rand(*shape) * 4
+        yield str(shape), tf.nn.softmax, [x], lambda cpu, x=x: softmax_tol(x, cpu)
+
+
+def sum_cases():
+    for (shape, axes), keep in grid([((3, 5), [-1]), ((2, 3, 4), [1, 2]), ((2, 3, 4), [0, 1, 2]),
+                                     ((6, 7), [0]), ((2, 3, 4), [0, 1]), ((3, 0), [1]),
+                                     ((3, 4), []), ((2, 1, 4), [0, 2])], (False, True)):
+        x = rand(*shape)
+        pos = [a % len(shape) for a in axes]
+        yield (f"{shape} axes={axes} keep={keep}",
+               lambda t, axes=axes, keep=keep: tf.math.reduce_sum(t, axis=axes, keepdims=keep),
+               [x], lambda cpu, x=x, pos=pos: sum_tol(x, pos).reshape(cpu.shape))
+
+
+SWEEPS = {
+    "MatMul": matmul_cases,
+    "_FusedMatMul": fused_matmul_cases,
+    "BiasAdd": bias_add_cases,
+    "BiasAddGrad": bias_add_grad_cases,
+    "AddV2": binary_cases(tf.math.add),
+    "Add": binary_cases(lambda a, b: tf.raw_ops.Add(x=a, y=b)),
+    "Sub": binary_cases(tf.math.subtract),
+    "Mul": binary_cases(tf.math.multiply),
+    "Maximum": binary_cases(tf.math.maximum),
+    "Relu": unary_cases(tf.nn.relu),
+    "Neg": unary_cases(tf.math.negative),
+    "Square": unary_cases(tf.math.square),
+    "Softmax": softmax_cases,
+    "Sum": sum_cases,
+}
+# Input shapes for the "refused" check (each non-f32 dtype must raise, not
+# run, on the device: the kernels are float32 only today); default (2, 2).
+PROBE_SHAPES = {"_FusedMatMul": [(2, 2), (2, 2), (2,)], "BiasAdd": [(2, 2), (2,)],
+                "MatMul": [(2, 2), (2, 2)], **{op: [(2, 2), (2, 2)] for op in
+                                              ("AddV2", "Add", "Sub", "Mul", "Maximum")}}
+
+
+def run_on(device, fn, args):
+    with tf.device(device):
+        inputs = [tf.identity(tf.constant(a)) for a in args]
+        out = fn(*inputs)
+    return out
+
+
+def probe_dtypes(op, fn):
+    """What the device does with each non-f32 dtype of `op` (soft placement
+    off): `refused` (TF raises), or `TF's` (TF's own DEVICE_DEFAULT kernel
+    ran it, e.g. int32 arithmetic in host memory)."""
+    refused, tf_default = [], []
+    for dtype in OTHER_DTYPES:
+        args = [np.ones(shape, dtype.as_numpy_dtype) for shape in PROBE_SHAPES.get(op, [(2, 2)])]
+        try:
+            out = run_on(DEV, fn, args)
+            (tf_default if out.device.endswith(f"{DEVICE_TYPE}:0") else refused).append(dtype.name)
+        except tf.errors.OpError:
+            refused.append(dtype.name)
+    shown = f"refused: {', '.join(refused)}" if refused else ""
+    if tf_default:
+        shown += f"; {', '.join(tf_default)}: TF's own kernel"
+    return shown
+
+
+def main():
+    registered = sorted({k.op for k in kernels.get_all_registered_kernels().kernel
+                         if k.device_type == DEVICE_TYPE})
+    missing = [op for op in registered if op not in SWEEPS and op not in NOT_SWEPT]
+    rows, failures, total = [], [], 0
+    for op in registered:
+        if op in NOT_SWEPT:
+            rows.append((op, 0, "-", "-", NOT_SWEPT[op]))
+            continue
+        if op not in SWEEPS:
+            continue
+        worst, worst_case, count, first_fn, bounded = 0.0, "", 0, None, False
+        for label, fn, args, tolerance in SWEEPS[op]():
+            first_fn = first_fn or fn
+            bounded = bounded or tolerance is not None
+            count += 1
+            where = f"{op}({label})"
+            try:
+                result = run_on(DEV, fn, args)
+                placed = result.device
+                ours = result.numpy()  # device errors surface here (asynchronous kernels)
+                cpu = run_on(CPU, fn, args).numpy()
+            except Exception as error:  # noqa: BLE001 - every failure is reported
+                failures.append(f"{where}: {type(error).__name__}: {str(error)[:200]}")
+                continue
+            if not placed.endswith(f"{DEVICE_TYPE}:0"):
+                failures.append(f"{where}: ran on {placed}")
+                continue
+            if ours.shape != cpu.shape:
+                failures.append(f"{where}: shape {ours.shape} != {cpu.shape}")
+                continue
+            if tolerance is None:
+                same = (ours == cpu) | (np.isnan(ours) & np.isnan(cpu))
+                ratio = 0.0 if same.all() else float("inf")
+            else:
+                diff = np.abs(ours.astype(np.float64) - cpu.astype(np.float64))
+                ratio = float((diff / tolerance(cpu)).max()) if diff.size else 0.0
+            if ratio > 1.0:
+                failures.append(f"{where}: |dev - cpu| / tolerance = {ratio:.3g}")
+            if ratio >= worst:
+                worst, worst_case = ratio, label
+        total += count
+        shown = f"{worst:.3g}" if bounded else ("exact" if worst == 0 else "not exact")
+        rows.append((op, count, probe_dtypes(op, first_fn), shown, worst_case if worst else "-"))
+    table = ["| op | cases | other dtypes on the device | worst \\|dev − cpu\\| / tolerance | worst case |",
+             "|---|---|---|---|---|"]
+    table += [f"| `{op}` | {n} | {refused} | {worst} | {case} |" for op, n, refused, worst, case in rows]
+    print("\n".join(table))
+    if len(sys.argv) > 2:
+        with open(sys.argv[2], "w") as f:
+            f.write("\n".join(table) + "\n")
+    for op in missing:
+        failures.append(f"{op}: registered for {DEVICE_TYPE} but has no sweep in op_sweep.py")
+    for failure in failures:
+        print(f"MISMATCH {failure}", file=sys.stderr)
+    swept = len([r for r in rows if r[1]])
+    print(f"op sweep ({MODE}): {swept} ops, {total} cases, {len(failures)} mismatches")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
