@@ -141,6 +141,15 @@ def sum_cases():
                [x], lambda cpu, x=x, pos=pos: sum_tol(x, pos).reshape(cpu.shape))
 
 
+def broadcast_to_cases():
+    for shape, target in pick([((3,), (2, 3)), ((1,), (4, 5)), ((), (2, 2)), ((2, 1), (2, 3)),
+                               ((1, 3), (0, 3)), ((3, 4), (3, 4)), ((2, 1, 3), (4, 2, 5, 3))]):
+        yield (f"{shape} to {target}",
+               lambda t, target=target: tf.broadcast_to(t, tf.constant(target, tf.int64)),
+               [rand(*shape)], None)
+    yield "specials", lambda t: tf.broadcast_to(t, [3, 7]), [SPECIAL], None
+
+
 SWEEPS = {
     "MatMul": matmul_cases,
     "_FusedMatMul": fused_matmul_cases,
@@ -156,10 +165,11 @@ SWEEPS = {
     "Square": unary_cases(tf.math.square),
     "Softmax": softmax_cases,
     "Sum": sum_cases,
+    "BroadcastTo": broadcast_to_cases,
 }
 # Input shapes for the "refused" check (each non-f32 dtype must raise, not
 # run, on the device: the kernels are float32 only today); default (2, 2).
-PROBE_SHAPES = {"_FusedMatMul": [(2, 2), (2, 2), (2,)], "BiasAdd": [(2, 2), (2,)],
+PROBE_SHAPES = {"BroadcastTo": [(2,)], "_FusedMatMul": [(2, 2), (2, 2), (2,)], "BiasAdd": [(2, 2), (2,)],
                 "MatMul": [(2, 2), (2, 2)], **{op: [(2, 2), (2, 2)] for op in
                                               ("AddV2", "Add", "Sub", "Mul", "Maximum")}}
 

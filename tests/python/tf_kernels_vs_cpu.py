@@ -163,5 +163,12 @@ except tf.errors.InvalidArgumentError as e:
     assert "FPGA MatMul" in e.message or "Matrix size-incompatible" in e.message, e.message
     errors += 1
 
+try:
+    on(FPGA, lambda t: tf.broadcast_to(t, [4, 3]), rand(2, 3))
+    raise AssertionError("BroadcastTo of [2, 3] to [4, 3] should fail")
+except tf.errors.InvalidArgumentError as e:
+    assert "FPGA BroadcastTo" in e.message and "Unable to broadcast" in e.message, e.message
+    errors += 1
+
 print("worst |fpga - cpu| / tolerance: " + ", ".join(f"{k} {v:.3g}" for k, v in sorted(worst.items())))
 print(f"{cases} kernel cases match the CPU, {errors} error cases named the op")

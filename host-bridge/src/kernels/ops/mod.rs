@@ -6,6 +6,7 @@
 mod bias_add;
 mod bias_add_grad;
 mod binary;
+mod broadcast_to;
 mod fused_matmul;
 mod matmul;
 mod neg_square;
@@ -107,7 +108,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// Every f32 kernel the bridge can register for a device type.
-pub static KERNELS: [&dyn TfKernel; 14] = [
+pub static KERNELS: [&dyn TfKernel; 15] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -122,6 +123,7 @@ pub static KERNELS: [&dyn TfKernel; 14] = [
     &bias_add_grad::BiasAddGrad,
     &neg_square::NEG,
     &neg_square::SQUARE,
+    &broadcast_to::BroadcastTo,
 ];
 
 /// One kernel instance (TF's `OpKernel`).
@@ -172,19 +174,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_table_registers_each_op_once_and_only_sum_reads_host_memory() {
+    fn the_table_registers_each_op_once_and_host_memory_inputs_are_the_shape_ones() {
         let mut ops: Vec<_> = KERNELS.iter().map(|k| k.op()).collect();
         ops.sort();
         ops.dedup();
         assert_eq!(ops.len(), KERNELS.len());
         for kernel in KERNELS {
-            let host = kernel.op() == c"Sum";
-            assert_eq!(
-                kernel.host_memory() == [c"reduction_indices"],
-                host,
-                "{:?}",
-                kernel.op()
-            );
+            let host: &[&CStr] = match kernel.op().to_bytes() {
+                b"Sum" => &[c"reduction_indices"],
+                b"BroadcastTo" => &[c"shape"],
+                _ => &[],
+            };
+            assert_eq!(kernel.host_memory(), host, "{:?}", kernel.op());
         }
     }
 }

@@ -39,7 +39,7 @@ impl Op for Sum {
 
     fn compute(&self, keep: &KeepDims, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
         let x = ctx.input(0, false)?;
-        let axes = read_axes(&ctx.input(1, true)?)?;
+        let axes = read_host_ints(&ctx.input(1, true)?, "reduction_indices")?;
         reduce(ctx, run, &x, &axes, keep.0)
     }
 }
@@ -80,19 +80,20 @@ pub(super) fn reduce(
     Ok(())
 }
 
-/// The host-memory `reduction_indices` (int32 or int64, scalar or vector).
-fn read_axes(tensor: &Tensor) -> KernelResult<Vec<i64>> {
+/// A host-memory int32 or int64 input (scalar or vector), e.g. `Sum`'s
+/// `reduction_indices` or `BroadcastTo`'s `shape`; `name` is for errors.
+pub(super) fn read_host_ints(tensor: &Tensor, name: &str) -> KernelResult<Vec<i64>> {
     let bytes = tensor.byte_size();
     let data = tensor.data().cast::<u8>();
     if bytes > 0 && data.is_null() {
-        return Err(Failure::invalid("reduction_indices has no data"));
+        return Err(Failure::invalid(format!("{name} has no data")));
     }
     let width = match tensor.dtype() {
         TF_DataType::TF_INT32 => 4,
         TF_DataType::TF_INT64 => 8,
         other => {
             return Err(Failure::invalid(format!(
-                "reduction_indices must be int32 or int64, not {other:?}"
+                "{name} must be int32 or int64, not {other:?}"
             )));
         }
     };
