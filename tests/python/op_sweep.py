@@ -150,6 +150,15 @@ def broadcast_to_cases():
     yield "specials", lambda t: tf.broadcast_to(t, [3, 7]), [SPECIAL], None
 
 
+def tile_cases():
+    for shape, multiples in pick([((3,), [2]), ((2, 3), [2, 1]), ((2, 3), [1, 3]), ((2, 3), [2, 3]),
+                                  ((1, 3), [4, 1]), ((2, 3, 4), [2, 2, 2]), ((), []),
+                                  ((0, 3), [2, 2]), ((2, 3), [0, 1]), ((2, 1, 3), [1, 5, 1])]):
+        yield (f"{shape} x {multiples}",
+               lambda t, m=multiples: tf.tile(t, tf.constant(m, tf.int32)), [rand(*shape)], None)
+    yield "specials", lambda t: tf.tile(t, [3]), [SPECIAL], None
+
+
 SWEEPS = {
     "MatMul": matmul_cases,
     "_FusedMatMul": fused_matmul_cases,
@@ -166,10 +175,11 @@ SWEEPS = {
     "Softmax": softmax_cases,
     "Sum": sum_cases,
     "BroadcastTo": broadcast_to_cases,
+    "Tile": tile_cases,
 }
 # Input shapes for the "refused" check (each non-f32 dtype must raise, not
 # run, on the device: the kernels are float32 only today); default (2, 2).
-PROBE_SHAPES = {"BroadcastTo": [(2,)], "_FusedMatMul": [(2, 2), (2, 2), (2,)], "BiasAdd": [(2, 2), (2,)],
+PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), (2, 2), (2,)], "BiasAdd": [(2, 2), (2,)],
                 "MatMul": [(2, 2), (2, 2)], **{op: [(2, 2), (2, 2)] for op in
                                               ("AddV2", "Add", "Sub", "Mul", "Maximum")}}
 

@@ -170,5 +170,12 @@ except tf.errors.InvalidArgumentError as e:
     assert "FPGA BroadcastTo" in e.message and "Unable to broadcast" in e.message, e.message
     errors += 1
 
+try:
+    on(FPGA, lambda t: tf.tile(t, [2, 2, 2, 2]), rand(2, 2, 2, 2))
+    raise AssertionError("a Tile needing a rank-8 view should be unimplemented")
+except tf.errors.UnimplementedError as e:
+    assert "FPGA Tile" in e.message and "rank-8 view" in e.message, e.message
+    errors += 1
+
 print("worst |fpga - cpu| / tolerance: " + ", ".join(f"{k} {v:.3g}" for k, v in sorted(worst.items())))
 print(f"{cases} kernel cases match the CPU, {errors} error cases named the op")

@@ -45,7 +45,7 @@ fn every_kernel_matches_the_cpu() {
         &out,
         &[
             "137 kernel cases match the CPU",
-            "3 error cases named the op",
+            "4 error cases named the op",
         ],
     );
 }

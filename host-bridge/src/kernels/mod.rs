@@ -279,7 +279,10 @@ mod capability_tests {
         // BiasAddGrad lowers to a MatMul (a ones-vector GEMM).
         assert_eq!(registered(&npu), ["MatMul", "Relu", "BiasAddGrad"]);
         let mul = Capabilities::f32(OpSet::of(&[OpKind::Mul]), true);
-        assert_eq!(registered(&mul), ["Mul", "Neg", "Square", "BroadcastTo"]);
+        assert_eq!(
+            registered(&mul),
+            ["Mul", "Neg", "Square", "BroadcastTo", "Tile"]
+        );
         let all = Capabilities::f32(OpSet::ALL, true);
         assert_eq!(registered(&all).len(), KERNELS.len());
         assert!(registered(&Capabilities::NONE).is_empty());

@@ -13,6 +13,7 @@ mod neg_square;
 mod relu;
 mod softmax;
 mod sum;
+mod tile;
 
 use super::failure::{Failure, KernelResult};
 use super::launch::Launcher;
@@ -108,7 +109,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// Every f32 kernel the bridge can register for a device type.
-pub static KERNELS: [&dyn TfKernel; 15] = [
+pub static KERNELS: [&dyn TfKernel; 16] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -124,6 +125,7 @@ pub static KERNELS: [&dyn TfKernel; 15] = [
     &neg_square::NEG,
     &neg_square::SQUARE,
     &broadcast_to::BroadcastTo,
+    &tile::Tile,
 ];
 
 /// One kernel instance (TF's `OpKernel`).
@@ -183,6 +185,7 @@ mod tests {
             let host: &[&CStr] = match kernel.op().to_bytes() {
                 b"Sum" => &[c"reduction_indices"],
                 b"BroadcastTo" => &[c"shape"],
+                b"Tile" => &[c"multiples"],
                 _ => &[],
             };
             assert_eq!(kernel.host_memory(), host, "{:?}", kernel.op());
