@@ -2,8 +2,9 @@
 //! ops its devices declare ([`Capabilities`]).
 //!
 //! Each kernel ([`ops`]: one module per TF op, listed in [`KERNELS`]) reads
-//! its attributes once at construction, and each compute call maps TF's tensors to device descriptors through the
-//! registry's handle scheme, enqueues the op on the stream TF gives
+//! its attributes once at construction, and each compute call maps TF's
+//! tensors to device descriptors through the registry's handle scheme,
+//! enqueues the op on the stream TF gives
 //! (`TF_GetStream`) and returns without waiting ([`launch`]). Failures reach
 //! Python as `tf.errors.*Error` with `<TYPE> <op> '<node>': <cause>`: from the
 //! kernel itself (shapes, attributes), or for device errors from the later
