@@ -128,8 +128,9 @@ fn fused_kernel_registered() -> Result<bool> {
 }
 
 /// `has_kernel` for [`keep_runnable`]: TF's kernel list per op type, fetched
-/// once per graph. An op TF cannot list counts as runnable (TF's own error
-/// then names it, as without us).
+/// once per graph. An op TF lists no kernel for on any device (a function
+/// call node, whose "op" is a function name) or cannot list counts as
+/// runnable: TF places and runs those itself, as without us.
 fn kernel_lookup(device: &str) -> impl FnMut(&NodeDef) -> bool + '_ {
     let mut lists: HashMap<String, Option<KernelList>> = HashMap::new();
     move |node| {
@@ -137,6 +138,7 @@ fn kernel_lookup(device: &str) -> impl FnMut(&NodeDef) -> bool + '_ {
             CString::new(node.op.as_str())
                 .ok()
                 .and_then(|op| tf_grappler::kernels_for(&op).ok())
+                .filter(|list| !list.kernel.is_empty())
         });
         list.as_ref()
             .is_none_or(|list| has_kernel_for(list, device, node))
