@@ -6,9 +6,12 @@ jit_compile="auto" mean no XLA on FPGA machines; docs/wheel.md).
 
 Usage: keras_tutorials.py unchanged | keras-decides | explicit-jit
 - unchanged: both programs compile/fit/evaluate/predict with every MatMul,
-  BiasAdd and Relu on FPGA:0 (placement log), their variables on FPGA:0,
-  and losses, metrics and predictions equal to the same program run under
-  tf.device("/CPU:0") within 1e-5;
+  BiasAdd and Relu on FPGA:0 (placement log), every node whose op and dtype
+  have an FPGA kernel placed on FPGA:0 (placement log; dtypes from the graphs
+  dumped through TENSORPLUG_GRAPH_DUMP_DIR), their variables on FPGA:0, and
+  losses, metrics and predictions equal to the same program run under
+  tf.device("/CPU:0") within 1e-5; prints the float ops that still run on
+  the CPU;
 - keras-decides (TENSORPLUG_KERAS_AUTO_JIT=keras): Keras' own "auto" picks
   XLA and fit fails with "No JIT device registered for FPGA";
 - explicit-jit: compile(jit_compile=True) fails at fit with an error that
@@ -24,6 +27,56 @@ import keras
 from keras import layers
 
 from tf_kernels_common import StderrCapture, placements
+
+import glob  # noqa: E402
+import tempfile  # noqa: E402
+
+from tensorflow.core.framework import graph_pb2  # noqa: E402
+from tensorflow.python.framework import kernels  # noqa: E402
+
+
+def fpga_kernel_dtypes():
+    """{op: set of T values} of the kernels registered for FPGA (None = any)."""
+    out = {}
+    for k in kernels.get_all_registered_kernels().kernel:
+        if k.device_type == "FPGA":
+            types = [c.allowed_values.list.type for c in k.constraint if c.name == "T"]
+            out.setdefault(k.op, set()).update(types[0] if types else [None])
+    return out
+
+
+def graph_dtypes(dump_dir):
+    """{node name: T} over the graphs our optimizer saw (`Fn/` call prefixes
+    stripped, as the placement log names nodes), and the CPU float nodes of
+    the graphs it returned, by op."""
+    dtypes, cpu_float = {}, set()
+    for path in glob.glob(os.path.join(dump_dir, "*.pb")):
+        with open(path, "rb") as f:
+            graph = graph_pb2.GraphDef.FromString(f.read())
+        for node in graph.node:
+            if "T" in node.attr:
+                dtypes[node.name.rpartition("StatefulPartitionedCall/")[2]] = node.attr["T"].type
+                if path.endswith("-out.pb") and "/device:CPU:" in node.device \
+                        and node.attr["T"].type == tf.float32.as_datatype_enum:
+                    cpu_float.add(node.op)
+    return dtypes, cpu_float
+
+
+def check_every_runnable_op_on_fpga(placed, dump_dir):
+    """Every node TF's placer put on the CPU although its op and T have an
+    FPGA kernel is an error (the placement log gives the op and device, the
+    dumped graphs the dtype). Returns the float ops still on the CPU in the
+    optimized graphs, for the report: ops with no FPGA kernel, and what TF's
+    passes made of them there (a RealDiv on the CPU becomes a Mul)."""
+    ours = fpga_kernel_dtypes()
+    dtypes, cpu_float = graph_dtypes(dump_dir)
+    misplaced = sorted(
+        (op, node) for node, op, device in placed
+        if device.endswith("CPU:0") and op in ours and node in dtypes
+        and (None in ours[op] or dtypes[node] in ours[op]))
+    assert not misplaced, f"ops with an FPGA kernel placed on the CPU: {misplaced}"
+    return sorted(cpu_float)
+
 
 mode = sys.argv[1]
 tf.debugging.set_log_device_placement(mode == "unchanged")
@@ -76,11 +129,15 @@ if mode == "unchanged":
         with tf.device("/CPU:0"):
             _, cpu = program()
         keras.utils.set_random_seed(11)
+        dump_dir = tempfile.mkdtemp(prefix="tensorplug-keras-graphs-")
+        os.environ["TENSORPLUG_GRAPH_DUMP_DIR"] = dump_dir
         with StderrCapture() as log:
             model, fpga = program()
+        del os.environ["TENSORPLUG_GRAPH_DUMP_DIR"]
         devices = {v.value.device.rpartition("/")[2] for v in model.variables}
         assert devices == {"device:FPGA:0"}, devices
         placed = placements(log.text)
+        cpu_float_ops = check_every_runnable_op_on_fpga(placed, dump_dir)
         compute = [(op, dev) for _, op, dev in placed if op in ("MatMul", "BiasAdd", "Relu")]
         off = {(op, dev) for op, dev in compute if not dev.endswith("FPGA:0")}
         assert compute and not off, off
@@ -88,6 +145,8 @@ if mode == "unchanged":
         assert diff <= 1e-5, f"{name}: FPGA {fpga} vs CPU {cpu}"
         print(f"{name}: unchanged program on FPGA:0, {len(compute)} MatMul/BiasAdd/Relu "
               f"placements, max |fpga - cpu| = {diff:.2g}")
+        print(f"{name}: every op with an FPGA kernel for its dtype placed on FPGA:0; float "
+              f"ops on the CPU after optimization: {cpu_float_ops}")
     # The decision on other machines: fake device lists, same model.
     from collections import namedtuple
     from keras.src.trainers import trainer as trainer_module
