@@ -2,6 +2,7 @@
 //! but the channel axis (NHWC, or NCHW on rank 2), as [`sum::reduce`] does
 //! for `Sum` over leading axes (a ones-vector GEMM on the device).
 
+use super::bias_add::Nchw;
 use super::{Op, sum};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
@@ -11,10 +12,6 @@ use tensorplug_core::accelerator::OpKind;
 
 /// The `BiasAddGrad` kernel.
 pub struct BiasAddGrad;
-
-/// Whether `data_format` is `NCHW`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Nchw(bool);
 
 impl Op for BiasAddGrad {
     type Attrs = Nchw;
@@ -31,11 +28,7 @@ impl Op for BiasAddGrad {
     }
 
     fn construct(&self, ctx: &Construction) -> KernelResult<Nchw> {
-        match ctx.string_attr(c"data_format")?.as_str() {
-            "NHWC" => Ok(Nchw(false)),
-            "NCHW" => Ok(Nchw(true)),
-            other => Err(Failure::unimplemented(format!("data_format {other:?}"))),
-        }
+        Nchw::read(ctx)
     }
 
     fn compute(&self, nchw: &Nchw, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
@@ -46,11 +39,7 @@ impl Op for BiasAddGrad {
                 "out_backprop must be at least 2-D, got rank {rank}"
             )));
         }
-        if nchw.0 && rank > 2 {
-            return Err(Failure::unimplemented(
-                "data_format NCHW on tensors of rank > 2 (channels must be last)",
-            ));
-        }
+        nchw.check_rank(rank)?;
         let axes: Vec<i64> = (0..rank as i64 - 1).collect();
         sum::reduce(ctx, run, &grad, &axes, false)
     }
