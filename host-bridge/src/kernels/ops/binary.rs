@@ -5,7 +5,7 @@ use super::{Op, is_empty};
 use crate::kernels::failure::KernelResult;
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes;
-use crate::kernels::tf::{Construction, Context};
+use crate::kernels::tf::Context;
 use std::ffi::CStr;
 use tensorplug_core::accelerator::OpKind;
 
@@ -50,10 +50,6 @@ impl Op for Binary {
 
     fn family(&self) -> OpKind {
         self.kind
-    }
-
-    fn construct(&self, _: &Construction) -> KernelResult<()> {
-        Ok(())
     }
 
     fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {

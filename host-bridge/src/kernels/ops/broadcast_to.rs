@@ -7,7 +7,7 @@ use super::{Op, flat, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes;
-use crate::kernels::tf::{Construction, Context};
+use crate::kernels::tf::Context;
 use std::ffi::CStr;
 use tensorplug_core::accelerator::OpKind;
 
@@ -27,10 +27,6 @@ impl Op for BroadcastTo {
 
     fn host_memory(&self) -> &'static [&'static CStr] {
         &[c"shape"]
-    }
-
-    fn construct(&self, _: &Construction) -> KernelResult<()> {
-        Ok(())
     }
 
     fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {

@@ -17,7 +17,7 @@ mod tile;
 
 use super::failure::{Failure, KernelResult};
 use super::launch::Launcher;
-use super::tf::{Construction, Context};
+use super::tf::{Construction, Context, Tensor};
 use std::any::Any;
 use std::ffi::CStr;
 use tensorplug_core::accelerator::{Capabilities, DType, OpKind, Shape};
@@ -25,8 +25,8 @@ use tensorplug_core::accelerator::{Capabilities, DType, OpKind, Shape};
 /// One TF kernel, written once per op (or per family of ops, as
 /// [`binary::Binary`]).
 pub trait Op: Sync + 'static {
-    /// What the kernel reads from the node at construction.
-    type Attrs: Send + Sync + 'static;
+    /// What the kernel reads from the node at construction (`()` for none).
+    type Attrs: Default + Send + Sync + 'static;
     /// The TF op type it is registered for.
     fn op(&self) -> &'static CStr;
     /// The device op family it lowers to: the kernel is registered when
@@ -37,8 +37,10 @@ pub trait Op: Sync + 'static {
         &[]
     }
     /// Reads and checks the attributes; an unsupported value is a failure
-    /// that names the attribute.
-    fn construct(&self, ctx: &Construction) -> KernelResult<Self::Attrs>;
+    /// that names the attribute. The default reads none.
+    fn construct(&self, _ctx: &Construction) -> KernelResult<Self::Attrs> {
+        Ok(Self::Attrs::default())
+    }
     /// One compute call: validates shapes, allocates the outputs and
     /// enqueues device work through `run`.
     fn compute(
@@ -159,6 +161,15 @@ pub fn compute(kernel: &Kernel, ctx: &Context) -> KernelResult<()> {
     let mut run = Launcher::new(stream, kernel.op_type(), ctx.node_name());
     kernel.def.compute(kernel.attrs.as_ref(), ctx, &mut run)?;
     run.finish().map(drop)
+}
+
+/// An element-wise op's input 0 and its output, of the same shape (TF may
+/// hand input 0's buffer over as the output); `None` when it is empty.
+fn elementwise(ctx: &Context) -> KernelResult<Option<(Tensor, Shape, Tensor)>> {
+    let x = ctx.input(0, false)?;
+    let shape = x.shape()?;
+    let out = ctx.output(&shape, &[0])?;
+    Ok((!is_empty(&shape)).then_some((x, shape, out)))
 }
 
 /// Whether a tensor of `shape` has no elements (nothing to launch).

@@ -2,10 +2,10 @@
 //! filled on the device) and `x · x`. Both are exact in IEEE arithmetic,
 //! as TF's CPU kernels (`-x` and `x * x`).
 
-use super::{Op, flat, is_empty};
+use super::{Op, elementwise, flat};
 use crate::kernels::failure::KernelResult;
 use crate::kernels::launch::Launcher;
-use crate::kernels::tf::{Construction, Context};
+use crate::kernels::tf::Context;
 use std::ffi::CStr;
 use tensorplug_core::accelerator::OpKind;
 
@@ -37,17 +37,10 @@ impl Op for MulBy {
         OpKind::Mul
     }
 
-    fn construct(&self, _: &Construction) -> KernelResult<()> {
-        Ok(())
-    }
-
     fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
-        let x = ctx.input(0, false)?;
-        let sx = x.shape()?;
-        let out = ctx.output(&sx, &[0])?;
-        if is_empty(&sx) {
+        let Some((x, sx, out)) = elementwise(ctx)? else {
             return Ok(());
-        }
+        };
         let a = run.desc(&x, sx)?;
         let b = if self.square {
             a

@@ -1,9 +1,9 @@
 //! `Relu`: element-wise `max(x, 0)`; may reuse its input's buffer.
 
-use super::{Op, is_empty};
+use super::{Op, elementwise};
 use crate::kernels::failure::KernelResult;
 use crate::kernels::launch::Launcher;
-use crate::kernels::tf::{Construction, Context};
+use crate::kernels::tf::Context;
 use std::ffi::CStr;
 use tensorplug_core::accelerator::OpKind;
 
@@ -21,17 +21,10 @@ impl Op for Relu {
         OpKind::Relu
     }
 
-    fn construct(&self, _: &Construction) -> KernelResult<()> {
-        Ok(())
-    }
-
     fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
-        let x = ctx.input(0, false)?;
-        let sx = x.shape()?;
-        let out = ctx.output(&sx, &[0])?;
-        if is_empty(&sx) {
+        let Some((x, sx, out)) = elementwise(ctx)? else {
             return Ok(());
-        }
+        };
         run.launch(OpKind::Relu, &[run.desc(&x, sx)?], run.desc(&out, sx)?)
     }
 }

@@ -3,7 +3,7 @@
 use super::{Op, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
-use crate::kernels::tf::{Construction, Context};
+use crate::kernels::tf::Context;
 use std::ffi::CStr;
 use tensorplug_core::accelerator::OpKind;
 
@@ -19,10 +19,6 @@ impl Op for Softmax {
 
     fn family(&self) -> OpKind {
         OpKind::Softmax
-    }
-
-    fn construct(&self, _: &Construction) -> KernelResult<()> {
-        Ok(())
     }
 
     fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {

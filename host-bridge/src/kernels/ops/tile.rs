@@ -8,7 +8,7 @@ use super::sum::read_host_ints;
 use super::{Op, flat, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
-use crate::kernels::tf::{Construction, Context};
+use crate::kernels::tf::Context;
 use std::ffi::CStr;
 use tensorplug_core::accelerator::{MAX_RANK, OpKind};
 
@@ -28,10 +28,6 @@ impl Op for Tile {
 
     fn host_memory(&self) -> &'static [&'static CStr] {
         &[c"multiples"]
-    }
-
-    fn construct(&self, _: &Construction) -> KernelResult<()> {
-        Ok(())
     }
 
     fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
