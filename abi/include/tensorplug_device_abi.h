@@ -18,14 +18,14 @@
 #define TPD_DEVICE_ABI_VERSION_MAJOR 1
 
 // Minor version: bumped for backwards-compatible additions.
-#define TPD_DEVICE_ABI_VERSION_MINOR 0
+#define TPD_DEVICE_ABI_VERSION_MINOR 1
 
 // Patch version: bumped for fixes that change no layout or meaning.
 #define TPD_DEVICE_ABI_VERSION_PATCH 0
 
 // `DEVICE_ABI_VERSION` as the `Register::ABI_VERSION`
 // word: `major << 16 | minor << 8 | patch`, bits 31..24 zero.
-#define TPD_DEVICE_ABI_VERSION_WORD 0x00010000
+#define TPD_DEVICE_ABI_VERSION_WORD 0x00010100
 
 // Ticks per second of the reference FPGA's timestamp counter (100 MHz).
 // A device reports its own in `Register::TIMESTAMP_FREQ_HZ`.
@@ -136,8 +136,11 @@ typedef uint32_t TPD_Features;
 #define TPD_FEATURES_ELEMENTWISE (1 << 5)
 // `SOFTMAX_F32` and `REDUCE_SUM_F32`.
 #define TPD_FEATURES_ROW_REDUCTIONS (1 << 6)
+// ABI 1.1: `DIV_F32`, `DIV_NO_NAN_F32`, `POW_F32`, `RELU_GRAD_F32`,
+// `SQRT_F32`, `RSQRT_F32` and `LOG_SOFTMAX_F32` (the math of training).
+#define TPD_FEATURES_MATH (1 << 7)
 // Every bit this ABI version defines.
-#define TPD_FEATURES_KNOWN 0x007F
+#define TPD_FEATURES_KNOWN 0x00FF
 
 // A register's byte offset in the register space (PCIe BAR 0, or the
 // register address of an SPI frame).
@@ -280,10 +283,24 @@ typedef uint16_t TPD_Opcode;
 #define TPD_OPCODE_RELU_F32 52
 // `dst[r][c] = src0[r][c] + src1[c]` for `m` rows of `n` columns.
 #define TPD_OPCODE_BIAS_ADD_F32 53
+// `dst[i] = src0[i] / src1[i]`, in the forms of `ADD_F32` (needs `Features::MATH`).
+#define TPD_OPCODE_DIV_F32 54
+// `dst[i] = src1[i] == 0 ? 0 : src0[i] / src1[i]`, in the forms of `ADD_F32` (`MATH`).
+#define TPD_OPCODE_DIV_NO_NAN_F32 55
+// `dst[i] = powf(src0[i], src1[i])`, in the forms of `ADD_F32` (`MATH`).
+#define TPD_OPCODE_POW_F32 56
+// `dst[i] = src0[i] · (src1[i] > 0 ? 1 : 0)` (ReLU gradient), in the forms of `ADD_F32` (`MATH`).
+#define TPD_OPCODE_RELU_GRAD_F32 57
+// `dst[i] = √src0[i]` for `len` elements (`MATH`).
+#define TPD_OPCODE_SQRT_F32 58
+// `dst[i] = 1 / √src0[i]` for `len` elements (`MATH`).
+#define TPD_OPCODE_RSQRT_F32 59
 // Softmax over the last axis: `m` rows of `n` columns, `src0` to `dst`.
 #define TPD_OPCODE_SOFTMAX_F32 64
 // `dst[r] = Σ_c src0[r][c]` for `m` rows of `n` columns.
 #define TPD_OPCODE_REDUCE_SUM_F32 65
+// `log(softmax)` over the last axis: `m` rows of `n` columns (`MATH`).
+#define TPD_OPCODE_LOG_SOFTMAX_F32 66
 
 // Bits of `CommandDescriptor::flags`. Bits not defined here must be 0
 // (else `CompletionStatus::INVALID_ARGUMENT`).
@@ -296,7 +313,7 @@ typedef uint16_t TPD_CommandFlags;
 #define TPD_COMMAND_FLAGS_TRANSPOSE_A (1 << 8)
 // GEMM: `src1` is stored `n×k` and used transposed.
 #define TPD_COMMAND_FLAGS_TRANSPOSE_B (1 << 9)
-// `ADD/SUB/MUL/MAX_F32` 3-D broadcast form (`m`, `n`, `k` all non-zero,
+// `ADD/SUB/MUL/MAX/DIV/DIV_NO_NAN/POW/RELU_GRAD_F32` 3-D broadcast form (`m`, `n`, `k` all non-zero,
 // `len == m·n·k`, `dst` dense `[m][n][k]`): `src0` has extent 1 along
 // `m` and is repeated. Each source is dense with extents `(m, n, k)`
 // where its broadcast axes count 1.
@@ -495,8 +512,8 @@ typedef uint8_t TPD_NorStatus;
 // What a driver written against this module needs (ABI 1.0 or newer 1.x).
 #define TPD_DRIVER_ABI_REQUIREMENT (TPD_AbiRequirement){ .major = TPD_DEVICE_ABI_VERSION_MAJOR, .min_minor = 0 }
 
-// What the reference FPGA implements: every feature of ABI 1.0.
-#define TPD_REFERENCE_FEATURES 0x007F
+// What the reference FPGA implements: every feature of ABI 1.1.
+#define TPD_REFERENCE_FEATURES 0x00FF
 
 
 /* Layout checks: the values the Rust compiler gives abi/src/device. */

@@ -132,6 +132,7 @@ fn feature_bits_are_distinct_and_known_masks_unknown_bits() {
         Features::GEMM,
         Features::ELEMENTWISE,
         Features::ROW_REDUCTIONS,
+        Features::MATH,
     ];
     let mut union = Features::default();
     for f in all {

@@ -202,6 +202,14 @@ pub enum BinaryOp {
     Mul,
     /// `max(a, b)`: NaN if either is NaN, `a` on ties.
     Maximum,
+    /// `a / b`.
+    Div,
+    /// `a / b`, `0` where `b == 0`.
+    DivNoNan,
+    /// `a^b` (`powf`, computed in `f64` and rounded once).
+    Pow,
+    /// `a · (b > 0 ? 1 : 0)`.
+    ReluGrad,
 }
 
 impl BinaryOp {
@@ -212,6 +220,10 @@ impl BinaryOp {
             OpKind::Sub => Some(Self::Sub),
             OpKind::Mul => Some(Self::Mul),
             OpKind::Maximum => Some(Self::Maximum),
+            OpKind::Div => Some(Self::Div),
+            OpKind::DivNoNan => Some(Self::DivNoNan),
+            OpKind::Pow => Some(Self::Pow),
+            OpKind::ReluGrad => Some(Self::ReluGrad),
             _ => None,
         }
     }
@@ -230,6 +242,11 @@ impl BinaryOp {
                     x
                 }
             }
+            Self::Div => x / y,
+            Self::DivNoNan if y == 0.0 => 0.0,
+            Self::DivNoNan => x / y,
+            Self::Pow => libm::pow(f64::from(x), f64::from(y)) as f32,
+            Self::ReluGrad => x * if y > 0.0 { 1.0 } else { 0.0 },
         }
     }
 }
@@ -289,6 +306,35 @@ pub fn relu(x: &[f32], out: &mut [f32]) -> Result<(), Error> {
     check_len(1, x.len(), out.len())?;
     for (o, &v) in out.iter_mut().zip(x) {
         *o = relu_one(v);
+    }
+    Ok(())
+}
+
+/// `√x` (`rsqrt: false`) or `1/√x`, in `f64` and rounded once.
+pub fn sqrt(x: &[f32], rsqrt: bool, out: &mut [f32]) -> Result<(), Error> {
+    check_len(1, x.len(), out.len())?;
+    for (o, &v) in out.iter_mut().zip(x) {
+        let root = libm::sqrt(f64::from(v));
+        *o = if rsqrt { 1.0 / root } else { root } as f32;
+    }
+    Ok(())
+}
+
+/// `log(softmax(x))` over rows of `row_len`, in `f64`: `x − max − ln Σ
+/// exp(x − max)`.
+pub fn log_softmax(x: &[f32], row_len: usize, out: &mut [f32]) -> Result<(), Error> {
+    check_rows(0, x.len(), row_len)?;
+    check_len(1, x.len(), out.len())?;
+    if row_len == 0 {
+        return Ok(());
+    }
+    for (row, out_row) in x.chunks(row_len).zip(out.chunks_mut(row_len)) {
+        let max = row_max(row);
+        let total: f64 = row.iter().map(|&v| libm::exp(f64::from(v) - max)).sum();
+        let log_total = libm::log(total);
+        for (o, &v) in out_row.iter_mut().zip(row) {
+            *o = (f64::from(v) - max - log_total) as f32;
+        }
     }
     Ok(())
 }
@@ -363,13 +409,19 @@ pub fn run(
             out,
         ),
         OpKind::BiasAdd => bias_add(x, input(1), out),
-        OpKind::Add => binary(BinaryOp::Add, x, &shape, input(1), &inputs[1].1, out),
-        OpKind::Sub => binary(BinaryOp::Sub, x, &shape, input(1), &inputs[1].1, out),
-        OpKind::Mul => binary(BinaryOp::Mul, x, &shape, input(1), &inputs[1].1, out),
-        OpKind::Maximum => binary(BinaryOp::Maximum, x, &shape, input(1), &inputs[1].1, out),
         OpKind::Relu => relu(x, out),
+        OpKind::Sqrt => sqrt(x, false, out),
+        OpKind::Rsqrt => sqrt(x, true, out),
         OpKind::Softmax => softmax(x, dim(shape.last())?, out),
+        OpKind::LogSoftmax => log_softmax(x, dim(shape.last())?, out),
         OpKind::ReduceSum => reduce_sum(x, dim(shape.last())?, out),
+        other => match BinaryOp::of(other) {
+            Some(op) => binary(op, x, &shape, input(1), &inputs[1].1, out),
+            None => Err(Error::Shape(ShapeError::InputCount {
+                expected: 0,
+                got: inputs.len() as u8,
+            })),
+        },
     }
 }
 
@@ -383,6 +435,9 @@ pub fn run(
 /// | MatMul, FusedMatMul | `(k + 2)·ε·(Σ_p \|a_ip·b_pj\| + \|bias_j\|)` |
 /// | ReduceSum | `(c + 1)·ε·Σ_j \|x_j\|` |
 /// | Softmax | `(c + 8 + \|x_j − max\|)·ε·\|want_j\|` |
+/// | LogSoftmax | `(c + 8 + \|x_j − max\| + \|want_j\|)·ε` |
+/// | Div, DivNoNan, ReluGrad, Sqrt, Rsqrt | element-wise, as above |
+/// | Pow | element-wise, and `8·ε·\|want\|·(1 + \|b·ln a\|)` if larger |
 ///
 /// `ε = f32::EPSILON`, `c` the row length; `f32::MIN_POSITIVE` is added to
 /// the last three for results at the underflow edge. These are the bounds
@@ -442,13 +497,71 @@ pub fn tolerance(
                 }
             }
         }
+        OpKind::LogSoftmax => {
+            let c = dim(shape.last())?;
+            if c > 0 {
+                for (row, (t, w)) in x.chunks(c).zip(tol.chunks_mut(c).zip(want.chunks(c))) {
+                    let max = row_max(row);
+                    for ((t, &w), &v) in t.iter_mut().zip(w).zip(row) {
+                        let spread = (f64::from(v) - max).abs();
+                        *t = ((c as f64 + 8.0 + spread + f64::from(w.abs())) * eps) as f32;
+                    }
+                }
+            }
+        }
         _ => {
             for (t, &w) in tol.iter_mut().zip(want) {
                 *t = ELEMENTWISE_ABS + ELEMENTWISE_REL * w.abs();
             }
+            if kind == OpKind::Pow {
+                pow_tolerance(inputs, out_shape, want, tol)?;
+            }
         }
     }
     Ok(())
+}
+
+/// Widens `tol` for `Pow`: a `powf` within a few ulp of `ln` has a relative
+/// error that grows with `|b·ln a|` (the exponent the result is `exp` of).
+fn pow_tolerance(
+    inputs: &[(&[f32], Shape)],
+    out_shape: Shape,
+    want: &[f32],
+    tol: &mut [f32],
+) -> Result<(), Error> {
+    let eps = f64::from(f32::EPSILON);
+    for (i, (t, &w)) in tol.iter_mut().zip(want).enumerate() {
+        let a = broadcast_at(inputs, 0, out_shape, i)?;
+        let b = broadcast_at(inputs, 1, out_shape, i)?;
+        let exponent = f64::from(b) * libm::log(f64::from(a).abs());
+        let bound = 8.0 * eps * f64::from(w.abs()) * (1.0 + exponent.abs());
+        if bound.is_finite() && bound as f32 > *t {
+            *t = bound as f32;
+        }
+    }
+    Ok(())
+}
+
+/// Input `operand`'s element that broadcasts to output element `flat`.
+fn broadcast_at(
+    inputs: &[(&[f32], Shape)],
+    operand: usize,
+    out_shape: Shape,
+    flat: usize,
+) -> Result<f32, Error> {
+    let (data, shape) = inputs[operand];
+    let rank = out_shape.dims().len();
+    let (od, sd) = (padded(&out_shape, rank)?, padded(&shape, rank)?);
+    let (mut rem, mut index, mut stride) = (flat, 0, 1);
+    for axis in (0..rank).rev() {
+        let idx = rem % od[axis];
+        rem /= od[axis];
+        if sd[axis] != 1 {
+            index += idx * stride;
+        }
+        stride *= sd[axis];
+    }
+    data.get(index).copied().ok_or(Error::Overflow)
 }
 
 /// Whether a device result `got` is acceptable for the reference result

@@ -15,7 +15,9 @@ Checks, in order:
 3. a Keras MLP built and trained on the FPGA (variables, optimizer slots and
    the int64 step counter there) with SGD, SGD with momentum, Adam, AdamW
    and RMSprop: the losses equal a CPU run's within 1e-5, and the model's
-   MatMul/BiasAdd/Relu and the variable updates are placed on the FPGA;
+   MatMul/BiasAdd/Relu, the variable updates, the backward pass (ReluGrad,
+   SparseSoftmaxCrossEntropyWithLogits) and the optimizer's math (Sqrt,
+   RealDiv, Pow, ...) are placed on the FPGA;
 4. the older pattern (model built on the CPU, fit on the FPGA) still trains.
 """
 import os
@@ -97,6 +99,11 @@ OPTIMIZERS = {
 }
 
 
+# Float ops of the backward pass and the optimizers, each with an FPGA kernel.
+TRAINING_MATH = {"ReluGrad", "SparseSoftmaxCrossEntropyWithLogits", "Softmax", "LogSoftmax",
+                 "Sqrt", "Rsqrt", "RealDiv", "DivNoNan", "Pow", "BiasAddGrad"}
+
+
 def train(name, device):
     keras.utils.set_random_seed(7)
     with tf.device(device):
@@ -121,7 +128,11 @@ for name in OPTIMIZERS:
     off = {op for _, op, dev in placed if op in ("MatMul", "BiasAdd", "Relu") and not dev.endswith("FPGA:0")}
     updates = on & {"AssignAddVariableOp", "AssignSubVariableOp"}
     assert {"MatMul", "BiasAdd", "Relu"} <= on and updates and not off, (on, off)
-    print(f"keras fit, {name}, variables on the FPGA: loss "
+    math_off = {op for _, op, dev in placed if op in TRAINING_MATH and not dev.endswith("FPGA:0")}
+    backward = {"ReluGrad", "SparseSoftmaxCrossEntropyWithLogits"}
+    assert backward <= on and not math_off, (sorted(on & TRAINING_MATH), math_off)
+    print(f"keras fit, {name}, variables and training math "
+          f"({', '.join(sorted(on & TRAINING_MATH))}) on the FPGA: loss "
           f"{', '.join(f'{v:.4f}' for v in fpga_loss)}, max |fpga - cpu| = {diff:.2g}")
 
 # 4. The supported pattern, in the same process.

@@ -42,10 +42,24 @@ impl Opcode {
     pub const RELU_F32: Opcode = Opcode(0x34);
     /// `dst[r][c] = src0[r][c] + src1[c]` for `m` rows of `n` columns.
     pub const BIAS_ADD_F32: Opcode = Opcode(0x35);
+    /// `dst[i] = src0[i] / src1[i]`, in the forms of `ADD_F32` (needs `Features::MATH`).
+    pub const DIV_F32: Opcode = Opcode(0x36);
+    /// `dst[i] = src1[i] == 0 ? 0 : src0[i] / src1[i]`, in the forms of `ADD_F32` (`MATH`).
+    pub const DIV_NO_NAN_F32: Opcode = Opcode(0x37);
+    /// `dst[i] = powf(src0[i], src1[i])`, in the forms of `ADD_F32` (`MATH`).
+    pub const POW_F32: Opcode = Opcode(0x38);
+    /// `dst[i] = src0[i] · (src1[i] > 0 ? 1 : 0)` (ReLU gradient), in the forms of `ADD_F32` (`MATH`).
+    pub const RELU_GRAD_F32: Opcode = Opcode(0x39);
+    /// `dst[i] = √src0[i]` for `len` elements (`MATH`).
+    pub const SQRT_F32: Opcode = Opcode(0x3A);
+    /// `dst[i] = 1 / √src0[i]` for `len` elements (`MATH`).
+    pub const RSQRT_F32: Opcode = Opcode(0x3B);
     /// Softmax over the last axis: `m` rows of `n` columns, `src0` to `dst`.
     pub const SOFTMAX_F32: Opcode = Opcode(0x40);
     /// `dst[r] = Σ_c src0[r][c]` for `m` rows of `n` columns.
     pub const REDUCE_SUM_F32: Opcode = Opcode(0x41);
+    /// `log(softmax)` over the last axis: `m` rows of `n` columns (`MATH`).
+    pub const LOG_SOFTMAX_F32: Opcode = Opcode(0x42);
 
     /// Wraps a raw value (any value is representable).
     pub const fn from_raw(raw: u16) -> Self {
@@ -79,6 +93,13 @@ impl Opcode {
             Self::BIAS_ADD_F32 => "BIAS_ADD_F32",
             Self::SOFTMAX_F32 => "SOFTMAX_F32",
             Self::REDUCE_SUM_F32 => "REDUCE_SUM_F32",
+            Self::DIV_F32 => "DIV_F32",
+            Self::DIV_NO_NAN_F32 => "DIV_NO_NAN_F32",
+            Self::POW_F32 => "POW_F32",
+            Self::RELU_GRAD_F32 => "RELU_GRAD_F32",
+            Self::SQRT_F32 => "SQRT_F32",
+            Self::RSQRT_F32 => "RSQRT_F32",
+            Self::LOG_SOFTMAX_F32 => "LOG_SOFTMAX_F32",
             _ => return None,
         })
     }
@@ -105,7 +126,7 @@ impl CommandFlags {
     pub const TRANSPOSE_A: CommandFlags = CommandFlags(1 << 8);
     /// GEMM: `src1` is stored `n×k` and used transposed.
     pub const TRANSPOSE_B: CommandFlags = CommandFlags(1 << 9);
-    /// `ADD/SUB/MUL/MAX_F32` 3-D broadcast form (`m`, `n`, `k` all non-zero,
+    /// `ADD/SUB/MUL/MAX/DIV/DIV_NO_NAN/POW/RELU_GRAD_F32` 3-D broadcast form (`m`, `n`, `k` all non-zero,
     /// `len == m·n·k`, `dst` dense `[m][n][k]`): `src0` has extent 1 along
     /// `m` and is repeated. Each source is dense with extents `(m, n, k)`
     /// where its broadcast axes count 1.

@@ -5,7 +5,7 @@ use super::{CompletionStatus, EventKind, Opcode};
 
 impl Opcode {
     /// Every opcode this ABI version defines.
-    pub const ALL: [Opcode; 16] = [
+    pub const ALL: [Opcode; 23] = [
         Self::NOP,
         Self::COPY_H2D,
         Self::COPY_D2H,
@@ -20,8 +20,15 @@ impl Opcode {
         Self::MAX_F32,
         Self::RELU_F32,
         Self::BIAS_ADD_F32,
+        Self::DIV_F32,
+        Self::DIV_NO_NAN_F32,
+        Self::POW_F32,
+        Self::RELU_GRAD_F32,
+        Self::SQRT_F32,
+        Self::RSQRT_F32,
         Self::SOFTMAX_F32,
         Self::REDUCE_SUM_F32,
+        Self::LOG_SOFTMAX_F32,
     ];
 }
 

@@ -9,12 +9,12 @@ pub const DEVICE_MAGIC: u32 = 0x4746_5054;
 /// Major version of the device ABI described by this module.
 pub const DEVICE_ABI_VERSION_MAJOR: u8 = 1;
 /// Minor version: bumped for backwards-compatible additions.
-pub const DEVICE_ABI_VERSION_MINOR: u8 = 0;
+pub const DEVICE_ABI_VERSION_MINOR: u8 = 1;
 /// Patch version: bumped for fixes that change no layout or meaning.
 pub const DEVICE_ABI_VERSION_PATCH: u8 = 0;
 /// [`DEVICE_ABI_VERSION`] as the [`Register::ABI_VERSION`](super::Register::ABI_VERSION)
 /// word: `major << 16 | minor << 8 | patch`, bits 31..24 zero.
-pub const DEVICE_ABI_VERSION_WORD: u32 = 0x0001_0000;
+pub const DEVICE_ABI_VERSION_WORD: u32 = 0x0001_0100;
 
 /// A device ABI version, `major.minor.patch`.
 #[repr(C)]
@@ -202,8 +202,11 @@ impl Features {
     pub const ELEMENTWISE: Features = Features(1 << 5);
     /// `SOFTMAX_F32` and `REDUCE_SUM_F32`.
     pub const ROW_REDUCTIONS: Features = Features(1 << 6);
+    /// ABI 1.1: `DIV_F32`, `DIV_NO_NAN_F32`, `POW_F32`, `RELU_GRAD_F32`,
+    /// `SQRT_F32`, `RSQRT_F32` and `LOG_SOFTMAX_F32` (the math of training).
+    pub const MATH: Features = Features(1 << 7);
     /// Every bit this ABI version defines.
-    pub const KNOWN: Features = Features(0x7f);
+    pub const KNOWN: Features = Features(0xff);
 
     /// The raw register word.
     pub const fn bits(self) -> u32 {
@@ -226,8 +229,8 @@ impl Features {
     }
 }
 
-/// What the reference FPGA implements: every feature of ABI 1.0.
-pub const REFERENCE_FEATURES: Features = Features(0x7f);
+/// What the reference FPGA implements: every feature of ABI 1.1.
+pub const REFERENCE_FEATURES: Features = Features(0xff);
 
 /// Ticks per second of the reference FPGA's timestamp counter (100 MHz).
 /// A device reports its own in [`Register::TIMESTAMP_FREQ_HZ`](super::Register::TIMESTAMP_FREQ_HZ).

@@ -11,7 +11,7 @@ use super::types::DType;
 pub struct OpSet(u32);
 
 /// Every op family, in bit order.
-const FAMILIES: [OpKind; 10] = [
+const FAMILIES: [OpKind; 17] = [
     OpKind::MatMul {
         transpose_a: false,
         transpose_b: false,
@@ -29,6 +29,13 @@ const FAMILIES: [OpKind; 10] = [
     OpKind::Relu,
     OpKind::Softmax,
     OpKind::ReduceSum,
+    OpKind::Div,
+    OpKind::DivNoNan,
+    OpKind::Pow,
+    OpKind::ReluGrad,
+    OpKind::Sqrt,
+    OpKind::Rsqrt,
+    OpKind::LogSoftmax,
 ];
 
 impl OpSet {

@@ -41,6 +41,21 @@ pub enum OpKind {
     Softmax,
     /// Sum over the last axis; the output drops that axis or keeps it as 1.
     ReduceSum,
+    /// `a / b`, broadcasting (IEEE: `x / 0` is `±∞` or NaN).
+    Div,
+    /// `a / b`, broadcasting, but `0` wherever `b == 0`.
+    DivNoNan,
+    /// `a^b`, broadcasting (C's `powf`).
+    Pow,
+    /// `a · (b > 0 ? 1 : 0)`, broadcasting: the gradient `a` of a ReLU whose
+    /// input was `b`. A NaN or infinite gradient where `b ≤ 0` gives NaN, as in TF.
+    ReluGrad,
+    /// `√x`.
+    Sqrt,
+    /// `1 / √x`.
+    Rsqrt,
+    /// `log(softmax(x))` over the last axis.
+    LogSoftmax,
 }
 
 /// One op to launch: kind, input tensors, output tensor, profiling id.
@@ -137,6 +152,13 @@ impl OpKind {
             Self::Relu => "Relu",
             Self::Softmax => "Softmax",
             Self::ReduceSum => "ReduceSum",
+            Self::Div => "Div",
+            Self::DivNoNan => "DivNoNan",
+            Self::Pow => "Pow",
+            Self::ReluGrad => "ReluGrad",
+            Self::Sqrt => "Sqrt",
+            Self::Rsqrt => "Rsqrt",
+            Self::LogSoftmax => "LogSoftmax",
         }
     }
 
@@ -153,16 +175,38 @@ impl OpKind {
             Self::Relu => 7,
             Self::Softmax => 8,
             Self::ReduceSum => 9,
+            Self::Div => 10,
+            Self::DivNoNan => 11,
+            Self::Pow => 12,
+            Self::ReluGrad => 13,
+            Self::Sqrt => 14,
+            Self::Rsqrt => 15,
+            Self::LogSoftmax => 16,
         }
+    }
+
+    /// Whether this is a broadcasting element-wise binary op.
+    pub const fn is_binary(self) -> bool {
+        matches!(
+            self,
+            Self::Add
+                | Self::Sub
+                | Self::Mul
+                | Self::Maximum
+                | Self::Div
+                | Self::DivNoNan
+                | Self::Pow
+                | Self::ReluGrad
+        )
     }
 
     /// Number of inputs this op takes.
     pub const fn input_count(self) -> usize {
         match self {
             Self::MatMul { .. } | Self::BiasAdd => 2,
-            Self::Add | Self::Sub | Self::Mul | Self::Maximum => 2,
             Self::FusedMatMul { .. } => 3,
-            Self::Relu | Self::Softmax | Self::ReduceSum => 1,
+            _ if self.is_binary() => 2,
+            _ => 1,
         }
     }
 }
@@ -219,10 +263,9 @@ impl OpDesc<'_> {
                 expect_shape(1, &shape(1), &dims(&[x.last()]))?;
                 Ok(x)
             }
-            OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Maximum => {
-                broadcast_shapes(&shape(0), &shape(1))
+            OpKind::Relu | OpKind::Softmax | OpKind::LogSoftmax | OpKind::Sqrt | OpKind::Rsqrt => {
+                Ok(shape(0))
             }
-            OpKind::Relu | OpKind::Softmax => Ok(shape(0)),
             OpKind::ReduceSum => {
                 let x = shape(0);
                 let outer = &x.dims()[..x.dims().len().saturating_sub(1)];
@@ -237,6 +280,8 @@ impl OpDesc<'_> {
                     Ok(dims(outer))
                 }
             }
+            // The broadcasting binary ops (`is_binary`).
+            _ => broadcast_shapes(&shape(0), &shape(1)),
         }
     }
 
@@ -265,7 +310,7 @@ impl OpDesc<'_> {
                 };
                 out.saturating_mul(2u64.saturating_mul(k).saturating_add(extra))
             }
-            OpKind::Softmax => input.saturating_mul(5),
+            OpKind::Softmax | OpKind::LogSoftmax => input.saturating_mul(5),
             OpKind::ReduceSum => input,
             _ => out,
         }

@@ -99,6 +99,20 @@ cases! {
     op_softmax => |s| check_family(s, OpKind::Softmax);
     /// ReduceSum over the last axis, dropping or keeping it; or refused.
     op_reduce_sum => |s| check_family(s, OpKind::ReduceSum);
+    /// Div with broadcasting (`x / 0`, `0 / 0`); or refused.
+    op_div => |s| check_family(s, OpKind::Div);
+    /// DivNoNan with broadcasting (`0` where the divisor is `0`); or refused.
+    op_div_no_nan => |s| check_family(s, OpKind::DivNoNan);
+    /// Pow with broadcasting (negative bases, infinities); or refused.
+    op_pow => |s| check_family(s, OpKind::Pow);
+    /// ReluGrad (a gradient masked by its ReLU input); or refused.
+    op_relu_grad => |s| check_family(s, OpKind::ReluGrad);
+    /// Sqrt (negative inputs give NaN); or refused.
+    op_sqrt => |s| check_family(s, OpKind::Sqrt);
+    /// Rsqrt (`1/√0` is `+∞`); or refused.
+    op_rsqrt => |s| check_family(s, OpKind::Rsqrt);
+    /// LogSoftmax over the last axis (including logits whose `exp` overflows); or refused.
+    op_log_softmax => |s| check_family(s, OpKind::LogSoftmax);
     /// Launches whose descriptor is inconsistent (wrong output dims, an
     /// extra output axis, a missing input) fail at launch with
     /// `ErrorKind::InvalidArgument` and write nothing, for every declared op.

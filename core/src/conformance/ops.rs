@@ -209,34 +209,30 @@ fn binary_cases(kind: OpKind) -> Vec<OpCase> {
     cases
 }
 
-fn relu_cases() -> Vec<OpCase> {
+fn unary_cases(kind: OpKind) -> Vec<OpCase> {
     let shapes: [&[u64]; 5] = [&[4, 6], &[], &[2, 3, 1, 5], &[1000], &[0]];
     let mut cases: Vec<OpCase> = shapes
         .iter()
         .zip(400..)
-        .map(|(&x, seed)| OpCase::new(OpKind::Relu, vec![input(x, seed)], x.to_vec()))
+        .map(|(&x, seed)| OpCase::new(kind, vec![input(x, seed)], x.to_vec()))
         .collect();
     let specials = vec![(vec![12], SPECIAL_A.to_vec())];
-    cases.push(OpCase::new(OpKind::Relu, specials, vec![12]));
+    cases.push(OpCase::new(kind, specials, vec![12]));
     cases
 }
 
-fn softmax_cases() -> Vec<OpCase> {
+fn softmax_cases(kind: OpKind) -> Vec<OpCase> {
     let shapes: [&[u64]; 5] = [&[2, 2, 6], &[3, 1], &[1, 130], &[5, 17], &[0, 5]];
     let mut cases: Vec<OpCase> = shapes
         .iter()
         .zip(500..)
-        .map(|(&x, seed)| OpCase::new(OpKind::Softmax, vec![input(x, seed)], x.to_vec()))
+        .map(|(&x, seed)| OpCase::new(kind, vec![input(x, seed)], x.to_vec()))
         .collect();
     // Logits whose exp overflows f32 unless the row maximum is subtracted.
     let large = vec![
         80.0, 100.0, 90.0, -50.0, -1e4, 0.0, 1e4, 5.0, 1e-3, 0.0, -1e-3, 0.0,
     ];
-    cases.push(OpCase::new(
-        OpKind::Softmax,
-        vec![(vec![3, 4], large)],
-        vec![3, 4],
-    ));
+    cases.push(OpCase::new(kind, vec![(vec![3, 4], large)], vec![3, 4]));
     cases
 }
 
@@ -267,10 +263,10 @@ pub(crate) fn cases_for(family: OpKind) -> Vec<OpCase> {
         OpKind::MatMul { .. } => matmul_cases(false),
         OpKind::FusedMatMul { .. } => matmul_cases(true),
         OpKind::BiasAdd => bias_add_cases(),
-        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Maximum => binary_cases(family),
-        OpKind::Relu => relu_cases(),
-        OpKind::Softmax => softmax_cases(),
+        OpKind::Relu | OpKind::Sqrt | OpKind::Rsqrt => unary_cases(family),
+        OpKind::Softmax | OpKind::LogSoftmax => softmax_cases(family),
         OpKind::ReduceSum => reduce_sum_cases(),
+        _ => binary_cases(family),
     }
 }
 

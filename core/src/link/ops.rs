@@ -99,7 +99,7 @@ pub struct WireTensor {
 }
 
 /// Op family codes of [`WireOp::code`] (stable wire values).
-const OP_CODES: [(u8, OpKind); 10] = [
+const OP_CODES: [(u8, OpKind); 17] = [
     (
         1,
         OpKind::MatMul {
@@ -123,6 +123,13 @@ const OP_CODES: [(u8, OpKind); 10] = [
     (8, OpKind::Relu),
     (9, OpKind::Softmax),
     (10, OpKind::ReduceSum),
+    (11, OpKind::Div),
+    (12, OpKind::DivNoNan),
+    (13, OpKind::Pow),
+    (14, OpKind::ReluGrad),
+    (15, OpKind::Sqrt),
+    (16, OpKind::Rsqrt),
+    (17, OpKind::LogSoftmax),
 ];
 
 const TRANSPOSE_A: u8 = 1;
@@ -441,6 +448,13 @@ mod tests {
             OpKind::Relu,
             OpKind::Softmax,
             OpKind::ReduceSum,
+            OpKind::Div,
+            OpKind::DivNoNan,
+            OpKind::Pow,
+            OpKind::ReluGrad,
+            OpKind::Sqrt,
+            OpKind::Rsqrt,
+            OpKind::LogSoftmax,
         ];
         for kind in kinds {
             let inputs = [t, t];
@@ -471,7 +485,7 @@ mod tests {
             output: t.clone(),
         };
         assert_eq!(op(0, 0).kind(), Err(BadOp));
-        assert_eq!(op(11, 0).kind(), Err(BadOp));
+        assert_eq!(op(18, 0).kind(), Err(BadOp));
         assert_eq!(op(8, RELU).kind(), Err(BadOp));
         assert_eq!(op(1, RELU).kind(), Err(BadOp));
         let bad = WireTensor { dtype: 7, ..t };

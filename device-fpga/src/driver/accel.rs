@@ -5,8 +5,8 @@ use core::time::Duration;
 
 use tensorplug_abi::device::{CommandDescriptor, CommandFlags, Features, Opcode, Register};
 use tensorplug_core::accelerator::{
-    Accelerator, Capabilities, DeviceAddr, DeviceInfo, Drained, Fence, MemoryUsage, OpDesc, OpSet,
-    QueueId, Version,
+    Accelerator, Capabilities, DeviceAddr, DeviceInfo, Drained, Fence, MemoryUsage, OpDesc, OpKind,
+    OpSet, QueueId, Version,
 };
 use tensorplug_core::event::Event;
 
@@ -59,6 +59,59 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Driver<T, C, ALLOCS> {
     }
 }
 
+/// The op families a device with `features` runs: each feature bit of
+/// `docs/device-abi.md` brings the families its opcodes lower.
+pub fn ops_of(features: Features) -> OpSet {
+    let matmul = OpKind::MatMul {
+        transpose_a: false,
+        transpose_b: false,
+    };
+    let fused = OpKind::FusedMatMul {
+        transpose_a: false,
+        transpose_b: false,
+        relu: false,
+    };
+    let groups: [(Features, &[OpKind]); 4] = [
+        (Features::GEMM, &[matmul, fused]),
+        (
+            Features::ELEMENTWISE,
+            &[
+                OpKind::BiasAdd,
+                OpKind::Add,
+                OpKind::Sub,
+                OpKind::Mul,
+                OpKind::Maximum,
+                OpKind::Relu,
+            ],
+        ),
+        (
+            Features::ROW_REDUCTIONS,
+            &[OpKind::Softmax, OpKind::ReduceSum],
+        ),
+        (
+            Features::MATH,
+            &[
+                OpKind::Div,
+                OpKind::DivNoNan,
+                OpKind::Pow,
+                OpKind::ReluGrad,
+                OpKind::Sqrt,
+                OpKind::Rsqrt,
+                OpKind::LogSoftmax,
+            ],
+        ),
+    ];
+    let mut set = OpSet::EMPTY;
+    for (bit, kinds) in groups {
+        if features.contains(bit) {
+            for &kind in kinds {
+                set = set.with(kind);
+            }
+        }
+    }
+    set
+}
+
 impl<T: Transport, C: Clock, const ALLOCS: usize> Accelerator for Driver<T, C, ALLOCS> {
     type Error = Error;
 
@@ -71,7 +124,7 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Accelerator for Driver<T, C, A
             Version::new(abi.major.into(), abi.minor.into(), abi.patch.into()),
             1,
         )
-        .with_capabilities(Capabilities::f32(OpSet::ALL, true))
+        .with_capabilities(Capabilities::f32(ops_of(self.facts.features), true))
     }
 
     fn allocate(&mut self, bytes: u64, align: u64) -> Result<DeviceAddr, Error> {

@@ -50,20 +50,23 @@ pub(crate) fn lower(
                 ..cmd(Opcode::BIAS_ADD_F32)
             })
         }
-        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Maximum => {
-            let opcode = match op.kind {
-                OpKind::Add => Opcode::ADD_F32,
-                OpKind::Sub => Opcode::SUB_F32,
-                OpKind::Mul => Opcode::MUL_F32,
-                _ => Opcode::MAX_F32,
-            };
-            binary(op, cmd(opcode), emit)
-        }
-        OpKind::Relu => emit(&CommandDescriptor {
+        OpKind::Add => binary(op, cmd(Opcode::ADD_F32), emit),
+        OpKind::Sub => binary(op, cmd(Opcode::SUB_F32), emit),
+        OpKind::Mul => binary(op, cmd(Opcode::MUL_F32), emit),
+        OpKind::Maximum => binary(op, cmd(Opcode::MAX_F32), emit),
+        OpKind::Div => binary(op, cmd(Opcode::DIV_F32), emit),
+        OpKind::DivNoNan => binary(op, cmd(Opcode::DIV_NO_NAN_F32), emit),
+        OpKind::Pow => binary(op, cmd(Opcode::POW_F32), emit),
+        OpKind::ReluGrad => binary(op, cmd(Opcode::RELU_GRAD_F32), emit),
+        OpKind::Relu | OpKind::Sqrt | OpKind::Rsqrt => emit(&CommandDescriptor {
             src0: input(0).addr.0,
             dst: out.addr.0,
             len: elements,
-            ..cmd(Opcode::RELU_F32)
+            ..cmd(match op.kind {
+                OpKind::Relu => Opcode::RELU_F32,
+                OpKind::Sqrt => Opcode::SQRT_F32,
+                _ => Opcode::RSQRT_F32,
+            })
         }),
         // An empty reduced axis (the output is not empty): every sum is 0.
         OpKind::ReduceSum if input(0).shape.last() == 0 => emit(&CommandDescriptor {
@@ -71,12 +74,12 @@ pub(crate) fn lower(
             len: elements * F32,
             ..cmd(Opcode::FILL)
         }),
-        OpKind::Softmax | OpKind::ReduceSum => {
+        OpKind::Softmax | OpKind::LogSoftmax | OpKind::ReduceSum => {
             let (m, n) = rows(&input(0).shape)?;
-            let opcode = if op.kind == OpKind::Softmax {
-                Opcode::SOFTMAX_F32
-            } else {
-                Opcode::REDUCE_SUM_F32
+            let opcode = match op.kind {
+                OpKind::Softmax => Opcode::SOFTMAX_F32,
+                OpKind::LogSoftmax => Opcode::LOG_SOFTMAX_F32,
+                _ => Opcode::REDUCE_SUM_F32,
             };
             emit(&CommandDescriptor {
                 src0: input(0).addr.0,

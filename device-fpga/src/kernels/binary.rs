@@ -16,6 +16,14 @@ pub enum BinaryOp {
     Mul,
     /// `max(a, b)`; NaN if either is NaN (as `tf.maximum`).
     Maximum,
+    /// `a / b`.
+    Div,
+    /// `a / b`, `0` where `b == 0` (as `tf.math.divide_no_nan`).
+    DivNoNan,
+    /// `powf(a, b)`.
+    Pow,
+    /// `a · (b > 0 ? 1 : 0)`: ReLU's gradient `a` at input `b` (as TF's `ReluGrad`).
+    ReluGrad,
 }
 
 impl BinaryOp {
@@ -27,8 +35,23 @@ impl BinaryOp {
             Self::Sub => a - b,
             Self::Mul => a * b,
             Self::Maximum => maximum(a, b),
+            Self::Div => a / b,
+            Self::DivNoNan => div_no_nan(a, b),
+            Self::Pow => libm::powf(a, b),
+            Self::ReluGrad => relu_grad(a, b),
         }
     }
+}
+
+#[inline(always)]
+fn div_no_nan(a: f32, b: f32) -> f32 {
+    if b == 0.0 { 0.0 } else { a / b }
+}
+
+/// A multiply by the 0/1 mask, as TF: a NaN or infinite gradient stays NaN.
+#[inline(always)]
+fn relu_grad(gradient: f32, input: f32) -> f32 {
+    gradient * if input > 0.0 { 1.0 } else { 0.0 }
 }
 
 /// `max(a, b)` propagating NaN; `a` wins ties (so `max(-0.0, 0.0)` is `-0.0`).
@@ -60,6 +83,10 @@ pub fn binary(
         BinaryOp::Sub => plan.run(a, b, out, |x, y| x - y),
         BinaryOp::Mul => plan.run(a, b, out, |x, y| x * y),
         BinaryOp::Maximum => plan.run(a, b, out, maximum),
+        BinaryOp::Div => plan.run(a, b, out, |x, y| x / y),
+        BinaryOp::DivNoNan => plan.run(a, b, out, div_no_nan),
+        BinaryOp::Pow => plan.run(a, b, out, libm::powf),
+        BinaryOp::ReluGrad => plan.run(a, b, out, relu_grad),
     }
     Ok(())
 }

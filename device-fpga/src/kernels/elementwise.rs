@@ -1,4 +1,4 @@
-//! Element-wise kernels with no broadcasting: ReLU, bias-add, fill.
+//! Element-wise kernels with no broadcasting: ReLU, square roots, bias-add, fill.
 
 use super::error::{KernelError, Operand, expect_len, expect_whole_rows};
 
@@ -10,17 +10,52 @@ pub(crate) fn relu_scalar(x: f32) -> f32 {
 
 /// `out[i] = max(x[i], 0)`.
 pub fn relu(x: &[f32], out: &mut [f32]) -> Result<(), KernelError> {
-    expect_len(Operand::Output, x.len(), out.len())?;
-    for (o, &v) in out.iter_mut().zip(x) {
-        *o = relu_scalar(v);
-    }
-    Ok(())
+    unary(UnaryOp::Relu, x, out)
 }
 
 /// `x[i] = max(x[i], 0)` in place.
 pub fn relu_in_place(x: &mut [f32]) {
+    unary_in_place(UnaryOp::Relu, x);
+}
+
+/// An element-wise op of one operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum UnaryOp {
+    /// `max(x, 0)`: NaN stays NaN, `-0.0` stays `-0.0`.
+    Relu,
+    /// `√x` (correctly rounded).
+    Sqrt,
+    /// `1 / √x`.
+    Rsqrt,
+}
+
+impl UnaryOp {
+    /// The op on one element.
+    #[inline(always)]
+    pub fn apply(self, x: f32) -> f32 {
+        match self {
+            Self::Relu => relu_scalar(x),
+            Self::Sqrt => libm::sqrtf(x),
+            Self::Rsqrt => 1.0 / libm::sqrtf(x),
+        }
+    }
+}
+
+/// `out[i] = op(x[i])`.
+pub fn unary(op: UnaryOp, x: &[f32], out: &mut [f32]) -> Result<(), KernelError> {
+    expect_len(Operand::Output, x.len(), out.len())?;
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = op.apply(v);
+    }
+    Ok(())
+}
+
+/// `x[i] = op(x[i])` in place.
+pub fn unary_in_place(op: UnaryOp, x: &mut [f32]) {
     for v in x {
-        *v = relu_scalar(*v);
+        *v = op.apply(*v);
     }
 }
 

@@ -14,10 +14,15 @@ pub mod reference;
 mod rows;
 
 pub use binary::{BinaryOp, binary};
-pub use elementwise::{bias_add, bias_add_in_place, fill, relu, relu_in_place};
+pub use elementwise::{
+    UnaryOp, bias_add, bias_add_in_place, fill, relu, relu_in_place, unary, unary_in_place,
+};
 pub use error::{ErrorKind, KernelError, Operand};
 pub use gemm::{GemmSpec, gemm, gemm_portable};
-pub use rows::{reduce_sum_last_axis, softmax_last_axis, softmax_last_axis_in_place};
+pub use rows::{
+    log_softmax_last_axis, log_softmax_last_axis_in_place, reduce_sum_last_axis, softmax_last_axis,
+    softmax_last_axis_in_place,
+};
 
 /// The largest rank [`binary`] broadcasts over (the op descriptors' limit).
 pub const MAX_RANK: usize = tensorplug_core::accelerator::MAX_RANK;

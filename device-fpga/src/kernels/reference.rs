@@ -79,6 +79,10 @@ pub fn binary(
         BinaryOp::Sub => core_ref::BinaryOp::Sub,
         BinaryOp::Mul => core_ref::BinaryOp::Mul,
         BinaryOp::Maximum => core_ref::BinaryOp::Maximum,
+        BinaryOp::Div => core_ref::BinaryOp::Div,
+        BinaryOp::DivNoNan => core_ref::BinaryOp::DivNoNan,
+        BinaryOp::Pow => core_ref::BinaryOp::Pow,
+        BinaryOp::ReluGrad => core_ref::BinaryOp::ReluGrad,
     };
     core_ref::binary(op, a, &shape(a_shape), b, &shape(b_shape), out).expect(CONSISTENT);
 }

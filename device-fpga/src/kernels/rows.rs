@@ -1,4 +1,4 @@
-//! Ops over the last axis: softmax and reduce-sum. A tensor `[.., c]` is
+//! Ops over the last axis: softmax, log-softmax and reduce-sum. A tensor `[.., c]` is
 //! viewed as rows of `c` contiguous elements.
 
 use super::error::{KernelError, Operand, expect_len, expect_whole_rows, mul};
@@ -42,6 +42,43 @@ pub fn softmax_last_axis_in_place(x: &mut [f32], row_len: usize) -> Result<(), K
     expect_whole_rows(Operand::Input, x.len(), row_len)?;
     softmax_rows(x, row_len);
     Ok(())
+}
+
+/// Log-softmax over rows of `row_len`: `out = x − max(row) − ln Σ exp(x − max(row))`.
+pub fn log_softmax_last_axis(
+    x: &[f32],
+    row_len: usize,
+    out: &mut [f32],
+) -> Result<(), KernelError> {
+    expect_whole_rows(Operand::Input, x.len(), row_len)?;
+    expect_len(Operand::Output, x.len(), out.len())?;
+    out.copy_from_slice(x);
+    log_softmax_rows(out, row_len);
+    Ok(())
+}
+
+/// [`log_softmax_last_axis`] in place.
+pub fn log_softmax_last_axis_in_place(x: &mut [f32], row_len: usize) -> Result<(), KernelError> {
+    expect_whole_rows(Operand::Input, x.len(), row_len)?;
+    log_softmax_rows(x, row_len);
+    Ok(())
+}
+
+fn log_softmax_rows(x: &mut [f32], row_len: usize) {
+    if row_len == 0 {
+        return;
+    }
+    for row in x.chunks_exact_mut(row_len) {
+        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let mut lanes = [0.0f32; LANES];
+        for (i, &v) in row.iter().enumerate() {
+            lanes[i % LANES] += libm::expf(v - max);
+        }
+        let log_total = libm::logf(sum(&lanes));
+        for v in row.iter_mut() {
+            *v = *v - max - log_total;
+        }
+    }
 }
 
 fn softmax_rows(x: &mut [f32], row_len: usize) {

@@ -67,13 +67,17 @@ pub(crate) fn execute<B: HostBus>(
                 floats_mut(s.out)?,
             )?)
         }
-        Work::Relu { x, out } if x == out => {
-            kernels::relu_in_place(floats_mut(get_mut(mem, out)?)?);
+        Work::Unary { op, x, out } if x == out => {
+            kernels::unary_in_place(*op, floats_mut(get_mut(mem, out)?)?);
             Ok(())
         }
-        Work::Relu { x, out } => {
+        Work::Unary { op, x, out } => {
             let s = split(mem, out)?;
-            Ok(kernels::relu(floats(src(&s, x)?)?, floats_mut(s.out)?)?)
+            Ok(kernels::unary(
+                *op,
+                floats(src(&s, x)?)?,
+                floats_mut(s.out)?,
+            )?)
         }
         Work::BiasAdd { x, bias, out } => {
             let s = split(mem, out)?;
@@ -88,17 +92,22 @@ pub(crate) fn execute<B: HostBus>(
                 )?)
             }
         }
-        Work::Softmax { x, out, row } if x == out => Ok(kernels::softmax_last_axis_in_place(
-            floats_mut(get_mut(mem, out)?)?,
-            *row,
-        )?),
-        Work::Softmax { x, out, row } => {
+        Work::Softmax { x, out, row, log } if x == out => {
+            let x = floats_mut(get_mut(mem, out)?)?;
+            Ok(if *log {
+                kernels::log_softmax_last_axis_in_place(x, *row)?
+            } else {
+                kernels::softmax_last_axis_in_place(x, *row)?
+            })
+        }
+        Work::Softmax { x, out, row, log } => {
             let s = split(mem, out)?;
-            Ok(kernels::softmax_last_axis(
-                floats(src(&s, x)?)?,
-                *row,
-                floats_mut(s.out)?,
-            )?)
+            let (x, out) = (floats(src(&s, x)?)?, floats_mut(s.out)?);
+            Ok(if *log {
+                kernels::log_softmax_last_axis(x, *row, out)?
+            } else {
+                kernels::softmax_last_axis(x, *row, out)?
+            })
         }
         Work::ReduceSum { x, out, row } => {
             let s = split(mem, out)?;

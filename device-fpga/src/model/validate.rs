@@ -6,7 +6,7 @@ use core::ops::Range;
 
 use tensorplug_abi::device::{CommandDescriptor, CommandFlags, CompletionStatus, Features, Opcode};
 
-use crate::kernels::{BinaryOp, GemmSpec};
+use crate::kernels::{BinaryOp, GemmSpec, UnaryOp};
 
 /// `src0` is broadcast along `m` (binary element-wise 3-D form).
 pub const SRC0_BCAST_M: u16 = CommandFlags::SRC0_BCAST_M.0;
@@ -107,7 +107,8 @@ pub(crate) enum Work {
         out: Range<usize>,
         shape: Option<Bcast3>,
     },
-    Relu {
+    Unary {
+        op: UnaryOp,
         x: Range<usize>,
         out: Range<usize>,
     },
@@ -120,6 +121,8 @@ pub(crate) enum Work {
         x: Range<usize>,
         out: Range<usize>,
         row: usize,
+        /// `LOG_SOFTMAX_F32`.
+        log: bool,
     },
     ReduceSum {
         x: Range<usize>,
@@ -151,7 +154,7 @@ impl Work {
                 (0, n(a) + n(b) + bias.as_ref().map_or(0, n) + n(out), flops)
             }
             Work::Binary { a, b, out, .. } => (0, n(a) + n(b) + n(out), n(out) / 4),
-            Work::Relu { x, out } => (0, n(x) + n(out), n(out) / 4),
+            Work::Unary { x, out, .. } => (0, n(x) + n(out), n(out) / 4),
             Work::BiasAdd { x, bias, out } => (0, n(x) + n(bias) + n(out), n(out) / 4),
             // exp, subtract, sum, divide per element.
             Work::Softmax { x, out, .. } => (0, n(x) + n(out), 4 * n(out) / 4),
@@ -206,6 +209,13 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
             Uses(Uses::SRC0 | Uses::DST | Uses::LEN),
             0,
         ),
+        Opcode::DIV_F32 | Opcode::DIV_NO_NAN_F32 | Opcode::POW_F32 | Opcode::RELU_GRAD_F32 => {
+            (Features::MATH, binary, BCAST_MASK)
+        }
+        Opcode::SQRT_F32 | Opcode::RSQRT_F32 => {
+            (Features::MATH, Uses(Uses::SRC0 | Uses::DST | Uses::LEN), 0)
+        }
+        Opcode::LOG_SOFTMAX_F32 => (Features::MATH, Uses(Uses::SRC0 | Uses::DST | Uses::MN), 0),
         Opcode::BIAS_ADD_F32 => (
             Features::ELEMENTWISE,
             Uses(Uses::SRC0 | Uses::SRC1 | Uses::DST | Uses::MN),
@@ -280,15 +290,23 @@ pub(crate) fn validate(
             })
         }
         Opcode::GEMM_F32 | Opcode::GEMM_BIAS_RELU_F32 | Opcode::GEMM_BIAS_F32 => ctx.gemm(),
-        Opcode::RELU_F32 => {
+        Opcode::RELU_F32 | Opcode::SQRT_F32 | Opcode::RSQRT_F32 => {
             let len = ctx.nonzero_len()?;
             let x = ctx.f32_range(field::SRC0, len)?;
             let out = ctx.f32_range(field::DST, len)?;
             ctx.aligned(&[field::SRC0, field::DST])?;
             in_place_or_disjoint(&x, &out, true)?;
-            Ok(Work::Relu { x, out })
+            let op = match cmd.opcode {
+                Opcode::RELU_F32 => UnaryOp::Relu,
+                Opcode::SQRT_F32 => UnaryOp::Sqrt,
+                _ => UnaryOp::Rsqrt,
+            };
+            Ok(Work::Unary { op, x, out })
         }
-        Opcode::BIAS_ADD_F32 | Opcode::SOFTMAX_F32 | Opcode::REDUCE_SUM_F32 => ctx.rows(),
+        Opcode::BIAS_ADD_F32
+        | Opcode::SOFTMAX_F32
+        | Opcode::LOG_SOFTMAX_F32
+        | Opcode::REDUCE_SUM_F32 => ctx.rows(),
         _ => ctx.binary(),
     }
 }
@@ -445,11 +463,12 @@ impl Ctx<'_> {
                 in_place_or_disjoint(&bias, &out, false)?;
                 Ok(Work::BiasAdd { x, bias, out })
             }
-            Opcode::SOFTMAX_F32 => {
+            Opcode::SOFTMAX_F32 | Opcode::LOG_SOFTMAX_F32 => {
                 let out = self.f32_range(field::DST, m * n)?;
                 self.aligned(&[field::SRC0, field::DST])?;
                 in_place_or_disjoint(&x, &out, true)?;
-                Ok(Work::Softmax { x, out, row })
+                let log = c.opcode == Opcode::LOG_SOFTMAX_F32;
+                Ok(Work::Softmax { x, out, row, log })
             }
             _ => {
                 let out = self.f32_range(field::DST, m)?;
@@ -466,7 +485,11 @@ impl Ctx<'_> {
             Opcode::ADD_F32 => BinaryOp::Add,
             Opcode::SUB_F32 => BinaryOp::Sub,
             Opcode::MUL_F32 => BinaryOp::Mul,
-            _ => BinaryOp::Maximum,
+            Opcode::MAX_F32 => BinaryOp::Maximum,
+            Opcode::DIV_F32 => BinaryOp::Div,
+            Opcode::DIV_NO_NAN_F32 => BinaryOp::DivNoNan,
+            Opcode::POW_F32 => BinaryOp::Pow,
+            _ => BinaryOp::ReluGrad,
         };
         let len = self.nonzero_len()?;
         let shape = if c.m == 0 && c.n == 0 && c.k == 0 {

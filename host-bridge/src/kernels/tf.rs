@@ -183,6 +183,16 @@ impl Context {
 
     /// Output 0 of `shape`, reusing one of `candidates` (inputs) when TF can.
     pub fn output(&self, shape: &Shape, candidates: &[c_int]) -> KernelResult<Tensor> {
+        self.output_at(0, shape, candidates)
+    }
+
+    /// Output `index` of `shape`, reusing one of `candidates` when TF can.
+    pub fn output_at(
+        &self,
+        index: c_int,
+        shape: &Shape,
+        candidates: &[c_int],
+    ) -> KernelResult<Tensor> {
         let (dims, rank) = tf_dims(shape);
         let mut forwarded = -1;
         // SAFETY: live context; arrays of the lengths passed; live status.
@@ -191,7 +201,7 @@ impl Context {
                 self.raw,
                 candidates.as_ptr(),
                 candidates.len() as c_int,
-                0,
+                index,
                 dims.as_ptr(),
                 rank,
                 &mut forwarded,

@@ -33,6 +33,13 @@ pub fn op_kind_name(kind: OpKind) -> &'static str {
         OpKind::Relu => "relu",
         OpKind::Softmax => "softmax",
         OpKind::ReduceSum => "reduce_sum",
+        OpKind::Div => "div",
+        OpKind::DivNoNan => "div_no_nan",
+        OpKind::Pow => "pow",
+        OpKind::ReluGrad => "relu_grad",
+        OpKind::Sqrt => "sqrt",
+        OpKind::Rsqrt => "rsqrt",
+        OpKind::LogSoftmax => "log_softmax",
         _ => "other",
     }
 }

@@ -1,8 +1,9 @@
-//! Broadcasting element-wise ops: `AddV2`, `Add`, `Sub`, `Mul`, `Maximum`.
+//! Broadcasting element-wise ops: `AddV2`, `Add`, `Sub`, `Mul`, `Maximum`,
+//! `RealDiv`, `Div`, `DivNoNan`, `Pow` and `ReluGrad` (float32: `Div` is `RealDiv`).
 //! One kernel, one table entry per TF op.
 
 use super::{Op, is_empty};
-use crate::kernels::failure::KernelResult;
+use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes;
 use crate::kernels::tf::Context;
@@ -40,6 +41,31 @@ pub const MAXIMUM: Binary = Binary {
     op: c"Maximum",
     kind: OpKind::Maximum,
 };
+/// `RealDiv`.
+pub const REAL_DIV: Binary = Binary {
+    op: c"RealDiv",
+    kind: OpKind::Div,
+};
+/// `Div` (on floats, `RealDiv`).
+pub const DIV: Binary = Binary {
+    op: c"Div",
+    kind: OpKind::Div,
+};
+/// `DivNoNan`.
+pub const DIV_NO_NAN: Binary = Binary {
+    op: c"DivNoNan",
+    kind: OpKind::DivNoNan,
+};
+/// `Pow`.
+pub const POW: Binary = Binary {
+    op: c"Pow",
+    kind: OpKind::Pow,
+};
+/// `ReluGrad(gradients, features)`.
+pub const RELU_GRAD: Binary = Binary {
+    op: c"ReluGrad",
+    kind: OpKind::ReluGrad,
+};
 
 impl Op for Binary {
     type Attrs = ();
@@ -55,6 +81,13 @@ impl Op for Binary {
     fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
         let (a, b) = (ctx.input(0, false)?, ctx.input(1, false)?);
         let (sa, sb) = (a.shape()?, b.shape()?);
+        if self.kind == OpKind::ReluGrad && sa != sb {
+            return Err(Failure::invalid(format!(
+                "gradients {:?} and features {:?} must have the same shape",
+                sa.dims(),
+                sb.dims()
+            )));
+        }
         let out_shape = shapes::broadcast(&sa, &sb)?;
         let out = ctx.output(&out_shape, &[0, 1])?;
         if is_empty(&out_shape) {

@@ -10,10 +10,11 @@ mod broadcast_to;
 mod fused_matmul;
 mod matmul;
 mod neg_square;
-mod relu;
 mod softmax;
+mod sparse_xent;
 mod sum;
 mod tile;
+mod unary;
 
 use super::failure::{Failure, KernelResult};
 use super::launch::Launcher;
@@ -32,6 +33,11 @@ pub trait Op: Sync + 'static {
     /// The device op family it lowers to: the kernel is registered when
     /// every device declares it ([`Capabilities`]).
     fn family(&self) -> OpKind;
+    /// Other device op families compute may launch: the kernel is
+    /// registered only when the device declares these too.
+    fn also_launches(&self) -> &'static [OpKind] {
+        &[]
+    }
     /// Inputs TF keeps in host memory (`HostMemory` in TF's registrations).
     fn host_memory(&self) -> &'static [&'static CStr] {
         &[]
@@ -57,6 +63,8 @@ pub trait TfKernel: Sync {
     fn op(&self) -> &'static CStr;
     /// See [`Op::family`].
     fn family(&self) -> OpKind;
+    /// See [`Op::also_launches`].
+    fn also_launches(&self) -> &'static [OpKind];
     /// See [`Op::host_memory`].
     fn host_memory(&self) -> &'static [&'static CStr];
     /// See [`Op::construct`].
@@ -76,7 +84,10 @@ pub trait TfKernel: Sync {
 
     /// Whether devices with `caps` run this kernel (f32 only, for now).
     fn runs_on(&self, caps: &Capabilities) -> bool {
-        caps.supports(self.family(), DType::F32)
+        [self.family()]
+            .iter()
+            .chain(self.also_launches())
+            .all(|&kind| caps.supports(kind, DType::F32))
     }
 }
 
@@ -87,6 +98,10 @@ impl<T: Op> TfKernel for T {
 
     fn family(&self) -> OpKind {
         Op::family(self)
+    }
+
+    fn also_launches(&self) -> &'static [OpKind] {
+        Op::also_launches(self)
     }
 
     fn host_memory(&self) -> &'static [&'static CStr] {
@@ -111,7 +126,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// Every f32 kernel the bridge can register for a device type.
-pub static KERNELS: [&dyn TfKernel; 16] = [
+pub static KERNELS: [&dyn TfKernel; 25] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -120,14 +135,23 @@ pub static KERNELS: [&dyn TfKernel; 16] = [
     &binary::SUB,
     &binary::MUL,
     &binary::MAXIMUM,
-    &relu::Relu,
-    &softmax::Softmax,
+    &unary::RELU,
+    &softmax::SOFTMAX,
     &sum::Sum,
     &bias_add_grad::BiasAddGrad,
     &neg_square::NEG,
     &neg_square::SQUARE,
     &broadcast_to::BroadcastTo,
     &tile::Tile,
+    &binary::REAL_DIV,
+    &binary::DIV,
+    &binary::DIV_NO_NAN,
+    &binary::POW,
+    &binary::RELU_GRAD,
+    &unary::SQRT,
+    &unary::RSQRT,
+    &softmax::LOG_SOFTMAX,
+    &sparse_xent::SparseSoftmaxXent,
 ];
 
 /// One kernel instance (TF's `OpKernel`).
@@ -197,6 +221,7 @@ mod tests {
                 b"Sum" => &[c"reduction_indices"],
                 b"BroadcastTo" => &[c"shape"],
                 b"Tile" => &[c"multiples"],
+                b"SparseSoftmaxCrossEntropyWithLogits" => &[c"labels"],
                 _ => &[],
             };
             assert_eq!(kernel.host_memory(), host, "{:?}", kernel.op());

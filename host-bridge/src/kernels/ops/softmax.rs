@@ -1,4 +1,4 @@
-//! `Softmax` over the last axis (rank ≥ 1).
+//! `Softmax` and `LogSoftmax` over the last axis (rank ≥ 1).
 
 use super::{Op, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
@@ -7,18 +7,32 @@ use crate::kernels::tf::Context;
 use std::ffi::CStr;
 use tensorplug_core::accelerator::OpKind;
 
-/// The `Softmax` kernel.
-pub struct Softmax;
+/// `Softmax` or `LogSoftmax`.
+pub struct Softmax {
+    op: &'static CStr,
+    kind: OpKind,
+}
+
+/// `Softmax`.
+pub const SOFTMAX: Softmax = Softmax {
+    op: c"Softmax",
+    kind: OpKind::Softmax,
+};
+/// `LogSoftmax`.
+pub const LOG_SOFTMAX: Softmax = Softmax {
+    op: c"LogSoftmax",
+    kind: OpKind::LogSoftmax,
+};
 
 impl Op for Softmax {
     type Attrs = ();
 
     fn op(&self) -> &'static CStr {
-        c"Softmax"
+        self.op
     }
 
     fn family(&self) -> OpKind {
-        OpKind::Softmax
+        self.kind
     }
 
     fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
@@ -31,6 +45,6 @@ impl Op for Softmax {
         if is_empty(&sx) {
             return Ok(());
         }
-        run.launch(OpKind::Softmax, &[run.desc(&x, sx)?], run.desc(&out, sx)?)
+        run.launch(self.kind, &[run.desc(&x, sx)?], run.desc(&out, sx)?)
     }
 }

@@ -29,6 +29,14 @@ impl Op for Sum {
         OpKind::ReduceSum
     }
 
+    /// Sums over leading axes are a ones-vector MatMul.
+    fn also_launches(&self) -> &'static [OpKind] {
+        &[OpKind::MatMul {
+            transpose_a: false,
+            transpose_b: false,
+        }]
+    }
+
     fn host_memory(&self) -> &'static [&'static CStr] {
         &[c"reduction_indices"]
     }

@@ -1,0 +1,50 @@
+//! Element-wise ops of one operand: `Relu`, `Sqrt`, `Rsqrt`; each may reuse
+//! its input's buffer.
+
+use super::{Op, elementwise};
+use crate::kernels::failure::KernelResult;
+use crate::kernels::launch::Launcher;
+use crate::kernels::tf::Context;
+use std::ffi::CStr;
+use tensorplug_core::accelerator::OpKind;
+
+/// A unary kernel: the TF op and the device op it lowers to.
+pub struct Unary {
+    op: &'static CStr,
+    kind: OpKind,
+}
+
+/// `Relu`: `max(x, 0)`.
+pub const RELU: Unary = Unary {
+    op: c"Relu",
+    kind: OpKind::Relu,
+};
+/// `Sqrt`.
+pub const SQRT: Unary = Unary {
+    op: c"Sqrt",
+    kind: OpKind::Sqrt,
+};
+/// `Rsqrt`: `1 / √x`.
+pub const RSQRT: Unary = Unary {
+    op: c"Rsqrt",
+    kind: OpKind::Rsqrt,
+};
+
+impl Op for Unary {
+    type Attrs = ();
+
+    fn op(&self) -> &'static CStr {
+        self.op
+    }
+
+    fn family(&self) -> OpKind {
+        self.kind
+    }
+
+    fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
+        let Some((x, sx, out)) = elementwise(ctx)? else {
+            return Ok(());
+        };
+        run.launch(self.kind, &[run.desc(&x, sx)?], run.desc(&out, sx)?)
+    }
+}
