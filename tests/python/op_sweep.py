@@ -108,19 +108,68 @@ def bias_add_grad_cases():
                lambda cpu, x=x, axes=axes: sum_tol(x, axes))
 
 
-def binary_cases(fn):
+def binary_cases(fn, tol=None, pairs=BROADCAST):
+    """`tol(a, b, cpu)` bounds |dev - cpu| (None: bit for bit)."""
+    def bound(a, b):
+        return None if tol is None else (lambda cpu: tol(a, b, cpu))
+
     def cases():
-        for sa, sb in pick(BROADCAST):
-            yield f"{sa} vs {sb}", fn, [rand(*sa), rand(*sb)], None
-        yield "specials", fn, [SPECIAL, SPECIAL[::-1].copy()], None
+        for sa, sb in pick(pairs):
+            a, b = rand(*sa), rand(*sb)
+            yield f"{sa} vs {sb}", fn, [a, b], bound(a, b)
+        a, b = SPECIAL, SPECIAL[::-1].copy()
+        yield "specials", fn, [a, b], bound(a, b)
     return cases
 
 
-def unary_cases(fn):
+def pow_tol(a, b, cpu):
+    """A few ulp of `powf`, relative to |b·ln|a|| (the exponent of exp)."""
+    with np.errstate(all="ignore"):
+        scale = 1 + np.abs(b.astype(np.float64) * np.log(np.abs(a.astype(np.float64))))
+        tol = 4 * EPS * np.abs(cpu) * np.nan_to_num(scale, nan=1.0, posinf=1.0)
+    return tol + TINY
+
+
+def log_softmax_tol(x, cpu):
+    c = x.shape[-1]
+    spread = np.abs(x - x.max(axis=-1, keepdims=True))
+    return 2 * (c + 8 + spread + np.abs(cpu)) * EPS + TINY
+
+
+def log_softmax_cases():
+    for shape in pick([(1, 1), (3, 5), (2, 3, 7), (0, 4), (4,), (2, 1000)]):
+        x = rand(*shape) * 4
+        yield str(shape), tf.nn.log_softmax, [x], lambda cpu, x=x: log_softmax_tol(x, cpu)
+
+
+def sparse_xent_cases():
+    """Both outputs (loss, then backprop), int32 and int64 labels."""
+    for (batch, classes), dtype, output in grid([(4, 3), (64, 10), (1, 1), (0, 5), (3, 1000)],
+                                                (np.int32, np.int64), (0, 1)):
+        x = rand(batch, classes) * 4
+        labels = rng.integers(0, classes, batch).astype(dtype)
+        fn = lambda t, y, i=output: tf.raw_ops.SparseSoftmaxCrossEntropyWithLogits(  # noqa: E731
+            features=t, labels=y)[i]
+        yield (f"{batch}x{classes} {np.dtype(dtype).name} {('loss', 'backprop')[output]}",
+               fn, [x, labels], lambda cpu, x=x: sparse_xent_tol(x, cpu))
+
+
+def sparse_xent_tol(x, cpu):
+    """The loss as log_softmax's (each row's worst), the backprop as softmax's
+    plus one rounding of `- 1`."""
+    c = x.shape[-1]
+    spread = np.abs(x - x.max(axis=-1, keepdims=True))
+    if cpu.ndim == 1:
+        return 2 * (c + 8 + spread.max(axis=-1, initial=0) + np.abs(cpu)) * EPS + TINY
+    return 2 * (c + 8 + spread) * EPS * (np.abs(cpu) + 1) + TINY
+
+
+def unary_cases(fn, tol=None):
+    """`tol(x, cpu)` bounds |dev - cpu| (None: bit for bit)."""
     def cases():
-        for shape in pick(SHAPES):
-            yield str(shape), fn, [rand(*shape)], None
-        yield "specials", fn, [SPECIAL], None
+        for x in [*(rand(*shape) for shape in pick(SHAPES)), SPECIAL]:
+            label = "specials" if x is SPECIAL else str(x.shape)
+            yield label, fn, [x], None if tol is None else (lambda cpu, x=x: tol(x, cpu))
     return cases
 
 
@@ -176,12 +225,23 @@ SWEEPS = {
     "Sum": sum_cases,
     "BroadcastTo": broadcast_to_cases,
     "Tile": tile_cases,
+    "RealDiv": binary_cases(tf.math.truediv),
+    "Div": binary_cases(lambda a, b: tf.raw_ops.Div(x=a, y=b)),
+    "DivNoNan": binary_cases(tf.math.divide_no_nan),
+    "Pow": binary_cases(tf.math.pow, pow_tol),
+    "ReluGrad": binary_cases(lambda g, f: tf.raw_ops.ReluGrad(gradients=g, features=f),
+                             pairs=[(s, s) for s in SHAPES]),
+    "Sqrt": unary_cases(tf.math.sqrt),
+    "Rsqrt": unary_cases(tf.math.rsqrt, lambda x, cpu: 4 * EPS * np.abs(cpu) + TINY),
+    "LogSoftmax": log_softmax_cases,
+    "SparseSoftmaxCrossEntropyWithLogits": sparse_xent_cases,
 }
 # Input shapes for the "refused" check (each non-f32 dtype must raise, not
 # run, on the device: the kernels are float32 only today); default (2, 2).
 PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), (2, 2), (2,)], "BiasAdd": [(2, 2), (2,)],
-                "MatMul": [(2, 2), (2, 2)], **{op: [(2, 2), (2, 2)] for op in
-                                              ("AddV2", "Add", "Sub", "Mul", "Maximum")}}
+                "MatMul": [(2, 2), (2, 2)], "SparseSoftmaxCrossEntropyWithLogits": [(2, 2), (2,)],
+                **{op: [(2, 2), (2, 2)] for op in ("AddV2", "Add", "Sub", "Mul", "Maximum", "RealDiv",
+                                                  "Div", "DivNoNan", "Pow", "ReluGrad")}}
 
 
 def run_on(device, fn, args):
@@ -240,11 +300,14 @@ def main():
             if ours.shape != cpu.shape:
                 failures.append(f"{where}: shape {ours.shape} != {cpu.shape}")
                 continue
+            same = (ours == cpu) | (np.isnan(ours) & np.isnan(cpu))
             if tolerance is None:
-                same = (ours == cpu) | (np.isnan(ours) & np.isnan(cpu))
                 ratio = 0.0 if same.all() else float("inf")
             else:
-                diff = np.abs(ours.astype(np.float64) - cpu.astype(np.float64))
+                # Equal values (infinities, NaN) pass; NaN on one side only fails.
+                with np.errstate(invalid="ignore"):
+                    diff = np.abs(ours.astype(np.float64) - cpu.astype(np.float64))
+                diff = np.nan_to_num(np.where(same, 0.0, diff), nan=np.inf)
                 ratio = float((diff / tolerance(cpu)).max()) if diff.size else 0.0
             if ratio > 1.0:
                 failures.append(f"{where}: |dev - cpu| / tolerance = {ratio:.3g}")

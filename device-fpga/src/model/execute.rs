@@ -95,19 +95,19 @@ pub(crate) fn execute<B: HostBus>(
         Work::Softmax { x, out, row, log } if x == out => {
             let x = floats_mut(get_mut(mem, out)?)?;
             Ok(if *log {
-                kernels::log_softmax_last_axis_in_place(x, *row)?
+                kernels::log_softmax_last_axis_in_place(x, *row)
             } else {
-                kernels::softmax_last_axis_in_place(x, *row)?
-            })
+                kernels::softmax_last_axis_in_place(x, *row)
+            }?)
         }
         Work::Softmax { x, out, row, log } => {
             let s = split(mem, out)?;
             let (x, out) = (floats(src(&s, x)?)?, floats_mut(s.out)?);
             Ok(if *log {
-                kernels::log_softmax_last_axis(x, *row, out)?
+                kernels::log_softmax_last_axis(x, *row, out)
             } else {
-                kernels::softmax_last_axis(x, *row, out)?
-            })
+                kernels::softmax_last_axis(x, *row, out)
+            }?)
         }
         Work::ReduceSum { x, out, row } => {
             let s = split(mem, out)?;
