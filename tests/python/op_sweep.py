@@ -154,6 +154,18 @@ def sparse_xent_cases():
                fn, [x, labels], lambda cpu, x=x: sparse_xent_tol(x, cpu))
 
 
+def xent_cases():
+    """Both outputs of the dense-label loss; labels are probabilities."""
+    for (batch, classes), output in grid([(4, 3), (64, 10), (1, 1), (0, 5), (3, 1000)], (0, 1)):
+        x = rand(batch, classes) * 4
+        y = rng.random((batch, classes)).astype(np.float32)
+        y /= np.maximum(y.sum(axis=-1, keepdims=True), 1e-30)
+        fn = lambda t, u, i=output: tf.raw_ops.SoftmaxCrossEntropyWithLogits(  # noqa: E731
+            features=t, labels=u)[i]
+        yield (f"{batch}x{classes} {('loss', 'backprop')[output]}", fn, [x, y],
+               lambda cpu, x=x: sparse_xent_tol(x, cpu))
+
+
 def sparse_xent_tol(x, cpu):
     """The loss as log_softmax's (each row's worst), the backprop as softmax's
     plus one rounding of `- 1`."""
@@ -235,11 +247,13 @@ SWEEPS = {
     "Rsqrt": unary_cases(tf.math.rsqrt, lambda x, cpu: 4 * EPS * np.abs(cpu) + TINY),
     "LogSoftmax": log_softmax_cases,
     "SparseSoftmaxCrossEntropyWithLogits": sparse_xent_cases,
+    "SoftmaxCrossEntropyWithLogits": xent_cases,
 }
 # Input shapes for the "refused" check (each non-f32 dtype must raise, not
 # run, on the device: the kernels are float32 only today); default (2, 2).
 PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), (2, 2), (2,)], "BiasAdd": [(2, 2), (2,)],
                 "MatMul": [(2, 2), (2, 2)], "SparseSoftmaxCrossEntropyWithLogits": [(2, 2), (2,)],
+                "SoftmaxCrossEntropyWithLogits": [(2, 2), (2, 2)],
                 **{op: [(2, 2), (2, 2)] for op in ("AddV2", "Add", "Sub", "Mul", "Maximum", "RealDiv",
                                                   "Div", "DivNoNan", "Pow", "ReluGrad")}}
 

@@ -16,7 +16,8 @@ from tf_kernels_common import StderrCapture, placements
 
 FPGA, CPU = "/device:FPGA:0", "/device:CPU:0"
 COMPUTE = {"MatMul", "_FusedMatMul", "BiasAdd", "AddV2", "Add", "Sub", "Mul", "Maximum",
-           "Relu", "Softmax", "Sum", "BiasAddGrad", "Neg", "Square"}
+           "Relu", "Softmax", "Sum", "BiasAddGrad", "Neg", "Square", "ReluGrad",
+           "SoftmaxCrossEntropyWithLogits", "DivNoNan", "RealDiv"}
 # Read when the context starts: set before the first op. Only predict's part
 # of the log is captured and checked.
 tf.debugging.set_log_device_placement(True)
@@ -85,7 +86,9 @@ fit_placed = placements(fit_log.text)
 fit_fpga = sorted({op for _, op, dev in fit_placed if op in COMPUTE and dev.endswith("FPGA:0")})
 fit_host = sorted({op for node, op, dev in fit_placed
                    if "gradient" in node and not dev.endswith("FPGA:0")} - {"Const", "_Arg"})
-assert {"MatMul", "BiasAdd", "Relu", "Softmax", "BiasAddGrad"} <= set(fit_fpga), fit_fpga
+assert {"MatMul", "BiasAdd", "Relu", "Softmax", "BiasAddGrad", "ReluGrad",
+        "SoftmaxCrossEntropyWithLogits"} <= set(fit_fpga), fit_fpga
+assert not fit_host, f"gradient ops on the host: {fit_host}"
 print(f"fit placement: compute op types on FPGA:0: {fit_fpga}; gradient ops on the host: {fit_host}")
 cpu_loss, fpga_loss = np.array(histories["cpu"]), np.array(histories["fpga"])
 rel = float((np.abs(fpga_loss - cpu_loss) / cpu_loss).max())

@@ -198,6 +198,46 @@ fn relu_keeps_nan_and_negative_zero() {
 }
 
 #[test]
+fn training_math_by_hand() {
+    let a: &[f32] = &[6.0, 1.0, 0.0, -1.0, f32::NAN, f32::INFINITY];
+    let b: &[f32] = &[3.0, 0.0, 0.0, -0.0, -1.0, -2.0];
+    let div = go(OpKind::Div, &[(a, &[6]), (b, &[6])], &[6]).unwrap();
+    assert_eq!(div[..2], [2.0, f32::INFINITY]);
+    assert!(div[2].is_nan() && div[4].is_nan());
+    assert_eq!((div[3], div[5]), (f32::INFINITY, f32::NEG_INFINITY));
+    let no_nan = go(OpKind::DivNoNan, &[(a, &[6]), (b, &[6])], &[6]).unwrap();
+    assert_eq!(no_nan[..4], [2.0, 0.0, 0.0, 0.0]);
+    // The gradient passes where the input was > 0; a masked NaN or ∞ is NaN.
+    let grad = go(OpKind::ReluGrad, &[(b, &[6]), (a, &[6])], &[6]).unwrap();
+    assert_eq!(grad[..4], [3.0, 0.0, 0.0, -0.0]);
+    assert_eq!(grad[5], -2.0);
+    let masked = go(OpKind::ReluGrad, &[(&[f32::NAN], &[]), (&[-1.0], &[])], &[]).unwrap();
+    assert!(masked[0].is_nan());
+    let pow = go(
+        OpKind::Pow,
+        &[(&[2.0, -8.0, f32::NAN], &[3]), (&[10.0], &[])],
+        &[3],
+    );
+    assert_eq!(pow.unwrap()[..2], [1024.0, 1073741824.0]);
+    let zero = go(OpKind::Pow, &[(&[f32::NAN], &[]), (&[0.0], &[])], &[]).unwrap();
+    assert_eq!(zero, [1.0]);
+    let roots = go(OpKind::Sqrt, &[(&[4.0, -1.0, -0.0], &[3])], &[3]).unwrap();
+    assert!(roots[0] == 2.0 && roots[1].is_nan() && roots[2].to_bits() == (-0.0f32).to_bits());
+    let inverse = go(OpKind::Rsqrt, &[(&[4.0, 0.0], &[2])], &[2]).unwrap();
+    assert_eq!(inverse, [0.5, f32::INFINITY]);
+}
+
+#[test]
+fn log_softmax_is_the_log_of_softmax_without_overflow() {
+    let x = [0.0, 0.0, 1000.0, 0.0];
+    let got = go(OpKind::LogSoftmax, &[(&x, &[2, 2])], &[2, 2]).unwrap();
+    let ln2 = core::f32::consts::LN_2;
+    assert_eq!(got[..2], [-ln2, -ln2]);
+    assert_eq!(got[2], 0.0);
+    assert_eq!(got[3], -1000.0);
+}
+
+#[test]
 fn softmax_over_the_last_axis() {
     let x = [0.0, 0.0, 1.0, 2.0, 3.0, 1000.0, 1000.0, 1000.0];
     let mut got = [0.0; 8];

@@ -11,17 +11,17 @@ mod fused_matmul;
 mod matmul;
 mod neg_square;
 mod softmax;
-mod sparse_xent;
 mod sum;
 mod tile;
 mod unary;
+mod xent;
 
 use super::failure::{Failure, KernelResult};
 use super::launch::Launcher;
 use super::tf::{Construction, Context, Tensor};
 use std::any::Any;
 use std::ffi::CStr;
-use tensorplug_core::accelerator::{Capabilities, DType, OpKind, Shape};
+use tensorplug_core::accelerator::{Capabilities, DType, OpKind, Shape, TensorDesc};
 
 /// One TF kernel, written once per op (or per family of ops, as
 /// [`binary::Binary`]).
@@ -126,7 +126,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// Every f32 kernel the bridge can register for a device type.
-pub static KERNELS: [&dyn TfKernel; 25] = [
+pub static KERNELS: [&dyn TfKernel; 26] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -151,7 +151,8 @@ pub static KERNELS: [&dyn TfKernel; 25] = [
     &unary::SQRT,
     &unary::RSQRT,
     &softmax::LOG_SOFTMAX,
-    &sparse_xent::SparseSoftmaxXent,
+    &xent::SparseSoftmaxXent,
+    &xent::SoftmaxXent,
 ];
 
 /// One kernel instance (TF's `OpKernel`).
@@ -199,6 +200,15 @@ fn elementwise(ctx: &Context) -> KernelResult<Option<(Tensor, Shape, Tensor)>> {
 /// Whether a tensor of `shape` has no elements (nothing to launch).
 fn is_empty(shape: &Shape) -> bool {
     shape.elements() == Some(0)
+}
+
+/// A device scalar holding `-1.0` (a temp filled on the device).
+fn minus_one(ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<TensorDesc> {
+    let scalar = flat(&[])?;
+    let temp = ctx.temp(&scalar)?;
+    let minus_one = run.desc(&temp, scalar)?;
+    run.fill(minus_one, (-1.0f32).to_bits())?;
+    Ok(minus_one)
 }
 
 /// A shape from dims the kernel computed itself.

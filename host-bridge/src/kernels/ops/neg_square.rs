@@ -2,7 +2,7 @@
 //! filled on the device) and `x · x`. Both are exact in IEEE arithmetic,
 //! as TF's CPU kernels (`-x` and `x * x`).
 
-use super::{Op, elementwise, flat};
+use super::{Op, elementwise, minus_one};
 use crate::kernels::failure::KernelResult;
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;
@@ -42,15 +42,7 @@ impl Op for MulBy {
             return Ok(());
         };
         let a = run.desc(&x, sx)?;
-        let b = if self.square {
-            a
-        } else {
-            let scalar = flat(&[])?;
-            let minus_one = ctx.temp(&scalar)?;
-            let minus_one = run.desc(&minus_one, scalar)?;
-            run.fill(minus_one, (-1.0f32).to_bits())?;
-            minus_one
-        };
+        let b = if self.square { a } else { minus_one(ctx, run)? };
         run.launch(OpKind::Mul, &[a, b], run.desc(&out, sx)?)
     }
 }
