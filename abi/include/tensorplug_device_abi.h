@@ -137,10 +137,14 @@ typedef uint32_t TPD_Features;
 // `SOFTMAX_F32` and `REDUCE_SUM_F32`.
 #define TPD_FEATURES_ROW_REDUCTIONS (1 << 6)
 // ABI 1.1: `DIV_F32`, `DIV_NO_NAN_F32`, `POW_F32`, `RELU_GRAD_F32`,
-// `SQRT_F32`, `RSQRT_F32` and `LOG_SOFTMAX_F32` (the math of training).
+// `SQRT_F32`, `RSQRT_F32`, `RELU6_F32`, `SIGMOID_F32`, `TANH_F32` and
+// `LOG_SOFTMAX_F32`.
 #define TPD_FEATURES_MATH (1 << 7)
+// ABI 1.1: `CONV2D_F32`, `DEPTHWISE_CONV2D_F32`, `MAX_POOL_F32`,
+// `AVG_POOL_F32` (sliding windows over NHWC tensors).
+#define TPD_FEATURES_WINDOW (1 << 8)
 // Every bit this ABI version defines.
-#define TPD_FEATURES_KNOWN 0x00FF
+#define TPD_FEATURES_KNOWN 0x01FF
 
 // A register's byte offset in the register space (PCIe BAR 0, or the
 // register address of an SPI frame).
@@ -295,12 +299,27 @@ typedef uint16_t TPD_Opcode;
 #define TPD_OPCODE_SQRT_F32 58
 // `dst[i] = 1 / √src0[i]` for `len` elements (`MATH`).
 #define TPD_OPCODE_RSQRT_F32 59
+// `dst[i] = min(max(src0[i], 0), 6)` for `len` elements (`MATH`).
+#define TPD_OPCODE_RELU6_F32 60
+// `dst[i] = 1 / (1 + e^−src0[i])` for `len` elements (`MATH`).
+#define TPD_OPCODE_SIGMOID_F32 61
+// `dst[i] = tanh(src0[i])` for `len` elements (`MATH`).
+#define TPD_OPCODE_TANH_F32 62
 // Softmax over the last axis: `m` rows of `n` columns, `src0` to `dst`.
 #define TPD_OPCODE_SOFTMAX_F32 64
 // `dst[r] = Σ_c src0[r][c]` for `m` rows of `n` columns.
 #define TPD_OPCODE_REDUCE_SUM_F32 65
 // `log(softmax)` over the last axis: `m` rows of `n` columns (`MATH`).
 #define TPD_OPCODE_LOG_SOFTMAX_F32 66
+// NHWC convolution: `src0` x, `src1` filter `[kh,kw,c,k]`, `dst`; the
+// window fields are packed (see `WindowFields`) (`WINDOW`).
+#define TPD_OPCODE_CONV2D_F32 80
+// Depthwise NHWC convolution, filter `[kh,kw,c,k]`, `c·k` output channels (`WINDOW`).
+#define TPD_OPCODE_DEPTHWISE_CONV2D_F32 81
+// Window maximum over NHWC `src0`; padding ignored (`WINDOW`).
+#define TPD_OPCODE_MAX_POOL_F32 82
+// Window mean over NHWC `src0`, over the in-bounds taps (`WINDOW`).
+#define TPD_OPCODE_AVG_POOL_F32 83
 
 // Bits of `CommandDescriptor::flags`. Bits not defined here must be 0
 // (else `CompletionStatus::INVALID_ARGUMENT`).
@@ -513,7 +532,7 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_DRIVER_ABI_REQUIREMENT (TPD_AbiRequirement){ .major = TPD_DEVICE_ABI_VERSION_MAJOR, .min_minor = 0 }
 
 // What the reference FPGA implements: every feature of ABI 1.1.
-#define TPD_REFERENCE_FEATURES 0x00FF
+#define TPD_REFERENCE_FEATURES 0x01FF
 
 
 /* Layout checks: the values the Rust compiler gives abi/src/device. */

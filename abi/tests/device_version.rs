@@ -133,6 +133,7 @@ fn feature_bits_are_distinct_and_known_masks_unknown_bits() {
         Features::ELEMENTWISE,
         Features::ROW_REDUCTIONS,
         Features::MATH,
+        Features::WINDOW,
     ];
     let mut union = Features::default();
     for f in all {

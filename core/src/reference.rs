@@ -310,12 +310,27 @@ pub fn relu(x: &[f32], out: &mut [f32]) -> Result<(), Error> {
     Ok(())
 }
 
-/// `√x` (`rsqrt: false`) or `1/√x`, in `f64` and rounded once.
-pub fn sqrt(x: &[f32], rsqrt: bool, out: &mut [f32]) -> Result<(), Error> {
+/// An element-wise op of one operand (`Relu`, `Relu6`, `Sigmoid`, `Tanh`,
+/// `Sqrt`, `Rsqrt`), in `f64` and rounded once; `None` for other kinds.
+pub fn unary_one(kind: OpKind, v: f32) -> Option<f32> {
+    let x = f64::from(v);
+    Some(match kind {
+        OpKind::Relu => relu_one(v),
+        OpKind::Relu6 if v.is_nan() => v,
+        OpKind::Relu6 => v.clamp(0.0, 6.0),
+        OpKind::Sigmoid => (1.0 / (1.0 + libm::exp(-x))) as f32,
+        OpKind::Tanh => libm::tanh(x) as f32,
+        OpKind::Sqrt => libm::sqrt(x) as f32,
+        OpKind::Rsqrt => (1.0 / libm::sqrt(x)) as f32,
+        _ => return None,
+    })
+}
+
+/// `out[i] = kind(x[i])` for the kinds of [`unary_one`].
+pub fn unary(kind: OpKind, x: &[f32], out: &mut [f32]) -> Result<(), Error> {
     check_len(1, x.len(), out.len())?;
     for (o, &v) in out.iter_mut().zip(x) {
-        let root = libm::sqrt(f64::from(v));
-        *o = if rsqrt { 1.0 / root } else { root } as f32;
+        *o = unary_one(kind, v).ok_or(Error::Overflow)?;
     }
     Ok(())
 }
@@ -410,8 +425,13 @@ pub fn run(
         ),
         OpKind::BiasAdd => bias_add(x, input(1), out),
         OpKind::Relu => relu(x, out),
-        OpKind::Sqrt => sqrt(x, false, out),
-        OpKind::Rsqrt => sqrt(x, true, out),
+        OpKind::Relu6 | OpKind::Sigmoid | OpKind::Tanh | OpKind::Sqrt | OpKind::Rsqrt => {
+            unary(kind, x, out)
+        }
+        OpKind::Conv2D(_)
+        | OpKind::DepthwiseConv2D(_)
+        | OpKind::MaxPool(_)
+        | OpKind::AvgPool(_) => window::run(kind, inputs, out_shape, out),
         OpKind::Softmax => softmax(x, dim(shape.last())?, out),
         OpKind::LogSoftmax => log_softmax(x, dim(shape.last())?, out),
         OpKind::ReduceSum => reduce_sum(x, dim(shape.last())?, out),
@@ -438,6 +458,9 @@ pub fn run(
 /// | LogSoftmax | `(c + 8 + \|x_j − max\| + \|want_j\|)·ε` |
 /// | Div, DivNoNan, ReluGrad, Sqrt, Rsqrt | element-wise, as above |
 /// | Pow | element-wise, and `8·ε·\|want\|·(1 + \|b·ln a\|)` if larger |
+/// | Relu6, Sigmoid, Tanh | element-wise |
+/// | Conv2D, DepthwiseConv2D | `(t + 2)·ε·Σ\|x·f\|` over the `t` in-bounds products |
+/// | MaxPool / AvgPool | exact / `(t + 2)·ε·Σ\|x\| / t` |
 ///
 /// `ε = f32::EPSILON`, `c` the row length; `f32::MIN_POSITIVE` is added to
 /// the last three for results at the underflow edge. These are the bounds
@@ -496,6 +519,12 @@ pub fn tolerance(
                     }
                 }
             }
+        }
+        OpKind::Conv2D(_)
+        | OpKind::DepthwiseConv2D(_)
+        | OpKind::MaxPool(_)
+        | OpKind::AvgPool(_) => {
+            window::tolerance(kind, inputs, out_shape, tol)?;
         }
         OpKind::LogSoftmax => {
             let c = dim(shape.last())?;
@@ -680,6 +709,8 @@ fn check_rows(operand: u8, len: usize, row_len: usize) -> Result<(), Error> {
     let whole = if row_len == 0 { 0 } else { len - len % row_len };
     check_len(operand, whole, len)
 }
+
+mod window;
 
 #[cfg(test)]
 mod tests;

@@ -154,6 +154,68 @@ def sparse_xent_cases():
                fn, [x, labels], lambda cpu, x=x: sparse_xent_tol(x, cpu))
 
 
+CONVS = [((1, 5, 5, 3), (3, 3, 3, 4), 1, "VALID", 1), ((2, 6, 6, 2), (3, 3, 2, 5), 1, "SAME", 1),
+         ((1, 7, 8, 3), (3, 3, 3, 2), 2, "SAME", 1), ((1, 9, 9, 2), (3, 3, 2, 2), 1, "SAME", 2),
+         ((2, 4, 4, 8), (1, 1, 8, 16), 1, "VALID", 1), ((1, 8, 8, 3), (3, 3, 3, 8), 2, "VALID", 1),
+         ((1, 6, 6, 2), (3, 3, 2, 3), 1, [[0, 0], [1, 2], [2, 1], [0, 0]], 1),
+         ((0, 4, 4, 2), (2, 2, 2, 3), 1, "VALID", 1), ((1, 48, 48, 3), (3, 3, 3, 16), 2, "SAME", 1)]
+
+
+def conv_cases(depthwise):
+    """Against TF's CPU kernel, within the dot-product bound of the taps."""
+    for x_shape, f_shape, stride, padding, dilation in pick(CONVS):
+        if x_shape[0] == 0:
+            continue  # TF's CPU (oneDNN) Conv2D returns the input's shape for an empty batch
+        x, f = rand(*x_shape), rand(*f_shape)
+        if depthwise:  # the raw op: tf.nn.depthwise_conv2d dilates with SpaceToBatchND
+            explicit = [] if isinstance(padding, str) else sum(padding, [])
+            fn = lambda t, u, s=stride, p=padding, d=dilation, e=explicit: (  # noqa: E731
+                tf.raw_ops.DepthwiseConv2dNative(
+                    input=t, filter=u, strides=[1, s, s, 1], padding=p if not e else "EXPLICIT",
+                    explicit_paddings=e, dilations=[1, d, d, 1]))
+            terms = f_shape[0] * f_shape[1]
+        else:
+            fn = lambda t, u, s=stride, p=padding, d=dilation: tf.nn.conv2d(  # noqa: E731
+                t, u, s, p, dilations=d)
+            terms = f_shape[0] * f_shape[1] * f_shape[2]
+        with tf.device(CPU):
+            scale = fn(np.abs(x), np.abs(f)).numpy()
+        yield (f"{x_shape} * {f_shape} s={stride} {padding} d={dilation}", fn, [x, f],
+               lambda cpu, scale=scale, terms=terms: 2 * (terms + 2) * EPS * scale + TINY)
+
+
+def pool_cases(fn_of, exact):
+    def cases():
+        for x_shape, size, stride, padding in pick([((1, 6, 6, 3), 2, 2, "VALID"), ((2, 5, 5, 2), 3, 1, "SAME"),
+                                                    ((1, 7, 7, 4), 3, 2, "SAME"), ((1, 4, 6, 1), 2, 1, "VALID"),
+                                                    ((0, 4, 4, 2), 2, 2, "VALID")]):
+            x = rand(*x_shape)
+            fn = lambda t, k=size, s=stride, p=padding: fn_of(t, k, s, p)  # noqa: E731
+            if exact:
+                tol = None
+            else:
+                with tf.device(CPU):
+                    scale = fn(np.abs(x)).numpy()
+                tol = lambda cpu, scale=scale, k=size: 2 * (k * k + 2) * EPS * scale + TINY  # noqa: E731
+            yield f"{x_shape} k={size} s={stride} {padding}", fn, [x], tol
+        if exact:  # NaN and -inf never win; an all-NaN window is -FLT_MAX
+            specials = np.concatenate([SPECIAL, [np.nan, np.nan]]).astype(np.float32)
+            yield "specials", lambda t: fn_of(t, 2, 1, "VALID"), [specials.reshape(1, 3, 3, 1)], None
+    return cases
+
+
+def mean_cases():
+    for shape, axes, keep in pick([((2, 5, 5, 3), [1, 2], False), ((2, 5, 5, 3), [1, 2], True),
+                                   ((4, 6), [-1], False), ((4, 6), [0], True), ((2, 3, 4), [1], False),
+                                   ((3, 0), [1], False)]):
+        x = rand(*shape)
+        count = int(np.prod([shape[a] for a in axes]))
+        yield (f"{shape} axes={axes} keep={keep}",
+               lambda t, a=axes, k=keep: tf.math.reduce_mean(t, axis=a, keepdims=k), [x],
+               lambda cpu, x=x, a=axes, c=count: (sum_tol(x, [i % x.ndim for i in a]) / max(c, 1)
+                                                  ).reshape(cpu.shape) + 2 * EPS * np.abs(cpu))
+
+
 def xent_cases():
     """Both outputs of the dense-label loss; labels are probabilities."""
     for (batch, classes), output in grid([(4, 3), (64, 10), (1, 1), (0, 5), (3, 1000)], (0, 1)):
@@ -248,12 +310,22 @@ SWEEPS = {
     "LogSoftmax": log_softmax_cases,
     "SparseSoftmaxCrossEntropyWithLogits": sparse_xent_cases,
     "SoftmaxCrossEntropyWithLogits": xent_cases,
+    "Relu6": unary_cases(tf.nn.relu6),
+    "Sigmoid": unary_cases(tf.math.sigmoid, lambda x, cpu: 8 * EPS * np.abs(cpu) + TINY),
+    "Tanh": unary_cases(tf.math.tanh, lambda x, cpu: 8 * EPS * np.abs(cpu) + TINY),
+    "Mean": mean_cases,
+    "Conv2D": lambda: conv_cases(False),
+    "DepthwiseConv2dNative": lambda: conv_cases(True),
+    "MaxPool": pool_cases(lambda t, k, s, p: tf.nn.max_pool2d(t, k, s, p), True),
+    "AvgPool": pool_cases(lambda t, k, s, p: tf.nn.avg_pool2d(t, k, s, p), False),
 }
 # Input shapes for the "refused" check (each non-f32 dtype must raise, not
 # run, on the device: the kernels are float32 only today); default (2, 2).
 PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), (2, 2), (2,)], "BiasAdd": [(2, 2), (2,)],
                 "MatMul": [(2, 2), (2, 2)], "SparseSoftmaxCrossEntropyWithLogits": [(2, 2), (2,)],
                 "SoftmaxCrossEntropyWithLogits": [(2, 2), (2, 2)],
+                "Conv2D": [(1, 3, 3, 1), (1, 1, 1, 1)], "DepthwiseConv2dNative": [(1, 3, 3, 1), (1, 1, 1, 1)],
+                "MaxPool": [(1, 2, 2, 1)], "AvgPool": [(1, 2, 2, 1)],
                 **{op: [(2, 2), (2, 2)] for op in ("AddV2", "Add", "Sub", "Mul", "Maximum", "RealDiv",
                                                   "Div", "DivNoNan", "Pow", "ReluGrad")}}
 

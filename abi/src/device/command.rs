@@ -54,12 +54,28 @@ impl Opcode {
     pub const SQRT_F32: Opcode = Opcode(0x3A);
     /// `dst[i] = 1 / √src0[i]` for `len` elements (`MATH`).
     pub const RSQRT_F32: Opcode = Opcode(0x3B);
+    /// `dst[i] = min(max(src0[i], 0), 6)` for `len` elements (`MATH`).
+    pub const RELU6_F32: Opcode = Opcode(0x3C);
+    /// `dst[i] = 1 / (1 + e^−src0[i])` for `len` elements (`MATH`).
+    pub const SIGMOID_F32: Opcode = Opcode(0x3D);
+    /// `dst[i] = tanh(src0[i])` for `len` elements (`MATH`).
+    pub const TANH_F32: Opcode = Opcode(0x3E);
     /// Softmax over the last axis: `m` rows of `n` columns, `src0` to `dst`.
     pub const SOFTMAX_F32: Opcode = Opcode(0x40);
     /// `dst[r] = Σ_c src0[r][c]` for `m` rows of `n` columns.
     pub const REDUCE_SUM_F32: Opcode = Opcode(0x41);
     /// `log(softmax)` over the last axis: `m` rows of `n` columns (`MATH`).
     pub const LOG_SOFTMAX_F32: Opcode = Opcode(0x42);
+    /// NHWC convolution: `src0` x, `src1` filter `[kh,kw,c,k]`, `dst`; the
+    /// window fields are packed (see [`WindowFields`](super::WindowFields)) (`WINDOW`).
+    pub const CONV2D_F32: Opcode = Opcode(0x50);
+    /// Depthwise NHWC convolution, filter `[kh,kw,c,k]`, `c·k` output channels (`WINDOW`).
+    pub const DEPTHWISE_CONV2D_F32: Opcode = Opcode(0x51);
+    /// Window maximum over NHWC `src0`, starting from `−FLT_MAX`; NaN and
+    /// padding never win (`WINDOW`).
+    pub const MAX_POOL_F32: Opcode = Opcode(0x52);
+    /// Window mean over NHWC `src0`, over the in-bounds taps (`WINDOW`).
+    pub const AVG_POOL_F32: Opcode = Opcode(0x53);
 
     /// Wraps a raw value (any value is representable).
     pub const fn from_raw(raw: u16) -> Self {
@@ -100,6 +116,13 @@ impl Opcode {
             Self::SQRT_F32 => "SQRT_F32",
             Self::RSQRT_F32 => "RSQRT_F32",
             Self::LOG_SOFTMAX_F32 => "LOG_SOFTMAX_F32",
+            Self::RELU6_F32 => "RELU6_F32",
+            Self::SIGMOID_F32 => "SIGMOID_F32",
+            Self::TANH_F32 => "TANH_F32",
+            Self::CONV2D_F32 => "CONV2D_F32",
+            Self::DEPTHWISE_CONV2D_F32 => "DEPTHWISE_CONV2D_F32",
+            Self::MAX_POOL_F32 => "MAX_POOL_F32",
+            Self::AVG_POOL_F32 => "AVG_POOL_F32",
             _ => return None,
         })
     }

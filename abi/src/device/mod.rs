@@ -21,6 +21,7 @@ mod le;
 mod regs;
 mod tables;
 mod version;
+mod window;
 
 pub use command::{COMMAND_DESCRIPTOR_SIZE, CommandDescriptor, CommandFlags, Opcode};
 pub use completion::{
@@ -39,6 +40,7 @@ pub use version::{
     DRIVER_ABI_REQUIREMENT, ErrorKind, Features, IdentityError, REFERENCE_FEATURES,
     REFERENCE_TIMESTAMP_FREQ_HZ, check_identity,
 };
+pub use window::WindowFields;
 
 /// The source files `cargo xtask header` feeds to cbindgen, relative to `abi/`.
 /// (`layout.rs` and `le.rs` hold no C-visible items.)

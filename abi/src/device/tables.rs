@@ -5,7 +5,7 @@ use super::{CompletionStatus, EventKind, Opcode};
 
 impl Opcode {
     /// Every opcode this ABI version defines.
-    pub const ALL: [Opcode; 23] = [
+    pub const ALL: [Opcode; 30] = [
         Self::NOP,
         Self::COPY_H2D,
         Self::COPY_D2H,
@@ -26,9 +26,16 @@ impl Opcode {
         Self::RELU_GRAD_F32,
         Self::SQRT_F32,
         Self::RSQRT_F32,
+        Self::RELU6_F32,
+        Self::SIGMOID_F32,
+        Self::TANH_F32,
         Self::SOFTMAX_F32,
         Self::REDUCE_SUM_F32,
         Self::LOG_SOFTMAX_F32,
+        Self::CONV2D_F32,
+        Self::DEPTHWISE_CONV2D_F32,
+        Self::MAX_POOL_F32,
+        Self::AVG_POOL_F32,
     ];
 }
 

@@ -203,10 +203,14 @@ impl Features {
     /// `SOFTMAX_F32` and `REDUCE_SUM_F32`.
     pub const ROW_REDUCTIONS: Features = Features(1 << 6);
     /// ABI 1.1: `DIV_F32`, `DIV_NO_NAN_F32`, `POW_F32`, `RELU_GRAD_F32`,
-    /// `SQRT_F32`, `RSQRT_F32` and `LOG_SOFTMAX_F32` (the math of training).
+    /// `SQRT_F32`, `RSQRT_F32`, `RELU6_F32`, `SIGMOID_F32`, `TANH_F32` and
+    /// `LOG_SOFTMAX_F32`.
     pub const MATH: Features = Features(1 << 7);
+    /// ABI 1.1: `CONV2D_F32`, `DEPTHWISE_CONV2D_F32`, `MAX_POOL_F32`,
+    /// `AVG_POOL_F32` (sliding windows over NHWC tensors).
+    pub const WINDOW: Features = Features(1 << 8);
     /// Every bit this ABI version defines.
-    pub const KNOWN: Features = Features(0xff);
+    pub const KNOWN: Features = Features(0x1ff);
 
     /// The raw register word.
     pub const fn bits(self) -> u32 {
@@ -230,7 +234,7 @@ impl Features {
 }
 
 /// What the reference FPGA implements: every feature of ABI 1.1.
-pub const REFERENCE_FEATURES: Features = Features(0xff);
+pub const REFERENCE_FEATURES: Features = Features(0x1ff);
 
 /// Ticks per second of the reference FPGA's timestamp counter (100 MHz).
 /// A device reports its own in [`Register::TIMESTAMP_FREQ_HZ`](super::Register::TIMESTAMP_FREQ_HZ).

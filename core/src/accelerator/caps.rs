@@ -4,6 +4,7 @@
 
 use super::op::OpKind;
 use super::types::DType;
+use super::window::Window;
 
 /// A set of op families ([`OpKind`] variants, attributes aside).
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -11,7 +12,7 @@ use super::types::DType;
 pub struct OpSet(u32);
 
 /// Every op family, in bit order.
-const FAMILIES: [OpKind; 17] = [
+const FAMILIES: [OpKind; 24] = [
     OpKind::MatMul {
         transpose_a: false,
         transpose_b: false,
@@ -36,6 +37,13 @@ const FAMILIES: [OpKind; 17] = [
     OpKind::Sqrt,
     OpKind::Rsqrt,
     OpKind::LogSoftmax,
+    OpKind::Relu6,
+    OpKind::Sigmoid,
+    OpKind::Tanh,
+    OpKind::Conv2D(Window::new([1, 1])),
+    OpKind::DepthwiseConv2D(Window::new([1, 1])),
+    OpKind::MaxPool(Window::new([1, 1])),
+    OpKind::AvgPool(Window::new([1, 1])),
 ];
 
 impl OpSet {

@@ -125,6 +125,7 @@
 mod caps;
 mod op;
 mod types;
+mod window;
 
 pub use caps::{Capabilities, DTypeSet, OpSet};
 pub use op::{OpDesc, OpKind, ShapeError, broadcast_shapes, matmul_shape};
@@ -132,6 +133,7 @@ pub use types::{
     DType, DeviceAddr, DeviceInfo, Drained, Fence, MAX_RANK, MemoryUsage, QueueId, Shape,
     TensorDesc, Version,
 };
+pub use window::Window;
 
 use crate::event::Event;
 use core::time::Duration;

@@ -1,6 +1,7 @@
 //! Op descriptors and their shape rules.
 
 use super::types::{DType, MAX_RANK, Shape, TensorDesc};
+use super::window::{Window, WindowOp, window_shape};
 use core::fmt;
 
 /// The ops tensorplug knows, all f32 for now. Element-wise binary ops
@@ -56,6 +57,23 @@ pub enum OpKind {
     Rsqrt,
     /// `log(softmax(x))` over the last axis.
     LogSoftmax,
+    /// `min(max(x, 0), 6)`.
+    Relu6,
+    /// `1 / (1 + e^−x)`.
+    Sigmoid,
+    /// `tanh(x)`.
+    Tanh,
+    /// 2-D convolution: inputs `[x [n,h,w,c], filter [kh,kw,c,oc]]`, output
+    /// `[n,oh,ow,oc]`; padding reads zeros.
+    Conv2D(Window),
+    /// Depthwise 2-D convolution: filter `[kh,kw,c,m]`, output channel
+    /// `c·m + j` is channel `c` convolved with filter column `j`.
+    DepthwiseConv2D(Window),
+    /// The largest tap of each window above `f32::MIN` (padding, NaN and
+    /// −∞ never win, as in TF); output `[n,oh,ow,c]`.
+    MaxPool(Window),
+    /// The mean of each window over its in-bounds taps (padding not counted).
+    AvgPool(Window),
 }
 
 /// One op to launch: kind, input tensors, output tensor, profiling id.
@@ -159,6 +177,13 @@ impl OpKind {
             Self::Sqrt => "Sqrt",
             Self::Rsqrt => "Rsqrt",
             Self::LogSoftmax => "LogSoftmax",
+            Self::Relu6 => "Relu6",
+            Self::Sigmoid => "Sigmoid",
+            Self::Tanh => "Tanh",
+            Self::Conv2D(_) => "Conv2D",
+            Self::DepthwiseConv2D(_) => "DepthwiseConv2D",
+            Self::MaxPool(_) => "MaxPool",
+            Self::AvgPool(_) => "AvgPool",
         }
     }
 
@@ -182,6 +207,13 @@ impl OpKind {
             Self::Sqrt => 14,
             Self::Rsqrt => 15,
             Self::LogSoftmax => 16,
+            Self::Relu6 => 17,
+            Self::Sigmoid => 18,
+            Self::Tanh => 19,
+            Self::Conv2D(_) => 20,
+            Self::DepthwiseConv2D(_) => 21,
+            Self::MaxPool(_) => 22,
+            Self::AvgPool(_) => 23,
         }
     }
 
@@ -205,6 +237,7 @@ impl OpKind {
         match self {
             Self::MatMul { .. } | Self::BiasAdd => 2,
             Self::FusedMatMul { .. } => 3,
+            Self::Conv2D(_) | Self::DepthwiseConv2D(_) => 2,
             _ if self.is_binary() => 2,
             _ => 1,
         }
@@ -263,9 +296,21 @@ impl OpDesc<'_> {
                 expect_shape(1, &shape(1), &dims(&[x.last()]))?;
                 Ok(x)
             }
-            OpKind::Relu | OpKind::Softmax | OpKind::LogSoftmax | OpKind::Sqrt | OpKind::Rsqrt => {
-                Ok(shape(0))
+            OpKind::Conv2D(w) => window_shape(WindowOp::Conv, &w, &shape(0), Some(&shape(1))),
+            OpKind::DepthwiseConv2D(w) => {
+                window_shape(WindowOp::Depthwise, &w, &shape(0), Some(&shape(1)))
             }
+            OpKind::MaxPool(w) | OpKind::AvgPool(w) => {
+                window_shape(WindowOp::Pool, &w, &shape(0), None)
+            }
+            OpKind::Relu
+            | OpKind::Relu6
+            | OpKind::Sigmoid
+            | OpKind::Tanh
+            | OpKind::Softmax
+            | OpKind::LogSoftmax
+            | OpKind::Sqrt
+            | OpKind::Rsqrt => Ok(shape(0)),
             OpKind::ReduceSum => {
                 let x = shape(0);
                 let outer = &x.dims()[..x.dims().len().saturating_sub(1)];
@@ -311,6 +356,12 @@ impl OpDesc<'_> {
                 out.saturating_mul(2u64.saturating_mul(k).saturating_add(extra))
             }
             OpKind::Softmax | OpKind::LogSoftmax => input.saturating_mul(5),
+            OpKind::Conv2D(w) => {
+                let channels = self.inputs.first().map_or(0, |t| t.shape.last());
+                out.saturating_mul(2 * taps(&w)).saturating_mul(channels)
+            }
+            OpKind::DepthwiseConv2D(w) => out.saturating_mul(2 * taps(&w)),
+            OpKind::MaxPool(w) | OpKind::AvgPool(w) => out.saturating_mul(taps(&w)),
             OpKind::ReduceSum => input,
             _ => out,
         }
@@ -324,6 +375,10 @@ impl OpDesc<'_> {
             .map(|t| t.byte_len().unwrap_or(0) as u64)
             .fold(0u64, u64::saturating_add)
     }
+}
+
+fn taps(w: &Window) -> u64 {
+    u64::from(w.size[0]) * u64::from(w.size[1])
 }
 
 fn dims(d: &[u64]) -> Shape {

@@ -28,7 +28,7 @@ use super::support::{
 };
 use super::{Config, Fixture, Outcome, guarded};
 use crate::accelerator::{
-    Accelerator, DType, DeviceAddr, Error, ErrorKind, Fence, OpKind, QueueId, TensorDesc,
+    Accelerator, DType, DeviceAddr, Error, ErrorKind, Fence, OpKind, QueueId, TensorDesc, Window,
 };
 use crate::event::{Event, EventKind};
 
@@ -113,6 +113,20 @@ cases! {
     op_rsqrt => |s| check_family(s, OpKind::Rsqrt);
     /// LogSoftmax over the last axis (including logits whose `exp` overflows); or refused.
     op_log_softmax => |s| check_family(s, OpKind::LogSoftmax);
+    /// Relu6 (clamped to [0, 6]); or refused.
+    op_relu6 => |s| check_family(s, OpKind::Relu6);
+    /// Sigmoid; or refused.
+    op_sigmoid => |s| check_family(s, OpKind::Sigmoid);
+    /// Tanh; or refused.
+    op_tanh => |s| check_family(s, OpKind::Tanh);
+    /// Conv2D (VALID, SAME, strided, dilated, 1×1, a batch, empty); or refused.
+    op_conv2d => |s| check_family(s, OpKind::Conv2D(Window::new([1, 1])));
+    /// DepthwiseConv2D with a channel multiplier of 2; or refused.
+    op_depthwise_conv2d => |s| check_family(s, OpKind::DepthwiseConv2D(Window::new([1, 1])));
+    /// MaxPool; or refused.
+    op_max_pool => |s| check_family(s, OpKind::MaxPool(Window::new([1, 1])));
+    /// AvgPool (padding not counted); or refused.
+    op_avg_pool => |s| check_family(s, OpKind::AvgPool(Window::new([1, 1])));
     /// Launches whose descriptor is inconsistent (wrong output dims, an
     /// extra output axis, a missing input) fail at launch with
     /// `ErrorKind::InvalidArgument` and write nothing, for every declared op.

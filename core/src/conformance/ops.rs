@@ -9,7 +9,7 @@ use std::vec::Vec;
 use super::support::{Check, Ctx, Scope, ensure, fail, first_difference, show, values};
 use super::{Fixture, Outcome};
 use crate::accelerator::{
-    Accelerator, DType, DeviceAddr, Error, ErrorKind, OpDesc, OpKind, Shape, TensorDesc,
+    Accelerator, DType, DeviceAddr, Error, ErrorKind, OpDesc, OpKind, Shape, TensorDesc, Window,
 };
 use crate::reference;
 
@@ -221,6 +221,50 @@ fn unary_cases(kind: OpKind) -> Vec<OpCase> {
     cases
 }
 
+/// `size`, `stride`, `dilation`, `pad` (top, bottom, left, right).
+fn window(size: [u16; 2], stride: u16, dilation: u16, pad: [u16; 4]) -> Window {
+    Window {
+        size,
+        stride: [stride, stride],
+        dilation: [dilation, dilation],
+        pad,
+    }
+}
+
+/// VALID, SAME, strided with uneven padding, dilated, 1×1, a batch, empty.
+fn window_cases(family: OpKind) -> Vec<OpCase> {
+    let shapes: [([u64; 4], Window); 7] = [
+        ([1, 5, 5, 3], window([3, 3], 1, 1, [0; 4])),
+        ([1, 6, 5, 2], window([3, 3], 1, 1, [1, 1, 1, 1])),
+        ([1, 7, 6, 3], window([3, 3], 2, 1, [0, 1, 1, 1])),
+        ([1, 7, 7, 2], window([3, 2], 1, 2, [2, 2, 1, 1])),
+        ([2, 4, 4, 8], window([1, 1], 1, 1, [0; 4])),
+        ([3, 4, 3, 2], window([2, 2], 2, 1, [0, 0, 0, 1])),
+        ([0, 4, 4, 2], window([2, 2], 1, 1, [0; 4])),
+    ];
+    shapes
+        .iter()
+        .zip(700..)
+        .map(|(&(x, w), seed)| {
+            let [kh, kw] = [u64::from(w.size[0]), u64::from(w.size[1])];
+            let (kind, filter, out_c) = match family {
+                OpKind::Conv2D(_) => (OpKind::Conv2D(w), Some([kh, kw, x[3], 5]), 5),
+                OpKind::DepthwiseConv2D(_) => (
+                    OpKind::DepthwiseConv2D(w),
+                    Some([kh, kw, x[3], 2]),
+                    2 * x[3],
+                ),
+                OpKind::MaxPool(_) => (OpKind::MaxPool(w), None, x[3]),
+                _ => (OpKind::AvgPool(w), None, x[3]),
+            };
+            let [oh, ow] = w.output_hw(x[1], x[2]).unwrap_or([0, 0]);
+            let mut inputs = vec![input(&x, seed)];
+            inputs.extend(filter.map(|f| input(&f, seed + 50)));
+            OpCase::new(kind, inputs, vec![x[0], oh, ow, out_c])
+        })
+        .collect()
+}
+
 fn softmax_cases(kind: OpKind) -> Vec<OpCase> {
     let shapes: [&[u64]; 5] = [&[2, 2, 6], &[3, 1], &[1, 130], &[5, 17], &[0, 5]];
     let mut cases: Vec<OpCase> = shapes
@@ -263,7 +307,16 @@ pub(crate) fn cases_for(family: OpKind) -> Vec<OpCase> {
         OpKind::MatMul { .. } => matmul_cases(false),
         OpKind::FusedMatMul { .. } => matmul_cases(true),
         OpKind::BiasAdd => bias_add_cases(),
-        OpKind::Relu | OpKind::Sqrt | OpKind::Rsqrt => unary_cases(family),
+        OpKind::Relu
+        | OpKind::Relu6
+        | OpKind::Sigmoid
+        | OpKind::Tanh
+        | OpKind::Sqrt
+        | OpKind::Rsqrt => unary_cases(family),
+        OpKind::Conv2D(_)
+        | OpKind::DepthwiseConv2D(_)
+        | OpKind::MaxPool(_)
+        | OpKind::AvgPool(_) => window_cases(family),
         OpKind::Softmax | OpKind::LogSoftmax => softmax_cases(family),
         OpKind::ReduceSum => reduce_sum_cases(),
         _ => binary_cases(family),

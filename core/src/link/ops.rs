@@ -99,7 +99,7 @@ pub struct WireTensor {
 }
 
 /// Op family codes of [`WireOp::code`] (stable wire values).
-const OP_CODES: [(u8, OpKind); 17] = [
+const OP_CODES: [(u8, OpKind); 20] = [
     (
         1,
         OpKind::MatMul {
@@ -130,6 +130,9 @@ const OP_CODES: [(u8, OpKind); 17] = [
     (15, OpKind::Sqrt),
     (16, OpKind::Rsqrt),
     (17, OpKind::LogSoftmax),
+    (18, OpKind::Relu6),
+    (19, OpKind::Sigmoid),
+    (20, OpKind::Tanh),
 ];
 
 const TRANSPOSE_A: u8 = 1;
@@ -455,6 +458,9 @@ mod tests {
             OpKind::Sqrt,
             OpKind::Rsqrt,
             OpKind::LogSoftmax,
+            OpKind::Relu6,
+            OpKind::Sigmoid,
+            OpKind::Tanh,
         ];
         for kind in kinds {
             let inputs = [t, t];
@@ -485,7 +491,7 @@ mod tests {
             output: t.clone(),
         };
         assert_eq!(op(0, 0).kind(), Err(BadOp));
-        assert_eq!(op(18, 0).kind(), Err(BadOp));
+        assert_eq!(op(21, 0).kind(), Err(BadOp));
         assert_eq!(op(8, RELU).kind(), Err(BadOp));
         assert_eq!(op(1, RELU).kind(), Err(BadOp));
         let bad = WireTensor { dtype: 7, ..t };

@@ -389,3 +389,46 @@ fn tolerances_follow_the_documented_bounds() {
     assert!(!within(f32::MAX, f32::INFINITY, f32::MAX));
     assert!(!within(f32::NEG_INFINITY, f32::INFINITY, f32::MAX));
 }
+
+#[test]
+fn window_ops_by_hand() {
+    use crate::accelerator::Window;
+    // x = 1..9 as [1,3,3,1]; a 2x2 filter of ones sums each 2x2 block.
+    let x: std::vec::Vec<f32> = (1..=9).map(|v| v as f32).collect();
+    let ones = [1.0f32; 4];
+    let conv = OpKind::Conv2D(Window::new([2, 2]));
+    let got = go(
+        conv,
+        &[(&x, &[1, 3, 3, 1]), (&ones, &[2, 2, 1, 1])],
+        &[1, 2, 2, 1],
+    );
+    assert_eq!(got.unwrap(), [12.0, 16.0, 24.0, 28.0]);
+    // Depthwise with multiplier 2: channel 0 times 1 and times -1.
+    let dw = OpKind::DepthwiseConv2D(Window::new([1, 1]));
+    let got = go(
+        dw,
+        &[(&[3.0, 4.0], &[1, 1, 2, 1]), (&[1.0, -1.0], &[1, 1, 1, 2])],
+        &[1, 1, 2, 2],
+    );
+    assert_eq!(got.unwrap(), [3.0, -3.0, 4.0, -4.0]);
+    // SAME 3x3 average: the corner counts only its 4 in-bounds taps.
+    let mut same = Window::new([3, 3]);
+    same.pad = [1, 1, 1, 1];
+    let avg = go(OpKind::AvgPool(same), &[(&x, &[1, 3, 3, 1])], &[1, 3, 3, 1]).unwrap();
+    assert_eq!(avg[0], (1.0 + 2.0 + 4.0 + 5.0) / 4.0);
+    assert_eq!(avg[4], 5.0);
+    let max = go(OpKind::MaxPool(same), &[(&x, &[1, 3, 3, 1])], &[1, 3, 3, 1]).unwrap();
+    assert_eq!(max[..3], [5.0, 6.0, 6.0]);
+    // A strided, dilated window with padding skips the padded taps.
+    let mut w = Window::new([2, 2]);
+    (w.stride, w.dilation, w.pad) = ([2, 2], [2, 2], [1, 0, 1, 0]);
+    let got = go(
+        OpKind::Conv2D(w),
+        &[(&x, &[1, 3, 3, 1]), (&ones, &[2, 2, 1, 1])],
+        &[1, 1, 1, 1],
+    );
+    assert_eq!(got.unwrap(), [5.0]);
+    // Relu6 clamps, NaN stays NaN.
+    let r6 = go(OpKind::Relu6, &[(&[-1.0, 3.0, 9.0, f32::NAN], &[4])], &[4]).unwrap();
+    assert!(r6[..3] == [0.0, 3.0, 6.0] && r6[3].is_nan());
+}

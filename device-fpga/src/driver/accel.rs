@@ -6,7 +6,7 @@ use core::time::Duration;
 use tensorplug_abi::device::{CommandDescriptor, CommandFlags, Features, Opcode, Register};
 use tensorplug_core::accelerator::{
     Accelerator, Capabilities, DeviceAddr, DeviceInfo, Drained, Fence, MemoryUsage, OpDesc, OpKind,
-    OpSet, QueueId, Version,
+    OpSet, QueueId, Version, Window,
 };
 use tensorplug_core::event::Event;
 
@@ -71,7 +71,8 @@ pub fn ops_of(features: Features) -> OpSet {
         transpose_b: false,
         relu: false,
     };
-    let groups: [(Features, &[OpKind]); 4] = [
+    let window = Window::new([1, 1]);
+    let groups: [(Features, &[OpKind]); 5] = [
         (Features::GEMM, &[matmul, fused]),
         (
             Features::ELEMENTWISE,
@@ -97,7 +98,19 @@ pub fn ops_of(features: Features) -> OpSet {
                 OpKind::ReluGrad,
                 OpKind::Sqrt,
                 OpKind::Rsqrt,
+                OpKind::Relu6,
+                OpKind::Sigmoid,
+                OpKind::Tanh,
                 OpKind::LogSoftmax,
+            ],
+        ),
+        (
+            Features::WINDOW,
+            &[
+                OpKind::Conv2D(window),
+                OpKind::DepthwiseConv2D(window),
+                OpKind::MaxPool(window),
+                OpKind::AvgPool(window),
             ],
         ),
     ];

@@ -29,6 +29,12 @@ pub enum UnaryOp {
     Sqrt,
     /// `1 / √x`.
     Rsqrt,
+    /// `min(max(x, 0), 6)`: NaN stays NaN.
+    Relu6,
+    /// `1 / (1 + e^−x)`.
+    Sigmoid,
+    /// `tanh(x)`.
+    Tanh,
 }
 
 impl UnaryOp {
@@ -39,6 +45,10 @@ impl UnaryOp {
             Self::Relu => relu_scalar(x),
             Self::Sqrt => libm::sqrtf(x),
             Self::Rsqrt => 1.0 / libm::sqrtf(x),
+            Self::Relu6 if x.is_nan() => x,
+            Self::Relu6 => x.clamp(0.0, 6.0),
+            Self::Sigmoid => 1.0 / (1.0 + libm::expf(-x)),
+            Self::Tanh => libm::tanhf(x),
         }
     }
 }

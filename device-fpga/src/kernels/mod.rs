@@ -12,6 +12,7 @@ mod gemm;
 #[doc(hidden)]
 pub mod reference;
 mod rows;
+mod window;
 
 pub use binary::{BinaryOp, binary};
 pub use elementwise::{
@@ -23,6 +24,7 @@ pub use rows::{
     log_softmax_last_axis, log_softmax_last_axis_in_place, reduce_sum_last_axis, softmax_last_axis,
     softmax_last_axis_in_place,
 };
+pub use window::{WindowOp, WindowSpec, window};
 
 /// The largest rank [`binary`] broadcasts over (the op descriptors' limit).
 pub const MAX_RANK: usize = tensorplug_core::accelerator::MAX_RANK;

@@ -124,6 +124,21 @@ pub(crate) fn execute<B: HostBus>(
             out,
             shape,
         } => binary(*op, a, b, out, shape.as_ref(), mem),
+        Work::Window {
+            op,
+            spec,
+            x,
+            filter,
+            out,
+        } => {
+            let s = split(mem, out)?;
+            let filter = match filter {
+                Some(r) => floats(src(&s, r)?)?,
+                None => &[],
+            };
+            let x = floats(src(&s, x)?)?;
+            Ok(kernels::window(*op, spec, x, filter, floats_mut(s.out)?)?)
+        }
     }
 }
 

@@ -6,7 +6,9 @@ use core::ops::Range;
 
 use tensorplug_abi::device::{CommandDescriptor, CommandFlags, CompletionStatus, Features, Opcode};
 
-use crate::kernels::{BinaryOp, GemmSpec, UnaryOp};
+use crate::kernels::{BinaryOp, GemmSpec, UnaryOp, WindowOp, WindowSpec};
+
+mod window;
 
 /// `src0` is broadcast along `m` (binary element-wise 3-D form).
 pub const SRC0_BCAST_M: u16 = CommandFlags::SRC0_BCAST_M.0;
@@ -129,6 +131,13 @@ pub(crate) enum Work {
         out: Range<usize>,
         row: usize,
     },
+    Window {
+        op: WindowOp,
+        spec: WindowSpec,
+        x: Range<usize>,
+        filter: Option<Range<usize>>,
+        out: Range<usize>,
+    },
 }
 
 impl Work {
@@ -159,6 +168,20 @@ impl Work {
             // exp, subtract, sum, divide per element.
             Work::Softmax { x, out, .. } => (0, n(x) + n(out), 4 * n(out) / 4),
             Work::ReduceSum { x, out, .. } => (0, n(x) + n(out), n(x) / 4),
+            Work::Window {
+                spec,
+                x,
+                filter,
+                out,
+                ..
+            } => {
+                let taps = (spec.size[0] * spec.size[1]) as u64;
+                let per_out = filter
+                    .as_ref()
+                    .map_or(taps, |_| 2 * taps * spec.hwc[2] as u64);
+                let bytes = n(x) + filter.as_ref().map_or(0, n) + n(out);
+                (0, bytes, (n(out) / 4).saturating_mul(per_out))
+            }
         }
     }
 }
@@ -212,10 +235,22 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
         Opcode::DIV_F32 | Opcode::DIV_NO_NAN_F32 | Opcode::POW_F32 | Opcode::RELU_GRAD_F32 => {
             (Features::MATH, binary, BCAST_MASK)
         }
-        Opcode::SQRT_F32 | Opcode::RSQRT_F32 => {
-            (Features::MATH, Uses(Uses::SRC0 | Uses::DST | Uses::LEN), 0)
-        }
+        Opcode::SQRT_F32
+        | Opcode::RSQRT_F32
+        | Opcode::RELU6_F32
+        | Opcode::SIGMOID_F32
+        | Opcode::TANH_F32 => (Features::MATH, Uses(Uses::SRC0 | Uses::DST | Uses::LEN), 0),
         Opcode::LOG_SOFTMAX_F32 => (Features::MATH, Uses(Uses::SRC0 | Uses::DST | Uses::MN), 0),
+        Opcode::CONV2D_F32 | Opcode::DEPTHWISE_CONV2D_F32 => (
+            Features::WINDOW,
+            Uses(Uses::SRC0 | Uses::SRC1 | Uses::DST | Uses::LEN | Uses::MNK | Uses::IMM),
+            0,
+        ),
+        Opcode::MAX_POOL_F32 | Opcode::AVG_POOL_F32 => (
+            Features::WINDOW,
+            Uses(Uses::SRC0 | Uses::DST | Uses::LEN | Uses::MNK | Uses::IMM),
+            0,
+        ),
         Opcode::BIAS_ADD_F32 => (
             Features::ELEMENTWISE,
             Uses(Uses::SRC0 | Uses::SRC1 | Uses::DST | Uses::MN),
@@ -290,7 +325,12 @@ pub(crate) fn validate(
             })
         }
         Opcode::GEMM_F32 | Opcode::GEMM_BIAS_RELU_F32 | Opcode::GEMM_BIAS_F32 => ctx.gemm(),
-        Opcode::RELU_F32 | Opcode::SQRT_F32 | Opcode::RSQRT_F32 => {
+        Opcode::RELU_F32
+        | Opcode::SQRT_F32
+        | Opcode::RSQRT_F32
+        | Opcode::RELU6_F32
+        | Opcode::SIGMOID_F32
+        | Opcode::TANH_F32 => {
             let len = ctx.nonzero_len()?;
             let x = ctx.f32_range(field::SRC0, len)?;
             let out = ctx.f32_range(field::DST, len)?;
@@ -299,7 +339,10 @@ pub(crate) fn validate(
             let op = match cmd.opcode {
                 Opcode::RELU_F32 => UnaryOp::Relu,
                 Opcode::SQRT_F32 => UnaryOp::Sqrt,
-                _ => UnaryOp::Rsqrt,
+                Opcode::RSQRT_F32 => UnaryOp::Rsqrt,
+                Opcode::RELU6_F32 => UnaryOp::Relu6,
+                Opcode::SIGMOID_F32 => UnaryOp::Sigmoid,
+                _ => UnaryOp::Tanh,
             };
             Ok(Work::Unary { op, x, out })
         }
@@ -307,6 +350,10 @@ pub(crate) fn validate(
         | Opcode::SOFTMAX_F32
         | Opcode::LOG_SOFTMAX_F32
         | Opcode::REDUCE_SUM_F32 => ctx.rows(),
+        Opcode::CONV2D_F32
+        | Opcode::DEPTHWISE_CONV2D_F32
+        | Opcode::MAX_POOL_F32
+        | Opcode::AVG_POOL_F32 => ctx.window(),
         _ => ctx.binary(),
     }
 }

@@ -81,11 +81,25 @@ pub enum SumPlan {
         /// Columns (product of the kept axes).
         cols: u64,
     },
+    /// A block of axes in the middle (`[outer, len, inner]`, e.g. `H, W` of
+    /// NHWC): one `ones[1, len] · x[b][len, inner]` per outer index `b`.
+    Middle {
+        /// Product of the kept axes before the block.
+        outer: u64,
+        /// Elements summed per output.
+        len: u64,
+        /// Product of the kept axes after the block.
+        inner: u64,
+    },
 }
 
+/// The most launches a [`SumPlan::Middle`] may take.
+pub const MAX_MIDDLE_LAUNCHES: u64 = 4096;
+
 /// The output shape of `Sum(x, axes, keep_dims)` and how to compute it.
-/// Axes of size 1 do not matter; the others must be one leading or one
-/// trailing block (anything else is [`Failure::unimplemented`]).
+/// Axes of size 1 do not matter; the others must be one contiguous block
+/// (anything else is [`Failure::unimplemented`]), with at most
+/// [`MAX_MIDDLE_LAUNCHES`] outer indexes before a block in the middle.
 pub fn sum(x: &Shape, axes: &[i64], keep_dims: bool) -> KernelResult<(Shape, SumPlan)> {
     let rank = x.dims().len();
     let mut reduced = [false; MAX_RANK];
@@ -135,15 +149,26 @@ pub fn sum(x: &Shape, axes: &[i64], keep_dims: bool) -> KernelResult<(Shape, Sum
         }
         (Some(_), Some(last)) if last + 1 == big.len() => SumPlan::Trailing { rows: kept, len },
         (Some(0), Some(_)) => SumPlan::Leading { len, cols: kept },
-        _ => return Err(not_contiguous(x, axes)),
+        (Some(first), Some(last)) => {
+            let outer: u64 = big[..first].iter().map(|(d, _)| d).product();
+            let inner: u64 = big[last + 1..].iter().map(|(d, _)| d).product();
+            if outer > MAX_MIDDLE_LAUNCHES {
+                return Err(Failure::unimplemented(format!(
+                    "reducing axes {axes:?} of a {} tensor takes {outer} device launches, \
+                     more than {MAX_MIDDLE_LAUNCHES}",
+                    show(x)
+                )));
+            }
+            SumPlan::Middle { outer, len, inner }
+        }
     };
     Ok((out, plan))
 }
 
 fn not_contiguous(x: &Shape, axes: &[i64]) -> Failure {
     Failure::unimplemented(format!(
-        "reducing axes {axes:?} of a {} tensor: the device sums a leading or a trailing \
-         block of axes only",
+        "reducing axes {axes:?} of a {} tensor: the device sums one contiguous block of \
+         axes only",
         show(x)
     ))
 }
@@ -244,14 +269,24 @@ mod tests {
             sum(&s(&[0, 3]), &[1], false).unwrap(),
             (s(&[0]), SumPlan::Nothing)
         );
-        let middle = sum(&x, &[1], false).unwrap_err();
-        assert_eq!(middle.code, tensorplug_abi::tf::TF_UNIMPLEMENTED);
-        assert!(
-            middle.cause.contains("[1] of a [2, 3, 4] tensor"),
-            "{}",
-            middle.cause
+        assert_eq!(
+            sum(&x, &[1], false).unwrap(),
+            (
+                s(&[2, 4]),
+                SumPlan::Middle {
+                    outer: 2,
+                    len: 3,
+                    inner: 4
+                }
+            )
         );
-        assert!(sum(&x, &[0, 2], false).is_err());
+        let split = sum(&x, &[0, 2], false).unwrap_err();
+        assert_eq!(split.code, tensorplug_abi::tf::TF_UNIMPLEMENTED);
+        assert!(
+            split.cause.contains("[0, 2] of a [2, 3, 4] tensor"),
+            "{}",
+            split.cause
+        );
         assert!(
             sum(&x, &[3], false)
                 .unwrap_err()

@@ -296,6 +296,41 @@ impl Construction {
         Ok(value)
     }
 
+    /// A list-of-ints attribute (at most 16 entries; ours are 4 or 8).
+    pub fn int_list_attr(&self, name: &CStr) -> KernelResult<Vec<i64>> {
+        let (mut list_size, mut total_size) = (0i32, 0i32);
+        // SAFETY: as in `string_attr`.
+        unsafe {
+            (self.api.get_attr_size)(
+                self.raw,
+                name.as_ptr(),
+                &mut list_size,
+                &mut total_size,
+                self.status.fresh(),
+            )
+        };
+        self.status.check(&format!("attribute {name:?}"))?;
+        let mut values = [0i64; 16];
+        let count = usize::try_from(list_size).unwrap_or(0);
+        if count > values.len() {
+            return Err(Failure::invalid(format!(
+                "attribute {name:?} has {count} entries"
+            )));
+        }
+        // SAFETY: the buffer holds `count` values; live context and status.
+        unsafe {
+            (self.api.get_attr_int64_list)(
+                self.raw,
+                name.as_ptr(),
+                values.as_mut_ptr(),
+                count as c_int,
+                self.status.fresh(),
+            )
+        };
+        self.status.check(&format!("attribute {name:?}"))?;
+        Ok(values[..count].to_vec())
+    }
+
     /// A string attribute (at most 64 bytes are read; ours are short).
     pub fn string_attr(&self, name: &CStr) -> KernelResult<String> {
         let mut buffer = [0u8; 64];

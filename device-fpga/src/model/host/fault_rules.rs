@@ -40,6 +40,13 @@ pub fn op_kind_name(kind: OpKind) -> &'static str {
         OpKind::Sqrt => "sqrt",
         OpKind::Rsqrt => "rsqrt",
         OpKind::LogSoftmax => "log_softmax",
+        OpKind::Relu6 => "relu6",
+        OpKind::Sigmoid => "sigmoid",
+        OpKind::Tanh => "tanh",
+        OpKind::Conv2D(_) => "conv2d",
+        OpKind::DepthwiseConv2D(_) => "depthwise_conv2d",
+        OpKind::MaxPool(_) => "max_pool",
+        OpKind::AvgPool(_) => "avg_pool",
         _ => "other",
     }
 }

@@ -41,6 +41,6 @@ impl Op for BiasAddGrad {
         }
         nchw.check_rank(rank)?;
         let axes: Vec<i64> = (0..rank as i64 - 1).collect();
-        sum::reduce(ctx, run, &grad, &axes, false)
+        sum::reduce(ctx, run, &grad, &axes, false).map(drop)
     }
 }

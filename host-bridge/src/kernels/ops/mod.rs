@@ -14,6 +14,7 @@ mod softmax;
 mod sum;
 mod tile;
 mod unary;
+mod window;
 mod xent;
 
 use super::failure::{Failure, KernelResult};
@@ -126,7 +127,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// Every f32 kernel the bridge can register for a device type.
-pub static KERNELS: [&dyn TfKernel; 26] = [
+pub static KERNELS: [&dyn TfKernel; 34] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -137,7 +138,7 @@ pub static KERNELS: [&dyn TfKernel; 26] = [
     &binary::MAXIMUM,
     &unary::RELU,
     &softmax::SOFTMAX,
-    &sum::Sum,
+    &sum::SUM,
     &bias_add_grad::BiasAddGrad,
     &neg_square::NEG,
     &neg_square::SQUARE,
@@ -153,6 +154,14 @@ pub static KERNELS: [&dyn TfKernel; 26] = [
     &softmax::LOG_SOFTMAX,
     &xent::SparseSoftmaxXent,
     &xent::SoftmaxXent,
+    &sum::MEAN,
+    &unary::RELU6,
+    &unary::SIGMOID,
+    &unary::TANH,
+    &window::CONV2D,
+    &window::DEPTHWISE,
+    &window::MAX_POOL,
+    &window::AVG_POOL,
 ];
 
 /// One kernel instance (TF's `OpKernel`).
@@ -228,7 +237,7 @@ mod tests {
         assert_eq!(ops.len(), KERNELS.len());
         for kernel in KERNELS {
             let host: &[&CStr] = match kernel.op().to_bytes() {
-                b"Sum" => &[c"reduction_indices"],
+                b"Sum" | b"Mean" => &[c"reduction_indices"],
                 b"BroadcastTo" => &[c"shape"],
                 b"Tile" => &[c"multiples"],
                 b"SparseSoftmaxCrossEntropyWithLogits" => &[c"labels"],

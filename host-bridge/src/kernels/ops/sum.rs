@@ -1,6 +1,7 @@
-//! `Sum` over a leading or a trailing block of axes (`keep_dims`), axes in
-//! host memory (int32 or int64): a device row sum, or a ones-vector MatMul
-//! for leading axes ([`shapes::sum`] plans it).
+//! `Sum` and `Mean` over one contiguous block of axes (`keep_dims`), axes
+//! in host memory (int32 or int64): a device row sum, or ones-vector MatMuls
+//! for leading or middle axes ([`shapes::sum`] plans it); `Mean` then
+//! divides by the count in place (`Div` by a scalar, as TF divides).
 
 use super::{Op, flat};
 use crate::kernels::failure::{Failure, KernelResult};
@@ -9,32 +10,47 @@ use crate::kernels::shapes::{self, SumPlan};
 use crate::kernels::tf::{Construction, Context, Tensor};
 use std::ffi::CStr;
 use tensorplug_abi::tf::TF_DataType;
-use tensorplug_core::accelerator::OpKind;
+use tensorplug_core::accelerator::{DeviceAddr, OpKind, TensorDesc};
 
-/// The `Sum` kernel.
-pub struct Sum;
+/// `Sum` or `Mean`.
+pub struct Reduce {
+    op: &'static CStr,
+    mean: bool,
+}
+
+/// `Sum`.
+pub const SUM: Reduce = Reduce {
+    op: c"Sum",
+    mean: false,
+};
+/// `Mean` (`GlobalAveragePooling2D` is a `Mean` over `[1, 2]`).
+pub const MEAN: Reduce = Reduce {
+    op: c"Mean",
+    mean: true,
+};
 
 /// `keep_dims`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KeepDims(bool);
 
-impl Op for Sum {
+impl Op for Reduce {
     type Attrs = KeepDims;
 
     fn op(&self) -> &'static CStr {
-        c"Sum"
+        self.op
     }
 
     fn family(&self) -> OpKind {
         OpKind::ReduceSum
     }
 
-    /// Sums over leading axes are a ones-vector MatMul.
+    /// Sums over leading or middle axes are ones-vector MatMuls.
     fn also_launches(&self) -> &'static [OpKind] {
-        &[OpKind::MatMul {
-            transpose_a: false,
-            transpose_b: false,
-        }]
+        if self.mean {
+            &[MATMUL, OpKind::Div]
+        } else {
+            &[MATMUL]
+        }
     }
 
     fn host_memory(&self) -> &'static [&'static CStr] {
@@ -48,22 +64,37 @@ impl Op for Sum {
     fn compute(&self, keep: &KeepDims, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
         let x = ctx.input(0, false)?;
         let axes = read_host_ints(&ctx.input(1, true)?, "reduction_indices")?;
-        reduce(ctx, run, &x, &axes, keep.0)
+        let Some((out, count)) = reduce(ctx, run, &x, &axes, keep.0)? else {
+            return Ok(());
+        };
+        if self.mean {
+            let scalar = flat(&[])?;
+            let divisor = ctx.temp(&scalar)?;
+            let divisor = run.desc(&divisor, scalar)?;
+            run.fill(divisor, (count as f32).to_bits())?;
+            run.launch(OpKind::Div, &[out, divisor], out)?;
+        }
+        Ok(())
     }
 }
 
-/// Sums `x` (input 0) over `axes` into output 0: what `Sum` and
-/// `BiasAddGrad` launch.
+/// Sums `x` (input 0) over `axes` into output 0: what `Sum`, `Mean` and
+/// `BiasAddGrad` launch. Returns the output and the number of elements
+/// summed into each, unless the output is empty.
 pub(super) fn reduce(
     ctx: &Context,
     run: &mut Launcher<'_>,
     x: &Tensor,
     axes: &[i64],
     keep_dims: bool,
-) -> KernelResult<()> {
+) -> KernelResult<Option<(TensorDesc, u64)>> {
     let sx = x.shape()?;
     let (out_shape, plan) = shapes::sum(&sx, axes, keep_dims)?;
     let out = ctx.output(&out_shape, &[])?;
+    let (total, outputs) = (
+        sx.elements().unwrap_or(0),
+        out_shape.elements().unwrap_or(0),
+    );
     match plan {
         SumPlan::Nothing => {}
         SumPlan::Zeros => run.fill(run.desc(&out, out_shape)?, 0)?,
@@ -72,21 +103,45 @@ pub(super) fn reduce(
             let input = run.desc(x, flat(&[rows, len])?)?;
             run.launch(OpKind::ReduceSum, &[input], run.desc(&out, flat(&[rows])?)?)?;
         }
-        SumPlan::Leading { len, cols } => {
-            let ones_shape = flat(&[1, len])?;
-            let ones = ctx.temp(&ones_shape)?;
-            let ones = run.desc(&ones, ones_shape)?;
-            run.fill(ones, 1.0f32.to_bits())?;
-            let inputs = [ones, run.desc(x, flat(&[len, cols])?)?];
-            let kind = OpKind::MatMul {
-                transpose_a: false,
-                transpose_b: false,
-            };
-            run.launch(kind, &inputs, run.desc(&out, flat(&[1, cols])?)?)?;
-        }
+        SumPlan::Leading { len, cols } => blocks(ctx, run, x, &out, [1, len, cols])?,
+        SumPlan::Middle { outer, len, inner } => blocks(ctx, run, x, &out, [outer, len, inner])?,
+    }
+    if outputs == 0 {
+        return Ok(None);
+    }
+    Ok(Some((run.desc(&out, out_shape)?, total / outputs)))
+}
+
+/// `x` as `[outer, len, inner]` summed over `len` into `out` (`[outer,
+/// inner]`): one `ones[1, len] · x[b][len, inner]` GEMM per outer index.
+fn blocks(
+    ctx: &Context,
+    run: &mut Launcher<'_>,
+    x: &Tensor,
+    out: &Tensor,
+    [outer, len, inner]: [u64; 3],
+) -> KernelResult<()> {
+    let ones_shape = flat(&[1, len])?;
+    let ones = ctx.temp(&ones_shape)?;
+    let ones = run.desc(&ones, ones_shape)?;
+    run.fill(ones, 1.0f32.to_bits())?;
+    let x = run.desc(x, flat(&[outer * len * inner])?)?;
+    let out = run.desc(out, flat(&[outer * inner])?)?;
+    for b in 0..outer {
+        let at = |t: TensorDesc, elements: u64, dims: &[u64]| -> KernelResult<TensorDesc> {
+            let addr = DeviceAddr(t.addr.0 + b * elements * 4);
+            Ok(TensorDesc::new(addr, t.dtype, flat(dims)?))
+        };
+        let inputs = [ones, at(x, len * inner, &[len, inner])?];
+        run.launch(MATMUL, &inputs, at(out, inner, &[1, inner])?)?;
     }
     Ok(())
 }
+
+const MATMUL: OpKind = OpKind::MatMul {
+    transpose_a: false,
+    transpose_b: false,
+};
 
 /// A host-memory int32 or int64 input (scalar or vector), e.g. `Sum`'s
 /// `reduction_indices` or `BroadcastTo`'s `shape`; `name` is for errors.

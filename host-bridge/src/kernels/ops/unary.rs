@@ -1,4 +1,5 @@
-//! Element-wise ops of one operand: `Relu`, `Sqrt`, `Rsqrt`; each may reuse
+//! Element-wise ops of one operand: `Relu`, `Relu6`, `Sigmoid`, `Tanh`,
+//! `Sqrt`, `Rsqrt`; each may reuse
 //! its input's buffer.
 
 use super::{Op, elementwise};
@@ -23,6 +24,21 @@ pub const RELU: Unary = Unary {
 pub const SQRT: Unary = Unary {
     op: c"Sqrt",
     kind: OpKind::Sqrt,
+};
+/// `Relu6`: `min(max(x, 0), 6)`.
+pub const RELU6: Unary = Unary {
+    op: c"Relu6",
+    kind: OpKind::Relu6,
+};
+/// `Sigmoid`.
+pub const SIGMOID: Unary = Unary {
+    op: c"Sigmoid",
+    kind: OpKind::Sigmoid,
+};
+/// `Tanh`.
+pub const TANH: Unary = Unary {
+    op: c"Tanh",
+    kind: OpKind::Tanh,
 };
 /// `Rsqrt`: `1 / √x`.
 pub const RSQRT: Unary = Unary {
