@@ -216,6 +216,17 @@ def mean_cases():
                                                   ).reshape(cpu.shape) + 2 * EPS * np.abs(cpu))
 
 
+def pad_cases():
+    for shape, pads in pick([((1, 4, 4, 3), [[0, 0], [1, 1], [1, 1], [0, 0]]),
+                             ((2, 5, 6, 2), [[0, 0], [0, 1], [0, 1], [0, 0]]),
+                             ((3, 4), [[1, 2], [0, 0]]), ((3, 4), [[0, 0], [2, 1]]), ((), []),
+                             ((2, 3), [[0, 0], [0, 0]]), ((0, 3), [[1, 1], [1, 0]]),
+                             ((2, 1, 3), [[1, 0], [2, 2], [0, 3]])]):
+        yield (f"{shape} {pads}", lambda t, p=pads: tf.pad(t, tf.constant(p, tf.int32, [len(p), 2])),
+               [rand(*shape)], None)
+    yield "specials", lambda t: tf.pad(t, [[2, 1]]), [SPECIAL], None
+
+
 def xent_cases():
     """Both outputs of the dense-label loss; labels are probabilities."""
     for (batch, classes), output in grid([(4, 3), (64, 10), (1, 1), (0, 5), (3, 1000)], (0, 1)):
@@ -314,6 +325,7 @@ SWEEPS = {
     "Sigmoid": unary_cases(tf.math.sigmoid, lambda x, cpu: 8 * EPS * np.abs(cpu) + TINY),
     "Tanh": unary_cases(tf.math.tanh, lambda x, cpu: 8 * EPS * np.abs(cpu) + TINY),
     "Mean": mean_cases,
+    "Pad": pad_cases,
     "Conv2D": lambda: conv_cases(False),
     "DepthwiseConv2dNative": lambda: conv_cases(True),
     "MaxPool": pool_cases(lambda t, k, s, p: tf.nn.max_pool2d(t, k, s, p), True),
@@ -325,7 +337,7 @@ PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), 
                 "MatMul": [(2, 2), (2, 2)], "SparseSoftmaxCrossEntropyWithLogits": [(2, 2), (2,)],
                 "SoftmaxCrossEntropyWithLogits": [(2, 2), (2, 2)],
                 "Conv2D": [(1, 3, 3, 1), (1, 1, 1, 1)], "DepthwiseConv2dNative": [(1, 3, 3, 1), (1, 1, 1, 1)],
-                "MaxPool": [(1, 2, 2, 1)], "AvgPool": [(1, 2, 2, 1)],
+                "MaxPool": [(1, 2, 2, 1)], "AvgPool": [(1, 2, 2, 1)], "Pad": [(1, 4, 4, 3)],
                 **{op: [(2, 2), (2, 2)] for op in ("AddV2", "Add", "Sub", "Mul", "Maximum", "RealDiv",
                                                   "Div", "DivNoNan", "Pow", "ReluGrad")}}
 

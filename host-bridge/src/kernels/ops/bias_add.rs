@@ -44,8 +44,8 @@ impl Op for BiasAdd {
         c"BiasAdd"
     }
 
-    fn family(&self) -> OpKind {
-        OpKind::BiasAdd
+    fn family(&self) -> Option<OpKind> {
+        Some(OpKind::BiasAdd)
     }
 
     fn construct(&self, ctx: &Construction) -> KernelResult<Nchw> {

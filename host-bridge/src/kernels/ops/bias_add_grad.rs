@@ -20,11 +20,11 @@ impl Op for BiasAddGrad {
         c"BiasAddGrad"
     }
 
-    fn family(&self) -> OpKind {
-        OpKind::MatMul {
+    fn family(&self) -> Option<OpKind> {
+        Some(OpKind::MatMul {
             transpose_a: false,
             transpose_b: false,
-        }
+        })
     }
 
     fn construct(&self, ctx: &Construction) -> KernelResult<Nchw> {

@@ -21,8 +21,8 @@ impl Op for BroadcastTo {
         c"BroadcastTo"
     }
 
-    fn family(&self) -> OpKind {
-        OpKind::Mul
+    fn family(&self) -> Option<OpKind> {
+        Some(OpKind::Mul)
     }
 
     fn host_memory(&self) -> &'static [&'static CStr] {

@@ -28,12 +28,12 @@ impl Op for FusedMatMul {
         c"_FusedMatMul"
     }
 
-    fn family(&self) -> OpKind {
-        OpKind::FusedMatMul {
+    fn family(&self) -> Option<OpKind> {
+        Some(OpKind::FusedMatMul {
             transpose_a: false,
             transpose_b: false,
             relu: false,
-        }
+        })
     }
 
     fn construct(&self, ctx: &Construction) -> KernelResult<Attrs> {

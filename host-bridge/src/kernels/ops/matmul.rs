@@ -37,11 +37,11 @@ impl Op for MatMul {
         c"MatMul"
     }
 
-    fn family(&self) -> OpKind {
-        OpKind::MatMul {
+    fn family(&self) -> Option<OpKind> {
+        Some(OpKind::MatMul {
             transpose_a: false,
             transpose_b: false,
-        }
+        })
     }
 
     fn construct(&self, ctx: &Construction) -> KernelResult<Transposes> {

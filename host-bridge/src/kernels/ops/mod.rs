@@ -10,6 +10,7 @@ mod broadcast_to;
 mod fused_matmul;
 mod matmul;
 mod neg_square;
+mod pad;
 mod softmax;
 mod sum;
 mod tile;
@@ -32,8 +33,9 @@ pub trait Op: Sync + 'static {
     /// The TF op type it is registered for.
     fn op(&self) -> &'static CStr;
     /// The device op family it lowers to: the kernel is registered when
-    /// every device declares it ([`Capabilities`]).
-    fn family(&self) -> OpKind;
+    /// every device declares it ([`Capabilities`]). `None`: the kernel only
+    /// copies and fills, which every device does.
+    fn family(&self) -> Option<OpKind>;
     /// Other device op families compute may launch: the kernel is
     /// registered only when the device declares these too.
     fn also_launches(&self) -> &'static [OpKind] {
@@ -63,7 +65,7 @@ pub trait TfKernel: Sync {
     /// The TF op type.
     fn op(&self) -> &'static CStr;
     /// See [`Op::family`].
-    fn family(&self) -> OpKind;
+    fn family(&self) -> Option<OpKind>;
     /// See [`Op::also_launches`].
     fn also_launches(&self) -> &'static [OpKind];
     /// See [`Op::host_memory`].
@@ -78,14 +80,19 @@ pub trait TfKernel: Sync {
         run: &mut Launcher<'_>,
     ) -> KernelResult<()>;
 
-    /// The device op family's name.
-    fn op_family(&self) -> &'static str {
-        self.family().name()
+    /// The device op family's name (`None` for copies and fills only).
+    fn op_family(&self) -> Option<&'static str> {
+        self.family().map(OpKind::name)
     }
 
-    /// Whether devices with `caps` run this kernel (f32 only, for now).
+    /// Whether devices with `caps` run this kernel (f32 only, for now). A
+    /// kernel that only copies and fills runs on devices that compute
+    /// something in f32, beside the kernels that do.
     fn runs_on(&self, caps: &Capabilities) -> bool {
-        [self.family()]
+        if self.family().is_none() && (caps.ops.is_empty() || !caps.dtypes.contains(DType::F32)) {
+            return false;
+        }
+        self.family()
             .iter()
             .chain(self.also_launches())
             .all(|&kind| caps.supports(kind, DType::F32))
@@ -97,7 +104,7 @@ impl<T: Op> TfKernel for T {
         Op::op(self)
     }
 
-    fn family(&self) -> OpKind {
+    fn family(&self) -> Option<OpKind> {
         Op::family(self)
     }
 
@@ -127,7 +134,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// Every f32 kernel the bridge can register for a device type.
-pub static KERNELS: [&dyn TfKernel; 34] = [
+pub static KERNELS: [&dyn TfKernel; 35] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -162,6 +169,7 @@ pub static KERNELS: [&dyn TfKernel; 34] = [
     &window::DEPTHWISE,
     &window::MAX_POOL,
     &window::AVG_POOL,
+    &pad::Pad,
 ];
 
 /// One kernel instance (TF's `OpKernel`).
@@ -238,6 +246,7 @@ mod tests {
         for kernel in KERNELS {
             let host: &[&CStr] = match kernel.op().to_bytes() {
                 b"Sum" | b"Mean" => &[c"reduction_indices"],
+                b"Pad" => &[c"paddings"],
                 b"BroadcastTo" => &[c"shape"],
                 b"Tile" => &[c"multiples"],
                 b"SparseSoftmaxCrossEntropyWithLogits" => &[c"labels"],

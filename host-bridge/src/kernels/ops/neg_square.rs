@@ -33,8 +33,8 @@ impl Op for MulBy {
         self.op
     }
 
-    fn family(&self) -> OpKind {
-        OpKind::Mul
+    fn family(&self) -> Option<OpKind> {
+        Some(OpKind::Mul)
     }
 
     fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {

@@ -40,8 +40,8 @@ impl Op for Reduce {
         self.op
     }
 
-    fn family(&self) -> OpKind {
-        OpKind::ReduceSum
+    fn family(&self) -> Option<OpKind> {
+        Some(OpKind::ReduceSum)
     }
 
     /// Sums over leading or middle axes are ones-vector MatMuls.

@@ -22,8 +22,8 @@ impl Op for Tile {
         c"Tile"
     }
 
-    fn family(&self) -> OpKind {
-        OpKind::Mul
+    fn family(&self) -> Option<OpKind> {
+        Some(OpKind::Mul)
     }
 
     fn host_memory(&self) -> &'static [&'static CStr] {

@@ -53,8 +53,8 @@ impl Op for Unary {
         self.op
     }
 
-    fn family(&self) -> OpKind {
-        self.kind
+    fn family(&self) -> Option<OpKind> {
+        Some(self.kind)
     }
 
     fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {

@@ -72,14 +72,14 @@ impl Op for WindowKernel {
         self.op
     }
 
-    fn family(&self) -> OpKind {
+    fn family(&self) -> Option<OpKind> {
         let w = Window::new([1, 1]);
-        match self.kind {
+        Some(match self.kind {
             Kind::Conv => OpKind::Conv2D(w),
             Kind::Depthwise => OpKind::DepthwiseConv2D(w),
             Kind::MaxPool => OpKind::MaxPool(w),
             Kind::AvgPool => OpKind::AvgPool(w),
-        }
+        })
     }
 
     fn construct(&self, ctx: &Construction) -> KernelResult<WindowAttrs> {

@@ -27,8 +27,8 @@ impl Op for SparseSoftmaxXent {
         c"SparseSoftmaxCrossEntropyWithLogits"
     }
 
-    fn family(&self) -> OpKind {
-        OpKind::LogSoftmax
+    fn family(&self) -> Option<OpKind> {
+        Some(OpKind::LogSoftmax)
     }
 
     fn also_launches(&self) -> &'static [OpKind] {
@@ -94,8 +94,8 @@ impl Op for SoftmaxXent {
         c"SoftmaxCrossEntropyWithLogits"
     }
 
-    fn family(&self) -> OpKind {
-        OpKind::LogSoftmax
+    fn family(&self) -> Option<OpKind> {
+        Some(OpKind::LogSoftmax)
     }
 
     fn also_launches(&self) -> &'static [OpKind] {
