@@ -104,6 +104,24 @@ const TIMING_PAIRS: &[TimingPair] = &[
         ratio_goal: Some(0.5),
         max_ns: None,
     },
+    TimingPair {
+        figure: "model Conv2D 3x3, 48x48x16 -> 16 (vs im2col + matrixmultiply)",
+        measured: "conv_3x3/model",
+        baseline: "conv_3x3/matrixmultiply",
+        better: Better::Higher,
+        records_per_iter: 1.0,
+        ratio_goal: Some(0.5),
+        max_ns: None,
+    },
+    TimingPair {
+        figure: "model Conv2D 1x1, 24x24x32 -> 64 (vs im2col + matrixmultiply)",
+        measured: "conv_1x1/model",
+        baseline: "conv_1x1/matrixmultiply",
+        better: Better::Higher,
+        records_per_iter: 1.0,
+        ratio_goal: Some(0.5),
+        max_ns: None,
+    },
 ];
 
 /// Figure files other benches are expected to write: (id, what it is).
@@ -122,6 +140,10 @@ const EXPECTED_FIGURES: &[(&str, &str)] = &[
     (
         "tf_eager_dispatch_ratio",
         "TF eager relu dispatch, FPGA vs CPU",
+    ),
+    (
+        "tf_mobilenet_v2_predict_ratio",
+        "MobileNetV2-0.35 predict, batch 8, FPGA(sim) vs TF CPU",
     ),
     (
         "tf_profiler_overhead",
@@ -241,7 +263,12 @@ pub fn run_task(args: &BenchArgs) -> Result<()> {
 /// each) with the release plugin; each writes a figure file. Skipped when a
 /// filter is given that none of their names contain.
 fn run_tf_benches(target: &Path, bench_args: &[String]) -> Result<()> {
-    const SCRIPTS: &[&str] = &["bench_dispatch", "bench_profiler_overhead", "bench_copy"];
+    const SCRIPTS: &[&str] = &[
+        "bench_dispatch",
+        "bench_profiler_overhead",
+        "bench_copy",
+        "bench_mobilenet",
+    ];
     let filter = bench_args.first().filter(|arg| !arg.starts_with('-'));
     let scripts: Vec<&str> = SCRIPTS
         .iter()

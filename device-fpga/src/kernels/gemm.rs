@@ -4,7 +4,7 @@ use super::elementwise::{bias_add_in_place, relu_in_place};
 use super::error::{KernelError, Operand, expect_len, mul};
 
 #[cfg(feature = "std")]
-mod host;
+pub(crate) mod host;
 mod portable;
 
 /// Dimensions and flags of one GEMM. Matrices are dense and row-major.

@@ -88,53 +88,151 @@ pub fn window(
     expect_len(Operand::Input, x_len, x.len())?;
     expect_len(Operand::Rhs, f_len, filter.len())?;
     expect_len(Operand::Output, out_len, out.len())?;
-    let [h, w, c] = spec.hwc;
+    #[cfg(feature = "std")]
+    if op == WindowOp::Conv {
+        return conv_by_rows(spec, x, filter, out);
+    }
     let oc_n = spec.out_channels(op)?;
+    if oc_n == 0 {
+        return Ok(());
+    }
     let [oh_n, ow_n] = spec.out;
-    for (i, o) in out.iter_mut().enumerate() {
-        let oc = i % oc_n;
-        let ow = i / oc_n % ow_n;
-        let oh = i / (oc_n * ow_n) % oh_n;
-        let n = i / (oc_n * ow_n * oh_n);
-        let (mut acc, mut count) = (0.0f32, 0u32);
-        let mut max = f32::MIN;
-        for a in 0..spec.size[0] {
-            let Some(ih) = spec.source(0, oh, a) else {
+    for (p, out_row) in out.chunks_exact_mut(oc_n).enumerate() {
+        let (n, oh, ow) = (p / (oh_n * ow_n), p / ow_n % oh_n, p % ow_n);
+        pixel(op, spec, x, filter, [n, oh, ow], out_row);
+    }
+    Ok(())
+}
+
+/// One output pixel `[n, oh, ow]`: every output channel, accumulated tap
+/// by tap with the channels innermost (contiguous, so the loops vectorize).
+fn pixel(
+    op: WindowOp,
+    spec: &WindowSpec,
+    x: &[f32],
+    filter: &[f32],
+    [n, oh, ow]: [usize; 3],
+    out: &mut [f32],
+) {
+    let [h, w, c] = spec.hwc;
+    let k = spec.k;
+    out.fill(match op {
+        WindowOp::MaxPool => f32::MIN,
+        _ => 0.0,
+    });
+    let mut count = 0u32;
+    for a in 0..spec.size[0] {
+        let Some(ih) = spec.source(0, oh, a) else {
+            continue;
+        };
+        for b in 0..spec.size[1] {
+            let Some(iw) = spec.source(1, ow, b) else {
                 continue;
             };
-            for b in 0..spec.size[1] {
-                let Some(iw) = spec.source(1, ow, b) else {
-                    continue;
-                };
-                let row = ((n * h + ih) * w + iw) * c;
-                let tap = (a * spec.size[1] + b) * c;
-                count += 1;
-                match op {
-                    WindowOp::Conv => {
-                        for ch in 0..c {
-                            acc += x[row + ch] * filter[(tap + ch) * spec.k + oc];
+            let x_row = &x[((n * h + ih) * w + iw) * c..][..c];
+            let tap = (a * spec.size[1] + b) * c * k;
+            count += 1;
+            match op {
+                WindowOp::Conv => {
+                    for (ch, &v) in x_row.iter().enumerate() {
+                        let f_row = &filter[tap + ch * k..][..k];
+                        for (o, &f) in out.iter_mut().zip(f_row) {
+                            *o += v * f;
                         }
                     }
-                    WindowOp::Depthwise => {
-                        let (ch, j) = (oc / spec.k, oc % spec.k);
-                        acc += x[row + ch] * filter[(tap + ch) * spec.k + j];
-                    }
-                    WindowOp::MaxPool => {
-                        let v = x[row + oc];
-                        if v > max {
-                            max = v;
+                }
+                WindowOp::Depthwise => {
+                    // Output channel `ch·k + j` uses filter `tap + ch·k + j`.
+                    let f_row = &filter[tap..][..c * k];
+                    if k == 1 {
+                        for ((o, &f), &v) in out.iter_mut().zip(f_row).zip(x_row) {
+                            *o += v * f;
+                        }
+                    } else {
+                        for ((o, &f), i) in out.iter_mut().zip(f_row).zip(0..) {
+                            *o += x_row[i / k] * f;
                         }
                     }
-                    WindowOp::AvgPool => acc += x[row + oc],
+                }
+                WindowOp::MaxPool => {
+                    for (o, &v) in out.iter_mut().zip(x_row) {
+                        if v > *o {
+                            *o = v;
+                        }
+                    }
+                }
+                WindowOp::AvgPool => {
+                    for (o, &v) in out.iter_mut().zip(x_row) {
+                        *o += v;
+                    }
                 }
             }
         }
-        *o = match op {
-            WindowOp::MaxPool => max,
-            WindowOp::AvgPool if count == 0 => 0.0,
-            WindowOp::AvgPool => acc / count as f32,
-            _ => acc,
+    }
+    if op == WindowOp::AvgPool && count > 0 {
+        for o in out.iter_mut() {
+            *o /= count as f32;
+        }
+    }
+}
+
+/// `Conv` on the host path: for each output row and tap, one GEMM of the
+/// output columns whose tap is inside the input (`[cols, c] · [c, k]`,
+/// strided rows of `x`) accumulated into that output row with
+/// `matrixmultiply`. The sum order differs from the portable loop (it is a
+/// GEMM's); the bound of `docs/device-numerics.md` covers both.
+#[cfg(feature = "std")]
+fn conv_by_rows(
+    spec: &WindowSpec,
+    x: &[f32],
+    filter: &[f32],
+    out: &mut [f32],
+) -> Result<(), KernelError> {
+    use super::gemm::host::{Strided, gemm_accumulate};
+    let [h, w, c] = spec.hwc;
+    let (k, [oh_n, ow_n]) = (spec.k, spec.out);
+    out.fill(0.0);
+    let pointwise = spec.size == [1, 1] && spec.stride == [1, 1] && spec.pad == [0, 0];
+    if pointwise && spec.out == [h, w] {
+        // A 1×1 convolution is one GEMM over every pixel of the batch.
+        let rows = spec.n * h * w;
+        let at = |row_stride| Strided {
+            start: 0,
+            row_stride,
         };
+        return gemm_accumulate([rows, c, k], (x, at(c)), (filter, at(k)), (out, at(k)));
+    }
+    for n in 0..spec.n {
+        for oh in 0..oh_n {
+            for a in 0..spec.size[0] {
+                let Some(ih) = spec.source(0, oh, a) else {
+                    continue;
+                };
+                for b in 0..spec.size[1] {
+                    // The output columns whose input column is inside `0..w`
+                    // (a contiguous range: the input column grows with them).
+                    let inside = |ow: &usize| spec.source(1, *ow, b).is_some();
+                    let Some(ow0) = (0..ow_n).find(inside) else {
+                        continue;
+                    };
+                    let count = (ow0..ow_n).take_while(inside).count();
+                    let iw0 = spec.source(1, ow0, b).unwrap_or(0);
+                    let a_at = Strided {
+                        start: ((n * h + ih) * w + iw0) * c,
+                        row_stride: spec.stride[1] * c,
+                    };
+                    let b_at = Strided {
+                        start: (a * spec.size[1] + b) * c * k,
+                        row_stride: k,
+                    };
+                    let out_at = Strided {
+                        start: ((n * oh_n + oh) * ow_n + ow0) * k,
+                        row_stride: k,
+                    };
+                    gemm_accumulate([count, c, k], (x, a_at), (filter, b_at), (out, out_at))?;
+                }
+            }
+        }
     }
     Ok(())
 }

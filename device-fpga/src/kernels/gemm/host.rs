@@ -43,3 +43,69 @@ pub(super) fn gemm(
     }
     Ok(())
 }
+
+/// A strided matrix in a slice: its first element and its row stride
+/// (columns are contiguous).
+#[derive(Clone, Copy)]
+pub(crate) struct Strided {
+    pub(crate) start: usize,
+    pub(crate) row_stride: usize,
+}
+
+impl Strided {
+    /// Whether `rows × cols` elements stay inside a slice of `len`.
+    fn fits(self, rows: usize, cols: usize, len: usize) -> bool {
+        match (rows.checked_sub(1), cols.checked_sub(1)) {
+            (Some(r), Some(c)) => r
+                .checked_mul(self.row_stride)
+                .and_then(|v| v.checked_add(self.start))
+                .and_then(|v| v.checked_add(c))
+                .is_some_and(|last| last < len),
+            _ => true,
+        }
+    }
+}
+
+/// `out[m, n] += a[m, k] · b[k, n]`, each a [`Strided`] matrix in its
+/// slice; every index is checked to stay inside its slice first.
+pub(crate) fn gemm_accumulate(
+    [m, k, n]: [usize; 3],
+    (a, a_at): (&[f32], Strided),
+    (b, b_at): (&[f32], Strided),
+    (out, out_at): (&mut [f32], Strided),
+) -> Result<(), KernelError> {
+    let fits = a_at.fits(m, k, a.len()) && b_at.fits(k, n, b.len()) && out_at.fits(m, n, out.len());
+    if !fits {
+        return Err(KernelError::Overflow);
+    }
+    if m == 0 || k == 0 || n == 0 {
+        return Ok(());
+    }
+    let (rsa, rsb, rsc) = (
+        isize_of(a_at.row_stride)?,
+        isize_of(b_at.row_stride)?,
+        isize_of(out_at.row_stride)?,
+    );
+    // SAFETY: `fits` checked that every element `start + i·row_stride + j`
+    // the product reads or writes is inside its slice; `out` is a unique
+    // borrow distinct from `a` and `b`.
+    unsafe {
+        matrixmultiply::sgemm(
+            m,
+            k,
+            n,
+            1.0,
+            a.as_ptr().add(a_at.start),
+            rsa,
+            1,
+            b.as_ptr().add(b_at.start),
+            rsb,
+            1,
+            1.0,
+            out.as_mut_ptr().add(out_at.start),
+            rsc,
+            1,
+        );
+    }
+    Ok(())
+}
