@@ -5,8 +5,9 @@
 //!
 //! The firmware carries the FPGA's behavioural model, which a real board
 //! has in the FPGA fabric instead: its code (symbols of the model, the
-//! kernels, the SPI slave and the firmware's `FpgaPort`) is reported apart,
-//! and the flash goal applies to the rest.
+//! kernels, the `libm` functions only they call, the SPI slave and the
+//! firmware's `FpgaPort`) is reported apart, and the flash goal applies to
+//! the rest.
 
 use crate::util::root;
 use anyhow::{Context, Result, bail};
@@ -17,9 +18,11 @@ use std::path::Path;
 /// The device-memory static `cargo xtask size` leaves out of static RAM.
 const DEVICE_MEMORY_SYMBOL: &str = "TENSORPLUG_DEVICE_MEMORY";
 /// Pieces of (mangled) symbol names of the model's code.
-const MODEL_CODE: [&str; 4] = [
+const MODEL_CODE: [&str; 5] = [
     "tensorplug_device_fpga5model",
     "tensorplug_device_fpga7kernels",
+    // expf, logf, powf, sqrtf, tanhf: called by the model's kernels only.
+    "4libm4math",
     "spi5slave",
     "FpgaPort",
 ];
