@@ -143,8 +143,11 @@ typedef uint32_t TPD_Features;
 // ABI 1.1: `CONV2D_F32`, `DEPTHWISE_CONV2D_F32`, `MAX_POOL_F32`,
 // `AVG_POOL_F32` (sliding windows over NHWC tensors).
 #define TPD_FEATURES_WINDOW (1 << 8)
+// ABI 1.1: `CONV2D_BACKPROP_INPUT_F32`, `CONV2D_BACKPROP_FILTER_F32`,
+// `MAX_POOL_GRAD_F32` and `AVG_POOL_GRAD_F32` (training the window ops).
+#define TPD_FEATURES_WINDOW_GRAD (1 << 9)
 // Every bit this ABI version defines.
-#define TPD_FEATURES_KNOWN 0x01FF
+#define TPD_FEATURES_KNOWN 0x03FF
 
 // A register's byte offset in the register space (PCIe BAR 0, or the
 // register address of an SPI frame).
@@ -316,10 +319,25 @@ typedef uint16_t TPD_Opcode;
 #define TPD_OPCODE_CONV2D_F32 80
 // Depthwise NHWC convolution, filter `[kh,kw,c,k]`, `c·k` output channels (`WINDOW`).
 #define TPD_OPCODE_DEPTHWISE_CONV2D_F32 81
-// Window maximum over NHWC `src0`; padding ignored (`WINDOW`).
+// Window maximum over NHWC `src0`, starting from `−FLT_MAX`; NaN and
+// padding never win (`WINDOW`).
 #define TPD_OPCODE_MAX_POOL_F32 82
 // Window mean over NHWC `src0`, over the in-bounds taps (`WINDOW`).
 #define TPD_OPCODE_AVG_POOL_F32 83
+// The gradient of `CONV2D_F32` by its input: `src0` dy `[n,oh,ow,k]`,
+// `src1` filter `[kh,kw,c,k]`, `dst` dx `[n,h,w,c]`; the window fields
+// are the forward convolution's (`WINDOW_GRAD`).
+#define TPD_OPCODE_CONV2D_BACKPROP_INPUT_F32 88
+// The gradient of `CONV2D_F32` by its filter: `src0` x `[n,h,w,c]`,
+// `src1` dy `[n,oh,ow,k]`, `dst` filter gradient `[kh,kw,c,k]` (`WINDOW_GRAD`).
+#define TPD_OPCODE_CONV2D_BACKPROP_FILTER_F32 89
+// The gradient of `MAX_POOL_F32`: `src0` x, `src1` dy, `dst` dx; each dy
+// goes to its window's first in-bounds tap, or a later one strictly
+// greater than every tap before it (`WINDOW_GRAD`).
+#define TPD_OPCODE_MAX_POOL_GRAD_F32 90
+// The gradient of `AVG_POOL_F32`: `src0` dy, `dst` dx; each dy times
+// `1 / taps` is added to its window's in-bounds taps (`WINDOW_GRAD`).
+#define TPD_OPCODE_AVG_POOL_GRAD_F32 91
 
 // Bits of `CommandDescriptor::flags`. Bits not defined here must be 0
 // (else `CompletionStatus::INVALID_ARGUMENT`).
@@ -532,7 +550,7 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_DRIVER_ABI_REQUIREMENT (TPD_AbiRequirement){ .major = TPD_DEVICE_ABI_VERSION_MAJOR, .min_minor = 0 }
 
 // What the reference FPGA implements: every feature of ABI 1.1.
-#define TPD_REFERENCE_FEATURES 0x01FF
+#define TPD_REFERENCE_FEATURES 0x03FF
 
 
 /* Layout checks: the values the Rust compiler gives abi/src/device. */

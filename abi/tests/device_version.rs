@@ -134,6 +134,7 @@ fn feature_bits_are_distinct_and_known_masks_unknown_bits() {
         Features::ROW_REDUCTIONS,
         Features::MATH,
         Features::WINDOW,
+        Features::WINDOW_GRAD,
     ];
     let mut union = Features::default();
     for f in all {

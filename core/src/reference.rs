@@ -432,6 +432,10 @@ pub fn run(
         | OpKind::DepthwiseConv2D(_)
         | OpKind::MaxPool(_)
         | OpKind::AvgPool(_) => window::run(kind, inputs, out_shape, out),
+        OpKind::Conv2DBackpropInput(_)
+        | OpKind::Conv2DBackpropFilter(_)
+        | OpKind::MaxPoolGrad(_)
+        | OpKind::AvgPoolGrad(_) => window_grad::run(kind, inputs, out_shape, out),
         OpKind::Softmax => softmax(x, dim(shape.last())?, out),
         OpKind::LogSoftmax => log_softmax(x, dim(shape.last())?, out),
         OpKind::ReduceSum => reduce_sum(x, dim(shape.last())?, out),
@@ -461,6 +465,9 @@ pub fn run(
 /// | Relu6, Sigmoid, Tanh | element-wise |
 /// | Conv2D, DepthwiseConv2D | `(t + 2)·ε·Σ\|x·f\|` over the `t` in-bounds products |
 /// | MaxPool / AvgPool | exact / `(t + 2)·ε·Σ\|x\| / t` |
+/// | Conv2DBackpropInput, Conv2DBackpropFilter | `(t + 2)·ε·Σ\|terms\|` over the `t` products |
+/// | MaxPoolGrad | exact where one gradient arrives, else `(t + 2)·ε·Σ\|dy\|` |
+/// | AvgPoolGrad | `(t + 2)·ε·Σ\|dy / taps\|` over the `t` windows that hold the element |
 ///
 /// `ε = f32::EPSILON`, `c` the row length; `f32::MIN_POSITIVE` is added to
 /// the last three for results at the underflow edge. These are the bounds
@@ -525,6 +532,12 @@ pub fn tolerance(
         | OpKind::MaxPool(_)
         | OpKind::AvgPool(_) => {
             window::tolerance(kind, inputs, out_shape, tol)?;
+        }
+        OpKind::Conv2DBackpropInput(_)
+        | OpKind::Conv2DBackpropFilter(_)
+        | OpKind::MaxPoolGrad(_)
+        | OpKind::AvgPoolGrad(_) => {
+            window_grad::tolerance(kind, inputs, out_shape, tol)?;
         }
         OpKind::LogSoftmax => {
             let c = dim(shape.last())?;
@@ -711,6 +724,7 @@ fn check_rows(operand: u8, len: usize, row_len: usize) -> Result<(), Error> {
 }
 
 mod window;
+mod window_grad;
 
 #[cfg(test)]
 mod tests;

@@ -494,3 +494,89 @@ mod no_panics {
         }
     }
 }
+
+/// A window command of `op` over `[1, 32, 32, 16]` with a 3x3 SAME window
+/// and 16 output channels (multiplier 1 for the depthwise one).
+fn window_cmd(op: Opcode) -> CommandDescriptor {
+    let pool = matches!(
+        op,
+        Opcode::MAX_POOL_F32
+            | Opcode::AVG_POOL_F32
+            | Opcode::MAX_POOL_GRAD_F32
+            | Opcode::AVG_POOL_GRAD_F32
+    );
+    let fields = tensorplug_abi::device::WindowFields {
+        batch: 1,
+        input: [32, 32],
+        channels: 16,
+        k: match op {
+            _ if pool => 0,
+            Opcode::DEPTHWISE_CONV2D_F32 => 1,
+            _ => 16,
+        },
+        size: [3, 3],
+        output: [32, 32],
+        stride: [1, 1],
+        dilation: [1, 1],
+        pad: [1, 1],
+    };
+    let mut c = fields.pack(CommandDescriptor::new(op, 1, 0));
+    (c.src0, c.dst) = (DATA, DATA + 0x2_0000);
+    if !matches!(
+        op,
+        Opcode::MAX_POOL_F32 | Opcode::AVG_POOL_F32 | Opcode::AVG_POOL_GRAD_F32
+    ) {
+        c.src1 = DATA + 0x1_0000;
+    }
+    c
+}
+
+#[test]
+fn window_results_past_device_memory_are_refused_before_any_write() {
+    let mut rig = Rig::standard();
+    let ops = [
+        Opcode::CONV2D_F32,
+        Opcode::DEPTHWISE_CONV2D_F32,
+        Opcode::MAX_POOL_F32,
+        Opcode::AVG_POOL_F32,
+        Opcode::CONV2D_BACKPROP_INPUT_F32,
+        Opcode::CONV2D_BACKPROP_FILTER_F32,
+        Opcode::MAX_POOL_GRAD_F32,
+        Opcode::AVG_POOL_GRAD_F32,
+    ];
+    let tail = END - 4096;
+    rig.write_f32(tail, &[7.0; 1024]);
+    for op in ops {
+        // In range, the command runs.
+        let what = format!("{op:?} in range");
+        check(&mut rig, &what, window_cmd(op), CompletionStatus::OK, 0);
+        // A result that would run 4 bytes (or 64 KiB) past the end of memory.
+        let mut c = window_cmd(op);
+        let out_bytes = match op {
+            Opcode::CONV2D_BACKPROP_FILTER_F32 => 3 * 3 * 16 * 16 * 4,
+            _ => 32 * 32 * 16 * 4,
+        };
+        c.dst = END - out_bytes + 4;
+        check(
+            &mut rig,
+            &format!("{op:?} 4 bytes past the end"),
+            c,
+            OOR,
+            32,
+        );
+        // A geometry whose output does not fit in any memory (65535² pixels
+        // of 65535 channels, times 2³² batches) is refused too.
+        let mut huge = tensorplug_abi::device::WindowFields::unpack(&window_cmd(op));
+        (huge.batch, huge.input, huge.output) = (u32::MAX, [65535; 2], [65535; 2]);
+        huge.channels = 65535;
+        let mut c = huge.pack(window_cmd(op));
+        c.dst = tail;
+        let done = rig.run(c);
+        assert_ne!(done.status, CompletionStatus::OK, "{op:?}");
+        assert_eq!(
+            rig.read_f32(tail, 1024),
+            [7.0; 1024],
+            "{op:?} wrote past its check"
+        );
+    }
+}

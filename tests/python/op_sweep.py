@@ -167,28 +167,98 @@ def conv_cases(depthwise):
         if x_shape[0] == 0:
             continue  # TF's CPU (oneDNN) Conv2D returns the input's shape for an empty batch
         x, f = rand(*x_shape), rand(*f_shape)
+        cpu_fn = None
         if depthwise:  # the raw op: tf.nn.depthwise_conv2d dilates with SpaceToBatchND
             explicit = [] if isinstance(padding, str) else sum(padding, [])
             fn = lambda t, u, s=stride, p=padding, d=dilation, e=explicit: (  # noqa: E731
                 tf.raw_ops.DepthwiseConv2dNative(
                     input=t, filter=u, strides=[1, s, s, 1], padding=p if not e else "EXPLICIT",
                     explicit_paddings=e, dilations=[1, d, d, 1]))
+            if dilation > 1:  # TF's CPU kernel has no dilations: its SpaceToBatchND route
+                cpu_fn = lambda t, u, p=padding, d=dilation: tf.nn.depthwise_conv2d(  # noqa: E731
+                    t, u, [1, 1, 1, 1], p, dilations=[d, d])
             terms = f_shape[0] * f_shape[1]
         else:
             fn = lambda t, u, s=stride, p=padding, d=dilation: tf.nn.conv2d(  # noqa: E731
                 t, u, s, p, dilations=d)
             terms = f_shape[0] * f_shape[1] * f_shape[2]
         with tf.device(CPU):
-            scale = fn(np.abs(x), np.abs(f)).numpy()
+            scale = (cpu_fn or fn)(np.abs(x), np.abs(f)).numpy()
         yield (f"{x_shape} * {f_shape} s={stride} {padding} d={dilation}", fn, [x, f],
-               lambda cpu, scale=scale, terms=terms: 2 * (terms + 2) * EPS * scale + TINY)
+               lambda cpu, scale=scale, terms=terms: 2 * (terms + 2) * EPS * scale + TINY,
+               *([cpu_fn] if cpu_fn else []))
+
+
+def conv_grad_cases(by_input):
+    """Conv2DBackpropInput (dy, filter) or Conv2DBackpropFilter (x, dy) over
+    CONVS' geometries, within the dot-product bound of each element's terms."""
+    for x_shape, f_shape, stride, padding, dilation in pick(CONVS):
+        explicit = [] if isinstance(padding, str) else sum(padding, [])
+        attrs = dict(strides=[1, stride, stride, 1], padding="EXPLICIT" if explicit else padding,
+                     explicit_paddings=explicit, dilations=[1, dilation, dilation, 1])
+        with tf.device(CPU):
+            y_shape = tf.nn.conv2d(rand(*x_shape), rand(*f_shape), stride, padding, dilations=dilation).shape
+        if x_shape[0] == 0:
+            y_shape = (0, *y_shape[1:])  # the oneDNN quirk of conv_cases
+        dy = rand(*y_shape)
+        if by_input:
+            fn = lambda g, u, xs=x_shape, a=attrs: tf.raw_ops.Conv2DBackpropInput(  # noqa: E731
+                input_sizes=list(xs), filter=u, out_backprop=g, **a)
+            args, terms = [dy, rand(*f_shape)], f_shape[0] * f_shape[1] * f_shape[3]
+        else:
+            fn = lambda t, g, fs=f_shape, a=attrs: tf.raw_ops.Conv2DBackpropFilter(  # noqa: E731
+                input=t, filter_sizes=list(fs), out_backprop=g, **a)
+            args, terms = [rand(*x_shape), dy], y_shape[0] * y_shape[1] * y_shape[2]
+        cpu_fn = None
+        if dilation > 1:  # TF's CPU kernels have no dilations: the gradient of its atrous route
+            def cpu_fn(a, b, xs=x_shape, fs=f_shape, d=dilation, p=padding):
+                x, f = (tf.zeros(xs), b) if by_input else (a, tf.zeros(fs))
+                with tf.GradientTape() as tape:
+                    tape.watch(x if by_input else f)
+                    y = tf.nn.atrous_conv2d(x, f, d, p)
+                return tape.gradient(y, x if by_input else f, output_gradients=a if by_input else b)
+        with tf.device(CPU):
+            scale = (cpu_fn or fn)(*[np.abs(a) for a in args]).numpy()
+        yield (f"{x_shape} * {f_shape} s={stride} {padding} d={dilation}", fn, args,
+               lambda cpu, scale=scale, terms=terms: 2 * (terms + 2) * EPS * scale + TINY,
+               *([cpu_fn] if cpu_fn else []))
+
+
+def max_pool_grad_cases():
+    """Exact: each gradient goes to the first largest tap (small integers
+    make ties), and overlapping windows add in TF's order."""
+    for x_shape, size, stride, padding in pick(POOLS):
+        x = np.round(rand(*x_shape) * 2)
+        with tf.device(CPU):
+            y_shape = tf.nn.max_pool2d(x, size, stride, padding).shape
+        fn = lambda t, g, k=size, s=stride, p=padding: tf.raw_ops.MaxPoolGrad(  # noqa: E731
+            orig_input=t, orig_output=tf.nn.max_pool2d(t, k, s, p), grad=g,
+            ksize=[1, k, k, 1], strides=[1, s, s, 1], padding=p)
+        yield f"{x_shape} k={size} s={stride} {padding}", fn, [x, rand(*y_shape)], None
+
+
+def avg_pool_grad_cases():
+    """Within the bound of a sum of `dy / taps` over the windows that hold each element."""
+    for x_shape, size, stride, padding in pick(POOLS):
+        with tf.device(CPU):
+            y_shape = tf.nn.avg_pool2d(rand(*x_shape), size, stride, padding).shape
+        fn = lambda g, xs=x_shape, k=size, s=stride, p=padding: tf.raw_ops.AvgPoolGrad(  # noqa: E731
+            orig_input_shape=list(xs), grad=g, ksize=[1, k, k, 1], strides=[1, s, s, 1], padding=p)
+        dy = rand(*y_shape)
+        with tf.device(CPU):
+            scale = fn(np.abs(dy)).numpy()
+        terms = -(-size // stride) ** 2
+        yield (f"{x_shape} k={size} s={stride} {padding}", fn, [dy],
+               lambda cpu, scale=scale, t=terms: 2 * (t + 2) * EPS * scale + TINY)
+
+
+POOLS = [((1, 6, 6, 3), 2, 2, "VALID"), ((2, 5, 5, 2), 3, 1, "SAME"), ((1, 7, 7, 4), 3, 2, "SAME"),
+         ((1, 4, 6, 1), 2, 1, "VALID"), ((0, 4, 4, 2), 2, 2, "VALID")]
 
 
 def pool_cases(fn_of, exact):
     def cases():
-        for x_shape, size, stride, padding in pick([((1, 6, 6, 3), 2, 2, "VALID"), ((2, 5, 5, 2), 3, 1, "SAME"),
-                                                    ((1, 7, 7, 4), 3, 2, "SAME"), ((1, 4, 6, 1), 2, 1, "VALID"),
-                                                    ((0, 4, 4, 2), 2, 2, "VALID")]):
+        for x_shape, size, stride, padding in pick(POOLS):
             x = rand(*x_shape)
             fn = lambda t, k=size, s=stride, p=padding: fn_of(t, k, s, p)  # noqa: E731
             if exact:
@@ -330,6 +400,10 @@ SWEEPS = {
     "DepthwiseConv2dNative": lambda: conv_cases(True),
     "MaxPool": pool_cases(lambda t, k, s, p: tf.nn.max_pool2d(t, k, s, p), True),
     "AvgPool": pool_cases(lambda t, k, s, p: tf.nn.avg_pool2d(t, k, s, p), False),
+    "Conv2DBackpropInput": lambda: conv_grad_cases(True),
+    "Conv2DBackpropFilter": lambda: conv_grad_cases(False),
+    "MaxPoolGrad": max_pool_grad_cases,
+    "AvgPoolGrad": avg_pool_grad_cases,
 }
 # Input shapes for the "refused" check (each non-f32 dtype must raise, not
 # run, on the device: the kernels are float32 only today); default (2, 2).
@@ -338,6 +412,10 @@ PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), 
                 "SoftmaxCrossEntropyWithLogits": [(2, 2), (2, 2)],
                 "Conv2D": [(1, 3, 3, 1), (1, 1, 1, 1)], "DepthwiseConv2dNative": [(1, 3, 3, 1), (1, 1, 1, 1)],
                 "MaxPool": [(1, 2, 2, 1)], "AvgPool": [(1, 2, 2, 1)], "Pad": [(1, 4, 4, 3)],
+                # The gradients' first cases: a float64 or int dy of the right shape.
+                "Conv2DBackpropInput": [(1, 3, 3, 4), (3, 3, 3, 4)],
+                "Conv2DBackpropFilter": [(1, 5, 5, 3), (1, 3, 3, 4)],
+                "MaxPoolGrad": [(1, 6, 6, 3), (1, 3, 3, 3)], "AvgPoolGrad": [(1, 3, 3, 3)],
                 **{op: [(2, 2), (2, 2)] for op in ("AddV2", "Add", "Sub", "Mul", "Maximum", "RealDiv",
                                                   "Div", "DivNoNan", "Pow", "ReluGrad")}}
 
@@ -379,7 +457,8 @@ def main():
         if op not in SWEEPS:
             continue
         worst, worst_case, count, first_fn, bounded = 0.0, "", 0, None, False
-        for label, fn, args, tolerance in SWEEPS[op]():
+        # A case is (label, fn, args, tolerance[, the CPU's fn where TF's CPU kernel lacks the attribute]).
+        for label, fn, args, tolerance, *cpu_fn in SWEEPS[op]():
             first_fn = first_fn or fn
             bounded = bounded or tolerance is not None
             count += 1
@@ -388,7 +467,7 @@ def main():
                 result = run_on(DEV, fn, args)
                 placed = result.device
                 ours = result.numpy()  # device errors surface here (asynchronous kernels)
-                cpu = run_on(CPU, fn, args).numpy()
+                cpu = run_on(CPU, (cpu_fn or [fn])[0], args).numpy()
             except Exception as error:  # noqa: BLE001 - every failure is reported
                 failures.append(f"{where}: {type(error).__name__}: {str(error)[:200]}")
                 continue

@@ -1,5 +1,5 @@
 //! `cargo xtask size`: the firmware's flash and static RAM against a
-//! committed snapshot (`firmware/size.json`) and the goal (≤ 64 KiB flash,
+//! committed snapshot (`firmware/size.json`) and the goal (≤ 72 KiB flash,
 //! ≤ 32 KiB static RAM, the model's device memory not counted). Growth of
 //! more than 10 % over the snapshot fails; `--update` rewrites it.
 //!
@@ -27,7 +27,8 @@ const MODEL_CODE: [&str; 5] = [
     "FpgaPort",
 ];
 /// Goals, bytes.
-const FLASH_GOAL: u64 = 64 << 10;
+/// 64 KiB until device ABI 1.1's window gradients (`docs/firmware.md`).
+const FLASH_GOAL: u64 = 72 << 10;
 const RAM_GOAL: u64 = 32 << 10;
 /// Allowed growth over the snapshot.
 const GROWTH: f64 = 1.10;
@@ -242,11 +243,11 @@ mod tests {
             grown.len() == 1 && grown[0].contains("flash grew"),
             "{grown:?}"
         );
-        let over = check(&fp(70_000, 0, 1_000), &fp(70_000, 0, 1_000));
+        let over = check(&fp(FLASH_GOAL + 1, 0, 1_000), &fp(FLASH_GOAL + 1, 0, 1_000));
         assert!(over.iter().any(|p| p.contains("goal")), "{over:?}");
         let with_model = Footprint {
             model_code: 20_000,
-            ..fp(70_000, 0, 1_000)
+            ..fp(FLASH_GOAL + 1, 0, 1_000)
         };
         assert!(
             check(&with_model, &with_model).is_empty(),

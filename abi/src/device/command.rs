@@ -76,6 +76,20 @@ impl Opcode {
     pub const MAX_POOL_F32: Opcode = Opcode(0x52);
     /// Window mean over NHWC `src0`, over the in-bounds taps (`WINDOW`).
     pub const AVG_POOL_F32: Opcode = Opcode(0x53);
+    /// The gradient of `CONV2D_F32` by its input: `src0` dy `[n,oh,ow,k]`,
+    /// `src1` filter `[kh,kw,c,k]`, `dst` dx `[n,h,w,c]`; the window fields
+    /// are the forward convolution's (`WINDOW_GRAD`).
+    pub const CONV2D_BACKPROP_INPUT_F32: Opcode = Opcode(0x58);
+    /// The gradient of `CONV2D_F32` by its filter: `src0` x `[n,h,w,c]`,
+    /// `src1` dy `[n,oh,ow,k]`, `dst` filter gradient `[kh,kw,c,k]` (`WINDOW_GRAD`).
+    pub const CONV2D_BACKPROP_FILTER_F32: Opcode = Opcode(0x59);
+    /// The gradient of `MAX_POOL_F32`: `src0` x, `src1` dy, `dst` dx; each dy
+    /// goes to its window's first in-bounds tap, or a later one strictly
+    /// greater than every tap before it (`WINDOW_GRAD`).
+    pub const MAX_POOL_GRAD_F32: Opcode = Opcode(0x5A);
+    /// The gradient of `AVG_POOL_F32`: `src0` dy, `dst` dx; each dy times
+    /// `1 / taps` is added to its window's in-bounds taps (`WINDOW_GRAD`).
+    pub const AVG_POOL_GRAD_F32: Opcode = Opcode(0x5B);
 
     /// Wraps a raw value (any value is representable).
     pub const fn from_raw(raw: u16) -> Self {
@@ -123,6 +137,10 @@ impl Opcode {
             Self::DEPTHWISE_CONV2D_F32 => "DEPTHWISE_CONV2D_F32",
             Self::MAX_POOL_F32 => "MAX_POOL_F32",
             Self::AVG_POOL_F32 => "AVG_POOL_F32",
+            Self::CONV2D_BACKPROP_INPUT_F32 => "CONV2D_BACKPROP_INPUT_F32",
+            Self::CONV2D_BACKPROP_FILTER_F32 => "CONV2D_BACKPROP_FILTER_F32",
+            Self::MAX_POOL_GRAD_F32 => "MAX_POOL_GRAD_F32",
+            Self::AVG_POOL_GRAD_F32 => "AVG_POOL_GRAD_F32",
             _ => return None,
         })
     }

@@ -5,7 +5,7 @@ use super::{CompletionStatus, EventKind, Opcode};
 
 impl Opcode {
     /// Every opcode this ABI version defines.
-    pub const ALL: [Opcode; 30] = [
+    pub const ALL: [Opcode; 34] = [
         Self::NOP,
         Self::COPY_H2D,
         Self::COPY_D2H,
@@ -36,6 +36,10 @@ impl Opcode {
         Self::DEPTHWISE_CONV2D_F32,
         Self::MAX_POOL_F32,
         Self::AVG_POOL_F32,
+        Self::CONV2D_BACKPROP_INPUT_F32,
+        Self::CONV2D_BACKPROP_FILTER_F32,
+        Self::MAX_POOL_GRAD_F32,
+        Self::AVG_POOL_GRAD_F32,
     ];
 }
 

@@ -209,8 +209,11 @@ impl Features {
     /// ABI 1.1: `CONV2D_F32`, `DEPTHWISE_CONV2D_F32`, `MAX_POOL_F32`,
     /// `AVG_POOL_F32` (sliding windows over NHWC tensors).
     pub const WINDOW: Features = Features(1 << 8);
+    /// ABI 1.1: `CONV2D_BACKPROP_INPUT_F32`, `CONV2D_BACKPROP_FILTER_F32`,
+    /// `MAX_POOL_GRAD_F32` and `AVG_POOL_GRAD_F32` (training the window ops).
+    pub const WINDOW_GRAD: Features = Features(1 << 9);
     /// Every bit this ABI version defines.
-    pub const KNOWN: Features = Features(0x1ff);
+    pub const KNOWN: Features = Features(0x3ff);
 
     /// The raw register word.
     pub const fn bits(self) -> u32 {
@@ -234,7 +237,7 @@ impl Features {
 }
 
 /// What the reference FPGA implements: every feature of ABI 1.1.
-pub const REFERENCE_FEATURES: Features = Features(0x1ff);
+pub const REFERENCE_FEATURES: Features = Features(0x3ff);
 
 /// Ticks per second of the reference FPGA's timestamp counter (100 MHz).
 /// A device reports its own in [`Register::TIMESTAMP_FREQ_HZ`](super::Register::TIMESTAMP_FREQ_HZ).

@@ -12,7 +12,7 @@ use super::window::Window;
 pub struct OpSet(u32);
 
 /// Every op family, in bit order.
-const FAMILIES: [OpKind; 24] = [
+const FAMILIES: [OpKind; 28] = [
     OpKind::MatMul {
         transpose_a: false,
         transpose_b: false,
@@ -44,6 +44,10 @@ const FAMILIES: [OpKind; 24] = [
     OpKind::DepthwiseConv2D(Window::new([1, 1])),
     OpKind::MaxPool(Window::new([1, 1])),
     OpKind::AvgPool(Window::new([1, 1])),
+    OpKind::Conv2DBackpropInput(Window::new([1, 1])),
+    OpKind::Conv2DBackpropFilter(Window::new([1, 1])),
+    OpKind::MaxPoolGrad(Window::new([1, 1])),
+    OpKind::AvgPoolGrad(Window::new([1, 1])),
 ];
 
 impl OpSet {

@@ -74,6 +74,21 @@ pub enum OpKind {
     MaxPool(Window),
     /// The mean of each window over its in-bounds taps (padding not counted).
     AvgPool(Window),
+    /// The gradient of [`Conv2D`](Self::Conv2D) by its input: inputs
+    /// `[dy [n,oh,ow,oc], filter [kh,kw,c,oc]]`, output `[n,h,w,c]`, whose
+    /// `h × w` the window maps to `oh × ow` (several sizes may: the output says which).
+    Conv2DBackpropInput(Window),
+    /// The gradient of [`Conv2D`](Self::Conv2D) by its filter: inputs
+    /// `[x [n,h,w,c], dy [n,oh,ow,oc]]`, output `[kh,kw,c,oc]`.
+    Conv2DBackpropFilter(Window),
+    /// The gradient of [`MaxPool`](Self::MaxPool): inputs `[x, dy]`, output
+    /// like `x`. Each `dy` goes to its window's first in-bounds tap, or to
+    /// a later one greater than every tap before it (TF's CPU `MaxPoolGrad`).
+    MaxPoolGrad(Window),
+    /// The gradient of [`AvgPool`](Self::AvgPool): input `[dy [n,oh,ow,c]]`,
+    /// output `[n,h,w,c]` (as for `Conv2DBackpropInput`); each `dy` over its
+    /// window's in-bounds tap count is added to those taps.
+    AvgPoolGrad(Window),
 }
 
 /// One op to launch: kind, input tensors, output tensor, profiling id.
@@ -130,6 +145,40 @@ pub enum ShapeError {
     Overflow,
 }
 
+impl ShapeError {
+    /// The same error with operand `from` called `to` (a rule checked on
+    /// another operand's behalf).
+    fn renumber(self, from: u8, to: u8) -> Self {
+        let swap = |o: u8| if o == from { to } else { o };
+        match self {
+            Self::DType { operand } => Self::DType {
+                operand: swap(operand),
+            },
+            Self::Rank {
+                operand,
+                expected,
+                got,
+            } => Self::Rank {
+                operand: swap(operand),
+                expected,
+                got,
+            },
+            Self::Dim {
+                operand,
+                axis,
+                expected,
+                got,
+            } => Self::Dim {
+                operand: swap(operand),
+                axis,
+                expected,
+                got,
+            },
+            other => other,
+        }
+    }
+}
+
 impl fmt::Display for ShapeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
@@ -184,6 +233,10 @@ impl OpKind {
             Self::DepthwiseConv2D(_) => "DepthwiseConv2D",
             Self::MaxPool(_) => "MaxPool",
             Self::AvgPool(_) => "AvgPool",
+            Self::Conv2DBackpropInput(_) => "Conv2DBackpropInput",
+            Self::Conv2DBackpropFilter(_) => "Conv2DBackpropFilter",
+            Self::MaxPoolGrad(_) => "MaxPoolGrad",
+            Self::AvgPoolGrad(_) => "AvgPoolGrad",
         }
     }
 
@@ -214,6 +267,10 @@ impl OpKind {
             Self::DepthwiseConv2D(_) => 21,
             Self::MaxPool(_) => 22,
             Self::AvgPool(_) => 23,
+            Self::Conv2DBackpropInput(_) => 24,
+            Self::Conv2DBackpropFilter(_) => 25,
+            Self::MaxPoolGrad(_) => 26,
+            Self::AvgPoolGrad(_) => 27,
         }
     }
 
@@ -238,6 +295,8 @@ impl OpKind {
             Self::MatMul { .. } | Self::BiasAdd => 2,
             Self::FusedMatMul { .. } => 3,
             Self::Conv2D(_) | Self::DepthwiseConv2D(_) => 2,
+            Self::Conv2DBackpropInput(_) | Self::Conv2DBackpropFilter(_) => 2,
+            Self::MaxPoolGrad(_) => 2,
             _ if self.is_binary() => 2,
             _ => 1,
         }
@@ -303,6 +362,32 @@ impl OpDesc<'_> {
             OpKind::MaxPool(w) | OpKind::AvgPool(w) => {
                 window_shape(WindowOp::Pool, &w, &shape(0), None)
             }
+            OpKind::Conv2DBackpropInput(w) => {
+                // The output is the forward input: its forward result is dy.
+                let forward = window_shape(WindowOp::Conv, &w, &self.output.shape, Some(&shape(1)))
+                    .map_err(|e| e.renumber(0, 2))?;
+                expect_shape(0, &shape(0), &forward)?;
+                Ok(self.output.shape)
+            }
+            OpKind::Conv2DBackpropFilter(w) => {
+                let (c, k) = (shape(0).last(), shape(1).last());
+                let filter = Shape::new(&[w.size[0].into(), w.size[1].into(), c, k])
+                    .ok_or(ShapeError::Overflow)?;
+                let forward = window_shape(WindowOp::Conv, &w, &shape(0), Some(&filter))?;
+                expect_shape(1, &shape(1), &forward)?;
+                Ok(filter)
+            }
+            OpKind::MaxPoolGrad(w) => {
+                let forward = window_shape(WindowOp::Pool, &w, &shape(0), None)?;
+                expect_shape(1, &shape(1), &forward)?;
+                Ok(shape(0))
+            }
+            OpKind::AvgPoolGrad(w) => {
+                let forward = window_shape(WindowOp::Pool, &w, &self.output.shape, None)
+                    .map_err(|e| e.renumber(0, 1))?;
+                expect_shape(0, &shape(0), &forward)?;
+                Ok(self.output.shape)
+            }
             OpKind::Relu
             | OpKind::Relu6
             | OpKind::Sigmoid
@@ -362,6 +447,22 @@ impl OpDesc<'_> {
             }
             OpKind::DepthwiseConv2D(w) => out.saturating_mul(2 * taps(&w)),
             OpKind::MaxPool(w) | OpKind::AvgPool(w) => out.saturating_mul(taps(&w)),
+            // As many multiply-adds as the forward convolution: 2·|dy|·taps·c.
+            OpKind::Conv2DBackpropInput(w) => input
+                .saturating_mul(2 * taps(&w))
+                .saturating_mul(self.output.shape.last()),
+            OpKind::Conv2DBackpropFilter(w) => {
+                let dy = self.inputs.get(1).and_then(|t| t.shape.elements());
+                let c = self.inputs.first().map_or(0, |t| t.shape.last());
+                dy.unwrap_or(0)
+                    .saturating_mul(2 * taps(&w))
+                    .saturating_mul(c)
+            }
+            OpKind::MaxPoolGrad(w) => {
+                let dy = self.inputs.get(1).and_then(|t| t.shape.elements());
+                dy.unwrap_or(0).saturating_mul(taps(&w))
+            }
+            OpKind::AvgPoolGrad(w) => input.saturating_mul(taps(&w)),
             OpKind::ReduceSum => input,
             _ => out,
         }

@@ -127,6 +127,14 @@ cases! {
     op_max_pool => |s| check_family(s, OpKind::MaxPool(Window::new([1, 1])));
     /// AvgPool (padding not counted); or refused.
     op_avg_pool => |s| check_family(s, OpKind::AvgPool(Window::new([1, 1])));
+    /// Conv2D's gradient by its input; or refused.
+    op_conv2d_backprop_input => |s| check_family(s, OpKind::Conv2DBackpropInput(Window::new([1, 1])));
+    /// Conv2D's gradient by its filter; or refused.
+    op_conv2d_backprop_filter => |s| check_family(s, OpKind::Conv2DBackpropFilter(Window::new([1, 1])));
+    /// MaxPool's gradient (ties go to the first tap); or refused.
+    op_max_pool_grad => |s| check_family(s, OpKind::MaxPoolGrad(Window::new([1, 1])));
+    /// AvgPool's gradient (padding not counted); or refused.
+    op_avg_pool_grad => |s| check_family(s, OpKind::AvgPoolGrad(Window::new([1, 1])));
     /// Launches whose descriptor is inconsistent (wrong output dims, an
     /// extra output axis, a missing input) fail at launch with
     /// `ErrorKind::InvalidArgument` and write nothing, for every declared op.

@@ -255,7 +255,8 @@ fn window_cases(family: OpKind) -> Vec<OpCase> {
                     2 * x[3],
                 ),
                 OpKind::MaxPool(_) => (OpKind::MaxPool(w), None, x[3]),
-                _ => (OpKind::AvgPool(w), None, x[3]),
+                OpKind::AvgPool(_) => (OpKind::AvgPool(w), None, x[3]),
+                _ => return window_grad_case(family, x, w, seed),
             };
             let [oh, ow] = w.output_hw(x[1], x[2]).unwrap_or([0, 0]);
             let mut inputs = vec![input(&x, seed)];
@@ -263,6 +264,36 @@ fn window_cases(family: OpKind) -> Vec<OpCase> {
             OpCase::new(kind, inputs, vec![x[0], oh, ow, out_c])
         })
         .collect()
+}
+
+/// A window gradient's case for the forward input `x` and window `w`.
+fn window_grad_case(family: OpKind, x: [u64; 4], w: Window, seed: u32) -> OpCase {
+    let [oh, ow] = w.output_hw(x[1], x[2]).unwrap_or([0, 0]);
+    let filter = [u64::from(w.size[0]), u64::from(w.size[1]), x[3], 3];
+    match family {
+        OpKind::Conv2DBackpropInput(_) => OpCase::new(
+            OpKind::Conv2DBackpropInput(w),
+            vec![input(&[x[0], oh, ow, 3], seed), input(&filter, seed + 50)],
+            x.to_vec(),
+        ),
+        OpKind::Conv2DBackpropFilter(_) => OpCase::new(
+            OpKind::Conv2DBackpropFilter(w),
+            vec![input(&x, seed), input(&[x[0], oh, ow, 3], seed + 50)],
+            filter.to_vec(),
+        ),
+        OpKind::AvgPoolGrad(_) => OpCase::new(
+            OpKind::AvgPoolGrad(w),
+            vec![input(&[x[0], oh, ow, x[3]], seed)],
+            x.to_vec(),
+        ),
+        _ => {
+            // Small integers: most windows hold ties, which go to the first tap.
+            let (dims, mut values) = input(&x, seed);
+            values.iter_mut().for_each(|v| *v = v.round());
+            let dy = input(&[x[0], oh, ow, x[3]], seed + 50);
+            OpCase::new(OpKind::MaxPoolGrad(w), vec![(dims, values), dy], x.to_vec())
+        }
+    }
 }
 
 fn softmax_cases(kind: OpKind) -> Vec<OpCase> {
@@ -316,7 +347,11 @@ pub(crate) fn cases_for(family: OpKind) -> Vec<OpCase> {
         OpKind::Conv2D(_)
         | OpKind::DepthwiseConv2D(_)
         | OpKind::MaxPool(_)
-        | OpKind::AvgPool(_) => window_cases(family),
+        | OpKind::AvgPool(_)
+        | OpKind::Conv2DBackpropInput(_)
+        | OpKind::Conv2DBackpropFilter(_)
+        | OpKind::MaxPoolGrad(_)
+        | OpKind::AvgPoolGrad(_) => window_cases(family),
         OpKind::Softmax | OpKind::LogSoftmax => softmax_cases(family),
         OpKind::ReduceSum => reduce_sum_cases(),
         _ => binary_cases(family),

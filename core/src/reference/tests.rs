@@ -1,5 +1,6 @@
 use super::*;
 use crate::accelerator::ShapeError;
+use crate::accelerator::Window;
 
 fn s(d: &[u64]) -> Shape {
     Shape::new(d).unwrap()
@@ -392,7 +393,6 @@ fn tolerances_follow_the_documented_bounds() {
 
 #[test]
 fn window_ops_by_hand() {
-    use crate::accelerator::Window;
     // x = 1..9 as [1,3,3,1]; a 2x2 filter of ones sums each 2x2 block.
     let x: std::vec::Vec<f32> = (1..=9).map(|v| v as f32).collect();
     let ones = [1.0f32; 4];
@@ -431,4 +431,103 @@ fn window_ops_by_hand() {
     // Relu6 clamps, NaN stays NaN.
     let r6 = go(OpKind::Relu6, &[(&[-1.0, 3.0, 9.0, f32::NAN], &[4])], &[4]).unwrap();
     assert!(r6[..3] == [0.0, 3.0, 6.0] && r6[3].is_nan());
+}
+
+/// `⟨a, b⟩` in f64.
+fn dot(a: &[f32], b: &[f32]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| f64::from(x) * f64::from(y))
+        .sum()
+}
+
+#[test]
+fn conv_gradients_are_the_convolutions_adjoints() {
+    // ⟨conv(x, f), dy⟩ = ⟨x, dx(dy, f)⟩ = ⟨f, df(x, dy)⟩ for a strided,
+    // dilated, padded window whose last input row no window reads.
+    let mut w = Window::new([2, 3]);
+    (w.stride, w.dilation, w.pad) = ([2, 1], [1, 2], [1, 0, 2, 1]);
+    let (xs, fs, ys) = ([2u64, 6, 5, 3], [2u64, 3, 3, 4], [2u64, 3, 4, 4]);
+    let fill = |len: u64, k: f32| -> std::vec::Vec<f32> {
+        (0..len).map(|i| ((i as f32 * k) % 7.0) - 3.0).collect()
+    };
+    let x = fill(180, 1.3);
+    let f = fill(72, 2.1);
+    let dy = fill(96, 0.7);
+    let y = go(OpKind::Conv2D(w), &[(&x, &xs), (&f, &fs)], &ys).unwrap();
+    let dx = go(
+        OpKind::Conv2DBackpropInput(w),
+        &[(&dy, &ys), (&f, &fs)],
+        &xs,
+    )
+    .unwrap();
+    let df = go(
+        OpKind::Conv2DBackpropFilter(w),
+        &[(&x, &xs), (&dy, &ys)],
+        &fs,
+    )
+    .unwrap();
+    let forward = dot(&y, &dy);
+    assert!((forward - dot(&x, &dx)).abs() < 1e-3 * forward.abs().max(1.0));
+    assert!((forward - dot(&f, &df)).abs() < 1e-3 * forward.abs().max(1.0));
+    // Row 5 of x (index 5 · 15 = 75 on) is read by no window: its gradient is 0.
+    assert!(dx[75..90].iter().all(|&v| v == 0.0));
+    // A dy whose size does not match the window is a shape error on operand 0.
+    let bad = go(
+        OpKind::Conv2DBackpropInput(w),
+        &[(&dy[..72], &[2, 3, 3, 4]), (&f, &fs)],
+        &xs,
+    );
+    assert!(
+        matches!(bad, Err(Error::Shape(ShapeError::Dim { operand: 0, .. }))),
+        "{bad:?}"
+    );
+}
+
+#[test]
+fn max_pool_gradient_goes_to_the_first_largest_tap() {
+    // 2x2 windows, stride 1 over [[1, 3, 3], [3, 2, 0]]: ties go to the first tap.
+    let x = [1.0, 3.0, 3.0, 3.0, 2.0, 0.0];
+    let w = OpKind::MaxPoolGrad(Window::new([2, 2]));
+    let got = go(
+        w,
+        &[(&x, &[1, 2, 3, 1]), (&[10.0, 20.0], &[1, 1, 2, 1])],
+        &[1, 2, 3, 1],
+    );
+    // Window 0 picks x[1] (3 > 1; x[3] = 3 is not greater); window 1 picks x[1] too.
+    assert_eq!(got.unwrap(), [0.0, 30.0, 0.0, 0.0, 0.0, 0.0]);
+    // A NaN first tap keeps the gradient (TF's CPU kernel); a later NaN never wins.
+    let x = [f32::NAN, 5.0, 1.0, f32::NAN];
+    let got = go(
+        w,
+        &[(&x, &[1, 2, 2, 1]), (&[4.0], &[1, 1, 1, 1])],
+        &[1, 2, 2, 1],
+    );
+    assert_eq!(got.unwrap(), [4.0, 0.0, 0.0, 0.0]);
+    let x = [1.0, f32::NAN, 5.0, 2.0];
+    let got = go(
+        w,
+        &[(&x, &[1, 2, 2, 1]), (&[4.0], &[1, 1, 1, 1])],
+        &[1, 2, 2, 1],
+    );
+    assert_eq!(got.unwrap(), [0.0, 0.0, 4.0, 0.0]);
+}
+
+#[test]
+fn avg_pool_gradient_is_the_pools_adjoint() {
+    // SAME 3x3, stride 2 over 5x4: corner windows count fewer taps.
+    let mut w = Window::new([3, 3]);
+    (w.stride, w.pad) = ([2, 2], [1, 1, 1, 0]);
+    let x: std::vec::Vec<f32> = (0..40).map(|i| (i as f32 * 1.7) % 5.0 - 2.0).collect();
+    let dy: std::vec::Vec<f32> = (0..12).map(|i| (i as f32 * 0.9) % 3.0 - 1.0).collect();
+    let y = go(OpKind::AvgPool(w), &[(&x, &[1, 5, 4, 2])], &[1, 3, 2, 2]).unwrap();
+    let dx = go(
+        OpKind::AvgPoolGrad(w),
+        &[(&dy, &[1, 3, 2, 2])],
+        &[1, 5, 4, 2],
+    )
+    .unwrap();
+    assert!((dot(&y, &dy) - dot(&x, &dx)).abs() < 1e-4);
+    // Window [0, 0] holds 2x2 in-bounds taps: x[0, 0] gets dy[0] / 4 only.
+    assert_eq!(dx[0], dy[0] / 4.0);
 }

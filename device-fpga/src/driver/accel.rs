@@ -60,8 +60,11 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Driver<T, C, ALLOCS> {
 }
 
 /// The op families a device with `features` runs: each feature bit of
-/// `docs/device-abi.md` brings the families its opcodes lower.
+/// `docs/device-abi.md` brings the families its opcodes lower (the window
+/// families only with the feature `window-ops`, which lowers them).
 pub fn ops_of(features: Features) -> OpSet {
+    #[cfg(not(feature = "window-ops"))]
+    let features = Features(features.0 & !(Features::WINDOW.0 | Features::WINDOW_GRAD.0));
     let matmul = OpKind::MatMul {
         transpose_a: false,
         transpose_b: false,
@@ -72,7 +75,7 @@ pub fn ops_of(features: Features) -> OpSet {
         relu: false,
     };
     let window = Window::new([1, 1]);
-    let groups: [(Features, &[OpKind]); 5] = [
+    let groups: [(Features, &[OpKind]); 6] = [
         (Features::GEMM, &[matmul, fused]),
         (
             Features::ELEMENTWISE,
@@ -111,6 +114,15 @@ pub fn ops_of(features: Features) -> OpSet {
                 OpKind::DepthwiseConv2D(window),
                 OpKind::MaxPool(window),
                 OpKind::AvgPool(window),
+            ],
+        ),
+        (
+            Features::WINDOW_GRAD,
+            &[
+                OpKind::Conv2DBackpropInput(window),
+                OpKind::Conv2DBackpropFilter(window),
+                OpKind::MaxPoolGrad(window),
+                OpKind::AvgPoolGrad(window),
             ],
         ),
     ];

@@ -1,7 +1,7 @@
 //! Lowering of an [`OpDesc`] (already validated) to command descriptors.
 
-use tensorplug_abi::device::{CommandDescriptor, CommandFlags, Features, Opcode, WindowFields};
-use tensorplug_core::accelerator::{OpDesc, OpKind, Shape, Window};
+use tensorplug_abi::device::{CommandDescriptor, CommandFlags, Opcode};
+use tensorplug_core::accelerator::{OpDesc, OpKind, Shape};
 
 use super::Error;
 use super::broadcast::{self, Piece};
@@ -13,7 +13,7 @@ const SRC1_BCAST_M: CommandFlags = CommandFlags::SRC1_BCAST_M;
 const SRC1_BCAST_N: CommandFlags = CommandFlags::SRC1_BCAST_N;
 const SRC1_BCAST_K: CommandFlags = CommandFlags::SRC1_BCAST_K;
 
-const F32: u64 = 4;
+pub(super) const F32: u64 = 4;
 
 /// Emits the commands of `op` in execution order. `base` is the command
 /// every emitted one starts from (tag, stream, `NO_EVENTS`).
@@ -76,10 +76,15 @@ pub(crate) fn lower(
                 _ => Opcode::TANH_F32,
             })
         }),
-        OpKind::Conv2D(w) => emit(&window(op, &w, cmd(Opcode::CONV2D_F32))?),
-        OpKind::DepthwiseConv2D(w) => emit(&window(op, &w, cmd(Opcode::DEPTHWISE_CONV2D_F32))?),
-        OpKind::MaxPool(w) => emit(&window(op, &w, cmd(Opcode::MAX_POOL_F32))?),
-        OpKind::AvgPool(w) => emit(&window(op, &w, cmd(Opcode::AVG_POOL_F32))?),
+        #[cfg(feature = "window-ops")]
+        OpKind::Conv2D(_)
+        | OpKind::DepthwiseConv2D(_)
+        | OpKind::MaxPool(_)
+        | OpKind::AvgPool(_)
+        | OpKind::Conv2DBackpropInput(_)
+        | OpKind::Conv2DBackpropFilter(_)
+        | OpKind::MaxPoolGrad(_)
+        | OpKind::AvgPoolGrad(_) => super::lower_window::lower_window(op, base, emit),
         // An empty reduced axis (the output is not empty): every sum is 0.
         OpKind::ReduceSum if input(0).shape.last() == 0 => emit(&CommandDescriptor {
             dst: out.addr.0,
@@ -106,50 +111,6 @@ pub(crate) fn lower(
     }
 }
 
-/// A window command: the geometry packed as `docs/device-abi.md` says.
-/// Sizes beyond the packing (a dimension over 65535, a stride or dilation
-/// over 15, a leading padding over 255) are `Unsupported`.
-fn window(
-    op: &OpDesc<'_>,
-    w: &Window,
-    base: CommandDescriptor,
-) -> Result<CommandDescriptor, Error> {
-    let x = op.inputs[0].shape.dims();
-    let o = op.output.shape.dims();
-    let unsupported = Error::Unsupported {
-        feature: Features::WINDOW.0,
-    };
-    let small = |v: u64| u16::try_from(v).map_err(|_| unsupported);
-    let step = |v: u16| {
-        u8::try_from(v)
-            .ok()
-            .filter(|&s| s <= WindowFields::MAX_STEP)
-            .ok_or(unsupported)
-    };
-    let pad = |v: u16| u8::try_from(v).map_err(|_| unsupported);
-    let k = match op.kind {
-        OpKind::Conv2D(_) | OpKind::DepthwiseConv2D(_) => small(op.inputs[1].shape.last())?,
-        _ => 0,
-    };
-    let fields = WindowFields {
-        batch: dim(x[0])?,
-        input: [small(x[1])?, small(x[2])?],
-        channels: small(x[3])?,
-        k,
-        size: w.size,
-        output: [small(o[1])?, small(o[2])?],
-        stride: [step(w.stride[0])?, step(w.stride[1])?],
-        dilation: [step(w.dilation[0])?, step(w.dilation[1])?],
-        pad: [pad(w.pad[0])?, pad(w.pad[2])?],
-    };
-    Ok(CommandDescriptor {
-        src0: op.inputs[0].addr.0,
-        src1: op.inputs.get(1).map_or(0, |f| f.addr.0),
-        dst: op.output.addr.0,
-        ..fields.pack(base)
-    })
-}
-
 /// `[.., n]` flattened to `m` rows of `n` (a scalar is one row of one).
 fn rows(shape: &Shape) -> Result<(u32, u32), Error> {
     let n = shape.last();
@@ -158,7 +119,7 @@ fn rows(shape: &Shape) -> Result<(u32, u32), Error> {
 }
 
 /// A dimension as the descriptor's `u32`.
-fn dim(value: u64) -> Result<u32, Error> {
+pub(super) fn dim(value: u64) -> Result<u32, Error> {
     u32::try_from(value).map_err(|_| Error::InvalidArgument)
 }
 

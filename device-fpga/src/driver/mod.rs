@@ -15,6 +15,8 @@ mod dma;
 mod error;
 mod events;
 mod lower;
+#[cfg(feature = "window-ops")]
+mod lower_window;
 mod queue;
 
 pub use alloc::{Allocator, GRANULE};

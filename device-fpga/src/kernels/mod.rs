@@ -13,6 +13,7 @@ mod gemm;
 pub mod reference;
 mod rows;
 mod window;
+mod window_grad;
 
 pub use binary::{BinaryOp, binary};
 pub use elementwise::{

@@ -3,6 +3,7 @@
 //! taps in `f32`, in window order (rows, columns, then input channels).
 
 use super::error::{KernelError, Operand, expect_len, mul};
+use super::window_grad::{avg_pool_grad, conv_backprop_filter, conv_backprop_input, max_pool_grad};
 
 /// What a window kernel computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -17,6 +18,26 @@ pub enum WindowOp {
     MaxPool,
     /// The mean of the in-bounds taps.
     AvgPool,
+    /// `Conv`'s gradient by its input: `src0` dy, `src1` filter, `dst` dx.
+    ConvBackpropInput,
+    /// `Conv`'s gradient by its filter: `src0` x, `src1` dy, `dst` the filter's.
+    ConvBackpropFilter,
+    /// `MaxPool`'s gradient: `src0` x, `src1` dy, `dst` dx (TF's CPU tie rule).
+    MaxPoolGrad,
+    /// `AvgPool`'s gradient: `src0` dy, `dst` dx.
+    AvgPoolGrad,
+}
+
+impl WindowOp {
+    /// The forward op whose geometry (and input, filter, output) this one uses.
+    fn forward(self) -> Self {
+        match self {
+            Self::ConvBackpropInput | Self::ConvBackpropFilter => Self::Conv,
+            Self::MaxPoolGrad => Self::MaxPool,
+            Self::AvgPoolGrad => Self::AvgPool,
+            op => op,
+        }
+    }
 }
 
 /// The geometry of a window kernel call (all counts, see `docs/device-abi.md`).
@@ -42,17 +63,41 @@ pub struct WindowSpec {
 }
 
 impl WindowSpec {
-    /// Output channels of `op`.
+    /// Output channels of the forward op of `op`.
     pub fn out_channels(&self, op: WindowOp) -> Result<usize, KernelError> {
-        match op {
+        match op.forward() {
             WindowOp::Conv => Ok(self.k),
             WindowOp::Depthwise => mul(self.hwc[2], self.k),
             _ => Ok(self.hwc[2]),
         }
     }
 
-    /// Elements of the input, the filter (0 for pools) and the output.
+    /// Elements of `src0`, `src1` (0 for pools) and `dst`.
     pub fn lens(&self, op: WindowOp) -> Result<[usize; 3], KernelError> {
+        let [x, filter, out] = self.forward_lens(op.forward())?;
+        Ok(match op {
+            WindowOp::ConvBackpropInput => [out, filter, x],
+            WindowOp::ConvBackpropFilter => [x, out, filter],
+            WindowOp::MaxPoolGrad => [x, out, x],
+            WindowOp::AvgPoolGrad => [out, 0, x],
+            _ => [x, filter, out],
+        })
+    }
+
+    /// Multiply-adds (or compares) of `op`: those of its forward op.
+    pub fn flops(&self, op: WindowOp) -> u64 {
+        let [_, _, out] = self.forward_lens(op.forward()).unwrap_or([0; 3]);
+        let taps = (self.size[0] * self.size[1]) as u64;
+        let per_out = match op.forward() {
+            WindowOp::Conv => 2 * taps * self.hwc[2] as u64,
+            WindowOp::Depthwise => 2 * taps,
+            _ => taps,
+        };
+        (out as u64).saturating_mul(per_out)
+    }
+
+    /// Elements of the forward op's input, filter (0 for pools) and output.
+    fn forward_lens(&self, op: WindowOp) -> Result<[usize; 3], KernelError> {
         let [h, w, c] = self.hwc;
         let x = mul(mul(mul(self.n, h)?, w)?, c)?;
         let filter = match op {
@@ -69,25 +114,38 @@ impl WindowSpec {
     }
 
     /// Input index of tap `a` of output index `o` on `axis`, or `None` in the padding.
-    fn source(&self, axis: usize, o: usize, a: usize) -> Option<usize> {
+    pub(super) fn source(&self, axis: usize, o: usize, a: usize) -> Option<usize> {
         (o * self.stride[axis] + a * self.dilation[axis])
             .checked_sub(self.pad[axis])
             .filter(|&i| i < self.hwc[axis])
     }
 }
 
-/// Runs `op` over `x` (and `filter`) into `out`, after checking every length.
+/// Runs `op` over `src0` (and `src1`: the filter, or dy for a gradient)
+/// into `dst`, after checking every length against `spec`. Never inlined:
+/// on the MCU its code is the model's, not the caller's (`cargo xtask size`).
+#[inline(never)]
 pub fn window(
     op: WindowOp,
     spec: &WindowSpec,
-    x: &[f32],
-    filter: &[f32],
-    out: &mut [f32],
+    src0: &[f32],
+    src1: &[f32],
+    dst: &mut [f32],
 ) -> Result<(), KernelError> {
-    let [x_len, f_len, out_len] = spec.lens(op)?;
-    expect_len(Operand::Input, x_len, x.len())?;
-    expect_len(Operand::Rhs, f_len, filter.len())?;
-    expect_len(Operand::Output, out_len, out.len())?;
+    let [src0_len, src1_len, dst_len] = spec.lens(op)?;
+    expect_len(Operand::Input, src0_len, src0.len())?;
+    expect_len(Operand::Rhs, src1_len, src1.len())?;
+    expect_len(Operand::Output, dst_len, dst.len())?;
+    let (x, filter, out) = (src0, src1, dst);
+    if op.forward() != op {
+        match op {
+            WindowOp::ConvBackpropInput => conv_backprop_input(spec, x, filter, out),
+            WindowOp::ConvBackpropFilter => conv_backprop_filter(spec, x, filter, out),
+            WindowOp::MaxPoolGrad => max_pool_grad(spec, x, filter, out),
+            _ => avg_pool_grad(spec, x, out),
+        }
+        return Ok(());
+    }
     #[cfg(feature = "std")]
     if op == WindowOp::Conv {
         return conv_by_rows(spec, x, filter, out);
@@ -161,7 +219,8 @@ fn pixel(
                         }
                     }
                 }
-                WindowOp::AvgPool => {
+                _ => {
+                    // AvgPool (the gradients do not come here).
                     for (o, &v) in out.iter_mut().zip(x_row) {
                         *o += v;
                     }

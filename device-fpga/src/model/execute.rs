@@ -127,17 +127,17 @@ pub(crate) fn execute<B: HostBus>(
         Work::Window {
             op,
             spec,
-            x,
-            filter,
-            out,
+            src0,
+            src1,
+            dst,
         } => {
-            let s = split(mem, out)?;
-            let filter = match filter {
+            let s = split(mem, dst)?;
+            let src1 = match src1 {
                 Some(r) => floats(src(&s, r)?)?,
                 None => &[],
             };
-            let x = floats(src(&s, x)?)?;
-            Ok(kernels::window(*op, spec, x, filter, floats_mut(s.out)?)?)
+            let src0 = floats(src(&s, src0)?)?;
+            Ok(kernels::window(*op, spec, src0, src1, floats_mut(s.out)?)?)
         }
     }
 }

@@ -134,9 +134,9 @@ pub(crate) enum Work {
     Window {
         op: WindowOp,
         spec: WindowSpec,
-        x: Range<usize>,
-        filter: Option<Range<usize>>,
-        out: Range<usize>,
+        src0: Range<usize>,
+        src1: Option<Range<usize>>,
+        dst: Range<usize>,
     },
 }
 
@@ -169,18 +169,14 @@ impl Work {
             Work::Softmax { x, out, .. } => (0, n(x) + n(out), 4 * n(out) / 4),
             Work::ReduceSum { x, out, .. } => (0, n(x) + n(out), n(x) / 4),
             Work::Window {
+                op,
                 spec,
-                x,
-                filter,
-                out,
-                ..
+                src0,
+                src1,
+                dst,
             } => {
-                let taps = (spec.size[0] * spec.size[1]) as u64;
-                let per_out = filter
-                    .as_ref()
-                    .map_or(taps, |_| 2 * taps * spec.hwc[2] as u64);
-                let bytes = n(x) + filter.as_ref().map_or(0, n) + n(out);
-                (0, bytes, (n(out) / 4).saturating_mul(per_out))
+                let bytes = n(src0) + src1.as_ref().map_or(0, n) + n(dst);
+                (0, bytes, spec.flops(*op))
             }
         }
     }
@@ -244,6 +240,18 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
         Opcode::CONV2D_F32 | Opcode::DEPTHWISE_CONV2D_F32 => (
             Features::WINDOW,
             Uses(Uses::SRC0 | Uses::SRC1 | Uses::DST | Uses::LEN | Uses::MNK | Uses::IMM),
+            0,
+        ),
+        Opcode::CONV2D_BACKPROP_INPUT_F32
+        | Opcode::CONV2D_BACKPROP_FILTER_F32
+        | Opcode::MAX_POOL_GRAD_F32 => (
+            Features::WINDOW_GRAD,
+            Uses(Uses::SRC0 | Uses::SRC1 | Uses::DST | Uses::LEN | Uses::MNK | Uses::IMM),
+            0,
+        ),
+        Opcode::AVG_POOL_GRAD_F32 => (
+            Features::WINDOW_GRAD,
+            Uses(Uses::SRC0 | Uses::DST | Uses::LEN | Uses::MNK | Uses::IMM),
             0,
         ),
         Opcode::MAX_POOL_F32 | Opcode::AVG_POOL_F32 => (
@@ -353,7 +361,11 @@ pub(crate) fn validate(
         Opcode::CONV2D_F32
         | Opcode::DEPTHWISE_CONV2D_F32
         | Opcode::MAX_POOL_F32
-        | Opcode::AVG_POOL_F32 => ctx.window(),
+        | Opcode::AVG_POOL_F32
+        | Opcode::CONV2D_BACKPROP_INPUT_F32
+        | Opcode::CONV2D_BACKPROP_FILTER_F32
+        | Opcode::MAX_POOL_GRAD_F32
+        | Opcode::AVG_POOL_GRAD_F32 => ctx.window(),
         _ => ctx.binary(),
     }
 }

@@ -47,6 +47,10 @@ pub fn op_kind_name(kind: OpKind) -> &'static str {
         OpKind::DepthwiseConv2D(_) => "depthwise_conv2d",
         OpKind::MaxPool(_) => "max_pool",
         OpKind::AvgPool(_) => "avg_pool",
+        OpKind::Conv2DBackpropInput(_) => "conv2d_backprop_input",
+        OpKind::Conv2DBackpropFilter(_) => "conv2d_backprop_filter",
+        OpKind::MaxPoolGrad(_) => "max_pool_grad",
+        OpKind::AvgPoolGrad(_) => "avg_pool_grad",
         _ => "other",
     }
 }

@@ -12,10 +12,17 @@ impl Ctx<'_> {
             Opcode::CONV2D_F32 => WindowOp::Conv,
             Opcode::DEPTHWISE_CONV2D_F32 => WindowOp::Depthwise,
             Opcode::MAX_POOL_F32 => WindowOp::MaxPool,
-            _ => WindowOp::AvgPool,
+            Opcode::AVG_POOL_F32 => WindowOp::AvgPool,
+            Opcode::CONV2D_BACKPROP_INPUT_F32 => WindowOp::ConvBackpropInput,
+            Opcode::CONV2D_BACKPROP_FILTER_F32 => WindowOp::ConvBackpropFilter,
+            Opcode::MAX_POOL_GRAD_F32 => WindowOp::MaxPoolGrad,
+            _ => WindowOp::AvgPoolGrad,
         };
         let f = WindowFields::unpack(c);
-        let pool = matches!(op, WindowOp::MaxPool | WindowOp::AvgPool);
+        let pool = matches!(
+            op,
+            WindowOp::MaxPool | WindowOp::AvgPool | WindowOp::MaxPoolGrad | WindowOp::AvgPoolGrad
+        );
         let counts = [
             (f.batch, field::M),
             (u32::from(f.input[0]) * u32::from(f.input[1]), field::N),
@@ -43,25 +50,30 @@ impl Ctx<'_> {
             dilation: [f.dilation[0].into(), f.dilation[1].into()],
             pad: [f.pad[0].into(), f.pad[1].into()],
         };
-        let [x_len, f_len, out_len] = spec.lens(op).map_err(|_| invalid(field::LEN))?;
-        let x = self.f32_range(field::SRC0, x_len as u64)?;
-        let out = self.f32_range(field::DST, out_len as u64)?;
-        in_place_or_disjoint(&x, &out, false)?;
-        let filter = if pool {
+        // Every length is checked before a range is formed: an output that
+        // would not fit is an error here, never a write past device memory.
+        let [src0_len, src1_len, dst_len] = spec.lens(op).map_err(|_| invalid(field::LEN))?;
+        let src0 = self.f32_range(field::SRC0, src0_len as u64)?;
+        let dst = self.f32_range(field::DST, dst_len as u64)?;
+        in_place_or_disjoint(&src0, &dst, false)?;
+        let src1 = if matches!(
+            op,
+            WindowOp::MaxPool | WindowOp::AvgPool | WindowOp::AvgPoolGrad
+        ) {
             self.aligned(&[field::SRC0, field::DST])?;
             None
         } else {
-            let filter = self.f32_range(field::SRC1, f_len as u64)?;
+            let src1 = self.f32_range(field::SRC1, src1_len as u64)?;
             self.aligned(&[field::SRC0, field::SRC1, field::DST])?;
-            in_place_or_disjoint(&filter, &out, false)?;
-            Some(filter)
+            in_place_or_disjoint(&src1, &dst, false)?;
+            Some(src1)
         };
         Ok(Work::Window {
             op,
             spec,
-            x,
-            filter,
-            out,
+            src0,
+            src1,
+            dst,
         })
     }
 }

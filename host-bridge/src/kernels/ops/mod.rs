@@ -16,6 +16,7 @@ mod sum;
 mod tile;
 mod unary;
 mod window;
+mod window_grad;
 mod xent;
 
 use super::failure::{Failure, KernelResult};
@@ -134,7 +135,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// Every f32 kernel the bridge can register for a device type.
-pub static KERNELS: [&dyn TfKernel; 35] = [
+pub static KERNELS: [&dyn TfKernel; 39] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -170,6 +171,10 @@ pub static KERNELS: [&dyn TfKernel; 35] = [
     &window::MAX_POOL,
     &window::AVG_POOL,
     &pad::Pad,
+    &window::CONV2D_BACKPROP_INPUT,
+    &window::CONV2D_BACKPROP_FILTER,
+    &window::MAX_POOL_GRAD,
+    &window::AVG_POOL_GRAD,
 ];
 
 /// One kernel instance (TF's `OpKernel`).
@@ -250,6 +255,9 @@ mod tests {
                 b"BroadcastTo" => &[c"shape"],
                 b"Tile" => &[c"multiples"],
                 b"SparseSoftmaxCrossEntropyWithLogits" => &[c"labels"],
+                b"Conv2DBackpropInput" => &[c"input_sizes"],
+                b"Conv2DBackpropFilter" => &[c"filter_sizes"],
+                b"AvgPoolGrad" => &[c"orig_input_shape"],
                 _ => &[],
             };
             assert_eq!(kernel.host_memory(), host, "{:?}", kernel.op());

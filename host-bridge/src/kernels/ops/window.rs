@@ -1,7 +1,10 @@
 //! The sliding-window kernels over NHWC tensors: `Conv2D`,
-//! `DepthwiseConv2dNative`, `MaxPool` and `AvgPool`. TF's `SAME`, `VALID`
-//! and `EXPLICIT` paddings are resolved here into a [`Window`].
+//! `DepthwiseConv2dNative`, `MaxPool` and `AvgPool`, and the gradients
+//! `Conv2DBackpropInput`, `Conv2DBackpropFilter`, `MaxPoolGrad` and `AvgPoolGrad`
+//! (`window_grad.rs`). TF's `SAME`, `VALID` and `EXPLICIT` paddings are
+//! resolved here into a [`Window`].
 
+use super::window_grad;
 use super::{Op, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
@@ -11,11 +14,31 @@ use tensorplug_core::accelerator::{OpKind, Shape, Window};
 
 /// Which window op, and the TF op it serves.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Conv,
     Depthwise,
     MaxPool,
     AvgPool,
+    ConvBackpropInput,
+    ConvBackpropFilter,
+    MaxPoolGrad,
+    AvgPoolGrad,
+}
+
+impl Kind {
+    /// The device op over `w`.
+    pub(super) fn op(self, w: Window) -> OpKind {
+        match self {
+            Kind::Conv => OpKind::Conv2D(w),
+            Kind::Depthwise => OpKind::DepthwiseConv2D(w),
+            Kind::MaxPool => OpKind::MaxPool(w),
+            Kind::AvgPool => OpKind::AvgPool(w),
+            Kind::ConvBackpropInput => OpKind::Conv2DBackpropInput(w),
+            Kind::ConvBackpropFilter => OpKind::Conv2DBackpropFilter(w),
+            Kind::MaxPoolGrad => OpKind::MaxPoolGrad(w),
+            Kind::AvgPoolGrad => OpKind::AvgPoolGrad(w),
+        }
+    }
 }
 
 /// A window kernel.
@@ -45,6 +68,29 @@ pub const AVG_POOL: WindowKernel = WindowKernel {
     kind: Kind::AvgPool,
 };
 
+/// `Conv2DBackpropInput` (`input_sizes` in host memory).
+pub const CONV2D_BACKPROP_INPUT: WindowKernel = WindowKernel {
+    op: c"Conv2DBackpropInput",
+    kind: Kind::ConvBackpropInput,
+};
+/// `Conv2DBackpropFilter` (`filter_sizes` in host memory).
+pub const CONV2D_BACKPROP_FILTER: WindowKernel = WindowKernel {
+    op: c"Conv2DBackpropFilter",
+    kind: Kind::ConvBackpropFilter,
+};
+/// `MaxPoolGrad` (its `orig_output` is not read: the device finds each
+/// window's maximum again).
+pub const MAX_POOL_GRAD: WindowKernel = WindowKernel {
+    op: c"MaxPoolGrad",
+    kind: Kind::MaxPoolGrad,
+};
+
+/// `AvgPoolGrad` (`orig_input_shape` in host memory).
+pub const AVG_POOL_GRAD: WindowKernel = WindowKernel {
+    op: c"AvgPoolGrad",
+    kind: Kind::AvgPoolGrad,
+};
+
 /// TF's `padding` attribute.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Padding {
@@ -59,7 +105,7 @@ enum Padding {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WindowAttrs {
     /// The pools' `ksize` (rows, columns); convolutions take the filter's.
-    size: [u16; 2],
+    pub(super) size: [u16; 2],
     stride: [u16; 2],
     dilation: [u16; 2],
     padding: Padding,
@@ -73,13 +119,16 @@ impl Op for WindowKernel {
     }
 
     fn family(&self) -> Option<OpKind> {
-        let w = Window::new([1, 1]);
-        Some(match self.kind {
-            Kind::Conv => OpKind::Conv2D(w),
-            Kind::Depthwise => OpKind::DepthwiseConv2D(w),
-            Kind::MaxPool => OpKind::MaxPool(w),
-            Kind::AvgPool => OpKind::AvgPool(w),
-        })
+        Some(self.kind.op(Window::new([1, 1])))
+    }
+
+    fn host_memory(&self) -> &'static [&'static CStr] {
+        match self.kind {
+            Kind::ConvBackpropInput => &[c"input_sizes"],
+            Kind::ConvBackpropFilter => &[c"filter_sizes"],
+            Kind::AvgPoolGrad => &[c"orig_input_shape"],
+            _ => &[],
+        }
     }
 
     fn construct(&self, ctx: &Construction) -> KernelResult<WindowAttrs> {
@@ -90,7 +139,10 @@ impl Op for WindowKernel {
                  channels_last)"
             )));
         }
-        let conv = matches!(self.kind, Kind::Conv | Kind::Depthwise);
+        let conv = matches!(
+            self.kind,
+            Kind::Conv | Kind::Depthwise | Kind::ConvBackpropInput | Kind::ConvBackpropFilter
+        );
         let stride = spatial(&ctx.int_list_attr(c"strides")?, "strides")?;
         let dilation = if conv {
             spatial(&ctx.int_list_attr(c"dilations")?, "dilations")?
@@ -117,54 +169,69 @@ impl Op for WindowKernel {
     }
 
     fn compute(&self, a: &WindowAttrs, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
+        if matches!(
+            self.kind,
+            Kind::ConvBackpropInput
+                | Kind::ConvBackpropFilter
+                | Kind::MaxPoolGrad
+                | Kind::AvgPoolGrad
+        ) {
+            return window_grad::compute(self.kind, a, ctx, run);
+        }
         let x = ctx.input(0, false)?;
         let sx = x.shape()?;
-        let &[n, h, w, c] = sx.dims() else {
-            return Err(Failure::invalid(format!(
-                "input must be 4-dimensional, got shape {:?}",
-                sx.dims()
-            )));
-        };
         let filter = match self.kind {
             Kind::Conv | Kind::Depthwise => Some(ctx.input(1, false)?),
             _ => None,
         };
         let sf = filter.as_ref().map(|f| f.shape()).transpose()?;
-        let (size, out_c) = match &sf {
-            None => (a.size, c),
-            Some(sf) => filter_geometry(self.kind, sf, c)?,
-        };
-        let mut window = Window {
-            size,
-            stride: a.stride,
-            dilation: a.dilation,
-            pad: [0; 4],
-        };
-        for (axis, extent) in [h, w].into_iter().enumerate() {
-            let (before, after) = resolve(a.padding, &window, axis, extent)?;
-            window.pad[2 * axis] = before;
-            window.pad[2 * axis + 1] = after;
-        }
-        let [oh, ow] = window
-            .output_hw(h, w)
-            .map_err(|e| Failure::invalid(e.to_string()))?;
-        let out_shape = dims(&[n, oh, ow, out_c])?;
+        let (window, out_shape) = geometry(self.kind, a, &sx, sf.as_ref())?;
         let out = ctx.output(&out_shape, &[])?;
         if is_empty(&out_shape) {
             return Ok(());
         }
-        let kind = match self.kind {
-            Kind::Conv => OpKind::Conv2D(window),
-            Kind::Depthwise => OpKind::DepthwiseConv2D(window),
-            Kind::MaxPool => OpKind::MaxPool(window),
-            Kind::AvgPool => OpKind::AvgPool(window),
-        };
+        let kind = self.kind.op(window);
         let mut inputs = vec![run.desc(&x, sx)?];
         if let (Some(f), Some(sf)) = (&filter, sf) {
             inputs.push(run.desc(f, sf)?);
         }
         run.launch(kind, &inputs, run.desc(&out, out_shape)?)
     }
+}
+
+/// The window of `kind` over an input of shape `sx` (with a filter of
+/// shape `sf` for a convolution) and the forward op's output shape.
+pub(super) fn geometry(
+    kind: Kind,
+    a: &WindowAttrs,
+    sx: &Shape,
+    sf: Option<&Shape>,
+) -> KernelResult<(Window, Shape)> {
+    let &[n, h, w, c] = sx.dims() else {
+        return Err(Failure::invalid(format!(
+            "input must be 4-dimensional, got shape {:?}",
+            sx.dims()
+        )));
+    };
+    let (size, out_c) = match sf {
+        None => (a.size, c),
+        Some(sf) => filter_geometry(kind, sf, c)?,
+    };
+    let mut window = Window {
+        size,
+        stride: a.stride,
+        dilation: a.dilation,
+        pad: [0; 4],
+    };
+    for (axis, extent) in [h, w].into_iter().enumerate() {
+        let (before, after) = resolve(a.padding, &window, axis, extent)?;
+        window.pad[2 * axis] = before;
+        window.pad[2 * axis + 1] = after;
+    }
+    let [oh, ow] = window
+        .output_hw(h, w)
+        .map_err(|e| Failure::invalid(e.to_string()))?;
+    Ok((window, dims(&[n, oh, ow, out_c])?))
 }
 
 /// The window size and output channels a filter gives; `c` input channels.
@@ -176,7 +243,7 @@ fn filter_geometry(kind: Kind, sf: &Shape, c: u64) -> KernelResult<([u16; 2], u6
         )));
     };
     if fc != c {
-        let what = if kind == Kind::Conv {
+        let what = if kind != Kind::Depthwise {
             "grouped convolutions are not supported on the device"
         } else {
             "the filter's third dimension must be the input depth"
@@ -236,7 +303,7 @@ fn small(v: u64, what: &str) -> KernelResult<u16> {
     u16::try_from(v).map_err(|_| Failure::unimplemented(format!("{what} {v} is over 65535")))
 }
 
-fn dims(d: &[u64]) -> KernelResult<Shape> {
+pub(super) fn dims(d: &[u64]) -> KernelResult<Shape> {
     Shape::new(d).ok_or_else(|| Failure::invalid("bad rank"))
 }
 

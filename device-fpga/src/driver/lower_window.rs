@@ -1,0 +1,109 @@
+//! Lowering the window ops (feature `window-ops`): `Conv2D`,
+//! `DepthwiseConv2D`, `MaxPool`, `AvgPool` and their gradients, each one
+//! command with the forward op's geometry packed (`docs/device-abi.md`,
+//! "Window commands"). The firmware leaves the feature off: its op-level
+//! link has no wire code for these ops, so the code would be dead there.
+
+use tensorplug_abi::device::{CommandDescriptor, Features, Opcode, WindowFields};
+use tensorplug_core::accelerator::{OpDesc, OpKind, Window};
+
+use super::Error;
+use super::lower::{F32, dim};
+
+/// Emits the command of window op `op` (the output is not empty).
+pub(super) fn lower_window(
+    op: &OpDesc<'_>,
+    base: CommandDescriptor,
+    emit: &mut impl FnMut(&CommandDescriptor) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let cmd = |opcode: Opcode| CommandDescriptor { opcode, ..base };
+    // A gradient's forward output (`dy`): input 0, or 1 with `x` first.
+    let dy = match op.kind {
+        OpKind::Conv2DBackpropFilter(_) | OpKind::MaxPoolGrad(_) => op.inputs.get(1),
+        _ => op.inputs.first(),
+    };
+    let (w, opcode) = match op.kind {
+        OpKind::Conv2D(w) => (w, Opcode::CONV2D_F32),
+        OpKind::DepthwiseConv2D(w) => (w, Opcode::DEPTHWISE_CONV2D_F32),
+        OpKind::MaxPool(w) => (w, Opcode::MAX_POOL_F32),
+        OpKind::AvgPool(w) => (w, Opcode::AVG_POOL_F32),
+        OpKind::Conv2DBackpropInput(w) => (w, Opcode::CONV2D_BACKPROP_INPUT_F32),
+        OpKind::Conv2DBackpropFilter(w) => (w, Opcode::CONV2D_BACKPROP_FILTER_F32),
+        OpKind::MaxPoolGrad(w) => (w, Opcode::MAX_POOL_GRAD_F32),
+        OpKind::AvgPoolGrad(w) => (w, Opcode::AVG_POOL_GRAD_F32),
+        _ => return Err(Error::Unsupported { feature: 0 }),
+    };
+    let gradient = !matches!(
+        opcode,
+        Opcode::CONV2D_F32
+            | Opcode::DEPTHWISE_CONV2D_F32
+            | Opcode::MAX_POOL_F32
+            | Opcode::AVG_POOL_F32
+    );
+    if gradient && dy.and_then(|t| t.shape.elements()) == Some(0) {
+        // No forward output (an empty batch or window): every gradient is 0.
+        let elements = op.output.shape.elements().ok_or(Error::InvalidArgument)?;
+        return emit(&CommandDescriptor {
+            dst: op.output.addr.0,
+            len: elements * F32,
+            ..cmd(Opcode::FILL)
+        });
+    }
+    emit(&window(op, &w, cmd(opcode))?)
+}
+
+/// A window command: the geometry packed as `docs/device-abi.md` says.
+/// Sizes beyond the packing (a dimension over 65535, a stride or dilation
+/// over 15, a leading padding over 255) are `Unsupported`.
+fn window(
+    op: &OpDesc<'_>,
+    w: &Window,
+    base: CommandDescriptor,
+) -> Result<CommandDescriptor, Error> {
+    // The forward op's input and output, and its output channels.
+    let shape = |i: usize| op.inputs[i].shape;
+    let (x, o, k) = match op.kind {
+        OpKind::Conv2D(_) | OpKind::DepthwiseConv2D(_) => {
+            (shape(0), op.output.shape, shape(1).last())
+        }
+        OpKind::Conv2DBackpropInput(_) => (op.output.shape, shape(0), shape(1).last()),
+        OpKind::Conv2DBackpropFilter(_) => (shape(0), shape(1), shape(1).last()),
+        OpKind::MaxPoolGrad(_) => (shape(0), shape(1), 0),
+        OpKind::AvgPoolGrad(_) => (op.output.shape, shape(0), 0),
+        _ => (shape(0), op.output.shape, 0),
+    };
+    let (x, o) = (x.dims(), o.dims());
+    let feature = match op.kind {
+        OpKind::Conv2DBackpropInput(_)
+        | OpKind::Conv2DBackpropFilter(_)
+        | OpKind::MaxPoolGrad(_)
+        | OpKind::AvgPoolGrad(_) => Features::WINDOW_GRAD,
+        _ => Features::WINDOW,
+    };
+    let unsupported = Error::Unsupported { feature: feature.0 };
+    let small = |v: u64| u16::try_from(v).map_err(|_| unsupported);
+    let step = |v: u16| {
+        u8::try_from(v)
+            .ok()
+            .filter(|&s| s <= WindowFields::MAX_STEP)
+            .ok_or(unsupported)
+    };
+    let pad = |v: u16| u8::try_from(v).map_err(|_| unsupported);
+    let fields = WindowFields {
+        batch: dim(x[0])?,
+        input: [small(x[1])?, small(x[2])?],
+        channels: small(x[3])?,
+        k: small(k)?,
+        size: w.size,
+        output: [small(o[1])?, small(o[2])?],
+        stride: [step(w.stride[0])?, step(w.stride[1])?],
+        dilation: [step(w.dilation[0])?, step(w.dilation[1])?],
+        pad: [pad(w.pad[0])?, pad(w.pad[2])?],
+    };
+    Ok(CommandDescriptor {
+        src0: op.inputs[0].addr.0,
+        src1: op.inputs.get(1).map_or(0, |f| f.addr.0),
+        dst: op.output.addr.0,
+        ..fields.pack(base)
+    })
+}
