@@ -297,6 +297,27 @@ def pad_cases():
     yield "specials", lambda t: tf.pad(t, [[2, 1]]), [SPECIAL], None
 
 
+def slice_cases():
+    for shape, begin, size in pick([((4, 5), [1, 1], [2, 3]), ((2, 3, 4), [0, 1, 0], [-1, 2, -1]),
+                                    ((1, 6, 6, 3), [0, 1, 1, 0], [1, 4, 4, 3]), ((5,), [2], [0]),
+                                    ((), [], []), ((3, 4), [0, 0], [3, 4]), ((0, 3), [0, 1], [0, 2])]):
+        yield (f"{shape} begin={begin} size={size}",
+               lambda t, b=begin, s=size: tf.slice(t, tf.constant(b, tf.int32, [len(b)]),
+                                                   tf.constant(s, tf.int32, [len(s)])),
+               [rand(*shape)], None)
+    yield "specials", lambda t: tf.slice(t, [1], [5]), [SPECIAL], None
+
+
+def concat_cases():
+    for shapes, axis in pick([([(2, 3), (2, 4)], 1), ([(2, 3), (1, 3), (0, 3)], 0),
+                              ([(1, 4, 4, 3), (1, 4, 4, 5)], -1), ([(2, 2, 2)] * 3, 1),
+                              ([(2, 0, 3), (2, 2, 3)], -2), ([(5,), (1,)], 0)]):
+        yield (f"{shapes} axis={axis}",
+               lambda *ts, a=axis: tf.raw_ops.ConcatV2(values=list(ts), axis=a),
+               [rand(*s) for s in shapes], None)
+    yield "specials", lambda t, u: tf.raw_ops.ConcatV2(values=[t, u], axis=0), [SPECIAL, SPECIAL], None
+
+
 def xent_cases():
     """Both outputs of the dense-label loss; labels are probabilities."""
     for (batch, classes), output in grid([(4, 3), (64, 10), (1, 1), (0, 5), (3, 1000)], (0, 1)):
@@ -396,6 +417,8 @@ SWEEPS = {
     "Tanh": unary_cases(tf.math.tanh, lambda x, cpu: 8 * EPS * np.abs(cpu) + TINY),
     "Mean": mean_cases,
     "Pad": pad_cases,
+    "Slice": slice_cases,
+    "ConcatV2": concat_cases,
     "Conv2D": lambda: conv_cases(False),
     "DepthwiseConv2dNative": lambda: conv_cases(True),
     "MaxPool": pool_cases(lambda t, k, s, p: tf.nn.max_pool2d(t, k, s, p), True),
@@ -416,6 +439,7 @@ PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), 
                 "Conv2DBackpropInput": [(1, 3, 3, 4), (3, 3, 3, 4)],
                 "Conv2DBackpropFilter": [(1, 5, 5, 3), (1, 3, 3, 4)],
                 "MaxPoolGrad": [(1, 6, 6, 3), (1, 3, 3, 3)], "AvgPoolGrad": [(1, 3, 3, 3)],
+                "Slice": [(4, 5)], "ConcatV2": [(2, 3), (2, 4)],
                 **{op: [(2, 2), (2, 2)] for op in ("AddV2", "Add", "Sub", "Mul", "Maximum", "RealDiv",
                                                   "Div", "DivNoNan", "Pow", "ReluGrad")}}
 

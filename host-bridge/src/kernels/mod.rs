@@ -280,12 +280,20 @@ mod capability_tests {
     #[test]
     fn kernels_follow_the_declared_ops() {
         let npu = Capabilities::f32(OpSet::of(&[MATMUL, OpKind::Relu]), true);
-        // BiasAddGrad lowers to a MatMul; Pad only copies and fills.
-        assert_eq!(registered(&npu), ["MatMul", "Relu", "BiasAddGrad", "Pad"]);
+        // BiasAddGrad lowers to a MatMul; Pad, Slice and ConcatV2 only copy and fill.
+        let copies = ["Pad", "Slice", "ConcatV2"];
+        assert_eq!(
+            registered(&npu),
+            [&["MatMul", "Relu", "BiasAddGrad"][..], &copies].concat()
+        );
         let mul = Capabilities::f32(OpSet::of(&[OpKind::Mul]), true);
         assert_eq!(
             registered(&mul),
-            ["Mul", "Neg", "Square", "BroadcastTo", "Tile", "Pad"]
+            [
+                &["Mul", "Neg", "Square", "BroadcastTo", "Tile"][..],
+                &copies
+            ]
+            .concat()
         );
         let all = Capabilities::f32(OpSet::ALL, true);
         assert_eq!(registered(&all).len(), KERNELS.len());
@@ -297,7 +305,7 @@ mod capability_tests {
         let a = Capabilities::f32(OpSet::of(&[MATMUL, OpKind::Relu]), true);
         let b = Capabilities::f32(OpSet::of(&[OpKind::Relu, OpKind::Add]), false);
         let both = common_capabilities([a, b].into_iter());
-        assert_eq!(registered(&both), ["Relu", "Pad"]);
+        assert_eq!(registered(&both), ["Relu", "Pad", "Slice", "ConcatV2"]);
         assert!(!both.profiling);
         assert_eq!(common_capabilities(std::iter::empty()), Capabilities::NONE);
     }

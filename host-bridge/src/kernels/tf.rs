@@ -159,6 +159,12 @@ impl Context {
             .ok_or_else(|| Failure::from(crate::Error::Internal("TF_GetStream gave null".into())))
     }
 
+    /// `TF_NumInputs`: how many inputs the node has (lists flattened).
+    pub fn num_inputs(&self) -> usize {
+        // SAFETY: live context.
+        usize::try_from(unsafe { (self.api.num_inputs)(self.raw) }).unwrap_or(0)
+    }
+
     /// `TF_GetInput(index)`, checked to be f32 unless `any_dtype`.
     pub fn input(&self, index: usize, any_dtype: bool) -> KernelResult<Tensor> {
         let mut raw = std::ptr::null_mut();

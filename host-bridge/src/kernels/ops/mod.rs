@@ -6,11 +6,14 @@
 mod bias_add;
 mod bias_add_grad;
 mod binary;
+mod blocks;
 mod broadcast_to;
+mod concat;
 mod fused_matmul;
 mod matmul;
 mod neg_square;
 mod pad;
+mod slice;
 mod softmax;
 mod sum;
 mod tile;
@@ -135,7 +138,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// Every f32 kernel the bridge can register for a device type.
-pub static KERNELS: [&dyn TfKernel; 39] = [
+pub static KERNELS: [&dyn TfKernel; 41] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -175,6 +178,8 @@ pub static KERNELS: [&dyn TfKernel; 39] = [
     &window::CONV2D_BACKPROP_FILTER,
     &window::MAX_POOL_GRAD,
     &window::AVG_POOL_GRAD,
+    &slice::Slice,
+    &concat::ConcatV2,
 ];
 
 /// One kernel instance (TF's `OpKernel`).
@@ -258,6 +263,8 @@ mod tests {
                 b"Conv2DBackpropInput" => &[c"input_sizes"],
                 b"Conv2DBackpropFilter" => &[c"filter_sizes"],
                 b"AvgPoolGrad" => &[c"orig_input_shape"],
+                b"Slice" => &[c"begin", c"size"],
+                b"ConcatV2" => &[c"axis"],
                 _ => &[],
             };
             assert_eq!(kernel.host_memory(), host, "{:?}", kernel.op());

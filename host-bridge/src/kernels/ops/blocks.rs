@@ -1,0 +1,140 @@
+//! Rectangular block copies between dense row-major tensors on the device:
+//! one device-to-device copy per contiguous run (`Slice`, `ConcatV2`).
+//! Exact for every value, signed zeros and NaN included.
+
+use crate::kernels::failure::{Failure, KernelResult};
+use crate::kernels::launch::Launcher;
+use tensorplug_core::accelerator::{DeviceAddr, Shape, TensorDesc};
+
+/// The most copies one kernel call may take.
+pub(super) const MAX_RUNS: u64 = 65_536;
+
+/// A box of `extent` at `src_at` in `src`, copied to `dst_at` in `dst`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Block<'a> {
+    pub(super) src_dims: &'a [u64],
+    pub(super) src_at: &'a [u64],
+    pub(super) dst_dims: &'a [u64],
+    pub(super) dst_at: &'a [u64],
+    pub(super) extent: &'a [u64],
+}
+
+impl Block<'_> {
+    /// Elements per contiguous run and `(src, dst)` element offsets of each
+    /// run: the inner axes the box spans whole in both tensors are one run.
+    pub(super) fn runs(&self) -> KernelResult<(u64, Vec<(u64, u64)>)> {
+        let rank = self.extent.len();
+        if self.extent.contains(&0) {
+            return Ok((0, Vec::new()));
+        }
+        // The outermost axis of the run: every axis after it is whole.
+        let whole =
+            |a: usize| self.extent[a] == self.src_dims[a] && self.extent[a] == self.dst_dims[a];
+        let first = (0..rank).rev().find(|&a| !whole(a)).unwrap_or(0);
+        let run: u64 = self.extent[first..].iter().product();
+        let count: u64 = self.extent[..first].iter().product();
+        if count > MAX_RUNS {
+            return Err(Failure::unimplemented(format!(
+                "the copy takes {count} device copies of {run} elements, more than {MAX_RUNS}"
+            )));
+        }
+        let strides = |dims: &[u64]| -> Vec<u64> {
+            (0..rank).map(|a| dims[a + 1..].iter().product()).collect()
+        };
+        let (src_stride, dst_stride) = (strides(self.src_dims), strides(self.dst_dims));
+        let base =
+            |at: &[u64], stride: &[u64]| -> u64 { (first..rank).map(|a| at[a] * stride[a]).sum() };
+        let (src0, dst0) = (
+            base(self.src_at, &src_stride),
+            base(self.dst_at, &dst_stride),
+        );
+        let mut index = vec![0u64; first];
+        let mut offsets = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            let at = |origin: &[u64], stride: &[u64]| -> u64 {
+                (0..first).map(|a| (origin[a] + index[a]) * stride[a]).sum()
+            };
+            offsets.push((
+                src0 + at(self.src_at, &src_stride),
+                dst0 + at(self.dst_at, &dst_stride),
+            ));
+            for a in (0..first).rev() {
+                index[a] += 1;
+                if index[a] < self.extent[a] {
+                    break;
+                }
+                index[a] = 0;
+            }
+        }
+        Ok((run, offsets))
+    }
+
+    /// Enqueues the copies of this block from `src` into `dst` (f32).
+    pub(super) fn copy(
+        &self,
+        run: &mut Launcher<'_>,
+        dst: TensorDesc,
+        src: TensorDesc,
+    ) -> KernelResult<()> {
+        let (len, offsets) = self.runs()?;
+        let run_shape = Shape::new(&[len]).ok_or_else(|| Failure::invalid("bad rank"))?;
+        let at = |t: TensorDesc, element: u64| {
+            TensorDesc::new(DeviceAddr(t.addr.0 + element * 4), t.dtype, run_shape)
+        };
+        for (s, d) in offsets {
+            run.copy(at(dst, d), at(src, s))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_inner_axes_make_one_run() {
+        // A [2, 3] slice at [1, 1] of [4, 5] into [2, 3]: one run per row.
+        let b = Block {
+            src_dims: &[4, 5],
+            src_at: &[1, 1],
+            dst_dims: &[2, 3],
+            dst_at: &[0, 0],
+            extent: &[2, 3],
+        };
+        assert_eq!(b.runs().unwrap(), (3, vec![(6, 0), (11, 3)]));
+        // Concatenating [2, 2, 3] after [2, 1, 3] along axis 1 of [2, 3, 3]:
+        // each batch's two rows (6 elements) in one run.
+        let b = Block {
+            src_dims: &[2, 2, 3],
+            src_at: &[0, 0, 0],
+            dst_dims: &[2, 3, 3],
+            dst_at: &[0, 1, 0],
+            extent: &[2, 2, 3],
+        };
+        assert_eq!(b.runs().unwrap(), (6, vec![(0, 3), (6, 12)]));
+        // A whole tensor is one run; an empty box none.
+        let whole = Block {
+            src_dims: &[2, 3],
+            src_at: &[0, 0],
+            dst_dims: &[2, 3],
+            dst_at: &[0, 0],
+            extent: &[2, 3],
+        };
+        assert_eq!(whole.runs().unwrap(), (6, vec![(0, 0)]));
+        let empty = Block {
+            extent: &[0, 3],
+            ..whole
+        };
+        assert_eq!(empty.runs().unwrap().1, vec![]);
+        // A scalar is one run of one.
+        let scalar = Block {
+            src_dims: &[],
+            src_at: &[],
+            dst_dims: &[],
+            dst_at: &[],
+            extent: &[],
+        };
+        assert_eq!(scalar.runs().unwrap(), (1, vec![(0, 0)]));
+    }
+}
