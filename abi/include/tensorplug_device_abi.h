@@ -316,6 +316,8 @@ typedef uint16_t TPD_Opcode;
 #define TPD_OPCODE_LOG_SOFTMAX_F32 66
 // NHWC convolution: `src0` x, `src1` filter `[kh,kw,c,k]`, `dst`; the
 // window fields are packed (see `WindowFields`) (`WINDOW`).
+// With `CommandFlags::BIAS` (and `RELU` or `RELU6`), `src2` bias `[k]`
+// is added (and the activation applied) to each result.
 #define TPD_OPCODE_CONV2D_F32 80
 // Depthwise NHWC convolution, filter `[kh,kw,c,k]`, `c·k` output channels (`WINDOW`).
 #define TPD_OPCODE_DEPTHWISE_CONV2D_F32 81
@@ -367,8 +369,17 @@ typedef uint16_t TPD_CommandFlags;
 #define TPD_COMMAND_FLAGS_SRC1_BCAST_K (1 << 7)
 // All six broadcast bits.
 #define TPD_COMMAND_FLAGS_BCAST_MASK 252
+// `CONV2D_F32` (ABI 1.1): add `src2[oc]` to every output of channel
+// `oc` (`src2` is then used; without the flag it must be 0).
+#define TPD_COMMAND_FLAGS_BIAS (1 << 10)
+// `CONV2D_F32` with `BIAS`: then `max(0, ·)`.
+#define TPD_COMMAND_FLAGS_RELU (1 << 11)
+// `CONV2D_F32` with `BIAS`: then `min(max(·, 0), 6)` (not with `RELU`).
+#define TPD_COMMAND_FLAGS_RELU6 (1 << 12)
+// The epilogue bits of `CONV2D_F32`.
+#define TPD_COMMAND_FLAGS_EPILOGUE_MASK 7168
 // Every bit this ABI version defines.
-#define TPD_COMMAND_FLAGS_KNOWN 0x03FF
+#define TPD_COMMAND_FLAGS_KNOWN 0x1FFF
 
 // One command-queue entry: 64 bytes, little-endian, 8-byte aligned.
 //

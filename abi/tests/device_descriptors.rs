@@ -193,8 +193,17 @@ fn event_kinds_match_core_event_kind_numbers() {
 #[test]
 fn command_flags_report_unknown_bits() {
     assert!(!CommandFlags::KNOWN.has_unknown_bits());
-    assert!(CommandFlags(1 << 10).has_unknown_bits());
+    assert!(CommandFlags(1 << 13).has_unknown_bits());
     assert!(CommandFlags(1 << 15).has_unknown_bits());
+    // The convolution epilogue: three bits after the transposes.
+    let epilogue = [CommandFlags::BIAS, CommandFlags::RELU, CommandFlags::RELU6];
+    for (i, bit) in epilogue.iter().enumerate() {
+        assert_eq!(bit.bits(), 1 << (10 + i));
+    }
+    assert_eq!(
+        epilogue.iter().fold(CommandFlags(0), |a, b| a.union(*b)),
+        CommandFlags::EPILOGUE_MASK
+    );
 }
 
 #[test]
@@ -224,5 +233,5 @@ fn broadcast_flags_are_the_six_bits_between_no_events_and_transpose_a() {
     }
     assert_eq!(all, CommandFlags::BCAST_MASK);
     assert!(CommandFlags::KNOWN.contains(CommandFlags::BCAST_MASK));
-    assert!(CommandFlags(1 << 10).has_unknown_bits());
+    assert!(CommandFlags(1 << 13).has_unknown_bits());
 }

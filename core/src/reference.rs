@@ -429,6 +429,7 @@ pub fn run(
             unary(kind, x, out)
         }
         OpKind::Conv2D(_)
+        | OpKind::FusedConv2D(..)
         | OpKind::DepthwiseConv2D(_)
         | OpKind::MaxPool(_)
         | OpKind::AvgPool(_) => window::run(kind, inputs, out_shape, out),
@@ -464,6 +465,7 @@ pub fn run(
 /// | Pow | element-wise, and `8·ε·\|want\|·(1 + \|b·ln a\|)` if larger |
 /// | Relu6, Sigmoid, Tanh | element-wise |
 /// | Conv2D, DepthwiseConv2D | `(t + 2)·ε·Σ\|x·f\|` over the `t` in-bounds products |
+/// | FusedConv2D | as Conv2D, `\|bias\|` added to the sum |
 /// | MaxPool / AvgPool | exact / `(t + 2)·ε·Σ\|x\| / t` |
 /// | Conv2DBackpropInput, Conv2DBackpropFilter | `(t + 2)·ε·Σ\|terms\|` over the `t` products |
 /// | MaxPoolGrad | exact where one gradient arrives, else `(t + 2)·ε·Σ\|dy\|` |
@@ -528,6 +530,7 @@ pub fn tolerance(
             }
         }
         OpKind::Conv2D(_)
+        | OpKind::FusedConv2D(..)
         | OpKind::DepthwiseConv2D(_)
         | OpKind::MaxPool(_)
         | OpKind::AvgPool(_) => {

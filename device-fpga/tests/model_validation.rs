@@ -580,3 +580,57 @@ fn window_results_past_device_memory_are_refused_before_any_write() {
         );
     }
 }
+
+#[test]
+fn conv_epilogue_flags_need_the_bias_and_one_activation() {
+    let mut rig = Rig::standard();
+    let conv = window_cmd(Opcode::CONV2D_F32);
+    let with = |flags: CommandFlags, src2: u64| CommandDescriptor {
+        flags,
+        src2,
+        ..conv
+    };
+    let bias = DATA + 0x3_0000;
+    let relu = CommandFlags::BIAS.union(CommandFlags::RELU);
+    check(
+        &mut rig,
+        "bias and relu",
+        with(relu, bias),
+        CompletionStatus::OK,
+        0,
+    );
+    check(
+        &mut rig,
+        "relu without bias",
+        with(CommandFlags::RELU, 0),
+        INVALID,
+        2,
+    );
+    let both = relu.union(CommandFlags::RELU6);
+    check(&mut rig, "relu and relu6", with(both, bias), INVALID, 2);
+    check(
+        &mut rig,
+        "src2 without bias",
+        with(CommandFlags(0), bias),
+        INVALID,
+        24,
+    );
+    check(
+        &mut rig,
+        "bias past the end",
+        with(CommandFlags::BIAS, END - 8),
+        OOR,
+        24,
+    );
+    let depthwise = CommandDescriptor {
+        flags: CommandFlags::BIAS,
+        ..window_cmd(Opcode::DEPTHWISE_CONV2D_F32)
+    };
+    check(
+        &mut rig,
+        "bias on a depthwise convolution",
+        depthwise,
+        INVALID,
+        2,
+    );
+}

@@ -189,6 +189,30 @@ def conv_cases(depthwise):
                *([cpu_fn] if cpu_fn else []))
 
 
+def fused_conv2d_cases():
+    """`_FusedConv2D` (what the graph pass writes) with each activation, against
+    TF's CPU `_FusedConv2D`, within the Conv2D bound plus the bias."""
+    for (x_shape, f_shape, stride, padding, dilation), ops in grid(CONVS, ACTIVATIONS):
+        if x_shape[0] == 0 or not isinstance(padding, str):
+            continue  # oneDNN's empty-batch quirk; the pass never fuses EXPLICIT padding
+        x, f, bias = rand(*x_shape), rand(*f_shape), rand(f_shape[3])
+        attrs = ("T", tf.float32.as_datatype_enum, "TArgs", [tf.float32.as_datatype_enum],
+                 "num_args", 1, "num_host_args", 0, "strides", [1, stride, stride, 1], "padding", padding,
+                 "dilations", [1, dilation, dilation, 1], "fused_ops", ops, "epsilon", 0.0001,
+                 "leakyrelu_alpha", 0.2)
+        fn = lambda t, u, b, a=attrs: execute.execute(  # noqa: E731
+            b"_FusedConv2D", 1, [t, u, b], a, context.context())[0]
+        with tf.device(CPU):
+            scale = tf.nn.conv2d(np.abs(x), np.abs(f), stride, padding, dilations=dilation).numpy()
+        terms = f_shape[0] * f_shape[1] * f_shape[2]
+        yield (f"{x_shape} * {f_shape} s={stride} {padding} d={dilation} {[o.decode() for o in ops]}",
+               fn, [x, f, bias],
+               lambda cpu, s=scale + np.abs(bias), t=terms: 2 * (t + 2) * EPS * s + TINY)
+
+
+ACTIVATIONS = [[b"BiasAdd"], [b"BiasAdd", b"Relu"], [b"BiasAdd", b"Relu6"]]
+
+
 def conv_grad_cases(by_input):
     """Conv2DBackpropInput (dy, filter) or Conv2DBackpropFilter (x, dy) over
     CONVS' geometries, within the dot-product bound of each element's terms."""
@@ -423,6 +447,7 @@ SWEEPS = {
     "DepthwiseConv2dNative": lambda: conv_cases(True),
     "MaxPool": pool_cases(lambda t, k, s, p: tf.nn.max_pool2d(t, k, s, p), True),
     "AvgPool": pool_cases(lambda t, k, s, p: tf.nn.avg_pool2d(t, k, s, p), False),
+    "_FusedConv2D": fused_conv2d_cases,
     "Conv2DBackpropInput": lambda: conv_grad_cases(True),
     "Conv2DBackpropFilter": lambda: conv_grad_cases(False),
     "MaxPoolGrad": max_pool_grad_cases,
@@ -440,6 +465,7 @@ PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), 
                 "Conv2DBackpropFilter": [(1, 5, 5, 3), (1, 3, 3, 4)],
                 "MaxPoolGrad": [(1, 6, 6, 3), (1, 3, 3, 3)], "AvgPoolGrad": [(1, 3, 3, 3)],
                 "Slice": [(4, 5)], "ConcatV2": [(2, 3), (2, 4)],
+                "_FusedConv2D": [(1, 5, 5, 3), (3, 3, 3, 4), (4,)],
                 **{op: [(2, 2), (2, 2)] for op in ("AddV2", "Add", "Sub", "Mul", "Maximum", "RealDiv",
                                                   "Div", "DivNoNan", "Pow", "ReluGrad")}}
 

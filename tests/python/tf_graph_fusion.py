@@ -5,7 +5,8 @@
 The plugin is loaded through TF_PLUGGABLE_DEVICE_LIBRARY_PATH; the optimizer
 dumps every graph_in/graph_out into <dump dir> (TENSORPLUG_GRAPH_DUMP_DIR).
 Checks: the result equals the same function on CPU; the optimizer's output
-graph has a `_FusedMatMul` on the FPGA (`fused`), or, with
+graph has a `_FusedMatMul` and two `_FusedConv2D` (a Keras Conv2D with ReLU,
+then one with ReLU6) on the FPGA (`fused`), or, with
 TENSORPLUG_GRAPH_FUSION=0 (`off`), is byte-identical to its input; the
 nodes-to-preserve list TF gave us names nodes of the graph.
 """
@@ -40,6 +41,17 @@ def twice(x):
     return x + x
 
 
+conv_relu = tf.keras.layers.Conv2D(4, 3, padding="same", activation="relu")
+conv_relu6 = tf.keras.layers.Conv2D(3, 3, strides=2, activation="relu6")
+conv_relu.build([None, 6, 6, 2])
+conv_relu6.build([None, 6, 6, 4])
+
+
+@tf.function
+def convs(x):
+    return conv_relu6(conv_relu(x))
+
+
 x = tf.constant(np.random.default_rng(5).standard_normal([4, 16]).astype(np.float32))
 with tf.device("/device:CPU:0"):
     want = dense_relu(x).numpy()
@@ -50,16 +62,24 @@ np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 print("RESULT " + ",".join(repr(float(v)) for v in got.ravel()))
 with tf.device("/device:FPGA:0"):
     np.testing.assert_array_equal(twice(x).numpy(), (x + x).numpy())
+image = tf.constant(np.random.default_rng(6).standard_normal([2, 6, 6, 2]).astype(np.float32))
+with tf.device("/device:CPU:0"):
+    want = convs(image).numpy()
+with tf.device("/device:FPGA:0"):
+    got = convs(image).numpy()
+np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+assert (got == 0).any() and (got > 0).any(), "ReLU outputs expected"
 
 pairs = sorted(dump_dir.glob("graph-*-in.pb"))
 assert pairs, f"the optimizer was never called (no dumps in {dump_dir})"
-fused = 0
+fused = fused_conv = 0
 for graph_in in pairs:
     graph_out = graph_in.with_name(graph_in.name.replace("-in.pb", "-out.pb"))
     before, after = graph_in.read_bytes(), graph_out.read_bytes()
     nodes = graph_pb2.GraphDef.FromString(after).node
     on_fpga = [n for n in nodes if n.op == "_FusedMatMul" and "/device:FPGA:" in n.device]
     fused += len(on_fpga)
+    fused_conv += sum(1 for n in nodes if n.op == "_FusedConv2D" and "/device:FPGA:" in n.device)
     # TF_GetNodesToPreserveList through our FFI: a function body keeps its
     # _Arg/_Retval nodes (or their fetches), so the list is never empty.
     preserve = graph_in.with_name(graph_in.name.replace("-in.pb", "-preserve.txt")).read_text().split()
@@ -72,16 +92,18 @@ for graph_in in pairs:
 # before our pass: `x + x` reaches us as Mul(x, 2) on the FPGA, which has a
 # Mul kernel, so the node stays there (its result was checked above).
 graphs = [graph_pb2.GraphDef.FromString(p.read_bytes()) for p in pairs]
-twice_graphs = [g for g in graphs if not any(n.op == "ReadVariableOp" for n in g.node)]
+twice_graphs = [g for g in graphs if not any(n.op in ("ReadVariableOp", "Conv2D") for n in g.node)]
 assert twice_graphs, "the optimizer never saw twice()"
 for g in twice_graphs:
     ops = sorted(n.op for n in g.node)
     assert "Mul" in ops and "AddV2" not in ops, f"x + x reached us as {ops}"
     assert all("/device:FPGA:" in n.device for n in g.node if n.op == "Mul"), ops
 devices = sorted({n.device for p in pairs for n in graph_pb2.GraphDef.FromString(p.read_bytes()).node})
-print(f"graphs {len(pairs)}, fused {fused}, devices in graph_in: {devices}")
+print(f"graphs {len(pairs)}, fused {fused}, fused convolutions {fused_conv}, "
+      f"devices in graph_in: {devices}")
 if expect == "fused":
     assert fused >= 1, "no _FusedMatMul on the FPGA in any optimized graph"
+    assert fused_conv >= 2, "the two Conv2D chains were not fused on the FPGA"
 else:
-    assert fused == 0
+    assert fused == fused_conv == 0
 print("OK", expect)

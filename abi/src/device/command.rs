@@ -68,6 +68,8 @@ impl Opcode {
     pub const LOG_SOFTMAX_F32: Opcode = Opcode(0x42);
     /// NHWC convolution: `src0` x, `src1` filter `[kh,kw,c,k]`, `dst`; the
     /// window fields are packed (see [`WindowFields`](super::WindowFields)) (`WINDOW`).
+    /// With [`CommandFlags::BIAS`] (and `RELU` or `RELU6`), `src2` bias `[k]`
+    /// is added (and the activation applied) to each result.
     pub const CONV2D_F32: Opcode = Opcode(0x50);
     /// Depthwise NHWC convolution, filter `[kh,kw,c,k]`, `c·k` output channels (`WINDOW`).
     pub const DEPTHWISE_CONV2D_F32: Opcode = Opcode(0x51);
@@ -184,8 +186,17 @@ impl CommandFlags {
     pub const SRC1_BCAST_K: CommandFlags = CommandFlags(1 << 7);
     /// All six broadcast bits.
     pub const BCAST_MASK: CommandFlags = CommandFlags(0x00FC);
+    /// `CONV2D_F32` (ABI 1.1): add `src2[oc]` to every output of channel
+    /// `oc` (`src2` is then used; without the flag it must be 0).
+    pub const BIAS: CommandFlags = CommandFlags(1 << 10);
+    /// `CONV2D_F32` with `BIAS`: then `max(0, ·)`.
+    pub const RELU: CommandFlags = CommandFlags(1 << 11);
+    /// `CONV2D_F32` with `BIAS`: then `min(max(·, 0), 6)` (not with `RELU`).
+    pub const RELU6: CommandFlags = CommandFlags(1 << 12);
+    /// The epilogue bits of `CONV2D_F32`.
+    pub const EPILOGUE_MASK: CommandFlags = CommandFlags(0x1C00);
     /// Every bit this ABI version defines.
-    pub const KNOWN: CommandFlags = CommandFlags(0x03FF);
+    pub const KNOWN: CommandFlags = CommandFlags(0x1FFF);
 
     /// The raw bits.
     pub const fn bits(self) -> u16 {

@@ -4,7 +4,7 @@
 
 use super::op::OpKind;
 use super::types::DType;
-use super::window::Window;
+use super::window::{Activation, Window};
 
 /// A set of op families ([`OpKind`] variants, attributes aside).
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -12,7 +12,7 @@ use super::window::Window;
 pub struct OpSet(u32);
 
 /// Every op family, in bit order.
-const FAMILIES: [OpKind; 28] = [
+const FAMILIES: [OpKind; 29] = [
     OpKind::MatMul {
         transpose_a: false,
         transpose_b: false,
@@ -48,6 +48,7 @@ const FAMILIES: [OpKind; 28] = [
     OpKind::Conv2DBackpropFilter(Window::new([1, 1])),
     OpKind::MaxPoolGrad(Window::new([1, 1])),
     OpKind::AvgPoolGrad(Window::new([1, 1])),
+    OpKind::FusedConv2D(Window::new([1, 1]), Activation::None),
 ];
 
 impl OpSet {

@@ -133,7 +133,7 @@ pub use types::{
     DType, DeviceAddr, DeviceInfo, Drained, Fence, MAX_RANK, MemoryUsage, QueueId, Shape,
     TensorDesc, Version,
 };
-pub use window::Window;
+pub use window::{Activation, Window};
 
 use crate::event::Event;
 use core::time::Duration;

@@ -1,7 +1,7 @@
 //! Op descriptors and their shape rules.
 
 use super::types::{DType, MAX_RANK, Shape, TensorDesc};
-use super::window::{Window, WindowOp, window_shape};
+use super::window::{Activation, Window, WindowOp, window_shape};
 use core::fmt;
 
 /// The ops tensorplug knows, all f32 for now. Element-wise binary ops
@@ -89,6 +89,9 @@ pub enum OpKind {
     /// output `[n,h,w,c]` (as for `Conv2DBackpropInput`); each `dy` over its
     /// window's in-bounds tap count is added to those taps.
     AvgPoolGrad(Window),
+    /// [`Conv2D`](Self::Conv2D), then `+ bias[oc]`, then the activation:
+    /// inputs `[x, filter, bias [oc]]` (TF's `_FusedConv2D`).
+    FusedConv2D(Window, Activation),
 }
 
 /// One op to launch: kind, input tensors, output tensor, profiling id.
@@ -237,6 +240,7 @@ impl OpKind {
             Self::Conv2DBackpropFilter(_) => "Conv2DBackpropFilter",
             Self::MaxPoolGrad(_) => "MaxPoolGrad",
             Self::AvgPoolGrad(_) => "AvgPoolGrad",
+            Self::FusedConv2D(..) => "FusedConv2D",
         }
     }
 
@@ -271,6 +275,7 @@ impl OpKind {
             Self::Conv2DBackpropFilter(_) => 25,
             Self::MaxPoolGrad(_) => 26,
             Self::AvgPoolGrad(_) => 27,
+            Self::FusedConv2D(..) => 28,
         }
     }
 
@@ -297,6 +302,7 @@ impl OpKind {
             Self::Conv2D(_) | Self::DepthwiseConv2D(_) => 2,
             Self::Conv2DBackpropInput(_) | Self::Conv2DBackpropFilter(_) => 2,
             Self::MaxPoolGrad(_) => 2,
+            Self::FusedConv2D(..) => 3,
             _ if self.is_binary() => 2,
             _ => 1,
         }
@@ -356,6 +362,11 @@ impl OpDesc<'_> {
                 Ok(x)
             }
             OpKind::Conv2D(w) => window_shape(WindowOp::Conv, &w, &shape(0), Some(&shape(1))),
+            OpKind::FusedConv2D(w, _) => {
+                let out = window_shape(WindowOp::Conv, &w, &shape(0), Some(&shape(1)))?;
+                expect_shape(2, &shape(2), &dims(&[out.last()]))?;
+                Ok(out)
+            }
             OpKind::DepthwiseConv2D(w) => {
                 window_shape(WindowOp::Depthwise, &w, &shape(0), Some(&shape(1)))
             }
@@ -441,7 +452,7 @@ impl OpDesc<'_> {
                 out.saturating_mul(2u64.saturating_mul(k).saturating_add(extra))
             }
             OpKind::Softmax | OpKind::LogSoftmax => input.saturating_mul(5),
-            OpKind::Conv2D(w) => {
+            OpKind::Conv2D(w) | OpKind::FusedConv2D(w, _) => {
                 let channels = self.inputs.first().map_or(0, |t| t.shape.last());
                 out.saturating_mul(2 * taps(&w)).saturating_mul(channels)
             }

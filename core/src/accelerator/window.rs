@@ -49,6 +49,32 @@ impl Window {
     }
 }
 
+/// The activation a fused convolution applies after its bias.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Activation {
+    /// None: the bias only.
+    #[default]
+    None,
+    /// `max(0, x)`.
+    Relu,
+    /// `min(max(x, 0), 6)`.
+    Relu6,
+}
+
+impl Activation {
+    /// Applies the activation to `x` (NaN stays NaN).
+    pub fn apply(self, x: f32) -> f32 {
+        match self {
+            Self::None => x,
+            Self::Relu if x < 0.0 => 0.0,
+            Self::Relu6 if x < 0.0 => 0.0,
+            Self::Relu6 if x > 6.0 => 6.0,
+            _ => x,
+        }
+    }
+}
+
 /// What a window op does with its window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum WindowOp {

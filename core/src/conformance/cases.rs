@@ -28,7 +28,8 @@ use super::support::{
 };
 use super::{Config, Fixture, Outcome, guarded};
 use crate::accelerator::{
-    Accelerator, DType, DeviceAddr, Error, ErrorKind, Fence, OpKind, QueueId, TensorDesc, Window,
+    Accelerator, Activation, DType, DeviceAddr, Error, ErrorKind, Fence, OpKind, QueueId,
+    TensorDesc, Window,
 };
 use crate::event::{Event, EventKind};
 
@@ -135,6 +136,8 @@ cases! {
     op_max_pool_grad => |s| check_family(s, OpKind::MaxPoolGrad(Window::new([1, 1])));
     /// AvgPool's gradient (padding not counted); or refused.
     op_avg_pool_grad => |s| check_family(s, OpKind::AvgPoolGrad(Window::new([1, 1])));
+    /// Conv2D with bias and each activation; or refused.
+    op_fused_conv2d => |s| check_family(s, OpKind::FusedConv2D(Window::new([1, 1]), Activation::None));
     /// Launches whose descriptor is inconsistent (wrong output dims, an
     /// extra output axis, a missing input) fail at launch with
     /// `ErrorKind::InvalidArgument` and write nothing, for every declared op.

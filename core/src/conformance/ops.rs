@@ -9,7 +9,8 @@ use std::vec::Vec;
 use super::support::{Check, Ctx, Scope, ensure, fail, first_difference, show, values};
 use super::{Fixture, Outcome};
 use crate::accelerator::{
-    Accelerator, DType, DeviceAddr, Error, ErrorKind, OpDesc, OpKind, Shape, TensorDesc, Window,
+    Accelerator, Activation, DType, DeviceAddr, Error, ErrorKind, OpDesc, OpKind, Shape,
+    TensorDesc, Window,
 };
 use crate::reference;
 
@@ -249,6 +250,11 @@ fn window_cases(family: OpKind) -> Vec<OpCase> {
             let [kh, kw] = [u64::from(w.size[0]), u64::from(w.size[1])];
             let (kind, filter, out_c) = match family {
                 OpKind::Conv2D(_) => (OpKind::Conv2D(w), Some([kh, kw, x[3], 5]), 5),
+                OpKind::FusedConv2D(..) => {
+                    let act = [Activation::None, Activation::Relu, Activation::Relu6];
+                    let kind = OpKind::FusedConv2D(w, act[seed as usize % 3]);
+                    (kind, Some([kh, kw, x[3], 5]), 5)
+                }
                 OpKind::DepthwiseConv2D(_) => (
                     OpKind::DepthwiseConv2D(w),
                     Some([kh, kw, x[3], 2]),
@@ -261,6 +267,9 @@ fn window_cases(family: OpKind) -> Vec<OpCase> {
             let [oh, ow] = w.output_hw(x[1], x[2]).unwrap_or([0, 0]);
             let mut inputs = vec![input(&x, seed)];
             inputs.extend(filter.map(|f| input(&f, seed + 50)));
+            if matches!(kind, OpKind::FusedConv2D(..)) {
+                inputs.push(input(&[out_c], seed + 90));
+            }
             OpCase::new(kind, inputs, vec![x[0], oh, ow, out_c])
         })
         .collect()
@@ -345,6 +354,7 @@ pub(crate) fn cases_for(family: OpKind) -> Vec<OpCase> {
         | OpKind::Sqrt
         | OpKind::Rsqrt => unary_cases(family),
         OpKind::Conv2D(_)
+        | OpKind::FusedConv2D(..)
         | OpKind::DepthwiseConv2D(_)
         | OpKind::MaxPool(_)
         | OpKind::AvgPool(_)

@@ -531,3 +531,28 @@ fn avg_pool_gradient_is_the_pools_adjoint() {
     // Window [0, 0] holds 2x2 in-bounds taps: x[0, 0] gets dy[0] / 4 only.
     assert_eq!(dx[0], dy[0] / 4.0);
 }
+
+#[test]
+fn fused_conv2d_is_conv_then_bias_then_activation() {
+    use crate::accelerator::Activation;
+    let w = Window::new([1, 1]);
+    let x = [1.0, -2.0, 3.0];
+    let f = [2.0, -1.0];
+    let conv = go(
+        OpKind::Conv2D(w),
+        &[(&x, &[1, 1, 3, 1]), (&f[..1], &[1, 1, 1, 1])],
+        &[1, 1, 3, 1],
+    );
+    assert_eq!(conv.unwrap(), [2.0, -4.0, 6.0]);
+    let fused = |act| {
+        let ins: [(&[f32], &[u64]); 3] = [
+            (&x, &[1, 1, 3, 1]),
+            (&f, &[1, 1, 1, 2]),
+            (&[1.0, 0.5], &[2]),
+        ];
+        go(OpKind::FusedConv2D(w, act), &ins, &[1, 1, 3, 2]).unwrap()
+    };
+    assert_eq!(fused(Activation::None), [3.0, -0.5, -3.0, 2.5, 7.0, -2.5]);
+    assert_eq!(fused(Activation::Relu), [3.0, 0.0, 0.0, 2.5, 7.0, 0.0]);
+    assert_eq!(fused(Activation::Relu6), [3.0, 0.0, 0.0, 2.5, 6.0, 0.0]);
+}

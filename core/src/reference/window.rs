@@ -48,7 +48,7 @@ impl Dims {
     /// The window of output element `flat` of `kind` over `x` (and `filter`).
     pub(super) fn taps(&self, kind: OpKind, x: &[f32], filter: &[f32], flat: usize) -> Taps {
         let (w, depthwise) = match kind {
-            OpKind::Conv2D(w) => (w, false),
+            OpKind::Conv2D(w) | OpKind::FusedConv2D(w, _) => (w, false),
             OpKind::DepthwiseConv2D(w) => (w, true),
             OpKind::MaxPool(w) | OpKind::AvgPool(w) => (w, false),
             _ => (Window::new([1, 1]), false),
@@ -107,7 +107,7 @@ impl Dims {
     }
 }
 
-/// Runs a window op (`Conv2D`, `DepthwiseConv2D`, `MaxPool`, `AvgPool`);
+/// Runs a window op (`Conv2D`, `FusedConv2D`, `DepthwiseConv2D`, `MaxPool`, `AvgPool`);
 /// lengths were checked by the caller against shapes already validated.
 pub(super) fn run(
     kind: OpKind,
@@ -118,9 +118,13 @@ pub(super) fn run(
     let d = Dims::new(inputs, out_shape)?;
     check_len(inputs.len() as u8, d.out_len(), out.len())?;
     let filter = inputs.get(1).map_or(&[][..], |f| f.0);
+    let bias = inputs.get(2).map_or(&[][..], |b| b.0);
     for (i, o) in out.iter_mut().enumerate() {
         let t = d.taps(kind, inputs[0].0, filter, i);
         *o = match kind {
+            OpKind::FusedConv2D(_, act) => {
+                act.apply((t.sum + f64::from(bias[i % d.out[3]])) as f32)
+            }
             OpKind::MaxPool(_) => t.max,
             OpKind::AvgPool(_) if t.count == 0 => 0.0,
             OpKind::AvgPool(_) => (t.sum / f64::from(t.count)) as f32,
@@ -143,11 +147,15 @@ pub(super) fn tolerance(
     let eps = f64::from(f32::EPSILON);
     let tiny = f64::from(f32::MIN_POSITIVE);
     let channels = match kind {
-        OpKind::Conv2D(_) => d.x[3] as f64,
+        OpKind::Conv2D(_) | OpKind::FusedConv2D(..) => d.x[3] as f64,
         _ => 1.0,
     };
+    let bias = inputs.get(2).map_or(&[][..], |b| b.0);
     for (i, t) in tol.iter_mut().enumerate() {
-        let taps = d.taps(kind, inputs[0].0, filter, i);
+        let mut taps = d.taps(kind, inputs[0].0, filter, i);
+        if let Some(&b) = bias.get(i % d.out[3].max(1)) {
+            taps.abs += f64::from(b).abs();
+        }
         let terms = f64::from(taps.count) * channels;
         *t = match kind {
             OpKind::MaxPool(_) => 0.0,

@@ -5,8 +5,8 @@ use core::time::Duration;
 
 use tensorplug_abi::device::{CommandDescriptor, CommandFlags, Features, Opcode, Register};
 use tensorplug_core::accelerator::{
-    Accelerator, Capabilities, DeviceAddr, DeviceInfo, Drained, Fence, MemoryUsage, OpDesc, OpKind,
-    OpSet, QueueId, Version, Window,
+    Accelerator, Activation, Capabilities, DeviceAddr, DeviceInfo, Drained, Fence, MemoryUsage,
+    OpDesc, OpKind, OpSet, QueueId, Version, Window,
 };
 use tensorplug_core::event::Event;
 
@@ -111,6 +111,7 @@ pub fn ops_of(features: Features) -> OpSet {
             Features::WINDOW,
             &[
                 OpKind::Conv2D(window),
+                OpKind::FusedConv2D(window, Activation::None),
                 OpKind::DepthwiseConv2D(window),
                 OpKind::MaxPool(window),
                 OpKind::AvgPool(window),

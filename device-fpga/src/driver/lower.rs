@@ -78,6 +78,7 @@ pub(crate) fn lower(
         }),
         #[cfg(feature = "window-ops")]
         OpKind::Conv2D(_)
+        | OpKind::FusedConv2D(..)
         | OpKind::DepthwiseConv2D(_)
         | OpKind::MaxPool(_)
         | OpKind::AvgPool(_)

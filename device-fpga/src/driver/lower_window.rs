@@ -4,8 +4,8 @@
 //! "Window commands"). The firmware leaves the feature off: its op-level
 //! link has no wire code for these ops, so the code would be dead there.
 
-use tensorplug_abi::device::{CommandDescriptor, Features, Opcode, WindowFields};
-use tensorplug_core::accelerator::{OpDesc, OpKind, Window};
+use tensorplug_abi::device::{CommandDescriptor, CommandFlags, Features, Opcode, WindowFields};
+use tensorplug_core::accelerator::{Activation, OpDesc, OpKind, Window};
 
 use super::Error;
 use super::lower::{F32, dim};
@@ -23,7 +23,7 @@ pub(super) fn lower_window(
         _ => op.inputs.first(),
     };
     let (w, opcode) = match op.kind {
-        OpKind::Conv2D(w) => (w, Opcode::CONV2D_F32),
+        OpKind::Conv2D(w) | OpKind::FusedConv2D(w, _) => (w, Opcode::CONV2D_F32),
         OpKind::DepthwiseConv2D(w) => (w, Opcode::DEPTHWISE_CONV2D_F32),
         OpKind::MaxPool(w) => (w, Opcode::MAX_POOL_F32),
         OpKind::AvgPool(w) => (w, Opcode::AVG_POOL_F32),
@@ -49,7 +49,17 @@ pub(super) fn lower_window(
             ..cmd(Opcode::FILL)
         });
     }
-    emit(&window(op, &w, cmd(opcode))?)
+    let mut command = window(op, &w, cmd(opcode))?;
+    if let OpKind::FusedConv2D(_, act) = op.kind {
+        // The epilogue: `src2` bias, then the activation (`docs/device-abi.md`).
+        command.src2 = op.inputs[2].addr.0;
+        command.flags = command.flags.union(CommandFlags::BIAS).union(match act {
+            Activation::None => CommandFlags(0),
+            Activation::Relu => CommandFlags::RELU,
+            Activation::Relu6 => CommandFlags::RELU6,
+        });
+    }
+    emit(&command)
 }
 
 /// A window command: the geometry packed as `docs/device-abi.md` says.
@@ -63,7 +73,7 @@ fn window(
     // The forward op's input and output, and its output channels.
     let shape = |i: usize| op.inputs[i].shape;
     let (x, o, k) = match op.kind {
-        OpKind::Conv2D(_) | OpKind::DepthwiseConv2D(_) => {
+        OpKind::Conv2D(_) | OpKind::FusedConv2D(..) | OpKind::DepthwiseConv2D(_) => {
             (shape(0), op.output.shape, shape(1).last())
         }
         OpKind::Conv2DBackpropInput(_) => (op.output.shape, shape(0), shape(1).last()),

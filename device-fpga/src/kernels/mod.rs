@@ -25,7 +25,7 @@ pub use rows::{
     log_softmax_last_axis, log_softmax_last_axis_in_place, reduce_sum_last_axis, softmax_last_axis,
     softmax_last_axis_in_place,
 };
-pub use window::{WindowOp, WindowSpec, window};
+pub use window::{WindowOp, WindowSpec, bias_activation, window};
 
 /// The largest rank [`binary`] broadcasts over (the op descriptors' limit).
 pub const MAX_RANK: usize = tensorplug_core::accelerator::MAX_RANK;

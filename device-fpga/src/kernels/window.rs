@@ -4,6 +4,7 @@
 
 use super::error::{KernelError, Operand, expect_len, mul};
 use super::window_grad::{avg_pool_grad, conv_backprop_filter, conv_backprop_input, max_pool_grad};
+use tensorplug_core::accelerator::Activation;
 
 /// What a window kernel computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -158,6 +159,21 @@ pub fn window(
     for (p, out_row) in out.chunks_exact_mut(oc_n).enumerate() {
         let (n, oh, ow) = (p / (oh_n * ow_n), p / ow_n % oh_n, p % ow_n);
         pixel(op, spec, x, filter, [n, oh, ow], out_row);
+    }
+    Ok(())
+}
+
+/// `CONV2D_F32`'s epilogue over its result `out` (`[.., k]`):
+/// `out[p][oc] = act(out[p][oc] + bias[oc])`, rounded as the unfused ops.
+pub fn bias_activation(out: &mut [f32], bias: &[f32], act: Activation) -> Result<(), KernelError> {
+    let k = bias.len();
+    if k == 0 || !out.len().is_multiple_of(k) {
+        return expect_len(Operand::Rhs, out.len().max(1), k);
+    }
+    for row in out.chunks_exact_mut(k) {
+        for (o, &b) in row.iter_mut().zip(bias) {
+            *o = act.apply(*o + b);
+        }
     }
     Ok(())
 }

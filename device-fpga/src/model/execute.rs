@@ -130,6 +130,7 @@ pub(crate) fn execute<B: HostBus>(
             src0,
             src1,
             dst,
+            epilogue,
         } => {
             let s = split(mem, dst)?;
             let src1 = match src1 {
@@ -137,7 +138,16 @@ pub(crate) fn execute<B: HostBus>(
                 None => &[],
             };
             let src0 = floats(src(&s, src0)?)?;
-            Ok(kernels::window(*op, spec, src0, src1, floats_mut(s.out)?)?)
+            let epilogue = match epilogue {
+                Some((bias, act)) => Some((floats(src(&s, bias)?)?, *act)),
+                None => None,
+            };
+            let out = floats_mut(s.out)?;
+            kernels::window(*op, spec, src0, src1, out)?;
+            if let Some((bias, act)) = epilogue {
+                kernels::bias_activation(out, bias, act)?;
+            }
+            Ok(())
         }
     }
 }

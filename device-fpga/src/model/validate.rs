@@ -7,6 +7,7 @@ use core::ops::Range;
 use tensorplug_abi::device::{CommandDescriptor, CommandFlags, CompletionStatus, Features, Opcode};
 
 use crate::kernels::{BinaryOp, GemmSpec, UnaryOp, WindowOp, WindowSpec};
+use tensorplug_core::accelerator::Activation;
 
 mod window;
 
@@ -137,6 +138,8 @@ pub(crate) enum Work {
         src0: Range<usize>,
         src1: Option<Range<usize>>,
         dst: Range<usize>,
+        /// `CONV2D_F32`'s epilogue: the bias (`src2`) and the activation.
+        epilogue: Option<(Range<usize>, Activation)>,
     },
 }
 
@@ -174,8 +177,10 @@ impl Work {
                 src0,
                 src1,
                 dst,
+                epilogue,
             } => {
-                let bytes = n(src0) + src1.as_ref().map_or(0, n) + n(dst);
+                let bias = epilogue.as_ref().map_or(0, |(b, _)| n(b));
+                let bytes = n(src0) + src1.as_ref().map_or(0, n) + bias + n(dst);
                 (0, bytes, spec.flops(*op))
             }
         }
@@ -237,7 +242,20 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
         | Opcode::SIGMOID_F32
         | Opcode::TANH_F32 => (Features::MATH, Uses(Uses::SRC0 | Uses::DST | Uses::LEN), 0),
         Opcode::LOG_SOFTMAX_F32 => (Features::MATH, Uses(Uses::SRC0 | Uses::DST | Uses::MN), 0),
-        Opcode::CONV2D_F32 | Opcode::DEPTHWISE_CONV2D_F32 => (
+        Opcode::CONV2D_F32 => (
+            Features::WINDOW,
+            Uses(
+                Uses::SRC0
+                    | Uses::SRC1
+                    | Uses::SRC2
+                    | Uses::DST
+                    | Uses::LEN
+                    | Uses::MNK
+                    | Uses::IMM,
+            ),
+            CommandFlags::EPILOGUE_MASK.0,
+        ),
+        Opcode::DEPTHWISE_CONV2D_F32 => (
             Features::WINDOW,
             Uses(Uses::SRC0 | Uses::SRC1 | Uses::DST | Uses::LEN | Uses::MNK | Uses::IMM),
             0,

@@ -1,6 +1,7 @@
 //! The pass: `MatMul → BiasAdd (→ Relu)` on an FPGA becomes one
-//! `_FusedMatMul`, with the attributes TF's remapper writes
-//! (`remapper.cc`: `CopyMatMulAttributes` + `SetFusedOpAttributes`).
+//! `_FusedMatMul`, and `Conv2D → BiasAdd (→ Relu | Relu6)` one
+//! `_FusedConv2D`, with the attributes TF's remapper writes (`remapper.cc`:
+//! `CopyMatMulAttributes`/`CopyConv2DAttributes` + `SetFusedOpAttributes`).
 
 use super::device;
 use super::edges::{Input, Uses};
@@ -8,16 +9,38 @@ use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
 use crate::error::{Error, Result};
 use std::collections::HashSet;
 
-/// The op the chains are rewritten into.
+/// The op `MatMul` chains are rewritten into.
 pub const FUSED_OP: &str = "_FusedMatMul";
+/// The op `Conv2D` chains are rewritten into.
+pub const FUSED_CONV_OP: &str = "_FusedConv2D";
+
+/// Which chain heads to fuse (each needs its fused kernel registered).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Heads {
+    /// `MatMul` chains into `_FusedMatMul`.
+    pub matmul: bool,
+    /// `Conv2D` chains into `_FusedConv2D`.
+    pub conv2d: bool,
+}
+
+impl Heads {
+    /// Both heads.
+    pub const ALL: Self = Self {
+        matmul: true,
+        conv2d: true,
+    };
+}
 
 /// What one run of the pass rewrote.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Fusions {
-    /// `MatMul → BiasAdd → Relu` chains (`fused_ops = [BiasAdd, Relu]`).
+    /// Chains with an activation (`fused_ops = [BiasAdd, Relu]`, or
+    /// `Relu6` after a `Conv2D`).
     pub with_relu: usize,
-    /// `MatMul → BiasAdd` chains (`fused_ops = [BiasAdd]`).
+    /// `→ BiasAdd` chains (`fused_ops = [BiasAdd]`).
     pub bias_only: usize,
+    /// How many of those were `Conv2D` chains.
+    pub conv2d: usize,
 }
 
 impl Fusions {
@@ -30,9 +53,11 @@ impl Fusions {
 /// One matched chain (indices into `GraphDef.node`).
 #[derive(Clone, Copy, Debug)]
 struct Chain {
+    /// The `MatMul` or `Conv2D`.
     matmul: usize,
     bias_add: usize,
     relu: Option<usize>,
+    conv: bool,
 }
 
 impl Chain {
@@ -53,17 +78,18 @@ impl Chain {
 /// keeps its name, so a preserved root is still fused, as in TF's remapper.
 ///
 /// Errors only on graphs TF itself would reject (duplicate node names).
-/// Fuses the f32 `MatMul → BiasAdd (→ Relu)` chains placed on devices of
-/// `device_type` (the plugin's, e.g. `FPGA`).
-pub fn fuse_matmul_chains(
+/// Fuses the f32 chains of `heads` placed on devices of `device_type`
+/// (the plugin's, e.g. `FPGA`).
+pub fn fuse_chains(
     graph: &mut GraphDef,
     preserve: &HashSet<String>,
     device_type: &str,
+    heads: Heads,
 ) -> Result<Fusions> {
     check_unique_names(&graph.node)?;
     let chains = {
         let uses = Uses::index(&graph.node);
-        find_chains(&graph.node, &uses, preserve, device_type)
+        find_chains(&graph.node, &uses, preserve, device_type, heads)
     };
     let mut fusions = Fusions::default();
     let mut removed = vec![false; graph.node.len()];
@@ -71,6 +97,7 @@ pub fn fuse_matmul_chains(
         let fused = fused_node(&graph.node, *chain);
         graph.node[chain.root()] = fused;
         removed[chain.matmul] = true;
+        fusions.conv2d += usize::from(chain.conv);
         if chain.relu.is_some() {
             removed[chain.bias_add] = true;
             fusions.with_relu += 1;
@@ -104,11 +131,14 @@ fn find_chains(
     uses: &Uses<'_>,
     preserve: &HashSet<String>,
     device_type: &str,
+    heads: Heads,
 ) -> Vec<Chain> {
     let removable = |node: &NodeDef| !preserve.contains(&node.name);
     let mut chains = Vec::new();
     for (matmul, node) in nodes.iter().enumerate() {
-        if node.op != "MatMul" || !is_f32_on(node, device_type) || !removable(node) {
+        let conv = node.op == "Conv2D";
+        let head = (heads.matmul && node.op == "MatMul") || (heads.conv2d && conv && is_nhwc(node));
+        if !head || !is_f32_on(node, device_type) || !removable(node) {
             continue;
         }
         if data_inputs(node).count() != 2 {
@@ -129,7 +159,7 @@ fn find_chains(
             .and_then(|bias| uses.sole_first_input(&bias.name))
             .filter(|&relu| {
                 let relu_node = &nodes[relu];
-                relu_node.op == "Relu"
+                (relu_node.op == "Relu" || (conv && relu_node.op == "Relu6"))
                     && follows(relu_node, node)
                     && data_inputs(relu_node).count() == 1
             });
@@ -137,6 +167,7 @@ fn find_chains(
             matmul,
             bias_add,
             relu,
+            conv,
         });
     }
     chains
@@ -156,13 +187,10 @@ fn is_f32_on(node: &NodeDef, device_type: &str) -> bool {
 }
 
 /// `BiasAdd` adds along the last axis only for NHWC (its default); MatMul
-/// outputs are 2-D, but other layouts are left alone rather than reasoned about.
-fn is_nhwc(bias_add: &NodeDef) -> bool {
-    match bias_add
-        .attr
-        .get("data_format")
-        .and_then(|f| f.value.as_ref())
-    {
+/// outputs are 2-D, but other layouts are left alone rather than reasoned
+/// about. A `Conv2D` must be NHWC too (the device's only layout).
+fn is_nhwc(node: &NodeDef) -> bool {
+    match node.attr.get("data_format").and_then(|f| f.value.as_ref()) {
         None => true,
         Some(attr_value::Value::S(format)) => format == b"NHWC",
         Some(_) => false,
@@ -189,18 +217,23 @@ fn fused_node(nodes: &[NodeDef], chain: Chain) -> NodeDef {
         }
     }
     let mut fused_ops = vec![b"BiasAdd".to_vec()];
-    if chain.relu.is_some() {
-        fused_ops.push(b"Relu".to_vec());
+    if let Some(relu) = chain.relu {
+        fused_ops.push(nodes[relu].op.as_bytes().to_vec());
     }
-    let mut attr = std::collections::HashMap::new();
-    for key in ["T", "transpose_a", "transpose_b"] {
-        let value = matmul
-            .attr
-            .get(key)
-            .cloned()
-            .unwrap_or_else(|| value(attr_value::Value::B(false)));
-        attr.insert(key.to_owned(), value);
-    }
+    let mut attr = if chain.conv {
+        conv_attrs(matmul)
+    } else {
+        let mut attr = std::collections::HashMap::new();
+        for key in ["T", "transpose_a", "transpose_b"] {
+            let value = matmul
+                .attr
+                .get(key)
+                .cloned()
+                .unwrap_or_else(|| value(attr_value::Value::B(false)));
+            attr.insert(key.to_owned(), value);
+        }
+        attr
+    };
     let list = attr_value::ListValue {
         s: fused_ops,
         ..Default::default()
@@ -210,13 +243,48 @@ fn fused_node(nodes: &[NodeDef], chain: Chain) -> NodeDef {
     attr.insert("epsilon".into(), value(attr_value::Value::F(0.0)));
     NodeDef {
         name: root.name.clone(),
-        op: FUSED_OP.into(),
+        op: if chain.conv { FUSED_CONV_OP } else { FUSED_OP }.into(),
         input,
         device: matmul.device.clone(),
         attr,
         experimental_debug_info: root.experimental_debug_info.clone(),
         experimental_type: None,
     }
+}
+
+/// `_FusedConv2D`'s attributes from the `Conv2D`'s, TF's defaults where it
+/// has none, and the ones `_FusedConv2D` adds (one f32 bias argument).
+fn conv_attrs(conv: &NodeDef) -> std::collections::HashMap<String, AttrValue> {
+    use attr_value::Value;
+    let ints = |i: Vec<i64>| {
+        Value::List(attr_value::ListValue {
+            i,
+            ..Default::default()
+        })
+    };
+    let defaults = [
+        ("explicit_paddings", ints(vec![])),
+        ("data_format", Value::S(b"NHWC".to_vec())),
+        ("dilations", ints(vec![1, 1, 1, 1])),
+        ("use_cudnn_on_gpu", Value::B(true)),
+    ];
+    let mut attr: std::collections::HashMap<String, AttrValue> = ["T", "strides", "padding"]
+        .into_iter()
+        .filter_map(|key| Some((key.to_owned(), conv.attr.get(key)?.clone())))
+        .collect();
+    for (key, default) in defaults {
+        let given = conv.attr.get(key).cloned();
+        attr.insert(key.into(), given.unwrap_or_else(|| value(default)));
+    }
+    let args = attr_value::ListValue {
+        r#type: vec![DataType::DtFloat as i32],
+        ..Default::default()
+    };
+    attr.insert("TArgs".into(), value(Value::List(args)));
+    attr.insert("num_host_args".into(), value(Value::I(0)));
+    attr.insert("filter_format".into(), value(Value::S(b"HWIO".to_vec())));
+    attr.insert("leakyrelu_alpha".into(), value(Value::F(0.2)));
+    attr
 }
 
 fn value(value: attr_value::Value) -> AttrValue {

@@ -27,7 +27,7 @@ mod tests;
 
 pub use configs::optimizer_configs;
 pub use device::is_ours as is_device_of_type;
-pub use fuse::{FUSED_OP, Fusions, fuse_matmul_chains};
+pub use fuse::{FUSED_CONV_OP, FUSED_OP, Fusions, Heads, fuse_chains};
 pub use optimize::{Settings, rewrite};
 
 use crate::error::{Error, Result};

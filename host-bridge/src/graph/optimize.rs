@@ -2,7 +2,7 @@
 //! environment.
 
 use super::assign::split_variable_updates;
-use super::fuse::{FUSED_OP, Fusions, fuse_matmul_chains};
+use super::fuse::{FUSED_CONV_OP, FUSED_OP, Fusions, Heads, fuse_chains};
 use super::kernels::has_kernel_for;
 use super::proto::{DataType, GraphDef, KernelList, NodeDef};
 use super::runnable::{Changes, keep_runnable};
@@ -47,7 +47,7 @@ pub fn rewrite(
     device_type: &str,
 ) -> Result<(Fusions, Option<Vec<u8>>)> {
     let mut graph = decode(graph_in)?;
-    let fusions = fuse_matmul_chains(&mut graph, preserve, device_type)?;
+    let fusions = fuse_chains(&mut graph, preserve, device_type, Heads::ALL)?;
     Ok((fusions, fusions.any().then(|| graph.encode_to_vec())))
 }
 
@@ -84,11 +84,12 @@ pub unsafe fn run(
     let updates = split_variable_updates(&mut graph, device, |op, dtype| {
         dtype == DataType::DtFloat as i32 && arithmetic_kernel(op, device)
     });
-    let fusions = if settings.fusion && fused_kernel_registered()? {
-        fuse_matmul_chains(&mut graph, &preserve, device)?
-    } else {
-        Fusions::default()
+    let heads = Heads {
+        matmul: settings.fusion && fused_kernel_registered(FUSED_OP, "MatMul/BiasAdd/Relu")?,
+        conv2d: settings.fusion
+            && fused_kernel_registered(FUSED_CONV_OP, "Conv2D/BiasAdd/Relu(6)")?,
     };
+    let fusions = fuse_chains(&mut graph, &preserve, device, heads)?;
     let changes = keep_runnable(
         &mut graph,
         device,
@@ -110,19 +111,20 @@ pub unsafe fn run(
     Ok(())
 }
 
-/// Whether TF has a `_FusedMatMul` kernel for our device type; without one the rewrite
-/// would make the graph fail, so it is skipped (and said once).
-fn fused_kernel_registered() -> Result<bool> {
-    static WARNED: std::sync::Once = std::sync::Once::new();
-    let op = CString::new(FUSED_OP).map_err(|e| Error::Internal(e.to_string()))?;
+/// Whether TF has a `fused` kernel (`_FusedMatMul`, `_FusedConv2D`) for our
+/// device type; without one the rewrite would make the graph fail, so it
+/// is skipped (and said once per op).
+fn fused_kernel_registered(fused: &str, chain: &str) -> Result<bool> {
+    static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let op = CString::new(fused).map_err(|e| Error::Internal(e.to_string()))?;
     let device = crate::backend::device_type();
     let registered = tf_grappler::kernel_registered(&op, device)?;
-    if !registered {
-        WARNED.call_once(|| {
-            log::warn(format_args!(
-                "no {FUSED_OP} kernel for {device} is registered: MatMul/BiasAdd/Relu stay unfused"
-            ));
-        });
+    let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+    if !registered && !warned.iter().any(|w| w == fused) {
+        warned.push(fused.to_owned());
+        log::warn(format_args!(
+            "no {fused} kernel for {device} is registered: {chain} stay unfused"
+        ));
     }
     Ok(registered)
 }

@@ -1,7 +1,7 @@
 //! The pass on GraphDefs traced by TF 2.21 (`testdata/`, written by
 //! `tests/python/graph_fixtures.py`, devices set as TF's placer writes them).
 
-use super::fuse::{FUSED_OP, Fusions, fuse_matmul_chains};
+use super::fuse::{FUSED_OP, Fusions, Heads, fuse_chains};
 use super::optimize::rewrite;
 use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value::Value};
 use crate::error::Error;
@@ -40,7 +40,7 @@ fn fixture(name: &str) -> GraphDef {
 
 fn fuse(graph: &mut GraphDef, preserve: &[&str]) -> Fusions {
     let preserve: HashSet<String> = preserve.iter().map(|s| (*s).to_owned()).collect();
-    fuse_matmul_chains(graph, &preserve, "FPGA").expect("valid graph")
+    fuse_chains(graph, &preserve, "FPGA", Heads::ALL).expect("valid graph")
 }
 
 fn node<'a>(graph: &'a GraphDef, name: &str) -> &'a NodeDef {
@@ -118,7 +118,8 @@ fn keras_dense_relu_becomes_one_fused_node() {
         fuse(&mut graph, &[]),
         Fusions {
             with_relu: 1,
-            bias_only: 0
+            bias_only: 0,
+            conv2d: 0
         }
     );
 
@@ -158,7 +159,8 @@ fn function_body_from_tf_fuses_into_retval_input() {
         fuse(&mut graph, &[]),
         Fusions {
             with_relu: 1,
-            bias_only: 0
+            bias_only: 0,
+            conv2d: 0
         }
     );
     let fused = node(&graph, "dense_1/Relu");
@@ -187,7 +189,8 @@ fn mlp_fuses_every_layer_and_softmax_layer_without_relu() {
         fuse(&mut graph, &[]),
         Fusions {
             with_relu: 2,
-            bias_only: 1
+            bias_only: 1,
+            conv2d: 0
         }
     );
     assert_fused(
@@ -218,7 +221,8 @@ fn chained_layers_are_rewired_through_fused_names() {
         fuse(&mut graph, &[]),
         Fusions {
             with_relu: 2,
-            bias_only: 1
+            bias_only: 1,
+            conv2d: 0
         }
     );
     assert_eq!(node(&graph, "r2").input[0], "r1");
@@ -239,7 +243,8 @@ fn transpose_and_control_dependencies_are_kept() {
         fuse(&mut graph, &[]),
         Fusions {
             with_relu: 1,
-            bias_only: 0
+            bias_only: 0,
+            conv2d: 0
         }
     );
     let fused = node(&graph, "act");
@@ -265,7 +270,8 @@ fn bias_add_with_another_consumer_fuses_without_relu() {
         fuse(&mut graph, &[]),
         Fusions {
             with_relu: 0,
-            bias_only: 1
+            bias_only: 1,
+            conv2d: 0
         }
     );
     assert_fused(node(&graph, "bias"), &["BiasAdd"], false);
@@ -289,7 +295,8 @@ fn nodes_to_preserve_are_never_removed() {
         fuse(&mut graph, &["dense_1/BiasAdd"]),
         Fusions {
             with_relu: 0,
-            bias_only: 1
+            bias_only: 1,
+            conv2d: 0
         }
     );
     assert_eq!(node(&graph, "dense_1/Relu").op, "Relu");
@@ -300,7 +307,8 @@ fn nodes_to_preserve_are_never_removed() {
         fuse(&mut graph, &["dense_1/Relu"]),
         Fusions {
             with_relu: 1,
-            bias_only: 0
+            bias_only: 0,
+            conv2d: 0
         }
     );
 }
@@ -358,7 +366,8 @@ fn control_edge_from_an_intermediate_keeps_it() {
         fuse(&mut graph, &[]),
         Fusions {
             with_relu: 0,
-            bias_only: 1
+            bias_only: 1,
+            conv2d: 0
         }
     );
     assert_fused(node(&graph, "dense_1/BiasAdd"), &["BiasAdd"], false);
@@ -370,7 +379,7 @@ fn duplicate_node_names_are_an_error() {
     let mut graph = fixture("dense_relu");
     let copy = graph.node[0].clone();
     graph.node.push(copy);
-    let error = fuse_matmul_chains(&mut graph, &HashSet::new(), "FPGA").unwrap_err();
+    let error = fuse_chains(&mut graph, &HashSet::new(), "FPGA", Heads::ALL).unwrap_err();
     assert!(matches!(error, Error::InvalidArgument(_)));
     assert!(
         error.to_string().contains("two nodes are named `x`"),
@@ -458,4 +467,98 @@ fn second_run_changes_nothing_and_references_resolve() {
             assert_eq!(graph, once, "{name}: second run changed the graph");
         }
     }
+}
+
+fn op_node(name: &str, op: &str, input: &[&str], extra: &[(&str, Value)]) -> NodeDef {
+    let mut attr: HashMap<String, AttrValue> = extra
+        .iter()
+        .map(|(k, v)| {
+            (
+                (*k).to_owned(),
+                AttrValue {
+                    value: Some(v.clone()),
+                },
+            )
+        })
+        .collect();
+    attr.insert(
+        "T".into(),
+        AttrValue {
+            value: Some(Value::Type(DataType::DtFloat as i32)),
+        },
+    );
+    NodeDef {
+        name: name.into(),
+        op: op.into(),
+        input: input.iter().map(|s| (*s).to_owned()).collect(),
+        device: "/job:localhost/replica:0/task:0/device:FPGA:0".into(),
+        attr,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn conv2d_bias_relu6_becomes_one_fused_conv2d_with_the_conv_attrs() {
+    let strides = Value::List(super::proto::attr_value::ListValue {
+        i: vec![1, 2, 2, 1],
+        ..Default::default()
+    });
+    let conv_attrs = [
+        ("strides", strides.clone()),
+        ("padding", Value::S(b"SAME".to_vec())),
+    ];
+    let nchw = [("data_format", Value::S(b"NCHW".to_vec()))];
+    let mut graph = GraphDef {
+        node: vec![
+            op_node("x", "Placeholder", &[], &[]),
+            op_node("w", "Const", &[], &[]),
+            op_node("b", "Const", &[], &[]),
+            op_node("conv", "Conv2D", &["x", "w", "^b"], &conv_attrs),
+            op_node("bias", "BiasAdd", &["conv", "b"], &[]),
+            op_node("act", "Relu6", &["bias"], &[]),
+            // An NCHW convolution and a MatMul before Relu6 are left alone.
+            op_node(
+                "conv_nchw",
+                "Conv2D",
+                &["x", "w"],
+                &[&conv_attrs[..], &nchw[..]].concat(),
+            ),
+            op_node("bias_nchw", "BiasAdd", &["conv_nchw", "b"], &nchw),
+            op_node("mm", "MatMul", &["x", "w"], &[]),
+            op_node("mm_bias", "BiasAdd", &["mm", "b"], &[]),
+            op_node("mm_act", "Relu6", &["mm_bias"], &[]),
+        ],
+        ..Default::default()
+    };
+    let fusions = fuse(&mut graph, &[]);
+    assert_eq!(
+        fusions,
+        Fusions {
+            with_relu: 1,
+            bias_only: 1,
+            conv2d: 1
+        }
+    );
+    let fused = node(&graph, "act");
+    assert_eq!(fused.op, "_FusedConv2D");
+    assert_eq!(fused.input, ["x", "w", "b", "^b"]);
+    assert_eq!(fused_ops(fused), ["BiasAdd", "Relu6"]);
+    assert_eq!(*attr(fused, "strides"), strides);
+    assert_eq!(*attr(fused, "padding"), Value::S(b"SAME".to_vec()));
+    assert_eq!(*attr(fused, "data_format"), Value::S(b"NHWC".to_vec()));
+    let args = super::proto::attr_value::ListValue {
+        r#type: vec![DataType::DtFloat as i32],
+        ..Default::default()
+    };
+    assert_eq!(*attr(fused, "TArgs"), Value::List(args));
+    assert_eq!(*attr(fused, "num_args"), Value::I(1));
+    assert_eq!(
+        ops(&graph).iter().filter(|op| **op == "Conv2D").count(),
+        1,
+        "{:?}",
+        ops(&graph)
+    );
+    // The MatMul chain fused its bias only: Relu6 is not a _FusedMatMul op.
+    assert_eq!(node(&graph, "mm_bias").op, FUSED_OP);
+    assert_eq!(node(&graph, "mm_act").op, "Relu6");
 }

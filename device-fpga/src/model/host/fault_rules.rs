@@ -51,6 +51,7 @@ pub fn op_kind_name(kind: OpKind) -> &'static str {
         OpKind::Conv2DBackpropFilter(_) => "conv2d_backprop_filter",
         OpKind::MaxPoolGrad(_) => "max_pool_grad",
         OpKind::AvgPoolGrad(_) => "avg_pool_grad",
+        OpKind::FusedConv2D(..) => "fused_conv2d",
         _ => "other",
     }
 }

@@ -1,6 +1,8 @@
 //! Decoding the window commands (`docs/device-abi.md`, "Window commands").
 
-use tensorplug_abi::device::{Opcode, WindowFields};
+use core::ops::Range;
+use tensorplug_abi::device::{CommandFlags, Opcode, WindowFields};
+use tensorplug_core::accelerator::Activation;
 
 use super::{Ctx, Rejection, Work, field, in_place_or_disjoint, invalid};
 use crate::kernels::{WindowOp, WindowSpec};
@@ -68,12 +70,47 @@ impl Ctx<'_> {
             in_place_or_disjoint(&src1, &dst, false)?;
             Some(src1)
         };
+        let epilogue = self.epilogue(&spec, &dst)?;
         Ok(Work::Window {
             op,
             spec,
             src0,
             src1,
             dst,
+            epilogue,
         })
+    }
+
+    /// `CONV2D_F32`'s flags: `BIAS` (then `src2` is `k` floats), and `RELU`
+    /// or `RELU6` only with it; without `BIAS`, `src2` must be 0.
+    fn epilogue(
+        &self,
+        spec: &WindowSpec,
+        dst: &Range<usize>,
+    ) -> Result<Option<(Range<usize>, Activation)>, Rejection> {
+        let flags = self.cmd.flags;
+        let (relu, relu6) = (
+            flags.contains(CommandFlags::RELU),
+            flags.contains(CommandFlags::RELU6),
+        );
+        if !flags.contains(CommandFlags::BIAS) {
+            if relu || relu6 {
+                return Err(invalid(field::FLAGS));
+            }
+            if self.cmd.src2 != 0 {
+                return Err(invalid(field::SRC2));
+            }
+            return Ok(None);
+        }
+        let act = match (relu, relu6) {
+            (false, false) => Activation::None,
+            (true, false) => Activation::Relu,
+            (false, true) => Activation::Relu6,
+            (true, true) => return Err(invalid(field::FLAGS)),
+        };
+        let bias = self.f32_range(field::SRC2, spec.k as u64)?;
+        self.aligned(&[field::SRC2])?;
+        in_place_or_disjoint(&bias, dst, false)?;
+        Ok(Some((bias, act)))
     }
 }

@@ -138,7 +138,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// Every f32 kernel the bridge can register for a device type.
-pub static KERNELS: [&dyn TfKernel; 41] = [
+pub static KERNELS: [&dyn TfKernel; 42] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -180,6 +180,7 @@ pub static KERNELS: [&dyn TfKernel; 41] = [
     &window::AVG_POOL_GRAD,
     &slice::Slice,
     &concat::ConcatV2,
+    &window::FUSED_CONV2D,
 ];
 
 /// One kernel instance (TF's `OpKernel`).

@@ -10,12 +10,13 @@ use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::{Construction, Context};
 use std::ffi::CStr;
-use tensorplug_core::accelerator::{OpKind, Shape, Window};
+use tensorplug_core::accelerator::{Activation, OpKind, Shape, Window};
 
 /// Which window op, and the TF op it serves.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
     Conv,
+    FusedConv,
     Depthwise,
     MaxPool,
     AvgPool,
@@ -30,6 +31,7 @@ impl Kind {
     pub(super) fn op(self, w: Window) -> OpKind {
         match self {
             Kind::Conv => OpKind::Conv2D(w),
+            Kind::FusedConv => OpKind::FusedConv2D(w, Activation::None),
             Kind::Depthwise => OpKind::DepthwiseConv2D(w),
             Kind::MaxPool => OpKind::MaxPool(w),
             Kind::AvgPool => OpKind::AvgPool(w),
@@ -51,6 +53,13 @@ pub struct WindowKernel {
 pub const CONV2D: WindowKernel = WindowKernel {
     op: c"Conv2D",
     kind: Kind::Conv,
+};
+/// `_FusedConv2D` (what the graph pass writes for `Conv2D → BiasAdd
+/// (→ Relu | Relu6)`): `fused_ops` `[BiasAdd]`, `[BiasAdd, Relu]` or
+/// `[BiasAdd, Relu6]`, `num_args` 1.
+pub const FUSED_CONV2D: WindowKernel = WindowKernel {
+    op: c"_FusedConv2D",
+    kind: Kind::FusedConv,
 };
 /// `DepthwiseConv2dNative`.
 pub const DEPTHWISE: WindowKernel = WindowKernel {
@@ -109,6 +118,8 @@ pub struct WindowAttrs {
     stride: [u16; 2],
     dilation: [u16; 2],
     padding: Padding,
+    /// `_FusedConv2D`'s activation after the bias.
+    activation: Activation,
 }
 
 impl Op for WindowKernel {
@@ -141,8 +152,16 @@ impl Op for WindowKernel {
         }
         let conv = matches!(
             self.kind,
-            Kind::Conv | Kind::Depthwise | Kind::ConvBackpropInput | Kind::ConvBackpropFilter
+            Kind::Conv
+                | Kind::FusedConv
+                | Kind::Depthwise
+                | Kind::ConvBackpropInput
+                | Kind::ConvBackpropFilter
         );
+        let activation = match self.kind {
+            Kind::FusedConv => fused_activation(ctx)?,
+            _ => Activation::None,
+        };
         let stride = spatial(&ctx.int_list_attr(c"strides")?, "strides")?;
         let dilation = if conv {
             spatial(&ctx.int_list_attr(c"dilations")?, "dilations")?
@@ -165,6 +184,7 @@ impl Op for WindowKernel {
             stride,
             dilation,
             padding,
+            activation,
         })
     }
 
@@ -181,7 +201,7 @@ impl Op for WindowKernel {
         let x = ctx.input(0, false)?;
         let sx = x.shape()?;
         let filter = match self.kind {
-            Kind::Conv | Kind::Depthwise => Some(ctx.input(1, false)?),
+            Kind::Conv | Kind::FusedConv | Kind::Depthwise => Some(ctx.input(1, false)?),
             _ => None,
         };
         let sf = filter.as_ref().map(|f| f.shape()).transpose()?;
@@ -190,13 +210,45 @@ impl Op for WindowKernel {
         if is_empty(&out_shape) {
             return Ok(());
         }
-        let kind = self.kind.op(window);
+        let kind = match self.kind {
+            Kind::FusedConv => OpKind::FusedConv2D(window, a.activation),
+            other => other.op(window),
+        };
         let mut inputs = vec![run.desc(&x, sx)?];
         if let (Some(f), Some(sf)) = (&filter, sf) {
             inputs.push(run.desc(f, sf)?);
         }
+        if self.kind == Kind::FusedConv {
+            let bias = ctx.input(2, false)?;
+            let sb = bias.shape()?;
+            crate::kernels::shapes::bias(&out_shape, &sb)?;
+            inputs.push(run.desc(&bias, sb)?);
+        }
         run.launch(kind, &inputs, run.desc(&out, out_shape)?)
     }
+}
+
+/// `_FusedConv2D`'s `fused_ops` (and `num_args` 1) as the activation after the bias.
+fn fused_activation(ctx: &Construction) -> KernelResult<Activation> {
+    let num_args = ctx.int_attr(c"num_args")?;
+    let ops = ctx.string_list_attr(c"fused_ops")?;
+    let ops: Vec<&str> = ops.iter().map(String::as_str).collect();
+    let activation = match ops[..] {
+        ["BiasAdd"] => Activation::None,
+        ["BiasAdd", "Relu"] => Activation::Relu,
+        ["BiasAdd", "Relu6"] => Activation::Relu6,
+        _ => {
+            return Err(Failure::unimplemented(format!(
+                "fused_ops {ops:?}: the device fuses [BiasAdd], [BiasAdd, Relu] or [BiasAdd, Relu6]"
+            )));
+        }
+    };
+    if num_args != 1 {
+        return Err(Failure::unimplemented(format!(
+            "num_args = {num_args} (the device fuses one bias)"
+        )));
+    }
+    Ok(activation)
 }
 
 /// The window of `kind` over an input of shape `sx` (with a filter of
