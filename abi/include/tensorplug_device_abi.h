@@ -146,8 +146,10 @@ typedef uint32_t TPD_Features;
 // ABI 1.1: `CONV2D_BACKPROP_INPUT_F32`, `CONV2D_BACKPROP_FILTER_F32`,
 // `MAX_POOL_GRAD_F32` and `AVG_POOL_GRAD_F32` (training the window ops).
 #define TPD_FEATURES_WINDOW_GRAD (1 << 9)
+// ABI 1.1: `TRANSPOSE_F32` (a permutation of up to four axes).
+#define TPD_FEATURES_LAYOUT (1 << 10)
 // Every bit this ABI version defines.
-#define TPD_FEATURES_KNOWN 0x03FF
+#define TPD_FEATURES_KNOWN 0x07FF
 
 // A register's byte offset in the register space (PCIe BAR 0, or the
 // register address of an SPI frame).
@@ -340,6 +342,9 @@ typedef uint16_t TPD_Opcode;
 // The gradient of `AVG_POOL_F32`: `src0` dy, `dst` dx; each dy times
 // `1 / taps` is added to its window's in-bounds taps (`WINDOW_GRAD`).
 #define TPD_OPCODE_AVG_POOL_GRAD_F32 91
+// `dst = transpose(src0)` of a `[m, n, k, len]` tensor: output axis `i`
+// is input axis `imm` bits `2i+1..2i` (`LAYOUT`).
+#define TPD_OPCODE_TRANSPOSE_F32 96
 
 // Bits of `CommandDescriptor::flags`. Bits not defined here must be 0
 // (else `CompletionStatus::INVALID_ARGUMENT`).
@@ -561,7 +566,7 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_DRIVER_ABI_REQUIREMENT (TPD_AbiRequirement){ .major = TPD_DEVICE_ABI_VERSION_MAJOR, .min_minor = 0 }
 
 // What the reference FPGA implements: every feature of ABI 1.1.
-#define TPD_REFERENCE_FEATURES 0x03FF
+#define TPD_REFERENCE_FEATURES 0x07FF
 
 
 /* Layout checks: the values the Rust compiler gives abi/src/device. */

@@ -135,6 +135,7 @@ fn feature_bits_are_distinct_and_known_masks_unknown_bits() {
         Features::MATH,
         Features::WINDOW,
         Features::WINDOW_GRAD,
+        Features::LAYOUT,
     ];
     let mut union = Features::default();
     for f in all {

@@ -437,6 +437,10 @@ pub fn run(
         | OpKind::Conv2DBackpropFilter(_)
         | OpKind::MaxPoolGrad(_)
         | OpKind::AvgPoolGrad(_) => window_grad::run(kind, inputs, out_shape, out),
+        OpKind::Transpose(perm) => {
+            transpose(x, shape.dims(), &perm, out);
+            Ok(())
+        }
         OpKind::Softmax => softmax(x, dim(shape.last())?, out),
         OpKind::LogSoftmax => log_softmax(x, dim(shape.last())?, out),
         OpKind::ReduceSum => reduce_sum(x, dim(shape.last())?, out),
@@ -467,6 +471,7 @@ pub fn run(
 /// | Conv2D, DepthwiseConv2D | `(t + 2)·ε·Σ\|x·f\|` over the `t` in-bounds products |
 /// | FusedConv2D | as Conv2D, `\|bias\|` added to the sum |
 /// | MaxPool / AvgPool | exact / `(t + 2)·ε·Σ\|x\| / t` |
+/// | Transpose | exact |
 /// | Conv2DBackpropInput, Conv2DBackpropFilter | `(t + 2)·ε·Σ\|terms\|` over the `t` products |
 /// | MaxPoolGrad | exact where one gradient arrives, else `(t + 2)·ε·Σ\|dy\|` |
 /// | AvgPoolGrad | `(t + 2)·ε·Σ\|dy / taps\|` over the `t` windows that hold the element |
@@ -554,6 +559,7 @@ pub fn tolerance(
                 }
             }
         }
+        OpKind::Transpose(_) => tol.fill(0.0),
         _ => {
             for (t, &w) in tol.iter_mut().zip(want) {
                 *t = ELEMENTWISE_ABS + ELEMENTWISE_REL * w.abs();
@@ -702,6 +708,33 @@ fn count(dims: &[usize]) -> Result<usize, Error> {
 
 fn elements(s: &Shape) -> Result<usize, Error> {
     dim(s.elements().ok_or(Error::Overflow)?)
+}
+
+/// `out` = `x` (of `dims`) with output axis `i` being input axis `perm[i]`;
+/// the caller validated the shapes.
+fn transpose(x: &[f32], dims: &[u64], perm: &[u8; MAX_RANK], out: &mut [f32]) {
+    let rank = dims.len();
+    let mut in_stride = [0usize; MAX_RANK];
+    let mut stride = 1usize;
+    for a in (0..rank).rev() {
+        in_stride[a] = stride;
+        stride *= dims[a] as usize;
+    }
+    let out_dims: [usize; MAX_RANK] = core::array::from_fn(|i| {
+        if i < rank {
+            dims[usize::from(perm[i])] as usize
+        } else {
+            1
+        }
+    });
+    for (flat, o) in out.iter_mut().enumerate() {
+        let (mut rest, mut src) = (flat, 0usize);
+        for i in (0..rank).rev() {
+            src += rest % out_dims[i] * in_stride[usize::from(perm[i])];
+            rest /= out_dims[i];
+        }
+        *o = x[src];
+    }
 }
 
 fn dim(d: u64) -> Result<usize, Error> {

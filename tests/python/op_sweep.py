@@ -332,6 +332,17 @@ def slice_cases():
     yield "specials", lambda t: tf.slice(t, [1], [5]), [SPECIAL], None
 
 
+def transpose_cases():
+    for shape, perm in pick([((2, 3), [1, 0]), ((2, 3, 4), [2, 0, 1]), ((1, 4, 4, 3), [0, 3, 1, 2]),
+                             ((2, 3, 4, 5), [3, 2, 1, 0]), ((2, 1, 3, 1, 2), [4, 0, 2, 1, 3]),
+                             ((0, 3), [1, 0]), ((5,), [0]), ((2, 3, 2, 3, 2, 3), [0, 1, 3, 2, 4, 5]),
+                             ((64, 48), [1, 0])]):
+        yield (f"{shape} perm={perm}",
+               lambda t, p=perm: tf.transpose(t, tf.constant(p, tf.int32, [len(p)])),
+               [rand(*shape)], None)
+    yield "specials", lambda t: tf.transpose(tf.reshape(t, [1, 7])), [SPECIAL], None
+
+
 def concat_cases():
     for shapes, axis in pick([([(2, 3), (2, 4)], 1), ([(2, 3), (1, 3), (0, 3)], 0),
                               ([(1, 4, 4, 3), (1, 4, 4, 5)], -1), ([(2, 2, 2)] * 3, 1),
@@ -443,6 +454,7 @@ SWEEPS = {
     "Pad": pad_cases,
     "Slice": slice_cases,
     "ConcatV2": concat_cases,
+    "Transpose": transpose_cases,
     "Conv2D": lambda: conv_cases(False),
     "DepthwiseConv2dNative": lambda: conv_cases(True),
     "MaxPool": pool_cases(lambda t, k, s, p: tf.nn.max_pool2d(t, k, s, p), True),
@@ -464,7 +476,7 @@ PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), 
                 "Conv2DBackpropInput": [(1, 3, 3, 4), (3, 3, 3, 4)],
                 "Conv2DBackpropFilter": [(1, 5, 5, 3), (1, 3, 3, 4)],
                 "MaxPoolGrad": [(1, 6, 6, 3), (1, 3, 3, 3)], "AvgPoolGrad": [(1, 3, 3, 3)],
-                "Slice": [(4, 5)], "ConcatV2": [(2, 3), (2, 4)],
+                "Slice": [(4, 5)], "ConcatV2": [(2, 3), (2, 4)], "Transpose": [(2, 3)],
                 "_FusedConv2D": [(1, 5, 5, 3), (3, 3, 3, 4), (4,)],
                 **{op: [(2, 2), (2, 2)] for op in ("AddV2", "Add", "Sub", "Mul", "Maximum", "RealDiv",
                                                   "Div", "DivNoNan", "Pow", "ReluGrad")}}

@@ -92,6 +92,9 @@ impl Opcode {
     /// The gradient of `AVG_POOL_F32`: `src0` dy, `dst` dx; each dy times
     /// `1 / taps` is added to its window's in-bounds taps (`WINDOW_GRAD`).
     pub const AVG_POOL_GRAD_F32: Opcode = Opcode(0x5B);
+    /// `dst = transpose(src0)` of a `[m, n, k, len]` tensor: output axis `i`
+    /// is input axis `imm` bits `2i+1..2i` (`LAYOUT`).
+    pub const TRANSPOSE_F32: Opcode = Opcode(0x60);
 
     /// Wraps a raw value (any value is representable).
     pub const fn from_raw(raw: u16) -> Self {
@@ -143,6 +146,7 @@ impl Opcode {
             Self::CONV2D_BACKPROP_FILTER_F32 => "CONV2D_BACKPROP_FILTER_F32",
             Self::MAX_POOL_GRAD_F32 => "MAX_POOL_GRAD_F32",
             Self::AVG_POOL_GRAD_F32 => "AVG_POOL_GRAD_F32",
+            Self::TRANSPOSE_F32 => "TRANSPOSE_F32",
             _ => return None,
         })
     }

@@ -5,7 +5,7 @@ use super::{CompletionStatus, EventKind, Opcode};
 
 impl Opcode {
     /// Every opcode this ABI version defines.
-    pub const ALL: [Opcode; 34] = [
+    pub const ALL: [Opcode; 35] = [
         Self::NOP,
         Self::COPY_H2D,
         Self::COPY_D2H,
@@ -40,6 +40,7 @@ impl Opcode {
         Self::CONV2D_BACKPROP_FILTER_F32,
         Self::MAX_POOL_GRAD_F32,
         Self::AVG_POOL_GRAD_F32,
+        Self::TRANSPOSE_F32,
     ];
 }
 

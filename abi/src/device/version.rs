@@ -212,8 +212,10 @@ impl Features {
     /// ABI 1.1: `CONV2D_BACKPROP_INPUT_F32`, `CONV2D_BACKPROP_FILTER_F32`,
     /// `MAX_POOL_GRAD_F32` and `AVG_POOL_GRAD_F32` (training the window ops).
     pub const WINDOW_GRAD: Features = Features(1 << 9);
+    /// ABI 1.1: `TRANSPOSE_F32` (a permutation of up to four axes).
+    pub const LAYOUT: Features = Features(1 << 10);
     /// Every bit this ABI version defines.
-    pub const KNOWN: Features = Features(0x3ff);
+    pub const KNOWN: Features = Features(0x7ff);
 
     /// The raw register word.
     pub const fn bits(self) -> u32 {
@@ -237,7 +239,7 @@ impl Features {
 }
 
 /// What the reference FPGA implements: every feature of ABI 1.1.
-pub const REFERENCE_FEATURES: Features = Features(0x3ff);
+pub const REFERENCE_FEATURES: Features = Features(0x7ff);
 
 /// Ticks per second of the reference FPGA's timestamp counter (100 MHz).
 /// A device reports its own in [`Register::TIMESTAMP_FREQ_HZ`](super::Register::TIMESTAMP_FREQ_HZ).

@@ -4,6 +4,7 @@
 
 use super::op::OpKind;
 use super::types::DType;
+use super::types::MAX_RANK;
 use super::window::{Activation, Window};
 
 /// A set of op families ([`OpKind`] variants, attributes aside).
@@ -12,7 +13,7 @@ use super::window::{Activation, Window};
 pub struct OpSet(u32);
 
 /// Every op family, in bit order.
-const FAMILIES: [OpKind; 29] = [
+const FAMILIES: [OpKind; 30] = [
     OpKind::MatMul {
         transpose_a: false,
         transpose_b: false,
@@ -49,6 +50,7 @@ const FAMILIES: [OpKind; 29] = [
     OpKind::MaxPoolGrad(Window::new([1, 1])),
     OpKind::AvgPoolGrad(Window::new([1, 1])),
     OpKind::FusedConv2D(Window::new([1, 1]), Activation::None),
+    OpKind::Transpose([0; MAX_RANK]),
 ];
 
 impl OpSet {

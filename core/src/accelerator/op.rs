@@ -92,6 +92,9 @@ pub enum OpKind {
     /// [`Conv2D`](Self::Conv2D), then `+ bias[oc]`, then the activation:
     /// inputs `[x, filter, bias [oc]]` (TF's `_FusedConv2D`).
     FusedConv2D(Window, Activation),
+    /// Output axis `i` is input axis `perm[i]`: input `[x]` of rank `r`,
+    /// `perm[..r]` a permutation of `0..r`, `perm[r..]` unused (0).
+    Transpose([u8; MAX_RANK]),
 }
 
 /// One op to launch: kind, input tensors, output tensor, profiling id.
@@ -146,6 +149,8 @@ pub enum ShapeError {
     },
     /// A size computation overflowed.
     Overflow,
+    /// A `Transpose`'s `perm` is not a permutation of the input's axes.
+    Permutation,
 }
 
 impl ShapeError {
@@ -204,6 +209,7 @@ impl fmt::Display for ShapeError {
                 "operand {operand} has size {got} on axis {axis}, expected {expected}"
             ),
             Self::Overflow => f.write_str("tensor size overflows"),
+            Self::Permutation => f.write_str("perm is not a permutation of the input's axes"),
         }
     }
 }
@@ -241,6 +247,7 @@ impl OpKind {
             Self::MaxPoolGrad(_) => "MaxPoolGrad",
             Self::AvgPoolGrad(_) => "AvgPoolGrad",
             Self::FusedConv2D(..) => "FusedConv2D",
+            Self::Transpose(_) => "Transpose",
         }
     }
 
@@ -276,6 +283,7 @@ impl OpKind {
             Self::MaxPoolGrad(_) => 26,
             Self::AvgPoolGrad(_) => 27,
             Self::FusedConv2D(..) => 28,
+            Self::Transpose(_) => 29,
         }
     }
 
@@ -399,6 +407,7 @@ impl OpDesc<'_> {
                 expect_shape(0, &shape(0), &forward)?;
                 Ok(self.output.shape)
             }
+            OpKind::Transpose(perm) => transpose_shape(&shape(0), &perm),
             OpKind::Relu
             | OpKind::Relu6
             | OpKind::Sigmoid
@@ -487,6 +496,29 @@ impl OpDesc<'_> {
             .map(|t| t.byte_len().unwrap_or(0) as u64)
             .fold(0u64, u64::saturating_add)
     }
+}
+
+/// The shape of `x` transposed by `perm` (checked to be a permutation).
+fn transpose_shape(x: &Shape, perm: &[u8; MAX_RANK]) -> Result<Shape, ShapeError> {
+    let rank = x.dims().len();
+    let mut seen = [false; MAX_RANK];
+    let mut out = [0u64; MAX_RANK];
+    for (i, &p) in perm.iter().enumerate() {
+        let p = usize::from(p);
+        let valid = if i < rank {
+            p < rank && !seen[p]
+        } else {
+            p == 0
+        };
+        if !valid {
+            return Err(ShapeError::Permutation);
+        }
+        if i < rank {
+            seen[p] = true;
+            out[i] = x.dims()[p];
+        }
+    }
+    Shape::new(&out[..rank]).ok_or(ShapeError::Overflow)
 }
 
 fn taps(w: &Window) -> u64 {

@@ -138,6 +138,8 @@ cases! {
     op_avg_pool_grad => |s| check_family(s, OpKind::AvgPoolGrad(Window::new([1, 1])));
     /// Conv2D with bias and each activation; or refused.
     op_fused_conv2d => |s| check_family(s, OpKind::FusedConv2D(Window::new([1, 1]), Activation::None));
+    /// Transpose (exact); or refused.
+    op_transpose => |s| check_family(s, OpKind::Transpose([0; 6]));
     /// Launches whose descriptor is inconsistent (wrong output dims, an
     /// extra output axis, a missing input) fail at launch with
     /// `ErrorKind::InvalidArgument` and write nothing, for every declared op.

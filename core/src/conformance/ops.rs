@@ -9,7 +9,7 @@ use std::vec::Vec;
 use super::support::{Check, Ctx, Scope, ensure, fail, first_difference, show, values};
 use super::{Fixture, Outcome};
 use crate::accelerator::{
-    Accelerator, Activation, DType, DeviceAddr, Error, ErrorKind, OpDesc, OpKind, Shape,
+    Accelerator, Activation, DType, DeviceAddr, Error, ErrorKind, MAX_RANK, OpDesc, OpKind, Shape,
     TensorDesc, Window,
 };
 use crate::reference;
@@ -305,6 +305,29 @@ fn window_grad_case(family: OpKind, x: [u64; 4], w: Window, seed: u32) -> OpCase
     }
 }
 
+/// 2-D, NHWC to NCHW, a reversal, rank 5 with unit axes, empty, identity.
+fn transpose_cases() -> Vec<OpCase> {
+    let cases: [(&[u64], &[u8]); 7] = [
+        (&[2, 3], &[1, 0]),
+        (&[2, 3, 4], &[2, 0, 1]),
+        (&[1, 4, 4, 3], &[0, 3, 1, 2]),
+        (&[2, 3, 4, 5], &[3, 2, 1, 0]),
+        (&[2, 1, 3, 1, 2], &[4, 0, 2, 1, 3]),
+        (&[0, 3], &[1, 0]),
+        (&[5], &[0]),
+    ];
+    cases
+        .iter()
+        .zip(800..)
+        .map(|(&(x, p), seed)| {
+            let mut perm = [0u8; MAX_RANK];
+            perm[..p.len()].copy_from_slice(p);
+            let out = p.iter().map(|&a| x[usize::from(a)]).collect();
+            OpCase::new(OpKind::Transpose(perm), vec![input(x, seed)], out)
+        })
+        .collect()
+}
+
 fn softmax_cases(kind: OpKind) -> Vec<OpCase> {
     let shapes: [&[u64]; 5] = [&[2, 2, 6], &[3, 1], &[1, 130], &[5, 17], &[0, 5]];
     let mut cases: Vec<OpCase> = shapes
@@ -363,6 +386,7 @@ pub(crate) fn cases_for(family: OpKind) -> Vec<OpCase> {
         | OpKind::MaxPoolGrad(_)
         | OpKind::AvgPoolGrad(_) => window_cases(family),
         OpKind::Softmax | OpKind::LogSoftmax => softmax_cases(family),
+        OpKind::Transpose(_) => transpose_cases(),
         OpKind::ReduceSum => reduce_sum_cases(),
         _ => binary_cases(family),
     }

@@ -556,3 +556,24 @@ fn fused_conv2d_is_conv_then_bias_then_activation() {
     assert_eq!(fused(Activation::Relu), [3.0, 0.0, 0.0, 2.5, 7.0, 0.0]);
     assert_eq!(fused(Activation::Relu6), [3.0, 0.0, 0.0, 2.5, 6.0, 0.0]);
 }
+
+#[test]
+fn transpose_moves_axes_exactly() {
+    let mut perm = [0u8; crate::accelerator::MAX_RANK];
+    perm[..2].copy_from_slice(&[1, 0]);
+    let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+    let got = go(OpKind::Transpose(perm), &[(&x, &[2, 3])], &[3, 2]);
+    assert_eq!(got.unwrap(), [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+    // NHWC [1, 1, 2, 3] to NCHW [1, 3, 1, 2].
+    perm[..4].copy_from_slice(&[0, 3, 1, 2]);
+    let got = go(
+        OpKind::Transpose(perm),
+        &[(&x, &[1, 1, 2, 3])],
+        &[1, 3, 1, 2],
+    );
+    assert_eq!(got.unwrap(), [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+    // An axis twice is not a permutation.
+    perm[..2].copy_from_slice(&[1, 1]);
+    let bad = go(OpKind::Transpose(perm), &[(&x, &[2, 3])], &[3, 3]);
+    assert_eq!(bad, Err(Error::Shape(ShapeError::Permutation)));
+}

@@ -61,10 +61,12 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Driver<T, C, ALLOCS> {
 
 /// The op families a device with `features` runs: each feature bit of
 /// `docs/device-abi.md` brings the families its opcodes lower (the window
-/// families only with the feature `window-ops`, which lowers them).
+/// families and Transpose only with the feature `host-only-ops`, which
+/// lowers them).
 pub fn ops_of(features: Features) -> OpSet {
-    #[cfg(not(feature = "window-ops"))]
-    let features = Features(features.0 & !(Features::WINDOW.0 | Features::WINDOW_GRAD.0));
+    #[cfg(not(feature = "host-only-ops"))]
+    let features =
+        Features(features.0 & !(Features::WINDOW.0 | Features::WINDOW_GRAD.0 | Features::LAYOUT.0));
     let matmul = OpKind::MatMul {
         transpose_a: false,
         transpose_b: false,
@@ -75,7 +77,7 @@ pub fn ops_of(features: Features) -> OpSet {
         relu: false,
     };
     let window = Window::new([1, 1]);
-    let groups: [(Features, &[OpKind]); 6] = [
+    let groups: [(Features, &[OpKind]); 7] = [
         (Features::GEMM, &[matmul, fused]),
         (
             Features::ELEMENTWISE,
@@ -117,6 +119,7 @@ pub fn ops_of(features: Features) -> OpSet {
                 OpKind::AvgPool(window),
             ],
         ),
+        (Features::LAYOUT, &[OpKind::Transpose([0; 6])]),
         (
             Features::WINDOW_GRAD,
             &[

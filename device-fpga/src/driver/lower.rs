@@ -76,7 +76,7 @@ pub(crate) fn lower(
                 _ => Opcode::TANH_F32,
             })
         }),
-        #[cfg(feature = "window-ops")]
+        #[cfg(feature = "host-only-ops")]
         OpKind::Conv2D(_)
         | OpKind::FusedConv2D(..)
         | OpKind::DepthwiseConv2D(_)
@@ -86,6 +86,8 @@ pub(crate) fn lower(
         | OpKind::Conv2DBackpropFilter(_)
         | OpKind::MaxPoolGrad(_)
         | OpKind::AvgPoolGrad(_) => super::lower_window::lower_window(op, base, emit),
+        #[cfg(feature = "host-only-ops")]
+        OpKind::Transpose(perm) => emit(&super::transpose::command(op, &perm, base)?),
         // An empty reduced axis (the output is not empty): every sum is 0.
         OpKind::ReduceSum if input(0).shape.last() == 0 => emit(&CommandDescriptor {
             dst: out.addr.0,

@@ -1,4 +1,4 @@
-//! Lowering the window ops (feature `window-ops`): `Conv2D`,
+//! Lowering the window ops (feature `host-only-ops`): `Conv2D`,
 //! `DepthwiseConv2D`, `MaxPool`, `AvgPool` and their gradients, each one
 //! command with the forward op's geometry packed (`docs/device-abi.md`,
 //! "Window commands"). The firmware leaves the feature off: its op-level

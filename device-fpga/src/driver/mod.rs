@@ -15,9 +15,11 @@ mod dma;
 mod error;
 mod events;
 mod lower;
-#[cfg(feature = "window-ops")]
+#[cfg(feature = "host-only-ops")]
 mod lower_window;
 mod queue;
+#[cfg(feature = "host-only-ops")]
+mod transpose;
 
 pub use alloc::{Allocator, GRANULE};
 #[cfg(feature = "std")]

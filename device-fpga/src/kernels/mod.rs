@@ -9,6 +9,7 @@ mod binary;
 mod elementwise;
 mod error;
 mod gemm;
+mod layout;
 #[doc(hidden)]
 pub mod reference;
 mod rows;
@@ -21,6 +22,7 @@ pub use elementwise::{
 };
 pub use error::{ErrorKind, KernelError, Operand};
 pub use gemm::{GemmSpec, gemm, gemm_portable};
+pub use layout::transpose4;
 pub use rows::{
     log_softmax_last_axis, log_softmax_last_axis_in_place, reduce_sum_last_axis, softmax_last_axis,
     softmax_last_axis_in_place,

@@ -71,6 +71,11 @@ pub(crate) fn execute<B: HostBus>(
             kernels::unary_in_place(*op, floats_mut(get_mut(mem, out)?)?);
             Ok(())
         }
+        Work::Transpose { dims, perm, x, out } => {
+            let s = split(mem, out)?;
+            let x = floats(src(&s, x)?)?;
+            Ok(kernels::transpose4(*dims, *perm, x, floats_mut(s.out)?)?)
+        }
         Work::Unary { op, x, out } => {
             let s = split(mem, out)?;
             Ok(kernels::unary(

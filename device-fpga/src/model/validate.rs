@@ -9,6 +9,7 @@ use tensorplug_abi::device::{CommandDescriptor, CommandFlags, CompletionStatus, 
 use crate::kernels::{BinaryOp, GemmSpec, UnaryOp, WindowOp, WindowSpec};
 use tensorplug_core::accelerator::Activation;
 
+mod layout;
 mod window;
 
 /// `src0` is broadcast along `m` (binary element-wise 3-D form).
@@ -115,6 +116,12 @@ pub(crate) enum Work {
         x: Range<usize>,
         out: Range<usize>,
     },
+    Transpose {
+        dims: [usize; 4],
+        perm: [usize; 4],
+        x: Range<usize>,
+        out: Range<usize>,
+    },
     BiasAdd {
         x: Range<usize>,
         bias: Range<usize>,
@@ -167,6 +174,7 @@ impl Work {
             }
             Work::Binary { a, b, out, .. } => (0, n(a) + n(b) + n(out), n(out) / 4),
             Work::Unary { x, out, .. } => (0, n(x) + n(out), n(out) / 4),
+            Work::Transpose { x, out, .. } => (0, n(x) + n(out), 0),
             Work::BiasAdd { x, bias, out } => (0, n(x) + n(bias) + n(out), n(out) / 4),
             // exp, subtract, sum, divide per element.
             Work::Softmax { x, out, .. } => (0, n(x) + n(out), 4 * n(out) / 4),
@@ -269,6 +277,11 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
         ),
         Opcode::AVG_POOL_GRAD_F32 => (
             Features::WINDOW_GRAD,
+            Uses(Uses::SRC0 | Uses::DST | Uses::LEN | Uses::MNK | Uses::IMM),
+            0,
+        ),
+        Opcode::TRANSPOSE_F32 => (
+            Features::LAYOUT,
             Uses(Uses::SRC0 | Uses::DST | Uses::LEN | Uses::MNK | Uses::IMM),
             0,
         ),
@@ -384,6 +397,7 @@ pub(crate) fn validate(
         | Opcode::CONV2D_BACKPROP_FILTER_F32
         | Opcode::MAX_POOL_GRAD_F32
         | Opcode::AVG_POOL_GRAD_F32 => ctx.window(),
+        Opcode::TRANSPOSE_F32 => ctx.transpose(),
         _ => ctx.binary(),
     }
 }

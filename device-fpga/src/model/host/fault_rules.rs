@@ -52,6 +52,7 @@ pub fn op_kind_name(kind: OpKind) -> &'static str {
         OpKind::MaxPoolGrad(_) => "max_pool_grad",
         OpKind::AvgPoolGrad(_) => "avg_pool_grad",
         OpKind::FusedConv2D(..) => "fused_conv2d",
+        OpKind::Transpose(_) => "transpose",
         _ => "other",
     }
 }

@@ -17,6 +17,7 @@ mod slice;
 mod softmax;
 mod sum;
 mod tile;
+mod transpose;
 mod unary;
 mod window;
 mod window_grad;
@@ -138,7 +139,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// Every f32 kernel the bridge can register for a device type.
-pub static KERNELS: [&dyn TfKernel; 42] = [
+pub static KERNELS: [&dyn TfKernel; 43] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -181,6 +182,7 @@ pub static KERNELS: [&dyn TfKernel; 42] = [
     &slice::Slice,
     &concat::ConcatV2,
     &window::FUSED_CONV2D,
+    &transpose::Transpose,
 ];
 
 /// One kernel instance (TF's `OpKernel`).
@@ -266,6 +268,7 @@ mod tests {
                 b"AvgPoolGrad" => &[c"orig_input_shape"],
                 b"Slice" => &[c"begin", c"size"],
                 b"ConcatV2" => &[c"axis"],
+                b"Transpose" => &[c"perm"],
                 _ => &[],
             };
             assert_eq!(kernel.host_memory(), host, "{:?}", kernel.op());
