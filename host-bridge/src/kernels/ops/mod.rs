@@ -232,13 +232,25 @@ fn is_empty(shape: &Shape) -> bool {
     shape.elements() == Some(0)
 }
 
+/// A device temporary and its descriptor. TF frees a temp's memory as soon
+/// as its tensor is dropped, so the tensor is held here until every launch
+/// that reads the descriptor is enqueued (a dropped temp could be handed to
+/// another op and overwritten before the device reads it).
+struct HeldTemp {
+    _tensor: Tensor,
+    desc: TensorDesc,
+}
+
 /// A device scalar holding `-1.0` (a temp filled on the device).
-fn minus_one(ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<TensorDesc> {
+fn minus_one(ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<HeldTemp> {
     let scalar = flat(&[])?;
-    let temp = ctx.temp(&scalar)?;
-    let minus_one = run.desc(&temp, scalar)?;
-    run.fill(minus_one, (-1.0f32).to_bits())?;
-    Ok(minus_one)
+    let tensor = ctx.temp(&scalar)?;
+    let desc = run.desc(&tensor, scalar)?;
+    run.fill(desc, (-1.0f32).to_bits())?;
+    Ok(HeldTemp {
+        _tensor: tensor,
+        desc,
+    })
 }
 
 /// A shape from dims the kernel computed itself.

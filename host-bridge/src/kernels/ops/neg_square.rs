@@ -42,7 +42,12 @@ impl Op for MulBy {
             return Ok(());
         };
         let a = run.desc(&x, sx)?;
-        let b = if self.square { a } else { minus_one(ctx, run)? };
+        let minus = if self.square {
+            None
+        } else {
+            Some(minus_one(ctx, run)?)
+        };
+        let b = minus.as_ref().map_or(a, |m| m.desc);
         run.launch(OpKind::Mul, &[a, b], run.desc(&out, sx)?)
     }
 }

@@ -131,7 +131,7 @@ impl Op for SoftmaxXent {
         let loss = run.desc(&loss, rows)?;
         run.launch(OpKind::ReduceSum, &[log_probs], loss)?;
         let minus_one = minus_one(ctx, run)?;
-        run.launch(OpKind::Mul, &[loss, minus_one], loss)
+        run.launch(OpKind::Mul, &[loss, minus_one.desc], loss)
     }
 }
 
