@@ -98,6 +98,12 @@ pub enum Error {
         /// The missing `Features` bits.
         feature: u32,
     },
+    /// The op's attributes do not fit the device's command (its feature is
+    /// there, but e.g. a dimension over 65535 or a transpose of six axes).
+    BeyondCommand {
+        /// What does not fit.
+        what: &'static str,
+    },
 }
 
 impl Error {
@@ -120,7 +126,7 @@ impl Error {
             | Self::OutOfRange { .. }
             | Self::Shape(_)
             | Self::InvalidArgument => ErrorKind::InvalidArgument,
-            Self::Unsupported { .. } => ErrorKind::Unsupported,
+            Self::Unsupported { .. } | Self::BeyondCommand { .. } => ErrorKind::Unsupported,
         }
     }
 }
@@ -208,6 +214,7 @@ impl fmt::Display for Error {
             Self::Unsupported { feature } => {
                 write!(f, "the device lacks feature bits {feature:#x}")
             }
+            Self::BeyondCommand { what } => write!(f, "beyond the device's commands: {what}"),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! "Window commands"). The firmware leaves the feature off: its op-level
 //! link has no wire code for these ops, so the code would be dead there.
 
-use tensorplug_abi::device::{CommandDescriptor, CommandFlags, Features, Opcode, WindowFields};
+use tensorplug_abi::device::{CommandDescriptor, CommandFlags, Opcode, WindowFields};
 use tensorplug_core::accelerator::{Activation, OpDesc, OpKind, Window};
 
 use super::Error;
@@ -83,22 +83,17 @@ fn window(
         _ => (shape(0), op.output.shape, 0),
     };
     let (x, o) = (x.dims(), o.dims());
-    let feature = match op.kind {
-        OpKind::Conv2DBackpropInput(_)
-        | OpKind::Conv2DBackpropFilter(_)
-        | OpKind::MaxPoolGrad(_)
-        | OpKind::AvgPoolGrad(_) => Features::WINDOW_GRAD,
-        _ => Features::WINDOW,
+    let beyond = |what| Error::BeyondCommand { what };
+    let small = |v: u64| {
+        u16::try_from(v).map_err(|_| beyond("a height, width or channel count over 65535"))
     };
-    let unsupported = Error::Unsupported { feature: feature.0 };
-    let small = |v: u64| u16::try_from(v).map_err(|_| unsupported);
     let step = |v: u16| {
         u8::try_from(v)
             .ok()
             .filter(|&s| s <= WindowFields::MAX_STEP)
-            .ok_or(unsupported)
+            .ok_or(beyond("a stride or dilation over 15"))
     };
-    let pad = |v: u16| u8::try_from(v).map_err(|_| unsupported);
+    let pad = |v: u16| u8::try_from(v).map_err(|_| beyond("a leading padding over 255"));
     let fields = WindowFields {
         batch: dim(x[0])?,
         input: [small(x[1])?, small(x[2])?],

@@ -1,7 +1,7 @@
 //! Lowering `Transpose` to `TRANSPOSE_F32`: unit axes dropped, runs of
 //! axes that stay adjacent and in order merged, then padded to four.
 
-use tensorplug_abi::device::{CommandDescriptor, Features, Opcode};
+use tensorplug_abi::device::{CommandDescriptor, Opcode};
 use tensorplug_core::accelerator::{MAX_RANK, OpDesc};
 
 use super::Error;
@@ -54,8 +54,8 @@ pub(super) fn command(
 ) -> Result<CommandDescriptor, Error> {
     let x = op.inputs[0].shape;
     let rank = x.dims().len();
-    let unsupported = Error::Unsupported {
-        feature: Features::LAYOUT.0,
+    let unsupported = Error::BeyondCommand {
+        what: "more than four axes are left after merging the ones that stay adjacent",
     };
     let (d, p) = coalesce(x.dims(), &perm[..rank]).ok_or(unsupported)?;
     Ok(CommandDescriptor {
@@ -103,5 +103,22 @@ mod tests {
             coalesce(&[2, 3, 4, 5], &[3, 2, 1, 0]),
             Some(([2, 3, 4, 5], [3, 2, 1, 0]))
         );
+    }
+
+    #[test]
+    fn six_unmergeable_axes_are_beyond_the_command() {
+        use tensorplug_core::accelerator::{DType, DeviceAddr, OpKind, Shape, TensorDesc};
+        let shape = Shape::new(&[2; 6]).unwrap();
+        let perm = [5, 4, 3, 2, 1, 0];
+        let op = OpDesc {
+            kind: OpKind::Transpose(perm),
+            inputs: &[TensorDesc::new(DeviceAddr(0), DType::F32, shape)],
+            output: TensorDesc::new(DeviceAddr(4096), DType::F32, shape),
+            op_id: 1,
+        };
+        let error = command(&op, &perm, CommandDescriptor::default()).unwrap_err();
+        assert!(matches!(error, Error::BeyondCommand { .. }), "{error:?}");
+        let text = std::format!("{error}");
+        assert!(text.contains("more than four axes"), "{text}");
     }
 }
