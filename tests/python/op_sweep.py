@@ -343,6 +343,23 @@ def transpose_cases():
     yield "specials", lambda t: tf.transpose(tf.reshape(t, [1, 7])), [SPECIAL], None
 
 
+def strided_slice_cases():
+    """Python indexing, which writes StridedSlice with TF's masks."""
+    for shape, label, fn in pick([
+            ((4, 5), "[1:3, ::2]", lambda t: t[1:3, ::2]),
+            ((6,), "[::-1]", lambda t: t[::-1]),
+            ((2, 3, 4), "[..., 0]", lambda t: t[..., 0]),
+            ((3, 2), "[:, None]", lambda t: t[:, None]),
+            ((5,), "[-2:]", lambda t: t[-2:]),
+            ((3, 4, 5), "[1, :, ::-2]", lambda t: t[1, :, ::-2]),
+            ((2, 6, 6, 3), "[:, 1:-1, 1:-1]", lambda t: t[:, 1:-1, 1:-1]),
+            ((4, 5), "[3:1]", lambda t: t[3:1]),
+            ((2, 3, 4, 5), "[..., 1:3, None, ::3]", lambda t: t[..., 1:3, None, ::3]),
+            ((0, 3), "[:, 1:]", lambda t: t[:, 1:])]):
+        yield f"{shape}{label}", fn, [rand(*shape)], None
+    yield "specials[::-2]", lambda t: t[::-2], [SPECIAL], None
+
+
 def concat_cases():
     for shapes, axis in pick([([(2, 3), (2, 4)], 1), ([(2, 3), (1, 3), (0, 3)], 0),
                               ([(1, 4, 4, 3), (1, 4, 4, 5)], -1), ([(2, 2, 2)] * 3, 1),
@@ -455,6 +472,7 @@ SWEEPS = {
     "Slice": slice_cases,
     "ConcatV2": concat_cases,
     "Transpose": transpose_cases,
+    "StridedSlice": strided_slice_cases,
     "Conv2D": lambda: conv_cases(False),
     "DepthwiseConv2dNative": lambda: conv_cases(True),
     "MaxPool": pool_cases(lambda t, k, s, p: tf.nn.max_pool2d(t, k, s, p), True),
@@ -477,6 +495,7 @@ PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), 
                 "Conv2DBackpropFilter": [(1, 5, 5, 3), (1, 3, 3, 4)],
                 "MaxPoolGrad": [(1, 6, 6, 3), (1, 3, 3, 3)], "AvgPoolGrad": [(1, 3, 3, 3)],
                 "Slice": [(4, 5)], "ConcatV2": [(2, 3), (2, 4)], "Transpose": [(2, 3)],
+                "StridedSlice": [(4, 5)],
                 "_FusedConv2D": [(1, 5, 5, 3), (3, 3, 3, 4), (4,)],
                 **{op: [(2, 2), (2, 2)] for op in ("AddV2", "Add", "Sub", "Mul", "Maximum", "RealDiv",
                                                   "Div", "DivNoNan", "Pow", "ReluGrad")}}

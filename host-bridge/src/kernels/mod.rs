@@ -281,7 +281,7 @@ mod capability_tests {
     fn kernels_follow_the_declared_ops() {
         let npu = Capabilities::f32(OpSet::of(&[MATMUL, OpKind::Relu]), true);
         // BiasAddGrad lowers to a MatMul; Pad, Slice and ConcatV2 only copy and fill.
-        let copies = ["Pad", "Slice", "ConcatV2"];
+        let copies = ["Pad", "Slice", "ConcatV2", "StridedSlice"];
         assert_eq!(
             registered(&npu),
             [&["MatMul", "Relu", "BiasAddGrad"][..], &copies].concat()
@@ -305,7 +305,10 @@ mod capability_tests {
         let a = Capabilities::f32(OpSet::of(&[MATMUL, OpKind::Relu]), true);
         let b = Capabilities::f32(OpSet::of(&[OpKind::Relu, OpKind::Add]), false);
         let both = common_capabilities([a, b].into_iter());
-        assert_eq!(registered(&both), ["Relu", "Pad", "Slice", "ConcatV2"]);
+        assert_eq!(
+            registered(&both),
+            ["Relu", "Pad", "Slice", "ConcatV2", "StridedSlice"]
+        );
         assert!(!both.profiling);
         assert_eq!(common_capabilities(std::iter::empty()), Capabilities::NONE);
     }

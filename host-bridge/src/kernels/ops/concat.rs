@@ -54,6 +54,7 @@ impl Op for ConcatV2 {
                 dst_dims: &out_dims,
                 dst_at: &dst_at,
                 extent: shape.dims(),
+                step: &[],
             };
             if !is_empty(shape) {
                 block.copy(run, out, run.desc(value, *shape)?)?;

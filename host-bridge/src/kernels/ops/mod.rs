@@ -15,6 +15,7 @@ mod neg_square;
 mod pad;
 mod slice;
 mod softmax;
+mod strided_slice;
 mod sum;
 mod tile;
 mod transpose;
@@ -139,7 +140,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// Every f32 kernel the bridge can register for a device type.
-pub static KERNELS: [&dyn TfKernel; 43] = [
+pub static KERNELS: [&dyn TfKernel; 44] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -183,6 +184,7 @@ pub static KERNELS: [&dyn TfKernel; 43] = [
     &concat::ConcatV2,
     &window::FUSED_CONV2D,
     &transpose::Transpose,
+    &strided_slice::StridedSlice,
 ];
 
 /// One kernel instance (TF's `OpKernel`).
@@ -281,6 +283,7 @@ mod tests {
                 b"Slice" => &[c"begin", c"size"],
                 b"ConcatV2" => &[c"axis"],
                 b"Transpose" => &[c"perm"],
+                b"StridedSlice" => &[c"begin", c"end", c"strides"],
                 _ => &[],
             };
             assert_eq!(kernel.host_memory(), host, "{:?}", kernel.op());

@@ -45,6 +45,7 @@ impl Op for Slice {
             dst_dims: &extent,
             dst_at: &vec![0; extent.len()],
             extent: &extent,
+            step: &[],
         };
         block.copy(run, run.desc(&out, out_shape)?, run.desc(&x, sx)?)
     }
