@@ -1,18 +1,16 @@
 //! `Pad` (constant 0), `paddings` in host memory (int32 or int64): a fill of
-//! the output with zeros, then one device-to-device copy per contiguous run
-//! of the input (`[n, h]` runs of `w·c` for an NHWC spatial pad). Exact,
-//! signed zeros and NaN included.
+//! the output with zeros, then the input as a block copy into it (one
+//! device-to-device copy per contiguous run: `[n, h]` runs of `w·c` for an
+//! NHWC spatial pad). Exact, signed zeros and NaN included.
 
+use super::blocks::Block;
 use super::sum::read_host_ints;
 use super::{Op, flat, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;
 use std::ffi::CStr;
-use tensorplug_core::accelerator::{DeviceAddr, OpKind, TensorDesc};
-
-/// The most copies one `Pad` may take.
-const MAX_RUNS: u64 = 65_536;
+use tensorplug_core::accelerator::OpKind;
 
 /// The `Pad` kernel.
 pub struct Pad;
@@ -36,8 +34,8 @@ impl Op for Pad {
         let x = ctx.input(0, false)?;
         let sx = x.shape()?;
         let pads = read_host_ints(&ctx.input(1, true)?, "paddings")?;
-        let plan = plan(sx.dims(), &pads)?;
-        let out_shape = flat(&plan.out)?;
+        let (before, out_dims) = padded(sx.dims(), &pads)?;
+        let out_shape = flat(&out_dims)?;
         let out = ctx.output(&out_shape, &[])?;
         if is_empty(&out_shape) {
             return Ok(());
@@ -47,92 +45,32 @@ impl Op for Pad {
         if is_empty(&sx) {
             return Ok(());
         }
-        let x = run.desc(&x, sx)?;
-        let run_shape = flat(&[plan.run])?;
-        let at = |t: TensorDesc, element: u64| {
-            TensorDesc::new(DeviceAddr(t.addr.0 + element * 4), t.dtype, run_shape)
+        // The input is a block of the output, at the padding before it.
+        let block = Block {
+            src_dims: sx.dims(),
+            src_at: &vec![0; before.len()],
+            dst_dims: &out_dims,
+            dst_at: &before,
+            extent: sx.dims(),
+            step: &[],
         };
-        for (src, dst) in plan.offsets() {
-            run.copy(at(out, dst), at(x, src))?;
-        }
-        Ok(())
+        block.copy(run, out, run.desc(&x, sx)?)
     }
 }
 
-/// Where each contiguous run of the input goes in the output.
-#[derive(Debug, PartialEq)]
-struct Plan {
-    out: Vec<u64>,
-    /// Elements per run.
-    run: u64,
-    /// Input dims and padding-before of the axes that index the runs, with
-    /// the run's own axis last.
-    outer: Vec<(u64, u64)>,
-}
-
-fn plan(dims: &[u64], pads: &[i64]) -> KernelResult<Plan> {
+/// The padding before each axis and the output dims.
+fn padded(dims: &[u64], pads: &[i64]) -> KernelResult<(Vec<u64>, Vec<u64>)> {
     let rank = dims.len();
     if pads.len() != 2 * rank || pads.iter().any(|&p| p < 0) {
         return Err(Failure::invalid(format!(
             "paddings must be [{rank}, 2] and non-negative, got {pads:?}"
         )));
     }
-    if rank == 0 {
-        return Ok(Plan {
-            out: Vec::new(),
-            run: 1,
-            outer: vec![(1, 0)],
-        });
-    }
-    let pad = |axis: usize| (pads[2 * axis] as u64, pads[2 * axis + 1] as u64);
-    let out: Vec<u64> = (0..rank).map(|a| dims[a] + pad(a).0 + pad(a).1).collect();
-    // The last padded axis: everything after it is copied whole.
-    let last = (0..rank).rev().find(|&a| pad(a) != (0, 0)).unwrap_or(0);
-    let run = dims[last..].iter().product::<u64>();
-    let inner: u64 = dims[last + 1..].iter().product();
-    let outer: Vec<(u64, u64)> = (0..last).map(|a| (dims[a], pad(a).0)).collect();
-    let runs: u64 = outer.iter().map(|(d, _)| d).product();
-    if runs > MAX_RUNS {
-        return Err(Failure::unimplemented(format!(
-            "padding a {dims:?} tensor takes {runs} device copies, more than {MAX_RUNS}"
-        )));
-    }
-    let mut outer = outer;
-    // The run's axis: its padding-before shifts the run by that many rows.
-    outer.push((1, pad(last).0 * inner));
-    Ok(Plan { out, run, outer })
-}
-
-impl Plan {
-    /// `(input element, output element)` of each run, in order.
-    fn offsets(&self) -> Vec<(u64, u64)> {
-        let rank = self.outer.len();
-        // Output strides of the run-indexing axes (elements).
-        let mut out_stride = vec![0u64; rank];
-        let mut stride = self.out[rank - 1..].iter().product::<u64>();
-        for a in (0..rank - 1).rev() {
-            out_stride[a] = stride;
-            stride *= self.out[a];
-        }
-        let shift = self.outer[rank - 1].1;
-        let mut offsets = Vec::new();
-        let mut index = vec![0u64; rank - 1];
-        let count: u64 = self.outer[..rank - 1].iter().map(|(d, _)| d).product();
-        for i in 0..count {
-            let dst: u64 = (0..rank - 1)
-                .map(|a| (index[a] + self.outer[a].1) * out_stride[a])
-                .sum();
-            offsets.push((i * self.run, dst + shift));
-            for a in (0..rank - 1).rev() {
-                index[a] += 1;
-                if index[a] < self.outer[a].0 {
-                    break;
-                }
-                index[a] = 0;
-            }
-        }
-        offsets
-    }
+    let before: Vec<u64> = (0..rank).map(|a| pads[2 * a] as u64).collect();
+    let out = (0..rank)
+        .map(|a| dims[a] + before[a] + pads[2 * a + 1] as u64)
+        .collect();
+    Ok((before, out))
 }
 
 #[cfg(test)]
@@ -143,17 +81,33 @@ mod tests {
     fn an_nhwc_spatial_pad_copies_one_run_per_row() {
         // [1, 2, 2, 3] padded by one row/column before and after: rows of 2·3
         // land at output row 1 and 2, column 1, of a [1, 4, 4, 3] output.
-        let p = plan(&[1, 2, 2, 3], &[0, 0, 1, 1, 1, 1, 0, 0]).unwrap();
-        assert_eq!((p.out.clone(), p.run), (vec![1, 4, 4, 3], 6));
-        assert_eq!(p.offsets(), [(0, 12 + 3), (6, 24 + 3)]);
+        let (before, out) = padded(&[1, 2, 2, 3], &[0, 0, 1, 1, 1, 1, 0, 0]).unwrap();
+        assert_eq!(out, [1, 4, 4, 3]);
+        let block = Block {
+            src_dims: &[1, 2, 2, 3],
+            src_at: &[0; 4],
+            dst_dims: &out,
+            dst_at: &before,
+            extent: &[1, 2, 2, 3],
+            step: &[],
+        };
+        assert_eq!(block.runs().unwrap(), (6, vec![(0, 12 + 3), (6, 24 + 3)]));
     }
 
     #[test]
     fn padding_only_the_first_axis_is_one_run() {
-        let p = plan(&[2, 3], &[1, 2, 0, 0]).unwrap();
-        assert_eq!((p.out.clone(), p.run), (vec![5, 3], 6));
-        assert_eq!(p.offsets(), [(0, 3)]);
-        assert!(plan(&[2, 3], &[1, 2]).is_err());
-        assert!(plan(&[2], &[-1, 0]).is_err());
+        let (before, out) = padded(&[2, 3], &[1, 2, 0, 0]).unwrap();
+        assert_eq!(out, [5, 3]);
+        let block = Block {
+            src_dims: &[2, 3],
+            src_at: &[0, 0],
+            dst_dims: &out,
+            dst_at: &before,
+            extent: &[2, 3],
+            step: &[],
+        };
+        assert_eq!(block.runs().unwrap(), (6, vec![(0, 3)]));
+        assert!(padded(&[2, 3], &[1, 2]).is_err());
+        assert!(padded(&[2], &[-1, 0]).is_err());
     }
 }
