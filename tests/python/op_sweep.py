@@ -310,6 +310,22 @@ def mean_cases():
                                                   ).reshape(cpu.shape) + 2 * EPS * np.abs(cpu))
 
 
+def batch_norm_cases():
+    """`FusedBatchNormV3` for inference: y = (x - mean) * rsqrt(var + eps) * scale + offset."""
+    for shape, eps, fmt in pick([((2, 5, 5, 3), 1e-3, "NHWC"), ((1, 4, 4, 8), 1e-5, "NHWC"),
+                                 ((3, 1, 1, 16), 1e-3, "NHWC"), ((1, 2, 3, 3, 4), 1e-3, "NDHWC"),
+                                 ((0, 3, 3, 2), 1e-3, "NHWC"), ((4, 2, 2, 5), 0.5, "NHWC")]):
+        c = shape[-1]
+        x, scale, offset, mean = rand(*shape), rand(c), rand(c), rand(c)
+        var = np.abs(rand(c)) + np.float32(0.01)
+        fn = lambda t, s, o, m, v, e=eps, f=fmt: tf.raw_ops.FusedBatchNormV3(  # noqa: E731
+            x=t, scale=s, offset=o, mean=m, variance=v, epsilon=e, is_training=False,
+            data_format=f)[0]
+        span = np.abs(x - mean) * np.abs(scale) / np.sqrt(var + eps) + np.abs(offset)
+        yield (f"{shape} eps={eps} {fmt}", fn, [x, scale, offset, mean, var],
+               lambda cpu, span=span: 8 * EPS * span + TINY)
+
+
 def pad_cases():
     for shape, pads in pick([((1, 4, 4, 3), [[0, 0], [1, 1], [1, 1], [0, 0]]),
                              ((2, 5, 6, 2), [[0, 0], [0, 1], [0, 1], [0, 0]]),
@@ -482,6 +498,7 @@ SWEEPS = {
     "Conv2DBackpropFilter": lambda: conv_grad_cases(False),
     "MaxPoolGrad": max_pool_grad_cases,
     "AvgPoolGrad": avg_pool_grad_cases,
+    "FusedBatchNormV3": batch_norm_cases,
 }
 # Input shapes for the "refused" check (each non-f32 dtype must raise, not
 # run, on the device: the kernels are float32 only today); default (2, 2).
@@ -496,6 +513,7 @@ PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), 
                 "MaxPoolGrad": [(1, 6, 6, 3), (1, 3, 3, 3)], "AvgPoolGrad": [(1, 3, 3, 3)],
                 "Slice": [(4, 5)], "ConcatV2": [(2, 3), (2, 4)], "Transpose": [(2, 3)],
                 "StridedSlice": [(4, 5)],
+                "FusedBatchNormV3": [(1, 2, 2, 2), (2,), (2,), (2,), (2,)],
                 "_FusedConv2D": [(1, 5, 5, 3), (3, 3, 3, 4), (4,)],
                 **{op: [(2, 2), (2, 2)] for op in ("AddV2", "Add", "Sub", "Mul", "Maximum", "RealDiv",
                                                   "Div", "DivNoNan", "Pow", "ReluGrad")}}

@@ -8,7 +8,10 @@ Checks: the result equals the same function on CPU; the optimizer's output
 graph has a `_FusedMatMul` and two `_FusedConv2D` (a Keras Conv2D with ReLU,
 then one with ReLU6) on the FPGA (`fused`), or, with
 TENSORPLUG_GRAPH_FUSION=0 (`off`), is byte-identical to its input; the
-nodes-to-preserve list TF gave us names nodes of the graph.
+nodes-to-preserve list TF gave us names nodes of the graph. A frozen
+inference graph (constant weights) has its two inference batch norms folded
+into their convolutions (`fused`), or left as TF's passes leave them (`off`);
+a training-mode batch norm is moved to the CPU.
 """
 
 import os
@@ -70,6 +73,58 @@ with tf.device("/device:FPGA:0"):
 np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 assert (got == 0).any() and (got > 0).any(), "ReLU outputs expected"
 
+# An inference graph with frozen weights (constants): Conv2D and depthwise
+# convolutions, each followed by FusedBatchNormV3(is_training=False). TF's
+# remapper decomposes each batch norm into Rsqrt/Mul/Sub/Add and its constant
+# folding pushes the Conv2D's scale into the filter, before our pass; our pass
+# folds the rest: the depthwise scale into its filter, each per-channel Add
+# into a BiasAdd, and Conv2D → BiasAdd → Relu into one _FusedConv2D.
+rng = np.random.default_rng(7)
+w1, dw = rng.standard_normal([3, 3, 2, 4]), rng.standard_normal([3, 3, 4, 2])
+bn_params = [[rng.standard_normal(c), rng.standard_normal(c), rng.standard_normal(c),
+              np.abs(rng.standard_normal(c)) + 0.5] for c in (4, 8)]
+
+
+def batch_norm(y, params, training=False):
+    scale, offset, mean, var = (tf.constant(p.astype(np.float32)) for p in params)
+    return tf.raw_ops.FusedBatchNormV3(x=y, scale=scale, offset=offset, mean=mean, variance=var,
+                                       epsilon=1e-3, is_training=training)[0]
+
+
+@tf.function
+def frozen(x):
+    y = tf.nn.relu(batch_norm(tf.nn.conv2d(x, tf.constant(w1.astype(np.float32)), 1, "SAME"),
+                              bn_params[0]))
+    y = tf.raw_ops.DepthwiseConv2dNative(input=y, filter=tf.constant(dw.astype(np.float32)),
+                                         strides=[1, 1, 1, 1], padding="SAME")
+    return tf.nn.relu6(batch_norm(y, bn_params[1]))
+
+
+with tf.device("/device:CPU:0"):
+    want = frozen(image).numpy()
+tf.config.set_soft_device_placement(False)
+with tf.device("/device:FPGA:0"):
+    got = frozen(image).numpy()
+tf.config.set_soft_device_placement(True)
+np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+assert (got == 0).any() and (got > 0).any(), "ReLU6 outputs expected"
+
+
+@tf.function
+def train_batch_norm(x):
+    return batch_norm(x, bn_params[1], training=True) * 2.0
+
+
+if expect == "fused":
+    # Training mode has no FPGA kernel: the pass moves the node to the CPU
+    # (soft placement is on, as for Keras' functions) and the step runs.
+    conv_out = tf.constant(rng.standard_normal([2, 3, 3, 8]).astype(np.float32))
+    with tf.device("/device:CPU:0"):
+        want = train_batch_norm(conv_out).numpy()
+    with tf.device("/device:FPGA:0"):
+        got = train_batch_norm(conv_out).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
 pairs = sorted(dump_dir.glob("graph-*-in.pb"))
 assert pairs, f"the optimizer was never called (no dumps in {dump_dir})"
 fused = fused_conv = 0
@@ -92,7 +147,8 @@ for graph_in in pairs:
 # before our pass: `x + x` reaches us as Mul(x, 2) on the FPGA, which has a
 # Mul kernel, so the node stays there (its result was checked above).
 graphs = [graph_pb2.GraphDef.FromString(p.read_bytes()) for p in pairs]
-twice_graphs = [g for g in graphs if not any(n.op in ("ReadVariableOp", "Conv2D") for n in g.node)]
+twice_graphs = [g for g in graphs if not any(n.op in ("ReadVariableOp", "Conv2D", "DepthwiseConv2dNative",
+                                                       "FusedBatchNormV3") for n in g.node)]
 assert twice_graphs, "the optimizer never saw twice()"
 for g in twice_graphs:
     ops = sorted(n.op for n in g.node)
@@ -101,6 +157,25 @@ for g in twice_graphs:
 devices = sorted({n.device for p in pairs for n in graph_pb2.GraphDef.FromString(p.read_bytes()).node})
 print(f"graphs {len(pairs)}, fused {fused}, fused convolutions {fused_conv}, "
       f"devices in graph_in: {devices}")
+outs = [graph_pb2.GraphDef.FromString(p.with_name(p.name.replace("-in.pb", "-out.pb")).read_bytes())
+        for p in pairs]
+frozen_in = [g for g in graphs
+             if any(n.op == "DepthwiseConv2dNative" and "/device:FPGA:" in n.device for n in g.node)]
+frozen_out = [o for g, o in zip(graphs, outs) if g in frozen_in]
+assert frozen_in, "the optimizer never saw frozen()"
+bn_ops = [sorted(n.op for n in o.node if n.op not in ("Const", "_Arg", "_Retval")) for o in frozen_out]
+print(f"frozen(): {bn_ops}")
+train_out = [o for g, o in zip(graphs, outs)
+             if any(n.op == "FusedBatchNormV3" and n.attr["is_training"].b for n in g.node)]
+if expect == "fused":
+    # The last meta-optimizer iteration's graph is the one that runs.
+    assert bn_ops[-1] == ["BiasAdd", "DepthwiseConv2dNative", "Relu6", "_FusedConv2D"], bn_ops
+    assert train_out, "the optimizer never saw train_batch_norm()"
+    for o in train_out:
+        bn = [n for n in o.node if n.op == "FusedBatchNormV3"]
+        assert bn and all("/device:CPU:" in n.device for n in bn), [n.device for n in bn]
+else:
+    assert "_FusedConv2D" not in bn_ops[-1] and "BiasAdd" not in bn_ops[-1], bn_ops
 if expect == "fused":
     assert fused >= 1, "no _FusedMatMul on the FPGA in any optimized graph"
     assert fused_conv >= 2, "the two Conv2D chains were not fused on the FPGA"

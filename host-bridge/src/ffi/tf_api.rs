@@ -101,6 +101,8 @@ pub struct KernelApi {
     ),
     pub get_attr_int32:
         unsafe extern "C" fn(*mut TF_OpKernelConstruction, *const c_char, *mut i32, *mut TF_Status),
+    pub get_attr_float:
+        unsafe extern "C" fn(*mut TF_OpKernelConstruction, *const c_char, *mut f32, *mut TF_Status),
     pub get_attr_int64_list: unsafe extern "C" fn(
         *mut TF_OpKernelConstruction,
         *const c_char,
@@ -187,6 +189,7 @@ fn resolve_kernel_api() -> std::result::Result<KernelApi, String> {
             construction_name: symbol(c"TF_OpKernelConstruction_GetName")?,
             get_attr_bool: symbol(c"TF_OpKernelConstruction_GetAttrBool")?,
             get_attr_int32: symbol(c"TF_OpKernelConstruction_GetAttrInt32")?,
+            get_attr_float: symbol(c"TF_OpKernelConstruction_GetAttrFloat")?,
             get_attr_int64_list: symbol(c"TF_OpKernelConstruction_GetAttrInt64List")?,
             get_attr_size: symbol(c"TF_OpKernelConstruction_GetAttrSize")?,
             get_attr_string: symbol(c"TF_OpKernelConstruction_GetAttrString")?,

@@ -37,6 +37,37 @@ fn meets(constraint: &AttrConstraint, node: &NodeDef) -> bool {
     }
 }
 
+/// Whether our kernel for `node` takes its attribute values. TF's kernel
+/// lists constrain types only; a node left on our device with a value our
+/// kernel refuses at construction would fail the step instead of running
+/// on the CPU. Op defaults apply to unset attrs (`is_training` is true).
+pub fn takes_attrs(node: &NodeDef) -> bool {
+    let string = |key: &str| match node.attr.get(key).and_then(|v| v.value.as_ref()) {
+        Some(attr_value::Value::S(bytes)) => Some(bytes.as_slice()),
+        _ => None,
+    };
+    let channels_last = matches!(string("data_format"), None | Some(b"NHWC" | b"NDHWC"));
+    match node.op.as_str() {
+        "FusedBatchNormV3" => {
+            let training = match node.attr.get("is_training").and_then(|v| v.value.as_ref()) {
+                Some(attr_value::Value::B(b)) => *b,
+                _ => true,
+            };
+            !training && channels_last
+        }
+        "Conv2D"
+        | "_FusedConv2D"
+        | "DepthwiseConv2dNative"
+        | "MaxPool"
+        | "AvgPool"
+        | "Conv2DBackpropInput"
+        | "Conv2DBackpropFilter"
+        | "MaxPoolGrad"
+        | "AvgPoolGrad" => channels_last,
+        _ => true,
+    }
+}
+
 /// Whether `list` has a kernel for `device_type` whose `T` constraint (if
 /// any) allows `float`.
 pub fn has_f32_kernel(list: &KernelList, device_type: &str) -> bool {
@@ -61,7 +92,7 @@ pub fn has_f32_kernel(list: &KernelList, device_type: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{has_f32_kernel, has_kernel_for};
+    use super::{has_f32_kernel, has_kernel_for, takes_attrs};
     use crate::graph::proto::{
         AttrValue, DataType, KernelDef, KernelList, NodeDef, attr_value, kernel_def::AttrConstraint,
     };
@@ -140,5 +171,39 @@ mod tests {
             "FPGA",
             &with_t(DataType::DtFloat)
         ));
+    }
+
+    #[test]
+    fn training_batch_norm_and_channels_first_are_not_ours() {
+        let node = |op: &str, attrs: &[(&str, attr_value::Value)]| NodeDef {
+            op: op.into(),
+            attr: attrs
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.to_string(),
+                        AttrValue {
+                            value: Some(v.clone()),
+                        },
+                    )
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let training = |b| ("is_training", attr_value::Value::B(b));
+        let format = |f: &str| ("data_format", attr_value::Value::S(f.as_bytes().to_vec()));
+        assert!(takes_attrs(&node("FusedBatchNormV3", &[training(false)])));
+        assert!(!takes_attrs(&node("FusedBatchNormV3", &[training(true)])));
+        assert!(
+            !takes_attrs(&node("FusedBatchNormV3", &[])),
+            "the op's default is training"
+        );
+        assert!(!takes_attrs(&node(
+            "FusedBatchNormV3",
+            &[training(false), format("NCHW")]
+        )));
+        assert!(takes_attrs(&node("Conv2D", &[format("NHWC")])));
+        assert!(!takes_attrs(&node("MaxPool", &[format("NCHW")])));
+        assert!(takes_attrs(&node("MatMul", &[])));
     }
 }

@@ -12,6 +12,7 @@ mod assign;
 mod configs;
 mod device;
 mod edges;
+mod fold;
 mod fuse;
 mod kernels;
 mod nodes;
@@ -27,6 +28,7 @@ mod tests;
 
 pub use configs::optimizer_configs;
 pub use device::is_ours as is_device_of_type;
+pub use fold::fold_batch_norms;
 pub use fuse::{FUSED_CONV_OP, FUSED_OP, Fusions, Heads, fuse_chains};
 pub use optimize::{Settings, rewrite};
 

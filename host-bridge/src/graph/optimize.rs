@@ -2,8 +2,9 @@
 //! environment.
 
 use super::assign::split_variable_updates;
+use super::fold::fold_batch_norms;
 use super::fuse::{FUSED_CONV_OP, FUSED_OP, Fusions, Heads, fuse_chains};
-use super::kernels::has_kernel_for;
+use super::kernels::{has_kernel_for, takes_attrs};
 use super::proto::{DataType, GraphDef, KernelList, NodeDef};
 use super::runnable::{Changes, keep_runnable};
 use super::tf_grappler;
@@ -47,8 +48,12 @@ pub fn rewrite(
     device_type: &str,
 ) -> Result<(Fusions, Option<Vec<u8>>)> {
     let mut graph = decode(graph_in)?;
+    let folded = fold_batch_norms(&mut graph, preserve, device_type);
     let fusions = fuse_chains(&mut graph, preserve, device_type, Heads::ALL)?;
-    Ok((fusions, fusions.any().then(|| graph.encode_to_vec())))
+    Ok((
+        fusions,
+        (folded > 0 || fusions.any()).then(|| graph.encode_to_vec()),
+    ))
 }
 
 fn decode(graph_in: &[u8]) -> Result<GraphDef> {
@@ -89,6 +94,11 @@ pub unsafe fn run(
         conv2d: settings.fusion
             && fused_kernel_registered(FUSED_CONV_OP, "Conv2D/BiasAdd/Relu(6)")?,
     };
+    let folded = if settings.fusion && arithmetic_kernel("BiasAdd", device) {
+        fold_batch_norms(&mut graph, &preserve, device)
+    } else {
+        0
+    };
     let fusions = fuse_chains(&mut graph, &preserve, device, heads)?;
     let changes = keep_runnable(
         &mut graph,
@@ -98,7 +108,7 @@ pub unsafe fn run(
     );
     report_moves(&changes, device);
     let changed = changes.addn_split > 0 || !changes.moved.is_empty();
-    let output = if updates > 0 || fusions.any() || changed {
+    let output = if updates > 0 || folded > 0 || fusions.any() || changed {
         graph.encode_to_vec()
     } else {
         input.to_vec()
@@ -130,7 +140,7 @@ fn fused_kernel_registered(fused: &str, chain: &str) -> Result<bool> {
 }
 
 /// `has_kernel` for [`keep_runnable`]: TF's kernel list per op type, fetched
-/// once per graph. An op TF lists no kernel for on any device (a function
+/// once per graph, and the attribute values our kernels take ([`takes_attrs`]). An op TF lists no kernel for on any device (a function
 /// call node, whose "op" is a function name) or cannot list counts as
 /// runnable: TF places and runs those itself, as without us.
 fn kernel_lookup(device: &str) -> impl FnMut(&NodeDef) -> bool + '_ {
@@ -143,7 +153,7 @@ fn kernel_lookup(device: &str) -> impl FnMut(&NodeDef) -> bool + '_ {
                 .filter(|list| !list.kernel.is_empty())
         });
         list.as_ref()
-            .is_none_or(|list| has_kernel_for(list, device, node))
+            .is_none_or(|list| has_kernel_for(list, device, node) && takes_attrs(node))
     }
 }
 
@@ -155,8 +165,8 @@ fn report_moves(changes: &Changes, device: &str) {
     for (op, node) in &changes.moved {
         if said.insert(op.clone()) {
             log::warn(format_args!(
-                "TF's graph passes left {op} node '{node}' on {device}, which has no {op} \
-                 kernel: it runs on the CPU (said once per op type)"
+                "{op} node '{node}' is on {device}, which has no {op} kernel for its \
+                 attributes: it runs on the CPU (said once per op type)"
             ));
         }
     }

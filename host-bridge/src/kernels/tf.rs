@@ -291,6 +291,17 @@ impl Construction {
         Ok(value != 0)
     }
 
+    /// A float attribute.
+    pub fn float_attr(&self, name: &CStr) -> KernelResult<f32> {
+        let mut value = 0f32;
+        // SAFETY: as in `bool_attr`.
+        unsafe {
+            (self.api.get_attr_float)(self.raw, name.as_ptr(), &mut value, self.status.fresh())
+        };
+        self.status.check(&format!("attribute {name:?}"))?;
+        Ok(value)
+    }
+
     /// An int attribute.
     pub fn int_attr(&self, name: &CStr) -> KernelResult<i32> {
         let mut value = 0i32;

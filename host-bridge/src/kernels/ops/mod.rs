@@ -3,6 +3,7 @@
 //! [`KERNELS`] table lists them; adding a kernel is a module plus a line
 //! there (`docs/ops.md`, "Adding a kernel").
 
+mod batch_norm;
 mod bias_add;
 mod bias_add_grad;
 mod binary;
@@ -140,7 +141,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// Every f32 kernel the bridge can register for a device type.
-pub static KERNELS: [&dyn TfKernel; 44] = [
+pub static KERNELS: [&dyn TfKernel; 45] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -185,6 +186,7 @@ pub static KERNELS: [&dyn TfKernel; 44] = [
     &window::FUSED_CONV2D,
     &transpose::Transpose,
     &strided_slice::StridedSlice,
+    &batch_norm::FusedBatchNorm,
 ];
 
 /// One kernel instance (TF's `OpKernel`).
@@ -243,12 +245,12 @@ struct HeldTemp {
     desc: TensorDesc,
 }
 
-/// A device scalar holding `-1.0` (a temp filled on the device).
-fn minus_one(ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<HeldTemp> {
-    let scalar = flat(&[])?;
-    let tensor = ctx.temp(&scalar)?;
-    let desc = run.desc(&tensor, scalar)?;
-    run.fill(desc, (-1.0f32).to_bits())?;
+/// A device scalar holding `value` (a temp filled on the device).
+fn scalar(ctx: &Context, run: &mut Launcher<'_>, value: f32) -> KernelResult<HeldTemp> {
+    let shape = flat(&[])?;
+    let tensor = ctx.temp(&shape)?;
+    let desc = run.desc(&tensor, shape)?;
+    run.fill(desc, value.to_bits())?;
     Ok(HeldTemp {
         _tensor: tensor,
         desc,

@@ -2,7 +2,7 @@
 //! filled on the device) and `x · x`. Both are exact in IEEE arithmetic,
 //! as TF's CPU kernels (`-x` and `x * x`).
 
-use super::{Op, elementwise, minus_one};
+use super::{Op, elementwise, scalar};
 use crate::kernels::failure::KernelResult;
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;
@@ -45,7 +45,7 @@ impl Op for MulBy {
         let minus = if self.square {
             None
         } else {
-            Some(minus_one(ctx, run)?)
+            Some(scalar(ctx, run, -1.0)?)
         };
         let b = minus.as_ref().map_or(a, |m| m.desc);
         run.launch(OpKind::Mul, &[a, b], run.desc(&out, sx)?)

@@ -10,7 +10,7 @@
 //!   outside `[0, classes)` is an InvalidArgument, as on TF's CPU.
 
 use super::sum::read_host_ints;
-use super::{Op, flat, minus_one};
+use super::{Op, flat, scalar};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;
@@ -130,7 +130,7 @@ impl Op for SoftmaxXent {
         run.launch(OpKind::Mul, &[log_probs, y], log_probs)?;
         let loss = run.desc(&loss, rows)?;
         run.launch(OpKind::ReduceSum, &[log_probs], loss)?;
-        let minus_one = minus_one(ctx, run)?;
+        let minus_one = scalar(ctx, run, -1.0)?;
         run.launch(OpKind::Mul, &[loss, minus_one.desc], loss)
     }
 }
