@@ -248,6 +248,48 @@ def conv_grad_cases(by_input):
                *([cpu_fn] if cpu_fn else []))
 
 
+DEPTHWISE_GRADS = [((1, 5, 5, 3), (3, 3, 3, 2), 1, "VALID", 1), ((2, 6, 6, 4), (3, 3, 4, 1), 2, "SAME", 1),
+                   ((1, 7, 7, 2), (3, 3, 2, 2), 1, "SAME", 2), ((1, 8, 8, 8), (3, 3, 8, 1), 2, "SAME", 1),
+                   ((1, 6, 6, 2), (3, 3, 2, 1), 1, [[0, 0], [1, 2], [2, 1], [0, 0]], 1),
+                   ((2, 4, 4, 6), (1, 1, 6, 2), 1, "VALID", 1)]
+
+
+def depthwise_grad_cases(by_input):
+    """Against TF's CPU kernels (its depthwise route with GradientTape where
+    they lack dilations), within the dot-product bound of the terms."""
+    for x_shape, f_shape, stride, padding, dilation in pick(DEPTHWISE_GRADS):
+        explicit = [] if isinstance(padding, str) else sum(padding, [])
+        attrs = dict(strides=[1, stride, stride, 1], padding=padding if not explicit else "EXPLICIT",
+                     explicit_paddings=explicit, dilations=[1, dilation, dilation, 1])
+        with tf.device(CPU):
+            y_shape = tf.raw_ops.DepthwiseConv2dNative(input=tf.zeros(x_shape), filter=tf.zeros(f_shape),
+                                                       **attrs).shape if dilation == 1 else \
+                tf.nn.depthwise_conv2d(tf.zeros(x_shape), tf.zeros(f_shape), [1, 1, 1, 1], padding,
+                                       dilations=[dilation, dilation]).shape
+        dy = rand(*y_shape)
+        if by_input:
+            fn = lambda g, u, xs=x_shape, a=attrs: tf.raw_ops.DepthwiseConv2dNativeBackpropInput(  # noqa: E731
+                input_sizes=list(xs), filter=u, out_backprop=g, **a)
+            args, terms = [dy, rand(*f_shape)], f_shape[0] * f_shape[1] * f_shape[3]
+        else:
+            fn = lambda t, g, fs=f_shape, a=attrs: tf.raw_ops.DepthwiseConv2dNativeBackpropFilter(  # noqa: E731
+                input=t, filter_sizes=list(fs), out_backprop=g, **a)
+            args, terms = [rand(*x_shape), dy], y_shape[0] * y_shape[1] * y_shape[2]
+        cpu_fn = None
+        if dilation > 1:
+            def cpu_fn(a, b, xs=x_shape, fs=f_shape, d=dilation, p=padding):
+                x, f = (tf.zeros(xs), b) if by_input else (a, tf.zeros(fs))
+                with tf.GradientTape() as tape:
+                    tape.watch(x if by_input else f)
+                    y = tf.nn.depthwise_conv2d(x, f, [1, 1, 1, 1], p, dilations=[d, d])
+                return tape.gradient(y, x if by_input else f, output_gradients=a if by_input else b)
+        with tf.device(CPU):
+            scale = (cpu_fn or fn)(*[np.abs(a) for a in args]).numpy()
+        yield (f"{x_shape} * {f_shape} s={stride} {padding} d={dilation}", fn, args,
+               lambda cpu, scale=scale, terms=terms: 2 * (terms + 2) * EPS * scale + TINY,
+               *([cpu_fn] if cpu_fn else []))
+
+
 def max_pool_grad_cases():
     """Exact: each gradient goes to the first largest tap (small integers
     make ties), and overlapping windows add in TF's order."""
@@ -499,6 +541,8 @@ SWEEPS = {
     "MaxPoolGrad": max_pool_grad_cases,
     "AvgPoolGrad": avg_pool_grad_cases,
     "FusedBatchNormV3": batch_norm_cases,
+    "DepthwiseConv2dNativeBackpropInput": lambda: depthwise_grad_cases(True),
+    "DepthwiseConv2dNativeBackpropFilter": lambda: depthwise_grad_cases(False),
 }
 # Input shapes for the "refused" check (each non-f32 dtype must raise, not
 # run, on the device: the kernels are float32 only today); default (2, 2).
@@ -514,6 +558,8 @@ PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), 
                 "Slice": [(4, 5)], "ConcatV2": [(2, 3), (2, 4)], "Transpose": [(2, 3)],
                 "StridedSlice": [(4, 5)],
                 "FusedBatchNormV3": [(1, 2, 2, 2), (2,), (2,), (2,), (2,)],
+                "DepthwiseConv2dNativeBackpropInput": [(1, 3, 3, 6), (3, 3, 3, 2)],
+                "DepthwiseConv2dNativeBackpropFilter": [(1, 5, 5, 3), (1, 3, 3, 6)],
                 "_FusedConv2D": [(1, 5, 5, 3), (3, 3, 3, 4), (4,)],
                 **{op: [(2, 2), (2, 2)] for op in ("AddV2", "Add", "Sub", "Mul", "Maximum", "RealDiv",
                                                   "Div", "DivNoNan", "Pow", "ReluGrad")}}

@@ -63,7 +63,9 @@ pub fn takes_attrs(node: &NodeDef) -> bool {
         | "Conv2DBackpropInput"
         | "Conv2DBackpropFilter"
         | "MaxPoolGrad"
-        | "AvgPoolGrad" => channels_last,
+        | "AvgPoolGrad"
+        | "DepthwiseConv2dNativeBackpropInput"
+        | "DepthwiseConv2dNativeBackpropFilter" => channels_last,
         _ => true,
     }
 }

@@ -141,7 +141,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// Every f32 kernel the bridge can register for a device type.
-pub static KERNELS: [&dyn TfKernel; 45] = [
+pub static KERNELS: [&dyn TfKernel; 47] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -187,6 +187,8 @@ pub static KERNELS: [&dyn TfKernel; 45] = [
     &transpose::Transpose,
     &strided_slice::StridedSlice,
     &batch_norm::FusedBatchNorm,
+    &window::DEPTHWISE_BACKPROP_INPUT,
+    &window::DEPTHWISE_BACKPROP_FILTER,
 ];
 
 /// One kernel instance (TF's `OpKernel`).
@@ -279,8 +281,10 @@ mod tests {
                 b"BroadcastTo" => &[c"shape"],
                 b"Tile" => &[c"multiples"],
                 b"SparseSoftmaxCrossEntropyWithLogits" => &[c"labels"],
-                b"Conv2DBackpropInput" => &[c"input_sizes"],
-                b"Conv2DBackpropFilter" => &[c"filter_sizes"],
+                b"Conv2DBackpropInput" | b"DepthwiseConv2dNativeBackpropInput" => &[c"input_sizes"],
+                b"Conv2DBackpropFilter" | b"DepthwiseConv2dNativeBackpropFilter" => {
+                    &[c"filter_sizes"]
+                }
                 b"AvgPoolGrad" => &[c"orig_input_shape"],
                 b"Slice" => &[c"begin", c"size"],
                 b"ConcatV2" => &[c"axis"],

@@ -1,7 +1,7 @@
 //! The sliding-window kernels over NHWC tensors: `Conv2D`,
 //! `DepthwiseConv2dNative`, `MaxPool` and `AvgPool`, and the gradients
-//! `Conv2DBackpropInput`, `Conv2DBackpropFilter`, `MaxPoolGrad` and `AvgPoolGrad`
-//! (`window_grad.rs`). TF's `SAME`, `VALID` and `EXPLICIT` paddings are
+//! `Conv2DBackpropInput`, `Conv2DBackpropFilter`, `MaxPoolGrad`, `AvgPoolGrad`
+//! and the depthwise ones (`window_grad.rs`). TF's `SAME`, `VALID` and `EXPLICIT` paddings are
 //! resolved here into a [`Window`].
 
 use super::window_grad;
@@ -24,6 +24,10 @@ pub(super) enum Kind {
     ConvBackpropFilter,
     MaxPoolGrad,
     AvgPoolGrad,
+    /// Lowered to `ConvBackpropInput` over the block-diagonal full filter.
+    DepthwiseBackpropInput,
+    /// Lowered to `ConvBackpropFilter` into the full filter, then its diagonal.
+    DepthwiseBackpropFilter,
 }
 
 impl Kind {
@@ -35,8 +39,12 @@ impl Kind {
             Kind::Depthwise => OpKind::DepthwiseConv2D(w),
             Kind::MaxPool => OpKind::MaxPool(w),
             Kind::AvgPool => OpKind::AvgPool(w),
-            Kind::ConvBackpropInput => OpKind::Conv2DBackpropInput(w),
-            Kind::ConvBackpropFilter => OpKind::Conv2DBackpropFilter(w),
+            Kind::ConvBackpropInput | Kind::DepthwiseBackpropInput => {
+                OpKind::Conv2DBackpropInput(w)
+            }
+            Kind::ConvBackpropFilter | Kind::DepthwiseBackpropFilter => {
+                OpKind::Conv2DBackpropFilter(w)
+            }
             Kind::MaxPoolGrad => OpKind::MaxPoolGrad(w),
             Kind::AvgPoolGrad => OpKind::AvgPoolGrad(w),
         }
@@ -94,6 +102,17 @@ pub const MAX_POOL_GRAD: WindowKernel = WindowKernel {
     kind: Kind::MaxPoolGrad,
 };
 
+/// `DepthwiseConv2dNativeBackpropInput` (`input_sizes` in host memory).
+pub const DEPTHWISE_BACKPROP_INPUT: WindowKernel = WindowKernel {
+    op: c"DepthwiseConv2dNativeBackpropInput",
+    kind: Kind::DepthwiseBackpropInput,
+};
+/// `DepthwiseConv2dNativeBackpropFilter` (`filter_sizes` in host memory).
+pub const DEPTHWISE_BACKPROP_FILTER: WindowKernel = WindowKernel {
+    op: c"DepthwiseConv2dNativeBackpropFilter",
+    kind: Kind::DepthwiseBackpropFilter,
+};
+
 /// `AvgPoolGrad` (`orig_input_shape` in host memory).
 pub const AVG_POOL_GRAD: WindowKernel = WindowKernel {
     op: c"AvgPoolGrad",
@@ -135,8 +154,8 @@ impl Op for WindowKernel {
 
     fn host_memory(&self) -> &'static [&'static CStr] {
         match self.kind {
-            Kind::ConvBackpropInput => &[c"input_sizes"],
-            Kind::ConvBackpropFilter => &[c"filter_sizes"],
+            Kind::ConvBackpropInput | Kind::DepthwiseBackpropInput => &[c"input_sizes"],
+            Kind::ConvBackpropFilter | Kind::DepthwiseBackpropFilter => &[c"filter_sizes"],
             Kind::AvgPoolGrad => &[c"orig_input_shape"],
             _ => &[],
         }
@@ -157,6 +176,8 @@ impl Op for WindowKernel {
                 | Kind::Depthwise
                 | Kind::ConvBackpropInput
                 | Kind::ConvBackpropFilter
+                | Kind::DepthwiseBackpropInput
+                | Kind::DepthwiseBackpropFilter
         );
         let activation = match self.kind {
             Kind::FusedConv => fused_activation(ctx)?,
@@ -195,6 +216,8 @@ impl Op for WindowKernel {
                 | Kind::ConvBackpropFilter
                 | Kind::MaxPoolGrad
                 | Kind::AvgPoolGrad
+                | Kind::DepthwiseBackpropInput
+                | Kind::DepthwiseBackpropFilter
         ) {
             return window_grad::compute(self.kind, a, ctx, run);
         }
