@@ -1,6 +1,8 @@
 //! The graph optimizer interface: `TF_InitGraph` registers a grappler pass
-//! for `FPGA` graphs that splits variable updates ([`assign`]), fuses
-//! `MatMul → BiasAdd (→ Relu)` into `_FusedMatMul` ([`fuse`]), and makes
+//! for `FPGA` graphs that splits variable updates ([`assign`]), folds
+//! inference batch norms into convolutions ([`fold`]), fuses
+//! `MatMul → BiasAdd (→ Relu)` into `_FusedMatMul` and
+//! `Conv2D → BiasAdd (→ Relu | Relu6)` into `_FusedConv2D` ([`fuse`]), and makes
 //! what TF's own passes (all left on, [`configs`]) left on the device
 //! without a kernel runnable ([`runnable`]).
 //!
