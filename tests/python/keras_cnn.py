@@ -1,8 +1,8 @@
 """Convolutional Keras models on /device:FPGA:0, written as the Keras guides
 write them, against the same models on the CPU:
 
-- predict: a small convnet (Conv2D, MaxPooling2D, AveragePooling2D,
-  GlobalAveragePooling2D, Dense), a ResNet-style block (Conv2D, batch norm,
+- predict: a small convnet (Conv2D, MaxPooling2D, DepthwiseConv2D,
+  AveragePooling2D, GlobalAveragePooling2D, Dense), a ResNet-style block (Conv2D, batch norm,
   ReLU, an `Add` skip) and keras.applications.MobileNetV2(alpha=0.35,
   input_shape=(96, 96, 3), weights=None) with seeded weights. Every compute
   node (convolutions, depthwise convolutions, pools, batch-norm arithmetic,
@@ -12,7 +12,8 @@ write them, against the same models on the CPU:
   bound would say nothing).
 - fit: the small convnet trains (SGD) with losses equal to the CPU's within
   a relative 1e-4, its forward and backward ops (Conv2DBackpropInput/Filter,
-  MaxPoolGrad, AvgPoolGrad, ReluGrad, BiasAddGrad) on FPGA:0: no node of
+  DepthwiseConv2dNativeBackpropInput/Filter, MaxPoolGrad, AvgPoolGrad,
+  ReluGrad, BiasAddGrad) on FPGA:0: no node of
   the gradient but constants and arguments is on the CPU.
 
 Needs jit_compile=False without the wheel's Keras hook (docs/wheel.md).
@@ -42,6 +43,7 @@ def small_convnet():
         layers.Conv2D(8, 3, activation="relu"),
         layers.MaxPooling2D(2),
         layers.Conv2D(16, 3, padding="same", activation="relu"),
+        layers.DepthwiseConv2D(3, padding="same", depth_multiplier=2, activation="relu"),
         layers.AveragePooling2D(2),
         layers.GlobalAveragePooling2D(),
         layers.Dense(10, activation="softmax"),
@@ -107,9 +109,10 @@ def fit():
                    if "gradient" in node.lower() and not dev.endswith("FPGA:0")} - {"Const", "_Arg"})
     rel = float((np.abs(losses[FPGA] - losses[CPU]) / losses[CPU]).max())
     assert rel <= 1e-4, f"fit losses: fpga {losses[FPGA]} cpu {losses[CPU]}"
-    assert {"Conv2D", "MaxPool", "AvgPool", "Mean"} <= set(on), on
+    assert {"Conv2D", "DepthwiseConv2dNative", "MaxPool", "AvgPool", "Mean"} <= set(on), on
     backward = {"Conv2DBackpropInput", "Conv2DBackpropFilter", "MaxPoolGrad", "AvgPoolGrad",
-                "ReluGrad", "BiasAddGrad"}
+                "ReluGrad", "BiasAddGrad", "DepthwiseConv2dNativeBackpropInput",
+                "DepthwiseConv2dNativeBackpropFilter"}
     assert backward <= grads, f"not on FPGA:0: {sorted(backward - grads)}"
     assert not host, f"gradient ops on the CPU: {host}"
     print(f"convnet fit: losses fpga {np.round(losses[FPGA], 6).tolist()} cpu "
@@ -120,7 +123,8 @@ def fit():
 mode = sys.argv[1]
 if mode == "predict":
     predict("convnet", small_convnet, (16, 28, 28, 1),
-            {"Conv2D", "MaxPool", "AvgPool", "Mean", "Relu", "MatMul", "Softmax"})
+            {"Conv2D", "DepthwiseConv2dNative", "MaxPool", "AvgPool", "Mean", "Relu", "MatMul",
+             "Softmax"})
     predict("resnet_block", resnet_block, (4, 16, 16, 8),
             {"Conv2D", "Rsqrt", "Mul", "Sub", "AddV2", "Relu"})
     predict("MobileNetV2-0.35", mobilenet, (2, 96, 96, 3),

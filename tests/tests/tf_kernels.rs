@@ -117,9 +117,9 @@ fn keras_cnns_and_mobilenet_v2_predict_on_the_fpga() {
     );
 }
 
-/// The small convnet trains with its forward pass on the FPGA and losses
-/// equal to the CPU's; the convolution and pooling gradients still run on
-/// the CPU (no FPGA kernel yet, issue 12 item 4), which the scenario prints.
+/// The small convnet trains with its forward and backward passes on the
+/// FPGA (convolution, depthwise, pooling, ReLU and bias gradients; no
+/// gradient node but constants on the CPU) and losses equal to the CPU's.
 #[test]
 fn keras_convnet_fit_matches_the_cpu() {
     let out = run_with_args("keras_cnn.py", &["fit"], &[("TF_CPP_MIN_LOG_LEVEL", "0")]);
