@@ -1,8 +1,9 @@
 //! TensorFlow's own C functions (`TF_SetStatus`, `TF_NewStatus`, …), resolved
-//! lazily with `dlsym(RTLD_DEFAULT, …)`.
+//! lazily with `dlsym` ([`lookup`]).
 //!
-//! They live in `libtensorflow_framework.so.2`, which TF's Python loads
-//! `RTLD_GLOBAL` before it loads a plugin, so the lookup finds them. Nothing
+//! They live in `libtensorflow_framework.so.2` and `libtensorflow_cc.so.2`,
+//! which TF's Python has loaded before it loads a plugin (`RTLD_GLOBAL` from
+//! TF 2.19, `RTLD_LOCAL` before). Nothing
 //! links against TF: the cdylib has no undefined `TF_*` symbols, and Rust
 //! test binaries of the rlib link and run without TF (they [`install`] a
 //! table of their own).
@@ -58,17 +59,44 @@ fn resolve() -> std::result::Result<TfApi, String> {
     }
 }
 
-/// Looks `name` up in the process's global scope as a function of type `F`.
+/// The libraries TF's C API lives in, by soname: the functions of
+/// `kernels.h`, `tf_tensor.h` and `tf_status.h` in the framework, the
+/// grappler and `c_api.h` helpers (`TF_Version`) in `cc`.
+const TF_LIBRARIES: [&CStr; 2] = [c"libtensorflow_framework.so.2", c"libtensorflow_cc.so.2"];
+
+/// The address of TF's C function `name`: in the global scope (TF 2.19 and
+/// later load their libraries `RTLD_GLOBAL`), else in TF's own libraries,
+/// which TF 2.15–2.18 load `RTLD_LOCAL` (found with `RTLD_NOLOAD`: never
+/// loaded by us, only looked up once TF has loaded them). `docs/tf-abi.md`.
+pub fn lookup(name: &CStr) -> std::result::Result<*mut c_void, String> {
+    // SAFETY: `name` is NUL-terminated; RTLD_DEFAULT searches the global scope.
+    let global = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    if !global.is_null() {
+        return Ok(global);
+    }
+    for library in TF_LIBRARIES {
+        // SAFETY: NUL-terminated soname; RTLD_NOLOAD only finds a loaded one.
+        let handle = unsafe { libc::dlopen(library.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+        if handle.is_null() {
+            continue;
+        }
+        // SAFETY: a live handle (its reference stays: TF keeps the library
+        // loaded for the life of the process anyway) and a NUL-terminated name.
+        let address = unsafe { libc::dlsym(handle, name.as_ptr()) };
+        if !address.is_null() {
+            return Ok(address);
+        }
+    }
+    Err(name.to_string_lossy().into_owned())
+}
+
+/// [`lookup`] as a function of type `F`.
 ///
 /// # Safety
 /// `F` must be a function pointer type matching the symbol's C signature.
 unsafe fn symbol<F: Copy>(name: &CStr) -> std::result::Result<F, String> {
     const { assert!(size_of::<F>() == size_of::<*mut c_void>()) };
-    // SAFETY: `name` is NUL-terminated; RTLD_DEFAULT searches the global scope.
-    let address = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-    if address.is_null() {
-        return Err(name.to_string_lossy().into_owned());
-    }
+    let address = lookup(name)?;
     // SAFETY: non-null code address; the caller guarantees the signature.
     Ok(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&address) })
 }

@@ -4,7 +4,7 @@
 
 use super::proto::KernelList;
 use crate::error::{Error, Result};
-use crate::ffi::tf_api::OwnedStatus;
+use crate::ffi::tf_api::{OwnedStatus, lookup};
 use prost::Message;
 use std::collections::HashSet;
 use std::ffi::{CStr, c_char, c_int, c_void};
@@ -60,35 +60,6 @@ fn resolve() -> std::result::Result<GrapplerApi, String> {
                 c"TF_DeleteBuffer",
             )?),
         })
-    }
-}
-
-/// `dlsym` in the global scope, then in `libtensorflow_cc.so.2` if TF loaded
-/// it without `RTLD_GLOBAL` (never loads it: `RTLD_NOLOAD`).
-fn lookup(name: &CStr) -> std::result::Result<*mut c_void, String> {
-    // SAFETY: NUL-terminated name; RTLD_DEFAULT searches the global scope.
-    let global = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-    if !global.is_null() {
-        return Ok(global);
-    }
-    // SAFETY: NUL-terminated library name; RTLD_NOLOAD only finds a loaded one.
-    let handle = unsafe {
-        libc::dlopen(
-            c"libtensorflow_cc.so.2".as_ptr(),
-            libc::RTLD_LAZY | libc::RTLD_NOLOAD,
-        )
-    };
-    let symbol = if handle.is_null() {
-        std::ptr::null_mut()
-    } else {
-        // SAFETY: a live handle (its refcount was raised and stays raised,
-        // since TF keeps the library loaded anyway) and a NUL-terminated name.
-        unsafe { libc::dlsym(handle, name.as_ptr()) }
-    };
-    if symbol.is_null() {
-        Err(name.to_string_lossy().into_owned())
-    } else {
-        Ok(symbol)
     }
 }
 
