@@ -34,6 +34,7 @@ pub mod profiling;
 pub mod registry;
 pub mod se;
 pub mod settings;
+pub mod support;
 #[cfg(test)]
 mod testing;
 

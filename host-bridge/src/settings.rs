@@ -27,6 +27,8 @@ pub const PROFILER: &str = "PROFILER";
 pub const GRAPH_FUSION: &str = "GRAPH_FUSION";
 /// `TENSORPLUG_GRAPH_DUMP_DIR`: where to write every graph the pass sees.
 pub const GRAPH_DUMP_DIR: &str = "GRAPH_DUMP_DIR";
+/// `TENSORPLUG_ALLOW_UNTESTED_TF`: serve devices on a TF outside the tested range.
+pub const ALLOW_UNTESTED_TF: &str = "ALLOW_UNTESTED_TF";
 
 /// A setting's value and the variable it came from.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -39,37 +39,60 @@ pub unsafe fn stream_from_raw<'a>(stream: SP_Stream) -> Option<&'a Stream> {
 }
 
 /// `SE_InitPlugin` (emitted by [`export_plugin!`](crate::export_plugin)):
-/// validates the device list, opens the devices and registers the platform.
-/// Any error aborts TensorFlow, so the status message says exactly what to fix.
+/// checks TF's version, validates the device list, opens the devices and
+/// registers the platform. An error status aborts TensorFlow, so on a TF
+/// outside the tested range or devices that cannot be opened it declines
+/// instead ([`support`](crate::support)): the platform with no device, and
+/// one line on stderr. Only a struct TF passes that we cannot fill is an
+/// error (it names the struct).
 ///
 /// # Safety
 /// Called by TF with its registration params and a live status.
 pub unsafe fn se_init_plugin(params: *mut SE_PlatformRegistrationParams, status: *mut TF_Status) {
     // SAFETY: TF's contract.
     unsafe {
-        ffi::with_status(status, "SE_InitPlugin", || init_plugin(params));
+        ffi::with_status(status, "SE_InitPlugin", || {
+            init_plugin(params, crate::support::refusal())
+        });
     }
 }
 
-/// The body of `SE_InitPlugin`.
+/// The body of `SE_InitPlugin`; `tf_refusal`: why this TF is not served.
 ///
 /// # Safety
 /// `params` is null or TF's registration params, whose `platform` and
 /// `platform_fns` point to structs TF allocated with their `struct_size` set.
-pub unsafe fn init_plugin(params: *mut SE_PlatformRegistrationParams) -> Result<()> {
+pub unsafe fn init_plugin(
+    params: *mut SE_PlatformRegistrationParams,
+    tf_refusal: Option<String>,
+) -> Result<()> {
     let abi = |e: &dyn std::fmt::Display| Error::Abi(e.to_string());
     let plugin = backend::installed().ok_or_else(|| {
         Error::Internal("SE_InitPlugin ran before a backend was installed".into())
     })?;
     let names = backend::claim_names(plugin);
-    let list = match &names.declined {
-        None => registry::list_from_env(plugin)?,
-        Some(why) => registry::DeviceList {
+    // Declined: by the claim (already said), TF's version, or the device list.
+    let mut declined = names.declined.clone();
+    if declined.is_none() {
+        declined = tf_refusal.or_else(|| {
+            registry::list_from_env(plugin)
+                .and_then(|list| registry::timeout_from_env().map(|_| list))
+                .and_then(|list| registry::open_all(plugin, &list).map(drop))
+                .err()
+                .map(|e| e.to_string())
+        });
+        if let Some(why) = &declined {
+            let line = crate::support::declined_line(backend::device_type(), why);
+            crate::log::error(format_args!("{line}"));
+        }
+    }
+    if let Some(why) = &declined {
+        let none = registry::DeviceList {
             source: why.clone(),
             items: Vec::new(),
-        },
-    };
-    registry::timeout_from_env()?;
+        };
+        registry::open_all(plugin, &none)?;
+    }
     // SAFETY: caller's contract.
     let mut view = unsafe { Versioned::from_raw(params) }.map_err(|e| abi(&e))?;
     let platform_out = view
@@ -84,8 +107,6 @@ pub unsafe fn init_plugin(params: *mut SE_PlatformRegistrationParams) -> Result<
     // SAFETY: our names are static NUL-terminated strings.
     unsafe { validate::sp_platform(&ours) }.map_err(|e| abi(&e))?;
     validate::sp_platform_fns(&our_fns).map_err(|e| abi(&e))?;
-
-    registry::open_all(plugin, &list)?;
 
     // SAFETY: TF's structs, valid for their struct_size (caller's contract).
     unsafe {

@@ -134,7 +134,8 @@ fn init_plugin_fills_tf_structs_that_pass_tfs_checks() {
         ..SE_PlatformRegistrationParams::new()
     };
     // SAFETY: TF-shaped params.
-    unsafe { init_plugin(&mut params) }.expect("init (TENSORPLUG_DEVICE unset: one sim device)");
+    unsafe { init_plugin(&mut params, None) }
+        .expect("init (TENSORPLUG_DEVICE unset: one sim device)");
     // SAFETY: pointers into this frame, static names.
     unsafe { tensorplug_abi::validate::se_init_plugin_result(&params) }.unwrap();
     assert!(!registry::devices().is_empty());
