@@ -51,12 +51,38 @@ pub fn run_python_with_env(script: &str, args: &[&str], env: &[(&str, &OsStr)]) 
         .unwrap_or_else(|e| panic!("cannot start python for {}: {e}", path.display()))
 }
 
+/// The Python of a TF outside the tested range (`cargo xtask test` sets
+/// `TENSORPLUG_PYTHON_UNSUPPORTED_TF`; else `target/tf-venvs/2.14.1`).
+pub fn unsupported_tf_python() -> PathBuf {
+    if let Some(p) = std::env::var_os("TENSORPLUG_PYTHON_UNSUPPORTED_TF") {
+        return PathBuf::from(p);
+    }
+    let default = workspace_root().join("target/tf-venvs/2.14.1/bin/python");
+    assert!(
+        default.exists(),
+        "no venv of an unsupported TF at {}: run `cargo xtask test` once (it creates it), \
+         or set TENSORPLUG_PYTHON_UNSUPPORTED_TF to a python with tensorflow-cpu==2.14.1",
+        default.display()
+    );
+    default
+}
+
 /// Runs a TF scenario with our plugin loaded through
 /// `TF_PLUGGABLE_DEVICE_LIBRARY_PATH` and `TENSORPLUG_DEVICE=<devices>`
 /// (`None`: unset, i.e. one `sim` device).
 pub fn run_tf_with_plugin(script: &str, args: &[&str], devices: Option<&str>) -> Output {
+    run_tf_with_plugin_in(&python(), script, args, devices)
+}
+
+/// [`run_tf_with_plugin`] in the venv of `python`.
+pub fn run_tf_with_plugin_in(
+    python: &std::path::Path,
+    script: &str,
+    args: &[&str],
+    devices: Option<&str>,
+) -> Output {
     let path = workspace_root().join("tests/python").join(script);
-    let mut cmd = Command::new(python());
+    let mut cmd = Command::new(python);
     cmd.arg(&path)
         .args(args)
         .env("TF_CPP_MIN_LOG_LEVEL", "2")

@@ -3,7 +3,7 @@
 //! Each scenario is its own Python process.
 
 use std::process::Output;
-use tensorplug_tests::run_tf_with_plugin;
+use tensorplug_tests::{run_tf_with_plugin, run_tf_with_plugin_in, unsupported_tf_python};
 
 fn text(output: &Output) -> (String, String) {
     (
@@ -35,7 +35,11 @@ fn assert_declined(output: &Output, needles: &[&str]) {
         .lines()
         .filter(|l| l.contains("no FPGA device is registered, TensorFlow runs on the CPU"))
         .collect();
-    assert_eq!(lines.len(), 1, "one decline line expected:\n{stderr}\n{stdout}");
+    assert_eq!(
+        lines.len(),
+        1,
+        "one decline line expected:\n{stderr}\n{stdout}"
+    );
     for needle in needles {
         assert!(lines[0].contains(needle), "no `{needle}` in: {}", lines[0]);
     }
@@ -90,6 +94,22 @@ fn a_missing_serial_port_declines_naming_it() {
         &[
             "cannot open device `serial:/dev/tty-tensorplug-missing`",
             "cannot open it at 115200 baud",
+        ],
+    );
+}
+
+/// TF 2.14 is outside the range the plugin serves (2.15 to 2.21): the
+/// real wheel imports, the plugin registers no device and says what to
+/// install, and the CPU computes. `TENSORPLUG_ALLOW_UNTESTED_TF=1` serves it.
+#[test]
+fn a_tf_outside_the_tested_range_is_declined() {
+    let python = unsupported_tf_python();
+    let out = run_tf_with_plugin_in(&python, "tf_device_discovery.py", &["0"], None);
+    assert_declined(
+        &out,
+        &[
+            "TensorFlow 2.14.1 is outside the versions this plugin serves (2.15 to 2.21)",
+            "install tensorflow-cpu>=2.15,<2.22",
         ],
     );
 }

@@ -87,9 +87,10 @@ pub const PLUGINS: &[PluginCrate] = &[FPGA, NPU];
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Where TF looks for plugins, relative to site-packages.
 pub const PLUGIN_DIR: &str = "tensorflow-plugins";
-/// The TF the plugin's C ABI was checked against. Patch releases keep the
-/// modular C API structs; another minor release is not verified.
-const REQUIRES_TF: &str = "tensorflow-cpu~=2.21.0";
+/// The TFs the one plugin build is tested with (`setup::TF_VERSIONS`: its
+/// C ABI checked against each one's headers, the real-TF suite run on each
+/// with `cargo xtask test --tf-matrix`). On any other the plugin declines.
+pub const REQUIRES_TF: &str = "tensorflow-cpu>=2.15,<2.22";
 
 #[derive(clap::Args)]
 pub struct DistArgs {
@@ -501,5 +502,38 @@ mod tests {
         assert_eq!(parse_version("3.3"), Some([3, 3, 0]));
         assert_eq!(parse_version("1.2.3.4"), None);
         assert_eq!(parse_version("x"), None);
+    }
+
+    #[test]
+    fn the_wheel_range_the_matrix_and_the_plugins_served_range_agree() {
+        let versions = crate::setup::TF_VERSIONS;
+        let minor = |v: &str| -> (u32, u32) {
+            let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap());
+            (parts.next().unwrap(), parts.next().unwrap())
+        };
+        let (oldest, newest) = (minor(versions[0]), minor(versions[versions.len() - 1]));
+        assert_eq!(
+            REQUIRES_TF,
+            format!(
+                "tensorflow-cpu>={}.{},<{}.{}",
+                oldest.0,
+                oldest.1,
+                newest.0,
+                newest.1 + 1
+            )
+        );
+        // One minor version each, consecutive.
+        for pair in versions.windows(2) {
+            assert_eq!(minor(pair[1]), (minor(pair[0]).0, minor(pair[0]).1 + 1));
+        }
+        let support =
+            std::fs::read_to_string(crate::util::root().join("host-bridge/src/support.rs"))
+                .unwrap();
+        let served = format!(
+            "pub const TESTED: [(u32, u32); 2] = [({}, {}), ({}, {})];",
+            oldest.0, oldest.1, newest.0, newest.1
+        );
+        assert!(support.contains(&served), "support.rs lacks `{served}`");
+        assert!(minor(crate::setup::TF_UNSUPPORTED) < oldest);
     }
 }

@@ -7,7 +7,7 @@
 //! side is `abi`'s `tf_layout` example, which prints the same facts from its
 //! field tables. Both print one fact per line in the same format.
 
-use crate::setup::{self, Env};
+use crate::setup;
 use crate::util::{cargo, output, root};
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
@@ -24,7 +24,8 @@ const MIRRORED_HEADERS: &[&str] = &[
     "tensorflow/c/tf_datatype.h",
     "tensorflow/c/tf_tensor.h",
     "tensorflow/c/kernels.h",
-    "xla/tsl/c/tsl_status.h",
+    // `xla/tsl/c/` from TF 2.17, `tsl/c/` before (the same definitions).
+    "tsl/c/tsl_status.h",
 ];
 
 /// Single definitions mirrored from headers that are not mirrored whole.
@@ -39,10 +40,13 @@ const PROBE_INCLUDES: &[&str] = &[
     "tensorflow/c/tf_tensor.h",
 ];
 
-/// Runs the whole check; fails loudly when the TF venv is missing.
-pub fn run(env: Option<&Env>) -> Result<()> {
-    let python = match env {
-        Some(env) => env.python.clone(),
+/// Runs the whole check against the TF of `python` (the newest TF venv
+/// when `None`); fails loudly when the venv is missing. `newest`: the abi
+/// must carry exactly the headers' enumerators (an older TF's headers may
+/// lack enumerators abi has, e.g. dtypes added later).
+pub fn run(python: Option<&Path>, newest: bool) -> Result<()> {
+    let python = match python {
+        Some(python) => python.to_path_buf(),
         None => {
             let python = root().join("target/venv/bin/python");
             if !python.exists() {
@@ -56,7 +60,8 @@ pub fn run(env: Option<&Env>) -> Result<()> {
         }
     };
     let include = setup::tf_include_dir(&python)?;
-    let work = root().join("target/xtask-layout");
+    let version = setup::tf_version(&python)?;
+    let work = root().join(format!("target/xtask-layout/{version}"));
     std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
     let c = c_facts(&include, &work)?;
     let rust = parse_facts(&output(cargo().args([
@@ -67,18 +72,25 @@ pub fn run(env: Option<&Env>) -> Result<()> {
         "--example",
         "tf_layout",
     ]))?)?;
-    let (counts, mismatches) = compare(&c, &rust);
+    let (counts, mismatches, newer) = compare(&c, &rust, !newest);
     if !mismatches.is_empty() {
         bail!(
-            "abi's TF mirrors differ from the headers in {}:\n  {}",
+            "abi's TF mirrors differ from the TF {version} headers in {}:\n  {}",
             include.display(),
             mismatches.join("\n  ")
         );
     }
     eprintln!(
-        "    compared {} structs, {} fields, {} enums, {} enumerators, {} constants: all equal",
+        "    TF {version}: compared {} structs, {} fields, {} enums, {} enumerators, {} \
+         constants: all equal",
         counts.structs, counts.fields, counts.enums, counts.values, counts.consts
     );
+    if !newer.is_empty() {
+        eprintln!(
+            "    abi also has enumerators TF {version} lacks (added later): {}",
+            newer.join(", ")
+        );
+    }
     Ok(())
 }
 
@@ -161,10 +173,12 @@ pub struct Counts {
 }
 
 /// Compares the C truth with the Rust mirror; every difference is one line
-/// naming the type, the member and both values.
-pub fn compare(c: &Facts, rust: &Facts) -> (Counts, Vec<String>) {
+/// naming the type, the member and both values. With `allow_newer`, abi may
+/// carry enumerators the headers lack (an older TF), which are returned.
+pub fn compare(c: &Facts, rust: &Facts, allow_newer: bool) -> (Counts, Vec<String>, Vec<String>) {
     let mut counts = Counts::default();
     let mut bad = Vec::new();
+    let mut newer = Vec::new();
     for (name, cs) in &c.structs {
         let Some(rs) = rust.structs.get(name) else {
             bad.push(format!(
@@ -217,8 +231,15 @@ pub fn compare(c: &Facts, rust: &Facts) -> (Counts, Vec<String>) {
                 ce.size, ce.signed, re.size, re.signed
             ));
         }
-        if ce.values == re.values {
+        let extra: Vec<&(String, i64)> = re
+            .values
+            .iter()
+            .filter(|v| !ce.values.contains(v))
+            .collect();
+        let in_rust = ce.values.iter().all(|v| re.values.contains(v));
+        if ce.values == re.values || (allow_newer && in_rust && names_are_new(&extra, ce)) {
             counts.values += ce.values.len();
+            newer.extend(extra.iter().map(|(n, _)| n.clone()));
         } else {
             bad.push(format!(
                 "enum {name}: enumerators differ: C {:?}, Rust {:?}",
@@ -241,7 +262,15 @@ pub fn compare(c: &Facts, rust: &Facts) -> (Counts, Vec<String>) {
     for name in rust.consts.keys().filter(|n| !c.consts.contains_key(*n)) {
         bad.push(format!("const {name}: in abi but not found in the headers"));
     }
-    (counts, bad)
+    (counts, bad, newer)
+}
+
+/// Whether abi's `extra` enumerators are new ones: neither their names nor
+/// their values are in the headers' enum.
+fn names_are_new(extra: &[&(String, i64)], c: &EnumFacts) -> bool {
+    extra
+        .iter()
+        .all(|(name, value)| c.values.iter().all(|(n, v)| n != name && v != value))
 }
 
 /// Enumerates the headers with gcc, then compiles and runs the probe.
@@ -538,7 +567,7 @@ mod tests {
     #[test]
     fn equal_facts_compare_clean_and_are_counted() {
         let facts = parse_facts(RUST).unwrap();
-        let (counts, bad) = compare(&facts, &facts);
+        let (counts, bad, _) = compare(&facts, &facts, false);
         assert!(bad.is_empty(), "{bad:?}");
         let want = Counts {
             structs: 1,
@@ -554,7 +583,7 @@ mod tests {
     fn a_moved_field_names_struct_field_and_both_offsets() {
         let c = parse_facts(RUST).unwrap();
         let rust = parse_facts(&RUST.replace("name 16 8", "name 24 8")).unwrap();
-        let (_, bad) = compare(&c, &rust);
+        let (_, bad, _) = compare(&c, &rust, false);
         assert_eq!(
             bad,
             ["SP_Platform.name: C offset 16 size 8, Rust offset 24 size 8"]
@@ -571,7 +600,7 @@ mod tests {
                 + "struct Extra 1 1\n"),
         )
         .unwrap();
-        let (_, bad) = compare(&c, &rust);
+        let (_, bad, _) = compare(&c, &rust, false);
         assert_eq!(
             bad,
             [
@@ -580,8 +609,23 @@ mod tests {
                 "const SP_PLATFORM_STRUCT_SIZE: C 35, Rust 40",
             ]
         );
-        let (_, bad) = compare(&c, &Facts::default());
+        let (_, bad, _) = compare(&c, &Facts::default(), false);
         assert_eq!(bad.len(), 3, "{bad:?}");
+    }
+
+    #[test]
+    fn an_older_tf_may_lack_enumerators_abi_has_but_not_change_them() {
+        let c = parse_facts(RUST).unwrap();
+        let rust =
+            parse_facts(&(RUST.to_owned() + "value TF_TriState TF_TriState_On 2\n")).unwrap();
+        let (_, bad, newer) = compare(&c, &rust, true);
+        assert!(bad.is_empty(), "{bad:?}");
+        assert_eq!(newer, ["TF_TriState_On"]);
+        // The newest TF must match exactly.
+        assert_eq!(compare(&c, &rust, false).1.len(), 1);
+        // A renumbered enumerator is a mismatch either way.
+        let moved = parse_facts(&RUST.replace("TF_TriState_Off 1", "TF_TriState_Off 2")).unwrap();
+        assert_eq!(compare(&c, &moved, true).1.len(), 1);
     }
 
     #[test]
@@ -645,6 +689,6 @@ mod tests {
     #[test]
     #[ignore = "needs the TF venv and gcc; `cargo xtask test` runs it as a step"]
     fn layout_matches_installed_tensorflow() {
-        run(None).unwrap();
+        run(None, true).unwrap();
     }
 }

@@ -44,6 +44,15 @@ enum Task {
     OpSweep(op_sweep::OpSweepArgs),
     /// Regenerate the device-ABI C header (abi/include/tensorplug_device_abi.h).
     Header,
+    /// Check abi's TF structs against a TF's headers (default: target/venv's).
+    Layout(LayoutArgs),
+}
+
+#[derive(clap::Args)]
+struct LayoutArgs {
+    /// The Python of the TF venv whose headers to check against.
+    #[arg(long)]
+    python: Option<std::path::PathBuf>,
 }
 
 fn main() -> std::process::ExitCode {
@@ -69,5 +78,12 @@ fn run(task: Task) -> anyhow::Result<()> {
         Task::Header => header::run(),
         Task::Size(args) => size::run_task(&args),
         Task::OpSweep(args) => op_sweep::run_task(&args),
+        Task::Layout(args) => {
+            let python = args.python.as_deref();
+            let newest = python.is_none_or(|p| {
+                setup::tf_version(p).ok().as_deref() == setup::TF_VERSIONS.last().copied()
+            });
+            layout::run(python, newest)
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! Fresh-machine set-up: rustup targets, Miri, apt packages and the TF venv.
+//! Fresh-machine set-up: rustup targets, Miri, apt packages and the TF venvs.
 
 use crate::util::{output, root, run};
 use anyhow::{Context, Result, bail};
@@ -19,19 +19,76 @@ const APT_PACKAGES: &[(&str, &str)] = &[
     ("qemu-system-arm", "qemu-system-arm"),
 ];
 
+/// Every `tensorflow-cpu` the one plugin build is tested with, oldest
+/// first (the newest patch of each minor on PyPI). The newest is
+/// `target/venv`'s (`xtask/requirements.txt`, with xprof); each other gets
+/// `target/tf-venvs/<version>`. The wheel requires this range, and
+/// `host-bridge/src/support.rs` serves it (a test keeps the three equal).
+pub const TF_VERSIONS: &[&str] = &[
+    "2.15.1", "2.16.2", "2.17.1", "2.18.1", "2.19.1", "2.20.0", "2.21.0",
+];
+
+/// A TF outside the range, on which the plugin must decline (not abort).
+pub const TF_UNSUPPORTED: &str = "2.14.1";
+
 /// What set-up produced for the later steps.
 pub struct Env {
-    /// The venv's Python, with tensorflow-cpu installed.
+    /// The newest TF's venv Python (`target/venv`, with xprof).
     pub python: PathBuf,
+    /// `(version, python)` of the other TFs the suite runs on: the oldest,
+    /// or with `--tf-matrix` every one between.
+    pub older: Vec<(String, PathBuf)>,
+    /// The venv of [`TF_UNSUPPORTED`].
+    pub unsupported: PathBuf,
 }
 
 /// Installs everything the suite needs; cheap when it is already there.
-pub fn ensure_all() -> Result<Env> {
+/// `matrix`: a venv for every version of [`TF_VERSIONS`], not only the
+/// oldest and newest.
+pub fn ensure_all(matrix: bool) -> Result<Env> {
     ensure_rust_targets()?;
     ensure_miri()?;
     ensure_apt()?;
     let python = ensure_venv()?;
-    Ok(Env { python })
+    let older_versions = &TF_VERSIONS[..TF_VERSIONS.len() - 1];
+    let older = if matrix {
+        older_versions
+    } else {
+        &older_versions[..1]
+    };
+    let older = older
+        .iter()
+        .map(|v| Ok(((*v).to_owned(), ensure_tf_venv(v)?)))
+        .collect::<Result<_>>()?;
+    let unsupported = ensure_tf_venv(TF_UNSUPPORTED)?;
+    Ok(Env {
+        python,
+        older,
+        unsupported,
+    })
+}
+
+/// `target/tf-venvs/<version>` with `tensorflow-cpu==<version>` (cached:
+/// pip runs only when the venv is new or its requirements changed).
+pub fn ensure_tf_venv(version: &str) -> Result<PathBuf> {
+    let dir = tf_venv_dir(version);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let requirements = root().join(format!("target/tf-venvs/{version}.txt"));
+    std::fs::write(
+        &requirements,
+        format!("# written by cargo xtask\ntensorflow-cpu=={version}\n"),
+    )
+    .with_context(|| format!("writing {}", requirements.display()))?;
+    ensure_venv_at(&dir, &requirements, &|_, cmd| run(cmd))
+}
+
+/// Where the venv of TF `version` lives (the newest: `target/venv`).
+pub fn tf_venv_dir(version: &str) -> PathBuf {
+    if TF_VERSIONS.last() == Some(&version) {
+        root().join("target/venv")
+    } else {
+        root().join(format!("target/tf-venvs/{version}"))
+    }
 }
 
 fn ensure_rust_targets() -> Result<()> {
@@ -124,7 +181,7 @@ pub fn ensure_venv_at(
     }
     if !python.exists() {
         eprintln!(
-            "    creating {} (tensorflow-cpu is ~274 MB to download)",
+            "    creating {} (tensorflow-cpu is 200-270 MB to download)",
             venv.display()
         );
         runner(
@@ -154,6 +211,22 @@ pub fn tf_include_dir(python: &PathBuf) -> Result<PathBuf> {
         bail!("TensorFlow headers not found under {}", dir.display());
     }
     Ok(dir)
+}
+
+/// The `tensorflow-cpu` (or `tensorflow`) version installed for `python`.
+pub fn tf_version(python: &Path) -> Result<String> {
+    let out = output(Command::new(python).args([
+        "-c",
+        "import importlib.metadata as m\n\
+         for d in ('tensorflow-cpu', 'tensorflow'):\n\
+         \ttry:\n\t\tprint(m.version(d)); break\n\
+         \texcept m.PackageNotFoundError:\n\t\tpass",
+    ]))?;
+    let version = out.trim();
+    if version.is_empty() {
+        bail!("no tensorflow-cpu in {}", python.display());
+    }
+    Ok(version.to_owned())
 }
 
 fn on_path(cmd: &str) -> bool {

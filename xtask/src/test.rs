@@ -6,10 +6,29 @@ use anyhow::Result;
 
 #[derive(clap::Args)]
 pub struct TestArgs {
-    /// Skip set-up (rustup, apt, venv); for quick local re-runs.
+    /// Skip set-up (rustup, apt, venvs); for quick local re-runs.
     #[arg(long)]
     pub no_setup: bool,
+    /// Run the real-TF suite on every TF of the tested range (2.15 to
+    /// 2.21), not only the oldest and the newest.
+    #[arg(long)]
+    pub tf_matrix: bool,
 }
+
+/// The test targets that run real TensorFlow (`tests/tests/`): the suite
+/// run again on each older TF.
+const REAL_TF_TESTS: &[&str] = &[
+    "tf_device",
+    "tf_kernels",
+    "tf_graph",
+    "tf_variables",
+    "tf_profiler",
+    "tf_two_plugins",
+    "kernels_vs_tf",
+    "op_sweep",
+    "xspace_tf",
+    "wheel",
+];
 
 /// `no_std` builds: (package, features, targets).
 const NO_STD_BUILDS: &[(&str, &str, &[&str])] = &[
@@ -41,7 +60,7 @@ pub fn run(args: &TestArgs) -> Result<()> {
         step(
             "set up this machine (rustup targets, Miri, apt, TF venv)",
             || {
-                env = Some(setup::ensure_all()?);
+                env = Some(setup::ensure_all(args.tf_matrix)?);
                 Ok(())
             },
         )?;
@@ -75,14 +94,28 @@ pub fn run(args: &TestArgs) -> Result<()> {
         || crate::size::run_task(&crate::size::SizeArgs { update: false }),
     )?;
     // Includes the HIL tests (`tests/tests/hil.rs`: the firmware under QEMU).
-    step("cargo test --workspace", || {
+    let newest = setup::TF_VERSIONS[setup::TF_VERSIONS.len() - 1];
+    let what = format!("cargo test --workspace (TF {newest})");
+    step(&what, || {
         let mut cmd = cargo();
         cmd.args(["test", "--workspace"]);
         if let Some(env) = &env {
-            cmd.env("TENSORPLUG_PYTHON", &env.python);
+            cmd.env("TENSORPLUG_PYTHON", &env.python)
+                .env("TENSORPLUG_PYTHON_UNSUPPORTED_TF", &env.unsupported);
         }
         run_cmd(&mut cmd)
     })?;
+    for (version, python) in env.iter().flat_map(|env| &env.older) {
+        let what = format!("the real-TF suite on TF {version}");
+        step(&what, || {
+            let mut cmd = cargo();
+            cmd.args(["test", "--workspace"]);
+            for test in REAL_TF_TESTS {
+                cmd.args(["--test", test]);
+            }
+            run_cmd(cmd.env("TENSORPLUG_PYTHON", python))
+        })?;
+    }
     step("Miri: ring unit tests", crate::checks::miri_ring)?;
     step("Miri: abi raw-pointer tests", crate::checks::miri_abi)?;
     step(
@@ -95,9 +128,13 @@ pub fn run(args: &TestArgs) -> Result<()> {
         crate::header::check_fresh,
     )?;
     step(
-        "TF ABI layout check (abi vs. the installed TF headers)",
-        || crate::layout::run(env.as_ref()),
+        &format!("TF ABI layout check (abi vs. the TF {newest} headers)"),
+        || crate::layout::run(env.as_ref().map(|env| env.python.as_path()), true),
     )?;
+    for (version, python) in env.iter().flat_map(|env| &env.older) {
+        let what = format!("TF ABI layout check (abi vs. the TF {version} headers)");
+        step(&what, || crate::layout::run(Some(python), false))?;
+    }
     for (package, features, targets) in NO_STD_BUILDS {
         for target in *targets {
             let what = format!("no_std build: {package} [{features}] for {target}");
