@@ -293,11 +293,14 @@ impl Construction {
 
     /// A float attribute.
     pub fn float_attr(&self, name: &CStr) -> KernelResult<f32> {
+        let get = self.api.get_attr_float.ok_or_else(|| {
+            Failure::unimplemented(
+                "this TensorFlow does not export TF_OpKernelConstruction_GetAttrFloat",
+            )
+        })?;
         let mut value = 0f32;
         // SAFETY: as in `bool_attr`.
-        unsafe {
-            (self.api.get_attr_float)(self.raw, name.as_ptr(), &mut value, self.status.fresh())
-        };
+        unsafe { get(self.raw, name.as_ptr(), &mut value, self.status.fresh()) };
         self.status.check(&format!("attribute {name:?}"))?;
         Ok(value)
     }
