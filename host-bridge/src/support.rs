@@ -81,6 +81,29 @@ pub fn tf_version() -> Option<String> {
     )
 }
 
+/// Whether this TF aborts the process when a device-to-host copy fails
+/// (`LOG(FATAL) "PluggableDevice->CPU Memcpy failed"` in TF 2.15 and 2.16;
+/// 2.17 and later return the error to the op). There every kernel waits
+/// for the device, so a device fault fails its own op instead of a later
+/// copy, at the cost of the host running ahead of the device.
+pub fn copy_failure_aborts() -> bool {
+    static ABORTS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ABORTS.get_or_init(|| {
+        let old = tf_version()
+            .as_deref()
+            .and_then(minor_version)
+            .is_some_and(|v| v < (2, 17));
+        if old {
+            crate::log::warn(format_args!(
+                "TensorFlow {} aborts on a failed device-to-host copy: every kernel waits for \
+                 the device, so a device fault fails its op instead",
+                tf_version().unwrap_or_default()
+            ));
+        }
+        old
+    })
+}
+
 /// The one line a declining plugin prints.
 pub fn declined_line(device_type: &str, why: &str) -> String {
     format!("no {device_type} device is registered, TensorFlow runs on the CPU: {why}")

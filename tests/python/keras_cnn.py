@@ -33,6 +33,7 @@ FPGA, CPU = "/device:FPGA:0", "/device:CPU:0"
 COMPUTE = {"Conv2D", "DepthwiseConv2dNative", "MaxPool", "AvgPool", "Mean", "Relu", "Relu6",
            "Rsqrt", "Mul", "Sub", "AddV2", "Add", "Pad", "MatMul", "BiasAdd", "Softmax",
            "FusedBatchNormV3", "_FusedConv2D", "_FusedMatMul"}
+KERAS_2 = keras.__version__.startswith("2.")
 tf.debugging.set_log_device_placement(True)
 rng = np.random.default_rng(4)
 
@@ -125,10 +126,13 @@ if mode == "predict":
     predict("convnet", small_convnet, (16, 28, 28, 1),
             {"Conv2D", "DepthwiseConv2dNative", "MaxPool", "AvgPool", "Mean", "Relu", "MatMul",
              "Softmax"})
+    # Keras 3 computes BatchNormalization with Rsqrt/Mul/Sub; Keras 2 (TF
+    # 2.15) with one FusedBatchNormV3 (is_training false in predict).
+    batch_norm = {"FusedBatchNormV3"} if KERAS_2 else {"Rsqrt", "Mul", "Sub"}
     predict("resnet_block", resnet_block, (4, 16, 16, 8),
-            {"Conv2D", "Rsqrt", "Mul", "Sub", "AddV2", "Relu"})
+            {"Conv2D", "AddV2", "Relu"} | batch_norm)
     predict("MobileNetV2-0.35", mobilenet, (2, 96, 96, 3),
-            {"Conv2D", "DepthwiseConv2dNative", "Relu6", "Pad", "Mean", "Rsqrt", "MatMul"})
+            {"Conv2D", "DepthwiseConv2dNative", "Relu6", "Pad", "Mean", "MatMul"} | batch_norm)
 elif mode == "fit":
     fit()
 else:

@@ -10,6 +10,7 @@ import glob
 import io
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -299,8 +300,23 @@ def scenario_model():
 
 
 def xprof_tool(path, tool):
-    from xprof.convert import raw_to_tool_data
-    data, _ = raw_to_tool_data.xspace_to_tool_data([path], tool, {})
+    """xprof's converter `tool` on the XSpace at `path`, as JSON. Where xprof
+    cannot be installed beside this TF (TF 2.15-2.18 pin a protobuf older
+    than xprof's), it runs in TENSORPLUG_XPROF_PYTHON's venv (the newest TF's,
+    set by `cargo xtask test`) on the file this TF wrote."""
+    try:
+        from xprof.convert import raw_to_tool_data
+    except ImportError:
+        other = os.environ.get("TENSORPLUG_XPROF_PYTHON")
+        check(other, f"xprof is not installed beside TF {tf.__version__} and "
+                     "TENSORPLUG_XPROF_PYTHON is not set")
+        code = ("import sys; from xprof.convert import raw_to_tool_data as r; "
+                "d, _ = r.xspace_to_tool_data([sys.argv[1]], sys.argv[2], {}); "
+                "sys.stdout.write(d if isinstance(d, str) else d.decode())")
+        data = subprocess.run([other, "-c", code, path, tool], check=True, capture_output=True,
+                              text=True).stdout
+    else:
+        data, _ = raw_to_tool_data.xspace_to_tool_data([path], tool, {})
     check(data, f"xprof converted the XSpace to {tool} data")
     return json.loads(data)
 

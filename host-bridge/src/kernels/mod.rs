@@ -194,8 +194,10 @@ unsafe extern "C" fn create<const INDEX: usize>(raw: *mut TF_OpKernelConstructio
             }
         };
         let node = ctx.node_name();
-        // Absent on every node but the graph pass's update arithmetic.
-        let wait = ctx.bool_attr(ops::WAIT_ATTR).unwrap_or(false);
+        // Absent on every node but the graph pass's update arithmetic; every
+        // kernel waits where a failed copy would abort TF (TF 2.15, 2.16).
+        let wait =
+            ctx.bool_attr(ops::WAIT_ATTR).unwrap_or(false) || crate::support::copy_failure_aborts();
         match def.construct(&ctx) {
             Ok(attrs) => Ok(Box::into_raw(Box::new(Kernel {
                 def,
@@ -234,8 +236,7 @@ unsafe extern "C" fn compute(kernel: *mut c_void, raw: *mut TF_OpKernelContext) 
         let outcome = ffi::run("kernel compute", || {
             Ok(ops::compute(kernel, &ctx).and_then(|()| {
                 if kernel.wait {
-                    ctx.stream()?
-                        .wait_queued("a variable update's arithmetic")?;
+                    ctx.stream()?.wait_queued("the op")?;
                 }
                 Ok(())
             }))

@@ -200,7 +200,8 @@ pub struct Kernel {
     /// The node name at construction.
     pub node: String,
     /// Whether compute waits for the device and reports its failure itself
-    /// (the node has [`WAIT_ATTR`] set: a variable update's arithmetic).
+    /// (the node has [`WAIT_ATTR`] set: a variable update's arithmetic; or
+    /// every kernel on a TF that aborts on a failed copy, `support`).
     pub wait: bool,
 }
 
