@@ -26,7 +26,9 @@ import tensorflow as tf
 import keras
 from keras import layers
 
-from tf_kernels_common import StderrCapture, placements
+from tf_kernels_common import StderrCapture, placements, tf_variable
+
+KERAS_2 = keras.__version__.startswith("2.")
 
 import glob  # noqa: E402
 import tempfile  # noqa: E402
@@ -85,7 +87,7 @@ def check_every_runnable_op_on_fpga(placed, dump_dir):
 ON_CPU = {"ArgMax", "Bitcast", "Equal", "SelectV2", "Shape", "_Arg"}
 
 mode = sys.argv[1]
-tf.debugging.set_log_device_placement(mode == "unchanged")
+tf.debugging.set_log_device_placement(mode == "unchanged" or (mode == "explicit-jit" and KERAS_2))
 rng = np.random.default_rng(5)
 x_train = rng.standard_normal((512, 20)).astype("float32")
 y_train = rng.integers(0, 4, 512)
@@ -140,7 +142,7 @@ if mode == "unchanged":
         with StderrCapture() as log:
             model, fpga = program()
         del os.environ["TENSORPLUG_GRAPH_DUMP_DIR"]
-        devices = {v.value.device.rpartition("/")[2] for v in model.variables}
+        devices = {tf_variable(v).device.rpartition("/")[2] for v in model.variables}
         assert devices == {"device:FPGA:0"}, devices
         placed = placements(log.text)
         cpu_float_ops = check_every_runnable_op_on_fpga(placed, dump_dir)
@@ -154,6 +156,12 @@ if mode == "unchanged":
               f"placements, max |fpga - cpu| = {diff:.2g}")
         print(f"{name}: every op with an FPGA kernel for its dtype placed on FPGA:0; float "
               f"ops on the CPU after optimization: {cpu_float_ops}")
+    if KERAS_2:  # TF 2.15: Keras 2 never turns XLA on by itself
+        model = keras.Sequential([keras.Input((4,)), layers.Dense(2)])
+        model.compile()
+        assert not model._jit_compile, model._jit_compile
+        print("auto decisions: Keras 2 leaves XLA off unless asked (jit_compile=None)")
+        sys.exit(0)
     # The decision on other machines: fake device lists, same model.
     from collections import namedtuple
     from keras.src.trainers import trainer as trainer_module
@@ -172,6 +180,18 @@ if mode == "unchanged":
     finally:
         tf.config.list_physical_devices = real
     print("auto decisions: CPU only -> no XLA, FPGA -> no XLA, FPGA+GPU -> XLA, GPU -> XLA")
+elif mode == "keras-decides" and KERAS_2:
+    model, _ = sequential_guide()
+    assert all(tf_variable(v).device.endswith("FPGA:0") for v in model.variables)
+    print("keras decides: no XLA (Keras 2), the program ran on FPGA:0")
+elif mode == "explicit-jit" and KERAS_2:
+    # TF 2.15 runs a jit_compile=True function without XLA where the device
+    # has no XLA backend (placement log: MatMul on FPGA:0).
+    with StderrCapture() as log:
+        sequential_guide(jit_compile=True)
+    matmuls = {dev for _, op, dev in placements(log.text) if op == "MatMul"}
+    assert matmuls and all(d.endswith("FPGA:0") for d in matmuls), matmuls
+    print("explicit jit_compile=True (Keras 2): TF ran it without XLA, MatMul on FPGA:0")
 elif mode == "keras-decides":
     try:
         sequential_guide()

@@ -59,6 +59,12 @@ PLACED = re.compile(r"placer\.cc:\d+\] (\S+): \((\w+)\): (\S+)")
 EXECUTED = re.compile(r"Executing op (\w+) in device (\S+)")
 
 
+def tf_variable(v):
+    """The tf.Variable behind a Keras variable: Keras 3 wraps it (`.value`);
+    Keras 2's (TF 2.15) is one, whose `value` is a method."""
+    return v if callable(getattr(v, "value", None)) else v.value
+
+
 def placements(log_text):
     """(node, op type, device) for every graph node and eager op in the log."""
     out = [(m.group(1), m.group(2), m.group(3)) for m in PLACED.finditer(log_text)]

@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 import keras
 
-from tf_kernels_common import StderrCapture, placements
+from tf_kernels_common import StderrCapture, placements, tf_variable
 
 tf.debugging.set_log_device_placement(True)
 x = np.random.default_rng(1).standard_normal((128, 12)).astype(np.float32)
@@ -40,7 +40,7 @@ keras.utils.set_random_seed(7)
 with strategy.scope():
     model = build()
 copies = {c.device.rpartition("/")[2] for v in model.variables
-          for c in getattr(v.value, "values", [v.value])}
+          for c in getattr(tf_variable(v), "values", [tf_variable(v)])}
 assert copies == {"device:FPGA:0", "device:FPGA:1"}, copies
 with StderrCapture() as log:
     mirrored = model.fit(x, y, epochs=3, batch_size=32, verbose=0, shuffle=False).history["loss"]

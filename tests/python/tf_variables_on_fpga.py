@@ -28,7 +28,7 @@ import tensorflow as tf
 import keras
 from tensorflow.python.framework import kernels
 
-from tf_kernels_common import StderrCapture, placements
+from tf_kernels_common import StderrCapture, placements, tf_variable
 
 FPGA, CPU = "/device:FPGA:0", "/device:CPU:0"
 tf.debugging.set_log_device_placement(True)  # before TF runs anything
@@ -118,8 +118,8 @@ for name in OPTIMIZERS:
     with StderrCapture() as log:
         fpga_loss, model = train(name, FPGA)
     state = model.variables + model.optimizer.variables
-    assert all(v.value.device.endswith("FPGA:0") for v in state), \
-        sorted({v.value.device for v in state})
+    assert all(tf_variable(v).device.endswith("FPGA:0") for v in state), \
+        sorted({tf_variable(v).device for v in state})
     diff = float(np.abs(fpga_loss - cpu_loss).max())
     assert diff <= 1e-5, f"{name}: FPGA loss {fpga_loss} vs CPU {cpu_loss}"
     assert fpga_loss[-1] < fpga_loss[0], fpga_loss
@@ -141,7 +141,7 @@ with tf.device(CPU):
 with tf.device(FPGA):
     loss = model.fit(x, y, batch_size=32, epochs=3, verbose=0).history["loss"]
 assert all(np.isfinite(loss)) and loss[-1] < loss[0], loss
-assert all(v.value.device.endswith("CPU:0") for v in model.variables)
+assert all(tf_variable(v).device.endswith("CPU:0") for v in model.variables)
 print(f"supported pattern: fit on the FPGA with CPU variables, loss "
       f"{', '.join(f'{v:.4f}' for v in loss)}")
 print("variables on the FPGA: training works, eager updates are clear errors")

@@ -34,6 +34,29 @@ pub fn python() -> PathBuf {
     default
 }
 
+/// `(major, minor)` of the TF in [`python`]'s venv (read once).
+pub fn tf_minor_version() -> (u32, u32) {
+    static VERSION: OnceLock<(u32, u32)> = OnceLock::new();
+    *VERSION.get_or_init(|| {
+        let out = Command::new(python())
+            .args([
+                "-c",
+                "import importlib.metadata as m; print(m.version('tensorflow-cpu'))",
+            ])
+            .output()
+            .expect("python runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut parts = text.trim().split('.').map(|p| p.parse::<u32>());
+        match (parts.next(), parts.next()) {
+            (Some(Ok(major)), Some(Ok(minor))) => (major, minor),
+            _ => panic!(
+                "cannot read the TF version of {}: {text:?}",
+                python().display()
+            ),
+        }
+    })
+}
+
 /// Runs `tests/python/<script>` with `args` in its own Python process.
 pub fn run_python(script: &str, args: &[&str]) -> Output {
     run_python_with_env(script, args, &[])

@@ -2,7 +2,9 @@
 //! example NPU's plugin loaded together into one process.
 
 use std::process::Command;
-use tensorplug_tests::{npu_plugin_path, plugin_path, python, scratch_dir, workspace_root};
+use tensorplug_tests::{
+    npu_plugin_path, plugin_path, python, scratch_dir, tf_minor_version, workspace_root,
+};
 
 /// A folder with both plugins, for `TF_PLUGGABLE_DEVICE_LIBRARY_PATH`.
 fn plugins_dir() -> std::path::PathBuf {
@@ -30,6 +32,23 @@ fn fpga_and_npu_plugins_run_side_by_side_with_cpu_fallback_and_one_plane_each() 
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
     );
+    // TF 2.15-2.18 number the visible devices of every pluggable type in
+    // one list, so a second device type fails TF's context creation (fixed
+    // in 2.19; docs/tf-abi.md). There the test pins that failure.
+    if tf_minor_version() < (2, 19) {
+        assert!(
+            !out.status.success()
+                && stderr.contains("'visible_device_list' listed an invalid Device id '1'"),
+            "TF {:?} was expected to fail with two plugin device types ({}):\n{stdout}\n{stderr}",
+            tf_minor_version(),
+            out.status
+        );
+        eprintln!(
+            "TF {:?}: two plugin device types fail in TF itself",
+            tf_minor_version()
+        );
+        return;
+    }
     assert!(
         out.status.success(),
         "scenario failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",

@@ -113,11 +113,11 @@ pub fn run(args: &TestArgs) -> Result<()> {
             for test in REAL_TF_TESTS {
                 cmd.args(["--test", test]);
             }
-            let newest_python = env.as_ref().map(|env| env.python.as_os_str());
-            if let Some(xprof) = newest_python {
+            if let Some(env) = &env {
                 // xprof does not install beside TF 2.15-2.18 (protobuf pins):
                 // the profiler tests run its converters in the newest venv.
-                cmd.env("TENSORPLUG_XPROF_PYTHON", xprof);
+                cmd.env("TENSORPLUG_XPROF_PYTHON", &env.python)
+                    .env("TENSORPLUG_PYTHON_UNSUPPORTED_TF", &env.unsupported);
             }
             run_cmd(cmd.env("TENSORPLUG_PYTHON", python))
         })?;
