@@ -13,6 +13,7 @@ mod op_sweep;
 mod setup;
 mod size;
 mod test;
+mod tf_suite;
 mod util;
 
 use clap::{Parser, Subcommand};

@@ -15,21 +15,6 @@ pub struct TestArgs {
     pub tf_matrix: bool,
 }
 
-/// The test targets that run real TensorFlow (`tests/tests/`): the suite
-/// run again on each older TF.
-const REAL_TF_TESTS: &[&str] = &[
-    "tf_device",
-    "tf_kernels",
-    "tf_graph",
-    "tf_variables",
-    "tf_profiler",
-    "tf_two_plugins",
-    "kernels_vs_tf",
-    "op_sweep",
-    "xspace_tf",
-    "wheel",
-];
-
 /// `no_std` builds: (package, features, targets).
 const NO_STD_BUILDS: &[(&str, &str, &[&str])] = &[
     ("tensorplug-abi", "", EMBEDDED_TARGETS),
@@ -58,7 +43,7 @@ pub fn run(args: &TestArgs) -> Result<()> {
     } else {
         let mut env = None;
         step(
-            "set up this machine (rustup targets, Miri, apt, TF venv)",
+            "set up this machine (rustup targets, Miri, apt, TF venvs)",
             || {
                 env = Some(setup::ensure_all(args.tf_matrix)?);
                 Ok(())
@@ -105,23 +90,11 @@ pub fn run(args: &TestArgs) -> Result<()> {
         }
         run_cmd(&mut cmd)
     })?;
-    for (version, python) in env.iter().flat_map(|env| &env.older) {
-        let what = format!("the real-TF suite on TF {version}");
-        step(&what, || {
-            let mut cmd = cargo();
-            cmd.args(["test", "--workspace"]);
-            for test in REAL_TF_TESTS {
-                cmd.args(["--test", test]);
-            }
-            if let Some(env) = &env {
-                // xprof does not install beside TF 2.15-2.18 (protobuf pins):
-                // the profiler tests run its converters in the newest venv.
-                cmd.env("TENSORPLUG_XPROF_PYTHON", &env.python)
-                    .env("TENSORPLUG_PYTHON_UNSUPPORTED_TF", &env.unsupported);
-            }
-            run_cmd(cmd.env("TENSORPLUG_PYTHON", python))
-        })?;
-    }
+    // The real-TF tests on the older TFs run beside the checks below.
+    let older_suites = match &env {
+        Some(env) if !env.older.is_empty() => Some(crate::tf_suite::start(env)?),
+        _ => None,
+    };
     step("Miri: ring unit tests", crate::checks::miri_ring)?;
     step("Miri: abi raw-pointer tests", crate::checks::miri_abi)?;
     step(
@@ -162,6 +135,9 @@ pub fn run(args: &TestArgs) -> Result<()> {
         "cargo fuzz: link_decoder (build + 50k runs)",
         crate::fuzz::run_all,
     )?;
+    if let Some(suites) = older_suites {
+        suites.finish()?;
+    }
     eprintln!("==> all checks passed");
     Ok(())
 }

@@ -1,0 +1,196 @@
+//! The real-TF tests again on the older TFs of the range, in the background.
+//!
+//! `cargo test --workspace` has built the test binaries; they are run again
+//! directly (no cargo, so no lock on the target directory) with
+//! `TENSORPLUG_PYTHON` pointing at each older TF's venv, while the checks
+//! after the workspace tests (Miri, loom, the layout checks, `no_std`
+//! builds, fuzzing) go on. Each run's output goes to
+//! `target/tf-suite/<version>.log`; [`Background::finish`] reports them.
+
+use crate::setup::Env;
+use crate::util::{cargo, output, root};
+use anyhow::{Context, Result, bail};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The test targets that run real TensorFlow (`tests/tests/`).
+pub const REAL_TF_TESTS: &[&str] = &[
+    "tf_device",
+    "tf_kernels",
+    "tf_graph",
+    "tf_variables",
+    "tf_profiler",
+    "tf_two_plugins",
+    "kernels_vs_tf",
+    "op_sweep",
+    "xspace_tf",
+    "wheel",
+];
+
+/// One TF's run.
+pub struct Outcome {
+    version: String,
+    log: PathBuf,
+    elapsed: Duration,
+    /// The binaries that failed (or could not start), with why.
+    failed: Vec<String>,
+}
+
+/// The runs going on in the background.
+pub struct Background(JoinHandle<Vec<Outcome>>);
+
+/// Starts the real-TF tests on each of `env.older`, one TF after another.
+pub fn start(env: &Env) -> Result<Background> {
+    let binaries = binaries()?;
+    let runs = env.older.clone();
+    let (xprof, unsupported) = (env.python.clone(), env.unsupported.clone());
+    let dir = root().join("target/tf-suite");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(Background(std::thread::spawn(move || {
+        runs.into_iter()
+            .map(|(version, python)| {
+                let log = dir.join(format!("{version}.log"));
+                let start = Instant::now();
+                let failed = run_all(&binaries, &python, &xprof, &unsupported, &log);
+                Outcome {
+                    version,
+                    log,
+                    elapsed: start.elapsed(),
+                    failed,
+                }
+            })
+            .collect()
+    })))
+}
+
+impl Background {
+    /// Waits for every run and reports each as a step; fails on any failure
+    /// with the end of its log.
+    pub fn finish(self) -> Result<()> {
+        let outcomes = self
+            .0
+            .join()
+            .map_err(|_| anyhow::anyhow!("the real-TF suite thread panicked"))?;
+        let mut bad = Vec::new();
+        for outcome in outcomes {
+            let what = format!("the real-TF suite on TF {}", outcome.version);
+            let text = std::fs::read_to_string(&outcome.log).unwrap_or_default();
+            eprintln!("==> {what} (ran beside the checks after the workspace tests)");
+            if outcome.failed.is_empty() {
+                eprintln!("    {}", summary(&text));
+                eprintln!("    ok: {what} ({:.1}s)", outcome.elapsed.as_secs_f64());
+                continue;
+            }
+            let tail: Vec<&str> = text.lines().rev().take(80).collect();
+            eprintln!("{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
+            bad.push(format!(
+                "{what}: {} failed (log: {})",
+                outcome.failed.join(", "),
+                outcome.log.display()
+            ));
+        }
+        if !bad.is_empty() {
+            bail!("{}", bad.join("\n"));
+        }
+        Ok(())
+    }
+}
+
+/// The real-TF test executables, from `cargo test --no-run` (built already).
+fn binaries() -> Result<Vec<(String, PathBuf)>> {
+    let mut cmd = cargo();
+    cmd.args(["test", "--workspace", "--no-run", "--message-format=json"]);
+    for test in REAL_TF_TESTS {
+        cmd.args(["--test", test]);
+    }
+    let mut found = Vec::new();
+    for line in output(&mut cmd)?.lines() {
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let name = message["target"]["name"].as_str().unwrap_or_default();
+        if let (Some(exe), true) = (
+            message["executable"].as_str(),
+            REAL_TF_TESTS.contains(&name),
+        ) {
+            found.push((name.to_owned(), PathBuf::from(exe)));
+        }
+    }
+    if found.len() != REAL_TF_TESTS.len() {
+        bail!(
+            "cargo built {} of the {} real-TF test binaries",
+            found.len(),
+            REAL_TF_TESTS.len()
+        );
+    }
+    Ok(found)
+}
+
+/// Runs every binary with `python`'s TF; returns the failures.
+fn run_all(
+    binaries: &[(String, PathBuf)],
+    python: &PathBuf,
+    xprof: &PathBuf,
+    unsupported: &PathBuf,
+    log: &PathBuf,
+) -> Vec<String> {
+    let mut failed = Vec::new();
+    for (name, exe) in binaries {
+        let status = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .and_then(|file| {
+                let err = file.try_clone()?;
+                Command::new(exe)
+                    .current_dir(root().join("tests"))
+                    .env("TENSORPLUG_PYTHON", python)
+                    // xprof does not install beside TF 2.15-2.18 (protobuf
+                    // pins): the profiler tests run its converters here.
+                    .env("TENSORPLUG_XPROF_PYTHON", xprof)
+                    .env("TENSORPLUG_PYTHON_UNSUPPORTED_TF", unsupported)
+                    .stdin(Stdio::null())
+                    .stdout(file)
+                    .stderr(err)
+                    .status()
+            });
+        match status {
+            Ok(status) if status.success() => {}
+            Ok(status) => failed.push(format!("{name} ({status})")),
+            Err(e) => failed.push(format!("{name} (cannot run: {e})")),
+        }
+    }
+    failed
+}
+
+/// `N passed, M ignored` over every `test result:` line of a log.
+fn summary(text: &str) -> String {
+    let (mut passed, mut ignored) = (0, 0);
+    for line in text.lines().filter(|l| l.starts_with("test result:")) {
+        let number = |word: &str| -> u64 {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            words
+                .iter()
+                .position(|w| w.trim_end_matches([',', ';']) == word)
+                .and_then(|i| i.checked_sub(1))
+                .and_then(|i| words[i].parse().ok())
+                .unwrap_or(0)
+        };
+        passed += number("passed");
+        ignored += number("ignored");
+    }
+    format!("{passed} passed, {ignored} ignored")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_summary_adds_every_test_result_line() {
+        let log = "running 2 tests\n\
+            test result: ok. 2 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out\n\
+            test result: ok. 11 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n";
+        assert_eq!(super::summary(log), "13 passed, 1 ignored");
+    }
+}
