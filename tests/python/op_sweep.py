@@ -233,19 +233,31 @@ def conv_grad_cases(by_input):
             fn = lambda t, g, fs=f_shape, a=attrs: tf.raw_ops.Conv2DBackpropFilter(  # noqa: E731
                 input=t, filter_sizes=list(fs), out_backprop=g, **a)
             args, terms = [rand(*x_shape), dy], y_shape[0] * y_shape[1] * y_shape[2]
-        cpu_fn = None
-        if dilation > 1:  # TF's CPU kernels have no dilations: the gradient of its atrous route
-            def cpu_fn(a, b, xs=x_shape, fs=f_shape, d=dilation, p=padding):
-                x, f = (tf.zeros(xs), b) if by_input else (a, tf.zeros(fs))
-                with tf.GradientTape() as tape:
-                    tape.watch(x if by_input else f)
-                    y = tf.nn.atrous_conv2d(x, f, d, p)
-                return tape.gradient(y, x if by_input else f, output_gradients=a if by_input else b)
-        with tf.device(CPU):
-            scale = (cpu_fn or fn)(*[np.abs(a) for a in args]).numpy()
-        yield (f"{x_shape} * {f_shape} s={stride} {padding} d={dilation}", fn, args,
-               lambda cpu, scale=scale, terms=terms: 2 * (terms + 2) * EPS * scale + TINY,
-               *([cpu_fn] if cpu_fn else []))
+        # TF's CPU kernels have no dilations: the gradient of its atrous route.
+        cpu_fn = tape_gradient(lambda x, f, d=dilation, p=padding: tf.nn.atrous_conv2d(x, f, d, p),
+                               by_input, x_shape, f_shape) if dilation > 1 else None
+        yield gradient_case(f"{x_shape} * {f_shape} s={stride} {padding} d={dilation}", fn, args,
+                            terms, cpu_fn)
+
+
+def tape_gradient(forward, by_input, x_shape, f_shape):
+    """The CPU's answer where TF's gradient kernels lack an attribute: the
+    gradient of `forward(x, f)` by GradientTape, for dy `a` (input) or `b`."""
+    def cpu_fn(a, b):
+        x, f = (tf.zeros(x_shape), b) if by_input else (a, tf.zeros(f_shape))
+        with tf.GradientTape() as tape:
+            tape.watch(x if by_input else f)
+            y = forward(x, f)
+        return tape.gradient(y, x if by_input else f, output_gradients=a if by_input else b)
+    return cpu_fn
+
+
+def gradient_case(label, fn, args, terms, cpu_fn):
+    """A convolution gradient's case, within the dot-product bound of `terms`."""
+    with tf.device(CPU):
+        scale = (cpu_fn or fn)(*[np.abs(a) for a in args]).numpy()
+    return (label, fn, args, lambda cpu: 2 * (terms + 2) * EPS * scale + TINY,
+            *([cpu_fn] if cpu_fn else []))
 
 
 DEPTHWISE_GRADS = [((1, 5, 5, 3), (3, 3, 3, 2), 1, "VALID", 1), ((2, 6, 6, 4), (3, 3, 4, 1), 2, "SAME", 1),
@@ -275,19 +287,11 @@ def depthwise_grad_cases(by_input):
             fn = lambda t, g, fs=f_shape, a=attrs: tf.raw_ops.DepthwiseConv2dNativeBackpropFilter(  # noqa: E731
                 input=t, filter_sizes=list(fs), out_backprop=g, **a)
             args, terms = [rand(*x_shape), dy], y_shape[0] * y_shape[1] * y_shape[2]
-        cpu_fn = None
-        if dilation > 1:
-            def cpu_fn(a, b, xs=x_shape, fs=f_shape, d=dilation, p=padding):
-                x, f = (tf.zeros(xs), b) if by_input else (a, tf.zeros(fs))
-                with tf.GradientTape() as tape:
-                    tape.watch(x if by_input else f)
-                    y = tf.nn.depthwise_conv2d(x, f, [1, 1, 1, 1], p, dilations=[d, d])
-                return tape.gradient(y, x if by_input else f, output_gradients=a if by_input else b)
-        with tf.device(CPU):
-            scale = (cpu_fn or fn)(*[np.abs(a) for a in args]).numpy()
-        yield (f"{x_shape} * {f_shape} s={stride} {padding} d={dilation}", fn, args,
-               lambda cpu, scale=scale, terms=terms: 2 * (terms + 2) * EPS * scale + TINY,
-               *([cpu_fn] if cpu_fn else []))
+        depthwise = lambda x, f, d=dilation, p=padding: tf.nn.depthwise_conv2d(  # noqa: E731
+            x, f, [1, 1, 1, 1], p, dilations=[d, d])
+        cpu_fn = tape_gradient(depthwise, by_input, x_shape, f_shape) if dilation > 1 else None
+        yield gradient_case(f"{x_shape} * {f_shape} s={stride} {padding} d={dilation}", fn, args,
+                            terms, cpu_fn)
 
 
 def max_pool_grad_cases():

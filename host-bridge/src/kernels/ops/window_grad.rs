@@ -13,7 +13,7 @@ use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes;
 use crate::kernels::tf::Context;
-use tensorplug_core::accelerator::{DeviceAddr, TensorDesc};
+use tensorplug_core::accelerator::{DeviceAddr, Shape, TensorDesc};
 
 /// One compute call of the gradient `kind`.
 pub(super) fn compute(
@@ -47,13 +47,7 @@ pub(super) fn compute(
     };
     let (window, forward) = geometry(kind, a, &sx, sf.as_ref())?;
     let sdy = dy.shape()?;
-    if sdy != forward {
-        return Err(Failure::invalid(format!(
-            "the gradient has shape {}, but the forward op's output has shape {}",
-            shapes::show(&sdy),
-            shapes::show(&forward)
-        )));
-    }
+    same_as_forward(&sdy, &forward)?;
     let out_shape = match (kind, sf) {
         (Kind::ConvBackpropFilter, Some(sf)) => sf,
         _ => sx,
@@ -117,13 +111,7 @@ fn depthwise(
     };
     let (window, forward) = geometry(full_kind, a, &sx, Some(&full))?;
     let sdy = dy.shape()?;
-    if sdy != forward {
-        return Err(Failure::invalid(format!(
-            "the gradient has shape {}, but the forward op's output has shape {}",
-            shapes::show(&sdy),
-            shapes::show(&forward)
-        )));
-    }
+    same_as_forward(&sdy, &forward)?;
     let out_shape = if by_input { sx } else { sf };
     let out = ctx.output(&out_shape, &[])?;
     if is_empty(&out_shape) {
@@ -204,12 +192,20 @@ impl Diagonal {
     }
 }
 
+/// The incoming gradient must have the forward op's output shape.
+fn same_as_forward(sdy: &Shape, forward: &Shape) -> KernelResult<()> {
+    if sdy != forward {
+        return Err(Failure::invalid(format!(
+            "the gradient has shape {}, but the forward op's output has shape {}",
+            shapes::show(sdy),
+            shapes::show(forward)
+        )));
+    }
+    Ok(())
+}
+
 /// A 4-entry shape from host-memory input `index` (TF's `*_sizes`).
-fn sizes(
-    ctx: &Context,
-    index: usize,
-    name: &str,
-) -> KernelResult<tensorplug_core::accelerator::Shape> {
+fn sizes(ctx: &Context, index: usize, name: &str) -> KernelResult<Shape> {
     let values = read_host_ints(&ctx.input(index, true)?, name)?;
     let bad = || Failure::invalid(format!("{name} {values:?}: 4 non-negative sizes"));
     if values.len() != 4 {
