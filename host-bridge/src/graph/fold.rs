@@ -1,14 +1,17 @@
-//! Batch-norm folding for inference graphs: `Conv2D` or
-//! `DepthwiseConv2dNative` with a constant filter, then
-//! `FusedBatchNormV3` (`is_training = false`) with constant parameters,
-//! becomes the convolution with the filter scaled per output channel by
-//! `f = rsqrt(variance + ε) · scale`, then `BiasAdd` of
-//! `offset − mean · f` under the batch norm's name. The chain fusion then
-//! makes `Conv2D → BiasAdd (→ Relu)` one `_FusedConv2D`.
+//! Batch-norm folding for inference graphs. After a `Conv2D` or
+//! `DepthwiseConv2dNative` with a constant filter, on our device:
+//! - `FusedBatchNormV3` (`is_training = false`, constant parameters) becomes
+//!   the filter scaled per output channel by `f = rsqrt(variance + ε) ·
+//!   scale`, then `BiasAdd` of `offset − mean · f` under the batch norm's name;
+//! - `Mul` by a per-channel constant becomes the scaled filter, and `Add` of
+//!   one a `BiasAdd`: what TF's remapper and constant folding leave of an
+//!   inference batch norm before our pass runs.
 //!
-//! Only frozen graphs have such constants (`convert_variables_to_constants`,
-//! TF 2.15's Keras 2 `BatchNormalization(fused=True)`); graphs that read
-//! variables are left as they are. `docs/graph-optimizer.md`, "Batch norm".
+//! The chain fusion then makes `Conv2D → BiasAdd (→ Relu)` one
+//! `_FusedConv2D`. Only frozen graphs have such constants
+//! (`convert_variables_to_constants_v2`, constants in a `tf.function`);
+//! graphs that read variables are left as they are.
+//! `docs/graph-optimizer.md`, "Batch norm".
 
 use super::device;
 use super::edges::{Input, Uses};
