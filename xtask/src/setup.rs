@@ -56,11 +56,28 @@ pub fn ensure_all(matrix: bool) -> Result<Env> {
     } else {
         &older_versions[..1]
     };
-    let older = older
-        .iter()
-        .map(|v| Ok(((*v).to_owned(), ensure_tf_venv(v)?)))
-        .collect::<Result<_>>()?;
-    let unsupported = ensure_tf_venv(TF_UNSUPPORTED)?;
+    // pip unpacks each TF (~1 GB installed) in its own venv: two at a time.
+    let wanted: Vec<&str> = older.iter().copied().chain([TF_UNSUPPORTED]).collect();
+    let mut venvs = Vec::new();
+    for pair in wanted.chunks(2) {
+        let made: Vec<Result<PathBuf>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = pair
+                .iter()
+                .map(|v| scope.spawn(move || ensure_tf_venv(v)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("venv thread panicked")))
+                })
+                .collect()
+        });
+        venvs.extend(made);
+    }
+    let mut venvs = venvs.into_iter().collect::<Result<Vec<_>>>()?;
+    let unsupported = venvs.pop().context("the unsupported TF's venv")?;
+    let older = older.iter().map(|v| (*v).to_owned()).zip(venvs).collect();
     Ok(Env {
         python,
         older,
