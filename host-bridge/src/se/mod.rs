@@ -25,7 +25,8 @@ use crate::error::{Error, Result};
 use crate::registry::Stream;
 use crate::{backend, ffi, registry};
 use tensorplug_abi::tf::{
-    SE_PlatformRegistrationParams, SP_Platform, SP_PlatformFns, SP_Stream, TF_Status, Versioned,
+    SE_MAJOR, SE_PlatformRegistrationParams, SP_Platform, SP_PlatformFns, SP_Stream, TF_Status,
+    Versioned,
 };
 use tensorplug_abi::{tf_field, validate};
 
@@ -95,6 +96,18 @@ pub unsafe fn init_plugin(
     }
     // SAFETY: caller's contract.
     let mut view = unsafe { Versioned::from_raw(params) }.map_err(|e| abi(&e))?;
+    // Another major version may lay the structs out differently: nothing is
+    // written (TF then aborts with this message; no TF of the range has one).
+    match view.require(tf_field!(SE_PlatformRegistrationParams, major_version)) {
+        Ok(SE_MAJOR) => {}
+        Ok(other) => {
+            return Err(Error::Abi(format!(
+                "TensorFlow's StreamExecutor C API is {other}.x, tensorplug speaks \
+                 {SE_MAJOR}.x: install tensorflow-cpu>=2.15,<2.22"
+            )));
+        }
+        Err(e) => return Err(abi(&e)),
+    }
     let platform_out = view
         .require(tf_field!(SE_PlatformRegistrationParams, platform))
         .map_err(|e| abi(&e))?;

@@ -198,6 +198,43 @@ fn init_plugin_fills_tf_structs_that_pass_tfs_checks() {
     assert!(status.text().contains("ordinal 99"), "{}", status.text());
 }
 
+/// A StreamExecutor API of another major version, or registration params
+/// too small for the fields we set: an error naming it, and nothing written
+/// into TF's structs (TF aborts then; docs/tf-abi.md).
+#[test]
+fn an_unknown_major_version_or_a_short_struct_is_refused_without_writing() {
+    install_fake_tf();
+    let mut sp_platform = SP_Platform::new();
+    let mut sp_fns = SP_PlatformFns::new();
+    let mut params = SE_PlatformRegistrationParams {
+        major_version: SE_MAJOR + 1,
+        platform: &mut sp_platform,
+        platform_fns: &mut sp_fns,
+        ..SE_PlatformRegistrationParams::new()
+    };
+    // SAFETY: TF-shaped params.
+    let error = unsafe { init_plugin(&mut params, None) }.unwrap_err();
+    assert!(
+        error.to_string().contains("StreamExecutor C API is 1.x"),
+        "{error}"
+    );
+    assert!(sp_platform.name.is_null() && sp_fns.create_device.is_none());
+    assert!(params.destroy_platform.is_none());
+
+    // TF's struct ends before `platform_fns`: never read past its end.
+    let mut params = SE_PlatformRegistrationParams {
+        major_version: SE_MAJOR,
+        platform: &mut sp_platform,
+        platform_fns: &mut sp_fns,
+        ..SE_PlatformRegistrationParams::new()
+    };
+    params.struct_size = std::mem::offset_of!(SE_PlatformRegistrationParams, platform_fns);
+    // SAFETY: as above, with a smaller struct_size.
+    let error = unsafe { init_plugin(&mut params, None) }.unwrap_err();
+    assert!(error.to_string().contains("platform_fns"), "{error}");
+    assert!(sp_platform.name.is_null() && params.destroy_platform.is_none());
+}
+
 #[test]
 fn copies_fills_and_offsets_round_trip_through_a_real_driver() {
     let (mut f, _device) = Fixture::npu();
