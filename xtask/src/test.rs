@@ -90,11 +90,12 @@ pub fn run(args: &TestArgs) -> Result<()> {
         }
         run_cmd(&mut cmd)
     })?;
-    // The real-TF tests on the older TFs run beside the checks below.
-    let older_suites = match &env {
-        Some(env) if !env.older.is_empty() => Some(crate::tf_suite::start(env)?),
-        _ => None,
-    };
+    // The real-TF tests again on the older TFs. Not beside the checks below:
+    // under that load the sim device's clock sync errs by more than the
+    // profiler tests' 10 us bound once kernels wait for the device (TF 2.15).
+    if let Some(env) = env.as_ref().filter(|env| !env.older.is_empty()) {
+        crate::tf_suite::start(env)?.finish()?;
+    }
     step("Miri: ring unit tests", crate::checks::miri_ring)?;
     step("Miri: abi raw-pointer tests", crate::checks::miri_abi)?;
     step(
@@ -135,9 +136,6 @@ pub fn run(args: &TestArgs) -> Result<()> {
         "cargo fuzz: link_decoder (build + 50k runs)",
         crate::fuzz::run_all,
     )?;
-    if let Some(suites) = older_suites {
-        suites.finish()?;
-    }
     eprintln!("==> all checks passed");
     Ok(())
 }

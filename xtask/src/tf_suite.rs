@@ -1,10 +1,9 @@
-//! The real-TF tests again on the older TFs of the range, in the background.
+//! The real-TF tests again on the older TFs of the range.
 //!
 //! `cargo test --workspace` has built the test binaries; they are run again
-//! directly (no cargo, so no lock on the target directory) with
-//! `TENSORPLUG_PYTHON` pointing at each older TF's venv, while the checks
-//! after the workspace tests (Miri, loom, the layout checks, `no_std`
-//! builds, fuzzing) go on. Each run's output goes to
+//! directly (no cargo build, no lock on the target directory) with
+//! `TENSORPLUG_PYTHON` pointing at each older TF's venv, one TF after
+//! another on a thread of their own. Each run's output goes to
 //! `target/tf-suite/<version>.log`; [`Background::finish`] reports them.
 
 use crate::setup::Env;
