@@ -37,7 +37,7 @@ pub struct Outcome {
     failed: Vec<String>,
 }
 
-/// The runs going on in the background.
+/// The runs, on a thread of their own.
 pub struct Background(JoinHandle<Vec<Outcome>>);
 
 /// Starts the real-TF tests on each of `env.older`, one TF after another.
@@ -76,7 +76,7 @@ impl Background {
         for outcome in outcomes {
             let what = format!("the real-TF suite on TF {}", outcome.version);
             let text = std::fs::read_to_string(&outcome.log).unwrap_or_default();
-            eprintln!("==> {what} (ran beside the checks after the workspace tests)");
+            eprintln!("==> {what} (the workspace run's test binaries)");
             if outcome.failed.is_empty() {
                 eprintln!("    {}", summary(&text));
                 eprintln!("    ok: {what} ({:.1}s)", outcome.elapsed.as_secs_f64());
