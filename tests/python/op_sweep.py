@@ -213,31 +213,45 @@ def fused_conv2d_cases():
 ACTIVATIONS = [[b"BiasAdd"], [b"BiasAdd", b"Relu"], [b"BiasAdd", b"Relu6"]]
 
 
-def conv_grad_cases(by_input):
-    """Conv2DBackpropInput (dy, filter) or Conv2DBackpropFilter (x, dy) over
-    CONVS' geometries, within the dot-product bound of each element's terms."""
-    for x_shape, f_shape, stride, padding, dilation in pick(CONVS):
+def window_grad_cases(geometries, by_input, forward_shape, backprop_input, backprop_filter,
+                      dilated_forward):
+    """The backprop ops of a convolution (dy, filter) or (x, dy) over
+    `geometries`, within the dot-product bound of each element's terms.
+    `forward_shape(x_shape, f_shape, stride, padding, dilation, attrs)` is
+    the forward output's shape; TF's CPU kernels have no dilations, so
+    dilated cases compare with the gradient of `dilated_forward(x, f, d, p)`."""
+    for x_shape, f_shape, stride, padding, dilation in pick(geometries):
         explicit = [] if isinstance(padding, str) else sum(padding, [])
         attrs = dict(strides=[1, stride, stride, 1], padding="EXPLICIT" if explicit else padding,
                      explicit_paddings=explicit, dilations=[1, dilation, dilation, 1])
-        with tf.device(CPU):
-            y_shape = tf.nn.conv2d(rand(*x_shape), rand(*f_shape), stride, padding, dilations=dilation).shape
-        if x_shape[0] == 0:
-            y_shape = (0, *y_shape[1:])  # the oneDNN quirk of conv_cases
+        y_shape = forward_shape(x_shape, f_shape, stride, padding, dilation, attrs)
         dy = rand(*y_shape)
         if by_input:
-            fn = lambda g, u, xs=x_shape, a=attrs: tf.raw_ops.Conv2DBackpropInput(  # noqa: E731
+            fn = lambda g, u, xs=x_shape, a=attrs: backprop_input(  # noqa: E731
                 input_sizes=list(xs), filter=u, out_backprop=g, **a)
             args, terms = [dy, rand(*f_shape)], f_shape[0] * f_shape[1] * f_shape[3]
         else:
-            fn = lambda t, g, fs=f_shape, a=attrs: tf.raw_ops.Conv2DBackpropFilter(  # noqa: E731
+            fn = lambda t, g, fs=f_shape, a=attrs: backprop_filter(  # noqa: E731
                 input=t, filter_sizes=list(fs), out_backprop=g, **a)
             args, terms = [rand(*x_shape), dy], y_shape[0] * y_shape[1] * y_shape[2]
-        # TF's CPU kernels have no dilations: the gradient of its atrous route.
-        cpu_fn = tape_gradient(lambda x, f, d=dilation, p=padding: tf.nn.atrous_conv2d(x, f, d, p),
-                               by_input, x_shape, f_shape) if dilation > 1 else None
+        forward = lambda x, f, d=dilation, p=padding: dilated_forward(x, f, d, p)  # noqa: E731
+        cpu_fn = tape_gradient(forward, by_input, x_shape, f_shape) if dilation > 1 else None
         yield gradient_case(f"{x_shape} * {f_shape} s={stride} {padding} d={dilation}", fn, args,
                             terms, cpu_fn)
+
+
+def conv_forward_shape(x_shape, f_shape, stride, padding, dilation, _attrs):
+    with tf.device(CPU):
+        y_shape = tf.nn.conv2d(rand(*x_shape), rand(*f_shape), stride, padding, dilations=dilation).shape
+    if x_shape[0] == 0:
+        y_shape = (0, *y_shape[1:])  # the oneDNN quirk of conv_cases
+    return y_shape
+
+
+def conv_grad_cases(by_input):
+    """Conv2DBackpropInput (dy, filter) or Conv2DBackpropFilter (x, dy) over CONVS' geometries."""
+    return window_grad_cases(CONVS, by_input, conv_forward_shape, tf.raw_ops.Conv2DBackpropInput,
+                             tf.raw_ops.Conv2DBackpropFilter, tf.nn.atrous_conv2d)
 
 
 def tape_gradient(forward, by_input, x_shape, f_shape):
@@ -266,32 +280,21 @@ DEPTHWISE_GRADS = [((1, 5, 5, 3), (3, 3, 3, 2), 1, "VALID", 1), ((2, 6, 6, 4), (
                    ((2, 4, 4, 6), (1, 1, 6, 2), 1, "VALID", 1)]
 
 
+def depthwise_forward_shape(x_shape, f_shape, _stride, padding, dilation, attrs):
+    with tf.device(CPU):
+        if dilation == 1:
+            return tf.raw_ops.DepthwiseConv2dNative(input=tf.zeros(x_shape), filter=tf.zeros(f_shape),
+                                                    **attrs).shape
+        return tf.nn.depthwise_conv2d(tf.zeros(x_shape), tf.zeros(f_shape), [1, 1, 1, 1], padding,
+                                      dilations=[dilation, dilation]).shape
+
+
 def depthwise_grad_cases(by_input):
-    """Against TF's CPU kernels (its depthwise route with GradientTape where
-    they lack dilations), within the dot-product bound of the terms."""
-    for x_shape, f_shape, stride, padding, dilation in pick(DEPTHWISE_GRADS):
-        explicit = [] if isinstance(padding, str) else sum(padding, [])
-        attrs = dict(strides=[1, stride, stride, 1], padding=padding if not explicit else "EXPLICIT",
-                     explicit_paddings=explicit, dilations=[1, dilation, dilation, 1])
-        with tf.device(CPU):
-            y_shape = tf.raw_ops.DepthwiseConv2dNative(input=tf.zeros(x_shape), filter=tf.zeros(f_shape),
-                                                       **attrs).shape if dilation == 1 else \
-                tf.nn.depthwise_conv2d(tf.zeros(x_shape), tf.zeros(f_shape), [1, 1, 1, 1], padding,
-                                       dilations=[dilation, dilation]).shape
-        dy = rand(*y_shape)
-        if by_input:
-            fn = lambda g, u, xs=x_shape, a=attrs: tf.raw_ops.DepthwiseConv2dNativeBackpropInput(  # noqa: E731
-                input_sizes=list(xs), filter=u, out_backprop=g, **a)
-            args, terms = [dy, rand(*f_shape)], f_shape[0] * f_shape[1] * f_shape[3]
-        else:
-            fn = lambda t, g, fs=f_shape, a=attrs: tf.raw_ops.DepthwiseConv2dNativeBackpropFilter(  # noqa: E731
-                input=t, filter_sizes=list(fs), out_backprop=g, **a)
-            args, terms = [rand(*x_shape), dy], y_shape[0] * y_shape[1] * y_shape[2]
-        depthwise = lambda x, f, d=dilation, p=padding: tf.nn.depthwise_conv2d(  # noqa: E731
-            x, f, [1, 1, 1, 1], p, dilations=[d, d])
-        cpu_fn = tape_gradient(depthwise, by_input, x_shape, f_shape) if dilation > 1 else None
-        yield gradient_case(f"{x_shape} * {f_shape} s={stride} {padding} d={dilation}", fn, args,
-                            terms, cpu_fn)
+    """DepthwiseConv2dNativeBackpropInput/Filter over DEPTHWISE_GRADS."""
+    return window_grad_cases(
+        DEPTHWISE_GRADS, by_input, depthwise_forward_shape,
+        tf.raw_ops.DepthwiseConv2dNativeBackpropInput, tf.raw_ops.DepthwiseConv2dNativeBackpropFilter,
+        lambda x, f, d, p: tf.nn.depthwise_conv2d(x, f, [1, 1, 1, 1], p, dilations=[d, d]))
 
 
 def max_pool_grad_cases():

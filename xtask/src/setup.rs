@@ -85,10 +85,11 @@ pub fn ensure_all(matrix: bool) -> Result<Env> {
     })
 }
 
-/// `target/tf-venvs/<version>` with `tensorflow-cpu==<version>` (cached:
-/// pip runs only when the venv is new or its requirements changed).
+/// `target/tf-venvs/<version>` with `tensorflow-cpu==<version>` (not the
+/// newest: that is `target/venv`, with xprof); cached: pip runs only when
+/// the venv is new or its requirements changed.
 pub fn ensure_tf_venv(version: &str) -> Result<PathBuf> {
-    let dir = tf_venv_dir(version);
+    let dir = root().join(format!("target/tf-venvs/{version}"));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let requirements = root().join(format!("target/tf-venvs/{version}.txt"));
     std::fs::write(
@@ -97,15 +98,6 @@ pub fn ensure_tf_venv(version: &str) -> Result<PathBuf> {
     )
     .with_context(|| format!("writing {}", requirements.display()))?;
     ensure_venv_at(&dir, &requirements, &|_, cmd| run(cmd))
-}
-
-/// Where the venv of TF `version` lives (the newest: `target/venv`).
-pub fn tf_venv_dir(version: &str) -> PathBuf {
-    if TF_VERSIONS.last() == Some(&version) {
-        root().join("target/venv")
-    } else {
-        root().join(format!("target/tf-venvs/{version}"))
-    }
 }
 
 fn ensure_rust_targets() -> Result<()> {
