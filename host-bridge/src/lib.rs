@@ -16,7 +16,8 @@
 //!   and completion threads, shared by every plugin interface;
 //! - [`devices`]: the device list and the type-erased driver;
 //! - [`profiler`]: `TF_InitProfiler` and the op-tag interner;
-//! - [`profiling`]: the host-side event hook.
+//! - [`profiling`]: the host-side event hook;
+//! - [`variable_ops`]: the ops TF runs beside a resource variable.
 //!
 //! Design and rules: `docs/host-bridge.md`.
 
@@ -37,6 +38,7 @@ pub mod settings;
 pub mod support;
 #[cfg(test)]
 mod testing;
+pub mod variable_ops;
 
 pub use backend::{Backend, OpenError};
 pub use error::{Error, Result};

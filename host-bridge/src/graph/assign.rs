@@ -13,7 +13,7 @@
 //! device fault fails the step before the assign swaps the variable's buffer.
 
 use super::device::{self, cpu_of};
-use super::nodes::{type_attr, type_value, unique};
+use super::nodes::{type_attr, type_value, unique, waits_of};
 use super::proto::{AttrValue, GraphDef, NodeDef, attr_value};
 use crate::kernels::WAIT_ATTR;
 use std::collections::{HashMap, HashSet};
@@ -47,12 +47,6 @@ pub fn split_variable_updates(
             continue;
         }
         let (resource, value) = (data[0].clone(), data[1].clone());
-        let controls: Vec<String> = node
-            .input
-            .iter()
-            .filter(|i| i.starts_with('^'))
-            .cloned()
-            .collect();
         let read_name = unique(&mut names, &node.name, READ);
         let update_name = unique(&mut names, &node.name, UPDATE);
         let update_device = if on_device(arithmetic, dtype) {
@@ -60,8 +54,9 @@ pub fn split_variable_updates(
         } else {
             cpu_of(&node.device, device_type)
         };
+        // The read waits for all the update waited for, its value too.
         let mut read_input = vec![resource.clone()];
-        read_input.extend(controls);
+        read_input.extend(waits_of(&node.input, &[0]));
         added.push(NodeDef {
             name: read_name.clone(),
             op: "ReadVariableOp".into(),
@@ -152,7 +147,10 @@ mod tests {
         let read = find(&graph, "step/tensorplug_read");
         assert_eq!(
             (read.op.as_str(), read.input.clone()),
-            ("ReadVariableOp", vec!["v".to_string(), "^before".into()])
+            (
+                "ReadVariableOp",
+                vec!["v".to_string(), "^g".into(), "^before".into()]
+            )
         );
         let update = find(&graph, "step/tensorplug_update");
         assert_eq!(update.op, "Sub");

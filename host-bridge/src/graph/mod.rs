@@ -1,5 +1,7 @@
 //! The graph optimizer interface: `TF_InitGraph` registers a grappler pass
-//! for `FPGA` graphs that splits variable updates ([`assign`]), folds
+//! for `FPGA` graphs that keeps the variables a session graph creates on
+//! the host ([`session_variables`]), splits variable updates ([`assign`]),
+//! runs TF's other variable ops on host copies ([`host_copy`]), folds
 //! inference batch norms into convolutions ([`fold`]), fuses
 //! `MatMul → BiasAdd (→ Relu)` into `_FusedMatMul` and
 //! `Conv2D → BiasAdd (→ Relu | Relu6)` into `_FusedConv2D` ([`fuse`]), and makes
@@ -16,11 +18,13 @@ mod device;
 mod edges;
 mod fold;
 mod fuse;
+mod host_copy;
 mod kernels;
 mod nodes;
 mod optimize;
 pub mod proto;
 mod runnable;
+mod session_variables;
 mod tf_grappler;
 
 #[cfg(test)]

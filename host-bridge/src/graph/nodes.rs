@@ -1,5 +1,6 @@
 //! Small `NodeDef` helpers shared by our graph passes.
 
+use super::edges::Input;
 use super::proto::{AttrValue, DataType, NodeDef, attr_value};
 use std::collections::HashSet;
 
@@ -28,4 +29,44 @@ pub fn unique(names: &mut HashSet<String>, name: &str, suffix: &str) -> String {
     }
     names.insert(candidate.clone());
     candidate
+}
+
+/// Control inputs that make a new node wait for everything a node with
+/// `inputs` waited for, but its data inputs at `skip` (the variable): its
+/// control inputs, and each data input's producer, since TF's dependency
+/// optimizer drops a control edge that a data path already implies.
+pub fn waits_of(inputs: &[String], skip: &[usize]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut data = 0;
+    for text in inputs {
+        let wait = match Input::parse(text) {
+            Input::Control(_) => text.clone(),
+            input => {
+                data += 1;
+                if skip.contains(&(data - 1)) {
+                    continue;
+                }
+                format!("^{}", input.node())
+            }
+        };
+        if !out.contains(&wait) {
+            out.push(wait);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::waits_of;
+
+    #[test]
+    fn waits_cover_controls_and_data_producers_but_the_variable() {
+        let inputs: Vec<String> = ["v", "grad:1", "grad:0", "^step", "lr"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(waits_of(&inputs, &[0]), ["^grad", "^step", "^lr"]);
+        assert_eq!(waits_of(&inputs, &[0, 1, 2, 3]), ["^step"]);
+    }
 }

@@ -4,9 +4,11 @@
 use super::assign::split_variable_updates;
 use super::fold::fold_batch_norms;
 use super::fuse::{FUSED_CONV_OP, FUSED_OP, Fusions, Heads, fuse_chains};
+use super::host_copy::run_on_host_copies;
 use super::kernels::{has_kernel_for, takes_attrs};
 use super::proto::{DataType, GraphDef, KernelList, NodeDef};
 use super::runnable::{Changes, keep_runnable};
+use super::session_variables::keep_session_variables_on_host;
 use super::tf_grappler;
 use crate::error::{Error, Result};
 use crate::log;
@@ -86,9 +88,10 @@ pub unsafe fn run(
     let preserve = unsafe { tf_grappler::nodes_to_preserve(item) }?;
     let device = crate::backend::device_type();
     let mut graph = decode(input)?;
+    let session_moves = keep_session_variables_on_host(&mut graph, device);
     let updates = split_variable_updates(&mut graph, device, |op, dtype| {
         dtype == DataType::DtFloat as i32 && arithmetic_kernel(op, device)
-    });
+    }) + run_on_host_copies(&mut graph, device);
     let heads = Heads {
         matmul: settings.fusion && fused_kernel_registered(FUSED_OP, "MatMul/BiasAdd/Relu")?,
         conv2d: settings.fusion
@@ -108,7 +111,7 @@ pub unsafe fn run(
     );
     report_moves(&changes, device);
     let changed = changes.addn_split > 0 || !changes.moved.is_empty();
-    let output = if updates > 0 || folded > 0 || fusions.any() || changed {
+    let output = if session_moves > 0 || updates > 0 || folded > 0 || fusions.any() || changed {
         graph.encode_to_vec()
     } else {
         input.to_vec()
