@@ -42,6 +42,80 @@ fn keras_trains_fpga_variables_and_eager_updates_are_clear_errors() {
     print!("{stdout}");
 }
 
+/// Every op TF runs beside a variable (gathers, scatters, fused optimizer
+/// updates, stateful random ops), with the variable on the FPGA: the
+/// registry's list has our kernels, an eager call is a clear error, and
+/// inside `fit` the graph pass runs them on host copies: an Embedding +
+/// Dense model trains under every Keras optimizer, equal to the CPU, and so
+/// do a transformer block and `RandomFlip` (Keras 3 on 2.16+, Keras 2 on
+/// 2.15).
+#[test]
+fn every_op_beside_an_fpga_variable_trains_equal_to_the_cpu() {
+    let output = run_tf_with_plugin("tf_variable_ops.py", &[], None);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let tail = &stderr[stderr.len().saturating_sub(6000)..];
+    assert_eq!(
+        (output.status.signal(), output.status.code()),
+        (None, Some(0)),
+        "scenario failed:\nstdout:\n{stdout}\nstderr:\n{tail}"
+    );
+    let keras3 = tensorplug_tests::tf_minor_version() >= (2, 16);
+    let mut markers = vec![
+        "variable ops without a DEVICE_DEFAULT kernel have an FPGA kernel".to_string(),
+        "eager ResourceGather: UnimplementedError from the FPGA kernel".into(),
+        "ResourceGather inside a tf.function: the rows, from the FPGA table".into(),
+        "transformer block with an Embedding, SGD: fit equals the CPU".into(),
+        "RandomFlip in fit: trains, equal to the CPU".into(),
+    ];
+    let mut optimizers = vec![
+        "SGD",
+        "SGD with momentum",
+        "RMSprop",
+        "Adagrad",
+        "Adadelta",
+        "Adafactor",
+        "Adam",
+        "AdamW",
+        "Adamax",
+        "Nadam",
+        "Ftrl",
+        "Lion",
+    ];
+    let equal = "predict and fit on FPGA:0 equal the CPU";
+    if keras3 {
+        optimizers.extend(["Lamb", "Muon", "ScheduleFreeAdamW"]);
+    } else {
+        // Keras 2's legacy optimizers: TF's fused ResourceApply* updates.
+        optimizers.push("legacy SGD");
+        for name in [
+            "SGD with momentum",
+            "RMSprop",
+            "Adagrad",
+            "Adadelta",
+            "Adam",
+            "Adamax",
+            "Nadam",
+            "Ftrl",
+        ] {
+            markers.push(format!("dense, legacy {name}: {equal}"));
+            markers.push(format!("embedding + dense, legacy {name}: not yet"));
+        }
+    }
+    markers.extend(
+        optimizers
+            .iter()
+            .map(|name| format!("embedding + dense, {name}: {equal}")),
+    );
+    for marker in &markers {
+        assert!(
+            stdout.contains(marker.as_str()),
+            "no `{marker}` in:\n{stdout}"
+        );
+    }
+    print!("{stdout}");
+}
+
 /// `tf.distribute.MirroredStrategy` over `FPGA:0` and `FPGA:1`: Keras `fit`
 /// under `strategy.scope()` equals the single-device losses (TF's copies
 /// between replicas cross devices: `memcpy_dtod` and stream dependencies).
