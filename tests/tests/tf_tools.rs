@@ -1,0 +1,145 @@
+//! TF's tools with the plugin loaded, against the real `tensorflow-cpu`
+//! wheel (`tests/python/tf_tools.py`): TFLite conversion (Keras model,
+//! SavedModel, full-integer quantization), SavedModel export/load, the
+//! `.keras` format, checkpoints, `tf.data` + `fit`, TensorBoard summaries and
+//! profiling, `get_memory_info`/`reset_memory_stats`, and TF1-style graphs
+//! (a `Session`, a V1 SavedModel and its readers). No device scope:
+//! TF puts the models' variables on `FPGA:0` by itself.
+//!
+//! One test per case, each running the case twice in processes of its own:
+//! with `TENSORPLUG_DEVICE=bogus` (the plugin declines; the reference), then
+//! with `FPGA:0`, which compares its results with the reference's. A crash
+//! fails only its case.
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::Output;
+use tensorplug_tests::{run_tf_with_plugin, scratch_dir};
+
+/// Runs `case` as `role` and asserts no signal, exit 0 and its `PASS`.
+fn run_role(case: &str, role: &str, devices: Option<&str>, out: &str) -> String {
+    let args = ["--case", case, "--role", role, "--out", out];
+    let output: Output = run_tf_with_plugin("tf_tools.py", &args, devices);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let tail = &stderr[stderr.len().saturating_sub(6000)..];
+    assert_eq!(
+        output.status.signal(),
+        None,
+        "{case} [{role}] was killed by a signal (SIGSEGV is 11):\nstdout:\n{stdout}\nstderr:\n{tail}"
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{case} [{role}] failed:\nstdout:\n{stdout}\nstderr:\n{tail}"
+    );
+    let marker = format!("{case} [{role}]: PASS");
+    assert!(stdout.contains(&marker), "no `{marker}` in:\n{stdout}");
+    stdout
+}
+
+/// Both runs of `case`; the plugin run's output must hold `plugin_markers`.
+fn run_case(case: &str, plugin_markers: &[&str]) {
+    let dir = scratch_dir(&format!("tf-tools-{case}"));
+    let out = dir.to_str().expect("utf-8 scratch dir");
+    let reference = run_role(case, "reference", Some("bogus"), out);
+    let plugin = run_role(case, "plugin", None, out);
+    for marker in plugin_markers {
+        assert!(plugin.contains(marker), "no `{marker}` in:\n{plugin}");
+    }
+    // Parts a TF version cannot run for reasons outside the plugin are named.
+    for line in reference.lines().chain(plugin.lines()) {
+        if line.contains("NOT TESTED:") {
+            eprintln!("{line}");
+        }
+    }
+    print!("{reference}{plugin}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const TFLITE: &str = "interpreter output bit-equal to the reference's";
+
+#[test]
+fn tflite_converter_from_keras_model() {
+    run_case("tflite_keras", &[TFLITE]);
+}
+
+#[test]
+fn tflite_converter_from_saved_model() {
+    run_case("tflite_saved_model", &[TFLITE]);
+}
+
+#[test]
+fn tflite_full_integer_quantization() {
+    run_case("tflite_int8", &[TFLITE, "interpreter output int8"]);
+}
+
+#[test]
+fn saved_model_export_load_and_serve() {
+    run_case(
+        "saved_model",
+        &[
+            "serving_default(x) equals model.predict within 1e-6 relative",
+            "y equal to the reference's within 1e-06 relative",
+        ],
+    );
+}
+
+#[test]
+fn keras_format_round_trip() {
+    run_case(
+        "keras_format",
+        &[
+            "load_model(.keras) predicts the same as the saved model",
+            "y equal to the reference's",
+        ],
+    );
+}
+
+#[test]
+fn checkpoint_and_checkpoint_manager() {
+    run_case(
+        "checkpoint",
+        &[
+            "(kept 2 of 3): restored values equal the saved ones, variables on FPGA:0",
+            "restored equal to the reference's within 0",
+        ],
+    );
+}
+
+#[test]
+fn tf_data_pipeline_feeds_fit() {
+    run_case(
+        "data_fit",
+        &["loss, weights equal to the reference's within 1e-05"],
+    );
+}
+
+#[test]
+fn tensorboard_summaries_graphs_and_profile() {
+    run_case(
+        "tensorboard",
+        &[
+            "FPGA plane with events: True",
+            "values, loss equal to the reference's within 1e-05",
+        ],
+    );
+}
+
+#[test]
+fn memory_info_and_reset_memory_stats() {
+    run_case("memory_info", &["after reset_memory_stats"]);
+}
+
+/// A TF1 `Session`'s variable stays on the host and its math on the FPGA;
+/// its V1 SavedModel loads in TF2, converts to TFLite, and imports to MLIR
+/// (which read a session's variables as host memory).
+#[test]
+fn tf1_session_and_v1_saved_model() {
+    run_case(
+        "tf1_graph",
+        &[
+            "session: variable w on device:CPU:0, MatMul on device:FPGA:0",
+            "convert_saved_model_v1's module is identical to the reference's",
+        ],
+    );
+}
