@@ -26,7 +26,7 @@
 use super::device::{cpu_of, is_ours};
 use super::nodes::{type_attr, type_value, unique, waits_of};
 use super::proto::{AttrValue, DataType, GraphDef, NodeDef, TensorShapeProto, attr_value};
-use crate::variable_ops::{self, Dtype};
+use crate::variable_ops::{self, Dtype, VariableOp};
 use std::collections::{HashMap, HashSet};
 
 /// TF's `ResourceHandle::ANONYMOUS_NAME`: a `VarHandleOp` with this
@@ -35,71 +35,86 @@ pub const ANONYMOUS_NAME: &str = "cd2c89b7-88b7-44c8-ad83-06c2a9158347";
 
 /// Rewrites every variable op on a `device_type` device; returns how many.
 pub fn run_on_host_copies(graph: &mut GraphDef, device_type: &str) -> usize {
+    let ours = |n: &NodeDef| variable_ops::find(&n.op).is_some() && is_ours(&n.device, device_type);
+    if !graph.node.iter().any(ours) {
+        return 0;
+    }
     let mut names: HashSet<String> = graph.node.iter().map(|n| n.name.clone()).collect();
     let mut added = Vec::new();
     let mut count = 0;
     for node in &mut graph.node {
-        let Some(op) = variable_ops::find(&node.op) else {
-            continue;
-        };
-        let Some(dtype) = dtype_of(node, op.dtype) else {
-            continue;
-        };
-        let output = match op.output.map(|d| dtype_of(node, d)) {
-            Some(None) => continue,
-            Some(Some(t)) => Some(t),
-            None => None,
-        };
-        let data: Vec<String> = node
-            .input
-            .iter()
-            .filter(|i| !i.starts_with('^'))
-            .cloned()
-            .collect();
-        if !is_ours(&node.device, device_type) || op.variables.iter().any(|&p| p >= data.len()) {
-            continue;
+        if let Some(op) = variable_ops::find(&node.op).filter(|_| ours(node)) {
+            count += usize::from(rewrite(node, op, device_type, &mut names, &mut added));
         }
-        let mut rewrite = Rewrite {
-            names: &mut names,
-            added: &mut added,
-            base: node.name.clone(),
-            device: node.device.clone(),
-            cpu: cpu_of(&node.device, device_type),
-            dtype,
-        };
-        // The reads wait for all the original waited for.
-        let waits = waits_of(&node.input, op.variables);
-        let mut host_inputs = data.clone();
-        let mut loads = Vec::new();
-        for &slot in op.variables {
-            let (host, load) = rewrite.load(&data[slot], &waits);
-            host_inputs[slot] = host;
-            loads.push(format!("^{load}"));
-        }
-        host_inputs.extend(loads);
-        if op.writes {
-            let mut on_host = node.clone();
-            on_host.name = unique(rewrite.names, &node.name, "tensorplug_on_host");
-            on_host.device = rewrite.cpu.clone();
-            on_host.input = host_inputs;
-            let stores: Vec<String> = op
-                .variables
-                .iter()
-                .map(|&slot| {
-                    let host = &on_host.input[slot];
-                    format!("^{}", rewrite.store(&data[slot], host, &on_host.name))
-                })
-                .collect();
-            *node = last_node(node, &on_host.name, output, stores, &rewrite.cpu);
-            added.push(on_host);
-        } else {
-            node.device = rewrite.cpu;
-            node.input = host_inputs;
-        }
-        count += 1;
     }
     graph.node.extend(added);
     count
+}
+
+/// Rewrites `node`, an `op` on our device, adding nodes to `added`; false
+/// (nothing changed) when its attrs or inputs are not what the op has.
+fn rewrite(
+    node: &mut NodeDef,
+    op: &VariableOp,
+    device_type: &str,
+    names: &mut HashSet<String>,
+    added: &mut Vec<NodeDef>,
+) -> bool {
+    let Some(dtype) = dtype_of(node, op.dtype) else {
+        return false;
+    };
+    let output = match op.output.map(|d| dtype_of(node, d)) {
+        Some(None) => return false,
+        Some(Some(t)) => Some(t),
+        None => None,
+    };
+    let data: Vec<String> = node
+        .input
+        .iter()
+        .filter(|i| !i.starts_with('^'))
+        .cloned()
+        .collect();
+    if op.variables.iter().any(|&slot| slot >= data.len()) {
+        return false;
+    }
+    let mut nodes = Added {
+        names,
+        added,
+        base: node.name.clone(),
+        device: node.device.clone(),
+        cpu: cpu_of(&node.device, device_type),
+        dtype,
+    };
+    // The reads wait for all the original waited for.
+    let waits = waits_of(&node.input, op.variables);
+    let mut host_inputs = data.clone();
+    let mut loads = Vec::new();
+    for &slot in op.variables {
+        let (host, load) = nodes.load(&data[slot], &waits);
+        host_inputs[slot] = host;
+        loads.push(format!("^{load}"));
+    }
+    host_inputs.extend(loads);
+    if !op.writes {
+        node.device = nodes.cpu;
+        node.input = host_inputs;
+        return true;
+    }
+    let mut on_host = node.clone();
+    on_host.name = unique(nodes.names, &node.name, "tensorplug_on_host");
+    on_host.device = nodes.cpu.clone();
+    on_host.input = host_inputs;
+    let stores: Vec<String> = op
+        .variables
+        .iter()
+        .map(|&slot| {
+            let host = &on_host.input[slot];
+            format!("^{}", nodes.store(&data[slot], host, &on_host.name))
+        })
+        .collect();
+    *node = last_node(node, &on_host.name, output, stores, &nodes.cpu);
+    nodes.added.push(on_host);
+    true
 }
 
 /// The element type `source` names on `node`.
@@ -111,7 +126,7 @@ fn dtype_of(node: &NodeDef, source: Dtype) -> Option<i32> {
 }
 
 /// The nodes one rewrite adds.
-struct Rewrite<'a> {
+struct Added<'a> {
     names: &'a mut HashSet<String>,
     added: &'a mut Vec<NodeDef>,
     base: String,
@@ -120,7 +135,7 @@ struct Rewrite<'a> {
     dtype: i32,
 }
 
-impl Rewrite<'_> {
+impl Added<'_> {
     /// Reads `variable` on our device into a new host variable: returns
     /// the host variable's handle node and the node that fills it.
     fn load(&mut self, variable: &str, waits: &[String]) -> (String, String) {

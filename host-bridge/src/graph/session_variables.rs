@@ -28,6 +28,9 @@ pub fn keep_session_variables_on_host(graph: &mut GraphDef, device_type: &str) -
         .filter(|(_, n)| n.op == "VarHandleOp" && is_ours(&n.device, device_type))
         .map(|(i, _)| (i, Some(0)))
         .collect();
+    if stack.is_empty() {
+        return 0;
+    }
     let mut moved = vec![false; graph.node.len()];
     let uses = Uses::index(&graph.node);
     let mut to_move = Vec::new();
