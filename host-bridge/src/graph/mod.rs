@@ -26,6 +26,7 @@ pub mod proto;
 mod runnable;
 mod session_variables;
 mod tf_grappler;
+mod unfuse;
 
 #[cfg(test)]
 mod init_tests;

@@ -10,6 +10,7 @@ use super::proto::{DataType, GraphDef, KernelList, NodeDef};
 use super::runnable::{Changes, keep_runnable};
 use super::session_variables::keep_session_variables_on_host;
 use super::tf_grappler;
+use super::unfuse::unfuse_batch_norms;
 use crate::error::{Error, Result};
 use crate::log;
 use crate::settings;
@@ -92,6 +93,7 @@ pub unsafe fn run(
     let updates = split_variable_updates(&mut graph, device, |op, dtype| {
         dtype == DataType::DtFloat as i32 && arithmetic_kernel(op, device)
     }) + run_on_host_copies(&mut graph, device);
+    let unfused = unfuse_batch_norms(&mut graph, &preserve, device);
     let heads = Heads {
         matmul: settings.fusion && fused_kernel_registered(FUSED_OP, "MatMul/BiasAdd/Relu")?,
         conv2d: settings.fusion
@@ -111,7 +113,13 @@ pub unsafe fn run(
     );
     report_moves(&changes, device);
     let changed = changes.addn_split > 0 || !changes.moved.is_empty();
-    let output = if session_moves > 0 || updates > 0 || folded > 0 || fusions.any() || changed {
+    let output = if session_moves > 0
+        || updates > 0
+        || unfused > 0
+        || folded > 0
+        || fusions.any()
+        || changed
+    {
         graph.encode_to_vec()
     } else {
         input.to_vec()

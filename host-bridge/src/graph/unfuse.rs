@@ -1,0 +1,216 @@
+//! The first step of our pass: TF's remapper fuses a batch norm and its
+//! activation into `_FusedBatchNormEx` on any device when oneDNN is on, if
+//! the CPU has the features it wants (seen on a CI host with AVX-512 BF16
+//! and AVX-VNNI: a frozen `Conv2D → FusedBatchNormV3 → Relu` reached us as
+//! `Conv2D → _FusedBatchNormEx`; earlier CI hosts never showed it).
+//! Our device has no kernel for it, so it would run on the CPU. An
+//! inference one without side inputs is split back, exactly, into
+//! `FusedBatchNormV3` and the activation; the batch-norm folding and the
+//! convolution fusion then apply as on other hosts. `docs/graph-optimizer.md`,
+//! "TF's passes".
+
+use super::device::is_ours;
+use super::edges::Input;
+use super::nodes::{type_attr, type_value, unique};
+use super::proto::{DataType, GraphDef, NodeDef, attr_value};
+use std::collections::{HashMap, HashSet};
+
+/// Suffix of the activation node a split adds.
+const ACTIVATION: &str = "tensorplug_activation";
+
+/// Splits every `_FusedBatchNormEx` on a `device_type` device that is
+/// inference-only, has no side input, a `float` input, an activation we
+/// run, and is not in `preserve` (a fetched output 0 must stay activated);
+/// returns how many.
+pub fn unfuse_batch_norms(
+    graph: &mut GraphDef,
+    preserve: &HashSet<String>,
+    device_type: &str,
+) -> usize {
+    let mut names: HashSet<String> = graph.node.iter().map(|n| n.name.clone()).collect();
+    let mut renamed: HashMap<String, String> = HashMap::new();
+    let mut added = Vec::new();
+    let mut count = 0;
+    for node in &mut graph.node {
+        if node.op != "_FusedBatchNormEx"
+            || !is_ours(&node.device, device_type)
+            || preserve.contains(&node.name)
+        {
+            continue;
+        }
+        let Some(activation) = splittable_activation(node) else {
+            continue;
+        };
+        node.op = "FusedBatchNormV3".into();
+        node.attr.remove("activation_mode");
+        node.attr.remove("num_side_inputs");
+        count += 1;
+        if activation == "Identity" {
+            continue;
+        }
+        let name = unique(&mut names, &node.name, ACTIVATION);
+        added.push(NodeDef {
+            name: name.clone(),
+            op: activation.into(),
+            input: vec![node.name.clone()],
+            device: node.device.clone(),
+            attr: HashMap::from([("T".into(), type_value(DataType::DtFloat as i32))]),
+            ..Default::default()
+        });
+        renamed.insert(node.name.clone(), name);
+    }
+    // Readers of output 0 now read the activation.
+    if !renamed.is_empty() {
+        for node in &mut graph.node {
+            for input in &mut node.input {
+                if let Input::Data {
+                    node: from,
+                    port: 0,
+                } = Input::parse(input)
+                {
+                    if let Some(to) = renamed.get(from) {
+                        *input = to.clone();
+                    }
+                }
+            }
+        }
+    }
+    graph.node.extend(added);
+    count
+}
+
+/// The activation op of a `_FusedBatchNormEx` that splits exactly into ops
+/// we run, if it is one.
+fn splittable_activation(node: &NodeDef) -> Option<&'static str> {
+    let attr = |key: &str| node.attr.get(key).and_then(|v| v.value.as_ref());
+    let bool_attr = |key: &str| match attr(key) {
+        Some(attr_value::Value::B(b)) => Some(*b),
+        _ => None,
+    };
+    let side_inputs = match attr("num_side_inputs") {
+        Some(attr_value::Value::I(n)) => *n,
+        _ => 0,
+    };
+    let float = type_attr(node, "T") == Some(DataType::DtFloat as i32);
+    if bool_attr("is_training") != Some(false) || side_inputs != 0 || !float {
+        return None;
+    }
+    match attr("activation_mode") {
+        Some(attr_value::Value::S(mode)) => match mode.as_slice() {
+            b"Identity" => Some("Identity"),
+            b"Relu" => Some("Relu"),
+            b"Relu6" => Some("Relu6"),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::proto::AttrValue;
+
+    const FPGA: &str = "/job:localhost/replica:0/task:0/device:FPGA:0";
+
+    /// A `_FusedBatchNormEx` attr set, for the tests.
+    fn batch_norm_ex_attrs(activation: &str, training: bool) -> HashMap<String, AttrValue> {
+        let value = |v| AttrValue { value: Some(v) };
+        HashMap::from([
+            ("T".into(), type_value(DataType::DtFloat as i32)),
+            ("U".into(), type_value(DataType::DtFloat as i32)),
+            (
+                "activation_mode".into(),
+                value(attr_value::Value::S(activation.into())),
+            ),
+            ("num_side_inputs".into(), value(attr_value::Value::I(0))),
+            ("is_training".into(), value(attr_value::Value::B(training))),
+        ])
+    }
+
+    fn node(name: &str, op: &str, input: &[&str]) -> NodeDef {
+        NodeDef {
+            name: name.into(),
+            op: op.into(),
+            input: input.iter().map(|s| s.to_string()).collect(),
+            device: FPGA.into(),
+            ..Default::default()
+        }
+    }
+
+    fn bn(name: &str, activation: &str, training: bool) -> NodeDef {
+        NodeDef {
+            attr: batch_norm_ex_attrs(activation, training),
+            ..node(name, "_FusedBatchNormEx", &["conv", "s", "o", "m", "v"])
+        }
+    }
+
+    fn find<'g>(graph: &'g GraphDef, name: &str) -> &'g NodeDef {
+        graph.node.iter().find(|n| n.name == name).expect(name)
+    }
+
+    #[test]
+    fn a_batch_norm_with_relu_splits_and_its_readers_read_the_activation() {
+        let mut graph = GraphDef {
+            node: vec![
+                bn("bn", "Relu", false),
+                node("next", "DepthwiseConv2dNative", &["bn", "f"]),
+                node("stat", "Identity", &["bn:1", "^bn"]),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(unfuse_batch_norms(&mut graph, &HashSet::new(), "FPGA"), 1);
+        let bn = find(&graph, "bn");
+        assert_eq!(bn.op, "FusedBatchNormV3");
+        assert!(!bn.attr.contains_key("activation_mode"));
+        let relu = find(&graph, "bn/tensorplug_activation");
+        assert_eq!(
+            (relu.op.as_str(), relu.input.as_slice()),
+            ("Relu", &["bn".to_string()][..])
+        );
+        assert_eq!(
+            find(&graph, "next").input,
+            ["bn/tensorplug_activation", "f"]
+        );
+        assert_eq!(
+            find(&graph, "stat").input,
+            ["bn:1", "^bn"],
+            "statistics and order stay"
+        );
+    }
+
+    #[test]
+    fn training_side_inputs_other_activations_and_fetches_stay_fused() {
+        let mut side = bn("side", "Relu", false);
+        side.attr.insert(
+            "num_side_inputs".into(),
+            AttrValue {
+                value: Some(attr_value::Value::I(1)),
+            },
+        );
+        let mut graph = GraphDef {
+            node: vec![
+                bn("train", "Relu", true),
+                bn("elu", "Elu", false),
+                side,
+                bn("fetched", "Relu6", false),
+            ],
+            ..Default::default()
+        };
+        let before = graph.clone();
+        let preserve = HashSet::from(["fetched".to_string()]);
+        assert_eq!(unfuse_batch_norms(&mut graph, &preserve, "FPGA"), 0);
+        assert_eq!(graph, before);
+    }
+
+    #[test]
+    fn identity_needs_no_activation_node() {
+        let mut graph = GraphDef {
+            node: vec![bn("bn", "Identity", false), node("use", "Relu", &["bn:0"])],
+            ..Default::default()
+        };
+        assert_eq!(unfuse_batch_norms(&mut graph, &HashSet::new(), "FPGA"), 1);
+        assert_eq!(find(&graph, "bn").op, "FusedBatchNormV3");
+        assert_eq!(find(&graph, "use").input, ["bn:0"]);
+    }
+}
