@@ -67,10 +67,9 @@ pub fn unfuse_batch_norms(
                     node: from,
                     port: 0,
                 } = Input::parse(input)
+                    && let Some(to) = renamed.get(from)
                 {
-                    if let Some(to) = renamed.get(from) {
-                        *input = to.clone();
-                    }
+                    *input = to.clone();
                 }
             }
         }
