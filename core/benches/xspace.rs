@@ -1,6 +1,6 @@
 //! XSpace build + encode of 1,000,000 drained events (500,000 spans).
 //!
-//! Goals (issue 3): >= 20 M events/s, and peak heap <= 2x the encoded size,
+//! Goals: >= 20 M events/s, and peak heap <= 2x the encoded size,
 //! measured with the counting global allocator below. Writes two figure files
 //! for `cargo xtask bench` under `<target>/tensorplug-bench/`.
 

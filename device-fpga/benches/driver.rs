@@ -2,7 +2,7 @@
 //! (the `sim` device):
 //!
 //! - group `driver_mmio`, id `nop_round_trip`: one `NOP` submitted, doorbell,
-//!   completion reaped (issue 4 goal: median ≤ 2 µs);
+//!   completion reaped (goal: median ≤ 2 µs);
 //! - group `driver_mmio_copy`, ids `h2d2h_64MiB` (64 MiB host → device, then
 //!   device → host, through the memory window: the default copy path),
 //!   `h2d2h_64MiB_dma` (the same through `COPY_H2D`/`COPY_D2H` and a 4 MiB
@@ -17,7 +17,7 @@
 //! `driver-copy-vs-memcpy.json` (bandwidth of the round trip, counting both
 //! directions, over memcpy bandwidth; goal ratio ≥ 0.5) and
 //! `driver-profiling-mlp-step.json` (MLP step with events on / off, paired;
-//! the device side of issue 5's profiler-overhead goal, ratio ≤ 1.02).
+//! the device side of the profiler-overhead goal, ratio ≤ 1.02).
 
 use std::hint::black_box;
 use std::path::PathBuf;

@@ -1,5 +1,6 @@
-//! `tensorplug-device-fpga`: the reference FPGA driver and its behavioural
-//! model. Not yet implemented: see issue 4.
+//! `tensorplug-device-fpga`: the reference FPGA driver (`driver`, behind a
+//! `transport`), its configuration-flash programming (`flash`) and, with the
+//! `model` feature, its behavioural model. `docs/driver.md`.
 #![no_std]
 
 #[cfg(any(test, feature = "std"))]

@@ -69,6 +69,11 @@ pub enum Error {
 }
 
 impl Error {
+    /// TF and tensorplug disagree about a C struct: [`Error::Abi`] with its text.
+    pub fn abi(error: impl std::fmt::Display) -> Self {
+        Self::Abi(error.to_string())
+    }
+
     /// The TF status code this error is reported with.
     pub fn code(&self) -> TF_Code {
         match self {

@@ -10,14 +10,18 @@
 //! - [`ffi`]: the C boundary (TF's functions resolved at run time, the
 //!   `catch_unwind` guards every entry point runs under);
 //! - [`se`]: `SE_InitPlugin` and the StreamExecutor callbacks;
-//! - [`graph`]: `TF_InitGraph` and the `_FusedMatMul` fusion pass;
+//! - [`graph`]: `TF_InitGraph` and its pass (variables, folding, fusion,
+//!   making what TF's passes leave runnable);
 //! - [`kernels`]: `TF_InitKernel` and the f32 kernels, per capability;
+//! - [`mcu`]: opening a link to a driver that runs on an MCU;
 //! - [`registry`]: the open devices, their streams, fences, handle scheme
 //!   and completion threads, shared by every plugin interface;
 //! - [`devices`]: the device list and the type-erased driver;
 //! - [`profiler`]: `TF_InitProfiler` and the op-tag interner;
-//! - [`profiling`]: the host-side event hook;
-//! - [`variable_ops`]: the ops TF runs beside a resource variable.
+//! - [`host_spans`]: the host-side event hook;
+//! - [`tf_versions`]: the TF versions served, and declining on others;
+//! - [`variable_ops`]: the ops TF runs beside a resource variable;
+//! - [`error`], [`log`]: the bridge's error type and its stderr lines.
 //!
 //! Design and rules: `docs/host-bridge.md`.
 
@@ -27,17 +31,17 @@ pub mod devices;
 pub mod error;
 pub mod ffi;
 pub mod graph;
+pub mod host_spans;
 pub mod kernels;
 pub mod log;
 pub mod mcu;
 pub mod profiler;
-pub mod profiling;
 pub mod registry;
 pub mod se;
 pub mod settings;
-pub mod support;
 #[cfg(test)]
 mod testing;
+pub mod tf_versions;
 pub mod variable_ops;
 
 pub use backend::{Backend, OpenError};

@@ -1,4 +1,4 @@
-//! The graph optimizer against real TensorFlow (issue 5, `TF_InitGraph`).
+//! The graph optimizer against real TensorFlow (`TF_InitGraph`).
 //! Each scenario runs in its own Python process.
 
 use std::collections::HashSet;
@@ -127,7 +127,7 @@ fn path(p: &Path) -> &str {
     p.to_str().expect("UTF-8 path")
 }
 
-/// TF's own passes stay on with the plugin (issue 11): a `tf.function` on
+/// TF's own passes stay on with the plugin: a `tf.function` on
 /// the CPU that reads FPGA-resident tensors gets the same CPU partition as
 /// in a process without the plugin (the remapper's fused MatMul, the folded
 /// `2.0 * 3.0`), so the comparison cannot pass with the passes off.

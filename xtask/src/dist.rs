@@ -527,13 +527,13 @@ mod tests {
             assert_eq!(minor(pair[1]), (minor(pair[0]).0, minor(pair[0]).1 + 1));
         }
         let support =
-            std::fs::read_to_string(crate::util::root().join("host-bridge/src/support.rs"))
+            std::fs::read_to_string(crate::util::root().join("host-bridge/src/tf_versions.rs"))
                 .unwrap();
         let served = format!(
             "pub const TESTED: [(u32, u32); 2] = [({}, {}), ({}, {})];",
             oldest.0, oldest.1, newest.0, newest.1
         );
-        assert!(support.contains(&served), "support.rs lacks `{served}`");
+        assert!(support.contains(&served), "tf_versions.rs lacks `{served}`");
         assert!(minor(crate::setup::TF_UNSUPPORTED) < oldest);
     }
 }

@@ -23,7 +23,7 @@ const APT_PACKAGES: &[(&str, &str)] = &[
 /// first (the newest patch of each minor on PyPI). The newest is
 /// `target/venv`'s (`xtask/requirements.txt`, with xprof); each other gets
 /// `target/tf-venvs/<version>`. The wheel requires this range, and
-/// `host-bridge/src/support.rs` serves it (a test keeps the three equal).
+/// `host-bridge/src/tf_versions.rs` serves it (a test keeps the three equal).
 pub const TF_VERSIONS: &[&str] = &[
     "2.15.1", "2.16.2", "2.17.1", "2.18.1", "2.19.1", "2.20.0", "2.21.0",
 ];

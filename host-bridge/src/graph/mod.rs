@@ -19,7 +19,7 @@ mod edges;
 mod fold;
 mod fuse;
 mod host_copy;
-mod kernels;
+mod kernel_list;
 mod nodes;
 mod optimize;
 pub mod proto;
@@ -67,9 +67,8 @@ pub unsafe fn tf_init_graph(params: *mut TP_OptimizerRegistrationParams, status:
 /// `params` is null or TF's registration params, whose `optimizer` and
 /// `optimizer_configs` point to structs TF allocated with `struct_size` set.
 pub unsafe fn init_graph(params: *mut TP_OptimizerRegistrationParams) -> Result<()> {
-    let abi = |e: &dyn std::fmt::Display| Error::Abi(e.to_string());
     // SAFETY: caller's contract.
-    let mut view = unsafe { Versioned::from_raw(params) }.map_err(|e| abi(&e))?;
+    let mut view = unsafe { Versioned::from_raw(params) }.map_err(Error::abi)?;
     let major = view.require(tf_field!(TP_OptimizerRegistrationParams, major_version));
     match major {
         Ok(GO_MAJOR) => {}
@@ -79,35 +78,35 @@ pub unsafe fn init_graph(params: *mut TP_OptimizerRegistrationParams) -> Result<
                  {GO_MAJOR}.x: use the tensorflow version tensorplug was built for"
             )));
         }
-        Err(e) => return Err(abi(&e)),
+        Err(e) => return Err(Error::abi(e)),
     }
     let optimizer_out = view
         .require(tf_field!(TP_OptimizerRegistrationParams, optimizer))
-        .map_err(|e| abi(&e))?;
+        .map_err(Error::abi)?;
     let configs_out = view
         .require(tf_field!(TP_OptimizerRegistrationParams, optimizer_configs))
-        .map_err(|e| abi(&e))?;
+        .map_err(Error::abi)?;
 
     let ours = optimizer();
     let our_configs = optimizer_configs();
-    validate::tp_optimizer(&ours).map_err(|e| abi(&e))?;
-    validate::tp_optimizer_configs(&our_configs).map_err(|e| abi(&e))?;
+    validate::tp_optimizer(&ours).map_err(Error::abi)?;
+    validate::tp_optimizer_configs(&our_configs).map_err(Error::abi)?;
 
     // SAFETY: TF's structs, valid for their struct_size (caller's contract).
     unsafe {
-        write_tf_struct::<TP_Optimizer>(optimizer_out, &ours)?;
-        write_tf_struct::<TP_OptimizerConfigs>(configs_out, &our_configs)?;
+        ffi::write_tf_struct::<TP_Optimizer>(optimizer_out, &ours)?;
+        ffi::write_tf_struct::<TP_OptimizerConfigs>(configs_out, &our_configs)?;
     }
     view.set(
         tf_field!(TP_OptimizerRegistrationParams, device_type),
         backend::device_type_c().as_ptr(),
     )
-    .map_err(|e| abi(&e))?;
+    .map_err(Error::abi)?;
 
     // What TF checks next, checked first: a failure here is our bug.
     let filled = view.read_covered();
     // SAFETY: the pointers are TF's (valid) and the name ours (static).
-    unsafe { validate::tf_init_graph_result(&filled) }.map_err(|e| abi(&e))
+    unsafe { validate::tf_init_graph_result(&filled) }.map_err(Error::abi)
 }
 
 /// Our `TP_Optimizer`.
@@ -118,20 +117,6 @@ pub fn optimizer() -> TP_Optimizer {
         destroy_func: Some(destroy_optimizer),
         ..TP_Optimizer::new()
     }
-}
-
-/// Copies `ours` into a struct TF allocated, respecting TF's `struct_size`.
-///
-/// # Safety
-/// `out` is null or points to a `T` whose leading `struct_size` TF set.
-unsafe fn write_tf_struct<T: tensorplug_abi::tf::layout::CStruct>(
-    out: *mut T,
-    ours: &T,
-) -> Result<()> {
-    // SAFETY: caller's contract.
-    let mut view = unsafe { Versioned::from_raw(out) }.map_err(|e| Error::Abi(e.to_string()))?;
-    view.write_covered(ours);
-    Ok(())
 }
 
 /// `create_func`: the pass keeps no state, so every instance is [`OPTIMIZER`].

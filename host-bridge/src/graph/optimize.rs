@@ -5,7 +5,7 @@ use super::assign::split_variable_updates;
 use super::fold::fold_batch_norms;
 use super::fuse::{FUSED_CONV_OP, FUSED_OP, Fusions, Heads, fuse_chains};
 use super::host_copy::run_on_host_copies;
-use super::kernels::{has_kernel_for, takes_attrs};
+use super::kernel_list::{has_kernel_for, takes_attrs};
 use super::proto::{DataType, GraphDef, KernelList, NodeDef};
 use super::runnable::{Changes, keep_runnable};
 use super::session_variables::keep_session_variables_on_host;

@@ -118,7 +118,7 @@ pub unsafe fn nodes_to_preserve(item: *const TF_GrapplerItem) -> Result<HashSet<
 
 /// Whether a kernel for `op` with `T = float` is registered for `device_type`.
 pub fn kernel_registered(op: &CStr, device_type: &str) -> Result<bool> {
-    Ok(super::kernels::has_f32_kernel(
+    Ok(super::kernel_list::has_f32_kernel(
         &kernels_for(op)?,
         device_type,
     ))

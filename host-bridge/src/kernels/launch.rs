@@ -11,8 +11,8 @@
 use super::failure::{Failure, KernelResult};
 use super::tf::Tensor;
 use crate::error::Error;
+use crate::host_spans::{HostSpan, SpanKind};
 use crate::profiler::op_tag;
-use crate::profiling::{HostSpan, SpanKind};
 use crate::registry::{OpLabel, Stream};
 use tensorplug_core::accelerator::{DType, DeviceAddr, Fence, OpDesc, OpKind, Shape, TensorDesc};
 

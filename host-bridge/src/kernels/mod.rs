@@ -196,8 +196,8 @@ unsafe extern "C" fn create<const INDEX: usize>(raw: *mut TF_OpKernelConstructio
         let node = ctx.node_name();
         // Absent on every node but the graph pass's update arithmetic; every
         // kernel waits where a failed copy would abort TF (TF 2.15, 2.16).
-        let wait =
-            ctx.bool_attr(ops::WAIT_ATTR).unwrap_or(false) || crate::support::copy_failure_aborts();
+        let wait = ctx.bool_attr(ops::WAIT_ATTR).unwrap_or(false)
+            || crate::tf_versions::copy_failure_aborts();
         match def.construct(&ctx) {
             Ok(attrs) => Ok(Box::into_raw(Box::new(Kernel {
                 def,

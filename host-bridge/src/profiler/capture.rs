@@ -5,7 +5,7 @@
 
 use super::clock::WallClock;
 use crate::devices::DeviceError;
-use crate::profiling::HOST_EVENTS;
+use crate::host_spans::HOST_EVENTS;
 use crate::registry::Device;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;

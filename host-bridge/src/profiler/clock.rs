@@ -7,7 +7,7 @@
 //! stay monotonic within the session and line up with TF's `/host:CPU` plane.
 
 use crate::devices::{DeviceError, DynAccelerator};
-use crate::profiling::host_now_ns;
+use crate::host_spans::host_now_ns;
 use std::time::{SystemTime, UNIX_EPOCH};
 use tensorplug_core::clock::SyncPair;
 

@@ -1,7 +1,7 @@
 //! The pluggable profiler: `TF_InitProfiler` registers a profiler for device
 //! type `FPGA` whose `start`/`stop`/`collect_data_xspace` record every open
 //! device's hardware event ring and the host-API spans
-//! ([`crate::profiling`]), map device ticks onto TF's clock with sync pairs,
+//! ([`crate::host_spans`]), map device ticks onto TF's clock with sync pairs,
 //! and hand TF one XSpace built by `tensorplug_core::xspace`.
 //!
 //! - [`ops`]: the op-tag interner kernels call ([`op_tag`]);
@@ -28,7 +28,6 @@ pub use state::{MAX_DEVICES, Profiler, with_profiler};
 
 use crate::error::{Error, Result};
 use crate::{backend, ffi};
-use tensorplug_abi::tf::layout::CStruct;
 use tensorplug_abi::tf::{
     TF_ProfilerRegistrationParams, TF_Status, TP_MAJOR, TP_Profiler, TP_ProfilerFns, Versioned,
 };
@@ -44,10 +43,6 @@ pub unsafe fn tf_init_profiler(params: *mut TF_ProfilerRegistrationParams, statu
     unsafe { ffi::with_status(status, "TF_InitProfiler", || init_profiler(params)) }
 }
 
-fn abi(error: &dyn std::fmt::Display) -> Error {
-    Error::Abi(error.to_string())
-}
-
 /// The body of `TF_InitProfiler`.
 ///
 /// # Safety
@@ -56,7 +51,7 @@ fn abi(error: &dyn std::fmt::Display) -> Error {
 /// `struct_size` set.
 pub unsafe fn init_profiler(params: *mut TF_ProfilerRegistrationParams) -> Result<()> {
     // SAFETY: caller's contract.
-    let mut view = unsafe { Versioned::from_raw(params) }.map_err(|e| abi(&e))?;
+    let mut view = unsafe { Versioned::from_raw(params) }.map_err(Error::abi)?;
     match view.require(tf_field!(TF_ProfilerRegistrationParams, major_version)) {
         Ok(TP_MAJOR) => {}
         Ok(other) => {
@@ -65,40 +60,40 @@ pub unsafe fn init_profiler(params: *mut TF_ProfilerRegistrationParams) -> Resul
                  {TP_MAJOR}.x: use the tensorflow version tensorplug was built for"
             )));
         }
-        Err(e) => return Err(abi(&e)),
+        Err(e) => return Err(Error::abi(e)),
     }
     let profiler_out = view
         .require(tf_field!(TF_ProfilerRegistrationParams, profiler))
-        .map_err(|e| abi(&e))?;
+        .map_err(Error::abi)?;
     let fns_out = view
         .require(tf_field!(TF_ProfilerRegistrationParams, profiler_fns))
-        .map_err(|e| abi(&e))?;
+        .map_err(Error::abi)?;
 
     let ours = profiler();
     let our_fns = profiler_fns();
     // SAFETY: `device_type` is our static C string.
-    unsafe { validate::tp_profiler(&ours) }.map_err(|e| abi(&e))?;
-    validate::tp_profiler_fns(&our_fns).map_err(|e| abi(&e))?;
+    unsafe { validate::tp_profiler(&ours) }.map_err(Error::abi)?;
+    validate::tp_profiler_fns(&our_fns).map_err(Error::abi)?;
     // SAFETY: TF's structs, valid for their struct_size (caller's contract).
     unsafe {
-        write_tf_struct(profiler_out, &ours)?;
-        write_tf_struct(fns_out, &our_fns)?;
+        ffi::write_tf_struct(profiler_out, &ours)?;
+        ffi::write_tf_struct(fns_out, &our_fns)?;
     }
     view.set(
         tf_field!(TF_ProfilerRegistrationParams, destroy_profiler),
         Some(destroy_profiler),
     )
-    .map_err(|e| abi(&e))?;
+    .map_err(Error::abi)?;
     view.set(
         tf_field!(TF_ProfilerRegistrationParams, destroy_profiler_fns),
         Some(destroy_profiler_fns),
     )
-    .map_err(|e| abi(&e))?;
+    .map_err(Error::abi)?;
 
     // What TF checks next, checked first: a failure here is our bug.
     let filled = view.read_covered();
     // SAFETY: the pointers are TF's (valid) and the name ours (static).
-    unsafe { validate::tf_init_profiler_result(&filled) }.map_err(|e| abi(&e))
+    unsafe { validate::tf_init_profiler_result(&filled) }.map_err(Error::abi)
 }
 
 /// Our `TP_Profiler`: the plugin's device type, no per-instance data (the
@@ -118,17 +113,6 @@ pub fn profiler_fns() -> TP_ProfilerFns {
         collect_data_xspace: Some(collect_data_xspace),
         ..TP_ProfilerFns::new()
     }
-}
-
-/// Copies `ours` into a struct TF allocated, respecting TF's `struct_size`.
-///
-/// # Safety
-/// `out` is null or points to a `T` whose leading `struct_size` TF set.
-unsafe fn write_tf_struct<T: CStruct>(out: *mut T, ours: &T) -> Result<()> {
-    // SAFETY: caller's contract.
-    let mut view = unsafe { Versioned::from_raw(out) }.map_err(|e| abi(&e))?;
-    view.write_covered(ours);
-    Ok(())
 }
 
 /// `start`.

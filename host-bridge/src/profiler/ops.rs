@@ -7,7 +7,7 @@
 //! ("unprofiled op"), so a launch tagged before a session started still shows
 //! up, just without its name.
 
-use crate::profiling::RECORDING;
+use crate::host_spans::RECORDING;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use tensorplug_core::xspace::OpInfo;

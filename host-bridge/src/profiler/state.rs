@@ -6,7 +6,7 @@ use super::clock::{WallClock, sync_pair};
 use super::collect::{Collection, PlaneData};
 use super::ops;
 use crate::error::{Error, Result};
-use crate::profiling::{RECORDING, device_byte};
+use crate::host_spans::{RECORDING, device_byte};
 use crate::registry::{self, Device};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tensorplug_core::clock::SyncPair;

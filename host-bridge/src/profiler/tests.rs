@@ -179,7 +179,7 @@ fn op_table_interns_by_node_name_and_reserves_tag_zero() {
 #[test]
 fn op_tag_is_zero_while_profiling_is_off() {
     let _serial = serial();
-    assert!(!crate::profiling::RECORDING.is_enabled());
+    assert!(!crate::host_spans::RECORDING.is_enabled());
     assert_eq!(op_tag("x/Relu", "Relu", 1, 1), UNPROFILED);
 }
 

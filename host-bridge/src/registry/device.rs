@@ -1,6 +1,6 @@
 //! [`Device`]: one opened accelerator as TF sees it (`/device:FPGA:<n>`).
 
-use super::core::DeviceCore;
+use super::device_core::DeviceCore;
 use super::handles::HandleWindow;
 use super::worker::{Completion, CompletionWorker};
 use crate::devices::DynAccelerator;

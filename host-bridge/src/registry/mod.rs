@@ -6,16 +6,16 @@
 //! ([`Stream::from_raw`](crate::se::stream_from_raw)), the profiler walks
 //! [`devices`].
 
-mod core;
 mod device;
+mod device_core;
 mod handles;
 mod inflight;
 mod list;
 mod stream;
 mod worker;
 
-pub use self::core::{DeviceCore, DeviceState};
 pub use device::{ALLOCATION_ALIGN, AllocStats, Device};
+pub use device_core::{DeviceCore, DeviceState};
 pub use handles::{HandleWindow, MIN_WINDOW};
 pub use inflight::{MAX_IN_FLIGHT, OpLabel};
 pub use list::{DeviceList, list_from_env, open, parse_list};

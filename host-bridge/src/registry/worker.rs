@@ -4,7 +4,7 @@
 //! Items run in the order they were submitted (one FIFO per device). The
 //! thread exits when the device is dropped (the channel closes).
 
-use super::core::DeviceCore;
+use super::device_core::DeviceCore;
 use crate::error::Result;
 use crate::ffi;
 use std::sync::mpsc::{Sender, channel};

@@ -9,7 +9,7 @@
 use super::handles;
 use crate::error::{Error, Result};
 use crate::ffi;
-use crate::profiling::{HostSpan, SpanKind, arg32};
+use crate::host_spans::{HostSpan, SpanKind, arg32};
 use crate::registry::{Device, Stream};
 use std::ffi::c_void;
 use tensorplug_abi::tf::*;

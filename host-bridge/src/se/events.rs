@@ -3,7 +3,7 @@
 use super::handles;
 use crate::error::{Error, Result};
 use crate::ffi;
-use crate::profiling::{HostSpan, SpanKind};
+use crate::host_spans::{HostSpan, SpanKind};
 use crate::registry::Device;
 use std::sync::{Mutex, PoisonError};
 use tensorplug_abi::tf::*;

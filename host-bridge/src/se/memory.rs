@@ -11,10 +11,6 @@ use tensorplug_abi::tf_field;
 /// Alignment of host buffers TF asks for (a page: fine for DMA).
 pub const HOST_ALIGN: usize = 4096;
 
-fn abi(error: impl std::fmt::Display) -> Error {
-    Error::Abi(error.to_string())
-}
-
 pub(super) unsafe extern "C" fn allocate(
     device: *const SP_Device,
     size: u64,
@@ -23,10 +19,10 @@ pub(super) unsafe extern "C" fn allocate(
 ) {
     ffi::swallow("allocate", (), || {
         // SAFETY: TF's SP_DeviceMemoryBase, valid for its struct_size.
-        let mut out = unsafe { Versioned::from_raw(mem) }.map_err(abi)?;
+        let mut out = unsafe { Versioned::from_raw(mem) }.map_err(Error::abi)?;
         // On any failure TF sees a null `opaque`: out of memory.
         out.set(tf_field!(SP_DeviceMemoryBase, opaque), std::ptr::null_mut())
-            .map_err(abi)?;
+            .map_err(Error::abi)?;
         if memory_space != 0 {
             return Err(Error::InvalidArgument(format!(
                 "memory space {memory_space} is not supported (only device memory, 0)"
@@ -36,9 +32,9 @@ pub(super) unsafe extern "C" fn allocate(
         let device = unsafe { handles::device(device) }?;
         let opaque = device.allocate(size)?;
         out.set(tf_field!(SP_DeviceMemoryBase, opaque), opaque)
-            .map_err(abi)?;
+            .map_err(Error::abi)?;
         out.set(tf_field!(SP_DeviceMemoryBase, size), size)
-            .map_err(abi)?;
+            .map_err(Error::abi)?;
         // `payload` is optional for TF: keep it when not covered.
         let _ = out.set(tf_field!(SP_DeviceMemoryBase, payload), 0);
         Ok(())
@@ -91,7 +87,7 @@ pub(super) unsafe extern "C" fn get_allocator_stats(
     ffi::swallow("get_allocator_stats", 0, || {
         // SAFETY: TF's device and stats struct.
         let device = unsafe { handles::device(device) }?;
-        let mut out = unsafe { Versioned::from_raw(stats) }.map_err(abi)?;
+        let mut out = unsafe { Versioned::from_raw(stats) }.map_err(Error::abi)?;
         out.write_covered(&allocator_stats(device));
         Ok(1)
     })

@@ -53,7 +53,7 @@ pub unsafe fn se_init_plugin(params: *mut SE_PlatformRegistrationParams, status:
     // SAFETY: TF's contract.
     unsafe {
         ffi::with_status(status, "SE_InitPlugin", || {
-            init_plugin(params, crate::support::refusal())
+            init_plugin(params, crate::tf_versions::refusal())
         });
     }
 }
@@ -67,7 +67,6 @@ pub unsafe fn init_plugin(
     params: *mut SE_PlatformRegistrationParams,
     tf_refusal: Option<String>,
 ) -> Result<()> {
-    let abi = |e: &dyn std::fmt::Display| Error::Abi(e.to_string());
     let plugin = backend::installed().ok_or_else(|| {
         Error::Internal("SE_InitPlugin ran before a backend was installed".into())
     })?;
@@ -83,7 +82,7 @@ pub unsafe fn init_plugin(
                 .map(|e| e.to_string())
         });
         if let Some(why) = &declined {
-            let line = crate::support::declined_line(backend::device_type(), why);
+            let line = crate::tf_versions::declined_line(backend::device_type(), why);
             crate::log::error(format_args!("{line}"));
         }
     }
@@ -95,7 +94,7 @@ pub unsafe fn init_plugin(
         registry::open_all(plugin, &none)?;
     }
     // SAFETY: caller's contract.
-    let mut view = unsafe { Versioned::from_raw(params) }.map_err(|e| abi(&e))?;
+    let mut view = unsafe { Versioned::from_raw(params) }.map_err(Error::abi)?;
     // Another major version may lay the structs out differently: nothing is
     // written (TF then aborts with this message; no TF of the range has one).
     match view.require(tf_field!(SE_PlatformRegistrationParams, major_version)) {
@@ -106,53 +105,39 @@ pub unsafe fn init_plugin(
                  {SE_MAJOR}.x: install tensorflow-cpu>=2.15,<2.22"
             )));
         }
-        Err(e) => return Err(abi(&e)),
+        Err(e) => return Err(Error::abi(e)),
     }
     let platform_out = view
         .require(tf_field!(SE_PlatformRegistrationParams, platform))
-        .map_err(|e| abi(&e))?;
+        .map_err(Error::abi)?;
     let fns_out = view
         .require(tf_field!(SE_PlatformRegistrationParams, platform_fns))
-        .map_err(|e| abi(&e))?;
+        .map_err(Error::abi)?;
 
     let ours = platform(names);
     let our_fns = platform_fns();
     // SAFETY: our names are static NUL-terminated strings.
-    unsafe { validate::sp_platform(&ours) }.map_err(|e| abi(&e))?;
-    validate::sp_platform_fns(&our_fns).map_err(|e| abi(&e))?;
+    unsafe { validate::sp_platform(&ours) }.map_err(Error::abi)?;
+    validate::sp_platform_fns(&our_fns).map_err(Error::abi)?;
 
     // SAFETY: TF's structs, valid for their struct_size (caller's contract).
     unsafe {
-        write_tf_struct::<SP_Platform>(platform_out, &ours)?;
-        write_tf_struct::<SP_PlatformFns>(fns_out, &our_fns)?;
+        ffi::write_tf_struct::<SP_Platform>(platform_out, &ours)?;
+        ffi::write_tf_struct::<SP_PlatformFns>(fns_out, &our_fns)?;
     }
     view.set(
         tf_field!(SE_PlatformRegistrationParams, destroy_platform),
         Some(platform::destroy_platform),
     )
-    .map_err(|e| abi(&e))?;
+    .map_err(Error::abi)?;
     view.set(
         tf_field!(SE_PlatformRegistrationParams, destroy_platform_fns),
         Some(platform::destroy_platform_fns),
     )
-    .map_err(|e| abi(&e))?;
+    .map_err(Error::abi)?;
 
     // What TF checks next, checked first: a failure here is our bug.
     let filled = view.read_covered();
     // SAFETY: the pointers are TF's (valid) and the names ours (static).
-    unsafe { validate::se_init_plugin_result(&filled) }.map_err(|e| abi(&e))
-}
-
-/// Copies `ours` into a struct TF allocated, respecting TF's `struct_size`.
-///
-/// # Safety
-/// `out` is null or points to a `T` whose leading `struct_size` TF set.
-unsafe fn write_tf_struct<T: tensorplug_abi::tf::layout::CStruct>(
-    out: *mut T,
-    ours: &T,
-) -> Result<()> {
-    // SAFETY: caller's contract.
-    let mut view = unsafe { Versioned::from_raw(out) }.map_err(|e| Error::Abi(e.to_string()))?;
-    view.write_covered(ours);
-    Ok(())
+    unsafe { validate::se_init_plugin_result(&filled) }.map_err(Error::abi)
 }

@@ -39,10 +39,6 @@ pub fn platform_fns() -> SP_PlatformFns {
     }
 }
 
-fn abi(error: impl std::fmt::Display) -> Error {
-    Error::Abi(error.to_string())
-}
-
 pub(super) unsafe extern "C" fn destroy_platform(_platform: *mut SP_Platform) {
     // The platform's strings are static: nothing to free.
 }
@@ -82,13 +78,13 @@ unsafe extern "C" fn create_device(
 /// `params` is null or TF's `SE_CreateDeviceParams` with a valid `device`.
 pub unsafe fn fill_device(params: *mut SE_CreateDeviceParams) -> Result<()> {
     // SAFETY: caller's contract.
-    let view = unsafe { Versioned::from_raw(params) }.map_err(abi)?;
+    let view = unsafe { Versioned::from_raw(params) }.map_err(Error::abi)?;
     let ordinal = view
         .require(tf_field!(SE_CreateDeviceParams, ordinal))
-        .map_err(abi)?;
+        .map_err(Error::abi)?;
     let out = view
         .require(tf_field!(SE_CreateDeviceParams, device))
-        .map_err(abi)?;
+        .map_err(Error::abi)?;
     let device = registry::device(ordinal).ok_or_else(|| {
         Error::InvalidArgument(format!(
             "no {} device with ordinal {ordinal} ({} open; TENSORPLUG_DEVICE lists them)",
@@ -97,7 +93,7 @@ pub unsafe fn fill_device(params: *mut SE_CreateDeviceParams) -> Result<()> {
         ))
     })?;
     // SAFETY: TF's SP_Device, valid for its struct_size.
-    let mut sp_device = unsafe { Versioned::from_raw(out) }.map_err(abi)?;
+    let mut sp_device = unsafe { Versioned::from_raw(out) }.map_err(Error::abi)?;
     let filled = SP_Device {
         ordinal,
         device_handle: Arc::into_raw(device.clone()).cast_mut().cast::<c_void>(),
@@ -113,7 +109,7 @@ pub unsafe fn fill_device(params: *mut SE_CreateDeviceParams) -> Result<()> {
         drop(unsafe {
             Arc::from_raw(filled.device_handle.cast_const().cast::<registry::Device>())
         });
-        return Err(abi("TF's SP_Device has no device_handle field"));
+        return Err(Error::abi("TF's SP_Device has no device_handle field"));
     }
     sp_device.write_covered(&filled);
     Ok(())
@@ -122,12 +118,12 @@ pub unsafe fn fill_device(params: *mut SE_CreateDeviceParams) -> Result<()> {
 unsafe extern "C" fn destroy_device(_platform: *const SP_Platform, device: *mut SP_Device) {
     ffi::swallow("destroy_device", (), || {
         // SAFETY: TF's SP_Device.
-        let mut view = unsafe { Versioned::from_raw(device) }.map_err(abi)?;
+        let mut view = unsafe { Versioned::from_raw(device) }.map_err(Error::abi)?;
         let field = tf_field!(SP_Device, device_handle);
-        let handle = view.require(field).map_err(abi)?;
+        let handle = view.require(field).map_err(Error::abi)?;
         if !handle.is_null() {
             // Null first: a second destroy sees nothing to release.
-            view.set(field, std::ptr::null_mut()).map_err(abi)?;
+            view.set(field, std::ptr::null_mut()).map_err(Error::abi)?;
             // SAFETY: `fill_device` stored `Arc::into_raw` here.
             drop(unsafe { Arc::from_raw(handle.cast_const().cast::<registry::Device>()) });
         }
@@ -155,14 +151,14 @@ unsafe extern "C" fn create_device_fns(
 ) {
     let body = || {
         let ours = device_fns();
-        validate::sp_device_fns(&ours).map_err(abi)?;
+        validate::sp_device_fns(&ours).map_err(Error::abi)?;
         // SAFETY: TF's params.
-        let view = unsafe { Versioned::from_raw(params) }.map_err(abi)?;
+        let view = unsafe { Versioned::from_raw(params) }.map_err(Error::abi)?;
         let out = view
             .require(tf_field!(SE_CreateDeviceFnsParams, device_fns))
-            .map_err(abi)?;
+            .map_err(Error::abi)?;
         // SAFETY: TF's SP_DeviceFns.
-        unsafe { super::write_tf_struct(out, &ours) }
+        unsafe { crate::ffi::write_tf_struct(out, &ours) }
     };
     // SAFETY: TF's status.
     unsafe { ffi::with_status(status, "create_device_fns", body) }
@@ -179,14 +175,14 @@ unsafe extern "C" fn create_stream_executor(
         let ours = super::stream_executor();
         let names = backend::names()
             .ok_or_else(|| Error::Internal("stream executor before SE_InitPlugin".into()))?;
-        validate::sp_stream_executor(&ours, &platform(names)).map_err(abi)?;
+        validate::sp_stream_executor(&ours, &platform(names)).map_err(Error::abi)?;
         // SAFETY: TF's params.
-        let view = unsafe { Versioned::from_raw(params) }.map_err(abi)?;
+        let view = unsafe { Versioned::from_raw(params) }.map_err(Error::abi)?;
         let out = view
             .require(tf_field!(SE_CreateStreamExecutorParams, stream_executor))
-            .map_err(abi)?;
+            .map_err(Error::abi)?;
         // SAFETY: TF's SP_StreamExecutor.
-        unsafe { super::write_tf_struct(out, &ours) }
+        unsafe { crate::ffi::write_tf_struct(out, &ours) }
     };
     // SAFETY: TF's status.
     unsafe { ffi::with_status(status, "create_stream_executor", body) }
@@ -205,9 +201,9 @@ unsafe extern "C" fn create_timer_fns(
 ) {
     let body = || {
         let ours = super::timer_fns();
-        validate::sp_timer_fns(&ours).map_err(abi)?;
+        validate::sp_timer_fns(&ours).map_err(Error::abi)?;
         // SAFETY: TF's SP_TimerFns.
-        unsafe { super::write_tf_struct(timer_fns, &ours) }
+        unsafe { crate::ffi::write_tf_struct(timer_fns, &ours) }
     };
     // SAFETY: TF's status.
     unsafe { ffi::with_status(status, "create_timer_fns", body) }

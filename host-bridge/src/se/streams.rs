@@ -3,8 +3,8 @@
 use super::handles;
 use crate::error::{Error, Result};
 use crate::ffi::{self, tf_api::OwnedStatus};
+use crate::host_spans::{HostSpan, SpanKind};
 use crate::log;
-use crate::profiling::{HostSpan, SpanKind};
 use crate::registry::Stream;
 use std::ffi::c_void;
 use tensorplug_abi::tf::*;

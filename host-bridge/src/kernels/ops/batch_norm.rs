@@ -2,7 +2,7 @@
 //! `y = (x − mean) · (rsqrt(variance + ε) · scale) + offset`, in the order
 //! of TF's CPU kernel, as five device launches over `[c]` vectors and `x`.
 //! Training mode is refused at construction, and the graph pass moves such
-//! nodes to the CPU first (`graph/kernels.rs`, [`takes_attrs`](crate::graph)).
+//! nodes to the CPU first (`graph/kernel_list.rs`, [`takes_attrs`](crate::graph)).
 
 use super::{Op, flat, scalar};
 use crate::kernels::failure::{Failure, KernelResult};
