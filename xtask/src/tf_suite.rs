@@ -52,6 +52,8 @@ pub fn start(env: &Env) -> Result<Background> {
         runs.into_iter()
             .map(|(version, python)| {
                 let log = dir.join(format!("{version}.log"));
+                // Each run's log starts empty: the summary counts its lines.
+                let _ = std::fs::remove_file(&log);
                 let start = Instant::now();
                 let failed = run_all(&binaries, &python, &xprof, &unsupported, &log);
                 Outcome {

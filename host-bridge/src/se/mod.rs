@@ -43,7 +43,7 @@ pub unsafe fn stream_from_raw<'a>(stream: SP_Stream) -> Option<&'a Stream> {
 /// checks TF's version, validates the device list, opens the devices and
 /// registers the platform. An error status aborts TensorFlow, so on a TF
 /// outside the tested range or devices that cannot be opened it declines
-/// instead ([`support`](crate::support)): the platform with no device, and
+/// instead ([`tf_versions`](crate::tf_versions)): the platform with no device, and
 /// one line on stderr. Only a struct TF passes that we cannot fill is an
 /// error (it names the struct).
 ///
