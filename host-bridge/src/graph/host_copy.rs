@@ -266,8 +266,7 @@ fn last_node(
 mod tests {
     use super::*;
 
-    const FPGA: &str = "/job:localhost/replica:0/task:0/device:FPGA:0";
-    const CPU: &str = "/job:localhost/replica:0/task:0/device:CPU:0";
+    use crate::graph::test_nodes::{CPU, FPGA, find};
 
     fn node(name: &str, op: &str, input: &[&str], attrs: &[(&str, DataType)]) -> NodeDef {
         NodeDef {
@@ -281,10 +280,6 @@ mod tests {
                 .collect(),
             ..Default::default()
         }
-    }
-
-    fn find<'g>(graph: &'g GraphDef, name: &str) -> &'g NodeDef {
-        graph.node.iter().find(|n| n.name == name).expect(name)
     }
 
     fn shared_name(node: &NodeDef) -> &[u8] {

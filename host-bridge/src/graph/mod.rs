@@ -31,6 +31,8 @@ mod unfuse;
 #[cfg(test)]
 mod init_tests;
 #[cfg(test)]
+mod test_nodes;
+#[cfg(test)]
 mod tests;
 
 pub use configs::optimizer_configs;

@@ -65,20 +65,7 @@ pub fn keep_session_variables_on_host(graph: &mut GraphDef, device_type: &str) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::proto::NodeDef;
-
-    const FPGA: &str = "/job:localhost/replica:0/task:0/device:FPGA:0";
-    const CPU: &str = "/job:localhost/replica:0/task:0/device:CPU:0";
-
-    fn node(name: &str, op: &str, input: &[&str]) -> NodeDef {
-        NodeDef {
-            name: name.into(),
-            op: op.into(),
-            input: input.iter().map(|s| s.to_string()).collect(),
-            device: FPGA.into(),
-            ..Default::default()
-        }
-    }
+    use crate::graph::test_nodes::{CPU, FPGA, node};
 
     fn device_of<'g>(graph: &'g GraphDef, name: &str) -> &'g str {
         &graph

@@ -109,8 +109,7 @@ fn splittable_activation(node: &NodeDef) -> Option<&'static str> {
 mod tests {
     use super::*;
     use crate::graph::proto::AttrValue;
-
-    const FPGA: &str = "/job:localhost/replica:0/task:0/device:FPGA:0";
+    use crate::graph::test_nodes::{find, node};
 
     /// A `_FusedBatchNormEx` attr set, for the tests.
     fn batch_norm_ex_attrs(activation: &str, training: bool) -> HashMap<String, AttrValue> {
@@ -127,25 +126,11 @@ mod tests {
         ])
     }
 
-    fn node(name: &str, op: &str, input: &[&str]) -> NodeDef {
-        NodeDef {
-            name: name.into(),
-            op: op.into(),
-            input: input.iter().map(|s| s.to_string()).collect(),
-            device: FPGA.into(),
-            ..Default::default()
-        }
-    }
-
     fn bn(name: &str, activation: &str, training: bool) -> NodeDef {
         NodeDef {
             attr: batch_norm_ex_attrs(activation, training),
             ..node(name, "_FusedBatchNormEx", &["conv", "s", "o", "m", "v"])
         }
-    }
-
-    fn find<'g>(graph: &'g GraphDef, name: &str) -> &'g NodeDef {
-        graph.node.iter().find(|n| n.name == name).expect(name)
     }
 
     #[test]

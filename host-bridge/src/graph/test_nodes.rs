@@ -1,0 +1,24 @@
+//! `NodeDef`s for the passes' unit tests.
+
+use super::proto::{GraphDef, NodeDef};
+
+/// A full device name of our device, as TF writes it after placement.
+pub const FPGA: &str = "/job:localhost/replica:0/task:0/device:FPGA:0";
+/// The CPU of the same task.
+pub const CPU: &str = "/job:localhost/replica:0/task:0/device:CPU:0";
+
+/// A node on [`FPGA`] with no attrs.
+pub fn node(name: &str, op: &str, input: &[&str]) -> NodeDef {
+    NodeDef {
+        name: name.into(),
+        op: op.into(),
+        input: input.iter().map(|s| s.to_string()).collect(),
+        device: FPGA.into(),
+        ..Default::default()
+    }
+}
+
+/// The node called `name`; panics naming it when there is none.
+pub fn find<'g>(graph: &'g GraphDef, name: &str) -> &'g NodeDef {
+    graph.node.iter().find(|n| n.name == name).expect(name)
+}
