@@ -21,7 +21,7 @@
 //! Only files written during this run count: older ones (a filtered run, a
 //! bench that failed) are reported as "not measured", never reused.
 
-use crate::util::{cargo, root, run};
+use crate::util::{cargo, root, run, target_dir};
 use anyhow::{Context, Result};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -299,15 +299,6 @@ fn run_tf_benches(target: &Path, bench_args: &[String]) -> Result<()> {
             .env_remove("TENSORPLUG_DEVICE"))?;
     }
     Ok(())
-}
-
-/// Cargo's target dir: `$CARGO_TARGET_DIR` (relative to the workspace root)
-/// or `<root>/target`.
-pub fn target_dir() -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) => root().join(dir),
-        None => root().join("target"),
-    }
 }
 
 /// The median ns per iteration of criterion bench `id` (`group/bench`), if

@@ -2,8 +2,7 @@
 //! ring's unit tests and on the abi's raw-pointer tests, and the loom model
 //! of the ring. Run by `cargo xtask test`.
 
-use crate::bench::target_dir;
-use crate::util::{root, run};
+use crate::util::{root, run, target_dir};
 use anyhow::Result;
 use std::process::Command;
 

@@ -158,13 +158,13 @@ pub fn plugin_build_command(krate: &PluginCrate) -> Command {
     let mut cmd = cargo();
     cmd.args(["build", "--release", "--package", krate.package])
         .arg("--lib")
-        .env("CARGO_TARGET_DIR", crate::bench::target_dir());
+        .env("CARGO_TARGET_DIR", crate::util::target_dir());
     cmd
 }
 
 /// Where [`plugin_build_command`] leaves the `.so`.
 pub fn plugin_built_path(krate: &PluginCrate) -> PathBuf {
-    crate::bench::target_dir()
+    crate::util::target_dir()
         .join("release")
         .join(krate.so_file())
 }

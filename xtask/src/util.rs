@@ -66,3 +66,12 @@ fn describe(cmd: &Command) -> String {
     }
     line
 }
+
+/// Cargo's target dir: `$CARGO_TARGET_DIR` (relative to the workspace root)
+/// or `<root>/target`.
+pub fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => root().join(dir),
+        None => root().join("target"),
+    }
+}
