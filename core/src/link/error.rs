@@ -1,6 +1,6 @@
 //! Link errors: one specific variant per way a frame can be bad.
 
-use super::handshake::ProtocolVersion;
+use super::version::ProtocolVersion;
 use core::fmt;
 
 /// Everything that can go wrong encoding, decoding or negotiating a frame.

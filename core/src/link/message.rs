@@ -5,12 +5,12 @@
 //! indices), so adding a message never renumbers another.
 
 use super::error::LinkError;
-use super::handshake::{PROTOCOL_VERSION, ProtocolVersion};
 use super::ops::{
     Allocate, ClockValue, Deallocate, DrainEvents, GetInfo, Info, MemoryState, ReadClock, Reset,
     Submit,
 };
 use super::records::EventRecords;
+use super::version::{PROTOCOL_VERSION, ProtocolVersion};
 use super::{MAX_BULK_CHUNK, MAX_FRAME_LEN};
 use postcard::ser_flavors::Flavor;
 use serde::{Deserialize, Serialize};

@@ -29,6 +29,7 @@ mod records;
 mod sequence;
 pub mod server;
 mod session;
+mod version;
 
 #[cfg(test)]
 mod tests;
@@ -38,7 +39,7 @@ pub use client::{LinkStream, OP_LEVEL_VERSION, RemoteAccelerator, RemoteError};
 pub use decode::{Decoder, FeedResult, Frame, decode_frame};
 pub use encode::{Encoder, encode_frame};
 pub use error::{LinkError, LinkErrorKind};
-pub use handshake::{Agreement, PROTOCOL_VERSION, ProtocolVersion, negotiate};
+pub use handshake::{Agreement, negotiate};
 pub use header::{FrameHeader, HEADER_LEN, NO_REQUEST};
 pub use message::{
     Ack, Completion, ErrorResponse, EventBatch, Hello, MemoryData, Message, MessageClass,
@@ -50,6 +51,7 @@ pub use records::{EVENT_RECORD_LEN, EventRecords};
 pub use sequence::SequenceTracker;
 pub use server::OpServer;
 pub use session::Session;
+pub use version::{PROTOCOL_VERSION, ProtocolVersion};
 
 /// Bytes of CRC-32 at the end of every frame.
 pub const CRC_LEN: usize = 4;
