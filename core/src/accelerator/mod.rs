@@ -123,15 +123,18 @@
 //! ```
 
 mod caps;
+mod device_info;
 mod op;
+mod shape_error;
 mod types;
 mod window;
 
 pub use caps::{Capabilities, DTypeSet, OpSet};
-pub use op::{OpDesc, OpKind, ShapeError, broadcast_shapes, matmul_shape};
+pub use device_info::DeviceInfo;
+pub use op::{OpDesc, OpKind, broadcast_shapes, matmul_shape};
+pub use shape_error::ShapeError;
 pub use types::{
-    DType, DeviceAddr, DeviceInfo, Drained, Fence, MAX_RANK, MemoryUsage, QueueId, Shape,
-    TensorDesc, Version,
+    DType, DeviceAddr, Drained, Fence, MAX_RANK, MemoryUsage, QueueId, Shape, TensorDesc, Version,
 };
 pub use window::{Activation, Window};
 

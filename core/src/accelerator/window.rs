@@ -1,6 +1,6 @@
 //! 2-D sliding windows over NHWC tensors: convolutions and pools.
 
-use super::op::ShapeError;
+use super::shape_error::ShapeError;
 use super::types::Shape;
 
 /// Where a window op samples its input. TF's `SAME`/`VALID`/`EXPLICIT`
