@@ -186,3 +186,24 @@ pub fn scratch_dir(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).expect("create scratch dir");
     dir
 }
+
+/// Asserts that the scenario `what` was not killed by a signal (a SIGSEGV
+/// in TF or the plugin) and exited 0; returns its stdout. The failure
+/// message holds its stdout and the end of its stderr.
+pub fn expect_success(output: &Output, what: &str) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let tail = &stderr[stderr.floor_char_boundary(stderr.len().saturating_sub(6000))..];
+    assert_eq!(
+        output.status.signal(),
+        None,
+        "{what} was killed by a signal (SIGSEGV is 11):\nstdout:\n{stdout}\nstderr:\n{tail}"
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{what} failed:\nstdout:\n{stdout}\nstderr:\n{tail}"
+    );
+    stdout
+}

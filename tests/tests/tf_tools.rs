@@ -11,27 +11,13 @@
 //! with `FPGA:0`, which compares its results with the reference's. A crash
 //! fails only its case.
 
-use std::os::unix::process::ExitStatusExt;
-use std::process::Output;
-use tensorplug_tests::{run_tf_with_plugin, scratch_dir};
+use tensorplug_tests::{expect_success, run_tf_with_plugin, scratch_dir};
 
 /// Runs `case` as `role` and asserts no signal, exit 0 and its `PASS`.
 fn run_role(case: &str, role: &str, devices: Option<&str>, out: &str) -> String {
     let args = ["--case", case, "--role", role, "--out", out];
-    let output: Output = run_tf_with_plugin("tf_tools.py", &args, devices);
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let tail = &stderr[stderr.len().saturating_sub(6000)..];
-    assert_eq!(
-        output.status.signal(),
-        None,
-        "{case} [{role}] was killed by a signal (SIGSEGV is 11):\nstdout:\n{stdout}\nstderr:\n{tail}"
-    );
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{case} [{role}] failed:\nstdout:\n{stdout}\nstderr:\n{tail}"
-    );
+    let output = run_tf_with_plugin("tf_tools.py", &args, devices);
+    let stdout = expect_success(&output, &format!("{case} [{role}]"));
     let marker = format!("{case} [{role}]: PASS");
     assert!(stdout.contains(&marker), "no `{marker}` in:\n{stdout}");
     stdout

@@ -5,25 +5,12 @@
 //! refusing kernels (before them, TF's `DEVICE_DEFAULT` kernels segfaulted
 //! on device memory), and the process keeps working.
 
-use std::os::unix::process::ExitStatusExt;
-use tensorplug_tests::run_tf_with_plugin;
+use tensorplug_tests::{expect_success, run_tf_with_plugin};
 
 #[test]
 fn keras_trains_fpga_variables_and_eager_updates_are_clear_errors() {
     let output = run_tf_with_plugin("tf_variables_on_fpga.py", &[], None);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let tail = &stderr[stderr.len().saturating_sub(6000)..];
-    assert_eq!(
-        output.status.signal(),
-        None,
-        "the scenario was killed by a signal (SIGSEGV is 11):\nstdout:\n{stdout}\nstderr:\n{tail}"
-    );
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "scenario failed:\nstdout:\n{stdout}\nstderr:\n{tail}"
-    );
+    let stdout = expect_success(&output, "tf_variables_on_fpga.py");
     for marker in [
         "registered: FPGA AssignAddVariableOp and AssignSubVariableOp for every dtype",
         "no device scope: a new variable lives on device:FPGA:0",
@@ -52,14 +39,7 @@ fn keras_trains_fpga_variables_and_eager_updates_are_clear_errors() {
 #[test]
 fn every_op_beside_an_fpga_variable_trains_equal_to_the_cpu() {
     let output = run_tf_with_plugin("tf_variable_ops.py", &[], None);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let tail = &stderr[stderr.len().saturating_sub(6000)..];
-    assert_eq!(
-        (output.status.signal(), output.status.code()),
-        (None, Some(0)),
-        "scenario failed:\nstdout:\n{stdout}\nstderr:\n{tail}"
-    );
+    let stdout = expect_success(&output, "tf_variable_ops.py");
     let keras3 = tensorplug_tests::tf_minor_version() >= (2, 16);
     let mut markers = vec![
         "variable ops without a DEVICE_DEFAULT kernel have an FPGA kernel".to_string(),
