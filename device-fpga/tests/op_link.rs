@@ -102,13 +102,14 @@ fn peer_speaking(version: ProtocolVersion) -> std::net::SocketAddr {
 #[test]
 fn a_firmware_without_the_op_level_mode_is_refused_naming_both_versions() {
     for (peer, needles) in [
+        // 1.1: the op-level mode with per-op wire codes, before the catalogue.
         (
-            ProtocolVersion { major: 1, minor: 0 },
-            ["speaks link protocol 1.0", "needs 1.1"],
+            ProtocolVersion { major: 1, minor: 1 },
+            ["we speak 2.0", "the peer speaks 1.1"],
         ),
         (
-            ProtocolVersion { major: 2, minor: 0 },
-            ["we speak 1.1", "the peer speaks 2.0"],
+            ProtocolVersion { major: 3, minor: 0 },
+            ["we speak 2.0", "the peer speaks 3.0"],
         ),
     ] {
         let stream = TcpStream::connect(peer_speaking(peer)).unwrap();

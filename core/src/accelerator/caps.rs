@@ -2,64 +2,33 @@
 //! records profiling events. The host bridge registers TF kernels only for
 //! what a device declares; everything else falls back to TF's CPU kernels.
 
+use super::catalogue::{BUILTIN, OpDecl};
 use super::op::OpKind;
-use super::types::DType;
-use super::types::MAX_RANK;
-use super::window::{Activation, Window};
+use super::types::{DType, DTypeSet};
 
-/// A set of op families ([`OpKind`] variants, attributes aside).
+/// Words in an [`OpSet`]: room for 256 built-in ops.
+pub const OP_SET_WORDS: usize = 4;
+
+/// A set of built-in ops ([`BUILTIN`] indices; attributes do not count).
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct OpSet(u32);
-
-/// Every op family, in bit order.
-const FAMILIES: [OpKind; 30] = [
-    OpKind::MatMul {
-        transpose_a: false,
-        transpose_b: false,
-    },
-    OpKind::FusedMatMul {
-        transpose_a: false,
-        transpose_b: false,
-        relu: false,
-    },
-    OpKind::BiasAdd,
-    OpKind::Add,
-    OpKind::Sub,
-    OpKind::Mul,
-    OpKind::Maximum,
-    OpKind::Relu,
-    OpKind::Softmax,
-    OpKind::ReduceSum,
-    OpKind::Div,
-    OpKind::DivNoNan,
-    OpKind::Pow,
-    OpKind::ReluGrad,
-    OpKind::Sqrt,
-    OpKind::Rsqrt,
-    OpKind::LogSoftmax,
-    OpKind::Relu6,
-    OpKind::Sigmoid,
-    OpKind::Tanh,
-    OpKind::Conv2D(Window::new([1, 1])),
-    OpKind::DepthwiseConv2D(Window::new([1, 1])),
-    OpKind::MaxPool(Window::new([1, 1])),
-    OpKind::AvgPool(Window::new([1, 1])),
-    OpKind::Conv2DBackpropInput(Window::new([1, 1])),
-    OpKind::Conv2DBackpropFilter(Window::new([1, 1])),
-    OpKind::MaxPoolGrad(Window::new([1, 1])),
-    OpKind::AvgPoolGrad(Window::new([1, 1])),
-    OpKind::FusedConv2D(Window::new([1, 1]), Activation::None),
-    OpKind::Transpose([0; MAX_RANK]),
-];
+pub struct OpSet([u64; OP_SET_WORDS]);
 
 impl OpSet {
     /// No op.
-    pub const EMPTY: Self = Self(0);
-    /// Every op family tensorplug knows.
-    pub const ALL: Self = Self::of(&FAMILIES);
+    pub const EMPTY: Self = Self([0; OP_SET_WORDS]);
+    /// Every op tensorplug knows.
+    pub const ALL: Self = {
+        let mut set = Self::EMPTY;
+        let mut i = 0;
+        while i < BUILTIN.len() {
+            set = set.with(BUILTIN[i].kind);
+            i += 1;
+        }
+        set
+    };
 
-    /// The set of `kinds`' families.
+    /// The set of `kinds`' ops.
     pub const fn of(kinds: &[OpKind]) -> Self {
         let mut set = Self::EMPTY;
         let mut i = 0;
@@ -70,67 +39,71 @@ impl OpSet {
         set
     }
 
-    /// `self` plus `kind`'s family.
-    pub const fn with(self, kind: OpKind) -> Self {
-        Self(self.0 | 1 << kind.family_index())
+    /// `self` plus `kind`'s op.
+    pub const fn with(mut self, kind: OpKind) -> Self {
+        let i = kind.index();
+        self.0[i / 64] |= 1 << (i % 64);
+        self
     }
 
-    /// Whether `kind`'s family is in the set.
+    /// Whether `kind`'s op is in the set.
     pub const fn contains(self, kind: OpKind) -> bool {
-        self.0 & (1 << kind.family_index()) != 0
+        let i = kind.index();
+        self.0[i / 64] & (1 << (i % 64)) != 0
     }
 
-    /// The families in both sets.
-    pub const fn intersection(self, other: Self) -> Self {
-        Self(self.0 & other.0)
+    /// The ops in both sets.
+    pub const fn intersection(mut self, other: Self) -> Self {
+        let mut w = 0;
+        while w < OP_SET_WORDS {
+            self.0[w] &= other.0[w];
+            w += 1;
+        }
+        self
     }
 
-    /// Whether every family of `self` is in `other`.
+    /// Whether every op of `self` is in `other`.
     pub const fn is_subset(self, other: Self) -> bool {
-        self.0 & !other.0 == 0
+        let mut w = 0;
+        while w < OP_SET_WORDS {
+            if self.0[w] & !other.0[w] != 0 {
+                return false;
+            }
+            w += 1;
+        }
+        true
     }
 
     /// Whether the set is empty.
     pub const fn is_empty(self) -> bool {
-        self.0 == 0
+        self.is_subset(Self::EMPTY)
     }
 
-    /// One representative [`OpKind`] per family in the set (attributes false).
+    /// The set as bits, bit `i` of word `i / 64` for op code `i + 1` (the link's form).
+    pub const fn words(self) -> [u64; OP_SET_WORDS] {
+        self.0
+    }
+
+    /// The set from [`words`](Self::words); bits of codes not in
+    /// [`BUILTIN`] (a newer peer's ops) are dropped.
+    pub const fn from_words(words: [u64; OP_SET_WORDS]) -> Self {
+        Self::ALL.intersection(Self(words))
+    }
+
+    /// The declarations of the ops in the set, in code order.
+    pub fn decls(self) -> impl Iterator<Item = &'static OpDecl> {
+        BUILTIN.iter().filter(move |d| self.contains(d.kind))
+    }
+
+    /// One representative [`OpKind`] per op in the set (default attributes).
     pub fn iter(self) -> impl Iterator<Item = OpKind> {
-        FAMILIES.into_iter().filter(move |&k| self.contains(k))
+        self.decls().map(|d| d.kind)
     }
 }
 
 impl core::fmt::Debug for OpSet {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_set()
-            .entries(self.iter().map(OpKind::name))
-            .finish()
-    }
-}
-
-/// A set of element types.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct DTypeSet(u8);
-
-impl DTypeSet {
-    /// No type.
-    pub const EMPTY: Self = Self(0);
-
-    /// `self` plus `dtype`.
-    pub const fn with(self, dtype: DType) -> Self {
-        Self(self.0 | 1 << (dtype as u8))
-    }
-
-    /// Whether `dtype` is in the set.
-    pub const fn contains(self, dtype: DType) -> bool {
-        self.0 & (1 << (dtype as u8)) != 0
-    }
-
-    /// The types in both sets.
-    pub const fn intersection(self, other: Self) -> Self {
-        Self(self.0 & other.0)
+        f.debug_set().entries(self.decls().map(|d| d.name)).finish()
     }
 }
 
@@ -190,17 +163,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn families_are_distinct_bits_and_attributes_do_not_matter() {
-        for (i, kind) in FAMILIES.iter().enumerate() {
-            assert_eq!(kind.family_index() as usize, i, "{kind:?}");
-        }
+    fn ops_are_distinct_bits_and_attributes_do_not_matter() {
         let set = OpSet::EMPTY.with(OpKind::MatMul {
             transpose_a: true,
             transpose_b: true,
         });
-        assert!(set.contains(FAMILIES[0]));
+        assert!(set.contains(BUILTIN[0].kind));
         assert!(!set.contains(OpKind::Relu));
-        assert_eq!(OpSet::ALL.iter().count(), FAMILIES.len());
+        assert_eq!(OpSet::ALL.iter().count(), BUILTIN.len());
+        let last = BUILTIN[BUILTIN.len() - 1].kind;
+        assert_eq!(
+            OpSet::of(&[last]).iter().collect::<heapless::Vec<_, 2>>(),
+            [last]
+        );
     }
 
     #[test]

@@ -123,18 +123,21 @@
 //! ```
 
 mod caps;
+mod catalogue;
 mod device_info;
 mod op;
 mod shape_error;
 mod types;
 mod window;
 
-pub use caps::{Capabilities, DTypeSet, OpSet};
+pub use caps::{Capabilities, OP_SET_WORDS, OpSet};
+pub use catalogue::{ATTR_BYTES, Attrs, BUILTIN, Namespace, OpDecl, OpId, builtin};
 pub use device_info::DeviceInfo;
 pub use op::{OpDesc, OpKind, broadcast_shapes, matmul_shape};
 pub use shape_error::ShapeError;
 pub use types::{
-    DType, DeviceAddr, Drained, Fence, MAX_RANK, MemoryUsage, QueueId, Shape, TensorDesc, Version,
+    DType, DTypeSet, DeviceAddr, Drained, Fence, MAX_RANK, MemoryUsage, QueueId, Shape, TensorDesc,
+    Version,
 };
 pub use window::{Activation, Window};
 

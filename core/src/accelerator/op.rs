@@ -1,7 +1,7 @@
 //! Op descriptors and their shape rules.
 
 use super::shape_error::ShapeError;
-use super::types::{DType, MAX_RANK, Shape, TensorDesc};
+use super::types::{MAX_RANK, Shape, TensorDesc};
 use super::window::{Activation, Window, WindowOp, window_shape};
 
 /// The ops tensorplug knows, all f32 for now. Element-wise binary ops
@@ -111,78 +111,6 @@ pub struct OpDesc<'a> {
 }
 
 impl OpKind {
-    /// The family's name, as in [`OpSet`](super::OpSet)'s `Debug` and errors.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::MatMul { .. } => "MatMul",
-            Self::FusedMatMul { .. } => "FusedMatMul",
-            Self::BiasAdd => "BiasAdd",
-            Self::Add => "Add",
-            Self::Sub => "Sub",
-            Self::Mul => "Mul",
-            Self::Maximum => "Maximum",
-            Self::Relu => "Relu",
-            Self::Softmax => "Softmax",
-            Self::ReduceSum => "ReduceSum",
-            Self::Div => "Div",
-            Self::DivNoNan => "DivNoNan",
-            Self::Pow => "Pow",
-            Self::ReluGrad => "ReluGrad",
-            Self::Sqrt => "Sqrt",
-            Self::Rsqrt => "Rsqrt",
-            Self::LogSoftmax => "LogSoftmax",
-            Self::Relu6 => "Relu6",
-            Self::Sigmoid => "Sigmoid",
-            Self::Tanh => "Tanh",
-            Self::Conv2D(_) => "Conv2D",
-            Self::DepthwiseConv2D(_) => "DepthwiseConv2D",
-            Self::MaxPool(_) => "MaxPool",
-            Self::AvgPool(_) => "AvgPool",
-            Self::Conv2DBackpropInput(_) => "Conv2DBackpropInput",
-            Self::Conv2DBackpropFilter(_) => "Conv2DBackpropFilter",
-            Self::MaxPoolGrad(_) => "MaxPoolGrad",
-            Self::AvgPoolGrad(_) => "AvgPoolGrad",
-            Self::FusedConv2D(..) => "FusedConv2D",
-            Self::Transpose(_) => "Transpose",
-        }
-    }
-
-    /// The family's bit in an [`OpSet`](super::OpSet).
-    pub(super) const fn family_index(self) -> u32 {
-        match self {
-            Self::MatMul { .. } => 0,
-            Self::FusedMatMul { .. } => 1,
-            Self::BiasAdd => 2,
-            Self::Add => 3,
-            Self::Sub => 4,
-            Self::Mul => 5,
-            Self::Maximum => 6,
-            Self::Relu => 7,
-            Self::Softmax => 8,
-            Self::ReduceSum => 9,
-            Self::Div => 10,
-            Self::DivNoNan => 11,
-            Self::Pow => 12,
-            Self::ReluGrad => 13,
-            Self::Sqrt => 14,
-            Self::Rsqrt => 15,
-            Self::LogSoftmax => 16,
-            Self::Relu6 => 17,
-            Self::Sigmoid => 18,
-            Self::Tanh => 19,
-            Self::Conv2D(_) => 20,
-            Self::DepthwiseConv2D(_) => 21,
-            Self::MaxPool(_) => 22,
-            Self::AvgPool(_) => 23,
-            Self::Conv2DBackpropInput(_) => 24,
-            Self::Conv2DBackpropFilter(_) => 25,
-            Self::MaxPoolGrad(_) => 26,
-            Self::AvgPoolGrad(_) => 27,
-            Self::FusedConv2D(..) => 28,
-            Self::Transpose(_) => 29,
-        }
-    }
-
     /// Whether this is a broadcasting element-wise binary op.
     pub const fn is_binary(self) -> bool {
         matches!(
@@ -197,20 +125,6 @@ impl OpKind {
                 | Self::ReluGrad
         )
     }
-
-    /// Number of inputs this op takes.
-    pub const fn input_count(self) -> usize {
-        match self {
-            Self::MatMul { .. } | Self::BiasAdd => 2,
-            Self::FusedMatMul { .. } => 3,
-            Self::Conv2D(_) | Self::DepthwiseConv2D(_) => 2,
-            Self::Conv2DBackpropInput(_) | Self::Conv2DBackpropFilter(_) => 2,
-            Self::MaxPoolGrad(_) => 2,
-            Self::FusedConv2D(..) => 3,
-            _ if self.is_binary() => 2,
-            _ => 1,
-        }
-    }
 }
 
 impl OpDesc<'_> {
@@ -224,8 +138,10 @@ impl OpDesc<'_> {
             });
         }
         let out_index = want as u8;
+        let dtypes = self.kind.decl().dtypes;
+        let first = self.inputs.first().unwrap_or(&self.output).dtype;
         for (i, t) in self.inputs.iter().chain([&self.output]).enumerate() {
-            if t.dtype != DType::F32 {
+            if t.dtype != first || !dtypes.contains(t.dtype) {
                 return Err(ShapeError::DType { operand: i as u8 });
             }
             t.byte_len().ok_or(ShapeError::Overflow)?;

@@ -78,7 +78,8 @@ pub struct Drained {
     pub dropped: u64,
 }
 
-/// Element type of a tensor.
+/// Element type of a tensor. The discriminant is its code on the link, in
+/// the device ABI and in a [`DTypeSet`]; append only.
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -86,14 +87,108 @@ pub struct Drained {
 pub enum DType {
     /// IEEE-754 binary32.
     F32 = 1,
+    /// IEEE-754 binary16.
+    F16 = 2,
+    /// bfloat16: binary32's exponent, 7 mantissa bits.
+    BF16 = 3,
+    /// Signed 8-bit integer (quantized values).
+    I8 = 4,
+    /// Unsigned 8-bit integer.
+    U8 = 5,
+    /// Signed 32-bit integer (indices, int8 accumulators).
+    I32 = 6,
 }
 
 impl DType {
+    /// Every element type, in code order.
+    pub const ALL: [Self; 6] = [
+        Self::F32,
+        Self::F16,
+        Self::BF16,
+        Self::I8,
+        Self::U8,
+        Self::I32,
+    ];
+
     /// Bytes per element.
     pub const fn size(self) -> usize {
         match self {
-            Self::F32 => 4,
+            Self::F32 | Self::I32 => 4,
+            Self::F16 | Self::BF16 => 2,
+            Self::I8 | Self::U8 => 1,
         }
+    }
+
+    /// The type with code `code`.
+    pub const fn from_code(code: u8) -> Option<Self> {
+        let mut i = 0;
+        while i < Self::ALL.len() {
+            if Self::ALL[i] as u8 == code {
+                return Some(Self::ALL[i]);
+            }
+            i += 1;
+        }
+        None
+    }
+
+    /// The type's lower-case name (`f32`, `bf16`, `i8`, …).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::F32 => "f32",
+            Self::F16 => "f16",
+            Self::BF16 => "bf16",
+            Self::I8 => "i8",
+            Self::U8 => "u8",
+            Self::I32 => "i32",
+        }
+    }
+}
+
+/// A set of element types: bit `code` for each [`DType`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct DTypeSet(u32);
+
+impl DTypeSet {
+    /// No type.
+    pub const EMPTY: Self = Self(0);
+
+    /// `self` plus `dtype`.
+    pub const fn with(self, dtype: DType) -> Self {
+        Self(self.0 | 1 << (dtype as u8))
+    }
+
+    /// Whether `dtype` is in the set.
+    pub const fn contains(self, dtype: DType) -> bool {
+        self.0 & (1 << (dtype as u8)) != 0
+    }
+
+    /// The types in both sets.
+    pub const fn intersection(self, other: Self) -> Self {
+        Self(self.0 & other.0)
+    }
+
+    /// The set as bits (the link's form).
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// The set from [`bits`](Self::bits); unknown codes are dropped.
+    pub const fn from_bits(bits: u32) -> Self {
+        let mut set = Self::EMPTY;
+        let mut i = 0;
+        while i < DType::ALL.len() {
+            if bits & (1 << (DType::ALL[i] as u8)) != 0 {
+                set = set.with(DType::ALL[i]);
+            }
+            i += 1;
+        }
+        set
+    }
+
+    /// The types in the set, in code order.
+    pub fn iter(self) -> impl Iterator<Item = DType> {
+        DType::ALL.into_iter().filter(move |&d| self.contains(d))
     }
 }
 

@@ -627,3 +627,49 @@ crate::conformance_tests!(
         ..Config::default()
     }
 );
+
+/// The case of op `name`: `op_` and the name in lower case, words split by
+/// `_` anywhere (`op_matmul` for `MatMul`, `op_max_pool_grad` for `MaxPoolGrad`).
+fn case_of(name: &str) -> Option<&'static str> {
+    let want = name.to_ascii_lowercase();
+    CASES.iter().copied().find(|case| {
+        case.strip_prefix("op_")
+            .is_some_and(|rest| rest.replace('_', "") == want)
+    })
+}
+
+#[test]
+fn every_declared_op_has_its_case_cases_and_a_reference_kernel() {
+    use crate::accelerator::BUILTIN;
+    for decl in &BUILTIN {
+        assert!(
+            case_of(decl.name).is_some(),
+            "{}: no case op_… in CASES",
+            decl.name
+        );
+        let cases = ops::cases_for(decl.kind);
+        assert!(!cases.is_empty(), "{}: no conformance cases", decl.name);
+        for case in cases {
+            assert_eq!(case.kind.decl().id, decl.id, "{}", case.label());
+            let shapes: Vec<Shape> = case
+                .inputs
+                .iter()
+                .map(|(d, _)| Shape::new(d).unwrap())
+                .collect();
+            let inputs: Vec<(&[f32], Shape)> = case
+                .inputs
+                .iter()
+                .zip(&shapes)
+                .map(|((_, data), s)| (data.as_slice(), *s))
+                .collect();
+            let out_shape = Shape::new(&case.out).unwrap();
+            let mut out = vec![0.0; out_shape.elements().unwrap() as usize];
+            let ran = reference::run(case.kind, &inputs, out_shape, &mut out);
+            assert!(
+                ran.is_ok(),
+                "{}: the reference kernel refused it: {ran:?}",
+                case.label()
+            );
+        }
+    }
+}

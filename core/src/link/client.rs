@@ -25,8 +25,9 @@ use crate::accelerator::{
 };
 use crate::event::Event;
 
-/// The first protocol version with the op-level mode.
-pub const OP_LEVEL_VERSION: ProtocolVersion = ProtocolVersion { major: 1, minor: 1 };
+/// The first protocol version with the op-level mode as it is now (2.0:
+/// ops by catalogue identity and attribute block; 1.1 had per-op codes).
+pub const OP_LEVEL_VERSION: ProtocolVersion = ProtocolVersion { major: 2, minor: 0 };
 
 /// A byte stream whose reads can be bounded.
 pub trait LinkStream: Read + Write {

@@ -6,8 +6,8 @@
 //! reorder. `docs/link-protocol.md` lists them byte by byte.
 
 use crate::accelerator::{
-    Capabilities, DType, DTypeSet, DeviceAddr, DeviceInfo, ErrorKind, MAX_RANK, OpDesc, OpKind,
-    OpSet, Shape, TensorDesc, Version,
+    Attrs, Capabilities, DType, DTypeSet, DeviceAddr, DeviceInfo, ErrorKind, MAX_RANK,
+    OP_SET_WORDS, OpDesc, OpId, OpKind, OpSet, Shape, TensorDesc, Version, builtin,
 };
 use serde::{Deserialize, Serialize};
 
@@ -70,16 +70,17 @@ pub enum Command<'a> {
     Fence,
 }
 
-/// An [`OpDesc`] on the wire.
+/// An [`OpDesc`] on the wire: the op's catalogue identity and attribute
+/// block, so that every op crosses the link with no per-op wire code.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct WireOp {
     /// Profiling id of the launch.
     pub op_id: u16,
-    /// [`OpCode`] of the op family.
-    pub code: u8,
-    /// Attribute bits: 1 = transpose a, 2 = transpose b, 4 = ReLU.
-    pub flags: u8,
+    /// Which op ([`OpDecl::id`](crate::accelerator::OpDecl::id)).
+    pub op: OpId,
+    /// Its attributes.
+    pub attrs: Attrs,
     /// Input tensors (at most 3).
     pub inputs: heapless::Vec<WireTensor, 3>,
     /// Output tensor.
@@ -92,52 +93,11 @@ pub struct WireOp {
 pub struct WireTensor {
     /// Device address.
     pub addr: u64,
-    /// [`DType`] as `u8` (1 = f32).
+    /// [`DType`] code (1 = f32).
     pub dtype: u8,
     /// Dimensions, outermost first (at most [`MAX_RANK`]).
     pub dims: heapless::Vec<u64, MAX_RANK>,
 }
-
-/// Op family codes of [`WireOp::code`] (stable wire values).
-const OP_CODES: [(u8, OpKind); 20] = [
-    (
-        1,
-        OpKind::MatMul {
-            transpose_a: false,
-            transpose_b: false,
-        },
-    ),
-    (
-        2,
-        OpKind::FusedMatMul {
-            transpose_a: false,
-            transpose_b: false,
-            relu: false,
-        },
-    ),
-    (3, OpKind::BiasAdd),
-    (4, OpKind::Add),
-    (5, OpKind::Sub),
-    (6, OpKind::Mul),
-    (7, OpKind::Maximum),
-    (8, OpKind::Relu),
-    (9, OpKind::Softmax),
-    (10, OpKind::ReduceSum),
-    (11, OpKind::Div),
-    (12, OpKind::DivNoNan),
-    (13, OpKind::Pow),
-    (14, OpKind::ReluGrad),
-    (15, OpKind::Sqrt),
-    (16, OpKind::Rsqrt),
-    (17, OpKind::LogSoftmax),
-    (18, OpKind::Relu6),
-    (19, OpKind::Sigmoid),
-    (20, OpKind::Tanh),
-];
-
-const TRANSPOSE_A: u8 = 1;
-const TRANSPOSE_B: u8 = 2;
-const RELU: u8 = 4;
 
 /// Why a wire op does not describe an op.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,10 +117,7 @@ impl WireTensor {
 
     /// The descriptor, or `BadOp` for an unknown dtype.
     pub fn to_desc(&self) -> Result<TensorDesc, BadOp> {
-        let dtype = match self.dtype {
-            1 => DType::F32,
-            _ => return Err(BadOp),
-        };
+        let dtype = DType::from_code(self.dtype).ok_or(BadOp)?;
         let shape = Shape::new(&self.dims).ok_or(BadOp)?;
         Ok(TensorDesc::new(DeviceAddr(self.addr), dtype, shape))
     }
@@ -169,68 +126,25 @@ impl WireTensor {
 impl WireOp {
     /// The wire form of `op`, or `BadOp` for more than 3 inputs.
     pub fn from_desc(op: &OpDesc<'_>) -> Result<Self, BadOp> {
-        let (flags, family) = match op.kind {
-            OpKind::MatMul {
-                transpose_a,
-                transpose_b,
-            } => (
-                flag(transpose_a, TRANSPOSE_A) | flag(transpose_b, TRANSPOSE_B),
-                1,
-            ),
-            OpKind::FusedMatMul {
-                transpose_a,
-                transpose_b,
-                relu,
-            } => (
-                flag(transpose_a, TRANSPOSE_A) | flag(transpose_b, TRANSPOSE_B) | flag(relu, RELU),
-                2,
-            ),
-            other => (0, code_of(other).ok_or(BadOp)?),
-        };
         let mut inputs = heapless::Vec::new();
         for t in op.inputs {
             inputs.push(WireTensor::from_desc(t)).map_err(|_| BadOp)?;
         }
         Ok(Self {
             op_id: op.op_id,
-            code: family,
-            flags,
+            op: op.kind.decl().id,
+            attrs: op.kind.attrs(),
             inputs,
             output: WireTensor::from_desc(&op.output),
         })
     }
 
-    /// The op kind, or `BadOp` for an unknown code or stray flags.
+    /// The op kind, or `BadOp` for an unknown op or an attribute block it
+    /// does not write.
     pub fn kind(&self) -> Result<OpKind, BadOp> {
-        let (a, b, r) = (
-            self.flags & TRANSPOSE_A != 0,
-            self.flags & TRANSPOSE_B != 0,
-            self.flags & RELU != 0,
-        );
-        let allowed = match self.code {
-            1 => TRANSPOSE_A | TRANSPOSE_B,
-            2 => TRANSPOSE_A | TRANSPOSE_B | RELU,
-            _ => 0,
-        };
-        if self.flags & !allowed != 0 {
-            return Err(BadOp);
-        }
-        Ok(match self.code {
-            1 => OpKind::MatMul {
-                transpose_a: a,
-                transpose_b: b,
-            },
-            2 => OpKind::FusedMatMul {
-                transpose_a: a,
-                transpose_b: b,
-                relu: r,
-            },
-            code => OP_CODES
-                .iter()
-                .find(|(c, _)| *c == code)
-                .map(|(_, k)| *k)
-                .ok_or(BadOp)?,
-        })
+        builtin(self.op)
+            .and_then(|decl| decl.kind(&self.attrs))
+            .ok_or(BadOp)
     }
 
     /// Decodes the tensors into `inputs` and returns the op.
@@ -245,17 +159,6 @@ impl WireOp {
             op_id: self.op_id,
         })
     }
-}
-
-fn flag(on: bool, bit: u8) -> u8 {
-    if on { bit } else { 0 }
-}
-
-fn code_of(kind: OpKind) -> Option<u8> {
-    OP_CODES
-        .iter()
-        .find(|(_, k)| core::mem::discriminant(k) == core::mem::discriminant(&kind))
-        .map(|(c, _)| *c)
 }
 
 /// Asks for the device's [`DeviceInfo`]; answered by [`Info`].
@@ -277,9 +180,9 @@ pub struct Info<'a> {
     pub abi: [u16; 3],
     /// Ordered queues.
     pub queues: u8,
-    /// [`OpSet`] bits (bit `code - 1` for each [`OpCode`]).
-    pub ops: u32,
-    /// dtype bits (bit `dtype - 1`).
+    /// [`OpSet::words`]: bit `code - 1` for each built-in op.
+    pub ops: [u64; OP_SET_WORDS],
+    /// [`DTypeSet::bits`]: bit `code` for each [`DType`].
     pub dtypes: u32,
     /// Whether the device records profiling events.
     pub profiling: bool,
@@ -289,12 +192,6 @@ impl<'a> Info<'a> {
     /// The wire form of `info`.
     pub fn from_info(info: &'a DeviceInfo) -> Self {
         let caps = info.capabilities;
-        let mut ops = 0;
-        for (code, kind) in OP_CODES {
-            if caps.ops.contains(kind) {
-                ops |= 1 << (code - 1);
-            }
-        }
         Self {
             name: info.name.as_str(),
             memory_bytes: info.memory_bytes,
@@ -305,24 +202,16 @@ impl<'a> Info<'a> {
                 info.abi_version.patch,
             ],
             queues: info.queues,
-            ops,
-            dtypes: u32::from(caps.dtypes.contains(DType::F32)),
+            ops: caps.ops.words(),
+            dtypes: caps.dtypes.bits(),
             profiling: caps.profiling,
         }
     }
 
     /// The device info (unknown op and dtype bits are ignored).
     pub fn to_info(&self) -> DeviceInfo {
-        let mut ops = OpSet::EMPTY;
-        for (code, kind) in OP_CODES {
-            if self.ops & (1 << (code - 1)) != 0 {
-                ops = ops.with(kind);
-            }
-        }
-        let mut dtypes = DTypeSet::EMPTY;
-        if self.dtypes & 1 != 0 {
-            dtypes = dtypes.with(DType::F32);
-        }
+        let ops = OpSet::from_words(self.ops);
+        let dtypes = DTypeSet::from_bits(self.dtypes);
         let [major, minor, patch] = self.abi;
         DeviceInfo::new(
             self.name,
@@ -429,10 +318,17 @@ pub fn error_kind(code: u16) -> Option<ErrorKind> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::accelerator::{Activation, BUILTIN, Namespace, Window};
 
     #[test]
-    fn every_op_family_round_trips_with_its_attributes() {
+    fn every_op_round_trips_with_its_attributes() {
         let t = TensorDesc::new(DeviceAddr(64), DType::F32, Shape::new(&[2, 3]).unwrap());
+        let window = Window {
+            size: [3, 2],
+            stride: [2, 1],
+            dilation: [1, 3],
+            pad: [0, 1, 2, 0],
+        };
         let kinds = [
             OpKind::MatMul {
                 transpose_a: true,
@@ -443,26 +339,11 @@ mod tests {
                 transpose_b: true,
                 relu: true,
             },
-            OpKind::BiasAdd,
-            OpKind::Add,
-            OpKind::Sub,
-            OpKind::Mul,
-            OpKind::Maximum,
-            OpKind::Relu,
-            OpKind::Softmax,
-            OpKind::ReduceSum,
-            OpKind::Div,
-            OpKind::DivNoNan,
-            OpKind::Pow,
-            OpKind::ReluGrad,
-            OpKind::Sqrt,
-            OpKind::Rsqrt,
-            OpKind::LogSoftmax,
-            OpKind::Relu6,
-            OpKind::Sigmoid,
-            OpKind::Tanh,
+            OpKind::MaxPoolGrad(window),
+            OpKind::FusedConv2D(window, Activation::Relu),
+            OpKind::Transpose([1, 0, 0, 0, 0, 0]),
         ];
-        for kind in kinds {
+        for kind in kinds.into_iter().chain(OpSet::ALL.iter()) {
             let inputs = [t, t];
             let op = OpDesc {
                 kind,
@@ -477,30 +358,44 @@ mod tests {
     }
 
     #[test]
-    fn unknown_codes_flags_and_dtypes_are_refused() {
+    fn unknown_ops_attributes_and_dtypes_are_refused() {
         let t = WireTensor {
             addr: 0,
             dtype: 1,
             dims: heapless::Vec::new(),
         };
-        let op = |code, flags| WireOp {
-            op_id: 0,
-            code,
-            flags,
-            inputs: heapless::Vec::new(),
-            output: t.clone(),
+        let op = |code, attr0| {
+            let mut attrs = Attrs::default();
+            attrs.0[0] = attr0;
+            WireOp {
+                op_id: 0,
+                op: OpId::builtin(code),
+                attrs,
+                inputs: heapless::Vec::new(),
+                output: t.clone(),
+            }
         };
         assert_eq!(op(0, 0).kind(), Err(BadOp));
-        assert_eq!(op(21, 0).kind(), Err(BadOp));
-        assert_eq!(op(8, RELU).kind(), Err(BadOp));
-        assert_eq!(op(1, RELU).kind(), Err(BadOp));
+        assert_eq!(op(BUILTIN.len() as u16 + 1, 0).kind(), Err(BadOp));
+        assert_eq!(op(8, 4).kind(), Err(BadOp));
+        assert_eq!(op(1, 4).kind(), Err(BadOp));
+        let vendor = WireOp {
+            op: OpId {
+                namespace: Namespace::named("com.example"),
+                code: 1,
+            },
+            ..op(1, 0)
+        };
+        assert_eq!(vendor.kind(), Err(BadOp));
         let bad = WireTensor { dtype: 7, ..t };
         assert_eq!(bad.to_desc(), Err(BadOp));
     }
 
     #[test]
     fn info_round_trips_capabilities() {
-        let caps = Capabilities::f32(OpSet::of(&[OpKind::Relu, OpKind::Softmax]), true);
+        let mut caps = Capabilities::f32(OpSet::of(&[OpKind::Relu, OpKind::Softmax]), true);
+        caps.ops = caps.ops.with(OpKind::Transpose([0; MAX_RANK]));
+        caps.dtypes = caps.dtypes.with(DType::I8).with(DType::BF16);
         let info =
             DeviceInfo::new("x", 1 << 20, 100, Version::new(1, 2, 3), 2).with_capabilities(caps);
         assert_eq!(Info::from_info(&info).to_info(), info);

@@ -2,6 +2,7 @@
 //! input, chunking, and the payload-efficiency figure.
 
 use super::*;
+use crate::accelerator::{Attrs, OpId};
 use crate::event::{Event, EventKind};
 
 const BULK: [u8; 300] = {
@@ -107,7 +108,7 @@ fn every_message() -> [Message<'static>; 25] {
             clock_hz: 100_000_000,
             abi: [1, 0, 0],
             queues: 4,
-            ops: 0x3FF,
+            ops: [0x3FF, 0, 1 << 63, 0],
             dtypes: 1,
             profiling: true,
         }),
@@ -459,7 +460,7 @@ fn malformed_payload_and_length_mismatch_are_reported() {
 fn incompatible_peer_is_refused_naming_both_versions() {
     let ours = Hello::ours();
     let peer = Hello {
-        version: ProtocolVersion { major: 2, minor: 3 },
+        version: ProtocolVersion { major: 1, minor: 1 },
         max_frame_len: 512,
     };
     let err = negotiate(&ours, &peer).unwrap_err();
@@ -475,7 +476,7 @@ fn incompatible_peer_is_refused_naming_both_versions() {
     core::fmt::write(&mut text, format_args!("{err}")).unwrap();
     assert_eq!(
         text.as_str(),
-        "incompatible link protocol: we speak 1.1, the peer speaks 2.3"
+        "incompatible link protocol: we speak 2.0, the peer speaks 1.1"
     );
 }
 
@@ -628,6 +629,7 @@ impl<const M: usize> ConcatInto for [&[u8]; M] {
 fn op_level_golden_vector_matches_the_documented_bytes() {
     // docs/link-protocol.md, "Op-level mode", worked example: Relu of 4
     // floats at 0x40 into 0x80, op id 7, queue 0; sequence 2, request id 2.
+    // Relu is built-in op 8 and has no attributes (an empty block).
     let tensor = |addr| ops::WireTensor {
         addr,
         dtype: 1,
@@ -637,16 +639,32 @@ fn op_level_golden_vector_matches_the_documented_bytes() {
         queue: 0,
         command: ops::Command::Launch(ops::WireOp {
             op_id: 7,
-            code: 8,
-            flags: 0,
+            op: OpId::builtin(8),
+            attrs: Attrs::default(),
             inputs: heapless::Vec::from_slice(&[tensor(0x40)]).unwrap(),
             output: tensor(0x80),
         }),
     });
     let wire = encode(2, 2, &launch);
     let expected = [
-        0x03, 0x07, 0x02, 0x02, 0x02, 0x02, 0x0f, 0x01, 0x04, 0x04, 0x07, 0x08, 0x0f, 0x01, 0x40,
-        0x01, 0x01, 0x04, 0x80, 0x01, 0x01, 0x01, 0x04, 0xd9, 0x2d, 0x23, 0x2f, 0x00,
+        0x03, 0x07, 0x02, 0x02, 0x02, 0x02, 0x10, 0x01, 0x03, 0x04, 0x07, 0x02, 0x08, 0x0f, 0x01,
+        0x40, 0x01, 0x01, 0x04, 0x80, 0x01, 0x01, 0x01, 0x04, 0x3e, 0x8f, 0x6b, 0xf1, 0x00,
     ];
     assert_eq!(wire.as_slice(), expected.as_slice());
+}
+
+#[test]
+fn attribute_blocks_drop_trailing_zeros_and_refuse_oversized_ones() {
+    use crate::accelerator::{ATTR_BYTES, OpKind, Window};
+    let mut buf = [0u8; 64];
+    let none = postcard::to_slice(&Attrs::default(), &mut buf).unwrap();
+    assert_eq!(none, [0]);
+    let conv = OpKind::Conv2D(Window::new([3, 3])).attrs();
+    let bytes = postcard::to_slice(&conv, &mut buf).unwrap().to_vec();
+    // size 3×3, stride 1×1, dilation 1×1 (u16 LE): up to the last non-zero byte.
+    assert_eq!(bytes, [11, 3, 0, 3, 0, 1, 0, 1, 0, 1, 0, 1]);
+    assert_eq!(postcard::from_bytes::<Attrs>(&bytes), Ok(conv));
+    let mut long = [1u8; ATTR_BYTES + 2];
+    long[0] = ATTR_BYTES as u8 + 1;
+    assert!(postcard::from_bytes::<Attrs>(&long).is_err());
 }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::accelerator::DeviceAddr;
+use crate::accelerator::{DType, DeviceAddr};
 
 fn t(d: &[u64]) -> TensorDesc {
     TensorDesc::new(DeviceAddr(0), DType::F32, Shape::new(d).unwrap())

@@ -1,0 +1,392 @@
+//! The op catalogue: every op tensorplug knows, declared once, as data.
+//!
+//! A declaration ([`OpDecl`]) gives an op its name, its one stable
+//! identity ([`OpId`]: on the link, in capabilities and in errors), its
+//! operand count and element types, and a representative [`OpKind`] whose
+//! attributes travel in a fixed-size block ([`Attrs`]). Capability sets, the
+//! link's op codes and the conformance list are derived from [`BUILTIN`];
+//! nothing else lists the ops. `docs/ops.md`, "Adding a device op".
+
+use super::op::OpKind;
+use super::types::{DType, DTypeSet, MAX_RANK};
+use super::window::{Activation, Window};
+use serde::{Deserialize, Serialize};
+
+/// Whose op an [`OpId`] names: tensorplug's own (0) or a vendor's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Namespace(pub u32);
+
+impl Namespace {
+    /// tensorplug's built-in ops ([`BUILTIN`]).
+    pub const TENSORPLUG: Self = Self(0);
+
+    /// A vendor's namespace, from a name they own (e.g. `"com.acme.npu"`):
+    /// its 32-bit FNV-1a hash, never 0. Two names collide with odds of
+    /// 1 in 4·10⁹; the host bridge refuses a plugin whose ids collide.
+    pub const fn named(name: &str) -> Self {
+        let bytes = name.as_bytes();
+        let mut hash: u32 = 0x811c_9dc5;
+        let mut i = 0;
+        while i < bytes.len() {
+            hash ^= bytes[i] as u32;
+            hash = hash.wrapping_mul(0x0100_0193);
+            i += 1;
+        }
+        Self(if hash == 0 { 1 } else { hash })
+    }
+}
+
+/// An op's stable identity: append new codes, never reuse one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct OpId {
+    /// Whose op.
+    pub namespace: Namespace,
+    /// The op within its namespace (≥ 1).
+    pub code: u16,
+}
+
+impl OpId {
+    /// A built-in op's identity.
+    pub const fn builtin(code: u16) -> Self {
+        Self {
+            namespace: Namespace::TENSORPLUG,
+            code,
+        }
+    }
+}
+
+/// Bytes in an [`Attrs`] block.
+pub const ATTR_BYTES: usize = 24;
+
+/// An op's attributes in a fixed-size block, which the link carries
+/// without per-op code. Unused bytes are 0; each family's layout is in
+/// `docs/link-protocol.md`, "Attribute blocks". Serialized as bytes without
+/// the trailing zeros (an op without attributes costs one byte).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Attrs(pub [u8; ATTR_BYTES]);
+
+impl Serialize for Attrs {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let len = self.0.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        s.serialize_bytes(&self.0[..len])
+    }
+}
+
+impl<'de> Deserialize<'de> for Attrs {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Bytes;
+        impl serde::de::Visitor<'_> for Bytes {
+            type Value = Attrs;
+            fn expecting(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                write!(f, "at most {ATTR_BYTES} attribute bytes")
+            }
+            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Attrs, E> {
+                let mut a = [0u8; ATTR_BYTES];
+                a.get_mut(..v.len())
+                    .ok_or_else(|| E::invalid_length(v.len(), &self))?
+                    .copy_from_slice(v);
+                Ok(Attrs(a))
+            }
+        }
+        d.deserialize_bytes(Bytes)
+    }
+}
+
+/// One op of the catalogue.
+#[derive(Clone, Copy, Debug)]
+pub struct OpDecl {
+    /// The op's name, as in errors, capability lists and the profiler.
+    pub name: &'static str,
+    /// Its stable identity.
+    pub id: OpId,
+    /// How many input tensors it takes.
+    pub inputs: u8,
+    /// The element types its operands may have (all operands share one).
+    pub dtypes: DTypeSet,
+    /// The op with its attributes at their defaults; [`OpDecl::kind`]
+    /// fills them in from an [`Attrs`] block.
+    pub kind: OpKind,
+}
+
+const F32: DTypeSet = DTypeSet::EMPTY.with(DType::F32);
+const WINDOW: Window = Window::new([1, 1]);
+
+const fn op(name: &'static str, code: u16, inputs: u8, kind: OpKind) -> OpDecl {
+    OpDecl {
+        name,
+        id: OpId::builtin(code),
+        inputs,
+        dtypes: F32,
+        kind,
+    }
+}
+
+/// tensorplug's ops. An op's index is `code - 1`, its bit in an
+/// [`OpSet`](super::OpSet); append only.
+pub const BUILTIN: [OpDecl; 30] = [
+    op(
+        "MatMul",
+        1,
+        2,
+        OpKind::MatMul {
+            transpose_a: false,
+            transpose_b: false,
+        },
+    ),
+    op(
+        "FusedMatMul",
+        2,
+        3,
+        OpKind::FusedMatMul {
+            transpose_a: false,
+            transpose_b: false,
+            relu: false,
+        },
+    ),
+    op("BiasAdd", 3, 2, OpKind::BiasAdd),
+    op("Add", 4, 2, OpKind::Add),
+    op("Sub", 5, 2, OpKind::Sub),
+    op("Mul", 6, 2, OpKind::Mul),
+    op("Maximum", 7, 2, OpKind::Maximum),
+    op("Relu", 8, 1, OpKind::Relu),
+    op("Softmax", 9, 1, OpKind::Softmax),
+    op("ReduceSum", 10, 1, OpKind::ReduceSum),
+    op("Div", 11, 2, OpKind::Div),
+    op("DivNoNan", 12, 2, OpKind::DivNoNan),
+    op("Pow", 13, 2, OpKind::Pow),
+    op("ReluGrad", 14, 2, OpKind::ReluGrad),
+    op("Sqrt", 15, 1, OpKind::Sqrt),
+    op("Rsqrt", 16, 1, OpKind::Rsqrt),
+    op("LogSoftmax", 17, 1, OpKind::LogSoftmax),
+    op("Relu6", 18, 1, OpKind::Relu6),
+    op("Sigmoid", 19, 1, OpKind::Sigmoid),
+    op("Tanh", 20, 1, OpKind::Tanh),
+    op("Conv2D", 21, 2, OpKind::Conv2D(WINDOW)),
+    op("DepthwiseConv2D", 22, 2, OpKind::DepthwiseConv2D(WINDOW)),
+    op("MaxPool", 23, 1, OpKind::MaxPool(WINDOW)),
+    op("AvgPool", 24, 1, OpKind::AvgPool(WINDOW)),
+    op(
+        "Conv2DBackpropInput",
+        25,
+        2,
+        OpKind::Conv2DBackpropInput(WINDOW),
+    ),
+    op(
+        "Conv2DBackpropFilter",
+        26,
+        2,
+        OpKind::Conv2DBackpropFilter(WINDOW),
+    ),
+    op("MaxPoolGrad", 27, 2, OpKind::MaxPoolGrad(WINDOW)),
+    op("AvgPoolGrad", 28, 1, OpKind::AvgPoolGrad(WINDOW)),
+    op(
+        "FusedConv2D",
+        29,
+        3,
+        OpKind::FusedConv2D(WINDOW, Activation::None),
+    ),
+    op("Transpose", 30, 1, OpKind::Transpose([0; MAX_RANK])),
+];
+
+/// The built-in op with identity `id`.
+pub fn builtin(id: OpId) -> Option<&'static OpDecl> {
+    if id.namespace != Namespace::TENSORPLUG || id.code == 0 {
+        return None;
+    }
+    BUILTIN.get(usize::from(id.code) - 1)
+}
+
+const TRANSPOSE_A: u8 = 1;
+const TRANSPOSE_B: u8 = 2;
+const RELU: u8 = 4;
+/// Bytes of a [`Window`] in an attribute block (ten `u16`, little-endian).
+const WINDOW_BYTES: usize = 20;
+
+impl OpKind {
+    /// This op's declaration.
+    pub const fn decl(self) -> &'static OpDecl {
+        &BUILTIN[self.index()]
+    }
+
+    /// The op's name ([`OpDecl::name`]), as in errors and capability lists.
+    pub const fn name(self) -> &'static str {
+        self.decl().name
+    }
+
+    /// How many input tensors the op takes.
+    pub const fn input_count(self) -> usize {
+        self.decl().inputs as usize
+    }
+
+    /// The op's index in [`BUILTIN`] (its code − 1): the one place that maps
+    /// a variant to its declaration.
+    pub(super) const fn index(self) -> usize {
+        match self {
+            Self::MatMul { .. } => 0,
+            Self::FusedMatMul { .. } => 1,
+            Self::BiasAdd => 2,
+            Self::Add => 3,
+            Self::Sub => 4,
+            Self::Mul => 5,
+            Self::Maximum => 6,
+            Self::Relu => 7,
+            Self::Softmax => 8,
+            Self::ReduceSum => 9,
+            Self::Div => 10,
+            Self::DivNoNan => 11,
+            Self::Pow => 12,
+            Self::ReluGrad => 13,
+            Self::Sqrt => 14,
+            Self::Rsqrt => 15,
+            Self::LogSoftmax => 16,
+            Self::Relu6 => 17,
+            Self::Sigmoid => 18,
+            Self::Tanh => 19,
+            Self::Conv2D(_) => 20,
+            Self::DepthwiseConv2D(_) => 21,
+            Self::MaxPool(_) => 22,
+            Self::AvgPool(_) => 23,
+            Self::Conv2DBackpropInput(_) => 24,
+            Self::Conv2DBackpropFilter(_) => 25,
+            Self::MaxPoolGrad(_) => 26,
+            Self::AvgPoolGrad(_) => 27,
+            Self::FusedConv2D(..) => 28,
+            Self::Transpose(_) => 29,
+        }
+    }
+
+    /// The attribute block that carries this op's attributes.
+    pub fn attrs(self) -> Attrs {
+        let mut a = [0u8; ATTR_BYTES];
+        match self {
+            Self::MatMul {
+                transpose_a,
+                transpose_b,
+            } => a[0] = flags(transpose_a, transpose_b, false),
+            Self::FusedMatMul {
+                transpose_a,
+                transpose_b,
+                relu,
+            } => a[0] = flags(transpose_a, transpose_b, relu),
+            Self::FusedConv2D(w, act) => {
+                put_window(&mut a, &w);
+                a[WINDOW_BYTES] = act as u8;
+            }
+            Self::Transpose(perm) => a[..MAX_RANK].copy_from_slice(&perm),
+            other => {
+                if let Some(w) = other.window() {
+                    put_window(&mut a, &w);
+                }
+            }
+        }
+        Attrs(a)
+    }
+
+    /// The window of a window op.
+    pub const fn window(self) -> Option<Window> {
+        match self {
+            Self::Conv2D(w)
+            | Self::DepthwiseConv2D(w)
+            | Self::MaxPool(w)
+            | Self::AvgPool(w)
+            | Self::Conv2DBackpropInput(w)
+            | Self::Conv2DBackpropFilter(w)
+            | Self::MaxPoolGrad(w)
+            | Self::AvgPoolGrad(w)
+            | Self::FusedConv2D(w, _) => Some(w),
+            _ => None,
+        }
+    }
+
+    /// `self` with its window replaced (other ops unchanged).
+    const fn with_window(self, w: Window) -> Self {
+        match self {
+            Self::Conv2D(_) => Self::Conv2D(w),
+            Self::DepthwiseConv2D(_) => Self::DepthwiseConv2D(w),
+            Self::MaxPool(_) => Self::MaxPool(w),
+            Self::AvgPool(_) => Self::AvgPool(w),
+            Self::Conv2DBackpropInput(_) => Self::Conv2DBackpropInput(w),
+            Self::Conv2DBackpropFilter(_) => Self::Conv2DBackpropFilter(w),
+            Self::MaxPoolGrad(_) => Self::MaxPoolGrad(w),
+            Self::AvgPoolGrad(_) => Self::AvgPoolGrad(w),
+            Self::FusedConv2D(_, act) => Self::FusedConv2D(w, act),
+            other => other,
+        }
+    }
+}
+
+impl OpDecl {
+    /// The op with the attributes of `attrs`, or `None` when the block is
+    /// not one this op writes (stray bits, bytes it does not use).
+    pub fn kind(&self, attrs: &Attrs) -> Option<OpKind> {
+        let a = &attrs.0;
+        let (kind, used) = match self.kind {
+            OpKind::MatMul { .. } if a[0] & !(TRANSPOSE_A | TRANSPOSE_B) == 0 => (
+                OpKind::MatMul {
+                    transpose_a: a[0] & TRANSPOSE_A != 0,
+                    transpose_b: a[0] & TRANSPOSE_B != 0,
+                },
+                1,
+            ),
+            OpKind::FusedMatMul { .. } if a[0] & !(TRANSPOSE_A | TRANSPOSE_B | RELU) == 0 => (
+                OpKind::FusedMatMul {
+                    transpose_a: a[0] & TRANSPOSE_A != 0,
+                    transpose_b: a[0] & TRANSPOSE_B != 0,
+                    relu: a[0] & RELU != 0,
+                },
+                1,
+            ),
+            OpKind::MatMul { .. } | OpKind::FusedMatMul { .. } => return None,
+            OpKind::FusedConv2D(..) => {
+                let act = match a[WINDOW_BYTES] {
+                    0 => Activation::None,
+                    1 => Activation::Relu,
+                    2 => Activation::Relu6,
+                    _ => return None,
+                };
+                (OpKind::FusedConv2D(get_window(a), act), WINDOW_BYTES + 1)
+            }
+            OpKind::Transpose(_) => {
+                let mut perm = [0u8; MAX_RANK];
+                perm.copy_from_slice(&a[..MAX_RANK]);
+                (OpKind::Transpose(perm), MAX_RANK)
+            }
+            kind if kind.window().is_some() => (kind.with_window(get_window(a)), WINDOW_BYTES),
+            kind => (kind, 0),
+        };
+        a[used..].iter().all(|&b| b == 0).then_some(kind)
+    }
+}
+
+fn flags(transpose_a: bool, transpose_b: bool, relu: bool) -> u8 {
+    let bit = |on: bool, b: u8| if on { b } else { 0 };
+    bit(transpose_a, TRANSPOSE_A) | bit(transpose_b, TRANSPOSE_B) | bit(relu, RELU)
+}
+
+fn put_window(a: &mut [u8; ATTR_BYTES], w: &Window) {
+    let fields = w
+        .size
+        .iter()
+        .chain(&w.stride)
+        .chain(&w.dilation)
+        .chain(&w.pad);
+    for (slot, v) in a.chunks_exact_mut(2).zip(fields) {
+        slot.copy_from_slice(&v.to_le_bytes());
+    }
+}
+
+fn get_window(a: &[u8; ATTR_BYTES]) -> Window {
+    let v = |i: usize| u16::from_le_bytes([a[2 * i], a[2 * i + 1]]);
+    Window {
+        size: [v(0), v(1)],
+        stride: [v(2), v(3)],
+        dilation: [v(4), v(5)],
+        pad: [v(6), v(7), v(8), v(9)],
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,89 @@
+use super::*;
+
+#[test]
+fn every_declaration_is_at_its_code_and_named_once() {
+    for (i, decl) in BUILTIN.iter().enumerate() {
+        assert_eq!(decl.id, OpId::builtin(i as u16 + 1), "{}", decl.name);
+        assert_eq!(decl.kind.index(), i, "{}", decl.name);
+        assert_eq!(decl.kind.decl().name, decl.name);
+        assert_eq!(builtin(decl.id).map(|d| d.name), Some(decl.name));
+        let twins = BUILTIN.iter().filter(|d| d.name == decl.name).count();
+        assert_eq!(twins, 1, "{} declared twice", decl.name);
+    }
+    assert!(builtin(OpId::builtin(0)).is_none());
+    assert!(builtin(OpId::builtin(BUILTIN.len() as u16 + 1)).is_none());
+    let vendor = OpId {
+        namespace: Namespace::named("com.example.npu"),
+        code: 1,
+    };
+    assert!(builtin(vendor).is_none());
+}
+
+#[test]
+fn vendor_namespaces_are_stable_and_never_tensorplugs() {
+    // FNV-1a of "a" (a published test vector): the hash never changes.
+    assert_eq!(Namespace::named("a"), Namespace(0xe40c_292c));
+    assert_ne!(Namespace::named(""), Namespace::TENSORPLUG);
+    assert_ne!(Namespace::named("com.acme"), Namespace::named("com.acme2"));
+}
+
+fn window() -> Window {
+    Window {
+        size: [3, 5],
+        stride: [2, 1],
+        dilation: [1, 4],
+        pad: [1, 2, 300, 0],
+    }
+}
+
+#[test]
+fn every_op_round_trips_its_attributes() {
+    let kinds = [
+        OpKind::MatMul {
+            transpose_a: true,
+            transpose_b: false,
+        },
+        OpKind::FusedMatMul {
+            transpose_a: false,
+            transpose_b: true,
+            relu: true,
+        },
+        OpKind::Conv2D(window()),
+        OpKind::AvgPoolGrad(window()),
+        OpKind::FusedConv2D(window(), Activation::Relu6),
+        OpKind::Transpose([2, 0, 1, 0, 0, 0]),
+    ];
+    for kind in kinds.into_iter().chain(BUILTIN.iter().map(|d| d.kind)) {
+        assert_eq!(kind.decl().kind(&kind.attrs()), Some(kind), "{kind:?}");
+    }
+}
+
+#[test]
+fn stray_attribute_bytes_are_refused() {
+    let mut a = Attrs::default();
+    a.0[0] = RELU;
+    assert_eq!(
+        OpKind::MatMul {
+            transpose_a: false,
+            transpose_b: false
+        }
+        .decl()
+        .kind(&a),
+        None
+    );
+    assert_eq!(OpKind::Relu.decl().kind(&a), None);
+    let mut a = OpKind::Conv2D(window()).attrs();
+    a.0[WINDOW_BYTES] = 1;
+    assert_eq!(OpKind::Conv2D(window()).decl().kind(&a), None);
+    let mut a = OpKind::FusedConv2D(window(), Activation::None).attrs();
+    a.0[WINDOW_BYTES] = 3;
+    assert_eq!(
+        OpKind::FusedConv2D(window(), Activation::None)
+            .decl()
+            .kind(&a),
+        None
+    );
+    let mut a = Attrs::default();
+    a.0[MAX_RANK] = 1;
+    assert_eq!(OpKind::Transpose([0; MAX_RANK]).decl().kind(&a), None);
+}
