@@ -257,11 +257,33 @@ fn copy_lines(mut from: impl Read + Send + 'static, logs: Logs, prefix: &'static
 /// [`Qemu::serve_uart`]; asserts it passed and shows the device ops in the
 /// profile, and returns its stdout.
 pub fn tf_mlp_scenario(qemu: &Qemu, kind: &str) -> String {
-    let port = qemu.serve_uart().expect("serve the UART on loopback");
     let logdir = crate::scratch_dir(&format!("hil-tf-profile-{}", kind.trim_end_matches(':')));
+    tf_scenario(
+        qemu,
+        kind,
+        "tf_qemu_mlp.py",
+        &[logdir.to_string_lossy().as_ref()],
+        &[
+            "predict on the firmware's FPGA",
+            "profile: /device:GPU:1000 device ops",
+        ],
+    )
+}
+
+/// Runs `tests/python/<script>` with `args` and the FPGA plugin's device
+/// `kind` (e.g. `mcu-tcp:`) on the firmware's UART ([`Qemu::serve_uart`]);
+/// asserts it passed and printed each of `markers`, and returns its stdout.
+pub fn tf_scenario(
+    qemu: &Qemu,
+    kind: &str,
+    script: &str,
+    args: &[&str],
+    markers: &[&str],
+) -> String {
+    let port = qemu.serve_uart().expect("serve the UART on loopback");
     let out = Command::new(crate::python())
-        .arg(crate::workspace_root().join("tests/python/tf_qemu_mlp.py"))
-        .arg(&logdir)
+        .arg(crate::workspace_root().join("tests/python").join(script))
+        .args(args)
         .env("TF_CPP_MIN_LOG_LEVEL", "0")
         .env("TF_PLUGGABLE_DEVICE_LIBRARY_PATH", crate::plugin_path())
         .env("TENSORPLUG_DEVICE", format!("{kind}127.0.0.1:{port}"))
@@ -278,10 +300,7 @@ pub fn tf_mlp_scenario(qemu: &Qemu, kind: &str) -> String {
         &stderr[stderr.len().saturating_sub(4000)..],
         qemu.logs().join("\n")
     );
-    for marker in [
-        "predict on the firmware's FPGA",
-        "profile: /device:GPU:1000 device ops",
-    ] {
+    for marker in markers {
         assert!(stdout.contains(marker), "no `{marker}` in:\n{stdout}");
     }
     stdout

@@ -188,3 +188,19 @@ fn a_new_host_session_starts_from_a_fresh_device() {
         second.memory_usage()
     );
 }
+
+/// The op-level link carries every op: a Keras convnet (Conv2D with bias and
+/// ReLU, DepthwiseConv2D, MaxPooling2D, AveragePooling2D, Permute) runs
+/// behind `mcu-tcp:` with every compute node on the FPGA, equal to the CPU.
+#[test]
+fn a_keras_convnet_runs_with_the_driver_on_the_mcu() {
+    let qemu = boot();
+    let stdout = tensorplug_tests::qemu::tf_scenario(
+        &qemu,
+        "mcu-tcp:",
+        "tf_qemu_convnet.py",
+        &[],
+        &["convnet on the firmware's FPGA"],
+    );
+    println!("{stdout}");
+}

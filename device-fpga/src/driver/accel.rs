@@ -59,14 +59,9 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Driver<T, C, ALLOCS> {
     }
 }
 
-/// The op families a device with `features` runs: each feature bit of
-/// `docs/device-abi.md` brings the families its opcodes lower (the window
-/// families and Transpose only with the feature `host-only-ops`, which
-/// lowers them).
+/// The ops a device with `features` runs: each feature bit of
+/// `docs/device-abi.md` brings the ops its opcodes lower.
 pub fn ops_of(features: Features) -> OpSet {
-    #[cfg(not(feature = "host-only-ops"))]
-    let features =
-        Features(features.0 & !(Features::WINDOW.0 | Features::WINDOW_GRAD.0 | Features::LAYOUT.0));
     let matmul = OpKind::MatMul {
         transpose_a: false,
         transpose_b: false,

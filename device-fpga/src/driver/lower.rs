@@ -5,6 +5,7 @@ use tensorplug_core::accelerator::{OpDesc, OpKind, Shape};
 
 use super::Error;
 use super::broadcast::{self, Piece};
+use super::fields::{F32, dim};
 
 const SRC0_BCAST_M: CommandFlags = CommandFlags::SRC0_BCAST_M;
 const SRC0_BCAST_N: CommandFlags = CommandFlags::SRC0_BCAST_N;
@@ -12,8 +13,6 @@ const SRC0_BCAST_K: CommandFlags = CommandFlags::SRC0_BCAST_K;
 const SRC1_BCAST_M: CommandFlags = CommandFlags::SRC1_BCAST_M;
 const SRC1_BCAST_N: CommandFlags = CommandFlags::SRC1_BCAST_N;
 const SRC1_BCAST_K: CommandFlags = CommandFlags::SRC1_BCAST_K;
-
-pub(super) const F32: u64 = 4;
 
 /// Emits the commands of `op` in execution order. `base` is the command
 /// every emitted one starts from (tag, stream, `NO_EVENTS`).
@@ -76,7 +75,6 @@ pub(crate) fn lower(
                 _ => Opcode::TANH_F32,
             })
         }),
-        #[cfg(feature = "host-only-ops")]
         OpKind::Conv2D(_)
         | OpKind::FusedConv2D(..)
         | OpKind::DepthwiseConv2D(_)
@@ -86,7 +84,6 @@ pub(crate) fn lower(
         | OpKind::Conv2DBackpropFilter(_)
         | OpKind::MaxPoolGrad(_)
         | OpKind::AvgPoolGrad(_) => super::lower_window::lower_window(op, base, emit),
-        #[cfg(feature = "host-only-ops")]
         OpKind::Transpose(perm) => emit(&super::transpose::command(op, &perm, base)?),
         // An empty reduced axis (the output is not empty): every sum is 0.
         OpKind::ReduceSum if input(0).shape.last() == 0 => emit(&CommandDescriptor {
@@ -119,11 +116,6 @@ fn rows(shape: &Shape) -> Result<(u32, u32), Error> {
     let n = shape.last();
     let m = shape.elements().ok_or(Error::InvalidArgument)? / n.max(1);
     Ok((dim(m)?, dim(n)?))
-}
-
-/// A dimension as the descriptor's `u32`.
-pub(super) fn dim(value: u64) -> Result<u32, Error> {
-    u32::try_from(value).map_err(|_| Error::InvalidArgument)
 }
 
 /// `MatMul`, and `FusedMatMul` with `relu`: `GEMM_BIAS_RELU_F32` for

@@ -1,14 +1,12 @@
-//! Lowering the window ops (feature `host-only-ops`): `Conv2D`,
-//! `DepthwiseConv2D`, `MaxPool`, `AvgPool` and their gradients, each one
-//! command with the forward op's geometry packed (`docs/device-abi.md`,
-//! "Window commands"). The firmware leaves the feature off: its op-level
-//! link has no wire code for these ops, so the code would be dead there.
+//! Lowering the window ops: `Conv2D`, `DepthwiseConv2D`, `MaxPool`,
+//! `AvgPool` and their gradients, each one command with the forward op's
+//! geometry packed (`docs/device-abi.md`, "Window commands").
 
 use tensorplug_abi::device::{CommandDescriptor, CommandFlags, Opcode, WindowFields};
 use tensorplug_core::accelerator::{Activation, OpDesc, OpKind, Window};
 
 use super::Error;
-use super::lower::{F32, dim};
+use super::fields::{F32, dim};
 
 /// Emits the command of window op `op` (the output is not empty).
 pub(super) fn lower_window(

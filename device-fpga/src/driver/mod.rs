@@ -14,11 +14,10 @@ pub(crate) mod clock;
 mod dma;
 mod error;
 mod events;
+mod fields;
 mod lower;
-#[cfg(feature = "host-only-ops")]
 mod lower_window;
 mod queue;
-#[cfg(feature = "host-only-ops")]
 mod transpose;
 
 pub use alloc::{Allocator, GRANULE};

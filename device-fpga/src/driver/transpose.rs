@@ -5,7 +5,7 @@ use tensorplug_abi::device::{CommandDescriptor, Opcode};
 use tensorplug_core::accelerator::{MAX_RANK, OpDesc};
 
 use super::Error;
-use super::lower::dim;
+use super::fields::dim;
 
 /// The four input dims and the permutation of `dims` transposed by `perm`, or
 /// `None` when more than four axes remain after coalescing.
