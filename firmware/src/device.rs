@@ -32,8 +32,13 @@ type Fpga = Model<&'static mut [u8], NoHostBus, DeviceTicks>;
 /// The driver the op-level mode runs: the reference FPGA driver over SPI.
 pub type FpgaDriver = Driver<SpiTransport<SpiSlave<FpgaPort>>, DriverClock, 64>;
 
-static MODEL: Mutex<RefCell<Option<Fpga>>> = Mutex::new(RefCell::new(None));
-static DRIVER: Mutex<RefCell<Option<FpgaDriver>>> = Mutex::new(RefCell::new(None));
+/// A slot for one value whose empty state is all zeros, so that the static
+/// lands in `.bss`: an `Option`'s `None` is a niche value, which would put
+/// the whole static (3.7 KB for the driver) into flash as `.data`.
+type Slot<T> = Mutex<RefCell<heapless::Vec<T, 1>>>;
+
+static MODEL: Slot<Fpga> = Mutex::new(RefCell::new(heapless::Vec::new()));
+static DRIVER: Slot<FpgaDriver> = Mutex::new(RefCell::new(heapless::Vec::new()));
 
 /// Builds the model over the device memory. Call once, at boot.
 pub fn init() -> Result<(), ModelError> {
@@ -42,7 +47,12 @@ pub fn init() -> Result<(), ModelError> {
     let config = ModelConfig::default();
     let ticks = DeviceTicks::new(config.timing.freq_hz);
     let model = Model::new(&mut memory[..], NoHostBus, ticks, config, false)?;
-    critical_section::with(|cs| MODEL.borrow_ref_mut(cs).replace(model));
+    critical_section::with(|cs| {
+        let mut slot = MODEL.borrow_ref_mut(cs);
+        slot.clear();
+        // Cannot fail: the slot was just emptied.
+        let _ = slot.push(model);
+    });
     Ok(())
 }
 
@@ -52,7 +62,7 @@ pub struct FpgaPort;
 
 impl FpgaPort {
     fn with<R>(f: impl FnOnce(&mut Fpga) -> Result<R, TargetError>) -> Result<R, TargetError> {
-        critical_section::with(|cs| match MODEL.borrow_ref_mut(cs).as_mut() {
+        critical_section::with(|cs| match MODEL.borrow_ref_mut(cs).first_mut() {
             Some(model) => f(model),
             None => Err(TargetError::OutOfRange),
         })
@@ -80,13 +90,14 @@ pub fn with_driver<R>(
     f: impl FnOnce(&mut FpgaDriver) -> R,
 ) -> Result<R, Error> {
     let mut slot = DRIVER.borrow_ref_mut(cs);
-    if slot.is_none() {
+    if slot.is_empty() {
         let transport = SpiTransport::new(SpiSlave::new(FpgaPort), SpiConfig::default());
         let driver = Driver::new(transport, DriverClock, DriverConfig::default())?;
         defmt::info!("driver up: the FPGA over SPI, op-level mode");
-        *slot = Some(driver);
+        // Cannot fail: the slot is empty.
+        let _ = slot.push(driver);
     }
-    match slot.as_mut() {
+    match slot.first_mut() {
         Some(driver) => Ok(f(driver)),
         None => Err(Error::DeviceReset),
     }
@@ -94,7 +105,7 @@ pub fn with_driver<R>(
 
 /// Runs `f` on the driver if it is up (the tick interrupt).
 pub fn if_driver(cs: CriticalSection<'_>, f: impl FnOnce(&mut FpgaDriver)) {
-    if let Some(driver) = DRIVER.borrow_ref_mut(cs).as_mut() {
+    if let Some(driver) = DRIVER.borrow_ref_mut(cs).first_mut() {
         f(driver);
     }
 }
@@ -103,7 +114,7 @@ pub fn if_driver(cs: CriticalSection<'_>, f: impl FnOnce(&mut FpgaDriver)) {
 /// mode) and will reset it.
 pub fn release_driver() {
     critical_section::with(|cs| {
-        if DRIVER.borrow_ref_mut(cs).take().is_some() {
+        if DRIVER.borrow_ref_mut(cs).pop().is_some() {
             defmt::info!("driver released: remote-bus mode");
         }
     });

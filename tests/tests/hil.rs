@@ -112,7 +112,7 @@ fn a_panic_prints_its_message_and_exits_qemu_with_failure() {
     };
     assert!(!status.success(), "QEMU exited with {status}");
     assert!(
-        qemu.wait_for_log("panic: ", Duration::from_secs(5))
+        qemu.wait_for_log("panic at src/main.rs:", Duration::from_secs(5))
             && qemu.wait_for_log("this build panics on purpose", Duration::from_secs(1)),
         "no panic message; logs:\n{}",
         qemu.logs().join("\n")
