@@ -65,7 +65,7 @@ fn main() -> ! {
         events,
         out: [0; MAX_ENCODED_FRAME_LEN],
     };
-    let mut decoder = Decoder::new();
+    let mut decoder = Decoder::requests();
     let mut frames: u32 = 0;
     loop {
         let Some(byte) = uart.try_read() else {

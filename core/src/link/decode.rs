@@ -57,6 +57,19 @@ pub struct Decoder {
     len: usize,
     /// Skipping the rest of an oversized frame (already reported).
     skipping: bool,
+    /// Decodes a payload: every message, or requests only.
+    decode: PayloadDecoder,
+}
+
+/// How a [`Decoder`] turns a frame's id and payload into a [`Message`].
+type PayloadDecoder = for<'a> fn(u8, &'a [u8]) -> Result<Message<'a>, LinkError>;
+
+fn any_message(id: u8, payload: &[u8]) -> Result<Message<'_>, LinkError> {
+    Message::decode(id, payload)
+}
+
+fn request(id: u8, payload: &[u8]) -> Result<Message<'_>, LinkError> {
+    Message::decode_request(id, payload)
 }
 
 impl Default for Decoder {
@@ -81,6 +94,18 @@ impl Decoder {
             buf: [0; CAPACITY],
             len: 0,
             skipping: false,
+            decode: any_message,
+        }
+    }
+
+    /// A decoder for a device end: it decodes requests only
+    /// ([`Message::decode_request`]) and reports an answer or notification
+    /// as [`LinkError::UnknownMessage`]. Their decoding code is then not
+    /// linked into a device's firmware (about 2 KB).
+    pub const fn requests() -> Self {
+        Self {
+            decode: request,
+            ..Self::new()
         }
     }
 
@@ -132,7 +157,7 @@ impl Decoder {
                 rest = after;
                 continue;
             }
-            return match decode_frame(&mut self.buf[..len]) {
+            return match decode_frame_with(&mut self.buf[..len], self.decode) {
                 Ok(frame) => FeedResult::Frame {
                     frame,
                     remaining: after,
@@ -152,6 +177,10 @@ impl Decoder {
 /// The specific [`LinkError`] for a truncated, oversized, corrupt, unknown or
 /// malformed frame.
 pub fn decode_frame(encoded: &mut [u8]) -> Result<Frame<'_>, LinkError> {
+    decode_frame_with(encoded, any_message)
+}
+
+fn decode_frame_with(encoded: &mut [u8], decode: PayloadDecoder) -> Result<Frame<'_>, LinkError> {
     let len = match cobs::decode_in_place_report(encoded) {
         Ok(report) => report.dst_used,
         // A COBS block running past the end means the delimiter came early.
@@ -195,6 +224,6 @@ pub fn decode_frame(encoded: &mut [u8]) -> Result<Frame<'_>, LinkError> {
     }
     Ok(Frame {
         header,
-        message: Message::decode(header.message_id, payload)?,
+        message: decode(header.message_id, payload)?,
     })
 }

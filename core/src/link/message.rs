@@ -464,36 +464,59 @@ impl<'a> Message<'a> {
     /// [`LinkError::MalformedPayload`] when the payload does not decode
     /// exactly (trailing bytes included).
     pub fn decode(id: u8, payload: &'a [u8]) -> Result<Self, LinkError> {
-        let Some(known) = MessageId::from_u8(id) else {
-            return Err(LinkError::UnknownMessage { id });
-        };
+        match Self::decode_request(id, payload) {
+            Err(LinkError::UnknownMessage { .. }) => Self::decode_answer(id, payload),
+            decoded => decoded,
+        }
+    }
+
+    /// [`decode`](Self::decode) for the requests a host sends (ids below
+    /// 0x80); any other id is [`LinkError::UnknownMessage`].
+    ///
+    /// # Errors
+    /// As [`decode`](Self::decode).
+    pub fn decode_request(id: u8, payload: &'a [u8]) -> Result<Self, LinkError> {
         let malformed = |_| LinkError::MalformedPayload { id };
-        Ok(match known {
-            MessageId::Hello => Self::Hello(exact(payload).map_err(malformed)?),
-            MessageId::Ping => Self::Ping(exact(payload).map_err(malformed)?),
-            MessageId::ReadRegister => Self::ReadRegister(exact(payload).map_err(malformed)?),
-            MessageId::WriteRegister => Self::WriteRegister(exact(payload).map_err(malformed)?),
-            MessageId::ReadMemory => Self::ReadMemory(exact(payload).map_err(malformed)?),
-            MessageId::WriteMemory => Self::WriteMemory(exact(payload).map_err(malformed)?),
-            MessageId::Submit => Self::Submit(exact(payload).map_err(malformed)?),
-            MessageId::SetProfiling => Self::SetProfiling(exact(payload).map_err(malformed)?),
-            MessageId::GetInfo => Self::GetInfo(exact(payload).map_err(malformed)?),
-            MessageId::Allocate => Self::Allocate(exact(payload).map_err(malformed)?),
-            MessageId::Deallocate => Self::Deallocate(exact(payload).map_err(malformed)?),
-            MessageId::ReadClock => Self::ReadClock(exact(payload).map_err(malformed)?),
-            MessageId::Reset => Self::Reset(exact(payload).map_err(malformed)?),
-            MessageId::DrainEvents => Self::DrainEvents(exact(payload).map_err(malformed)?),
-            MessageId::Info => Self::Info(exact(payload).map_err(malformed)?),
-            MessageId::MemoryState => Self::MemoryState(exact(payload).map_err(malformed)?),
-            MessageId::ClockValue => Self::ClockValue(exact(payload).map_err(malformed)?),
-            MessageId::HelloAck => Self::HelloAck(exact(payload).map_err(malformed)?),
-            MessageId::Pong => Self::Pong(exact(payload).map_err(malformed)?),
-            MessageId::RegisterValue => Self::RegisterValue(exact(payload).map_err(malformed)?),
-            MessageId::Ack => Self::Ack(exact(payload).map_err(malformed)?),
-            MessageId::MemoryData => Self::MemoryData(exact(payload).map_err(malformed)?),
-            MessageId::Completion => Self::Completion(exact(payload).map_err(malformed)?),
-            MessageId::Error => Self::Error(exact(payload).map_err(malformed)?),
-            MessageId::EventBatch => Self::EventBatch(exact(payload).map_err(malformed)?),
+        Ok(match MessageId::from_u8(id) {
+            Some(MessageId::Hello) => Self::Hello(exact(payload).map_err(malformed)?),
+            Some(MessageId::Ping) => Self::Ping(exact(payload).map_err(malformed)?),
+            Some(MessageId::ReadRegister) => Self::ReadRegister(exact(payload).map_err(malformed)?),
+            Some(MessageId::WriteRegister) => {
+                Self::WriteRegister(exact(payload).map_err(malformed)?)
+            }
+            Some(MessageId::ReadMemory) => Self::ReadMemory(exact(payload).map_err(malformed)?),
+            Some(MessageId::WriteMemory) => Self::WriteMemory(exact(payload).map_err(malformed)?),
+            Some(MessageId::Submit) => Self::Submit(exact(payload).map_err(malformed)?),
+            Some(MessageId::SetProfiling) => Self::SetProfiling(exact(payload).map_err(malformed)?),
+            Some(MessageId::GetInfo) => Self::GetInfo(exact(payload).map_err(malformed)?),
+            Some(MessageId::Allocate) => Self::Allocate(exact(payload).map_err(malformed)?),
+            Some(MessageId::Deallocate) => Self::Deallocate(exact(payload).map_err(malformed)?),
+            Some(MessageId::ReadClock) => Self::ReadClock(exact(payload).map_err(malformed)?),
+            Some(MessageId::Reset) => Self::Reset(exact(payload).map_err(malformed)?),
+            Some(MessageId::DrainEvents) => Self::DrainEvents(exact(payload).map_err(malformed)?),
+            _ => return Err(LinkError::UnknownMessage { id }),
+        })
+    }
+
+    /// [`decode`](Self::decode) for what a device sends: answers and
+    /// notifications; any other id is [`LinkError::UnknownMessage`].
+    fn decode_answer(id: u8, payload: &'a [u8]) -> Result<Self, LinkError> {
+        let malformed = |_| LinkError::MalformedPayload { id };
+        Ok(match MessageId::from_u8(id) {
+            Some(MessageId::Info) => Self::Info(exact(payload).map_err(malformed)?),
+            Some(MessageId::MemoryState) => Self::MemoryState(exact(payload).map_err(malformed)?),
+            Some(MessageId::ClockValue) => Self::ClockValue(exact(payload).map_err(malformed)?),
+            Some(MessageId::HelloAck) => Self::HelloAck(exact(payload).map_err(malformed)?),
+            Some(MessageId::Pong) => Self::Pong(exact(payload).map_err(malformed)?),
+            Some(MessageId::RegisterValue) => {
+                Self::RegisterValue(exact(payload).map_err(malformed)?)
+            }
+            Some(MessageId::Ack) => Self::Ack(exact(payload).map_err(malformed)?),
+            Some(MessageId::MemoryData) => Self::MemoryData(exact(payload).map_err(malformed)?),
+            Some(MessageId::Completion) => Self::Completion(exact(payload).map_err(malformed)?),
+            Some(MessageId::Error) => Self::Error(exact(payload).map_err(malformed)?),
+            Some(MessageId::EventBatch) => Self::EventBatch(exact(payload).map_err(malformed)?),
+            _ => return Err(LinkError::UnknownMessage { id }),
         })
     }
 }

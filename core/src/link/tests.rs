@@ -668,3 +668,18 @@ fn attribute_blocks_drop_trailing_zeros_and_refuse_oversized_ones() {
     long[0] = ATTR_BYTES as u8 + 1;
     assert!(postcard::from_bytes::<Attrs>(&long).is_err());
 }
+
+#[test]
+fn a_device_end_decoder_takes_requests_and_reports_anything_else_as_unknown() {
+    let mut decoder = Decoder::requests();
+    for (seq, message) in every_message().iter().enumerate() {
+        let frame = encode(seq as u16, 1, message);
+        let id = message.id() as u8;
+        let want = if id < 0x80 {
+            Ok((id, seq as u16))
+        } else {
+            Err(LinkError::UnknownMessage { id })
+        };
+        assert_eq!(outcomes(&mut decoder, &frame).as_slice(), [want], "{message:?}");
+    }
+}
