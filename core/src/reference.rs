@@ -49,7 +49,7 @@
 use core::fmt;
 
 use crate::accelerator::{
-    DType, DeviceAddr, MAX_RANK, OpDesc, OpKind, Shape, ShapeError, TensorDesc,
+    DType, DeviceAddr, MAX_RANK, OpDesc, OpKind, Shape, ShapeError, TensorDesc, Tolerance,
 };
 
 /// Absolute part of the element-wise tolerance (see [`tolerance`]).
@@ -444,6 +444,18 @@ pub fn run(
         OpKind::Softmax => softmax(x, dim(shape.last())?, out),
         OpKind::LogSoftmax => log_softmax(x, dim(shape.last())?, out),
         OpKind::ReduceSum => reduce_sum(x, dim(shape.last())?, out),
+        OpKind::Vendor(op) => {
+            let rules = op.decl.rules().ok_or(Error::Shape(ShapeError::Overflow))?;
+            let mut data: [&[f32]; 3] = [&[]; 3];
+            let mut shapes = [Shape::SCALAR; 3];
+            for (i, (d, s)) in inputs.iter().enumerate() {
+                data[i] = d;
+                shapes[i] = *s;
+            }
+            let n = inputs.len();
+            (rules.reference)(&op.attrs, &data[..n], &shapes[..n], out);
+            Ok(())
+        }
         other => match BinaryOp::of(other) {
             Some(op) => binary(op, x, &shape, input(1), &inputs[1].1, out),
             None => Err(Error::Shape(ShapeError::InputCount {
@@ -560,6 +572,12 @@ pub fn tolerance(
             }
         }
         OpKind::Transpose(_) => tol.fill(0.0),
+        OpKind::Vendor(op) => {
+            let bound = op.decl.rules().map_or(Tolerance::EXACT, |r| r.tolerance);
+            for (t, &w) in tol.iter_mut().zip(want) {
+                *t = bound.abs + bound.rel * w.abs();
+            }
+        }
         _ => {
             for (t, &w) in tol.iter_mut().zip(want) {
                 *t = ELEMENTWISE_ABS + ELEMENTWISE_REL * w.abs();

@@ -6,6 +6,7 @@
 //! Guide: `docs/vendor-guide.md`.
 
 use crate::devices::DynAccelerator;
+use crate::kernels::ops::TfKernel;
 use std::ffi::CStr;
 use std::sync::OnceLock;
 use tensorplug_abi::validate;
@@ -46,6 +47,11 @@ pub trait Backend: 'static {
     /// The device list when `TENSORPLUG_<TYPE>_DEVICE` and
     /// `TENSORPLUG_DEVICE` are unset or empty.
     const DEFAULT_DEVICES: &'static str = "sim";
+    /// TF kernels of the vendor's own ops, registered beside tensorplug's
+    /// when every device declares their op ([`TfKernel::family`]; write one
+    /// with [`Op`](crate::kernels::ops::Op)). `docs/vendor-guide.md`, "Your
+    /// own ops and element types".
+    const KERNELS: &'static [&'static dyn TfKernel] = &[];
 
     /// Opens one item of the device list (trimmed, non-empty). Wrap the
     /// driver with [`crate::devices::erase`].
@@ -53,7 +59,7 @@ pub trait Backend: 'static {
 }
 
 /// A [`Backend`] as plain data: what the bridge's entry points read.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct Plugin {
     /// [`Backend::DEVICE_TYPE`].
     pub device_type: &'static CStr,
@@ -67,6 +73,21 @@ pub struct Plugin {
     pub default_devices: &'static str,
     /// [`Backend::open`].
     pub open: fn(&str) -> Result<Box<DynAccelerator>, OpenError>,
+    /// [`Backend::KERNELS`].
+    pub kernels: &'static [&'static dyn TfKernel],
+}
+
+impl core::fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Plugin")
+            .field("device_type", &self.device_type)
+            .field("platform_name", &self.platform_name)
+            .field("vendor", &self.vendor)
+            .field("device_kinds", &self.device_kinds)
+            .field("default_devices", &self.default_devices)
+            .field("kernels", &self.kernels.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Plugin {
@@ -79,6 +100,7 @@ impl Plugin {
             device_kinds: B::DEVICE_KINDS,
             default_devices: B::DEFAULT_DEVICES,
             open: B::open,
+            kernels: B::KERNELS,
         }
     }
 

@@ -91,3 +91,119 @@ fn a_second_plugin_with_the_same_device_type_declines_instead_of_aborting() {
         "the decline is said on stderr:\n{stderr}"
     );
 }
+
+/// A vendor op from a vendor's crates, in real TF: the example NPU declares
+/// `LeakyRelu` in its own namespace and registers its TF kernel through
+/// `Backend::KERNELS`; Keras' `LeakyReLU` runs on `/device:NPU:0` with soft
+/// placement off, bit-exact with the CPU.
+#[test]
+fn the_npus_own_op_runs_keras_leaky_relu_on_the_npu() {
+    let out = Command::new(python())
+        .arg(workspace_root().join("tests/python/tf_npu_vendor_op.py"))
+        .env("TF_CPP_MIN_LOG_LEVEL", "2")
+        .env("TF_PLUGGABLE_DEVICE_LIBRARY_PATH", npu_plugin_path())
+        .env_remove("TENSORPLUG_DEVICE")
+        .output()
+        .expect("python");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success(),
+        "scenario failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    for marker in [
+        "LeakyReLU on the NPU's own op: bit-exact",
+        "Dense + LeakyReLU on the NPU",
+    ] {
+        assert!(stdout.contains(marker), "no `{marker}` in:\n{stdout}");
+    }
+}
+
+/// The NPU's crates as a vendor has them: copied out of this workspace into
+/// a workspace of their own that reaches tensorplug's crates by path only
+/// (no workspace inheritance, no private item). Builds the plugin there and
+/// runs the vendor-op scenario with that `.so`.
+#[test]
+fn the_npu_plugin_builds_outside_the_workspace_and_its_own_op_runs_in_tf() {
+    let root = workspace_root();
+    let outside = scratch_dir("npu-outside-workspace");
+    let copy_src = |krate: &str| {
+        let (from, to) = (
+            root.join("examples").join(krate).join("src"),
+            outside.join(krate).join("src"),
+        );
+        std::fs::create_dir_all(&to).unwrap();
+        for entry in std::fs::read_dir(&from).unwrap() {
+            let path = entry.unwrap().path();
+            std::fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
+        }
+    };
+    copy_src("device-npu");
+    copy_src("plugin-npu");
+    let path = |krate: &str| root.join(krate).display().to_string();
+    let package = |name: &str| {
+        format!(
+            "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n"
+        )
+    };
+    std::fs::write(
+        outside.join("Cargo.toml"),
+        "[workspace]\nmembers = [\"device-npu\", \"plugin-npu\"]\nresolver = \"3\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        outside.join("device-npu/Cargo.toml"),
+        format!(
+            "{}\n[features]\nstd = []\n\n[dependencies]\ntensorplug-core = {{ path = \"{}\" }}\n\
+             heapless = {{ version = \"0.9\", default-features = false }}\n",
+            package("tensorplug-device-npu"),
+            path("core")
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        outside.join("plugin-npu/Cargo.toml"),
+        format!(
+            "{}\n[lib]\nname = \"tensorplug_npu\"\ncrate-type = [\"cdylib\"]\n\n[dependencies]\n\
+             tensorplug-core = {{ path = \"{}\" }}\ntensorplug-host-bridge = {{ path = \"{}\" }}\n\
+             tensorplug-device-npu = {{ path = \"../device-npu\", features = [\"std\"] }}\n",
+            package("tensorplug-plugin-npu"),
+            path("core"),
+            path("host-bridge")
+        ),
+    )
+    .unwrap();
+    // The workspace's lock file pins the same versions, offline.
+    std::fs::copy(root.join("Cargo.lock"), outside.join("Cargo.lock")).unwrap();
+    let target = tensorplug_tests::helper_target_dir().join("outside");
+    let built = Command::new(env!("CARGO"))
+        .args(["build", "--offline", "-p", "tensorplug-plugin-npu"])
+        .current_dir(&outside)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .expect("cargo");
+    assert!(
+        built.status.success(),
+        "the NPU's crates do not build outside the workspace:\n{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let plugin = target.join("debug/libtensorplug_npu.so");
+    let out = Command::new(python())
+        .arg(root.join("tests/python/tf_npu_vendor_op.py"))
+        .env("TF_CPP_MIN_LOG_LEVEL", "2")
+        .env("TF_PLUGGABLE_DEVICE_LIBRARY_PATH", &plugin)
+        .env_remove("TENSORPLUG_DEVICE")
+        .output()
+        .expect("python");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("LeakyReLU on the NPU's own op: bit-exact"),
+        "scenario failed with {} ({}):\nstdout:\n{stdout}\nstderr:\n{}",
+        plugin.display(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

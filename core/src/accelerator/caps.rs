@@ -2,8 +2,10 @@
 //! records profiling events. The host bridge registers TF kernels only for
 //! what a device declares; everything else falls back to TF's CPU kernels.
 
-use super::catalogue::{BUILTIN, OpDecl};
+use super::catalogue::BUILTIN;
 use super::op::OpKind;
+use super::op::{Form, OpDecl};
+use super::op_id::OpId;
 use super::types::{DType, DTypeSet};
 
 /// Words in an [`OpSet`]: room for 256 built-in ops.
@@ -22,7 +24,9 @@ impl OpSet {
         let mut set = Self::EMPTY;
         let mut i = 0;
         while i < BUILTIN.len() {
-            set = set.with(BUILTIN[i].kind);
+            if let Form::Builtin(kind) = BUILTIN[i].form {
+                set = set.with(kind);
+            }
             i += 1;
         }
         set
@@ -39,17 +43,21 @@ impl OpSet {
         set
     }
 
-    /// `self` plus `kind`'s op.
+    /// `self` plus `kind`'s op (unchanged for a vendor op: those are
+    /// [`Capabilities::vendor_ops`]).
     pub const fn with(mut self, kind: OpKind) -> Self {
-        let i = kind.index();
-        self.0[i / 64] |= 1 << (i % 64);
+        if let Some(i) = kind.index() {
+            self.0[i / 64] |= 1 << (i % 64);
+        }
         self
     }
 
-    /// Whether `kind`'s op is in the set.
+    /// Whether `kind`'s op is in the set (never a vendor op).
     pub const fn contains(self, kind: OpKind) -> bool {
-        let i = kind.index();
-        self.0[i / 64] & (1 << (i % 64)) != 0
+        match kind.index() {
+            Some(i) => self.0[i / 64] & (1 << (i % 64)) != 0,
+            None => false,
+        }
     }
 
     /// The ops in both sets.
@@ -92,18 +100,76 @@ impl OpSet {
 
     /// The declarations of the ops in the set, in code order.
     pub fn decls(self) -> impl Iterator<Item = &'static OpDecl> {
-        BUILTIN.iter().filter(move |d| self.contains(d.kind))
+        BUILTIN
+            .iter()
+            .filter(move |d| matches!(d.form, Form::Builtin(kind) if self.contains(kind)))
     }
 
     /// One representative [`OpKind`] per op in the set (default attributes).
     pub fn iter(self) -> impl Iterator<Item = OpKind> {
-        self.decls().map(|d| d.kind)
+        self.decls().map(OpDecl::default_kind)
     }
 }
 
 impl core::fmt::Debug for OpSet {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_set().entries(self.decls().map(|d| d.name)).finish()
+    }
+}
+
+/// The vendor ops a device declares: declarations in the vendor's crate
+/// ([`OpDecl::vendor`]). Compared by identity.
+#[derive(Clone, Copy, Default)]
+pub struct VendorOps(pub &'static [&'static OpDecl]);
+
+impl VendorOps {
+    /// None.
+    pub const NONE: Self = Self(&[]);
+
+    /// The declaration of `id`, if declared.
+    pub fn find(&self, id: OpId) -> Option<&'static OpDecl> {
+        self.0.iter().copied().find(|d| d.id == id)
+    }
+
+    /// Whether every op of `self` is in `other`.
+    pub fn is_subset(&self, other: &Self) -> bool {
+        self.0.iter().all(|d| other.find(d.id).is_some())
+    }
+
+    /// The declarations.
+    pub fn iter(&self) -> impl Iterator<Item = &'static OpDecl> {
+        self.0.iter().copied()
+    }
+}
+
+impl PartialEq for VendorOps {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.len() == other.0.len() && self.0.iter().zip(other.0).all(|(a, b)| a.id == b.id)
+    }
+}
+
+impl Eq for VendorOps {}
+
+impl core::hash::Hash for VendorOps {
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        for d in self.0 {
+            d.id.hash(state);
+        }
+    }
+}
+
+impl core::fmt::Debug for VendorOps {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_set()
+            .entries(self.0.iter().map(|d| d.name))
+            .finish()
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for VendorOps {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "{=usize} vendor ops", self.0.len())
     }
 }
 
@@ -121,6 +187,9 @@ pub struct Capabilities {
     pub ops: OpSet,
     /// Element types those ops take.
     pub dtypes: DTypeSet,
+    /// The vendor's own ops it runs (`docs/vendor-guide.md`, "Your own ops
+    /// and element types").
+    pub vendor_ops: VendorOps,
     /// Whether [`set_profiling`](super::Accelerator::set_profiling) and
     /// [`drain_events`](super::Accelerator::drain_events) record device events.
     pub profiling: bool,
@@ -131,6 +200,7 @@ impl Capabilities {
     pub const NONE: Self = Self {
         ops: OpSet::EMPTY,
         dtypes: DTypeSet::EMPTY,
+        vendor_ops: VendorOps::NONE,
         profiling: false,
     };
 
@@ -139,22 +209,45 @@ impl Capabilities {
         Self {
             ops,
             dtypes: DTypeSet::EMPTY.with(DType::F32),
+            vendor_ops: VendorOps::NONE,
             profiling,
         }
     }
 
-    /// What two devices both can do (TF kernels apply to every device of a type).
-    pub const fn intersection(self, other: Self) -> Self {
+    /// `self` running the vendor ops `ops` too.
+    pub const fn with_vendor_ops(mut self, ops: &'static [&'static OpDecl]) -> Self {
+        self.vendor_ops = VendorOps(ops);
+        self
+    }
+
+    /// What two devices both can do (TF kernels apply to every device of a
+    /// type). Vendor ops: the smaller list when the other holds all of it,
+    /// else none (devices of one plugin declare the same list).
+    pub fn intersection(self, other: Self) -> Self {
+        let vendor_ops = if self.vendor_ops.is_subset(&other.vendor_ops) {
+            self.vendor_ops
+        } else if other.vendor_ops.is_subset(&self.vendor_ops) {
+            other.vendor_ops
+        } else {
+            VendorOps::NONE
+        };
         Self {
             ops: self.ops.intersection(other.ops),
             dtypes: self.dtypes.intersection(other.dtypes),
+            vendor_ops,
             profiling: self.profiling && other.profiling,
         }
     }
 
-    /// Whether `kind` on `dtype` is declared.
-    pub const fn supports(&self, kind: OpKind, dtype: DType) -> bool {
-        self.ops.contains(kind) && self.dtypes.contains(dtype)
+    /// Whether `kind` on `dtype` is declared: the op (a built-in in
+    /// [`ops`](Self::ops), a vendor op in [`vendor_ops`](Self::vendor_ops)),
+    /// and `dtype` both among the device's types and the op's.
+    pub fn supports(&self, kind: OpKind, dtype: DType) -> bool {
+        let declared = match kind {
+            OpKind::Vendor(op) => self.vendor_ops.find(op.decl.id).is_some(),
+            builtin => self.ops.contains(builtin),
+        };
+        declared && self.dtypes.contains(dtype) && kind.decl().dtypes.contains(dtype)
     }
 }
 
@@ -168,10 +261,10 @@ mod tests {
             transpose_a: true,
             transpose_b: true,
         });
-        assert!(set.contains(BUILTIN[0].kind));
+        assert!(set.contains(BUILTIN[0].default_kind()));
         assert!(!set.contains(OpKind::Relu));
         assert_eq!(OpSet::ALL.iter().count(), BUILTIN.len());
-        let last = BUILTIN[BUILTIN.len() - 1].kind;
+        let last = BUILTIN[BUILTIN.len() - 1].default_kind();
         assert_eq!(
             OpSet::of(&[last]).iter().collect::<heapless::Vec<_, 2>>(),
             [last]

@@ -7,109 +7,11 @@
 //! link's op codes and the conformance list are derived from [`BUILTIN`];
 //! nothing else lists the ops. `docs/ops.md`, "Adding a device op".
 
-use super::op::OpKind;
+use super::op::{Form, OpDecl, OpKind, VendorOp};
+use super::op_id::{ATTR_BYTES, Attrs, Namespace, OpId};
 use super::types::{DType, DTypeSet, MAX_RANK};
+use super::vendor::VendorRules;
 use super::window::{Activation, Window};
-use serde::{Deserialize, Serialize};
-
-/// Whose op an [`OpId`] names: tensorplug's own (0) or a vendor's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Namespace(pub u32);
-
-impl Namespace {
-    /// tensorplug's built-in ops ([`BUILTIN`]).
-    pub const TENSORPLUG: Self = Self(0);
-
-    /// A vendor's namespace, from a name they own (e.g. `"com.acme.npu"`):
-    /// its 32-bit FNV-1a hash, never 0. Two names collide with odds of
-    /// 1 in 4·10⁹; the host bridge refuses a plugin whose ids collide.
-    pub const fn named(name: &str) -> Self {
-        let bytes = name.as_bytes();
-        let mut hash: u32 = 0x811c_9dc5;
-        let mut i = 0;
-        while i < bytes.len() {
-            hash ^= bytes[i] as u32;
-            hash = hash.wrapping_mul(0x0100_0193);
-            i += 1;
-        }
-        Self(if hash == 0 { 1 } else { hash })
-    }
-}
-
-/// An op's stable identity: append new codes, never reuse one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct OpId {
-    /// Whose op.
-    pub namespace: Namespace,
-    /// The op within its namespace (≥ 1).
-    pub code: u16,
-}
-
-impl OpId {
-    /// A built-in op's identity.
-    pub const fn builtin(code: u16) -> Self {
-        Self {
-            namespace: Namespace::TENSORPLUG,
-            code,
-        }
-    }
-}
-
-/// Bytes in an [`Attrs`] block.
-pub const ATTR_BYTES: usize = 24;
-
-/// An op's attributes in a fixed-size block, which the link carries
-/// without per-op code. Unused bytes are 0; each family's layout is in
-/// `docs/link-protocol.md`, "Attribute blocks". Serialized as bytes without
-/// the trailing zeros (an op without attributes costs one byte).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Attrs(pub [u8; ATTR_BYTES]);
-
-impl Serialize for Attrs {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let len = self.0.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
-        s.serialize_bytes(&self.0[..len])
-    }
-}
-
-impl<'de> Deserialize<'de> for Attrs {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Bytes;
-        impl serde::de::Visitor<'_> for Bytes {
-            type Value = Attrs;
-            fn expecting(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-                write!(f, "at most {ATTR_BYTES} attribute bytes")
-            }
-            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Attrs, E> {
-                let mut a = [0u8; ATTR_BYTES];
-                a.get_mut(..v.len())
-                    .ok_or_else(|| E::invalid_length(v.len(), &self))?
-                    .copy_from_slice(v);
-                Ok(Attrs(a))
-            }
-        }
-        d.deserialize_bytes(Bytes)
-    }
-}
-
-/// One op of the catalogue.
-#[derive(Clone, Copy, Debug)]
-pub struct OpDecl {
-    /// The op's name, as in errors, capability lists and the profiler.
-    pub name: &'static str,
-    /// Its stable identity.
-    pub id: OpId,
-    /// How many input tensors it takes.
-    pub inputs: u8,
-    /// The element types its operands may have (all operands share one).
-    pub dtypes: DTypeSet,
-    /// The op with its attributes at their defaults; [`OpDecl::kind`]
-    /// fills them in from an [`Attrs`] block.
-    pub kind: OpKind,
-}
 
 const F32: DTypeSet = DTypeSet::EMPTY.with(DType::F32);
 const WINDOW: Window = Window::new([1, 1]);
@@ -120,7 +22,7 @@ const fn op(name: &'static str, code: u16, inputs: u8, kind: OpKind) -> OpDecl {
         id: OpId::builtin(code),
         inputs,
         dtypes: F32,
-        kind,
+        form: Form::Builtin(kind),
     }
 }
 
@@ -208,7 +110,10 @@ const WINDOW_BYTES: usize = 20;
 impl OpKind {
     /// This op's declaration.
     pub const fn decl(self) -> &'static OpDecl {
-        &BUILTIN[self.index()]
+        match self {
+            Self::Vendor(op) => op.decl,
+            _ => &BUILTIN[self.builtin_index()],
+        }
     }
 
     /// The op's name ([`OpDecl::name`]), as in errors and capability lists.
@@ -221,10 +126,19 @@ impl OpKind {
         self.decl().inputs as usize
     }
 
-    /// The op's index in [`BUILTIN`] (its code − 1): the one place that maps
-    /// a variant to its declaration.
-    pub(super) const fn index(self) -> usize {
+    /// The op's index in [`BUILTIN`] (its code − 1), `None` for a vendor's.
+    pub(super) const fn index(self) -> Option<usize> {
         match self {
+            Self::Vendor(_) => None,
+            _ => Some(self.builtin_index()),
+        }
+    }
+
+    /// The built-in op's index in [`BUILTIN`]: the one place that maps a
+    /// variant to its declaration (0 for a vendor op, never asked).
+    const fn builtin_index(self) -> usize {
+        match self {
+            Self::Vendor(_) => 0,
             Self::MatMul { .. } => 0,
             Self::FusedMatMul { .. } => 1,
             Self::BiasAdd => 2,
@@ -276,6 +190,7 @@ impl OpKind {
                 a[WINDOW_BYTES] = act as u8;
             }
             Self::Transpose(perm) => a[..MAX_RANK].copy_from_slice(&perm),
+            Self::Vendor(op) => return op.attrs,
             other => {
                 if let Some(w) = other.window() {
                     put_window(&mut a, &w);
@@ -319,11 +234,59 @@ impl OpKind {
 }
 
 impl OpDecl {
+    /// A vendor's op: `name` in the vendor's `namespace` (never
+    /// [`Namespace::TENSORPLUG`]), `code` ≥ 1, and its rules.
+    pub const fn vendor(
+        name: &'static str,
+        namespace: Namespace,
+        code: u16,
+        inputs: u8,
+        dtypes: DTypeSet,
+        rules: &'static VendorRules,
+    ) -> Self {
+        Self {
+            name,
+            id: OpId { namespace, code },
+            inputs,
+            dtypes,
+            form: Form::Vendor(rules),
+        }
+    }
+
+    /// The vendor op's rules (`None` for a built-in op).
+    pub const fn rules(&self) -> Option<&'static VendorRules> {
+        match self.form {
+            Form::Vendor(rules) => Some(rules),
+            Form::Builtin(_) => None,
+        }
+    }
+
+    /// The op with default attributes.
+    pub fn default_kind(&'static self) -> OpKind {
+        match self.form {
+            Form::Builtin(kind) => kind,
+            Form::Vendor(_) => OpKind::Vendor(VendorOp {
+                decl: self,
+                attrs: Attrs::default(),
+            }),
+        }
+    }
+
     /// The op with the attributes of `attrs`, or `None` when the block is
-    /// not one this op writes (stray bits, bytes it does not use).
-    pub fn kind(&self, attrs: &Attrs) -> Option<OpKind> {
+    /// not one this op writes (stray bits, bytes it does not use; a vendor
+    /// op takes any block, its shape rule judges it).
+    pub fn kind(&'static self, attrs: &Attrs) -> Option<OpKind> {
         let a = &attrs.0;
-        let (kind, used) = match self.kind {
+        let builtin = match self.form {
+            Form::Builtin(kind) => kind,
+            Form::Vendor(_) => {
+                return Some(OpKind::Vendor(VendorOp {
+                    decl: self,
+                    attrs: *attrs,
+                }));
+            }
+        };
+        let (kind, used) = match builtin {
             OpKind::MatMul { .. } if a[0] & !(TRANSPOSE_A | TRANSPOSE_B) == 0 => (
                 OpKind::MatMul {
                     transpose_a: a[0] & TRANSPOSE_A != 0,

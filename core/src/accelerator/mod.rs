@@ -126,19 +126,23 @@ mod caps;
 mod catalogue;
 mod device_info;
 mod op;
+mod op_id;
 mod shape_error;
 mod types;
+mod vendor;
 mod window;
 
-pub use caps::{Capabilities, OP_SET_WORDS, OpSet};
-pub use catalogue::{ATTR_BYTES, Attrs, BUILTIN, Namespace, OpDecl, OpId, builtin};
+pub use caps::{Capabilities, OP_SET_WORDS, OpSet, VendorOps};
+pub use catalogue::{BUILTIN, builtin};
 pub use device_info::DeviceInfo;
-pub use op::{OpDesc, OpKind, broadcast_shapes, matmul_shape};
+pub use op::{Form, OpDecl, OpDesc, OpKind, VendorOp, broadcast_shapes, matmul_shape};
+pub use op_id::{ATTR_BYTES, Attrs, Namespace, OpId};
 pub use shape_error::ShapeError;
 pub use types::{
     DType, DTypeSet, DeviceAddr, Drained, Fence, MAX_RANK, MemoryUsage, QueueId, Shape, TensorDesc,
     Version,
 };
+pub use vendor::{ReferenceKernel, Tolerance, VendorCase, VendorRules};
 pub use window::{Activation, Window};
 
 use crate::event::Event;

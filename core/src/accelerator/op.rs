@@ -1,7 +1,9 @@
 //! Op descriptors and their shape rules.
 
+use super::op_id::{Attrs, OpId};
 use super::shape_error::ShapeError;
-use super::types::{MAX_RANK, Shape, TensorDesc};
+use super::types::{DTypeSet, MAX_RANK, Shape, TensorDesc};
+use super::vendor::VendorRules;
 use super::window::{Activation, Window, WindowOp, window_shape};
 
 /// The ops tensorplug knows, all f32 for now. Element-wise binary ops
@@ -95,6 +97,86 @@ pub enum OpKind {
     /// Output axis `i` is input axis `perm[i]`: input `[x]` of rank `r`,
     /// `perm[..r]` a permutation of `0..r`, `perm[r..]` unused (0).
     Transpose([u8; MAX_RANK]),
+    /// A vendor's op, declared in the vendor's crate ([`OpDecl::vendor`]).
+    Vendor(VendorOp),
+}
+
+/// One op of the catalogue: tensorplug's ([`BUILTIN`](super::BUILTIN)) or a vendor's
+/// ([`OpDecl::vendor`]).
+#[derive(Clone, Copy)]
+pub struct OpDecl {
+    /// The op's name, as in errors, capability lists and the profiler.
+    pub name: &'static str,
+    /// Its stable identity.
+    pub id: OpId,
+    /// How many input tensors it takes.
+    pub inputs: u8,
+    /// The element types its operands may have (all operands share one).
+    pub dtypes: DTypeSet,
+    /// A built-in op (its [`OpKind`] with default attributes) or a
+    /// vendor's (its rules).
+    pub form: Form,
+}
+
+/// What an [`OpDecl`] is besides its identity.
+#[derive(Clone, Copy)]
+pub enum Form {
+    /// A built-in op: the [`OpKind`] with its attributes at their defaults;
+    /// [`OpDecl::kind`] fills them in from an [`Attrs`] block. Its shape
+    /// rule, cost, reference kernel and cases are `core`'s.
+    Builtin(OpKind),
+    /// A vendor's op and its rules.
+    Vendor(&'static VendorRules),
+}
+
+/// A vendor op with its attributes: the [`OpKind::Vendor`] payload.
+#[derive(Clone, Copy)]
+pub struct VendorOp {
+    /// Its declaration (a `static` in the vendor's crate).
+    pub decl: &'static OpDecl,
+    /// Its attributes.
+    pub attrs: Attrs,
+}
+
+impl PartialEq for VendorOp {
+    fn eq(&self, other: &Self) -> bool {
+        self.decl.id == other.decl.id && self.attrs == other.attrs
+    }
+}
+
+impl Eq for VendorOp {}
+
+impl core::hash::Hash for VendorOp {
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        self.decl.id.hash(state);
+        self.attrs.hash(state);
+    }
+}
+
+impl core::fmt::Debug for VendorOp {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct(self.decl.name)
+            .field("id", &self.decl.id)
+            .field("attrs", &self.attrs)
+            .finish()
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for VendorOp {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "{=str} {}", self.decl.name, self.decl.id)
+    }
+}
+
+impl core::fmt::Debug for OpDecl {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("OpDecl")
+            .field("name", &self.name)
+            .field("id", &self.id)
+            .field("inputs", &self.inputs)
+            .finish_non_exhaustive()
+    }
 }
 
 /// One op to launch: kind, input tensors, output tensor, profiling id.
@@ -220,6 +302,10 @@ impl OpDesc<'_> {
                 Ok(self.output.shape)
             }
             OpKind::Transpose(perm) => transpose_shape(&shape(0), &perm),
+            OpKind::Vendor(op) => match op.decl.rules() {
+                Some(rules) => (rules.shape)(&op.attrs, self.inputs),
+                None => Err(ShapeError::Overflow),
+            },
             OpKind::Relu
             | OpKind::Relu6
             | OpKind::Sigmoid
@@ -296,6 +382,9 @@ impl OpDesc<'_> {
             }
             OpKind::AvgPoolGrad(w) => input.saturating_mul(taps(&w)),
             OpKind::ReduceSum => input,
+            OpKind::Vendor(op) => op.decl.rules().map_or(0, |rules| {
+                (rules.flops)(&op.attrs, self.inputs, &self.output)
+            }),
             _ => out,
         }
     }

@@ -140,6 +140,12 @@ cases! {
     op_fused_conv2d => |s| check_family(s, OpKind::FusedConv2D(Window::new([1, 1]), Activation::None));
     /// Transpose (exact); or refused.
     op_transpose => |s| check_family(s, OpKind::Transpose([0; 6]));
+    /// Every vendor op the device declares ([`Capabilities::vendor_ops`]):
+    /// each of its own cases against its own reference kernel, within its
+    /// tolerance. Skipped when the device declares none.
+    ///
+    /// [`Capabilities::vendor_ops`]: crate::accelerator::Capabilities::vendor_ops
+    vendor_ops => |s| ops::check_vendor_ops(s);
     /// Launches whose descriptor is inconsistent (wrong output dims, an
     /// extra output axis, a missing input) fail at launch with
     /// `ErrorKind::InvalidArgument` and write nothing, for every declared op.

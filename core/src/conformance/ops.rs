@@ -10,7 +10,7 @@ use super::support::{Check, Ctx, Scope, ensure, fail, first_difference, show, va
 use super::{Fixture, Outcome};
 use crate::accelerator::{
     Accelerator, Activation, DType, DeviceAddr, Error, ErrorKind, MAX_RANK, OpDesc, OpKind, Shape,
-    TensorDesc, Window,
+    TensorDesc, VendorOp, Window,
 };
 use crate::reference;
 
@@ -388,8 +388,59 @@ pub(crate) fn cases_for(family: OpKind) -> Vec<OpCase> {
         OpKind::Softmax | OpKind::LogSoftmax => softmax_cases(family),
         OpKind::Transpose(_) => transpose_cases(),
         OpKind::ReduceSum => reduce_sum_cases(),
+        OpKind::Vendor(op) => vendor_cases(op),
         _ => binary_cases(family),
     }
+}
+
+/// A vendor op's own cases ([`VendorRules::cases`]).
+fn vendor_cases(op: VendorOp) -> Vec<OpCase> {
+    let cases = op.decl.rules().map_or(&[][..], |r| r.cases);
+    cases
+        .iter()
+        .map(|c| {
+            let kind = OpKind::Vendor(VendorOp {
+                decl: op.decl,
+                attrs: c.attrs,
+            });
+            let inputs = c
+                .inputs
+                .iter()
+                .map(|(d, v)| (d.to_vec(), v.to_vec()))
+                .collect();
+            OpCase::new(kind, inputs, c.out.to_vec())
+        })
+        .collect()
+}
+
+/// Every vendor op the device declares, each against its cases; a
+/// declared op without cases fails.
+pub(crate) fn check_vendor_ops<F: Fixture>(s: &mut Scope<'_, F>) -> Check<Outcome> {
+    let caps = s.dev().info().capabilities;
+    let mut launches = 0;
+    let mut worst = 0.0f64;
+    for decl in caps.vendor_ops.iter() {
+        let cases = cases_for(decl.default_kind());
+        ensure!(
+            !cases.is_empty(),
+            "vendor op {} ({:?}) declares no conformance cases",
+            decl.name,
+            decl.id
+        );
+        for case in &cases {
+            let got = run_on_device(s, case, 0x180 + launches as u16)?;
+            worst = worst.max(compare(case, &got)?);
+            launches += 1;
+        }
+    }
+    if launches == 0 {
+        return Ok(Outcome::Skipped("the device declares no vendor op".into()));
+    }
+    Ok(Outcome::Passed(format!(
+        "{launches} launches of {} vendor ops match their reference kernels (worst error \
+         {worst:.3} of the bound)",
+        caps.vendor_ops.0.len()
+    )))
 }
 
 /// A case's tensors in device memory; the output holds the sentinel.

@@ -11,8 +11,9 @@ use std::vec::Vec;
 
 use super::*;
 use crate::accelerator::{
-    Accelerator, Capabilities, DeviceAddr, DeviceInfo, Drained, Error, ErrorKind, Fence,
-    MemoryUsage, OpDesc, OpKind, OpSet, QueueId, Shape, Version,
+    Accelerator, Attrs, Capabilities, DType, DTypeSet, DeviceAddr, DeviceInfo, Drained, Error,
+    ErrorKind, Fence, MemoryUsage, Namespace, OpDecl, OpDesc, OpKind, OpSet, QueueId, Shape,
+    ShapeError, TensorDesc, Tolerance, VendorCase, VendorRules, Version,
 };
 use crate::event::{Event, EventKind};
 use crate::reference;
@@ -31,6 +32,7 @@ struct Bugs {
     free_keeps_usage: bool,
     clock_hz_too_low: bool,
     reset_keeps_stall: bool,
+    vendor_off_by_one: bool,
     panics_in_launch: bool,
     events_untagged: bool,
     runs_backwards: bool,
@@ -63,6 +65,7 @@ struct HostDevice {
     blocks: Vec<(u64, u64)>,
     leaked: u64,
     ops: OpSet,
+    vendor_ops: &'static [&'static OpDecl],
     declares_profiling: bool,
     profiling: bool,
     events: Vec<Event>,
@@ -83,6 +86,7 @@ impl HostDevice {
             blocks: Vec::new(),
             leaked: 0,
             ops,
+            vendor_ops: &[],
             declares_profiling,
             profiling: false,
             events: Vec::new(),
@@ -167,7 +171,9 @@ impl Accelerator for HostDevice {
             Version::new(1, 0, 0),
             2,
         )
-        .with_capabilities(Capabilities::f32(self.ops, self.declares_profiling))
+        .with_capabilities(
+            Capabilities::f32(self.ops, self.declares_profiling).with_vendor_ops(self.vendor_ops),
+        )
     }
 
     fn allocate(&mut self, bytes: u64, align: u64) -> Result<DeviceAddr, HostError> {
@@ -284,7 +290,8 @@ impl Accelerator for HostDevice {
             op.validate()
                 .map_err(|_| HostError(ErrorKind::InvalidArgument))?;
         }
-        if !self.ops.contains(op.kind) && !self.bugs.accepts_undeclared {
+        let declared = self.info().capabilities.supports(op.kind, DType::F32);
+        if !declared && !self.bugs.accepts_undeclared {
             return err(ErrorKind::Unsupported);
         }
         let mut inputs = Vec::new();
@@ -299,6 +306,7 @@ impl Accelerator for HostDevice {
         let out = self.range(op.output.addr, n)?;
         let (kind, shape, op_id) = (op.kind, op.output.shape, op.op_id);
         let relu_bug = self.bugs.relu_off_by_one;
+        let vendor_bug = self.bugs.vendor_off_by_one;
         let tag = if self.bugs.events_untagged { 0 } else { op_id };
         Ok(self.command(|d| {
             let begin = d.now();
@@ -308,7 +316,8 @@ impl Accelerator for HostDevice {
             if reference::run(kind, &ins, shape, &mut result).is_err() {
                 return; // an unvalidated inconsistent op: garbage stays
             }
-            if relu_bug && kind == OpKind::Relu && !result.is_empty() {
+            let vendor = matches!(kind, OpKind::Vendor(_));
+            if (relu_bug && kind == OpKind::Relu || vendor_bug && vendor) && !result.is_empty() {
                 result[0] += 1.0;
             }
             for (chunk, v) in d.mem[out].chunks_exact_mut(4).zip(&result) {
@@ -423,7 +432,9 @@ fn a_relu_only_device_passes_and_refuses_every_other_op() {
     let report = run_fixture(&mut fx, &Config::default());
     std::println!("{report}");
     report.assert_passed();
-    assert_eq!(report.skipped().count(), 0, "{report}");
+    // The one skip: it declares no vendor op.
+    let skipped: Vec<&str> = report.skipped().map(|c| c.name).collect();
+    assert_eq!(skipped, ["vendor_ops"], "{report}");
     assert_eq!(report.cases.len(), CASES.len());
     for (c, name) in report.cases.iter().zip(CASES) {
         assert_eq!(c.name, *name);
@@ -455,6 +466,7 @@ fn a_relu_only_device_passes_and_refuses_every_other_op() {
 #[test]
 fn a_device_declaring_every_op_passes() {
     let mut dev = HostDevice::new(OpSet::ALL, false);
+    dev.vendor_ops = &VENDOR_OPS;
     let report = run_all(&mut dev, &Config::default());
     report.assert_passed();
     for case in CASES.iter().filter(|c| c.starts_with("op_")) {
@@ -647,7 +659,7 @@ fn every_declared_op_has_its_case_cases_and_a_reference_kernel() {
             "{}: no case op_… in CASES",
             decl.name
         );
-        let cases = ops::cases_for(decl.kind);
+        let cases = ops::cases_for(decl.default_kind());
         assert!(!cases.is_empty(), "{}: no conformance cases", decl.name);
         for case in cases {
             assert_eq!(case.kind.decl().id, decl.id, "{}", case.label());
@@ -672,4 +684,96 @@ fn every_declared_op_has_its_case_cases_and_a_reference_kernel() {
             );
         }
     }
+}
+
+/// A vendor op for the tests: `x · k`, `k` an f32 in attribute bytes 0..4.
+static SCALE: OpDecl = OpDecl::vendor(
+    "Scale",
+    Namespace::named("test.vendor"),
+    1,
+    1,
+    DTypeSet::EMPTY.with(DType::F32),
+    &SCALE_RULES,
+);
+static SCALE_RULES: VendorRules = VendorRules {
+    shape: |_, inputs| Ok(inputs[0].shape),
+    flops: |_, inputs, _| inputs[0].shape.elements().unwrap_or(0),
+    reference: |attrs, x, _, out| {
+        let k = f32::from_le_bytes([attrs.0[0], attrs.0[1], attrs.0[2], attrs.0[3]]);
+        for (o, v) in out.iter_mut().zip(x[0]) {
+            *o = v * k;
+        }
+    },
+    cases: &[
+        VendorCase {
+            attrs: scale_by(2.0),
+            inputs: &[(&[2, 3], &[1.0, -2.0, 0.5, f32::NAN, f32::INFINITY, -0.0])],
+            out: &[2, 3],
+        },
+        VendorCase {
+            attrs: scale_by(-0.25),
+            inputs: &[(&[0], &[])],
+            out: &[0],
+        },
+    ],
+    tolerance: Tolerance::EXACT,
+};
+static VENDOR_OPS: [&OpDecl; 1] = [&SCALE];
+
+const fn scale_by(k: f32) -> Attrs {
+    let b = k.to_le_bytes();
+    let mut a = [0u8; crate::accelerator::ATTR_BYTES];
+    a[0] = b[0];
+    a[1] = b[1];
+    a[2] = b[2];
+    a[3] = b[3];
+    Attrs(a)
+}
+
+#[test]
+fn vendor_ops_are_checked_against_their_own_reference_and_refused_when_undeclared() {
+    let mut fx = HostFixture::buggy(OpSet::of(&[OpKind::Relu]), Bugs::default());
+    fx.dev.vendor_ops = &VENDOR_OPS;
+    let passed = cases::vendor_ops(&mut fx, &Config::default());
+    assert!(
+        matches!(&passed, Outcome::Passed(m) if m.contains("2 launches")),
+        "{passed}"
+    );
+
+    let mut fx = HostFixture::buggy(
+        OpSet::of(&[OpKind::Relu]),
+        Bugs {
+            vendor_off_by_one: true,
+            ..Bugs::default()
+        },
+    );
+    fx.dev.vendor_ops = &VENDOR_OPS;
+    let failed = cases::vendor_ops(&mut fx, &Config::default());
+    assert!(
+        matches!(&failed, Outcome::Failed(m) if m.contains("Scale")),
+        "{failed}"
+    );
+
+    let mut fx = HostFixture::buggy(OpSet::of(&[OpKind::Relu]), Bugs::default());
+    let skipped = cases::vendor_ops(&mut fx, &Config::default());
+    assert!(skipped.is_skipped(), "{skipped}");
+    // Not declared: launch refuses it.
+    let x = TensorDesc::new(DeviceAddr(BASE), DType::F32, Shape::new(&[1]).unwrap());
+    let op = OpDesc {
+        kind: SCALE.default_kind(),
+        inputs: &[x],
+        output: x,
+        op_id: 1,
+    };
+    let refused = fx.dev.launch(QueueId(0), &op).unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::Unsupported);
+    assert_eq!(op.validate(), Ok(()));
+    let wrong = OpDesc { inputs: &[], ..op };
+    assert!(matches!(
+        wrong.validate(),
+        Err(ShapeError::InputCount {
+            expected: 1,
+            got: 0
+        })
+    ));
 }

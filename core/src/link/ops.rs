@@ -7,7 +7,7 @@
 
 use crate::accelerator::{
     Attrs, Capabilities, DType, DTypeSet, DeviceAddr, DeviceInfo, ErrorKind, MAX_RANK,
-    OP_SET_WORDS, OpDesc, OpId, OpKind, OpSet, Shape, TensorDesc, Version, builtin,
+    OP_SET_WORDS, OpDesc, OpId, OpKind, OpSet, Shape, TensorDesc, VendorOps, Version, builtin,
 };
 use serde::{Deserialize, Serialize};
 
@@ -142,18 +142,33 @@ impl WireOp {
     /// The op kind, or `BadOp` for an unknown op or an attribute block it
     /// does not write.
     pub fn kind(&self) -> Result<OpKind, BadOp> {
+        self.kind_in(&VendorOps::NONE)
+    }
+
+    /// [`kind`](Self::kind), looking vendor ops up in `vendor`.
+    pub fn kind_in(&self, vendor: &VendorOps) -> Result<OpKind, BadOp> {
         builtin(self.op)
+            .or_else(|| vendor.find(self.op))
             .and_then(|decl| decl.kind(&self.attrs))
             .ok_or(BadOp)
     }
 
     /// Decodes the tensors into `inputs` and returns the op.
     pub fn to_desc<'t>(&self, inputs: &'t mut [TensorDesc; 3]) -> Result<OpDesc<'t>, BadOp> {
+        self.to_desc_in(inputs, &VendorOps::NONE)
+    }
+
+    /// [`to_desc`](Self::to_desc), looking vendor ops up in `vendor`.
+    pub fn to_desc_in<'t>(
+        &self,
+        inputs: &'t mut [TensorDesc; 3],
+        vendor: &VendorOps,
+    ) -> Result<OpDesc<'t>, BadOp> {
         for (slot, t) in inputs.iter_mut().zip(&self.inputs) {
             *slot = t.to_desc()?;
         }
         Ok(OpDesc {
-            kind: self.kind()?,
+            kind: self.kind_in(vendor)?,
             inputs: &inputs[..self.inputs.len()],
             output: self.output.to_desc()?,
             op_id: self.op_id,
@@ -223,6 +238,8 @@ impl<'a> Info<'a> {
         .with_capabilities(Capabilities {
             ops,
             dtypes,
+            // Vendor ops do not cross the link yet (`docs/link-protocol.md`).
+            vendor_ops: VendorOps::NONE,
             profiling: self.profiling,
         })
     }

@@ -9,8 +9,8 @@ use super::{
     Ack, Completion, EventBatch, EventRecords, Frame, LinkError, MAX_BULK_CHUNK,
     MAX_ENCODED_FRAME_LEN, MAX_EVENTS_PER_BATCH, MemoryData, Message, RemoteErrorCode, Session,
 };
-use crate::accelerator::TensorDesc;
 use crate::accelerator::{Accelerator, DType, DeviceAddr, Drained, Error, Fence, QueueId, Shape};
+use crate::accelerator::{Namespace, TensorDesc, VendorOps};
 use crate::event::Event;
 use crate::ring::Consumer;
 
@@ -426,8 +426,13 @@ fn launch<A: Accelerator + ?Sized>(
 ) -> Step<Option<Fence>> {
     let blank = TensorDesc::new(DeviceAddr(0), DType::F32, Shape::SCALAR);
     let mut inputs = [blank; 3];
+    let vendor = if op.op.namespace == Namespace::TENSORPLUG {
+        VendorOps::NONE
+    } else {
+        accel.info().capabilities.vendor_ops
+    };
     let desc = op
-        .to_desc(&mut inputs)
+        .to_desc_in(&mut inputs, &vendor)
         .map_err(|_| error_code(crate::accelerator::ErrorKind::InvalidArgument))?;
     accel.launch(queue, &desc).map(Some).map_err(code)
 }

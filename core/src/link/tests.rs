@@ -680,6 +680,10 @@ fn a_device_end_decoder_takes_requests_and_reports_anything_else_as_unknown() {
         } else {
             Err(LinkError::UnknownMessage { id })
         };
-        assert_eq!(outcomes(&mut decoder, &frame).as_slice(), [want], "{message:?}");
+        assert_eq!(
+            outcomes(&mut decoder, &frame).as_slice(),
+            [want],
+            "{message:?}"
+        );
     }
 }

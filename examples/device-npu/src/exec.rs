@@ -1,7 +1,8 @@
 //! What the NPU computes. `launch` has validated the op and range-checked
-//! its operands. Relu may run in place; MatMul's output never overlaps its
+//! its operands. Relu and LeakyRelu may run in place; MatMul's output never overlaps its
 //! inputs (`launch` refuses that).
 
+use crate::leaky_relu::{self, LEAKY_RELU};
 use core::ops::Range;
 use tensorplug_core::accelerator::{OpDesc, OpKind};
 
@@ -30,6 +31,13 @@ pub fn run(op: &OpDesc<'_>, memory: &mut [u8], inputs: &[Range<usize>], output: 
             transpose_a,
             transpose_b,
         } => matmul(op, memory, inputs, output, transpose_a, transpose_b),
+        OpKind::Vendor(vendor) if vendor.decl.id == LEAKY_RELU.id => {
+            let alpha = leaky_relu::alpha(&vendor.attrs);
+            for at in (0..output.len()).step_by(4) {
+                let x = load(memory, inputs[0].start + at);
+                store(memory, output.start + at, leaky_relu::apply(x, alpha));
+            }
+        }
         // `launch` refuses every other kind first.
         _ => {}
     }

@@ -1,4 +1,5 @@
-//! An example second device: a small "NPU" that runs `MatMul` and `Relu` on
+//! An example second device: a small "NPU" that runs `MatMul`, `Relu` and
+//! its own op `LeakyRelu` ([`LEAKY_RELU`], declared here, not in tensorplug) on
 //! f32 tensors in its own memory. It exists to prove the vendor seam: it is
 //! written only against `tensorplug-core` (no FPGA code, no TensorFlow), and
 //! `tensorplug-plugin-npu` turns it into `/device:NPU:0` in a few lines.
@@ -78,6 +79,7 @@ mod clock;
 mod error;
 mod events;
 mod exec;
+pub mod leaky_relu;
 
 pub use allocator::MAX_BLOCKS;
 #[cfg(feature = "std")]
@@ -85,14 +87,15 @@ pub use clock::StdClock;
 pub use clock::{CLOCK_HZ, NpuClock};
 pub use error::NpuError;
 pub use events::EVENT_CAPACITY;
+pub use leaky_relu::{LEAKY_RELU, NAMESPACE, leaky_relu};
 
 use allocator::Blocks;
 use core::ops::Range;
 use core::time::Duration;
 use events::EventLog;
 use tensorplug_core::accelerator::{
-    Accelerator, Capabilities, DeviceAddr, DeviceInfo, Drained, Fence, MemoryUsage, OpDesc, OpKind,
-    OpSet, QueueId, TensorDesc, Version,
+    Accelerator, Capabilities, DType, DeviceAddr, DeviceInfo, Drained, Fence, MemoryUsage, OpDecl,
+    OpDesc, OpKind, OpSet, QueueId, TensorDesc, Version,
 };
 use tensorplug_core::event::{Event, EventKind};
 
@@ -101,7 +104,8 @@ pub const BASE: u64 = 0x1000_0000;
 /// Ordered queues.
 pub const QUEUES: u8 = 2;
 
-/// What the NPU runs: MatMul (any transposes) and Relu, f32, with profiling.
+/// What the NPU runs: MatMul (any transposes) and Relu, f32, with
+/// profiling, and its own op [`LEAKY_RELU`].
 pub const CAPABILITIES: Capabilities = Capabilities::f32(
     OpSet::of(&[
         OpKind::MatMul {
@@ -111,7 +115,11 @@ pub const CAPABILITIES: Capabilities = Capabilities::f32(
         OpKind::Relu,
     ]),
     true,
-);
+)
+.with_vendor_ops(&VENDOR_OPS);
+
+/// The NPU's own ops.
+pub static VENDOR_OPS: [&OpDecl; 1] = [&LEAKY_RELU];
 
 /// The NPU over its memory `M` with clock `C`.
 pub struct Npu<M, C> {
@@ -272,7 +280,7 @@ impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Accelerator for Npu<M, C> {
 
     fn launch(&mut self, queue: QueueId, op: &OpDesc<'_>) -> Result<Fence, NpuError> {
         Self::check_queue(queue)?;
-        if !CAPABILITIES.ops.contains(op.kind) {
+        if !CAPABILITIES.supports(op.kind, DType::F32) {
             return Err(NpuError::Unsupported(op.kind.name()));
         }
         op.validate().map_err(NpuError::Shape)?;

@@ -1,10 +1,14 @@
 //! The example NPU as a TensorFlow plugin: `/device:NPU:<n>`, one per item
 //! of `TENSORPLUG_NPU_DEVICE` (default `sim`). This file is the whole
-//! vendor side of the seam.
+//! vendor side of the seam, with `leaky_relu.rs`: the TF kernel of the
+//! NPU's own op.
+
+mod leaky_relu;
 
 use std::ffi::CStr;
 use tensorplug_device_npu::{Npu, StdClock};
 use tensorplug_host_bridge::devices::{DynAccelerator, erase};
+use tensorplug_host_bridge::kernels::ops::TfKernel;
 use tensorplug_host_bridge::{Backend, OpenError};
 
 /// Device memory of a simulated NPU.
@@ -17,6 +21,8 @@ impl Backend for NpuBackend {
     const DEVICE_TYPE: &'static CStr = c"NPU";
     const VENDOR: &'static CStr = c"tensorplug example";
     const DEVICE_KINDS: &'static str = "`sim`";
+    /// The kernel of the NPU's own op (tensorplug's kernels come with it).
+    const KERNELS: &'static [&'static dyn TfKernel] = &[&leaky_relu::LeakyRelu];
 
     fn open(item: &str) -> Result<Box<DynAccelerator>, OpenError> {
         match item {

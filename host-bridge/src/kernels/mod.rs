@@ -20,15 +20,17 @@ mod tf;
 mod variables;
 
 pub use failure::{Failure, KernelResult};
+pub use launch::Launcher;
 pub use ops::WAIT_ATTR;
+pub use tf::{Construction, Context, Tensor};
 
 use crate::ffi::{self, tf_api};
 use crate::{backend, log, registry};
 use ops::{KERNELS, Kernel, TfKernel};
 use std::ffi::{CString, c_void};
 use tensorplug_abi::tf::{TF_DataType, TF_OpKernelConstruction, TF_OpKernelContext};
-use tensorplug_core::accelerator::{Capabilities, DType};
-use tf::{Construction, Context, Status};
+use tensorplug_core::accelerator::{Capabilities, DType, Namespace, OpDecl, OpKind};
+use tf::Status;
 
 /// `TF_InitKernel` (emitted by [`export_plugin!`](crate::export_plugin)):
 /// registers the kernels of [`KERNELS`] that every open device declares. It
@@ -42,7 +44,7 @@ pub fn tf_init_kernel() {
         }
         let caps = common_capabilities(devices.iter().map(|d| d.info().capabilities));
         warn_about_contradictions(&caps);
-        let wanted = KERNELS.iter().filter(|def| def.runs_on(&caps)).count();
+        let wanted = all_kernels().filter(|def| def.runs_on(&caps)).count();
         let registered = register_all(&caps);
         variables::register_all();
         if registered < wanted {
@@ -80,11 +82,31 @@ pub fn contradictions(caps: &Capabilities) -> Vec<String> {
             caps.ops
         ));
     }
-    for kind in caps.ops.iter() {
-        if !KERNELS
-            .iter()
-            .any(|def| def.op_family() == Some(kind.name()))
-        {
+    for decl in caps.vendor_ops.iter() {
+        if decl.id.namespace == Namespace::TENSORPLUG {
+            problems.push(format!(
+                "the {device} devices declare vendor op {} in tensorplug's namespace (0); it is \
+                 refused (use Namespace::named)",
+                decl.name
+            ));
+        }
+        let twins = caps.vendor_ops.iter().filter(|d| d.id == decl.id).count();
+        if twins > 1 {
+            problems.push(format!(
+                "the {device} devices declare {twins} vendor ops with the identity of {} ({:?})",
+                decl.name, decl.id
+            ));
+        }
+    }
+    let lowered = |kind: OpKind| {
+        all_kernels().any(|def| def.family().map(|f| f.decl().id) == Some(kind.decl().id))
+    };
+    for kind in caps
+        .ops
+        .iter()
+        .chain(caps.vendor_ops.iter().map(OpDecl::default_kind))
+    {
+        if !lowered(kind) {
             problems.push(format!(
                 "the {device} devices declare {} but no TF kernel lowers to it; it is unused",
                 kind.name()
@@ -94,13 +116,25 @@ pub fn contradictions(caps: &Capabilities) -> Vec<String> {
     problems
 }
 
+/// tensorplug's kernels, then the installed backend's
+/// ([`Backend::KERNELS`](crate::Backend::KERNELS)); a kernel's position is
+/// its `create` index.
+fn all_kernels() -> impl Iterator<Item = &'static dyn TfKernel> {
+    let vendor = backend::installed().map_or(&[][..], |p| p.kernels);
+    KERNELS.iter().chain(vendor).copied()
+}
+
+/// The kernel at `index` of [`all_kernels`].
+fn kernel_at(index: usize) -> Option<&'static dyn TfKernel> {
+    all_kernels().nth(index)
+}
+
 /// Registers every kernel the capabilities allow; returns how many succeeded.
 pub fn register_all(caps: &Capabilities) -> usize {
-    KERNELS
-        .iter()
+    all_kernels()
         .enumerate()
         .filter(|(_, def)| def.runs_on(caps))
-        .filter(|&(index, def)| match register(index, *def) {
+        .filter(|&(index, def)| match register(index, def) {
             Ok(()) => true,
             Err(failure) => {
                 log::error(format_args!(
@@ -116,6 +150,12 @@ pub fn register_all(caps: &Capabilities) -> usize {
 }
 
 fn register(index: usize, def: &'static dyn TfKernel) -> KernelResult<()> {
+    let Some(&create) = CREATE.get(index) else {
+        return Err(Failure::invalid(format!(
+            "the plugin has more than {MAX_KERNELS} kernels (tensorplug's and its own); raise \
+             MAX_KERNELS in host-bridge/src/kernels/mod.rs"
+        )));
+    };
     let api = tf_api::kernel_api()?;
     let status = Status::new()?;
     let device = backend::device_type_c();
@@ -124,7 +164,7 @@ fn register(index: usize, def: &'static dyn TfKernel) -> KernelResult<()> {
         (api.new_kernel_builder)(
             def.op().as_ptr(),
             device.as_ptr(),
-            CREATE.get(index).copied(),
+            Some(create),
             Some(compute),
             Some(delete),
         )
@@ -182,7 +222,7 @@ const _: () = assert!(KERNELS.len() <= MAX_KERNELS, "raise MAX_KERNELS");
 
 unsafe extern "C" fn create<const INDEX: usize>(raw: *mut TF_OpKernelConstruction) -> *mut c_void {
     ffi::swallow("kernel create", std::ptr::null_mut(), || {
-        let Some(&def) = KERNELS.get(INDEX) else {
+        let Some(def) = kernel_at(INDEX) else {
             return Ok(std::ptr::null_mut());
         };
         // SAFETY: TF's live construction context for this call.
@@ -319,7 +359,7 @@ mod capability_tests {
         let no_f32 = Capabilities {
             ops: OpSet::of(&[OpKind::Relu]),
             dtypes: DTypeSet::EMPTY,
-            profiling: false,
+            ..Capabilities::NONE
         };
         let problems = contradictions(&no_f32);
         assert_eq!(problems.len(), 1, "{problems:?}");

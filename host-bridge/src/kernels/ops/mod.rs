@@ -227,7 +227,7 @@ pub fn compute(kernel: &Kernel, ctx: &Context) -> KernelResult<()> {
 
 /// An element-wise op's input 0 and its output, of the same shape (TF may
 /// hand input 0's buffer over as the output); `None` when it is empty.
-fn elementwise(ctx: &Context) -> KernelResult<Option<(Tensor, Shape, Tensor)>> {
+pub fn elementwise(ctx: &Context) -> KernelResult<Option<(Tensor, Shape, Tensor)>> {
     let x = ctx.input(0, false)?;
     let shape = x.shape()?;
     let out = ctx.output(&shape, &[0])?;
