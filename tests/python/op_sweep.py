@@ -4,6 +4,9 @@ TF's own CPU kernel.
 
 usage: op_sweep.py <ci | full> [markdown table path]
 
+The device type is `FPGA`, or `TENSORPLUG_SWEEP_DEVICE_TYPE` (the example
+NPU's plugin: `NPU`, whose own op `LeakyRelu` has its sweep here too).
+
 Prints a coverage table (op, cases, dtypes refused, worst |dev - cpu| /
 tolerance, worst case) and exits 1 on a mismatch, on a result that does not
 live on the device, or on a registered op that has no sweep here (add its
@@ -12,6 +15,7 @@ Tolerances are docs/ops.md's; "exact" ops must match bit for bit (NaN
 matches NaN).
 """
 import itertools
+import os
 import sys
 
 import numpy as np
@@ -24,7 +28,7 @@ from tf_kernels_common import EPS, TINY, gemm_tolerance
 
 MODE = sys.argv[1]
 assert MODE in ("ci", "full"), MODE
-DEVICE_TYPE = "FPGA"
+DEVICE_TYPE = os.environ.get("TENSORPLUG_SWEEP_DEVICE_TYPE", "FPGA")
 DEV, CPU = f"/device:{DEVICE_TYPE}:0", "/device:CPU:0"
 OTHER_DTYPES = [tf.float16, tf.float64, tf.int32]
 
@@ -510,6 +514,11 @@ SWEEPS = {
     "Mul": binary_cases(tf.math.multiply),
     "Maximum": binary_cases(tf.math.maximum),
     "Relu": unary_cases(tf.nn.relu),
+    # The example NPU's own op (examples/device-npu/src/leaky_relu.rs).
+    "LeakyRelu": lambda: itertools.chain(*(
+        ((f"alpha={alpha} {label}", lambda x, alpha=alpha: tf.nn.leaky_relu(x, alpha), args, tol)
+         for label, _, args, tol in unary_cases(tf.nn.relu)())
+        for alpha in (0.2, 0.01, -1.5))),
     "Neg": unary_cases(tf.math.negative),
     "Square": unary_cases(tf.math.square),
     "Softmax": softmax_cases,

@@ -159,8 +159,13 @@ impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Npu<M, C> {
     }
 
     /// The bytes of `tensor`.
+    /// A tensor of no bytes needs no allocation: TF (and the bridge) give
+    /// an empty tensor address 0.
     fn tensor_range(&self, tensor: &TensorDesc) -> Result<Range<usize>, NpuError> {
-        self.range(tensor.addr, tensor.byte_len().ok_or(NpuError::Overflow)?)
+        match tensor.byte_len().ok_or(NpuError::Overflow)? {
+            0 => Ok(0..0),
+            len => self.range(tensor.addr, len),
+        }
     }
 
     fn check_queue(queue: QueueId) -> Result<(), NpuError> {

@@ -55,6 +55,20 @@ fn matmul_accumulates_in_f32_in_k_order() {
     assert_eq!(get(&mut dev, out, 1), [0.0]);
 }
 
+/// `k = 0`: empty inputs at address 0 (as TF passes them), a zero output.
+/// (Found by the op sweep on the NPU: address 0 was refused as unallocated.)
+#[test]
+fn matmul_of_empty_inputs_at_address_zero_writes_zeros() {
+    let mut dev = npu();
+    let out = put(&mut dev, &[7.0; 12]);
+    let inputs = [t(DeviceAddr(0), &[3, 0]), t(DeviceAddr(0), &[0, 4])];
+    let fence = dev
+        .launch(Q, &op(matmul(false, false), &inputs, t(out, &[3, 4]), 1))
+        .unwrap();
+    dev.wait(fence, T).unwrap();
+    assert_eq!(get(&mut dev, out, 12), [0.0; 12]);
+}
+
 #[test]
 fn relu_is_elementwise_keeps_nan_and_runs_in_place() {
     let mut dev = npu();
