@@ -15,6 +15,7 @@ pub mod reference;
 mod rows;
 mod window;
 mod window_grad;
+mod window_spec;
 
 pub use binary::{BinaryOp, binary};
 pub use elementwise::{
@@ -27,7 +28,8 @@ pub use rows::{
     log_softmax_last_axis, log_softmax_last_axis_in_place, reduce_sum_last_axis, softmax_last_axis,
     softmax_last_axis_in_place,
 };
-pub use window::{WindowOp, WindowSpec, bias_activation, window};
+pub use window::{bias_activation, window};
+pub use window_spec::{WindowOp, WindowSpec};
 
 /// The largest rank [`binary`] broadcasts over (the op descriptors' limit).
 pub const MAX_RANK: usize = tensorplug_core::accelerator::MAX_RANK;

@@ -3,7 +3,7 @@
 //! `MaxPoolGrad` adds in the order of TF's CPU kernel. Plain loops and
 //! closures, no iterator adapters: on the MCU the code stays the model's.
 
-use super::window::WindowSpec;
+use super::window_spec::WindowSpec;
 
 /// Calls `f(p, [n, oh, ow])` for each forward output pixel `p`, in order.
 fn for_each_pixel(spec: &WindowSpec, mut f: impl FnMut(usize, [usize; 3])) {

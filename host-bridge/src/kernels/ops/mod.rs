@@ -22,6 +22,7 @@ mod tile;
 mod transpose;
 mod unary;
 mod window;
+mod window_geometry;
 mod window_grad;
 mod xent;
 

@@ -8,7 +8,7 @@
 
 use super::is_empty;
 use super::sum::read_host_ints;
-use super::window::{Kind, WindowAttrs, dims, geometry};
+use super::window_geometry::{Kind, WindowAttrs, dims, geometry};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes;
