@@ -13,7 +13,6 @@
 //! - [`graph`]: `TF_InitGraph` and its pass (variables, folding, fusion,
 //!   making what TF's passes leave runnable);
 //! - [`kernels`]: `TF_InitKernel` and the f32 kernels, per capability;
-//! - [`mcu`]: opening a link to a driver that runs on an MCU;
 //! - [`registry`]: the open devices, their streams, fences, handle scheme
 //!   and completion threads, shared by every plugin interface;
 //! - [`devices`]: the device list and the type-erased driver;
@@ -34,7 +33,6 @@ pub mod graph;
 pub mod host_spans;
 pub mod kernels;
 pub mod log;
-pub mod mcu;
 pub mod profiler;
 pub mod registry;
 pub mod se;

@@ -7,7 +7,7 @@ pub mod spec;
 
 use spec::DeviceSpec;
 use std::ffi::CStr;
-use tensorplug_host_bridge::devices::DynAccelerator;
+use tensorplug_host_bridge::devices::{DynAccelerator, erase};
 use tensorplug_host_bridge::{Backend, OpenError};
 
 /// The reference FPGA: `/device:FPGA:<n>`.
@@ -19,8 +19,11 @@ impl Backend for Fpga {
     const DEVICE_KINDS: &'static str = spec::ACCEPTED;
 
     fn open(item: &str) -> Result<Box<DynAccelerator>, OpenError> {
-        if let Some(opened) = tensorplug_host_bridge::mcu::open(item) {
-            return opened;
+        // The baud rate is read (and a bad setting refused) for MCU items only.
+        if item.starts_with("mcu-")
+            && let Some(opened) = tensorplug_link_host::open_mcu(item, open::link::baud()?)
+        {
+            return Ok(erase(opened?));
         }
         let spec =
             spec::parse_item(item).map_err(|why| format!("{why}; expected {}", spec::ACCEPTED))?;

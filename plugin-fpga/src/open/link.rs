@@ -1,57 +1,43 @@
 //! `tcp:<host:port>` and `serial:<tty>`: the reference FPGA driver over the
 //! link protocol (`LinkTransport`, `docs/link-protocol.md`) on a TCP
-//! connection or a UART, to a device's MCU or to
-//! `tensorplug-model-server --link`.
+//! connection or a UART (opened by `tensorplug-link-host`), to a device's
+//! MCU or to `tensorplug-model-server --link`.
 
 use super::bring_up;
-use std::net::{TcpStream, ToSocketAddrs};
-use std::time::Duration;
 use tensorplug_device_fpga::transport::link::LinkTransport;
 use tensorplug_host_bridge::devices::DynAccelerator;
 use tensorplug_host_bridge::{OpenError, settings};
+use tensorplug_link_host::{ANSWER_TIMEOUT, DEFAULT_SERIAL_BAUD, Link, SERIAL_BAUD};
 
-/// Budget for connecting, and for each answer of the device.
-const LINK_TIMEOUT: Duration = Duration::from_secs(5);
+/// The UART's baud rate (`TENSORPLUG_SERIAL_BAUD`, shared with `mcu-serial:`).
+pub fn baud() -> Result<u32, OpenError> {
+    Ok(settings::positive(
+        SERIAL_BAUD,
+        DEFAULT_SERIAL_BAUD,
+        "baud rate",
+    )?)
+}
 
-/// The UART's baud rate setting, shared with `mcu-serial:`.
-pub use tensorplug_host_bridge::mcu::{DEFAULT_SERIAL_BAUD, SERIAL_BAUD};
-
-/// `serial:<tty>`: 8N1, no flow control, raw, at [`SERIAL_BAUD`].
+/// `serial:<tty>`: 8N1, no flow control, raw, at [`baud`].
 pub fn open_serial(path: &std::path::Path) -> Result<Box<DynAccelerator>, OpenError> {
-    let baud = settings::positive(SERIAL_BAUD, DEFAULT_SERIAL_BAUD, "baud rate")?;
-    let port = serialport::new(path.to_string_lossy(), baud)
-        .timeout(LINK_TIMEOUT)
-        .open()
-        .map_err(|e| format!("cannot open it at {baud} baud: {e}"))?;
-    open_link(port)
+    open_link(tensorplug_link_host::serial(path, baud()?, ANSWER_TIMEOUT)?)
 }
 
 /// `tcp:<host:port>`.
 pub fn open_tcp(addr: &str) -> Result<Box<DynAccelerator>, OpenError> {
-    let target = addr
-        .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve the address: {e}"))?
-        .next()
-        .ok_or("the address resolves to nothing")?;
-    let stream = TcpStream::connect_timeout(&target, LINK_TIMEOUT).map_err(|e| {
+    let link = tensorplug_link_host::tcp(addr, ANSWER_TIMEOUT).map_err(|e| {
         format!(
-            "cannot connect to {target}: {e} (is the device's link server, e.g. \
-             `tensorplug-model-server --link tcp:{addr}`, running?)"
+            "{e} (is the device's link server, e.g. `tensorplug-model-server --link \
+             tcp:{addr}`, running?)"
         )
     })?;
-    stream
-        .set_nodelay(true)
-        .and_then(|()| stream.set_read_timeout(Some(LINK_TIMEOUT)))
-        .map_err(|e| format!("cannot configure the socket: {e}"))?;
-    open_link(stream)
+    open_link(link)
 }
 
-/// The link handshake and the driver's bring-up on `stream`.
-fn open_link<S: std::io::Read + std::io::Write + Send + 'static>(
-    stream: S,
-) -> Result<Box<DynAccelerator>, OpenError> {
-    let timeout_ms = LINK_TIMEOUT.as_millis() as u32;
-    let transport = LinkTransport::connect(stream, timeout_ms).map_err(|e| e.to_string())?;
+/// The link handshake and the driver's bring-up on `link`.
+fn open_link(link: Link) -> Result<Box<DynAccelerator>, OpenError> {
+    let timeout_ms = ANSWER_TIMEOUT.as_millis() as u32;
+    let transport = LinkTransport::connect(link, timeout_ms).map_err(|e| e.to_string())?;
     bring_up(transport)
 }
 
