@@ -11,34 +11,17 @@ use tensorplug_core::event::Event;
 /// Every device the bridge drives, whatever its driver.
 pub type DynAccelerator = dyn Accelerator<Error = DeviceError> + Send;
 
-/// What lives beside a driver and must outlive it (e.g. the model thread
-/// serving its BAR); it may watch launches (a test's fault injection).
-pub trait Companion: Send {
-    /// Called before each [`Accelerator::launch`] of the driver.
-    fn before_launch(&mut self, _op: &OpDesc<'_>) {}
-}
-
-impl Companion for () {}
-
-/// Wraps a driver so it becomes a [`DynAccelerator`]; its [`Companion`] is
-/// dropped after it.
-pub struct Erased<A, K = ()> {
-    // Field order is drop order: the driver first.
+/// Wraps a driver so it becomes a [`DynAccelerator`]. What must live
+/// beside the driver (a model thread, a test's fault injection) is the
+/// backend's own wrapper around it, e.g. `plugin-fpga`'s `SimDevice`.
+pub struct Erased<A> {
     accel: A,
-    companion: K,
 }
 
 impl<A> Erased<A> {
     /// Wraps `accel`.
     pub fn new(accel: A) -> Self {
-        Self::with_companion(accel, ())
-    }
-}
-
-impl<A, K> Erased<A, K> {
-    /// Wraps `accel`; `companion` is dropped after it.
-    pub fn with_companion(accel: A, companion: K) -> Self {
-        Self { accel, companion }
+        Self { accel }
     }
 }
 
@@ -47,7 +30,7 @@ pub fn erase<A: Accelerator + Send + 'static>(accel: A) -> Box<DynAccelerator> {
     Box::new(Erased::new(accel))
 }
 
-impl<A: Accelerator + Send, K: Companion> Accelerator for Erased<A, K> {
+impl<A: Accelerator + Send> Accelerator for Erased<A> {
     type Error = DeviceError;
 
     fn info(&self) -> DeviceInfo {
@@ -110,7 +93,6 @@ impl<A: Accelerator + Send, K: Companion> Accelerator for Erased<A, K> {
             .map_err(DeviceError::from_driver)
     }
     fn launch(&mut self, queue: QueueId, op: &OpDesc<'_>) -> Result<Fence, DeviceError> {
-        self.companion.before_launch(op);
         self.accel
             .launch(queue, op)
             .map_err(DeviceError::from_driver)

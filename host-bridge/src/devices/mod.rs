@@ -3,4 +3,4 @@
 mod erased;
 
 pub use crate::error::DeviceError;
-pub use erased::{Companion, DynAccelerator, Erased, erase};
+pub use erased::{DynAccelerator, Erased, erase};

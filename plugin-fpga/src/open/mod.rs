@@ -2,6 +2,7 @@
 
 pub mod link;
 pub mod sim;
+pub mod sim_device;
 pub mod spidev;
 
 use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};

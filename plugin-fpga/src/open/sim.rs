@@ -6,30 +6,15 @@
 //! of a real card). `TENSORPLUG_SIM_FAULTS` (a testing aid,
 //! [`fault_rules`]) makes `sim` fail on purpose.
 
+use super::sim_device::SimDevice;
 use super::{bring_up, host_driver_config};
 use std::path::Path;
 use std::sync::Arc;
-use tensorplug_core::accelerator::OpDesc;
 use tensorplug_device_fpga::model::host::fault_rules::{self, FaultRule, SIM_FAULTS_ENV};
-use tensorplug_device_fpga::model::host::{InProcessDevice, open_sim};
+use tensorplug_device_fpga::model::host::open_sim;
 use tensorplug_device_fpga::transport::mmio::{MmioTransport, ShmBar};
-use tensorplug_host_bridge::devices::{Companion, DynAccelerator, Erased};
+use tensorplug_host_bridge::devices::{DynAccelerator, erase};
 use tensorplug_host_bridge::{OpenError, settings};
-
-/// A `sim` device's model thread, arming its fault switches before
-/// launches that match a rule.
-pub struct SimCompanion {
-    device: InProcessDevice,
-    rules: Vec<FaultRule>,
-}
-
-impl Companion for SimCompanion {
-    fn before_launch(&mut self, op: &OpDesc<'_>) {
-        if !fault_rules::arm_for(&self.device, &mut self.rules, op.kind) {
-            eprintln!("tensorplug: {SIM_FAULTS_ENV}: the model did not take the faults in time");
-        }
-    }
-}
 
 /// The fault rules of setting `SIM_FAULTS` (none when unset).
 pub fn rules_from_env() -> Result<Vec<FaultRule>, OpenError> {
@@ -50,11 +35,7 @@ pub fn open_with(rules: Vec<FaultRule>) -> Result<Box<DynAccelerator>, OpenError
     if !rules.is_empty() {
         eprintln!("tensorplug: {SIM_FAULTS_ENV}: test-only fault injection is on: {rules:?}");
     }
-    // `Erased` drops the driver before the model thread stops.
-    Ok(Box::new(Erased::with_companion(
-        driver,
-        SimCompanion { device, rules },
-    )))
+    Ok(erase(SimDevice::new(driver, device, rules)))
 }
 
 /// `pcie:<path>`: a BAR file (sysfs resource, or a model server's shm file).
