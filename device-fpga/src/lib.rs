@@ -1,6 +1,7 @@
 //! `tensorplug-device-fpga`: the reference FPGA driver (`driver`, behind a
-//! `transport`), its configuration-flash programming (`flash`) and, with the
-//! `model` feature, its behavioural model. `docs/driver.md`.
+//! `transport`) and its configuration-flash programming (`flash`): what a
+//! vendor reads as the reference for their own driver. The behavioural
+//! model it is tested against is `tensorplug-model-fpga`. `docs/driver.md`.
 #![no_std]
 
 #[cfg(any(test, feature = "std"))]
@@ -9,9 +10,3 @@ extern crate std;
 pub mod driver;
 pub mod flash;
 pub mod transport;
-
-#[cfg(feature = "model")]
-pub mod kernels;
-
-#[cfg(feature = "model")]
-pub mod model;

@@ -1,5 +1,4 @@
 //! The SPI transport over the model's slave state machine.
-#![cfg(feature = "model")]
 
 use tensorplug_device_fpga::transport::spi::frame::{self, MAX_PAYLOAD};
 use tensorplug_device_fpga::transport::spi::slave::{SpiSlave, SpiTarget, TargetError};

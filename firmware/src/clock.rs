@@ -6,7 +6,7 @@
 use core::cell::Cell;
 use critical_section::Mutex;
 use tensorplug_device_fpga::driver::Clock;
-use tensorplug_device_fpga::model::TickSource;
+use tensorplug_model_fpga::model::TickSource;
 
 /// The core and APB clock of mps2-an386 under QEMU.
 pub const CORE_HZ: u64 = 25_000_000;

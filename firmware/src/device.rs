@@ -10,9 +10,9 @@
 use core::cell::RefCell;
 use critical_section::{CriticalSection, Mutex};
 use tensorplug_device_fpga::driver::{Driver, DriverConfig, Error};
-use tensorplug_device_fpga::model::{Model, ModelConfig, ModelError, NoHostBus};
 use tensorplug_device_fpga::transport::spi::slave::{SpiSlave, SpiTarget, TargetError};
 use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
+use tensorplug_model_fpga::model::{Model, ModelConfig, ModelError, NoHostBus};
 
 use crate::clock::{DeviceTicks, DriverClock};
 

@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 use tensorplug_core::accelerator::{
     DType, DeviceAddr, ErrorKind, Fence, OpDesc, OpKind, QueueId, Shape, TensorDesc,
 };
-use tensorplug_device_fpga::model::host::fault_rules;
 use tensorplug_fpga::{Fpga, open::sim};
 use tensorplug_host_bridge::Error;
 use tensorplug_host_bridge::backend::{Plugin, install};
 use tensorplug_host_bridge::registry::{DeviceCore, OpLabel};
+use tensorplug_model_fpga::model::host::fault_rules;
 
 const Q: QueueId = QueueId(0);
 

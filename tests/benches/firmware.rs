@@ -28,9 +28,9 @@ use tensorplug_core::event::{Event, EventKind};
 use tensorplug_core::link::server::{DriverEvents, serve_stream};
 use tensorplug_core::link::{LinkStream, RemoteAccelerator};
 use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
-use tensorplug_device_fpga::model::{AlignedMemory, HostClock, Model, ModelConfig, NoHostBus};
 use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
 use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
+use tensorplug_model_fpga::model::{AlignedMemory, HostClock, Model, ModelConfig, NoHostBus};
 use tensorplug_tests::qemu::{Qemu, firmware_elf};
 
 /// The firmware's UART0: 115200 baud (`BAUDDIV` 217 at the 25 MHz APB

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
-use tensorplug_device_fpga::kernels::{
+use tensorplug_model_fpga::kernels::{
     self, BinaryOp, GemmSpec, bias_add, binary, gemm, reduce_sum_last_axis, relu, softmax_last_axis,
 };
 use tensorplug_tests::run_python;

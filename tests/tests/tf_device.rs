@@ -199,13 +199,7 @@ fn build_model_server() -> std::path::PathBuf {
     let target = tensorplug_tests::helper_target_dir();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = std::process::Command::new(cargo)
-        .args([
-            "build",
-            "-p",
-            "tensorplug-device-fpga",
-            "--features",
-            "model,std",
-        ])
+        .args(["build", "-p", "tensorplug-model-fpga", "--features", "std"])
         .args(["--bin", "tensorplug-model-server"])
         .env("CARGO_TARGET_DIR", &target)
         .current_dir(tensorplug_tests::workspace_root())
@@ -271,8 +265,8 @@ fn keras_mlp_runs_on_a_tcp_device() {
 fn a_serial_device_served_over_a_pty() {
     use std::sync::Arc;
     use std::time::Duration;
-    use tensorplug_device_fpga::model::host::{ServeControl, serve_link};
-    use tensorplug_device_fpga::model::{AlignedMemory, HostClock, Model, ModelConfig, NoHostBus};
+    use tensorplug_model_fpga::model::host::{ServeControl, serve_link};
+    use tensorplug_model_fpga::model::{AlignedMemory, HostClock, Model, ModelConfig, NoHostBus};
 
     let (mut device_end, host_end) = serialport::TTYPort::pair().expect("a pty pair");
     let path = serialport::SerialPort::name(&host_end).expect("the pty's name");

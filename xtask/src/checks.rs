@@ -61,9 +61,9 @@ pub fn miri_sim() -> Result<()> {
             "miri",
             "test",
             "--package",
-            "tensorplug-device-fpga",
+            "tensorplug-model-fpga",
             "--features",
-            "model,std",
+            "std",
             "--test",
             "sim_miri",
         ]))

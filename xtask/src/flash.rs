@@ -25,8 +25,8 @@ use tensorplug_device_fpga::driver::StdClock;
 use tensorplug_device_fpga::flash::{
     ConfigFlash, FlashError, NorTimeouts, Programmed, Progress, crc32, validate_image,
 };
-use tensorplug_device_fpga::model::HostClock;
-use tensorplug_device_fpga::model::nor_flash::{NorFlash, NorTiming};
+use tensorplug_model_fpga::model::HostClock;
+use tensorplug_model_fpga::model::nor_flash::{NorFlash, NorTiming};
 
 /// Where `--device sim` keeps its flash, relative to the workspace root.
 const DEFAULT_SIM_FILE: &str = "target/sim-config-flash.bin";

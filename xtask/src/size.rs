@@ -18,9 +18,9 @@ use std::path::Path;
 /// The device-memory static `cargo xtask size` leaves out of static RAM.
 const DEVICE_MEMORY_SYMBOL: &str = "TENSORPLUG_DEVICE_MEMORY";
 /// Pieces of (mangled) symbol names of the model's code.
-const MODEL_CODE: [&str; 5] = [
-    "tensorplug_device_fpga5model",
-    "tensorplug_device_fpga7kernels",
+const MODEL_CODE: [&str; 4] = [
+    // The model and its kernels: the crate `tensorplug-model-fpga`.
+    "tensorplug_model_fpga",
     // expf, logf, powf, sqrtf, tanhf: called by the model's kernels only.
     "4libm4math",
     "spi5slave",

@@ -22,17 +22,9 @@ const NO_STD_BUILDS: &[(&str, &str, &[&str])] = &[
     // The XSpace export needs `alloc` (prost); the firmware brings an allocator.
     ("tensorplug-core", "alloc", &["thumbv7em-none-eabihf"]),
     ("tensorplug-device-fpga", "", &["thumbv7em-none-eabihf"]),
-    (
-        "tensorplug-device-fpga",
-        "model",
-        &["thumbv7em-none-eabihf"],
-    ),
+    ("tensorplug-model-fpga", "", &["thumbv7em-none-eabihf"]),
     // What the firmware logs with.
-    (
-        "tensorplug-device-fpga",
-        "model,defmt",
-        &["thumbv7em-none-eabihf"],
-    ),
+    ("tensorplug-model-fpga", "defmt", &["thumbv7em-none-eabihf"]),
     // The example second device: a vendor driver on core alone.
     ("tensorplug-device-npu", "", EMBEDDED_TARGETS),
 ];

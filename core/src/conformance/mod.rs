@@ -386,7 +386,7 @@ macro_rules! __conformance_emit_tests {
 /// suite over several fixtures in one file).
 ///
 /// Compiled users: `examples/device-npu/tests/conformance.rs` and
-/// `device-fpga/tests/conformance.rs`. In short:
+/// `model-fpga/tests/conformance.rs`. In short:
 ///
 /// ```text
 /// // tests/conformance.rs of a device crate

@@ -6,10 +6,10 @@ pub mod sim_device;
 pub mod spidev;
 
 use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
-use tensorplug_device_fpga::model::host::SIM_MAX_ALLOCATIONS as MAX_ALLOCATIONS;
 use tensorplug_device_fpga::transport::Transport;
 use tensorplug_host_bridge::devices::{self, DynAccelerator};
 use tensorplug_host_bridge::{OpenError, registry};
+use tensorplug_model_fpga::model::host::SIM_MAX_ALLOCATIONS as MAX_ALLOCATIONS;
 
 /// Driver budgets for a host: the MCU-sized defaults (100 ms for `READY`)
 /// are too tight on a loaded machine, where the model thread or a model

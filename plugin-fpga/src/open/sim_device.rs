@@ -7,8 +7,8 @@ use tensorplug_core::accelerator::{
     Accelerator, DeviceAddr, DeviceInfo, Drained, Fence, MemoryUsage, OpDesc, QueueId,
 };
 use tensorplug_core::event::Event;
-use tensorplug_device_fpga::model::host::InProcessDevice;
-use tensorplug_device_fpga::model::host::fault_rules::{self, FaultRule, SIM_FAULTS_ENV};
+use tensorplug_model_fpga::model::host::InProcessDevice;
+use tensorplug_model_fpga::model::host::fault_rules::{self, FaultRule, SIM_FAULTS_ENV};
 
 /// The driver `D` of a `sim` device, then its model thread (fields drop in
 /// order: the driver first, while the model still answers), and the fault

@@ -8,8 +8,8 @@ use memmap2::MmapMut;
 use std::fs::{self, File, OpenOptions};
 use std::path::Path;
 use tensorplug_abi::device::flash::CONFIG_FLASH_MIN_SIZE;
-use tensorplug_device_fpga::model::HostClock;
-use tensorplug_device_fpga::model::nor_flash::NorFlash;
+use tensorplug_model_fpga::model::HostClock;
+use tensorplug_model_fpga::model::nor_flash::NorFlash;
 
 /// Size of the simulated W25Q128JV (and of its file).
 pub const SIM_FLASH_SIZE: usize = CONFIG_FLASH_MIN_SIZE as usize;

@@ -2,15 +2,12 @@
 //! requests (`tensorplug_core::link`, `docs/link-protocol.md`) over a byte
 //! stream, for a device behind an MCU (UART) or a model behind a socket.
 //!
-//! - `LinkServer` (feature `model`, like the SPI slave: the device-end
-//!   pieces; `no_std`): the device end, answering requests on any
-//!   `SpiTarget`: the firmware's job, and `tensorplug-model-server --link`
-//!   on a host.
+//! - `LinkServer` (`no_std`, like the SPI slave: the device-end pieces):
+//!   the device end, answering requests on any `SpiTarget`: the firmware's
+//!   job, and `tensorplug-model-server --link` on a host.
 //! - `LinkTransport` (feature `std`): the driver's end over `Read + Write`.
 
-#[cfg(feature = "model")]
 mod server;
-#[cfg(feature = "model")]
 pub use server::LinkServer;
 
 #[cfg(feature = "std")]

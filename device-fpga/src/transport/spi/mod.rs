@@ -9,7 +9,6 @@ use frame::{CRC_LEN, Command, Header, MAX_PAYLOAD, RESPONSE_HEAD_LEN, Status, cr
 
 mod counting;
 pub mod frame;
-#[cfg(feature = "model")]
 pub mod slave;
 
 pub use counting::CountingSpi;

@@ -1,0 +1,174 @@
+//! The device-neutral conformance suite (`tensorplug_core::conformance`)
+//! against the reference FPGA driver: over in-process MMIO to the
+//! behavioural model on its own thread (the `sim` device), with bulk and
+//! with DMA copies, and over SPI to the model in this thread.
+//!
+//! The stall hook of the timeout case is the model's `lose_next_completion`
+//! fault: the next command runs but its completion is never written.
+#![cfg(feature = "std")]
+
+use std::sync::Arc;
+
+use tensorplug_core::conformance::{Config, Fixture, Report, run_fixture};
+use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
+use tensorplug_device_fpga::transport::mmio::{HeapBar, MmioTransport};
+use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
+use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
+use tensorplug_model_fpga::model::host::{InProcessDevice, ServeOptions};
+use tensorplug_model_fpga::model::{
+    AlignedMemory, Faults, HostClock, Model, ModelConfig, NoHostBus,
+};
+
+type Mmio = MmioTransport<Arc<HeapBar>>;
+type SpiModel = Model<AlignedMemory, NoHostBus, HostClock>;
+type Spi = SpiTransport<SpiSlave<SpiModel>>;
+
+/// Small rings, so back-pressure and event-ring wrap happen in ordinary
+/// cases (as in the driver suite).
+fn driver_config(dma_copies: bool) -> DriverConfig {
+    DriverConfig {
+        command_entries: 16,
+        completion_entries: 8,
+        event_entries: 256,
+        dma_copies,
+        ..DriverConfig::default()
+    }
+}
+
+/// The stall: the next command runs, but its completion is never written.
+fn lose_next_completion() -> Faults {
+    Faults {
+        lose_next_completion: true,
+        ..Faults::default()
+    }
+}
+
+/// The `sim` device: the model on its own thread behind a heap BAR.
+struct Sim {
+    // Dropped first: the driver, then the model thread.
+    dev: Driver<Mmio, StdClock>,
+    model: InProcessDevice,
+}
+
+impl Sim {
+    fn new() -> Self {
+        Self::with(false)
+    }
+
+    fn with(dma_copies: bool) -> Self {
+        // 4 MiB of device memory, a 64 KiB DMA window.
+        let model = InProcessDevice::spawn(4 << 20, 64 << 10, ServeOptions::default())
+            .expect("model thread");
+        let dev = Driver::new(
+            model.transport(),
+            StdClock::default(),
+            driver_config(dma_copies),
+        )
+        .expect("bring-up over MMIO");
+        Self { dev, model }
+    }
+}
+
+impl Fixture for Sim {
+    type Device = Driver<Mmio, StdClock>;
+    fn device(&mut self) -> &mut Self::Device {
+        &mut self.dev
+    }
+    fn stall_next_command(&mut self) -> bool {
+        // True once the model thread has taken the switch.
+        self.model.set_faults(lose_next_completion())
+    }
+    fn clear_stall(&mut self) {
+        self.model.set_faults(Faults::default());
+    }
+}
+
+/// The model in this thread behind the SPI slave (1 MiB of memory).
+struct OverSpi {
+    dev: Driver<Spi, StdClock>,
+}
+
+impl OverSpi {
+    fn new() -> Self {
+        let config = ModelConfig::default();
+        let clock = HostClock::new(config.timing.freq_hz);
+        let model = Model::new(
+            AlignedMemory::zeroed(1 << 20),
+            NoHostBus,
+            clock,
+            config,
+            false,
+        )
+        .expect("model");
+        let transport = SpiTransport::new(SpiSlave::new(model), SpiConfig::default());
+        let dev = Driver::new(transport, StdClock::default(), driver_config(false))
+            .expect("bring-up over SPI");
+        Self { dev }
+    }
+
+    fn set_faults(&mut self, faults: Faults) {
+        *self
+            .dev
+            .transport_mut()
+            .device_mut()
+            .target_mut()
+            .faults_mut() = faults;
+    }
+}
+
+impl Fixture for OverSpi {
+    type Device = Driver<Spi, StdClock>;
+    fn device(&mut self) -> &mut Self::Device {
+        &mut self.dev
+    }
+    fn stall_next_command(&mut self) -> bool {
+        self.set_faults(lose_next_completion());
+        true
+    }
+    fn clear_stall(&mut self) {
+        self.set_faults(Faults::default());
+    }
+}
+
+// One `#[test]` per case, each on a fresh device.
+tensorplug_core::conformance_tests!(mod sim = Sim::new());
+tensorplug_core::conformance_tests!(mod sim_dma_copies = Sim::with(true));
+tensorplug_core::conformance_tests!(mod spi = OverSpi::new());
+
+/// The whole suite on one device, case after case: the cases leave the
+/// device clean and working for the next. Every case must pass: the
+/// reference FPGA declares every op and profiling, and has a stall hook.
+fn whole_suite(fixture: &mut impl Fixture, cfg: &Config) -> Report {
+    let report = run_fixture(fixture, cfg);
+    println!("{report}");
+    report.assert_passed();
+    // The reference FPGA has no op of its own (the NPU example has).
+    let skipped: Vec<&str> = report.skipped().map(|c| c.name).collect();
+    assert_eq!(
+        skipped,
+        ["vendor_ops"],
+        "skipped on the reference FPGA: {skipped:?}"
+    );
+    report
+}
+
+#[test]
+fn whole_suite_on_one_sim_device() {
+    let mut sim = Sim::new();
+    whole_suite(&mut sim, &Config::default());
+    // Everything the cases allocated was freed.
+    assert_eq!(
+        tensorplug_core::accelerator::Accelerator::memory_usage(&sim.dev).used,
+        0
+    );
+}
+
+#[test]
+fn whole_suite_on_one_sim_device_with_dma_copies() {
+    whole_suite(&mut Sim::with(true), &Config::default());
+}
+
+#[test]
+fn whole_suite_on_one_spi_device() {
+    whole_suite(&mut OverSpi::new(), &Config::default());
+}

@@ -1,0 +1,636 @@
+//! Every validation error: status and detail, in the documented order.
+#![cfg(feature = "std")]
+
+mod model_support;
+
+use model_support::*;
+use tensorplug_abi::device::{
+    CommandDescriptor, CommandFlags, CompletionStatus, Features, Opcode, REFERENCE_FEATURES,
+};
+use tensorplug_model_fpga::model::{ModelConfig, SRC0_BCAST_M, SRC1_BCAST_K};
+
+const INVALID: CompletionStatus = CompletionStatus::INVALID_ARGUMENT;
+const OOR: CompletionStatus = CompletionStatus::OUT_OF_RANGE;
+const MIS: CompletionStatus = CompletionStatus::MISALIGNED;
+const END: u64 = MEM_SIZE as u64;
+
+fn gemm() -> CommandDescriptor {
+    let mut c = CommandDescriptor::new(Opcode::GEMM_F32, 1, 0);
+    (c.src0, c.src1, c.dst, c.m, c.n, c.k) = (DATA, DATA + 0x1000, DATA + 0x2000, 4, 4, 4);
+    c
+}
+fn add() -> CommandDescriptor {
+    let mut c = CommandDescriptor::new(Opcode::ADD_F32, 1, 0);
+    (c.src0, c.src1, c.dst, c.len) = (DATA, DATA + 0x1000, DATA + 0x2000, 16);
+    c
+}
+fn copy() -> CommandDescriptor {
+    let mut c = CommandDescriptor::new(Opcode::COPY_D2D, 1, 0);
+    (c.src0, c.dst, c.len) = (DATA, DATA + 0x1000, 16);
+    c
+}
+fn rows(op: Opcode) -> CommandDescriptor {
+    let mut c = CommandDescriptor::new(op, 1, 0);
+    (c.src0, c.dst, c.m, c.n) = (DATA, DATA + 0x2000, 4, 4);
+    if op == Opcode::BIAS_ADD_F32 {
+        c.src1 = DATA + 0x1000;
+    }
+    c
+}
+
+fn check(rig: &mut Rig, what: &str, c: CommandDescriptor, status: CompletionStatus, detail: u32) {
+    let done = rig.run(c);
+    assert_eq!((done.status, done.detail), (status, detail), "{what}");
+}
+
+#[test]
+fn every_rejection_has_its_status_and_field_offset() {
+    let mut rig = Rig::standard();
+    let cases: Vec<(&str, CommandDescriptor, CompletionStatus, u32)> = vec![
+        (
+            "unknown opcode",
+            CommandDescriptor::new(Opcode(0x7777), 1, 0),
+            CompletionStatus::INVALID_OPCODE,
+            0x7777,
+        ),
+        (
+            "unknown flag",
+            {
+                let mut c = gemm();
+                c.flags = CommandFlags(1 << 12);
+                c
+            },
+            INVALID,
+            2,
+        ),
+        (
+            "transpose on a copy",
+            {
+                let mut c = copy();
+                c.flags = CommandFlags::TRANSPOSE_A;
+                c
+            },
+            INVALID,
+            2,
+        ),
+        (
+            "broadcast flag on a GEMM",
+            {
+                let mut c = gemm();
+                c.flags = CommandFlags(SRC0_BCAST_M);
+                c
+            },
+            INVALID,
+            2,
+        ),
+        (
+            "broadcast flag on the flat form",
+            {
+                let mut c = add();
+                c.flags = CommandFlags(SRC1_BCAST_K);
+                c
+            },
+            INVALID,
+            2,
+        ),
+        (
+            "reserved byte",
+            {
+                let mut c = gemm();
+                c._reserved0 = 1;
+                c
+            },
+            INVALID,
+            7,
+        ),
+        (
+            "src2 on GEMM_F32",
+            {
+                let mut c = gemm();
+                c.src2 = 8;
+                c
+            },
+            INVALID,
+            24,
+        ),
+        (
+            "len on a GEMM",
+            {
+                let mut c = gemm();
+                c.len = 1;
+                c
+            },
+            INVALID,
+            40,
+        ),
+        (
+            "imm on a copy",
+            {
+                let mut c = copy();
+                c.imm = 1;
+                c
+            },
+            INVALID,
+            60,
+        ),
+        (
+            "k on bias-add",
+            {
+                let mut c = rows(Opcode::BIAS_ADD_F32);
+                c.k = 1;
+                c
+            },
+            INVALID,
+            56,
+        ),
+        (
+            "src1 on relu",
+            {
+                let mut c = CommandDescriptor::new(Opcode::RELU_F32, 1, 0);
+                (c.src0, c.src1, c.dst, c.len) = (DATA, 4, DATA, 1);
+                c
+            },
+            INVALID,
+            16,
+        ),
+        (
+            "operand on NOP",
+            {
+                let mut c = CommandDescriptor::new(Opcode::NOP, 1, 0);
+                c.dst = 4;
+                c
+            },
+            INVALID,
+            32,
+        ),
+        (
+            "zero length copy",
+            {
+                let mut c = copy();
+                c.len = 0;
+                c
+            },
+            INVALID,
+            40,
+        ),
+        (
+            "zero m",
+            {
+                let mut c = gemm();
+                c.m = 0;
+                c
+            },
+            INVALID,
+            48,
+        ),
+        (
+            "zero n",
+            {
+                let mut c = rows(Opcode::SOFTMAX_F32);
+                c.n = 0;
+                c
+            },
+            INVALID,
+            52,
+        ),
+        (
+            "zero k",
+            {
+                let mut c = gemm();
+                c.k = 0;
+                c
+            },
+            INVALID,
+            56,
+        ),
+        (
+            "partial 3-D form",
+            {
+                let mut c = add();
+                (c.m, c.n, c.k) = (2, 0, 8);
+                c
+            },
+            INVALID,
+            52,
+        ),
+        (
+            "len != m·n·k",
+            {
+                let mut c = add();
+                (c.m, c.n, c.k) = (2, 2, 2);
+                c
+            },
+            INVALID,
+            40,
+        ),
+        (
+            "src0 past the end",
+            {
+                let mut c = gemm();
+                c.src0 = END - 32;
+                c
+            },
+            OOR,
+            8,
+        ),
+        (
+            "src1 overflows",
+            {
+                let mut c = add();
+                c.src1 = u64::MAX - 8;
+                c
+            },
+            OOR,
+            16,
+        ),
+        (
+            "dst past the end",
+            {
+                let mut c = copy();
+                c.dst = END - 8;
+                c
+            },
+            OOR,
+            32,
+        ),
+        (
+            "element count overflows",
+            {
+                let mut c = add();
+                c.len = u64::MAX / 2;
+                c
+            },
+            OOR,
+            8,
+        ),
+        (
+            "bias past the end",
+            {
+                let mut c = gemm();
+                c.opcode = Opcode::GEMM_BIAS_RELU_F32;
+                c.src2 = END;
+                c
+            },
+            OOR,
+            24,
+        ),
+        (
+            "misaligned src0",
+            {
+                let mut c = gemm();
+                c.src0 += 2;
+                c
+            },
+            MIS,
+            8,
+        ),
+        (
+            "misaligned dst",
+            {
+                let mut c = rows(Opcode::REDUCE_SUM_F32);
+                c.dst += 1;
+                c
+            },
+            MIS,
+            32,
+        ),
+        (
+            "GEMM output overlaps A",
+            {
+                let mut c = gemm();
+                c.dst = c.src0 + 16;
+                c
+            },
+            INVALID,
+            32,
+        ),
+        (
+            "GEMM in place",
+            {
+                let mut c = gemm();
+                c.dst = c.src0;
+                c
+            },
+            INVALID,
+            32,
+        ),
+        (
+            "binary dst overlaps src1",
+            {
+                let mut c = add();
+                c.dst = c.src1;
+                c
+            },
+            INVALID,
+            32,
+        ),
+        (
+            "reduce-sum in place",
+            {
+                let mut c = rows(Opcode::REDUCE_SUM_F32);
+                c.dst = c.src0;
+                c
+            },
+            INVALID,
+            32,
+        ),
+        (
+            "partial overlap",
+            {
+                let mut c = rows(Opcode::SOFTMAX_F32);
+                c.dst = c.src0 + 4;
+                c
+            },
+            INVALID,
+            32,
+        ),
+    ];
+    for (what, c, status, detail) in cases {
+        check(&mut rig, what, c, status, detail);
+    }
+}
+
+#[test]
+fn the_first_failing_check_wins() {
+    let mut rig = Rig::standard();
+    // Flags before unused fields before dimensions before ranges before alignment.
+    let mut c = gemm();
+    (c.flags, c.len, c.m, c.src0) = (CommandFlags(1 << 15), 1, 0, END + 2);
+    check(&mut rig, "flags first", c, INVALID, 2);
+    c.flags = CommandFlags(0);
+    check(&mut rig, "then unused fields", c, INVALID, 40);
+    c.len = 0;
+    check(&mut rig, "then dimensions", c, INVALID, 48);
+    c.m = 4;
+    check(&mut rig, "then ranges", c, OOR, 8);
+    c.src0 = DATA + 2;
+    check(&mut rig, "then alignment", c, MIS, 8);
+}
+
+#[test]
+fn missing_features_are_unsupported_with_the_feature_bit() {
+    let mut rig = Rig::standard();
+    rig.dev = model_with(ModelConfig {
+        features: Features(
+            REFERENCE_FEATURES.0
+                & !(Features::GEMM.0 | Features::ROW_REDUCTIONS.0 | Features::ELEMENTWISE.0),
+        ),
+        ..ModelConfig::default()
+    });
+    rig.bring_up(tensorplug_abi::device::Control(0));
+    check(
+        &mut rig,
+        "gemm",
+        gemm(),
+        CompletionStatus::UNSUPPORTED,
+        Features::GEMM.0,
+    );
+    check(
+        &mut rig,
+        "softmax",
+        rows(Opcode::SOFTMAX_F32),
+        CompletionStatus::UNSUPPORTED,
+        Features::ROW_REDUCTIONS.0,
+    );
+    check(
+        &mut rig,
+        "add",
+        add(),
+        CompletionStatus::UNSUPPORTED,
+        Features::ELEMENTWISE.0,
+    );
+    check(
+        &mut rig,
+        "copy needs nothing",
+        copy(),
+        CompletionStatus::OK,
+        0,
+    );
+}
+
+#[test]
+fn a_failed_command_does_not_stop_the_queue() {
+    let mut rig = Rig::standard();
+    let mut bad = copy();
+    bad.len = 0;
+    rig.submit(&[bad, copy(), CommandDescriptor::new(Opcode(0xFFFF), 9, 3)]);
+    let done = rig.take_completions();
+    let got: Vec<_> = done.iter().map(|c| (c.status, c.command_index)).collect();
+    assert_eq!(
+        got,
+        [
+            (INVALID, 0),
+            (CompletionStatus::OK, 1),
+            (CompletionStatus::INVALID_OPCODE, 2)
+        ]
+    );
+    assert_eq!((done[2].tag, done[2].stream), (9, 3));
+}
+
+mod no_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Addresses near the interesting places: 0, the data area, the end of
+    /// memory, misaligned, huge.
+    fn addr() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            Just(0u64),
+            (0u64..64).prop_map(|o| DATA + o),
+            (0u64..256).prop_map(|o| END - o),
+            any::<u64>(),
+        ]
+    }
+
+    fn dim() -> impl Strategy<Value = u32> {
+        prop_oneof![Just(0u32), 1u32..9, any::<u32>()]
+    }
+
+    fn descriptor() -> impl Strategy<Value = CommandDescriptor> {
+        let opcode = prop_oneof![
+            prop::sample::select(vec![
+                0x01u16, 0x10, 0x11, 0x12, 0x13, 0x20, 0x21, 0x22, 0x30, 0x31, 0x32, 0x33, 0x34,
+                0x35, 0x40, 0x41,
+            ]),
+            any::<u16>(),
+        ];
+        let flags = prop_oneof![0u16..0x400, any::<u16>()];
+        let len = prop_oneof![0u64..600, any::<u64>()];
+        (
+            (
+                opcode,
+                flags,
+                any::<u16>(),
+                any::<u8>(),
+                prop_oneof![Just(0u8), any::<u8>()],
+            ),
+            (addr(), addr(), addr(), addr(), len),
+            (dim(), dim(), dim(), any::<u32>()),
+        )
+            .prop_map(
+                |((op, flags, tag, stream, res), (s0, s1, s2, dst, len), (m, n, k, imm))| {
+                    let mut c = CommandDescriptor::new(Opcode(op), tag, stream);
+                    (c.flags, c._reserved0) = (CommandFlags(flags), res);
+                    (c.src0, c.src1, c.src2, c.dst, c.len) = (s0, s1, s2, dst, len);
+                    (c.m, c.n, c.k, c.imm) = (m, n, k, imm);
+                    c
+                },
+            )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        /// Any descriptor completes exactly once with a defined status, and
+        /// only `DEVICE_FAULT` could halt (it never comes from validation).
+        #[test]
+        fn any_descriptor_completes_once(c in descriptor()) {
+            let mut rig = Rig::standard();
+            let done = rig.run(c);
+            prop_assert_eq!((done.tag, done.stream, done.command_index), (c.tag, c.stream, 0));
+            prop_assert!(done.status.known().is_some());
+            prop_assert_ne!(done.status, CompletionStatus::DEVICE_FAULT);
+            prop_assert_eq!(rig.take_events().len(), if c.flags.contains(CommandFlags::NO_EVENTS) { 0 } else { 2 });
+        }
+    }
+}
+
+/// A window command of `op` over `[1, 32, 32, 16]` with a 3x3 SAME window
+/// and 16 output channels (multiplier 1 for the depthwise one).
+fn window_cmd(op: Opcode) -> CommandDescriptor {
+    let pool = matches!(
+        op,
+        Opcode::MAX_POOL_F32
+            | Opcode::AVG_POOL_F32
+            | Opcode::MAX_POOL_GRAD_F32
+            | Opcode::AVG_POOL_GRAD_F32
+    );
+    let fields = tensorplug_abi::device::WindowFields {
+        batch: 1,
+        input: [32, 32],
+        channels: 16,
+        k: match op {
+            _ if pool => 0,
+            Opcode::DEPTHWISE_CONV2D_F32 => 1,
+            _ => 16,
+        },
+        size: [3, 3],
+        output: [32, 32],
+        stride: [1, 1],
+        dilation: [1, 1],
+        pad: [1, 1],
+    };
+    let mut c = fields.pack(CommandDescriptor::new(op, 1, 0));
+    (c.src0, c.dst) = (DATA, DATA + 0x2_0000);
+    if !matches!(
+        op,
+        Opcode::MAX_POOL_F32 | Opcode::AVG_POOL_F32 | Opcode::AVG_POOL_GRAD_F32
+    ) {
+        c.src1 = DATA + 0x1_0000;
+    }
+    c
+}
+
+#[test]
+fn window_results_past_device_memory_are_refused_before_any_write() {
+    let mut rig = Rig::standard();
+    let ops = [
+        Opcode::CONV2D_F32,
+        Opcode::DEPTHWISE_CONV2D_F32,
+        Opcode::MAX_POOL_F32,
+        Opcode::AVG_POOL_F32,
+        Opcode::CONV2D_BACKPROP_INPUT_F32,
+        Opcode::CONV2D_BACKPROP_FILTER_F32,
+        Opcode::MAX_POOL_GRAD_F32,
+        Opcode::AVG_POOL_GRAD_F32,
+    ];
+    let tail = END - 4096;
+    rig.write_f32(tail, &[7.0; 1024]);
+    for op in ops {
+        // In range, the command runs.
+        let what = format!("{op:?} in range");
+        check(&mut rig, &what, window_cmd(op), CompletionStatus::OK, 0);
+        // A result that would run 4 bytes (or 64 KiB) past the end of memory.
+        let mut c = window_cmd(op);
+        let out_bytes = match op {
+            Opcode::CONV2D_BACKPROP_FILTER_F32 => 3 * 3 * 16 * 16 * 4,
+            _ => 32 * 32 * 16 * 4,
+        };
+        c.dst = END - out_bytes + 4;
+        check(
+            &mut rig,
+            &format!("{op:?} 4 bytes past the end"),
+            c,
+            OOR,
+            32,
+        );
+        // A geometry whose output does not fit in any memory (65535² pixels
+        // of 65535 channels, times 2³² batches) is refused too.
+        let mut huge = tensorplug_abi::device::WindowFields::unpack(&window_cmd(op));
+        (huge.batch, huge.input, huge.output) = (u32::MAX, [65535; 2], [65535; 2]);
+        huge.channels = 65535;
+        let mut c = huge.pack(window_cmd(op));
+        c.dst = tail;
+        let done = rig.run(c);
+        assert_ne!(done.status, CompletionStatus::OK, "{op:?}");
+        assert_eq!(
+            rig.read_f32(tail, 1024),
+            [7.0; 1024],
+            "{op:?} wrote past its check"
+        );
+    }
+}
+
+#[test]
+fn conv_epilogue_flags_need_the_bias_and_one_activation() {
+    let mut rig = Rig::standard();
+    let conv = window_cmd(Opcode::CONV2D_F32);
+    let with = |flags: CommandFlags, src2: u64| CommandDescriptor {
+        flags,
+        src2,
+        ..conv
+    };
+    let bias = DATA + 0x3_0000;
+    let relu = CommandFlags::BIAS.union(CommandFlags::RELU);
+    check(
+        &mut rig,
+        "bias and relu",
+        with(relu, bias),
+        CompletionStatus::OK,
+        0,
+    );
+    check(
+        &mut rig,
+        "relu without bias",
+        with(CommandFlags::RELU, 0),
+        INVALID,
+        2,
+    );
+    let both = relu.union(CommandFlags::RELU6);
+    check(&mut rig, "relu and relu6", with(both, bias), INVALID, 2);
+    check(
+        &mut rig,
+        "src2 without bias",
+        with(CommandFlags(0), bias),
+        INVALID,
+        24,
+    );
+    check(
+        &mut rig,
+        "bias past the end",
+        with(CommandFlags::BIAS, END - 8),
+        OOR,
+        24,
+    );
+    let depthwise = CommandDescriptor {
+        flags: CommandFlags::BIAS,
+        ..window_cmd(Opcode::DEPTHWISE_CONV2D_F32)
+    };
+    check(
+        &mut rig,
+        "bias on a depthwise convolution",
+        depthwise,
+        INVALID,
+        2,
+    );
+}

@@ -1,0 +1,206 @@
+//! The link's op-level mode beyond the conformance suite: event drops
+//! reach the host, and a firmware without the mode, or of another major
+//! version, is refused naming both versions.
+#![cfg(feature = "std")]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::Duration;
+
+use tensorplug_core::accelerator::{Accelerator, Error as _, ErrorKind};
+use tensorplug_core::event::{Event, EventKind};
+use tensorplug_core::link::server::{RingEvents, serve_stream};
+use tensorplug_core::link::{
+    Decoder, Encoder, FeedResult, Hello, MAX_ENCODED_FRAME_LEN, Message, ProtocolVersion,
+    RemoteAccelerator,
+};
+use tensorplug_core::ring::Ring;
+use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
+use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
+use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
+use tensorplug_model_fpga::model::{AlignedMemory, HostClock, Model, ModelConfig, NoHostBus};
+
+fn listen() -> (TcpListener, std::net::SocketAddr) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    (listener, addr)
+}
+
+#[test]
+fn events_a_full_ring_dropped_reach_the_host_as_a_count() {
+    let (listener, addr) = listen();
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let config = ModelConfig::default();
+        let model = Model::new(
+            AlignedMemory::zeroed(1 << 20),
+            NoHostBus,
+            HostClock::new(config.timing.freq_hz),
+            config,
+            false,
+        )
+        .unwrap();
+        let transport = SpiTransport::new(SpiSlave::new(model), SpiConfig::default());
+        let mut driver =
+            Driver::<_, _>::new(transport, StdClock::default(), DriverConfig::default()).unwrap();
+        // An interrupt handler pushed 20 events into a ring of 8.
+        let mut ring = Ring::<Event, 8>::new();
+        let (mut producer, consumer) = ring.split();
+        for i in 0..20 {
+            let _ = producer.push(Event::new(EventKind::OpBegin, i, 0, i as u16, 0));
+        }
+        let mut events = RingEvents::new(consumer);
+        serve_stream(&mut stream, &mut driver, &mut events).unwrap();
+    });
+    let stream = TcpStream::connect(addr).unwrap();
+    let mut dev = RemoteAccelerator::connect(stream, Duration::from_secs(5)).unwrap();
+    let mut out = [Event::new(EventKind::OpEnd, 0, 0, 0, 0); 32];
+    let drained = dev.drain_events(&mut out).unwrap();
+    assert_eq!((drained.events, drained.dropped), (8, 12));
+    let ids: Vec<u16> = out[..8].iter().map(|e| e.op_id).collect();
+    assert_eq!(
+        ids,
+        (0..8).collect::<Vec<u16>>(),
+        "the oldest events are kept"
+    );
+    let again = dev.drain_events(&mut out).unwrap();
+    assert_eq!(
+        (again.events, again.dropped),
+        (0, 0),
+        "a drop is reported once"
+    );
+    drop(dev);
+    server.join().unwrap();
+}
+
+/// A peer that answers the first `Hello` with `version` and then hangs up.
+fn peer_speaking(version: ProtocolVersion) -> std::net::SocketAddr {
+    let (listener, addr) = listen();
+    std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut decoder = Decoder::new();
+        let mut chunk = [0u8; 256];
+        loop {
+            let n = stream.read(&mut chunk).unwrap();
+            if let FeedResult::Frame { frame, .. } = decoder.feed(&chunk[..n]) {
+                let ack = Message::HelloAck(Hello {
+                    version,
+                    max_frame_len: 2075,
+                });
+                let mut out = [0u8; MAX_ENCODED_FRAME_LEN];
+                let len = Encoder::new()
+                    .response(frame.header.request_id, &ack, &mut out)
+                    .unwrap();
+                stream.write_all(&out[..len]).unwrap();
+                return;
+            }
+        }
+    });
+    addr
+}
+
+#[test]
+fn a_firmware_without_the_op_level_mode_is_refused_naming_both_versions() {
+    for (peer, needles) in [
+        // 1.1: the op-level mode with per-op wire codes, before the catalogue.
+        (
+            ProtocolVersion { major: 1, minor: 1 },
+            ["we speak 2.0", "the peer speaks 1.1"],
+        ),
+        (
+            ProtocolVersion { major: 3, minor: 0 },
+            ["we speak 2.0", "the peer speaks 3.0"],
+        ),
+    ] {
+        let stream = TcpStream::connect(peer_speaking(peer)).unwrap();
+        let error = RemoteAccelerator::connect(stream, Duration::from_secs(5)).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Incompatible);
+        for needle in needles {
+            assert!(error.to_string().contains(needle), "{error}");
+        }
+    }
+}
+
+/// A frame the MCU was still sending when the host reset (its start read
+/// with an earlier answer, its end after) is not lost: the reset goes
+/// through. (Dropping the bytes already read made the reset fail with
+/// "a bad frame from the MCU" under load.)
+#[test]
+fn a_reset_keeps_a_frame_that_was_half_read() {
+    let (listener, addr) = listen();
+    let peer = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut decoder = Decoder::new();
+        let mut encoder = Encoder::new();
+        let mut out = [0u8; MAX_ENCODED_FRAME_LEN];
+        let mut chunk = [0u8; 512];
+        let mut pending_tail: Vec<u8> = Vec::new();
+        loop {
+            let n = stream.read(&mut chunk).unwrap();
+            if n == 0 {
+                return;
+            }
+            let mut rest = &chunk[..n];
+            while let FeedResult::Frame { frame, remaining } = decoder.feed(rest) {
+                rest = remaining;
+                let id = frame.header.request_id;
+                let answer = match frame.message {
+                    Message::Hello(_) => Message::HelloAck(Hello::ours()),
+                    Message::GetInfo(_) => {
+                        let info = tensorplug_core::accelerator::DeviceInfo::new(
+                            "fake",
+                            1 << 20,
+                            1000,
+                            Default::default(),
+                            1,
+                        );
+                        let len = encoder
+                            .response(
+                                id,
+                                &Message::Info(tensorplug_core::link::ops::Info::from_info(&info)),
+                                &mut out,
+                            )
+                            .unwrap();
+                        stream.write_all(&out[..len]).unwrap();
+                        continue;
+                    }
+                    Message::ReadClock(_) => {
+                        // The answer, then the first half of a notification.
+                        let clock = Message::ClockValue(tensorplug_core::link::ops::ClockValue {
+                            ticks: 7,
+                        });
+                        let len = encoder.response(id, &clock, &mut out).unwrap();
+                        let mut bytes = out[..len].to_vec();
+                        let events = [Event::new(EventKind::OpBegin, 1, 0, 1, 0)];
+                        let batch = Message::EventBatch(tensorplug_core::link::EventBatch {
+                            dropped: 0,
+                            events: tensorplug_core::link::EventRecords::new(&events).unwrap(),
+                        });
+                        let len = encoder.notification(&batch, &mut out).unwrap();
+                        bytes.extend_from_slice(&out[..len / 2]);
+                        pending_tail = out[len / 2..len].to_vec();
+                        stream.write_all(&bytes).unwrap();
+                        continue;
+                    }
+                    Message::Reset(_) => {
+                        stream.write_all(&pending_tail).unwrap();
+                        Message::Ack(tensorplug_core::link::Ack)
+                    }
+                    _ => continue,
+                };
+                let len = encoder.response(id, &answer, &mut out).unwrap();
+                stream.write_all(&out[..len]).unwrap();
+            }
+        }
+    });
+    let stream = TcpStream::connect(addr).unwrap();
+    let mut dev = RemoteAccelerator::connect(stream, Duration::from_secs(5)).unwrap();
+    assert_eq!(dev.timestamp().unwrap(), 7);
+    dev.reset().expect("the reset goes through");
+    // The half-read notification arrived whole (one event buffered).
+    let mut out = [Event::new(EventKind::OpEnd, 0, 0, 0, 0); 1];
+    let drained = dev.drain_events(&mut out).unwrap();
+    assert_eq!((drained.events, out[0].op_id), (1, 1));
+    drop(dev);
+    peer.join().unwrap();
+}
