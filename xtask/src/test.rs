@@ -21,8 +21,10 @@ const NO_STD_BUILDS: &[(&str, &str, &[&str])] = &[
     ("tensorplug-core", "", EMBEDDED_TARGETS),
     // The XSpace export needs `alloc` (prost); the firmware brings an allocator.
     ("tensorplug-core", "alloc", &["thumbv7em-none-eabihf"]),
-    ("tensorplug-device-fpga", "", &["thumbv7em-none-eabihf"]),
-    ("tensorplug-model-fpga", "", &["thumbv7em-none-eabihf"]),
+    // The driver and its model on both Cortex-M profiles (thumbv6m has no
+    // compare-and-swap: nothing of theirs needs it).
+    ("tensorplug-device-fpga", "", EMBEDDED_TARGETS),
+    ("tensorplug-model-fpga", "", EMBEDDED_TARGETS),
     // What the firmware logs with.
     ("tensorplug-model-fpga", "defmt", &["thumbv7em-none-eabihf"]),
     // The example second device: a vendor driver on core alone.
