@@ -15,6 +15,7 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::path::Path;
 use std::time::Duration;
 
+use tensorplug_core::accelerator::OpDecl;
 use tensorplug_core::link::{LinkStream, RemoteAccelerator};
 
 /// Budget for connecting, and for each answer of the device.
@@ -72,8 +73,14 @@ pub fn serial(path: &Path, baud: u32, timeout: Duration) -> Result<Link, String>
 
 /// Opens `item` if it is an op-level device item (`mcu-tcp:`,
 /// `mcu-serial:` at `baud`) and connects a [`RemoteAccelerator`] to the
-/// MCU; `None` for any other item.
-pub fn open_mcu(item: &str, baud: u32) -> Option<Result<RemoteAccelerator<Link>, String>> {
+/// MCU; `None` for any other item. `vendor_ops` are the plugin's
+/// declarations of its own ops, in code order: the device's info declares
+/// those the MCU lists (`RemoteAccelerator::connect_with_vendor_ops`).
+pub fn open_mcu(
+    item: &str,
+    baud: u32,
+    vendor_ops: &'static [&'static OpDecl],
+) -> Option<Result<RemoteAccelerator<Link>, String>> {
     let link = if let Some(addr) = item.strip_prefix("mcu-tcp:") {
         tcp(addr, ANSWER_TIMEOUT).map_err(|e| format!("the MCU: {e}"))
     } else {
@@ -81,7 +88,8 @@ pub fn open_mcu(item: &str, baud: u32) -> Option<Result<RemoteAccelerator<Link>,
         serial(Path::new(tty), baud, ANSWER_TIMEOUT)
     };
     Some(link.and_then(|link| {
-        RemoteAccelerator::connect(link, ANSWER_TIMEOUT).map_err(|e| e.to_string())
+        RemoteAccelerator::connect_with_vendor_ops(link, ANSWER_TIMEOUT, vendor_ops)
+            .map_err(|e| e.to_string())
     }))
 }
 
@@ -135,14 +143,14 @@ mod tests {
 
     #[test]
     fn other_items_are_not_ours_and_bad_targets_are_clear_errors() {
-        assert!(open_mcu("sim", DEFAULT_SERIAL_BAUD).is_none());
-        assert!(open_mcu("tcp:127.0.0.1:1", DEFAULT_SERIAL_BAUD).is_none());
-        let Some(Err(error)) = open_mcu("mcu-serial:/dev/tty-tensorplug-missing", 9600) else {
+        assert!(open_mcu("sim", DEFAULT_SERIAL_BAUD, &[]).is_none());
+        assert!(open_mcu("tcp:127.0.0.1:1", DEFAULT_SERIAL_BAUD, &[]).is_none());
+        let Some(Err(error)) = open_mcu("mcu-serial:/dev/tty-tensorplug-missing", 9600, &[]) else {
             panic!("opened a missing tty");
         };
         assert!(error.contains("cannot open it at 9600 baud"), "{error}");
         let port = closed_port();
-        let Some(Err(error)) = open_mcu(&format!("mcu-tcp:127.0.0.1:{port}"), 9600) else {
+        let Some(Err(error)) = open_mcu(&format!("mcu-tcp:127.0.0.1:{port}"), 9600, &[]) else {
             panic!("connected to a closed port");
         };
         assert!(

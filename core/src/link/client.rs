@@ -21,7 +21,8 @@ use super::{
     MAX_EVENTS_PER_BATCH, Message, NO_REQUEST, ProtocolVersion, SetProfiling, negotiate,
 };
 use crate::accelerator::{
-    Accelerator, DeviceAddr, DeviceInfo, Drained, ErrorKind, Fence, MemoryUsage, OpDesc, QueueId,
+    Accelerator, DeviceAddr, DeviceInfo, Drained, ErrorKind, Fence, MemoryUsage, OpDecl, OpDesc,
+    QueueId, VendorOps,
 };
 use crate::event::Event;
 
@@ -103,6 +104,8 @@ pub struct RemoteAccelerator<S> {
     tx: Vec<u8>,
     unread: Vec<u8>,
     info: DeviceInfo,
+    /// The host's declarations of the device's vendor ops.
+    known_vendor_ops: VendorOps,
     usage: MemoryUsage,
     next_seq: u64,
     /// Request id → fence of each command not yet completed.
@@ -143,7 +146,24 @@ impl<S: LinkStream> RemoteAccelerator<S> {
     ///
     /// # Errors
     /// A clear [`RemoteError`] for a silent, incompatible or broken peer.
-    pub fn connect(mut stream: S, timeout: Duration) -> Result<Self, RemoteError> {
+    pub fn connect(stream: S, timeout: Duration) -> Result<Self, RemoteError> {
+        Self::connect_with_vendor_ops(stream, timeout, &[])
+    }
+
+    /// [`connect`](Self::connect) to a device that may declare vendor ops:
+    /// `known` are the host's declarations of them, in code order; the
+    /// device's info declares those it lists ([`Info::to_info_with`]), and
+    /// their launches cross the link by identity.
+    ///
+    /// [`Info::to_info_with`]: super::ops::Info::to_info_with
+    ///
+    /// # Errors
+    /// As [`connect`](Self::connect).
+    pub fn connect_with_vendor_ops(
+        mut stream: S,
+        timeout: Duration,
+        known: &'static [&'static OpDecl],
+    ) -> Result<Self, RemoteError> {
         stream.set_read_timeout(timeout).map_err(|e| {
             RemoteError::new(ErrorKind::Transport, format!("cannot set a timeout: {e}"))
         })?;
@@ -155,6 +175,7 @@ impl<S: LinkStream> RemoteAccelerator<S> {
             tx: vec![0; MAX_ENCODED_FRAME_LEN],
             unread: Vec::new(),
             info: DeviceInfo::new("", 0, 1, Default::default(), 0),
+            known_vendor_ops: VendorOps(known),
             usage: MemoryUsage::default(),
             next_seq: 1,
             in_flight: HashMap::new(),
@@ -275,7 +296,9 @@ impl<S: LinkStream> RemoteAccelerator<S> {
                         _ if Some(id) != want => continue, // stale
                         Message::Ack(_) => Answer::Ack,
                         Message::HelloAck(h) => Answer::Hello(*h),
-                        Message::Info(info) => Answer::Info(info.to_info()),
+                        Message::Info(info) => {
+                            Answer::Info(info.to_info_with(&self.known_vendor_ops))
+                        }
                         Message::MemoryState(m) => Answer::Memory(
                             m.addr,
                             MemoryUsage {

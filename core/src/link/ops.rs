@@ -201,7 +201,14 @@ pub struct Info<'a> {
     pub dtypes: u32,
     /// Whether the device records profiling events.
     pub profiling: bool,
+    /// The identities of the vendor ops it declares (at most
+    /// [`MAX_VENDOR_OPS`]); the host maps them to the declarations it knows
+    /// ([`Info::to_info_with`]).
+    pub vendor_ops: heapless::Vec<OpId, MAX_VENDOR_OPS>,
 }
+
+/// The most vendor ops an [`Info`] lists.
+pub const MAX_VENDOR_OPS: usize = 32;
 
 impl<'a> Info<'a> {
     /// The wire form of `info`.
@@ -220,11 +227,33 @@ impl<'a> Info<'a> {
             ops: caps.ops.words(),
             dtypes: caps.dtypes.bits(),
             profiling: caps.profiling,
+            // More than MAX_VENDOR_OPS: the rest are not offered (docs/link-protocol.md).
+            vendor_ops: caps
+                .vendor_ops
+                .iter()
+                .map(|d| d.id)
+                .take(MAX_VENDOR_OPS)
+                .collect(),
         }
     }
 
-    /// The device info (unknown op and dtype bits are ignored).
+    /// The device info (unknown op and dtype bits are ignored), without
+    /// vendor ops.
     pub fn to_info(&self) -> DeviceInfo {
+        self.to_info_with(&VendorOps::NONE)
+    }
+
+    /// The device info, its vendor ops taken from `known` (the host's
+    /// declarations, in code order): the longest prefix of `known` whose
+    /// every op the device lists. A firmware older than the host's plugin,
+    /// without its newest ops, gets the ones it has; ids the host does not
+    /// know are ignored.
+    pub fn to_info_with(&self, known: &VendorOps) -> DeviceInfo {
+        let listed = known
+            .0
+            .iter()
+            .take_while(|d| self.vendor_ops.contains(&d.id))
+            .count();
         let ops = OpSet::from_words(self.ops);
         let dtypes = DTypeSet::from_bits(self.dtypes);
         let [major, minor, patch] = self.abi;
@@ -238,8 +267,7 @@ impl<'a> Info<'a> {
         .with_capabilities(Capabilities {
             ops,
             dtypes,
-            // Vendor ops do not cross the link yet (`docs/link-protocol.md`).
-            vendor_ops: VendorOps::NONE,
+            vendor_ops: VendorOps(&known.0[..listed]),
             profiling: self.profiling,
         })
     }
@@ -335,7 +363,9 @@ pub fn error_kind(code: u16) -> Option<ErrorKind> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::accelerator::{Activation, BUILTIN, Namespace, Window};
+    use crate::accelerator::{
+        Activation, BUILTIN, Namespace, OpDecl, Tolerance, VendorRules, Window,
+    };
 
     #[test]
     fn every_op_round_trips_with_its_attributes() {
@@ -416,6 +446,64 @@ mod tests {
         let info =
             DeviceInfo::new("x", 1 << 20, 100, Version::new(1, 2, 3), 2).with_capabilities(caps);
         assert_eq!(Info::from_info(&info).to_info(), info);
+    }
+
+    const fn vendor(code: u16) -> OpDecl {
+        OpDecl::vendor(
+            "V",
+            Namespace::named("test.link"),
+            code,
+            1,
+            DTypeSet::EMPTY.with(DType::F32),
+            &RULES,
+        )
+    }
+    static RULES: VendorRules = VendorRules {
+        shape: |_, inputs| Ok(inputs[0].shape),
+        flops: |_, _, _| 0,
+        reference: |_, _, _, _| {},
+        cases: &[],
+        tolerance: Tolerance::EXACT,
+    };
+    static V1: OpDecl = vendor(1);
+    static V2: OpDecl = vendor(2);
+    static V3: OpDecl = vendor(3);
+    static HOST_KNOWS: [&OpDecl; 3] = [&V1, &V2, &V3];
+    static DEVICE_HAS: [&OpDecl; 2] = [&V1, &V2];
+
+    #[test]
+    fn vendor_ops_cross_by_identity_and_the_host_keeps_the_prefix_it_knows() {
+        let caps =
+            Capabilities::f32(OpSet::of(&[OpKind::Relu]), false).with_vendor_ops(&DEVICE_HAS);
+        let info =
+            DeviceInfo::new("x", 1 << 20, 100, Version::new(1, 2, 3), 2).with_capabilities(caps);
+        let wire = Info::from_info(&info);
+        assert_eq!(wire.vendor_ops.as_slice(), [V1.id, V2.id]);
+        // A host without declarations sees none; one that knows more sees
+        // the ones the device has; one that knows the same sees all.
+        assert!(wire.to_info().capabilities.vendor_ops.0.is_empty());
+        let with = wire.to_info_with(&VendorOps(&HOST_KNOWS));
+        assert_eq!(with.capabilities.vendor_ops, VendorOps(&DEVICE_HAS));
+        assert_eq!(with, info);
+        // A launch of a vendor op round-trips where the receiver knows it.
+        let t = TensorDesc::new(DeviceAddr(64), DType::F32, Shape::new(&[2]).unwrap());
+        let mut attrs = Attrs::default();
+        attrs.0[0] = 9;
+        let op = OpDesc {
+            kind: OpKind::Vendor(crate::accelerator::VendorOp { decl: &V2, attrs }),
+            inputs: &[t],
+            output: t,
+            op_id: 5,
+        };
+        let wire_op = WireOp::from_desc(&op).unwrap();
+        let mut slots = [t; 3];
+        assert_eq!(
+            wire_op
+                .to_desc_in(&mut slots, &VendorOps(&DEVICE_HAS))
+                .unwrap(),
+            op
+        );
+        assert_eq!(wire_op.kind(), Err(BadOp));
     }
 
     #[test]

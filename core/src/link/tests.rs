@@ -111,6 +111,11 @@ fn every_message() -> [Message<'static>; 25] {
             ops: [0x3FF, 0, 1 << 63, 0],
             dtypes: 1,
             profiling: true,
+            vendor_ops: heapless::Vec::from_slice(&[OpId {
+                namespace: crate::accelerator::Namespace::named("x"),
+                code: 3,
+            }])
+            .unwrap(),
         }),
         Message::MemoryState(ops::MemoryState {
             addr: 64,
