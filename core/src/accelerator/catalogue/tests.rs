@@ -90,3 +90,54 @@ fn stray_attribute_bytes_are_refused() {
     a.0[MAX_RANK] = 1;
     assert_eq!(OpKind::Transpose([0; MAX_RANK]).decl().kind(&a), None);
 }
+
+/// `docs/ops.md`'s catalogue table, from `BUILTIN`.
+fn docs_table() -> std::string::String {
+    use core::fmt::Write;
+    let mut t = std::string::String::from(
+        "| code | op | inputs | element types | attributes (bytes of the block) |\n|---|---|---|---|---|\n",
+    );
+    for decl in &BUILTIN {
+        let kind = decl.default_kind();
+        let attrs = match kind {
+            OpKind::MatMul { .. } => "flags: transpose a, b (1)",
+            OpKind::FusedMatMul { .. } => "flags: transpose a, b, ReLU (1)",
+            OpKind::FusedConv2D(..) => "window (20), activation (1)",
+            OpKind::Transpose(_) => "perm (6)",
+            k if k.window().is_some() => "window (20)",
+            _ => "-",
+        };
+        let dtypes: std::vec::Vec<&str> = decl.dtypes.iter().map(DType::name).collect();
+        writeln!(
+            t,
+            "| {} | `{}` | {} | {} | {attrs} |",
+            decl.id.code,
+            decl.name,
+            decl.inputs,
+            dtypes.join(", ")
+        )
+        .unwrap();
+    }
+    t
+}
+
+#[test]
+fn the_docs_catalogue_table_is_current() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/ops.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (begin, end) = ("<!-- catalogue:begin -->\n", "<!-- catalogue:end -->");
+    let start = text.find(begin).expect("catalogue:begin marker") + begin.len();
+    let stop = text.find(end).expect("catalogue:end marker");
+    let want = docs_table();
+    if text[start..stop] != want {
+        if std::env::var_os("TENSORPLUG_BLESS").is_some() {
+            let updated = [&text[..start], &want, &text[stop..]].concat();
+            std::fs::write(&path, updated).unwrap();
+            return;
+        }
+        panic!(
+            "docs/ops.md's catalogue table is stale (rerun with TENSORPLUG_BLESS=1); it should \
+             read:\n{want}"
+        );
+    }
+}

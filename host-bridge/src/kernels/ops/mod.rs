@@ -270,6 +270,27 @@ fn flat(dims: &[u64]) -> KernelResult<Shape> {
 mod tests {
     use super::*;
 
+    /// Each op of core's catalogue is what some TF kernel lowers to, so TF
+    /// can place it and the op sweep (which fails on a registered op
+    /// without cases) reaches it.
+    #[test]
+    fn every_declared_device_op_has_a_tf_kernel() {
+        for decl in &tensorplug_core::accelerator::BUILTIN {
+            let id = decl.id;
+            let lowered = KERNELS.iter().any(|k| {
+                k.family()
+                    .iter()
+                    .chain(k.also_launches())
+                    .any(|f| f.decl().id == id)
+            });
+            assert!(
+                lowered,
+                "no TF kernel lowers to the device op {}",
+                decl.name
+            );
+        }
+    }
+
     #[test]
     fn the_table_registers_each_op_once_and_host_memory_inputs_are_the_shape_ones() {
         let mut ops: Vec<_> = KERNELS.iter().map(|k| k.op()).collect();
