@@ -18,14 +18,14 @@
 #define TPD_DEVICE_ABI_VERSION_MAJOR 1
 
 // Minor version: bumped for backwards-compatible additions.
-#define TPD_DEVICE_ABI_VERSION_MINOR 1
+#define TPD_DEVICE_ABI_VERSION_MINOR 2
 
 // Patch version: bumped for fixes that change no layout or meaning.
 #define TPD_DEVICE_ABI_VERSION_PATCH 0
 
 // `DEVICE_ABI_VERSION` as the `Register::ABI_VERSION`
 // word: `major << 16 | minor << 8 | patch`, bits 31..24 zero.
-#define TPD_DEVICE_ABI_VERSION_WORD 0x00010100
+#define TPD_DEVICE_ABI_VERSION_WORD 0x00010200
 
 // Ticks per second of the reference FPGA's timestamp counter (100 MHz).
 // A device reports its own in `Register::TIMESTAMP_FREQ_HZ`.
@@ -148,8 +148,10 @@ typedef uint32_t TPD_Features;
 #define TPD_FEATURES_WINDOW_GRAD (1 << 9)
 // ABI 1.1: `TRANSPOSE_F32` (a permutation of up to four axes).
 #define TPD_FEATURES_LAYOUT (1 << 10)
+// ABI 1.2: `EXP_F32`.
+#define TPD_FEATURES_TRANSCENDENTAL (1 << 11)
 // Every bit this ABI version defines.
-#define TPD_FEATURES_KNOWN 0x07FF
+#define TPD_FEATURES_KNOWN 0x0FFF
 
 // A register's byte offset in the register space (PCIe BAR 0, or the
 // register address of an SPI frame).
@@ -310,6 +312,8 @@ typedef uint16_t TPD_Opcode;
 #define TPD_OPCODE_SIGMOID_F32 61
 // `dst[i] = tanh(src0[i])` for `len` elements (`MATH`).
 #define TPD_OPCODE_TANH_F32 62
+// `dst[i] = e^src0[i]` for `len` elements (ABI 1.2, `TRANSCENDENTAL`).
+#define TPD_OPCODE_EXP_F32 63
 // Softmax over the last axis: `m` rows of `n` columns, `src0` to `dst`.
 #define TPD_OPCODE_SOFTMAX_F32 64
 // `dst[r] = Σ_c src0[r][c]` for `m` rows of `n` columns.
@@ -565,8 +569,8 @@ typedef uint8_t TPD_NorStatus;
 // What a driver written against this module needs (ABI 1.0 or newer 1.x).
 #define TPD_DRIVER_ABI_REQUIREMENT (TPD_AbiRequirement){ .major = TPD_DEVICE_ABI_VERSION_MAJOR, .min_minor = 0 }
 
-// What the reference FPGA implements: every feature of ABI 1.1.
-#define TPD_REFERENCE_FEATURES 0x07FF
+// What the reference FPGA implements: every feature of ABI 1.2.
+#define TPD_REFERENCE_FEATURES 0x0FFF
 
 
 /* Layout checks: the values the Rust compiler gives abi/src/device. */

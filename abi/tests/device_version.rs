@@ -136,6 +136,7 @@ fn feature_bits_are_distinct_and_known_masks_unknown_bits() {
         Features::WINDOW,
         Features::WINDOW_GRAD,
         Features::LAYOUT,
+        Features::TRANSCENDENTAL,
     ];
     let mut union = Features::default();
     for f in all {

@@ -311,7 +311,7 @@ pub fn relu(x: &[f32], out: &mut [f32]) -> Result<(), Error> {
 }
 
 /// An element-wise op of one operand (`Relu`, `Relu6`, `Sigmoid`, `Tanh`,
-/// `Sqrt`, `Rsqrt`), in `f64` and rounded once; `None` for other kinds.
+/// `Sqrt`, `Rsqrt`, `Exp`), in `f64` and rounded once; `None` for other kinds.
 pub fn unary_one(kind: OpKind, v: f32) -> Option<f32> {
     let x = f64::from(v);
     Some(match kind {
@@ -322,6 +322,7 @@ pub fn unary_one(kind: OpKind, v: f32) -> Option<f32> {
         OpKind::Tanh => libm::tanh(x) as f32,
         OpKind::Sqrt => libm::sqrt(x) as f32,
         OpKind::Rsqrt => (1.0 / libm::sqrt(x)) as f32,
+        OpKind::Exp => libm::exp(x) as f32,
         _ => return None,
     })
 }
@@ -425,9 +426,12 @@ pub fn run(
         ),
         OpKind::BiasAdd => bias_add(x, input(1), out),
         OpKind::Relu => relu(x, out),
-        OpKind::Relu6 | OpKind::Sigmoid | OpKind::Tanh | OpKind::Sqrt | OpKind::Rsqrt => {
-            unary(kind, x, out)
-        }
+        OpKind::Relu6
+        | OpKind::Sigmoid
+        | OpKind::Tanh
+        | OpKind::Sqrt
+        | OpKind::Rsqrt
+        | OpKind::Exp => unary(kind, x, out),
         OpKind::Conv2D(_)
         | OpKind::FusedConv2D(..)
         | OpKind::DepthwiseConv2D(_)

@@ -534,6 +534,7 @@ SWEEPS = {
                              pairs=[(s, s) for s in SHAPES]),
     "Sqrt": unary_cases(tf.math.sqrt),
     "Rsqrt": unary_cases(tf.math.rsqrt, lambda x, cpu: 4 * EPS * np.abs(cpu) + TINY),
+    "Exp": unary_cases(tf.math.exp, lambda x, cpu: 4 * EPS * np.abs(cpu) + TINY),
     "LogSoftmax": log_softmax_cases,
     "SparseSoftmaxCrossEntropyWithLogits": sparse_xent_cases,
     "SoftmaxCrossEntropyWithLogits": xent_cases,

@@ -60,6 +60,8 @@ impl Opcode {
     pub const SIGMOID_F32: Opcode = Opcode(0x3D);
     /// `dst[i] = tanh(src0[i])` for `len` elements (`MATH`).
     pub const TANH_F32: Opcode = Opcode(0x3E);
+    /// `dst[i] = e^src0[i]` for `len` elements (ABI 1.2, `TRANSCENDENTAL`).
+    pub const EXP_F32: Opcode = Opcode(0x3F);
     /// Softmax over the last axis: `m` rows of `n` columns, `src0` to `dst`.
     pub const SOFTMAX_F32: Opcode = Opcode(0x40);
     /// `dst[r] = Σ_c src0[r][c]` for `m` rows of `n` columns.
@@ -138,6 +140,7 @@ impl Opcode {
             Self::RELU6_F32 => "RELU6_F32",
             Self::SIGMOID_F32 => "SIGMOID_F32",
             Self::TANH_F32 => "TANH_F32",
+            Self::EXP_F32 => "EXP_F32",
             Self::CONV2D_F32 => "CONV2D_F32",
             Self::DEPTHWISE_CONV2D_F32 => "DEPTHWISE_CONV2D_F32",
             Self::MAX_POOL_F32 => "MAX_POOL_F32",

@@ -5,7 +5,7 @@ use super::{CompletionStatus, EventKind, Opcode};
 
 impl Opcode {
     /// Every opcode this ABI version defines.
-    pub const ALL: [Opcode; 35] = [
+    pub const ALL: [Opcode; 36] = [
         Self::NOP,
         Self::COPY_H2D,
         Self::COPY_D2H,
@@ -29,6 +29,7 @@ impl Opcode {
         Self::RELU6_F32,
         Self::SIGMOID_F32,
         Self::TANH_F32,
+        Self::EXP_F32,
         Self::SOFTMAX_F32,
         Self::REDUCE_SUM_F32,
         Self::LOG_SOFTMAX_F32,

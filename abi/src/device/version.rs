@@ -9,12 +9,12 @@ pub const DEVICE_MAGIC: u32 = 0x4746_5054;
 /// Major version of the device ABI described by this module.
 pub const DEVICE_ABI_VERSION_MAJOR: u8 = 1;
 /// Minor version: bumped for backwards-compatible additions.
-pub const DEVICE_ABI_VERSION_MINOR: u8 = 1;
+pub const DEVICE_ABI_VERSION_MINOR: u8 = 2;
 /// Patch version: bumped for fixes that change no layout or meaning.
 pub const DEVICE_ABI_VERSION_PATCH: u8 = 0;
 /// [`DEVICE_ABI_VERSION`] as the [`Register::ABI_VERSION`](super::Register::ABI_VERSION)
 /// word: `major << 16 | minor << 8 | patch`, bits 31..24 zero.
-pub const DEVICE_ABI_VERSION_WORD: u32 = 0x0001_0100;
+pub const DEVICE_ABI_VERSION_WORD: u32 = 0x0001_0200;
 
 /// A device ABI version, `major.minor.patch`.
 #[repr(C)]
@@ -214,8 +214,10 @@ impl Features {
     pub const WINDOW_GRAD: Features = Features(1 << 9);
     /// ABI 1.1: `TRANSPOSE_F32` (a permutation of up to four axes).
     pub const LAYOUT: Features = Features(1 << 10);
+    /// ABI 1.2: `EXP_F32`.
+    pub const TRANSCENDENTAL: Features = Features(1 << 11);
     /// Every bit this ABI version defines.
-    pub const KNOWN: Features = Features(0x7ff);
+    pub const KNOWN: Features = Features(0xfff);
 
     /// The raw register word.
     pub const fn bits(self) -> u32 {
@@ -238,8 +240,8 @@ impl Features {
     }
 }
 
-/// What the reference FPGA implements: every feature of ABI 1.1.
-pub const REFERENCE_FEATURES: Features = Features(0x7ff);
+/// What the reference FPGA implements: every feature of ABI 1.2.
+pub const REFERENCE_FEATURES: Features = Features(0xfff);
 
 /// Ticks per second of the reference FPGA's timestamp counter (100 MHz).
 /// A device reports its own in [`Register::TIMESTAMP_FREQ_HZ`](super::Register::TIMESTAMP_FREQ_HZ).

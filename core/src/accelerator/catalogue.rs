@@ -28,7 +28,7 @@ const fn op(name: &'static str, code: u16, inputs: u8, kind: OpKind) -> OpDecl {
 
 /// tensorplug's ops. An op's index is `code - 1`, its bit in an
 /// [`OpSet`](super::OpSet); append only.
-pub const BUILTIN: [OpDecl; 30] = [
+pub const BUILTIN: [OpDecl; 31] = [
     op(
         "MatMul",
         1,
@@ -91,6 +91,7 @@ pub const BUILTIN: [OpDecl; 30] = [
         OpKind::FusedConv2D(WINDOW, Activation::None),
     ),
     op("Transpose", 30, 1, OpKind::Transpose([0; MAX_RANK])),
+    op("Exp", 31, 1, OpKind::Exp),
 ];
 
 /// The built-in op with identity `id`.
@@ -169,6 +170,7 @@ impl OpKind {
             Self::AvgPoolGrad(_) => 27,
             Self::FusedConv2D(..) => 28,
             Self::Transpose(_) => 29,
+            Self::Exp => 30,
         }
     }
 

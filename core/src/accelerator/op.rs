@@ -97,6 +97,8 @@ pub enum OpKind {
     /// Output axis `i` is input axis `perm[i]`: input `[x]` of rank `r`,
     /// `perm[..r]` a permutation of `0..r`, `perm[r..]` unused (0).
     Transpose([u8; MAX_RANK]),
+    /// `eˣ`.
+    Exp,
     /// A vendor's op, declared in the vendor's crate ([`OpDecl::vendor`]).
     Vendor(VendorOp),
 }
@@ -313,7 +315,8 @@ impl OpDesc<'_> {
             | OpKind::Softmax
             | OpKind::LogSoftmax
             | OpKind::Sqrt
-            | OpKind::Rsqrt => Ok(shape(0)),
+            | OpKind::Rsqrt
+            | OpKind::Exp => Ok(shape(0)),
             OpKind::ReduceSum => {
                 let x = shape(0);
                 let outer = &x.dims()[..x.dims().len().saturating_sub(1)];

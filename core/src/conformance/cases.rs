@@ -140,6 +140,8 @@ cases! {
     op_fused_conv2d => |s| check_family(s, OpKind::FusedConv2D(Window::new([1, 1]), Activation::None));
     /// Transpose (exact); or refused.
     op_transpose => |s| check_family(s, OpKind::Transpose([0; 6]));
+    /// Exp (overflow to `+∞`, `e^−∞ = 0`); or refused.
+    op_exp => |s| check_family(s, OpKind::Exp);
     /// Every vendor op the device declares ([`Capabilities::vendor_ops`]):
     /// each of its own cases against its own reference kernel, within its
     /// tolerance. Skipped when the device declares none.

@@ -348,6 +348,7 @@ macro_rules! __conformance_with_cases {
             op_avg_pool_grad,
             op_fused_conv2d,
             op_transpose,
+            op_exp,
             vendor_ops,
             inconsistent_op_is_invalid_argument,
             out_of_range_access_is_an_error,

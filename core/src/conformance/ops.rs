@@ -375,7 +375,8 @@ pub(crate) fn cases_for(family: OpKind) -> Vec<OpCase> {
         | OpKind::Sigmoid
         | OpKind::Tanh
         | OpKind::Sqrt
-        | OpKind::Rsqrt => unary_cases(family),
+        | OpKind::Rsqrt
+        | OpKind::Exp => unary_cases(family),
         OpKind::Conv2D(_)
         | OpKind::FusedConv2D(..)
         | OpKind::DepthwiseConv2D(_)

@@ -72,7 +72,7 @@ pub fn ops_of(features: Features) -> OpSet {
         relu: false,
     };
     let window = Window::new([1, 1]);
-    let groups: [(Features, &[OpKind]); 7] = [
+    let groups: [(Features, &[OpKind]); 8] = [
         (Features::GEMM, &[matmul, fused]),
         (
             Features::ELEMENTWISE,
@@ -124,6 +124,7 @@ pub fn ops_of(features: Features) -> OpSet {
                 OpKind::AvgPoolGrad(window),
             ],
         ),
+        (Features::TRANSCENDENTAL, &[OpKind::Exp]),
     ];
     let mut set = OpSet::EMPTY;
     for (bit, kinds) in groups {

@@ -62,7 +62,8 @@ pub(crate) fn lower(
         | OpKind::Rsqrt
         | OpKind::Relu6
         | OpKind::Sigmoid
-        | OpKind::Tanh => emit(&CommandDescriptor {
+        | OpKind::Tanh
+        | OpKind::Exp => emit(&CommandDescriptor {
             src0: input(0).addr.0,
             dst: out.addr.0,
             len: elements,
@@ -72,6 +73,7 @@ pub(crate) fn lower(
                 OpKind::Rsqrt => Opcode::RSQRT_F32,
                 OpKind::Relu6 => Opcode::RELU6_F32,
                 OpKind::Sigmoid => Opcode::SIGMOID_F32,
+                OpKind::Exp => Opcode::EXP_F32,
                 _ => Opcode::TANH_F32,
             })
         }),

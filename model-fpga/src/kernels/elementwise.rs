@@ -35,6 +35,8 @@ pub enum UnaryOp {
     Sigmoid,
     /// `tanh(x)`.
     Tanh,
+    /// `eˣ` (`expf`).
+    Exp,
 }
 
 impl UnaryOp {
@@ -49,6 +51,7 @@ impl UnaryOp {
             Self::Relu6 => x.clamp(0.0, 6.0),
             Self::Sigmoid => 1.0 / (1.0 + libm::expf(-x)),
             Self::Tanh => libm::tanhf(x),
+            Self::Exp => libm::expf(x),
         }
     }
 }

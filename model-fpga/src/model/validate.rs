@@ -249,6 +249,11 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
         | Opcode::RELU6_F32
         | Opcode::SIGMOID_F32
         | Opcode::TANH_F32 => (Features::MATH, Uses(Uses::SRC0 | Uses::DST | Uses::LEN), 0),
+        Opcode::EXP_F32 => (
+            Features::TRANSCENDENTAL,
+            Uses(Uses::SRC0 | Uses::DST | Uses::LEN),
+            0,
+        ),
         Opcode::LOG_SOFTMAX_F32 => (Features::MATH, Uses(Uses::SRC0 | Uses::DST | Uses::MN), 0),
         Opcode::CONV2D_F32 => (
             Features::WINDOW,
@@ -369,7 +374,8 @@ pub(crate) fn validate(
         | Opcode::RSQRT_F32
         | Opcode::RELU6_F32
         | Opcode::SIGMOID_F32
-        | Opcode::TANH_F32 => {
+        | Opcode::TANH_F32
+        | Opcode::EXP_F32 => {
             let len = ctx.nonzero_len()?;
             let x = ctx.f32_range(field::SRC0, len)?;
             let out = ctx.f32_range(field::DST, len)?;
@@ -381,6 +387,7 @@ pub(crate) fn validate(
                 Opcode::RSQRT_F32 => UnaryOp::Rsqrt,
                 Opcode::RELU6_F32 => UnaryOp::Relu6,
                 Opcode::SIGMOID_F32 => UnaryOp::Sigmoid,
+                Opcode::EXP_F32 => UnaryOp::Exp,
                 _ => UnaryOp::Tanh,
             };
             Ok(Work::Unary { op, x, out })

@@ -142,7 +142,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// Every f32 kernel the bridge can register for a device type.
-pub static KERNELS: [&dyn TfKernel; 47] = [
+pub static KERNELS: [&dyn TfKernel; 48] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -190,6 +190,7 @@ pub static KERNELS: [&dyn TfKernel; 47] = [
     &batch_norm::FusedBatchNorm,
     &window::DEPTHWISE_BACKPROP_INPUT,
     &window::DEPTHWISE_BACKPROP_FILTER,
+    &unary::EXP,
 ];
 
 /// One kernel instance (TF's `OpKernel`).

@@ -1,5 +1,5 @@
 //! Element-wise ops of one operand: `Relu`, `Relu6`, `Sigmoid`, `Tanh`,
-//! `Sqrt`, `Rsqrt`; each may reuse
+//! `Sqrt`, `Rsqrt`, `Exp`; each may reuse
 //! its input's buffer.
 
 use super::{Op, elementwise};
@@ -44,6 +44,11 @@ pub const TANH: Unary = Unary {
 pub const RSQRT: Unary = Unary {
     op: c"Rsqrt",
     kind: OpKind::Rsqrt,
+};
+/// `Exp`: `eˣ`.
+pub const EXP: Unary = Unary {
+    op: c"Exp",
+    kind: OpKind::Exp,
 };
 
 impl Op for Unary {
