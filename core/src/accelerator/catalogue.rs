@@ -3,9 +3,11 @@
 //! A declaration ([`OpDecl`]) gives an op its name, its one stable
 //! identity ([`OpId`]: on the link, in capabilities and in errors), its
 //! operand count and element types, and a representative [`OpKind`] whose
-//! attributes travel in a fixed-size block ([`Attrs`]). Capability sets, the
-//! link's op codes and the conformance list are derived from [`BUILTIN`];
-//! nothing else lists the ops. `docs/ops.md`, "Adding a device op".
+//! attributes travel in a fixed-size block ([`Attrs`]). Capability sets,
+//! names, the link's op identities and `docs/ops.md`'s catalogue table are
+//! derived from [`BUILTIN`]; the built-in ops' shape rules, reference
+//! kernels and conformance cases are still `match` arms beside it.
+//! `docs/ops.md`, "Adding a device op".
 
 use super::op::{Form, OpDecl, OpKind, VendorOp};
 use super::op_id::{ATTR_BYTES, Attrs, Namespace, OpId};
