@@ -98,10 +98,16 @@ fn a_second_plugin_with_the_same_device_type_declines_instead_of_aborting() {
 /// placement off, bit-exact with the CPU.
 #[test]
 fn the_npus_own_op_runs_keras_leaky_relu_on_the_npu() {
+    npu_vendor_op_scenario(&npu_plugin_path());
+}
+
+/// Runs `tests/python/tf_npu_vendor_op.py` with the NPU plugin at `plugin`
+/// and asserts it passed and printed both of its checks.
+fn npu_vendor_op_scenario(plugin: &std::path::Path) {
     let out = Command::new(python())
         .arg(workspace_root().join("tests/python/tf_npu_vendor_op.py"))
         .env("TF_CPP_MIN_LOG_LEVEL", "2")
-        .env("TF_PLUGGABLE_DEVICE_LIBRARY_PATH", npu_plugin_path())
+        .env("TF_PLUGGABLE_DEVICE_LIBRARY_PATH", plugin)
         .env_remove("TENSORPLUG_DEVICE")
         .output()
         .expect("python");
@@ -111,7 +117,8 @@ fn the_npus_own_op_runs_keras_leaky_relu_on_the_npu() {
     );
     assert!(
         out.status.success(),
-        "scenario failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        "scenario failed with {} ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        plugin.display(),
         out.status
     );
     for marker in [
@@ -190,20 +197,5 @@ fn the_npu_plugin_builds_outside_the_workspace_and_its_own_op_runs_in_tf() {
         "the NPU's crates do not build outside the workspace:\n{}",
         String::from_utf8_lossy(&built.stderr)
     );
-    let plugin = target.join("debug/libtensorplug_npu.so");
-    let out = Command::new(python())
-        .arg(root.join("tests/python/tf_npu_vendor_op.py"))
-        .env("TF_CPP_MIN_LOG_LEVEL", "2")
-        .env("TF_PLUGGABLE_DEVICE_LIBRARY_PATH", &plugin)
-        .env_remove("TENSORPLUG_DEVICE")
-        .output()
-        .expect("python");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("LeakyReLU on the NPU's own op: bit-exact"),
-        "scenario failed with {} ({}):\nstdout:\n{stdout}\nstderr:\n{}",
-        plugin.display(),
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    npu_vendor_op_scenario(&target.join("debug/libtensorplug_npu.so"));
 }
