@@ -18,14 +18,14 @@
 #define TPD_DEVICE_ABI_VERSION_MAJOR 1
 
 // Minor version: bumped for backwards-compatible additions.
-#define TPD_DEVICE_ABI_VERSION_MINOR 2
+#define TPD_DEVICE_ABI_VERSION_MINOR 3
 
 // Patch version: bumped for fixes that change no layout or meaning.
 #define TPD_DEVICE_ABI_VERSION_PATCH 0
 
 // `DEVICE_ABI_VERSION` as the `Register::ABI_VERSION`
 // word: `major << 16 | minor << 8 | patch`, bits 31..24 zero.
-#define TPD_DEVICE_ABI_VERSION_WORD 0x00010200
+#define TPD_DEVICE_ABI_VERSION_WORD 0x00010300
 
 // Ticks per second of the reference FPGA's timestamp counter (100 MHz).
 // A device reports its own in `Register::TIMESTAMP_FREQ_HZ`.
@@ -38,6 +38,9 @@
 // The value the `RESET` register must be written with to reset the device:
 // the bytes `"RSET"` read as a little-endian `u32`.
 #define TPD_RESET_KEY 0x54455352
+
+// Words of the `OPS` registers (`Register::OPS0`): 256 catalogue ops.
+#define TPD_OPS_WORDS 8
 
 // Size of a `CommandDescriptor` in bytes.
 #define TPD_COMMAND_DESCRIPTOR_SIZE 64
@@ -150,8 +153,11 @@ typedef uint32_t TPD_Features;
 #define TPD_FEATURES_LAYOUT (1 << 10)
 // ABI 1.2: `EXP_F32`.
 #define TPD_FEATURES_TRANSCENDENTAL (1 << 11)
+// ABI 1.3: `UNARY` and `BINARY`, which name their op by its catalogue
+// code, and the `OPS` registers, which list the codes they accept.
+#define TPD_FEATURES_CATALOGUE (1 << 12)
 // Every bit this ABI version defines.
-#define TPD_FEATURES_KNOWN 0x0FFF
+#define TPD_FEATURES_KNOWN 0x1FFF
 
 // A register's byte offset in the register space (PCIe BAR 0, or the
 // register address of an SPI frame).
@@ -224,6 +230,11 @@ typedef uint32_t TPD_Register;
 #define TPD_REGISTER_EVQ_DROPPED 0x094
 // RW. `Irq::EVENTS` is raised when `EVQ_TAIL - EVQ_HEAD` reaches this; 0 = never.
 #define TPD_REGISTER_EVQ_IRQ_THRESHOLD 0x098
+// RO, ABI 1.3 (`Features::CATALOGUE`): the first of `OPS_WORDS`
+// words listing the catalogue ops `UNARY` and `BINARY` accept: bit
+// `i % 32` of word `i / 32` (at `OPS0 + 4·(i / 32)`) is the op of code
+// `i + 1`. Bits of other ops read 0.
+#define TPD_REGISTER_OPS0 0x0A0
 
 // Bits of `Register::CONTROL`. Reset value 0.
 typedef uint32_t TPD_Control;
@@ -346,6 +357,15 @@ typedef uint16_t TPD_Opcode;
 // The gradient of `AVG_POOL_F32`: `src0` dy, `dst` dx; each dy times
 // `1 / taps` is added to its window's in-bounds taps (`WINDOW_GRAD`).
 #define TPD_OPCODE_AVG_POOL_GRAD_F32 91
+// ABI 1.3 (`Features::CATALOGUE`): `dst[i] = op(src0[i])` for `len`
+// elements, where `op` is the catalogue op of code `imm` (an element-wise
+// op of one operand, `docs/ops.md`) and the element type is `dtype`.
+// A code the device's `OPS` registers do not list completes `UNSUPPORTED`.
+#define TPD_OPCODE_UNARY 112
+// ABI 1.3 (`CATALOGUE`): `dst = src0 ∘ src1`, where `∘` is the catalogue
+// op of code `imm` (a broadcasting element-wise op of two operands), in
+// the forms of `ADD_F32` (flat, or the 3-D broadcast form).
+#define TPD_OPCODE_BINARY 113
 // `dst = transpose(src0)` of a `[m, n, k, len]` tensor: output axis `i`
 // is input axis `imm` bits `2i+1..2i` (`LAYOUT`).
 #define TPD_OPCODE_TRANSPOSE_F32 96
@@ -361,7 +381,7 @@ typedef uint16_t TPD_CommandFlags;
 #define TPD_COMMAND_FLAGS_TRANSPOSE_A (1 << 8)
 // GEMM: `src1` is stored `n×k` and used transposed.
 #define TPD_COMMAND_FLAGS_TRANSPOSE_B (1 << 9)
-// `ADD/SUB/MUL/MAX/DIV/DIV_NO_NAN/POW/RELU_GRAD_F32` 3-D broadcast form (`m`, `n`, `k` all non-zero,
+// `ADD/SUB/MUL/MAX/DIV/DIV_NO_NAN/POW/RELU_GRAD_F32` and `BINARY` 3-D broadcast form (`m`, `n`, `k` all non-zero,
 // `len == m·n·k`, `dst` dense `[m][n][k]`): `src0` has extent 1 along
 // `m` and is repeated. Each source is dense with extents `(m, n, k)`
 // where its broadcast axes count 1.
@@ -393,7 +413,7 @@ typedef uint16_t TPD_CommandFlags;
 // One command-queue entry: 64 bytes, little-endian, 8-byte aligned.
 //
 // Which operand fields an opcode uses is listed in `docs/device-abi.md`;
-// unused fields and `_reserved0` must be 0.
+// unused fields must be 0.
 typedef struct {
   // What to do.
   TPD_Opcode opcode;
@@ -403,8 +423,11 @@ typedef struct {
   uint16_t tag;
   // Host stream number; echoed in the completion and as the events' `queue`.
   uint8_t stream;
-  // Must be 0.
-  uint8_t _reserved0;
+  // ABI 1.3: the element type of the command's tensors, by the op
+  // catalogue's code (`docs/ops.md`: 1 f32, 2 f16, 3 bf16, 4 int8,
+  // 5 uint8, 6 int32); 0 means f32. Before 1.3 this byte was reserved
+  // (0). A type the device does not run completes `UNSUPPORTED`.
+  uint8_t dtype;
   // First source address (copy source, GEMM A, element-wise/row input).
   uint64_t src0;
   // Second source address (GEMM B, element-wise B, bias of `BIAS_ADD_F32`).
@@ -570,7 +593,7 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_DRIVER_ABI_REQUIREMENT (TPD_AbiRequirement){ .major = TPD_DEVICE_ABI_VERSION_MAJOR, .min_minor = 0 }
 
 // What the reference FPGA implements: every feature of ABI 1.2.
-#define TPD_REFERENCE_FEATURES 0x0FFF
+#define TPD_REFERENCE_FEATURES 0x1FFF
 
 
 /* Layout checks: the values the Rust compiler gives abi/src/device. */
@@ -588,7 +611,7 @@ TPD_STATIC_ASSERT(offsetof(TPD_CommandDescriptor, opcode) == 0, "offsetof(TPD_Co
 TPD_STATIC_ASSERT(offsetof(TPD_CommandDescriptor, flags) == 2, "offsetof(TPD_CommandDescriptor, flags)");
 TPD_STATIC_ASSERT(offsetof(TPD_CommandDescriptor, tag) == 4, "offsetof(TPD_CommandDescriptor, tag)");
 TPD_STATIC_ASSERT(offsetof(TPD_CommandDescriptor, stream) == 6, "offsetof(TPD_CommandDescriptor, stream)");
-TPD_STATIC_ASSERT(offsetof(TPD_CommandDescriptor, _reserved0) == 7, "offsetof(TPD_CommandDescriptor, _reserved0)");
+TPD_STATIC_ASSERT(offsetof(TPD_CommandDescriptor, dtype) == 7, "offsetof(TPD_CommandDescriptor, dtype)");
 TPD_STATIC_ASSERT(offsetof(TPD_CommandDescriptor, src0) == 8, "offsetof(TPD_CommandDescriptor, src0)");
 TPD_STATIC_ASSERT(offsetof(TPD_CommandDescriptor, src1) == 16, "offsetof(TPD_CommandDescriptor, src1)");
 TPD_STATIC_ASSERT(offsetof(TPD_CommandDescriptor, src2) == 24, "offsetof(TPD_CommandDescriptor, src2)");

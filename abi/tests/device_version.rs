@@ -137,6 +137,7 @@ fn feature_bits_are_distinct_and_known_masks_unknown_bits() {
         Features::WINDOW_GRAD,
         Features::LAYOUT,
         Features::TRANSCENDENTAL,
+        Features::CATALOGUE,
     ];
     let mut union = Features::default();
     for f in all {

@@ -34,7 +34,7 @@
 //!
 //! # Example
 //! ```
-//! use tensorplug_core::accelerator::{OpKind, Shape};
+//! use tensorplug_core::accelerator::{Binary, OpKind, Shape};
 //! use tensorplug_core::reference;
 //!
 //! let s = |d: &[u64]| Shape::new(d).unwrap();
@@ -42,20 +42,18 @@
 //! let a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
 //! let b = [10.0, 20.0, 30.0];
 //! let mut out = [0.0; 6];
-//! reference::run(OpKind::Add, &[(&a, s(&[2, 3])), (&b, s(&[3]))], s(&[2, 3]), &mut out).unwrap();
+//! reference::run(OpKind::Binary(Binary::ADD), &[(&a, s(&[2, 3])), (&b, s(&[3]))], s(&[2, 3]), &mut out).unwrap();
 //! assert_eq!(out, [11.0, 22.0, 33.0, 14.0, 25.0, 36.0]);
 //! ```
 
 use core::fmt;
 
 use crate::accelerator::{
-    DType, DeviceAddr, MAX_RANK, OpDesc, OpKind, Shape, ShapeError, TensorDesc, Tolerance,
+    Binary, DType, DeviceAddr, MAX_RANK, OpDesc, OpKind, Shape, ShapeError, TensorDesc, Tolerance,
+    Unary,
 };
 
-/// Absolute part of the element-wise tolerance (see [`tolerance`]).
-pub const ELEMENTWISE_ABS: f32 = 1e-5;
-/// Relative part of the element-wise tolerance (see [`tolerance`]).
-pub const ELEMENTWISE_REL: f32 = 1e-5;
+pub use crate::accelerator::{ELEMENTWISE_ABS, ELEMENTWISE_REL};
 
 /// Why a reference kernel refused its arguments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -174,7 +172,7 @@ pub fn matmul(
             if let Some(bias) = bias {
                 v += bias[j];
             }
-            out[i * g.n + j] = if relu { relu_one(v) } else { v };
+            out[i * g.n + j] = if relu { Unary::RELU.apply(v) } else { v };
         }
     }
     Ok(())
@@ -190,71 +188,10 @@ pub fn bias_add(x: &[f32], bias: &[f32], out: &mut [f32]) -> Result<(), Error> {
     Ok(())
 }
 
-/// The broadcasting binary ops.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum BinaryOp {
-    /// `a + b`.
-    Add,
-    /// `a - b`.
-    Sub,
-    /// `a * b`.
-    Mul,
-    /// `max(a, b)`: NaN if either is NaN, `a` on ties.
-    Maximum,
-    /// `a / b`.
-    Div,
-    /// `a / b`, `0` where `b == 0`.
-    DivNoNan,
-    /// `a^b` (`powf`, computed in `f64` and rounded once).
-    Pow,
-    /// `a · (b > 0 ? 1 : 0)`.
-    ReluGrad,
-}
-
-impl BinaryOp {
-    /// The binary op of `kind`, if it is one.
-    pub const fn of(kind: OpKind) -> Option<Self> {
-        match kind {
-            OpKind::Add => Some(Self::Add),
-            OpKind::Sub => Some(Self::Sub),
-            OpKind::Mul => Some(Self::Mul),
-            OpKind::Maximum => Some(Self::Maximum),
-            OpKind::Div => Some(Self::Div),
-            OpKind::DivNoNan => Some(Self::DivNoNan),
-            OpKind::Pow => Some(Self::Pow),
-            OpKind::ReluGrad => Some(Self::ReluGrad),
-            _ => None,
-        }
-    }
-
-    /// The op on one pair of elements.
-    pub fn apply(self, x: f32, y: f32) -> f32 {
-        match self {
-            Self::Add => x + y,
-            Self::Sub => x - y,
-            Self::Mul => x * y,
-            Self::Maximum if x.is_nan() || y.is_nan() => f32::NAN,
-            Self::Maximum => {
-                if y > x {
-                    y
-                } else {
-                    x
-                }
-            }
-            Self::Div => x / y,
-            Self::DivNoNan if y == 0.0 => 0.0,
-            Self::DivNoNan => x / y,
-            Self::Pow => libm::pow(f64::from(x), f64::from(y)) as f32,
-            Self::ReluGrad => x * if y > 0.0 { 1.0 } else { 0.0 },
-        }
-    }
-}
-
 /// `out = a ∘ b` with NumPy broadcasting, by explicit multi-index
 /// arithmetic. `out` holds the broadcast shape's elements.
 pub fn binary(
-    op: BinaryOp,
+    op: Binary,
     a: &[f32],
     a_shape: &Shape,
     b: &[f32],
@@ -301,37 +238,11 @@ pub fn binary(
     Ok(())
 }
 
-/// `max(x, 0)` as `tf.nn.relu`: NaN stays NaN, `-0.0` stays `-0.0`.
-pub fn relu(x: &[f32], out: &mut [f32]) -> Result<(), Error> {
+/// `out[i] = op(x[i])`.
+pub fn unary(op: Unary, x: &[f32], out: &mut [f32]) -> Result<(), Error> {
     check_len(1, x.len(), out.len())?;
     for (o, &v) in out.iter_mut().zip(x) {
-        *o = relu_one(v);
-    }
-    Ok(())
-}
-
-/// An element-wise op of one operand (`Relu`, `Relu6`, `Sigmoid`, `Tanh`,
-/// `Sqrt`, `Rsqrt`, `Exp`), in `f64` and rounded once; `None` for other kinds.
-pub fn unary_one(kind: OpKind, v: f32) -> Option<f32> {
-    let x = f64::from(v);
-    Some(match kind {
-        OpKind::Relu => relu_one(v),
-        OpKind::Relu6 if v.is_nan() => v,
-        OpKind::Relu6 => v.clamp(0.0, 6.0),
-        OpKind::Sigmoid => (1.0 / (1.0 + libm::exp(-x))) as f32,
-        OpKind::Tanh => libm::tanh(x) as f32,
-        OpKind::Sqrt => libm::sqrt(x) as f32,
-        OpKind::Rsqrt => (1.0 / libm::sqrt(x)) as f32,
-        OpKind::Exp => libm::exp(x) as f32,
-        _ => return None,
-    })
-}
-
-/// `out[i] = kind(x[i])` for the kinds of [`unary_one`].
-pub fn unary(kind: OpKind, x: &[f32], out: &mut [f32]) -> Result<(), Error> {
-    check_len(1, x.len(), out.len())?;
-    for (o, &v) in out.iter_mut().zip(x) {
-        *o = unary_one(kind, v).ok_or(Error::Overflow)?;
+        *o = op.apply(v);
     }
     Ok(())
 }
@@ -425,13 +336,8 @@ pub fn run(
             out,
         ),
         OpKind::BiasAdd => bias_add(x, input(1), out),
-        OpKind::Relu => relu(x, out),
-        OpKind::Relu6
-        | OpKind::Sigmoid
-        | OpKind::Tanh
-        | OpKind::Sqrt
-        | OpKind::Rsqrt
-        | OpKind::Exp => unary(kind, x, out),
+        OpKind::Unary(op) => unary(op, x, out),
+        OpKind::Binary(op) => binary(op, x, &shape, input(1), &inputs[1].1, out),
         OpKind::Conv2D(_)
         | OpKind::FusedConv2D(..)
         | OpKind::DepthwiseConv2D(_)
@@ -460,13 +366,6 @@ pub fn run(
             (rules.reference)(&op.attrs, &data[..n], &shapes[..n], out);
             Ok(())
         }
-        other => match BinaryOp::of(other) {
-            Some(op) => binary(op, x, &shape, input(1), &inputs[1].1, out),
-            None => Err(Error::Shape(ShapeError::InputCount {
-                expected: 0,
-                got: inputs.len() as u8,
-            })),
-        },
     }
 }
 
@@ -476,14 +375,12 @@ pub fn run(
 ///
 /// | op | bound |
 /// |---|---|
-/// | BiasAdd, Add, Sub, Mul, Maximum, Relu | [`ELEMENTWISE_ABS`] `+` [`ELEMENTWISE_REL`]`·\|want\|` |
+/// | BiasAdd | [`ELEMENTWISE_ABS`] `+` [`ELEMENTWISE_REL`]`·\|want\|` |
+/// | [`Unary`], [`Binary`] | the op's [`Elementwise::bound`](crate::accelerator::Elementwise::bound): the above, and for `Pow` `8·ε·\|want\|·(1 + \|b·ln a\|)` if larger |
 /// | MatMul, FusedMatMul | `(k + 2)·ε·(Σ_p \|a_ip·b_pj\| + \|bias_j\|)` |
 /// | ReduceSum | `(c + 1)·ε·Σ_j \|x_j\|` |
 /// | Softmax | `(c + 8 + \|x_j − max\|)·ε·\|want_j\|` |
 /// | LogSoftmax | `(c + 8 + \|x_j − max\| + \|want_j\|)·ε` |
-/// | Div, DivNoNan, ReluGrad, Sqrt, Rsqrt | element-wise, as above |
-/// | Pow | element-wise, and `8·ε·\|want\|·(1 + \|b·ln a\|)` if larger |
-/// | Relu6, Sigmoid, Tanh | element-wise |
 /// | Conv2D, DepthwiseConv2D | `(t + 2)·ε·Σ\|x·f\|` over the `t` in-bounds products |
 /// | FusedConv2D | as Conv2D, `\|bias\|` added to the sum |
 /// | MaxPool / AvgPool | exact / `(t + 2)·ε·Σ\|x\| / t` |
@@ -582,34 +479,24 @@ pub fn tolerance(
                 *t = bound.abs + bound.rel * w.abs();
             }
         }
-        _ => {
+        OpKind::BiasAdd => {
             for (t, &w) in tol.iter_mut().zip(want) {
                 *t = ELEMENTWISE_ABS + ELEMENTWISE_REL * w.abs();
             }
-            if kind == OpKind::Pow {
-                pow_tolerance(inputs, out_shape, want, tol)?;
+        }
+        OpKind::Unary(op) => {
+            let bound = op.rules().bound;
+            for ((t, &w), &a) in tol.iter_mut().zip(want).zip(x) {
+                *t = bound(a, 0.0, w);
             }
         }
-    }
-    Ok(())
-}
-
-/// Widens `tol` for `Pow`: a `powf` within a few ulp of `ln` has a relative
-/// error that grows with `|b·ln a|` (the exponent the result is `exp` of).
-fn pow_tolerance(
-    inputs: &[(&[f32], Shape)],
-    out_shape: Shape,
-    want: &[f32],
-    tol: &mut [f32],
-) -> Result<(), Error> {
-    let eps = f64::from(f32::EPSILON);
-    for (i, (t, &w)) in tol.iter_mut().zip(want).enumerate() {
-        let a = broadcast_at(inputs, 0, out_shape, i)?;
-        let b = broadcast_at(inputs, 1, out_shape, i)?;
-        let exponent = f64::from(b) * libm::log(f64::from(a).abs());
-        let bound = 8.0 * eps * f64::from(w.abs()) * (1.0 + exponent.abs());
-        if bound.is_finite() && bound as f32 > *t {
-            *t = bound as f32;
+        OpKind::Binary(op) => {
+            let bound = op.rules().bound;
+            for (i, (t, &w)) in tol.iter_mut().zip(want).enumerate() {
+                let a = broadcast_at(inputs, 0, out_shape, i)?;
+                let b = broadcast_at(inputs, 1, out_shape, i)?;
+                *t = bound(a, b, w);
+            }
         }
     }
     Ok(())
@@ -648,10 +535,6 @@ pub fn within(got: f32, want: f32, tol: f32) -> bool {
     } else {
         (f64::from(got) - f64::from(want)).abs() <= f64::from(tol)
     }
-}
-
-fn relu_one(v: f32) -> f32 {
-    if v < 0.0 { 0.0 } else { v }
 }
 
 /// The row maximum, NaN ignored (`−∞` for an all-NaN or empty row).

@@ -8,7 +8,7 @@
 mod driver_suite;
 
 use proptest::prelude::*;
-use tensorplug_core::accelerator::OpKind;
+use tensorplug_core::accelerator::{Binary, OpKind};
 use tensorplug_device_fpga::driver::{Driver, StdClock};
 use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
 use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
@@ -58,10 +58,10 @@ proptest! {
         let pad = |d: &[u64], i: usize| if i + d.len() < rank { 1 } else { d[i + d.len() - rank] };
         let out: Vec<u64> = (0..rank).map(|i| pad(&a_dims, i).max(pad(&b_dims, i))).collect();
         let (kind, binary) = [
-            (OpKind::Add, BinaryOp::Add),
-            (OpKind::Sub, BinaryOp::Sub),
-            (OpKind::Mul, BinaryOp::Mul),
-            (OpKind::Maximum, BinaryOp::Maximum),
+            (OpKind::Binary(Binary::ADD), BinaryOp::Add),
+            (OpKind::Binary(Binary::SUB), BinaryOp::Sub),
+            (OpKind::Binary(Binary::MUL), BinaryOp::Mul),
+            (OpKind::Binary(Binary::MAXIMUM), BinaryOp::Maximum),
         ][op];
         let a = driver_suite::values(a_dims.iter().product::<u64>() as usize, 1);
         let b = driver_suite::values(b_dims.iter().product::<u64>() as usize, 2);

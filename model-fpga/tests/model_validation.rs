@@ -94,14 +94,14 @@ fn every_rejection_has_its_status_and_field_offset() {
             2,
         ),
         (
-            "reserved byte",
+            "an element type the model does not run (f16)",
             {
                 let mut c = gemm();
-                c._reserved0 = 1;
+                c.dtype = 2;
                 c
             },
-            INVALID,
-            7,
+            CompletionStatus::UNSUPPORTED,
+            2,
         ),
         (
             "src2 on GEMM_F32",
@@ -470,7 +470,7 @@ mod no_panics {
             .prop_map(
                 |((op, flags, tag, stream, res), (s0, s1, s2, dst, len), (m, n, k, imm))| {
                     let mut c = CommandDescriptor::new(Opcode(op), tag, stream);
-                    (c.flags, c._reserved0) = (CommandFlags(flags), res);
+                    (c.flags, c.dtype) = (CommandFlags(flags), res);
                     (c.src0, c.src1, c.src2, c.dst, c.len) = (s0, s1, s2, dst, len);
                     (c.m, c.n, c.k, c.imm) = (m, n, k, imm);
                     c

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use tensorplug_core::accelerator::{
-    Accelerator, DType, DeviceAddr, OpDesc, OpKind, QueueId, Shape, TensorDesc,
+    Accelerator, DType, DeviceAddr, OpDesc, OpKind, QueueId, Shape, TensorDesc, Unary,
 };
 use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
 use tensorplug_model_fpga::model::host::{IdlePolicy, InProcessDevice, ServeOptions};
@@ -63,7 +63,7 @@ fn round_trip(dma_copies: bool) {
     // Two ops in flight while the driver writes the next command entries.
     for op_id in 0..2 {
         let op = OpDesc {
-            kind: OpKind::Relu,
+            kind: OpKind::Unary(Unary::RELU),
             inputs: &[tensor(input, 16)],
             output: tensor(output, 16),
             op_id,

@@ -2,7 +2,7 @@
 //! snapshot the model thread refreshes.
 
 use std::time::Duration;
-use tensorplug_core::accelerator::{DType, OpDesc, OpKind, QueueId, Shape, TensorDesc};
+use tensorplug_core::accelerator::{DType, OpDesc, OpKind, QueueId, Shape, TensorDesc, Unary};
 use tensorplug_core::clock::ClockMap;
 use tensorplug_core::event::{Event, EventKind};
 use tensorplug_host_bridge::profiler::{WallClock, sync_pair};
@@ -23,7 +23,7 @@ fn sync_pairs_on_a_snapshot_counter_keep_device_ops_inside_their_host_window() {
     let shape = Shape::new(&[1024]).unwrap();
     let inputs = [TensorDesc::new(input, DType::F32, shape)];
     let op = OpDesc {
-        kind: OpKind::Relu,
+        kind: OpKind::Unary(Unary::RELU),
         inputs: &inputs,
         output: TensorDesc::new(output, DType::F32, shape),
         op_id: 1,

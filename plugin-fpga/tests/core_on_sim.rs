@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 use tensorplug_core::accelerator::{
-    DType, DeviceAddr, ErrorKind, Fence, OpDesc, OpKind, QueueId, Shape, TensorDesc,
+    Binary, DType, DeviceAddr, ErrorKind, Fence, OpDesc, OpKind, QueueId, Shape, TensorDesc, Unary,
 };
 use tensorplug_fpga::{Fpga, open::sim};
 use tensorplug_host_bridge::Error;
@@ -38,7 +38,7 @@ fn broadcast_add(core: &DeviceCore) -> Fence {
     let (a, b, out) = (alloc(32), alloc(36), alloc(288));
     let inputs = [tensor(a, &[2, 1, 2, 1, 2]), tensor(b, &[1, 3, 1, 3, 1])];
     let op = OpDesc {
-        kind: OpKind::Add,
+        kind: OpKind::Binary(Binary::ADD),
         inputs: &inputs,
         output: tensor(out, &[2, 3, 2, 3, 2]),
         op_id: 3,
@@ -103,7 +103,7 @@ fn a_fault_in_the_second_of_three_queued_ops_is_reported_naming_it() {
     let first = queue_op(
         &core,
         ("Relu", "m/first"),
-        OpKind::Relu,
+        OpKind::Unary(Unary::RELU),
         &[t(a)],
         t(first_out),
     );
@@ -118,7 +118,7 @@ fn a_fault_in_the_second_of_three_queued_ops_is_reported_naming_it() {
         );
         std::thread::yield_now();
     }
-    let add = OpKind::Add;
+    let add = OpKind::Binary(Binary::ADD);
     let second = queue_op(
         &core,
         ("AddV2", "m/second"),
@@ -129,7 +129,7 @@ fn a_fault_in_the_second_of_three_queued_ops_is_reported_naming_it() {
     let third = queue_op(
         &core,
         ("Relu", "m/third"),
-        OpKind::Relu,
+        OpKind::Unary(Unary::RELU),
         &[t(a)],
         t(third_out),
     );
@@ -152,7 +152,7 @@ fn a_fault_in_the_second_of_three_queued_ops_is_reported_naming_it() {
     let again = queue_op(
         &core,
         ("Relu", "m/again"),
-        OpKind::Relu,
+        OpKind::Unary(Unary::RELU),
         &[t(a)],
         t(third_out),
     );
@@ -175,7 +175,7 @@ fn a_burst_beyond_the_queue_depth_back_pressures_and_completes() {
     for i in 0..LAUNCHES {
         let dst = tensor(DeviceAddr(out.0 + 64 * i as u64), &[16]);
         let node = format!("burst/{i}");
-        let kind = OpKind::Relu;
+        let kind = OpKind::Unary(Unary::RELU);
         fences.push(queue_op(
             &core,
             ("Relu", &node),

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use object::{Object, ObjectSymbol};
 use tensorplug_core::accelerator::{
-    Accelerator, DType, OpDesc, OpKind, QueueId, Shape, TensorDesc,
+    Accelerator, DType, OpDesc, OpKind, QueueId, Shape, TensorDesc, Unary,
 };
 use tensorplug_core::event::{Event, EventKind};
 use tensorplug_core::link::server::{DriverEvents, serve_stream};
@@ -237,7 +237,7 @@ fn ring_push() {
     let mut fence = Default::default();
     for op_id in 0..32 {
         let op = OpDesc {
-            kind: OpKind::Relu,
+            kind: OpKind::Unary(Unary::RELU),
             inputs: &[t],
             output: t,
             op_id,

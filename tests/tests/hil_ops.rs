@@ -10,7 +10,7 @@
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 use tensorplug_core::accelerator::{
-    Accelerator, DType, Error as _, ErrorKind, OpDesc, OpKind, QueueId, Shape, TensorDesc,
+    Accelerator, DType, Error as _, ErrorKind, OpDesc, OpKind, QueueId, Shape, TensorDesc, Unary,
 };
 use tensorplug_core::clock::{ClockMap, SyncPair};
 use tensorplug_core::conformance::{Config, run_all};
@@ -95,7 +95,7 @@ fn device_events_come_from_the_firmware_interrupt_ring_on_the_host_clock() {
     let mut fence = Default::default();
     for op_id in 100..108 {
         let op = OpDesc {
-            kind: OpKind::Relu,
+            kind: OpKind::Unary(Unary::RELU),
             inputs: &[t],
             output: out,
             op_id,

@@ -94,6 +94,15 @@ impl Opcode {
     /// The gradient of `AVG_POOL_F32`: `src0` dy, `dst` dx; each dy times
     /// `1 / taps` is added to its window's in-bounds taps (`WINDOW_GRAD`).
     pub const AVG_POOL_GRAD_F32: Opcode = Opcode(0x5B);
+    /// ABI 1.3 (`Features::CATALOGUE`): `dst[i] = op(src0[i])` for `len`
+    /// elements, where `op` is the catalogue op of code `imm` (an element-wise
+    /// op of one operand, `docs/ops.md`) and the element type is `dtype`.
+    /// A code the device's `OPS` registers do not list completes `UNSUPPORTED`.
+    pub const UNARY: Opcode = Opcode(0x70);
+    /// ABI 1.3 (`CATALOGUE`): `dst = src0 ∘ src1`, where `∘` is the catalogue
+    /// op of code `imm` (a broadcasting element-wise op of two operands), in
+    /// the forms of `ADD_F32` (flat, or the 3-D broadcast form).
+    pub const BINARY: Opcode = Opcode(0x71);
     /// `dst = transpose(src0)` of a `[m, n, k, len]` tensor: output axis `i`
     /// is input axis `imm` bits `2i+1..2i` (`LAYOUT`).
     pub const TRANSPOSE_F32: Opcode = Opcode(0x60);
@@ -150,6 +159,8 @@ impl Opcode {
             Self::MAX_POOL_GRAD_F32 => "MAX_POOL_GRAD_F32",
             Self::AVG_POOL_GRAD_F32 => "AVG_POOL_GRAD_F32",
             Self::TRANSPOSE_F32 => "TRANSPOSE_F32",
+            Self::UNARY => "UNARY",
+            Self::BINARY => "BINARY",
             _ => return None,
         })
     }
@@ -176,7 +187,7 @@ impl CommandFlags {
     pub const TRANSPOSE_A: CommandFlags = CommandFlags(1 << 8);
     /// GEMM: `src1` is stored `n×k` and used transposed.
     pub const TRANSPOSE_B: CommandFlags = CommandFlags(1 << 9);
-    /// `ADD/SUB/MUL/MAX/DIV/DIV_NO_NAN/POW/RELU_GRAD_F32` 3-D broadcast form (`m`, `n`, `k` all non-zero,
+    /// `ADD/SUB/MUL/MAX/DIV/DIV_NO_NAN/POW/RELU_GRAD_F32` and `BINARY` 3-D broadcast form (`m`, `n`, `k` all non-zero,
     /// `len == m·n·k`, `dst` dense `[m][n][k]`): `src0` has extent 1 along
     /// `m` and is repeated. Each source is dense with extents `(m, n, k)`
     /// where its broadcast axes count 1.
@@ -229,7 +240,7 @@ impl CommandFlags {
 /// One command-queue entry: 64 bytes, little-endian, 8-byte aligned.
 ///
 /// Which operand fields an opcode uses is listed in `docs/device-abi.md`;
-/// unused fields and `_reserved0` must be 0.
+/// unused fields must be 0.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -242,8 +253,11 @@ pub struct CommandDescriptor {
     pub tag: u16,
     /// Host stream number; echoed in the completion and as the events' `queue`.
     pub stream: u8,
-    /// Must be 0.
-    pub _reserved0: u8,
+    /// ABI 1.3: the element type of the command's tensors, by the op
+    /// catalogue's code (`docs/ops.md`: 1 f32, 2 f16, 3 bf16, 4 int8,
+    /// 5 uint8, 6 int32); 0 means f32. Before 1.3 this byte was reserved
+    /// (0). A type the device does not run completes `UNSUPPORTED`.
+    pub dtype: u8,
     /// First source address (copy source, GEMM A, element-wise/row input).
     pub src0: u64,
     /// Second source address (GEMM B, element-wise B, bias of `BIAS_ADD_F32`).
@@ -275,7 +289,7 @@ impl CommandDescriptor {
             flags: CommandFlags(0),
             tag,
             stream,
-            _reserved0: 0,
+            dtype: 0,
             src0: 0,
             src1: 0,
             src2: 0,
@@ -295,7 +309,7 @@ impl CommandDescriptor {
         put(&mut b, 2, &self.flags.0.to_le_bytes());
         put(&mut b, 4, &self.tag.to_le_bytes());
         b[6] = self.stream;
-        b[7] = self._reserved0;
+        b[7] = self.dtype;
         put(&mut b, 8, &self.src0.to_le_bytes());
         put(&mut b, 16, &self.src1.to_le_bytes());
         put(&mut b, 24, &self.src2.to_le_bytes());
@@ -315,7 +329,7 @@ impl CommandDescriptor {
             flags: CommandFlags(u16_at(b, 2)),
             tag: u16_at(b, 4),
             stream: b[6],
-            _reserved0: b[7],
+            dtype: b[7],
             src0: u64_at(b, 8),
             src1: u64_at(b, 16),
             src2: u64_at(b, 24),

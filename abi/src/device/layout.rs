@@ -62,7 +62,7 @@ layout!(COMMAND_LAYOUT: CommandDescriptor, size 64, align 8, {
     flags: CommandFlags = 2,
     tag: u16 = 4,
     stream: u8 = 6,
-    _reserved0: u8 = 7,
+    dtype: u8 = 7,
     src0: u64 = 8,
     src1: u64 = 16,
     src2: u64 = 24,
@@ -213,4 +213,5 @@ register_map! {
     EVQ_TAIL ReadOnly Some(0),
     EVQ_DROPPED ReadOnly Some(0),
     EVQ_IRQ_THRESHOLD ReadWrite Some(0),
+    OPS0 ReadOnly None,
 }

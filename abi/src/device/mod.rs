@@ -33,7 +33,8 @@ pub use image::{
     IMAGE_FORMAT_VERSION, IMAGE_HEADER_CRC_COVERED, IMAGE_HEADER_SIZE, IMAGE_MAGIC, ImageError,
     ImageHeader,
 };
-pub use regs::{Control, Irq, REGISTER_SPACE_SIZE, RESET_KEY, Register, Status};
+pub use regs::{Control, Irq, OPS_WORDS, REGISTER_SPACE_SIZE, RESET_KEY, Register, Status};
+pub use tables::PerOpElementwise;
 pub use version::{
     AbiRequirement, AbiVersion, DEVICE_ABI_VERSION, DEVICE_ABI_VERSION_MAJOR,
     DEVICE_ABI_VERSION_MINOR, DEVICE_ABI_VERSION_PATCH, DEVICE_ABI_VERSION_WORD, DEVICE_MAGIC,

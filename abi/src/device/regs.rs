@@ -90,11 +90,25 @@ impl Register {
     /// RW. `Irq::EVENTS` is raised when `EVQ_TAIL - EVQ_HEAD` reaches this; 0 = never.
     pub const EVQ_IRQ_THRESHOLD: Register = Register(0x098);
 
+    /// RO, ABI 1.3 (`Features::CATALOGUE`): the first of [`OPS_WORDS`]
+    /// words listing the catalogue ops `UNARY` and `BINARY` accept: bit
+    /// `i % 32` of word `i / 32` (at `OPS0 + 4·(i / 32)`) is the op of code
+    /// `i + 1`. Bits of other ops read 0.
+    pub const OPS0: Register = Register(0x0A0);
+
+    /// The `OPS` word `word` (`< OPS_WORDS`).
+    pub const fn ops(word: usize) -> Register {
+        Register(Self::OPS0.0 + 4 * word as u32)
+    }
+
     /// The byte offset as a `usize`, for indexing a register window.
     pub const fn offset(self) -> usize {
         self.0 as usize
     }
 }
+
+/// Words of the `OPS` registers ([`Register::OPS0`]): 256 catalogue ops.
+pub const OPS_WORDS: usize = 8;
 
 /// Bits of [`Register::CONTROL`]. Reset value 0.
 #[repr(transparent)]

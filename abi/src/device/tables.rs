@@ -1,11 +1,11 @@
 //! Lists of every value this ABI version defines, for tests and tools.
 //! (Kept apart from the types so cbindgen leaves them out of the C header.)
 
-use super::{CompletionStatus, EventKind, Opcode};
+use super::{CompletionStatus, EventKind, Features, Opcode};
 
 impl Opcode {
     /// Every opcode this ABI version defines.
-    pub const ALL: [Opcode; 36] = [
+    pub const ALL: [Opcode; 38] = [
         Self::NOP,
         Self::COPY_H2D,
         Self::COPY_D2H,
@@ -42,7 +42,62 @@ impl Opcode {
         Self::MAX_POOL_GRAD_F32,
         Self::AVG_POOL_GRAD_F32,
         Self::TRANSPOSE_F32,
+        Self::UNARY,
+        Self::BINARY,
     ];
+}
+
+/// An element-wise opcode of ABI 1.0–1.2 and what it is since 1.3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PerOpElementwise {
+    /// The per-op opcode (still defined, and run by 1.3 devices).
+    pub opcode: Opcode,
+    /// The catalogue code of its op: the opcode is `UNARY`/`BINARY` with `imm = code`.
+    pub code: u16,
+    /// The feature bit that brings it.
+    pub feature: Features,
+}
+
+impl Opcode {
+    /// The per-op element-wise opcodes of ABI 1.0–1.2. Frozen: an
+    /// element-wise op added later exists only as a catalogue code for
+    /// `UNARY`/`BINARY`.
+    pub const PER_OP_ELEMENTWISE: [PerOpElementwise; 15] = {
+        const fn e(opcode: Opcode, code: u16, feature: Features) -> PerOpElementwise {
+            PerOpElementwise {
+                opcode,
+                code,
+                feature,
+            }
+        }
+        const ELEMENTWISE: Features = Features::ELEMENTWISE;
+        const MATH: Features = Features::MATH;
+        [
+            e(Opcode::ADD_F32, 4, ELEMENTWISE),
+            e(Opcode::SUB_F32, 5, ELEMENTWISE),
+            e(Opcode::MUL_F32, 6, ELEMENTWISE),
+            e(Opcode::MAX_F32, 7, ELEMENTWISE),
+            e(Opcode::RELU_F32, 8, ELEMENTWISE),
+            e(Opcode::DIV_F32, 11, MATH),
+            e(Opcode::DIV_NO_NAN_F32, 12, MATH),
+            e(Opcode::POW_F32, 13, MATH),
+            e(Opcode::RELU_GRAD_F32, 14, MATH),
+            e(Opcode::SQRT_F32, 15, MATH),
+            e(Opcode::RSQRT_F32, 16, MATH),
+            e(Opcode::RELU6_F32, 18, MATH),
+            e(Opcode::SIGMOID_F32, 19, MATH),
+            e(Opcode::TANH_F32, 20, MATH),
+            e(Opcode::EXP_F32, 31, Features::TRANSCENDENTAL),
+        ]
+    };
+
+    /// The entry of a per-op element-wise opcode.
+    pub fn per_op_elementwise(self) -> Option<PerOpElementwise> {
+        Self::PER_OP_ELEMENTWISE
+            .iter()
+            .find(|e| e.opcode == self)
+            .copied()
+    }
 }
 
 impl CompletionStatus {

@@ -3,8 +3,8 @@
 //! what a device declares; everything else falls back to TF's CPU kernels.
 
 use super::catalogue::BUILTIN;
+use super::op::OpDecl;
 use super::op::OpKind;
-use super::op::{Form, OpDecl};
 use super::op_id::OpId;
 use super::types::{DType, DTypeSet};
 
@@ -24,9 +24,7 @@ impl OpSet {
         let mut set = Self::EMPTY;
         let mut i = 0;
         while i < BUILTIN.len() {
-            if let Form::Builtin(kind) = BUILTIN[i].form {
-                set = set.with(kind);
-            }
+            set.0[i / 64] |= 1 << (i % 64);
             i += 1;
         }
         set
@@ -102,7 +100,9 @@ impl OpSet {
     pub fn decls(self) -> impl Iterator<Item = &'static OpDecl> {
         BUILTIN
             .iter()
-            .filter(move |d| matches!(d.form, Form::Builtin(kind) if self.contains(kind)))
+            .enumerate()
+            .filter(move |(i, _)| self.0[i / 64] & (1 << (i % 64)) != 0)
+            .map(|(_, d)| d)
     }
 
     /// One representative [`OpKind`] per op in the set (default attributes).
@@ -254,6 +254,7 @@ impl Capabilities {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::accelerator::{Binary, Unary};
 
     #[test]
     fn ops_are_distinct_bits_and_attributes_do_not_matter() {
@@ -262,7 +263,7 @@ mod tests {
             transpose_b: true,
         });
         assert!(set.contains(BUILTIN[0].default_kind()));
-        assert!(!set.contains(OpKind::Relu));
+        assert!(!set.contains(OpKind::Unary(Unary::RELU)));
         assert_eq!(OpSet::ALL.iter().count(), BUILTIN.len());
         let last = BUILTIN[BUILTIN.len() - 1].default_kind();
         assert_eq!(
@@ -273,13 +274,16 @@ mod tests {
 
     #[test]
     fn intersections_keep_what_both_declare() {
-        let a = Capabilities::f32(OpSet::of(&[OpKind::Relu, OpKind::Add]), true);
-        let b = Capabilities::f32(OpSet::of(&[OpKind::Relu]), false);
+        let a = Capabilities::f32(
+            OpSet::of(&[OpKind::Unary(Unary::RELU), OpKind::Binary(Binary::ADD)]),
+            true,
+        );
+        let b = Capabilities::f32(OpSet::of(&[OpKind::Unary(Unary::RELU)]), false);
         let both = a.intersection(b);
-        assert!(both.supports(OpKind::Relu, DType::F32));
-        assert!(!both.supports(OpKind::Add, DType::F32));
+        assert!(both.supports(OpKind::Unary(Unary::RELU), DType::F32));
+        assert!(!both.supports(OpKind::Binary(Binary::ADD), DType::F32));
         assert!(!both.profiling);
-        assert!(!Capabilities::NONE.supports(OpKind::Relu, DType::F32));
+        assert!(!Capabilities::NONE.supports(OpKind::Unary(Unary::RELU), DType::F32));
         assert!(both.ops.is_subset(a.ops) && !a.ops.is_subset(both.ops));
     }
 }

@@ -9,6 +9,7 @@
 //! kernels and conformance cases are still `match` arms beside it.
 //! `docs/ops.md`, "Adding a device op".
 
+use super::elementwise::{Binary, ELEMENTWISE_ABS, ELEMENTWISE_REL, Elementwise, Unary};
 use super::op::{Form, OpDecl, OpKind, VendorOp};
 use super::op_id::{ATTR_BYTES, Attrs, Namespace, OpId};
 use super::types::{DType, DTypeSet, MAX_RANK};
@@ -19,18 +20,32 @@ const F32: DTypeSet = DTypeSet::EMPTY.with(DType::F32);
 const WINDOW: Window = Window::new([1, 1]);
 
 const fn op(name: &'static str, code: u16, inputs: u8, kind: OpKind) -> OpDecl {
+    decl(name, code, inputs, Form::Builtin(kind))
+}
+
+/// An element-wise op of one operand; its rules are in [`ELEMENTWISE_RULES`].
+const fn unary(name: &'static str, code: u16) -> OpDecl {
+    decl(name, code, 1, Form::Unary)
+}
+
+/// A broadcasting element-wise op of two operands; rules as for [`unary`].
+const fn binary(name: &'static str, code: u16) -> OpDecl {
+    decl(name, code, 2, Form::Binary)
+}
+
+const fn decl(name: &'static str, code: u16, inputs: u8, form: Form) -> OpDecl {
     OpDecl {
         name,
         id: OpId::builtin(code),
         inputs,
         dtypes: F32,
-        form: Form::Builtin(kind),
+        form,
     }
 }
 
 /// tensorplug's ops. An op's index is `code - 1`, its bit in an
 /// [`OpSet`](super::OpSet); append only.
-pub const BUILTIN: [OpDecl; 31] = [
+pub const BUILTIN: &[OpDecl] = &[
     op(
         "MatMul",
         1,
@@ -51,23 +66,23 @@ pub const BUILTIN: [OpDecl; 31] = [
         },
     ),
     op("BiasAdd", 3, 2, OpKind::BiasAdd),
-    op("Add", 4, 2, OpKind::Add),
-    op("Sub", 5, 2, OpKind::Sub),
-    op("Mul", 6, 2, OpKind::Mul),
-    op("Maximum", 7, 2, OpKind::Maximum),
-    op("Relu", 8, 1, OpKind::Relu),
+    binary("Add", 4),
+    binary("Sub", 5),
+    binary("Mul", 6),
+    binary("Maximum", 7),
+    unary("Relu", 8),
     op("Softmax", 9, 1, OpKind::Softmax),
     op("ReduceSum", 10, 1, OpKind::ReduceSum),
-    op("Div", 11, 2, OpKind::Div),
-    op("DivNoNan", 12, 2, OpKind::DivNoNan),
-    op("Pow", 13, 2, OpKind::Pow),
-    op("ReluGrad", 14, 2, OpKind::ReluGrad),
-    op("Sqrt", 15, 1, OpKind::Sqrt),
-    op("Rsqrt", 16, 1, OpKind::Rsqrt),
+    binary("Div", 11),
+    binary("DivNoNan", 12),
+    binary("Pow", 13),
+    binary("ReluGrad", 14),
+    unary("Sqrt", 15),
+    unary("Rsqrt", 16),
     op("LogSoftmax", 17, 1, OpKind::LogSoftmax),
-    op("Relu6", 18, 1, OpKind::Relu6),
-    op("Sigmoid", 19, 1, OpKind::Sigmoid),
-    op("Tanh", 20, 1, OpKind::Tanh),
+    unary("Relu6", 18),
+    unary("Sigmoid", 19),
+    unary("Tanh", 20),
     op("Conv2D", 21, 2, OpKind::Conv2D(WINDOW)),
     op("DepthwiseConv2D", 22, 2, OpKind::DepthwiseConv2D(WINDOW)),
     op("MaxPool", 23, 1, OpKind::MaxPool(WINDOW)),
@@ -93,8 +108,121 @@ pub const BUILTIN: [OpDecl; 31] = [
         OpKind::FusedConv2D(WINDOW, Activation::None),
     ),
     op("Transpose", 30, 1, OpKind::Transpose([0; MAX_RANK])),
-    op("Exp", 31, 1, OpKind::Exp),
+    unary("Exp", 31),
 ];
+
+/// The element-wise ops that code names (any member can also be named in a
+/// `const` with [`Unary::named`]).
+impl Unary {
+    /// `Relu`.
+    pub const RELU: Self = Self::named("Relu");
+    /// `Sqrt`.
+    pub const SQRT: Self = Self::named("Sqrt");
+    /// `Rsqrt`.
+    pub const RSQRT: Self = Self::named("Rsqrt");
+    /// `Relu6`.
+    pub const RELU6: Self = Self::named("Relu6");
+    /// `Sigmoid`.
+    pub const SIGMOID: Self = Self::named("Sigmoid");
+    /// `Tanh`.
+    pub const TANH: Self = Self::named("Tanh");
+    /// `Exp`.
+    pub const EXP: Self = Self::named("Exp");
+}
+
+/// As for [`Unary`].
+impl Binary {
+    /// `Add`.
+    pub const ADD: Self = Self::named("Add");
+    /// `Sub`.
+    pub const SUB: Self = Self::named("Sub");
+    /// `Mul`.
+    pub const MUL: Self = Self::named("Mul");
+    /// `Maximum`.
+    pub const MAXIMUM: Self = Self::named("Maximum");
+    /// `Div`.
+    pub const DIV: Self = Self::named("Div");
+    /// `DivNoNan`.
+    pub const DIV_NO_NAN: Self = Self::named("DivNoNan");
+    /// `Pow`.
+    pub const POW: Self = Self::named("Pow");
+    /// `ReluGrad`.
+    pub const RELU_GRAD: Self = Self::named("ReluGrad");
+}
+
+/// The element-wise ops' scalar rules, by code. They sit apart from
+/// [`BUILTIN`], which a device build reads at run time, so that it links
+/// none of these `f64` reference functions; a catalogue test checks that
+/// every element-wise declaration has its entry here and nothing else does.
+pub(super) const ELEMENTWISE_RULES: &[(u16, Elementwise)] = &[
+    (4, near(|a, b| a + b)),
+    (5, near(|a, b| a - b)),
+    (6, near(|a, b| a * b)),
+    (
+        7,
+        near(|a, b| {
+            if a.is_nan() || b.is_nan() {
+                f32::NAN
+            } else if b > a {
+                b
+            } else {
+                a
+            }
+        }),
+    ),
+    (8, near(|x, _| if x < 0.0 { 0.0 } else { x })),
+    (11, near(|a, b| a / b)),
+    (12, near(|a, b| if b == 0.0 { 0.0 } else { a / b })),
+    (
+        13,
+        Elementwise {
+            reference: |a, b| libm::pow(f64::from(a), f64::from(b)) as f32,
+            bound: pow_bound,
+            flops: 1,
+        },
+    ),
+    (14, near(|a, b| a * if b > 0.0 { 1.0 } else { 0.0 })),
+    (15, near(|x, _| libm::sqrt(f64::from(x)) as f32)),
+    (16, near(|x, _| (1.0 / libm::sqrt(f64::from(x))) as f32)),
+    (
+        18,
+        near(|x, _| if x.is_nan() { x } else { x.clamp(0.0, 6.0) }),
+    ),
+    (
+        19,
+        near(|x, _| (1.0 / (1.0 + libm::exp(-f64::from(x)))) as f32),
+    ),
+    (20, near(|x, _| libm::tanh(f64::from(x)) as f32)),
+    (31, near(|x, _| libm::exp(f64::from(x)) as f32)),
+];
+
+/// Rules with the element-wise bound ([`ELEMENTWISE_ABS`] + [`ELEMENTWISE_REL`]·|want|).
+const fn near(reference: fn(f32, f32) -> f32) -> Elementwise {
+    Elementwise {
+        reference,
+        bound: elementwise_bound,
+        flops: 1,
+    }
+}
+
+/// The element-wise bound.
+fn elementwise_bound(_: f32, _: f32, want: f32) -> f32 {
+    ELEMENTWISE_ABS + ELEMENTWISE_REL * want.abs()
+}
+
+/// `Pow`'s bound: a `powf` within a few ulp of `ln` has a relative error
+/// that grows with `|b·ln a|` (the exponent the result is `exp` of).
+fn pow_bound(a: f32, b: f32, want: f32) -> f32 {
+    let eps = f64::from(f32::EPSILON);
+    let exponent = f64::from(b) * libm::log(f64::from(a).abs());
+    let bound = 8.0 * eps * f64::from(want.abs()) * (1.0 + exponent.abs());
+    let near = elementwise_bound(a, b, want);
+    if bound.is_finite() && bound as f32 > near {
+        bound as f32
+    } else {
+        near
+    }
+}
 
 /// The built-in op with identity `id`.
 pub fn builtin(id: OpId) -> Option<&'static OpDecl> {
@@ -142,26 +270,14 @@ impl OpKind {
     const fn builtin_index(self) -> usize {
         match self {
             Self::Vendor(_) => 0,
+            Self::Unary(op) => op.code() as usize - 1,
+            Self::Binary(op) => op.code() as usize - 1,
             Self::MatMul { .. } => 0,
             Self::FusedMatMul { .. } => 1,
             Self::BiasAdd => 2,
-            Self::Add => 3,
-            Self::Sub => 4,
-            Self::Mul => 5,
-            Self::Maximum => 6,
-            Self::Relu => 7,
             Self::Softmax => 8,
             Self::ReduceSum => 9,
-            Self::Div => 10,
-            Self::DivNoNan => 11,
-            Self::Pow => 12,
-            Self::ReluGrad => 13,
-            Self::Sqrt => 14,
-            Self::Rsqrt => 15,
             Self::LogSoftmax => 16,
-            Self::Relu6 => 17,
-            Self::Sigmoid => 18,
-            Self::Tanh => 19,
             Self::Conv2D(_) => 20,
             Self::DepthwiseConv2D(_) => 21,
             Self::MaxPool(_) => 22,
@@ -172,7 +288,6 @@ impl OpKind {
             Self::AvgPoolGrad(_) => 27,
             Self::FusedConv2D(..) => 28,
             Self::Transpose(_) => 29,
-            Self::Exp => 30,
         }
     }
 
@@ -261,7 +376,7 @@ impl OpDecl {
     pub const fn rules(&self) -> Option<&'static VendorRules> {
         match self.form {
             Form::Vendor(rules) => Some(rules),
-            Form::Builtin(_) => None,
+            _ => None,
         }
     }
 
@@ -269,6 +384,8 @@ impl OpDecl {
     pub fn default_kind(&'static self) -> OpKind {
         match self.form {
             Form::Builtin(kind) => kind,
+            Form::Unary => OpKind::Unary(Unary::named(self.name)),
+            Form::Binary => OpKind::Binary(Binary::named(self.name)),
             Form::Vendor(_) => OpKind::Vendor(VendorOp {
                 decl: self,
                 attrs: Attrs::default(),
@@ -283,6 +400,9 @@ impl OpDecl {
         let a = &attrs.0;
         let builtin = match self.form {
             Form::Builtin(kind) => kind,
+            Form::Unary | Form::Binary => {
+                return a.iter().all(|&b| b == 0).then(|| self.default_kind());
+            }
             Form::Vendor(_) => {
                 return Some(OpKind::Vendor(VendorOp {
                     decl: self,

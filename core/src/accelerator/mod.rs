@@ -51,7 +51,7 @@
 //!     type Error = Oops;
 //!     fn info(&self) -> DeviceInfo {
 //!         DeviceInfo::new("host-array", 4096, 1_000_000_000, Version::new(1, 0, 0), 1)
-//!             .with_capabilities(Capabilities::f32(OpSet::of(&[OpKind::Relu]), false))
+//!             .with_capabilities(Capabilities::f32(OpSet::of(&[OpKind::Unary(Unary::RELU)]), false))
 //!     }
 //!     fn allocate(&mut self, bytes: u64, align: u64) -> Result<DeviceAddr, Oops> {
 //!         let start = self.next.next_multiple_of(align.max(1));
@@ -85,7 +85,7 @@
 //!     }
 //!     fn launch(&mut self, _q: QueueId, op: &OpDesc<'_>) -> Result<Fence, Oops> {
 //!         op.validate().map_err(|_| Oops(ErrorKind::InvalidArgument))?;
-//!         if op.kind != OpKind::Relu { return Err(Oops(ErrorKind::Unsupported)); }
+//!         if op.kind != OpKind::Unary(Unary::RELU) { return Err(Oops(ErrorKind::Unsupported)); }
 //!         let n = op.output.byte_len().ok_or(Oops(ErrorKind::InvalidArgument))?;
 //!         let (i, o) = (self.range(op.inputs[0].addr, n)?, self.range(op.output.addr, n)?);
 //!         for k in (0..n).step_by(4) {
@@ -113,7 +113,7 @@
 //! dev.write_blocking(q, x, &input, Duration::from_millis(10)).unwrap();
 //! let shape = Shape::new(&[4]).unwrap();
 //! let inputs = [TensorDesc::new(x, DType::F32, shape)];
-//! let op = OpDesc { kind: OpKind::Relu, inputs: &inputs, output: TensorDesc::new(y, DType::F32, shape), op_id: 7 };
+//! let op = OpDesc { kind: OpKind::Unary(Unary::RELU), inputs: &inputs, output: TensorDesc::new(y, DType::F32, shape), op_id: 7 };
 //! let fence = dev.launch(q, &op).unwrap();
 //! dev.wait(fence, Duration::from_millis(10)).unwrap();
 //! let mut out = [0u8; 16];
@@ -125,6 +125,7 @@
 mod caps;
 mod catalogue;
 mod device_info;
+mod elementwise;
 mod op;
 mod op_id;
 mod shape_error;
@@ -135,6 +136,7 @@ mod window;
 pub use caps::{Capabilities, OP_SET_WORDS, OpSet, VendorOps};
 pub use catalogue::{BUILTIN, builtin};
 pub use device_info::DeviceInfo;
+pub use elementwise::{Binary, ELEMENTWISE_ABS, ELEMENTWISE_REL, Elementwise, Unary};
 pub use op::{Form, OpDecl, OpDesc, OpKind, VendorOp, broadcast_shapes, matmul_shape};
 pub use op_id::{ATTR_BYTES, Attrs, Namespace, OpId};
 pub use shape_error::ShapeError;

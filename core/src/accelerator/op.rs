@@ -1,13 +1,15 @@
 //! Op descriptors and their shape rules.
 
+use super::elementwise::{Binary, Unary};
 use super::op_id::{Attrs, OpId};
 use super::shape_error::ShapeError;
 use super::types::{DTypeSet, MAX_RANK, Shape, TensorDesc};
 use super::vendor::VendorRules;
 use super::window::{Activation, Window, WindowOp, window_shape};
 
-/// The ops tensorplug knows, all f32 for now. Element-wise binary ops
-/// broadcast NumPy-style; softmax and reduce-sum work on the last axis.
+/// The ops tensorplug knows, all f32 for now: the families of the
+/// catalogue, each with its attributes. Softmax and reduce-sum work on the
+/// last axis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
@@ -30,41 +32,18 @@ pub enum OpKind {
     },
     /// `out = x + bias` along the last axis. Inputs `[x, bias[c]]`.
     BiasAdd,
-    /// `a + b`, broadcasting.
-    Add,
-    /// `a - b`, broadcasting.
-    Sub,
-    /// `a * b`, broadcasting.
-    Mul,
-    /// `max(a, b)`, broadcasting.
-    Maximum,
-    /// `max(x, 0)`.
-    Relu,
+    /// An element-wise op of one operand (`Relu`, `Exp`, …): its
+    /// catalogue declaration says which.
+    Unary(Unary),
+    /// An element-wise op of two operands with NumPy broadcasting (`Add`,
+    /// `Pow`, …).
+    Binary(Binary),
     /// Softmax over the last axis.
     Softmax,
     /// Sum over the last axis; the output drops that axis or keeps it as 1.
     ReduceSum,
-    /// `a / b`, broadcasting (IEEE: `x / 0` is `±∞` or NaN).
-    Div,
-    /// `a / b`, broadcasting, but `0` wherever `b == 0`.
-    DivNoNan,
-    /// `a^b`, broadcasting (C's `powf`).
-    Pow,
-    /// `a · (b > 0 ? 1 : 0)`, broadcasting: the gradient `a` of a ReLU whose
-    /// input was `b`. A NaN or infinite gradient where `b ≤ 0` gives NaN, as in TF.
-    ReluGrad,
-    /// `√x`.
-    Sqrt,
-    /// `1 / √x`.
-    Rsqrt,
     /// `log(softmax(x))` over the last axis.
     LogSoftmax,
-    /// `min(max(x, 0), 6)`.
-    Relu6,
-    /// `1 / (1 + e^−x)`.
-    Sigmoid,
-    /// `tanh(x)`.
-    Tanh,
     /// 2-D convolution: inputs `[x [n,h,w,c], filter [kh,kw,c,oc]]`, output
     /// `[n,oh,ow,oc]`; padding reads zeros.
     Conv2D(Window),
@@ -97,8 +76,6 @@ pub enum OpKind {
     /// Output axis `i` is input axis `perm[i]`: input `[x]` of rank `r`,
     /// `perm[..r]` a permutation of `0..r`, `perm[r..]` unused (0).
     Transpose([u8; MAX_RANK]),
-    /// `eˣ`.
-    Exp,
     /// A vendor's op, declared in the vendor's crate ([`OpDecl::vendor`]).
     Vendor(VendorOp),
 }
@@ -127,6 +104,11 @@ pub enum Form {
     /// [`OpDecl::kind`] fills them in from an [`Attrs`] block. Its shape
     /// rule, cost, reference kernel and cases are `core`'s.
     Builtin(OpKind),
+    /// A member of the element-wise family of one operand ([`Unary`]);
+    /// its scalar rules are the catalogue's `ELEMENTWISE_RULES` entry.
+    Unary,
+    /// A member of the broadcasting element-wise family of two ([`Binary`]).
+    Binary,
     /// A vendor's op and its rules.
     Vendor(&'static VendorRules),
 }
@@ -197,17 +179,7 @@ pub struct OpDesc<'a> {
 impl OpKind {
     /// Whether this is a broadcasting element-wise binary op.
     pub const fn is_binary(self) -> bool {
-        matches!(
-            self,
-            Self::Add
-                | Self::Sub
-                | Self::Mul
-                | Self::Maximum
-                | Self::Div
-                | Self::DivNoNan
-                | Self::Pow
-                | Self::ReluGrad
-        )
+        matches!(self, Self::Binary(_))
     }
 }
 
@@ -308,15 +280,7 @@ impl OpDesc<'_> {
                 Some(rules) => (rules.shape)(&op.attrs, self.inputs),
                 None => Err(ShapeError::Overflow),
             },
-            OpKind::Relu
-            | OpKind::Relu6
-            | OpKind::Sigmoid
-            | OpKind::Tanh
-            | OpKind::Softmax
-            | OpKind::LogSoftmax
-            | OpKind::Sqrt
-            | OpKind::Rsqrt
-            | OpKind::Exp => Ok(shape(0)),
+            OpKind::Unary(_) | OpKind::Softmax | OpKind::LogSoftmax => Ok(shape(0)),
             OpKind::ReduceSum => {
                 let x = shape(0);
                 let outer = &x.dims()[..x.dims().len().saturating_sub(1)];
@@ -331,8 +295,7 @@ impl OpDesc<'_> {
                     Ok(dims(outer))
                 }
             }
-            // The broadcasting binary ops (`is_binary`).
-            _ => broadcast_shapes(&shape(0), &shape(1)),
+            OpKind::Binary(_) => broadcast_shapes(&shape(0), &shape(1)),
         }
     }
 
@@ -385,6 +348,8 @@ impl OpDesc<'_> {
             }
             OpKind::AvgPoolGrad(w) => input.saturating_mul(taps(&w)),
             OpKind::ReduceSum => input,
+            OpKind::Unary(op) => out.saturating_mul(op.rules().flops.into()),
+            OpKind::Binary(op) => out.saturating_mul(op.rules().flops.into()),
             OpKind::Vendor(op) => op.decl.rules().map_or(0, |rules| {
                 (rules.flops)(&op.attrs, self.inputs, &self.output)
             }),

@@ -28,8 +28,8 @@ use super::support::{
 };
 use super::{Config, Fixture, Outcome, guarded};
 use crate::accelerator::{
-    Accelerator, Activation, DType, DeviceAddr, Error, ErrorKind, Fence, OpKind, QueueId,
-    TensorDesc, Window,
+    Accelerator, Activation, Binary, DType, DeviceAddr, Error, ErrorKind, Fence, OpKind, QueueId,
+    TensorDesc, Unary, Window,
 };
 use crate::event::{Event, EventKind};
 
@@ -86,40 +86,21 @@ cases! {
     op_fused_matmul => |s| check_family(s, OpKind::FusedMatMul { transpose_a: false, transpose_b: false, relu: false });
     /// BiasAdd along the last axis (ranks 1 to 5, special values); or refused.
     op_bias_add => |s| check_family(s, OpKind::BiasAdd);
-    /// Add with broadcasting (ranks 0 to 6, special values); or refused.
-    op_add => |s| check_family(s, OpKind::Add);
-    /// Sub with broadcasting; or refused.
-    op_sub => |s| check_family(s, OpKind::Sub);
-    /// Mul with broadcasting; or refused.
-    op_mul => |s| check_family(s, OpKind::Mul);
-    /// Maximum with broadcasting (NaN propagates); or refused.
-    op_maximum => |s| check_family(s, OpKind::Maximum);
-    /// Relu (NaN stays NaN); or refused.
-    op_relu => |s| check_family(s, OpKind::Relu);
+    /// Every element-wise op of one operand in the catalogue ([`Unary`]:
+    /// Relu, Exp, …), each on ranks 0 to 4, empty tensors and special values
+    /// against its reference within its bound; each one the device does
+    /// not declare is refused.
+    op_unary => |s| ops::check_members(s, Unary::all().map(OpKind::Unary));
+    /// Every broadcasting element-wise op of two operands in the catalogue
+    /// ([`Binary`]: Add, Pow, …), ranks 0 to 6, broadcast both ways, special
+    /// values (`inf - inf`, `0 · inf`, `x / 0`); or refused, op by op.
+    op_binary => |s| ops::check_members(s, Binary::all().map(OpKind::Binary));
     /// Softmax over the last axis (including logits whose `exp` overflows); or refused.
     op_softmax => |s| check_family(s, OpKind::Softmax);
     /// ReduceSum over the last axis, dropping or keeping it; or refused.
     op_reduce_sum => |s| check_family(s, OpKind::ReduceSum);
-    /// Div with broadcasting (`x / 0`, `0 / 0`); or refused.
-    op_div => |s| check_family(s, OpKind::Div);
-    /// DivNoNan with broadcasting (`0` where the divisor is `0`); or refused.
-    op_div_no_nan => |s| check_family(s, OpKind::DivNoNan);
-    /// Pow with broadcasting (negative bases, infinities); or refused.
-    op_pow => |s| check_family(s, OpKind::Pow);
-    /// ReluGrad (a gradient masked by its ReLU input); or refused.
-    op_relu_grad => |s| check_family(s, OpKind::ReluGrad);
-    /// Sqrt (negative inputs give NaN); or refused.
-    op_sqrt => |s| check_family(s, OpKind::Sqrt);
-    /// Rsqrt (`1/√0` is `+∞`); or refused.
-    op_rsqrt => |s| check_family(s, OpKind::Rsqrt);
     /// LogSoftmax over the last axis (including logits whose `exp` overflows); or refused.
     op_log_softmax => |s| check_family(s, OpKind::LogSoftmax);
-    /// Relu6 (clamped to [0, 6]); or refused.
-    op_relu6 => |s| check_family(s, OpKind::Relu6);
-    /// Sigmoid; or refused.
-    op_sigmoid => |s| check_family(s, OpKind::Sigmoid);
-    /// Tanh; or refused.
-    op_tanh => |s| check_family(s, OpKind::Tanh);
     /// Conv2D (VALID, SAME, strided, dilated, 1×1, a batch, empty); or refused.
     op_conv2d => |s| check_family(s, OpKind::Conv2D(Window::new([1, 1])));
     /// DepthwiseConv2D with a channel multiplier of 2; or refused.
@@ -140,8 +121,6 @@ cases! {
     op_fused_conv2d => |s| check_family(s, OpKind::FusedConv2D(Window::new([1, 1]), Activation::None));
     /// Transpose (exact); or refused.
     op_transpose => |s| check_family(s, OpKind::Transpose([0; 6]));
-    /// Exp (overflow to `+∞`, `e^−∞ = 0`); or refused.
-    op_exp => |s| check_family(s, OpKind::Exp);
     /// Every vendor op the device declares ([`Capabilities::vendor_ops`]):
     /// each of its own cases against its own reference kernel, within its
     /// tolerance. Skipped when the device declares none.
@@ -608,7 +587,7 @@ fn inconsistent_body<F: Fixture>(s: &mut Scope<'_, F>) -> Check<Outcome> {
     let caps = s.dev().info().capabilities;
     let declared: Vec<OpKind> = caps.ops.iter().collect();
     let families = if declared.is_empty() {
-        vec![OpKind::Relu]
+        vec![OpKind::Unary(Unary::RELU)]
     } else {
         declared.clone()
     };

@@ -370,13 +370,8 @@ pub(crate) fn cases_for(family: OpKind) -> Vec<OpCase> {
         OpKind::MatMul { .. } => matmul_cases(false),
         OpKind::FusedMatMul { .. } => matmul_cases(true),
         OpKind::BiasAdd => bias_add_cases(),
-        OpKind::Relu
-        | OpKind::Relu6
-        | OpKind::Sigmoid
-        | OpKind::Tanh
-        | OpKind::Sqrt
-        | OpKind::Rsqrt
-        | OpKind::Exp => unary_cases(family),
+        OpKind::Unary(_) => unary_cases(family),
+        OpKind::Binary(_) => binary_cases(family),
         OpKind::Conv2D(_)
         | OpKind::FusedConv2D(..)
         | OpKind::DepthwiseConv2D(_)
@@ -390,7 +385,6 @@ pub(crate) fn cases_for(family: OpKind) -> Vec<OpCase> {
         OpKind::Transpose(_) => transpose_cases(),
         OpKind::ReduceSum => reduce_sum_cases(),
         OpKind::Vendor(op) => vendor_cases(op),
-        _ => binary_cases(family),
     }
 }
 
@@ -613,6 +607,33 @@ pub(crate) fn check_family<F: Fixture>(s: &mut Scope<'_, F>, family: OpKind) -> 
     Ok(Outcome::Passed(format!(
         "{} launches match the reference (worst error {worst:.3} of the bound)",
         cases.len()
+    )))
+}
+
+/// Each of `members` (a family's ops) as [`check_family`], one after the
+/// other; the first failure names its op.
+pub(crate) fn check_members<F: Fixture>(
+    s: &mut Scope<'_, F>,
+    members: impl Iterator<Item = OpKind>,
+) -> Check<Outcome> {
+    let (mut ran, mut refused) = (Vec::new(), Vec::new());
+    for kind in members {
+        check_family(s, kind)
+            .map_err(|e| super::support::Fail(format!("{}: {}", kind.name(), e.0)))?;
+        if s.dev().info().capabilities.supports(kind, DType::F32) {
+            ran.push(kind.name());
+        } else {
+            refused.push(kind.name());
+        }
+    }
+    let list = |names: Vec<&str>| match names.is_empty() {
+        true => String::from("none"),
+        false => names.join(", "),
+    };
+    Ok(Outcome::Passed(format!(
+        "matched the reference: {}; refused as undeclared: {}",
+        list(ran),
+        list(refused)
     )))
 }
 

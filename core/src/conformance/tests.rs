@@ -13,7 +13,7 @@ use super::*;
 use crate::accelerator::{
     Accelerator, Attrs, Capabilities, DType, DTypeSet, DeviceAddr, DeviceInfo, Drained, Error,
     ErrorKind, Fence, MemoryUsage, Namespace, OpDecl, OpDesc, OpKind, OpSet, QueueId, Shape,
-    ShapeError, TensorDesc, Tolerance, VendorCase, VendorRules, Version,
+    ShapeError, TensorDesc, Tolerance, Unary, VendorCase, VendorRules, Version,
 };
 use crate::event::{Event, EventKind};
 use crate::reference;
@@ -317,7 +317,9 @@ impl Accelerator for HostDevice {
                 return; // an unvalidated inconsistent op: garbage stays
             }
             let vendor = matches!(kind, OpKind::Vendor(_));
-            if (relu_bug && kind == OpKind::Relu || vendor_bug && vendor) && !result.is_empty() {
+            if (relu_bug && kind == OpKind::Unary(Unary::RELU) || vendor_bug && vendor)
+                && !result.is_empty()
+            {
                 result[0] += 1.0;
             }
             for (chunk, v) in d.mem[out].chunks_exact_mut(4).zip(&result) {
@@ -395,7 +397,7 @@ struct HostFixture {
 impl HostFixture {
     fn relu_only() -> Self {
         Self {
-            dev: HostDevice::new(OpSet::of(&[OpKind::Relu]), true),
+            dev: HostDevice::new(OpSet::of(&[OpKind::Unary(Unary::RELU)]), true),
             can_stall: true,
         }
     }
@@ -439,18 +441,21 @@ fn a_relu_only_device_passes_and_refuses_every_other_op() {
     for (c, name) in report.cases.iter().zip(CASES) {
         assert_eq!(c.name, *name);
     }
-    match outcome(&report, "op_relu") {
-        Outcome::Passed(m) => assert!(m.contains("match the reference"), "{m}"),
+    match outcome(&report, "op_unary") {
+        Outcome::Passed(m) => assert!(
+            m.contains("matched the reference: Relu; refused as undeclared: Sqrt, Rsqrt"),
+            "{m}"
+        ),
         other => panic!("{other}"),
     }
-    for case in [
-        "op_matmul",
-        "op_fused_matmul",
-        "op_bias_add",
-        "op_add",
-        "op_sub",
-        "op_mul",
-    ] {
+    match outcome(&report, "op_binary") {
+        Outcome::Passed(m) => assert!(
+            m.contains("matched the reference: none; refused as undeclared: Add, Sub, Mul"),
+            "{m}"
+        ),
+        other => panic!("{other}"),
+    }
+    for case in ["op_matmul", "op_fused_matmul", "op_bias_add"] {
         match outcome(&report, case) {
             Outcome::Passed(m) => assert!(
                 m.contains("not declared; launch refused it (Unsupported)"),
@@ -471,7 +476,10 @@ fn a_device_declaring_every_op_passes() {
     report.assert_passed();
     for case in CASES.iter().filter(|c| c.starts_with("op_")) {
         match outcome(&report, case) {
-            Outcome::Passed(m) => assert!(m.contains("match the reference"), "{case}: {m}"),
+            Outcome::Passed(m) => assert!(
+                m.contains("match the reference") || m.ends_with("refused as undeclared: none"),
+                "{case}: {m}"
+            ),
             other => panic!("{case}: {other}"),
         }
     }
@@ -494,26 +502,29 @@ fn caught(ops: OpSet, bugs: Bugs, case: fn(&mut HostFixture, &Config) -> Outcome
 
 #[test]
 fn planted_bugs_are_caught() {
-    let relu = OpSet::of(&[OpKind::Relu]);
+    let relu = OpSet::of(&[OpKind::Unary(Unary::RELU)]);
     let m = caught(
         relu,
         Bugs {
             relu_off_by_one: true,
             ..Bugs::default()
         },
-        cases::op_relu,
+        cases::op_unary,
     );
-    assert!(m.contains("outside the tolerance"), "{m}");
+    assert!(
+        m.contains("Relu: ") && m.contains("outside the tolerance"),
+        "{m}"
+    );
     let m = caught(
         relu,
         Bugs {
             accepts_undeclared: true,
             ..Bugs::default()
         },
-        cases::op_add,
+        cases::op_binary,
     );
     assert!(
-        m.contains("Add is not declared, yet launch accepted it"),
+        m.contains("Add: Add is not declared, yet launch accepted it"),
         "{m}"
     );
     let m = caught(
@@ -567,7 +578,7 @@ fn planted_bugs_are_caught() {
             panics_in_launch: true,
             ..Bugs::default()
         },
-        cases::op_relu,
+        cases::op_unary,
     );
     assert!(m.contains("panicked: planted panic in launch"), "{m}");
     let m = caught(
@@ -597,18 +608,18 @@ fn a_failed_run_lists_every_failure() {
         fill_big_endian: true,
         ..Bugs::default()
     };
-    let mut fx = HostFixture::buggy(OpSet::of(&[OpKind::Relu]), bugs);
+    let mut fx = HostFixture::buggy(OpSet::of(&[OpKind::Unary(Unary::RELU)]), bugs);
     let report = run_fixture(&mut fx, &Config::default());
     assert!(!report.passed());
     let failed: Vec<&str> = report.failures().map(|c| c.name).collect();
     assert!(
-        failed.contains(&"op_relu") && failed.contains(&"fill_repeats_the_pattern"),
+        failed.contains(&"op_unary") && failed.contains(&"fill_repeats_the_pattern"),
         "{failed:?}"
     );
     let panic = std::panic::catch_unwind(|| report.assert_passed()).unwrap_err();
     let text = panic.downcast_ref::<String>().unwrap();
     assert!(
-        text.contains("op_relu:") && text.contains("fill_repeats_the_pattern:"),
+        text.contains("op_unary:") && text.contains("fill_repeats_the_pattern:"),
         "{text}"
     );
 }
@@ -616,7 +627,7 @@ fn a_failed_run_lists_every_failure() {
 #[test]
 fn a_bare_device_skips_the_timeout_case() {
     let mut fx = HostFixture {
-        dev: HostDevice::new(OpSet::of(&[OpKind::Relu]), true),
+        dev: HostDevice::new(OpSet::of(&[OpKind::Unary(Unary::RELU)]), true),
         can_stall: false,
     };
     let o = cases::timeout_then_reset_recovers(&mut fx, &Config::default());
@@ -652,10 +663,15 @@ fn case_of(name: &str) -> Option<&'static str> {
 
 #[test]
 fn every_declared_op_has_its_case_cases_and_a_reference_kernel() {
-    use crate::accelerator::BUILTIN;
-    for decl in &BUILTIN {
+    use crate::accelerator::{BUILTIN, Form};
+    for decl in BUILTIN {
+        let family_case = match decl.form {
+            Form::Unary => Some("op_unary"),
+            Form::Binary => Some("op_binary"),
+            _ => case_of(decl.name),
+        };
         assert!(
-            case_of(decl.name).is_some(),
+            family_case.is_some_and(|case| CASES.contains(&case)),
             "{}: no case op_… in CASES",
             decl.name
         );
@@ -732,7 +748,7 @@ const fn scale_by(k: f32) -> Attrs {
 
 #[test]
 fn vendor_ops_are_checked_against_their_own_reference_and_refused_when_undeclared() {
-    let mut fx = HostFixture::buggy(OpSet::of(&[OpKind::Relu]), Bugs::default());
+    let mut fx = HostFixture::buggy(OpSet::of(&[OpKind::Unary(Unary::RELU)]), Bugs::default());
     fx.dev.vendor_ops = &VENDOR_OPS;
     let passed = cases::vendor_ops(&mut fx, &Config::default());
     assert!(
@@ -741,7 +757,7 @@ fn vendor_ops_are_checked_against_their_own_reference_and_refused_when_undeclare
     );
 
     let mut fx = HostFixture::buggy(
-        OpSet::of(&[OpKind::Relu]),
+        OpSet::of(&[OpKind::Unary(Unary::RELU)]),
         Bugs {
             vendor_off_by_one: true,
             ..Bugs::default()
@@ -754,7 +770,7 @@ fn vendor_ops_are_checked_against_their_own_reference_and_refused_when_undeclare
         "{failed}"
     );
 
-    let mut fx = HostFixture::buggy(OpSet::of(&[OpKind::Relu]), Bugs::default());
+    let mut fx = HostFixture::buggy(OpSet::of(&[OpKind::Unary(Unary::RELU)]), Bugs::default());
     let skipped = cases::vendor_ops(&mut fx, &Config::default());
     assert!(skipped.is_skipped(), "{skipped}");
     // Not declared: launch refuses it.

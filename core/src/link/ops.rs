@@ -364,7 +364,7 @@ pub fn error_kind(code: u16) -> Option<ErrorKind> {
 mod tests {
     use super::*;
     use crate::accelerator::{
-        Activation, BUILTIN, Namespace, OpDecl, Tolerance, VendorRules, Window,
+        Activation, BUILTIN, Namespace, OpDecl, Tolerance, Unary, VendorRules, Window,
     };
 
     #[test]
@@ -440,7 +440,10 @@ mod tests {
 
     #[test]
     fn info_round_trips_capabilities() {
-        let mut caps = Capabilities::f32(OpSet::of(&[OpKind::Relu, OpKind::Softmax]), true);
+        let mut caps = Capabilities::f32(
+            OpSet::of(&[OpKind::Unary(Unary::RELU), OpKind::Softmax]),
+            true,
+        );
         caps.ops = caps.ops.with(OpKind::Transpose([0; MAX_RANK]));
         caps.dtypes = caps.dtypes.with(DType::I8).with(DType::BF16);
         let info =
@@ -473,8 +476,8 @@ mod tests {
 
     #[test]
     fn vendor_ops_cross_by_identity_and_the_host_keeps_the_prefix_it_knows() {
-        let caps =
-            Capabilities::f32(OpSet::of(&[OpKind::Relu]), false).with_vendor_ops(&DEVICE_HAS);
+        let caps = Capabilities::f32(OpSet::of(&[OpKind::Unary(Unary::RELU)]), false)
+            .with_vendor_ops(&DEVICE_HAS);
         let info =
             DeviceInfo::new("x", 1 << 20, 100, Version::new(1, 2, 3), 2).with_capabilities(caps);
         let wire = Info::from_info(&info);

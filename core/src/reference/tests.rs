@@ -1,6 +1,6 @@
 use super::*;
-use crate::accelerator::ShapeError;
 use crate::accelerator::Window;
+use crate::accelerator::{Binary, ShapeError, Unary};
 
 fn s(d: &[u64]) -> Shape {
     Shape::new(d).unwrap()
@@ -114,7 +114,12 @@ fn binary_ops_broadcast_numpy_style() {
     // [3,1] - [1,4]: out[i][j] = a[i] - b[j]
     let a = [1.0, 2.0, 3.0];
     let b = [10.0, 20.0, 30.0, 40.0];
-    let got = go(OpKind::Sub, &[(&a, &[3, 1]), (&b, &[1, 4])], &[3, 4]).unwrap();
+    let got = go(
+        OpKind::Binary(Binary::SUB),
+        &[(&a, &[3, 1]), (&b, &[1, 4])],
+        &[3, 4],
+    )
+    .unwrap();
     for i in 0..3 {
         for j in 0..4 {
             assert_eq!(got[i * 4 + j], a[i] - b[j]);
@@ -122,14 +127,27 @@ fn binary_ops_broadcast_numpy_style() {
     }
     // A scalar times a matrix, either side.
     let m = [1.0, -2.0, 3.0, -4.0];
-    let got = go(OpKind::Mul, &[(&[2.0], &[]), (&m, &[2, 2])], &[2, 2]);
+    let got = go(
+        OpKind::Binary(Binary::MUL),
+        &[(&[2.0], &[]), (&m, &[2, 2])],
+        &[2, 2],
+    );
     assert_eq!(got, Ok(std::vec![2.0, -4.0, 6.0, -8.0]));
-    let got = go(OpKind::Add, &[(&m, &[2, 2]), (&[1.0], &[1])], &[2, 2]);
+    let got = go(
+        OpKind::Binary(Binary::ADD),
+        &[(&m, &[2, 2]), (&[1.0], &[1])],
+        &[2, 2],
+    );
     assert_eq!(got, Ok(std::vec![2.0, -1.0, 4.0, -3.0]));
     // [2,1,3] + [4,1] -> [2,4,3]
     let a: std::vec::Vec<f32> = (0..6).map(|v| v as f32).collect();
     let b = [100.0, 200.0, 300.0, 400.0];
-    let got = go(OpKind::Add, &[(&a, &[2, 1, 3]), (&b, &[4, 1])], &[2, 4, 3]).unwrap();
+    let got = go(
+        OpKind::Binary(Binary::ADD),
+        &[(&a, &[2, 1, 3]), (&b, &[4, 1])],
+        &[2, 4, 3],
+    )
+    .unwrap();
     for i in 0..2 {
         for j in 0..4 {
             for k in 0..3 {
@@ -139,14 +157,18 @@ fn binary_ops_broadcast_numpy_style() {
     }
     // Size 0 broadcasts with 1.
     assert_eq!(
-        go(OpKind::Add, &[(&[], &[0, 3]), (&[1.0], &[1, 1])], &[0, 3]),
+        go(
+            OpKind::Binary(Binary::ADD),
+            &[(&[], &[0, 3]), (&[1.0], &[1, 1])],
+            &[0, 3]
+        ),
         Ok(std::vec![])
     );
     // Incompatible shapes are refused, as `OpDesc::validate` does.
     let mut out = [0.0; 6];
     assert!(matches!(
         run(
-            OpKind::Add,
+            OpKind::Binary(Binary::ADD),
             &[(&[0.0; 2], s(&[2])), (&[0.0; 3], s(&[3]))],
             s(&[3]),
             &mut out[..3]
@@ -155,7 +177,7 @@ fn binary_ops_broadcast_numpy_style() {
     ));
     assert!(matches!(
         binary(
-            BinaryOp::Add,
+            Binary::ADD,
             &[0.0; 2],
             &s(&[2]),
             &[0.0; 3],
@@ -169,7 +191,7 @@ fn binary_ops_broadcast_numpy_style() {
 #[test]
 fn maximum_propagates_nan_and_keeps_the_first_operand_on_ties() {
     let got = go(
-        OpKind::Maximum,
+        OpKind::Binary(Binary::MAXIMUM),
         &[
             (&[1.0, f32::NAN, 3.0, -0.0], &[4]),
             (&[2.0, 1.0, f32::NAN, 0.0], &[4]),
@@ -185,7 +207,7 @@ fn maximum_propagates_nan_and_keeps_the_first_operand_on_ties() {
 #[test]
 fn relu_keeps_nan_and_negative_zero() {
     let got = go(
-        OpKind::Relu,
+        OpKind::Unary(Unary::RELU),
         &[(&[-1.0, 2.0, f32::NAN, -0.0, f32::NEG_INFINITY], &[5])],
         &[5],
     )
@@ -195,36 +217,64 @@ fn relu_keeps_nan_and_negative_zero() {
     assert_eq!(got[3].to_bits(), (-0.0f32).to_bits());
     assert_eq!(got[4], 0.0);
     // A scalar.
-    assert_eq!(go(OpKind::Relu, &[(&[-3.0], &[])], &[]), Ok(std::vec![0.0]));
+    assert_eq!(
+        go(OpKind::Unary(Unary::RELU), &[(&[-3.0], &[])], &[]),
+        Ok(std::vec![0.0])
+    );
 }
 
 #[test]
 fn training_math_by_hand() {
     let a: &[f32] = &[6.0, 1.0, 0.0, -1.0, f32::NAN, f32::INFINITY];
     let b: &[f32] = &[3.0, 0.0, 0.0, -0.0, -1.0, -2.0];
-    let div = go(OpKind::Div, &[(a, &[6]), (b, &[6])], &[6]).unwrap();
+    let div = go(OpKind::Binary(Binary::DIV), &[(a, &[6]), (b, &[6])], &[6]).unwrap();
     assert_eq!(div[..2], [2.0, f32::INFINITY]);
     assert!(div[2].is_nan() && div[4].is_nan());
     assert_eq!((div[3], div[5]), (f32::INFINITY, f32::NEG_INFINITY));
-    let no_nan = go(OpKind::DivNoNan, &[(a, &[6]), (b, &[6])], &[6]).unwrap();
+    let no_nan = go(
+        OpKind::Binary(Binary::DIV_NO_NAN),
+        &[(a, &[6]), (b, &[6])],
+        &[6],
+    )
+    .unwrap();
     assert_eq!(no_nan[..4], [2.0, 0.0, 0.0, 0.0]);
     // The gradient passes where the input was > 0; a masked NaN or ∞ is NaN.
-    let grad = go(OpKind::ReluGrad, &[(b, &[6]), (a, &[6])], &[6]).unwrap();
+    let grad = go(
+        OpKind::Binary(Binary::RELU_GRAD),
+        &[(b, &[6]), (a, &[6])],
+        &[6],
+    )
+    .unwrap();
     assert_eq!(grad[..4], [3.0, 0.0, 0.0, -0.0]);
     assert_eq!(grad[5], -2.0);
-    let masked = go(OpKind::ReluGrad, &[(&[f32::NAN], &[]), (&[-1.0], &[])], &[]).unwrap();
+    let masked = go(
+        OpKind::Binary(Binary::RELU_GRAD),
+        &[(&[f32::NAN], &[]), (&[-1.0], &[])],
+        &[],
+    )
+    .unwrap();
     assert!(masked[0].is_nan());
     let pow = go(
-        OpKind::Pow,
+        OpKind::Binary(Binary::POW),
         &[(&[2.0, -8.0, f32::NAN], &[3]), (&[10.0], &[])],
         &[3],
     );
     assert_eq!(pow.unwrap()[..2], [1024.0, 1073741824.0]);
-    let zero = go(OpKind::Pow, &[(&[f32::NAN], &[]), (&[0.0], &[])], &[]).unwrap();
+    let zero = go(
+        OpKind::Binary(Binary::POW),
+        &[(&[f32::NAN], &[]), (&[0.0], &[])],
+        &[],
+    )
+    .unwrap();
     assert_eq!(zero, [1.0]);
-    let roots = go(OpKind::Sqrt, &[(&[4.0, -1.0, -0.0], &[3])], &[3]).unwrap();
+    let roots = go(
+        OpKind::Unary(Unary::SQRT),
+        &[(&[4.0, -1.0, -0.0], &[3])],
+        &[3],
+    )
+    .unwrap();
     assert!(roots[0] == 2.0 && roots[1].is_nan() && roots[2].to_bits() == (-0.0f32).to_bits());
-    let inverse = go(OpKind::Rsqrt, &[(&[4.0, 0.0], &[2])], &[2]).unwrap();
+    let inverse = go(OpKind::Unary(Unary::RSQRT), &[(&[4.0, 0.0], &[2])], &[2]).unwrap();
     assert_eq!(inverse, [0.5, f32::INFINITY]);
 }
 
@@ -318,7 +368,7 @@ fn run_refuses_bad_shapes_and_lengths_without_writing() {
     );
     // Wrong input count.
     assert!(matches!(
-        run(OpKind::Relu, &[], s(&[4]), &mut out),
+        run(OpKind::Unary(Unary::RELU), &[], s(&[4]), &mut out),
         Err(Error::Shape(ShapeError::InputCount {
             expected: 1,
             got: 0
@@ -326,7 +376,12 @@ fn run_refuses_bad_shapes_and_lengths_without_writing() {
     ));
     // A slice shorter than its shape.
     assert_eq!(
-        run(OpKind::Relu, &[(&a[..3], s(&[4]))], s(&[4]), &mut out),
+        run(
+            OpKind::Unary(Unary::RELU),
+            &[(&a[..3], s(&[4]))],
+            s(&[4]),
+            &mut out
+        ),
         Err(Error::Length {
             operand: 0,
             expected: 4,
@@ -334,7 +389,12 @@ fn run_refuses_bad_shapes_and_lengths_without_writing() {
         })
     );
     assert_eq!(
-        run(OpKind::Relu, &[(&a[..4], s(&[4]))], s(&[4]), &mut out[..3]),
+        run(
+            OpKind::Unary(Unary::RELU),
+            &[(&a[..4], s(&[4]))],
+            s(&[4]),
+            &mut out[..3]
+        ),
         Err(Error::Length {
             operand: 1,
             expected: 4,
@@ -370,8 +430,8 @@ fn tolerances_follow_the_documented_bounds() {
 
     let mut relu_tol = [0.0; 3];
     let mut r = [0.0; 3];
-    run(OpKind::Relu, &ins, s(&[3]), &mut r).unwrap();
-    tolerance(OpKind::Relu, &ins, s(&[3]), &r, &mut relu_tol).unwrap();
+    run(OpKind::Unary(Unary::RELU), &ins, s(&[3]), &mut r).unwrap();
+    tolerance(OpKind::Unary(Unary::RELU), &ins, s(&[3]), &r, &mut relu_tol).unwrap();
     assert_eq!(relu_tol[2], ELEMENTWISE_ABS + ELEMENTWISE_REL * 3.0);
 
     let mut sm = [0.0; 3];
@@ -429,7 +489,12 @@ fn window_ops_by_hand() {
     );
     assert_eq!(got.unwrap(), [5.0]);
     // Relu6 clamps, NaN stays NaN.
-    let r6 = go(OpKind::Relu6, &[(&[-1.0, 3.0, 9.0, f32::NAN], &[4])], &[4]).unwrap();
+    let r6 = go(
+        OpKind::Unary(Unary::RELU6),
+        &[(&[-1.0, 3.0, 9.0, f32::NAN], &[4])],
+        &[4],
+    )
+    .unwrap();
     assert!(r6[..3] == [0.0, 3.0, 6.0] && r6[3].is_nan());
 }
 

@@ -3,10 +3,12 @@
 
 use core::time::Duration;
 
-use tensorplug_abi::device::{CommandDescriptor, CommandFlags, Features, Opcode, Register};
+use tensorplug_abi::device::{
+    CommandDescriptor, CommandFlags, Features, OPS_WORDS, Opcode, Register,
+};
 use tensorplug_core::accelerator::{
-    Accelerator, Activation, Capabilities, DeviceAddr, DeviceInfo, Drained, Fence, MemoryUsage,
-    OpDesc, OpKind, OpSet, QueueId, Version, Window,
+    Accelerator, Activation, Binary, Capabilities, DeviceAddr, DeviceInfo, Drained, Fence,
+    MemoryUsage, OpDesc, OpKind, OpSet, QueueId, Unary, Version, Window,
 };
 use tensorplug_core::event::Event;
 
@@ -59,9 +61,10 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Driver<T, C, ALLOCS> {
     }
 }
 
-/// The ops a device with `features` runs: each feature bit of
-/// `docs/device-abi.md` brings the ops its opcodes lower.
-pub fn ops_of(features: Features) -> OpSet {
+/// The ops a device runs: each feature bit of `docs/device-abi.md` brings
+/// the ops its opcodes lower, and the element-wise ops are
+/// [`elementwise_ops`].
+pub fn ops_of(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSet {
     let matmul = OpKind::MatMul {
         transpose_a: false,
         transpose_b: false,
@@ -72,38 +75,14 @@ pub fn ops_of(features: Features) -> OpSet {
         relu: false,
     };
     let window = Window::new([1, 1]);
-    let groups: [(Features, &[OpKind]); 8] = [
+    let groups: [(Features, &[OpKind]); 7] = [
         (Features::GEMM, &[matmul, fused]),
-        (
-            Features::ELEMENTWISE,
-            &[
-                OpKind::BiasAdd,
-                OpKind::Add,
-                OpKind::Sub,
-                OpKind::Mul,
-                OpKind::Maximum,
-                OpKind::Relu,
-            ],
-        ),
+        (Features::ELEMENTWISE, &[OpKind::BiasAdd]),
         (
             Features::ROW_REDUCTIONS,
             &[OpKind::Softmax, OpKind::ReduceSum],
         ),
-        (
-            Features::MATH,
-            &[
-                OpKind::Div,
-                OpKind::DivNoNan,
-                OpKind::Pow,
-                OpKind::ReluGrad,
-                OpKind::Sqrt,
-                OpKind::Rsqrt,
-                OpKind::Relu6,
-                OpKind::Sigmoid,
-                OpKind::Tanh,
-                OpKind::LogSoftmax,
-            ],
-        ),
+        (Features::MATH, &[OpKind::LogSoftmax]),
         (
             Features::WINDOW,
             &[
@@ -124,9 +103,8 @@ pub fn ops_of(features: Features) -> OpSet {
                 OpKind::AvgPoolGrad(window),
             ],
         ),
-        (Features::TRANSCENDENTAL, &[OpKind::Exp]),
     ];
-    let mut set = OpSet::EMPTY;
+    let mut set = elementwise_ops(features, ops_words);
     for (bit, kinds) in groups {
         if features.contains(bit) {
             for &kind in kinds {
@@ -135,6 +113,44 @@ pub fn ops_of(features: Features) -> OpSet {
         }
     }
     set
+}
+
+/// The element-wise ops ([`Unary`], [`Binary`]) a device runs: with
+/// `Features::CATALOGUE` (ABI 1.3), those of this driver's catalogue that
+/// the `OPS` registers list; before, those of the per-op opcodes its
+/// feature bits bring ([`Opcode::PER_OP_ELEMENTWISE`]).
+pub fn elementwise_ops(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSet {
+    let listed = |code: u16| {
+        let bit = usize::from(code).wrapping_sub(1);
+        ops_words
+            .get(bit / 32)
+            .is_some_and(|w| w & (1 << (bit % 32)) != 0)
+    };
+    let mut set = OpSet::EMPTY;
+    if features.contains(Features::CATALOGUE) {
+        for kind in Unary::all()
+            .map(OpKind::Unary)
+            .chain(Binary::all().map(OpKind::Binary))
+        {
+            if listed(kind.decl().id.code) {
+                set = set.with(kind);
+            }
+        }
+        return set;
+    }
+    for e in Opcode::PER_OP_ELEMENTWISE {
+        if let (true, Some(kind)) = (features.contains(e.feature), elementwise_kind(e.code)) {
+            set = set.with(kind);
+        }
+    }
+    set
+}
+
+/// The element-wise op of catalogue code `code`.
+pub(crate) fn elementwise_kind(code: u16) -> Option<OpKind> {
+    Unary::from_code(code)
+        .map(OpKind::Unary)
+        .or(Binary::from_code(code).map(OpKind::Binary))
 }
 
 impl<T: Transport, C: Clock, const ALLOCS: usize> Accelerator for Driver<T, C, ALLOCS> {
@@ -149,7 +165,7 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Accelerator for Driver<T, C, A
             Version::new(abi.major.into(), abi.minor.into(), abi.patch.into()),
             1,
         )
-        .with_capabilities(Capabilities::f32(ops_of(self.facts.features), true))
+        .with_capabilities(Capabilities::f32(self.facts.ops, true))
     }
 
     fn allocate(&mut self, bytes: u64, align: u64) -> Result<DeviceAddr, Error> {
@@ -254,6 +270,9 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Accelerator for Driver<T, C, A
 
     fn launch(&mut self, queue: QueueId, op: &OpDesc<'_>) -> Result<Fence, Error> {
         op.validate()?;
+        if !self.facts.ops.contains(op.kind) {
+            return Err(Error::Unsupported { feature: 0 });
+        }
         for tensor in op.inputs.iter().chain([&op.output]) {
             let bytes = tensor.byte_len().ok_or(Error::InvalidArgument)?;
             if bytes > 0 {
@@ -261,7 +280,8 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Accelerator for Driver<T, C, A
             }
         }
         let base = self.base_command(queue, op.op_id);
-        lower::lower(op, base, &mut |desc| self.push(desc).map(drop))?;
+        let catalogue = self.facts.features.contains(Features::CATALOGUE);
+        lower::lower(op, base, catalogue, &mut |desc| self.push(desc).map(drop))?;
         self.ring_doorbell()?;
         Ok(self.current_fence())
     }

@@ -15,10 +15,13 @@ const SRC1_BCAST_N: CommandFlags = CommandFlags::SRC1_BCAST_N;
 const SRC1_BCAST_K: CommandFlags = CommandFlags::SRC1_BCAST_K;
 
 /// Emits the commands of `op` in execution order. `base` is the command
-/// every emitted one starts from (tag, stream, `NO_EVENTS`).
+/// every emitted one starts from (tag, stream, `NO_EVENTS`); `catalogue`
+/// says the device has `Features::CATALOGUE` (element-wise ops go as
+/// `UNARY`/`BINARY` with their catalogue code).
 pub(crate) fn lower(
     op: &OpDesc<'_>,
     base: CommandDescriptor,
+    catalogue: bool,
     emit: &mut impl FnMut(&CommandDescriptor) -> Result<(), Error>,
 ) -> Result<(), Error> {
     let out = op.output;
@@ -49,34 +52,32 @@ pub(crate) fn lower(
                 ..cmd(Opcode::BIAS_ADD_F32)
             })
         }
-        OpKind::Add => binary(op, cmd(Opcode::ADD_F32), emit),
-        OpKind::Sub => binary(op, cmd(Opcode::SUB_F32), emit),
-        OpKind::Mul => binary(op, cmd(Opcode::MUL_F32), emit),
-        OpKind::Maximum => binary(op, cmd(Opcode::MAX_F32), emit),
-        OpKind::Div => binary(op, cmd(Opcode::DIV_F32), emit),
-        OpKind::DivNoNan => binary(op, cmd(Opcode::DIV_NO_NAN_F32), emit),
-        OpKind::Pow => binary(op, cmd(Opcode::POW_F32), emit),
-        OpKind::ReluGrad => binary(op, cmd(Opcode::RELU_GRAD_F32), emit),
-        OpKind::Relu
-        | OpKind::Sqrt
-        | OpKind::Rsqrt
-        | OpKind::Relu6
-        | OpKind::Sigmoid
-        | OpKind::Tanh
-        | OpKind::Exp => emit(&CommandDescriptor {
-            src0: input(0).addr.0,
-            dst: out.addr.0,
-            len: elements,
-            ..cmd(match op.kind {
-                OpKind::Relu => Opcode::RELU_F32,
-                OpKind::Sqrt => Opcode::SQRT_F32,
-                OpKind::Rsqrt => Opcode::RSQRT_F32,
-                OpKind::Relu6 => Opcode::RELU6_F32,
-                OpKind::Sigmoid => Opcode::SIGMOID_F32,
-                OpKind::Exp => Opcode::EXP_F32,
-                _ => Opcode::TANH_F32,
-            })
-        }),
+        OpKind::Unary(_) | OpKind::Binary(_) => {
+            let code = op.kind.decl().id.code;
+            let cmd = match catalogue {
+                true => CommandDescriptor {
+                    imm: u32::from(code),
+                    ..cmd(match op.kind {
+                        OpKind::Unary(_) => Opcode::UNARY,
+                        _ => Opcode::BINARY,
+                    })
+                },
+                // A device older than ABI 1.3: the op's own opcode.
+                false => {
+                    let per_op = Opcode::PER_OP_ELEMENTWISE.iter().find(|e| e.code == code);
+                    cmd(per_op.ok_or(Error::Unsupported { feature: 0 })?.opcode)
+                }
+            };
+            match op.kind {
+                OpKind::Unary(_) => emit(&CommandDescriptor {
+                    src0: input(0).addr.0,
+                    dst: out.addr.0,
+                    len: elements,
+                    ..cmd
+                }),
+                _ => binary(op, cmd, emit),
+            }
+        }
         OpKind::Conv2D(_)
         | OpKind::FusedConv2D(..)
         | OpKind::DepthwiseConv2D(_)

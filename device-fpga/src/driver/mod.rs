@@ -20,6 +20,7 @@ mod lower_window;
 mod queue;
 mod transpose;
 
+pub use accel::{elementwise_ops, ops_of};
 pub use alloc::{Allocator, GRANULE};
 #[cfg(feature = "std")]
 pub use clock::StdClock;
@@ -28,9 +29,10 @@ pub use error::{Error, WaitFor, status_kind};
 
 use tensorplug_abi::device::{
     AbiVersion, COMMAND_DESCRIPTOR_SIZE, COMPLETION_DESCRIPTOR_SIZE, Control,
-    DRIVER_ABI_REQUIREMENT, EVENT_DESCRIPTOR_SIZE, Features, RESET_KEY, Register, Status,
-    check_identity,
+    DRIVER_ABI_REQUIREMENT, EVENT_DESCRIPTOR_SIZE, Features, OPS_WORDS, RESET_KEY, Register,
+    Status, check_identity,
 };
+use tensorplug_core::accelerator::OpSet;
 
 use crate::transport::Transport;
 use clock::Deadline;
@@ -89,6 +91,8 @@ pub struct DeviceFacts {
     pub timestamp_hz: u32,
     /// `MAX_RING_ENTRIES`.
     pub max_ring_entries: u32,
+    /// The ops it runs, from `FEATURES` and the `OPS` registers ([`ops_of`]).
+    pub ops: OpSet,
 }
 
 /// One ring in device memory.
@@ -159,6 +163,7 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Driver<T, C, ALLOCS> {
                 memory_bytes: 0,
                 timestamp_hz: 0,
                 max_ring_entries: 0,
+                ops: OpSet::EMPTY,
             },
             rings: RingLayout::default(),
             heap: Allocator::new(0, 0),
@@ -228,12 +233,19 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Driver<T, C, ALLOCS> {
         let features = Features(self.read(Register::FEATURES)?);
         let memory_bytes = u64::from(self.read(Register::DEVICE_MEM_SIZE_LO)?)
             | u64::from(self.read(Register::DEVICE_MEM_SIZE_HI)?) << 32;
+        let mut ops_words = [0; OPS_WORDS];
+        if features.contains(Features::CATALOGUE) {
+            for (w, word) in ops_words.iter_mut().enumerate() {
+                *word = self.read(Register::ops(w))?;
+            }
+        }
         let facts = DeviceFacts {
             abi,
             features,
             memory_bytes,
             timestamp_hz: self.read(Register::TIMESTAMP_FREQ_HZ)?,
             max_ring_entries: self.read(Register::MAX_RING_ENTRIES)?,
+            ops: ops_of(features, &ops_words),
         };
         // A re-bring-up must find the same device: allocations stay valid.
         if self.facts.memory_bytes != 0 && self.facts.memory_bytes != memory_bytes {

@@ -4,7 +4,7 @@
 
 use crate::leaky_relu::{self, LEAKY_RELU};
 use core::ops::Range;
-use tensorplug_core::accelerator::{OpDesc, OpKind};
+use tensorplug_core::accelerator::{OpDesc, OpKind, Unary};
 
 fn load(memory: &[u8], at: usize) -> f32 {
     let mut bytes = [0; 4];
@@ -19,7 +19,7 @@ fn store(memory: &mut [u8], at: usize, value: f32) {
 /// Runs `op` on `memory`: `inputs` and `output` are its operands' bytes.
 pub fn run(op: &OpDesc<'_>, memory: &mut [u8], inputs: &[Range<usize>], output: Range<usize>) {
     match op.kind {
-        OpKind::Relu => {
+        OpKind::Unary(Unary::RELU) => {
             for at in (0..output.len()).step_by(4) {
                 let x = load(memory, inputs[0].start + at);
                 // NaN stays NaN (TF's Relu); `f32::max` would give 0.

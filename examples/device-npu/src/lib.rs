@@ -59,7 +59,7 @@
 //! let bytes: Vec<u8> = [-2.0f32, 3.0].iter().flat_map(|v| v.to_le_bytes()).collect();
 //! npu.write_blocking(q, x, &bytes, wait).unwrap();
 //! let inputs = [TensorDesc::new(x, DType::F32, Shape::new(&[2]).unwrap())];
-//! let relu = OpDesc { kind: OpKind::Relu, inputs: &inputs, output: inputs[0], op_id: 1 };
+//! let relu = OpDesc { kind: OpKind::Unary(Unary::RELU), inputs: &inputs, output: inputs[0], op_id: 1 };
 //! let fence = npu.launch(q, &relu).unwrap();
 //! assert!(npu.poll(fence).unwrap()); // ran at enqueue
 //! let mut out = [0u8; 8];
@@ -95,7 +95,7 @@ use core::time::Duration;
 use events::EventLog;
 use tensorplug_core::accelerator::{
     Accelerator, Capabilities, DType, DeviceAddr, DeviceInfo, Drained, Fence, MemoryUsage, OpDecl,
-    OpDesc, OpKind, OpSet, QueueId, TensorDesc, Version,
+    OpDesc, OpKind, OpSet, QueueId, TensorDesc, Unary, Version,
 };
 use tensorplug_core::event::{Event, EventKind};
 
@@ -112,7 +112,7 @@ pub const CAPABILITIES: Capabilities = Capabilities::f32(
             transpose_a: false,
             transpose_b: false,
         },
-        OpKind::Relu,
+        OpKind::Unary(Unary::RELU),
     ]),
     true,
 )

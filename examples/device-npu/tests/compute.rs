@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use tensorplug_core::accelerator::{Accelerator, DeviceAddr, ErrorKind, OpKind};
+use tensorplug_core::accelerator::{Accelerator, Binary, DeviceAddr, ErrorKind, OpKind, Unary};
 use tensorplug_device_npu::BASE;
 
 // a = [[1, 2, 3], [4, 5, 6]] (2×3), b = [[1, 0, 2, 0], [0, 1, 0, 1], [1, -1, 0, 2]] (3×4).
@@ -77,8 +77,11 @@ fn relu_is_elementwise_keeps_nan_and_runs_in_place() {
         &[-1., 0., 2.5, f32::NAN, f32::NEG_INFINITY, f32::INFINITY],
     );
     let inputs = [t(x, &[2, 3])];
-    dev.launch(Q, &op(OpKind::Relu, &inputs, t(x, &[2, 3]), 1))
-        .unwrap();
+    dev.launch(
+        Q,
+        &op(OpKind::Unary(Unary::RELU), &inputs, t(x, &[2, 3]), 1),
+    )
+    .unwrap();
     let y = get(&mut dev, x, 6);
     assert_eq!([y[0], y[1], y[2]], [0., 0., 2.5]);
     assert!(y[3].is_nan());
@@ -99,7 +102,7 @@ fn undeclared_ops_are_unsupported_and_named() {
     }
     let both = [t(x, &[2]), t(x, &[2])];
     let error = dev
-        .launch(Q, &op(OpKind::Add, &both, t(x, &[2]), 0))
+        .launch(Q, &op(OpKind::Binary(Binary::ADD), &both, t(x, &[2]), 0))
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Unsupported);
     assert!(error.to_string().contains("Add"), "{error}");
@@ -115,26 +118,39 @@ fn bad_descriptors_and_addresses_are_invalid_arguments_and_write_nothing() {
         assert_eq!(error.kind(), ErrorKind::InvalidArgument, "{error}");
     };
     // Wrong output shape; wrong input count; an overflowing size.
-    refused(&mut dev, OpKind::Relu, &inputs, t(x, &[3]));
-    refused(&mut dev, OpKind::Relu, &[], t(x, &[2]));
+    refused(&mut dev, OpKind::Unary(Unary::RELU), &inputs, t(x, &[3]));
+    refused(&mut dev, OpKind::Unary(Unary::RELU), &[], t(x, &[2]));
     let huge = [t(x, &[u64::MAX / 2, 4])];
-    refused(&mut dev, OpKind::Relu, &huge, t(x, &[u64::MAX / 2, 4]));
-    // Input outside any allocation, below BASE, or running past its block.
-    let outside = [t(DeviceAddr(BASE + 0x8000), &[2])];
-    refused(&mut dev, OpKind::Relu, &outside, t(x, &[2]));
     refused(
         &mut dev,
-        OpKind::Relu,
+        OpKind::Unary(Unary::RELU),
+        &huge,
+        t(x, &[u64::MAX / 2, 4]),
+    );
+    // Input outside any allocation, below BASE, or running past its block.
+    let outside = [t(DeviceAddr(BASE + 0x8000), &[2])];
+    refused(&mut dev, OpKind::Unary(Unary::RELU), &outside, t(x, &[2]));
+    refused(
+        &mut dev,
+        OpKind::Unary(Unary::RELU),
         &[t(DeviceAddr(16), &[2])],
         t(x, &[2]),
     );
-    refused(&mut dev, OpKind::Relu, &[t(x, &[3])], t(x, &[3]));
+    refused(
+        &mut dev,
+        OpKind::Unary(Unary::RELU),
+        &[t(x, &[3])],
+        t(x, &[3]),
+    );
     // MatMul writing over its own input.
     let mm = [t(x, &[1, 2]), t(x, &[2, 1])];
     refused(&mut dev, matmul(false, false), &mm, t(x, &[1, 1]));
     // A queue the NPU does not have.
     let error = dev
-        .launch(NO_SUCH_QUEUE, &op(OpKind::Relu, &inputs, t(x, &[2]), 0))
+        .launch(
+            NO_SUCH_QUEUE,
+            &op(OpKind::Unary(Unary::RELU), &inputs, t(x, &[2]), 0),
+        )
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::InvalidArgument);
     assert_eq!(get(&mut dev, x, 2), [-1., -2.], "nothing ran");

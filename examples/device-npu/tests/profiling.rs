@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use tensorplug_core::accelerator::{Accelerator, DType, OpKind};
+use tensorplug_core::accelerator::{Accelerator, DType, OpKind, Unary};
 use tensorplug_core::event::{Event, EventKind};
 use tensorplug_device_npu::{CLOCK_HZ, EVENT_CAPACITY, Npu, QUEUES};
 
@@ -11,7 +11,11 @@ use tensorplug_device_npu::{CLOCK_HZ, EVENT_CAPACITY, Npu, QUEUES};
 fn declares_matmul_and_relu_on_f32_with_profiling() {
     let info = npu().info();
     let caps = info.capabilities;
-    for kind in [matmul(false, false), matmul(true, true), OpKind::Relu] {
+    for kind in [
+        matmul(false, false),
+        matmul(true, true),
+        OpKind::Unary(Unary::RELU),
+    ] {
         assert!(caps.supports(kind, DType::F32), "{kind:?}");
     }
     assert_eq!(caps.ops.iter().count(), 2, "{:?}", caps.ops);
@@ -25,7 +29,7 @@ fn launches_record_begin_and_end_with_op_id_queue_and_clock_ticks() {
     let mut dev = Npu::new(vec![0u8; 4096], StepClock::default());
     let x = put(&mut dev, &[1.; 4]);
     let inputs = [t(x, &[4])];
-    let relu = op(OpKind::Relu, &inputs, t(x, &[4]), 42);
+    let relu = op(OpKind::Unary(Unary::RELU), &inputs, t(x, &[4]), 42);
     dev.launch(Q, &relu).unwrap();
     let mut out = [Event::default(); 4];
     let drained = dev.drain_events(&mut out).unwrap();
@@ -55,7 +59,7 @@ fn a_full_ring_drops_and_counts_once() {
     let mut dev = npu();
     let x = put(&mut dev, &[1.; 4]);
     let inputs = [t(x, &[4])];
-    let relu = op(OpKind::Relu, &inputs, t(x, &[4]), 7);
+    let relu = op(OpKind::Unary(Unary::RELU), &inputs, t(x, &[4]), 7);
     dev.set_profiling(true).unwrap();
     let launches = EVENT_CAPACITY / 2 + 3;
     for _ in 0..launches {

@@ -26,7 +26,7 @@ pub use tf::{Construction, Context, Tensor};
 
 use crate::ffi::{self, tf_api};
 use crate::{backend, log, registry};
-use ops::{KERNELS, Kernel, TfKernel};
+use ops::{BUILTIN_COUNT, Kernel, TfKernel};
 use std::ffi::{CString, c_void};
 use tensorplug_abi::tf::{TF_DataType, TF_OpKernelConstruction, TF_OpKernelContext};
 use tensorplug_core::accelerator::{Capabilities, DType, Namespace, OpDecl, OpKind};
@@ -121,7 +121,7 @@ pub fn contradictions(caps: &Capabilities) -> Vec<String> {
 /// its `create` index.
 fn all_kernels() -> impl Iterator<Item = &'static dyn TfKernel> {
     let vendor = backend::installed().map_or(&[][..], |p| p.kernels);
-    KERNELS.iter().chain(vendor).copied()
+    ops::builtin().chain(vendor.iter().copied())
 }
 
 /// The kernel at `index` of [`all_kernels`].
@@ -218,7 +218,7 @@ const CREATE: [CreateFn; MAX_KERNELS] = create_fns![
 ];
 /// How many kernels [`CREATE`] has room for.
 const MAX_KERNELS: usize = 64;
-const _: () = assert!(KERNELS.len() <= MAX_KERNELS, "raise MAX_KERNELS");
+const _: () = assert!(BUILTIN_COUNT <= MAX_KERNELS, "raise MAX_KERNELS");
 
 unsafe extern "C" fn create<const INDEX: usize>(raw: *mut TF_OpKernelConstruction) -> *mut c_void {
     ffi::swallow("kernel create", std::ptr::null_mut(), || {
@@ -303,7 +303,7 @@ unsafe extern "C" fn delete(kernel: *mut c_void) {
 #[cfg(test)]
 mod capability_tests {
     use super::*;
-    use tensorplug_core::accelerator::{DTypeSet, OpKind, OpSet};
+    use tensorplug_core::accelerator::{Binary, DTypeSet, OpKind, OpSet, Unary};
 
     const MATMUL: OpKind = OpKind::MatMul {
         transpose_a: false,
@@ -311,8 +311,7 @@ mod capability_tests {
     };
 
     fn registered(caps: &Capabilities) -> Vec<&'static str> {
-        KERNELS
-            .iter()
+        ops::builtin()
             .filter(|def| def.runs_on(caps))
             .map(|def| def.op().to_str().unwrap())
             .collect()
@@ -320,35 +319,39 @@ mod capability_tests {
 
     #[test]
     fn kernels_follow_the_declared_ops() {
-        let npu = Capabilities::f32(OpSet::of(&[MATMUL, OpKind::Relu]), true);
+        let npu = Capabilities::f32(OpSet::of(&[MATMUL, OpKind::Unary(Unary::RELU)]), true);
         // BiasAddGrad lowers to a MatMul; Pad, Slice and ConcatV2 only copy and fill.
         let copies = ["Pad", "Slice", "ConcatV2", "StridedSlice"];
         assert_eq!(
             registered(&npu),
-            [&["MatMul", "Relu", "BiasAddGrad"][..], &copies].concat()
+            [&["MatMul", "BiasAddGrad"][..], &copies, &["Relu"]].concat()
         );
-        let mul = Capabilities::f32(OpSet::of(&[OpKind::Mul]), true);
+        let mul = Capabilities::f32(OpSet::of(&[OpKind::Binary(Binary::MUL)]), true);
         assert_eq!(
             registered(&mul),
             [
-                &["Mul", "Neg", "Square", "BroadcastTo", "Tile"][..],
-                &copies
+                &["Neg", "Square", "BroadcastTo", "Tile"][..],
+                &copies,
+                &["Mul"]
             ]
             .concat()
         );
         let all = Capabilities::f32(OpSet::ALL, true);
-        assert_eq!(registered(&all).len(), KERNELS.len());
+        assert_eq!(registered(&all).len(), BUILTIN_COUNT);
         assert!(registered(&Capabilities::NONE).is_empty());
     }
 
     #[test]
     fn devices_of_one_type_share_what_all_of_them_declare() {
-        let a = Capabilities::f32(OpSet::of(&[MATMUL, OpKind::Relu]), true);
-        let b = Capabilities::f32(OpSet::of(&[OpKind::Relu, OpKind::Add]), false);
+        let a = Capabilities::f32(OpSet::of(&[MATMUL, OpKind::Unary(Unary::RELU)]), true);
+        let b = Capabilities::f32(
+            OpSet::of(&[OpKind::Unary(Unary::RELU), OpKind::Binary(Binary::ADD)]),
+            false,
+        );
         let both = common_capabilities([a, b].into_iter());
         assert_eq!(
             registered(&both),
-            ["Relu", "Pad", "Slice", "ConcatV2", "StridedSlice"]
+            ["Pad", "Slice", "ConcatV2", "StridedSlice", "Relu"]
         );
         assert!(!both.profiling);
         assert_eq!(common_capabilities(std::iter::empty()), Capabilities::NONE);
@@ -357,7 +360,7 @@ mod capability_tests {
     #[test]
     fn a_capability_set_that_contradicts_the_kernels_is_named() {
         let no_f32 = Capabilities {
-            ops: OpSet::of(&[OpKind::Relu]),
+            ops: OpSet::of(&[OpKind::Unary(Unary::RELU)]),
             dtypes: DTypeSet::EMPTY,
             ..Capabilities::NONE
         };

@@ -11,7 +11,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tensorplug_abi::tf::{
     TF_OK, TF_PROFILER_REGISTRATION_PARAMS_STRUCT_SIZE, TP_PROFILER_FNS_STRUCT_SIZE,
 };
-use tensorplug_core::accelerator::{DType, DeviceAddr, OpDesc, OpKind, QueueId, Shape, TensorDesc};
+use tensorplug_core::accelerator::{
+    DType, DeviceAddr, OpDesc, OpKind, QueueId, Shape, TensorDesc, Unary,
+};
 use tensorplug_core::xspace::proto::{XEvent, XPlane, XSpace, x_stat};
 
 /// The profiler is process-wide: tests that start sessions run one at a time.
@@ -37,7 +39,7 @@ fn relu(device: &Device, input: DeviceAddr, output: DeviceAddr, node: &str) {
     let shape = Shape::new(&[1024]).unwrap();
     let inputs = [TensorDesc::new(input, DType::F32, shape)];
     let mut op = OpDesc {
-        kind: OpKind::Relu,
+        kind: OpKind::Unary(Unary::RELU),
         inputs: &inputs,
         output: TensorDesc::new(output, DType::F32, shape),
         op_id: 0,

@@ -1,32 +1,53 @@
 //! Element-wise binary ops with NumPy broadcasting.
 
+use tensorplug_core::accelerator::Binary;
+
 use super::MAX_RANK;
 use super::error::{KernelError, Operand, expect_len, mul};
 
-/// An element-wise binary op.
+/// The element-wise binary ops the model runs: each discriminant is the
+/// op's catalogue code (`BINARY`'s `imm`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
+#[repr(u16)]
 pub enum BinaryOp {
     /// `a + b`.
-    Add,
+    Add = Binary::ADD.code(),
     /// `a - b`.
-    Sub,
+    Sub = Binary::SUB.code(),
     /// `a * b`.
-    Mul,
+    Mul = Binary::MUL.code(),
     /// `max(a, b)`; NaN if either is NaN (as `tf.maximum`).
-    Maximum,
+    Maximum = Binary::MAXIMUM.code(),
     /// `a / b`.
-    Div,
+    Div = Binary::DIV.code(),
     /// `a / b`, `0` where `b == 0` (as `tf.math.divide_no_nan`).
-    DivNoNan,
+    DivNoNan = Binary::DIV_NO_NAN.code(),
     /// `powf(a, b)`.
-    Pow,
+    Pow = Binary::POW.code(),
     /// `a · (b > 0 ? 1 : 0)`: ReLU's gradient `a` at input `b` (as TF's `ReluGrad`).
-    ReluGrad,
+    ReluGrad = Binary::RELU_GRAD.code(),
 }
 
 impl BinaryOp {
+    /// Every op, the `OPS` registers' binary bits.
+    pub const ALL: [Self; 8] = [
+        Self::Add,
+        Self::Sub,
+        Self::Mul,
+        Self::Maximum,
+        Self::Div,
+        Self::DivNoNan,
+        Self::Pow,
+        Self::ReluGrad,
+    ];
+
+    /// The op of catalogue code `code`, if the model runs it.
+    pub fn from_code(code: u16) -> Option<Self> {
+        Self::ALL.into_iter().find(|op| *op as u16 == code)
+    }
+
     /// The op on one pair of elements.
     #[inline(always)]
     pub fn apply(self, a: f32, b: f32) -> f32 {

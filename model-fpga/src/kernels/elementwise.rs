@@ -1,5 +1,7 @@
 //! Element-wise kernels with no broadcasting: ReLU, square roots, bias-add, fill.
 
+use tensorplug_core::accelerator::Unary;
+
 use super::error::{KernelError, Operand, expect_len, expect_whole_rows};
 
 /// `max(x, 0)` as TF computes it: NaN stays NaN, `-0.0` stays `-0.0`.
@@ -18,28 +20,46 @@ pub fn relu_in_place(x: &mut [f32]) {
     unary_in_place(UnaryOp::Relu, x);
 }
 
-/// An element-wise op of one operand.
+/// The element-wise ops of one operand the model runs: each discriminant
+/// is the op's catalogue code (`UNARY`'s `imm`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
+#[repr(u16)]
 pub enum UnaryOp {
     /// `max(x, 0)`: NaN stays NaN, `-0.0` stays `-0.0`.
-    Relu,
+    Relu = Unary::RELU.code(),
     /// `√x` (correctly rounded).
-    Sqrt,
+    Sqrt = Unary::SQRT.code(),
     /// `1 / √x`.
-    Rsqrt,
+    Rsqrt = Unary::RSQRT.code(),
     /// `min(max(x, 0), 6)`: NaN stays NaN.
-    Relu6,
+    Relu6 = Unary::RELU6.code(),
     /// `1 / (1 + e^−x)`.
-    Sigmoid,
+    Sigmoid = Unary::SIGMOID.code(),
     /// `tanh(x)`.
-    Tanh,
+    Tanh = Unary::TANH.code(),
     /// `eˣ` (`expf`).
-    Exp,
+    Exp = Unary::EXP.code(),
 }
 
 impl UnaryOp {
+    /// Every op, the `OPS` registers' unary bits.
+    pub const ALL: [Self; 7] = [
+        Self::Relu,
+        Self::Sqrt,
+        Self::Rsqrt,
+        Self::Relu6,
+        Self::Sigmoid,
+        Self::Tanh,
+        Self::Exp,
+    ];
+
+    /// The op of catalogue code `code`, if the model runs it.
+    pub fn from_code(code: u16) -> Option<Self> {
+        Self::ALL.into_iter().find(|op| *op as u16 == code)
+    }
+
     /// The op on one element.
     #[inline(always)]
     pub fn apply(self, x: f32) -> f32 {

@@ -4,7 +4,7 @@
 //! inconsistent input.
 
 use super::BinaryOp;
-use tensorplug_core::accelerator::{MAX_RANK, Shape};
+use tensorplug_core::accelerator::{MAX_RANK, Shape, Unary};
 use tensorplug_core::reference::{self as core_ref, Gemm};
 
 const CONSISTENT: &str = "the test passes consistent operands";
@@ -74,16 +74,7 @@ pub fn binary(
     b_shape: &[usize],
     out: &mut [f32],
 ) {
-    let op = match op {
-        BinaryOp::Add => core_ref::BinaryOp::Add,
-        BinaryOp::Sub => core_ref::BinaryOp::Sub,
-        BinaryOp::Mul => core_ref::BinaryOp::Mul,
-        BinaryOp::Maximum => core_ref::BinaryOp::Maximum,
-        BinaryOp::Div => core_ref::BinaryOp::Div,
-        BinaryOp::DivNoNan => core_ref::BinaryOp::DivNoNan,
-        BinaryOp::Pow => core_ref::BinaryOp::Pow,
-        BinaryOp::ReluGrad => core_ref::BinaryOp::ReluGrad,
-    };
+    let op = tensorplug_core::accelerator::Binary::from_code(op as u16).expect(CONSISTENT);
     core_ref::binary(op, a, &shape(a_shape), b, &shape(b_shape), out).expect(CONSISTENT);
 }
 
@@ -97,7 +88,7 @@ fn shape(dims: &[usize]) -> Shape {
 
 /// `max(x, 0)`, NaN stays NaN.
 pub fn relu(x: &[f32], out: &mut [f32]) {
-    core_ref::relu(x, out).expect(CONSISTENT);
+    core_ref::unary(Unary::RELU, x, out).expect(CONSISTENT);
 }
 
 /// `x + bias` along the last axis of length `bias.len()`.

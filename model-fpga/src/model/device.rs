@@ -3,8 +3,8 @@
 use tensorplug_abi::device::{
     COMMAND_DESCRIPTOR_SIZE, COMPLETION_DESCRIPTOR_SIZE, CommandDescriptor, CommandFlags,
     CompletionDescriptor, CompletionFlags, CompletionStatus, Control, DEVICE_ABI_VERSION_WORD,
-    DEVICE_MAGIC, EVENT_DESCRIPTOR_SIZE, EventDescriptor, EventKind, Features, Irq, Opcode,
-    RESET_KEY, Register, Status, expected_phase,
+    DEVICE_MAGIC, EVENT_DESCRIPTOR_SIZE, EventDescriptor, EventKind, Features, Irq, OPS_WORDS,
+    Opcode, RESET_KEY, Register, Status, expected_phase,
 };
 
 use super::bus::HostBus;
@@ -16,6 +16,7 @@ use super::memory::{DeviceMemory, MemoryView};
 use super::regs::{RegisterFile, RingRegs};
 use super::validate::{Rejection, validate};
 use super::{ModelError, ring};
+use crate::kernels::{BinaryOp, UnaryOp};
 
 /// What one call of [`Model::service`] did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -168,6 +169,7 @@ impl<M: DeviceMemory, B: HostBus, C: TickSource> Model<M, B, C> {
             Register::EVQ_TAIL => r.evq.tail,
             Register::EVQ_DROPPED => r.evq_dropped,
             Register::EVQ_IRQ_THRESHOLD => r.evq_irq_threshold,
+            Register(o) if self.config.features.contains(Features::CATALOGUE) => ops_word(o),
             // WO (`RESET`, `CMDQ_DOORBELL`) and unnamed offsets.
             _ => 0,
         }
@@ -472,4 +474,23 @@ fn event_kinds(cmd: &CommandDescriptor) -> (EventKind, EventKind, u32) {
         Opcode::COPY_D2D => (EventKind::COPY_D2D_BEGIN, EventKind::COPY_D2D_END, bytes),
         op => (EventKind::OP_BEGIN, EventKind::OP_END, u32::from(op.0)),
     }
+}
+
+/// The `OPS` register at `offset` (0 for any other offset): the catalogue
+/// codes of the model's element-wise kernels.
+fn ops_word(offset: u32) -> u32 {
+    let Some(word) = offset.checked_sub(Register::OPS0.0).map(|d| d / 4) else {
+        return 0;
+    };
+    if !offset.is_multiple_of(4) || word as usize >= OPS_WORDS {
+        return 0;
+    }
+    let codes = UnaryOp::ALL
+        .iter()
+        .map(|op| *op as u16)
+        .chain(BinaryOp::ALL.iter().map(|op| *op as u16));
+    codes
+        .map(|code| u32::from(code) - 1)
+        .filter(|bit| bit / 32 == word)
+        .fold(0, |w, bit| w | 1 << (bit % 32))
 }

@@ -29,7 +29,6 @@ const BCAST_MASK: u16 = CommandFlags::BCAST_MASK.0;
 /// Byte offsets of the descriptor fields, the `detail` of argument errors.
 pub(crate) mod field {
     pub(crate) const FLAGS: u32 = 2;
-    pub(crate) const RESERVED: u32 = 7;
     pub(crate) const SRC0: u32 = 8;
     pub(crate) const SRC1: u32 = 16;
     pub(crate) const SRC2: u32 = 24;
@@ -216,6 +215,7 @@ impl Uses {
 fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
     let t = CommandFlags::TRANSPOSE_A.0 | CommandFlags::TRANSPOSE_B.0;
     let binary = Uses(Uses::SRC0 | Uses::SRC1 | Uses::DST | Uses::LEN | Uses::MNK);
+    let unary = Uses(Uses::SRC0 | Uses::DST | Uses::LEN);
     Some(match op {
         Opcode::NOP => (Features(0), Uses(0), 0),
         Opcode::COPY_H2D | Opcode::COPY_D2H => {
@@ -233,27 +233,8 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
             Uses(Uses::SRC0 | Uses::SRC1 | Uses::SRC2 | Uses::DST | Uses::MNK),
             t,
         ),
-        Opcode::ADD_F32 | Opcode::SUB_F32 | Opcode::MUL_F32 | Opcode::MAX_F32 => {
-            (Features::ELEMENTWISE, binary, BCAST_MASK)
-        }
-        Opcode::RELU_F32 => (
-            Features::ELEMENTWISE,
-            Uses(Uses::SRC0 | Uses::DST | Uses::LEN),
-            0,
-        ),
-        Opcode::DIV_F32 | Opcode::DIV_NO_NAN_F32 | Opcode::POW_F32 | Opcode::RELU_GRAD_F32 => {
-            (Features::MATH, binary, BCAST_MASK)
-        }
-        Opcode::SQRT_F32
-        | Opcode::RSQRT_F32
-        | Opcode::RELU6_F32
-        | Opcode::SIGMOID_F32
-        | Opcode::TANH_F32 => (Features::MATH, Uses(Uses::SRC0 | Uses::DST | Uses::LEN), 0),
-        Opcode::EXP_F32 => (
-            Features::TRANSCENDENTAL,
-            Uses(Uses::SRC0 | Uses::DST | Uses::LEN),
-            0,
-        ),
+        Opcode::UNARY => (Features::CATALOGUE, Uses(unary.0 | Uses::IMM), 0),
+        Opcode::BINARY => (Features::CATALOGUE, Uses(binary.0 | Uses::IMM), BCAST_MASK),
         Opcode::LOG_SOFTMAX_F32 => (Features::MATH, Uses(Uses::SRC0 | Uses::DST | Uses::MN), 0),
         Opcode::CONV2D_F32 => (
             Features::WINDOW,
@@ -305,7 +286,14 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
             Uses(Uses::SRC0 | Uses::DST | Uses::MN),
             0,
         ),
-        _ => return None,
+        // The per-op element-wise opcodes of ABI 1.0–1.2.
+        op => {
+            let e = op.per_op_elementwise()?;
+            match UnaryOp::from_code(e.code) {
+                Some(_) => (e.feature, unary, 0),
+                None => (e.feature, binary, BCAST_MASK),
+            }
+        }
     })
 }
 
@@ -369,29 +357,6 @@ pub(crate) fn validate(
             })
         }
         Opcode::GEMM_F32 | Opcode::GEMM_BIAS_RELU_F32 | Opcode::GEMM_BIAS_F32 => ctx.gemm(),
-        Opcode::RELU_F32
-        | Opcode::SQRT_F32
-        | Opcode::RSQRT_F32
-        | Opcode::RELU6_F32
-        | Opcode::SIGMOID_F32
-        | Opcode::TANH_F32
-        | Opcode::EXP_F32 => {
-            let len = ctx.nonzero_len()?;
-            let x = ctx.f32_range(field::SRC0, len)?;
-            let out = ctx.f32_range(field::DST, len)?;
-            ctx.aligned(&[field::SRC0, field::DST])?;
-            in_place_or_disjoint(&x, &out, true)?;
-            let op = match cmd.opcode {
-                Opcode::RELU_F32 => UnaryOp::Relu,
-                Opcode::SQRT_F32 => UnaryOp::Sqrt,
-                Opcode::RSQRT_F32 => UnaryOp::Rsqrt,
-                Opcode::RELU6_F32 => UnaryOp::Relu6,
-                Opcode::SIGMOID_F32 => UnaryOp::Sigmoid,
-                Opcode::EXP_F32 => UnaryOp::Exp,
-                _ => UnaryOp::Tanh,
-            };
-            Ok(Work::Unary { op, x, out })
-        }
         Opcode::BIAS_ADD_F32
         | Opcode::SOFTMAX_F32
         | Opcode::LOG_SOFTMAX_F32
@@ -405,14 +370,26 @@ pub(crate) fn validate(
         | Opcode::MAX_POOL_GRAD_F32
         | Opcode::AVG_POOL_GRAD_F32 => ctx.window(),
         Opcode::TRANSPOSE_F32 => ctx.transpose(),
-        _ => ctx.binary(),
+        // `UNARY`, `BINARY` and the per-op element-wise opcodes.
+        op => {
+            let (code, unary) = match op.per_op_elementwise() {
+                Some(e) => (e.code, UnaryOp::from_code(e.code).is_some()),
+                None => (u16::try_from(cmd.imm).unwrap_or(0), op == Opcode::UNARY),
+            };
+            let work = match unary {
+                true => UnaryOp::from_code(code).map(|op| ctx.unary(op)),
+                false => BinaryOp::from_code(code).map(|op| ctx.binary(op)),
+            };
+            work.unwrap_or(Err(reject(CompletionStatus::UNSUPPORTED, cmd.imm)))
+        }
     }
 }
 
-/// `_reserved0`, then every unused field in offset order, must be 0.
+/// `dtype` must be f32 (0 or its code 1); then every unused field, in
+/// offset order, must be 0.
 fn check_unused(cmd: &CommandDescriptor, uses: Uses) -> Result<(), Rejection> {
-    if cmd._reserved0 != 0 {
-        return Err(invalid(field::RESERVED));
+    if cmd.dtype > 1 {
+        return Err(reject(CompletionStatus::UNSUPPORTED, u32::from(cmd.dtype)));
     }
     let fields = [
         (Uses::SRC0, cmd.src0 != 0, field::SRC0),
@@ -577,18 +554,17 @@ impl Ctx<'_> {
         }
     }
 
-    fn binary(&self) -> Result<Work, Rejection> {
+    fn unary(&self, op: UnaryOp) -> Result<Work, Rejection> {
+        let len = self.nonzero_len()?;
+        let x = self.f32_range(field::SRC0, len)?;
+        let out = self.f32_range(field::DST, len)?;
+        self.aligned(&[field::SRC0, field::DST])?;
+        in_place_or_disjoint(&x, &out, true)?;
+        Ok(Work::Unary { op, x, out })
+    }
+
+    fn binary(&self, op: BinaryOp) -> Result<Work, Rejection> {
         let c = self.cmd;
-        let op = match c.opcode {
-            Opcode::ADD_F32 => BinaryOp::Add,
-            Opcode::SUB_F32 => BinaryOp::Sub,
-            Opcode::MUL_F32 => BinaryOp::Mul,
-            Opcode::MAX_F32 => BinaryOp::Maximum,
-            Opcode::DIV_F32 => BinaryOp::Div,
-            Opcode::DIV_NO_NAN_F32 => BinaryOp::DivNoNan,
-            Opcode::POW_F32 => BinaryOp::Pow,
-            _ => BinaryOp::ReluGrad,
-        };
         let len = self.nonzero_len()?;
         let shape = if c.m == 0 && c.n == 0 && c.k == 0 {
             None

@@ -5,7 +5,9 @@
 use std::time::{Duration, Instant};
 
 use tensorplug_abi::device::CompletionStatus;
-use tensorplug_core::accelerator::{Accelerator, DeviceAddr, ErrorKind, Fence, OpDesc, OpKind};
+use tensorplug_core::accelerator::{
+    Accelerator, Binary, DeviceAddr, ErrorKind, Fence, OpDesc, OpKind, Unary,
+};
 use tensorplug_core::event::Event;
 use tensorplug_device_fpga::driver::{Error, WaitFor};
 use tensorplug_device_fpga::transport;
@@ -23,7 +25,7 @@ fn relu(
     let y = dev.allocate(n * 4, 64).unwrap();
     let inputs = [tensor(x, &[n])];
     let op = OpDesc {
-        kind: OpKind::Relu,
+        kind: OpKind::Unary(Unary::RELU),
         inputs: &inputs,
         output: tensor(y, &[n]),
         op_id: 5,
@@ -163,7 +165,7 @@ fn faulting_broadcast_add(f: &mut impl Fixture, tag: u16) -> Fence {
     let out = f.dev().allocate(72 * 4, 64).unwrap();
     let inputs = [tensor(a, &[2, 1, 2, 1, 2]), tensor(b, &[1, 3, 1, 3, 1])];
     let op = OpDesc {
-        kind: OpKind::Add,
+        kind: OpKind::Binary(Binary::ADD),
         inputs: &inputs,
         output: tensor(out, &[2, 3, 2, 3, 2]),
         op_id: tag,

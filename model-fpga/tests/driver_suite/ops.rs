@@ -5,7 +5,9 @@
 use tensorplug_abi::device::{
     CommandDescriptor, CompletionStatus, DEVICE_ABI_VERSION, Opcode, REFERENCE_TIMESTAMP_FREQ_HZ,
 };
-use tensorplug_core::accelerator::{Accelerator, DeviceAddr, ErrorKind, OpDesc, OpKind};
+use tensorplug_core::accelerator::{
+    Accelerator, Binary, DeviceAddr, ErrorKind, OpDesc, OpKind, Unary,
+};
 use tensorplug_core::event::{Event, EventKind};
 use tensorplug_device_fpga::driver::Error;
 use tensorplug_model_fpga::kernels::{BinaryOp, reference};
@@ -136,10 +138,10 @@ pub fn binary_ops_flat_and_broadcast(f: &mut impl Fixture) {
         (&[2, 1, 3, 1, 2, 1], &[1, 2, 1, 2, 1, 2]),
     ];
     let ops = [
-        (OpKind::Add, BinaryOp::Add),
-        (OpKind::Sub, BinaryOp::Sub),
-        (OpKind::Mul, BinaryOp::Mul),
-        (OpKind::Maximum, BinaryOp::Maximum),
+        (OpKind::Binary(Binary::ADD), BinaryOp::Add),
+        (OpKind::Binary(Binary::SUB), BinaryOp::Sub),
+        (OpKind::Binary(Binary::MUL), BinaryOp::Mul),
+        (OpKind::Binary(Binary::MAXIMUM), BinaryOp::Maximum),
     ];
     for (case, (a_dims, b_dims)) in cases.iter().enumerate() {
         let rank = a_dims.len().max(b_dims.len());
@@ -167,7 +169,12 @@ pub fn binary_ops_flat_and_broadcast(f: &mut impl Fixture) {
 
 pub fn relu_softmax_reduce_sum(f: &mut impl Fixture) {
     let x = values(4 * 6, 30);
-    let got = run(f.dev(), OpKind::Relu, &[(&[4, 6], &x)], &[4, 6]);
+    let got = run(
+        f.dev(),
+        OpKind::Unary(Unary::RELU),
+        &[(&[4, 6], &x)],
+        &[4, 6],
+    );
     let mut want = vec![0.0; x.len()];
     reference::relu(&x, &mut want);
     assert_exact(&got, &want, "relu");
@@ -282,7 +289,7 @@ pub fn events_have_kinds_tags_and_order(f: &mut impl Fixture) {
     dev.set_profiling(true).unwrap();
     let inputs = [tensor(x, &[64])];
     let op = OpDesc {
-        kind: OpKind::Relu,
+        kind: OpKind::Unary(Unary::RELU),
         inputs: &inputs,
         output: tensor(y, &[64]),
         op_id: 42,
@@ -299,7 +306,7 @@ pub fn events_have_kinds_tags_and_order(f: &mut impl Fixture) {
         .iter()
         .map(|e| (e.kind, e.op_id, e.queue, e.arg))
         .collect();
-    let relu = u32::from(Opcode::RELU_F32.0);
+    let relu = u32::from(Opcode::UNARY.0);
     assert_eq!(
         kinds,
         [

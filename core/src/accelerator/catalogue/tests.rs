@@ -74,7 +74,7 @@ fn stray_attribute_bytes_are_refused() {
         .kind(&a),
         None
     );
-    assert_eq!(OpKind::Relu.decl().kind(&a), None);
+    assert_eq!(OpKind::Unary(Unary::RELU).decl().kind(&a), None);
     let mut a = OpKind::Conv2D(window()).attrs();
     a.0[WINDOW_BYTES] = 1;
     assert_eq!(OpKind::Conv2D(window()).decl().kind(&a), None);
@@ -97,7 +97,7 @@ fn docs_table() -> std::string::String {
     let mut t = std::string::String::from(
         "| code | op | inputs | element types | attributes (bytes of the block) |\n|---|---|---|---|---|\n",
     );
-    for decl in &BUILTIN {
+    for decl in BUILTIN {
         let kind = decl.default_kind();
         let attrs = match kind {
             OpKind::MatMul { .. } => "flags: transpose a, b (1)",
@@ -140,4 +140,25 @@ fn the_docs_catalogue_table_is_current() {
              read:\n{want}"
         );
     }
+}
+
+#[test]
+fn every_elementwise_declaration_has_its_rules_and_only_those_do() {
+    for decl in BUILTIN {
+        let elementwise = matches!(decl.form, Form::Unary | Form::Binary);
+        let rules = ELEMENTWISE_RULES.iter().filter(|(c, _)| *c == decl.id.code);
+        assert_eq!(rules.count(), usize::from(elementwise), "{}", decl.name);
+    }
+    for (code, _) in ELEMENTWISE_RULES {
+        assert!(
+            builtin(OpId::builtin(*code)).is_some(),
+            "rules for code {code}"
+        );
+    }
+    assert_eq!(Unary::named("Exp").apply(0.0), 1.0);
+    assert_eq!(Binary::named("Pow").apply(2.0, 10.0), 1024.0);
+    assert_eq!(
+        Unary::all().count() + Binary::all().count(),
+        ELEMENTWISE_RULES.len()
+    );
 }

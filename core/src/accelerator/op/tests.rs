@@ -1,5 +1,5 @@
 use super::*;
-use crate::accelerator::{DType, DeviceAddr};
+use crate::accelerator::{Binary, DType, DeviceAddr, Unary};
 
 fn t(d: &[u64]) -> TensorDesc {
     TensorDesc::new(DeviceAddr(0), DType::F32, Shape::new(d).unwrap())
@@ -88,11 +88,28 @@ fn fused_matmul_checks_bias_length() {
 
 #[test]
 fn broadcasting_follows_numpy() {
-    assert_eq!(op(OpKind::Add, &[t(&[4, 3]), t(&[3])], &[4, 3]), Ok(()));
-    assert_eq!(op(OpKind::Mul, &[t(&[4, 1]), t(&[1, 3])], &[4, 3]), Ok(()));
-    assert_eq!(op(OpKind::Sub, &[t(&[]), t(&[2, 2])], &[2, 2]), Ok(()));
+    assert_eq!(
+        op(OpKind::Binary(Binary::ADD), &[t(&[4, 3]), t(&[3])], &[4, 3]),
+        Ok(())
+    );
+    assert_eq!(
+        op(
+            OpKind::Binary(Binary::MUL),
+            &[t(&[4, 1]), t(&[1, 3])],
+            &[4, 3]
+        ),
+        Ok(())
+    );
+    assert_eq!(
+        op(OpKind::Binary(Binary::SUB), &[t(&[]), t(&[2, 2])], &[2, 2]),
+        Ok(())
+    );
     assert!(matches!(
-        op(OpKind::Maximum, &[t(&[4, 3]), t(&[2])], &[4, 3]),
+        op(
+            OpKind::Binary(Binary::MAXIMUM),
+            &[t(&[4, 3]), t(&[2])],
+            &[4, 3]
+        ),
         Err(ShapeError::Dim { operand: 1, .. })
     ));
 }
@@ -107,14 +124,18 @@ fn reduce_sum_drops_or_keeps_the_last_axis() {
 #[test]
 fn wrong_input_count_and_overflow_are_reported() {
     assert_eq!(
-        op(OpKind::Relu, &[t(&[2]), t(&[2])], &[2]),
+        op(OpKind::Unary(Unary::RELU), &[t(&[2]), t(&[2])], &[2]),
         Err(ShapeError::InputCount {
             expected: 1,
             got: 2
         })
     );
     assert_eq!(
-        op(OpKind::Relu, &[t(&[u64::MAX, 4])], &[u64::MAX, 4]),
+        op(
+            OpKind::Unary(Unary::RELU),
+            &[t(&[u64::MAX, 4])],
+            &[u64::MAX, 4]
+        ),
         Err(ShapeError::Overflow)
     );
 }

@@ -10,7 +10,7 @@ use crate::kernels::launch::Launcher;
 use crate::kernels::shapes;
 use crate::kernels::tf::{Construction, Context};
 use std::ffi::CStr;
-use tensorplug_core::accelerator::OpKind;
+use tensorplug_core::accelerator::{Binary, OpKind, Unary};
 
 /// The `FusedBatchNormV3` kernel.
 pub struct FusedBatchNorm;
@@ -27,11 +27,16 @@ impl Op for FusedBatchNorm {
     }
 
     fn family(&self) -> Option<OpKind> {
-        Some(OpKind::Rsqrt)
+        Some(OpKind::Unary(Unary::RSQRT))
     }
 
     fn also_launches(&self) -> &'static [OpKind] {
-        &[OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::BiasAdd]
+        &[
+            OpKind::Binary(Binary::ADD),
+            OpKind::Binary(Binary::SUB),
+            OpKind::Binary(Binary::MUL),
+            OpKind::BiasAdd,
+        ]
     }
 
     fn construct(&self, ctx: &Construction) -> KernelResult<Epsilon> {
@@ -95,13 +100,13 @@ impl Op for FusedBatchNorm {
         let epsilon = scalar(ctx, run, eps.0)?;
         let factor = ctx.temp(&sc)?;
         let f = run.desc(&factor, sc)?;
-        run.launch(OpKind::Add, &[var, epsilon.desc], f)?;
-        run.launch(OpKind::Rsqrt, &[f], f)?;
-        run.launch(OpKind::Mul, &[f, scale], f)?;
+        run.launch(OpKind::Binary(Binary::ADD), &[var, epsilon.desc], f)?;
+        run.launch(OpKind::Unary(Unary::RSQRT), &[f], f)?;
+        run.launch(OpKind::Binary(Binary::MUL), &[f, scale], f)?;
         // y = (x − mean) · factor + offset
         let (xd, yd) = (run.desc(&x, sx)?, run.desc(&y, sx)?);
-        run.launch(OpKind::Sub, &[xd, mean], yd)?;
-        run.launch(OpKind::Mul, &[yd, f], yd)?;
+        run.launch(OpKind::Binary(Binary::SUB), &[xd, mean], yd)?;
+        run.launch(OpKind::Binary(Binary::MUL), &[yd, f], yd)?;
         run.launch(OpKind::BiasAdd, &[yd, offset], yd)?;
         // The statistics pass through; the saved ones (TF's CPU kernel
         // leaves them unset) are the same, for a gradient that reads them.

@@ -1,6 +1,5 @@
-//! Broadcasting element-wise ops: `AddV2`, `Add`, `Sub`, `Mul`, `Maximum`,
-//! `RealDiv`, `Div`, `DivNoNan`, `Pow` and `ReluGrad` (float32: `Div` is `RealDiv`).
-//! One kernel, one table entry per TF op.
+//! The TF ops that are one broadcasting catalogue op of two operands
+//! ([`Binary`]: `AddV2`, `Mul`, `Pow`, …), each a line of [`KERNELS`].
 
 use super::{Op, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
@@ -8,66 +7,37 @@ use crate::kernels::launch::Launcher;
 use crate::kernels::shapes;
 use crate::kernels::tf::Context;
 use std::ffi::CStr;
-use tensorplug_core::accelerator::OpKind;
+use tensorplug_core::accelerator::{Binary, OpKind};
 
-/// A binary kernel: the TF op and the device op it lowers to.
-pub struct Binary {
+/// A TF op that lowers to one catalogue [`Binary`] op.
+pub struct BinaryKernel {
     op: &'static CStr,
     kind: OpKind,
 }
 
-/// `AddV2`.
-pub const ADD_V2: Binary = Binary {
-    op: c"AddV2",
-    kind: OpKind::Add,
-};
-/// `Add`.
-pub const ADD: Binary = Binary {
-    op: c"Add",
-    kind: OpKind::Add,
-};
-/// `Sub`.
-pub const SUB: Binary = Binary {
-    op: c"Sub",
-    kind: OpKind::Sub,
-};
-/// `Mul`.
-pub const MUL: Binary = Binary {
-    op: c"Mul",
-    kind: OpKind::Mul,
-};
-/// `Maximum`.
-pub const MAXIMUM: Binary = Binary {
-    op: c"Maximum",
-    kind: OpKind::Maximum,
-};
-/// `RealDiv`.
-pub const REAL_DIV: Binary = Binary {
-    op: c"RealDiv",
-    kind: OpKind::Div,
-};
-/// `Div` (on floats, `RealDiv`).
-pub const DIV: Binary = Binary {
-    op: c"Div",
-    kind: OpKind::Div,
-};
-/// `DivNoNan`.
-pub const DIV_NO_NAN: Binary = Binary {
-    op: c"DivNoNan",
-    kind: OpKind::DivNoNan,
-};
-/// `Pow`.
-pub const POW: Binary = Binary {
-    op: c"Pow",
-    kind: OpKind::Pow,
-};
-/// `ReluGrad(gradients, features)`.
-pub const RELU_GRAD: Binary = Binary {
-    op: c"ReluGrad",
-    kind: OpKind::ReluGrad,
-};
+/// The kernel of TF op `tf_op` on catalogue op `name` (checked at compile time).
+const fn binary(tf_op: &'static CStr, name: &str) -> BinaryKernel {
+    BinaryKernel {
+        op: tf_op,
+        kind: OpKind::Binary(Binary::named(name)),
+    }
+}
 
-impl Op for Binary {
+/// Every TF op of this family: one line per op (`Div` on floats is `RealDiv`).
+pub static KERNELS: &[BinaryKernel] = &[
+    binary(c"AddV2", "Add"),
+    binary(c"Add", "Add"),
+    binary(c"Sub", "Sub"),
+    binary(c"Mul", "Mul"),
+    binary(c"Maximum", "Maximum"),
+    binary(c"RealDiv", "Div"),
+    binary(c"Div", "Div"),
+    binary(c"DivNoNan", "DivNoNan"),
+    binary(c"Pow", "Pow"),
+    binary(c"ReluGrad", "ReluGrad"),
+];
+
+impl Op for BinaryKernel {
     type Attrs = ();
 
     fn op(&self) -> &'static CStr {
@@ -81,7 +51,7 @@ impl Op for Binary {
     fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
         let (a, b) = (ctx.input(0, false)?, ctx.input(1, false)?);
         let (sa, sb) = (a.shape()?, b.shape()?);
-        if self.kind == OpKind::ReluGrad && sa != sb {
+        if self.kind == OpKind::Binary(Binary::RELU_GRAD) && sa != sb {
             return Err(Failure::invalid(format!(
                 "gradients {:?} and features {:?} must have the same shape",
                 sa.dims(),

@@ -9,7 +9,7 @@ use crate::kernels::launch::Launcher;
 use crate::kernels::shapes;
 use crate::kernels::tf::Context;
 use std::ffi::CStr;
-use tensorplug_core::accelerator::OpKind;
+use tensorplug_core::accelerator::{Binary, OpKind};
 
 /// The `BroadcastTo` kernel.
 pub struct BroadcastTo;
@@ -22,7 +22,7 @@ impl Op for BroadcastTo {
     }
 
     fn family(&self) -> Option<OpKind> {
-        Some(OpKind::Mul)
+        Some(OpKind::Binary(Binary::MUL))
     }
 
     fn host_memory(&self) -> &'static [&'static CStr] {
@@ -57,6 +57,10 @@ impl Op for BroadcastTo {
         let ones = run.desc(&ones, target)?;
         run.fill(ones, 1.0f32.to_bits())?;
         let inputs = [run.desc(&x, sx)?, ones];
-        run.launch(OpKind::Mul, &inputs, run.desc(&out, target)?)
+        run.launch(
+            OpKind::Binary(Binary::MUL),
+            &inputs,
+            run.desc(&out, target)?,
+        )
     }
 }

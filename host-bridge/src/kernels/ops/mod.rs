@@ -34,7 +34,7 @@ use std::ffi::CStr;
 use tensorplug_core::accelerator::{Capabilities, DType, OpKind, Shape, TensorDesc};
 
 /// One TF kernel, written once per op (or per family of ops, as
-/// [`binary::Binary`]).
+/// [`binary::BinaryKernel`]).
 pub trait Op: Sync + 'static {
     /// What the kernel reads from the node at construction (`()` for none).
     type Attrs: Default + Send + Sync + 'static;
@@ -141,17 +141,11 @@ impl<T: Op> TfKernel for T {
     }
 }
 
-/// Every f32 kernel the bridge can register for a device type.
-pub static KERNELS: [&dyn TfKernel; 48] = [
+/// The f32 kernels besides the element-wise families'.
+static KERNELS: [&dyn TfKernel; 31] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
-    &binary::ADD_V2,
-    &binary::ADD,
-    &binary::SUB,
-    &binary::MUL,
-    &binary::MAXIMUM,
-    &unary::RELU,
     &softmax::SOFTMAX,
     &sum::SUM,
     &bias_add_grad::BiasAddGrad,
@@ -159,20 +153,10 @@ pub static KERNELS: [&dyn TfKernel; 48] = [
     &neg_square::SQUARE,
     &broadcast_to::BroadcastTo,
     &tile::Tile,
-    &binary::REAL_DIV,
-    &binary::DIV,
-    &binary::DIV_NO_NAN,
-    &binary::POW,
-    &binary::RELU_GRAD,
-    &unary::SQRT,
-    &unary::RSQRT,
     &softmax::LOG_SOFTMAX,
     &xent::SparseSoftmaxXent,
     &xent::SoftmaxXent,
     &sum::MEAN,
-    &unary::RELU6,
-    &unary::SIGMOID,
-    &unary::TANH,
     &window::CONV2D,
     &window::DEPTHWISE,
     &window::MAX_POOL,
@@ -190,8 +174,18 @@ pub static KERNELS: [&dyn TfKernel; 48] = [
     &batch_norm::FusedBatchNorm,
     &window::DEPTHWISE_BACKPROP_INPUT,
     &window::DEPTHWISE_BACKPROP_FILTER,
-    &unary::EXP,
 ];
+
+/// Every f32 kernel the bridge can register for a device type: [`KERNELS`],
+/// then the element-wise families' tables.
+pub fn builtin() -> impl Iterator<Item = &'static dyn TfKernel> {
+    let unary = unary::KERNELS.iter().map(|k| k as &dyn TfKernel);
+    let binary = binary::KERNELS.iter().map(|k| k as &dyn TfKernel);
+    KERNELS.iter().copied().chain(unary).chain(binary)
+}
+
+/// How many kernels [`builtin`] gives.
+pub const BUILTIN_COUNT: usize = KERNELS.len() + unary::KERNELS.len() + binary::KERNELS.len();
 
 /// One kernel instance (TF's `OpKernel`).
 pub struct Kernel {
@@ -276,9 +270,9 @@ mod tests {
     /// without cases) reaches it.
     #[test]
     fn every_declared_device_op_has_a_tf_kernel() {
-        for decl in &tensorplug_core::accelerator::BUILTIN {
+        for decl in tensorplug_core::accelerator::BUILTIN {
             let id = decl.id;
-            let lowered = KERNELS.iter().any(|k| {
+            let lowered = builtin().any(|k| {
                 k.family()
                     .iter()
                     .chain(k.also_launches())
@@ -294,11 +288,11 @@ mod tests {
 
     #[test]
     fn the_table_registers_each_op_once_and_host_memory_inputs_are_the_shape_ones() {
-        let mut ops: Vec<_> = KERNELS.iter().map(|k| k.op()).collect();
+        let mut ops: Vec<_> = builtin().map(|k| k.op()).collect();
         ops.sort();
         ops.dedup();
-        assert_eq!(ops.len(), KERNELS.len());
-        for kernel in KERNELS {
+        assert_eq!(ops.len(), BUILTIN_COUNT);
+        for kernel in builtin() {
             let host: &[&CStr] = match kernel.op().to_bytes() {
                 b"Sum" | b"Mean" => &[c"reduction_indices"],
                 b"Pad" => &[c"paddings"],

@@ -7,7 +7,7 @@ use crate::kernels::failure::KernelResult;
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;
 use std::ffi::CStr;
-use tensorplug_core::accelerator::OpKind;
+use tensorplug_core::accelerator::{Binary, OpKind};
 
 /// `Neg` or `Square`.
 pub struct MulBy {
@@ -34,7 +34,7 @@ impl Op for MulBy {
     }
 
     fn family(&self) -> Option<OpKind> {
-        Some(OpKind::Mul)
+        Some(OpKind::Binary(Binary::MUL))
     }
 
     fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
@@ -48,6 +48,6 @@ impl Op for MulBy {
             Some(scalar(ctx, run, -1.0)?)
         };
         let b = minus.as_ref().map_or(a, |m| m.desc);
-        run.launch(OpKind::Mul, &[a, b], run.desc(&out, sx)?)
+        run.launch(OpKind::Binary(Binary::MUL), &[a, b], run.desc(&out, sx)?)
     }
 }

@@ -10,7 +10,7 @@ use crate::kernels::shapes::{self, SumPlan};
 use crate::kernels::tf::{Construction, Context, Tensor};
 use std::ffi::CStr;
 use tensorplug_abi::tf::TF_DataType;
-use tensorplug_core::accelerator::{DeviceAddr, OpKind, TensorDesc};
+use tensorplug_core::accelerator::{Binary, DeviceAddr, OpKind, TensorDesc};
 
 /// `Sum` or `Mean`.
 pub struct Reduce {
@@ -47,7 +47,7 @@ impl Op for Reduce {
     /// Sums over leading or middle axes are ones-vector MatMuls.
     fn also_launches(&self) -> &'static [OpKind] {
         if self.mean {
-            &[MATMUL, OpKind::Div]
+            &[MATMUL, OpKind::Binary(Binary::DIV)]
         } else {
             &[MATMUL]
         }
@@ -72,7 +72,7 @@ impl Op for Reduce {
             let divisor = ctx.temp(&scalar)?;
             let divisor = run.desc(&divisor, scalar)?;
             run.fill(divisor, (count as f32).to_bits())?;
-            run.launch(OpKind::Div, &[out, divisor], out)?;
+            run.launch(OpKind::Binary(Binary::DIV), &[out, divisor], out)?;
         }
         Ok(())
     }

@@ -10,7 +10,7 @@ use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;
 use std::ffi::CStr;
-use tensorplug_core::accelerator::{MAX_RANK, OpKind};
+use tensorplug_core::accelerator::{Binary, MAX_RANK, OpKind};
 
 /// The `Tile` kernel.
 pub struct Tile;
@@ -23,7 +23,7 @@ impl Op for Tile {
     }
 
     fn family(&self) -> Option<OpKind> {
-        Some(OpKind::Mul)
+        Some(OpKind::Binary(Binary::MUL))
     }
 
     fn host_memory(&self) -> &'static [&'static CStr] {
@@ -54,7 +54,11 @@ impl Op for Tile {
         let ones = ctx.temp(&out_shape)?;
         run.fill(run.desc(&ones, out_shape)?, 1.0f32.to_bits())?;
         let inputs = [run.desc(&x, x_view)?, run.desc(&ones, out_view)?];
-        run.launch(OpKind::Mul, &inputs, run.desc(&out, out_view)?)
+        run.launch(
+            OpKind::Binary(Binary::MUL),
+            &inputs,
+            run.desc(&out, out_view)?,
+        )
     }
 }
 

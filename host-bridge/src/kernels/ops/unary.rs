@@ -1,57 +1,40 @@
-//! Element-wise ops of one operand: `Relu`, `Relu6`, `Sigmoid`, `Tanh`,
-//! `Sqrt`, `Rsqrt`, `Exp`; each may reuse
-//! its input's buffer.
+//! The TF ops that are one catalogue op of one operand ([`Unary`]:
+//! `Relu`, `Exp`, …), each a line of [`KERNELS`]; the output may reuse
+//! the input's buffer.
 
 use super::{Op, elementwise};
 use crate::kernels::failure::KernelResult;
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;
 use std::ffi::CStr;
-use tensorplug_core::accelerator::OpKind;
+use tensorplug_core::accelerator::{OpKind, Unary};
 
-/// A unary kernel: the TF op and the device op it lowers to.
-pub struct Unary {
+/// A TF op that lowers to one catalogue [`Unary`] op.
+pub struct UnaryKernel {
     op: &'static CStr,
     kind: OpKind,
 }
 
-/// `Relu`: `max(x, 0)`.
-pub const RELU: Unary = Unary {
-    op: c"Relu",
-    kind: OpKind::Relu,
-};
-/// `Sqrt`.
-pub const SQRT: Unary = Unary {
-    op: c"Sqrt",
-    kind: OpKind::Sqrt,
-};
-/// `Relu6`: `min(max(x, 0), 6)`.
-pub const RELU6: Unary = Unary {
-    op: c"Relu6",
-    kind: OpKind::Relu6,
-};
-/// `Sigmoid`.
-pub const SIGMOID: Unary = Unary {
-    op: c"Sigmoid",
-    kind: OpKind::Sigmoid,
-};
-/// `Tanh`.
-pub const TANH: Unary = Unary {
-    op: c"Tanh",
-    kind: OpKind::Tanh,
-};
-/// `Rsqrt`: `1 / √x`.
-pub const RSQRT: Unary = Unary {
-    op: c"Rsqrt",
-    kind: OpKind::Rsqrt,
-};
-/// `Exp`: `eˣ`.
-pub const EXP: Unary = Unary {
-    op: c"Exp",
-    kind: OpKind::Exp,
-};
+/// The kernel of TF op `tf_op` on catalogue op `name` (checked at compile time).
+const fn unary(tf_op: &'static CStr, name: &str) -> UnaryKernel {
+    UnaryKernel {
+        op: tf_op,
+        kind: OpKind::Unary(Unary::named(name)),
+    }
+}
 
-impl Op for Unary {
+/// Every TF op of this family: one line per op.
+pub static KERNELS: &[UnaryKernel] = &[
+    unary(c"Relu", "Relu"),
+    unary(c"Sqrt", "Sqrt"),
+    unary(c"Rsqrt", "Rsqrt"),
+    unary(c"Relu6", "Relu6"),
+    unary(c"Sigmoid", "Sigmoid"),
+    unary(c"Tanh", "Tanh"),
+    unary(c"Exp", "Exp"),
+];
+
+impl Op for UnaryKernel {
     type Attrs = ();
 
     fn op(&self) -> &'static CStr {

@@ -15,7 +15,7 @@ use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;
 use std::ffi::CStr;
-use tensorplug_core::accelerator::{DeviceAddr, OpKind, Shape, TensorDesc};
+use tensorplug_core::accelerator::{Binary, DeviceAddr, OpKind, Shape, TensorDesc};
 
 /// The `SparseSoftmaxCrossEntropyWithLogits` kernel.
 pub struct SparseSoftmaxXent;
@@ -32,7 +32,12 @@ impl Op for SparseSoftmaxXent {
     }
 
     fn also_launches(&self) -> &'static [OpKind] {
-        &[OpKind::Softmax, OpKind::Add, OpKind::Mul, OpKind::ReduceSum]
+        &[
+            OpKind::Softmax,
+            OpKind::Binary(Binary::ADD),
+            OpKind::Binary(Binary::MUL),
+            OpKind::ReduceSum,
+        ]
     }
 
     fn host_memory(&self) -> &'static [&'static CStr] {
@@ -75,11 +80,19 @@ impl Op for SparseSoftmaxXent {
         let x = run.desc(&logits, shape)?;
         let backprop = run.desc(&backprop, shape)?;
         run.launch(OpKind::Softmax, &[x], backprop)?;
-        run.launch(OpKind::Add, &[backprop, neg_onehot], backprop)?;
+        run.launch(
+            OpKind::Binary(Binary::ADD),
+            &[backprop, neg_onehot],
+            backprop,
+        )?;
         let log_probs = ctx.temp(&shape)?;
         let log_probs = run.desc(&log_probs, shape)?;
         run.launch(OpKind::LogSoftmax, &[x], log_probs)?;
-        run.launch(OpKind::Mul, &[log_probs, neg_onehot], log_probs)?;
+        run.launch(
+            OpKind::Binary(Binary::MUL),
+            &[log_probs, neg_onehot],
+            log_probs,
+        )?;
         run.launch(OpKind::ReduceSum, &[log_probs], run.desc(&loss, rows)?)
     }
 }
@@ -99,7 +112,12 @@ impl Op for SoftmaxXent {
     }
 
     fn also_launches(&self) -> &'static [OpKind] {
-        &[OpKind::Softmax, OpKind::Sub, OpKind::Mul, OpKind::ReduceSum]
+        &[
+            OpKind::Softmax,
+            OpKind::Binary(Binary::SUB),
+            OpKind::Binary(Binary::MUL),
+            OpKind::ReduceSum,
+        ]
     }
 
     fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
@@ -123,15 +141,15 @@ impl Op for SoftmaxXent {
         let (x, y) = (run.desc(&logits, shape)?, run.desc(&labels, shape)?);
         let backprop = run.desc(&backprop, shape)?;
         run.launch(OpKind::Softmax, &[x], backprop)?;
-        run.launch(OpKind::Sub, &[backprop, y], backprop)?;
+        run.launch(OpKind::Binary(Binary::SUB), &[backprop, y], backprop)?;
         let log_probs = ctx.temp(&shape)?;
         let log_probs = run.desc(&log_probs, shape)?;
         run.launch(OpKind::LogSoftmax, &[x], log_probs)?;
-        run.launch(OpKind::Mul, &[log_probs, y], log_probs)?;
+        run.launch(OpKind::Binary(Binary::MUL), &[log_probs, y], log_probs)?;
         let loss = run.desc(&loss, rows)?;
         run.launch(OpKind::ReduceSum, &[log_probs], loss)?;
         let minus_one = scalar(ctx, run, -1.0)?;
-        run.launch(OpKind::Mul, &[loss, minus_one.desc], loss)
+        run.launch(OpKind::Binary(Binary::MUL), &[loss, minus_one.desc], loss)
     }
 }
 

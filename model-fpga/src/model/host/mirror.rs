@@ -10,7 +10,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use tensorplug_abi::device::{REGISTER_SPACE_SIZE, RESET_KEY, Register};
+use tensorplug_abi::device::{OPS_WORDS, REGISTER_SPACE_SIZE, RESET_KEY, Register};
 
 use super::super::{DeviceMemory, HostBus, Model, TickSource};
 use tensorplug_device_fpga::transport::mmio::MmioRegion;
@@ -52,15 +52,28 @@ const DEVICE_WRITTEN: [Register; 8] = [
 ];
 
 /// Fixed registers, published once (and after reset).
-const CONSTANT: [Register; 7] = [
-    Register::ID,
-    Register::ABI_VERSION,
-    Register::FEATURES,
-    Register::DEVICE_MEM_SIZE_LO,
-    Register::DEVICE_MEM_SIZE_HI,
-    Register::TIMESTAMP_FREQ_HZ,
-    Register::MAX_RING_ENTRIES,
-];
+const CONSTANT: [Register; 7 + OPS_WORDS] = {
+    let mut all = [Register::ID; 7 + OPS_WORDS];
+    let fixed = [
+        Register::ID,
+        Register::ABI_VERSION,
+        Register::FEATURES,
+        Register::DEVICE_MEM_SIZE_LO,
+        Register::DEVICE_MEM_SIZE_HI,
+        Register::TIMESTAMP_FREQ_HZ,
+        Register::MAX_RING_ENTRIES,
+    ];
+    let mut i = 0;
+    while i < all.len() {
+        all[i] = if i < fixed.len() {
+            fixed[i]
+        } else {
+            Register::ops(i - fixed.len())
+        };
+        i += 1;
+    }
+    all
+};
 
 const WORDS: usize = REGISTER_SPACE_SIZE as usize / 4;
 
