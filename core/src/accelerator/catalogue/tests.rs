@@ -95,7 +95,7 @@ fn stray_attribute_bytes_are_refused() {
 fn docs_table() -> std::string::String {
     use core::fmt::Write;
     let mut t = std::string::String::from(
-        "| code | op | inputs | element types | attributes (bytes of the block) |\n|---|---|---|---|---|\n",
+        "| code | op | family | inputs | element types | attributes (bytes of the block) |\n|---|---|---|---|---|---|\n",
     );
     for decl in BUILTIN {
         let kind = decl.default_kind();
@@ -107,10 +107,15 @@ fn docs_table() -> std::string::String {
             k if k.window().is_some() => "window (20)",
             _ => "-",
         };
+        let family = match decl.form {
+            Form::Unary => "unary",
+            Form::Binary => "binary",
+            _ => "its own",
+        };
         let dtypes: std::vec::Vec<&str> = decl.dtypes.iter().map(DType::name).collect();
         writeln!(
             t,
-            "| {} | `{}` | {} | {} | {attrs} |",
+            "| {} | `{}` | {family} | {} | {} | {attrs} |",
             decl.id.code,
             decl.name,
             decl.inputs,
