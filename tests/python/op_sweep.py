@@ -535,6 +535,7 @@ SWEEPS = {
     "Sqrt": unary_cases(tf.math.sqrt),
     "Rsqrt": unary_cases(tf.math.rsqrt, lambda x, cpu: 4 * EPS * np.abs(cpu) + TINY),
     "Exp": unary_cases(tf.math.exp, lambda x, cpu: 4 * EPS * np.abs(cpu) + TINY),
+    "Log": unary_cases(tf.math.log, lambda x, cpu: 4 * EPS * np.abs(cpu) + TINY),
     "LogSoftmax": log_softmax_cases,
     "SparseSoftmaxCrossEntropyWithLogits": sparse_xent_cases,
     "SoftmaxCrossEntropyWithLogits": xent_cases,

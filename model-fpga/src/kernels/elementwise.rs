@@ -41,11 +41,13 @@ pub enum UnaryOp {
     Tanh = Unary::TANH.code(),
     /// `eˣ` (`expf`).
     Exp = Unary::EXP.code(),
+    /// `ln x` (`logf`).
+    Log = Unary::named("Log").code(),
 }
 
 impl UnaryOp {
     /// Every op, the `OPS` registers' unary bits.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::Relu,
         Self::Sqrt,
         Self::Rsqrt,
@@ -53,6 +55,7 @@ impl UnaryOp {
         Self::Sigmoid,
         Self::Tanh,
         Self::Exp,
+        Self::Log,
     ];
 
     /// The op of catalogue code `code`, if the model runs it.
@@ -72,6 +75,7 @@ impl UnaryOp {
             Self::Sigmoid => 1.0 / (1.0 + libm::expf(-x)),
             Self::Tanh => libm::tanhf(x),
             Self::Exp => libm::expf(x),
+            Self::Log => libm::logf(x),
         }
     }
 }

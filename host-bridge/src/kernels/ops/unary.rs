@@ -32,6 +32,7 @@ pub static KERNELS: &[UnaryKernel] = &[
     unary(c"Sigmoid", "Sigmoid"),
     unary(c"Tanh", "Tanh"),
     unary(c"Exp", "Exp"),
+    unary(c"Log", "Log"),
 ];
 
 impl Op for UnaryKernel {
