@@ -4,16 +4,7 @@ use proptest::prelude::*;
 use std::vec;
 use std::vec::Vec;
 
-const OPS: [BinaryOp; 8] = [
-    BinaryOp::Add,
-    BinaryOp::Sub,
-    BinaryOp::Mul,
-    BinaryOp::Maximum,
-    BinaryOp::Div,
-    BinaryOp::DivNoNan,
-    BinaryOp::Pow,
-    BinaryOp::ReluGrad,
-];
+const OPS: [BinaryOp; BinaryOp::ALL.len()] = BinaryOp::ALL;
 
 /// An output shape, and two operand shapes that broadcast to it: each is a
 /// suffix of the output with some axes replaced by 1.
