@@ -5,62 +5,65 @@ use tensorplug_core::accelerator::Binary;
 use super::MAX_RANK;
 use super::error::{KernelError, Operand, expect_len, mul};
 
-/// The element-wise binary ops the model runs: each discriminant is the
-/// op's catalogue code (`BINARY`'s `imm`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-#[repr(u16)]
-pub enum BinaryOp {
+/// Declares [`BinaryOp`]: one line per op, its catalogue op and its f32
+/// function, which `apply` and [`binary`] (one loop per op) both use.
+macro_rules! binary_ops {
+    ($($(#[$doc:meta])* $name:ident = $op:expr => $f:expr,)*) => {
+        /// The element-wise binary ops the model runs: each discriminant is
+        /// the op's catalogue code (`BINARY`'s `imm`).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+        #[non_exhaustive]
+        #[repr(u16)]
+        pub enum BinaryOp {
+            $($(#[$doc])* $name = $op.code(),)*
+        }
+
+        impl BinaryOp {
+            /// Every op, the `OPS` registers' binary bits.
+            pub const ALL: [Self; [$(stringify!($name)),*].len()] = [$(Self::$name),*];
+
+            /// The op on one pair of elements.
+            #[inline(always)]
+            pub fn apply(self, a: f32, b: f32) -> f32 {
+                match self {
+                    $(Self::$name => ($f)(a, b),)*
+                }
+            }
+
+            /// `plan` over `a`, `b` into `out`, the op's function inlined.
+            fn run(self, plan: &Plan, a: &[f32], b: &[f32], out: &mut [f32]) {
+                match self {
+                    $(Self::$name => plan.run(a, b, out, $f),)*
+                }
+            }
+        }
+    };
+}
+
+binary_ops! {
     /// `a + b`.
-    Add = Binary::ADD.code(),
+    Add = Binary::ADD => |a, b| a + b,
     /// `a - b`.
-    Sub = Binary::SUB.code(),
+    Sub = Binary::SUB => |a, b| a - b,
     /// `a * b`.
-    Mul = Binary::MUL.code(),
+    Mul = Binary::MUL => |a, b| a * b,
     /// `max(a, b)`; NaN if either is NaN (as `tf.maximum`).
-    Maximum = Binary::MAXIMUM.code(),
+    Maximum = Binary::MAXIMUM => maximum,
     /// `a / b`.
-    Div = Binary::DIV.code(),
+    Div = Binary::DIV => |a, b| a / b,
     /// `a / b`, `0` where `b == 0` (as `tf.math.divide_no_nan`).
-    DivNoNan = Binary::DIV_NO_NAN.code(),
+    DivNoNan = Binary::DIV_NO_NAN => div_no_nan,
     /// `powf(a, b)`.
-    Pow = Binary::POW.code(),
+    Pow = Binary::POW => libm::powf,
     /// `a · (b > 0 ? 1 : 0)`: ReLU's gradient `a` at input `b` (as TF's `ReluGrad`).
-    ReluGrad = Binary::RELU_GRAD.code(),
+    ReluGrad = Binary::RELU_GRAD => relu_grad,
 }
 
 impl BinaryOp {
-    /// Every op, the `OPS` registers' binary bits.
-    pub const ALL: [Self; 8] = [
-        Self::Add,
-        Self::Sub,
-        Self::Mul,
-        Self::Maximum,
-        Self::Div,
-        Self::DivNoNan,
-        Self::Pow,
-        Self::ReluGrad,
-    ];
-
     /// The op of catalogue code `code`, if the model runs it.
     pub fn from_code(code: u16) -> Option<Self> {
         Self::ALL.into_iter().find(|op| *op as u16 == code)
-    }
-
-    /// The op on one pair of elements.
-    #[inline(always)]
-    pub fn apply(self, a: f32, b: f32) -> f32 {
-        match self {
-            Self::Add => a + b,
-            Self::Sub => a - b,
-            Self::Mul => a * b,
-            Self::Maximum => maximum(a, b),
-            Self::Div => a / b,
-            Self::DivNoNan => div_no_nan(a, b),
-            Self::Pow => libm::powf(a, b),
-            Self::ReluGrad => relu_grad(a, b),
-        }
     }
 }
 
@@ -99,16 +102,7 @@ pub fn binary(
     if out.is_empty() {
         return Ok(());
     }
-    match op {
-        BinaryOp::Add => plan.run(a, b, out, |x, y| x + y),
-        BinaryOp::Sub => plan.run(a, b, out, |x, y| x - y),
-        BinaryOp::Mul => plan.run(a, b, out, |x, y| x * y),
-        BinaryOp::Maximum => plan.run(a, b, out, maximum),
-        BinaryOp::Div => plan.run(a, b, out, |x, y| x / y),
-        BinaryOp::DivNoNan => plan.run(a, b, out, div_no_nan),
-        BinaryOp::Pow => plan.run(a, b, out, libm::powf),
-        BinaryOp::ReluGrad => plan.run(a, b, out, relu_grad),
-    }
+    op.run(&plan, a, b, out);
     Ok(())
 }
 

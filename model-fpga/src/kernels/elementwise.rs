@@ -20,63 +20,58 @@ pub fn relu_in_place(x: &mut [f32]) {
     unary_in_place(UnaryOp::Relu, x);
 }
 
-/// The element-wise ops of one operand the model runs: each discriminant
-/// is the op's catalogue code (`UNARY`'s `imm`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-#[repr(u16)]
-pub enum UnaryOp {
+/// Declares [`UnaryOp`]: one line per op, its catalogue op and its f32
+/// function.
+macro_rules! unary_ops {
+    ($($(#[$doc:meta])* $name:ident = $op:expr => $f:expr,)*) => {
+        /// The element-wise ops of one operand the model runs: each
+        /// discriminant is the op's catalogue code (`UNARY`'s `imm`).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+        #[non_exhaustive]
+        #[repr(u16)]
+        pub enum UnaryOp {
+            $($(#[$doc])* $name = $op.code(),)*
+        }
+
+        impl UnaryOp {
+            /// Every op, the `OPS` registers' unary bits.
+            pub const ALL: [Self; [$(stringify!($name)),*].len()] = [$(Self::$name),*];
+
+            /// The op on one element.
+            #[inline(always)]
+            pub fn apply(self, x: f32) -> f32 {
+                match self {
+                    $(Self::$name => ($f)(x),)*
+                }
+            }
+        }
+    };
+}
+
+unary_ops! {
     /// `max(x, 0)`: NaN stays NaN, `-0.0` stays `-0.0`.
-    Relu = Unary::RELU.code(),
+    Relu = Unary::RELU => relu_scalar,
     /// `√x` (correctly rounded).
-    Sqrt = Unary::SQRT.code(),
+    Sqrt = Unary::SQRT => libm::sqrtf,
     /// `1 / √x`.
-    Rsqrt = Unary::RSQRT.code(),
+    Rsqrt = Unary::RSQRT => |x| 1.0 / libm::sqrtf(x),
     /// `min(max(x, 0), 6)`: NaN stays NaN.
-    Relu6 = Unary::RELU6.code(),
+    Relu6 = Unary::RELU6 => |x: f32| if x.is_nan() { x } else { x.clamp(0.0, 6.0) },
     /// `1 / (1 + e^−x)`.
-    Sigmoid = Unary::SIGMOID.code(),
+    Sigmoid = Unary::SIGMOID => |x: f32| 1.0 / (1.0 + libm::expf(-x)),
     /// `tanh(x)`.
-    Tanh = Unary::TANH.code(),
+    Tanh = Unary::TANH => libm::tanhf,
     /// `eˣ` (`expf`).
-    Exp = Unary::EXP.code(),
+    Exp = Unary::EXP => libm::expf,
     /// `ln x` (`logf`).
-    Log = Unary::named("Log").code(),
+    Log = Unary::named("Log") => libm::logf,
 }
 
 impl UnaryOp {
-    /// Every op, the `OPS` registers' unary bits.
-    pub const ALL: [Self; 8] = [
-        Self::Relu,
-        Self::Sqrt,
-        Self::Rsqrt,
-        Self::Relu6,
-        Self::Sigmoid,
-        Self::Tanh,
-        Self::Exp,
-        Self::Log,
-    ];
-
     /// The op of catalogue code `code`, if the model runs it.
     pub fn from_code(code: u16) -> Option<Self> {
         Self::ALL.into_iter().find(|op| *op as u16 == code)
-    }
-
-    /// The op on one element.
-    #[inline(always)]
-    pub fn apply(self, x: f32) -> f32 {
-        match self {
-            Self::Relu => relu_scalar(x),
-            Self::Sqrt => libm::sqrtf(x),
-            Self::Rsqrt => 1.0 / libm::sqrtf(x),
-            Self::Relu6 if x.is_nan() => x,
-            Self::Relu6 => x.clamp(0.0, 6.0),
-            Self::Sigmoid => 1.0 / (1.0 + libm::expf(-x)),
-            Self::Tanh => libm::tanhf(x),
-            Self::Exp => libm::expf(x),
-            Self::Log => libm::logf(x),
-        }
     }
 }
 
