@@ -514,6 +514,7 @@ SWEEPS = {
     "Sub": binary_cases(tf.math.subtract),
     "Mul": binary_cases(tf.math.multiply),
     "Maximum": binary_cases(tf.math.maximum),
+    "SquaredDifference": binary_cases(tf.math.squared_difference),
     "Relu": unary_cases(tf.nn.relu),
     # The example NPU's own op (examples/device-npu/src/leaky_relu.rs).
     "LeakyRelu": lambda: itertools.chain(*(
@@ -579,7 +580,8 @@ PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), 
                 "DepthwiseConv2dNativeBackpropFilter": [(1, 5, 5, 3), (1, 3, 3, 6)],
                 "_FusedConv2D": [(1, 5, 5, 3), (3, 3, 3, 4), (4,)],
                 **{op: [(2, 2), (2, 2)] for op in ("AddV2", "Add", "Sub", "Mul", "Maximum", "RealDiv",
-                                                  "Div", "DivNoNan", "Pow", "ReluGrad")}}
+                                                  "Div", "DivNoNan", "Pow", "ReluGrad",
+                                                  "SquaredDifference")}}
 
 
 def run_on(device, fn, args):

@@ -110,6 +110,7 @@ pub const BUILTIN: &[OpDecl] = &[
     op("Transpose", 30, 1, OpKind::Transpose([0; MAX_RANK])),
     unary("Exp", 31),
     unary("Log", 32),
+    binary("SquaredDifference", 33),
 ];
 
 /// The element-wise ops that code names (any member can also be named in a
@@ -196,6 +197,7 @@ pub(super) const ELEMENTWISE_RULES: &[(u16, Elementwise)] = &[
     (20, near(|x, _| libm::tanh(f64::from(x)) as f32)),
     (31, near(|x, _| libm::exp(f64::from(x)) as f32)),
     (32, near(|x, _| libm::log(f64::from(x)) as f32)),
+    (33, near(|a, b| (a - b) * (a - b))),
 ];
 
 /// Rules with the element-wise bound ([`ELEMENTWISE_ABS`] + [`ELEMENTWISE_REL`]·|want|).

@@ -58,6 +58,8 @@ binary_ops! {
     Pow = Binary::POW => libm::powf,
     /// `a · (b > 0 ? 1 : 0)`: ReLU's gradient `a` at input `b` (as TF's `ReluGrad`).
     ReluGrad = Binary::RELU_GRAD => relu_grad,
+    /// `(a − b)²`, as `(a − b) · (a − b)` in f32 (as TF's CPU kernel).
+    SquaredDifference = Binary::named("SquaredDifference") => |a, b| (a - b) * (a - b),
 }
 
 impl BinaryOp {

@@ -35,6 +35,7 @@ pub static KERNELS: &[BinaryKernel] = &[
     binary(c"DivNoNan", "DivNoNan"),
     binary(c"Pow", "Pow"),
     binary(c"ReluGrad", "ReluGrad"),
+    binary(c"SquaredDifference", "SquaredDifference"),
 ];
 
 impl Op for BinaryKernel {
