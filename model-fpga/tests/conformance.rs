@@ -90,7 +90,10 @@ struct OverSpi {
 
 impl OverSpi {
     fn new() -> Self {
-        let config = ModelConfig::default();
+        Self::with(ModelConfig::default())
+    }
+
+    fn with(config: ModelConfig) -> Self {
         let clock = HostClock::new(config.timing.freq_hz);
         let model = Model::new(
             AlignedMemory::zeroed(1 << 20),
@@ -171,4 +174,35 @@ fn whole_suite_on_one_sim_device_with_dma_copies() {
 #[test]
 fn whole_suite_on_one_spi_device() {
     whole_suite(&mut OverSpi::new(), &Config::default());
+}
+
+/// A device of ABI 1.2's features (no `CATALOGUE`): the driver lowers the
+/// element-wise ops to their per-op opcodes, declares only those, and the
+/// ops added since (`Log`, `SquaredDifference`) are refused at launch.
+#[test]
+fn whole_suite_on_a_device_without_the_catalogue_commands() {
+    use tensorplug_abi::device::{Features, REFERENCE_FEATURES};
+    use tensorplug_core::accelerator::{Accelerator, Binary, OpKind, Unary};
+    use tensorplug_core::conformance::Outcome;
+    let config = ModelConfig {
+        features: Features(REFERENCE_FEATURES.0 & !Features::CATALOGUE.0),
+        ..ModelConfig::default()
+    };
+    let mut dev = OverSpi::with(config);
+    let ops = dev.dev.info().capabilities.ops;
+    assert!(ops.contains(OpKind::Unary(Unary::EXP)));
+    assert!(ops.contains(OpKind::Binary(Binary::RELU_GRAD)));
+    assert!(!ops.contains(OpKind::Unary(Unary::named("Log"))));
+    assert!(!ops.contains(OpKind::Binary(Binary::named("SquaredDifference"))));
+    let report = whole_suite(&mut dev, &Config::default());
+    for (case, refused) in [("op_unary", "Log"), ("op_binary", "SquaredDifference")] {
+        let c = report.cases.iter().find(|c| c.name == case).unwrap();
+        match &c.outcome {
+            Outcome::Passed(m) => assert!(
+                m.ends_with(&format!("refused as undeclared: {refused}")),
+                "{m}"
+            ),
+            other => panic!("{case}: {other}"),
+        }
+    }
 }

@@ -313,3 +313,110 @@ fn reduce_sum_matches_the_reference_within_tolerance() {
         assert!((g - w).abs() <= bound, "row {r}: {g} vs {w}");
     }
 }
+
+/// `UNARY`/`BINARY` name the op by its catalogue code; every op of the
+/// model's tables runs by it, and each per-op opcode of ABI ≤ 1.2 gives the
+/// same bits as the catalogue command it stands for.
+#[test]
+fn catalogue_commands_run_every_listed_op_as_its_per_op_opcode_does() {
+    use tensorplug_model_fpga::kernels::UnaryOp;
+    let mut rig = Rig::standard();
+    let (x, y) = (values(64, 5), values(64, 9));
+    rig.write_f32(A, &x);
+    rig.write_f32(B, &y);
+    let run = |rig: &mut Rig, op: Opcode, imm: u32, binary: bool| {
+        let mut c = cmd(op);
+        (c.src0, c.dst, c.len, c.imm) = (A, OUT, 64, imm);
+        if binary {
+            c.src1 = B;
+        }
+        ok(rig, c);
+        rig.read_f32(OUT, 64)
+    };
+    for op in UnaryOp::ALL {
+        let got = run(&mut rig, Opcode::UNARY, op as u32, false);
+        let want: Vec<f32> = x.iter().map(|&v| op.apply(v)).collect();
+        assert_eq!(bits(&got), bits(&want), "{op:?}");
+    }
+    for op in BinaryOp::ALL {
+        let got = run(&mut rig, Opcode::BINARY, op as u32, true);
+        let want: Vec<f32> = x.iter().zip(&y).map(|(&a, &b)| op.apply(a, b)).collect();
+        assert_eq!(bits(&got), bits(&want), "{op:?}");
+    }
+    for e in Opcode::PER_OP_ELEMENTWISE {
+        let binary = UnaryOp::from_code(e.code).is_none();
+        let per_op = run(&mut rig, e.opcode, 0, binary);
+        let family = if binary {
+            Opcode::BINARY
+        } else {
+            Opcode::UNARY
+        };
+        let by_code = run(&mut rig, family, e.code.into(), binary);
+        assert_eq!(bits(&per_op), bits(&by_code), "{:?}", e.opcode.name());
+    }
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|f| f.to_bits()).collect()
+}
+
+/// A code the `OPS` registers do not list, or one of the other family, is
+/// `UNSUPPORTED` with the code as detail; the registers list exactly the
+/// model's kernels, and read 0 on a device without `CATALOGUE`.
+#[test]
+fn unlisted_codes_are_unsupported_and_the_ops_registers_list_the_kernels() {
+    use tensorplug_abi::device::{Features, OPS_WORDS, REFERENCE_FEATURES, Register};
+    use tensorplug_model_fpga::kernels::UnaryOp;
+    use tensorplug_model_fpga::model::ModelConfig;
+    let mut rig = Rig::standard();
+    let exp = UnaryOp::Exp as u32;
+    let add = BinaryOp::Add as u32;
+    for (op, imm) in [
+        (Opcode::UNARY, 1),
+        (Opcode::UNARY, add),
+        (Opcode::BINARY, exp),
+        (Opcode::UNARY, 0),
+        (Opcode::BINARY, 0xFFFF),
+        (Opcode::UNARY, 0x1_0008),
+    ] {
+        let mut c = cmd(op);
+        (c.src0, c.dst, c.len, c.imm) = (A, OUT, 4, imm);
+        if op == Opcode::BINARY {
+            c.src1 = B;
+        }
+        let done = rig.run(c);
+        assert_eq!(
+            (done.status, done.detail),
+            (CompletionStatus::UNSUPPORTED, imm),
+            "{:?} {imm}",
+            op.name()
+        );
+    }
+    let mut listed = Vec::new();
+    for w in 0..OPS_WORDS {
+        let word = rig.reg(Register::ops(w));
+        listed.extend(
+            (0..32)
+                .filter(|b| word & (1 << b) != 0)
+                .map(|b| 32 * w as u32 + b + 1),
+        );
+    }
+    let mut kernels: Vec<u32> = UnaryOp::ALL.iter().map(|op| *op as u32).collect();
+    kernels.extend(BinaryOp::ALL.iter().map(|op| *op as u32));
+    kernels.sort();
+    assert_eq!(listed, kernels);
+
+    rig.dev = model_with(ModelConfig {
+        features: Features(REFERENCE_FEATURES.0 & !Features::CATALOGUE.0),
+        ..ModelConfig::default()
+    });
+    rig.bring_up(tensorplug_abi::device::Control(0));
+    assert!((0..OPS_WORDS).all(|w| rig.reg(Register::ops(w)) == 0));
+    let mut c = cmd(Opcode::UNARY);
+    (c.src0, c.dst, c.len, c.imm) = (A, OUT, 4, exp);
+    let done = rig.run(c);
+    assert_eq!(
+        (done.status, done.detail),
+        (CompletionStatus::UNSUPPORTED, Features::CATALOGUE.0)
+    );
+}
