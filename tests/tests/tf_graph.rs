@@ -153,9 +153,10 @@ fn cpu_nodes_get_tf_rewrites_as_without_the_plugin() {
 }
 
 /// On FPGA nodes TF's passes make `Mul` (from `x + x`), folded `Const`s,
-/// `Square` (from `d * d`), `AddN` (split back into `AddV2` on the FPGA by
-/// our pass) and `SquaredDifference` (no FPGA kernel: moved to the CPU, said
-/// once on stderr); the result equals the CPU's, with soft placement off.
+/// `Square` (from `d * d`), `SquaredDifference` (from `(x - a)²`), `AddN`
+/// (split back into `AddV2` on the FPGA by our pass) and `Log1p` (from
+/// `log(q + 1)`; no FPGA kernel: moved to the CPU, said once on stderr);
+/// the result equals the CPU's, with soft placement off.
 #[test]
 fn tf_passes_on_fpga_nodes_leave_a_runnable_graph() {
     let output = run_tf_with_plugin("tf_cpu_passes.py", &["fpga_nodes"], None);
@@ -163,7 +164,7 @@ fn tf_passes_on_fpga_nodes_leave_a_runnable_graph() {
     assert!(stdout.contains("fpga ops:"), "{stdout}");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("SquaredDifference node") && stderr.contains("it runs on the CPU"),
+        stderr.contains("Log1p node") && stderr.contains("it runs on the CPU"),
         "{stderr}"
     );
 }
