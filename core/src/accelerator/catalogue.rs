@@ -25,12 +25,12 @@ const fn op(name: &'static str, code: u16, inputs: u8, kind: OpKind) -> OpDecl {
 
 /// An element-wise op of one operand; its rules are in [`ELEMENTWISE_RULES`].
 const fn unary(name: &'static str, code: u16) -> OpDecl {
-    decl(name, code, 1, Form::Unary)
+    decl(name, code, 1, Form::Unary(Unary(code)))
 }
 
 /// A broadcasting element-wise op of two operands; rules as for [`unary`].
 const fn binary(name: &'static str, code: u16) -> OpDecl {
-    decl(name, code, 2, Form::Binary)
+    decl(name, code, 2, Form::Binary(Binary(code)))
 }
 
 const fn decl(name: &'static str, code: u16, inputs: u8, form: Form) -> OpDecl {
@@ -388,8 +388,8 @@ impl OpDecl {
     pub fn default_kind(&'static self) -> OpKind {
         match self.form {
             Form::Builtin(kind) => kind,
-            Form::Unary => OpKind::Unary(Unary::named(self.name)),
-            Form::Binary => OpKind::Binary(Binary::named(self.name)),
+            Form::Unary(op) => OpKind::Unary(op),
+            Form::Binary(op) => OpKind::Binary(op),
             Form::Vendor(_) => OpKind::Vendor(VendorOp {
                 decl: self,
                 attrs: Attrs::default(),
@@ -404,7 +404,7 @@ impl OpDecl {
         let a = &attrs.0;
         let builtin = match self.form {
             Form::Builtin(kind) => kind,
-            Form::Unary | Form::Binary => {
+            Form::Unary(_) | Form::Binary(_) => {
                 return a.iter().all(|&b| b == 0).then(|| self.default_kind());
             }
             Form::Vendor(_) => {

@@ -31,7 +31,7 @@ macro_rules! family {
     ($(#[$doc:meta])* $name:ident, $form:ident, $what:literal) => {
         $(#[$doc])*
         #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-        pub struct $name(u16);
+        pub struct $name(pub(super) u16);
 
         impl $name {
             /// The built-in op named `name` (its [`OpDecl::name`]); a
@@ -41,8 +41,8 @@ macro_rules! family {
                 let mut i = 0;
                 while i < BUILTIN.len() {
                     let decl = &BUILTIN[i];
-                    if matches!(decl.form, Form::$form) && str_eq(decl.name, name) {
-                        return Self(decl.id.code);
+                    if let (Form::$form(op), true) = (decl.form, str_eq(decl.name, name)) {
+                        return op;
                     }
                     i += 1;
                 }
@@ -52,7 +52,7 @@ macro_rules! family {
             /// The member whose declaration is `decl`, if it is one.
             pub const fn of(decl: &OpDecl) -> Option<Self> {
                 match decl.form {
-                    Form::$form if decl.id.namespace.0 == 0 => Some(Self(decl.id.code)),
+                    Form::$form(op) => Some(op),
                     _ => None,
                 }
             }

@@ -104,11 +104,12 @@ pub enum Form {
     /// [`OpDecl::kind`] fills them in from an [`Attrs`] block. Its shape
     /// rule, cost, reference kernel and cases are `core`'s.
     Builtin(OpKind),
-    /// A member of the element-wise family of one operand ([`Unary`]);
-    /// its scalar rules are the catalogue's `ELEMENTWISE_RULES` entry.
-    Unary,
-    /// A member of the broadcasting element-wise family of two ([`Binary`]).
-    Binary,
+    /// A member of the element-wise family of one operand; its scalar
+    /// rules are the catalogue's `ELEMENTWISE_RULES` entry. Only `core`
+    /// makes a [`Unary`], so only the catalogue declares one.
+    Unary(Unary),
+    /// A member of the broadcasting element-wise family of two.
+    Binary(Binary),
     /// A vendor's op and its rules.
     Vendor(&'static VendorRules),
 }

@@ -666,8 +666,8 @@ fn every_declared_op_has_its_case_cases_and_a_reference_kernel() {
     use crate::accelerator::{BUILTIN, Form};
     for decl in BUILTIN {
         let family_case = match decl.form {
-            Form::Unary => Some("op_unary"),
-            Form::Binary => Some("op_binary"),
+            Form::Unary(_) => Some("op_unary"),
+            Form::Binary(_) => Some("op_binary"),
             _ => case_of(decl.name),
         };
         assert!(

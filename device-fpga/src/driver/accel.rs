@@ -147,7 +147,7 @@ pub fn elementwise_ops(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSe
 }
 
 /// The element-wise op of catalogue code `code`.
-pub(crate) fn elementwise_kind(code: u16) -> Option<OpKind> {
+fn elementwise_kind(code: u16) -> Option<OpKind> {
     Unary::from_code(code)
         .map(OpKind::Unary)
         .or(Binary::from_code(code).map(OpKind::Binary))
@@ -271,7 +271,7 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Accelerator for Driver<T, C, A
     fn launch(&mut self, queue: QueueId, op: &OpDesc<'_>) -> Result<Fence, Error> {
         op.validate()?;
         if !self.facts.ops.contains(op.kind) {
-            return Err(Error::Unsupported { feature: 0 });
+            return Err(Error::Undeclared { op: op.kind.name() });
         }
         for tensor in op.inputs.iter().chain([&op.output]) {
             let bytes = tensor.byte_len().ok_or(Error::InvalidArgument)?;

@@ -98,6 +98,12 @@ pub enum Error {
         /// The missing `Features` bits.
         feature: u32,
     },
+    /// The device does not declare this op (its `FEATURES` and `OPS`
+    /// registers do not bring it): refused before anything is enqueued.
+    Undeclared {
+        /// The op's catalogue name.
+        op: &'static str,
+    },
     /// The op's attributes do not fit the device's command (its feature is
     /// there, but e.g. a dimension over 65535 or a transpose of six axes).
     BeyondCommand {
@@ -126,7 +132,9 @@ impl Error {
             | Self::OutOfRange { .. }
             | Self::Shape(_)
             | Self::InvalidArgument => ErrorKind::InvalidArgument,
-            Self::Unsupported { .. } | Self::BeyondCommand { .. } => ErrorKind::Unsupported,
+            Self::Unsupported { .. } | Self::Undeclared { .. } | Self::BeyondCommand { .. } => {
+                ErrorKind::Unsupported
+            }
         }
     }
 }
@@ -214,6 +222,10 @@ impl fmt::Display for Error {
             Self::Unsupported { feature } => {
                 write!(f, "the device lacks feature bits {feature:#x}")
             }
+            Self::Undeclared { op } => write!(
+                f,
+                "the device does not declare {op} (its FEATURES and OPS registers)"
+            ),
             Self::BeyondCommand { what } => write!(f, "beyond the device's commands: {what}"),
         }
     }

@@ -65,7 +65,8 @@ pub(crate) fn lower(
                 // A device older than ABI 1.3: the op's own opcode.
                 false => {
                     let per_op = Opcode::PER_OP_ELEMENTWISE.iter().find(|e| e.code == code);
-                    cmd(per_op.ok_or(Error::Unsupported { feature: 0 })?.opcode)
+                    let undeclared = Error::Undeclared { op: op.kind.name() };
+                    cmd(per_op.ok_or(undeclared)?.opcode)
                 }
             };
             match op.kind {
@@ -110,7 +111,7 @@ pub(crate) fn lower(
             })
         }
         // A kind added to `core` later: not lowered by this driver.
-        _ => Err(Error::Unsupported { feature: 0 }),
+        _ => Err(Error::Undeclared { op: op.kind.name() }),
     }
 }
 

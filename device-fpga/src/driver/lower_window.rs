@@ -29,7 +29,7 @@ pub(super) fn lower_window(
         OpKind::Conv2DBackpropFilter(w) => (w, Opcode::CONV2D_BACKPROP_FILTER_F32),
         OpKind::MaxPoolGrad(w) => (w, Opcode::MAX_POOL_GRAD_F32),
         OpKind::AvgPoolGrad(w) => (w, Opcode::AVG_POOL_GRAD_F32),
-        _ => return Err(Error::Unsupported { feature: 0 }),
+        _ => return Err(Error::Undeclared { op: op.kind.name() }),
     };
     let gradient = !matches!(
         opcode,

@@ -108,8 +108,8 @@ fn docs_table() -> std::string::String {
             _ => "-",
         };
         let family = match decl.form {
-            Form::Unary => "unary",
-            Form::Binary => "binary",
+            Form::Unary(_) => "unary",
+            Form::Binary(_) => "binary",
             _ => "its own",
         };
         let dtypes: std::vec::Vec<&str> = decl.dtypes.iter().map(DType::name).collect();
@@ -150,7 +150,7 @@ fn the_docs_catalogue_table_is_current() {
 #[test]
 fn every_elementwise_declaration_has_its_rules_and_only_those_do() {
     for decl in BUILTIN {
-        let elementwise = matches!(decl.form, Form::Unary | Form::Binary);
+        let elementwise = matches!(decl.form, Form::Unary(_) | Form::Binary(_));
         let rules = ELEMENTWISE_RULES.iter().filter(|(c, _)| *c == decl.id.code);
         assert_eq!(rules.count(), usize::from(elementwise), "{}", decl.name);
     }
