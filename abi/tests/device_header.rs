@@ -81,7 +81,39 @@ fn scalar_constants() -> Vec<(String, u64)> {
     for (name, kind) in kinds.iter().zip(EventKind::ALL) {
         out.push((format!("TPD_EVENT_KIND_{name}"), kind.0.into()));
     }
+    out.extend(catalogue_constants());
     out
+}
+
+/// The header's `TPD_OP_*` and `TPD_DTYPE_*` lines: one per catalogue op,
+/// in code order, and one per element type, with their codes (the names
+/// are `cargo xtask header`'s, which CI checks for staleness).
+fn catalogue_constants() -> Vec<(String, u64)> {
+    use tensorplug_core::accelerator::{BUILTIN, DType};
+    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
+    let header = std::fs::read_to_string(include.join("tensorplug_device_abi.h")).unwrap();
+    let defines = |prefix: &str| -> Vec<(String, u64)> {
+        header
+            .lines()
+            .filter_map(|l| l.strip_prefix("#define "))
+            .filter(|l| l.starts_with(prefix))
+            .map(|l| {
+                let (name, value) = l.split_once(' ').unwrap();
+                (name.to_owned(), value.parse().unwrap())
+            })
+            .collect()
+    };
+    let ops = defines("TPD_OP_");
+    let codes: Vec<u64> = ops.iter().map(|(_, v)| *v).collect();
+    let want: Vec<u64> = BUILTIN.iter().map(|d| d.id.code.into()).collect();
+    assert_eq!(codes, want, "the header's TPD_OP_ codes are stale: run `cargo xtask header`");
+    let dtypes = defines("TPD_DTYPE_");
+    let want: Vec<(String, u64)> = DType::ALL
+        .iter()
+        .map(|d| (format!("TPD_DTYPE_{}", d.name().to_uppercase()), *d as u64))
+        .collect();
+    assert_eq!(dtypes, want);
+    ops.into_iter().chain(dtypes).collect()
 }
 
 /// The C program and the output the Rust side expects from it.
