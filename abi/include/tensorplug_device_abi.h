@@ -596,6 +596,51 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_REFERENCE_FEATURES 0x1FFF
 
 
+// The op catalogue (docs/ops.md), from tensorplug_core's `BUILTIN`: an
+// op's code is `imm` of `UNARY`/`BINARY` and bit `code - 1` of the `OPS`
+// registers.
+#define TPD_OP_MAT_MUL 1
+#define TPD_OP_FUSED_MAT_MUL 2
+#define TPD_OP_BIAS_ADD 3
+#define TPD_OP_ADD 4
+#define TPD_OP_SUB 5
+#define TPD_OP_MUL 6
+#define TPD_OP_MAXIMUM 7
+#define TPD_OP_RELU 8
+#define TPD_OP_SOFTMAX 9
+#define TPD_OP_REDUCE_SUM 10
+#define TPD_OP_DIV 11
+#define TPD_OP_DIV_NO_NAN 12
+#define TPD_OP_POW 13
+#define TPD_OP_RELU_GRAD 14
+#define TPD_OP_SQRT 15
+#define TPD_OP_RSQRT 16
+#define TPD_OP_LOG_SOFTMAX 17
+#define TPD_OP_RELU6 18
+#define TPD_OP_SIGMOID 19
+#define TPD_OP_TANH 20
+#define TPD_OP_CONV2D 21
+#define TPD_OP_DEPTHWISE_CONV2D 22
+#define TPD_OP_MAX_POOL 23
+#define TPD_OP_AVG_POOL 24
+#define TPD_OP_CONV2D_BACKPROP_INPUT 25
+#define TPD_OP_CONV2D_BACKPROP_FILTER 26
+#define TPD_OP_MAX_POOL_GRAD 27
+#define TPD_OP_AVG_POOL_GRAD 28
+#define TPD_OP_FUSED_CONV2D 29
+#define TPD_OP_TRANSPOSE 30
+#define TPD_OP_EXP 31
+#define TPD_OP_LOG 32
+#define TPD_OP_SQUARED_DIFFERENCE 33
+
+// Element types (`CommandDescriptor::dtype`), from tensorplug_core's `DType`.
+#define TPD_DTYPE_F32 1
+#define TPD_DTYPE_F16 2
+#define TPD_DTYPE_BF16 3
+#define TPD_DTYPE_I8 4
+#define TPD_DTYPE_U8 5
+#define TPD_DTYPE_I32 6
+
 /* Layout checks: the values the Rust compiler gives abi/src/device. */
 #include <stddef.h>
 #ifdef __cplusplus
