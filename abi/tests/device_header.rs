@@ -106,7 +106,10 @@ fn catalogue_constants() -> Vec<(String, u64)> {
     let ops = defines("TPD_OP_");
     let codes: Vec<u64> = ops.iter().map(|(_, v)| *v).collect();
     let want: Vec<u64> = BUILTIN.iter().map(|d| d.id.code.into()).collect();
-    assert_eq!(codes, want, "the header's TPD_OP_ codes are stale: run `cargo xtask header`");
+    assert_eq!(
+        codes, want,
+        "the header's TPD_OP_ codes are stale: run `cargo xtask header`"
+    );
     let dtypes = defines("TPD_DTYPE_");
     let want: Vec<(String, u64)> = DType::ALL
         .iter()

@@ -78,11 +78,23 @@ fn catalogue() -> String {
          // registers.\n",
     );
     for decl in BUILTIN {
-        let _ = writeln!(out, "#define TPD_OP_{} {}", screaming_snake(decl.name), decl.id.code);
+        let _ = writeln!(
+            out,
+            "#define TPD_OP_{} {}",
+            screaming_snake(decl.name),
+            decl.id.code
+        );
     }
-    out.push_str("\n// Element types (`CommandDescriptor::dtype`), from tensorplug_core's `DType`.\n");
+    out.push_str(
+        "\n// Element types (`CommandDescriptor::dtype`), from tensorplug_core's `DType`.\n",
+    );
     for dtype in DType::ALL {
-        let _ = writeln!(out, "#define TPD_DTYPE_{} {}", dtype.name().to_uppercase(), dtype as u8);
+        let _ = writeln!(
+            out,
+            "#define TPD_DTYPE_{} {}",
+            dtype.name().to_uppercase(),
+            dtype as u8
+        );
     }
     out
 }
