@@ -664,6 +664,7 @@ fn check_rows(operand: u8, len: usize, row_len: usize) -> Result<(), Error> {
     check_len(operand, whole, len)
 }
 
+pub mod int8;
 mod window;
 mod window_grad;
 
