@@ -3,12 +3,15 @@
 //! A real multiplier `M` (`input_scale · weight_scale / output_scale`) is
 //! held as [`Requantize`]: a Q31 `multiplier` and a power-of-two `shift`,
 //! `M ≈ multiplier · 2^(shift − 31)` (`tflite::QuantizeMultiplier`). An
-//! int32 accumulator is scaled by it with **double rounding**, TFLite's
-//! default build (`tflite::MultiplyByQuantizedMultiplier` without
-//! `TFLITE_SINGLE_ROUNDING`): gemmlowp's `SaturatingRoundingDoublingHighMul`,
-//! then `RoundingDivideByPOT`. The single-rounding build rounds some ties
-//! differently; the device implements this one. `docs/device-numerics.md`,
-//! "int8 requantization". Golden vectors: `core/tests/requantize_golden.rs`.
+//! int32 accumulator is scaled by it (`tflite::MultiplyByQuantizedMultiplier`)
+//! in one of TFLite's two builds ([`Rounding`]): **double rounding**
+//! (gemmlowp's `SaturatingRoundingDoublingHighMul`, then
+//! `RoundingDivideByPOT`), tflite-micro's and CMSIS-NN's default, or
+//! **single rounding** (`TFLITE_SINGLE_ROUNDING`: one rounding 64-bit shift),
+//! which the TFLite interpreter in the `tensorflow` wheel runs (measured
+//! against TF 2.21's reference kernels). They differ on some ties; the
+//! device implements both. `docs/device-numerics.md`, "int8
+//! requantization". Golden vectors: `core/tests/requantize_golden.rs`.
 
 use core::fmt;
 
@@ -22,6 +25,21 @@ pub struct Requantize {
     /// The power of two: a left shift before the multiply when positive,
     /// a rounding right shift after it when negative.
     pub shift: i8,
+}
+
+/// Which of TFLite's two builds of `MultiplyByQuantizedMultiplier` to match.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Rounding {
+    /// gemmlowp's `SaturatingRoundingDoublingHighMul`, then
+    /// `RoundingDivideByPOT`: the default build of tflite-micro (and
+    /// CMSIS-NN's `arm_nn_requantize`).
+    #[default]
+    Double,
+    /// `TFLITE_SINGLE_ROUNDING`: `(x · multiplier + 2^(30 − shift)) >> (31 −
+    /// shift)` in 64 bits. The TFLite interpreter of the `tensorflow` wheel
+    /// (`tf.lite.Interpreter`, TF 2.21) is built this way.
+    Single,
 }
 
 /// Why a multiplier cannot be represented.
@@ -93,10 +111,18 @@ impl Requantize {
         Self::new(q_fixed as i32, shift)
     }
 
-    /// `tflite::MultiplyByQuantizedMultiplier` (double rounding): `x` times
-    /// the multiplier, rounded as TFLite's reference kernels round it. A
-    /// left shift that overflows `x` wraps, as the C code does in practice.
-    pub const fn apply(self, x: i32) -> i32 {
+    /// `tflite::MultiplyByQuantizedMultiplier` in the build `rounding`.
+    pub const fn apply(self, x: i32, rounding: Rounding) -> i32 {
+        match rounding {
+            Rounding::Double => self.apply_double(x),
+            Rounding::Single => self.apply_single(x),
+        }
+    }
+
+    /// Double rounding: `x` shifted left by a positive shift (wrapping on
+    /// overflow, as the C code does in practice), the rounding doubling high
+    /// multiply, then the rounding right shift by a negative one.
+    pub const fn apply_double(self, x: i32) -> i32 {
         let (left, right) = if self.shift > 0 {
             (self.shift as u32, 0)
         } else {
@@ -104,6 +130,15 @@ impl Requantize {
         };
         let high = saturating_rounding_doubling_high_mul(x.wrapping_shl(left), self.multiplier);
         rounding_divide_by_pot(high, right)
+    }
+
+    /// Single rounding: `(x · multiplier + 2^(30 − shift)) >> (31 − shift)`
+    /// in 64 bits (an arithmetic shift: ties round up), truncated to 32 bits
+    /// as the C code's cast does.
+    pub const fn apply_single(self, x: i32) -> i32 {
+        let total = (31 - self.shift as i32) as u32;
+        let round = 1i64 << (total - 1);
+        ((x as i64 * self.multiplier as i64 + round) >> total) as i32
     }
 }
 

@@ -1,10 +1,11 @@
 """Golden vectors for int8 requantization, from TFLite's formulas.
 
 An independent implementation in Python integers, with C's semantics, of
-tflite::QuantizeMultiplier and the double-rounding
-tflite::MultiplyByQuantizedMultiplier (gemmlowp's
-SaturatingRoundingDoublingHighMul, then RoundingDivideByPOT): the default
-TFLite build, not TFLITE_SINGLE_ROUNDING. Writes
+tflite::QuantizeMultiplier and both builds of
+tflite::MultiplyByQuantizedMultiplier: double rounding (gemmlowp's
+SaturatingRoundingDoublingHighMul, then RoundingDivideByPOT; tflite-micro's
+default) and TFLITE_SINGLE_ROUNDING (one rounding 64-bit shift; the TFLite
+interpreter of the tensorflow wheel). Writes
 core/tests/data/requantize_golden.txt (or the path given), which
 core/tests/requantize_golden.rs checks the Rust implementation against;
 tests/tests/quant.rs checks that this script still writes the same file.
@@ -57,6 +58,15 @@ def mbqm(x, multiplier, shift):
     return rdbpot(srdhm(wrap32(x * (1 << left)), multiplier), right)
 
 
+def mbqm_single(x, multiplier, shift):
+    """The TFLITE_SINGLE_ROUNDING build of MultiplyByQuantizedMultiplier
+    (int64 arithmetic, an arithmetic right shift; the int32 cast wraps)."""
+    if multiplier < 0 or not -31 <= shift <= 30:
+        return None
+    total = 31 - shift
+    return wrap32((x * multiplier + (1 << (total - 1))) >> total)
+
+
 def quantize_multiplier(m):
     """tflite::QuantizeMultiplier; None where the device refuses m (not
     finite, negative, or a shift over 30)."""
@@ -85,7 +95,8 @@ def f64_hex(m):
 def main():
     rng = random.Random(20261126)
     lines = ["# requantize golden vectors: see tests/python/requantize_golden.py",
-             "# mbqm <x> <multiplier> <shift> <result | refused>",
+             "# mbqm <x> <multiplier> <shift> <result | refused> (double rounding)",
+             "# mbqm1 <x> <multiplier> <shift> <result | refused> (TFLITE_SINGLE_ROUNDING)",
              "# quantize <f64 bits, hex> <multiplier> <shift> | refused",
              "# srdhm <a> <b> <result>; rdbpot <x> <exponent> <result>"]
     xs = [0, 1, -1, 2, -2, 3, -3, 127, -128, 255, -255, 1 << 20, -(1 << 20),
@@ -106,6 +117,9 @@ def main():
     for x, m, s in cases:
         r = mbqm(x, m, s)
         lines.append(f"mbqm {x} {m} {s} {'refused' if r is None else r}")
+    for x, m, s in cases:
+        r = mbqm_single(x, m, s)
+        lines.append(f"mbqm1 {x} {m} {s} {'refused' if r is None else r}")
     edges = [0, 1, -1, 2, -2, 3, -3, (1 << 30), -(1 << 30), (1 << 30) + 1, INT32_MAX, INT32_MIN,
              INT32_MIN + 1, 1518500250, -1518500250, 46341, -46341]
     for a in edges:

@@ -2,10 +2,13 @@
 //! int8 model TFLite's converter makes from a small Keras MLP (per-channel
 //! weights; ReLU, ReLU6 and no activation; with and without a bias), run by
 //! `tf.lite.Interpreter` with its reference kernels, with the FPGA plugin
-//! loaded (`tests/python/tflite_int8_dump.py`).
+//! loaded (`tests/python/tflite_int8_dump.py`). That interpreter is built
+//! with `TFLITE_SINGLE_ROUNDING`: the test matches it with
+//! `Rounding::Single` and reports where double rounding (tflite-micro's
+//! default) differs.
 
 use tensorplug_core::accelerator::Activation;
-use tensorplug_core::quant::Requantize;
+use tensorplug_core::quant::{Requantize, Rounding};
 use tensorplug_core::reference::int8::{Int8Layer, activation_range, fully_connected};
 use tensorplug_tests::run_tf_with_plugin;
 
@@ -103,30 +106,39 @@ fn int8_fully_connected_is_bit_exact_with_tflites_reference_kernel() {
             _ => Activation::None,
         };
         let (min, max) = activation_range(activation, op.output.1, op.output.0);
-        let layer = Int8Layer {
-            input_zero_point: op.input.0,
-            output_zero_point: op.output.0,
-            requantize: &requantize,
-            min,
-            max,
+        let run = |rounding| {
+            let layer = Int8Layer {
+                input_zero_point: op.input.0,
+                output_zero_point: op.output.0,
+                requantize: &requantize,
+                rounding,
+                min,
+                max,
+            };
+            let mut got = vec![0i8; op.output_data.len()];
+            fully_connected(
+                &layer,
+                &op.input_data,
+                &op.filter_data,
+                op.channels,
+                op.bias_data.as_deref(),
+                &mut got,
+            )
+            .unwrap();
+            got
         };
-        let mut got = vec![0i8; op.output_data.len()];
-        fully_connected(
-            &layer,
-            &op.input_data,
-            &op.filter_data,
-            op.channels,
-            op.bias_data.as_deref(),
-            &mut got,
-        )
-        .unwrap();
+        // The wheel's interpreter is the TFLITE_SINGLE_ROUNDING build.
+        let got = run(Rounding::Single);
         assert_eq!(
             got, op.output_data,
             "FULLY_CONNECTED {i} ({})",
             op.activation
         );
+        let double = run(Rounding::Double);
+        let differ = double.iter().zip(&got).filter(|(d, s)| d != s).count();
         println!(
-            "FULLY_CONNECTED {i} ({}, {} channels): {} outputs equal TFLite's",
+            "FULLY_CONNECTED {i} ({}, {} channels): {} outputs equal TFLite's with single \
+             rounding; double rounding differs on {differ}",
             op.activation,
             op.channels,
             got.len()
