@@ -1,80 +1,247 @@
 //! tensorplug's int8 reference kernels against TFLite's, bit for bit: the
-//! int8 model TFLite's converter makes from a small Keras MLP (per-channel
-//! weights; ReLU, ReLU6 and no activation; with and without a bias), run by
-//! `tf.lite.Interpreter` with its reference kernels, with the FPGA plugin
-//! loaded (`tests/python/tflite_int8_dump.py`). That interpreter is built
-//! with `TFLITE_SINGLE_ROUNDING`: the test matches it with
-//! `Rounding::Single` and reports where double rounding (tflite-micro's
+//! int8 models TFLite's converter makes from a Keras MLP and a convnet
+//! (per-channel weights; ReLU, ReLU6 and none; with and without a bias;
+//! SAME and VALID, strides, a depth multiplier, both pools, an ADD of two
+//! scales), run by `tf.lite.Interpreter` with its reference kernels, with
+//! the FPGA plugin loaded (`tests/python/tflite_int8_dump.py`). That
+//! interpreter is built with `TFLITE_SINGLE_ROUNDING`: the test matches it
+//! with `Rounding::Single` and reports where double rounding (tflite-micro's
 //! default) differs.
 
-use tensorplug_core::accelerator::Activation;
+use std::collections::HashMap;
+use tensorplug_core::accelerator::{Activation, Window};
 use tensorplug_core::quant::{Requantize, Rounding};
-use tensorplug_core::reference::int8::{Int8Layer, activation_range, fully_connected};
+use tensorplug_core::reference::int8::{
+    AddQuant, Int8Layer, Nhwc, Pool, activation_range, add, conv2d, depthwise_conv2d,
+    fully_connected, pool,
+};
 use tensorplug_tests::run_tf_with_plugin;
 
-/// One `FULLY_CONNECTED` as the script prints it.
-#[derive(Default)]
-struct Fc {
-    activation: String,
-    input: (i32, f32),
-    output: (i32, f32),
-    filter_zero_points: Vec<i32>,
-    filter_scales: Vec<f32>,
-    channels: usize,
-    input_data: Vec<i8>,
-    filter_data: Vec<i8>,
-    bias_data: Option<Vec<i32>>,
-    output_data: Vec<i8>,
+/// One tensor as the script prints it.
+struct Tensor {
+    zero_points: Vec<i32>,
+    scales: Vec<f32>,
+    dims: Vec<usize>,
+    values: Vec<i64>,
 }
 
-fn f32_hex(s: &str) -> f32 {
-    f32::from_bits(u32::from_str_radix(s, 16).unwrap())
+impl Tensor {
+    fn i8s(&self) -> Vec<i8> {
+        self.values.iter().map(|&v| v as i8).collect()
+    }
+    fn nhwc(&self) -> Nhwc {
+        let d = &self.dims;
+        [self.values.len() / (d[1] * d[2] * d[3]), d[1], d[2], d[3]]
+    }
+    fn quant(&self) -> (f32, i32) {
+        (self.scales[0], self.zero_points[0])
+    }
 }
 
-fn ints<T: std::str::FromStr>(words: &[&str]) -> Vec<T>
-where
-    T::Err: std::fmt::Debug,
-{
-    words.iter().map(|w| w.parse().unwrap()).collect()
+/// One op: its model, kind, options and tensors by role.
+struct Op {
+    model: String,
+    kind: String,
+    options: HashMap<String, String>,
+    tensors: HashMap<String, Tensor>,
 }
 
-fn parse(stdout: &str) -> Vec<Fc> {
-    let mut ops: Vec<Fc> = Vec::new();
-    for line in stdout.lines() {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let Some((&key, rest)) = words.split_first() else {
-            continue;
-        };
-        if key == "op" {
-            ops.push(Fc {
-                activation: rest[1].to_owned(),
-                ..Fc::default()
-            });
-            continue;
+impl Op {
+    fn t(&self, role: &str) -> &Tensor {
+        &self.tensors[role]
+    }
+    fn opt(&self, key: &str) -> u16 {
+        self.options[key].parse().unwrap()
+    }
+    fn activation(&self) -> Activation {
+        match self.options.get("activation").map(String::as_str) {
+            Some("RELU") => Activation::Relu,
+            Some("RELU6") => Activation::Relu6,
+            _ => Activation::None,
         }
-        let Some(op) = ops.last_mut() else { continue };
-        match key {
-            "input" => op.input = (rest[0].parse().unwrap(), f32_hex(rest[1])),
-            "output" => op.output = (rest[0].parse().unwrap(), f32_hex(rest[1])),
-            "filter" => {
-                let parts: Vec<&[&str]> = rest.split(|w| *w == ";").collect();
-                op.filter_zero_points = ints(parts[0]);
-                op.filter_scales = parts[1].iter().map(|w| f32_hex(w)).collect();
-                assert_eq!(parts[2], ["0"], "weights quantized along axis 0");
-                op.channels = parts[3][0].parse().unwrap();
-            }
-            "input_data" => op.input_data = ints(rest),
-            "filter_data" => op.filter_data = ints(rest),
-            "bias_data" => op.bias_data = Some(ints(rest)),
-            "output_data" => op.output_data = ints(rest),
-            _ => {}
+    }
+    /// The window of a convolution or pool: its size, strides, dilations,
+    /// and TFLite's padding (half of what SAME needs, the odd one after).
+    fn window(&self, size: [usize; 2]) -> Window {
+        let (input, output) = (self.t("input").nhwc(), self.t("output").nhwc());
+        let stride = [self.opt("strideH"), self.opt("strideW")];
+        let dilation = match self.options.get("dilationHFactor") {
+            Some(_) => [self.opt("dilationHFactor"), self.opt("dilationWFactor")],
+            None => [1, 1],
+        };
+        let mut pad = [0u16; 4];
+        for axis in 0..2 {
+            let span = usize::from(dilation[axis]) * (size[axis] - 1) + 1;
+            let need = (output[1 + axis] - 1) * usize::from(stride[axis]) + span;
+            let total = need.saturating_sub(input[1 + axis]) as u16;
+            pad[2 * axis] = total / 2;
+            pad[2 * axis + 1] = total - total / 2;
+        }
+        Window {
+            size: size.map(|s| s as u16),
+            stride,
+            dilation,
+            pad,
+        }
+    }
+}
+
+fn parse(stdout: &str) -> Vec<Op> {
+    let mut ops: Vec<Op> = Vec::new();
+    for line in stdout.lines() {
+        if let Some(rest) = line.strip_prefix("op ") {
+            let mut words = rest.split_whitespace();
+            let (model, kind) = (words.next().unwrap(), words.next().unwrap());
+            let options = words
+                .filter_map(|w| w.split_once('='))
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect();
+            ops.push(Op {
+                model: model.to_owned(),
+                kind: kind.to_owned(),
+                options,
+                tensors: HashMap::new(),
+            });
+        } else if let Some(rest) = line.strip_prefix("tensor ") {
+            let (role, rest) = rest.split_once(' ').unwrap();
+            let parts: Vec<Vec<&str>> = rest
+                .split(';')
+                .map(|p| p.split_whitespace().collect())
+                .collect();
+            let num = |p: &Vec<&str>| p.iter().map(|w| w.parse().unwrap()).collect::<Vec<_>>();
+            let tensor = Tensor {
+                zero_points: num(&parts[0]).into_iter().map(|v: i64| v as i32).collect(),
+                scales: parts[1]
+                    .iter()
+                    .map(|h| f32::from_bits(u32::from_str_radix(h, 16).unwrap()))
+                    .collect(),
+                dims: num(&parts[3])
+                    .into_iter()
+                    .map(|v: i64| v as usize)
+                    .collect(),
+                values: num(&parts[4]),
+            };
+            ops.last_mut()
+                .unwrap()
+                .tensors
+                .insert(role.to_owned(), tensor);
         }
     }
     ops
 }
 
+/// The per-channel multipliers `input_scale · weight_scale[c] / output_scale`.
+fn multipliers(op: &Op) -> Vec<Requantize> {
+    let (input, output) = (op.t("input").scales[0], op.t("output").scales[0]);
+    op.t("filter")
+        .scales
+        .iter()
+        .map(|&w| {
+            let real = f64::from(input) * f64::from(w) / f64::from(output);
+            Requantize::from_real(real).unwrap()
+        })
+        .collect()
+}
+
+/// Runs `op` with tensorplug's reference in `rounding`.
+fn run(op: &Op, rounding: Rounding) -> Vec<i8> {
+    let (input, output) = (op.t("input"), op.t("output"));
+    let mut got = vec![0i8; output.values.len()];
+    let (min, max) = activation_range(op.activation(), output.scales[0], output.zero_points[0]);
+    let requantize = match op.kind.as_str() {
+        "FULLY_CONNECTED" | "CONV_2D" | "DEPTHWISE_CONV_2D" => multipliers(op),
+        _ => Vec::new(),
+    };
+    let layer = Int8Layer {
+        input_zero_point: input.zero_points[0],
+        output_zero_point: output.zero_points[0],
+        requantize: &requantize,
+        rounding,
+        min,
+        max,
+    };
+    let bias: Option<Vec<i32>> = op
+        .tensors
+        .get("bias")
+        .map(|b| b.values.iter().map(|&v| v as i32).collect());
+    let filter = op.tensors.get("filter");
+    let dims4 = |t: &Tensor| [t.dims[0], t.dims[1], t.dims[2], t.dims[3]];
+    match op.kind.as_str() {
+        "FULLY_CONNECTED" => {
+            let filter = filter.unwrap();
+            fully_connected(
+                &layer,
+                &input.i8s(),
+                &filter.i8s(),
+                filter.dims[0],
+                bias.as_deref(),
+                &mut got,
+            )
+        }
+        "CONV_2D" | "DEPTHWISE_CONV_2D" => {
+            let f = filter.unwrap();
+            let window = op.window([f.dims[1], f.dims[2]]);
+            let kernel = if op.kind == "CONV_2D" {
+                conv2d
+            } else {
+                depthwise_conv2d
+            };
+            kernel(
+                &layer,
+                &input.i8s(),
+                input.nhwc(),
+                &f.i8s(),
+                dims4(f),
+                bias.as_deref(),
+                &window,
+                &mut got,
+                output.nhwc(),
+            )
+        }
+        "MAX_POOL_2D" | "AVERAGE_POOL_2D" => {
+            let size = [
+                usize::from(op.opt("filterHeight")),
+                usize::from(op.opt("filterWidth")),
+            ];
+            let kind = if op.kind == "MAX_POOL_2D" {
+                Pool::Max
+            } else {
+                Pool::Average
+            };
+            assert_eq!(
+                input.quant(),
+                output.quant(),
+                "a pool keeps its quantization"
+            );
+            pool(
+                kind,
+                &input.i8s(),
+                input.nhwc(),
+                &op.window(size),
+                min,
+                max,
+                &mut got,
+                output.nhwc(),
+            )
+        }
+        "ADD" => {
+            let quant = AddQuant::new(
+                [input.quant(), op.t("input2").quant()].map(|(s, z)| (s, z)),
+                output.quant(),
+                op.activation(),
+                rounding,
+            )
+            .unwrap();
+            add(&quant, &input.i8s(), &op.t("input2").i8s(), &mut got)
+        }
+        other => panic!("no reference for {other}"),
+    }
+    .unwrap();
+    got
+}
+
 #[test]
-fn int8_fully_connected_is_bit_exact_with_tflites_reference_kernel() {
+fn int8_ops_are_bit_exact_with_tflites_reference_kernels() {
     let output = run_tf_with_plugin("tflite_int8_dump.py", &[], None);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
@@ -83,65 +250,42 @@ fn int8_fully_connected_is_bit_exact_with_tflites_reference_kernel() {
         String::from_utf8_lossy(&output.stderr)
     );
     let ops = parse(&stdout);
-    let activations: Vec<&str> = ops.iter().map(|op| op.activation.as_str()).collect();
-    assert_eq!(activations, ["RELU", "RELU6", "NONE"], "{stdout}");
-    assert!(
-        ops.iter().any(|op| op.bias_data.is_none()),
-        "a layer without a bias"
-    );
+    let kinds: Vec<&str> = ops.iter().map(|op| op.kind.as_str()).collect();
+    for kind in [
+        "FULLY_CONNECTED",
+        "CONV_2D",
+        "DEPTHWISE_CONV_2D",
+        "MAX_POOL_2D",
+        "AVERAGE_POOL_2D",
+        "ADD",
+    ] {
+        assert!(kinds.contains(&kind), "no {kind} in {kinds:?}");
+    }
+    let (mut outputs, mut double_differs) = (0, 0);
     for (i, op) in ops.iter().enumerate() {
-        assert!(op.filter_zero_points.iter().all(|&z| z == 0));
-        assert_eq!(op.filter_scales.len(), op.channels, "per-channel weights");
-        let requantize: Vec<Requantize> = op
-            .filter_scales
-            .iter()
-            .map(|&w| {
-                let real = f64::from(op.input.1) * f64::from(w) / f64::from(op.output.1);
-                Requantize::from_real(real).unwrap()
-            })
-            .collect();
-        let activation = match op.activation.as_str() {
-            "RELU" => Activation::Relu,
-            "RELU6" => Activation::Relu6,
-            _ => Activation::None,
-        };
-        let (min, max) = activation_range(activation, op.output.1, op.output.0);
-        let run = |rounding| {
-            let layer = Int8Layer {
-                input_zero_point: op.input.0,
-                output_zero_point: op.output.0,
-                requantize: &requantize,
-                rounding,
-                min,
-                max,
-            };
-            let mut got = vec![0i8; op.output_data.len()];
-            fully_connected(
-                &layer,
-                &op.input_data,
-                &op.filter_data,
-                op.channels,
-                op.bias_data.as_deref(),
-                &mut got,
-            )
-            .unwrap();
-            got
-        };
-        // The wheel's interpreter is the TFLITE_SINGLE_ROUNDING build.
-        let got = run(Rounding::Single);
-        assert_eq!(
-            got, op.output_data,
-            "FULLY_CONNECTED {i} ({})",
-            op.activation
+        let want = op.t("output").i8s();
+        let got = run(op, Rounding::Single);
+        assert!(
+            got == want,
+            "{} op {i} {} {:?}: differs from TFLite at {:?}",
+            op.model,
+            op.kind,
+            op.options,
+            got.iter().zip(&want).position(|(g, w)| g != w)
         );
-        let double = run(Rounding::Double);
-        let differ = double.iter().zip(&got).filter(|(d, s)| d != s).count();
+        let double = run(op, Rounding::Double);
+        let differ = double.iter().zip(&want).filter(|(d, w)| d != w).count();
         println!(
-            "FULLY_CONNECTED {i} ({}, {} channels): {} outputs equal TFLite's with single \
-             rounding; double rounding differs on {differ}",
-            op.activation,
-            op.channels,
+            "{} {:<18} {:>6} outputs equal TFLite's; double rounding differs on {differ}",
+            op.model,
+            op.kind,
             got.len()
         );
+        outputs += got.len();
+        double_differs += differ;
     }
+    println!(
+        "{} ops, {outputs} outputs bit-exact (double rounding: {double_differs} differ)",
+        ops.len()
+    );
 }

@@ -3,7 +3,7 @@
 //! requantization").
 
 use super::{Error, check_len};
-use crate::accelerator::Activation;
+use crate::accelerator::{Activation, Window};
 use crate::quant::{Requantize, Rounding};
 
 /// The quantization of one int8 layer: zero points, one [`Requantize`] per
@@ -92,6 +92,275 @@ pub fn fully_connected(
     Ok(())
 }
 
+/// An NHWC tensor's dimensions `[n, h, w, c]`.
+pub type Nhwc = [usize; 4];
+
+/// The TFLite layout of a convolution filter: `[out_channels, kh, kw,
+/// in_channels]` (OHWI); a depthwise filter is `[1, kh, kw, out_channels]`.
+pub type Ohwi = [usize; 4];
+
+/// Output channel `c`, input position `(y, x)` of window `(oy, ox)`'s tap
+/// `(fy, fx)`, if it is inside the input.
+fn tap(
+    window: &Window,
+    oy: usize,
+    ox: usize,
+    fy: usize,
+    fx: usize,
+    h: usize,
+    w: usize,
+) -> Option<(usize, usize)> {
+    let y = (oy * usize::from(window.stride[0]) + fy * usize::from(window.dilation[0]))
+        .checked_sub(usize::from(window.pad[0]))?;
+    let x = (ox * usize::from(window.stride[1]) + fx * usize::from(window.dilation[1]))
+        .checked_sub(usize::from(window.pad[2]))?;
+    (y < h && x < w).then_some((y, x))
+}
+
+fn elements(dims: &[usize; 4]) -> usize {
+    dims.iter().product()
+}
+
+/// TFLite's int8 `CONV_2D` (`reference_integer_ops::ConvPerChannel`):
+/// per-channel weights (zero point 0) in OHWI, padding reads the input's
+/// zero point (it adds nothing), the bias and requantization per output
+/// channel. `window` gives the filter size, strides, dilations and the
+/// top/left padding (`pad[0]`, `pad[2]`).
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d(
+    layer: &Int8Layer<'_>,
+    input: &[i8],
+    input_dims: Nhwc,
+    filter: &[i8],
+    filter_dims: Ohwi,
+    bias: Option<&[i32]>,
+    window: &Window,
+    out: &mut [i8],
+    out_dims: Nhwc,
+) -> Result<(), Error> {
+    let [n, h, w, c] = input_dims;
+    let [oc, kh, kw, fc] = filter_dims;
+    check_len(0, elements(&input_dims), input.len())?;
+    check_len(1, elements(&filter_dims), filter.len())?;
+    check_len(1, c, fc)?;
+    check_len(3, elements(&out_dims), out.len())?;
+    check_len(3, n * out_dims[1] * out_dims[2] * oc, out.len())?;
+    if let Some(bias) = bias {
+        check_len(2, oc, bias.len())?;
+    }
+    let [_, oh, ow, _] = out_dims;
+    for b in 0..n {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                for o in 0..oc {
+                    let mut acc = bias.map_or(0, |bias| bias[o]);
+                    for fy in 0..kh {
+                        for fx in 0..kw {
+                            let Some((y, x)) = tap(window, oy, ox, fy, fx, h, w) else {
+                                continue;
+                            };
+                            let xs = &input[((b * h + y) * w + x) * c..][..c];
+                            let ws = &filter[((o * kh + fy) * kw + fx) * c..][..c];
+                            for (&xv, &wv) in xs.iter().zip(ws) {
+                                acc = acc.wrapping_add(
+                                    (i32::from(xv) - layer.input_zero_point) * i32::from(wv),
+                                );
+                            }
+                        }
+                    }
+                    out[((b * oh + oy) * ow + ox) * oc + o] = layer.output(o, acc);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// TFLite's int8 `DEPTHWISE_CONV_2D` (`DepthwiseConvPerChannel`): output
+/// channel `ic · multiplier + m` is input channel `ic` convolved with filter
+/// column `ic · multiplier + m` of the `[1, kh, kw, out_channels]` filter.
+#[allow(clippy::too_many_arguments)]
+pub fn depthwise_conv2d(
+    layer: &Int8Layer<'_>,
+    input: &[i8],
+    input_dims: Nhwc,
+    filter: &[i8],
+    filter_dims: Ohwi,
+    bias: Option<&[i32]>,
+    window: &Window,
+    out: &mut [i8],
+    out_dims: Nhwc,
+) -> Result<(), Error> {
+    let [n, h, w, c] = input_dims;
+    let [_, kh, kw, oc] = filter_dims;
+    check_len(0, elements(&input_dims), input.len())?;
+    check_len(1, elements(&filter_dims), filter.len())?;
+    check_len(3, elements(&out_dims), out.len())?;
+    check_len(3, oc, out_dims[3])?;
+    if c == 0 || oc % c != 0 {
+        return Err(Error::Length {
+            operand: 1,
+            expected: c,
+            got: oc,
+        });
+    }
+    if let Some(bias) = bias {
+        check_len(2, oc, bias.len())?;
+    }
+    let multiplier = oc / c;
+    let [_, oh, ow, _] = out_dims;
+    for b in 0..n {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                for o in 0..oc {
+                    let ic = o / multiplier;
+                    let mut acc = bias.map_or(0, |bias| bias[o]);
+                    for fy in 0..kh {
+                        for fx in 0..kw {
+                            let Some((y, x)) = tap(window, oy, ox, fy, fx, h, w) else {
+                                continue;
+                            };
+                            let xv = i32::from(input[((b * h + y) * w + x) * c + ic]);
+                            let wv = i32::from(filter[(fy * kw + fx) * oc + o]);
+                            acc = acc.wrapping_add((xv - layer.input_zero_point) * wv);
+                        }
+                    }
+                    out[((b * oh + oy) * ow + ox) * oc + o] = layer.output(o, acc);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Which pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pool {
+    /// The largest in-bounds tap (`reference_integer_ops::MaxPool`).
+    Max,
+    /// The mean of the in-bounds taps, rounded half away from zero
+    /// (`reference_integer_ops::AveragePool`).
+    Average,
+}
+
+/// TFLite's int8 `MAX_POOL_2D` and `AVERAGE_POOL_2D`: input and output share
+/// their quantization; the result is clamped to `[min, max]`.
+#[allow(clippy::too_many_arguments)]
+pub fn pool(
+    kind: Pool,
+    input: &[i8],
+    input_dims: Nhwc,
+    window: &Window,
+    min: i32,
+    max: i32,
+    out: &mut [i8],
+    out_dims: Nhwc,
+) -> Result<(), Error> {
+    let [n, h, w, c] = input_dims;
+    check_len(0, elements(&input_dims), input.len())?;
+    check_len(1, elements(&out_dims), out.len())?;
+    check_len(1, c, out_dims[3])?;
+    let [_, oh, ow, _] = out_dims;
+    let [kh, kw] = window.size.map(usize::from);
+    for b in 0..n {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                for ch in 0..c {
+                    let (mut acc, mut taps) = (0i32, 0i32);
+                    let mut largest = i32::from(i8::MIN);
+                    for fy in 0..kh {
+                        for fx in 0..kw {
+                            if let Some((y, x)) = tap(window, oy, ox, fy, fx, h, w) {
+                                let v = i32::from(input[((b * h + y) * w + x) * c + ch]);
+                                acc += v;
+                                taps += 1;
+                                largest = largest.max(v);
+                            }
+                        }
+                    }
+                    let v = match kind {
+                        Pool::Max => largest,
+                        // C's division truncates toward zero.
+                        Pool::Average if taps == 0 => 0,
+                        Pool::Average if acc > 0 => (acc + taps / 2) / taps,
+                        Pool::Average => (acc - taps / 2) / taps,
+                    };
+                    out[((b * oh + oy) * ow + ox) * c + ch] = v.clamp(min, max) as i8;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The quantization of TFLite's int8 `ADD`: each input rescaled to
+/// `2 · max(scale₁, scale₂)` after a left shift of 20, summed, then
+/// rescaled to the output (TFLite's `Prepare`, float and double steps as
+/// it computes them).
+#[derive(Clone, Copy, Debug)]
+pub struct AddQuant {
+    /// The zero points of the two inputs and the output.
+    pub zero_points: [i32; 3],
+    /// The multipliers of the two inputs and the output.
+    pub requantize: [Requantize; 3],
+    /// Which of TFLite's builds to match.
+    pub rounding: Rounding,
+    /// The output clamp.
+    pub min: i32,
+    /// Its upper end.
+    pub max: i32,
+}
+
+/// `ADD`'s left shift for int8.
+const ADD_LEFT_SHIFT: u32 = 20;
+
+impl AddQuant {
+    /// From the scales and zero points of the two inputs and the output.
+    pub fn new(
+        inputs: [(f32, i32); 2],
+        output: (f32, i32),
+        activation: Activation,
+        rounding: Rounding,
+    ) -> Result<Self, crate::quant::QuantError> {
+        let twice_max = f64::from(2.0 * inputs[0].0.max(inputs[1].0));
+        let output_scale = (1u32 << ADD_LEFT_SHIFT) as f32 * output.0;
+        let requantize = [
+            Requantize::from_real(f64::from(inputs[0].0) / twice_max)?,
+            Requantize::from_real(f64::from(inputs[1].0) / twice_max)?,
+            Requantize::from_real(twice_max / f64::from(output_scale))?,
+        ];
+        let (min, max) = activation_range(activation, output.0, output.1);
+        Ok(Self {
+            zero_points: [inputs[0].1, inputs[1].1, output.1],
+            requantize,
+            rounding,
+            min,
+            max,
+        })
+    }
+
+    /// One output element from one element of each input.
+    pub fn add(&self, a: i8, b: i8) -> i8 {
+        let scaled = |v: i8, i: usize| {
+            let shifted = (i32::from(v) - self.zero_points[i]) << ADD_LEFT_SHIFT;
+            self.requantize[i].apply(shifted, self.rounding)
+        };
+        let sum = scaled(a, 0).wrapping_add(scaled(b, 1));
+        let v = self.requantize[2].apply(sum, self.rounding) + self.zero_points[2];
+        v.clamp(self.min, self.max) as i8
+    }
+}
+
+/// TFLite's int8 `ADD` of two tensors of one shape.
+pub fn add(quant: &AddQuant, a: &[i8], b: &[i8], out: &mut [i8]) -> Result<(), Error> {
+    check_len(1, a.len(), b.len())?;
+    check_len(2, a.len(), out.len())?;
+    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+        *o = quant.add(x, y);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,5 +397,71 @@ mod tests {
         assert!(fully_connected(&layer, &x, &w, 2, Some(&bias), &mut short).is_err());
         assert!(fully_connected(&layer, &x, &w, 3, None, &mut out).is_err());
         assert!(fully_connected(&layer, &x, &w, 2, Some(&bias[..1]), &mut out).is_err());
+    }
+
+    #[test]
+    fn average_pool_rounds_half_away_from_zero_over_in_bounds_taps() {
+        // One 1×3 row pooled 2×1 with SAME padding on the right: windows
+        // [-3, -4] and [5] (the padded tap is not counted).
+        let window = Window {
+            size: [1, 2],
+            stride: [1, 2],
+            dilation: [1, 1],
+            pad: [0, 0, 0, 1],
+        };
+        let mut out = [0i8; 2];
+        pool(
+            Pool::Average,
+            &[-3, -4, 5],
+            [1, 1, 3, 1],
+            &window,
+            -128,
+            127,
+            &mut out,
+            [1, 1, 2, 1],
+        )
+        .unwrap();
+        assert_eq!(out, [-4, 5]); // -3.5 -> -4
+        pool(
+            Pool::Max,
+            &[-3, -4, 5],
+            [1, 1, 3, 1],
+            &window,
+            -128,
+            2,
+            &mut out,
+            [1, 1, 2, 1],
+        )
+        .unwrap();
+        assert_eq!(out, [-3, 2]); // clamped at 2
+        assert!(
+            pool(
+                Pool::Max,
+                &[-3, -4],
+                [1, 1, 3, 1],
+                &window,
+                -128,
+                127,
+                &mut out,
+                [1, 1, 2, 1]
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn add_rescales_both_inputs_to_the_output() {
+        // Scales 0.5 and 0.25 into 0.5, zero points 1, -2 and 0.
+        let q = AddQuant::new(
+            [(0.5, 1), (0.25, -2)],
+            (0.5, 0),
+            Activation::None,
+            Rounding::Single,
+        )
+        .unwrap();
+        // (5 - 1)·0.5 + (10 + 2)·0.25 = 2 + 3 = 5 -> 10 at scale 0.5.
+        assert_eq!(q.add(5, 10), 10);
+        let mut out = [0i8; 1];
+        assert!(add(&q, &[1, 2], &[3], &mut out).is_err());
     }
 }
