@@ -6,12 +6,12 @@
 //! int32 accumulator is scaled by it (`tflite::MultiplyByQuantizedMultiplier`)
 //! in one of TFLite's two builds ([`Rounding`]): **double rounding**
 //! (gemmlowp's `SaturatingRoundingDoublingHighMul`, then
-//! `RoundingDivideByPOT`), tflite-micro's and CMSIS-NN's default, or
-//! **single rounding** (`TFLITE_SINGLE_ROUNDING`: one rounding 64-bit shift),
-//! which the TFLite interpreter in the `tensorflow` wheel runs (measured
-//! against TF 2.21's reference kernels). They differ on some ties; the
-//! device implements both. `docs/device-numerics.md`, "int8
-//! requantization". Golden vectors: `core/tests/requantize_golden.rs`.
+//! `RoundingDivideByPOT`), TFLite's default build, or **single rounding**
+//! (`TFLITE_SINGLE_ROUNDING`'s formula: one rounding 64-bit shift). They
+//! differ on some ties. TF 2.21's interpreter uses both: measured, its
+//! convolutions round twice and its per-channel `FULLY_CONNECTED` once.
+//! `docs/device-numerics.md`, "int8 requantization". Golden vectors:
+//! `core/tests/requantize_golden.rs`.
 
 use core::fmt;
 
@@ -32,13 +32,13 @@ pub struct Requantize {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Rounding {
     /// gemmlowp's `SaturatingRoundingDoublingHighMul`, then
-    /// `RoundingDivideByPOT`: the default build of tflite-micro (and
-    /// CMSIS-NN's `arm_nn_requantize`).
+    /// `RoundingDivideByPOT`: TFLite's default build (tflite-micro's, and
+    /// TF 2.21's `CONV_2D` and `DEPTHWISE_CONV_2D`).
     #[default]
     Double,
-    /// `TFLITE_SINGLE_ROUNDING`: `(x · multiplier + 2^(30 − shift)) >> (31 −
-    /// shift)` in 64 bits. The TFLite interpreter of the `tensorflow` wheel
-    /// (`tf.lite.Interpreter`, TF 2.21) is built this way.
+    /// `TFLITE_SINGLE_ROUNDING`'s formula: `(x · multiplier + 2^(30 −
+    /// shift)) >> (31 − shift)` in 64 bits. TF 2.21's (and LiteRT 2.3's)
+    /// per-channel `FULLY_CONNECTED` computes the same.
     Single,
 }
 
