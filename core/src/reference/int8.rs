@@ -121,6 +121,54 @@ fn elements(dims: &[usize; 4]) -> usize {
     dims.iter().product()
 }
 
+/// Every output `[b][oy][ox][o]` of a convolution: the bias, plus
+/// `taps(b, y, x, o, fy, fx)` for each filter tap `(fy, fx)` whose input
+/// position `(y, x)` is inside the `hw` input, requantized.
+#[allow(clippy::too_many_arguments)]
+fn convolve(
+    layer: &Int8Layer<'_>,
+    [h, w]: [usize; 2],
+    [kh, kw]: [usize; 2],
+    bias: Option<&[i32]>,
+    window: &Window,
+    out: &mut [i8],
+    [_, oh, ow, oc]: Nhwc,
+    taps: impl Fn(usize, usize, usize, usize, usize, usize) -> i32,
+) {
+    for (i, o) in out.iter_mut().enumerate() {
+        let (c, pixel) = (i % oc, i / oc);
+        let (ox, oy, b) = (pixel % ow, pixel / ow % oh, pixel / (ow * oh));
+        let mut acc = bias.map_or(0, |bias| bias[c]);
+        for fy in 0..kh {
+            for fx in 0..kw {
+                if let Some((y, x)) = tap(window, oy, ox, fy, fx, h, w) {
+                    acc = acc.wrapping_add(taps(b, y, x, c, fy, fx));
+                }
+            }
+        }
+        *o = layer.output(c, acc);
+    }
+}
+
+/// The lengths a convolution's operands must have: each its dims' element
+/// count, the bias `oc`, the output `oc` channels of the input's batch.
+fn check_operands(
+    (input, input_dims): (&[i8], Nhwc),
+    (filter, filter_dims): (&[i8], Ohwi),
+    oc: usize,
+    bias: Option<&[i32]>,
+    (out, out_dims): (&[i8], Nhwc),
+) -> Result<(), Error> {
+    check_len(0, elements(&input_dims), input.len())?;
+    check_len(1, elements(&filter_dims), filter.len())?;
+    if let Some(bias) = bias {
+        check_len(2, oc, bias.len())?;
+    }
+    check_len(3, elements(&out_dims), out.len())?;
+    check_len(3, oc, out_dims[3])?;
+    check_len(3, input_dims[0], out_dims[0])
+}
+
 /// TFLite's int8 `CONV_2D` (`reference_integer_ops::ConvPerChannel`):
 /// per-channel weights (zero point 0) in OHWI, padding reads the input's
 /// zero point (it adds nothing), the bias and requantization per output
@@ -138,41 +186,24 @@ pub fn conv2d(
     out: &mut [i8],
     out_dims: Nhwc,
 ) -> Result<(), Error> {
-    let [n, h, w, c] = input_dims;
+    let [_, h, w, c] = input_dims;
     let [oc, kh, kw, fc] = filter_dims;
-    check_len(0, elements(&input_dims), input.len())?;
-    check_len(1, elements(&filter_dims), filter.len())?;
+    check_operands(
+        (input, input_dims),
+        (filter, filter_dims),
+        oc,
+        bias,
+        (out, out_dims),
+    )?;
     check_len(1, c, fc)?;
-    check_len(3, elements(&out_dims), out.len())?;
-    check_len(3, n * out_dims[1] * out_dims[2] * oc, out.len())?;
-    if let Some(bias) = bias {
-        check_len(2, oc, bias.len())?;
-    }
-    let [_, oh, ow, _] = out_dims;
-    for b in 0..n {
-        for oy in 0..oh {
-            for ox in 0..ow {
-                for o in 0..oc {
-                    let mut acc = bias.map_or(0, |bias| bias[o]);
-                    for fy in 0..kh {
-                        for fx in 0..kw {
-                            let Some((y, x)) = tap(window, oy, ox, fy, fx, h, w) else {
-                                continue;
-                            };
-                            let xs = &input[((b * h + y) * w + x) * c..][..c];
-                            let ws = &filter[((o * kh + fy) * kw + fx) * c..][..c];
-                            for (&xv, &wv) in xs.iter().zip(ws) {
-                                acc = acc.wrapping_add(
-                                    (i32::from(xv) - layer.input_zero_point) * i32::from(wv),
-                                );
-                            }
-                        }
-                    }
-                    out[((b * oh + oy) * ow + ox) * oc + o] = layer.output(o, acc);
-                }
-            }
-        }
-    }
+    let taps = |b: usize, y: usize, x: usize, o: usize, fy: usize, fx: usize| {
+        let xs = &input[((b * h + y) * w + x) * c..][..c];
+        let ws = &filter[((o * kh + fy) * kw + fx) * c..][..c];
+        xs.iter().zip(ws).fold(0i32, |acc, (&xv, &wv)| {
+            acc.wrapping_add((i32::from(xv) - layer.input_zero_point) * i32::from(wv))
+        })
+    };
+    convolve(layer, [h, w], [kh, kw], bias, window, out, out_dims, taps);
     Ok(())
 }
 
@@ -191,12 +222,15 @@ pub fn depthwise_conv2d(
     out: &mut [i8],
     out_dims: Nhwc,
 ) -> Result<(), Error> {
-    let [n, h, w, c] = input_dims;
+    let [_, h, w, c] = input_dims;
     let [_, kh, kw, oc] = filter_dims;
-    check_len(0, elements(&input_dims), input.len())?;
-    check_len(1, elements(&filter_dims), filter.len())?;
-    check_len(3, elements(&out_dims), out.len())?;
-    check_len(3, oc, out_dims[3])?;
+    check_operands(
+        (input, input_dims),
+        (filter, filter_dims),
+        oc,
+        bias,
+        (out, out_dims),
+    )?;
     if c == 0 || oc % c != 0 {
         return Err(Error::Length {
             operand: 1,
@@ -204,32 +238,13 @@ pub fn depthwise_conv2d(
             got: oc,
         });
     }
-    if let Some(bias) = bias {
-        check_len(2, oc, bias.len())?;
-    }
     let multiplier = oc / c;
-    let [_, oh, ow, _] = out_dims;
-    for b in 0..n {
-        for oy in 0..oh {
-            for ox in 0..ow {
-                for o in 0..oc {
-                    let ic = o / multiplier;
-                    let mut acc = bias.map_or(0, |bias| bias[o]);
-                    for fy in 0..kh {
-                        for fx in 0..kw {
-                            let Some((y, x)) = tap(window, oy, ox, fy, fx, h, w) else {
-                                continue;
-                            };
-                            let xv = i32::from(input[((b * h + y) * w + x) * c + ic]);
-                            let wv = i32::from(filter[(fy * kw + fx) * oc + o]);
-                            acc = acc.wrapping_add((xv - layer.input_zero_point) * wv);
-                        }
-                    }
-                    out[((b * oh + oy) * ow + ox) * oc + o] = layer.output(o, acc);
-                }
-            }
-        }
-    }
+    let taps = |b: usize, y: usize, x: usize, o: usize, fy: usize, fx: usize| {
+        let xv = i32::from(input[((b * h + y) * w + x) * c + o / multiplier]);
+        let wv = i32::from(filter[(fy * kw + fx) * oc + o]);
+        (xv - layer.input_zero_point) * wv
+    };
+    convolve(layer, [h, w], [kh, kw], bias, window, out, out_dims, taps);
     Ok(())
 }
 
