@@ -13,6 +13,8 @@
 mod clock;
 mod device;
 mod events;
+#[cfg(feature = "selftest-requantize")]
+mod selftest;
 mod uart;
 
 use core::sync::atomic::Ordering;
@@ -50,6 +52,8 @@ fn main() -> ! {
     if cfg!(feature = "selftest-panic") {
         panic!("selftest-panic: this build panics on purpose");
     }
+    #[cfg(feature = "selftest-requantize")]
+    selftest::requantize();
     clock::start();
     if let Err(error) = device::init() {
         defmt::panic!("the model refused its memory: {}", error);

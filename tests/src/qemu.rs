@@ -29,6 +29,20 @@ pub fn panicking_firmware_elf() -> PathBuf {
         .clone()
 }
 
+/// The firmware built with the `selftest-requantize` feature (its own target
+/// dir): it checks `tensorplug_core::quant` against the requantize golden
+/// vectors, logs the verdict and exits QEMU with it.
+pub fn requantize_selftest_elf() -> PathBuf {
+    static ELF: OnceLock<PathBuf> = OnceLock::new();
+    ELF.get_or_init(|| {
+        build_firmware(
+            &["--features", "selftest-requantize"],
+            "target/selftest-requantize",
+        )
+    })
+    .clone()
+}
+
 fn build_firmware(args: &[&str], target_dir: &str) -> PathBuf {
     let dir = crate::workspace_root().join("firmware");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());

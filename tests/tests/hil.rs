@@ -119,6 +119,38 @@ fn a_panic_prints_its_message_and_exits_qemu_with_failure() {
     );
 }
 
+/// The int8 requantization (`tensorplug_core::quant`) gives the golden
+/// vectors' answers on the Cortex-M4 too, every line of them.
+#[test]
+fn the_requantize_golden_vectors_pass_on_the_mcu() {
+    let golden = std::fs::read_to_string(
+        tensorplug_tests::workspace_root().join("core/tests/data/requantize_golden.txt"),
+    )
+    .unwrap();
+    let lines = golden.lines().filter(|l| !l.starts_with('#')).count();
+    let mut qemu = Qemu::boot(&tensorplug_tests::qemu::requantize_selftest_elf())
+        .expect("QEMU boots the requantize self-test");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = qemu.try_exit() {
+            break status;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "QEMU did not exit; logs:\n{}",
+            qemu.logs().join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let want = format!("requantize golden: {lines} checked, 0 failed");
+    assert!(
+        qemu.wait_for_log(&want, Duration::from_secs(5)),
+        "no `{want}`; logs:\n{}",
+        qemu.logs().join("\n")
+    );
+    assert!(status.success(), "QEMU exited with {status}");
+}
+
 #[test]
 fn the_firmware_boots_and_says_so_in_defmt() {
     let qemu = boot();
