@@ -15,6 +15,8 @@
 
 use core::fmt;
 
+pub mod block;
+
 /// A real multiplier as the device applies it: `multiplier · 2^(shift − 31)`,
 /// `multiplier` 0 or in `[2³⁰, 2³¹)`, `shift` in `[−31, 30]`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -35,11 +37,11 @@ pub enum Rounding {
     /// `RoundingDivideByPOT`: TFLite's default build (tflite-micro's, and
     /// TF 2.21's `CONV_2D` and `DEPTHWISE_CONV_2D`).
     #[default]
-    Double,
+    Double = 0,
     /// `TFLITE_SINGLE_ROUNDING`'s formula: `(x · multiplier + 2^(30 −
     /// shift)) >> (31 − shift)` in 64 bits. TF 2.21's (and LiteRT 2.3's)
     /// per-channel `FULLY_CONNECTED` computes the same.
-    Single,
+    Single = 1,
 }
 
 /// Why a multiplier cannot be represented.
@@ -55,6 +57,44 @@ pub enum QuantError {
         /// The shift asked for.
         shift: i32,
     },
+    /// A zero point outside int8's `[−128, 127]`.
+    ZeroPoint {
+        /// The zero point given.
+        value: i32,
+    },
+    /// An output clamp outside int8's range, or with `min > max`.
+    Clamp {
+        /// Its lower end.
+        min: i32,
+        /// Its upper end.
+        max: i32,
+    },
+    /// A rounding word other than 0 (double) or 1 (single).
+    Rounding {
+        /// The word given.
+        value: i32,
+    },
+    /// A quantization block of the wrong length ([`block`]).
+    BlockLength {
+        /// Words the op needs.
+        expected: u32,
+        /// Words given.
+        got: u32,
+    },
+    /// A block whose per-channel count is not the op's.
+    Channels {
+        /// The op's count.
+        expected: u32,
+        /// The block's.
+        got: u32,
+    },
+    /// A scale that is zero, negative or not finite.
+    Scale {
+        /// Its channel.
+        channel: u32,
+    },
+    /// A reserved word that is not 0 (or a negative channel count).
+    Reserved,
 }
 
 impl fmt::Display for QuantError {
@@ -66,6 +106,32 @@ impl fmt::Display for QuantError {
                 f,
                 "the requantization shift {shift} is outside [-31, 30] (a multiplier of 2^30 or more)"
             ),
+            Self::ZeroPoint { value } => {
+                write!(f, "the zero point {value} is outside int8's [-128, 127]")
+            }
+            Self::Clamp { min, max } => write!(
+                f,
+                "the output clamp [{min}, {max}] is not a range within [-128, 127]"
+            ),
+            Self::Rounding { value } => write!(
+                f,
+                "the rounding word {value} is neither 0 (double) nor 1 (single)"
+            ),
+            Self::BlockLength { expected, got } => write!(
+                f,
+                "the quantization block holds {got} words, the op needs {expected}"
+            ),
+            Self::Channels { expected, got } => write!(
+                f,
+                "the quantization block is for {got} channels, the op has {expected}"
+            ),
+            Self::Scale { channel } => {
+                write!(
+                    f,
+                    "the scale of channel {channel} is not a finite number > 0"
+                )
+            }
+            Self::Reserved => f.write_str("a reserved word of the quantization block is not 0"),
         }
     }
 }

@@ -74,6 +74,8 @@ pub enum Error {
     },
     /// An element count overflows `usize`.
     Overflow,
+    /// A quantization parameter cannot be represented (int8 ops).
+    Quant(crate::quant::QuantError),
 }
 
 impl fmt::Display for Error {
@@ -89,6 +91,7 @@ impl fmt::Display for Error {
                 "operand {operand} holds {got} elements, its shape calls for {expected}"
             ),
             Self::Overflow => f.write_str("element count overflows"),
+            Self::Quant(e) => write!(f, "bad quantization: {e}"),
         }
     }
 }
@@ -354,6 +357,15 @@ pub fn run(
         OpKind::Softmax => softmax(x, dim(shape.last())?, out),
         OpKind::LogSoftmax => log_softmax(x, dim(shape.last())?, out),
         OpKind::ReduceSum => reduce_sum(x, dim(shape.last())?, out),
+        // `check_op` refuses their operands; `int8::run` runs them.
+        OpKind::Conv2DInt8(_)
+        | OpKind::DepthwiseConv2DInt8(_)
+        | OpKind::MatMulInt8 { .. }
+        | OpKind::AddInt8
+        | OpKind::MaxPoolInt8(_)
+        | OpKind::AvgPoolInt8(_)
+        | OpKind::Quantize
+        | OpKind::Dequantize => Err(Error::Shape(ShapeError::DType { operand: 0 })),
         OpKind::Vendor(op) => {
             let rules = op.decl.rules().ok_or(Error::Shape(ShapeError::Overflow))?;
             let mut data: [&[f32]; 3] = [&[]; 3];
@@ -472,7 +484,16 @@ pub fn tolerance(
                 }
             }
         }
-        OpKind::Transpose(_) => tol.fill(0.0),
+        // The int8 ops never get here: `check_op` wants f32 operands.
+        OpKind::Transpose(_)
+        | OpKind::Conv2DInt8(_)
+        | OpKind::DepthwiseConv2DInt8(_)
+        | OpKind::MatMulInt8 { .. }
+        | OpKind::AddInt8
+        | OpKind::MaxPoolInt8(_)
+        | OpKind::AvgPoolInt8(_)
+        | OpKind::Quantize
+        | OpKind::Dequantize => tol.fill(0.0),
         OpKind::Vendor(op) => {
             let bound = op.decl.rules().map_or(Tolerance::EXACT, |r| r.tolerance);
             for (t, &w) in tol.iter_mut().zip(want) {

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use tensorplug_core::accelerator::{Activation, Window};
 use tensorplug_core::quant::{Requantize, Rounding};
 use tensorplug_core::reference::int8::{
-    AddQuant, Int8Layer, Nhwc, Pool, activation_range, add, conv2d, depthwise_conv2d,
+    AddQuant, Int8Layer, Layout, Nhwc, Pool, activation_range, add, conv2d, depthwise_conv2d,
     fully_connected, pool,
 };
 use tensorplug_tests::run_tf_with_plugin;
@@ -152,10 +152,13 @@ fn run(op: &Op, rounding: Rounding) -> Vec<i8> {
         "FULLY_CONNECTED" | "CONV_2D" | "DEPTHWISE_CONV_2D" => multipliers(op),
         _ => Vec::new(),
     };
+    let multipliers: Vec<i32> = requantize.iter().map(|r| r.multiplier).collect();
+    let shifts: Vec<i32> = requantize.iter().map(|r| i32::from(r.shift)).collect();
     let layer = Int8Layer {
         input_zero_point: input.zero_points[0],
         output_zero_point: output.zero_points[0],
-        requantize: &requantize,
+        multipliers: &multipliers,
+        shifts: &shifts,
         rounding,
         min,
         max,
@@ -172,7 +175,7 @@ fn run(op: &Op, rounding: Rounding) -> Vec<i8> {
             fully_connected(
                 &layer,
                 &input.i8s(),
-                &filter.i8s(),
+                (&filter.i8s(), Layout::Ohwi),
                 filter.dims[0],
                 bias.as_deref(),
                 &mut got,
@@ -181,22 +184,31 @@ fn run(op: &Op, rounding: Rounding) -> Vec<i8> {
         "CONV_2D" | "DEPTHWISE_CONV_2D" => {
             let f = filter.unwrap();
             let window = op.window([f.dims[1], f.dims[2]]);
-            let kernel = if op.kind == "CONV_2D" {
-                conv2d
+            let (x, filter) = (input.i8s(), f.i8s());
+            if op.kind == "CONV_2D" {
+                conv2d(
+                    &layer,
+                    &x,
+                    input.nhwc(),
+                    (&filter, dims4(f), Layout::Ohwi),
+                    bias.as_deref(),
+                    &window,
+                    &mut got,
+                    output.nhwc(),
+                )
             } else {
-                depthwise_conv2d
-            };
-            kernel(
-                &layer,
-                &input.i8s(),
-                input.nhwc(),
-                &f.i8s(),
-                dims4(f),
-                bias.as_deref(),
-                &window,
-                &mut got,
-                output.nhwc(),
-            )
+                depthwise_conv2d(
+                    &layer,
+                    &x,
+                    input.nhwc(),
+                    &filter,
+                    dims4(f),
+                    bias.as_deref(),
+                    &window,
+                    &mut got,
+                    output.nhwc(),
+                )
+            }
         }
         "MAX_POOL_2D" | "AVERAGE_POOL_2D" => {
             let size = [

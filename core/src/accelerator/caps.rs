@@ -214,6 +214,12 @@ impl Capabilities {
         }
     }
 
+    /// `self` taking `dtype` too (e.g. [`DType::I8`] for the int8 ops).
+    pub const fn with_dtype(mut self, dtype: DType) -> Self {
+        self.dtypes = self.dtypes.with(dtype);
+        self
+    }
+
     /// `self` running the vendor ops `ops` too.
     pub const fn with_vendor_ops(mut self, ops: &'static [&'static OpDecl]) -> Self {
         self.vendor_ops = VendorOps(ops);

@@ -43,6 +43,17 @@ const fn decl(name: &'static str, code: u16, inputs: u8, form: Form) -> OpDecl {
     }
 }
 
+/// An int8 op: its operands' types are [`OpKind::operand_types`]; its
+/// last input is a quantization block ([`crate::quant::block`]).
+const fn int8(name: &'static str, code: u16, inputs: u8, kind: OpKind) -> OpDecl {
+    OpDecl {
+        dtypes: I8,
+        ..decl(name, code, inputs, Form::Builtin(kind))
+    }
+}
+
+const I8: DTypeSet = DTypeSet::EMPTY.with(DType::I8);
+
 /// tensorplug's ops. An op's index is `code - 1`, its bit in an
 /// [`OpSet`](super::OpSet); append only.
 pub const BUILTIN: &[OpDecl] = &[
@@ -111,6 +122,24 @@ pub const BUILTIN: &[OpDecl] = &[
     unary("Exp", 31),
     unary("Log", 32),
     binary("SquaredDifference", 33),
+    int8("Conv2DInt8", 34, 3, OpKind::Conv2DInt8(WINDOW)),
+    int8(
+        "DepthwiseConv2DInt8",
+        35,
+        3,
+        OpKind::DepthwiseConv2DInt8(WINDOW),
+    ),
+    int8(
+        "MatMulInt8",
+        36,
+        3,
+        OpKind::MatMulInt8 { transpose_b: false },
+    ),
+    int8("AddInt8", 37, 3, OpKind::AddInt8),
+    int8("MaxPoolInt8", 38, 2, OpKind::MaxPoolInt8(WINDOW)),
+    int8("AvgPoolInt8", 39, 2, OpKind::AvgPoolInt8(WINDOW)),
+    int8("Quantize", 40, 2, OpKind::Quantize),
+    int8("Dequantize", 41, 2, OpKind::Dequantize),
 ];
 
 /// The element-wise ops that code names (any member can also be named in a
@@ -292,6 +321,14 @@ impl OpKind {
             Self::AvgPoolGrad(_) => 27,
             Self::FusedConv2D(..) => 28,
             Self::Transpose(_) => 29,
+            Self::Conv2DInt8(_) => 33,
+            Self::DepthwiseConv2DInt8(_) => 34,
+            Self::MatMulInt8 { .. } => 35,
+            Self::AddInt8 => 36,
+            Self::MaxPoolInt8(_) => 37,
+            Self::AvgPoolInt8(_) => 38,
+            Self::Quantize => 39,
+            Self::Dequantize => 40,
         }
     }
 
@@ -308,6 +345,7 @@ impl OpKind {
                 transpose_b,
                 relu,
             } => a[0] = flags(transpose_a, transpose_b, relu),
+            Self::MatMulInt8 { transpose_b } => a[0] = flags(false, transpose_b, false),
             Self::FusedConv2D(w, act) => {
                 put_window(&mut a, &w);
                 a[WINDOW_BYTES] = act as u8;
@@ -334,7 +372,11 @@ impl OpKind {
             | Self::Conv2DBackpropFilter(w)
             | Self::MaxPoolGrad(w)
             | Self::AvgPoolGrad(w)
-            | Self::FusedConv2D(w, _) => Some(w),
+            | Self::FusedConv2D(w, _)
+            | Self::Conv2DInt8(w)
+            | Self::DepthwiseConv2DInt8(w)
+            | Self::MaxPoolInt8(w)
+            | Self::AvgPoolInt8(w) => Some(w),
             _ => None,
         }
     }
@@ -351,6 +393,10 @@ impl OpKind {
             Self::MaxPoolGrad(_) => Self::MaxPoolGrad(w),
             Self::AvgPoolGrad(_) => Self::AvgPoolGrad(w),
             Self::FusedConv2D(_, act) => Self::FusedConv2D(w, act),
+            Self::Conv2DInt8(_) => Self::Conv2DInt8(w),
+            Self::DepthwiseConv2DInt8(_) => Self::DepthwiseConv2DInt8(w),
+            Self::MaxPoolInt8(_) => Self::MaxPoolInt8(w),
+            Self::AvgPoolInt8(_) => Self::AvgPoolInt8(w),
             other => other,
         }
     }
@@ -430,7 +476,15 @@ impl OpDecl {
                 },
                 1,
             ),
-            OpKind::MatMul { .. } | OpKind::FusedMatMul { .. } => return None,
+            OpKind::MatMulInt8 { .. } if a[0] & !TRANSPOSE_B == 0 => (
+                OpKind::MatMulInt8 {
+                    transpose_b: a[0] & TRANSPOSE_B != 0,
+                },
+                1,
+            ),
+            OpKind::MatMul { .. } | OpKind::FusedMatMul { .. } | OpKind::MatMulInt8 { .. } => {
+                return None;
+            }
             OpKind::FusedConv2D(..) => {
                 let act = match a[WINDOW_BYTES] {
                     0 => Activation::None,

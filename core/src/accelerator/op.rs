@@ -3,12 +3,13 @@
 use super::elementwise::{Binary, Unary};
 use super::op_id::{Attrs, OpId};
 use super::shape_error::ShapeError;
-use super::types::{DTypeSet, MAX_RANK, Shape, TensorDesc};
+use super::types::{DType, DTypeSet, MAX_RANK, Shape, TensorDesc};
 use super::vendor::VendorRules;
 use super::window::{Activation, Window, WindowOp, window_shape};
+use crate::quant::block;
 
-/// The ops tensorplug knows, all f32 for now: the families of the
-/// catalogue, each with its attributes. Softmax and reduce-sum work on the
+/// The ops tensorplug knows: the families of the catalogue, each with its
+/// attributes; f32, except the int8 ops at the end. Softmax and reduce-sum work on the
 /// last axis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -78,6 +79,36 @@ pub enum OpKind {
     Transpose([u8; MAX_RANK]),
     /// A vendor's op, declared in the vendor's crate ([`OpDecl::vendor`]).
     Vendor(VendorOp),
+    /// int8 [`Conv2D`](Self::Conv2D), TFLite's `CONV_2D`: inputs `[x i8
+    /// [n,h,w,c], filter i8 [kh,kw,c,oc] (zero point 0), quant i32]`,
+    /// output i8 `[n,oh,ow,oc]`. The quantization block
+    /// ([`crate::quant::block`]) holds the zero points, the clamp, and per
+    /// output channel the int32 bias and requantization.
+    Conv2DInt8(Window),
+    /// int8 [`DepthwiseConv2D`](Self::DepthwiseConv2D), TFLite's
+    /// `DEPTHWISE_CONV_2D`: filter `[kh,kw,c,m]`, block as `Conv2DInt8`.
+    DepthwiseConv2DInt8(Window),
+    /// int8 `x · w`, TFLite's `FULLY_CONNECTED`: inputs `[x i8 [m,k], w i8
+    /// [k,n] (or [n,k] transposed), quant i32]`, output i8 `[m,n]`.
+    MatMulInt8 {
+        /// `w` is stored `[n, k]` (TFLite's layout).
+        transpose_b: bool,
+    },
+    /// int8 `a + b` of one shape, TFLite's `ADD`: inputs `[a i8, b i8,
+    /// quant i32]`.
+    AddInt8,
+    /// int8 [`MaxPool`](Self::MaxPool): inputs `[x i8, quant i32]`; input
+    /// and output share a scale and zero point.
+    MaxPoolInt8(Window),
+    /// int8 [`AvgPool`](Self::AvgPool), rounded half away from zero.
+    AvgPoolInt8(Window),
+    /// `q = clamp(round(x / scale) + zero_point)`, TFLite's `QUANTIZE`:
+    /// inputs `[x f32, quant i32]` (one scale, or one per last-axis
+    /// element), output i8 of `x`'s shape.
+    Quantize,
+    /// `x = scale · (q − zero_point)`, TFLite's `DEQUANTIZE`: inputs `[q i8,
+    /// quant i32]`, output f32.
+    Dequantize,
 }
 
 /// One op of the catalogue: tensorplug's ([`BUILTIN`](super::BUILTIN)) or a vendor's
@@ -182,6 +213,29 @@ impl OpKind {
     pub const fn is_binary(self) -> bool {
         matches!(self, Self::Binary(_))
     }
+
+    /// The element types of the inputs and the output of an op whose
+    /// operands differ (the int8 ops); `None` when all share one type of
+    /// the declaration's [`dtypes`](OpDecl::dtypes).
+    pub const fn operand_types(self) -> Option<(&'static [DType], DType)> {
+        use DType::{F32, I8, I32};
+        match self {
+            Self::Conv2DInt8(_) | Self::DepthwiseConv2DInt8(_) | Self::MatMulInt8 { .. } => {
+                Some((&[I8, I8, I32], I8))
+            }
+            Self::AddInt8 => Some((&[I8, I8, I32], I8)),
+            Self::MaxPoolInt8(_) | Self::AvgPoolInt8(_) => Some((&[I8, I32], I8)),
+            Self::Quantize => Some((&[F32, I32], I8)),
+            Self::Dequantize => Some((&[I8, I32], F32)),
+            _ => None,
+        }
+    }
+
+    /// Whether this is one of the int8 ops (its last input is a
+    /// quantization block).
+    pub const fn is_int8(self) -> bool {
+        self.operand_types().is_some()
+    }
 }
 
 impl OpDesc<'_> {
@@ -197,8 +251,13 @@ impl OpDesc<'_> {
         let out_index = want as u8;
         let dtypes = self.kind.decl().dtypes;
         let first = self.inputs.first().unwrap_or(&self.output).dtype;
+        let signature = self.kind.operand_types();
         for (i, t) in self.inputs.iter().chain([&self.output]).enumerate() {
-            if t.dtype != first || !dtypes.contains(t.dtype) {
+            let ok = match signature {
+                Some((inputs, output)) => t.dtype == inputs.get(i).copied().unwrap_or(output),
+                None => t.dtype == first && dtypes.contains(t.dtype),
+            };
+            if !ok {
                 return Err(ShapeError::DType { operand: i as u8 });
             }
             t.byte_len().ok_or(ShapeError::Overflow)?;
@@ -297,6 +356,37 @@ impl OpDesc<'_> {
                 }
             }
             OpKind::Binary(_) => broadcast_shapes(&shape(0), &shape(1)),
+            OpKind::Conv2DInt8(w) | OpKind::DepthwiseConv2DInt8(w) => {
+                let op = match self.kind {
+                    OpKind::Conv2DInt8(_) => WindowOp::Conv,
+                    _ => WindowOp::Depthwise,
+                };
+                let out = window_shape(op, &w, &shape(0), Some(&shape(1)))?;
+                expect_block(2, &shape(2), 3 * out.last())?;
+                Ok(out)
+            }
+            OpKind::MatMulInt8 { transpose_b } => {
+                let (m, n) = matmul_mn(&shape(0), &shape(1), false, transpose_b)?;
+                expect_block(2, &shape(2), 3 * n)?;
+                Ok(dims(&[m, n]))
+            }
+            OpKind::AddInt8 => {
+                expect_shape(1, &shape(1), &shape(0))?;
+                expect_block(2, &shape(2), block::ADD_WORDS as u64)?;
+                Ok(shape(0))
+            }
+            OpKind::MaxPoolInt8(w) | OpKind::AvgPoolInt8(w) => {
+                let out = window_shape(WindowOp::Pool, &w, &shape(0), None)?;
+                expect_block(1, &shape(1), 0)?;
+                Ok(out)
+            }
+            OpKind::Quantize | OpKind::Dequantize => {
+                let x = shape(0);
+                if shape(1) != dims(&[block::HEADER_WORDS as u64 + 1]) {
+                    expect_block(1, &shape(1), x.last())?;
+                }
+                Ok(x)
+            }
         }
     }
 
@@ -326,12 +416,25 @@ impl OpDesc<'_> {
                 out.saturating_mul(2u64.saturating_mul(k).saturating_add(extra))
             }
             OpKind::Softmax | OpKind::LogSoftmax => input.saturating_mul(5),
-            OpKind::Conv2D(w) | OpKind::FusedConv2D(w, _) => {
+            OpKind::Conv2D(w) | OpKind::FusedConv2D(w, _) | OpKind::Conv2DInt8(w) => {
                 let channels = self.inputs.first().map_or(0, |t| t.shape.last());
                 out.saturating_mul(2 * taps(&w)).saturating_mul(channels)
             }
-            OpKind::DepthwiseConv2D(w) => out.saturating_mul(2 * taps(&w)),
-            OpKind::MaxPool(w) | OpKind::AvgPool(w) => out.saturating_mul(taps(&w)),
+            OpKind::DepthwiseConv2D(w) | OpKind::DepthwiseConv2DInt8(w) => {
+                out.saturating_mul(2 * taps(&w))
+            }
+            OpKind::MatMulInt8 { transpose_b } => {
+                let b = self.inputs.get(1).map_or(Shape::SCALAR, |t| t.shape);
+                let k = match transpose_b {
+                    true => b.last(),
+                    false => b.dims().first().copied().unwrap_or(0),
+                };
+                out.saturating_mul(2u64.saturating_mul(k))
+            }
+            OpKind::MaxPool(w)
+            | OpKind::AvgPool(w)
+            | OpKind::MaxPoolInt8(w)
+            | OpKind::AvgPoolInt8(w) => out.saturating_mul(taps(&w)),
             // As many multiply-adds as the forward convolution: 2·|dy|·taps·c.
             OpKind::Conv2DBackpropInput(w) => input
                 .saturating_mul(2 * taps(&w))
@@ -398,6 +501,11 @@ fn taps(w: &Window) -> u64 {
 fn dims(d: &[u64]) -> Shape {
     // Callers pass at most MAX_RANK dims.
     Shape::new(d).unwrap_or(Shape::SCALAR)
+}
+
+/// A quantization block of `words` words after its header.
+fn expect_block(operand: u8, got: &Shape, words: u64) -> Result<(), ShapeError> {
+    expect_shape(operand, got, &dims(&[block::HEADER_WORDS as u64 + words]))
 }
 
 fn expect_shape(operand: u8, got: &Shape, want: &Shape) -> Result<(), ShapeError> {

@@ -121,6 +121,10 @@ cases! {
     op_fused_conv2d => |s| check_family(s, OpKind::FusedConv2D(Window::new([1, 1]), Activation::None));
     /// Transpose (exact); or refused.
     op_transpose => |s| check_family(s, OpKind::Transpose([0; 6]));
+    /// Every int8 op of the catalogue (`Conv2DInt8` … `Dequantize`), each
+    /// bit for bit against TFLite's reference kernels and with a corrupted
+    /// quantization block refused; or refused as undeclared.
+    op_int8 => |s| ops::check_members(s, crate::accelerator::BUILTIN.iter().map(|d| d.default_kind()).filter(|k| k.is_int8()));
     /// Every vendor op the device declares ([`Capabilities::vendor_ops`]):
     /// each of its own cases against its own reference kernel, within its
     /// tolerance. Skipped when the device declares none.

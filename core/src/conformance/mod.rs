@@ -34,6 +34,7 @@
 //! ```
 
 pub mod cases;
+mod int8;
 mod ops;
 pub(crate) mod support;
 
@@ -336,6 +337,7 @@ macro_rules! __conformance_with_cases {
             op_avg_pool_grad,
             op_fused_conv2d,
             op_transpose,
+            op_int8,
             vendor_ops,
             inconsistent_op_is_invalid_argument,
             out_of_range_access_is_an_error,

@@ -17,13 +17,65 @@ use crate::reference;
 /// One launch: the op, its inputs (dims, data) and the output's dims.
 pub(crate) struct OpCase {
     pub(crate) kind: OpKind,
-    pub(crate) inputs: Vec<(Vec<u64>, Vec<f32>)>,
+    pub(crate) inputs: Vec<(Vec<u64>, Values)>,
     pub(crate) out: Vec<u64>,
+}
+
+/// A tensor's elements, of the type the op's operand has.
+#[derive(Clone, Debug)]
+pub(crate) enum Values {
+    F32(Vec<f32>),
+    I8(Vec<i8>),
+    I32(Vec<i32>),
+}
+
+impl Values {
+    pub(crate) fn dtype(&self) -> DType {
+        match self {
+            Self::F32(_) => DType::F32,
+            Self::I8(_) => DType::I8,
+            Self::I32(_) => DType::I32,
+        }
+    }
+
+    /// Little-endian bytes, as device memory holds them.
+    pub(crate) fn bytes(&self) -> Vec<u8> {
+        match self {
+            Self::F32(v) => super::support::to_bytes(v),
+            Self::I8(v) => v.iter().map(|&x| x as u8).collect(),
+            Self::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        }
+    }
+
+    /// The f32 elements (none for another type).
+    pub(crate) fn floats(&self) -> &[f32] {
+        match self {
+            Self::F32(v) => v,
+            _ => &[],
+        }
+    }
+
+    pub(crate) fn as_data(&self) -> reference::int8::Data<'_> {
+        match self {
+            Self::F32(v) => reference::int8::Data::F32(v),
+            Self::I8(v) => reference::int8::Data::I8(v),
+            Self::I32(v) => reference::int8::Data::I32(v),
+        }
+    }
 }
 
 impl OpCase {
     fn new(kind: OpKind, inputs: Vec<(Vec<u64>, Vec<f32>)>, out: Vec<u64>) -> Self {
+        let inputs = inputs
+            .into_iter()
+            .map(|(d, v)| (d, Values::F32(v)))
+            .collect();
         Self { kind, inputs, out }
+    }
+
+    /// The output's element type.
+    pub(crate) fn out_dtype(&self) -> DType {
+        self.kind.operand_types().map_or(DType::F32, |(_, out)| out)
     }
 
     /// `kind [dims] [dims] -> [dims]`, for messages.
@@ -385,6 +437,7 @@ pub(crate) fn cases_for(family: OpKind) -> Vec<OpCase> {
         OpKind::Transpose(_) => transpose_cases(),
         OpKind::ReduceSum => reduce_sum_cases(),
         OpKind::Vendor(op) => vendor_cases(op),
+        _ => super::int8::cases(family),
     }
 }
 
@@ -452,7 +505,7 @@ impl Staged {
         OpDesc {
             kind: case.kind,
             inputs: &self.inputs,
-            output: TensorDesc::new(self.out, DType::F32, shape(&case.out)),
+            output: TensorDesc::new(self.out, case.out_dtype(), shape(&case.out)),
             op_id,
         }
     }
@@ -467,13 +520,14 @@ pub(crate) fn stage<F: Fixture>(
 ) -> Check<Staged> {
     let mut inputs = Vec::new();
     for (dims, data) in &case.inputs {
-        let addr = s.alloc((data.len() * 4) as u64, 64)?;
-        if !data.is_empty() {
-            s.write(addr, &super::support::to_bytes(data))?;
+        let bytes = data.bytes();
+        let addr = s.alloc(bytes.len() as u64, 64)?;
+        if !bytes.is_empty() {
+            s.write(addr, &bytes)?;
         }
-        inputs.push(TensorDesc::new(addr, DType::F32, shape(dims)));
+        inputs.push(TensorDesc::new(addr, data.dtype(), shape(dims)));
     }
-    let out_bytes = elements(&case.out) * 4 + extra;
+    let out_bytes = elements(&case.out) * case.out_dtype().size() + extra;
     let out = s.alloc(out_bytes as u64, 64)?;
     if out_bytes > 0 {
         s.write(out, &sentinel(out_bytes))?;
@@ -511,6 +565,15 @@ pub(crate) fn run_on_device<F: Fixture>(
     case: &OpCase,
     op_id: u16,
 ) -> Check<Vec<f32>> {
+    Ok(super::support::to_floats(&run_for_bytes(s, case, op_id)?))
+}
+
+/// Runs `case` on the device and returns its output's bytes.
+pub(crate) fn run_for_bytes<F: Fixture>(
+    s: &mut Scope<'_, F>,
+    case: &OpCase,
+    op_id: u16,
+) -> Check<Vec<u8>> {
     let staged = stage(s, case, 0)?;
     let q = s.cfg.queue;
     let label = case.label();
@@ -519,11 +582,11 @@ pub(crate) fn run_on_device<F: Fixture>(
         .launch(q, &staged.op(case, op_id))
         .ctx(format_args!("launch {label}"))?;
     s.wait(fence, &label)?;
-    let n = elements(&case.out);
+    let n = elements(&case.out) * case.out_dtype().size();
     let got = if n == 0 {
         Vec::new()
     } else {
-        s.download(staged.out, n)?
+        s.read(staged.out, n)?
     };
     unstage(s, staged)?;
     Ok(got)
@@ -534,7 +597,7 @@ pub(crate) fn expected(case: &OpCase) -> Check<(Vec<f32>, Vec<f32>)> {
     let ins: Vec<(&[f32], Shape)> = case
         .inputs
         .iter()
-        .map(|(d, v)| (v.as_slice(), shape(d)))
+        .map(|(d, v)| (v.floats(), shape(d)))
         .collect();
     let n = elements(&case.out);
     let (mut want, mut tol) = (vec![0.0; n], vec![0.0; n]);
@@ -596,8 +659,11 @@ pub(crate) fn compare(case: &OpCase, got: &[f32]) -> Check<f64> {
 pub(crate) fn check_family<F: Fixture>(s: &mut Scope<'_, F>, family: OpKind) -> Check<Outcome> {
     let caps = s.dev().info().capabilities;
     let cases = cases_for(family);
-    if !caps.supports(family, DType::F32) {
+    if !caps.supports(family, compute_type(family)) {
         return refused(s, family, &cases[0]);
+    }
+    if family.is_int8() {
+        return super::int8::check(s, &cases);
     }
     let mut worst = 0.0f64;
     for (i, case) in cases.iter().enumerate() {
@@ -620,7 +686,11 @@ pub(crate) fn check_members<F: Fixture>(
     for kind in members {
         check_family(s, kind)
             .map_err(|e| super::support::Fail(format!("{}: {}", kind.name(), e.0)))?;
-        if s.dev().info().capabilities.supports(kind, DType::F32) {
+        if s.dev()
+            .info()
+            .capabilities
+            .supports(kind, compute_type(kind))
+        {
             ran.push(kind.name());
         } else {
             refused.push(kind.name());
@@ -635,6 +705,16 @@ pub(crate) fn check_members<F: Fixture>(
         list(ran),
         list(refused)
     )))
+}
+
+/// The element type a device declares to run `kind`: i8 for the int8
+/// ops, f32 for the rest.
+pub(crate) fn compute_type(kind: OpKind) -> DType {
+    if kind.is_int8() {
+        DType::I8
+    } else {
+        DType::F32
+    }
 }
 
 /// An undeclared op must be refused at launch and leave its output alone.

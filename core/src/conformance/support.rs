@@ -129,10 +129,6 @@ impl<'a, F: Fixture> Scope<'a, F> {
             .ctx(format_args!("wait for {what} (fence {})", fence.0))
     }
 
-    pub(crate) fn download(&mut self, addr: DeviceAddr, n: usize) -> Check<Vec<f32>> {
-        Ok(to_floats(&self.read(addr, n * 4)?))
-    }
-
     /// Writes 333 bytes to a fresh buffer and reads them back.
     pub(crate) fn round_trip(&mut self, what: &str) -> Check {
         let data = bytes(333, 0xC0FFEE);

@@ -141,6 +141,50 @@ impl HostDevice {
             .collect()
     }
 
+    /// An int8 op, run at once with the reference (the suite's writes are
+    /// blocking); a quantization block it refuses fails the launch.
+    fn launch_int8(&mut self, op: &OpDesc<'_>) -> Result<Fence, HostError> {
+        use crate::reference::int8::{self, Data, DataMut};
+        let invalid = || HostError(ErrorKind::InvalidArgument);
+        let mut bytes = Vec::new();
+        for t in op.inputs {
+            bytes.push(self.mem[self.range(t.addr, t.byte_len().ok_or_else(invalid)?)?].to_vec());
+        }
+        let typed: Vec<ops::Values> = op
+            .inputs
+            .iter()
+            .zip(&bytes)
+            .map(|(t, b)| match t.dtype {
+                DType::I8 => ops::Values::I8(b.iter().map(|&v| v as i8).collect()),
+                DType::I32 => ops::Values::I32(
+                    b.chunks_exact(4)
+                        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                        .collect(),
+                ),
+                _ => ops::Values::F32(super::support::to_floats(b)),
+            })
+            .collect();
+        let inputs: Vec<(Data<'_>, Shape)> = typed
+            .iter()
+            .zip(op.inputs)
+            .map(|(v, t)| (v.as_data(), t.shape))
+            .collect();
+        let out = self.range(op.output.addr, op.output.byte_len().ok_or_else(invalid)?)?;
+        let n = out.len() / op.output.dtype.size();
+        let result = if op.output.dtype == DType::F32 {
+            let mut o = vec![0f32; n];
+            int8::run(op.kind, &inputs, op.output.shape, DataMut::F32(&mut o))
+                .map_err(|_| invalid())?;
+            super::support::to_bytes(&o)
+        } else {
+            let mut o = vec![0i8; n];
+            int8::run(op.kind, &inputs, op.output.shape, DataMut::I8(&mut o))
+                .map_err(|_| invalid())?;
+            o.iter().map(|&v| v as u8).collect()
+        };
+        Ok(self.command(move |d| d.mem[out].copy_from_slice(&result)))
+    }
+
     fn do_fill(&mut self, dst: DeviceAddr, len: usize, pattern: u32) {
         if let Ok(r) = self.range(dst, len) {
             let p = if self.bugs.fill_big_endian {
@@ -172,7 +216,9 @@ impl Accelerator for HostDevice {
             2,
         )
         .with_capabilities(
-            Capabilities::f32(self.ops, self.declares_profiling).with_vendor_ops(self.vendor_ops),
+            Capabilities::f32(self.ops, self.declares_profiling)
+                .with_dtype(DType::I8)
+                .with_vendor_ops(self.vendor_ops),
         )
     }
 
@@ -290,9 +336,12 @@ impl Accelerator for HostDevice {
             op.validate()
                 .map_err(|_| HostError(ErrorKind::InvalidArgument))?;
         }
-        let declared = self.info().capabilities.supports(op.kind, DType::F32);
+        let declared = (self.info().capabilities).supports(op.kind, ops::compute_type(op.kind));
         if !declared && !self.bugs.accepts_undeclared {
             return err(ErrorKind::Unsupported);
+        }
+        if op.kind.is_int8() {
+            return self.launch_int8(op);
         }
         let mut inputs = Vec::new();
         for t in op.inputs {
@@ -668,6 +717,7 @@ fn every_declared_op_has_its_case_cases_and_a_reference_kernel() {
         let family_case = match decl.form {
             Form::Unary(_) => Some("op_unary"),
             Form::Binary(_) => Some("op_binary"),
+            _ if decl.default_kind().is_int8() => Some("op_int8"),
             _ => case_of(decl.name),
         };
         assert!(
@@ -679,6 +729,16 @@ fn every_declared_op_has_its_case_cases_and_a_reference_kernel() {
         assert!(!cases.is_empty(), "{}: no conformance cases", decl.name);
         for case in cases {
             assert_eq!(case.kind.decl().id, decl.id, "{}", case.label());
+            if case.kind.is_int8() {
+                let ran = super::int8::expected(&case);
+                assert!(
+                    ran.is_ok(),
+                    "{}: {:?}",
+                    case.label(),
+                    ran.err().map(|e| e.0)
+                );
+                continue;
+            }
             let shapes: Vec<Shape> = case
                 .inputs
                 .iter()
@@ -688,7 +748,7 @@ fn every_declared_op_has_its_case_cases_and_a_reference_kernel() {
                 .inputs
                 .iter()
                 .zip(&shapes)
-                .map(|((_, data), s)| (data.as_slice(), *s))
+                .map(|((_, data), s)| (data.floats(), *s))
                 .collect();
             let out_shape = Shape::new(&case.out).unwrap();
             let mut out = vec![0.0; out_shape.elements().unwrap() as usize];
@@ -792,4 +852,28 @@ fn vendor_ops_are_checked_against_their_own_reference_and_refused_when_undeclare
             got: 0
         })
     ));
+}
+
+#[test]
+fn the_int8_cases_exercise_the_range_not_the_clamp() {
+    use crate::accelerator::BUILTIN;
+    for decl in BUILTIN.iter().filter(|d| d.default_kind().is_int8()) {
+        for case in ops::cases_for(decl.default_kind()) {
+            let out = super::int8::expected(&case).unwrap();
+            if case.kind == OpKind::Dequantize {
+                continue;
+            }
+            let clamped = out.iter().filter(|&&b| b == 0x80 || b == 0x7F).count();
+            let mut distinct = out.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            assert!(
+                clamped * 4 <= out.len() && distinct.len() * 4 >= out.len().min(60),
+                "{}: {clamped} of {} outputs at ±128/127, {} distinct",
+                case.label(),
+                out.len(),
+                distinct.len()
+            );
+        }
+    }
 }

@@ -6,17 +6,23 @@ use super::{Error, check_len};
 use crate::accelerator::{Activation, Window};
 use crate::quant::{Requantize, Rounding};
 
-/// The quantization of one int8 layer: zero points, one [`Requantize`] per
-/// output channel (or one for all), and the output clamp.
+mod run;
+pub use run::{Data, DataMut, run};
+
+/// The quantization of one int8 layer: zero points, one requantization
+/// (a Q31 multiplier and a shift, as [`Requantize`]) per output channel or
+/// one for all, and the output clamp.
 #[derive(Clone, Copy, Debug)]
 pub struct Int8Layer<'a> {
     /// The input's zero point (`input = scale · (q − zero_point)`).
     pub input_zero_point: i32,
     /// The output's zero point.
     pub output_zero_point: i32,
-    /// `input_scale · weight_scale[c] / output_scale` per output channel,
-    /// or one value for all of them.
-    pub requantize: &'a [Requantize],
+    /// The Q31 multipliers of `input_scale · weight_scale[c] /
+    /// output_scale`, per output channel or one for all.
+    pub multipliers: &'a [i32],
+    /// Their shifts, as many, each in `[−31, 30]` ([`Requantize::new`]).
+    pub shifts: &'a [i32],
     /// Which of TFLite's builds to match ([`Rounding`]).
     pub rounding: Rounding,
     /// The clamp after requantization ([`activation_range`]).
@@ -28,12 +34,39 @@ pub struct Int8Layer<'a> {
 impl Int8Layer<'_> {
     /// Output channel `c`'s accumulator `acc` as an int8 output.
     fn output(&self, c: usize, acc: i32) -> i8 {
-        let r = self.requantize[if self.requantize.len() == 1 { 0 } else { c }];
+        let i = if self.multipliers.len() == 1 { 0 } else { c };
+        let r = Requantize {
+            multiplier: self.multipliers[i],
+            shift: self.shifts[i] as i8,
+        };
         let v = r
             .apply(acc, self.rounding)
             .wrapping_add(self.output_zero_point);
         v.clamp(self.min, self.max) as i8
     }
+
+    /// Checks one requantization per channel of `channels` (or one for
+    /// all), each representable.
+    fn check(&self, channels: usize) -> Result<(), Error> {
+        if self.multipliers.len() != 1 {
+            check_len(2, channels, self.multipliers.len())?;
+        }
+        check_len(2, self.multipliers.len(), self.shifts.len())?;
+        for (&m, &s) in self.multipliers.iter().zip(self.shifts) {
+            Requantize::new(m, s).map_err(Error::Quant)?;
+        }
+        Ok(())
+    }
+}
+
+/// Where a filter keeps its output channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Outermost, TFLite's: a convolution filter `[oc, kh, kw, c]` (OHWI),
+    /// a fully-connected one `[oc, depth]`.
+    Ohwi,
+    /// Innermost, TF's: `[kh, kw, c, oc]` (HWIO), `[depth, oc]`.
+    Hwio,
 }
 
 /// The int8 output range of a fused activation, as TFLite's
@@ -52,11 +85,12 @@ pub fn activation_range(activation: Activation, scale: f32, zero_point: i32) -> 
 /// TFLite's int8 `FULLY_CONNECTED` (per-channel or per-tensor weights, zero
 /// weight zero point): `out[b][c] = clamp(requantize_c(Σ_d (x[b][d] −
 /// input_zp) · w[c][d] + bias[c]) + output_zp)`. `input` is `[batches][depth]`,
-/// `filter` `[channels][depth]`, `bias` `[channels]`, `out` `[batches][channels]`.
+/// `filter` `[channels][depth]` ([`Layout::Ohwi`]) or `[depth][channels]`,
+/// `bias` `[channels]`, `out` `[batches][channels]`.
 pub fn fully_connected(
     layer: &Int8Layer<'_>,
     input: &[i8],
-    filter: &[i8],
+    (filter, layout): (&[i8], Layout),
     channels: usize,
     bias: Option<&[i32]>,
     out: &mut [i8],
@@ -75,16 +109,18 @@ pub fn fully_connected(
     let batches = input.len().checked_div(depth).unwrap_or(0);
     check_len(0, batches * depth, input.len())?;
     check_len(3, batches * channels, out.len())?;
-    if layer.requantize.len() != 1 {
-        check_len(1, channels, layer.requantize.len())?;
-    }
+    layer.check(channels)?;
+    let weight = |c: usize, d: usize| match layout {
+        Layout::Ohwi => filter[c * depth + d],
+        Layout::Hwio => filter[d * channels + c],
+    };
     for (b, row) in out.chunks_exact_mut(channels).enumerate() {
         let x = &input[b * depth..][..depth];
         for (c, o) in row.iter_mut().enumerate() {
-            let w = &filter[c * depth..][..depth];
             let mut acc = bias.map_or(0, |bias| bias[c]);
-            for (&xv, &wv) in x.iter().zip(w) {
-                acc = acc.wrapping_add((i32::from(xv) - layer.input_zero_point) * i32::from(wv));
+            for (d, &xv) in x.iter().enumerate() {
+                let w = i32::from(weight(c, d));
+                acc = acc.wrapping_add((i32::from(xv) - layer.input_zero_point) * w);
             }
             *o = layer.output(c, acc);
         }
@@ -95,8 +131,9 @@ pub fn fully_connected(
 /// An NHWC tensor's dimensions `[n, h, w, c]`.
 pub type Nhwc = [usize; 4];
 
-/// The TFLite layout of a convolution filter: `[out_channels, kh, kw,
-/// in_channels]` (OHWI); a depthwise filter is `[1, kh, kw, out_channels]`.
+/// A convolution filter's dimensions in its [`Layout`]: `[oc, kh, kw, c]`
+/// or `[kh, kw, c, oc]`. A depthwise filter is `[1, kh, kw, oc]` in TFLite
+/// and `[kh, kw, c, m]` in TF, the same bytes: give it as the former.
 pub type Ohwi = [usize; 4];
 
 /// Output channel `c`, input position `(y, x)` of window `(oy, ox)`'s tap
@@ -153,6 +190,7 @@ fn convolve(
 /// The lengths a convolution's operands must have: each its dims' element
 /// count, the bias `oc`, the output `oc` channels of the input's batch.
 fn check_operands(
+    layer: &Int8Layer<'_>,
     (input, input_dims): (&[i8], Nhwc),
     (filter, filter_dims): (&[i8], Ohwi),
     oc: usize,
@@ -166,11 +204,12 @@ fn check_operands(
     }
     check_len(3, elements(&out_dims), out.len())?;
     check_len(3, oc, out_dims[3])?;
-    check_len(3, input_dims[0], out_dims[0])
+    check_len(3, input_dims[0], out_dims[0])?;
+    layer.check(oc)
 }
 
 /// TFLite's int8 `CONV_2D` (`reference_integer_ops::ConvPerChannel`):
-/// per-channel weights (zero point 0) in OHWI, padding reads the input's
+/// per-channel weights (zero point 0) in `layout`, padding reads the input's
 /// zero point (it adds nothing), the bias and requantization per output
 /// channel. `window` gives the filter size, strides, dilations and the
 /// top/left padding (`pad[0]`, `pad[2]`).
@@ -179,16 +218,19 @@ pub fn conv2d(
     layer: &Int8Layer<'_>,
     input: &[i8],
     input_dims: Nhwc,
-    filter: &[i8],
-    filter_dims: Ohwi,
+    (filter, filter_dims, layout): (&[i8], Ohwi, Layout),
     bias: Option<&[i32]>,
     window: &Window,
     out: &mut [i8],
     out_dims: Nhwc,
 ) -> Result<(), Error> {
     let [_, h, w, c] = input_dims;
-    let [oc, kh, kw, fc] = filter_dims;
+    let [oc, kh, kw, fc] = match (layout, filter_dims) {
+        (Layout::Ohwi, dims) => dims,
+        (Layout::Hwio, [kh, kw, fc, oc]) => [oc, kh, kw, fc],
+    };
     check_operands(
+        layer,
         (input, input_dims),
         (filter, filter_dims),
         oc,
@@ -198,9 +240,12 @@ pub fn conv2d(
     check_len(1, c, fc)?;
     let taps = |b: usize, y: usize, x: usize, o: usize, fy: usize, fx: usize| {
         let xs = &input[((b * h + y) * w + x) * c..][..c];
-        let ws = &filter[((o * kh + fy) * kw + fx) * c..][..c];
-        xs.iter().zip(ws).fold(0i32, |acc, (&xv, &wv)| {
-            acc.wrapping_add((i32::from(xv) - layer.input_zero_point) * i32::from(wv))
+        let weight = |i: usize| match layout {
+            Layout::Ohwi => filter[((o * kh + fy) * kw + fx) * c + i],
+            Layout::Hwio => filter[((fy * kw + fx) * c + i) * oc + o],
+        };
+        xs.iter().enumerate().fold(0i32, |acc, (i, &xv)| {
+            acc.wrapping_add((i32::from(xv) - layer.input_zero_point) * i32::from(weight(i)))
         })
     };
     convolve(layer, [h, w], [kh, kw], bias, window, out, out_dims, taps);
@@ -225,6 +270,7 @@ pub fn depthwise_conv2d(
     let [_, h, w, c] = input_dims;
     let [_, kh, kw, oc] = filter_dims;
     check_operands(
+        layer,
         (input, input_dims),
         (filter, filter_dims),
         oc,
@@ -394,24 +440,36 @@ mod tests {
     #[test]
     fn a_small_layer_by_hand_and_inconsistent_lengths() {
         // M = 0.5: 2·(x − zp)·w halved, then + 3.
-        let half = [Requantize::from_real(0.5).unwrap()];
+        let half = Requantize::from_real(0.5).unwrap();
         let layer = Int8Layer {
             input_zero_point: 1,
             output_zero_point: 3,
-            requantize: &half,
+            multipliers: &[half.multiplier],
+            shifts: &[i32::from(half.shift)],
             rounding: Rounding::Double,
             min: -128,
             max: 127,
         };
         let (x, w, bias) = ([5i8, -3], [2i8, 4, -1, 1], [10i32, -10]);
         let mut out = [0i8; 2];
-        fully_connected(&layer, &x, &w, 2, Some(&bias), &mut out).unwrap();
+        let fc = |w: (&[i8], Layout), channels, bias, out: &mut [i8]| {
+            fully_connected(&layer, &x, w, channels, bias, out)
+        };
+        fc((&w, Layout::Ohwi), 2, Some(&bias), &mut out).unwrap();
         // c0: (4·2 + −4·4 + 10)·0.5 + 3 = 4; c1: (−4 − 4 − 10)·0.5 + 3 = −6.
         assert_eq!(out, [4, -6]);
+        // The same filter stored [depth][channels].
+        fc((&[2, -1, 4, 1], Layout::Hwio), 2, Some(&bias), &mut out).unwrap();
+        assert_eq!(out, [4, -6]);
         let mut short = [0i8; 1];
-        assert!(fully_connected(&layer, &x, &w, 2, Some(&bias), &mut short).is_err());
-        assert!(fully_connected(&layer, &x, &w, 3, None, &mut out).is_err());
-        assert!(fully_connected(&layer, &x, &w, 2, Some(&bias[..1]), &mut out).is_err());
+        assert!(fc((&w, Layout::Ohwi), 2, Some(&bias), &mut short).is_err());
+        assert!(fc((&w, Layout::Ohwi), 3, None, &mut out).is_err());
+        assert!(fc((&w, Layout::Ohwi), 2, Some(&bias[..1]), &mut out).is_err());
+        let bad = Int8Layer {
+            shifts: &[31],
+            ..layer
+        };
+        assert!(fully_connected(&bad, &x, (&w, Layout::Ohwi), 2, None, &mut out).is_err());
     }
 
     #[test]

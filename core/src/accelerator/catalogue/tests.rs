@@ -52,6 +52,9 @@ fn every_op_round_trips_its_attributes() {
         OpKind::AvgPoolGrad(window()),
         OpKind::FusedConv2D(window(), Activation::Relu6),
         OpKind::Transpose([2, 0, 1, 0, 0, 0]),
+        OpKind::Conv2DInt8(window()),
+        OpKind::AvgPoolInt8(window()),
+        OpKind::MatMulInt8 { transpose_b: true },
     ];
     for kind in kinds
         .into_iter()
@@ -89,6 +92,10 @@ fn stray_attribute_bytes_are_refused() {
     let mut a = Attrs::default();
     a.0[MAX_RANK] = 1;
     assert_eq!(OpKind::Transpose([0; MAX_RANK]).decl().kind(&a), None);
+    let mut a = Attrs::default();
+    a.0[0] = TRANSPOSE_A;
+    let int8 = OpKind::MatMulInt8 { transpose_b: false };
+    assert_eq!(int8.decl().kind(&a), None);
 }
 
 /// `docs/ops.md`'s catalogue table, from `BUILTIN`.
@@ -102,6 +109,7 @@ fn docs_table() -> std::string::String {
         let attrs = match kind {
             OpKind::MatMul { .. } => "flags: transpose a, b (1)",
             OpKind::FusedMatMul { .. } => "flags: transpose a, b, ReLU (1)",
+            OpKind::MatMulInt8 { .. } => "flags: transpose b (1)",
             OpKind::FusedConv2D(..) => "window (20), activation (1)",
             OpKind::Transpose(_) => "perm (6)",
             k if k.window().is_some() => "window (20)",
@@ -110,16 +118,23 @@ fn docs_table() -> std::string::String {
         let family = match decl.form {
             Form::Unary(_) => "unary",
             Form::Binary(_) => "binary",
+            _ if kind.is_int8() => "int8",
             _ => "its own",
         };
-        let dtypes: std::vec::Vec<&str> = decl.dtypes.iter().map(DType::name).collect();
+        let dtypes = match kind.operand_types() {
+            Some((inputs, output)) => {
+                let inputs: std::vec::Vec<&str> = inputs.iter().map(|d| d.name()).collect();
+                std::format!("{} → {}", inputs.join(", "), output.name())
+            }
+            None => {
+                let all: std::vec::Vec<&str> = decl.dtypes.iter().map(DType::name).collect();
+                all.join(", ")
+            }
+        };
         writeln!(
             t,
             "| {} | `{}` | {family} | {} | {} | {attrs} |",
-            decl.id.code,
-            decl.name,
-            decl.inputs,
-            dtypes.join(", ")
+            decl.id.code, decl.name, decl.inputs, dtypes
         )
         .unwrap();
     }

@@ -1,0 +1,269 @@
+//! The quantization block: the `i32` operand every int8 op takes last.
+//!
+//! Eight header words, then the op's per-channel or per-op words
+//! (`docs/device-numerics.md`, "The quantization block"):
+//!
+//! | word | meaning |
+//! |---|---|
+//! | 0 | the first input's zero point |
+//! | 1 | the second input's zero point (`AddInt8`; else 0) |
+//! | 2 | the output's zero point |
+//! | 3, 4 | the output clamp `[min, max]` (the fused activation) |
+//! | 5 | the rounding: 0 double, 1 single ([`Rounding`]) |
+//! | 6 | `C`, the per-channel count of the words that follow |
+//! | 7 | reserved, 0 |
+//!
+//! After the header: a convolution or `MatMulInt8` has `bias[C]`,
+//! `multiplier[C]`, `shift[C]` (`C` = output channels); `AddInt8` has
+//! `C` = 0 and six words (multiplier, shift) for input 0, input 1 and the
+//! output; the pools have nothing; `Quantize` and `Dequantize` have
+//! `scale[C]` as `f32` bits (`C` = 1 per tensor, or the last axis).
+
+use super::{QuantError, Requantize, Rounding};
+
+/// Words in the header.
+pub const HEADER_WORDS: usize = 8;
+/// Words after `AddInt8`'s header.
+pub const ADD_WORDS: usize = 6;
+
+/// The header of a quantization block, checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct QuantHeader {
+    /// The inputs' zero points (the second is `AddInt8`'s).
+    pub zero_points: [i32; 2],
+    /// The output's zero point.
+    pub output_zero_point: i32,
+    /// The output clamp's lower end.
+    pub min: i32,
+    /// Its upper end.
+    pub max: i32,
+    /// Which of TFLite's requantization builds.
+    pub rounding: Rounding,
+    /// Per-channel entries after the header.
+    pub channels: u32,
+}
+
+const I8_RANGE: core::ops::RangeInclusive<i32> = -128..=127;
+
+impl QuantHeader {
+    /// The header's words.
+    pub const fn words(&self) -> [i32; HEADER_WORDS] {
+        [
+            self.zero_points[0],
+            self.zero_points[1],
+            self.output_zero_point,
+            self.min,
+            self.max,
+            self.rounding as i32,
+            self.channels as i32,
+            0,
+        ]
+    }
+
+    /// The header of `block`, checked: every zero point and the clamp in
+    /// int8's range, `min ≤ max`, a known rounding, the reserved word 0.
+    pub fn parse(block: &[i32]) -> Result<Self, QuantError> {
+        let w = block.get(..HEADER_WORDS).ok_or(QuantError::BlockLength {
+            expected: HEADER_WORDS as u32,
+            got: block.len() as u32,
+        })?;
+        for &value in [w[0], w[1], w[2]].iter() {
+            if !I8_RANGE.contains(&value) {
+                return Err(QuantError::ZeroPoint { value });
+            }
+        }
+        let (min, max) = (w[3], w[4]);
+        if !I8_RANGE.contains(&min) || !I8_RANGE.contains(&max) || min > max {
+            return Err(QuantError::Clamp { min, max });
+        }
+        let rounding = match w[5] {
+            0 => Rounding::Double,
+            1 => Rounding::Single,
+            value => return Err(QuantError::Rounding { value }),
+        };
+        if w[7] != 0 || w[6] < 0 {
+            return Err(QuantError::Reserved);
+        }
+        Ok(Self {
+            zero_points: [w[0], w[1]],
+            output_zero_point: w[2],
+            min,
+            max,
+            rounding,
+            channels: w[6] as u32,
+        })
+    }
+
+    /// The header, after checking that `block` holds it and exactly
+    /// `channels` entries of `per_channel` words plus `extra` words.
+    pub fn parse_sized(
+        block: &[i32],
+        channels: usize,
+        per_channel: usize,
+        extra: usize,
+    ) -> Result<Self, QuantError> {
+        let header = Self::parse(block)?;
+        if header.channels as usize != channels {
+            return Err(QuantError::Channels {
+                expected: channels as u32,
+                got: header.channels,
+            });
+        }
+        let expected = HEADER_WORDS + channels * per_channel + extra;
+        if block.len() != expected {
+            return Err(QuantError::BlockLength {
+                expected: expected as u32,
+                got: block.len() as u32,
+            });
+        }
+        Ok(header)
+    }
+}
+
+/// A convolution's or `MatMulInt8`'s block: the header and, per output
+/// channel, its bias and requantization (each checked).
+#[derive(Clone, Copy, Debug)]
+pub struct PerChannel<'a> {
+    /// The header.
+    pub header: QuantHeader,
+    /// `bias[C]`.
+    pub bias: &'a [i32],
+    /// `multiplier[C]`.
+    pub multipliers: &'a [i32],
+    /// `shift[C]`.
+    pub shifts: &'a [i32],
+}
+
+impl<'a> PerChannel<'a> {
+    /// `block` for `channels` output channels.
+    pub fn parse(block: &'a [i32], channels: usize) -> Result<Self, QuantError> {
+        let header = QuantHeader::parse_sized(block, channels, 3, 0)?;
+        let rest = &block[HEADER_WORDS..];
+        let (bias, rest) = rest.split_at(channels);
+        let (multipliers, shifts) = rest.split_at(channels);
+        for (&m, &s) in multipliers.iter().zip(shifts) {
+            Requantize::new(m, s)?;
+        }
+        Ok(Self {
+            header,
+            bias,
+            multipliers,
+            shifts,
+        })
+    }
+}
+
+/// `AddInt8`'s block: the header and the three requantizations.
+pub fn parse_add(block: &[i32]) -> Result<(QuantHeader, [Requantize; 3]), QuantError> {
+    let header = QuantHeader::parse_sized(block, 0, 0, ADD_WORDS)?;
+    let w = &block[HEADER_WORDS..];
+    let r = |i: usize| Requantize::new(w[2 * i], w[2 * i + 1]);
+    Ok((header, [r(0)?, r(1)?, r(2)?]))
+}
+
+/// `Quantize`'s or `Dequantize`'s block for a tensor whose last axis is
+/// `last`: one scale, or one per element of that axis; each finite and > 0.
+pub fn parse_scales(block: &[i32], last: usize) -> Result<(QuantHeader, &[i32]), QuantError> {
+    let header = QuantHeader::parse(block)?;
+    let channels = if header.channels == 1 { 1 } else { last };
+    let header = QuantHeader::parse_sized(block, channels, 1, 0)?;
+    let scales = &block[HEADER_WORDS..];
+    for (channel, &bits) in scales.iter().enumerate() {
+        let s = f32::from_bits(bits as u32);
+        if !(s.is_finite() && s > 0.0) {
+            return Err(QuantError::Scale {
+                channel: channel as u32,
+            });
+        }
+    }
+    Ok((header, scales))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(channels: u32) -> QuantHeader {
+        QuantHeader {
+            zero_points: [-3, 0],
+            output_zero_point: 5,
+            min: -128,
+            max: 127,
+            rounding: Rounding::Single,
+            channels,
+        }
+    }
+
+    #[test]
+    fn a_header_round_trips_and_bad_words_are_named() {
+        let h = header(2);
+        assert_eq!(QuantHeader::parse(&h.words()), Ok(h));
+        let bad = |i: usize, v: i32| {
+            let mut w = h.words();
+            w[i] = v;
+            QuantHeader::parse(&w)
+        };
+        assert_eq!(bad(0, 128), Err(QuantError::ZeroPoint { value: 128 }));
+        assert_eq!(bad(2, -129), Err(QuantError::ZeroPoint { value: -129 }));
+        assert_eq!(
+            bad(4, -129),
+            Err(QuantError::Clamp {
+                min: -128,
+                max: -129
+            })
+        );
+        let mut w = h.words();
+        (w[3], w[4]) = (9, 8);
+        assert_eq!(
+            QuantHeader::parse(&w),
+            Err(QuantError::Clamp { min: 9, max: 8 })
+        );
+        assert_eq!(bad(5, 2), Err(QuantError::Rounding { value: 2 }));
+        assert_eq!(bad(7, 1), Err(QuantError::Reserved));
+        assert!(QuantHeader::parse(&h.words()[..7]).is_err());
+    }
+
+    #[test]
+    fn per_channel_blocks_check_length_count_and_each_multiplier() {
+        let mut block = h_words(2);
+        block.extend_from_slice(&[7, -7, 1 << 30, 1 << 30, -1, 3]);
+        let p = PerChannel::parse(&block, 2).unwrap();
+        assert_eq!((p.bias, p.shifts), (&[7, -7][..], &[-1, 3][..]));
+        assert_eq!(
+            PerChannel::parse(&block, 3).unwrap_err(),
+            QuantError::Channels {
+                expected: 3,
+                got: 2
+            }
+        );
+        assert!(matches!(
+            PerChannel::parse(&block[..13], 2),
+            Err(QuantError::BlockLength { expected: 14, .. })
+        ));
+        block[12] = 40;
+        assert_eq!(
+            PerChannel::parse(&block, 2).unwrap_err(),
+            QuantError::ShiftOutOfRange { shift: 40 }
+        );
+    }
+
+    #[test]
+    fn scales_must_be_positive_and_finite() {
+        let mut block = h_words(1);
+        block.push(0.5f32.to_bits() as i32);
+        assert_eq!(parse_scales(&block, 9).unwrap().1.len(), 1);
+        for bad in [0.0f32, -1.0, f32::NAN, f32::INFINITY] {
+            block[HEADER_WORDS] = bad.to_bits() as i32;
+            assert_eq!(
+                parse_scales(&block, 9).unwrap_err(),
+                QuantError::Scale { channel: 0 }
+            );
+        }
+    }
+
+    extern crate std;
+    fn h_words(channels: u32) -> std::vec::Vec<i32> {
+        header(channels).words().to_vec()
+    }
+}

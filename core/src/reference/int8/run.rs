@@ -1,0 +1,325 @@
+//! The int8 ops of the catalogue on typed slices: the shapes checked with
+//! [`OpDesc::validate`], the quantization block parsed and checked
+//! ([`crate::quant::block`]), then TFLite's kernel.
+
+use super::super::{Error, check_len, elements};
+use super::{
+    AddQuant, Int8Layer, Layout, Pool, add, conv2d, depthwise_conv2d, fully_connected, pool,
+};
+use crate::accelerator::{DType, DeviceAddr, OpDesc, OpKind, Shape, TensorDesc};
+use crate::quant::block::{self, PerChannel, QuantHeader};
+
+/// An input of an int8 op.
+#[derive(Clone, Copy, Debug)]
+pub enum Data<'a> {
+    /// int8 values.
+    I8(&'a [i8]),
+    /// int32 values (a quantization block).
+    I32(&'a [i32]),
+    /// f32 values (`Quantize`'s input).
+    F32(&'a [f32]),
+}
+
+/// The output of an int8 op.
+#[derive(Debug)]
+pub enum DataMut<'a> {
+    /// int8 values.
+    I8(&'a mut [i8]),
+    /// f32 values (`Dequantize`'s output).
+    F32(&'a mut [f32]),
+}
+
+impl Data<'_> {
+    fn dtype(&self) -> DType {
+        match self {
+            Self::I8(_) => DType::I8,
+            Self::I32(_) => DType::I32,
+            Self::F32(_) => DType::F32,
+        }
+    }
+    fn len(&self) -> usize {
+        match self {
+            Self::I8(d) => d.len(),
+            Self::I32(d) => d.len(),
+            Self::F32(d) => d.len(),
+        }
+    }
+}
+
+/// Runs the int8 op `kind` on `inputs` (data, shape) into `out` of
+/// `out_shape`, as TFLite's reference kernels do.
+pub fn run(
+    kind: OpKind,
+    inputs: &[(Data<'_>, Shape)],
+    out_shape: Shape,
+    out: DataMut<'_>,
+) -> Result<(), Error> {
+    let desc = |d: DType, shape| TensorDesc::new(DeviceAddr(0), d, shape);
+    let mut descs = [desc(DType::I8, Shape::SCALAR); 3];
+    let n = inputs.len().min(descs.len());
+    for (d, (data, shape)) in descs.iter_mut().zip(inputs) {
+        *d = desc(data.dtype(), *shape);
+    }
+    let out_dtype = match out {
+        DataMut::I8(_) => DType::I8,
+        DataMut::F32(_) => DType::F32,
+    };
+    OpDesc {
+        kind,
+        inputs: &descs[..n],
+        output: desc(out_dtype, out_shape),
+        op_id: 0,
+    }
+    .validate()?;
+    if !kind.is_int8() || inputs.len() != n {
+        return Err(Error::Shape(crate::accelerator::ShapeError::DType {
+            operand: 0,
+        }));
+    }
+    for (i, (data, shape)) in inputs.iter().enumerate() {
+        check_len(i as u8, elements(shape)?, data.len())?;
+    }
+    let out_len = match &out {
+        DataMut::I8(o) => o.len(),
+        DataMut::F32(o) => o.len(),
+    };
+    check_len(n as u8, elements(&out_shape)?, out_len)?;
+    // Validation fixed every operand's type.
+    let i8s = |i: usize| match inputs[i].0 {
+        Data::I8(d) => d,
+        _ => &[],
+    };
+    let quant = match inputs[n - 1].0 {
+        Data::I32(d) => d,
+        _ => &[],
+    };
+    let dims = |s: &Shape| -> Result<[usize; 4], Error> {
+        let mut d = [0usize; 4];
+        for (slot, &v) in d.iter_mut().zip(s.dims()) {
+            *slot = usize::try_from(v).map_err(|_| Error::Overflow)?;
+        }
+        Ok(d)
+    };
+    let q = Error::Quant;
+    match (kind, out) {
+        (OpKind::Conv2DInt8(w) | OpKind::DepthwiseConv2DInt8(w), DataMut::I8(out)) => {
+            let out_dims = dims(&out_shape)?;
+            let p = PerChannel::parse(quant, out_dims[3]).map_err(q)?;
+            let layer = layer(&p);
+            let (x, f) = (dims(&inputs[0].1)?, dims(&inputs[1].1)?);
+            if let OpKind::Conv2DInt8(_) = kind {
+                let filter = (i8s(1), f, Layout::Hwio);
+                conv2d(&layer, i8s(0), x, filter, Some(p.bias), &w, out, out_dims)
+            } else {
+                // `[kh, kw, c, m]` is TFLite's `[1, kh, kw, c·m]`.
+                let f = [1, f[0], f[1], f[2] * f[3]];
+                depthwise_conv2d(
+                    &layer,
+                    i8s(0),
+                    x,
+                    i8s(1),
+                    f,
+                    Some(p.bias),
+                    &w,
+                    out,
+                    out_dims,
+                )
+            }
+        }
+        (OpKind::MatMulInt8 { transpose_b }, DataMut::I8(out)) => {
+            let channels = dims(&out_shape)?[1];
+            let p = PerChannel::parse(quant, channels).map_err(q)?;
+            let layout = if transpose_b {
+                Layout::Ohwi
+            } else {
+                Layout::Hwio
+            };
+            let filter = (i8s(1), layout);
+            fully_connected(&layer(&p), i8s(0), filter, channels, Some(p.bias), out)
+        }
+        (OpKind::AddInt8, DataMut::I8(out)) => {
+            let (h, requantize) = block::parse_add(quant).map_err(q)?;
+            let quant = AddQuant {
+                zero_points: [h.zero_points[0], h.zero_points[1], h.output_zero_point],
+                requantize,
+                rounding: h.rounding,
+                min: h.min,
+                max: h.max,
+            };
+            add(&quant, i8s(0), i8s(1), out)
+        }
+        (OpKind::MaxPoolInt8(w) | OpKind::AvgPoolInt8(w), DataMut::I8(out)) => {
+            let h = QuantHeader::parse_sized(quant, 0, 0, 0).map_err(q)?;
+            let which = match kind {
+                OpKind::MaxPoolInt8(_) => Pool::Max,
+                _ => Pool::Average,
+            };
+            let (x, o) = (dims(&inputs[0].1)?, dims(&out_shape)?);
+            pool(which, i8s(0), x, &w, h.min, h.max, out, o)
+        }
+        (OpKind::Quantize, DataMut::I8(out)) => {
+            let x = match inputs[0].0 {
+                Data::F32(d) => d,
+                _ => &[],
+            };
+            let last = usize::try_from(inputs[0].1.last()).map_err(|_| Error::Overflow)?;
+            let (h, scales) = block::parse_scales(quant, last).map_err(q)?;
+            for (i, (o, &v)) in out.iter_mut().zip(x).enumerate() {
+                *o = quantize(v, scale(scales, i), h);
+            }
+            Ok(())
+        }
+        (OpKind::Dequantize, DataMut::F32(out)) => {
+            let last = usize::try_from(out_shape.last()).map_err(|_| Error::Overflow)?;
+            let (h, scales) = block::parse_scales(quant, last).map_err(q)?;
+            for (i, (o, &v)) in out.iter_mut().zip(i8s(0)).enumerate() {
+                *o = dequantize(v, scale(scales, i), h.zero_points[0]);
+            }
+            Ok(())
+        }
+        // Validation matched the output's type to the op.
+        _ => Err(Error::Shape(crate::accelerator::ShapeError::DType {
+            operand: n as u8,
+        })),
+    }
+}
+
+fn layer<'a>(p: &PerChannel<'a>) -> Int8Layer<'a> {
+    Int8Layer {
+        input_zero_point: p.header.zero_points[0],
+        output_zero_point: p.header.output_zero_point,
+        multipliers: p.multipliers,
+        shifts: p.shifts,
+        rounding: p.header.rounding,
+        min: p.header.min,
+        max: p.header.max,
+    }
+}
+
+/// Element `i`'s scale: the only one, or its last-axis position's.
+fn scale(scales: &[i32], i: usize) -> f32 {
+    f32::from_bits(scales[i % scales.len()] as u32)
+}
+
+/// TFLite's `AffineQuantize`: `round(x / scale)` (f32 division, half away
+/// from zero) plus the zero point, clamped to `[min, max]`. NaN gives the
+/// zero point, ±∞ the clamp's end.
+pub fn quantize(x: f32, scale: f32, h: QuantHeader) -> i8 {
+    let q = libm::roundf(x / scale) as i32;
+    q.saturating_add(h.output_zero_point).clamp(h.min, h.max) as i8
+}
+
+/// TFLite's `Dequantize`: `scale · (q − zero_point)`, in f64, rounded once
+/// to f32.
+pub fn dequantize(q: i8, scale: f32, zero_point: i32) -> f32 {
+    (f64::from(scale) * f64::from(i32::from(q) - zero_point)) as f32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::accelerator::Window;
+    use std::vec::Vec;
+
+    extern crate std;
+
+    fn block(channels: usize, rounding: Rounding) -> Vec<i32> {
+        let h = QuantHeader {
+            zero_points: [3, 0],
+            output_zero_point: -2,
+            min: -128,
+            max: 127,
+            rounding,
+            channels: channels as u32,
+        };
+        let mut w = h.words().to_vec();
+        w.extend((0..channels).map(|c| c as i32 * 50 - 40));
+        w.extend((0..channels).map(|c| (1 << 30) + c as i32 * 1000));
+        w.extend((0..channels).map(|c| -6 - c as i32));
+        w
+    }
+
+    use crate::quant::Rounding;
+
+    #[test]
+    fn a_tf_layout_conv_equals_the_tflite_layout_one_transposed() {
+        let (x_dims, [kh, kw, c, oc]) = ([1, 4, 5, 3], [2, 3, 3, 4]);
+        let x: Vec<i8> = (0..60).map(|i| (i * 37 % 251) as i8).collect();
+        let hwio: Vec<i8> = (0..kh * kw * c * oc)
+            .map(|i| (i * 53 % 255) as i8)
+            .collect();
+        let mut ohwi = std::vec![0i8; hwio.len()];
+        for (i, &v) in hwio.iter().enumerate() {
+            let (o, rest) = (i % oc, i / oc);
+            ohwi[o * kh * kw * c + rest] = v;
+        }
+        let w = Window::new([2, 3]);
+        let q = block(oc, Rounding::Double);
+        let shape =
+            |d: &[usize]| Shape::new(&d.iter().map(|&v| v as u64).collect::<Vec<_>>()).unwrap();
+        let mut got = std::vec![0i8; 3 * 3 * oc];
+        run(
+            OpKind::Conv2DInt8(w),
+            &[
+                (Data::I8(&x), shape(&x_dims)),
+                (Data::I8(&hwio), shape(&[kh, kw, c, oc])),
+                (Data::I32(&q), shape(&[q.len()])),
+            ],
+            shape(&[1, 3, 3, oc]),
+            DataMut::I8(&mut got),
+        )
+        .unwrap();
+        let p = PerChannel::parse(&q, oc).unwrap();
+        let mut want = std::vec![0i8; got.len()];
+        conv2d(
+            &layer(&p),
+            &x,
+            x_dims,
+            (&ohwi, [oc, kh, kw, c], Layout::Ohwi),
+            Some(p.bias),
+            &w,
+            &mut want,
+            [1, 3, 3, oc],
+        )
+        .unwrap();
+        assert_eq!(got, want);
+        assert!(want.iter().any(|&v| v != want[0]), "a case that varies");
+        // A bad block is a quantization error, not a wrong answer.
+        let mut bad = q.clone();
+        bad[2] = 200;
+        let err = run(
+            OpKind::Conv2DInt8(w),
+            &[
+                (Data::I8(&x), shape(&x_dims)),
+                (Data::I8(&hwio), shape(&[kh, kw, c, oc])),
+                (Data::I32(&bad), shape(&[q.len()])),
+            ],
+            shape(&[1, 3, 3, oc]),
+            DataMut::I8(&mut got),
+        );
+        assert_eq!(
+            err,
+            Err(Error::Quant(crate::quant::QuantError::ZeroPoint {
+                value: 200
+            }))
+        );
+    }
+
+    #[test]
+    fn quantize_and_dequantize_are_tflites() {
+        let h = QuantHeader {
+            zero_points: [0, 0],
+            output_zero_point: 4,
+            min: -128,
+            max: 127,
+            rounding: Rounding::Double,
+            channels: 1,
+        };
+        // 0.25 / 0.5 = 0.5 rounds away from zero to 1; -0.25 to -1.
+        assert_eq!(quantize(0.25, 0.5, h), 5);
+        assert_eq!(quantize(-0.25, 0.5, h), 3);
+        assert_eq!(quantize(1e9, 0.5, h), 127);
+        assert_eq!(quantize(f32::NEG_INFINITY, 0.5, h), -128);
+        assert_eq!(dequantize(-128, 0.1, -3), (0.1f32 as f64 * -125.0) as f32);
+    }
+}
