@@ -632,6 +632,14 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_OP_EXP 31
 #define TPD_OP_LOG 32
 #define TPD_OP_SQUARED_DIFFERENCE 33
+#define TPD_OP_CONV2D_INT8 34
+#define TPD_OP_DEPTHWISE_CONV2D_INT8 35
+#define TPD_OP_MAT_MUL_INT8 36
+#define TPD_OP_ADD_INT8 37
+#define TPD_OP_MAX_POOL_INT8 38
+#define TPD_OP_AVG_POOL_INT8 39
+#define TPD_OP_QUANTIZE 40
+#define TPD_OP_DEQUANTIZE 41
 
 // Element types (`CommandDescriptor::dtype`), from tensorplug_core's `DType`.
 #define TPD_DTYPE_F32 1
