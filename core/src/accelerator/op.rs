@@ -362,12 +362,12 @@ impl OpDesc<'_> {
                     _ => WindowOp::Depthwise,
                 };
                 let out = window_shape(op, &w, &shape(0), Some(&shape(1)))?;
-                expect_block(2, &shape(2), 3 * out.last())?;
+                expect_block(2, &shape(2), out.last().saturating_mul(3))?;
                 Ok(out)
             }
             OpKind::MatMulInt8 { transpose_b } => {
                 let (m, n) = matmul_mn(&shape(0), &shape(1), false, transpose_b)?;
-                expect_block(2, &shape(2), 3 * n)?;
+                expect_block(2, &shape(2), n.saturating_mul(3))?;
                 Ok(dims(&[m, n]))
             }
             OpKind::AddInt8 => {
@@ -505,7 +505,11 @@ fn dims(d: &[u64]) -> Shape {
 
 /// A quantization block of `words` words after its header.
 fn expect_block(operand: u8, got: &Shape, words: u64) -> Result<(), ShapeError> {
-    expect_shape(operand, got, &dims(&[block::HEADER_WORDS as u64 + words]))
+    expect_shape(
+        operand,
+        got,
+        &dims(&[words.saturating_add(block::HEADER_WORDS as u64)]),
+    )
 }
 
 fn expect_shape(operand: u8, got: &Shape, want: &Shape) -> Result<(), ShapeError> {

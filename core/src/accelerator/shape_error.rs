@@ -14,7 +14,8 @@ pub enum ShapeError {
         /// Inputs given.
         got: u8,
     },
-    /// Operand `operand` (0.. inputs, then the output) is not f32.
+    /// Operand `operand` (0.. inputs, then the output) has an element type
+    /// the op does not take (f32 but for the int8 ops' operands).
     DType {
         /// Operand index; `inputs.len()` means the output.
         operand: u8,
@@ -85,7 +86,12 @@ impl fmt::Display for ShapeError {
             Self::InputCount { expected, got } => {
                 write!(f, "op takes {expected} inputs, got {got}")
             }
-            Self::DType { operand } => write!(f, "operand {operand} is not f32"),
+            Self::DType { operand } => {
+                write!(
+                    f,
+                    "operand {operand} has an element type the op does not take"
+                )
+            }
             Self::Rank {
                 operand,
                 expected,
