@@ -18,14 +18,14 @@
 #define TPD_DEVICE_ABI_VERSION_MAJOR 1
 
 // Minor version: bumped for backwards-compatible additions.
-#define TPD_DEVICE_ABI_VERSION_MINOR 3
+#define TPD_DEVICE_ABI_VERSION_MINOR 4
 
 // Patch version: bumped for fixes that change no layout or meaning.
 #define TPD_DEVICE_ABI_VERSION_PATCH 0
 
 // `DEVICE_ABI_VERSION` as the `Register::ABI_VERSION`
 // word: `major << 16 | minor << 8 | patch`, bits 31..24 zero.
-#define TPD_DEVICE_ABI_VERSION_WORD 0x00010300
+#define TPD_DEVICE_ABI_VERSION_WORD 0x00010400
 
 // Ticks per second of the reference FPGA's timestamp counter (100 MHz).
 // A device reports its own in `Register::TIMESTAMP_FREQ_HZ`.
@@ -156,8 +156,11 @@ typedef uint32_t TPD_Features;
 // ABI 1.3: `UNARY` and `BINARY`, which name their op by its catalogue
 // code, and the `OPS` registers, which list the codes they accept.
 #define TPD_FEATURES_CATALOGUE (1 << 12)
+// ABI 1.4: the int8 commands `CONV2D_I8` … `DEQUANTIZE_I8` (TFLite's
+// int8 kernels, bit for bit; `docs/device-numerics.md`).
+#define TPD_FEATURES_INT8 (1 << 13)
 // Every bit this ABI version defines.
-#define TPD_FEATURES_KNOWN 0x1FFF
+#define TPD_FEATURES_KNOWN 0x3FFF
 
 // A register's byte offset in the register space (PCIe BAR 0, or the
 // register address of an SPI frame).
@@ -369,6 +372,27 @@ typedef uint16_t TPD_Opcode;
 // `dst = transpose(src0)` of a `[m, n, k, len]` tensor: output axis `i`
 // is input axis `imm` bits `2i+1..2i` (`LAYOUT`).
 #define TPD_OPCODE_TRANSPOSE_F32 96
+// ABI 1.4 (`Features::INT8`, `dtype` 4): TFLite's int8 `CONV_2D`:
+// `src0` x, `src1` filter `[kh,kw,c,k]`, `src2` the quantization block
+// (`docs/device-numerics.md`), `dst`, the window fields.
+#define TPD_OPCODE_CONV2D_I8 128
+// ABI 1.4 (`INT8`): int8 `DEPTHWISE_CONV_2D`, filter `[kh,kw,c,k]`.
+#define TPD_OPCODE_DEPTHWISE_CONV2D_I8 129
+// ABI 1.4 (`INT8`): int8 `MAX_POOL_2D`: `src0` x, `src2` the block, `dst`.
+#define TPD_OPCODE_MAX_POOL_I8 130
+// ABI 1.4 (`INT8`): int8 `AVERAGE_POOL_2D`, as `MAX_POOL_I8`.
+#define TPD_OPCODE_AVG_POOL_I8 131
+// ABI 1.4 (`INT8`): int8 `FULLY_CONNECTED`: `src0` A `[m×k]`, `src1` B
+// `[k×n]` (`[n×k]` with `TRANSPOSE_B`), `src2` the block, `dst` `[m×n]`.
+#define TPD_OPCODE_GEMM_I8 132
+// ABI 1.4 (`INT8`): int8 `ADD` of `len` elements: `src0`, `src1`, `src2`
+// the block, `dst`.
+#define TPD_OPCODE_ADD_I8 133
+// ABI 1.4 (`INT8`): f32 `src0` → int8 `dst`, `len` elements, `n` scales
+// in the block `src2` (1, or the last axis' size).
+#define TPD_OPCODE_QUANTIZE_I8 134
+// ABI 1.4 (`INT8`): int8 `src0` → f32 `dst`, as `QUANTIZE_I8`.
+#define TPD_OPCODE_DEQUANTIZE_I8 135
 
 // Bits of `CommandDescriptor::flags`. Bits not defined here must be 0
 // (else `CompletionStatus::INVALID_ARGUMENT`).
@@ -592,8 +616,8 @@ typedef uint8_t TPD_NorStatus;
 // What a driver written against this module needs (ABI 1.0 or newer 1.x).
 #define TPD_DRIVER_ABI_REQUIREMENT (TPD_AbiRequirement){ .major = TPD_DEVICE_ABI_VERSION_MAJOR, .min_minor = 0 }
 
-// What the reference FPGA implements: every feature of ABI 1.2.
-#define TPD_REFERENCE_FEATURES 0x1FFF
+// What the reference FPGA implements: every feature of ABI 1.4.
+#define TPD_REFERENCE_FEATURES 0x3FFF
 
 
 // The op catalogue (docs/ops.md), from tensorplug_core's `BUILTIN`: an

@@ -138,6 +138,7 @@ fn feature_bits_are_distinct_and_known_masks_unknown_bits() {
         Features::LAYOUT,
         Features::TRANSCENDENTAL,
         Features::CATALOGUE,
+        Features::INT8,
     ];
     let mut union = Features::default();
     for f in all {

@@ -158,7 +158,15 @@ fn whole_suite(fixture: &mut impl Fixture, cfg: &Config) -> Report {
 #[test]
 fn whole_suite_on_one_sim_device() {
     let mut sim = Sim::new();
-    whole_suite(&mut sim, &Config::default());
+    let report = whole_suite(&mut sim, &Config::default());
+    // Every int8 op ran, bit for bit (ABI 1.4's `INT8`).
+    let int8 = report.cases.iter().find(|c| c.name == "op_int8").unwrap();
+    match &int8.outcome {
+        tensorplug_core::conformance::Outcome::Passed(m) => {
+            assert!(m.ends_with("refused as undeclared: none"), "{m}")
+        }
+        other => panic!("op_int8: {other}"),
+    }
     // Everything the cases allocated was freed.
     assert_eq!(
         tensorplug_core::accelerator::Accelerator::memory_usage(&sim.dev).used,
@@ -176,16 +184,17 @@ fn whole_suite_on_one_spi_device() {
     whole_suite(&mut OverSpi::new(), &Config::default());
 }
 
-/// A device of ABI 1.2's features (no `CATALOGUE`): the driver lowers the
-/// element-wise ops to their per-op opcodes, declares only those, and the
-/// ops added since (`Log`, `SquaredDifference`) are refused at launch.
+/// A device of ABI 1.2's features (no `CATALOGUE`, no `INT8`): the driver
+/// lowers the element-wise ops to their per-op opcodes, declares only
+/// those, and the ops added since (`Log`, `SquaredDifference`, the int8
+/// ops) are refused at launch.
 #[test]
 fn whole_suite_on_a_device_without_the_catalogue_commands() {
     use tensorplug_abi::device::{Features, REFERENCE_FEATURES};
     use tensorplug_core::accelerator::{Accelerator, Binary, OpKind, Unary};
     use tensorplug_core::conformance::Outcome;
     let config = ModelConfig {
-        features: Features(REFERENCE_FEATURES.0 & !Features::CATALOGUE.0),
+        features: Features(REFERENCE_FEATURES.0 & !Features::CATALOGUE.0 & !Features::INT8.0),
         ..ModelConfig::default()
     };
     let mut dev = OverSpi::with(config);
@@ -204,5 +213,10 @@ fn whole_suite_on_a_device_without_the_catalogue_commands() {
             ),
             other => panic!("{case}: {other}"),
         }
+    }
+    let int8 = report.cases.iter().find(|c| c.name == "op_int8").unwrap();
+    match &int8.outcome {
+        Outcome::Passed(m) => assert!(m.starts_with("matched the reference: none;"), "{m}"),
+        other => panic!("op_int8: {other}"),
     }
 }

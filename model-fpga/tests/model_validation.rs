@@ -634,3 +634,82 @@ fn conv_epilogue_flags_need_the_bias_and_one_activation() {
         2,
     );
 }
+
+/// An `ADD_I8` of 16 int8s at `DATA`, `DATA + 0x100` into `DATA + 0x200`,
+/// its quantization block at `DATA + 0x300`.
+fn add_i8() -> CommandDescriptor {
+    let mut c = CommandDescriptor::new(Opcode::ADD_I8, 1, 0);
+    (c.src0, c.src1, c.src2, c.dst, c.len) = (DATA, DATA + 0x100, DATA + 0x300, DATA + 0x200, 16);
+    c.dtype = 4;
+    c
+}
+
+#[test]
+fn int8_commands_check_their_type_fields_and_block() {
+    use tensorplug_core::quant::block::QuantHeader;
+    use tensorplug_core::quant::{Requantize, Rounding};
+    let mut rig = Rig::standard();
+    let header = QuantHeader {
+        zero_points: [1, -2],
+        output_zero_point: 3,
+        min: -128,
+        max: 127,
+        rounding: Rounding::Double,
+        channels: 0,
+    };
+    // Inputs scaled by 1/2, the output by 1/2 and back from TFLite's 2^20.
+    let half = Requantize::from_real(0.5).unwrap();
+    let out = Requantize::from_real(0.5 / f64::from(1 << 20)).unwrap();
+    let mut block: Vec<i32> = header.words().to_vec();
+    for r in [half, half, out] {
+        block.extend([r.multiplier, i32::from(r.shift)]);
+    }
+    let words = |b: &[i32]| b.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>();
+    rig.write_bytes(DATA, &[7u8; 16]);
+    rig.write_bytes(DATA + 0x100, &[9u8; 16]);
+    rig.write_bytes(DATA + 0x300, &words(&block));
+    rig.write_bytes(DATA + 0x200, &[0xAA; 16]);
+    check(&mut rig, "ADD_I8", add_i8(), CompletionStatus::OK, 0);
+    // ((7 − 1) + (9 + 2)) / 2 / 2 = 4.25 → 4, + 3.
+    assert_eq!(rig.read_bytes(DATA + 0x200, 16), vec![7u8; 16]);
+    let bad = |f: fn(&mut CommandDescriptor)| {
+        let mut c = add_i8();
+        f(&mut c);
+        c
+    };
+    check(
+        &mut rig,
+        "f32 dtype",
+        bad(|c| c.dtype = 0),
+        CompletionStatus::UNSUPPORTED,
+        0,
+    );
+    check(&mut rig, "a stray m", bad(|c| c.m = 1), INVALID, 48);
+    let mut gemm_i8 = CommandDescriptor::new(Opcode::GEMM_I8, 1, 0);
+    (gemm_i8.src0, gemm_i8.src1, gemm_i8.src2, gemm_i8.dst) =
+        (DATA, DATA + 0x100, DATA + 0x300, DATA + 0x200);
+    (gemm_i8.m, gemm_i8.n, gemm_i8.k, gemm_i8.dtype) = (2, 2, 2, 4);
+    gemm_i8.flags = CommandFlags::TRANSPOSE_A;
+    check(&mut rig, "GEMM_I8 with TRANSPOSE_A", gemm_i8, INVALID, 2);
+    // A block with an output zero point of 300: refused when it runs,
+    // and nothing written.
+    rig.write_bytes(DATA + 0x200, &[0xAA; 16]);
+    block[2] = 300;
+    rig.write_bytes(DATA + 0x300, &words(&block));
+    check(&mut rig, "a bad block", add_i8(), INVALID, 24);
+    assert_eq!(rig.read_bytes(DATA + 0x200, 16), vec![0xAA; 16]);
+    // A device without INT8.
+    let config = ModelConfig {
+        features: Features(REFERENCE_FEATURES.0 & !Features::INT8.0),
+        ..ModelConfig::default()
+    };
+    rig.dev = model_with(config);
+    rig.bring_up(tensorplug_abi::device::Control(0));
+    check(
+        &mut rig,
+        "no INT8",
+        add_i8(),
+        CompletionStatus::UNSUPPORTED,
+        Features::INT8.0,
+    );
+}

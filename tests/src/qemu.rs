@@ -319,3 +319,14 @@ pub fn tf_scenario(
     }
     stdout
 }
+
+/// Asserts that the family case `case` of `report` ran every member of its
+/// family on the device (none refused as undeclared), e.g. `op_int8`.
+pub fn assert_every_member_ran(report: &tensorplug_core::conformance::Report, case: &str) {
+    use tensorplug_core::conformance::Outcome;
+    let found = report.cases.iter().find(|c| c.name == case);
+    let outcome = found.map(|c| &c.outcome);
+    let ran =
+        matches!(outcome, Some(Outcome::Passed(m)) if m.ends_with("refused as undeclared: none"));
+    assert!(ran, "{case}: {outcome:?}");
+}

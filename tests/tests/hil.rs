@@ -17,7 +17,7 @@ use tensorplug_core::link::{
 };
 use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
 use tensorplug_device_fpga::transport::link::LinkTransport;
-use tensorplug_tests::qemu::{Qemu, firmware_elf};
+use tensorplug_tests::qemu::{Qemu, assert_every_member_ran, firmware_elf};
 
 /// Budget for each answer of the firmware under emulation.
 const ANSWER_MS: u32 = 5_000;
@@ -204,6 +204,8 @@ fn the_reference_driver_passes_the_conformance_suite_over_the_uart() {
         "{report}\nfirmware logs:\n{}",
         qemu.logs().join("\n")
     );
+    // The MCU's model ran every int8 op, bit for bit (not refused).
+    assert_every_member_ran(&report, "op_int8");
 }
 
 #[test]

@@ -16,7 +16,7 @@ use tensorplug_core::clock::{ClockMap, SyncPair};
 use tensorplug_core::conformance::{Config, run_all};
 use tensorplug_core::event::{Event, EventKind};
 use tensorplug_core::link::RemoteAccelerator;
-use tensorplug_tests::qemu::{Qemu, firmware_elf};
+use tensorplug_tests::qemu::{Qemu, assert_every_member_ran, firmware_elf};
 
 /// Budget for each answer of the firmware under emulation.
 const ANSWER: Duration = Duration::from_secs(10);
@@ -54,6 +54,8 @@ fn the_driver_on_the_mcu_passes_the_conformance_suite() {
         "{report}\nfirmware logs:\n{}",
         qemu.logs().join("\n")
     );
+    // The firmware's driver lowered every int8 op, its model ran it.
+    assert_every_member_ran(&report, "op_int8");
     assert!(
         qemu.wait_for_log("driver up: the FPGA over SPI", Duration::from_secs(1)),
         "the firmware's own driver did not run; logs:\n{}",

@@ -18,9 +18,14 @@ use std::path::Path;
 /// The device-memory static `cargo xtask size` leaves out of static RAM.
 const DEVICE_MEMORY_SYMBOL: &str = "TENSORPLUG_DEVICE_MEMORY";
 /// Pieces of (mangled) symbol names of the model's code.
-const MODEL_CODE: [&str; 4] = [
+const MODEL_CODE: [&str; 7] = [
     // The model and its kernels: the crate `tensorplug-model-fpga`.
     "tensorplug_model_fpga",
+    // Its int8 kernels are core's reference ones (TFLite's, bit for bit),
+    // with the quantization block's parsing: only the model calls them.
+    "9reference4int8",
+    "5quant5block",
+    "5quant10Requantize",
     // expf, logf, powf, sqrtf, tanhf: called by the model's kernels only.
     "4libm4math",
     "spi5slave",

@@ -106,6 +106,27 @@ impl Opcode {
     /// `dst = transpose(src0)` of a `[m, n, k, len]` tensor: output axis `i`
     /// is input axis `imm` bits `2i+1..2i` (`LAYOUT`).
     pub const TRANSPOSE_F32: Opcode = Opcode(0x60);
+    /// ABI 1.4 (`Features::INT8`, `dtype` 4): TFLite's int8 `CONV_2D`:
+    /// `src0` x, `src1` filter `[kh,kw,c,k]`, `src2` the quantization block
+    /// (`docs/device-numerics.md`), `dst`, the window fields.
+    pub const CONV2D_I8: Opcode = Opcode(0x80);
+    /// ABI 1.4 (`INT8`): int8 `DEPTHWISE_CONV_2D`, filter `[kh,kw,c,k]`.
+    pub const DEPTHWISE_CONV2D_I8: Opcode = Opcode(0x81);
+    /// ABI 1.4 (`INT8`): int8 `MAX_POOL_2D`: `src0` x, `src2` the block, `dst`.
+    pub const MAX_POOL_I8: Opcode = Opcode(0x82);
+    /// ABI 1.4 (`INT8`): int8 `AVERAGE_POOL_2D`, as `MAX_POOL_I8`.
+    pub const AVG_POOL_I8: Opcode = Opcode(0x83);
+    /// ABI 1.4 (`INT8`): int8 `FULLY_CONNECTED`: `src0` A `[m×k]`, `src1` B
+    /// `[k×n]` (`[n×k]` with `TRANSPOSE_B`), `src2` the block, `dst` `[m×n]`.
+    pub const GEMM_I8: Opcode = Opcode(0x84);
+    /// ABI 1.4 (`INT8`): int8 `ADD` of `len` elements: `src0`, `src1`, `src2`
+    /// the block, `dst`.
+    pub const ADD_I8: Opcode = Opcode(0x85);
+    /// ABI 1.4 (`INT8`): f32 `src0` → int8 `dst`, `len` elements, `n` scales
+    /// in the block `src2` (1, or the last axis' size).
+    pub const QUANTIZE_I8: Opcode = Opcode(0x86);
+    /// ABI 1.4 (`INT8`): int8 `src0` → f32 `dst`, as `QUANTIZE_I8`.
+    pub const DEQUANTIZE_I8: Opcode = Opcode(0x87);
 
     /// Wraps a raw value (any value is representable).
     pub const fn from_raw(raw: u16) -> Self {
@@ -161,6 +182,14 @@ impl Opcode {
             Self::TRANSPOSE_F32 => "TRANSPOSE_F32",
             Self::UNARY => "UNARY",
             Self::BINARY => "BINARY",
+            Self::CONV2D_I8 => "CONV2D_I8",
+            Self::DEPTHWISE_CONV2D_I8 => "DEPTHWISE_CONV2D_I8",
+            Self::MAX_POOL_I8 => "MAX_POOL_I8",
+            Self::AVG_POOL_I8 => "AVG_POOL_I8",
+            Self::GEMM_I8 => "GEMM_I8",
+            Self::ADD_I8 => "ADD_I8",
+            Self::QUANTIZE_I8 => "QUANTIZE_I8",
+            Self::DEQUANTIZE_I8 => "DEQUANTIZE_I8",
             _ => return None,
         })
     }

@@ -5,7 +5,7 @@ use super::{CompletionStatus, EventKind, Features, Opcode};
 
 impl Opcode {
     /// Every opcode this ABI version defines.
-    pub const ALL: [Opcode; 38] = [
+    pub const ALL: [Opcode; 46] = [
         Self::NOP,
         Self::COPY_H2D,
         Self::COPY_D2H,
@@ -44,6 +44,14 @@ impl Opcode {
         Self::TRANSPOSE_F32,
         Self::UNARY,
         Self::BINARY,
+        Self::CONV2D_I8,
+        Self::DEPTHWISE_CONV2D_I8,
+        Self::MAX_POOL_I8,
+        Self::AVG_POOL_I8,
+        Self::GEMM_I8,
+        Self::ADD_I8,
+        Self::QUANTIZE_I8,
+        Self::DEQUANTIZE_I8,
     ];
 }
 

@@ -7,12 +7,12 @@ use tensorplug_abi::device::{
     CommandDescriptor, CommandFlags, Features, OPS_WORDS, Opcode, Register,
 };
 use tensorplug_core::accelerator::{
-    Accelerator, Activation, Binary, Capabilities, DeviceAddr, DeviceInfo, Drained, Fence,
+    Accelerator, Activation, Binary, Capabilities, DType, DeviceAddr, DeviceInfo, Drained, Fence,
     MemoryUsage, OpDesc, OpKind, OpSet, QueueId, Unary, Version, Window,
 };
 use tensorplug_core::event::Event;
 
-use super::{Clock, Driver, Error, WaitFor, lower};
+use super::{Clock, DeviceFacts, Driver, Error, WaitFor, lower};
 use crate::transport::Transport;
 
 /// The name [`Accelerator::info`] reports.
@@ -61,6 +61,15 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Driver<T, C, ALLOCS> {
     }
 }
 
+/// What a device declares: its ops, on f32, and on int8 with `INT8`.
+fn capabilities(facts: &DeviceFacts) -> Capabilities {
+    let caps = Capabilities::f32(facts.ops, true);
+    match facts.features.contains(Features::INT8) {
+        true => caps.with_dtype(DType::I8),
+        false => caps,
+    }
+}
+
 /// The ops a device runs: each feature bit of `docs/device-abi.md` brings
 /// the ops its opcodes lower, and the element-wise ops are
 /// [`elementwise_ops`].
@@ -75,7 +84,7 @@ pub fn ops_of(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSet {
         relu: false,
     };
     let window = Window::new([1, 1]);
-    let groups: [(Features, &[OpKind]); 7] = [
+    let groups: [(Features, &[OpKind]); 8] = [
         (Features::GEMM, &[matmul, fused]),
         (Features::ELEMENTWISE, &[OpKind::BiasAdd]),
         (
@@ -101,6 +110,19 @@ pub fn ops_of(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSet {
                 OpKind::Conv2DBackpropFilter(window),
                 OpKind::MaxPoolGrad(window),
                 OpKind::AvgPoolGrad(window),
+            ],
+        ),
+        (
+            Features::INT8,
+            &[
+                OpKind::Conv2DInt8(window),
+                OpKind::DepthwiseConv2DInt8(window),
+                OpKind::MatMulInt8 { transpose_b: false },
+                OpKind::AddInt8,
+                OpKind::MaxPoolInt8(window),
+                OpKind::AvgPoolInt8(window),
+                OpKind::Quantize,
+                OpKind::Dequantize,
             ],
         ),
     ];
@@ -165,7 +187,7 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Accelerator for Driver<T, C, A
             Version::new(abi.major.into(), abi.minor.into(), abi.patch.into()),
             1,
         )
-        .with_capabilities(Capabilities::f32(self.facts.ops, true))
+        .with_capabilities(capabilities(&self.facts))
     }
 
     fn allocate(&mut self, bytes: u64, align: u64) -> Result<DeviceAddr, Error> {

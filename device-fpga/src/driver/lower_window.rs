@@ -3,7 +3,8 @@
 //! geometry packed (`docs/device-abi.md`, "Window commands").
 
 use tensorplug_abi::device::{CommandDescriptor, CommandFlags, Opcode, WindowFields};
-use tensorplug_core::accelerator::{Activation, OpDesc, OpKind, Window};
+use tensorplug_core::accelerator::{Activation, DType, OpDesc, OpKind, Window};
+use tensorplug_core::quant::block::HEADER_WORDS;
 
 use super::Error;
 use super::fields::{F32, dim};
@@ -60,6 +61,77 @@ pub(super) fn lower_window(
     emit(&command)
 }
 
+/// Emits the command of int8 op `op` (the output is not empty): `dtype`
+/// int8, the quantization block (the last input) in `src2`
+/// (`docs/device-abi.md`, "int8 commands").
+pub(super) fn lower_int8(
+    op: &OpDesc<'_>,
+    base: CommandDescriptor,
+    emit: &mut impl FnMut(&CommandDescriptor) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let base = CommandDescriptor {
+        dtype: DType::I8 as u8,
+        ..base
+    };
+    let cmd = |opcode: Opcode| CommandDescriptor { opcode, ..base };
+    let (x, block) = (op.inputs[0], op.inputs[op.inputs.len() - 1]);
+    let elements = op.output.shape.elements().ok_or(Error::InvalidArgument)?;
+    let flat = |opcode| CommandDescriptor {
+        src0: x.addr.0,
+        dst: op.output.addr.0,
+        len: elements,
+        ..cmd(opcode)
+    };
+    let command = match op.kind {
+        OpKind::Conv2DInt8(w) => window(op, &w, cmd(Opcode::CONV2D_I8))?,
+        OpKind::DepthwiseConv2DInt8(w) => window(op, &w, cmd(Opcode::DEPTHWISE_CONV2D_I8))?,
+        OpKind::MaxPoolInt8(w) | OpKind::AvgPoolInt8(w) => {
+            let opcode = match op.kind {
+                OpKind::MaxPoolInt8(_) => Opcode::MAX_POOL_I8,
+                _ => Opcode::AVG_POOL_I8,
+            };
+            // The block is input 1, not a window source.
+            CommandDescriptor {
+                src1: 0,
+                ..window(op, &w, cmd(opcode))?
+            }
+        }
+        OpKind::MatMulInt8 { transpose_b } => {
+            let [m, k] = [x.shape.dims()[0], x.shape.last()];
+            CommandDescriptor {
+                src0: x.addr.0,
+                src1: op.inputs[1].addr.0,
+                dst: op.output.addr.0,
+                m: dim(m)?,
+                n: dim(op.output.shape.last())?,
+                k: dim(k)?,
+                flags: match transpose_b {
+                    true => base.flags.union(CommandFlags::TRANSPOSE_B),
+                    false => base.flags,
+                },
+                ..cmd(Opcode::GEMM_I8)
+            }
+        }
+        OpKind::AddInt8 => CommandDescriptor {
+            src1: op.inputs[1].addr.0,
+            ..flat(Opcode::ADD_I8)
+        },
+        OpKind::Quantize | OpKind::Dequantize => CommandDescriptor {
+            // The block's scales: 1, or the last axis' (validated).
+            n: dim(block.shape.last().saturating_sub(HEADER_WORDS as u64))?,
+            ..flat(match op.kind {
+                OpKind::Quantize => Opcode::QUANTIZE_I8,
+                _ => Opcode::DEQUANTIZE_I8,
+            })
+        },
+        _ => return Err(Error::Undeclared { op: op.kind.name() }),
+    };
+    emit(&CommandDescriptor {
+        src2: block.addr.0,
+        ..command
+    })
+}
+
 /// A window command: the geometry packed as `docs/device-abi.md` says.
 /// Sizes beyond the packing (a dimension over 65535, a stride or dilation
 /// over 15, a leading padding over 255) are `Unsupported`.
@@ -71,9 +143,11 @@ fn window(
     // The forward op's input and output, and its output channels.
     let shape = |i: usize| op.inputs[i].shape;
     let (x, o, k) = match op.kind {
-        OpKind::Conv2D(_) | OpKind::FusedConv2D(..) | OpKind::DepthwiseConv2D(_) => {
-            (shape(0), op.output.shape, shape(1).last())
-        }
+        OpKind::Conv2D(_)
+        | OpKind::FusedConv2D(..)
+        | OpKind::DepthwiseConv2D(_)
+        | OpKind::Conv2DInt8(_)
+        | OpKind::DepthwiseConv2DInt8(_) => (shape(0), op.output.shape, shape(1).last()),
         OpKind::Conv2DBackpropInput(_) => (op.output.shape, shape(0), shape(1).last()),
         OpKind::Conv2DBackpropFilter(_) => (shape(0), shape(1), shape(1).last()),
         OpKind::MaxPoolGrad(_) => (shape(0), shape(1), 0),

@@ -106,7 +106,9 @@ pub fn contradictions(caps: &Capabilities) -> Vec<String> {
         .iter()
         .chain(caps.vendor_ops.iter().map(OpDecl::default_kind))
     {
-        if !lowered(kind) {
+        // The int8 ops have no TF kernel yet (issue 23): a device that
+        // runs them is not wrong, TF just cannot place them so far.
+        if !lowered(kind) && !kind.is_int8() {
             problems.push(format!(
                 "the {device} devices declare {} but no TF kernel lowers to it; it is unused",
                 kind.name()
@@ -367,18 +369,7 @@ mod capability_tests {
         let problems = contradictions(&no_f32);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].contains("not f32"), "{}", problems[0]);
-        // Every float op (the int8 ones have no TF kernel yet, issue 23).
-        let float = tensorplug_core::accelerator::BUILTIN
-            .iter()
-            .map(|d| d.default_kind())
-            .filter(|k| !k.is_int8())
-            .fold(OpSet::EMPTY, OpSet::with);
-        assert!(contradictions(&Capabilities::f32(float, true)).is_empty());
-        let int8 = OpSet::EMPTY.with(OpKind::AddInt8);
-        let problems = contradictions(&Capabilities::f32(int8, true));
-        assert!(
-            problems.iter().any(|p| p.contains("AddInt8")),
-            "{problems:?}"
-        );
+        // Every op, the int8 ones (no TF kernel yet) included.
+        assert!(contradictions(&Capabilities::f32(OpSet::ALL, true)).is_empty());
     }
 }

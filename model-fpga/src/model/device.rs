@@ -347,6 +347,10 @@ impl<M: DeviceMemory, B: HostBus, C: TickSource> Model<M, B, C> {
                     status: CompletionStatus::DEVICE_FAULT,
                     detail: 1,
                 },
+                Err(ExecError::Quantization) => Rejection {
+                    status: CompletionStatus::INVALID_ARGUMENT,
+                    detail: 24,
+                },
             },
             Err(rejection) => rejection,
         };

@@ -6,7 +6,7 @@ use crate::kernels::{self, BinaryOp, KernelError};
 
 use super::bus::{BusError, HostBus};
 use super::memory::{MemoryView, Split};
-use super::validate::{Bcast3, Work};
+use super::validate::{Bcast3, Int8Work, Work};
 
 /// Why a validated command still failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,6 +16,9 @@ pub(crate) enum ExecError {
     /// A kernel refused slices that validation accepted: a model bug
     /// (`DEVICE_FAULT`).
     Internal,
+    /// An int8 command's quantization block was refused when read
+    /// (`INVALID_ARGUMENT`, detail `src2`'s offset).
+    Quantization,
 }
 
 impl From<BusError> for ExecError {
@@ -154,6 +157,51 @@ pub(crate) fn execute<B: HostBus>(
             }
             Ok(())
         }
+        Work::Int8(w) => int8(w, mem),
+    }
+}
+
+/// An int8 command: `tensorplug_core`'s reference kernels (TFLite's, bit
+/// for bit) on the typed operands.
+fn int8(w: &Int8Work, mem: &mut MemoryView<'_>) -> Result<(), ExecError> {
+    use tensorplug_core::accelerator::DType;
+    use tensorplug_core::reference::{self, int8::Data, int8::DataMut};
+    let s = split(mem, &w.out.0)?;
+    let mut data: [(Data<'_>, _); 3] = [(Data::I8(&[]), w.out.2); 3];
+    for (slot, (r, dtype, shape)) in data.iter_mut().zip(&w.inputs[..w.count]) {
+        let bytes = src(&s, r)?;
+        *slot = match dtype {
+            DType::I8 => (Data::I8(int8s(bytes)), *shape),
+            DType::I32 => (Data::I32(ints(bytes)?), *shape),
+            _ => (Data::F32(floats(bytes)?), *shape),
+        };
+    }
+    let out = match w.out.1 {
+        DType::F32 => DataMut::F32(floats_mut(s.out)?),
+        _ => DataMut::I8(int8s_mut(s.out)),
+    };
+    match reference::int8::run(w.kind, &data[..w.count], w.out.2, out) {
+        Ok(()) => Ok(()),
+        Err(reference::Error::Quant(_)) => Err(ExecError::Quantization),
+        Err(_) => Err(ExecError::Internal),
+    }
+}
+
+fn int8s(bytes: &[u8]) -> &[i8] {
+    // SAFETY: i8 and u8 have one layout and no invalid values.
+    unsafe { core::slice::from_raw_parts(bytes.as_ptr().cast(), bytes.len()) }
+}
+fn int8s_mut(bytes: &mut [u8]) -> &mut [i8] {
+    // SAFETY: as in `int8s`.
+    unsafe { core::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast(), bytes.len()) }
+}
+fn ints(bytes: &[u8]) -> Result<&[i32], ExecError> {
+    // SAFETY: any 4 bytes are an i32; only aligned elements are in `mid`.
+    let (pre, mid, post) = unsafe { bytes.align_to::<i32>() };
+    if pre.is_empty() && post.is_empty() {
+        Ok(mid)
+    } else {
+        Err(ExecError::Internal)
     }
 }
 

@@ -7,10 +7,13 @@ use core::ops::Range;
 use tensorplug_abi::device::{CommandDescriptor, CommandFlags, CompletionStatus, Features, Opcode};
 
 use crate::kernels::{BinaryOp, GemmSpec, UnaryOp, WindowOp, WindowSpec};
-use tensorplug_core::accelerator::Activation;
+use tensorplug_core::accelerator::{Activation, DType};
 
+mod int8;
 mod layout;
 mod window;
+
+pub(crate) use int8::Int8Work;
 
 /// `src0` is broadcast along `m` (binary element-wise 3-D form).
 pub const SRC0_BCAST_M: u16 = CommandFlags::SRC0_BCAST_M.0;
@@ -147,6 +150,8 @@ pub(crate) enum Work {
         /// `CONV2D_F32`'s epilogue: the bias (`src2`) and the activation.
         epilogue: Option<(Range<usize>, Activation)>,
     },
+    /// An int8 command (`INT8`): the catalogue op it runs.
+    Int8(Int8Work),
 }
 
 impl Work {
@@ -190,6 +195,14 @@ impl Work {
                 let bytes = n(src0) + src1.as_ref().map_or(0, n) + bias + n(dst);
                 (0, bytes, spec.flops(*op))
             }
+            Work::Int8(w) => {
+                let bytes = w.inputs[..w.count].iter().map(|(r, ..)| n(r)).sum::<u64>();
+                let macs = w
+                    .kind
+                    .window()
+                    .map_or(1, |win| u64::from(win.size[0]) * u64::from(win.size[1]));
+                (0, bytes + n(&w.out.0), n(&w.out.0).saturating_mul(2 * macs))
+            }
         }
     }
 }
@@ -205,6 +218,7 @@ impl Uses {
     const LEN: u16 = 16;
     const MNK: u16 = 32 | 64 | 128;
     const MN: u16 = 32 | 64;
+    const N: u16 = 64;
     const IMM: u16 = 256;
     const fn has(self, bit: u16) -> bool {
         self.0 & bit == bit
@@ -216,6 +230,8 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
     let t = CommandFlags::TRANSPOSE_A.0 | CommandFlags::TRANSPOSE_B.0;
     let binary = Uses(Uses::SRC0 | Uses::SRC1 | Uses::DST | Uses::LEN | Uses::MNK);
     let unary = Uses(Uses::SRC0 | Uses::DST | Uses::LEN);
+    let window_i8 =
+        Uses(Uses::SRC0 | Uses::SRC1 | Uses::SRC2 | Uses::DST | Uses::LEN | Uses::MNK | Uses::IMM);
     Some(match op {
         Opcode::NOP => (Features(0), Uses(0), 0),
         Opcode::COPY_H2D | Opcode::COPY_D2H => {
@@ -286,6 +302,25 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
             Uses(Uses::SRC0 | Uses::DST | Uses::MN),
             0,
         ),
+        Opcode::CONV2D_I8 | Opcode::DEPTHWISE_CONV2D_I8 => (Features::INT8, window_i8, 0),
+        Opcode::MAX_POOL_I8 | Opcode::AVG_POOL_I8 => {
+            (Features::INT8, Uses(window_i8.0 & !Uses::SRC1), 0)
+        }
+        Opcode::GEMM_I8 => (
+            Features::INT8,
+            Uses(Uses::SRC0 | Uses::SRC1 | Uses::SRC2 | Uses::DST | Uses::MNK),
+            CommandFlags::TRANSPOSE_B.0,
+        ),
+        Opcode::ADD_I8 => (
+            Features::INT8,
+            Uses(Uses::SRC0 | Uses::SRC1 | Uses::SRC2 | Uses::DST | Uses::LEN),
+            0,
+        ),
+        Opcode::QUANTIZE_I8 | Opcode::DEQUANTIZE_I8 => (
+            Features::INT8,
+            Uses(Uses::SRC0 | Uses::SRC2 | Uses::DST | Uses::LEN | Uses::N),
+            0,
+        ),
         // The per-op element-wise opcodes of ABI 1.0–1.2.
         op => {
             let e = op.per_op_elementwise()?;
@@ -323,7 +358,7 @@ pub(crate) fn validate(
     if cmd.flags.0 & !allowed != 0 {
         return Err(invalid(field::FLAGS));
     }
-    check_unused(cmd, uses)?;
+    check_unused(cmd, uses, needs == Features::INT8)?;
     let ctx = Ctx { cmd, mem_len };
     match cmd.opcode {
         Opcode::NOP => Ok(Work::Nop),
@@ -370,6 +405,14 @@ pub(crate) fn validate(
         | Opcode::MAX_POOL_GRAD_F32
         | Opcode::AVG_POOL_GRAD_F32 => ctx.window(),
         Opcode::TRANSPOSE_F32 => ctx.transpose(),
+        Opcode::CONV2D_I8
+        | Opcode::DEPTHWISE_CONV2D_I8
+        | Opcode::MAX_POOL_I8
+        | Opcode::AVG_POOL_I8
+        | Opcode::GEMM_I8
+        | Opcode::ADD_I8
+        | Opcode::QUANTIZE_I8
+        | Opcode::DEQUANTIZE_I8 => ctx.int8(),
         // `UNARY`, `BINARY` and the per-op element-wise opcodes.
         op => {
             let (code, unary) = match op.per_op_elementwise() {
@@ -385,10 +428,14 @@ pub(crate) fn validate(
     }
 }
 
-/// `dtype` must be f32 (0 or its code 1); then every unused field, in
-/// offset order, must be 0.
-fn check_unused(cmd: &CommandDescriptor, uses: Uses) -> Result<(), Rejection> {
-    if cmd.dtype > 1 {
+/// `dtype` must be f32 (0 or its code 1), or int8 (4) for the int8
+/// commands; then every unused field, in offset order, must be 0.
+fn check_unused(cmd: &CommandDescriptor, uses: Uses, int8: bool) -> Result<(), Rejection> {
+    let dtype_ok = match int8 {
+        true => cmd.dtype == DType::I8 as u8,
+        false => cmd.dtype <= 1,
+    };
+    if !dtype_ok {
         return Err(reject(CompletionStatus::UNSUPPORTED, u32::from(cmd.dtype)));
     }
     let fields = [

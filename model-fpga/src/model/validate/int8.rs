@@ -1,0 +1,174 @@
+//! Decoding the int8 commands (`docs/device-abi.md`, "int8 commands") into
+//! the catalogue op they run, its operand shapes and ranges. The shapes are
+//! checked with `OpDesc::validate`; the quantization block is read, and
+//! checked, when the command runs.
+
+use core::ops::Range;
+use tensorplug_abi::device::{CommandFlags, Opcode, WindowFields};
+use tensorplug_core::accelerator::{DType, DeviceAddr, OpDesc, OpKind, Shape, TensorDesc, Window};
+use tensorplug_core::quant::block::{ADD_WORDS, HEADER_WORDS};
+
+use super::{Ctx, Rejection, Work, field, in_place_or_disjoint, invalid};
+
+/// An int8 command: the op, up to three inputs (range, dtype, shape) and
+/// the output.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Int8Work {
+    pub(crate) kind: OpKind,
+    pub(crate) inputs: [(Range<usize>, DType, Shape); 3],
+    pub(crate) count: usize,
+    pub(crate) out: (Range<usize>, DType, Shape),
+}
+
+const SOURCES: [u32; 3] = [field::SRC0, field::SRC1, field::SRC2];
+
+impl Ctx<'_> {
+    pub(super) fn int8(&self) -> Result<Work, Rejection> {
+        let c = self.cmd;
+        let shape = |d: &[u64]| Shape::new(d).ok_or(invalid(field::LEN));
+        let (kind, ins, out): (OpKind, [Option<Shape>; 2], Shape) = match c.opcode {
+            Opcode::GEMM_I8 => {
+                self.dims(&[(c.m, field::M), (c.n, field::N), (c.k, field::K)])?;
+                let (m, n, k) = (u64::from(c.m), u64::from(c.n), u64::from(c.k));
+                let transpose_b = c.flags.contains(CommandFlags::TRANSPOSE_B);
+                let b = if transpose_b { [n, k] } else { [k, n] };
+                let kind = OpKind::MatMulInt8 { transpose_b };
+                (
+                    kind,
+                    [Some(shape(&[m, k])?), Some(shape(&b)?)],
+                    shape(&[m, n])?,
+                )
+            }
+            Opcode::ADD_I8 => {
+                let x = shape(&[self.nonzero_len()?])?;
+                (OpKind::AddInt8, [Some(x), Some(x)], x)
+            }
+            Opcode::QUANTIZE_I8 | Opcode::DEQUANTIZE_I8 => {
+                let len = self.nonzero_len()?;
+                self.dims(&[(c.n, field::N)])?;
+                let n = u64::from(c.n);
+                if !len.is_multiple_of(n) {
+                    return Err(invalid(field::N));
+                }
+                let x = shape(&[len / n, n])?;
+                let kind = match c.opcode {
+                    Opcode::QUANTIZE_I8 => OpKind::Quantize,
+                    _ => OpKind::Dequantize,
+                };
+                (kind, [Some(x), None], x)
+            }
+            _ => self.int8_window()?,
+        };
+        let scales = |x: &Shape| if c.n == 1 { 1 } else { x.last() };
+        let block_words = match kind {
+            OpKind::AddInt8 => ADD_WORDS as u64,
+            OpKind::MaxPoolInt8(_) | OpKind::AvgPoolInt8(_) => 0,
+            OpKind::Quantize | OpKind::Dequantize => ins[0].as_ref().map_or(1, scales),
+            _ => out.last().saturating_mul(3),
+        };
+        let block = shape(&[block_words + HEADER_WORDS as u64])?;
+        let (types, out_type) = kind.operand_types().ok_or(invalid(field::LEN))?;
+        let shapes: [Shape; 3] = match ins {
+            [Some(a), Some(b)] => [a, b, block],
+            [Some(a), None] => [a, block, Shape::SCALAR],
+            _ => return Err(invalid(field::LEN)),
+        };
+        let count = types.len();
+        let desc = |i: usize| TensorDesc::new(DeviceAddr(0), types[i], shapes[i]);
+        let descs = [desc(0), desc(1), desc(count - 1)];
+        OpDesc {
+            kind,
+            inputs: &descs[..count],
+            output: TensorDesc::new(DeviceAddr(0), out_type, out),
+            op_id: 0,
+        }
+        .validate()
+        .map_err(|_| invalid(field::LEN))?;
+        // The block is src2; a pool's or (de)quantize's one input is src0.
+        let fields = match count {
+            2 => [field::SRC0, field::SRC2, field::SRC2],
+            _ => SOURCES,
+        };
+        let bytes = |d: DType, s: &Shape| s.elements().unwrap_or(0) * d.size() as u64;
+        let dst = self.range(field::DST, bytes(out_type, &out))?;
+        let mut inputs: [(Range<usize>, DType, Shape); 3] =
+            core::array::from_fn(|_| (0..0, DType::I8, Shape::SCALAR));
+        for i in 0..count {
+            let r = self.range(fields[i], bytes(types[i], &shapes[i]))?;
+            in_place_or_disjoint(&r, &dst, false)?;
+            inputs[i] = (r, types[i], shapes[i]);
+        }
+        let wide: heapless::Vec<u32, 4> = (0..count)
+            .filter(|&i| types[i] != DType::I8)
+            .map(|i| fields[i])
+            .chain((out_type != DType::I8).then_some(field::DST))
+            .collect();
+        self.aligned(&wide)?;
+        Ok(Work::Int8(Int8Work {
+            kind,
+            inputs,
+            count,
+            out: (dst, out_type, out),
+        }))
+    }
+
+    /// The window commands: the fields as `CONV2D_F32`'s; the padding after
+    /// the input is what makes the output `oh × ow`.
+    fn int8_window(&self) -> Result<(OpKind, [Option<Shape>; 2], Shape), Rejection> {
+        let c = self.cmd;
+        let f = WindowFields::unpack(c);
+        let pool = matches!(c.opcode, Opcode::MAX_POOL_I8 | Opcode::AVG_POOL_I8);
+        self.dims(&[
+            (f.batch, field::M),
+            (u32::from(f.input[0]) * u32::from(f.input[1]), field::N),
+            (u32::from(f.channels), field::K),
+            (u32::from(f.k) + u32::from(pool), field::K),
+            (u32::from(f.size[0]) * u32::from(f.size[1]), field::LEN),
+            (u32::from(f.output[0]) * u32::from(f.output[1]), field::LEN),
+            (u32::from(f.stride[0]) * u32::from(f.stride[1]), field::IMM),
+            (
+                u32::from(f.dilation[0]) * u32::from(f.dilation[1]),
+                field::IMM,
+            ),
+        ])?;
+        if pool && f.k != 0 {
+            return Err(invalid(field::K));
+        }
+        let after = |i: usize| {
+            let span = (u32::from(f.size[i]) - 1) * u32::from(f.dilation[i]) + 1;
+            let reach = (u32::from(f.output[i]) - 1) * u32::from(f.stride[i]) + span;
+            let before = u32::from(f.input[i]) + u32::from(f.pad[i]);
+            u16::try_from(reach.saturating_sub(before)).map_err(|_| invalid(field::LEN))
+        };
+        let w = Window {
+            size: f.size,
+            stride: f.stride.map(u16::from),
+            dilation: f.dilation.map(u16::from),
+            pad: [f.pad[0].into(), after(0)?, f.pad[1].into(), after(1)?],
+        };
+        let d = |v: &[u64]| Shape::new(v).ok_or(invalid(field::LEN));
+        let (n, [h, wd], ch, k) = (
+            u64::from(f.batch),
+            f.input.map(u64::from),
+            u64::from(f.channels),
+            u64::from(f.k),
+        );
+        let [kh, kw] = f.size.map(u64::from);
+        let [oh, ow] = f.output.map(u64::from);
+        let x = Some(d(&[n, h, wd, ch])?);
+        Ok(match c.opcode {
+            Opcode::CONV2D_I8 => (
+                OpKind::Conv2DInt8(w),
+                [x, Some(d(&[kh, kw, ch, k])?)],
+                d(&[n, oh, ow, k])?,
+            ),
+            Opcode::DEPTHWISE_CONV2D_I8 => (
+                OpKind::DepthwiseConv2DInt8(w),
+                [x, Some(d(&[kh, kw, ch, k])?)],
+                d(&[n, oh, ow, ch * k])?,
+            ),
+            Opcode::MAX_POOL_I8 => (OpKind::MaxPoolInt8(w), [x, None], d(&[n, oh, ow, ch])?),
+            _ => (OpKind::AvgPoolInt8(w), [x, None], d(&[n, oh, ow, ch])?),
+        })
+    }
+}
