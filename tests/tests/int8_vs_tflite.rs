@@ -319,3 +319,40 @@ fn tflite_rounding(kind: &str) -> Rounding {
         _ => Rounding::Double,
     }
 }
+
+/// The plugin's int8 TF ops (`_TensorplugFPGA…Int8`, `…Quantize`,
+/// `…Dequantize`) on `/device:FPGA:0` with soft placement off, against
+/// TFLite's int8 kernels on the same models, inputs and quantization:
+/// TF → kernel → device ABI 1.4 command → the model, bit for bit.
+#[test]
+fn the_plugins_int8_tf_ops_on_the_fpga_are_bit_exact_with_tflite() {
+    let output = run_tf_with_plugin("int8_ops_vs_tflite.py", &[], None);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "int8_ops_vs_tflite.py failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let ops: Vec<&str> = stdout.lines().filter(|l| l.starts_with("op ")).collect();
+    for kind in [
+        "FULLY_CONNECTED",
+        "CONV_2D",
+        "DEPTHWISE_CONV_2D",
+        "MAX_POOL_2D",
+        "AVERAGE_POOL_2D",
+        "ADD",
+        "QUANTIZE+DEQUANTIZE",
+    ] {
+        assert!(
+            ops.iter().any(|l| l.contains(&format!(" {kind}"))),
+            "no {kind} ran:\n{stdout}"
+        );
+    }
+    assert!(ops.iter().all(|l| l.ends_with("differ=0")), "{stdout}");
+    let total = stdout
+        .lines()
+        .find(|l| l.starts_with("int8 ops on /device:FPGA:0"))
+        .unwrap_or_else(|| panic!("no total:\n{stdout}"));
+    assert!(total.ends_with(" 0 differ from TFLite"), "{total}");
+    println!("{}\n{total}", ops.join("\n"));
+}

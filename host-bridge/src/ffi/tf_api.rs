@@ -242,6 +242,42 @@ fn resolve_kernel_api() -> std::result::Result<KernelApi, String> {
     }
 }
 
+/// An opaque `TF_OpDefinitionBuilder` (`tensorflow/c/ops.h`).
+#[repr(C)]
+pub struct TF_OpDefinitionBuilder {
+    _opaque: [u8; 0],
+}
+
+/// TF's op-definition C API (`tensorflow/c/ops.h`): the int8 ops' TF ops.
+pub struct OpsApi {
+    pub new_builder: unsafe extern "C" fn(*const c_char) -> *mut TF_OpDefinitionBuilder,
+    pub add_input: unsafe extern "C" fn(*mut TF_OpDefinitionBuilder, *const c_char),
+    pub add_output: unsafe extern "C" fn(*mut TF_OpDefinitionBuilder, *const c_char),
+    pub add_attr: unsafe extern "C" fn(*mut TF_OpDefinitionBuilder, *const c_char),
+    pub register: unsafe extern "C" fn(*mut TF_OpDefinitionBuilder, *mut TF_Status),
+}
+
+static OPS_API: OnceLock<std::result::Result<OpsApi, String>> = OnceLock::new();
+
+/// The resolved op-definition table, or an error naming the first missing symbol.
+pub fn ops_api() -> Result<&'static OpsApi> {
+    OPS_API
+        .get_or_init(|| {
+            // SAFETY: each symbol gets the signature ops.h declares.
+            unsafe {
+                Ok(OpsApi {
+                    new_builder: symbol(c"TF_NewOpDefinitionBuilder")?,
+                    add_input: symbol(c"TF_OpDefinitionBuilderAddInput")?,
+                    add_output: symbol(c"TF_OpDefinitionBuilderAddOutput")?,
+                    add_attr: symbol(c"TF_OpDefinitionBuilderAddAttr")?,
+                    register: symbol(c"TF_RegisterOpDefinition")?,
+                })
+            }
+        })
+        .as_ref()
+        .map_err(|missing| Error::TfApiMissing(missing.clone()))
+}
+
 /// A status TF's callbacks write into, deleted on drop.
 pub struct OwnedStatus {
     api: &'static TfApi,

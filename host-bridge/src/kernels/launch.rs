@@ -36,11 +36,21 @@ impl<'a> Launcher<'a> {
         }
     }
 
-    /// The device descriptor of `tensor` viewed as `shape` (same element count).
+    /// The device descriptor of f32 `tensor` viewed as `shape` (same element count).
     pub fn desc(&self, tensor: &Tensor, shape: Shape) -> KernelResult<TensorDesc> {
+        self.typed_desc(tensor, shape, DType::F32)
+    }
+
+    /// [`desc`](Self::desc) for elements of `dtype`.
+    pub fn typed_desc(
+        &self,
+        tensor: &Tensor,
+        shape: Shape,
+        dtype: DType,
+    ) -> KernelResult<TensorDesc> {
         let bytes = shape
             .elements()
-            .and_then(|n| n.checked_mul(4))
+            .and_then(|n| n.checked_mul(dtype.size() as u64))
             .ok_or_else(|| Failure::invalid("tensor size overflows"))?;
         if bytes as usize > tensor.byte_size() {
             return Err(Failure::from(Error::Internal(format!(
@@ -55,7 +65,7 @@ impl<'a> Launcher<'a> {
                 .device()
                 .device_addr(tensor.data(), bytes, "a kernel tensor")?
         };
-        Ok(TensorDesc::new(addr, DType::F32, shape))
+        Ok(TensorDesc::new(addr, dtype, shape))
     }
 
     /// Enqueues `kind` over `inputs` into `output`.

@@ -44,6 +44,16 @@ pub fn tf_init_kernel() {
         }
         let caps = common_capabilities(devices.iter().map(|d| d.info().capabilities));
         warn_about_contradictions(&caps);
+        let int8 = ops::int8::KERNELS
+            .iter()
+            .any(|k| ops::TfKernel::runs_on(k, &caps));
+        if int8 && let Err(failure) = ops::int8::define_ops() {
+            // The int8 kernels then fail to register and say so below.
+            log::error(format_args!(
+                "TF_InitKernel: defining the int8 ops: {}",
+                failure.cause
+            ));
+        }
         let wanted = all_kernels().filter(|def| def.runs_on(&caps)).count();
         let registered = register_all(&caps);
         variables::register_all();
@@ -174,19 +184,21 @@ fn register(index: usize, def: &'static dyn TfKernel) -> KernelResult<()> {
     if builder.is_null() {
         return Err(Failure::invalid("TF_NewKernelBuilder returned null"));
     }
-    // SAFETY: live builder and status; static names.
-    unsafe {
-        (api.type_constraint)(
-            builder,
-            c"T".as_ptr(),
-            TF_DataType::TF_FLOAT,
-            status.fresh(),
-        )
-    };
-    if let Err(failure) = status.check("TF_KernelBuilder_TypeConstraint") {
-        // SAFETY: the builder was not registered, so it is still ours.
-        unsafe { (api.delete_kernel_builder)(builder) };
-        return Err(failure);
+    if let Some(attr) = def.type_attr() {
+        // SAFETY: live builder and status; static names.
+        unsafe {
+            (api.type_constraint)(
+                builder,
+                attr.as_ptr(),
+                TF_DataType::TF_FLOAT,
+                status.fresh(),
+            )
+        };
+        if let Err(failure) = status.check("TF_KernelBuilder_TypeConstraint") {
+            // SAFETY: the builder was not registered, so it is still ours.
+            unsafe { (api.delete_kernel_builder)(builder) };
+            return Err(failure);
+        }
     }
     for arg in def.host_memory() {
         // SAFETY: live builder; static name.
@@ -338,7 +350,11 @@ mod capability_tests {
             ]
             .concat()
         );
+        // Every op on f32 only: no int8 kernel; with i8, every kernel.
         let all = Capabilities::f32(OpSet::ALL, true);
+        let int8 = ops::int8::KERNELS.len();
+        assert_eq!(registered(&all).len(), BUILTIN_COUNT - int8);
+        let all = all.with_dtype(DType::I8);
         assert_eq!(registered(&all).len(), BUILTIN_COUNT);
         assert!(registered(&Capabilities::NONE).is_empty());
     }

@@ -11,6 +11,7 @@ mod blocks;
 mod broadcast_to;
 mod concat;
 mod fused_matmul;
+pub mod int8;
 mod matmul;
 mod neg_square;
 mod pad;
@@ -53,6 +54,11 @@ pub trait Op: Sync + 'static {
     fn host_memory(&self) -> &'static [&'static CStr] {
         &[]
     }
+    /// The type attribute the registration constrains to float32 (`T`);
+    /// `None` for an op of fixed types (the int8 ops).
+    fn type_attr(&self) -> Option<&'static CStr> {
+        Some(c"T")
+    }
     /// Reads and checks the attributes; an unsupported value is a failure
     /// that names the attribute. The default reads none.
     fn construct(&self, _ctx: &Construction) -> KernelResult<Self::Attrs> {
@@ -78,6 +84,8 @@ pub trait TfKernel: Sync {
     fn also_launches(&self) -> &'static [OpKind];
     /// See [`Op::host_memory`].
     fn host_memory(&self) -> &'static [&'static CStr];
+    /// See [`Op::type_attr`].
+    fn type_attr(&self) -> Option<&'static CStr>;
     /// See [`Op::construct`].
     fn construct(&self, ctx: &Construction) -> KernelResult<Box<dyn Any + Send + Sync>>;
     /// See [`Op::compute`]; `attrs` is what [`Self::construct`] returned.
@@ -93,9 +101,9 @@ pub trait TfKernel: Sync {
         self.family().map(OpKind::name)
     }
 
-    /// Whether devices with `caps` run this kernel (f32 only, for now). A
-    /// kernel that only copies and fills runs on devices that compute
-    /// something in f32, beside the kernels that do.
+    /// Whether devices with `caps` run this kernel: its op families on f32
+    /// (on i8 for the int8 ones). A kernel that only copies and fills runs
+    /// on devices that compute something in f32, beside the kernels that do.
     fn runs_on(&self, caps: &Capabilities) -> bool {
         if self.family().is_none() && (caps.ops.is_empty() || !caps.dtypes.contains(DType::F32)) {
             return false;
@@ -103,7 +111,14 @@ pub trait TfKernel: Sync {
         self.family()
             .iter()
             .chain(self.also_launches())
-            .all(|&kind| caps.supports(kind, DType::F32))
+            .all(|&kind| {
+                let dtype = if kind.is_int8() {
+                    DType::I8
+                } else {
+                    DType::F32
+                };
+                caps.supports(kind, dtype)
+            })
     }
 }
 
@@ -122,6 +137,10 @@ impl<T: Op> TfKernel for T {
 
     fn host_memory(&self) -> &'static [&'static CStr] {
         Op::host_memory(self)
+    }
+
+    fn type_attr(&self) -> Option<&'static CStr> {
+        Op::type_attr(self)
     }
 
     fn construct(&self, ctx: &Construction) -> KernelResult<Box<dyn Any + Send + Sync>> {
@@ -176,16 +195,23 @@ static KERNELS: [&dyn TfKernel; 31] = [
     &window::DEPTHWISE_BACKPROP_FILTER,
 ];
 
-/// Every f32 kernel the bridge can register for a device type: [`KERNELS`],
-/// then the element-wise families' tables.
+/// Every kernel the bridge can register for a device type: [`KERNELS`],
+/// the element-wise families' tables, then the int8 ops'.
 pub fn builtin() -> impl Iterator<Item = &'static dyn TfKernel> {
     let unary = unary::KERNELS.iter().map(|k| k as &dyn TfKernel);
     let binary = binary::KERNELS.iter().map(|k| k as &dyn TfKernel);
-    KERNELS.iter().copied().chain(unary).chain(binary)
+    let int8 = int8::KERNELS.iter().map(|k| k as &dyn TfKernel);
+    KERNELS
+        .iter()
+        .copied()
+        .chain(unary)
+        .chain(binary)
+        .chain(int8)
 }
 
 /// How many kernels [`builtin`] gives.
-pub const BUILTIN_COUNT: usize = KERNELS.len() + unary::KERNELS.len() + binary::KERNELS.len();
+pub const BUILTIN_COUNT: usize =
+    KERNELS.len() + unary::KERNELS.len() + binary::KERNELS.len() + int8::KERNELS.len();
 
 /// One kernel instance (TF's `OpKernel`).
 pub struct Kernel {

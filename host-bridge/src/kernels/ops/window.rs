@@ -102,51 +102,7 @@ impl Op for WindowKernel {
     }
 
     fn construct(&self, ctx: &Construction) -> KernelResult<WindowAttrs> {
-        let format = ctx.string_attr(c"data_format")?;
-        if format != "NHWC" {
-            return Err(Failure::unimplemented(format!(
-                "data_format {format}: the device runs NHWC only (Keras' default, \
-                 channels_last)"
-            )));
-        }
-        let conv = matches!(
-            self.kind,
-            Kind::Conv
-                | Kind::FusedConv
-                | Kind::Depthwise
-                | Kind::ConvBackpropInput
-                | Kind::ConvBackpropFilter
-                | Kind::DepthwiseBackpropInput
-                | Kind::DepthwiseBackpropFilter
-        );
-        let activation = match self.kind {
-            Kind::FusedConv => fused_activation(ctx)?,
-            _ => Activation::None,
-        };
-        let stride = spatial(&ctx.int_list_attr(c"strides")?, "strides")?;
-        let dilation = if conv {
-            spatial(&ctx.int_list_attr(c"dilations")?, "dilations")?
-        } else {
-            [1, 1]
-        };
-        let size = if conv {
-            [0, 0]
-        } else {
-            spatial(&ctx.int_list_attr(c"ksize")?, "ksize")?
-        };
-        let padding = match ctx.string_attr(c"padding")?.as_str() {
-            "VALID" => Padding::Valid,
-            "SAME" => Padding::Same,
-            "EXPLICIT" => explicit(&ctx.int_list_attr(c"explicit_paddings")?)?,
-            other => return Err(Failure::unimplemented(format!("padding {other}"))),
-        };
-        Ok(WindowAttrs {
-            size,
-            stride,
-            dilation,
-            padding,
-            activation,
-        })
+        read_attrs(self.kind, ctx)
     }
 
     fn compute(&self, a: &WindowAttrs, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
@@ -189,6 +145,55 @@ impl Op for WindowKernel {
         }
         run.launch(kind, &inputs, run.desc(&out, out_shape)?)
     }
+}
+
+/// The window attributes of a `kind` node (`data_format` NHWC only).
+pub(super) fn read_attrs(kind: Kind, ctx: &Construction) -> KernelResult<WindowAttrs> {
+    let format = ctx.string_attr(c"data_format")?;
+    if format != "NHWC" {
+        return Err(Failure::unimplemented(format!(
+            "data_format {format}: the device runs NHWC only (Keras' default, \
+             channels_last)"
+        )));
+    }
+    let conv = matches!(
+        kind,
+        Kind::Conv
+            | Kind::FusedConv
+            | Kind::Depthwise
+            | Kind::ConvBackpropInput
+            | Kind::ConvBackpropFilter
+            | Kind::DepthwiseBackpropInput
+            | Kind::DepthwiseBackpropFilter
+    );
+    let activation = match kind {
+        Kind::FusedConv => fused_activation(ctx)?,
+        _ => Activation::None,
+    };
+    let stride = spatial(&ctx.int_list_attr(c"strides")?, "strides")?;
+    let dilation = if conv {
+        spatial(&ctx.int_list_attr(c"dilations")?, "dilations")?
+    } else {
+        [1, 1]
+    };
+    let size = if conv {
+        [0, 0]
+    } else {
+        spatial(&ctx.int_list_attr(c"ksize")?, "ksize")?
+    };
+    let padding = match ctx.string_attr(c"padding")?.as_str() {
+        "VALID" => Padding::Valid,
+        "SAME" => Padding::Same,
+        "EXPLICIT" => explicit(&ctx.int_list_attr(c"explicit_paddings")?)?,
+        other => return Err(Failure::unimplemented(format!("padding {other}"))),
+    };
+    Ok(WindowAttrs {
+        size,
+        stride,
+        dilation,
+        padding,
+        activation,
+    })
 }
 
 /// `_FusedConv2D`'s `fused_ops` (and `num_args` 1) as the activation after the bias.

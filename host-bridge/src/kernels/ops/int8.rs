@@ -1,0 +1,315 @@
+//! The int8 ops as TF ops: `_Tensorplug<DEVICE><Op>` (for the FPGA,
+//! `_TensorplugFPGAConv2DInt8` …), which the plugin defines itself (TF has
+//! no op of these semantics) and registers kernels for. Each takes TF's
+//! layouts and the quantization block (`int32`) as its last input, and
+//! lowers to the catalogue op of the same name (`docs/ops.md`, "int8").
+//!
+//! The op names carry the device type so that two tensorplug plugins in one
+//! process never define one op twice (TF aborts on a duplicate op).
+
+use super::window::{self as window_kernels};
+use super::window_geometry::{Kind, WindowAttrs, geometry};
+use super::{Op, flat, is_empty};
+use crate::backend;
+use crate::ffi::tf_api;
+use crate::kernels::failure::{Failure, KernelResult};
+use crate::kernels::launch::Launcher;
+use crate::kernels::tf::{Construction, Context, Status, Tensor};
+use std::collections::HashMap;
+use std::ffi::{CStr, CString};
+use std::sync::{Mutex, OnceLock};
+use tensorplug_abi::tf::TF_DataType;
+use tensorplug_core::accelerator::{DType, OpKind, Shape, TensorDesc, Window};
+
+/// One int8 op: its name after `_Tensorplug<DEVICE>`, its catalogue op, and
+/// its TF definition (`ops.h` specs).
+pub struct Int8Kernel {
+    suffix: &'static str,
+    kind: OpKind,
+    inputs: &'static [&'static CStr],
+    output: &'static CStr,
+    attrs: &'static [&'static CStr],
+}
+
+const WINDOW: Window = Window::new([1, 1]);
+const CONV_ATTRS: &[&CStr] = &[
+    c"strides: list(int)",
+    c"padding: {'SAME', 'VALID', 'EXPLICIT'}",
+    c"explicit_paddings: list(int) = []",
+    c"dilations: list(int) = [1, 1, 1, 1]",
+    c"data_format: {'NHWC'} = 'NHWC'",
+];
+const POOL_ATTRS: &[&CStr] = &[
+    c"ksize: list(int)",
+    c"strides: list(int)",
+    c"padding: {'SAME', 'VALID'}",
+    c"data_format: {'NHWC'} = 'NHWC'",
+];
+const CONV_INPUTS: &[&CStr] = &[c"input: int8", c"filter: int8", c"quantization: int32"];
+const TWO_INPUTS: &[&CStr] = &[c"x: int8", c"y: int8", c"quantization: int32"];
+const ONE_INPUT: &[&CStr] = &[c"input: int8", c"quantization: int32"];
+const OUT_I8: &CStr = c"output: int8";
+
+/// The int8 kernels, one per int8 op of the catalogue.
+pub static KERNELS: [Int8Kernel; 8] = [
+    Int8Kernel {
+        suffix: "Conv2DInt8",
+        kind: OpKind::Conv2DInt8(WINDOW),
+        inputs: CONV_INPUTS,
+        output: OUT_I8,
+        attrs: CONV_ATTRS,
+    },
+    Int8Kernel {
+        suffix: "DepthwiseConv2DInt8",
+        kind: OpKind::DepthwiseConv2DInt8(WINDOW),
+        inputs: CONV_INPUTS,
+        output: OUT_I8,
+        attrs: CONV_ATTRS,
+    },
+    Int8Kernel {
+        suffix: "MatMulInt8",
+        kind: OpKind::MatMulInt8 { transpose_b: false },
+        inputs: &[c"a: int8", c"b: int8", c"quantization: int32"],
+        output: OUT_I8,
+        attrs: &[c"transpose_b: bool = false"],
+    },
+    Int8Kernel {
+        suffix: "AddInt8",
+        kind: OpKind::AddInt8,
+        inputs: TWO_INPUTS,
+        output: OUT_I8,
+        attrs: &[],
+    },
+    Int8Kernel {
+        suffix: "MaxPoolInt8",
+        kind: OpKind::MaxPoolInt8(WINDOW),
+        inputs: ONE_INPUT,
+        output: OUT_I8,
+        attrs: POOL_ATTRS,
+    },
+    Int8Kernel {
+        suffix: "AvgPoolInt8",
+        kind: OpKind::AvgPoolInt8(WINDOW),
+        inputs: ONE_INPUT,
+        output: OUT_I8,
+        attrs: POOL_ATTRS,
+    },
+    Int8Kernel {
+        suffix: "Quantize",
+        kind: OpKind::Quantize,
+        inputs: &[c"input: float", c"quantization: int32"],
+        output: OUT_I8,
+        attrs: &[],
+    },
+    Int8Kernel {
+        suffix: "Dequantize",
+        kind: OpKind::Dequantize,
+        inputs: ONE_INPUT,
+        output: c"output: float",
+        attrs: &[],
+    },
+];
+
+/// `_Tensorplug<device><suffix>`, made once per device type and name.
+pub fn op_name(device: &str, suffix: &str) -> &'static CStr {
+    static NAMES: OnceLock<Mutex<HashMap<String, &'static CStr>>> = OnceLock::new();
+    let name = format!("_Tensorplug{device}{suffix}");
+    let mut names = NAMES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    names.entry(name.clone()).or_insert_with(|| {
+        // A bounded leak: eight names per device type.
+        let c = CString::new(name).unwrap_or_else(|_| c"_TensorplugInvalid".into());
+        Box::leak(c.into_boxed_c_str())
+    })
+}
+
+/// Defines the int8 TF ops of the installed device type, once per process
+/// (TF aborts on a duplicate op; `TF_InitKernel` runs once per plugin).
+pub fn define_ops() -> KernelResult<()> {
+    static DEFINED: OnceLock<Result<(), String>> = OnceLock::new();
+    DEFINED
+        .get_or_init(|| define_all().map_err(|f| f.cause))
+        .clone()
+        .map_err(Failure::invalid)
+}
+
+fn define_all() -> KernelResult<()> {
+    let api = tf_api::ops_api()?;
+    for k in &KERNELS {
+        let name = Op::op(k);
+        // SAFETY: a NUL-terminated name; TF returns a fresh builder.
+        let builder = unsafe { (api.new_builder)(name.as_ptr()) };
+        if builder.is_null() {
+            return Err(Failure::invalid("TF_NewOpDefinitionBuilder returned null"));
+        }
+        // SAFETY: a live builder and static NUL-terminated specs.
+        unsafe {
+            for input in k.inputs {
+                (api.add_input)(builder, input.as_ptr());
+            }
+            (api.add_output)(builder, k.output.as_ptr());
+            for attr in k.attrs {
+                (api.add_attr)(builder, attr.as_ptr());
+            }
+        }
+        let status = Status::new()?;
+        // SAFETY: TF takes the builder, whatever the outcome.
+        unsafe { (api.register)(builder, status.fresh()) };
+        status.check(&format!(
+            "TF_RegisterOpDefinition({})",
+            name.to_string_lossy()
+        ))?;
+    }
+    Ok(())
+}
+
+/// An int8 kernel's attributes: the window's, or `MatMulInt8`'s transpose.
+#[derive(Clone, Copy, Default)]
+pub struct Int8Attrs {
+    window: WindowAttrs,
+    transpose_b: bool,
+}
+
+impl Int8Kernel {
+    /// The window op whose TF attributes and geometry this one shares.
+    fn window_kind(&self) -> Option<Kind> {
+        match self.kind {
+            OpKind::Conv2DInt8(_) => Some(Kind::Conv),
+            OpKind::DepthwiseConv2DInt8(_) => Some(Kind::Depthwise),
+            OpKind::MaxPoolInt8(_) => Some(Kind::MaxPool),
+            OpKind::AvgPoolInt8(_) => Some(Kind::AvgPool),
+            _ => None,
+        }
+    }
+}
+
+impl Op for Int8Kernel {
+    type Attrs = Int8Attrs;
+
+    fn op(&self) -> &'static CStr {
+        op_name(backend::device_type(), self.suffix)
+    }
+
+    fn family(&self) -> Option<OpKind> {
+        Some(self.kind)
+    }
+
+    fn type_attr(&self) -> Option<&'static CStr> {
+        None
+    }
+
+    fn construct(&self, ctx: &Construction) -> KernelResult<Int8Attrs> {
+        let window = match self.window_kind() {
+            Some(kind) => window_kernels::read_attrs(kind, ctx)?,
+            None => WindowAttrs::default(),
+        };
+        let transpose_b = match self.kind {
+            OpKind::MatMulInt8 { .. } => ctx.bool_attr(c"transpose_b")?,
+            _ => false,
+        };
+        Ok(Int8Attrs {
+            window,
+            transpose_b,
+        })
+    }
+
+    fn compute(&self, a: &Int8Attrs, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
+        let (types, out_type) = self
+            .kind
+            .operand_types()
+            .ok_or_else(|| Failure::invalid("not an int8 op"))?;
+        let mut tensors: Vec<(Tensor, Shape)> = Vec::new();
+        for (i, &dtype) in types.iter().enumerate() {
+            let t = ctx.input(i, true)?;
+            if t.dtype() != tf_type(dtype) {
+                return Err(Failure::invalid(format!(
+                    "input {i} is {:?}, expected {}",
+                    t.dtype(),
+                    dtype.name()
+                )));
+            }
+            let shape = t.shape()?;
+            tensors.push((t, shape));
+        }
+        let shape = |i: usize| tensors[i].1;
+        let (kind, out_shape) = match (self.kind, self.window_kind()) {
+            (_, Some(window_kind)) => {
+                let filter = (types.len() == 3).then(|| shape(1));
+                let (w, out) = geometry(window_kind, &a.window, &shape(0), filter.as_ref())?;
+                let kind = match self.kind {
+                    OpKind::Conv2DInt8(_) => OpKind::Conv2DInt8(w),
+                    OpKind::DepthwiseConv2DInt8(_) => OpKind::DepthwiseConv2DInt8(w),
+                    OpKind::MaxPoolInt8(_) => OpKind::MaxPoolInt8(w),
+                    _ => OpKind::AvgPoolInt8(w),
+                };
+                (kind, out)
+            }
+            (OpKind::MatMulInt8 { .. }, None) => {
+                let kind = OpKind::MatMulInt8 {
+                    transpose_b: a.transpose_b,
+                };
+                let (sa, sb) = (shape(0), shape(1));
+                let n = match (sb.dims(), a.transpose_b) {
+                    ([n, _], true) | ([_, n], false) => *n,
+                    _ => return Err(Failure::invalid(format!("b must be a matrix, got {sb:?}"))),
+                };
+                let m = sa.dims().first().copied().unwrap_or(0);
+                (kind, flat(&[m, n])?)
+            }
+            (kind, None) => (kind, shape(0)),
+        };
+        let out = ctx.output(&out_shape, &[])?;
+        if is_empty(&out_shape) {
+            return Ok(());
+        }
+        let inputs = tensors
+            .iter()
+            .zip(types)
+            .map(|((t, s), &d)| run.typed_desc(t, *s, d))
+            .collect::<KernelResult<Vec<TensorDesc>>>()?;
+        let output = run.typed_desc(&out, out_shape, out_type)?;
+        run.launch(kind, &inputs, output)
+    }
+}
+
+fn tf_type(dtype: DType) -> TF_DataType {
+    match dtype {
+        DType::I8 => TF_DataType::TF_INT8,
+        DType::I32 => TF_DataType::TF_INT32,
+        _ => TF_DataType::TF_FLOAT,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_int8_op_has_one_kernel_named_for_the_device() {
+        use tensorplug_core::accelerator::BUILTIN;
+        let int8: Vec<_> = BUILTIN
+            .iter()
+            .filter(|d| d.default_kind().is_int8())
+            .collect();
+        assert_eq!(int8.len(), KERNELS.len());
+        for (decl, k) in int8.iter().zip(&KERNELS) {
+            assert_eq!(k.kind.decl().id, decl.id);
+            assert_eq!(
+                decl.name.trim_end_matches("Int8"),
+                k.suffix.trim_end_matches("Int8")
+            );
+            // Inputs: the op's, the block last.
+            assert_eq!(k.inputs.len(), decl.inputs as usize, "{}", decl.name);
+            let last = k.inputs.last().unwrap().to_str().unwrap();
+            assert_eq!(last, "quantization: int32");
+        }
+        let name = op_name("FPGA", "Conv2DInt8");
+        assert_eq!(name, c"_TensorplugFPGAConv2DInt8");
+        assert!(
+            std::ptr::eq(name, op_name("FPGA", "Conv2DInt8")),
+            "made once"
+        );
+    }
+}
