@@ -16,8 +16,9 @@ use std::process::{Command, Output};
 use tensorplug_tests::{helper_target_dir, plugin_path, python, workspace_root};
 
 /// Imports TF from the fresh venv, checks where the plugin came from, the
-/// device list and a bit-exact round trip, and that the wheel's RECORD
-/// matches the installed files (sha256 + size).
+/// device list, a bit-exact round trip, that the wheel's int8 module imports
+/// and the int8 ops are defined, and that the wheel's RECORD matches the
+/// installed files (sha256 + size).
 const CHECK_INSTALLED: &str = r#"
 import base64, hashlib, os, sys, sysconfig
 import numpy as np
@@ -33,6 +34,10 @@ with tf.device("/device:FPGA:0"):
     y = tf.identity(tf.constant(x))
 assert y.device.endswith("device:FPGA:0"), y.device
 assert np.array_equal(y.numpy(), x)
+import tensorplug_fpga_int8
+assert tensorplug_fpga_int8.DEVICE_TYPE == "FPGA"
+from tensorflow.python.framework import op_def_registry
+assert op_def_registry.get("_TensorplugFPGAConv2DInt8") is not None
 info = [d for d in os.listdir(site) if d.startswith("tensorplug_fpga-") and d.endswith(".dist-info")]
 assert len(info) == 1, info
 checked = 0

@@ -211,6 +211,11 @@ fn wheel_bytes(krate: &PluginCrate, so: &[u8], tag: &str) -> Result<Vec<u8>> {
             mode: 0o644,
         },
         Entry {
+            name: format!("{}_int8.py", krate.lib),
+            data: int8_module(krate).into_bytes(),
+            mode: 0o644,
+        },
+        Entry {
             name: format!("{}_keras.pth", krate.lib),
             data: format!("import {hook}\n").into_bytes(),
             mode: 0o644,
@@ -251,6 +256,15 @@ fn wheel_bytes(krate: &PluginCrate, so: &[u8], tag: &str) -> Result<Vec<u8>> {
 /// the wheel's `.pth`; `docs/wheel.md`, "Keras and XLA").
 pub fn keras_hook(krate: &PluginCrate) -> String {
     include_str!("../python/keras_auto_jit.py")
+        .replace("{lib}", krate.lib)
+        .replace("{device_type}", krate.device_type)
+}
+
+/// The module that runs a TFLite int8 model on this plugin's devices with
+/// its int8 ops (`xtask/python/int8.py`; `docs/ops.md`, "A TFLite int8
+/// model on the device").
+pub fn int8_module(krate: &PluginCrate) -> String {
+    include_str!("../python/int8.py")
         .replace("{lib}", krate.lib)
         .replace("{device_type}", krate.device_type)
 }
@@ -453,7 +467,11 @@ mod tests {
                 base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(&data));
             assert_eq!(hash, format!("sha256={want}"), "{name}");
         }
-        assert_eq!(record.lines().count(), 6);
+        assert_eq!(record.lines().count(), 7);
+        let int8 = String::from_utf8(read("tensorplug_fpga_int8.py")).unwrap();
+        assert!(int8.contains("DEVICE_TYPE = \"FPGA\""));
+        assert!(int8.contains("import tensorplug_fpga_int8 as int8"));
+        assert!(!int8.contains("{device_type}") && !int8.contains("{lib}"));
         let hook = String::from_utf8(read("_tensorplug_fpga_keras.py")).unwrap();
         assert!(hook.contains("DEVICE_TYPE = \"FPGA\""), "{hook}");
         assert!(!hook.contains("{device_type}") && !hook.contains("{lib}"));

@@ -1,0 +1,87 @@
+"""Whole int8 models on the FPGA with the wheel's `<lib>_int8` module
+(xtask/python/int8.py), against TFLite's interpreter on the same int8 model.
+
+usage: int8_model_vs_tflite.py [convnet|mobilenet] [images]
+
+Converts the model with TFLite's converter (full int8, a seeded
+representative dataset), runs a fixed set of seeded int8 inputs through
+tf.lite.Interpreter (reference kernels) and through `Int8Model` on
+/device:FPGA:0, and prints
+
+  model <name> images=<n> top1_agree=<k> max_diff_quanta=<d> differ=<outputs that differ>
+  float_ops <the ops run in float between Dequantize and Quantize, or ->
+"""
+import importlib.util
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from tflite_int8_dump import convnet  # noqa: E402
+
+DEVICE_TYPE = os.environ.get("TENSORPLUG_DEVICE_TYPE", "FPGA")
+
+
+def int8_module():
+    """The wheel's module, as `cargo xtask dist` writes it."""
+    path = os.path.join(HERE, "..", "..", "xtask", "python", "int8.py")
+    source = open(path).read().replace("{device_type}", DEVICE_TYPE).replace("{lib}", "tensorplug_fpga")
+    spec = importlib.util.spec_from_loader("tensorplug_fpga_int8", loader=None)
+    module = importlib.util.module_from_spec(spec)
+    exec(compile(source, path, "exec"), module.__dict__)
+    return module
+
+
+def mobilenet():
+    model = tf.keras.applications.MobileNetV2(input_shape=(96, 96, 3), alpha=0.35, weights=None,
+                                              classes=100, classifier_activation=None)
+    return model, (96, 96, 3)
+
+
+def convert(model, shape, spread):
+    rng = np.random.default_rng(11)
+
+    def representative():
+        for _ in range(32):
+            yield [rng.uniform(-spread, spread, (1, *shape)).astype(np.float32)]
+
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.representative_dataset = representative
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    converter.inference_input_type = tf.int8
+    converter.inference_output_type = tf.int8
+    return converter.convert()
+
+
+def main():
+    name = sys.argv[1] if len(sys.argv) > 1 else "convnet"
+    images = int(sys.argv[2]) if len(sys.argv) > 2 else 32
+    tf.keras.utils.set_random_seed(7)
+    model, shape = mobilenet() if name == "mobilenet" else convnet()
+    flatbuffer = convert(model, shape, 1.0 if name == "mobilenet" else 2.0)
+    interpreter = tf.lite.Interpreter(
+        model_content=flatbuffer,
+        experimental_op_resolver_type=tf.lite.experimental.OpResolverType.BUILTIN_REF)
+    inp = interpreter.get_input_details()[0]
+    interpreter.resize_tensor_input(inp["index"], [images, *shape])
+    interpreter.allocate_tensors()
+    x = np.random.default_rng(5).integers(-128, 128, size=(images, *shape), dtype=np.int8)
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
+    interpreter.invoke()
+    want = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+    fpga = int8_module().Int8Model(flatbuffer)
+    got = np.concatenate([fpga(tf.constant(x[i:i + 8])).numpy() for i in range(0, images, 8)])
+    diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
+    agree = int(np.sum(np.argmax(got, -1) == np.argmax(want, -1)))
+    print(f"model {name} images={images} top1_agree={agree} max_diff_quanta={int(diff.max())} "
+          f"differ={int(np.count_nonzero(diff))} of {diff.size}")
+    print(f"float_ops {' '.join(fpga.float_ops) or '-'}")
+
+
+if __name__ == "__main__":
+    main()

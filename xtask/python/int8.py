@@ -1,0 +1,276 @@
+"""Run a TFLite int8 model on /device:{device_type}:0, bit for bit as TFLite.
+
+The calibration route for models without quantization-aware training (and
+for QAT models too): TFLite's own converter quantizes the Keras model from
+a representative dataset, and this module runs the int8 model it makes on
+the device, with the plugin's int8 ops (`docs/ops.md`, "int8"):
+
+    import tensorflow as tf
+    import {lib}_int8 as int8
+
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.representative_dataset = representative   # a few hundred inputs
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    converter.inference_input_type = tf.int8
+    converter.inference_output_type = tf.int8
+    fpga_model = int8.Int8Model(converter.convert())
+    logits_q = fpga_model(x_q)            # int8 in, int8 out, as the interpreter
+
+CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD (same shapes), MAX_POOL_2D,
+AVERAGE_POOL_2D, QUANTIZE (float to int8) and DEQUANTIZE run on the device
+as TFLite's reference kernels do; RESHAPE and PAD move bytes (exact). MEAN
+and SOFTMAX are computed in float between a Dequantize and a Quantize, so
+they may differ from TFLite by a quantum; `Int8Model.float_ops` lists the
+ones a model has. Any other op raises NotImplementedError naming it.
+"""
+import numpy as np
+import tensorflow as tf
+from tensorflow.lite.python import schema_py_generated as schema
+from tensorflow.python.framework import op_def_library, op_def_registry
+
+DEVICE_TYPE = "{device_type}"
+DOUBLE, SINGLE = 0, 1
+# How TF 2.21's TFLite rounds each op (measured; docs/device-numerics.md,
+# "int8 requantization"). tflite-micro rounds twice everywhere.
+TFLITE_2_21 = {"FULLY_CONNECTED": SINGLE}
+ACTIVATIONS = {0: None, 1: "RELU", 3: "RELU6"}
+FLOAT_OPS = {"MEAN", "SOFTMAX"}
+
+
+def _op(suffix, **inputs):
+    """One of the plugin's int8 ops; attributes not given take their defaults."""
+    name = f"_Tensorplug{DEVICE_TYPE}{suffix}"
+    op_def = op_def_registry.get(name)
+    if op_def is None:
+        raise RuntimeError(f"{name} is not defined: is the {DEVICE_TYPE} plugin loaded, with a "
+                           "device that declares the int8 ops?")
+    for attr in op_def.attr:
+        if attr.name not in inputs and attr.HasField("default_value"):
+            kind = attr.default_value.WhichOneof("value")
+            value = getattr(attr.default_value, kind)
+            inputs[attr.name] = list(value.i) if kind == "list" else value.decode() if kind == "s" else value
+    return op_def_library._apply_op_helper(name, name=suffix, **inputs)[3][0]
+
+
+def _round(v):
+    """TfLiteRound: half away from zero."""
+    return int(np.sign(v) * np.floor(abs(v) + 0.5))
+
+
+def quantize_multiplier(real):
+    """tflite::QuantizeMultiplier: (Q31 multiplier, shift)."""
+    if real == 0:
+        return 0, 0
+    q, shift = np.frexp(real)
+    q_fixed = int(np.floor(float(q) * (1 << 31) + 0.5))
+    if q_fixed == 1 << 31:
+        q_fixed //= 2
+        shift += 1
+    if shift < -31:
+        return 0, 0
+    if shift > 30:
+        raise ValueError(f"requantization multiplier {real} is 2^30 or more")
+    return q_fixed, int(shift)
+
+
+def _quant(details):
+    q = details["quantization_parameters"]
+    return np.asarray(q["scales"], np.float32), np.asarray(q["zero_points"], np.int64)
+
+
+def _activation_range(act, scale, zp):
+    """CalculateActivationRangeQuantized, in f32."""
+    def q(f):
+        return int(zp) + _round(np.float32(np.float32(f) / np.float32(scale)))
+    lo, hi = -128, 127
+    if act == "RELU":
+        return max(lo, q(0.0)), hi
+    if act == "RELU6":
+        return max(lo, q(0.0)), min(hi, q(6.0))
+    return lo, hi
+
+
+def _header(zps, out_zp, lo, hi, rounding, channels):
+    return [int(zps[0]), int(zps[1]), int(out_zp), lo, hi, rounding, channels, 0]
+
+
+class Int8Model(tf.Module):
+    """A TFLite int8 model as a TF graph of the plugin's int8 ops.
+
+    `rounding` maps an op kind to its requantization (DOUBLE or SINGLE);
+    kinds not named round twice. The default is TF 2.21's TFLite."""
+
+    def __init__(self, flatbuffer, rounding=None, device=f"/device:{DEVICE_TYPE}:0"):
+        super().__init__()
+        self._device = device
+        self._rounding = dict(TFLITE_2_21 if rounding is None else rounding)
+        interpreter = tf.lite.Interpreter(
+            model_content=flatbuffer,
+            experimental_op_resolver_type=tf.lite.experimental.OpResolverType.BUILTIN_REF)
+        interpreter.allocate_tensors()
+        self._details = {d["index"]: d for d in interpreter.get_tensor_details()}
+        self._ops = interpreter._get_ops_details()
+        fb = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(flatbuffer, 0))
+        self._options = {op.outputs[0]: op.builtinOptions for op in fb.subgraphs[0].operators}
+        self._inputs = [d["index"] for d in interpreter.get_input_details()]
+        self._outputs = [d["index"] for d in interpreter.get_output_details()]
+        produced = {o for op in self._ops for o in op["outputs"]}
+        self._constants = {}
+        for op in self._ops:
+            for i in op["inputs"]:
+                if i >= 0 and i not in produced and i not in self._inputs:
+                    self._constants[i] = np.array(interpreter.get_tensor(i))
+        self.float_ops = sorted({op["op_name"] for op in self._ops if op["op_name"] in FLOAT_OPS})
+        unsupported = sorted({op["op_name"] for op in self._ops} - set(self._builders()))
+        if unsupported:
+            raise NotImplementedError(f"ops this module cannot run: {', '.join(unsupported)}")
+        specs = []
+        for i in self._inputs:
+            d = self._details[i]
+            specs.append(tf.TensorSpec([None, *d["shape"][1:]], d["dtype"]))
+        self._call = tf.function(self._forward, input_signature=specs)
+
+    def __call__(self, *inputs):
+        out = self._call(*inputs)
+        return out[0] if len(out) == 1 else out
+
+    def _builders(self):
+        return {
+            "CONV_2D": self._conv, "DEPTHWISE_CONV_2D": self._conv,
+            "FULLY_CONNECTED": self._fully_connected, "ADD": self._add,
+            "MAX_POOL_2D": self._pool, "AVERAGE_POOL_2D": self._pool,
+            "QUANTIZE": self._quantize, "DEQUANTIZE": self._dequantize,
+            "RESHAPE": self._reshape, "PAD": self._pad, "PADV2": self._pad,
+            "MEAN": self._float_op, "SOFTMAX": self._float_op,
+            # The shape arithmetic before a RESHAPE (Keras' Flatten): RESHAPE
+            # takes its output's static shape, so these compute nothing.
+            "SHAPE": self._shape_op, "STRIDED_SLICE": self._shape_op, "PACK": self._shape_op,
+        }
+
+    def _forward(self, *inputs):
+        values = dict(zip(self._inputs, inputs))
+        builders = self._builders()
+        with tf.device(self._device):
+            for op in self._ops:
+                out = op["outputs"][0]
+                values[out] = builders[op["op_name"]](op, values)
+        return [values[i] for i in self._outputs]
+
+    def _input(self, values, index):
+        if index in values:
+            return values[index]
+        return tf.constant(self._constants[index])
+
+    def _block(self, words):
+        return tf.constant(np.array(words, np.int64).astype(np.int32))
+
+    def _per_channel_block(self, op, act, channels):
+        ins = op["inputs"]
+        (in_s, in_z), (w_s, _) = _quant(self._details[ins[0]]), _quant(self._details[ins[1]])
+        out_s, out_z = _quant(self._details[op["outputs"][0]])
+        w_s = np.repeat(w_s, channels) if w_s.size == 1 else w_s
+        pairs = [quantize_multiplier(float(in_s[0]) * float(s) / float(out_s[0])) for s in w_s]
+        lo, hi = _activation_range(act, out_s[0], out_z[0])
+        bias = ins[2] if len(ins) > 2 else -1
+        b = list(self._constants[bias].astype(np.int64)) if bias >= 0 else [0] * channels
+        rounding = self._rounding.get(op["op_name"], DOUBLE)
+        return self._block(_header([in_z[0], 0], out_z[0], lo, hi, rounding, channels)
+                           + b + [m for m, _ in pairs] + [s for _, s in pairs])
+
+    def _act(self, op):
+        o = self._options[op["outputs"][0]]
+        return ACTIVATIONS.get(getattr(o, "fusedActivationFunction", 0), "unsupported")
+
+    def _conv(self, op, values):
+        o = self._options[op["outputs"][0]]
+        x = self._input(values, op["inputs"][0])
+        w = self._constants[op["inputs"][1]]
+        out_channels = self._details[op["outputs"][0]]["shape"][-1]
+        q = self._per_channel_block(op, self._act(op), out_channels)
+        common = dict(strides=[1, o.strideH, o.strideW, 1],
+                      dilations=[1, o.dilationHFactor, o.dilationWFactor, 1],
+                      padding="SAME" if o.padding == 0 else "VALID")
+        if op["op_name"] == "CONV_2D":
+            filt = tf.constant(np.ascontiguousarray(np.transpose(w, (1, 2, 3, 0))))
+            return _op("Conv2DInt8", input=x, filter=filt, quantization=q, **common)
+        c = self._details[op["inputs"][0]]["shape"][-1]
+        filt = tf.constant(w.reshape(w.shape[1], w.shape[2], c, w.shape[3] // c))
+        return _op("DepthwiseConv2DInt8", input=x, filter=filt, quantization=q, **common)
+
+    def _fully_connected(self, op, values):
+        x = self._input(values, op["inputs"][0])
+        w = self._constants[op["inputs"][1]]
+        q = self._per_channel_block(op, self._act(op), w.shape[0])
+        y = _op("MatMulInt8", a=tf.reshape(x, [-1, w.shape[1]]), b=tf.constant(w),
+                quantization=q, transpose_b=True)
+        shape = self._details[op["outputs"][0]]["shape"]
+        return tf.reshape(y, [-1, *shape[1:]])
+
+    def _add(self, op, values):
+        a_i, b_i = op["inputs"]
+        (s1, z1), (s2, z2) = _quant(self._details[a_i]), _quant(self._details[b_i])
+        so, zo = _quant(self._details[op["outputs"][0]])
+        twice_max = float(np.float32(2.0) * max(s1[0], s2[0]))
+        out_scale = float(np.float32(1 << 20) * so[0])
+        words = []
+        for real in (float(s1[0]) / twice_max, float(s2[0]) / twice_max, twice_max / out_scale):
+            words += list(quantize_multiplier(real))
+        lo, hi = _activation_range(self._act(op), so[0], zo[0])
+        q = self._block(_header([z1[0], z2[0]], zo[0], lo, hi,
+                                self._rounding.get("ADD", DOUBLE), 0) + words)
+        return _op("AddInt8", x=self._input(values, a_i), y=self._input(values, b_i), quantization=q)
+
+    def _pool(self, op, values):
+        o = self._options[op["outputs"][0]]
+        s, z = _quant(self._details[op["outputs"][0]])
+        lo, hi = _activation_range(self._act(op), s[0], z[0])
+        q = self._block(_header([0, 0], 0, lo, hi, DOUBLE, 0))
+        suffix = "MaxPoolInt8" if op["op_name"] == "MAX_POOL_2D" else "AvgPoolInt8"
+        return _op(suffix, input=self._input(values, op["inputs"][0]), quantization=q,
+                   ksize=[1, o.filterHeight, o.filterWidth, 1], strides=[1, o.strideH, o.strideW, 1],
+                   padding="SAME" if o.padding == 0 else "VALID")
+
+    def _scales_block(self, index, zp_in, zp_out):
+        s, z = _quant(self._details[index])
+        words = [int(v) for v in s.astype(np.float32).view(np.int32)]
+        return self._block(_header([zp_in, 0], zp_out, -128, 127, DOUBLE, len(words)) + words)
+
+    def _quantize(self, op, values):
+        x_i, out = op["inputs"][0], op["outputs"][0]
+        if self._details[x_i]["dtype"] != np.float32:
+            raise NotImplementedError("QUANTIZE from an integer type (a requantize)")
+        z = _quant(self._details[out])[1][0]
+        return _op("Quantize", input=self._input(values, x_i), quantization=self._scales_block(out, 0, z))
+
+    def _dequantize(self, op, values):
+        x_i = op["inputs"][0]
+        z = _quant(self._details[x_i])[1][0]
+        return _op("Dequantize", input=self._input(values, x_i), quantization=self._scales_block(x_i, z, 0))
+
+    def _shape_op(self, op, values):
+        if self._details[op["outputs"][0]]["dtype"] != np.int32:
+            raise NotImplementedError(f"{op['op_name']} on a tensor that is not a shape")
+        return None
+
+    def _reshape(self, op, values):
+        shape = self._details[op["outputs"][0]]["shape"]
+        return tf.reshape(self._input(values, op["inputs"][0]), [-1, *shape[1:]])
+
+    def _pad(self, op, values):
+        x_i, pads_i = op["inputs"][0], op["inputs"][1]
+        z = _quant(self._details[op["outputs"][0]])[1][0]
+        return tf.pad(self._input(values, x_i), self._constants[pads_i], constant_values=int(z))
+
+    def _float_op(self, op, values):
+        """MEAN, SOFTMAX: Dequantize, the float op, Quantize (not bit-exact)."""
+        x_i, out = op["inputs"][0], op["outputs"][0]
+        x = _op("Dequantize", input=self._input(values, x_i),
+                quantization=self._scales_block(x_i, _quant(self._details[x_i])[1][0], 0))
+        if op["op_name"] == "MEAN":
+            keep = bool(getattr(self._options[out], "keepDims", False))
+            y = tf.reduce_mean(x, axis=self._constants[op["inputs"][1]].tolist(), keepdims=keep)
+        else:
+            y = tf.nn.softmax(x * float(getattr(self._options[out], "beta", 1.0)))
+        z = _quant(self._details[out])[1][0]
+        return _op("Quantize", input=y, quantization=self._scales_block(out, 0, z))
