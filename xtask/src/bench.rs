@@ -146,6 +146,10 @@ const EXPECTED_FIGURES: &[(&str, &str)] = &[
         "MobileNetV2-0.35 predict, batch 8, FPGA(sim) vs TF CPU",
     ),
     (
+        "tf_int8_mobilenet_v2_predict_ratio",
+        "int8 MobileNetV2-0.35 predict, batch 8, FPGA(sim) vs TFLite CPU",
+    ),
+    (
         "tf_profiler_overhead",
         "MNIST MLP predict, profiler on / off",
     ),
@@ -268,6 +272,7 @@ fn run_tf_benches(target: &Path, bench_args: &[String]) -> Result<()> {
         "bench_profiler_overhead",
         "bench_copy",
         "bench_mobilenet",
+        "bench_int8_mobilenet",
     ];
     let filter = bench_args.first().filter(|arg| !arg.starts_with('-'));
     let scripts: Vec<&str> = SCRIPTS
