@@ -1,7 +1,7 @@
 """Whole int8 models on the FPGA with the wheel's `<lib>_int8` module
 (xtask/python/int8.py), against TFLite's interpreter on the same int8 model.
 
-usage: int8_model_vs_tflite.py [convnet|mobilenet] [images]
+usage: int8_model_vs_tflite.py [convnet|mobilenet|bad] [images]
 
 Converts the model with TFLite's converter (full int8, a seeded
 representative dataset), runs a fixed set of seeded int8 inputs through
@@ -58,8 +58,45 @@ def convert(model, shape, spread):
     return converter.convert()
 
 
+def corrupted(flatbuffer, what):
+    """The int8 model with the first CONV_2D's output scale set to 0, or its
+    output zero point to 300, or a filter with one scale too many."""
+    from tensorflow.lite.python import schema_py_generated as schema
+    import flatbuffers
+    fb = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(flatbuffer, 0))
+    graph = fb.subgraphs[0]
+    conv = next(op for op in graph.operators
+                if fb.operatorCodes[op.opcodeIndex].builtinCode == schema.BuiltinOperator.CONV_2D)
+    out, filt = graph.tensors[conv.outputs[0]], graph.tensors[conv.inputs[1]]
+    if what == "scale":
+        out.quantization.scale = [0.0]
+    elif what == "zero_point":
+        out.quantization.zeroPoint = [300]
+    else:
+        filt.quantization.scale = list(filt.quantization.scale) + [0.5]
+        filt.quantization.zeroPoint = list(filt.quantization.zeroPoint) + [0]
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(fb.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
+
+
+def bad():
+    """Each corruption must be a ValueError naming the op and tensor."""
+    tf.keras.utils.set_random_seed(7)
+    model, shape = convnet()
+    flatbuffer = convert(model, shape, 2.0)
+    for what in ("scale", "zero_point", "channels"):
+        try:
+            int8_module().Int8Model(corrupted(flatbuffer, what))
+            print(f"bad {what}: accepted")
+        except ValueError as error:
+            print(f"bad {what}: ValueError: {error}")
+
+
 def main():
     name = sys.argv[1] if len(sys.argv) > 1 else "convnet"
+    if name == "bad":
+        return bad()
     images = int(sys.argv[2]) if len(sys.argv) > 2 else 32
     tf.keras.utils.set_random_seed(7)
     model, shape = mobilenet() if name == "mobilenet" else convnet()

@@ -416,3 +416,20 @@ fn mobilenet_v2_0_35_in_int8_on_the_fpga_agrees_with_tflite() {
     );
     assert!(max_diff <= 1, "logits {max_diff} quanta apart");
 }
+
+/// Quantization that cannot be represented (a zero scale, a zero point of
+/// 300, one filter scale too many) is a `ValueError` naming what is wrong
+/// when `Int8Model` is made, never a wrong answer.
+#[test]
+fn bad_quantization_in_an_int8_model_is_a_clear_error() {
+    let stdout = run_model("bad", "0");
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("bad ")).collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    for (line, says) in lines.iter().zip([
+        "Node number 0 (CONV_2D) failed to prepare",
+        "zero point 300 is outside int8's [-128, 127]",
+        "invalid quantization parameters",
+    ]) {
+        assert!(line.contains("ValueError") && line.contains(says), "{line}");
+    }
+}

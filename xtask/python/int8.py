@@ -79,6 +79,23 @@ def _quant(details):
     return np.asarray(q["scales"], np.float32), np.asarray(q["zero_points"], np.int64)
 
 
+def _check(op, details, channels=None):
+    """The quantization of a tensor `op` uses, or a ValueError naming both:
+    scales finite and > 0, int8 zero points in [-128, 127], and one scale or
+    `channels` of them."""
+    scales, zps = _quant(details)
+    where = f"{op['op_name']} (output '{op['output_name']}'), tensor '{details['name']}'"
+    if scales.size == 0:
+        raise ValueError(f"{where} is not quantized")
+    bad = [float(s) for s in scales if not (np.isfinite(s) and s > 0)]
+    if bad:
+        raise ValueError(f"{where}: scale {bad[0]} cannot be represented (it must be a finite number > 0)")
+    if details["dtype"] == np.int8 and np.any((zps < -128) | (zps > 127)):
+        raise ValueError(f"{where}: zero point {int(zps[(zps < -128) | (zps > 127)][0])} is outside int8's [-128, 127]")
+    if channels is not None and scales.size not in (1, channels):
+        raise ValueError(f"{where}: {scales.size} per-axis scales for {channels} channels")
+
+
 def _activation_range(act, scale, zp):
     """CalculateActivationRangeQuantized, in f32."""
     def q(f):
@@ -108,9 +125,14 @@ class Int8Model(tf.Module):
         interpreter = tf.lite.Interpreter(
             model_content=flatbuffer,
             experimental_op_resolver_type=tf.lite.experimental.OpResolverType.BUILTIN_REF)
-        interpreter.allocate_tensors()
+        try:
+            interpreter.allocate_tensors()
+        except RuntimeError as error:  # TFLite's Prepare refused a parameter
+            raise ValueError(f"TFLite refuses this int8 model: {error}") from error
         self._details = {d["index"]: d for d in interpreter.get_tensor_details()}
         self._ops = interpreter._get_ops_details()
+        for op in self._ops:
+            op["output_name"] = self._details[op["outputs"][0]]["name"]
         fb = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(flatbuffer, 0))
         self._options = {op.outputs[0]: op.builtinOptions for op in fb.subgraphs[0].operators}
         self._inputs = [d["index"] for d in interpreter.get_input_details()]
@@ -129,7 +151,8 @@ class Int8Model(tf.Module):
         for i in self._inputs:
             d = self._details[i]
             specs.append(tf.TensorSpec([None, *d["shape"][1:]], d["dtype"]))
-        self._call = tf.function(self._forward, input_signature=specs)
+        self._call = tf.function(self._forward, input_signature=specs, autograph=False)
+        self._call.get_concrete_function()  # bad quantization fails here
 
     def __call__(self, *inputs):
         out = self._call(*inputs)
@@ -167,6 +190,9 @@ class Int8Model(tf.Module):
 
     def _per_channel_block(self, op, act, channels):
         ins = op["inputs"]
+        for i in (ins[0], op["outputs"][0]):
+            _check(op, self._details[i])
+        _check(op, self._details[ins[1]], channels)
         (in_s, in_z), (w_s, _) = _quant(self._details[ins[0]]), _quant(self._details[ins[1]])
         out_s, out_z = _quant(self._details[op["outputs"][0]])
         w_s = np.repeat(w_s, channels) if w_s.size == 1 else w_s
@@ -209,6 +235,8 @@ class Int8Model(tf.Module):
 
     def _add(self, op, values):
         a_i, b_i = op["inputs"]
+        for i in (a_i, b_i, op["outputs"][0]):
+            _check(op, self._details[i])
         (s1, z1), (s2, z2) = _quant(self._details[a_i]), _quant(self._details[b_i])
         so, zo = _quant(self._details[op["outputs"][0]])
         twice_max = float(np.float32(2.0) * max(s1[0], s2[0]))
@@ -233,6 +261,9 @@ class Int8Model(tf.Module):
 
     def _scales_block(self, index, zp_in, zp_out):
         s, z = _quant(self._details[index])
+        if not np.all(np.isfinite(s) & (s > 0)) or not -128 <= zp_in <= 127 or not -128 <= zp_out <= 127:
+            raise ValueError(f"tensor '{self._details[index]['name']}': scale {s.tolist()} or zero point "
+                             f"{zp_in or zp_out} cannot be represented")
         words = [int(v) for v in s.astype(np.float32).view(np.int32)]
         return self._block(_header([zp_in, 0], zp_out, -128, 127, DOUBLE, len(words)) + words)
 
