@@ -9,13 +9,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from bench_common import clock, interleaved_medians, write_figure  # noqa: E402
-from int8_model_vs_tflite import convert, int8_module, mobilenet  # noqa: E402
+from int8_model_vs_tflite import int8_module, mobilenet  # noqa: E402
+from tflite_int8_dump import convert  # noqa: E402
 
 REPS = 15
 BATCH = 8
 tf.keras.utils.set_random_seed(7)
 model, shape = mobilenet()
-flatbuffer = convert(model, shape, 1.0)
+flatbuffer = convert(model, shape)
 x = np.random.default_rng(0).integers(-128, 128, size=(BATCH, *shape), dtype=np.int8)
 interpreter = tf.lite.Interpreter(model_content=flatbuffer, num_threads=2)
 index = interpreter.get_input_details()[0]["index"]

@@ -21,7 +21,7 @@ import tensorflow as tf  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from tflite_int8_dump import convnet  # noqa: E402
+from tflite_int8_dump import convert, convnet, invoke  # noqa: E402
 
 DEVICE_TYPE = os.environ.get("TENSORPLUG_DEVICE_TYPE", "FPGA")
 
@@ -40,22 +40,6 @@ def mobilenet():
     model = tf.keras.applications.MobileNetV2(input_shape=(96, 96, 3), alpha=0.35, weights=None,
                                               classes=100, classifier_activation=None)
     return model, (96, 96, 3)
-
-
-def convert(model, shape, spread):
-    rng = np.random.default_rng(11)
-
-    def representative():
-        for _ in range(32):
-            yield [rng.uniform(-spread, spread, (1, *shape)).astype(np.float32)]
-
-    converter = tf.lite.TFLiteConverter.from_keras_model(model)
-    converter.optimizations = [tf.lite.Optimize.DEFAULT]
-    converter.representative_dataset = representative
-    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-    converter.inference_input_type = tf.int8
-    converter.inference_output_type = tf.int8
-    return converter.convert()
 
 
 def corrupted(flatbuffer, what):
@@ -84,7 +68,7 @@ def bad():
     """Each corruption must be a ValueError naming the op and tensor."""
     tf.keras.utils.set_random_seed(7)
     model, shape = convnet()
-    flatbuffer = convert(model, shape, 2.0)
+    flatbuffer = convert(model, shape)
     for what in ("scale", "zero_point", "channels"):
         try:
             int8_module().Int8Model(corrupted(flatbuffer, what))
@@ -100,16 +84,8 @@ def main():
     images = int(sys.argv[2]) if len(sys.argv) > 2 else 32
     tf.keras.utils.set_random_seed(7)
     model, shape = mobilenet() if name == "mobilenet" else convnet()
-    flatbuffer = convert(model, shape, 1.0 if name == "mobilenet" else 2.0)
-    interpreter = tf.lite.Interpreter(
-        model_content=flatbuffer,
-        experimental_op_resolver_type=tf.lite.experimental.OpResolverType.BUILTIN_REF)
-    inp = interpreter.get_input_details()[0]
-    interpreter.resize_tensor_input(inp["index"], [images, *shape])
-    interpreter.allocate_tensors()
-    x = np.random.default_rng(5).integers(-128, 128, size=(images, *shape), dtype=np.int8)
-    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
-    interpreter.invoke()
+    flatbuffer = convert(model, shape)
+    interpreter, _, x = invoke(flatbuffer, shape, 5, batch=images, preserve=False)
     want = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
     fpga = int8_module().Int8Model(flatbuffer)
     got = np.concatenate([fpga(tf.constant(x[i:i + 8])).numpy() for i in range(0, images, 8)])

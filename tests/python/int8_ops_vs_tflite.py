@@ -14,7 +14,6 @@ Prints one line per op
 and a total; exits 1 on any difference. The ops have no CPU kernel, so
 with soft placement off they can only run on the device.
 """
-import math
 import os
 import sys
 
@@ -25,16 +24,18 @@ from tensorflow.lite.python import schema_py_generated as schema  # noqa: E402
 from tensorflow.python.framework import op_def_library, op_def_registry  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
-from requantize_golden import quantize_multiplier  # noqa: E402
-from tflite_int8_dump import BATCH, convert, convnet, mlp  # noqa: E402
+from int8_model_vs_tflite import int8_module  # noqa: E402
+from tflite_int8_dump import convert, convnet, invoke, mlp  # noqa: E402
 
 DEVICE_TYPE = os.environ.get("TENSORPLUG_DEVICE_TYPE", "FPGA")
 DEV = f"/device:{DEVICE_TYPE}:0"
-DOUBLE, SINGLE = 0, 1
+INT8 = int8_module()
+DOUBLE, SINGLE = INT8.DOUBLE, INT8.SINGLE
 # TF 2.21's TFLite rounds per op (tests/tests/int8_vs_tflite.rs).
 ROUNDING = {"CONV_2D": DOUBLE, "DEPTHWISE_CONV_2D": DOUBLE, "FULLY_CONNECTED": SINGLE,
             "ADD": DOUBLE, "MAX_POOL_2D": DOUBLE, "AVERAGE_POOL_2D": DOUBLE}
 ACTIVATIONS = {0: None, 1: "RELU", 3: "RELU6"}
+activation_range, header = INT8.activation_range, INT8.header
 
 
 def op_name(suffix):
@@ -42,66 +43,7 @@ def op_name(suffix):
 
 
 def call(suffix, name, **inputs):
-    """One of the plugin's int8 ops, in the current graph; attributes not
-    given take their defaults (generated wrappers pass every one)."""
-    op_def = op_def_registry.get(op_name(suffix))
-    for attr in op_def.attr:
-        if attr.name not in inputs and attr.HasField("default_value"):
-            kind = attr.default_value.WhichOneof("value")
-            value = getattr(attr.default_value, kind)
-            inputs[attr.name] = list(value.i) if kind == "list" else value.decode() if kind == "s" else value
-    return op_def_library._apply_op_helper(op_name(suffix), name=name, **inputs)[3][0]
-
-
-def f32(v):
-    return float(np.float32(v))
-
-
-def activation_range(act, scale, zp):
-    """CalculateActivationRangeQuantized, in f32."""
-    def q(f):
-        return zp + int(math.copysign(math.floor(abs(f32(f32(f) / f32(scale))) + 0.5), f32(f) / f32(scale)))
-    lo, hi = -128, 127
-    if act == "RELU":
-        return max(lo, q(0.0)), hi
-    if act == "RELU6":
-        return max(lo, q(0.0)), min(hi, q(6.0))
-    return lo, hi
-
-
-def header(zps, out_zp, lo, hi, rounding, channels):
-    return [zps[0], zps[1], out_zp, lo, hi, rounding, channels, 0]
-
-
-def per_channel_block(kind, inp, flt, bias, out, act):
-    in_s, in_z = inp["quantization_parameters"]["scales"][0], inp["quantization_parameters"]["zero_points"][0]
-    out_q = out["quantization_parameters"]
-    out_s, out_z = out_q["scales"][0], int(out_q["zero_points"][0])
-    w_scales = flt["quantization_parameters"]["scales"]
-    oc = len(w_scales) if len(w_scales) > 1 else out["shape"][-1]
-    if len(w_scales) == 1:
-        w_scales = np.repeat(w_scales, oc)
-    mults, shifts = [], []
-    for ws in w_scales:
-        m, s = quantize_multiplier(float(np.float32(in_s)) * float(np.float32(ws)) / float(np.float32(out_s)))
-        mults.append(m)
-        shifts.append(s)
-    lo, hi = activation_range(act, out_s, out_z)
-    b = list(bias) if bias is not None else [0] * oc
-    return header([int(in_z), 0], out_z, lo, hi, ROUNDING[kind], oc) + b + mults + shifts
-
-
-def add_block(in1, in2, out, act):
-    (s1, z1), (s2, z2) = [(np.float32(t["quantization_parameters"]["scales"][0]),
-                           int(t["quantization_parameters"]["zero_points"][0])) for t in (in1, in2)]
-    so, zo = np.float32(out["quantization_parameters"]["scales"][0]), int(out["quantization_parameters"]["zero_points"][0])
-    twice_max = float(np.float32(2.0) * max(s1, s2))
-    out_scale = float(np.float32(1 << 20) * so)
-    words = []
-    for real in (float(s1) / twice_max, float(s2) / twice_max, twice_max / out_scale):
-        words += list(quantize_multiplier(real))
-    lo, hi = activation_range(act, so, zo)
-    return header([z1, z2], zo, lo, hi, ROUNDING["ADD"], 0) + words
+    return INT8.int8_op(suffix, name, **inputs)
 
 
 def builtin_options(flatbuffer):
@@ -111,18 +53,7 @@ def builtin_options(flatbuffer):
 
 def run_model(name, model, shape, seed):
     flatbuffer = convert(model, shape)
-    interpreter = tf.lite.Interpreter(
-        model_content=flatbuffer,
-        experimental_op_resolver_type=tf.lite.experimental.OpResolverType.BUILTIN_REF,
-        experimental_preserve_all_tensors=True)
-    inp = interpreter.get_input_details()[0]
-    interpreter.resize_tensor_input(inp["index"], [BATCH, *shape])
-    interpreter.allocate_tensors()
-    inp = interpreter.get_input_details()[0]
-    details = {d["index"]: d for d in interpreter.get_tensor_details()}
-    x = np.random.default_rng(seed).integers(-128, 128, size=inp["shape"], dtype=np.int8)
-    interpreter.set_tensor(inp["index"], x)
-    interpreter.invoke()
+    interpreter, details, _ = invoke(flatbuffer, shape, seed)
     opts = builtin_options(flatbuffer)
     value = interpreter.get_tensor
     total = differ = 0
@@ -143,7 +74,8 @@ def run_model(name, model, shape, seed):
             if kind in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
                 w = value(ins[1]["index"])
                 bias = value(ins[2]["index"]) if len(ins) > 2 and ins[2] is not None else None
-                block = per_channel_block(kind, ins[0], ins[1], bias, out, act)
+                channels = w.shape[0] if kind != "DEPTHWISE_CONV_2D" else w.shape[3]
+                block = INT8.conv_block(ins[0], ins[1], bias, out, act, ROUNDING[kind], channels)
                 q = tf.constant(np.array(block, np.int32))
                 if kind == "FULLY_CONNECTED":
                     x2 = xin.reshape(-1, w.shape[1])
@@ -174,7 +106,7 @@ def run_model(name, model, shape, seed):
                 x2 = value(ins[1]["index"])
                 feeds = [xin, x2]
                 y_t = tf.compat.v1.placeholder(tf.int8, x2.shape, name="y")
-                q = tf.constant(np.array(add_block(ins[0], ins[1], out, act), np.int32))
+                q = tf.constant(np.array(INT8.add_block(ins[0], ins[1], out, act, DOUBLE), np.int32))
                 y = call("AddInt8", "add", x=x_t, y=y_t, quantization=q)
                 placeholders = [x_t, y_t]
             if kind != "ADD":

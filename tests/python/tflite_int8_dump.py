@@ -96,20 +96,28 @@ def options(flatbuffer):
     return out
 
 
-def dump(name, model, shape, seed):
-    flatbuffer = convert(model, shape)
+def invoke(flatbuffer, shape, seed, batch=BATCH, preserve=True):
+    """TFLite's reference kernels on `batch` seeded int8 inputs: the
+    interpreter (every tensor kept when `preserve`), its tensor details by
+    index, and the input."""
     interpreter = tf.lite.Interpreter(
         model_content=flatbuffer,
         experimental_op_resolver_type=tf.lite.experimental.OpResolverType.BUILTIN_REF,
-        experimental_preserve_all_tensors=True)
+        experimental_preserve_all_tensors=preserve)
     inp = interpreter.get_input_details()[0]
-    interpreter.resize_tensor_input(inp["index"], [BATCH, *shape])
+    interpreter.resize_tensor_input(inp["index"], [batch, *shape])
     interpreter.allocate_tensors()
     inp = interpreter.get_input_details()[0]
     details = {d["index"]: d for d in interpreter.get_tensor_details()}
     x = np.random.default_rng(seed).integers(-128, 128, size=inp["shape"], dtype=np.int8)
     interpreter.set_tensor(inp["index"], x)
     interpreter.invoke()
+    return interpreter, details, x
+
+
+def dump(name, model, shape, seed):
+    flatbuffer = convert(model, shape)
+    interpreter, details, _ = invoke(flatbuffer, shape, seed)
     opts = options(flatbuffer)
     count = 0
     for op in interpreter._get_ops_details():

@@ -38,19 +38,20 @@ ACTIVATIONS = {0: None, 1: "RELU", 3: "RELU6"}
 FLOAT_OPS = {"MEAN", "SOFTMAX"}
 
 
-def _op(suffix, **inputs):
-    """One of the plugin's int8 ops; attributes not given take their defaults."""
-    name = f"_Tensorplug{DEVICE_TYPE}{suffix}"
-    op_def = op_def_registry.get(name)
+def int8_op(suffix, name=None, **inputs):
+    """One of the plugin's int8 ops (`Conv2DInt8`, …, `Dequantize`) in the
+    current graph; attributes not given take their defaults."""
+    op_type = f"_Tensorplug{DEVICE_TYPE}{suffix}"
+    op_def = op_def_registry.get(op_type)
     if op_def is None:
-        raise RuntimeError(f"{name} is not defined: is the {DEVICE_TYPE} plugin loaded, with a "
+        raise RuntimeError(f"{op_type} is not defined: is the {DEVICE_TYPE} plugin loaded, with a "
                            "device that declares the int8 ops?")
     for attr in op_def.attr:
         if attr.name not in inputs and attr.HasField("default_value"):
             kind = attr.default_value.WhichOneof("value")
             value = getattr(attr.default_value, kind)
             inputs[attr.name] = list(value.i) if kind == "list" else value.decode() if kind == "s" else value
-    return op_def_library._apply_op_helper(name, name=suffix, **inputs)[3][0]
+    return op_def_library._apply_op_helper(op_type, name=name or suffix, **inputs)[3][0]
 
 
 def _round(v):
@@ -96,7 +97,7 @@ def _check(op, details, channels=None):
         raise ValueError(f"{where}: {scales.size} per-axis scales for {channels} channels")
 
 
-def _activation_range(act, scale, zp):
+def activation_range(act, scale, zp):
     """CalculateActivationRangeQuantized, in f32."""
     def q(f):
         return int(zp) + _round(np.float32(np.float32(f) / np.float32(scale)))
@@ -108,8 +109,37 @@ def _activation_range(act, scale, zp):
     return lo, hi
 
 
-def _header(zps, out_zp, lo, hi, rounding, channels):
+def header(zps, out_zp, lo, hi, rounding, channels):
+    """The quantization block's eight header words (docs/device-numerics.md)."""
     return [int(zps[0]), int(zps[1]), int(out_zp), lo, hi, rounding, channels, 0]
+
+
+def conv_block(inp, flt, bias, out, act, rounding, channels):
+    """The block of a CONV_2D, DEPTHWISE_CONV_2D or FULLY_CONNECTED with
+    `channels` outputs, from its tensors' details (`bias`: the int32 values
+    or None): TFLite's `Prepare` (multipliers from double products of the
+    float32 scales, the activation range in float32)."""
+    (in_s, in_z), (w_s, _) = _quant(inp), _quant(flt)
+    out_s, out_z = _quant(out)
+    w_s = np.repeat(w_s, channels) if w_s.size == 1 else w_s
+    pairs = [quantize_multiplier(float(in_s[0]) * float(s) / float(out_s[0])) for s in w_s]
+    lo, hi = activation_range(act, out_s[0], out_z[0])
+    b = [0] * channels if bias is None else list(np.asarray(bias, np.int64))
+    return (header([in_z[0], 0], out_z[0], lo, hi, rounding, channels)
+            + b + [m for m, _ in pairs] + [sh for _, sh in pairs])
+
+
+def add_block(in1, in2, out, act, rounding):
+    """The block of an int8 ADD: TFLite's `Prepare` (each input rescaled to
+    twice the larger scale after a left shift of 20)."""
+    (s1, z1), (s2, z2), (so, zo) = _quant(in1), _quant(in2), _quant(out)
+    twice_max = float(np.float32(2.0) * max(s1[0], s2[0]))
+    out_scale = float(np.float32(1 << 20) * so[0])
+    words = []
+    for real in (float(s1[0]) / twice_max, float(s2[0]) / twice_max, twice_max / out_scale):
+        words += list(quantize_multiplier(real))
+    lo, hi = activation_range(act, so[0], zo[0])
+    return header([z1[0], z2[0]], zo[0], lo, hi, rounding, 0) + words
 
 
 class Int8Model(tf.Module):
@@ -193,16 +223,11 @@ class Int8Model(tf.Module):
         for i in (ins[0], op["outputs"][0]):
             _check(op, self._details[i])
         _check(op, self._details[ins[1]], channels)
-        (in_s, in_z), (w_s, _) = _quant(self._details[ins[0]]), _quant(self._details[ins[1]])
-        out_s, out_z = _quant(self._details[op["outputs"][0]])
-        w_s = np.repeat(w_s, channels) if w_s.size == 1 else w_s
-        pairs = [quantize_multiplier(float(in_s[0]) * float(s) / float(out_s[0])) for s in w_s]
-        lo, hi = _activation_range(act, out_s[0], out_z[0])
-        bias = ins[2] if len(ins) > 2 else -1
-        b = list(self._constants[bias].astype(np.int64)) if bias >= 0 else [0] * channels
-        rounding = self._rounding.get(op["op_name"], DOUBLE)
-        return self._block(_header([in_z[0], 0], out_z[0], lo, hi, rounding, channels)
-                           + b + [m for m, _ in pairs] + [s for _, s in pairs])
+        bias = self._constants[ins[2]] if len(ins) > 2 and ins[2] >= 0 else None
+        words = conv_block(self._details[ins[0]], self._details[ins[1]], bias,
+                           self._details[op["outputs"][0]], act,
+                           self._rounding.get(op["op_name"], DOUBLE), channels)
+        return self._block(words)
 
     def _act(self, op):
         o = self._options[op["outputs"][0]]
@@ -219,16 +244,16 @@ class Int8Model(tf.Module):
                       padding="SAME" if o.padding == 0 else "VALID")
         if op["op_name"] == "CONV_2D":
             filt = tf.constant(np.ascontiguousarray(np.transpose(w, (1, 2, 3, 0))))
-            return _op("Conv2DInt8", input=x, filter=filt, quantization=q, **common)
+            return int8_op("Conv2DInt8", input=x, filter=filt, quantization=q, **common)
         c = self._details[op["inputs"][0]]["shape"][-1]
         filt = tf.constant(w.reshape(w.shape[1], w.shape[2], c, w.shape[3] // c))
-        return _op("DepthwiseConv2DInt8", input=x, filter=filt, quantization=q, **common)
+        return int8_op("DepthwiseConv2DInt8", input=x, filter=filt, quantization=q, **common)
 
     def _fully_connected(self, op, values):
         x = self._input(values, op["inputs"][0])
         w = self._constants[op["inputs"][1]]
         q = self._per_channel_block(op, self._act(op), w.shape[0])
-        y = _op("MatMulInt8", a=tf.reshape(x, [-1, w.shape[1]]), b=tf.constant(w),
+        y = int8_op("MatMulInt8", a=tf.reshape(x, [-1, w.shape[1]]), b=tf.constant(w),
                 quantization=q, transpose_b=True)
         shape = self._details[op["outputs"][0]]["shape"]
         return tf.reshape(y, [-1, *shape[1:]])
@@ -237,27 +262,21 @@ class Int8Model(tf.Module):
         a_i, b_i = op["inputs"]
         for i in (a_i, b_i, op["outputs"][0]):
             _check(op, self._details[i])
-        (s1, z1), (s2, z2) = _quant(self._details[a_i]), _quant(self._details[b_i])
-        so, zo = _quant(self._details[op["outputs"][0]])
-        twice_max = float(np.float32(2.0) * max(s1[0], s2[0]))
-        out_scale = float(np.float32(1 << 20) * so[0])
-        words = []
-        for real in (float(s1[0]) / twice_max, float(s2[0]) / twice_max, twice_max / out_scale):
-            words += list(quantize_multiplier(real))
-        lo, hi = _activation_range(self._act(op), so[0], zo[0])
-        q = self._block(_header([z1[0], z2[0]], zo[0], lo, hi,
-                                self._rounding.get("ADD", DOUBLE), 0) + words)
-        return _op("AddInt8", x=self._input(values, a_i), y=self._input(values, b_i), quantization=q)
+        words = add_block(self._details[a_i], self._details[b_i], self._details[op["outputs"][0]],
+                          self._act(op), self._rounding.get("ADD", DOUBLE))
+        return int8_op("AddInt8", x=self._input(values, a_i), y=self._input(values, b_i),
+                       quantization=self._block(words))
 
     def _pool(self, op, values):
         o = self._options[op["outputs"][0]]
         s, z = _quant(self._details[op["outputs"][0]])
-        lo, hi = _activation_range(self._act(op), s[0], z[0])
-        q = self._block(_header([0, 0], 0, lo, hi, DOUBLE, 0))
+        lo, hi = activation_range(self._act(op), s[0], z[0])
+        q = self._block(header([0, 0], 0, lo, hi, DOUBLE, 0))
         suffix = "MaxPoolInt8" if op["op_name"] == "MAX_POOL_2D" else "AvgPoolInt8"
-        return _op(suffix, input=self._input(values, op["inputs"][0]), quantization=q,
-                   ksize=[1, o.filterHeight, o.filterWidth, 1], strides=[1, o.strideH, o.strideW, 1],
-                   padding="SAME" if o.padding == 0 else "VALID")
+        return int8_op(suffix, input=self._input(values, op["inputs"][0]), quantization=q,
+                       ksize=[1, o.filterHeight, o.filterWidth, 1],
+                       strides=[1, o.strideH, o.strideW, 1],
+                       padding="SAME" if o.padding == 0 else "VALID")
 
     def _scales_block(self, index, zp_in, zp_out):
         s, z = _quant(self._details[index])
@@ -265,19 +284,19 @@ class Int8Model(tf.Module):
             raise ValueError(f"tensor '{self._details[index]['name']}': scale {s.tolist()} or zero point "
                              f"{zp_in or zp_out} cannot be represented")
         words = [int(v) for v in s.astype(np.float32).view(np.int32)]
-        return self._block(_header([zp_in, 0], zp_out, -128, 127, DOUBLE, len(words)) + words)
+        return self._block(header([zp_in, 0], zp_out, -128, 127, DOUBLE, len(words)) + words)
 
     def _quantize(self, op, values):
         x_i, out = op["inputs"][0], op["outputs"][0]
         if self._details[x_i]["dtype"] != np.float32:
             raise NotImplementedError("QUANTIZE from an integer type (a requantize)")
         z = _quant(self._details[out])[1][0]
-        return _op("Quantize", input=self._input(values, x_i), quantization=self._scales_block(out, 0, z))
+        return int8_op("Quantize", input=self._input(values, x_i), quantization=self._scales_block(out, 0, z))
 
     def _dequantize(self, op, values):
         x_i = op["inputs"][0]
         z = _quant(self._details[x_i])[1][0]
-        return _op("Dequantize", input=self._input(values, x_i), quantization=self._scales_block(x_i, z, 0))
+        return int8_op("Dequantize", input=self._input(values, x_i), quantization=self._scales_block(x_i, z, 0))
 
     def _shape_op(self, op, values):
         if self._details[op["outputs"][0]]["dtype"] != np.int32:
@@ -296,7 +315,7 @@ class Int8Model(tf.Module):
     def _float_op(self, op, values):
         """MEAN, SOFTMAX: Dequantize, the float op, Quantize (not bit-exact)."""
         x_i, out = op["inputs"][0], op["outputs"][0]
-        x = _op("Dequantize", input=self._input(values, x_i),
+        x = int8_op("Dequantize", input=self._input(values, x_i),
                 quantization=self._scales_block(x_i, _quant(self._details[x_i])[1][0], 0))
         if op["op_name"] == "MEAN":
             keep = bool(getattr(self._options[out], "keepDims", False))
@@ -304,4 +323,4 @@ class Int8Model(tf.Module):
         else:
             y = tf.nn.softmax(x * float(getattr(self._options[out], "beta", 1.0)))
         z = _quant(self._details[out])[1][0]
-        return _op("Quantize", input=y, quantization=self._scales_block(out, 0, z))
+        return int8_op("Quantize", input=y, quantization=self._scales_block(out, 0, z))
