@@ -118,22 +118,7 @@ impl Ctx<'_> {
         let c = self.cmd;
         let f = WindowFields::unpack(c);
         let pool = matches!(c.opcode, Opcode::MAX_POOL_I8 | Opcode::AVG_POOL_I8);
-        self.dims(&[
-            (f.batch, field::M),
-            (u32::from(f.input[0]) * u32::from(f.input[1]), field::N),
-            (u32::from(f.channels), field::K),
-            (u32::from(f.k) + u32::from(pool), field::K),
-            (u32::from(f.size[0]) * u32::from(f.size[1]), field::LEN),
-            (u32::from(f.output[0]) * u32::from(f.output[1]), field::LEN),
-            (u32::from(f.stride[0]) * u32::from(f.stride[1]), field::IMM),
-            (
-                u32::from(f.dilation[0]) * u32::from(f.dilation[1]),
-                field::IMM,
-            ),
-        ])?;
-        if pool && f.k != 0 {
-            return Err(invalid(field::K));
-        }
+        self.window_fields(&f, pool)?;
         let after = |i: usize| {
             let span = (u32::from(f.size[i]) - 1) * u32::from(f.dilation[i]) + 1;
             let reach = (u32::from(f.output[i]) - 1) * u32::from(f.stride[i]) + span;

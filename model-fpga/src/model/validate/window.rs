@@ -25,23 +25,7 @@ impl Ctx<'_> {
             op,
             WindowOp::MaxPool | WindowOp::AvgPool | WindowOp::MaxPoolGrad | WindowOp::AvgPoolGrad
         );
-        let counts = [
-            (f.batch, field::M),
-            (u32::from(f.input[0]) * u32::from(f.input[1]), field::N),
-            (u32::from(f.channels), field::K),
-            (u32::from(f.k) + u32::from(pool), field::K),
-            (u32::from(f.size[0]) * u32::from(f.size[1]), field::LEN),
-            (u32::from(f.output[0]) * u32::from(f.output[1]), field::LEN),
-            (u32::from(f.stride[0]) * u32::from(f.stride[1]), field::IMM),
-            (
-                u32::from(f.dilation[0]) * u32::from(f.dilation[1]),
-                field::IMM,
-            ),
-        ];
-        self.dims(&counts)?;
-        if pool && f.k != 0 {
-            return Err(invalid(field::K));
-        }
+        self.window_fields(&f, pool)?;
         let spec = WindowSpec {
             n: f.batch as usize,
             hwc: [f.input[0].into(), f.input[1].into(), f.channels.into()],
@@ -79,6 +63,28 @@ impl Ctx<'_> {
             dst,
             epilogue,
         })
+    }
+
+    /// The window fields' counts: each ≥ 1 (`k` too, but 0 for a pool).
+    pub(super) fn window_fields(&self, f: &WindowFields, pool: bool) -> Result<(), Rejection> {
+        let counts = [
+            (f.batch, field::M),
+            (u32::from(f.input[0]) * u32::from(f.input[1]), field::N),
+            (u32::from(f.channels), field::K),
+            (u32::from(f.k) + u32::from(pool), field::K),
+            (u32::from(f.size[0]) * u32::from(f.size[1]), field::LEN),
+            (u32::from(f.output[0]) * u32::from(f.output[1]), field::LEN),
+            (u32::from(f.stride[0]) * u32::from(f.stride[1]), field::IMM),
+            (
+                u32::from(f.dilation[0]) * u32::from(f.dilation[1]),
+                field::IMM,
+            ),
+        ];
+        self.dims(&counts)?;
+        if pool && f.k != 0 {
+            return Err(invalid(field::K));
+        }
+        Ok(())
     }
 
     /// `CONV2D_F32`'s flags: `BIAS` (then `src2` is `k` floats), and `RELU`
