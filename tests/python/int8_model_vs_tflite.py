@@ -84,7 +84,11 @@ def main():
     images = int(sys.argv[2]) if len(sys.argv) > 2 else 32
     tf.keras.utils.set_random_seed(7)
     model, shape = mobilenet() if name == "mobilenet" else convnet()
-    flatbuffer = convert(model, shape)
+    compare(name, convert(model, shape), shape, images)
+
+
+def compare(name, flatbuffer, shape, images):
+    """The int8 model on the FPGA against TFLite on `images` seeded inputs."""
     interpreter, _, x = invoke(flatbuffer, shape, 5, batch=images, preserve=False)
     want = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
     fpga = int8_module().Int8Model(flatbuffer)
@@ -94,6 +98,20 @@ def main():
     print(f"model {name} images={images} top1_agree={agree} max_diff_quanta={int(diff.max())} "
           f"differ={int(np.count_nonzero(diff))} of {diff.size}")
     print(f"float_ops {' '.join(fpga.float_ops) or '-'}")
+    print(f"int8_nodes {int8_nodes(fpga)}")
+
+
+def int8_nodes(fpga):
+    """How many of the plugin's int8 ops the model's graph has; each has a
+    kernel for the device only, so each ran there (checked)."""
+    from tensorflow.python.framework import kernels
+    graph = fpga._call.get_concrete_function().graph.as_graph_def()
+    ops = [n.op for n in graph.node if n.op.startswith(f"_Tensorplug{DEVICE_TYPE}")]
+    for op in set(ops):
+        devices = {k.device_type for k in kernels.get_registered_kernels_for_op(op).kernel}
+        if devices != {DEVICE_TYPE}:
+            sys.exit(f"{op} has kernels for {sorted(devices)}")
+    return len(ops)
 
 
 if __name__ == "__main__":

@@ -157,11 +157,30 @@ fn ensure_apt() -> Result<()> {
 /// stamp shows the same requirements were installed before.
 /// The TF venv `target/venv` (created or updated from `xtask/requirements.txt`).
 pub fn ensure_venv() -> Result<PathBuf> {
-    ensure_venv_at(
-        &root().join("target/venv"),
-        &root().join("xtask/requirements.txt"),
-        &|_, cmd| run(cmd),
-    )
+    let venv = root().join("target/venv");
+    let no_deps = root().join("xtask/requirements-nodeps.txt");
+    let pinned = std::fs::read_to_string(&no_deps)
+        .with_context(|| format!("reading {}", no_deps.display()))?;
+    let stamp = venv.join(".tensorplug-requirements-nodeps");
+    let python = ensure_venv_at(&venv, &root().join("xtask/requirements.txt"), &|_, cmd| {
+        run(cmd)
+    })?;
+    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(&pinned) {
+        // Packages whose declared dependencies would replace tensorflow-cpu
+        // or its numpy (the file says which and why).
+        run(Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "--no-deps",
+                "-r",
+            ])
+            .arg(&no_deps))?;
+        std::fs::write(&stamp, pinned).with_context(|| format!("writing {}", stamp.display()))?;
+    }
+    Ok(python)
 }
 
 /// What [`ensure_venv_at`] asks its runner to do.
