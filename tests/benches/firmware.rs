@@ -13,7 +13,13 @@
 //!   copy reaches on a UART-bound link;
 //! - `firmware_ring_push_instructions`: Cortex-M4 instructions executed per
 //!   event-ring push, counted by QEMU (`-singlestep -d exec` filtered to
-//!   `tensorplug_ring_push`) while the tick interrupt records events.
+//!   `tensorplug_ring_push`) while the tick interrupt records events;
+//! - `firmware_int8_conv_instructions_per_mac`: Cortex-M4 instructions the
+//!   model's int8 convolution kernel executes per multiply-accumulate, for a
+//!   `Conv2DInt8` sent over the op-level link (QEMU's exec trace filtered to
+//!   the kernel's symbol, `-singlestep`: one trace line per instruction).
+//!   The anchor is CMSIS-NN, whose `arm_convolve_s8` uses the M4's dual
+//!   16-bit MAC (`SMLAD`).
 
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -204,19 +210,30 @@ fn read(dev: &RemoteAccelerator<Counting>) -> u64 {
 
 /// Address (Thumb bit cleared) and size of `name` in `elf`.
 fn symbol(elf: &Path, name: &str) -> (u64, u64) {
+    symbol_where(elf, name, |s| s == name)
+}
+
+/// As [`symbol`], for the one symbol whose (mangled) name `matches`.
+fn symbol_where(elf: &Path, what: &str, matches: impl Fn(&str) -> bool) -> (u64, u64) {
     let bytes = std::fs::read(elf).expect("read the firmware ELF");
     let file = object::File::parse(&*bytes).expect("parse the firmware ELF");
     let sym = file
         .symbols()
-        .find(|s| s.name() == Ok(name))
-        .unwrap_or_else(|| panic!("no `{name}` in the firmware"));
+        .find(|s| s.name().is_ok_and(&matches))
+        .unwrap_or_else(|| panic!("no `{what}` in the firmware"));
     (sym.address() & !1, sym.size())
 }
 
-fn ring_push() {
-    let elf = firmware_elf();
-    let (start, size) = symbol(&elf, "tensorplug_ring_push");
-    let log = tensorplug_tests::scratch_dir("ring-push-trace").join("exec.log");
+/// Instructions QEMU traced in `[start, start + size)` while `work` ran on
+/// the firmware over the op-level link (`-singlestep`: one per line), the
+/// trace's lines entering `start`, and what `work` returned.
+fn traced<R>(
+    start: u64,
+    size: u64,
+    what: &str,
+    work: impl FnOnce(&mut RemoteAccelerator<Counting>) -> R,
+) -> (usize, usize, R) {
+    let log = tensorplug_tests::scratch_dir(what).join("exec.log");
     let extra = [
         "-singlestep",
         "-d",
@@ -230,30 +247,106 @@ fn ring_push() {
     let qemu = boot(&extra);
     let mut dev = RemoteAccelerator::connect(counting(qemu.uart.try_clone().unwrap()), ANSWER)
         .expect("op-level link to the firmware");
-    let q = QueueId(0);
-    let x = dev.allocate(64, 64).unwrap();
-    let t = TensorDesc::new(x, DType::F32, Shape::new(&[16]).unwrap());
-    dev.set_profiling(true).unwrap();
-    let mut fence = Default::default();
-    for op_id in 0..32 {
-        let op = OpDesc {
-            kind: OpKind::Unary(Unary::RELU),
-            inputs: &[t],
-            output: t,
-            op_id,
-        };
-        fence = dev.launch(q, &op).unwrap();
-    }
-    dev.wait(fence, ANSWER).unwrap();
-    std::thread::sleep(Duration::from_millis(100));
-    let mut events = [Event::new(EventKind::OpBegin, 0, 0, 0, 0); 128];
-    let drained = dev.drain_events(&mut events).unwrap();
+    let result = work(&mut dev);
     drop(dev);
     drop(qemu);
     let trace = std::fs::read_to_string(&log).expect("QEMU's exec log");
     let entry = format!("/{start:08x}/");
     let executed = trace.lines().filter(|l| l.starts_with("Trace")).count();
-    let pushes = trace.lines().filter(|l| l.contains(&entry)).count();
+    (
+        executed,
+        trace.lines().filter(|l| l.contains(&entry)).count(),
+        result,
+    )
+}
+
+/// A `Conv2DInt8` of `[1, 8, 8, 8]` by a 3×3×8×8 filter (SAME, 36 864
+/// multiply-accumulates) on the firmware: its kernel's instructions per MAC.
+fn int8_conv() {
+    use tensorplug_core::accelerator::Window;
+    use tensorplug_core::quant::block::QuantHeader;
+    use tensorplug_core::quant::{Requantize, Rounding};
+    let (start, size) = symbol_where(&firmware_elf(), "kernels::int8::conv", |s| {
+        s.contains("tensorplug_model_fpga7kernels4int84conv17h")
+    });
+    let (h, c, oc) = (8u64, 8u64, 8u64);
+    let macs = h * h * oc * 9 * c;
+    let (executed, _, ()) = traced(start, size, "int8-conv-trace", |dev| {
+        let q = QueueId(0);
+        let header = QuantHeader {
+            zero_points: [-3, 0],
+            output_zero_point: 2,
+            min: -128,
+            max: 127,
+            rounding: Rounding::Double,
+            channels: oc as u32,
+        };
+        let r = Requantize::from_real(1.0 / 4096.0).unwrap();
+        let mut block: Vec<i32> = header.words().to_vec();
+        block.extend((0..oc).map(|i| i as i32 * 10));
+        block.extend((0..oc).map(|_| r.multiplier));
+        block.extend((0..oc).map(|_| i32::from(r.shift)));
+        let block_bytes: Vec<u8> = block.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let x: Vec<u8> = (0..h * h * c).map(|i| (i * 37 % 251) as u8).collect();
+        let f: Vec<u8> = (0..9 * c * oc).map(|i| (i * 53 % 255) as u8).collect();
+        let mut tensor = |bytes: &[u8], dtype: DType, dims: &[u64]| {
+            let addr = dev.allocate(bytes.len() as u64, 64).unwrap();
+            dev.write_blocking(q, addr, bytes, ANSWER).unwrap();
+            TensorDesc::new(addr, dtype, Shape::new(dims).unwrap())
+        };
+        let inputs = [
+            tensor(&x, DType::I8, &[1, h, h, c]),
+            tensor(&f, DType::I8, &[3, 3, c, oc]),
+            tensor(&block_bytes, DType::I32, &[block.len() as u64]),
+        ];
+        let out = tensor(&vec![0; (h * h * oc) as usize], DType::I8, &[1, h, h, oc]);
+        let mut w = Window::new([3, 3]);
+        w.pad = [1, 1, 1, 1];
+        let op = OpDesc {
+            kind: OpKind::Conv2DInt8(w),
+            inputs: &inputs,
+            output: out,
+            op_id: 1,
+        };
+        let fence = dev.launch(q, &op).unwrap();
+        dev.wait(fence, ANSWER).unwrap();
+    });
+    assert!(
+        executed as u64 > macs / 4,
+        "{executed} instructions traced for {macs} MACs"
+    );
+    figure(
+        "firmware_int8_conv_instructions_per_mac",
+        "Cortex-M4 instructions per int8 MAC, the model's Conv2DInt8 kernel (QEMU exec trace)",
+        executed as f64 / macs as f64,
+        None,
+        "instructions",
+        "informational: CMSIS-NN's arm_convolve_s8 needs about 1 (SMLAD, two MACs each)",
+    );
+}
+
+fn ring_push() {
+    let (start, size) = symbol(&firmware_elf(), "tensorplug_ring_push");
+    let (executed, pushes, drained) = traced(start, size, "ring-push-trace", |dev| {
+        let q = QueueId(0);
+        let x = dev.allocate(64, 64).unwrap();
+        let t = TensorDesc::new(x, DType::F32, Shape::new(&[16]).unwrap());
+        dev.set_profiling(true).unwrap();
+        let mut fence = Default::default();
+        for op_id in 0..32 {
+            let op = OpDesc {
+                kind: OpKind::Unary(Unary::RELU),
+                inputs: &[t],
+                output: t,
+                op_id,
+            };
+            fence = dev.launch(q, &op).unwrap();
+        }
+        dev.wait(fence, ANSWER).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let mut events = [Event::new(EventKind::OpBegin, 0, 0, 0, 0); 128];
+        dev.drain_events(&mut events).unwrap()
+    });
     assert!(
         pushes > 0,
         "no push traced; {} events drained",
@@ -278,4 +371,5 @@ fn main() {
     }
     round_trip_and_copies();
     ring_push();
+    int8_conv();
 }

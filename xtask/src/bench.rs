@@ -194,6 +194,10 @@ const EXPECTED_FIGURES: &[(&str, &str)] = &[
         "firmware_ring_push_instructions",
         "Cortex-M4 instructions per ring push",
     ),
+    (
+        "firmware_int8_conv_instructions_per_mac",
+        "Cortex-M4 instructions per int8 MAC (Conv2DInt8)",
+    ),
 ];
 
 /// One line of the table.
