@@ -178,6 +178,7 @@ impl Requantize {
     }
 
     /// `tflite::MultiplyByQuantizedMultiplier` in the build `rounding`.
+    #[inline]
     pub const fn apply(self, x: i32, rounding: Rounding) -> i32 {
         match rounding {
             Rounding::Double => self.apply_double(x),
@@ -188,6 +189,7 @@ impl Requantize {
     /// Double rounding: `x` shifted left by a positive shift (wrapping on
     /// overflow, as the C code does in practice), the rounding doubling high
     /// multiply, then the rounding right shift by a negative one.
+    #[inline]
     pub const fn apply_double(self, x: i32) -> i32 {
         let (left, right) = if self.shift > 0 {
             (self.shift as u32, 0)
@@ -201,6 +203,7 @@ impl Requantize {
     /// Single rounding: `(x · multiplier + 2^(30 − shift)) >> (31 − shift)`
     /// in 64 bits (an arithmetic shift: ties round up), truncated to 32 bits
     /// as the C code's cast does.
+    #[inline]
     pub const fn apply_single(self, x: i32) -> i32 {
         let total = (31 - self.shift as i32) as u32;
         let round = 1i64 << (total - 1);
@@ -211,6 +214,7 @@ impl Requantize {
 /// gemmlowp's `SaturatingRoundingDoublingHighMul`: `round(a · b / 2³¹)`,
 /// a positive tie rounded up and a negative one toward zero, and
 /// `i32::MIN · i32::MIN` saturated to `i32::MAX`.
+#[inline]
 pub const fn saturating_rounding_doubling_high_mul(a: i32, b: i32) -> i32 {
     if a == i32::MIN && b == i32::MIN {
         return i32::MAX;
@@ -223,6 +227,7 @@ pub const fn saturating_rounding_doubling_high_mul(a: i32, b: i32) -> i32 {
 
 /// gemmlowp's `RoundingDivideByPOT`: `x / 2^exponent` rounded to nearest,
 /// ties away from zero; `exponent` at most 31.
+#[inline]
 pub const fn rounding_divide_by_pot(x: i32, exponent: u32) -> i32 {
     let mask = ((1i64 << exponent) - 1) as i32;
     let remainder = x & mask;

@@ -5,12 +5,25 @@
 //!
 //! Groups `conv_3x3` (x `[1, 48, 48, 16]`, filter `[3, 3, 16, 16]`, SAME)
 //! and `conv_1x1` (x `[1, 24, 24, 32]`, filter `[1, 1, 32, 64]`); ids
-//! `model` and `matrixmultiply`.
+//! `model` and `matrixmultiply`, and `model_int8`: the same convolution in
+//! int8 (`Conv2DInt8`, per-channel requantization) as the model's int8
+//! command runs it (`kernels::int8`).
+//!
+//! Figure file `int8_conv_weight_memory`: the `conv_3x3` filter's bytes in
+//! f32 over its bytes in int8 (computed from the two filters, not timed).
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
+use std::path::PathBuf;
 use std::time::Duration;
-use tensorplug_model_fpga::kernels::{WindowOp, WindowSpec, window};
+use tensorplug_core::accelerator::{OpKind, Shape, Window};
+use tensorplug_core::quant::Rounding;
+use tensorplug_core::quant::block::QuantHeader;
+use tensorplug_core::reference::{
+    self,
+    int8::{Data, DataMut},
+};
+use tensorplug_model_fpga::kernels::{WindowOp, WindowSpec, int8, window};
 
 /// Deterministic values in [-1, 1).
 fn values(len: usize, seed: u32) -> Vec<f32> {
@@ -50,6 +63,54 @@ fn im2col(spec: &WindowSpec, x: &[f32]) -> Vec<f32> {
     cols
 }
 
+/// f32 values in [-1, 1) as int8, scale 1/127.
+fn int8s(values: &[f32]) -> Vec<i8> {
+    values.iter().map(|&v| (v * 127.0).round() as i8).collect()
+}
+
+/// A `Conv2DInt8` block for `k` output channels: input zero point −3,
+/// output 5, TFLite's convolution rounding (double), per-channel biases and
+/// multipliers whose outputs spread over int8 (about 1/1000 of `x · w`).
+fn block(k: usize) -> Vec<i32> {
+    let header = QuantHeader {
+        zero_points: [-3, 0],
+        output_zero_point: 5,
+        min: -128,
+        max: 127,
+        rounding: Rounding::Double,
+        channels: k as u32,
+    };
+    let mut words = header.words().to_vec();
+    words.extend((0..k).map(|o| o as i32 * 37 - 300));
+    words.extend((0..k).map(|o| (1 << 30) + o as i32 * 9_973_333));
+    words.extend((0..k).map(|_| -9));
+    words
+}
+
+fn shape(dims: &[usize]) -> Shape {
+    Shape::new(&dims.iter().map(|&d| d as u64).collect::<Vec<_>>()).expect("shape")
+}
+
+/// `<target>` from the bench binary's path, `<target>/<profile>/deps/<bin>`.
+fn figure_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.parent()?.parent()?.parent()?.join("tensorplug-bench"))
+}
+
+fn write_figure(id: &str, figure: &str, value: f64, baseline: Option<f64>, unit: &str, goal: &str) {
+    let Some(dir) = figure_dir() else { return };
+    let baseline = baseline.map_or("null".to_string(), |b| format!("{b}"));
+    let json = format!(
+        "{{\"figure\": \"{figure}\", \"value\": {value}, \"baseline\": {baseline}, \"unit\": \"{unit}\", \"goal\": \"{goal}\"}}\n"
+    );
+    if std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(dir.join(format!("{id}.json")), json))
+        .is_err()
+    {
+        eprintln!("could not write figure {id}");
+    }
+}
+
 fn conv(c: &mut Criterion, name: &str, hwc: [usize; 3], size: usize, k: usize) {
     let pad = size / 2;
     let spec = WindowSpec {
@@ -77,6 +138,48 @@ fn conv(c: &mut Criterion, name: &str, hwc: [usize; 3], size: usize, k: usize) {
     group.bench_function("model", |bench| {
         bench.iter(|| window(WindowOp::Conv, &spec, black_box(&x), &filter, &mut out).unwrap())
     });
+    // The same problem in int8, through the model's int8 entry point.
+    let (x8, filter8, quant) = (int8s(&x), int8s(&filter), block(k));
+    let window8 = Window {
+        pad: [pad as u16; 4],
+        ..Window::new([size as u16; 2])
+    };
+    let inputs = [
+        (Data::I8(&x8), shape(&[1, hwc[0], hwc[1], hwc[2]])),
+        (Data::I8(&filter8), shape(&[size, size, hwc[2], k])),
+        (Data::I32(&quant), shape(&[quant.len()])),
+    ];
+    let out_shape = shape(&[1, hwc[0], hwc[1], k]);
+    let mut out8 = vec![0i8; outputs * k];
+    let kind = OpKind::Conv2DInt8(window8);
+    int8(kind, &inputs, out_shape, DataMut::I8(&mut out8)).unwrap();
+    let mut want = vec![0i8; out8.len()];
+    reference::int8::run(kind, &inputs, out_shape, DataMut::I8(&mut want)).unwrap();
+    assert!(out8 == want, "the model's int8 conv is the reference's");
+    let clamped = out8.iter().filter(|&&v| v == -128 || v == 127).count();
+    assert!(
+        out8.iter().any(|&v| v != out8[0]) && clamped < out8.len() / 10,
+        "the int8 outputs spread over int8 ({clamped} of {} clamped)",
+        out8.len()
+    );
+    group.bench_function("model_int8", |bench| {
+        bench.iter(|| {
+            int8(kind, black_box(&inputs), out_shape, DataMut::I8(&mut out8)).unwrap();
+        })
+    });
+    if name == "conv_3x3" {
+        write_figure(
+            "int8_conv_weight_memory",
+            &format!(
+                "{name} filter [{size}, {size}, {}, {k}] bytes: f32 / int8 (computed)",
+                hwc[2]
+            ),
+            std::mem::size_of_val(filter.as_slice()) as f64,
+            Some(std::mem::size_of_val(filter8.as_slice()) as f64),
+            "bytes",
+            "f32 filter >= 4x int8 filter",
+        );
+    }
     group.bench_function("matrixmultiply", |bench| {
         bench.iter(|| {
             // SAFETY: cols is [outputs, taps], filter [taps, k], out [outputs, k], row-major.

@@ -114,6 +114,16 @@ const TIMING_PAIRS: &[TimingPair] = &[
         max_ns: None,
     },
     TimingPair {
+        figure: "int8 Conv2D vs f32 Conv2D on the model (3x3, 48x48x16 -> 16)",
+        measured: "conv_3x3/model_int8",
+        baseline: "conv_3x3/model",
+        better: Better::Higher,
+        records_per_iter: 1.0,
+        // Issue 23 item 5: f32 time / int8 time >= 2.
+        ratio_goal: Some(2.0),
+        max_ns: None,
+    },
+    TimingPair {
         figure: "model Conv2D 1x1, 24x24x32 -> 64 (vs im2col + matrixmultiply)",
         measured: "conv_1x1/model",
         baseline: "conv_1x1/matrixmultiply",
@@ -178,6 +188,10 @@ const EXPECTED_FIGURES: &[(&str, &str)] = &[
         "MLP step on sim, device events on / off",
     ),
     ("tf_copy_bandwidth", "64 MiB TF round trip vs memcpy"),
+    (
+        "int8_conv_weight_memory",
+        "Conv2D 3x3 filter bytes, f32 / int8 (computed)",
+    ),
     (
         "firmware_link_round_trip",
         "link round trip to the firmware under QEMU",

@@ -9,6 +9,7 @@ mod binary;
 mod elementwise;
 mod error;
 mod gemm;
+pub(crate) mod int8;
 mod layout;
 #[doc(hidden)]
 pub mod reference;
@@ -23,6 +24,7 @@ pub use elementwise::{
 };
 pub use error::{ErrorKind, KernelError, Operand};
 pub use gemm::{GemmSpec, gemm, gemm_portable};
+pub use int8::int8;
 pub use layout::transpose4;
 pub use rows::{
     log_softmax_last_axis, log_softmax_last_axis_in_place, reduce_sum_last_axis, softmax_last_axis,

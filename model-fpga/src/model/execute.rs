@@ -161,8 +161,9 @@ pub(crate) fn execute<B: HostBus>(
     }
 }
 
-/// An int8 command: `tensorplug_core`'s reference kernels (TFLite's, bit
-/// for bit) on the typed operands.
+/// An int8 command: [`kernels::int8()`] (`tensorplug_core`'s reference
+/// kernels, TFLite's, bit for bit; the convolutions and `MatMulInt8`
+/// computed faster to the same bytes) on the typed operands.
 fn int8(w: &Int8Work, mem: &mut MemoryView<'_>) -> Result<(), ExecError> {
     use tensorplug_core::accelerator::DType;
     use tensorplug_core::reference::{self, int8::Data, int8::DataMut};
@@ -180,7 +181,7 @@ fn int8(w: &Int8Work, mem: &mut MemoryView<'_>) -> Result<(), ExecError> {
         DType::F32 => DataMut::F32(floats_mut(s.out)?),
         _ => DataMut::I8(int8s_mut(s.out)),
     };
-    match reference::int8::run(w.kind, &data[..w.count], w.out.2, out) {
+    match kernels::int8(w.kind, &data[..w.count], w.out.2, out) {
         Ok(()) => Ok(()),
         Err(reference::Error::Quant(_)) => Err(ExecError::Quantization),
         Err(_) => Err(ExecError::Internal),

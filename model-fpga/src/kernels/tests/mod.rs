@@ -2,6 +2,7 @@
 
 mod broadcast;
 mod gemm;
+mod int8;
 mod rows;
 mod unary;
 
