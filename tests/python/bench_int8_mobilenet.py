@@ -46,5 +46,5 @@ write_figure(
     "tf_int8_mobilenet_v2_predict_ratio",
     "int8 MobileNetV2-0.35 96x96 predict, batch 8: FPGA(sim) vs TFLite's CPU interpreter",
     medians["fpga"] * 1e3, medians["tflite"] * 1e3, "ms/step",
-    "informational: the sim's int8 kernels are TFLite's reference loops",
+    "informational: TF dispatch and the sim's model kernels vs TFLite's XNNPACK",
 )
