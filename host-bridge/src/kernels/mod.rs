@@ -87,9 +87,22 @@ pub fn contradictions(caps: &Capabilities) -> Vec<String> {
     let mut problems = Vec::new();
     if !caps.ops.is_empty() && !caps.dtypes.contains(DType::F32) {
         problems.push(format!(
-            "the {device} devices declare ops {:?} but not f32, the only element type tensorplug's \
-             kernels take; those ops run on the CPU (declare DType::F32 in the capabilities)",
+            "the {device} devices declare ops {:?} but not f32, the element type of tensorplug's \
+             kernels besides the int8 ones; those ops run on the CPU (declare DType::F32 in the \
+             capabilities)",
             caps.ops
+        ));
+    }
+    let int8: Vec<&str> = caps
+        .ops
+        .iter()
+        .filter(|k| k.is_int8())
+        .map(OpKind::name)
+        .collect();
+    if !int8.is_empty() && !caps.dtypes.contains(DType::I8) {
+        problems.push(format!(
+            "the {device} devices declare the int8 ops {int8:?} but not the element type i8; \
+             their kernels are not registered (declare DType::I8 in the capabilities)"
         ));
     }
     for decl in caps.vendor_ops.iter() {
@@ -116,9 +129,7 @@ pub fn contradictions(caps: &Capabilities) -> Vec<String> {
         .iter()
         .chain(caps.vendor_ops.iter().map(OpDecl::default_kind))
     {
-        // The int8 ops have no TF kernel yet (issue 23): a device that
-        // runs them is not wrong, TF just cannot place them so far.
-        if !lowered(kind) && !kind.is_int8() {
+        if !lowered(kind) {
             problems.push(format!(
                 "the {device} devices declare {} but no TF kernel lowers to it; it is unused",
                 kind.name()
@@ -385,7 +396,15 @@ mod capability_tests {
         let problems = contradictions(&no_f32);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].contains("not f32"), "{}", problems[0]);
-        // Every op, the int8 ones (no TF kernel yet) included.
-        assert!(contradictions(&Capabilities::f32(OpSet::ALL, true)).is_empty());
+        assert!(
+            contradictions(&Capabilities::f32(OpSet::ALL, true).with_dtype(DType::I8)).is_empty()
+        );
+        let problems = contradictions(&Capabilities::f32(OpSet::ALL, true));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].contains("not the element type i8"),
+            "{}",
+            problems[0]
+        );
     }
 }

@@ -296,12 +296,7 @@ mod tests {
     /// without cases) reaches it.
     #[test]
     fn every_declared_device_op_has_a_tf_kernel() {
-        // The int8 ops get their TF kernels with the graph rewrite that
-        // emits them (issue 23, in progress); no device declares them yet.
-        let float = tensorplug_core::accelerator::BUILTIN
-            .iter()
-            .filter(|d| !d.default_kind().is_int8());
-        for decl in float {
+        for decl in tensorplug_core::accelerator::BUILTIN {
             let id = decl.id;
             let lowered = builtin().any(|k| {
                 k.family()
