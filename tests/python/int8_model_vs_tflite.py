@@ -1,7 +1,11 @@
 """Whole int8 models on the FPGA with the wheel's `<lib>_int8` module
 (xtask/python/int8.py), against TFLite's interpreter on the same int8 model.
 
-usage: int8_model_vs_tflite.py [convnet|mobilenet|bad] [images]
+usage: int8_model_vs_tflite.py [convnet|convnet-float|mobilenet|bad] [images]
+
+(`convnet-float`: the model keeps float input and output, so the graph
+starts with the plugin's Quantize and ends with its Dequantize, as a
+Keras `predict` would see it.)
 
 Converts the model with TFLite's converter (full int8, a seeded
 representative dataset), runs a fixed set of seeded int8 inputs through
@@ -84,7 +88,7 @@ def main():
     images = int(sys.argv[2]) if len(sys.argv) > 2 else 32
     tf.keras.utils.set_random_seed(7)
     model, shape = mobilenet() if name == "mobilenet" else convnet()
-    compare(name, convert(model, shape), shape, images)
+    compare(name, convert(model, shape, int8_io=name != "convnet-float"), shape, images)
 
 
 def compare(name, flatbuffer, shape, images):
@@ -93,12 +97,25 @@ def compare(name, flatbuffer, shape, images):
     want = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
     fpga = int8_module().Int8Model(flatbuffer)
     got = np.concatenate([fpga(tf.constant(x[i:i + 8])).numpy() for i in range(0, images, 8)])
-    diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
+    if want.dtype == np.float32:
+        # In quanta of the output's scale (exact equality: 0).
+        scale = interpreter.get_output_details()[0]["quantization_parameters"]["scales"]
+        scale = scale[0] if len(scale) else fpga_output_scale(fpga)
+        diff = np.round(np.abs(got.astype(np.float64) - want.astype(np.float64)) / scale).astype(np.int64)
+        diff[got != want] = np.maximum(diff[got != want], 1)
+    else:
+        diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
     agree = int(np.sum(np.argmax(got, -1) == np.argmax(want, -1)))
     print(f"model {name} images={images} top1_agree={agree} max_diff_quanta={int(diff.max())} "
           f"differ={int(np.count_nonzero(diff))} of {diff.size}")
     print(f"float_ops {' '.join(fpga.float_ops) or '-'}")
     print(f"int8_nodes {int8_nodes(fpga)}")
+
+
+def fpga_output_scale(fpga):
+    """The scale of the int8 tensor the model's final DEQUANTIZE reads."""
+    op = [o for o in fpga._ops if o["op_name"] == "DEQUANTIZE"][-1]
+    return float(fpga._details[op["inputs"][0]]["quantization_parameters"]["scales"][0])
 
 
 def int8_nodes(fpga):

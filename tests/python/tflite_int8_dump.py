@@ -63,7 +63,9 @@ def convnet():
     return tf.keras.Model(inputs, outputs), (12, 12, 3)
 
 
-def convert(model, shape):
+def convert(model, shape, int8_io=True):
+    """Full-int8 post-training quantization; with `int8_io` False the model
+    keeps float input and output (a QUANTIZE and a DEQUANTIZE at its edges)."""
     rng = np.random.default_rng(11)
 
     def representative():
@@ -74,8 +76,9 @@ def convert(model, shape):
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
     converter.representative_dataset = representative
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-    converter.inference_input_type = tf.int8
-    converter.inference_output_type = tf.int8
+    if int8_io:
+        converter.inference_input_type = tf.int8
+        converter.inference_output_type = tf.int8
     return converter.convert()
 
 
@@ -109,7 +112,11 @@ def invoke(flatbuffer, shape, seed, batch=BATCH, preserve=True):
     interpreter.allocate_tensors()
     inp = interpreter.get_input_details()[0]
     details = {d["index"]: d for d in interpreter.get_tensor_details()}
-    x = np.random.default_rng(seed).integers(-128, 128, size=inp["shape"], dtype=np.int8)
+    rng = np.random.default_rng(seed)
+    if inp["dtype"] == np.float32:
+        x = rng.normal(0, 2, size=inp["shape"]).astype(np.float32)
+    else:
+        x = rng.integers(-128, 128, size=inp["shape"], dtype=np.int8)
     interpreter.set_tensor(inp["index"], x)
     interpreter.invoke()
     return interpreter, details, x

@@ -401,6 +401,16 @@ fn a_whole_int8_convnet_on_the_fpga_equals_tflite() {
     assert!(stdout.contains("float_ops -"), "{stdout}");
 }
 
+/// The same convnet with float input and output: the graph starts with the
+/// plugin's `Quantize` and ends with its `Dequantize` (int8 only inside, as
+/// issue 23 asks), and the float outputs equal TFLite's bit for bit.
+#[test]
+fn an_int8_convnet_with_float_edges_equals_tflite() {
+    let stdout = run_model("convnet-float", "32");
+    let (images, agree, max_diff, differ) = model_line(&stdout);
+    assert_eq!((images, agree, max_diff, differ), (32, 32, 0, 0), "{stdout}");
+}
+
 /// Issue 23's bar: MobileNetV2-0.35 (96×96, 100 classes, seeded weights)
 /// in int8 on the FPGA agrees with TFLite int8 on the top-1 of ≥ 99 % of
 /// 64 seeded inputs, logits at most 1 quantum apart. Its `MEAN` runs in
