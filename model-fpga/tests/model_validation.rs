@@ -696,7 +696,14 @@ fn int8_commands_check_their_type_fields_and_block() {
     rig.write_bytes(DATA + 0x200, &[0xAA; 16]);
     block[2] = 300;
     rig.write_bytes(DATA + 0x300, &words(&block));
-    check(&mut rig, "a bad block", add_i8(), INVALID, 24);
+    // Detail: src2's offset 24, reason 4 (zero point), the value 300.
+    check(
+        &mut rig,
+        "a bad block",
+        add_i8(),
+        INVALID,
+        24 | 4 << 8 | 300 << 16,
+    );
     assert_eq!(rig.read_bytes(DATA + 0x200, 16), vec![0xAA; 16]);
     // A device without INT8.
     let config = ModelConfig {

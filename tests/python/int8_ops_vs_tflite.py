@@ -156,7 +156,32 @@ def edges():
     return total, differ
 
 
+def bad_blocks():
+    """`Quantize` on the FPGA with a block that cannot be represented: each
+    must fail naming the node and the reason (`bad <what>: <message>`)."""
+    half = int(np.float32(0.5).view(np.int32))
+    cases = [("zero_point", header([0, 0], 300, -128, 127, DOUBLE, 1) + [half]),
+             ("scale", header([0, 0], 0, -128, 127, DOUBLE, 1) + [0]),
+             ("length", header([0, 0], 0, -128, 127, DOUBLE, 2) + [half, half])]
+    for what, words in cases:
+        g = tf.Graph()
+        with g.as_default(), tf.device(DEV):
+            x = tf.compat.v1.placeholder(tf.float32, [4, 3])
+            y = call("Quantize", "my_quantize", input=x,
+                     quantization=tf.constant(np.array(words, np.int32)))
+        config = tf.compat.v1.ConfigProto(allow_soft_placement=False)
+        with tf.compat.v1.Session(graph=g, config=config) as sess:
+            try:
+                sess.run(y, {x: np.ones((4, 3), np.float32)})
+                print(f"bad {what}: accepted")
+            except tf.errors.OpError as error:
+                message = " ".join(str(error).split())
+                print(f"bad {what}: {type(error).__name__}: {message}")
+
+
 def main():
+    if sys.argv[1:] == ["bad"]:
+        return bad_blocks()
     from tensorflow.python.framework import kernels
     for suffix in ("Conv2DInt8", "DepthwiseConv2DInt8", "MatMulInt8", "AddInt8", "MaxPoolInt8",
                    "AvgPoolInt8", "Quantize", "Dequantize"):

@@ -408,7 +408,11 @@ fn a_whole_int8_convnet_on_the_fpga_equals_tflite() {
 fn an_int8_convnet_with_float_edges_equals_tflite() {
     let stdout = run_model("convnet-float", "32");
     let (images, agree, max_diff, differ) = model_line(&stdout);
-    assert_eq!((images, agree, max_diff, differ), (32, 32, 0, 0), "{stdout}");
+    assert_eq!(
+        (images, agree, max_diff, differ),
+        (32, 32, 0, 0),
+        "{stdout}"
+    );
 }
 
 /// Issue 23's bar: MobileNetV2-0.35 (96×96, 100 classes, seeded weights)
@@ -489,4 +493,31 @@ fn a_qat_mobilenet_v2_0_35_runs_in_int8_on_the_fpga_and_agrees_with_tflite() {
         "top-1 agreement {agree} of {images}"
     );
     assert!(max_diff <= 1, "logits {max_diff} quanta apart");
+}
+
+/// A quantization block the device refuses fails the TF op with an error
+/// that names the node and says why: a zero point of 300 and a zero scale
+/// from the device's completion detail, a block of the wrong length from
+/// the shape check before launch.
+#[test]
+fn a_bad_quantization_block_fails_the_tf_op_naming_the_node_and_the_reason() {
+    let output = run_tf_with_plugin("int8_ops_vs_tflite.py", &["bad"], None);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    for (what, says) in [
+        ("zero_point", "a zero point outside int8's [-128, 127]: 300"),
+        ("scale", "a scale that is not a finite number > 0"),
+        ("length", "inconsistent op shapes"),
+    ] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("bad {what}:")))
+            .unwrap_or_else(|| panic!("no {what} line:\n{stdout}"));
+        assert!(
+            line.contains("InvalidArgumentError")
+                && line.contains("'my_quantize'")
+                && line.contains(says),
+            "{line}"
+        );
+    }
 }

@@ -26,6 +26,59 @@ pub const HEADER_WORDS: usize = 8;
 /// Words after `AddInt8`'s header.
 pub const ADD_WORDS: usize = 6;
 
+/// A refused block as a device's completion `detail` (`docs/device-abi.md`,
+/// "int8 commands"): bits 7..0 are 24 (`src2`'s descriptor offset), bits
+/// 15..8 the reason (1 not finite, 2 negative, 3 shift, 4 zero point, 5
+/// clamp, 6 rounding, 7 length, 8 channels, 9 scale, 10 reserved), bits
+/// 31..16 the offending value (as `i16`, saturated).
+pub const fn detail(error: QuantError) -> u32 {
+    let (code, value): (u32, i32) = match error {
+        QuantError::NotFinite => (1, 0),
+        QuantError::Negative => (2, 0),
+        QuantError::ShiftOutOfRange { shift } => (3, shift),
+        QuantError::ZeroPoint { value } => (4, value),
+        QuantError::Clamp { min, max } => (5, if min > max { max } else { min }),
+        QuantError::Rounding { value } => (6, value),
+        QuantError::BlockLength { got, .. } => (7, got as i32),
+        QuantError::Channels { got, .. } => (8, got as i32),
+        QuantError::Scale { channel } => (9, channel as i32),
+        QuantError::Reserved => (10, 0),
+    };
+    let value = if value > i16::MAX as i32 {
+        i16::MAX
+    } else if value < i16::MIN as i32 {
+        i16::MIN
+    } else {
+        value as i16
+    };
+    SRC2_OFFSET | code << 8 | (value as u16 as u32) << 16
+}
+
+/// The descriptor offset of `src2`, where the block is.
+const SRC2_OFFSET: u32 = 24;
+
+/// What a completion `detail` from [`detail`] says, for messages: the
+/// reason and the value; `None` for any other detail.
+pub fn describe_detail(detail: u32) -> Option<(&'static str, i16)> {
+    if detail & 0xFF != SRC2_OFFSET {
+        return None;
+    }
+    let reason = match (detail >> 8) & 0xFF {
+        1 => "a multiplier that is not finite",
+        2 => "a negative multiplier",
+        3 => "a shift outside [-31, 30]",
+        4 => "a zero point outside int8's [-128, 127]",
+        5 => "an output clamp that is not a range within [-128, 127]",
+        6 => "a rounding word that is neither 0 nor 1",
+        7 => "a block of the wrong length (words given)",
+        8 => "a per-channel count that is not the op's",
+        9 => "a scale that is not a finite number > 0 (its channel)",
+        10 => "a reserved word that is not 0",
+        _ => return None,
+    };
+    Some((reason, (detail >> 16) as u16 as i16))
+}
+
 /// The header of a quantization block, checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -260,6 +313,23 @@ mod tests {
                 QuantError::Scale { channel: 0 }
             );
         }
+    }
+
+    #[test]
+    fn a_refusal_travels_as_a_completion_detail() {
+        let d = detail(QuantError::ZeroPoint { value: 300 });
+        assert_eq!(d & 0xFF, 24);
+        assert_eq!(
+            describe_detail(d),
+            Some(("a zero point outside int8's [-128, 127]", 300))
+        );
+        let d = detail(QuantError::ShiftOutOfRange { shift: -40 });
+        assert_eq!(describe_detail(d).map(|(_, v)| v), Some(-40));
+        let saturated = detail(QuantError::ZeroPoint { value: 1 << 20 });
+        assert_eq!(describe_detail(saturated).map(|(_, v)| v), Some(i16::MAX));
+        // Another field's detail, or an unknown reason, is not a block's.
+        assert_eq!(describe_detail(16), None);
+        assert_eq!(describe_detail(24 | 99 << 8), None);
     }
 
     extern crate std;

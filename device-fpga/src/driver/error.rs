@@ -193,7 +193,16 @@ impl fmt::Display for Error {
                 detail,
                 tag,
             } => match status.name() {
-                Some(name) => write!(f, "command (tag {tag}) failed: {name}, detail {detail:#x}"),
+                Some(name) => {
+                    write!(f, "command (tag {tag}) failed: {name}, detail {detail:#x}")?;
+                    match tensorplug_core::quant::block::describe_detail(*detail) {
+                        // An int8 command's quantization block (ABI 1.4).
+                        Some((reason, value)) if *status == CompletionStatus::INVALID_ARGUMENT => {
+                            write!(f, " (its quantization block has {reason}: {value})")
+                        }
+                        _ => Ok(()),
+                    }
+                }
                 None => write!(
                     f,
                     "command (tag {tag}) failed with unknown status {:#06x}, detail {detail:#x}",

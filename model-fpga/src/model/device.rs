@@ -347,9 +347,9 @@ impl<M: DeviceMemory, B: HostBus, C: TickSource> Model<M, B, C> {
                     status: CompletionStatus::DEVICE_FAULT,
                     detail: 1,
                 },
-                Err(ExecError::Quantization) => Rejection {
+                Err(ExecError::Quantization(e)) => Rejection {
                     status: CompletionStatus::INVALID_ARGUMENT,
-                    detail: 24,
+                    detail: tensorplug_core::quant::block::detail(e),
                 },
             },
             Err(rejection) => rejection,

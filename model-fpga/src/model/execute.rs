@@ -17,8 +17,8 @@ pub(crate) enum ExecError {
     /// (`DEVICE_FAULT`).
     Internal,
     /// An int8 command's quantization block was refused when read
-    /// (`INVALID_ARGUMENT`, detail `src2`'s offset).
-    Quantization,
+    /// (`INVALID_ARGUMENT`, detail [`tensorplug_core::quant::block::detail`]).
+    Quantization(tensorplug_core::quant::QuantError),
 }
 
 impl From<BusError> for ExecError {
@@ -183,7 +183,7 @@ fn int8(w: &Int8Work, mem: &mut MemoryView<'_>) -> Result<(), ExecError> {
     };
     match kernels::int8(w.kind, &data[..w.count], w.out.2, out) {
         Ok(()) => Ok(()),
-        Err(reference::Error::Quant(_)) => Err(ExecError::Quantization),
+        Err(reference::Error::Quant(e)) => Err(ExecError::Quantization(e)),
         Err(_) => Err(ExecError::Internal),
     }
 }
