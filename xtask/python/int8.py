@@ -23,6 +23,13 @@ as TFLite's reference kernels do; RESHAPE and PAD move bytes (exact). MEAN
 and SOFTMAX are computed in float between a Dequantize and a Quantize, so
 they may differ from TFLite by a quantum; `Int8Model.float_ops` lists the
 ones a model has. Any other op raises NotImplementedError naming it.
+
+A model converted without `inference_input_type`/`inference_output_type`
+keeps float input and output: its graph then starts with the device's
+Quantize and ends with its Dequantize, and takes and returns floats. Bad
+quantization (a scale that is zero, negative or not finite, a zero point
+out of range, a per-axis count that is not the channel count) is a
+ValueError naming the op and tensor when the model is made.
 """
 import numpy as np
 import tensorflow as tf

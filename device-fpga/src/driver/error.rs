@@ -247,3 +247,35 @@ impl accelerator::Error for Error {
         Error::kind(self)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::string::ToString;
+    use tensorplug_core::quant::{QuantError, block};
+
+    #[test]
+    fn a_refused_quantization_block_says_why() {
+        let e = Error::Command {
+            status: CompletionStatus::INVALID_ARGUMENT,
+            detail: block::detail(QuantError::ZeroPoint { value: 300 }),
+            tag: 7,
+        };
+        assert_eq!(
+            e.to_string(),
+            "command (tag 7) failed: INVALID_ARGUMENT, detail 0x12c0418 (its quantization block \
+             has a zero point outside int8's [-128, 127]: 300)"
+        );
+        // Another field's detail stays a bare offset.
+        let other = Error::Command {
+            status: CompletionStatus::INVALID_ARGUMENT,
+            detail: 40,
+            tag: 7,
+        };
+        assert_eq!(
+            other.to_string(),
+            "command (tag 7) failed: INVALID_ARGUMENT, detail 0x28"
+        );
+    }
+}
