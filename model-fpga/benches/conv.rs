@@ -14,7 +14,6 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::time::Duration;
 use tensorplug_core::accelerator::{OpKind, Shape, Window};
 use tensorplug_core::quant::Rounding;
@@ -24,6 +23,10 @@ use tensorplug_core::reference::{
     int8::{Data, DataMut},
 };
 use tensorplug_model_fpga::kernels::{WindowOp, WindowSpec, int8, window};
+
+#[path = "common/figure.rs"]
+mod figure;
+use figure::write_figure;
 
 /// Deterministic values in [-1, 1).
 fn values(len: usize, seed: u32) -> Vec<f32> {
@@ -89,26 +92,6 @@ fn block(k: usize) -> Vec<i32> {
 
 fn shape(dims: &[usize]) -> Shape {
     Shape::new(&dims.iter().map(|&d| d as u64).collect::<Vec<_>>()).expect("shape")
-}
-
-/// `<target>` from the bench binary's path, `<target>/<profile>/deps/<bin>`.
-fn figure_dir() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    Some(exe.parent()?.parent()?.parent()?.join("tensorplug-bench"))
-}
-
-fn write_figure(id: &str, figure: &str, value: f64, baseline: Option<f64>, unit: &str, goal: &str) {
-    let Some(dir) = figure_dir() else { return };
-    let baseline = baseline.map_or("null".to_string(), |b| format!("{b}"));
-    let json = format!(
-        "{{\"figure\": \"{figure}\", \"value\": {value}, \"baseline\": {baseline}, \"unit\": \"{unit}\", \"goal\": \"{goal}\"}}\n"
-    );
-    if std::fs::create_dir_all(&dir)
-        .and_then(|()| std::fs::write(dir.join(format!("{id}.json")), json))
-        .is_err()
-    {
-        eprintln!("could not write figure {id}");
-    }
 }
 
 fn conv(c: &mut Criterion, name: &str, hwc: [usize; 3], size: usize, k: usize) {

@@ -20,7 +20,6 @@
 //! the device side of the profiler-overhead goal, ratio ≤ 1.02).
 
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -28,6 +27,10 @@ use tensorplug_abi::device::{CommandDescriptor, CommandFlags, Opcode};
 use tensorplug_core::accelerator::{Accelerator, QueueId};
 use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
 use tensorplug_model_fpga::model::host::{InProcessDevice, ServeOptions};
+
+#[path = "common/figure.rs"]
+mod figure;
+use figure::write_figure;
 
 const COPY: usize = 64 << 20;
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -52,26 +55,6 @@ fn nop() -> CommandDescriptor {
     let mut nop = CommandDescriptor::new(Opcode::NOP, 0, 0);
     nop.flags = CommandFlags::NO_EVENTS;
     nop
-}
-
-/// `<target>` from the bench binary's path, `<target>/<profile>/deps/<bin>`.
-fn figure_dir() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    Some(exe.parent()?.parent()?.parent()?.join("tensorplug-bench"))
-}
-
-fn write_figure(id: &str, figure: &str, value: f64, baseline: Option<f64>, unit: &str, goal: &str) {
-    let Some(dir) = figure_dir() else { return };
-    let baseline = baseline.map_or("null".to_string(), |b| format!("{b}"));
-    let json = format!(
-        "{{\"figure\": \"{figure}\", \"value\": {value}, \"baseline\": {baseline}, \"unit\": \"{unit}\", \"goal\": \"{goal}\"}}\n"
-    );
-    if std::fs::create_dir_all(&dir)
-        .and_then(|()| std::fs::write(dir.join(format!("{id}.json")), json))
-        .is_err()
-    {
-        eprintln!("could not write figure {id}");
-    }
 }
 
 fn median(mut samples: Vec<f64>) -> f64 {

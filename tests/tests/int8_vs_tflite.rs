@@ -375,16 +375,21 @@ fn model_line(stdout: &str) -> (u64, u64, u64, u64) {
     )
 }
 
-fn run_model(name: &str, images: &str) -> String {
-    let output = run_tf_with_plugin("int8_model_vs_tflite.py", &[name, images], None);
+/// `script args…` with the plugin; its stdout (printed), which it must exit 0 with.
+fn run_script(script: &str, args: &[&str]) -> String {
+    let output = run_tf_with_plugin(script, args, None);
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success(),
-        "int8_model_vs_tflite.py {name} failed:\n{stdout}\n{}",
+        "{script} {args:?} failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
     println!("{stdout}");
     stdout
+}
+
+fn run_model(name: &str, images: &str) -> String {
+    run_script("int8_model_vs_tflite.py", &[name, images])
 }
 
 /// The wheel's `Int8Model` runs TFLite's whole int8 convnet on the FPGA:
@@ -449,14 +454,7 @@ fn bad_quantization_in_an_int8_model_is_a_clear_error() {
 }
 
 fn run_qat(name: &str, images: &str) -> String {
-    let output = run_tf_with_plugin("int8_qat.py", &[name, images], None);
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "int8_qat.py {name} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    println!("{stdout}");
+    let stdout = run_script("int8_qat.py", &[name, images]);
     assert!(stdout.contains("FakeQuantWithMinMaxVars"), "{stdout}");
     let nodes: u64 = stdout
         .lines()
