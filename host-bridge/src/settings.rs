@@ -25,6 +25,8 @@ pub const TIMEOUT_MS: &str = "TIMEOUT_MS";
 pub const PROFILER: &str = "PROFILER";
 /// `TENSORPLUG_GRAPH_FUSION`: whether the fusion pass rewrites graphs.
 pub const GRAPH_FUSION: &str = "GRAPH_FUSION";
+/// `TENSORPLUG_GRAPH_INT8`: whether the pass runs quantization-aware graphs in int8.
+pub const GRAPH_INT8: &str = "GRAPH_INT8";
 /// `TENSORPLUG_GRAPH_DUMP_DIR`: where to write every graph the pass sees.
 pub const GRAPH_DUMP_DIR: &str = "GRAPH_DUMP_DIR";
 /// `TENSORPLUG_ALLOW_UNTESTED_TF`: serve devices on a TF outside the tested range.

@@ -23,6 +23,7 @@ mod kernel_list;
 mod nodes;
 mod optimize;
 pub mod proto;
+mod qat;
 mod runnable;
 mod session_variables;
 mod tf_grappler;

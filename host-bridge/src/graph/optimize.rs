@@ -6,6 +6,7 @@ use super::fold::fold_batch_norms;
 use super::fuse::{FUSED_CONV_OP, FUSED_OP, Fusions, Heads, fuse_chains};
 use super::host_copy::run_on_host_copies;
 use super::kernel_list::{has_kernel_for, takes_attrs};
+use super::qat::rewrite_qat;
 use super::proto::{DataType, GraphDef, KernelList, NodeDef};
 use super::runnable::{Changes, keep_runnable};
 use super::session_variables::keep_session_variables_on_host;
@@ -28,6 +29,9 @@ pub struct Settings {
     /// Setting `GRAPH_FUSION` (`TENSORPLUG_GRAPH_FUSION=off`) disables the
     /// rewrite (default on).
     pub fusion: bool,
+    /// Setting `GRAPH_INT8` (`TENSORPLUG_GRAPH_INT8=off`) disables the int8
+    /// rewrite of quantization-aware graphs (default on).
+    pub int8: bool,
     /// Setting `GRAPH_DUMP_DIR`: write every `graph_in`/`graph_out` there.
     pub dump_dir: Option<PathBuf>,
 }
@@ -36,9 +40,14 @@ impl Settings {
     /// Reads the settings; an unknown `GRAPH_FUSION` value is an error.
     pub fn from_env() -> Result<Self> {
         let fusion = settings::flag(settings::GRAPH_FUSION, true)?;
+        let int8 = settings::flag(settings::GRAPH_INT8, true)?;
         let dump_dir =
             settings::get(settings::GRAPH_DUMP_DIR)?.map(|value| PathBuf::from(value.text));
-        Ok(Self { fusion, dump_dir })
+        Ok(Self {
+            fusion,
+            int8,
+            dump_dir,
+        })
     }
 }
 
@@ -94,6 +103,11 @@ pub unsafe fn run(
         dtype == DataType::DtFloat as i32 && arithmetic_kernel(op, device)
     }) + run_on_host_copies(&mut graph, device);
     let unfused = unfuse_batch_norms(&mut graph, &preserve, device);
+    let quantized = if settings.int8 && int8_kernels_registered(device)? {
+        rewrite_qat(&mut graph, &preserve, device)
+    } else {
+        0
+    };
     let heads = Heads {
         matmul: settings.fusion && fused_kernel_registered(FUSED_OP, "MatMul/BiasAdd/Relu")?,
         conv2d: settings.fusion
@@ -116,6 +130,7 @@ pub unsafe fn run(
     let output = if session_moves > 0
         || updates > 0
         || unfused > 0
+        || quantized > 0
         || folded > 0
         || fusions.any()
         || changed
@@ -148,6 +163,19 @@ fn fused_kernel_registered(fused: &str, chain: &str) -> Result<bool> {
         ));
     }
     Ok(registered)
+}
+
+/// Whether the int8 rewrite's ops have kernels: the device's int8 ops (its
+/// devices declare them) and the CPU parameter ops.
+fn int8_kernels_registered(device: &str) -> Result<bool> {
+    use crate::kernels::ops::int8::op_name;
+    Ok(
+        tf_grappler::kernel_registered(op_name(device, "Conv2DInt8"), device)?
+            && tf_grappler::kernel_registered(
+                op_name(device, crate::kernels::qat::WEIGHTS),
+                "CPU",
+            )?,
+    )
 }
 
 /// `has_kernel` for [`keep_runnable`]: TF's kernel list per op type, fetched

@@ -15,6 +15,7 @@
 mod failure;
 mod launch;
 pub mod ops;
+pub mod qat;
 pub mod shapes;
 mod tf;
 mod variables;
@@ -47,12 +48,16 @@ pub fn tf_init_kernel() {
         let int8 = ops::int8::KERNELS
             .iter()
             .any(|k| ops::TfKernel::runs_on(k, &caps));
-        if int8 && let Err(failure) = ops::int8::define_ops() {
-            // The int8 kernels then fail to register and say so below.
-            log::error(format_args!(
-                "TF_InitKernel: defining the int8 ops: {}",
-                failure.cause
-            ));
+        if int8 {
+            match ops::int8::define_ops() {
+                // The QAT rewrite's CPU ops; without them it is skipped.
+                Ok(()) => qat::register_all(),
+                // The int8 kernels then fail to register and say so below.
+                Err(failure) => log::error(format_args!(
+                    "TF_InitKernel: defining the int8 ops: {}",
+                    failure.cause
+                )),
+            }
         }
         let wanted = all_kernels().filter(|def| def.runs_on(&caps)).count();
         let registered = register_all(&caps);

@@ -130,7 +130,11 @@ pub fn op_name(device: &str, suffix: &str) -> &'static CStr {
 pub fn define_ops() -> KernelResult<()> {
     static DEFINED: OnceLock<Result<(), String>> = OnceLock::new();
     DEFINED
-        .get_or_init(|| define_all().map_err(|f| f.cause))
+        .get_or_init(|| {
+            define_all()
+                .and_then(|()| crate::kernels::qat::define_ops())
+                .map_err(|f| f.cause)
+        })
         .clone()
         .map_err(Failure::invalid)
 }

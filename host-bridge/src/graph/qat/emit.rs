@@ -1,0 +1,386 @@
+//! The nodes the matches become: per match its CPU parameter nodes and the
+//! int8 op; per quantized tensor an int8 version (`Quantize` of a float
+//! one, or the int8 `MaxPool`/`Reshape` of one); a `Dequantize` in place of
+//! each replaced fake-quant something float still reads.
+
+use super::{BatchNorm, Compute, Index, Match};
+use crate::graph::device::cpu_of;
+use crate::graph::nodes::{type_value, unique};
+use crate::graph::proto::{
+    AttrValue, DataType, GraphDef, NodeDef, TensorProto, TensorShapeProto, attr_value,
+    tensor_shape_proto,
+};
+use crate::kernels::ops::int8::op_name;
+use crate::kernels::qat::{ADD_BLOCK, CONV_BLOCK, TENSOR_BLOCK, WEIGHTS};
+use std::collections::{HashMap, HashSet};
+use tensorplug_core::accelerator::Activation;
+use tensorplug_core::quant::Rounding;
+
+/// The requantization each int8 op rounds with: TF 2.21's TFLite rounds
+/// its `FULLY_CONNECTED` once and the others twice (measured,
+/// `docs/device-numerics.md`).
+fn rounding(compute: &Compute) -> Rounding {
+    match compute {
+        Compute::MatMul { .. } => Rounding::Single,
+        _ => Rounding::Double,
+    }
+}
+
+/// Applies `matches` to `graph`.
+pub fn apply(
+    graph: &mut GraphDef,
+    preserve: &HashSet<String>,
+    device_type: &str,
+    matches: Vec<Match>,
+) {
+    let (removed, replaced, added) = {
+        let index = Index::new(&graph.node, preserve, device_type);
+        let mut e = Emitter {
+            names: graph.node.iter().map(|n| n.name.clone()).collect(),
+            index: &index,
+            device_type,
+            int8: HashMap::new(),
+            added: Vec::new(),
+        };
+        for m in &matches {
+            let name = &index.nodes[m.out_fq].name;
+            let int8 = unique(&mut e.names, name, "int8");
+            e.int8.insert(name.clone(), int8);
+        }
+        for m in &matches {
+            e.emit(m);
+        }
+        let removed = e.removed(&matches);
+        let replaced: Vec<(usize, NodeDef)> = matches
+            .iter()
+            .filter(|m| !removed.contains(&m.out_fq))
+            .map(|m| (m.out_fq, e.dequantize(m)))
+            .collect();
+        (removed, replaced, e.added)
+    };
+    for (at, node) in replaced {
+        graph.node[at] = node;
+    }
+    let mut at = 0;
+    graph.node.retain(|_| {
+        at += 1;
+        !removed.contains(&(at - 1))
+    });
+    graph.node.extend(added);
+}
+
+struct Emitter<'i, 'a> {
+    index: &'i Index<'a>,
+    device_type: &'i str,
+    names: HashSet<String>,
+    /// Node name → the name of its int8 version.
+    int8: HashMap<String, String>,
+    added: Vec<NodeDef>,
+}
+
+impl Emitter<'_, '_> {
+    fn op(&self, suffix: &str) -> String {
+        op_name(self.device_type, suffix)
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    fn add(&mut self, node: NodeDef) -> String {
+        let name = node.name.clone();
+        self.added.push(node);
+        name
+    }
+
+    fn name(&mut self, base: &str, suffix: &str) -> String {
+        unique(&mut self.names, base, suffix)
+    }
+
+    fn emit(&mut self, m: &Match) {
+        let fq = &self.index.nodes[m.out_fq];
+        let head = &self.index.nodes[m.head];
+        let (device, cpu) = (head.device.clone(), cpu_of(&head.device, self.device_type));
+        let int8_name = self.int8[&fq.name].clone();
+        let (out_min, out_max) = self.index.range_of(m.out_fq);
+        let inputs: Vec<String> = m.inputs.iter().map(|x| self.int8_of(x, &device)).collect();
+        let ranges: Vec<(String, String)> = m
+            .inputs
+            .iter()
+            .filter_map(|x| self.index.quantized_root(x))
+            .map(|root| self.index.range_of(root))
+            .collect();
+        let activation = activation_attr(m.activation);
+        let round = ("rounding", attr_value::Value::I(rounding(&m.compute) as i64));
+        if let Compute::Add = m.compute {
+            let block = self.name(&int8_name, "block");
+            let [(x_min, x_max), (y_min, y_max)] = [ranges[0].clone(), ranges[1].clone()];
+            self.add(node(
+                &block,
+                &self.op(ADD_BLOCK),
+                &cpu,
+                &[&x_min, &x_max, &y_min, &y_max, &out_min, &out_max],
+                &[activation, round],
+            ));
+            let op = self.op("AddInt8");
+            self.add(node(&int8_name, &op, &device, &[&inputs[0], &inputs[1], &block], &[]));
+            return;
+        }
+        let weights = m.weights.as_ref().expect("a convolution has weights");
+        let empty = self.name(&int8_name, "empty");
+        self.add(empty_constant(&empty, &cpu));
+        let (factor, folded_bias) = match &m.batch_norm {
+            Some(bn) => {
+                let (f, b) = self.fold(bn, &int8_name, &cpu);
+                (f, Some(b))
+            }
+            None => (empty.clone(), None),
+        };
+        let (range_min, range_max) = weights
+            .range
+            .clone()
+            .unwrap_or_else(|| (empty.clone(), empty.clone()));
+        let quantized = self.name(&int8_name, "weights");
+        let depthwise = matches!(m.compute, Compute::Depthwise);
+        self.add(node(
+            &quantized,
+            &self.op(WEIGHTS),
+            &cpu,
+            &[&weights.tensor, &factor, &range_min, &range_max],
+            &[("depthwise", attr_value::Value::B(depthwise))],
+        ));
+        let bias = folded_bias.or(m.bias.clone()).unwrap_or(empty);
+        let block = self.name(&int8_name, "block");
+        let (in_min, in_max) = ranges[0].clone();
+        let scales = format!("{quantized}:1");
+        self.add(node(
+            &block,
+            &self.op(CONV_BLOCK),
+            &cpu,
+            &[&in_min, &in_max, &scales, &bias, &out_min, &out_max],
+            &[activation, round],
+        ));
+        let (suffix, attrs) = match m.compute {
+            Compute::Conv2D => ("Conv2DInt8", window_attrs(head, m.pad)),
+            Compute::Depthwise => ("DepthwiseConv2DInt8", window_attrs(head, m.pad)),
+            Compute::MatMul { transpose_b } => (
+                "MatMulInt8",
+                vec![("transpose_b", attr_value::Value::B(transpose_b))],
+            ),
+            Compute::Add => unreachable!("handled above"),
+        };
+        let op = self.op(suffix);
+        let n = node(&int8_name, &op, &device, &[&inputs[0], &quantized, &block], &[]);
+        self.add(with_attrs(n, attrs));
+    }
+
+    /// The batch norm's factor `scale · rsqrt(variance + ε)` and bias
+    /// `offset − mean · factor`, in f32 TF ops on the CPU (as the converter
+    /// folds them).
+    fn fold(&mut self, bn: &BatchNorm, base: &str, cpu: &str) -> (String, String) {
+        let float = || ("T", attr_value::Value::Type(DataType::DtFloat as i32));
+        let eps = self.name(base, "bn/epsilon");
+        self.add(float_constant(&eps, cpu, &[], &[bn.epsilon]));
+        let sum = self.name(base, "bn/variance_epsilon");
+        self.add(node(&sum, "AddV2", cpu, &[&bn.variance, &eps], &[float()]));
+        let rsqrt = self.name(base, "bn/rsqrt");
+        self.add(node(&rsqrt, "Rsqrt", cpu, &[&sum], &[float()]));
+        let factor = self.name(base, "bn/factor");
+        self.add(node(&factor, "Mul", cpu, &[&bn.scale, &rsqrt], &[float()]));
+        let shift = self.name(base, "bn/mean_factor");
+        self.add(node(&shift, "Mul", cpu, &[&bn.mean, &factor], &[float()]));
+        let bias = self.name(base, "bn/bias");
+        self.add(node(&bias, "Sub", cpu, &[&bn.offset, &shift], &[float()]));
+        (factor, bias)
+    }
+
+    /// The int8 version of the quantized tensor `text`, made for `device`.
+    fn int8_of(&mut self, text: &str, device: &str) -> String {
+        let at = self.index.producer(text).expect("a quantized tensor");
+        let n = &self.index.nodes[at];
+        if let Some(done) = self.int8.get(&n.name) {
+            return done.clone();
+        }
+        if n.op == "Identity" {
+            let input = n.input[0].clone();
+            return self.int8_of(&input, device);
+        }
+        let name = self.name(&n.name, "int8");
+        self.int8.insert(n.name.clone(), name.clone());
+        let cpu = cpu_of(device, self.device_type);
+        let made = if self.index.is_activation_fq(at) {
+            let block = self.tensor_block(at, "quantize", &name, &cpu);
+            node(&name, &self.op("Quantize"), device, &[&n.input[0], &block], &[])
+        } else if n.op == "MaxPool" {
+            let input = self.int8_of(&n.input[0], &n.device);
+            let block = self.name(&name, "block");
+            self.add(int32_constant(&block, &n.device, &[0, 0, 0, -128, 127, 0, 0, 0]));
+            let keys = ["ksize", "strides", "padding", "data_format"];
+            let pool = node(&name, &self.op("MaxPoolInt8"), &n.device, &[&input, &block], &[]);
+            with_attrs(pool, copied(n, &keys))
+        } else {
+            // Reshape
+            let input = self.int8_of(&n.input[0], &n.device);
+            let mut attrs = copied(n, &["Tshape"]);
+            attrs.push(("T", attr_value::Value::Type(DataType::DtInt8 as i32)));
+            let reshape = node(&name, "Reshape", &n.device, &[&input, &n.input[1]], &[]);
+            with_attrs(reshape, attrs)
+        };
+        self.add(made);
+        name
+    }
+
+    /// A `QatTensorBlock` of activation fake-quant `fq`'s range.
+    fn tensor_block(&mut self, fq: usize, kind: &str, base: &str, cpu: &str) -> String {
+        let (min, max) = self.index.range_of(fq);
+        let block = self.name(base, &format!("{kind}_block"));
+        let kind = ("kind", attr_value::Value::S(kind.as_bytes().to_vec()));
+        self.add(node(&block, &self.op(TENSOR_BLOCK), cpu, &[&min, &max], &[kind]))
+    }
+
+    /// The `Dequantize` that replaces a match's fake-quant, its name and
+    /// control inputs kept.
+    fn dequantize(&mut self, m: &Match) -> NodeDef {
+        let fq = &self.index.nodes[m.out_fq];
+        let device = self.index.nodes[m.head].device.clone();
+        let cpu = cpu_of(&device, self.device_type);
+        let int8 = self.int8[&fq.name].clone();
+        let block = self.tensor_block(m.out_fq, "dequantize", &int8, &cpu);
+        let mut n = node(&fq.name, &self.op("Dequantize"), &device, &[&int8, &block], &[]);
+        n.input
+            .extend(fq.input.iter().filter(|i| i.starts_with('^')).cloned());
+        n
+    }
+
+    /// The chains, and every node with an int8 version that nothing else
+    /// (and no fetch) reads any more.
+    fn removed(&self, matches: &[Match]) -> HashSet<usize> {
+        let mut removed: HashSet<usize> = matches.iter().flat_map(|m| m.chain.clone()).collect();
+        let candidates: Vec<usize> = self
+            .int8
+            .keys()
+            .filter_map(|name| self.index.by_name.get(name.as_str()).copied())
+            .collect();
+        loop {
+            let more: Vec<usize> = candidates
+                .iter()
+                .copied()
+                .filter(|c| !removed.contains(c))
+                .filter(|&c| {
+                    let name = &self.index.nodes[c].name;
+                    !self.index.preserve.contains(name)
+                        && self
+                            .index
+                            .uses
+                            .of(name)
+                            .iter()
+                            .all(|u| removed.contains(&u.consumer))
+                })
+                .collect();
+            if more.is_empty() {
+                return removed;
+            }
+            removed.extend(more);
+        }
+    }
+}
+
+type Attr = (&'static str, attr_value::Value);
+
+fn activation_attr(activation: Activation) -> Attr {
+    let name = match activation {
+        Activation::None => "NONE",
+        Activation::Relu => "RELU",
+        Activation::Relu6 => "RELU6",
+    };
+    ("activation", attr_value::Value::S(name.as_bytes().to_vec()))
+}
+
+/// A convolution's window attributes, a folded pad made explicit.
+fn window_attrs(conv: &NodeDef, pad: Option<[i64; 4]>) -> Vec<Attr> {
+    let mut attrs = copied(conv, &["strides", "dilations", "data_format"]);
+    match pad {
+        Some([top, bottom, left, right]) => {
+            attrs.push(("padding", attr_value::Value::S(b"EXPLICIT".to_vec())));
+            let list = attr_value::ListValue {
+                i: vec![0, 0, top, bottom, left, right, 0, 0],
+                ..Default::default()
+            };
+            attrs.push(("explicit_paddings", attr_value::Value::List(list)));
+        }
+        None => attrs.extend(copied(conv, &["padding", "explicit_paddings"])),
+    }
+    attrs
+}
+
+fn copied(node: &NodeDef, keys: &[&'static str]) -> Vec<Attr> {
+    keys.iter()
+        .filter_map(|&k| Some((k, node.attr.get(k)?.value.clone()?)))
+        .collect()
+}
+
+fn node(name: &str, op: &str, device: &str, inputs: &[&str], attrs: &[Attr]) -> NodeDef {
+    with_attrs(
+        NodeDef {
+            name: name.into(),
+            op: op.into(),
+            device: device.into(),
+            input: inputs.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        },
+        attrs.to_vec(),
+    )
+}
+
+fn with_attrs(mut n: NodeDef, attrs: Vec<Attr>) -> NodeDef {
+    for (k, v) in attrs {
+        n.attr.insert(k.into(), AttrValue { value: Some(v) });
+    }
+    n
+}
+
+fn constant(name: &str, device: &str, dtype: DataType, dims: &[i64], content: Vec<u8>) -> NodeDef {
+    let tensor = TensorProto {
+        dtype: dtype as i32,
+        tensor_shape: Some(TensorShapeProto {
+            dim: dims
+                .iter()
+                .map(|&size| tensor_shape_proto::Dim {
+                    size,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }),
+        tensor_content: content,
+        ..Default::default()
+    };
+    NodeDef {
+        name: name.into(),
+        op: "Const".into(),
+        device: device.into(),
+        attr: [
+            ("dtype".to_string(), type_value(dtype as i32)),
+            (
+                "value".to_string(),
+                AttrValue {
+                    value: Some(attr_value::Value::Tensor(tensor)),
+                },
+            ),
+        ]
+        .into(),
+        ..Default::default()
+    }
+}
+
+fn float_constant(name: &str, device: &str, dims: &[i64], values: &[f32]) -> NodeDef {
+    let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    constant(name, device, DataType::DtFloat, dims, bytes)
+}
+
+fn empty_constant(name: &str, device: &str) -> NodeDef {
+    float_constant(name, device, &[0], &[])
+}
+
+fn int32_constant(name: &str, device: &str, values: &[i32]) -> NodeDef {
+    let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    constant(name, device, DataType::DtInt32, &[values.len() as i64], bytes)
+}

@@ -1,0 +1,408 @@
+//! int8 from quantization-aware graphs: the chains tensorflow-model-
+//! optimization's `quantize_model` writes, rewritten into the device's int8
+//! ops, with `Quantize`/`Dequantize` only where a float op reads or writes
+//! them (`docs/graph-optimizer.md`, "int8 from QAT graphs").
+//!
+//! A match ends at an activation fake-quant (`FakeQuantWithMinMaxVars`,
+//! 8 bits, not narrow range) on the output of one of
+//! - `Conv2D | DepthwiseConv2dNative | MatMul` (its input a quantized
+//!   tensor, optionally through a `Pad`, its filter a narrow-range weight
+//!   fake-quant or plain float weights), then `BiasAdd` or an inference
+//!   `FusedBatchNormV3`, then `Relu | Relu6`, each optional;
+//! - `AddV2 | Add` of two quantized tensors, then `Relu | Relu6`.
+//!
+//! A quantized tensor is an activation fake-quant's output, or `MaxPool`,
+//! `Reshape` or `Identity` of one (they keep its quantization, as in
+//! TFLite). The int8 weights and blocks are computed on the CPU at run time
+//! from the float values the graph reads ([`crate::kernels::qat`]), so the
+//! rewrite needs no constants and follows a model that trains on.
+//!
+//! Training graphs are left alone: their chain nodes have more than one
+//! consumer (the gradients), and a graph with fake-quant gradients is not
+//! rewritten at all.
+
+mod emit;
+
+use super::device::is_ours;
+use super::edges::{Input, Uses};
+use super::proto::{DataType, GraphDef, NodeDef, attr_value};
+use std::collections::{HashMap, HashSet};
+use tensorplug_core::accelerator::Activation;
+
+/// Rewrites every match on a `device_type` device into int8 ops; returns
+/// how many. Preserved nodes (fetches) are kept, as
+/// `Dequantize` of their int8 value when the rewrite replaced them.
+pub fn rewrite_qat(
+    graph: &mut GraphDef,
+    preserve: &HashSet<String>,
+    device_type: &str,
+) -> usize {
+    let matches = {
+        let index = Index::new(&graph.node, preserve, device_type);
+        if index.is_training() {
+            return 0;
+        }
+        (0..graph.node.len())
+            .filter_map(|i| index.match_at(i))
+            .collect::<Vec<_>>()
+    };
+    if matches.is_empty() {
+        return 0;
+    }
+    let count = matches.len();
+    emit::apply(graph, preserve, device_type, matches);
+    count
+}
+
+/// The graph with the lookups matching needs.
+pub(super) struct Index<'a> {
+    pub nodes: &'a [NodeDef],
+    pub by_name: HashMap<&'a str, usize>,
+    pub uses: Uses<'a>,
+    pub preserve: &'a HashSet<String>,
+    device_type: &'a str,
+}
+
+/// What feeds a matched op's int8 weights.
+#[derive(Clone, Debug)]
+pub(super) struct Weights {
+    /// The float weights (a weight fake-quant's output, or the weights).
+    pub tensor: String,
+    /// The weight fake-quant's `(min, max)` inputs.
+    pub range: Option<(String, String)>,
+}
+
+/// An inference batch norm's inputs, folded into the weights and bias.
+#[derive(Clone, Debug)]
+pub(super) struct BatchNorm {
+    pub scale: String,
+    pub offset: String,
+    pub mean: String,
+    pub variance: String,
+    pub epsilon: f32,
+}
+
+/// The op a match computes.
+#[derive(Clone, Debug)]
+pub(super) enum Compute {
+    Conv2D,
+    Depthwise,
+    MatMul { transpose_b: bool },
+    Add,
+}
+
+/// One matched chain.
+#[derive(Clone, Debug)]
+pub(super) struct Match {
+    /// The activation fake-quant it ends at.
+    pub out_fq: usize,
+    /// Its first node (the convolution, product or sum).
+    pub head: usize,
+    pub compute: Compute,
+    /// The quantized inputs (the activation, or both addends).
+    pub inputs: Vec<String>,
+    pub weights: Option<Weights>,
+    /// A folded `Pad`'s `[top, bottom, left, right]`.
+    pub pad: Option<[i64; 4]>,
+    pub bias: Option<String>,
+    pub batch_norm: Option<BatchNorm>,
+    pub activation: Activation,
+    /// Every node the int8 op replaces (the fake-quant aside).
+    pub chain: Vec<usize>,
+}
+
+const WEIGHT_FAKE_QUANTS: [&str; 2] = [
+    "FakeQuantWithMinMaxVars",
+    "FakeQuantWithMinMaxVarsPerChannel",
+];
+const BATCH_NORMS: [&str; 3] = ["FusedBatchNormV3", "FusedBatchNormV2", "FusedBatchNorm"];
+
+impl<'a> Index<'a> {
+    pub fn new(nodes: &'a [NodeDef], preserve: &'a HashSet<String>, device_type: &'a str) -> Self {
+        Self {
+            nodes,
+            by_name: nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.name.as_str(), i))
+                .collect(),
+            uses: Uses::index(nodes),
+            preserve,
+            device_type,
+        }
+    }
+
+    /// A graph that trains its fake-quant ranges (their gradients).
+    fn is_training(&self) -> bool {
+        self.nodes
+            .iter()
+            .any(|n| n.op.starts_with("FakeQuant") && n.op.ends_with("Gradient"))
+    }
+
+    /// The node a data input reads, when it reads output 0.
+    pub fn producer(&self, text: &str) -> Option<usize> {
+        match Input::parse(text) {
+            Input::Data { node, port: 0 } => self.by_name.get(node).copied(),
+            _ => None,
+        }
+    }
+
+    fn data_inputs(&self, at: usize) -> Vec<&'a String> {
+        self.nodes[at]
+            .input
+            .iter()
+            .filter(|i| !i.starts_with('^'))
+            .collect()
+    }
+
+    /// An activation fake-quant: 8 bits, not narrow range, three inputs.
+    pub fn is_activation_fq(&self, at: usize) -> bool {
+        let n = &self.nodes[at];
+        n.op == "FakeQuantWithMinMaxVars"
+            && int_attr(n, "num_bits").unwrap_or(8) == 8
+            && !bool_attr(n, "narrow_range").unwrap_or(false)
+            && self.data_inputs(at).len() == 3
+    }
+
+    /// The activation fake-quant whose quantization the tensor `text` has.
+    pub fn quantized_root(&self, text: &str) -> Option<usize> {
+        let mut at = self.producer(text)?;
+        for _ in 0..16 {
+            if self.is_activation_fq(at) {
+                return Some(at);
+            }
+            let n = &self.nodes[at];
+            let keeps = match n.op.as_str() {
+                "MaxPool" => self.float_on_device(at) && is_nhwc(n),
+                "Reshape" | "Identity" => self.float_on_device(at),
+                _ => false,
+            };
+            if !keeps {
+                return None;
+            }
+            at = self.producer(self.data_inputs(at).first()?)?;
+        }
+        None
+    }
+
+    /// The fake-quant's `(min, max)` input texts.
+    pub fn range_of(&self, fq: usize) -> (String, String) {
+        let inputs = self.data_inputs(fq);
+        (inputs[1].clone(), inputs[2].clone())
+    }
+
+    fn float_on_device(&self, at: usize) -> bool {
+        let n = &self.nodes[at];
+        is_ours(&n.device, self.device_type)
+            && matches!(
+                attr(n, "T"),
+                Some(attr_value::Value::Type(t)) if *t == DataType::DtFloat as i32
+            )
+    }
+
+    /// `at` is read once, by `consumer`'s first input, and is not fetched.
+    fn only_feeds(&self, at: usize, consumer: usize) -> bool {
+        !self.preserve.contains(&self.nodes[at].name)
+            && self.uses.sole_first_input(&self.nodes[at].name) == Some(consumer)
+    }
+
+    /// The chain ending at activation fake-quant `fq`, if it matches.
+    pub fn match_at(&self, fq: usize) -> Option<Match> {
+        if !self.is_activation_fq(fq) {
+            return None;
+        }
+        let mut next = fq;
+        let mut at = self.producer(self.data_inputs(fq).first()?)?;
+        let mut chain = Vec::new();
+        let step = |at: usize, next: &mut usize, chain: &mut Vec<usize>| -> Option<usize> {
+            if !(self.float_on_device(at) && self.only_feeds(at, *next)) {
+                return None;
+            }
+            chain.push(at);
+            *next = at;
+            self.producer(self.data_inputs(at).first()?)
+        };
+        let activation = match self.nodes[at].op.as_str() {
+            "Relu" => Activation::Relu,
+            "Relu6" => Activation::Relu6,
+            _ => Activation::None,
+        };
+        if activation != Activation::None {
+            at = step(at, &mut next, &mut chain)?;
+        }
+        let op = self.nodes[at].op.as_str();
+        if matches!(op, "AddV2" | "Add") {
+            step(at, &mut next, &mut chain)?;
+            let inputs: Vec<String> = self.data_inputs(at).into_iter().cloned().collect();
+            if inputs.len() != 2 || inputs.iter().any(|x| self.quantized_root(x).is_none()) {
+                return None;
+            }
+            return Some(Match {
+                out_fq: fq,
+                head: at,
+                compute: Compute::Add,
+                inputs,
+                weights: None,
+                pad: None,
+                bias: None,
+                batch_norm: None,
+                activation,
+                chain,
+            });
+        }
+        let (mut bias, mut batch_norm) = (None, None);
+        if op == "BiasAdd" && is_nhwc(&self.nodes[at]) {
+            bias = Some(self.data_inputs(at).get(1)?.to_string());
+            at = step(at, &mut next, &mut chain)?;
+        } else if BATCH_NORMS.contains(&op) {
+            batch_norm = Some(self.batch_norm(at)?);
+            at = step(at, &mut next, &mut chain)?;
+        }
+        let conv = &self.nodes[at];
+        let compute = match conv.op.as_str() {
+            "Conv2D" if is_nhwc(conv) => Compute::Conv2D,
+            "DepthwiseConv2dNative" if is_nhwc(conv) => Compute::Depthwise,
+            "MatMul" if !bool_attr(conv, "transpose_a").unwrap_or(false) => Compute::MatMul {
+                transpose_b: bool_attr(conv, "transpose_b").unwrap_or(false),
+            },
+            _ => return None,
+        };
+        let head = at;
+        step(at, &mut next, &mut chain)?;
+        let inputs = self.data_inputs(head);
+        let (x, w) = (inputs.first()?.to_string(), inputs.get(1)?.to_string());
+        let (x, pad) = match self.quantized_root(&x) {
+            Some(_) => (x, None),
+            None => {
+                let (padded, pad, pad_node) = self.folded_pad(&x, head)?;
+                chain.push(pad_node);
+                (padded, Some(pad))
+            }
+        };
+        Some(Match {
+            out_fq: fq,
+            head,
+            compute,
+            inputs: vec![x],
+            weights: Some(self.weights(&w)),
+            pad,
+            bias,
+            batch_norm,
+            activation,
+            chain,
+        })
+    }
+
+    fn batch_norm(&self, at: usize) -> Option<BatchNorm> {
+        let n = &self.nodes[at];
+        if bool_attr(n, "is_training").unwrap_or(true) || !is_nhwc(n) {
+            return None;
+        }
+        let inputs = self.data_inputs(at);
+        let epsilon = match attr(n, "epsilon") {
+            Some(attr_value::Value::F(e)) => *e,
+            _ => 1e-4, // TF's default
+        };
+        Some(BatchNorm {
+            scale: inputs.get(1)?.to_string(),
+            offset: inputs.get(2)?.to_string(),
+            mean: inputs.get(3)?.to_string(),
+            variance: inputs.get(4)?.to_string(),
+            epsilon,
+        })
+    }
+
+    fn weights(&self, w: &str) -> Weights {
+        let range = self.producer(w).and_then(|at| {
+            let n = &self.nodes[at];
+            let fq = WEIGHT_FAKE_QUANTS.contains(&n.op.as_str())
+                && int_attr(n, "num_bits").unwrap_or(8) == 8
+                && bool_attr(n, "narrow_range").unwrap_or(false);
+            let inputs = self.data_inputs(at);
+            (fq && inputs.len() == 3).then(|| (inputs[1].clone(), inputs[2].clone()))
+        });
+        Weights {
+            tensor: w.to_string(),
+            range,
+        }
+    }
+
+    /// A `Pad` of a quantized tensor by constant spatial paddings, read
+    /// only by the VALID convolution `conv`: (its input, the paddings, it).
+    fn folded_pad(&self, x: &str, conv: usize) -> Option<(String, [i64; 4], usize)> {
+        let pad = self.producer(x)?;
+        let n = &self.nodes[pad];
+        let valid = matches!(attr(&self.nodes[conv], "padding"),
+            Some(attr_value::Value::S(p)) if p == b"VALID");
+        if n.op != "Pad" || !valid || !self.float_on_device(pad) || !self.only_feeds(pad, conv) {
+            return None;
+        }
+        let inputs = self.data_inputs(pad);
+        let padded = inputs.first()?.to_string();
+        self.quantized_root(&padded)?;
+        let values = int_constant(&self.nodes[self.producer(inputs.get(1)?)?])?;
+        match values[..] {
+            [0, 0, top, bottom, left, right, 0, 0] => Some((padded, [top, bottom, left, right], pad)),
+            _ => None,
+        }
+    }
+}
+
+fn attr<'n>(node: &'n NodeDef, key: &str) -> Option<&'n attr_value::Value> {
+    node.attr.get(key)?.value.as_ref()
+}
+
+fn int_attr(node: &NodeDef, key: &str) -> Option<i64> {
+    match attr(node, key)? {
+        attr_value::Value::I(v) => Some(*v),
+        _ => None,
+    }
+}
+
+fn bool_attr(node: &NodeDef, key: &str) -> Option<bool> {
+    match attr(node, key)? {
+        attr_value::Value::B(v) => Some(*v),
+        _ => None,
+    }
+}
+
+fn is_nhwc(node: &NodeDef) -> bool {
+    match attr(node, "data_format") {
+        None => true,
+        Some(attr_value::Value::S(format)) => format == b"NHWC",
+        Some(_) => false,
+    }
+}
+
+/// The values of an int32 or int64 `Const`.
+fn int_constant(node: &NodeDef) -> Option<Vec<i64>> {
+    if node.op != "Const" {
+        return None;
+    }
+    let Some(attr_value::Value::Tensor(t)) = attr(node, "value") else {
+        return None;
+    };
+    let count: i64 = t.tensor_shape.as_ref()?.dim.iter().map(|d| d.size).product();
+    let values: Vec<i64> = if t.dtype == DataType::DtInt32 as i32 {
+        if t.tensor_content.is_empty() {
+            t.int_val.iter().map(|&v| i64::from(v)).collect()
+        } else {
+            t.tensor_content
+                .chunks_exact(4)
+                .map(|b| i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+                .collect()
+        }
+    } else if t.dtype == DataType::DtInt64 as i32 {
+        if t.tensor_content.is_empty() {
+            t.int64_val.clone()
+        } else {
+            t.tensor_content
+                .chunks_exact(8)
+                .map(|b| i64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+                .collect()
+        }
+    } else {
+        return None;
+    };
+    (values.len() as i64 == count).then_some(values)
+}

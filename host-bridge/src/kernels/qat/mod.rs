@@ -1,0 +1,366 @@
+//! The CPU ops the graph pass's int8 rewrite of quantization-aware graphs
+//! inserts (`graph::qat`): they turn the float values a QAT graph reads at
+//! run time (weights, fake-quant ranges, batch-norm parameters) into the
+//! int8 weights and quantization blocks of the device's int8 ops, with
+//! TFLite's converter's formulas ([`params`]).
+//!
+//! `_Tensorplug<DEVICE>Qat…`, defined with the int8 ops and registered for
+//! the CPU: they run beside the variables, every step, so a model that
+//! trains on keeps giving the parameters of its current values.
+
+pub mod params;
+
+use crate::backend;
+use crate::ffi::{self, tf_api};
+use crate::kernels::failure::{Failure, KernelResult};
+use crate::kernels::ops::int8::op_name;
+use crate::kernels::tf::{Construction, Context, Status, Tensor};
+use crate::log;
+use params::{Affine, TensorBlock};
+use std::ffi::{CStr, CString, c_void};
+use tensorplug_abi::tf::{TF_DataType, TF_OpKernelConstruction, TF_OpKernelContext};
+use tensorplug_core::accelerator::{Activation, Shape};
+use tensorplug_core::quant::Rounding;
+
+/// One CPU op: its name after `_Tensorplug<DEVICE>` and its definition.
+struct QatOp {
+    suffix: &'static str,
+    inputs: &'static [&'static CStr],
+    outputs: &'static [&'static CStr],
+    attrs: &'static [&'static CStr],
+}
+
+const ACT_ATTRS: &[&CStr] = &[
+    c"activation: {'NONE', 'RELU', 'RELU6'} = 'NONE'",
+    c"rounding: int = 0",
+];
+
+/// The ops, in the order of [`Kind`].
+static OPS: [QatOp; 4] = [
+    QatOp {
+        suffix: "QatWeights",
+        inputs: &[
+            c"weights: float",
+            c"factor: float",
+            c"range_min: float",
+            c"range_max: float",
+        ],
+        outputs: &[c"quantized: int8", c"scales: float"],
+        attrs: &[c"depthwise: bool = false"],
+    },
+    QatOp {
+        suffix: "QatConvBlock",
+        inputs: &[
+            c"input_min: float",
+            c"input_max: float",
+            c"weight_scales: float",
+            c"bias: float",
+            c"output_min: float",
+            c"output_max: float",
+        ],
+        outputs: &[c"quantization: int32"],
+        attrs: ACT_ATTRS,
+    },
+    QatOp {
+        suffix: "QatAddBlock",
+        inputs: &[
+            c"x_min: float",
+            c"x_max: float",
+            c"y_min: float",
+            c"y_max: float",
+            c"output_min: float",
+            c"output_max: float",
+        ],
+        outputs: &[c"quantization: int32"],
+        attrs: ACT_ATTRS,
+    },
+    QatOp {
+        suffix: "QatTensorBlock",
+        inputs: &[c"min: float", c"max: float"],
+        outputs: &[c"quantization: int32"],
+        attrs: &[c"kind: {'quantize', 'dequantize'}"],
+    },
+];
+
+/// The op suffixes, for the graph pass.
+pub const WEIGHTS: &str = "QatWeights";
+/// See [`WEIGHTS`].
+pub const CONV_BLOCK: &str = "QatConvBlock";
+/// See [`WEIGHTS`].
+pub const ADD_BLOCK: &str = "QatAddBlock";
+/// See [`WEIGHTS`].
+pub const TENSOR_BLOCK: &str = "QatTensorBlock";
+
+/// A kernel's attributes, read once.
+#[derive(Clone, Copy, Debug)]
+enum Kernel {
+    Weights { depthwise: bool },
+    ConvBlock(Activation, Rounding),
+    AddBlock(Activation, Rounding),
+    TensorBlock(TensorBlock),
+}
+
+/// Defines the ops (with the int8 ops, once per process).
+pub fn define_ops() -> KernelResult<()> {
+    let api = tf_api::ops_api()?;
+    for op in &OPS {
+        let name = op_name(backend::device_type(), op.suffix);
+        // SAFETY: a NUL-terminated name; TF returns a fresh builder.
+        let builder = unsafe { (api.new_builder)(name.as_ptr()) };
+        if builder.is_null() {
+            return Err(Failure::invalid("TF_NewOpDefinitionBuilder returned null"));
+        }
+        // SAFETY: a live builder and static NUL-terminated specs.
+        unsafe {
+            for spec in op.inputs {
+                (api.add_input)(builder, spec.as_ptr());
+            }
+            for spec in op.outputs {
+                (api.add_output)(builder, spec.as_ptr());
+            }
+            for spec in op.attrs {
+                (api.add_attr)(builder, spec.as_ptr());
+            }
+        }
+        let status = Status::new()?;
+        // SAFETY: TF takes the builder, whatever the outcome.
+        unsafe { (api.register)(builder, status.fresh()) };
+        status.check(&format!("TF_RegisterOpDefinition({})", name.to_string_lossy()))?;
+    }
+    Ok(())
+}
+
+type CreateFn = unsafe extern "C" fn(*mut TF_OpKernelConstruction) -> *mut c_void;
+const CREATE: [CreateFn; 4] = [create::<0>, create::<1>, create::<2>, create::<3>];
+
+/// Registers the CPU kernels of [`OPS`]; logs and skips any that fails.
+pub fn register_all() {
+    for (index, op) in OPS.iter().enumerate() {
+        if let Err(failure) = register(index, op) {
+            log::error(format_args!(
+                "TF_InitKernel: cannot register the CPU kernel of {}: {}",
+                op.suffix, failure.cause
+            ));
+        }
+    }
+}
+
+fn register(index: usize, op: &QatOp) -> KernelResult<()> {
+    let api = tf_api::kernel_api()?;
+    let status = Status::new()?;
+    let name = op_name(backend::device_type(), op.suffix);
+    // SAFETY: static NUL-terminated names; our callbacks have TF's signatures.
+    let builder = unsafe {
+        (api.new_kernel_builder)(
+            name.as_ptr(),
+            c"CPU".as_ptr(),
+            Some(CREATE[index]),
+            Some(compute),
+            Some(delete),
+        )
+    };
+    if builder.is_null() {
+        return Err(Failure::invalid("TF_NewKernelBuilder returned null"));
+    }
+    let kernel_name = format!("tensorplug_cpu_{}", name.to_string_lossy());
+    let kernel_name = CString::new(kernel_name).map_err(|_| Failure::invalid("NUL in name"))?;
+    // SAFETY: TF takes ownership of the builder, whatever the outcome.
+    unsafe { (api.register_kernel_builder)(kernel_name.as_ptr(), builder, status.fresh()) };
+    status.check("TF_RegisterKernelBuilder")
+}
+
+unsafe extern "C" fn create<const INDEX: usize>(raw: *mut TF_OpKernelConstruction) -> *mut c_void {
+    ffi::swallow("qat kernel create", std::ptr::null_mut(), || {
+        // SAFETY: TF's live construction context for this call.
+        let ctx = match unsafe { Construction::new(raw) } {
+            Ok(ctx) => ctx,
+            Err(failure) => {
+                log::error(format_args!("qat kernel create: {}", failure.cause));
+                return Ok(std::ptr::null_mut());
+            }
+        };
+        match construct(INDEX, &ctx) {
+            Ok(kernel) => Ok(Box::into_raw(Box::new(kernel)).cast()),
+            Err(failure) => {
+                let op = OPS[INDEX].suffix;
+                ctx.fail(failure.code, &failure.message(op, &ctx.node_name()));
+                Ok(std::ptr::null_mut())
+            }
+        }
+    })
+}
+
+fn construct(index: usize, ctx: &Construction) -> KernelResult<Kernel> {
+    let act = || -> KernelResult<(Activation, Rounding)> {
+        let activation = match ctx.string_attr(c"activation")?.as_str() {
+            "RELU" => Activation::Relu,
+            "RELU6" => Activation::Relu6,
+            _ => Activation::None,
+        };
+        let rounding = match ctx.int_attr(c"rounding")? {
+            0 => Rounding::Double,
+            1 => Rounding::Single,
+            other => return Err(Failure::invalid(format!("rounding {other} (0 or 1)"))),
+        };
+        Ok((activation, rounding))
+    };
+    Ok(match index {
+        0 => Kernel::Weights {
+            depthwise: ctx.bool_attr(c"depthwise")?,
+        },
+        1 => {
+            let (a, r) = act()?;
+            Kernel::ConvBlock(a, r)
+        }
+        2 => {
+            let (a, r) = act()?;
+            Kernel::AddBlock(a, r)
+        }
+        _ => Kernel::TensorBlock(match ctx.string_attr(c"kind")?.as_str() {
+            "quantize" => TensorBlock::Quantize,
+            _ => TensorBlock::Dequantize,
+        }),
+    })
+}
+
+unsafe extern "C" fn compute(kernel: *mut c_void, raw: *mut TF_OpKernelContext) {
+    ffi::swallow("qat kernel compute", (), || {
+        // SAFETY: TF's live context for this call.
+        let ctx = match unsafe { Context::new(raw) } {
+            Ok(ctx) => ctx,
+            Err(failure) => {
+                log::error(format_args!("qat kernel compute: {}", failure.cause));
+                return Ok(());
+            }
+        };
+        // SAFETY: `kernel` is null or the box `create` made, alive until `delete`.
+        let Some(&kernel) = (unsafe { kernel.cast::<Kernel>().as_ref() }) else {
+            ctx.fail(tensorplug_abi::tf::TF_INTERNAL, "qat kernel: not constructed");
+            return Ok(());
+        };
+        let outcome = ffi::run("qat kernel compute", || Ok(run(kernel, &ctx)))
+            .unwrap_or_else(|panic| Err(Failure::from(panic)));
+        if let Err(failure) = outcome {
+            let op = match kernel {
+                Kernel::Weights { .. } => WEIGHTS,
+                Kernel::ConvBlock(..) => CONV_BLOCK,
+                Kernel::AddBlock(..) => ADD_BLOCK,
+                Kernel::TensorBlock(_) => TENSOR_BLOCK,
+            };
+            ctx.fail(failure.code, &failure.message(op, ctx.node_name()));
+        }
+        Ok(())
+    });
+}
+
+unsafe extern "C" fn delete(kernel: *mut c_void) {
+    if !kernel.is_null() {
+        // SAFETY: the box `create` made; TF calls delete once.
+        drop(unsafe { Box::from_raw(kernel.cast::<Kernel>()) });
+    }
+}
+
+/// A host tensor's f32 values.
+fn floats(t: &Tensor) -> KernelResult<&[f32]> {
+    if t.dtype() != TF_DataType::TF_FLOAT {
+        return Err(Failure::invalid(format!("{:?} input, expected float", t.dtype())));
+    }
+    let len = t.byte_size() / 4;
+    if len == 0 {
+        return Ok(&[]);
+    }
+    // SAFETY: a live CPU tensor of `len` f32s, borrowed while `t` lives.
+    Ok(unsafe { std::slice::from_raw_parts(t.data().cast::<f32>(), len) })
+}
+
+/// One scalar input (a tensor of one element).
+fn scalar(ctx: &Context, index: usize, what: &str) -> KernelResult<f32> {
+    let t = ctx.input(index, true)?;
+    match floats(&t)? {
+        [v] => Ok(*v),
+        values => Err(Failure::invalid(format!(
+            "{what} has {} values, expected one",
+            values.len()
+        ))),
+    }
+}
+
+fn range(ctx: &Context, first: usize, what: &str) -> KernelResult<Affine> {
+    let min = scalar(ctx, first, what)?;
+    let max = scalar(ctx, first + 1, what)?;
+    params::activation(min, max).map_err(|e| Failure::invalid(format!("{what}: {e}")))
+}
+
+fn write_block(ctx: &Context, index: i32, words: &[i32]) -> KernelResult<()> {
+    let shape = Shape::new(&[words.len() as u64]).ok_or_else(|| Failure::invalid("shape"))?;
+    let out = ctx.output_at(index, &shape, &[])?;
+    // SAFETY: TF allocated `words.len()` int32s on the host for this output.
+    unsafe {
+        std::ptr::copy_nonoverlapping(words.as_ptr(), out.data().cast::<i32>(), words.len())
+    };
+    Ok(())
+}
+
+fn run(kernel: Kernel, ctx: &Context) -> KernelResult<()> {
+    match kernel {
+        Kernel::Weights { depthwise } => quantize_weights(ctx, depthwise),
+        Kernel::ConvBlock(activation, rounding) => {
+            let input = range(ctx, 0, "the input's range")?;
+            let output = range(ctx, 4, "the output's range")?;
+            let (scales, bias) = (ctx.input(2, true)?, ctx.input(3, true)?);
+            let words = params::conv_block(
+                input,
+                floats(&scales)?,
+                floats(&bias)?,
+                output,
+                activation,
+                rounding,
+            )
+            .map_err(Failure::invalid)?;
+            write_block(ctx, 0, &words)
+        }
+        Kernel::AddBlock(activation, rounding) => {
+            let x = range(ctx, 0, "x's range")?;
+            let y = range(ctx, 2, "y's range")?;
+            let output = range(ctx, 4, "the output's range")?;
+            let words = params::add_block([x, y], output, activation, rounding)
+                .map_err(Failure::invalid)?;
+            write_block(ctx, 0, &words)
+        }
+        Kernel::TensorBlock(kind) => {
+            let q = range(ctx, 0, "the range")?;
+            write_block(ctx, 0, &params::tensor_block(kind, q))
+        }
+    }
+}
+
+fn quantize_weights(ctx: &Context, depthwise: bool) -> KernelResult<()> {
+    let w = ctx.input(0, true)?;
+    let shape = w.shape()?;
+    let dims = shape.dims();
+    let channels = match (dims, depthwise) {
+        ([.., c, m], true) => c * m,
+        ([.., n], false) => *n,
+        _ => return Err(Failure::invalid(format!("weights of shape {dims:?}"))),
+    } as usize;
+    let (factor, min, max) = (ctx.input(1, true)?, ctx.input(2, true)?, ctx.input(3, true)?);
+    let (min, max) = (floats(&min)?, floats(&max)?);
+    let range = (!max.is_empty() || !min.is_empty()).then_some((min, max));
+    let values = floats(&w)?;
+    if values.is_empty() {
+        return Err(Failure::invalid("no weights"));
+    }
+    let out = ctx.output_at(0, &shape, &[])?;
+    // SAFETY: TF allocated an int8 output of the weights' element count.
+    let q = unsafe { std::slice::from_raw_parts_mut(out.data().cast::<i8>(), values.len()) };
+    let scales = params::weights(values, channels, floats(&factor)?, range, q)
+        .map_err(Failure::invalid)?;
+    let scales_shape =
+        Shape::new(&[scales.len() as u64]).ok_or_else(|| Failure::invalid("shape"))?;
+    let out = ctx.output_at(1, &scales_shape, &[])?;
+    // SAFETY: TF allocated `scales.len()` floats on the host.
+    unsafe {
+        std::ptr::copy_nonoverlapping(scales.as_ptr(), out.data().cast::<f32>(), scales.len())
+    };
+    Ok(())
+}
