@@ -1,15 +1,23 @@
 """Quantization-aware training with tensorflow-model-optimization, then the
-int8 model TFLite's converter makes from the QAT model, on the FPGA with
-the wheel's Int8Model, against TFLite's interpreter on the same model.
+QAT model in int8 on the FPGA two ways, each against TFLite's interpreter on
+the int8 model TFLite's converter makes from the same QAT model:
+
+- the calibration route: that int8 model through the wheel's Int8Model;
+- in the graph: `qat.predict(x)`, unchanged, which the plugin's graph pass
+  rewrites into int8 device ops (`docs/graph-optimizer.md`, "int8 from QAT
+  graphs").
 
 usage: int8_qat.py [convnet|mobilenet] [images]
 
 tf_keras (TF_USE_LEGACY_KERAS=1) builds the model, tfmot's quantize_model
 wraps it (FakeQuant on weights and activations), one epoch of `fit` on
 seeded data sets its ranges (on the CPU: the FakeQuant ops have no FPGA
-kernel), TFLiteConverter.from_keras_model makes the int8 model from those
-ranges, and the int8 model runs on /device:FPGA:0. Prints the line of
-int8_model_vs_tflite.py.
+kernel). Prints the lines of int8_model_vs_tflite.py, then
+
+  predict <name> images=<n> top1_agree=<k> max_diff_quanta=<d> differ=<outputs>
+  device_ops <op type>=<count>…   (one predict step under tf.profiler: the
+                                   events of the FPGA's plane)
+  cpu_ops <op type>=<count>…      (the same step's ops on TF's CPU executor)
 """
 import os
 import sys
@@ -19,9 +27,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tensorflow_model_optimization as tfmot  # noqa: E402
+from tensorflow.python.framework import op_def_registry  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from int8_model_vs_tflite import compare  # noqa: E402
+from tflite_int8_dump import invoke  # noqa: E402
+from tf_profiler_scenarios import PLANE_PREFIX, profile, stats  # noqa: E402
 
 
 def convnet():
@@ -63,7 +74,44 @@ def main():
     converter.inference_input_type = tf.int8
     converter.inference_output_type = tf.int8
     print(f"qat {name}: {len(fake_quants)} FakeQuant ops ({', '.join(sorted(set(fake_quants)))})")
-    compare(f"qat-{name}", converter.convert(), shape, images)
+    flatbuffer = converter.convert()
+    compare(f"qat-{name}", flatbuffer, shape, images)
+    in_graph(f"qat-{name}", qat, flatbuffer, shape, images)
+
+
+def in_graph(name, qat, flatbuffer, shape, images):
+    """`qat.predict` on float inputs that quantize exactly to TFLite's int8
+    inputs; its outputs in quanta of TFLite's output scale."""
+    interpreter, _, q = invoke(flatbuffer, shape, 5, batch=images, preserve=False)
+    want = interpreter.get_tensor(interpreter.get_output_details()[0]["index"]).astype(np.int64)
+    (s_in, z_in), (s_out, z_out) = (interpreter.get_input_details()[0]["quantization"],
+                                    interpreter.get_output_details()[0]["quantization"])
+    x = (np.float32(s_in) * (q.astype(np.float32) - np.float32(z_in))).astype(np.float32)
+    got = qat.predict(x, batch_size=8, verbose=0)
+    got_q = np.round(got.astype(np.float64) / s_out).astype(np.int64) + z_out
+    diff = np.abs(got_q - want)
+    agree = int(np.sum(np.argmax(got_q, -1) == np.argmax(want, -1)))
+    print(f"predict {name} images={images} top1_agree={agree} max_diff_quanta={int(diff.max())} "
+          f"differ={int(np.count_nonzero(diff))} of {diff.size}")
+    _, space = profile(lambda: qat.predict(x[:8], batch_size=8, verbose=0))
+    device, cpu = {}, {}
+    for plane in space.planes:
+        ours = plane.name.startswith(PLANE_PREFIX)
+        if not (ours or plane.name == "/host:CPU"):
+            continue
+        for line in plane.lines:
+            for event in line.events:
+                tf_op = stats(plane, event).get("tf_op", "") if ours else ""
+                name_ = tf_op or plane.event_metadata[event.metadata_id].name
+                if ":" not in name_:
+                    continue
+                kind = name_.rsplit(":", 1)[1].strip()
+                if op_def_registry.get(kind) is None:
+                    continue  # tf.data's and the executor's own events
+                counts = device if ours else cpu
+                counts[kind] = counts.get(kind, 0) + 1
+    print("device_ops " + " ".join(f"{k}={v}" for k, v in sorted(device.items())))
+    print("cpu_ops " + " ".join(f"{k}={v}" for k, v in sorted(cpu.items())))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@
 //! once, its convolutions twice; the test matches each op with its rounding
 //! and reports how many outputs the other one would change.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use tensorplug_core::accelerator::{Activation, Window};
 use tensorplug_core::quant::{Requantize, Rounding};
 use tensorplug_core::reference::int8::{
@@ -359,10 +359,15 @@ fn the_plugins_int8_tf_ops_on_the_fpga_are_bit_exact_with_tflite() {
 
 /// `model <name> images=<n> top1_agree=<k> max_diff_quanta=<d> differ=<m> of <t>`.
 fn model_line(stdout: &str) -> (u64, u64, u64, u64) {
+    result_line(stdout, "model ")
+}
+
+/// The line starting with `prefix`, with the fields of [`model_line`].
+fn result_line(stdout: &str, prefix: &str) -> (u64, u64, u64, u64) {
     let line = stdout
         .lines()
-        .find(|l| l.starts_with("model "))
-        .unwrap_or_else(|| panic!("no model line:\n{stdout}"));
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no {prefix}line:\n{stdout}"));
     let field = |key: &str| -> u64 {
         let rest = &line[line.find(key).unwrap_or_else(|| panic!("{key} in {line}")) + key.len()..];
         rest.split(' ').next().unwrap().parse().unwrap()
@@ -465,9 +470,59 @@ fn run_qat(name: &str, images: &str) -> String {
     stdout
 }
 
-/// Issue 23's "Done when", by the calibration route: a small Keras
-/// convnet trained with TF-MOT's quantize_model (tf_keras), converted by
-/// TFLite, runs in int8 on the FPGA equal to TFLite.
+/// `<prefix> <op type>=<count>…` as a map.
+fn op_counts(stdout: &str, prefix: &str) -> BTreeMap<String, u64> {
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .unwrap_or_else(|| panic!("no {prefix}line:\n{stdout}"));
+    line.split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.parse().unwrap()))
+        .collect()
+}
+
+/// The float ops a QAT chain is made of: none may run anywhere once the
+/// graph pass has rewritten the model.
+const FLOAT_CHAIN_OPS: [&str; 10] = [
+    "Conv2D",
+    "DepthwiseConv2dNative",
+    "MatMul",
+    "BiasAdd",
+    "FusedBatchNormV3",
+    "Relu",
+    "Relu6",
+    "MaxPool",
+    "Pad",
+    "_FusedConv2D",
+];
+
+/// The in-graph route (`qat.predict`, unchanged): the profile of one
+/// predict step shows exactly the int8 ops `int8` (`_TensorplugFPGA<op>`)
+/// and the float ops `float` on the FPGA's plane, and no float op of a QAT
+/// chain on the device or the CPU.
+fn assert_ran_in_int8(stdout: &str, int8: &[(&str, u64)], float: &[(&str, u64)]) {
+    let device = op_counts(stdout, "device_ops ");
+    let want: BTreeMap<String, u64> = int8
+        .iter()
+        .map(|(op, n)| (format!("_TensorplugFPGA{op}"), *n))
+        .chain(float.iter().map(|(op, n)| (op.to_string(), *n)))
+        .collect();
+    assert_eq!(device, want, "the device's ops in one predict step");
+    let cpu = op_counts(stdout, "cpu_ops ");
+    for op in FLOAT_CHAIN_OPS {
+        assert!(!cpu.contains_key(op), "{op} ran on the CPU: {cpu:?}");
+    }
+    assert!(
+        cpu.contains_key("_TensorplugFPGAQatWeights"),
+        "the weights were quantized on the CPU: {cpu:?}"
+    );
+}
+
+/// Issue 23's "Done when": a small Keras convnet trained with TF-MOT's
+/// quantize_model (tf_keras) runs in int8 on the FPGA equal to TFLite, by
+/// both routes: TFLite's int8 model through the wheel's `Int8Model`, and
+/// `qat.predict` unchanged, which the graph pass rewrites into int8 ops.
 #[test]
 fn a_qat_convnet_runs_in_int8_on_the_fpga_equal_to_tflite() {
     let stdout = run_qat("convnet", "32");
@@ -477,20 +532,55 @@ fn a_qat_convnet_runs_in_int8_on_the_fpga_equal_to_tflite() {
         (32, 32, 0, 0),
         "{stdout}"
     );
+    let in_graph = result_line(&stdout, "predict ");
+    assert_eq!(in_graph, (32, 32, 0, 0), "{stdout}");
+    assert_ran_in_int8(
+        &stdout,
+        &[
+            ("Quantize", 1),
+            ("Conv2DInt8", 2),
+            ("DepthwiseConv2DInt8", 1),
+            ("MaxPoolInt8", 1),
+            ("AddInt8", 1),
+            ("MatMulInt8", 1),
+            ("Dequantize", 1),
+        ],
+        &[],
+    );
 }
 
 /// The same for MobileNetV2-0.35 (96×96, 100 classes): top-1 on ≥ 99 % of
-/// 64 inputs, logits ≤ 1 quantum apart (its MEAN runs in float).
+/// 64 inputs, logits ≤ 1 quantum apart. In the graph its 52 batch norms
+/// fold into the int8 convolutions, its 4 `Pad`s into their explicit
+/// padding, and its global average pool (`Mean`) runs in float on the
+/// device between a `Dequantize` and a `Quantize`, as in `Int8Model`.
 #[test]
 fn a_qat_mobilenet_v2_0_35_runs_in_int8_on_the_fpga_and_agrees_with_tflite() {
     let stdout = run_qat("mobilenet", "64");
-    let (images, agree, max_diff, _) = model_line(&stdout);
-    assert_eq!(images, 64);
-    assert!(
-        agree * 100 >= images * 99,
-        "top-1 agreement {agree} of {images}"
+    for prefix in ["model ", "predict "] {
+        let (images, agree, max_diff, _) = result_line(&stdout, prefix);
+        assert_eq!(images, 64);
+        assert!(
+            agree * 100 >= images * 99,
+            "{prefix}top-1 agreement {agree} of {images}"
+        );
+        assert!(max_diff <= 1, "{prefix}logits {max_diff} quanta apart");
+    }
+    let device = op_counts(&stdout, "device_ops ");
+    let mean = device.get("Mean").copied().unwrap_or(0);
+    assert!(mean > 0, "the pool's Mean ran on the device: {device:?}");
+    assert_ran_in_int8(
+        &stdout,
+        &[
+            ("Quantize", 2),
+            ("Conv2DInt8", 35),
+            ("DepthwiseConv2DInt8", 17),
+            ("AddInt8", 10),
+            ("MatMulInt8", 1),
+            ("Dequantize", 2),
+        ],
+        &[("Mean", mean)],
     );
-    assert!(max_diff <= 1, "logits {max_diff} quanta apart");
 }
 
 /// A quantization block the device refuses fails the TF op, never giving a

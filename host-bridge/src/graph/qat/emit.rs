@@ -109,7 +109,10 @@ impl Emitter<'_, '_> {
             .map(|root| self.index.range_of(root))
             .collect();
         let activation = activation_attr(m.activation);
-        let round = ("rounding", attr_value::Value::I(rounding(&m.compute) as i64));
+        let round = (
+            "rounding",
+            attr_value::Value::I(rounding(&m.compute) as i64),
+        );
         if let Compute::Add = m.compute {
             let block = self.name(&int8_name, "block");
             let [(x_min, x_max), (y_min, y_max)] = [ranges[0].clone(), ranges[1].clone()];
@@ -121,7 +124,13 @@ impl Emitter<'_, '_> {
                 &[activation, round],
             ));
             let op = self.op("AddInt8");
-            self.add(node(&int8_name, &op, &device, &[&inputs[0], &inputs[1], &block], &[]));
+            self.add(node(
+                &int8_name,
+                &op,
+                &device,
+                &[&inputs[0], &inputs[1], &block],
+                &[],
+            ));
             return;
         }
         let weights = m.weights.as_ref().expect("a convolution has weights");
@@ -168,7 +177,13 @@ impl Emitter<'_, '_> {
             Compute::Add => unreachable!("handled above"),
         };
         let op = self.op(suffix);
-        let n = node(&int8_name, &op, &device, &[&inputs[0], &quantized, &block], &[]);
+        let n = node(
+            &int8_name,
+            &op,
+            &device,
+            &[&inputs[0], &quantized, &block],
+            &[],
+        );
         self.add(with_attrs(n, attrs));
     }
 
@@ -208,13 +223,29 @@ impl Emitter<'_, '_> {
         let cpu = cpu_of(device, self.device_type);
         let made = if self.index.is_activation_fq(at) {
             let block = self.tensor_block(at, "quantize", &name, &cpu);
-            node(&name, &self.op("Quantize"), device, &[&n.input[0], &block], &[])
+            node(
+                &name,
+                &self.op("Quantize"),
+                device,
+                &[&n.input[0], &block],
+                &[],
+            )
         } else if n.op == "MaxPool" {
             let input = self.int8_of(&n.input[0], &n.device);
             let block = self.name(&name, "block");
-            self.add(int32_constant(&block, &n.device, &[0, 0, 0, -128, 127, 0, 0, 0]));
+            self.add(int32_constant(
+                &block,
+                &n.device,
+                &[0, 0, 0, -128, 127, 0, 0, 0],
+            ));
             let keys = ["ksize", "strides", "padding", "data_format"];
-            let pool = node(&name, &self.op("MaxPoolInt8"), &n.device, &[&input, &block], &[]);
+            let pool = node(
+                &name,
+                &self.op("MaxPoolInt8"),
+                &n.device,
+                &[&input, &block],
+                &[],
+            );
             with_attrs(pool, copied(n, &keys))
         } else {
             // Reshape
@@ -233,7 +264,13 @@ impl Emitter<'_, '_> {
         let (min, max) = self.index.range_of(fq);
         let block = self.name(base, &format!("{kind}_block"));
         let kind = ("kind", attr_value::Value::S(kind.as_bytes().to_vec()));
-        self.add(node(&block, &self.op(TENSOR_BLOCK), cpu, &[&min, &max], &[kind]))
+        self.add(node(
+            &block,
+            &self.op(TENSOR_BLOCK),
+            cpu,
+            &[&min, &max],
+            &[kind],
+        ))
     }
 
     /// The `Dequantize` that replaces a match's fake-quant, its name and
@@ -244,7 +281,13 @@ impl Emitter<'_, '_> {
         let cpu = cpu_of(&device, self.device_type);
         let int8 = self.int8[&fq.name].clone();
         let block = self.tensor_block(m.out_fq, "dequantize", &int8, &cpu);
-        let mut n = node(&fq.name, &self.op("Dequantize"), &device, &[&int8, &block], &[]);
+        let mut n = node(
+            &fq.name,
+            &self.op("Dequantize"),
+            &device,
+            &[&int8, &block],
+            &[],
+        );
         n.input
             .extend(fq.input.iter().filter(|i| i.starts_with('^')).cloned());
         n
@@ -382,5 +425,11 @@ fn empty_constant(name: &str, device: &str) -> NodeDef {
 
 fn int32_constant(name: &str, device: &str, values: &[i32]) -> NodeDef {
     let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    constant(name, device, DataType::DtInt32, &[values.len() as i64], bytes)
+    constant(
+        name,
+        device,
+        DataType::DtInt32,
+        &[values.len() as i64],
+        bytes,
+    )
 }

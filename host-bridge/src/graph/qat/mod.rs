@@ -32,11 +32,7 @@ use tensorplug_core::accelerator::Activation;
 /// Rewrites every match on a `device_type` device into int8 ops; returns
 /// how many. Preserved nodes (fetches) are kept, as
 /// `Dequantize` of their int8 value when the rewrite replaced them.
-pub fn rewrite_qat(
-    graph: &mut GraphDef,
-    preserve: &HashSet<String>,
-    device_type: &str,
-) -> usize {
+pub fn rewrite_qat(graph: &mut GraphDef, preserve: &HashSet<String>, device_type: &str) -> usize {
     let matches = {
         let index = Index::new(&graph.node, preserve, device_type);
         if index.is_training() {
@@ -342,7 +338,9 @@ impl<'a> Index<'a> {
         self.quantized_root(&padded)?;
         let values = int_constant(&self.nodes[self.producer(inputs.get(1)?)?])?;
         match values[..] {
-            [0, 0, top, bottom, left, right, 0, 0] => Some((padded, [top, bottom, left, right], pad)),
+            [0, 0, top, bottom, left, right, 0, 0] => {
+                Some((padded, [top, bottom, left, right], pad))
+            }
             _ => None,
         }
     }
@@ -382,7 +380,13 @@ fn int_constant(node: &NodeDef) -> Option<Vec<i64>> {
     let Some(attr_value::Value::Tensor(t)) = attr(node, "value") else {
         return None;
     };
-    let count: i64 = t.tensor_shape.as_ref()?.dim.iter().map(|d| d.size).product();
+    let count: i64 = t
+        .tensor_shape
+        .as_ref()?
+        .dim
+        .iter()
+        .map(|d| d.size)
+        .product();
     let values: Vec<i64> = if t.dtype == DataType::DtInt32 as i32 {
         if t.tensor_content.is_empty() {
             t.int_val.iter().map(|&v| i64::from(v)).collect()

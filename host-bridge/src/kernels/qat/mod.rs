@@ -125,7 +125,10 @@ pub fn define_ops() -> KernelResult<()> {
         let status = Status::new()?;
         // SAFETY: TF takes the builder, whatever the outcome.
         unsafe { (api.register)(builder, status.fresh()) };
-        status.check(&format!("TF_RegisterOpDefinition({})", name.to_string_lossy()))?;
+        status.check(&format!(
+            "TF_RegisterOpDefinition({})",
+            name.to_string_lossy()
+        ))?;
     }
     Ok(())
 }
@@ -235,7 +238,10 @@ unsafe extern "C" fn compute(kernel: *mut c_void, raw: *mut TF_OpKernelContext) 
         };
         // SAFETY: `kernel` is null or the box `create` made, alive until `delete`.
         let Some(&kernel) = (unsafe { kernel.cast::<Kernel>().as_ref() }) else {
-            ctx.fail(tensorplug_abi::tf::TF_INTERNAL, "qat kernel: not constructed");
+            ctx.fail(
+                tensorplug_abi::tf::TF_INTERNAL,
+                "qat kernel: not constructed",
+            );
             return Ok(());
         };
         let outcome = ffi::run("qat kernel compute", || Ok(run(kernel, &ctx)))
@@ -263,7 +269,10 @@ unsafe extern "C" fn delete(kernel: *mut c_void) {
 /// A host tensor's f32 values.
 fn floats(t: &Tensor) -> KernelResult<&[f32]> {
     if t.dtype() != TF_DataType::TF_FLOAT {
-        return Err(Failure::invalid(format!("{:?} input, expected float", t.dtype())));
+        return Err(Failure::invalid(format!(
+            "{:?} input, expected float",
+            t.dtype()
+        )));
     }
     let len = t.byte_size() / 4;
     if len == 0 {
@@ -295,9 +304,7 @@ fn write_block(ctx: &Context, index: i32, words: &[i32]) -> KernelResult<()> {
     let shape = Shape::new(&[words.len() as u64]).ok_or_else(|| Failure::invalid("shape"))?;
     let out = ctx.output_at(index, &shape, &[])?;
     // SAFETY: TF allocated `words.len()` int32s on the host for this output.
-    unsafe {
-        std::ptr::copy_nonoverlapping(words.as_ptr(), out.data().cast::<i32>(), words.len())
-    };
+    unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), out.data().cast::<i32>(), words.len()) };
     Ok(())
 }
 
@@ -343,7 +350,11 @@ fn quantize_weights(ctx: &Context, depthwise: bool) -> KernelResult<()> {
         ([.., n], false) => *n,
         _ => return Err(Failure::invalid(format!("weights of shape {dims:?}"))),
     } as usize;
-    let (factor, min, max) = (ctx.input(1, true)?, ctx.input(2, true)?, ctx.input(3, true)?);
+    let (factor, min, max) = (
+        ctx.input(1, true)?,
+        ctx.input(2, true)?,
+        ctx.input(3, true)?,
+    );
     let (min, max) = (floats(&min)?, floats(&max)?);
     let range = (!max.is_empty() || !min.is_empty()).then_some((min, max));
     let values = floats(&w)?;
@@ -353,8 +364,8 @@ fn quantize_weights(ctx: &Context, depthwise: bool) -> KernelResult<()> {
     let out = ctx.output_at(0, &shape, &[])?;
     // SAFETY: TF allocated an int8 output of the weights' element count.
     let q = unsafe { std::slice::from_raw_parts_mut(out.data().cast::<i8>(), values.len()) };
-    let scales = params::weights(values, channels, floats(&factor)?, range, q)
-        .map_err(Failure::invalid)?;
+    let scales =
+        params::weights(values, channels, floats(&factor)?, range, q).map_err(Failure::invalid)?;
     let scales_shape =
         Shape::new(&[scales.len() as u64]).ok_or_else(|| Failure::invalid("shape"))?;
     let out = ctx.output_at(1, &scales_shape, &[])?;

@@ -288,7 +288,10 @@ mod tests {
         assert_eq!(q, [127, -64, 64, 32, -127, 0]);
         // Without a range: each channel's largest |w|.
         let scales = weights(&w, 2, &[], None, &mut q).unwrap();
-        assert_eq!(scales, [(0.254f64 / 127.0) as f32, (0.127f64 / 127.0) as f32]);
+        assert_eq!(
+            scales,
+            [(0.254f64 / 127.0) as f32, (0.127f64 / 127.0) as f32]
+        );
         assert_eq!(q[1], -127);
     }
 
@@ -327,8 +330,15 @@ mod tests {
         assert_eq!(&words[8..10], &[3, -16]);
         // 0.5 = 2^30 · 2^−31 (shift 0); 0.25: shift −1.
         assert_eq!(&words[10..], &[1 << 30, 1 << 30, 0, -1]);
-        let e = conv_block(input, &[0.25], &[1.0, 2.0], output, Activation::None, Rounding::Double)
-            .unwrap_err();
+        let e = conv_block(
+            input,
+            &[0.25],
+            &[1.0, 2.0],
+            output,
+            Activation::None,
+            Rounding::Double,
+        )
+        .unwrap_err();
         assert!(e.contains("2 biases for 1"), "{e}");
     }
 
@@ -339,7 +349,10 @@ mod tests {
             zero_point: 7,
         };
         let words = tensor_block(TensorBlock::Quantize, q);
-        assert_eq!(words, [0, 0, 7, -128, 127, 0, 1, 0, 0.5f32.to_bits() as i32]);
+        assert_eq!(
+            words,
+            [0, 0, 7, -128, 127, 0, 1, 0, 0.5f32.to_bits() as i32]
+        );
         let words = tensor_block(TensorBlock::Dequantize, q);
         assert_eq!(&words[..3], &[7, 0, 0]);
     }
