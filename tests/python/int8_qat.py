@@ -8,6 +8,7 @@ the int8 model TFLite's converter makes from the same QAT model:
   graphs").
 
 usage: int8_qat.py [convnet|mobilenet] [images]
+       int8_qat.py uncalibrated
 
 tf_keras (TF_USE_LEGACY_KERAS=1) builds the model, tfmot's quantize_model
 wraps it (FakeQuant on weights and activations), one epoch of `fit` on
@@ -53,8 +54,27 @@ def mobilenet():
     return model, (96, 96, 3)
 
 
+def uncalibrated():
+    """A QAT model before any training: its ranges are [0, 0], which no
+    int8 scale represents. `predict` must fail naming the node and saying
+    why; with TENSORPLUG_GRAPH_INT8=off it runs the float simulation."""
+    tf.keras.utils.set_random_seed(7)
+    x = np.zeros((2, 12, 12, 3), np.float32)
+    try:
+        tfmot.quantization.keras.quantize_model(convnet()[0]).predict(x, verbose=0)
+        print("uncalibrated: accepted")
+    except tf.errors.InvalidArgumentError as error:
+        lines = [line for line in error.message.splitlines() if "fake-quant" in line]
+        print(f"uncalibrated: InvalidArgumentError: {(lines or ['-'])[0].strip()}")
+    os.environ["TENSORPLUG_GRAPH_INT8"] = "off"
+    out = tfmot.quantization.keras.quantize_model(convnet()[0]).predict(x, verbose=0)
+    print(f"uncalibrated, int8 off: predict gave {out.shape}")
+
+
 def main():
     name = sys.argv[1] if len(sys.argv) > 1 else "convnet"
+    if name == "uncalibrated":
+        return uncalibrated()
     images = int(sys.argv[2]) if len(sys.argv) > 2 else 32
     tf.keras.utils.set_random_seed(7)
     with tf.device("/device:CPU:0"):

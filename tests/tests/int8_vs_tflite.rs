@@ -583,6 +583,31 @@ fn a_qat_mobilenet_v2_0_35_runs_in_int8_on_the_fpga_and_agrees_with_tflite() {
     );
 }
 
+/// A QAT model that was never trained has empty ranges ([0, 0]), which no
+/// int8 scale represents: `predict` fails naming the fake-quant's node and
+/// saying why, never a wrong answer; `TENSORPLUG_GRAPH_INT8=off` runs its
+/// float simulation instead.
+#[test]
+fn an_uncalibrated_qat_model_is_a_clear_error_in_int8() {
+    let stdout = run_script("int8_qat.py", &["uncalibrated"]);
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("uncalibrated: "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    for says in [
+        "InvalidArgumentError",
+        "quantize_layer/AllValuesQuantize/FakeQuantWithMinMaxVars",
+        "the fake-quant range [0, 0]",
+        "has the model been trained or calibrated",
+    ] {
+        assert!(line.contains(says), "{says:?} not in {line}");
+    }
+    assert!(
+        stdout.contains("uncalibrated, int8 off: predict gave (2, 5)"),
+        "{stdout}"
+    );
+}
+
 /// A quantization block the device refuses fails the TF op, never giving a
 /// wrong answer: a block of the wrong length at once, by the shape check
 /// before launch, naming the node and saying so; a zero point of 300 and a

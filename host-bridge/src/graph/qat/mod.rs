@@ -410,3 +410,6 @@ fn int_constant(node: &NodeDef) -> Option<Vec<i64>> {
     };
     (values.len() as i64 == count).then_some(values)
 }
+
+#[cfg(test)]
+mod tests;

@@ -46,7 +46,8 @@ pub fn activation(min: f32, max: f32) -> ParamResult<Affine> {
     if !(stored.is_finite() && stored > 0.0) {
         return Err(format!(
             "the fake-quant range [{min}, {max}] gives the scale {stored}, which cannot be \
-             represented (it must be a finite number > 0)"
+             represented (it must be a finite number > 0): has the model been trained or \
+             calibrated? (TENSORPLUG_GRAPH_INT8=off runs its float simulation instead)"
         ));
     }
     let from_min = -128.0 - rmin / scale;
@@ -77,7 +78,7 @@ pub fn weights(
     range: Option<(&[f32], &[f32])>,
     out: &mut [i8],
 ) -> ParamResult<Vec<f32>> {
-    if channels == 0 || w.len() % channels != 0 || out.len() != w.len() {
+    if channels == 0 || !w.len().is_multiple_of(channels) || out.len() != w.len() {
         return Err(format!(
             "{} weights do not split into {channels} output channels",
             w.len()
@@ -95,7 +96,7 @@ pub fn weights(
     match range {
         Some((min, max)) => {
             let len = max.len();
-            if len == 0 || min.len() != len || channels % len != 0 {
+            if len == 0 || min.len() != len || !channels.is_multiple_of(len) {
                 return Err(format!(
                     "a weight range of {} minima and {len} maxima for {channels} channels",
                     min.len()

@@ -1,0 +1,348 @@
+use super::rewrite_qat;
+use crate::graph::nodes::type_value;
+use crate::graph::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
+use crate::graph::test_nodes::{CPU, FPGA, find, node};
+use std::collections::HashSet;
+
+type Value = attr_value::Value;
+
+fn with(mut n: NodeDef, attrs: &[(&str, Value)]) -> NodeDef {
+    for (k, v) in attrs {
+        n.attr.insert(
+            k.to_string(),
+            AttrValue {
+                value: Some(v.clone()),
+            },
+        );
+    }
+    n
+}
+
+/// A float op on the FPGA.
+fn float(name: &str, op: &str, input: &[&str], attrs: &[(&str, Value)]) -> NodeDef {
+    let n = with(node(name, op, input), attrs);
+    with(
+        n,
+        &[("T", type_value(DataType::DtFloat as i32).value.unwrap())],
+    )
+}
+
+fn on_cpu(mut n: NodeDef) -> NodeDef {
+    n.device = CPU.into();
+    n
+}
+
+/// An activation fake-quant of `x` with range variables `<name>_min/max`.
+fn act_fq(name: &str, x: &str) -> [NodeDef; 3] {
+    let (min, max) = (format!("{name}_min"), format!("{name}_max"));
+    [
+        on_cpu(node(&min, "ReadVariableOp", &[])),
+        on_cpu(node(&max, "ReadVariableOp", &[])),
+        on_cpu(with(
+            node(name, "FakeQuantWithMinMaxVars", &[x, &min, &max]),
+            &[("num_bits", Value::I(8)), ("narrow_range", Value::B(false))],
+        )),
+    ]
+}
+
+/// Per-channel weight variables `<name>` and their fake-quant `<name>_fq`.
+fn weights(name: &str) -> [NodeDef; 4] {
+    let (min, max, fq) = (
+        format!("{name}_min"),
+        format!("{name}_max"),
+        format!("{name}_fq"),
+    );
+    [
+        on_cpu(node(name, "ReadVariableOp", &[])),
+        on_cpu(node(&min, "ReadVariableOp", &[])),
+        on_cpu(node(&max, "ReadVariableOp", &[])),
+        on_cpu(with(
+            node(
+                &fq,
+                "FakeQuantWithMinMaxVarsPerChannel",
+                &[name, &min, &max],
+            ),
+            &[("num_bits", Value::I(8)), ("narrow_range", Value::B(true))],
+        )),
+    ]
+}
+
+fn s(text: &str) -> Value {
+    Value::S(text.as_bytes().to_vec())
+}
+
+fn ints(values: &[i64]) -> Value {
+    Value::List(attr_value::ListValue {
+        i: values.to_vec(),
+        ..Default::default()
+    })
+}
+
+/// x → fq_in → Conv2D(w_fq) → BiasAdd → Relu → fq_out → Identity `out`.
+fn conv_graph() -> GraphDef {
+    let mut node_list = vec![on_cpu(node("x", "Placeholder", &[]))];
+    node_list.extend(act_fq("fq_in", "x"));
+    node_list.extend(weights("w"));
+    node_list.push(float(
+        "conv",
+        "Conv2D",
+        &["fq_in", "w_fq"],
+        &[("strides", ints(&[1, 2, 2, 1])), ("padding", s("SAME"))],
+    ));
+    node_list.push(on_cpu(node("bias", "ReadVariableOp", &[])));
+    node_list.push(float("bias_add", "BiasAdd", &["conv", "bias"], &[]));
+    node_list.push(float("relu", "Relu", &["bias_add"], &[]));
+    node_list.extend(act_fq("fq_out", "relu"));
+    node_list.push(float("out", "Identity", &["fq_out", "^relu"], &[]));
+    GraphDef {
+        node: node_list,
+        ..Default::default()
+    }
+}
+
+fn preserve(names: &[&str]) -> HashSet<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+fn attr<'g>(n: &'g NodeDef, key: &str) -> &'g Value {
+    n.attr[key].value.as_ref().unwrap()
+}
+
+fn has(graph: &GraphDef, name: &str) -> bool {
+    graph.node.iter().any(|n| n.name == name)
+}
+
+#[test]
+fn a_qat_conv_chain_becomes_an_int8_conv_with_float_edges() {
+    let mut graph = conv_graph();
+    // The Identity reads relu's control edge too: relu must stay single-use
+    // for data; a control use makes it not single-use, so drop it here.
+    graph.node.last_mut().unwrap().input.pop();
+    assert_eq!(rewrite_qat(&mut graph, &preserve(&["out"]), "FPGA"), 1);
+    let conv = find(&graph, "fq_out/int8");
+    assert_eq!(conv.op, "_TensorplugFPGAConv2DInt8");
+    assert_eq!(conv.device, FPGA);
+    assert_eq!(
+        conv.input,
+        ["fq_in/int8", "fq_out/int8/weights", "fq_out/int8/block"]
+    );
+    assert_eq!(attr(conv, "strides"), &ints(&[1, 2, 2, 1]));
+    assert_eq!(attr(conv, "padding"), &s("SAME"));
+    // The input is quantized on the device with its range's block.
+    let quantize = find(&graph, "fq_in/int8");
+    assert_eq!(quantize.op, "_TensorplugFPGAQuantize");
+    assert_eq!(quantize.input, ["x", "fq_in/int8/quantize_block"]);
+    let block = find(&graph, "fq_in/int8/quantize_block");
+    assert_eq!(
+        (block.op.as_str(), block.device.as_str()),
+        ("_TensorplugFPGAQatTensorBlock", CPU)
+    );
+    assert_eq!(block.input, ["fq_in_min", "fq_in_max"]);
+    // Weights and block on the CPU, from the weight fake-quant's output
+    // and range, the bias, and both activation ranges.
+    let w = find(&graph, "fq_out/int8/weights");
+    assert_eq!(
+        (w.op.as_str(), w.device.as_str()),
+        ("_TensorplugFPGAQatWeights", CPU)
+    );
+    assert_eq!(w.input, ["w_fq", "fq_out/int8/empty", "w_min", "w_max"]);
+    assert_eq!(attr(w, "depthwise"), &Value::B(false));
+    let block = find(&graph, "fq_out/int8/block");
+    assert_eq!(block.op, "_TensorplugFPGAQatConvBlock");
+    assert_eq!(
+        block.input,
+        [
+            "fq_in_min",
+            "fq_in_max",
+            "fq_out/int8/weights:1",
+            "bias",
+            "fq_out_min",
+            "fq_out_max"
+        ]
+    );
+    assert_eq!(attr(block, "activation"), &s("RELU"));
+    assert_eq!(attr(block, "rounding"), &Value::I(0));
+    // The fetched value is the Dequantize of the int8 result, by the same name.
+    let out = find(&graph, "fq_out");
+    assert_eq!(out.op, "_TensorplugFPGADequantize");
+    assert_eq!(out.input, ["fq_out/int8", "fq_out/int8/dequantize_block"]);
+    for gone in ["conv", "bias_add", "relu", "fq_in"] {
+        assert!(!has(&graph, gone), "{gone} is still there");
+    }
+    assert!(
+        has(&graph, "w_fq"),
+        "the weight fake-quant feeds the weights"
+    );
+}
+
+#[test]
+fn chains_with_other_readers_and_training_graphs_are_left_alone() {
+    // The control edge on relu: it has a second reader.
+    let mut graph = conv_graph();
+    assert_eq!(rewrite_qat(&mut graph, &preserve(&["out"]), "FPGA"), 0);
+    // A fetched relu.
+    let mut graph = conv_graph();
+    graph.node.last_mut().unwrap().input.pop();
+    assert_eq!(
+        rewrite_qat(&mut graph, &preserve(&["out", "relu"]), "FPGA"),
+        0
+    );
+    // Fake-quant gradients: a training graph.
+    let mut graph = conv_graph();
+    graph.node.last_mut().unwrap().input.pop();
+    graph.node.push(on_cpu(node(
+        "g",
+        "FakeQuantWithMinMaxVarsGradient",
+        &["out", "relu"],
+    )));
+    assert_eq!(rewrite_qat(&mut graph, &preserve(&["out"]), "FPGA"), 0);
+    // On another device type.
+    let mut graph = conv_graph();
+    graph.node.last_mut().unwrap().input.pop();
+    assert_eq!(rewrite_qat(&mut graph, &preserve(&["out"]), "NPU"), 0);
+}
+
+#[test]
+fn a_batch_norm_folds_and_a_pad_becomes_explicit_padding() {
+    let mut list = vec![on_cpu(node("x", "Placeholder", &[]))];
+    list.extend(act_fq("fq_in", "x"));
+    list.push(with(
+        node("paddings", "Const", &[]),
+        &[(
+            "value",
+            Value::Tensor(crate::graph::proto::TensorProto {
+                dtype: DataType::DtInt32 as i32,
+                tensor_shape: Some(crate::graph::proto::TensorShapeProto {
+                    dim: [4, 2]
+                        .iter()
+                        .map(|&size| crate::graph::proto::tensor_shape_proto::Dim {
+                            size,
+                            ..Default::default()
+                        })
+                        .collect(),
+                    ..Default::default()
+                }),
+                int_val: vec![0, 0, 0, 1, 1, 0, 0, 0],
+                ..Default::default()
+            }),
+        )],
+    ));
+    list.push(float("pad", "Pad", &["fq_in", "paddings"], &[]));
+    list.push(on_cpu(node("dw", "ReadVariableOp", &[])));
+    list.push(float(
+        "depthwise",
+        "DepthwiseConv2dNative",
+        &["pad", "dw"],
+        &[("strides", ints(&[1, 2, 2, 1])), ("padding", s("VALID"))],
+    ));
+    for v in ["gamma", "beta", "mean", "var"] {
+        list.push(on_cpu(node(v, "ReadVariableOp", &[])));
+    }
+    list.push(float(
+        "bn",
+        "FusedBatchNormV3",
+        &["depthwise", "gamma", "beta", "mean", "var"],
+        &[
+            ("is_training", Value::B(false)),
+            ("epsilon", Value::F(1e-3)),
+        ],
+    ));
+    list.push(float("relu6", "Relu6", &["bn"], &[]));
+    list.extend(act_fq("fq_out", "relu6"));
+    let mut graph = GraphDef {
+        node: list,
+        ..Default::default()
+    };
+    assert_eq!(rewrite_qat(&mut graph, &preserve(&["fq_out"]), "FPGA"), 1);
+    let conv = find(&graph, "fq_out/int8");
+    assert_eq!(conv.op, "_TensorplugFPGADepthwiseConv2DInt8");
+    assert_eq!(attr(conv, "padding"), &s("EXPLICIT"));
+    assert_eq!(
+        attr(conv, "explicit_paddings"),
+        &ints(&[0, 0, 0, 1, 1, 0, 0, 0])
+    );
+    // Plain weights (no fake-quant): no range; the batch norm's factor.
+    let w = find(&graph, "fq_out/int8/weights");
+    assert_eq!(
+        w.input,
+        [
+            "dw",
+            "fq_out/int8/bn/factor",
+            "fq_out/int8/empty",
+            "fq_out/int8/empty"
+        ]
+    );
+    assert_eq!(attr(w, "depthwise"), &Value::B(true));
+    let block = find(&graph, "fq_out/int8/block");
+    assert_eq!(block.input[3], "fq_out/int8/bn/bias");
+    assert_eq!(attr(block, "activation"), &s("RELU6"));
+    // factor = gamma · rsqrt(var + ε); bias = beta − mean · factor, on the CPU.
+    let factor = find(&graph, "fq_out/int8/bn/factor");
+    assert_eq!((factor.op.as_str(), factor.device.as_str()), ("Mul", CPU));
+    assert_eq!(factor.input, ["gamma", "fq_out/int8/bn/rsqrt"]);
+    assert_eq!(
+        find(&graph, "fq_out/int8/bn/rsqrt").input,
+        ["fq_out/int8/bn/variance_epsilon"]
+    );
+    assert_eq!(
+        find(&graph, "fq_out/int8/bn/variance_epsilon").input,
+        ["var", "fq_out/int8/bn/epsilon"]
+    );
+    assert_eq!(
+        find(&graph, "fq_out/int8/bn/bias").input,
+        ["beta", "fq_out/int8/bn/mean_factor"]
+    );
+    for gone in ["pad", "depthwise", "bn", "relu6"] {
+        assert!(!has(&graph, gone), "{gone} is still there");
+    }
+    // The fetch stays, as a Dequantize.
+    assert_eq!(find(&graph, "fq_out").op, "_TensorplugFPGADequantize");
+}
+
+#[test]
+fn max_pool_and_add_keep_the_quantization_of_their_input() {
+    let mut list = vec![on_cpu(node("x", "Placeholder", &[]))];
+    list.extend(act_fq("fq_a", "x"));
+    list.push(float(
+        "pool",
+        "MaxPool",
+        &["fq_a"],
+        &[
+            ("ksize", ints(&[1, 1, 1, 1])),
+            ("strides", ints(&[1, 1, 1, 1])),
+            ("padding", s("VALID")),
+        ],
+    ));
+    list.push(float("add", "AddV2", &["fq_a", "pool"], &[]));
+    list.extend(act_fq("fq_sum", "add"));
+    list.push(float("out", "Identity", &["fq_sum"], &[]));
+    let mut graph = GraphDef {
+        node: list,
+        ..Default::default()
+    };
+    assert_eq!(rewrite_qat(&mut graph, &preserve(&["out"]), "FPGA"), 1);
+    let add = find(&graph, "fq_sum/int8");
+    assert_eq!(add.op, "_TensorplugFPGAAddInt8");
+    assert_eq!(add.input, ["fq_a/int8", "pool/int8", "fq_sum/int8/block"]);
+    let pool = find(&graph, "pool/int8");
+    assert_eq!(pool.op, "_TensorplugFPGAMaxPoolInt8");
+    assert_eq!(pool.input, ["fq_a/int8", "pool/int8/block"]);
+    assert_eq!(attr(pool, "ksize"), &ints(&[1, 1, 1, 1]));
+    let block = find(&graph, "fq_sum/int8/block");
+    assert_eq!(block.op, "_TensorplugFPGAQatAddBlock");
+    // x's range for both addends: the pool keeps it.
+    assert_eq!(
+        block.input,
+        [
+            "fq_a_min",
+            "fq_a_max",
+            "fq_a_min",
+            "fq_a_max",
+            "fq_sum_min",
+            "fq_sum_max"
+        ]
+    );
+    for gone in ["pool", "add", "fq_a"] {
+        assert!(!has(&graph, gone), "{gone} is still there");
+    }
+}
