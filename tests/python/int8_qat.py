@@ -28,12 +28,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tensorflow_model_optimization as tfmot  # noqa: E402
-from tensorflow.python.framework import op_def_registry  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from int8_model_vs_tflite import compare  # noqa: E402
 from tflite_int8_dump import invoke  # noqa: E402
-from tf_profiler_scenarios import PLANE_PREFIX, profile, stats  # noqa: E402
+from tf_profiler_scenarios import profiled_ops  # noqa: E402
 
 
 def convnet():
@@ -64,7 +63,7 @@ def uncalibrated():
         tfmot.quantization.keras.quantize_model(convnet()[0]).predict(x, verbose=0)
         print("uncalibrated: accepted")
     except tf.errors.InvalidArgumentError as error:
-        lines = [line for line in error.message.splitlines() if "fake-quant" in line]
+        lines = [line for line in error.message.splitlines() if "cannot be represented" in line]
         print(f"uncalibrated: InvalidArgumentError: {(lines or ['-'])[0].strip()}")
     os.environ["TENSORPLUG_GRAPH_INT8"] = "off"
     out = tfmot.quantization.keras.quantize_model(convnet()[0]).predict(x, verbose=0)
@@ -113,23 +112,7 @@ def in_graph(name, qat, flatbuffer, shape, images):
     agree = int(np.sum(np.argmax(got_q, -1) == np.argmax(want, -1)))
     print(f"predict {name} images={images} top1_agree={agree} max_diff_quanta={int(diff.max())} "
           f"differ={int(np.count_nonzero(diff))} of {diff.size}")
-    _, space = profile(lambda: qat.predict(x[:8], batch_size=8, verbose=0))
-    device, cpu = {}, {}
-    for plane in space.planes:
-        ours = plane.name.startswith(PLANE_PREFIX)
-        if not (ours or plane.name == "/host:CPU"):
-            continue
-        for line in plane.lines:
-            for event in line.events:
-                tf_op = stats(plane, event).get("tf_op", "") if ours else ""
-                name_ = tf_op or plane.event_metadata[event.metadata_id].name
-                if ":" not in name_:
-                    continue
-                kind = name_.rsplit(":", 1)[1].strip()
-                if op_def_registry.get(kind) is None:
-                    continue  # tf.data's and the executor's own events
-                counts = device if ours else cpu
-                counts[kind] = counts.get(kind, 0) + 1
+    device, cpu = profiled_ops(lambda: qat.predict(x[:8], batch_size=8, verbose=0))
     print("device_ops " + " ".join(f"{k}={v}" for k, v in sorted(device.items())))
     print("cpu_ops " + " ".join(f"{k}={v}" for k, v in sorted(cpu.items())))
 

@@ -16,6 +16,7 @@ import tempfile
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.framework import op_def_registry
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
 FPGA = "/device:FPGA:0"
@@ -41,6 +42,29 @@ def profile(body):
     with open(paths[0], "rb") as f:
         space.ParseFromString(f.read())
     return paths[0], space
+
+
+def profiled_ops(run):
+    """`run()` under tf.profiler: how many of each op type ran on the
+    FPGA's plane and on TF's CPU executor."""
+    _, space = profile(run)
+    device, cpu = {}, {}
+    for plane in space.planes:
+        ours = plane.name.startswith(PLANE_PREFIX)
+        if not (ours or plane.name == "/host:CPU"):
+            continue
+        for line in plane.lines:
+            for event in line.events:
+                tf_op = stats(plane, event).get("tf_op", "") if ours else ""
+                name_ = tf_op or plane.event_metadata[event.metadata_id].name
+                if ":" not in name_:
+                    continue
+                kind = name_.rsplit(":", 1)[1].strip()
+                if op_def_registry.get(kind) is None:
+                    continue  # tf.data's and the executor's own events
+                counts = device if ours else cpu
+                counts[kind] = counts.get(kind, 0) + 1
+    return device, cpu
 
 
 def plane_name(ordinal):

@@ -397,9 +397,14 @@ impl Construction {
         };
         self.status.check(&format!("attribute {name:?}"))?;
         let count = usize::try_from(list_size).unwrap_or(0);
-        if count > MAX || usize::try_from(total_size).unwrap_or(usize::MAX) > 256 {
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let total = usize::try_from(total_size).unwrap_or(usize::MAX);
+        if count > MAX || total > 256 {
             return Err(Failure::unimplemented(format!(
-                "attribute {name:?} has {count} entries; at most {MAX} are supported"
+                "attribute {name:?} has {count} entries of {total_size} bytes; at most {MAX} \
+                 entries of 256 bytes are supported"
             )));
         }
         let mut values = [std::ptr::null_mut::<c_char>(); MAX];

@@ -3,7 +3,7 @@
 //! one, or the int8 `MaxPool`/`Reshape` of one); a `Dequantize` in place of
 //! each replaced fake-quant something float still reads.
 
-use super::{BatchNorm, Compute, Index, Match};
+use super::{BatchNorm, Compute, Index, Match, Quantizer};
 use crate::graph::device::cpu_of;
 use crate::graph::nodes::{type_value, unique};
 use crate::graph::proto::{
@@ -50,12 +50,30 @@ pub fn apply(
         for m in &matches {
             e.emit(m);
         }
-        let removed = e.removed(&matches);
+        let mut removed = e.removed(&matches);
         let replaced: Vec<(usize, NodeDef)> = matches
             .iter()
             .filter(|m| !removed.contains(&m.out_fq))
             .map(|m| (m.out_fq, e.dequantize(m)))
             .collect();
+        // A QDQ pair's `QuantizeV2` goes with its `Dequantize`.
+        let gone: Vec<usize> = removed
+            .iter()
+            .copied()
+            .chain(replaced.iter().map(|(at, _)| *at))
+            .collect();
+        for at in gone {
+            if let Some(q) = index.quantizer(at).and_then(|q| q.quantize)
+                && !index.preserve.contains(&index.nodes[q].name)
+                && index
+                    .uses
+                    .of(&index.nodes[q].name)
+                    .iter()
+                    .all(|u| u.consumer == at)
+            {
+                removed.insert(q);
+            }
+        }
         (removed, replaced, e.added)
     };
     for (at, node) in replaced {
@@ -100,9 +118,16 @@ impl Emitter<'_, '_> {
         let head = &self.index.nodes[m.head];
         let (device, cpu) = (head.device.clone(), cpu_of(&head.device, self.device_type));
         let int8_name = self.int8[&fq.name].clone();
-        let (out_min, out_max) = self.index.range_of(m.out_fq);
+        // The op's own output, when pools or reshapes follow it.
+        let result = int8_name.clone();
+        let int8_name = if m.after.is_empty() {
+            result.clone()
+        } else {
+            self.name(&result, "head")
+        };
+        let out = self.index.range_of(m.out_fq);
         let inputs: Vec<String> = m.inputs.iter().map(|x| self.int8_of(x, &device)).collect();
-        let ranges: Vec<(String, String)> = m
+        let ranges: Vec<Quantizer> = m
             .inputs
             .iter()
             .filter_map(|x| self.index.quantized_root(x))
@@ -113,15 +138,17 @@ impl Emitter<'_, '_> {
             "rounding",
             attr_value::Value::I(rounding(&m.compute) as i64),
         );
+        let all: Vec<&Quantizer> = ranges.iter().chain([&out]).collect();
+        let [modes, ensure] = range_attrs(&all);
         if let Compute::Add = m.compute {
             let block = self.name(&int8_name, "block");
-            let [(x_min, x_max), (y_min, y_max)] = [ranges[0].clone(), ranges[1].clone()];
+            let (x, y) = (&ranges[0], &ranges[1]);
             self.add(node(
                 &block,
                 &self.op(ADD_BLOCK),
                 &cpu,
-                &[&x_min, &x_max, &y_min, &y_max, &out_min, &out_max],
-                &[activation, round],
+                &[&x.min, &x.max, &y.min, &y.max, &out.min, &out.max],
+                &[activation, round, modes, ensure],
             ));
             let op = self.op("AddInt8");
             self.add(node(
@@ -131,6 +158,7 @@ impl Emitter<'_, '_> {
                 &[&inputs[0], &inputs[1], &block],
                 &[],
             ));
+            self.after(m, int8_name, &result);
             return;
         }
         let weights = m.weights.as_ref().expect("a convolution has weights");
@@ -149,23 +177,35 @@ impl Emitter<'_, '_> {
             .unwrap_or_else(|| (empty.clone(), empty.clone()));
         let quantized = self.name(&int8_name, "weights");
         let depthwise = matches!(m.compute, Compute::Depthwise);
+        let mut weight_attrs = vec![("depthwise", attr_value::Value::B(depthwise))];
+        if let Some((narrow, round_mode, ensure)) = &weights.scaled {
+            weight_attrs.extend([
+                ("mode", attr_value::Value::S(b"scaled".to_vec())),
+                ("narrow_range", attr_value::Value::B(*narrow)),
+                (
+                    "round_mode",
+                    attr_value::Value::S(round_mode.as_bytes().to_vec()),
+                ),
+                ("ensure_minimum_range", attr_value::Value::F(*ensure)),
+            ]);
+        }
         self.add(node(
             &quantized,
             &self.op(WEIGHTS),
             &cpu,
             &[&weights.tensor, &factor, &range_min, &range_max],
-            &[("depthwise", attr_value::Value::B(depthwise))],
+            &weight_attrs,
         ));
         let bias = folded_bias.or(m.bias.clone()).unwrap_or(empty);
         let block = self.name(&int8_name, "block");
-        let (in_min, in_max) = ranges[0].clone();
+        let x = &ranges[0];
         let scales = format!("{quantized}:1");
         self.add(node(
             &block,
             &self.op(CONV_BLOCK),
             &cpu,
-            &[&in_min, &in_max, &scales, &bias, &out_min, &out_max],
-            &[activation, round],
+            &[&x.min, &x.max, &scales, &bias, &out.min, &out.max],
+            &[activation, round, modes, ensure],
         ));
         let (suffix, attrs) = match m.compute {
             Compute::Conv2D => ("Conv2DInt8", window_attrs(head, m.pad)),
@@ -185,6 +225,49 @@ impl Emitter<'_, '_> {
             &[],
         );
         self.add(with_attrs(n, attrs));
+        self.after(m, int8_name, &result);
+    }
+
+    /// The int8 pools and reshapes of `m.after`, from `input`; the last is
+    /// `result`.
+    fn after(&mut self, m: &Match, mut input: String, result: &str) {
+        for (i, &at) in m.after.iter().enumerate() {
+            let name = if i + 1 == m.after.len() {
+                result.to_string()
+            } else {
+                self.name(result, &format!("after_{i}"))
+            };
+            let n = &self.index.nodes[at];
+            let made = self.passthrough(n, &name, &input);
+            self.add(made);
+            input = name;
+        }
+    }
+
+    /// `n` (a `MaxPool` or `Reshape`) in int8, named `name`, reading `input`.
+    fn passthrough(&mut self, n: &NodeDef, name: &str, input: &str) -> NodeDef {
+        if n.op == "MaxPool" {
+            let block = self.name(name, "block");
+            self.add(int32_constant(
+                &block,
+                &n.device,
+                &[0, 0, 0, -128, 127, 0, 0, 0],
+            ));
+            let keys = ["ksize", "strides", "padding", "data_format"];
+            let pool = node(
+                name,
+                &self.op("MaxPoolInt8"),
+                &n.device,
+                &[input, &block],
+                &[],
+            );
+            with_attrs(pool, copied(n, &keys))
+        } else {
+            let mut attrs = copied(n, &["Tshape"]);
+            attrs.push(("T", attr_value::Value::Type(DataType::DtInt8 as i32)));
+            let reshape = node(name, "Reshape", &n.device, &[input, &n.input[1]], &[]);
+            with_attrs(reshape, attrs)
+        }
     }
 
     /// The batch norm's factor `scale · rsqrt(variance + ε)` and bias
@@ -221,55 +304,37 @@ impl Emitter<'_, '_> {
         let name = self.name(&n.name, "int8");
         self.int8.insert(n.name.clone(), name.clone());
         let cpu = cpu_of(device, self.device_type);
-        let made = if self.index.is_activation_fq(at) {
+        let made = if let Some(q) = self.index.quantizer(at) {
             let block = self.tensor_block(at, "quantize", &name, &cpu);
             node(
                 &name,
                 &self.op("Quantize"),
                 device,
-                &[&n.input[0], &block],
+                &[&q.input, &block],
                 &[],
             )
-        } else if n.op == "MaxPool" {
-            let input = self.int8_of(&n.input[0], &n.device);
-            let block = self.name(&name, "block");
-            self.add(int32_constant(
-                &block,
-                &n.device,
-                &[0, 0, 0, -128, 127, 0, 0, 0],
-            ));
-            let keys = ["ksize", "strides", "padding", "data_format"];
-            let pool = node(
-                &name,
-                &self.op("MaxPoolInt8"),
-                &n.device,
-                &[&input, &block],
-                &[],
-            );
-            with_attrs(pool, copied(n, &keys))
         } else {
-            // Reshape
+            // MaxPool, Reshape
             let input = self.int8_of(&n.input[0], &n.device);
-            let mut attrs = copied(n, &["Tshape"]);
-            attrs.push(("T", attr_value::Value::Type(DataType::DtInt8 as i32)));
-            let reshape = node(&name, "Reshape", &n.device, &[&input, &n.input[1]], &[]);
-            with_attrs(reshape, attrs)
+            self.passthrough(n, &name, &input)
         };
         self.add(made);
         name
     }
 
-    /// A `QatTensorBlock` of activation fake-quant `fq`'s range.
+    /// A `QatTensorBlock` of activation quantizer `fq`'s range.
     fn tensor_block(&mut self, fq: usize, kind: &str, base: &str, cpu: &str) -> String {
-        let (min, max) = self.index.range_of(fq);
+        let q = self.index.range_of(fq);
         let block = self.name(base, &format!("{kind}_block"));
         let kind = ("kind", attr_value::Value::S(kind.as_bytes().to_vec()));
+        let [modes, ensure] = range_attrs(&[&q]);
+        let op = self.op(TENSOR_BLOCK);
         self.add(node(
             &block,
-            &self.op(TENSOR_BLOCK),
+            &op,
             cpu,
-            &[&min, &max],
-            &[kind],
+            &[&q.min, &q.max],
+            &[kind, modes, ensure],
         ))
     }
 
@@ -327,6 +392,24 @@ impl Emitter<'_, '_> {
 }
 
 type Attr = (&'static str, attr_value::Value);
+
+/// The `range_modes` and `ensure_minimum_range` of a block op reading
+/// `ranges` in order (the matcher keeps one `ensure_minimum_range` per
+/// match).
+fn range_attrs(ranges: &[&Quantizer]) -> [Attr; 2] {
+    let modes = attr_value::ListValue {
+        s: ranges.iter().map(|q| q.mode.as_bytes().to_vec()).collect(),
+        ..Default::default()
+    };
+    let ensure = ranges
+        .iter()
+        .find(|q| q.quantize.is_some())
+        .map_or(0.01, |q| q.ensure_minimum_range);
+    [
+        ("range_modes", attr_value::Value::List(modes)),
+        ("ensure_minimum_range", attr_value::Value::F(ensure)),
+    ]
+}
 
 fn activation_attr(activation: Activation) -> Attr {
     let name = match activation {

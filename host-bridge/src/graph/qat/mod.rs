@@ -59,13 +59,32 @@ pub(super) struct Index<'a> {
     device_type: &'a str,
 }
 
+/// An activation quantizer: a fake-quant, or a QDQ pair's `Dequantize`.
+#[derive(Clone, Debug)]
+pub(super) struct Quantizer {
+    /// The float tensor it quantizes.
+    pub input: String,
+    /// Its range's `min` and `max` inputs.
+    pub min: String,
+    pub max: String,
+    /// How the range is stated: a `range_modes` entry of the `Qat` ops.
+    pub mode: &'static str,
+    /// A QDQ pair's `ensure_minimum_range`.
+    pub ensure_minimum_range: f32,
+    /// A QDQ pair's `QuantizeV2`.
+    pub quantize: Option<usize>,
+}
+
 /// What feeds a matched op's int8 weights.
 #[derive(Clone, Debug)]
 pub(super) struct Weights {
     /// The float weights (a weight fake-quant's output, or the weights).
     pub tensor: String,
-    /// The weight fake-quant's `(min, max)` inputs.
+    /// The weight fake-quant's or `QuantizeV2`'s `(min, max)` inputs.
     pub range: Option<(String, String)>,
+    /// A QDQ pair's `QuantizeV2` attributes: `(narrow_range, round_mode,
+    /// ensure_minimum_range)`.
+    pub scaled: Option<(bool, String, f32)>,
 }
 
 /// An inference batch norm's inputs, folded into the weights and bias.
@@ -103,6 +122,10 @@ pub(super) struct Match {
     pub bias: Option<String>,
     pub batch_norm: Option<BatchNorm>,
     pub activation: Activation,
+    /// `MaxPool`s and `Reshape`s between the chain and its quantizer, in
+    /// graph order (they keep the quantization; a QDQ graph quantizes
+    /// after them).
+    pub after: Vec<usize>,
     /// Every node the int8 op replaces (the fake-quant aside).
     pub chain: Vec<usize>,
 }
@@ -151,13 +174,92 @@ impl<'a> Index<'a> {
             .collect()
     }
 
-    /// An activation fake-quant: 8 bits, not narrow range, three inputs.
-    pub fn is_activation_fq(&self, at: usize) -> bool {
+    /// An activation quantizer at `at`: a fake-quant (8 bits, not narrow
+    /// range), or the `Dequantize` of a `QuantizeV2` (per tensor, `SCALED`,
+    /// `qint8` or `quint8`) reading all three of its outputs.
+    pub fn quantizer(&self, at: usize) -> Option<Quantizer> {
         let n = &self.nodes[at];
-        n.op == "FakeQuantWithMinMaxVars"
-            && int_attr(n, "num_bits").unwrap_or(8) == 8
-            && !bool_attr(n, "narrow_range").unwrap_or(false)
-            && self.data_inputs(at).len() == 3
+        let inputs = self.data_inputs(at);
+        if inputs.len() != 3 {
+            return None;
+        }
+        if n.op == "FakeQuantWithMinMaxVars" {
+            let fq = int_attr(n, "num_bits").unwrap_or(8) == 8
+                && !bool_attr(n, "narrow_range").unwrap_or(false);
+            return fq.then(|| Quantizer {
+                input: inputs[0].clone(),
+                min: inputs[1].clone(),
+                max: inputs[2].clone(),
+                mode: "fake_quant",
+                ensure_minimum_range: 0.01,
+                quantize: None,
+            });
+        }
+        let (q, mode, attrs) = self.qdq(at, false)?;
+        let q_inputs = self.data_inputs(q);
+        Some(Quantizer {
+            input: q_inputs[0].clone(),
+            min: q_inputs[1].clone(),
+            max: q_inputs[2].clone(),
+            mode,
+            ensure_minimum_range: attrs.2,
+            quantize: Some(q),
+        })
+    }
+
+    /// `at` is `Dequantize(q:0, q:1, q:2)` of a `QuantizeV2` `q`, both
+    /// `SCALED` with one type, per tensor (or, for `weights`, per axis):
+    /// `q`, the range mode, and `q`'s `(narrow_range, round_mode,
+    /// ensure_minimum_range)`.
+    fn qdq(&self, at: usize, weights: bool) -> Option<(usize, &'static str, (bool, String, f32))> {
+        let d = &self.nodes[at];
+        if d.op != "Dequantize" || !scaled(d) {
+            return None;
+        }
+        let inputs = self.data_inputs(at);
+        let q = self.producer(inputs.first()?)?;
+        let qn = &self.nodes[q];
+        let reads_all = inputs.len() == 3
+            && [1, 2].iter().all(|&port| {
+                matches!(Input::parse(inputs[port]),
+                    Input::Data { node, port: p } if node == qn.name && p == port as u32)
+            });
+        let per_tensor = |n: &NodeDef| int_attr(n, "axis").unwrap_or(-1) == -1;
+        if qn.op != "QuantizeV2"
+            || !scaled(qn)
+            || !reads_all
+            || self.data_inputs(q).len() != 3
+            || attr(qn, "T") != attr(d, "T")
+            || (!weights && !(per_tensor(d) && per_tensor(qn)))
+        {
+            return None;
+        }
+        let narrow = bool_attr(qn, "narrow_range").unwrap_or(false);
+        let mode = match attr(qn, "T")? {
+            attr_value::Value::Type(t) if *t == DataType::DtQint8 as i32 => {
+                if narrow {
+                    "qint8_narrow"
+                } else {
+                    "qint8"
+                }
+            }
+            attr_value::Value::Type(t) if *t == DataType::DtQuint8 as i32 && !weights => "quint8",
+            _ => return None,
+        };
+        let round = match attr(qn, "round_mode") {
+            Some(attr_value::Value::S(r)) => String::from_utf8_lossy(r).into_owned(),
+            _ => "HALF_AWAY_FROM_ZERO".into(),
+        };
+        let ensure = match attr(qn, "ensure_minimum_range") {
+            Some(attr_value::Value::F(e)) => *e,
+            _ => 0.01,
+        };
+        Some((q, mode, (narrow, round, ensure)))
+    }
+
+    /// Whether `at` is an activation quantizer.
+    pub fn is_activation_fq(&self, at: usize) -> bool {
+        self.quantizer(at).is_some()
     }
 
     /// The activation fake-quant whose quantization the tensor `text` has.
@@ -181,10 +283,9 @@ impl<'a> Index<'a> {
         None
     }
 
-    /// The fake-quant's `(min, max)` input texts.
-    pub fn range_of(&self, fq: usize) -> (String, String) {
-        let inputs = self.data_inputs(fq);
-        (inputs[1].clone(), inputs[2].clone())
+    /// The quantizer at `at` (which [`Self::quantizer`] accepted).
+    pub fn range_of(&self, at: usize) -> Quantizer {
+        self.quantizer(at).expect("a quantizer")
     }
 
     fn float_on_device(&self, at: usize) -> bool {
@@ -202,14 +303,31 @@ impl<'a> Index<'a> {
             && self.uses.sole_first_input(&self.nodes[at].name) == Some(consumer)
     }
 
-    /// The chain ending at activation fake-quant `fq`, if it matches.
+    /// The chain ending at activation quantizer `fq`, if it matches.
     pub fn match_at(&self, fq: usize) -> Option<Match> {
-        if !self.is_activation_fq(fq) {
-            return None;
-        }
-        let mut next = fq;
-        let mut at = self.producer(self.data_inputs(fq).first()?)?;
+        let quantizer = self.quantizer(fq)?;
+        let mut next = quantizer.quantize.unwrap_or(fq);
+        let mut at = self.producer(&quantizer.input)?;
         let mut chain = Vec::new();
+        let mut after = Vec::new();
+        for _ in 0..8 {
+            let n = &self.nodes[at];
+            let keeps = match n.op.as_str() {
+                "MaxPool" => is_nhwc(n),
+                "Reshape" | "Identity" => true,
+                _ => false,
+            };
+            if !(keeps && self.float_on_device(at) && self.only_feeds(at, next)) {
+                break;
+            }
+            chain.push(at);
+            if n.op != "Identity" {
+                after.push(at);
+            }
+            next = at;
+            at = self.producer(self.data_inputs(at).first()?)?;
+        }
+        after.reverse();
         let step = |at: usize, next: &mut usize, chain: &mut Vec<usize>| -> Option<usize> {
             if !(self.float_on_device(at) && self.only_feeds(at, *next)) {
                 return None;
@@ -233,6 +351,9 @@ impl<'a> Index<'a> {
             if inputs.len() != 2 || inputs.iter().any(|x| self.quantized_root(x).is_none()) {
                 return None;
             }
+            if !self.one_ensure(&inputs, &quantizer) {
+                return None;
+            }
             return Some(Match {
                 out_fq: fq,
                 head: at,
@@ -243,6 +364,7 @@ impl<'a> Index<'a> {
                 bias: None,
                 batch_norm: None,
                 activation,
+                after,
                 chain,
             });
         }
@@ -267,6 +389,7 @@ impl<'a> Index<'a> {
         step(at, &mut next, &mut chain)?;
         let inputs = self.data_inputs(head);
         let (x, w) = (inputs.first()?.to_string(), inputs.get(1)?.to_string());
+        let weights = self.weights(&w, head, &mut chain)?;
         let (x, pad) = match self.quantized_root(&x) {
             Some(_) => (x, None),
             None => {
@@ -275,18 +398,36 @@ impl<'a> Index<'a> {
                 (padded, Some(pad))
             }
         };
+        if !self.one_ensure(std::slice::from_ref(&x), &quantizer) {
+            return None;
+        }
         Some(Match {
             out_fq: fq,
             head,
             compute,
             inputs: vec![x],
-            weights: Some(self.weights(&w)),
+            weights: Some(weights),
             pad,
             bias,
             batch_norm,
             activation,
+            after,
             chain,
         })
+    }
+
+    /// The QDQ ranges a match's block reads share one
+    /// `ensure_minimum_range` (the block op has one).
+    fn one_ensure(&self, inputs: &[String], out: &Quantizer) -> bool {
+        let mut values = inputs
+            .iter()
+            .filter_map(|x| self.quantized_root(x))
+            .filter_map(|root| self.quantizer(root))
+            .chain([out.clone()])
+            .filter(|q| q.quantize.is_some())
+            .map(|q| q.ensure_minimum_range);
+        let first = values.next();
+        values.all(|v| Some(v) == first)
     }
 
     fn batch_norm(&self, at: usize) -> Option<BatchNorm> {
@@ -308,7 +449,30 @@ impl<'a> Index<'a> {
         })
     }
 
-    fn weights(&self, w: &str) -> Weights {
+    /// The weights `conv` reads as `w`: a QDQ pair's (which joins the
+    /// chain when only `conv` reads it), a weight fake-quant's, or plain.
+    fn weights(&self, w: &str, conv: usize, chain: &mut Vec<usize>) -> Option<Weights> {
+        if let Some(d) = self.producer(w)
+            && let Some((q, mode, scaled)) = self.qdq(d, true)
+        {
+            if mode == "quint8" {
+                return None;
+            }
+            let read_only_by = |at: usize, consumer: usize| {
+                let name = &self.nodes[at].name;
+                !self.preserve.contains(name)
+                    && self.uses.of(name).iter().all(|u| u.consumer == consumer)
+            };
+            if read_only_by(d, conv) && read_only_by(q, d) {
+                chain.extend([d, q]);
+            }
+            let inputs = self.data_inputs(q);
+            return Some(Weights {
+                tensor: inputs[0].clone(),
+                range: Some((inputs[1].clone(), inputs[2].clone())),
+                scaled: Some(scaled),
+            });
+        }
         let range = self.producer(w).and_then(|at| {
             let n = &self.nodes[at];
             let fq = WEIGHT_FAKE_QUANTS.contains(&n.op.as_str())
@@ -317,10 +481,11 @@ impl<'a> Index<'a> {
             let inputs = self.data_inputs(at);
             (fq && inputs.len() == 3).then(|| (inputs[1].clone(), inputs[2].clone()))
         });
-        Weights {
+        Some(Weights {
             tensor: w.to_string(),
             range,
-        }
+            scaled: None,
+        })
     }
 
     /// A `Pad` of a quantized tensor by constant spatial paddings, read
@@ -362,6 +527,10 @@ fn bool_attr(node: &NodeDef, key: &str) -> Option<bool> {
         attr_value::Value::B(v) => Some(*v),
         _ => None,
     }
+}
+
+fn scaled(node: &NodeDef) -> bool {
+    matches!(attr(node, "mode"), Some(attr_value::Value::S(m)) if m == b"SCALED")
 }
 
 fn is_nhwc(node: &NodeDef) -> bool {

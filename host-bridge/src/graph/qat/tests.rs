@@ -346,3 +346,101 @@ fn max_pool_and_add_keep_the_quantization_of_their_input() {
         assert!(!has(&graph, gone), "{gone} is still there");
     }
 }
+
+/// `QuantizeV2 → Dequantize` of `x` (SCALED, `dtype`, per `axis`), named
+/// `<name>_q` and `<name>`, with range constants `<name>_min/max`.
+fn qdq(name: &str, x: &str, dtype: DataType, axis: Option<i64>) -> [NodeDef; 4] {
+    let (min, max, q) = (
+        format!("{name}_min"),
+        format!("{name}_max"),
+        format!("{name}_q"),
+    );
+    let mut attrs = vec![("T", Value::Type(dtype as i32)), ("mode", s("SCALED"))];
+    if let Some(axis) = axis {
+        attrs.push(("axis", Value::I(axis)));
+    }
+    let mut q_attrs = attrs.clone();
+    q_attrs.push(("round_mode", s("HALF_TO_EVEN")));
+    let (q1, q2) = (format!("{q}:1"), format!("{q}:2"));
+    [
+        on_cpu(node(&min, "Const", &[])),
+        on_cpu(node(&max, "Const", &[])),
+        on_cpu(with(node(&q, "QuantizeV2", &[x, &min, &max]), &q_attrs)),
+        on_cpu(with(node(name, "Dequantize", &[&q, &q1, &q2]), &attrs)),
+    ]
+}
+
+#[test]
+fn a_qdq_graph_becomes_int8_ops_and_its_pairs_go() {
+    let mut list = vec![on_cpu(node("x", "Placeholder", &[]))];
+    list.extend(qdq("x_dq", "x", DataType::DtQint8, None));
+    list.push(on_cpu(node("w", "Const", &[])));
+    list.extend(qdq("w_dq", "w", DataType::DtQint8, Some(3)));
+    list.push(float(
+        "conv",
+        "Conv2D",
+        &["x_dq", "w_dq"],
+        &[("padding", s("VALID"))],
+    ));
+    list.push(float("relu", "Relu", &["conv"], &[]));
+    list.push(float(
+        "pool",
+        "MaxPool",
+        &["relu"],
+        &[("ksize", ints(&[1, 2, 2, 1])), ("padding", s("VALID"))],
+    ));
+    list.extend(qdq("y_dq", "pool", DataType::DtQuint8, None));
+    list.push(float("out", "Identity", &["y_dq"], &[]));
+    let mut graph = GraphDef {
+        node: list,
+        ..Default::default()
+    };
+    assert_eq!(rewrite_qat(&mut graph, &preserve(&["out"]), "FPGA"), 1);
+    // The pool after the chain runs in int8 on the conv's output.
+    let head = find(&graph, "y_dq/int8/head");
+    assert_eq!(head.op, "_TensorplugFPGAConv2DInt8");
+    assert_eq!(
+        head.input,
+        [
+            "x_dq/int8",
+            "y_dq/int8/head/weights",
+            "y_dq/int8/head/block"
+        ]
+    );
+    let pool = find(&graph, "y_dq/int8");
+    assert_eq!(pool.op, "_TensorplugFPGAMaxPoolInt8");
+    assert_eq!(pool.input[0], "y_dq/int8/head");
+    let quantize = find(&graph, "x_dq/int8");
+    assert_eq!(quantize.input, ["x", "x_dq/int8/quantize_block"]);
+    let block = find(&graph, "x_dq/int8/quantize_block");
+    assert_eq!(block.input, ["x_dq_min", "x_dq_max"]);
+    assert_eq!(
+        attr(block, "range_modes"),
+        &Value::List(attr_value::ListValue {
+            s: vec![b"qint8".to_vec()],
+            ..Default::default()
+        })
+    );
+    // The weights from QuantizeV2's input and range, in its mode.
+    let w = find(&graph, "y_dq/int8/head/weights");
+    assert_eq!(
+        w.input,
+        ["w", "y_dq/int8/head/empty", "w_dq_min", "w_dq_max"]
+    );
+    assert_eq!(attr(w, "mode"), &s("scaled"));
+    assert_eq!(attr(w, "round_mode"), &s("HALF_TO_EVEN"));
+    let block = find(&graph, "y_dq/int8/head/block");
+    assert_eq!(
+        attr(block, "range_modes"),
+        &Value::List(attr_value::ListValue {
+            s: vec![b"qint8".to_vec(), b"quint8".to_vec()],
+            ..Default::default()
+        })
+    );
+    assert_eq!(find(&graph, "y_dq").op, "_TensorplugFPGADequantize");
+    for gone in [
+        "conv", "relu", "pool", "x_dq", "x_dq_q", "w_dq", "w_dq_q", "y_dq_q",
+    ] {
+        assert!(!has(&graph, gone), "{gone} is still there");
+    }
+}

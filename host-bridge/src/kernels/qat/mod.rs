@@ -16,7 +16,7 @@ use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::ops::int8::op_name;
 use crate::kernels::tf::{Construction, Context, Status, Tensor};
 use crate::log;
-use params::{Affine, TensorBlock};
+use params::{Affine, RangeMode, TensorBlock, WeightMode};
 use std::ffi::{CStr, CString, c_void};
 use tensorplug_abi::tf::{TF_DataType, TF_OpKernelConstruction, TF_OpKernelContext};
 use tensorplug_core::accelerator::{Activation, Shape};
@@ -33,7 +33,14 @@ struct QatOp {
 const ACT_ATTRS: &[&CStr] = &[
     c"activation: {'NONE', 'RELU', 'RELU6'} = 'NONE'",
     c"rounding: int = 0",
+    RANGE_MODES,
+    ENSURE,
 ];
+/// How each range input pair is stated (see [`range_mode`]), in order;
+/// missing entries are `fake_quant`.
+const RANGE_MODES: &CStr = c"range_modes: list(string) = []";
+/// `QuantizeV2`'s `ensure_minimum_range`, for the `SCALED` ranges.
+const ENSURE: &CStr = c"ensure_minimum_range: float = 0.01";
 
 /// The ops, in the order of [`Kind`].
 static OPS: [QatOp; 4] = [
@@ -46,7 +53,13 @@ static OPS: [QatOp; 4] = [
             c"range_max: float",
         ],
         outputs: &[c"quantized: int8", c"scales: float"],
-        attrs: &[c"depthwise: bool = false"],
+        attrs: &[
+            c"depthwise: bool = false",
+            c"mode: {'fake_quant', 'scaled'} = 'fake_quant'",
+            c"narrow_range: bool = false",
+            c"round_mode: {'HALF_AWAY_FROM_ZERO', 'HALF_TO_EVEN'} = 'HALF_AWAY_FROM_ZERO'",
+            ENSURE,
+        ],
     },
     QatOp {
         suffix: "QatConvBlock",
@@ -78,7 +91,7 @@ static OPS: [QatOp; 4] = [
         suffix: "QatTensorBlock",
         inputs: &[c"min: float", c"max: float"],
         outputs: &[c"quantization: int32"],
-        attrs: &[c"kind: {'quantize', 'dequantize'}"],
+        attrs: &[c"kind: {'quantize', 'dequantize'}", RANGE_MODES, ENSURE],
     },
 ];
 
@@ -94,10 +107,44 @@ pub const TENSOR_BLOCK: &str = "QatTensorBlock";
 /// A kernel's attributes, read once.
 #[derive(Clone, Copy, Debug)]
 enum Kernel {
-    Weights { depthwise: bool },
-    ConvBlock(Activation, Rounding),
-    AddBlock(Activation, Rounding),
-    TensorBlock(TensorBlock),
+    Weights { depthwise: bool, mode: WeightMode },
+    ConvBlock(Activation, Rounding, Modes),
+    AddBlock(Activation, Rounding, Modes),
+    TensorBlock(TensorBlock, Modes),
+}
+
+/// The mode of each range a block op reads, in input order.
+#[derive(Clone, Copy, Debug)]
+struct Modes([RangeMode; 3]);
+
+/// A `range_modes` entry: `fake_quant`, or `QuantizeV2`'s `SCALED` type:
+/// `qint8`, `qint8_narrow`, `quint8`.
+fn range_mode(text: &str, ensure_minimum_range: f32) -> KernelResult<RangeMode> {
+    let scaled = |signed, narrow| RangeMode::Scaled {
+        signed,
+        narrow,
+        ensure_minimum_range,
+    };
+    Ok(match text {
+        "fake_quant" => RangeMode::FakeQuant,
+        "qint8" => scaled(true, false),
+        "qint8_narrow" => scaled(true, true),
+        "quint8" => scaled(false, false),
+        other => return Err(Failure::invalid(format!("range mode {other:?}"))),
+    })
+}
+
+fn modes(ctx: &Construction) -> KernelResult<Modes> {
+    let ensure = ctx.float_attr(c"ensure_minimum_range")?;
+    let mut modes = [RangeMode::FakeQuant; 3];
+    let listed = ctx.string_list_attr(c"range_modes")?;
+    if listed.len() > modes.len() {
+        return Err(Failure::invalid(format!("{} range modes", listed.len())));
+    }
+    for (mode, text) in modes.iter_mut().zip(&listed) {
+        *mode = range_mode(text, ensure)?;
+    }
+    Ok(Modes(modes))
 }
 
 /// Defines the ops (with the int8 ops, once per process).
@@ -210,19 +257,30 @@ fn construct(index: usize, ctx: &Construction) -> KernelResult<Kernel> {
     Ok(match index {
         0 => Kernel::Weights {
             depthwise: ctx.bool_attr(c"depthwise")?,
+            mode: match ctx.string_attr(c"mode")?.as_str() {
+                "scaled" => WeightMode::Scaled {
+                    narrow: ctx.bool_attr(c"narrow_range")?,
+                    half_even: ctx.string_attr(c"round_mode")? == "HALF_TO_EVEN",
+                    ensure_minimum_range: ctx.float_attr(c"ensure_minimum_range")?,
+                },
+                _ => WeightMode::FakeQuant,
+            },
         },
         1 => {
             let (a, r) = act()?;
-            Kernel::ConvBlock(a, r)
+            Kernel::ConvBlock(a, r, modes(ctx)?)
         }
         2 => {
             let (a, r) = act()?;
-            Kernel::AddBlock(a, r)
+            Kernel::AddBlock(a, r, modes(ctx)?)
         }
-        _ => Kernel::TensorBlock(match ctx.string_attr(c"kind")?.as_str() {
-            "quantize" => TensorBlock::Quantize,
-            _ => TensorBlock::Dequantize,
-        }),
+        _ => Kernel::TensorBlock(
+            match ctx.string_attr(c"kind")?.as_str() {
+                "quantize" => TensorBlock::Quantize,
+                _ => TensorBlock::Dequantize,
+            },
+            modes(ctx)?,
+        ),
     })
 }
 
@@ -251,7 +309,7 @@ unsafe extern "C" fn compute(kernel: *mut c_void, raw: *mut TF_OpKernelContext) 
                 Kernel::Weights { .. } => WEIGHTS,
                 Kernel::ConvBlock(..) => CONV_BLOCK,
                 Kernel::AddBlock(..) => ADD_BLOCK,
-                Kernel::TensorBlock(_) => TENSOR_BLOCK,
+                Kernel::TensorBlock(..) => TENSOR_BLOCK,
             };
             ctx.fail(failure.code, &failure.message(op, ctx.node_name()));
         }
@@ -294,10 +352,10 @@ fn scalar(ctx: &Context, index: usize, what: &str) -> KernelResult<f32> {
     }
 }
 
-fn range(ctx: &Context, first: usize, what: &str) -> KernelResult<Affine> {
+fn range(ctx: &Context, first: usize, mode: RangeMode, what: &str) -> KernelResult<Affine> {
     let min = scalar(ctx, first, what)?;
     let max = scalar(ctx, first + 1, what)?;
-    params::activation(min, max).map_err(|e| Failure::invalid(format!("{what}: {e}")))
+    params::activation(min, max, mode).map_err(|e| Failure::invalid(format!("{what}: {e}")))
 }
 
 fn write_block(ctx: &Context, index: i32, words: &[i32]) -> KernelResult<()> {
@@ -310,10 +368,10 @@ fn write_block(ctx: &Context, index: i32, words: &[i32]) -> KernelResult<()> {
 
 fn run(kernel: Kernel, ctx: &Context) -> KernelResult<()> {
     match kernel {
-        Kernel::Weights { depthwise } => quantize_weights(ctx, depthwise),
-        Kernel::ConvBlock(activation, rounding) => {
-            let input = range(ctx, 0, "the input's range")?;
-            let output = range(ctx, 4, "the output's range")?;
+        Kernel::Weights { depthwise, mode } => quantize_weights(ctx, depthwise, mode),
+        Kernel::ConvBlock(activation, rounding, Modes(m)) => {
+            let input = range(ctx, 0, m[0], "the input's range")?;
+            let output = range(ctx, 4, m[1], "the output's range")?;
             let (scales, bias) = (ctx.input(2, true)?, ctx.input(3, true)?);
             let words = params::conv_block(
                 input,
@@ -326,22 +384,22 @@ fn run(kernel: Kernel, ctx: &Context) -> KernelResult<()> {
             .map_err(Failure::invalid)?;
             write_block(ctx, 0, &words)
         }
-        Kernel::AddBlock(activation, rounding) => {
-            let x = range(ctx, 0, "x's range")?;
-            let y = range(ctx, 2, "y's range")?;
-            let output = range(ctx, 4, "the output's range")?;
+        Kernel::AddBlock(activation, rounding, Modes(m)) => {
+            let x = range(ctx, 0, m[0], "x's range")?;
+            let y = range(ctx, 2, m[1], "y's range")?;
+            let output = range(ctx, 4, m[2], "the output's range")?;
             let words = params::add_block([x, y], output, activation, rounding)
                 .map_err(Failure::invalid)?;
             write_block(ctx, 0, &words)
         }
-        Kernel::TensorBlock(kind) => {
-            let q = range(ctx, 0, "the range")?;
+        Kernel::TensorBlock(kind, Modes(m)) => {
+            let q = range(ctx, 0, m[0], "the range")?;
             write_block(ctx, 0, &params::tensor_block(kind, q))
         }
     }
 }
 
-fn quantize_weights(ctx: &Context, depthwise: bool) -> KernelResult<()> {
+fn quantize_weights(ctx: &Context, depthwise: bool, mode: WeightMode) -> KernelResult<()> {
     let w = ctx.input(0, true)?;
     let shape = w.shape()?;
     let dims = shape.dims();
@@ -364,8 +422,8 @@ fn quantize_weights(ctx: &Context, depthwise: bool) -> KernelResult<()> {
     let out = ctx.output_at(0, &shape, &[])?;
     // SAFETY: TF allocated an int8 output of the weights' element count.
     let q = unsafe { std::slice::from_raw_parts_mut(out.data().cast::<i8>(), values.len()) };
-    let scales =
-        params::weights(values, channels, floats(&factor)?, range, q).map_err(Failure::invalid)?;
+    let scales = params::weights(values, channels, floats(&factor)?, range, mode, q)
+        .map_err(Failure::invalid)?;
     let scales_shape =
         Shape::new(&[scales.len() as u64]).ok_or_else(|| Failure::invalid("shape"))?;
     let out = ctx.output_at(1, &scales_shape, &[])?;
