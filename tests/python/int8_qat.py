@@ -5,7 +5,7 @@ the int8 model TFLite's converter makes from the same QAT model:
 - the calibration route: that int8 model through the wheel's Int8Model;
 - in the graph: `qat.predict(x)`, unchanged, which the plugin's graph pass
   rewrites into int8 device ops (`docs/graph-optimizer.md`, "int8 from QAT
-  graphs").
+  and QDQ graphs").
 
 usage: int8_qat.py [convnet|mobilenet] [images]
        int8_qat.py uncalibrated

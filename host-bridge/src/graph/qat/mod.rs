@@ -1,17 +1,21 @@
-//! int8 from quantization-aware graphs: the chains tensorflow-model-
-//! optimization's `quantize_model` writes, rewritten into the device's int8
-//! ops, with `Quantize`/`Dequantize` only where a float op reads or writes
-//! them (`docs/graph-optimizer.md`, "int8 from QAT graphs").
+//! int8 from quantized graphs: the chains tensorflow-model-optimization's
+//! `quantize_model` writes (QAT) and the `QuantizeV2`/`Dequantize` pairs
+//! Intel Neural Compressor writes for ITEX (QDQ), rewritten into the
+//! device's int8 ops, with `Quantize`/`Dequantize` only where a float op
+//! reads or writes them (`docs/graph-optimizer.md`, "int8 from QAT and QDQ
+//! graphs").
 //!
-//! A match ends at an activation fake-quant (`FakeQuantWithMinMaxVars`,
-//! 8 bits, not narrow range) on the output of one of
+//! A match ends at an activation quantizer (a `FakeQuantWithMinMaxVars`,
+//! 8 bits, not narrow range; or a per-tensor `SCALED` `Dequantize` of a
+//! `QuantizeV2`), read back through `MaxPool`/`Reshape`/`Identity`, then
 //! - `Conv2D | DepthwiseConv2dNative | MatMul` (its input a quantized
 //!   tensor, optionally through a `Pad`, its filter a narrow-range weight
-//!   fake-quant or plain float weights), then `BiasAdd` or an inference
-//!   `FusedBatchNormV3`, then `Relu | Relu6`, each optional;
+//!   fake-quant, a weight QDQ pair, or plain float weights), then
+//!   `BiasAdd` or an inference `FusedBatchNormV3`, then `Relu | Relu6`,
+//!   each optional;
 //! - `AddV2 | Add` of two quantized tensors, then `Relu | Relu6`.
 //!
-//! A quantized tensor is an activation fake-quant's output, or `MaxPool`,
+//! A quantized tensor is an activation quantizer's output, or `MaxPool`,
 //! `Reshape` or `Identity` of one (they keep its quantization, as in
 //! TFLite). The int8 weights and blocks are computed on the CPU at run time
 //! from the float values the graph reads ([`crate::kernels::qat`]), so the
@@ -230,7 +234,7 @@ impl<'a> Index<'a> {
             || !reads_all
             || self.data_inputs(q).len() != 3
             || attr(qn, "T") != attr(d, "T")
-            || (!weights && !(per_tensor(d) && per_tensor(qn)))
+            || !(weights || (per_tensor(d) && per_tensor(qn)))
         {
             return None;
         }

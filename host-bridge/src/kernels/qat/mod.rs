@@ -1,8 +1,9 @@
-//! The CPU ops the graph pass's int8 rewrite of quantization-aware graphs
-//! inserts (`graph::qat`): they turn the float values a QAT graph reads at
-//! run time (weights, fake-quant ranges, batch-norm parameters) into the
-//! int8 weights and quantization blocks of the device's int8 ops, with
-//! TFLite's converter's formulas ([`params`]).
+//! The CPU ops the graph pass's int8 rewrite of quantized graphs inserts
+//! (`graph::qat`): they turn the float values a QAT or QDQ graph reads at
+//! run time (weights, fake-quant or `QuantizeV2` ranges, batch-norm
+//! parameters) into the int8 weights and quantization blocks of the
+//! device's int8 ops: TFLite's converter's formulas for QAT graphs,
+//! `QuantizeV2`'s own for QDQ graphs ([`params`]).
 //!
 //! `_Tensorplug<DEVICE>Qat…`, defined with the int8 ops and registered for
 //! the CPU: they run beside the variables, every step, so a model that

@@ -2,7 +2,7 @@
 //! graph, computed from the same float values at run time: activation scale
 //! and zero point from a `FakeQuantWithMinMaxVars` range, per-channel
 //! weights (with a folded batch norm), and the quantization blocks of the
-//! int8 ops (`docs/device-numerics.md`, "int8 from QAT graphs").
+//! int8 ops (`docs/device-numerics.md`, "int8 from QAT and QDQ graphs").
 //!
 //! Each formula was checked against the converter's output for tfmot QAT
 //! models (`tests/python/int8_qat.py`): scales to the float bit, weights and
