@@ -383,7 +383,8 @@ impl Construction {
 
     /// A list-of-strings attribute (up to 8 entries of 256 bytes in all).
     pub fn string_list_attr(&self, name: &CStr) -> KernelResult<Vec<String>> {
-        const MAX: usize = 8;
+        const MAX: usize = 64;
+        const MAX_BYTES: usize = 64 * 1024;
         let (mut list_size, mut total_size) = (0i32, 0i32);
         // SAFETY: as in `string_attr`.
         unsafe {
@@ -401,16 +402,16 @@ impl Construction {
             return Ok(Vec::new());
         }
         let total = usize::try_from(total_size).unwrap_or(usize::MAX);
-        if count > MAX || total > 256 {
+        if count > MAX || total > MAX_BYTES {
             return Err(Failure::unimplemented(format!(
                 "attribute {name:?} has {count} entries of {total_size} bytes; at most {MAX} \
-                 entries of 256 bytes are supported"
+                 entries of {MAX_BYTES} bytes are supported"
             )));
         }
-        let mut values = [std::ptr::null_mut::<c_char>(); MAX];
-        let mut lengths = [0usize; MAX];
-        let mut storage = [0u8; 256];
-        // SAFETY: arrays of MAX entries and a 256-byte storage, as passed.
+        let mut values = vec![std::ptr::null_mut::<c_char>(); count];
+        let mut lengths = vec![0usize; count];
+        let mut storage = vec![0u8; total.max(1)];
+        // SAFETY: arrays of `count` entries and a storage of the size TF gave.
         unsafe {
             (self.api.get_attr_string_list)(
                 self.raw,
@@ -424,7 +425,7 @@ impl Construction {
             )
         };
         self.status.check(&format!("attribute {name:?}"))?;
-        Ok(values[..count]
+        Ok(values
             .iter()
             .zip(&lengths)
             .map(|(&ptr, &len)| {

@@ -139,7 +139,7 @@ impl Emitter<'_, '_> {
             attr_value::Value::I(rounding(&m.compute) as i64),
         );
         let all: Vec<&Quantizer> = ranges.iter().chain([&out]).collect();
-        let [modes, ensure] = range_attrs(&all);
+        let [modes, names, ensure] = range_attrs(&all);
         if let Compute::Add = m.compute {
             let block = self.name(&int8_name, "block");
             let (x, y) = (&ranges[0], &ranges[1]);
@@ -148,7 +148,7 @@ impl Emitter<'_, '_> {
                 &self.op(ADD_BLOCK),
                 &cpu,
                 &[&x.min, &x.max, &y.min, &y.max, &out.min, &out.max],
-                &[activation, round, modes, ensure],
+                &[activation, round, modes, names, ensure],
             ));
             let op = self.op("AddInt8");
             self.add(node(
@@ -205,7 +205,7 @@ impl Emitter<'_, '_> {
             &self.op(CONV_BLOCK),
             &cpu,
             &[&x.min, &x.max, &scales, &bias, &out.min, &out.max],
-            &[activation, round, modes, ensure],
+            &[activation, round, modes, names, ensure],
         ));
         let (suffix, attrs) = match m.compute {
             Compute::Conv2D => ("Conv2DInt8", window_attrs(head, m.pad)),
@@ -327,14 +327,14 @@ impl Emitter<'_, '_> {
         let q = self.index.range_of(fq);
         let block = self.name(base, &format!("{kind}_block"));
         let kind = ("kind", attr_value::Value::S(kind.as_bytes().to_vec()));
-        let [modes, ensure] = range_attrs(&[&q]);
+        let [modes, names, ensure] = range_attrs(&[&q]);
         let op = self.op(TENSOR_BLOCK);
         self.add(node(
             &block,
             &op,
             cpu,
             &[&q.min, &q.max],
-            &[kind, modes, ensure],
+            &[kind, modes, names, ensure],
         ))
     }
 
@@ -393,12 +393,16 @@ impl Emitter<'_, '_> {
 
 type Attr = (&'static str, attr_value::Value);
 
-/// The `range_modes` and `ensure_minimum_range` of a block op reading
-/// `ranges` in order (the matcher keeps one `ensure_minimum_range` per
-/// match).
-fn range_attrs(ranges: &[&Quantizer]) -> [Attr; 2] {
+/// The `range_modes`, `range_names` and `ensure_minimum_range` of a block
+/// op reading `ranges` in order (the matcher keeps one
+/// `ensure_minimum_range` per match).
+fn range_attrs(ranges: &[&Quantizer]) -> [Attr; 3] {
     let modes = attr_value::ListValue {
         s: ranges.iter().map(|q| q.mode.as_bytes().to_vec()).collect(),
+        ..Default::default()
+    };
+    let names = attr_value::ListValue {
+        s: ranges.iter().map(|q| q.node.as_bytes().to_vec()).collect(),
         ..Default::default()
     };
     let ensure = ranges
@@ -407,6 +411,7 @@ fn range_attrs(ranges: &[&Quantizer]) -> [Attr; 2] {
         .map_or(0.01, |q| q.ensure_minimum_range);
     [
         ("range_modes", attr_value::Value::List(modes)),
+        ("range_names", attr_value::Value::List(names)),
         ("ensure_minimum_range", attr_value::Value::F(ensure)),
     ]
 }

@@ -66,6 +66,8 @@ pub(super) struct Index<'a> {
 /// An activation quantizer: a fake-quant, or a QDQ pair's `Dequantize`.
 #[derive(Clone, Debug)]
 pub(super) struct Quantizer {
+    /// Its node's name.
+    pub node: String,
     /// The float tensor it quantizes.
     pub input: String,
     /// Its range's `min` and `max` inputs.
@@ -191,6 +193,7 @@ impl<'a> Index<'a> {
             let fq = int_attr(n, "num_bits").unwrap_or(8) == 8
                 && !bool_attr(n, "narrow_range").unwrap_or(false);
             return fq.then(|| Quantizer {
+                node: n.name.clone(),
                 input: inputs[0].clone(),
                 min: inputs[1].clone(),
                 max: inputs[2].clone(),
@@ -202,6 +205,7 @@ impl<'a> Index<'a> {
         let (q, mode, attrs) = self.qdq(at, false)?;
         let q_inputs = self.data_inputs(q);
         Some(Quantizer {
+            node: n.name.clone(),
             input: q_inputs[0].clone(),
             min: q_inputs[1].clone(),
             max: q_inputs[2].clone(),

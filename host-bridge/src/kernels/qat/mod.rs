@@ -35,8 +35,11 @@ const ACT_ATTRS: &[&CStr] = &[
     c"activation: {'NONE', 'RELU', 'RELU6'} = 'NONE'",
     c"rounding: int = 0",
     RANGE_MODES,
+    RANGE_NAMES,
     ENSURE,
 ];
+/// The node each range comes from (its quantizer), for error messages.
+const RANGE_NAMES: &CStr = c"range_names: list(string) = []";
 /// How each range input pair is stated (see [`range_mode`]), in order;
 /// missing entries are `fake_quant`.
 const RANGE_MODES: &CStr = c"range_modes: list(string) = []";
@@ -92,7 +95,12 @@ static OPS: [QatOp; 4] = [
         suffix: "QatTensorBlock",
         inputs: &[c"min: float", c"max: float"],
         outputs: &[c"quantization: int32"],
-        attrs: &[c"kind: {'quantize', 'dequantize'}", RANGE_MODES, ENSURE],
+        attrs: &[
+            c"kind: {'quantize', 'dequantize'}",
+            RANGE_MODES,
+            RANGE_NAMES,
+            ENSURE,
+        ],
     },
 ];
 
@@ -106,7 +114,7 @@ pub const ADD_BLOCK: &str = "QatAddBlock";
 pub const TENSOR_BLOCK: &str = "QatTensorBlock";
 
 /// A kernel's attributes, read once.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 enum Kernel {
     Weights { depthwise: bool, mode: WeightMode },
     ConvBlock(Activation, Rounding, Modes),
@@ -114,9 +122,19 @@ enum Kernel {
     TensorBlock(TensorBlock, Modes),
 }
 
-/// The mode of each range a block op reads, in input order.
-#[derive(Clone, Copy, Debug)]
-struct Modes([RangeMode; 3]);
+/// The mode and source node of each range a block op reads, in input order.
+#[derive(Clone, Debug)]
+struct Modes([RangeMode; 3], Vec<String>);
+
+impl Modes {
+    /// How an error names range `i`: its quantizer node, or `what`.
+    fn describe(&self, i: usize, what: &str) -> String {
+        match self.1.get(i) {
+            Some(node) if !node.is_empty() => format!("{what} (from '{node}')"),
+            _ => what.to_string(),
+        }
+    }
+}
 
 /// A `range_modes` entry: `fake_quant`, or `QuantizeV2`'s `SCALED` type:
 /// `qint8`, `qint8_narrow`, `quint8`.
@@ -145,7 +163,7 @@ fn modes(ctx: &Construction) -> KernelResult<Modes> {
     for (mode, text) in modes.iter_mut().zip(&listed) {
         *mode = range_mode(text, ensure)?;
     }
-    Ok(Modes(modes))
+    Ok(Modes(modes, ctx.string_list_attr(c"range_names")?))
 }
 
 /// Defines the ops (with the int8 ops, once per process).
@@ -296,7 +314,7 @@ unsafe extern "C" fn compute(kernel: *mut c_void, raw: *mut TF_OpKernelContext) 
             }
         };
         // SAFETY: `kernel` is null or the box `create` made, alive until `delete`.
-        let Some(&kernel) = (unsafe { kernel.cast::<Kernel>().as_ref() }) else {
+        let Some(kernel) = (unsafe { kernel.cast::<Kernel>().as_ref() }) else {
             ctx.fail(
                 tensorplug_abi::tf::TF_INTERNAL,
                 "qat kernel: not constructed",
@@ -367,12 +385,13 @@ fn write_block(ctx: &Context, index: i32, words: &[i32]) -> KernelResult<()> {
     Ok(())
 }
 
-fn run(kernel: Kernel, ctx: &Context) -> KernelResult<()> {
-    match kernel {
+fn run(kernel: &Kernel, ctx: &Context) -> KernelResult<()> {
+    match *kernel {
         Kernel::Weights { depthwise, mode } => quantize_weights(ctx, depthwise, mode),
-        Kernel::ConvBlock(activation, rounding, Modes(m)) => {
-            let input = range(ctx, 0, m[0], "the input's range")?;
-            let output = range(ctx, 4, m[1], "the output's range")?;
+        Kernel::ConvBlock(activation, rounding, ref modes) => {
+            let m = modes.0;
+            let input = range(ctx, 0, m[0], &modes.describe(0, "the input's range"))?;
+            let output = range(ctx, 4, m[1], &modes.describe(1, "the output's range"))?;
             let (scales, bias) = (ctx.input(2, true)?, ctx.input(3, true)?);
             let words = params::conv_block(
                 input,
@@ -385,16 +404,17 @@ fn run(kernel: Kernel, ctx: &Context) -> KernelResult<()> {
             .map_err(Failure::invalid)?;
             write_block(ctx, 0, &words)
         }
-        Kernel::AddBlock(activation, rounding, Modes(m)) => {
-            let x = range(ctx, 0, m[0], "x's range")?;
-            let y = range(ctx, 2, m[1], "y's range")?;
-            let output = range(ctx, 4, m[2], "the output's range")?;
+        Kernel::AddBlock(activation, rounding, ref modes) => {
+            let m = modes.0;
+            let x = range(ctx, 0, m[0], &modes.describe(0, "x's range"))?;
+            let y = range(ctx, 2, m[1], &modes.describe(1, "y's range"))?;
+            let output = range(ctx, 4, m[2], &modes.describe(2, "the output's range"))?;
             let words = params::add_block([x, y], output, activation, rounding)
                 .map_err(Failure::invalid)?;
             write_block(ctx, 0, &words)
         }
-        Kernel::TensorBlock(kind, Modes(m)) => {
-            let q = range(ctx, 0, m[0], "the range")?;
+        Kernel::TensorBlock(kind, ref modes) => {
+            let q = range(ctx, 0, modes.0[0], &modes.describe(0, "the range"))?;
             write_block(ctx, 0, &params::tensor_block(kind, q))
         }
     }
