@@ -160,6 +160,10 @@ const EXPECTED_FIGURES: &[(&str, &str)] = &[
         "int8 MobileNetV2-0.35 predict, batch 8, FPGA(sim) vs TFLite CPU",
     ),
     (
+        "tf_int8_qat_mobilenet_v2_predict_ratio",
+        "QAT MobileNetV2-0.35 in int8 in the graph, batch 8, FPGA(sim) vs TFLite CPU",
+    ),
+    (
         "tf_profiler_overhead",
         "MNIST MLP predict, profiler on / off",
     ),
@@ -291,6 +295,7 @@ fn run_tf_benches(target: &Path, bench_args: &[String]) -> Result<()> {
         "bench_copy",
         "bench_mobilenet",
         "bench_int8_mobilenet",
+        "bench_int8_qat",
     ];
     let filter = bench_args.first().filter(|arg| !arg.starts_with('-'));
     let scripts: Vec<&str> = SCRIPTS

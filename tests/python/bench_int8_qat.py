@@ -1,0 +1,69 @@
+"""A QAT MobileNetV2-0.35 (96x96, 100 classes; tfmot's quantize_model on
+tf_keras, one epoch on seeded data) called on a batch of 8: in int8 on
+/device:FPGA:0 (sim) by the graph pass's rewrite, against the int8 model
+TFLite's converter makes from it in TFLite's CPU interpreter (its default
+kernels), same process, interleaved. Also times the same call with the
+rewrite off (the fake-quant simulation: fake-quants on the CPU, float ops
+on the FPGA) for the record. Writes tf_int8_qat_mobilenet_v2_predict_ratio."""
+import os
+
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+import tensorflow_model_optimization as tfmot  # noqa: E402
+from bench_common import clock, interleaved_medians, write_figure  # noqa: E402
+from int8_qat import mobilenet  # noqa: E402
+
+REPS = 15
+BATCH = 8
+tf.keras.utils.set_random_seed(7)
+with tf.device("/device:CPU:0"):
+    model, shape = mobilenet()
+    qat = tfmot.quantization.keras.quantize_model(model)
+    qat.compile("adam", tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    rng = np.random.default_rng(3)
+    qat.fit(rng.uniform(-1, 1, (64, *shape)).astype(np.float32),
+            rng.integers(0, 100, 64), epochs=1, batch_size=16, verbose=0)
+converter = tf.lite.TFLiteConverter.from_keras_model(qat)
+converter.optimizations = [tf.lite.Optimize.DEFAULT]
+interpreter = tf.lite.Interpreter(model_content=converter.convert(), num_threads=2)
+index = interpreter.get_input_details()[0]["index"]
+interpreter.resize_tensor_input(index, [BATCH, *shape])
+interpreter.allocate_tensors()
+output = interpreter.get_output_details()[0]["index"]
+x = np.random.default_rng(0).uniform(-1, 1, (BATCH, *shape)).astype(np.float32)
+x_t = tf.constant(x)
+int8 = tf.function(lambda t: qat(t, training=False))
+int8.get_concrete_function(x_t)
+os.environ["TENSORPLUG_GRAPH_INT8"] = "off"
+simulated = tf.function(lambda t: qat(t, training=False))
+simulated.get_concrete_function(x_t)
+os.environ["TENSORPLUG_GRAPH_INT8"] = "on"
+
+
+def timed(subject):
+    start = clock()
+    if subject == "tflite":
+        interpreter.set_tensor(index, x)
+        interpreter.invoke()
+        interpreter.get_tensor(output)
+    else:
+        (int8 if subject == "fpga" else simulated)(x_t).numpy()
+    return clock() - start
+
+
+subjects = ["tflite", "fpga", "simulated"]
+for subject in subjects:  # optimize and warm up
+    for _ in range(2):
+        timed(subject)
+medians = interleaved_medians(subjects, REPS, timed)
+print(f"fake-quant simulation, rewrite off: {medians['simulated'] * 1e3:.2f} ms/step")
+write_figure(
+    "tf_int8_qat_mobilenet_v2_predict_ratio",
+    "QAT MobileNetV2-0.35 96x96 call, batch 8: int8 in the graph on FPGA(sim) vs TFLite's CPU "
+    "interpreter",
+    medians["fpga"] * 1e3, medians["tflite"] * 1e3, "ms/step",
+    f"informational: per step the CPU also requantizes 53 weight tensors; the rewrite off "
+    f"(fake-quant simulation) takes {medians['simulated'] * 1e3:.2f} ms/step",
+)
