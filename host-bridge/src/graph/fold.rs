@@ -16,10 +16,7 @@
 use super::device;
 use super::edges::{Input, Uses};
 use super::nodes::{type_value, unique};
-use super::proto::{
-    AttrValue, DataType, GraphDef, NodeDef, TensorProto, TensorShapeProto, attr_value,
-    tensor_shape_proto,
-};
+use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
 use std::collections::{HashMap, HashSet};
 
 /// The batch-norm ops folded (same inputs and attributes as V3 for this).
@@ -345,32 +342,8 @@ fn constant_f32(
 
 /// A `Const` node of f32 `values`.
 fn constant(name: &str, device: &str, dims: &[i64], values: &[f32]) -> NodeDef {
-    let tensor = TensorProto {
-        dtype: DataType::DtFloat as i32,
-        tensor_shape: Some(TensorShapeProto {
-            dim: dims
-                .iter()
-                .map(|&size| tensor_shape_proto::Dim {
-                    size,
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        }),
-        tensor_content: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        ..Default::default()
-    };
-    NodeDef {
-        name: name.into(),
-        op: "Const".into(),
-        device: device.into(),
-        attr: [
-            ("dtype".to_string(), type_value(DataType::DtFloat as i32)),
-            ("value".to_string(), attr(attr_value::Value::Tensor(tensor))),
-        ]
-        .into(),
-        ..Default::default()
-    }
+    let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    super::nodes::constant(name, device, DataType::DtFloat, dims, bytes)
 }
 
 fn attr(value: attr_value::Value) -> AttrValue {

@@ -1,7 +1,9 @@
 //! Small `NodeDef` helpers shared by our graph passes.
 
 use super::edges::Input;
-use super::proto::{AttrValue, DataType, NodeDef, attr_value};
+use super::proto::{
+    AttrValue, DataType, NodeDef, TensorProto, TensorShapeProto, attr_value, tensor_shape_proto,
+};
 use std::collections::HashSet;
 
 /// The node's `type` attr `key`, if set and valid.
@@ -54,6 +56,47 @@ pub fn waits_of(inputs: &[String], skip: &[usize]) -> Vec<String> {
         }
     }
     out
+}
+
+/// A `Const` node of `dtype` with `dims` and little-endian `content`.
+pub fn constant(
+    name: &str,
+    device: &str,
+    dtype: DataType,
+    dims: &[i64],
+    content: Vec<u8>,
+) -> NodeDef {
+    let tensor = TensorProto {
+        dtype: dtype as i32,
+        tensor_shape: Some(TensorShapeProto {
+            dim: dims
+                .iter()
+                .map(|&size| tensor_shape_proto::Dim {
+                    size,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }),
+        tensor_content: content,
+        ..Default::default()
+    };
+    NodeDef {
+        name: name.into(),
+        op: "Const".into(),
+        device: device.into(),
+        attr: [
+            ("dtype".to_string(), type_value(dtype as i32)),
+            (
+                "value".to_string(),
+                AttrValue {
+                    value: Some(attr_value::Value::Tensor(tensor)),
+                },
+            ),
+        ]
+        .into(),
+        ..Default::default()
+    }
 }
 
 #[cfg(test)]

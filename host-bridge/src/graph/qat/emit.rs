@@ -5,11 +5,8 @@
 
 use super::{BatchNorm, Compute, Index, Match, Quantizer};
 use crate::graph::device::cpu_of;
-use crate::graph::nodes::{type_value, unique};
-use crate::graph::proto::{
-    AttrValue, DataType, GraphDef, NodeDef, TensorProto, TensorShapeProto, attr_value,
-    tensor_shape_proto,
-};
+use crate::graph::nodes::{constant, unique};
+use crate::graph::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
 use crate::kernels::ops::int8::op_name;
 use crate::kernels::qat::{ADD_BLOCK, CONV_BLOCK, TENSOR_BLOCK, WEIGHTS};
 use std::collections::{HashMap, HashSet};
@@ -466,40 +463,6 @@ fn with_attrs(mut n: NodeDef, attrs: Vec<Attr>) -> NodeDef {
         n.attr.insert(k.into(), AttrValue { value: Some(v) });
     }
     n
-}
-
-fn constant(name: &str, device: &str, dtype: DataType, dims: &[i64], content: Vec<u8>) -> NodeDef {
-    let tensor = TensorProto {
-        dtype: dtype as i32,
-        tensor_shape: Some(TensorShapeProto {
-            dim: dims
-                .iter()
-                .map(|&size| tensor_shape_proto::Dim {
-                    size,
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        }),
-        tensor_content: content,
-        ..Default::default()
-    };
-    NodeDef {
-        name: name.into(),
-        op: "Const".into(),
-        device: device.into(),
-        attr: [
-            ("dtype".to_string(), type_value(dtype as i32)),
-            (
-                "value".to_string(),
-                AttrValue {
-                    value: Some(attr_value::Value::Tensor(tensor)),
-                },
-            ),
-        ]
-        .into(),
-        ..Default::default()
-    }
 }
 
 fn float_constant(name: &str, device: &str, dims: &[i64], values: &[f32]) -> NodeDef {

@@ -140,33 +140,44 @@ pub fn define_ops() -> KernelResult<()> {
 }
 
 fn define_all() -> KernelResult<()> {
-    let api = tf_api::ops_api()?;
     for k in &KERNELS {
-        let name = Op::op(k);
-        // SAFETY: a NUL-terminated name; TF returns a fresh builder.
-        let builder = unsafe { (api.new_builder)(name.as_ptr()) };
-        if builder.is_null() {
-            return Err(Failure::invalid("TF_NewOpDefinitionBuilder returned null"));
-        }
-        // SAFETY: a live builder and static NUL-terminated specs.
-        unsafe {
-            for input in k.inputs {
-                (api.add_input)(builder, input.as_ptr());
-            }
-            (api.add_output)(builder, k.output.as_ptr());
-            for attr in k.attrs {
-                (api.add_attr)(builder, attr.as_ptr());
-            }
-        }
-        let status = Status::new()?;
-        // SAFETY: TF takes the builder, whatever the outcome.
-        unsafe { (api.register)(builder, status.fresh()) };
-        status.check(&format!(
-            "TF_RegisterOpDefinition({})",
-            name.to_string_lossy()
-        ))?;
+        define(Op::op(k), k.inputs, &[k.output], k.attrs)?;
     }
     Ok(())
+}
+
+/// Defines op `name` with TF's ops API from `ops.h` specs.
+pub(crate) fn define(
+    name: &CStr,
+    inputs: &[&CStr],
+    outputs: &[&CStr],
+    attrs: &[&CStr],
+) -> KernelResult<()> {
+    let api = tf_api::ops_api()?;
+    // SAFETY: a NUL-terminated name; TF returns a fresh builder.
+    let builder = unsafe { (api.new_builder)(name.as_ptr()) };
+    if builder.is_null() {
+        return Err(Failure::invalid("TF_NewOpDefinitionBuilder returned null"));
+    }
+    // SAFETY: a live builder and NUL-terminated specs.
+    unsafe {
+        for spec in inputs {
+            (api.add_input)(builder, spec.as_ptr());
+        }
+        for spec in outputs {
+            (api.add_output)(builder, spec.as_ptr());
+        }
+        for spec in attrs {
+            (api.add_attr)(builder, spec.as_ptr());
+        }
+    }
+    let status = Status::new()?;
+    // SAFETY: TF takes the builder, whatever the outcome.
+    unsafe { (api.register)(builder, status.fresh()) };
+    status.check(&format!(
+        "TF_RegisterOpDefinition({})",
+        name.to_string_lossy()
+    ))
 }
 
 /// An int8 kernel's attributes: the window's, or `MatMulInt8`'s transpose.

@@ -14,7 +14,7 @@ pub mod params;
 use crate::backend;
 use crate::ffi::{self, tf_api};
 use crate::kernels::failure::{Failure, KernelResult};
-use crate::kernels::ops::int8::op_name;
+use crate::kernels::ops::int8::{define, op_name};
 use crate::kernels::tf::{Construction, Context, Status, Tensor};
 use crate::log;
 use params::{Affine, RangeMode, TensorBlock, WeightMode};
@@ -168,33 +168,9 @@ fn modes(ctx: &Construction) -> KernelResult<Modes> {
 
 /// Defines the ops (with the int8 ops, once per process).
 pub fn define_ops() -> KernelResult<()> {
-    let api = tf_api::ops_api()?;
     for op in &OPS {
         let name = op_name(backend::device_type(), op.suffix);
-        // SAFETY: a NUL-terminated name; TF returns a fresh builder.
-        let builder = unsafe { (api.new_builder)(name.as_ptr()) };
-        if builder.is_null() {
-            return Err(Failure::invalid("TF_NewOpDefinitionBuilder returned null"));
-        }
-        // SAFETY: a live builder and static NUL-terminated specs.
-        unsafe {
-            for spec in op.inputs {
-                (api.add_input)(builder, spec.as_ptr());
-            }
-            for spec in op.outputs {
-                (api.add_output)(builder, spec.as_ptr());
-            }
-            for spec in op.attrs {
-                (api.add_attr)(builder, spec.as_ptr());
-            }
-        }
-        let status = Status::new()?;
-        // SAFETY: TF takes the builder, whatever the outcome.
-        unsafe { (api.register)(builder, status.fresh()) };
-        status.check(&format!(
-            "TF_RegisterOpDefinition({})",
-            name.to_string_lossy()
-        ))?;
+        define(name, op.inputs, op.outputs, op.attrs)?;
     }
     Ok(())
 }

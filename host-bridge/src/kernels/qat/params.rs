@@ -231,16 +231,7 @@ pub fn weights(
             }
         }
     }
-    if let Some((c, bad)) = scales
-        .iter()
-        .enumerate()
-        .find(|(_, s)| !(s.is_finite() && **s > 0.0))
-    {
-        return Err(format!(
-            "the weight scale {bad} of channel {c} cannot be represented (it must be a finite \
-             number > 0; is the channel all zeros?)"
-        ));
-    }
+    check_scales(&scales)?;
     for (i, q) in out.iter_mut().enumerate() {
         let v = f64::from(scaled(i) / scales[i % channels]);
         *q = round_away(v).clamp(-127.0, 127.0) as i8;
@@ -290,16 +281,7 @@ fn scaled_weights(
         .iter()
         .map(|&f| scaled_step(f, true, narrow))
         .collect();
-    if let Some((c, bad)) = scales
-        .iter()
-        .enumerate()
-        .find(|(_, s)| !(s.is_finite() && **s > 0.0))
-    {
-        return Err(format!(
-            "the weight scale {bad} of channel {c} cannot be represented (it must be a finite \
-             number > 0)"
-        ));
-    }
+    check_scales(&scales)?;
     for (i, q) in out.iter_mut().enumerate() {
         let v = w[i] * factors[i % channels];
         let r = if half_even {
@@ -310,6 +292,21 @@ fn scaled_weights(
         *q = r.clamp(lo as f32, hi as f32) as i8;
     }
     Ok(scales)
+}
+
+/// Every weight scale is a finite number > 0.
+fn check_scales(scales: &[f32]) -> ParamResult<()> {
+    match scales
+        .iter()
+        .enumerate()
+        .find(|(_, s)| !(s.is_finite() && **s > 0.0))
+    {
+        Some((c, bad)) => Err(format!(
+            "the weight scale {bad} of channel {c} cannot be represented (it must be a finite \
+             number > 0; is the channel all zeros?)"
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The block of `Conv2DInt8`, `DepthwiseConv2DInt8` or `MatMulInt8`: the
