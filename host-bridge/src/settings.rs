@@ -27,6 +27,10 @@ pub const PROFILER: &str = "PROFILER";
 pub const GRAPH_FUSION: &str = "GRAPH_FUSION";
 /// `TENSORPLUG_GRAPH_INT8`: whether the pass runs quantization-aware graphs in int8.
 pub const GRAPH_INT8: &str = "GRAPH_INT8";
+/// `TENSORPLUG_FALLBACK`: `warn`, `off` or `error` for float ops placed on the CPU.
+pub const FALLBACK: &str = "FALLBACK";
+/// `TENSORPLUG_FALLBACK_FILE`: append every fallback found to this file.
+pub const FALLBACK_FILE: &str = "FALLBACK_FILE";
 /// `TENSORPLUG_GRAPH_DUMP_DIR`: where to write every graph the pass sees.
 pub const GRAPH_DUMP_DIR: &str = "GRAPH_DUMP_DIR";
 /// `TENSORPLUG_ALLOW_UNTESTED_TF`: serve devices on a TF outside the tested range.

@@ -168,3 +168,43 @@ fn tf_passes_on_fpga_nodes_leave_a_runnable_graph() {
         "{stderr}"
     );
 }
+
+/// The fallback report (issue 24): a Keras model built to fall back (exact
+/// GELU, whose `Erfc` has no FPGA kernel) is reported once, on stderr and
+/// by the wheel's `<lib>_fallback.report`, naming the op, the node and
+/// why; a plain MLP is not; `TENSORPLUG_FALLBACK=error` fails the predict
+/// naming the same.
+#[test]
+fn the_fallback_report_names_float_ops_on_the_cpu_and_nothing_else() {
+    let output = run_tf_with_plugin("tf_fallback_report.py", &["warn"], None);
+    let stdout = check(&output, "tf_fallback_report.py warn");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let erfc = "Erfc 'sequential_1/activation_1/Gelu/Erfc' (no kernel)";
+    assert!(
+        stdout.contains(&format!("report gelu {erfc}\n")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("report mlp -\n"), "{stdout}");
+    assert!(stdout.contains("predicted"), "{stdout}");
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("run on the CPU"))
+        .collect();
+    assert_eq!(said.len(), 1, "once per node:\n{stderr}");
+    assert!(
+        said[0].contains(&format!(
+            "1 float op(s) of a graph on FPGA run on the CPU: {erfc}"
+        )),
+        "{}",
+        said[0]
+    );
+    let output = run_tf_with_plugin("tf_fallback_report.py", &["error"], None);
+    let stdout = check(&output, "tf_fallback_report.py error");
+    assert!(
+        stdout.contains(
+            "assertion failed: [Erfc node sequential_1/activation_1/Gelu/Erfc runs on the \
+             CPU, not on FPGA (no kernel): TENSORPLUG_FALLBACK=error]"
+        ),
+        "{stdout}"
+    );
+}

@@ -216,6 +216,11 @@ fn wheel_bytes(krate: &PluginCrate, so: &[u8], tag: &str) -> Result<Vec<u8>> {
             mode: 0o644,
         },
         Entry {
+            name: format!("{}_fallback.py", krate.lib),
+            data: fallback_module(krate).into_bytes(),
+            mode: 0o644,
+        },
+        Entry {
             name: format!("{}_keras.pth", krate.lib),
             data: format!("import {hook}\n").into_bytes(),
             mode: 0o644,
@@ -265,6 +270,15 @@ pub fn keras_hook(krate: &PluginCrate) -> String {
 /// model on the device").
 pub fn int8_module(krate: &PluginCrate) -> String {
     include_str!("../python/int8.py")
+        .replace("{lib}", krate.lib)
+        .replace("{device_type}", krate.device_type)
+}
+
+/// The module that asks the plugin's fallback report for one function
+/// (`xtask/python/fallback.py`; `docs/graph-optimizer.md`, "The fallback
+/// report").
+pub fn fallback_module(krate: &PluginCrate) -> String {
+    include_str!("../python/fallback.py")
         .replace("{lib}", krate.lib)
         .replace("{device_type}", krate.device_type)
 }
@@ -467,7 +481,10 @@ mod tests {
                 base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(&data));
             assert_eq!(hash, format!("sha256={want}"), "{name}");
         }
-        assert_eq!(record.lines().count(), 7);
+        assert_eq!(record.lines().count(), 8);
+        let fallback = String::from_utf8(read("tensorplug_fpga_fallback.py")).unwrap();
+        assert!(fallback.contains("TENSORPLUG_FPGA_FALLBACK_FILE"));
+        assert!(!fallback.contains("{device_type}") && !fallback.contains("{lib}"));
         let int8 = String::from_utf8(read("tensorplug_fpga_int8.py")).unwrap();
         assert!(int8.contains("DEVICE_TYPE = \"FPGA\""));
         assert!(int8.contains("import tensorplug_fpga_int8 as int8"));

@@ -4,7 +4,7 @@ use super::proto::{DataType, KernelList, NodeDef, attr_value, kernel_def::AttrCo
 
 /// TF's device type of kernels registered for every device (`DEVICE_DEFAULT`:
 /// `Identity`, `Const`, `NoOp`, ...).
-const DEFAULT_DEVICE: &str = "DEFAULT";
+pub const DEFAULT_DEVICE: &str = "DEFAULT";
 
 /// Whether `list` has a kernel that TF would pick for `node` on a
 /// `device_type` device: one for that type or for every device, whose type

@@ -16,6 +16,7 @@ mod assign;
 mod configs;
 mod device;
 mod edges;
+mod fallback;
 mod fold;
 mod fuse;
 mod host_copy;

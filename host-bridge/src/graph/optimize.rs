@@ -126,7 +126,8 @@ pub unsafe fn run(
         arithmetic_kernel("AddV2", device),
     );
     report_moves(&changes, device);
-    let changed = changes.addn_split > 0 || !changes.moved.is_empty();
+    let failing = report_fallbacks(&mut graph, device)?;
+    let changed = changes.addn_split > 0 || !changes.moved.is_empty() || failing;
     let output = if session_moves > 0
         || updates > 0
         || unfused > 0
@@ -194,6 +195,66 @@ fn kernel_lookup(device: &str) -> impl FnMut(&NodeDef) -> bool + '_ {
         list.as_ref()
             .is_none_or(|list| has_kernel_for(list, device, node) && takes_attrs(node))
     }
+}
+
+/// The fallback report (`fallback`): says on stderr once per node, appends
+/// to `TENSORPLUG_FALLBACK_FILE`, or (`error`) makes the step fail; returns
+/// whether it changed the graph.
+fn report_fallbacks(graph: &mut GraphDef, device: &str) -> Result<bool> {
+    use super::fallback::{Mode, fail_on, fallbacks};
+    let mode = Mode::from_env()?;
+    if mode == Mode::Off {
+        return Ok(false);
+    }
+    let mut lists: HashMap<String, Option<KernelList>> = HashMap::new();
+    let found = fallbacks(graph, device, |op| {
+        lists
+            .entry(op.to_string())
+            .or_insert_with(|| {
+                CString::new(op)
+                    .ok()
+                    .and_then(|op| tf_grappler::kernels_for(&op).ok())
+                    .filter(|list| !list.kernel.is_empty())
+            })
+            .clone()
+    });
+    if found.is_empty() {
+        return Ok(false);
+    }
+    if let Some(file) = settings::get(settings::FALLBACK_FILE)? {
+        use std::io::Write;
+        let lines: String = found.iter().map(|f| format!("{f}\n")).collect();
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&file.text)
+            .and_then(|mut out| out.write_all(lines.as_bytes()));
+        if let Err(e) = written {
+            log::warn(format_args!("{}: {e}", file.var));
+        }
+    }
+    static SAID: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    let new: Vec<String> = {
+        let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+        found
+            .iter()
+            .map(ToString::to_string)
+            .filter(|f| said.insert(f.clone()))
+            .collect()
+    };
+    if !new.is_empty() && mode == Mode::Warn {
+        log::warn(format_args!(
+            "{} float op(s) of a graph on {device} run on the CPU: {} (said once per node; \
+             TENSORPLUG_FALLBACK=off silences this, =error fails the step)",
+            new.len(),
+            new.join(", ")
+        ));
+    }
+    if mode == Mode::Error {
+        fail_on(graph, &found, device)?;
+        return Ok(true);
+    }
+    Ok(false)
 }
 
 /// Says once per op type that TF's passes left it on our device with no
