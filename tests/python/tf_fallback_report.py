@@ -3,7 +3,7 @@ that TF places on the CPU because the device cannot run them.
 
 usage: tf_fallback_report.py [warn|error]
 
-warn (the default): a Keras model built to fall back (a Dense layer, then
+warn (the default; `off` silences stderr, not the helper): a Keras model built to fall back (a Dense layer, then
 exact GELU, whose `Erf` has no FPGA kernel, then a Dense layer) predicts
 on the FPGA, and a plain MLP predicts; stderr carries the pass's report.
 The wheel's `<lib>_fallback.report` is asked about both. Prints
@@ -22,8 +22,8 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 MODE = sys.argv[1] if len(sys.argv) > 1 else "warn"
-if MODE == "error":
-    os.environ["TENSORPLUG_FALLBACK"] = "error"
+if MODE in ("error", "off"):
+    os.environ["TENSORPLUG_FALLBACK"] = MODE
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 

@@ -173,7 +173,8 @@ fn tf_passes_on_fpga_nodes_leave_a_runnable_graph() {
 /// GELU, whose `Erfc` (Keras 3) or `Erf` (Keras 2, TF 2.15) has no FPGA
 /// kernel) is reported once, on stderr and by the wheel's
 /// `<lib>_fallback.report`, naming the op, the node and why; a plain MLP
-/// is not; `TENSORPLUG_FALLBACK=error` fails the predict naming the same.
+/// is not; `TENSORPLUG_FALLBACK=off` silences stderr but not the helper;
+/// `=error` fails the predict naming the same.
 #[test]
 fn the_fallback_report_names_float_ops_on_the_cpu_and_nothing_else() {
     let output = run_tf_with_plugin("tf_fallback_report.py", &["warn"], None);
@@ -203,6 +204,12 @@ fn the_fallback_report_names_float_ops_on_the_cpu_and_nothing_else() {
         "{}",
         said[0]
     );
+    // Off: nothing on stderr; the helper still reports.
+    let output = run_tf_with_plugin("tf_fallback_report.py", &["off"], None);
+    let off = check(&output, "tf_fallback_report.py off");
+    assert!(off.contains(&format!("report gelu {entry}\n")), "{off}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("run on the CPU"), "{stderr}");
     let output = run_tf_with_plugin("tf_fallback_report.py", &["error"], None);
     let stdout = check(&output, "tf_fallback_report.py error");
     let says = format!(

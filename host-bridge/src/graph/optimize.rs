@@ -197,13 +197,14 @@ fn kernel_lookup(device: &str) -> impl FnMut(&NodeDef) -> bool + '_ {
     }
 }
 
-/// The fallback report (`fallback`): says on stderr once per node, appends
-/// to `TENSORPLUG_FALLBACK_FILE`, or (`error`) makes the step fail; returns
-/// whether it changed the graph.
+/// The fallback report (`fallback`): appends to `TENSORPLUG_FALLBACK_FILE`
+/// (whatever the mode), says on stderr once per node, or (`error`) makes
+/// the step fail; returns whether it changed the graph.
 fn report_fallbacks(graph: &mut GraphDef, device: &str) -> Result<bool> {
     use super::fallback::{Mode, fail_on, fallbacks};
     let mode = Mode::from_env()?;
-    if mode == Mode::Off {
+    let file = settings::get(settings::FALLBACK_FILE)?;
+    if mode == Mode::Off && file.is_none() {
         return Ok(false);
     }
     let mut lists: HashMap<String, Option<KernelList>> = HashMap::new();
@@ -221,7 +222,7 @@ fn report_fallbacks(graph: &mut GraphDef, device: &str) -> Result<bool> {
     if found.is_empty() {
         return Ok(false);
     }
-    if let Some(file) = settings::get(settings::FALLBACK_FILE)? {
+    if let Some(file) = file {
         use std::io::Write;
         let lines: String = found.iter().map(|f| format!("{f}\n")).collect();
         let written = std::fs::OpenOptions::new()
@@ -232,6 +233,9 @@ fn report_fallbacks(graph: &mut GraphDef, device: &str) -> Result<bool> {
         if let Err(e) = written {
             log::warn(format_args!("{}: {e}", file.var));
         }
+    }
+    if mode == Mode::Off {
+        return Ok(false);
     }
     static SAID: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
     let new: Vec<String> = {
