@@ -664,6 +664,14 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_OP_AVG_POOL_INT8 39
 #define TPD_OP_QUANTIZE 40
 #define TPD_OP_DEQUANTIZE 41
+#define TPD_OP_ERF 42
+#define TPD_OP_ERFC 43
+#define TPD_OP_ABS 44
+#define TPD_OP_SOFTPLUS 45
+#define TPD_OP_MINIMUM 46
+#define TPD_OP_SIGMOID_GRAD 47
+#define TPD_OP_TANH_GRAD 48
+#define TPD_OP_RSQRT_GRAD 49
 
 // Element types (`CommandDescriptor::dtype`), from tensorplug_core's `DType`.
 #define TPD_DTYPE_F32 1

@@ -537,6 +537,20 @@ SWEEPS = {
     "Rsqrt": unary_cases(tf.math.rsqrt, lambda x, cpu: 4 * EPS * np.abs(cpu) + TINY),
     "Exp": unary_cases(tf.math.exp, lambda x, cpu: 4 * EPS * np.abs(cpu) + TINY),
     "Log": unary_cases(tf.math.log, lambda x, cpu: 4 * EPS * np.abs(cpu) + TINY),
+    "Erf": unary_cases(tf.math.erf, lambda x, cpu: 4 * EPS * np.abs(cpu) + TINY),
+    "Erfc": unary_cases(tf.math.erfc, lambda x, cpu: 8 * EPS * np.abs(cpu) + TINY),
+    "Abs": unary_cases(tf.math.abs),
+    "Softplus": unary_cases(tf.math.softplus, lambda x, cpu: 4 * EPS * np.abs(cpu) + TINY),
+    "Minimum": binary_cases(tf.math.minimum),
+    "SigmoidGrad": binary_cases(lambda y, dy: tf.raw_ops.SigmoidGrad(y=y, dy=dy),
+                                lambda a, b, cpu: 4 * EPS * np.abs(cpu) + TINY,
+                                pairs=[(s, s) for s in SHAPES]),
+    "TanhGrad": binary_cases(lambda y, dy: tf.raw_ops.TanhGrad(y=y, dy=dy),
+                             lambda a, b, cpu: 4 * EPS * np.abs(cpu) + TINY,
+                             pairs=[(s, s) for s in SHAPES]),
+    "RsqrtGrad": binary_cases(lambda y, dy: tf.raw_ops.RsqrtGrad(y=y, dy=dy),
+                              lambda a, b, cpu: 4 * EPS * np.abs(cpu) + TINY,
+                              pairs=[(s, s) for s in SHAPES]),
     "LogSoftmax": log_softmax_cases,
     "SparseSoftmaxCrossEntropyWithLogits": sparse_xent_cases,
     "SoftmaxCrossEntropyWithLogits": xent_cases,
@@ -581,7 +595,8 @@ PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), 
                 "_FusedConv2D": [(1, 5, 5, 3), (3, 3, 3, 4), (4,)],
                 **{op: [(2, 2), (2, 2)] for op in ("AddV2", "Add", "Sub", "Mul", "Maximum", "RealDiv",
                                                   "Div", "DivNoNan", "Pow", "ReluGrad",
-                                                  "SquaredDifference")}}
+                                                  "SquaredDifference", "Minimum", "SigmoidGrad",
+                                                  "TanhGrad", "RsqrtGrad")}}
 
 
 def run_on(device, fn, args):

@@ -3,16 +3,17 @@ that TF places on the CPU because the device cannot run them.
 
 usage: tf_fallback_report.py [warn|error]
 
-warn (the default; `off` silences stderr, not the helper): a Keras model built to fall back (a Dense layer, then
-exact GELU, whose `Erf` has no FPGA kernel, then a Dense layer) predicts
-on the FPGA, and a plain MLP predicts; stderr carries the pass's report.
+warn (the default; `off` silences stderr, not the helper): a Keras model
+built to fall back (a Dense layer, then a `sin` activation, whose `Sin`
+has no FPGA kernel, then a Dense layer) predicts on the FPGA, and a plain
+MLP predicts; stderr carries the pass's report.
 The wheel's `<lib>_fallback.report` is asked about both. Prints
 
-  report gelu <the lines report() returned, ' | '-joined, or ->
+  report sin <the lines report() returned, ' | '-joined, or ->
   report mlp <the same>
   predicted
 
-error: TENSORPLUG_FALLBACK=error, the GELU model's predict must fail:
+error: TENSORPLUG_FALLBACK=error, the `sin` model's predict must fail:
 
   error <the assertion's line>
 """
@@ -54,20 +55,20 @@ def model(activation):
 
 def main():
     x = np.random.default_rng(0).normal(size=(4, 8)).astype(np.float32)
-    gelu = model(lambda t: tf.keras.activations.gelu(t, approximate=False))
+    sin = model(tf.math.sin)
     mlp = model("relu")
     if MODE == "error":
         try:
-            gelu.predict(x, verbose=0)
+            sin.predict(x, verbose=0)
             print("error none")
         except tf.errors.InvalidArgumentError as error:
             lines = [line.strip() for line in error.message.splitlines() if "TENSORPLUG_FALLBACK" in line]
             print(f"error {(lines or ['-'])[0]}")
         return
     report = fallback_module().report
-    for name, m in (("gelu", gelu), ("mlp", mlp)):
+    for name, m in (("sin", sin), ("mlp", mlp)):
         print(f"report {name} {' | '.join(report(m, x)) or '-'}")
-    gelu.predict(x, verbose=0)
+    sin.predict(x, verbose=0)
     mlp.predict(x, verbose=0)
     print("predicted")
 

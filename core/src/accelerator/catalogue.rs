@@ -140,6 +140,14 @@ pub const BUILTIN: &[OpDecl] = &[
     int8("AvgPoolInt8", 39, 2, OpKind::AvgPoolInt8(WINDOW)),
     int8("Quantize", 40, 2, OpKind::Quantize),
     int8("Dequantize", 41, 2, OpKind::Dequantize),
+    unary("Erf", 42),
+    unary("Erfc", 43),
+    unary("Abs", 44),
+    unary("Softplus", 45),
+    binary("Minimum", 46),
+    binary("SigmoidGrad", 47),
+    binary("TanhGrad", 48),
+    binary("RsqrtGrad", 49),
 ];
 
 /// The element-wise ops that code names (any member can also be named in a
@@ -227,7 +235,41 @@ pub(super) const ELEMENTWISE_RULES: &[(u16, Elementwise)] = &[
     (31, near(|x, _| libm::exp(f64::from(x)) as f32)),
     (32, near(|x, _| libm::log(f64::from(x)) as f32)),
     (33, near(|a, b| (a - b) * (a - b))),
+    (42, near(|x, _| libm::erf(f64::from(x)) as f32)),
+    (43, near(|x, _| libm::erfc(f64::from(x)) as f32)),
+    (44, near(|x, _| x.abs())),
+    (45, near(|x, _| softplus(f64::from(x)) as f32)),
+    (
+        46,
+        near(|a, b| {
+            if a.is_nan() || b.is_nan() {
+                f32::NAN
+            } else if b < a {
+                b
+            } else {
+                a
+            }
+        }),
+    ),
+    // The gradients take (y, dy), y the forward op's output; TF's formulas
+    // in f32.
+    (47, near(|y, dy| dy * y * (1.0 - y))),
+    (48, near(|y, dy| dy * (1.0 - y * y))),
+    (49, near(|y, dy| -0.5 * (dy * y) * (y * y))),
 ];
+
+/// `ln(1 + eˣ)`, as TF computes it: `x` above 13.94 (`−(ln ε + 2)`), `eˣ`
+/// below −13.94, else `log1p(eˣ)`.
+fn softplus(x: f64) -> f64 {
+    let threshold = libm::log(f64::from(f32::EPSILON)) + 2.0;
+    if x > -threshold {
+        x
+    } else if x < threshold {
+        libm::exp(x)
+    } else {
+        libm::log1p(libm::exp(x))
+    }
+}
 
 /// Rules with the element-wise bound ([`ELEMENTWISE_ABS`] + [`ELEMENTWISE_REL`]·|want|).
 const fn near(reference: fn(f32, f32) -> f32) -> Elementwise {

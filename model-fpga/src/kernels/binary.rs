@@ -60,6 +60,14 @@ binary_ops! {
     ReluGrad = Binary::RELU_GRAD => relu_grad,
     /// `(a − b)²`, as `(a − b) · (a − b)` in f32 (as TF's CPU kernel).
     SquaredDifference = Binary::named("SquaredDifference") => |a, b| (a - b) * (a - b),
+    /// `min(a, b)`; NaN if either is.
+    Minimum = Binary::named("Minimum") => minimum,
+    /// `dy · y · (1 − y)` for `(y, dy)`.
+    SigmoidGrad = Binary::named("SigmoidGrad") => |y: f32, dy: f32| dy * y * (1.0 - y),
+    /// `dy · (1 − y²)` for `(y, dy)`.
+    TanhGrad = Binary::named("TanhGrad") => |y: f32, dy: f32| dy * (1.0 - y * y),
+    /// `−½ · dy · y³` for `(y, dy)`.
+    RsqrtGrad = Binary::named("RsqrtGrad") => |y: f32, dy: f32| -0.5 * (dy * y) * (y * y),
 }
 
 impl BinaryOp {
@@ -84,6 +92,11 @@ fn relu_grad(gradient: f32, input: f32) -> f32 {
 #[inline(always)]
 fn maximum(a: f32, b: f32) -> f32 {
     if a < b || b.is_nan() { b } else { a }
+}
+
+/// `min(a, b)`, NaN from either side (as [`maximum`]).
+fn minimum(a: f32, b: f32) -> f32 {
+    if b < a || b.is_nan() { b } else { a }
 }
 
 /// `out = a <op> b`, broadcasting `a_shape` against `b_shape` NumPy-style

@@ -66,6 +66,27 @@ unary_ops! {
     Exp = Unary::EXP => libm::expf,
     /// `ln x` (`logf`).
     Log = Unary::named("Log") => libm::logf,
+    /// `erf x` (`erff`).
+    Erf = Unary::named("Erf") => libm::erff,
+    /// `erfc x` (`erfcf`).
+    Erfc = Unary::named("Erfc") => libm::erfcf,
+    /// `|x|`.
+    Abs = Unary::named("Abs") => f32::abs,
+    /// `ln(1 + eˣ)` with TF's thresholds (`x` above 13.94, `eˣ` below −13.94).
+    Softplus = Unary::named("Softplus") => softplus,
+}
+
+/// TF's softplus: `−(ln ε + 2)` = 13.94 bounds where `log1p(eˣ)` is exact
+/// enough to skip.
+fn softplus(x: f32) -> f32 {
+    const THRESHOLD: f32 = -13.942_385;
+    if x > -THRESHOLD {
+        x
+    } else if x < THRESHOLD {
+        libm::expf(x)
+    } else {
+        libm::log1pf(libm::expf(x))
+    }
 }
 
 impl UnaryOp {

@@ -36,6 +36,10 @@ pub static KERNELS: &[BinaryKernel] = &[
     binary(c"Pow", "Pow"),
     binary(c"ReluGrad", "ReluGrad"),
     binary(c"SquaredDifference", "SquaredDifference"),
+    binary(c"Minimum", "Minimum"),
+    binary(c"SigmoidGrad", "SigmoidGrad"),
+    binary(c"TanhGrad", "TanhGrad"),
+    binary(c"RsqrtGrad", "RsqrtGrad"),
 ];
 
 impl Op for BinaryKernel {

@@ -33,6 +33,10 @@ pub static KERNELS: &[UnaryKernel] = &[
     unary(c"Tanh", "Tanh"),
     unary(c"Exp", "Exp"),
     unary(c"Log", "Log"),
+    unary(c"Erf", "Erf"),
+    unary(c"Erfc", "Erfc"),
+    unary(c"Abs", "Abs"),
+    unary(c"Softplus", "Softplus"),
 ];
 
 impl Op for UnaryKernel {
