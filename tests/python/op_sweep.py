@@ -438,6 +438,38 @@ def concat_cases():
     yield "specials", lambda t, u: tf.raw_ops.ConcatV2(values=[t, u], axis=0), [SPECIAL, SPECIAL], None
 
 
+def split_cases():
+    """One piece of each split (the last; the middle one too), exact."""
+    for shape, axis, n in pick([((6, 4), 0, 3), ((2, 6, 3), 1, 2), ((4, 8), -1, 4),
+                                ((0, 4), 1, 2), ((3,), 0, 3)]):
+        for k in sorted({n - 1, n // 2}):
+            yield (f"{shape} axis={axis} n={n} piece {k}",
+                   lambda t, a=axis, n=n, k=k: tf.split(t, n, axis=a)[k], [rand(*shape)], None)
+
+
+def split_v_cases():
+    for shape, sizes, axis in pick([((7, 3), [2, -1, 1], 0), ((2, 9), [4, 5], 1),
+                                    ((2, 3, 5), [0, 3, 2], -1), ((4,), [4], 0)]):
+        for k in range(len(sizes)):
+            yield (f"{shape} sizes={sizes} axis={axis} piece {k}",
+                   lambda t, s=sizes, a=axis, k=k: tf.split(t, s, axis=a)[k], [rand(*shape)], None)
+
+
+def unpack_cases():
+    for shape, axis in pick([((3, 4), 0), ((2, 3, 4), 1), ((2, 3), -1), ((1, 5, 2), 0)]):
+        last = shape[axis] - 1
+        yield (f"{shape} axis={axis} piece {last}",
+               lambda t, a=axis, k=last: tf.unstack(t, axis=a)[k], [rand(*shape)], None)
+
+
+def pack_cases():
+    for shape, n, axis in pick([((3, 4), 2, 0), ((2, 3), 3, 1), ((2, 3), 2, -1), ((4,), 3, 0),
+                                ((0, 2), 2, 1)]):
+        yield (f"{n} x {shape} axis={axis}", lambda *ts, a=axis: tf.stack(list(ts), axis=a),
+               [rand(*shape) for _ in range(n)], None)
+    yield "specials", lambda t, u: tf.stack([t, u]), [SPECIAL, SPECIAL[::-1].copy()], None
+
+
 def xent_cases():
     """Both outputs of the dense-label loss; labels are probabilities."""
     for (batch, classes), output in grid([(4, 3), (64, 10), (1, 1), (0, 5), (3, 1000)], (0, 1)):
@@ -561,6 +593,10 @@ SWEEPS = {
     "Pad": pad_cases,
     "Slice": slice_cases,
     "ConcatV2": concat_cases,
+    "Split": split_cases,
+    "SplitV": split_v_cases,
+    "Unpack": unpack_cases,
+    "Pack": pack_cases,
     "Transpose": transpose_cases,
     "StridedSlice": strided_slice_cases,
     "Conv2D": lambda: conv_cases(False),
@@ -588,6 +624,7 @@ PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), 
                 "Conv2DBackpropFilter": [(1, 5, 5, 3), (1, 3, 3, 4)],
                 "MaxPoolGrad": [(1, 6, 6, 3), (1, 3, 3, 3)], "AvgPoolGrad": [(1, 3, 3, 3)],
                 "Slice": [(4, 5)], "ConcatV2": [(2, 3), (2, 4)], "Transpose": [(2, 3)],
+                "Split": [(6, 4)], "SplitV": [(7, 3)], "Unpack": [(3, 4)], "Pack": [(3, 4), (3, 4)],
                 "StridedSlice": [(4, 5)],
                 "FusedBatchNormV3": [(1, 2, 2, 2), (2,), (2,), (2,), (2,)],
                 "DepthwiseConv2dNativeBackpropInput": [(1, 3, 3, 6), (3, 3, 3, 2)],

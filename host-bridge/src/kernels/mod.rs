@@ -353,8 +353,17 @@ mod capability_tests {
     #[test]
     fn kernels_follow_the_declared_ops() {
         let npu = Capabilities::f32(OpSet::of(&[MATMUL, OpKind::Unary(Unary::RELU)]), true);
-        // BiasAddGrad lowers to a MatMul; Pad, Slice and ConcatV2 only copy and fill.
-        let copies = ["Pad", "Slice", "ConcatV2", "StridedSlice"];
+        // BiasAddGrad lowers to a MatMul; Pad, Slice, ConcatV2, … only copy and fill.
+        let copies = [
+            "Pad",
+            "Slice",
+            "ConcatV2",
+            "StridedSlice",
+            "Split",
+            "SplitV",
+            "Unpack",
+            "Pack",
+        ];
         assert_eq!(
             registered(&npu),
             [&["MatMul", "BiasAddGrad"][..], &copies, &["Relu"]].concat()
@@ -388,7 +397,17 @@ mod capability_tests {
         let both = common_capabilities([a, b].into_iter());
         assert_eq!(
             registered(&both),
-            ["Pad", "Slice", "ConcatV2", "StridedSlice", "Relu"]
+            [
+                "Pad",
+                "Slice",
+                "ConcatV2",
+                "StridedSlice",
+                "Split",
+                "SplitV",
+                "Unpack",
+                "Pack",
+                "Relu"
+            ]
         );
         assert!(!both.profiling);
         assert_eq!(common_capabilities(std::iter::empty()), Capabilities::NONE);

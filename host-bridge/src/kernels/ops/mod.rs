@@ -17,6 +17,7 @@ mod neg_square;
 mod pad;
 mod slice;
 mod softmax;
+mod split;
 mod strided_slice;
 mod sum;
 mod tile;
@@ -161,7 +162,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// The f32 kernels besides the element-wise families'.
-static KERNELS: [&dyn TfKernel; 31] = [
+static KERNELS: [&dyn TfKernel; 35] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -193,6 +194,10 @@ static KERNELS: [&dyn TfKernel; 31] = [
     &batch_norm::FusedBatchNorm,
     &window::DEPTHWISE_BACKPROP_INPUT,
     &window::DEPTHWISE_BACKPROP_FILTER,
+    &split::KERNELS[0],
+    &split::KERNELS[1],
+    &split::KERNELS[2],
+    &split::KERNELS[3],
 ];
 
 /// Every kernel the bridge can register for a device type: [`KERNELS`],
@@ -334,6 +339,8 @@ mod tests {
                 b"ConcatV2" => &[c"axis"],
                 b"Transpose" => &[c"perm"],
                 b"StridedSlice" => &[c"begin", c"end", c"strides"],
+                b"Split" => &[c"split_dim"],
+                b"SplitV" => &[c"size_splits", c"split_dim"],
                 _ => &[],
             };
             assert_eq!(kernel.host_memory(), host, "{:?}", kernel.op());
