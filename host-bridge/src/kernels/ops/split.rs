@@ -116,7 +116,7 @@ pub(super) fn piece_sizes(
 ) -> KernelResult<Vec<u64>> {
     match kind {
         Kind::Split => {
-            if pieces == 0 || dim % pieces as u64 != 0 {
+            if pieces == 0 || !dim.is_multiple_of(pieces as u64) {
                 return Err(Failure::invalid(format!(
                     "Number of ways to split should evenly divide the split dimension, but got \
                      split_dim of size {dim} and num_split {pieces}"
