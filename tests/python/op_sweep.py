@@ -470,6 +470,13 @@ def pack_cases():
     yield "specials", lambda t, u: tf.stack([t, u]), [SPECIAL, SPECIAL[::-1].copy()], None
 
 
+def reverse_cases():
+    for shape, axes in pick([((3, 4), [0]), ((2, 3, 4), [1]), ((2, 3, 4), [-1, 0]), ((5,), [0]),
+                             ((2, 3), []), ((0, 3), [1])]):
+        yield (f"{shape} axis={axes}", lambda t, a=axes: tf.reverse(t, a), [rand(*shape)], None)
+    yield "specials", lambda t: tf.reverse(t, [0]), [SPECIAL], None
+
+
 def xent_cases():
     """Both outputs of the dense-label loss; labels are probabilities."""
     for (batch, classes), output in grid([(4, 3), (64, 10), (1, 1), (0, 5), (3, 1000)], (0, 1)):
@@ -597,6 +604,7 @@ SWEEPS = {
     "SplitV": split_v_cases,
     "Unpack": unpack_cases,
     "Pack": pack_cases,
+    "ReverseV2": reverse_cases,
     "Transpose": transpose_cases,
     "StridedSlice": strided_slice_cases,
     "Conv2D": lambda: conv_cases(False),
@@ -625,6 +633,7 @@ PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), 
                 "MaxPoolGrad": [(1, 6, 6, 3), (1, 3, 3, 3)], "AvgPoolGrad": [(1, 3, 3, 3)],
                 "Slice": [(4, 5)], "ConcatV2": [(2, 3), (2, 4)], "Transpose": [(2, 3)],
                 "Split": [(6, 4)], "SplitV": [(7, 3)], "Unpack": [(3, 4)], "Pack": [(3, 4), (3, 4)],
+                "ReverseV2": [(3, 4)],
                 "StridedSlice": [(4, 5)],
                 "FusedBatchNormV3": [(1, 2, 2, 2), (2,), (2,), (2,), (2,)],
                 "DepthwiseConv2dNativeBackpropInput": [(1, 3, 3, 6), (3, 3, 3, 2)],

@@ -363,6 +363,7 @@ mod capability_tests {
             "SplitV",
             "Unpack",
             "Pack",
+            "ReverseV2",
         ];
         assert_eq!(
             registered(&npu),
@@ -406,6 +407,7 @@ mod capability_tests {
                 "SplitV",
                 "Unpack",
                 "Pack",
+                "ReverseV2",
                 "Relu"
             ]
         );

@@ -15,6 +15,7 @@ pub mod int8;
 mod matmul;
 mod neg_square;
 mod pad;
+mod reverse;
 mod slice;
 mod softmax;
 mod split;
@@ -162,7 +163,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// The f32 kernels besides the element-wise families'.
-static KERNELS: [&dyn TfKernel; 35] = [
+static KERNELS: [&dyn TfKernel; 36] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -198,6 +199,7 @@ static KERNELS: [&dyn TfKernel; 35] = [
     &split::KERNELS[1],
     &split::KERNELS[2],
     &split::KERNELS[3],
+    &reverse::ReverseV2,
 ];
 
 /// Every kernel the bridge can register for a device type: [`KERNELS`],
@@ -341,6 +343,7 @@ mod tests {
                 b"StridedSlice" => &[c"begin", c"end", c"strides"],
                 b"Split" => &[c"split_dim"],
                 b"SplitV" => &[c"size_splits", c"split_dim"],
+                b"ReverseV2" => &[c"axis"],
                 _ => &[],
             };
             assert_eq!(kernel.host_memory(), host, "{:?}", kernel.op());
