@@ -477,6 +477,19 @@ def reverse_cases():
     yield "specials", lambda t: tf.reverse(t, [0]), [SPECIAL], None
 
 
+def fill_cases():
+    for dims in pick([[2, 3], [4], [], [0, 5], [2, 1, 3]]):
+        yield f"dims={dims}", lambda v, d=dims: tf.fill(d, v), [rand()], None
+    yield "specials", lambda v: tf.fill([3], v), [np.float32(np.nan)], None
+
+
+def like_cases(op):
+    def cases():
+        for shape in pick([(2, 3), (4,), (), (0, 5)]):
+            yield str(shape), lambda t: op(x=t), [rand(*shape)], None
+    return cases
+
+
 def xent_cases():
     """Both outputs of the dense-label loss; labels are probabilities."""
     for (batch, classes), output in grid([(4, 3), (64, 10), (1, 1), (0, 5), (3, 1000)], (0, 1)):
@@ -605,6 +618,9 @@ SWEEPS = {
     "Unpack": unpack_cases,
     "Pack": pack_cases,
     "ReverseV2": reverse_cases,
+    "Fill": fill_cases,
+    "ZerosLike": like_cases(tf.raw_ops.ZerosLike),
+    "OnesLike": like_cases(tf.raw_ops.OnesLike),
     "Transpose": transpose_cases,
     "StridedSlice": strided_slice_cases,
     "Conv2D": lambda: conv_cases(False),
@@ -633,7 +649,7 @@ PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), 
                 "MaxPoolGrad": [(1, 6, 6, 3), (1, 3, 3, 3)], "AvgPoolGrad": [(1, 3, 3, 3)],
                 "Slice": [(4, 5)], "ConcatV2": [(2, 3), (2, 4)], "Transpose": [(2, 3)],
                 "Split": [(6, 4)], "SplitV": [(7, 3)], "Unpack": [(3, 4)], "Pack": [(3, 4), (3, 4)],
-                "ReverseV2": [(3, 4)],
+                "ReverseV2": [(3, 4)], "Fill": [()],
                 "StridedSlice": [(4, 5)],
                 "FusedBatchNormV3": [(1, 2, 2, 2), (2,), (2,), (2,), (2,)],
                 "DepthwiseConv2dNativeBackpropInput": [(1, 3, 3, 6), (3, 3, 3, 2)],
@@ -652,19 +668,36 @@ def run_on(device, fn, args):
     return out
 
 
+def ours_for(op, dtype):
+    """Whether one of the plugin's kernels is registered for `op` on `dtype`."""
+    for k in kernels.get_registered_kernels_for_op(op).kernel:
+        if k.device_type != DEVICE_TYPE:
+            continue
+        allowed = [t for c in k.constraint for t in c.allowed_values.list.type]
+        if dtype.as_datatype_enum in allowed:
+            return True
+    return False
+
+
 def probe_dtypes(op, fn):
     """What the device does with each non-f32 dtype of `op` (soft placement
-    off): `refused` (TF raises), or `TF's` (TF's own DEVICE_DEFAULT kernel
-    ran it, e.g. int32 arithmetic in host memory)."""
-    refused, tf_default = [], []
+    off): `refused` (TF raises), `ours` (a tensorplug kernel for that type,
+    e.g. int32 fills), or `TF's` (TF's own DEVICE_DEFAULT kernel ran it,
+    e.g. int32 arithmetic in host memory)."""
+    refused, tf_default, ours = [], [], []
     for dtype in OTHER_DTYPES:
         args = [np.ones(shape, dtype.as_numpy_dtype) for shape in PROBE_SHAPES.get(op, [(2, 2)])]
         try:
             out = run_on(DEV, fn, args)
-            (tf_default if out.device.endswith(f"{DEVICE_TYPE}:0") else refused).append(dtype.name)
+            if not out.device.endswith(f"{DEVICE_TYPE}:0"):
+                refused.append(dtype.name)
+            else:
+                (ours if ours_for(op, dtype) else tf_default).append(dtype.name)
         except tf.errors.OpError:
             refused.append(dtype.name)
     shown = f"refused: {', '.join(refused)}" if refused else ""
+    if ours:
+        shown += f"; {', '.join(ours)}: ours"
     if tf_default:
         shown += f"; {', '.join(tf_default)}: TF's own kernel"
     return shown

@@ -184,6 +184,21 @@ fn register(index: usize, def: &'static dyn TfKernel) -> KernelResult<()> {
              MAX_KERNELS in host-bridge/src/kernels/mod.rs"
         )));
     };
+    register_for(def, create, TF_DataType::TF_FLOAT, "")?;
+    for &dtype in def.more_types() {
+        register_for(def, create, dtype, &format!("_{dtype:?}"))?;
+    }
+    Ok(())
+}
+
+/// One registration of `def` with its type attribute set to `dtype`,
+/// named `tensorplug_<TYPE>_<op><suffix>`.
+fn register_for(
+    def: &'static dyn TfKernel,
+    create: CreateFn,
+    dtype: TF_DataType,
+    suffix: &str,
+) -> KernelResult<()> {
     let api = tf_api::kernel_api()?;
     let status = Status::new()?;
     let device = backend::device_type_c();
@@ -202,14 +217,7 @@ fn register(index: usize, def: &'static dyn TfKernel) -> KernelResult<()> {
     }
     if let Some(attr) = def.type_attr() {
         // SAFETY: live builder and status; static names.
-        unsafe {
-            (api.type_constraint)(
-                builder,
-                attr.as_ptr(),
-                TF_DataType::TF_FLOAT,
-                status.fresh(),
-            )
-        };
+        unsafe { (api.type_constraint)(builder, attr.as_ptr(), dtype, status.fresh()) };
         if let Err(failure) = status.check("TF_KernelBuilder_TypeConstraint") {
             // SAFETY: the builder was not registered, so it is still ours.
             unsafe { (api.delete_kernel_builder)(builder) };
@@ -221,7 +229,7 @@ fn register(index: usize, def: &'static dyn TfKernel) -> KernelResult<()> {
         unsafe { (api.host_memory)(builder, arg.as_ptr()) };
     }
     let name = format!(
-        "tensorplug_{}_{}",
+        "tensorplug_{}_{}{suffix}",
         backend::device_type(),
         def.op().to_string_lossy()
     );
@@ -364,6 +372,9 @@ mod capability_tests {
             "Unpack",
             "Pack",
             "ReverseV2",
+            "Fill",
+            "ZerosLike",
+            "OnesLike",
         ];
         assert_eq!(
             registered(&npu),
@@ -408,6 +419,9 @@ mod capability_tests {
                 "Unpack",
                 "Pack",
                 "ReverseV2",
+                "Fill",
+                "ZerosLike",
+                "OnesLike",
                 "Relu"
             ]
         );

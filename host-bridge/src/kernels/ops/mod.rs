@@ -10,6 +10,7 @@ mod binary;
 mod blocks;
 mod broadcast_to;
 mod concat;
+mod fill;
 mod fused_matmul;
 pub mod int8;
 mod matmul;
@@ -34,6 +35,7 @@ use super::launch::Launcher;
 use super::tf::{Construction, Context, Tensor};
 use std::any::Any;
 use std::ffi::CStr;
+use tensorplug_abi::tf::TF_DataType;
 use tensorplug_core::accelerator::{Capabilities, DType, OpKind, Shape, TensorDesc};
 
 /// One TF kernel, written once per op (or per family of ops, as
@@ -60,6 +62,12 @@ pub trait Op: Sync + 'static {
     /// `None` for an op of fixed types (the int8 ops).
     fn type_attr(&self) -> Option<&'static CStr> {
         Some(c"T")
+    }
+    /// Types besides float32 the kernel is also registered for under
+    /// [`Op::type_attr`] (a fill: `int32`, which TF's own `DEVICE_DEFAULT`
+    /// kernels would otherwise read from device memory as host memory).
+    fn more_types(&self) -> &'static [TF_DataType] {
+        &[]
     }
     /// Reads and checks the attributes; an unsupported value is a failure
     /// that names the attribute. The default reads none.
@@ -88,6 +96,8 @@ pub trait TfKernel: Sync {
     fn host_memory(&self) -> &'static [&'static CStr];
     /// See [`Op::type_attr`].
     fn type_attr(&self) -> Option<&'static CStr>;
+    /// See [`Op::more_types`].
+    fn more_types(&self) -> &'static [TF_DataType];
     /// See [`Op::construct`].
     fn construct(&self, ctx: &Construction) -> KernelResult<Box<dyn Any + Send + Sync>>;
     /// See [`Op::compute`]; `attrs` is what [`Self::construct`] returned.
@@ -145,6 +155,10 @@ impl<T: Op> TfKernel for T {
         Op::type_attr(self)
     }
 
+    fn more_types(&self) -> &'static [TF_DataType] {
+        Op::more_types(self)
+    }
+
     fn construct(&self, ctx: &Construction) -> KernelResult<Box<dyn Any + Send + Sync>> {
         Ok(Box::new(Op::construct(self, ctx)?))
     }
@@ -163,7 +177,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// The f32 kernels besides the element-wise families'.
-static KERNELS: [&dyn TfKernel; 36] = [
+static KERNELS: [&dyn TfKernel; 39] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -200,6 +214,9 @@ static KERNELS: [&dyn TfKernel; 36] = [
     &split::KERNELS[2],
     &split::KERNELS[3],
     &reverse::ReverseV2,
+    &fill::KERNELS[0],
+    &fill::KERNELS[1],
+    &fill::KERNELS[2],
 ];
 
 /// Every kernel the bridge can register for a device type: [`KERNELS`],
@@ -344,6 +361,7 @@ mod tests {
                 b"Split" => &[c"split_dim"],
                 b"SplitV" => &[c"size_splits", c"split_dim"],
                 b"ReverseV2" => &[c"axis"],
+                b"Fill" => &[c"dims", c"value"],
                 _ => &[],
             };
             assert_eq!(kernel.host_memory(), host, "{:?}", kernel.op());
