@@ -17,7 +17,7 @@ use tensorplug_core::accelerator::OpKind;
 /// Which of the three.
 pub enum Fill {
     /// `Fill(dims, value)`.
-    Fill,
+    Value,
     /// `ZerosLike(x)`.
     Zeros,
     /// `OnesLike(x)`.
@@ -25,14 +25,14 @@ pub enum Fill {
 }
 
 /// The kernels.
-pub static KERNELS: [Fill; 3] = [Fill::Fill, Fill::Zeros, Fill::Ones];
+pub static KERNELS: [Fill; 3] = [Fill::Value, Fill::Zeros, Fill::Ones];
 
 impl Op for Fill {
     type Attrs = ();
 
     fn op(&self) -> &'static CStr {
         match self {
-            Self::Fill => c"Fill",
+            Self::Value => c"Fill",
             Self::Zeros => c"ZerosLike",
             Self::Ones => c"OnesLike",
         }
@@ -44,7 +44,7 @@ impl Op for Fill {
 
     fn host_memory(&self) -> &'static [&'static CStr] {
         match self {
-            Self::Fill => &[c"dims", c"value"],
+            Self::Value => &[c"dims", c"value"],
             _ => &[],
         }
     }
@@ -55,7 +55,7 @@ impl Op for Fill {
 
     fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
         let (shape, pattern) = match self {
-            Self::Fill => {
+            Self::Value => {
                 let dims = read_host_ints(&ctx.input(0, true)?, "dims")?;
                 let dims = dims
                     .iter()
