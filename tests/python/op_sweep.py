@@ -477,12 +477,6 @@ def reverse_cases():
     yield "specials", lambda t: tf.reverse(t, [0]), [SPECIAL], None
 
 
-def fill_cases():
-    for dims in pick([[2, 3], [4], [], [0, 5], [2, 1, 3]]):
-        yield f"dims={dims}", lambda v, d=dims: tf.fill(d, v), [rand()], None
-    yield "specials", lambda v: tf.fill([3], v), [np.float32(np.nan)], None
-
-
 def like_cases(op):
     def cases():
         for shape in pick([(2, 3), (4,), (), (0, 5)]):
@@ -618,7 +612,6 @@ SWEEPS = {
     "Unpack": unpack_cases,
     "Pack": pack_cases,
     "ReverseV2": reverse_cases,
-    "Fill": fill_cases,
     "ZerosLike": like_cases(tf.raw_ops.ZerosLike),
     "OnesLike": like_cases(tf.raw_ops.OnesLike),
     "Transpose": transpose_cases,
@@ -649,7 +642,7 @@ PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), 
                 "MaxPoolGrad": [(1, 6, 6, 3), (1, 3, 3, 3)], "AvgPoolGrad": [(1, 3, 3, 3)],
                 "Slice": [(4, 5)], "ConcatV2": [(2, 3), (2, 4)], "Transpose": [(2, 3)],
                 "Split": [(6, 4)], "SplitV": [(7, 3)], "Unpack": [(3, 4)], "Pack": [(3, 4), (3, 4)],
-                "ReverseV2": [(3, 4)], "Fill": [()],
+                "ReverseV2": [(3, 4)],
                 "StridedSlice": [(4, 5)],
                 "FusedBatchNormV3": [(1, 2, 2, 2), (2,), (2,), (2,), (2,)],
                 "DepthwiseConv2dNativeBackpropInput": [(1, 3, 3, 6), (3, 3, 3, 2)],

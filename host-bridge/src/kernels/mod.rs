@@ -372,7 +372,6 @@ mod capability_tests {
             "Unpack",
             "Pack",
             "ReverseV2",
-            "Fill",
             "ZerosLike",
             "OnesLike",
         ];
@@ -419,7 +418,6 @@ mod capability_tests {
                 "Unpack",
                 "Pack",
                 "ReverseV2",
-                "Fill",
                 "ZerosLike",
                 "OnesLike",
                 "Relu"

@@ -177,7 +177,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// The f32 kernels besides the element-wise families'.
-static KERNELS: [&dyn TfKernel; 39] = [
+static KERNELS: [&dyn TfKernel; 38] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -216,7 +216,6 @@ static KERNELS: [&dyn TfKernel; 39] = [
     &reverse::ReverseV2,
     &fill::KERNELS[0],
     &fill::KERNELS[1],
-    &fill::KERNELS[2],
 ];
 
 /// Every kernel the bridge can register for a device type: [`KERNELS`],
@@ -361,7 +360,6 @@ mod tests {
                 b"Split" => &[c"split_dim"],
                 b"SplitV" => &[c"size_splits", c"split_dim"],
                 b"ReverseV2" => &[c"axis"],
-                b"Fill" => &[c"dims", c"value"],
                 _ => &[],
             };
             assert_eq!(kernel.host_memory(), host, "{:?}", kernel.op());
