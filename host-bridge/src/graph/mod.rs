@@ -1,12 +1,14 @@
 //! The graph optimizer interface: `TF_InitGraph` registers a grappler pass
 //! for `FPGA` graphs that keeps the variables a session graph creates on
 //! the host ([`session_variables`]), splits variable updates ([`assign`]),
-//! runs TF's other variable ops on host copies ([`host_copy`]), folds
+//! runs TF's other variable ops on host copies ([`host_copy`]), rewrites
+//! quantization-aware and QDQ graphs into int8 ops ([`qat`]), folds
 //! inference batch norms into convolutions ([`fold`]), fuses
 //! `MatMul → BiasAdd (→ Relu)` into `_FusedMatMul` and
 //! `Conv2D → BiasAdd (→ Relu | Relu6)` into `_FusedConv2D` ([`fuse`]), and makes
 //! what TF's own passes (all left on, [`configs`]) left on the device
-//! without a kernel runnable ([`runnable`]).
+//! without a kernel runnable ([`runnable`]), then names the float ops TF
+//! placed on the CPU because the device cannot run them ([`fallback`]).
 //!
 //! Every `extern "C"` function runs its body under
 //! [`ffi::with_status`](crate::ffi::with_status) or
