@@ -45,6 +45,29 @@ macro_rules! unary_ops {
                     $(Self::$name => ($f)(x),)*
                 }
             }
+
+            /// `out[i] = op(x[i])`, one loop per op (the match outside the
+            /// loop, so each loop vectorizes; `out` and `x` of one length).
+            fn map(self, x: &[f32], out: &mut [f32]) {
+                match self {
+                    $(Self::$name => {
+                        for (o, &v) in out.iter_mut().zip(x) {
+                            *o = ($f)(v);
+                        }
+                    })*
+                }
+            }
+
+            /// `x[i] = op(x[i])`, one loop per op.
+            fn map_in_place(self, x: &mut [f32]) {
+                match self {
+                    $(Self::$name => {
+                        for v in x.iter_mut() {
+                            *v = ($f)(*v);
+                        }
+                    })*
+                }
+            }
         }
     };
 }
@@ -99,17 +122,13 @@ impl UnaryOp {
 /// `out[i] = op(x[i])`.
 pub fn unary(op: UnaryOp, x: &[f32], out: &mut [f32]) -> Result<(), KernelError> {
     expect_len(Operand::Output, x.len(), out.len())?;
-    for (o, &v) in out.iter_mut().zip(x) {
-        *o = op.apply(v);
-    }
+    op.map(x, out);
     Ok(())
 }
 
 /// `x[i] = op(x[i])` in place.
 pub fn unary_in_place(op: UnaryOp, x: &mut [f32]) {
-    for v in x {
-        *v = op.apply(*v);
-    }
+    op.map_in_place(x);
 }
 
 /// `out = x + bias` along the last axis: `x` is `[.., c]` with
