@@ -15,7 +15,7 @@
 
 use super::device;
 use super::edges::{Input, Uses};
-use super::nodes::{type_value, unique};
+use super::nodes::{attr_of, is_nhwc, type_value, unique};
 use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
 use std::collections::{HashMap, HashSet};
 
@@ -348,18 +348,6 @@ fn constant(name: &str, device: &str, dims: &[i64], values: &[f32]) -> NodeDef {
 
 fn attr(value: attr_value::Value) -> AttrValue {
     AttrValue { value: Some(value) }
-}
-
-fn attr_of<'a>(node: &'a NodeDef, key: &str) -> Option<&'a attr_value::Value> {
-    node.attr.get(key)?.value.as_ref()
-}
-
-fn is_nhwc(node: &NodeDef) -> bool {
-    match attr_of(node, "data_format") {
-        None => true,
-        Some(attr_value::Value::S(format)) => format == b"NHWC",
-        Some(_) => false,
-    }
 }
 
 fn f32_on(node: &NodeDef, device_type: &str) -> bool {

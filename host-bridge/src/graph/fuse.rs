@@ -5,6 +5,7 @@
 
 use super::device;
 use super::edges::{Input, Uses};
+use super::nodes::is_nhwc;
 use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
 use crate::error::{Error, Result};
 use std::collections::HashSet;
@@ -184,17 +185,6 @@ fn is_f32_on(node: &NodeDef, device_type: &str) -> bool {
             node.attr.get("T").and_then(|t| t.value.as_ref()),
             Some(attr_value::Value::Type(t)) if *t == DataType::DtFloat as i32
         )
-}
-
-/// `BiasAdd` adds along the last axis only for NHWC (its default); MatMul
-/// outputs are 2-D, but other layouts are left alone rather than reasoned
-/// about. A `Conv2D` must be NHWC too (the device's only layout).
-fn is_nhwc(node: &NodeDef) -> bool {
-    match node.attr.get("data_format").and_then(|f| f.value.as_ref()) {
-        None => true,
-        Some(attr_value::Value::S(format)) => format == b"NHWC",
-        Some(_) => false,
-    }
 }
 
 fn data_inputs(node: &NodeDef) -> impl Iterator<Item = &String> {

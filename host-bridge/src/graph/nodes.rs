@@ -99,6 +99,21 @@ pub fn constant(
     }
 }
 
+/// The value of attribute `key`, if set.
+pub fn attr_of<'a>(node: &'a NodeDef, key: &str) -> Option<&'a attr_value::Value> {
+    node.attr.get(key)?.value.as_ref()
+}
+
+/// Whether the node's `data_format` is NHWC (its default), the device's
+/// only layout.
+pub fn is_nhwc(node: &NodeDef) -> bool {
+    match attr_of(node, "data_format") {
+        None => true,
+        Some(attr_value::Value::S(format)) => format == b"NHWC",
+        Some(_) => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::waits_of;

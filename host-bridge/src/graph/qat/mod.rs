@@ -29,6 +29,7 @@ mod emit;
 
 use super::device::is_ours;
 use super::edges::{Input, Uses};
+use super::nodes::{attr_of, is_nhwc};
 use super::proto::{DataType, GraphDef, NodeDef, attr_value};
 use std::collections::{HashMap, HashSet};
 use tensorplug_core::accelerator::Activation;
@@ -237,13 +238,13 @@ impl<'a> Index<'a> {
             || !scaled(qn)
             || !reads_all
             || self.data_inputs(q).len() != 3
-            || attr(qn, "T") != attr(d, "T")
+            || attr_of(qn, "T") != attr_of(d, "T")
             || !(weights || (per_tensor(d) && per_tensor(qn)))
         {
             return None;
         }
         let narrow = bool_attr(qn, "narrow_range").unwrap_or(false);
-        let mode = match attr(qn, "T")? {
+        let mode = match attr_of(qn, "T")? {
             attr_value::Value::Type(t) if *t == DataType::DtQint8 as i32 => {
                 if narrow {
                     "qint8_narrow"
@@ -254,19 +255,19 @@ impl<'a> Index<'a> {
             attr_value::Value::Type(t) if *t == DataType::DtQuint8 as i32 && !weights => "quint8",
             _ => return None,
         };
-        let round = match attr(qn, "round_mode") {
+        let round = match attr_of(qn, "round_mode") {
             Some(attr_value::Value::S(r)) => String::from_utf8_lossy(r).into_owned(),
             _ => "HALF_AWAY_FROM_ZERO".into(),
         };
-        let ensure = match attr(qn, "ensure_minimum_range") {
+        let ensure = match attr_of(qn, "ensure_minimum_range") {
             Some(attr_value::Value::F(e)) => *e,
             _ => 0.01,
         };
         Some((q, mode, (narrow, round, ensure)))
     }
 
-    /// Whether `at` is an activation quantizer.
-    pub fn is_activation_fq(&self, at: usize) -> bool {
+    /// Whether `at` is an activation quantizer ([`Self::quantizer`]).
+    pub fn is_quantizer(&self, at: usize) -> bool {
         self.quantizer(at).is_some()
     }
 
@@ -274,7 +275,7 @@ impl<'a> Index<'a> {
     pub fn quantized_root(&self, text: &str) -> Option<usize> {
         let mut at = self.producer(text)?;
         for _ in 0..16 {
-            if self.is_activation_fq(at) {
+            if self.is_quantizer(at) {
                 return Some(at);
             }
             let n = &self.nodes[at];
@@ -300,7 +301,7 @@ impl<'a> Index<'a> {
         let n = &self.nodes[at];
         is_ours(&n.device, self.device_type)
             && matches!(
-                attr(n, "T"),
+                attr_of(n, "T"),
                 Some(attr_value::Value::Type(t)) if *t == DataType::DtFloat as i32
             )
     }
@@ -444,7 +445,7 @@ impl<'a> Index<'a> {
             return None;
         }
         let inputs = self.data_inputs(at);
-        let epsilon = match attr(n, "epsilon") {
+        let epsilon = match attr_of(n, "epsilon") {
             Some(attr_value::Value::F(e)) => *e,
             _ => 1e-4, // TF's default
         };
@@ -501,7 +502,7 @@ impl<'a> Index<'a> {
     fn folded_pad(&self, x: &str, conv: usize) -> Option<(String, [i64; 4], usize)> {
         let pad = self.producer(x)?;
         let n = &self.nodes[pad];
-        let valid = matches!(attr(&self.nodes[conv], "padding"),
+        let valid = matches!(attr_of(&self.nodes[conv], "padding"),
             Some(attr_value::Value::S(p)) if p == b"VALID");
         if n.op != "Pad" || !valid || !self.float_on_device(pad) || !self.only_feeds(pad, conv) {
             return None;
@@ -519,34 +520,22 @@ impl<'a> Index<'a> {
     }
 }
 
-fn attr<'n>(node: &'n NodeDef, key: &str) -> Option<&'n attr_value::Value> {
-    node.attr.get(key)?.value.as_ref()
-}
-
 fn int_attr(node: &NodeDef, key: &str) -> Option<i64> {
-    match attr(node, key)? {
+    match attr_of(node, key)? {
         attr_value::Value::I(v) => Some(*v),
         _ => None,
     }
 }
 
 fn bool_attr(node: &NodeDef, key: &str) -> Option<bool> {
-    match attr(node, key)? {
+    match attr_of(node, key)? {
         attr_value::Value::B(v) => Some(*v),
         _ => None,
     }
 }
 
 fn scaled(node: &NodeDef) -> bool {
-    matches!(attr(node, "mode"), Some(attr_value::Value::S(m)) if m == b"SCALED")
-}
-
-fn is_nhwc(node: &NodeDef) -> bool {
-    match attr(node, "data_format") {
-        None => true,
-        Some(attr_value::Value::S(format)) => format == b"NHWC",
-        Some(_) => false,
-    }
+    matches!(attr_of(node, "mode"), Some(attr_value::Value::S(m)) if m == b"SCALED")
 }
 
 /// The values of an int32 or int64 `Const`.
@@ -554,7 +543,7 @@ fn int_constant(node: &NodeDef) -> Option<Vec<i64>> {
     if node.op != "Const" {
         return None;
     }
-    let Some(attr_value::Value::Tensor(t)) = attr(node, "value") else {
+    let Some(attr_value::Value::Tensor(t)) = attr_of(node, "value") else {
         return None;
     };
     let count: i64 = t
