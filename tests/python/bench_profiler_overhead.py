@@ -32,6 +32,9 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from bench_common import clock, write_figure  # noqa: E402
 
+# Every scratch directory of this run lives here, removed at exit.
+SCRATCH = tempfile.TemporaryDirectory(prefix="tensorplug-test-")
+
 FPGA = "/device:FPGA:0"
 REPS = int(os.environ.get("BENCH_REPS", "150"))  # rounds; each runs every mode once
 STEPS = int(os.environ.get("BENCH_STEPS", "15"))  # timed steps per session
@@ -73,7 +76,7 @@ def mlp(inputs, widths):
 
 def measure(model, batch, steps=STEPS):
     """Per mode: the median step time of each round (seconds)."""
-    logdir = tempfile.mkdtemp(prefix="tensorplug-bench-prof-")
+    logdir = tempfile.mkdtemp(prefix="tensorplug-bench-prof-", dir=SCRATCH.name)
 
     def run_steps():
         times = []

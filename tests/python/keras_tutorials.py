@@ -36,6 +36,9 @@ import tempfile  # noqa: E402
 from tensorflow.core.framework import graph_pb2  # noqa: E402
 from tensorflow.python.framework import kernels  # noqa: E402
 
+# Every scratch directory of this run lives here, removed at exit.
+SCRATCH = tempfile.TemporaryDirectory(prefix="tensorplug-test-")
+
 
 def fpga_kernel_dtypes():
     """{op: set of T values} of the kernels registered for FPGA (None = any)."""
@@ -137,7 +140,7 @@ if mode == "unchanged":
         with tf.device("/CPU:0"):
             _, cpu = program()
         keras.utils.set_random_seed(11)
-        dump_dir = tempfile.mkdtemp(prefix="tensorplug-keras-graphs-")
+        dump_dir = tempfile.mkdtemp(prefix="tensorplug-keras-graphs-", dir=SCRATCH.name)
         os.environ["TENSORPLUG_GRAPH_DUMP_DIR"] = dump_dir
         with StderrCapture() as log:
             model, fpga = program()

@@ -19,6 +19,9 @@ import tensorflow as tf
 from tensorflow.python.framework import op_def_registry
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
+# Every scratch directory of this run lives here, removed at exit.
+SCRATCH = tempfile.TemporaryDirectory(prefix="tensorplug-test-")
+
 FPGA = "/device:FPGA:0"
 PLANE_PREFIX = "/device:GPU:"
 PLANE_BASE = 1000  # our planes are /device:GPU:<1000 + ordinal> (docs/xspace-layout.md)
@@ -32,7 +35,7 @@ def check(cond, msg):
 
 
 def profile(body):
-    logdir = tempfile.mkdtemp(prefix="tensorplug-prof-")
+    logdir = tempfile.mkdtemp(prefix="tensorplug-prof-", dir=SCRATCH.name)
     tf.profiler.experimental.start(logdir)
     body()
     tf.profiler.experimental.stop()
@@ -416,7 +419,7 @@ def with_made_up_gpu_plane(space):
     line = plane.lines.add(id=1, name="Stream #1", timestamp_ns=ours.lines[0].timestamp_ns)
     event = line.events.add(metadata_id=1, offset_ps=1_000_000, duration_ps=5_000_000)
     event.stats.add(metadata_id=1, str_value=MADE_UP_GPU_OP)
-    path = os.path.join(tempfile.mkdtemp(prefix="tensorplug-gpu-"), "vm.xplane.pb")
+    path = os.path.join(tempfile.mkdtemp(prefix="tensorplug-gpu-", dir=SCRATCH.name), "vm.xplane.pb")
     with open(path, "wb") as f:
         f.write(gpu.SerializeToString())
     return path
@@ -494,7 +497,7 @@ def rss_mib():
 
 
 def scenario_cycles(cycles, max_growth_mib):
-    logdir = tempfile.mkdtemp(prefix="tensorplug-cycles-")
+    logdir = tempfile.mkdtemp(prefix="tensorplug-cycles-", dir=SCRATCH.name)
     with tf.device(FPGA):
         x = tf.constant(np.linspace(-1, 1, 1024, dtype=np.float32))
     warmup = 10

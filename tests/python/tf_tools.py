@@ -32,7 +32,8 @@ def parent(args):
     """Runs every case as two child processes; a crash fails only its case."""
     if not os.environ.get("TF_PLUGGABLE_DEVICE_LIBRARY_PATH"):
         sys.exit("set TF_PLUGGABLE_DEVICE_LIBRARY_PATH to libtensorplug_fpga.so")
-    out = args.out or tempfile.mkdtemp(prefix="tensorplug-tf-tools-")
+    scratch = None if args.out else tempfile.TemporaryDirectory(prefix="tensorplug-tf-tools-")
+    out = args.out or scratch.name
     failed = []
     for case in args.cases or CASES:
         for role, device in (("reference", "bogus"), ("plugin", None)):

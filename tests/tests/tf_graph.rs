@@ -17,12 +17,12 @@ fn check(output: &std::process::Output, what: &str) -> String {
     stdout
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("tensorplug-tf-graph-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
+/// A scratch directory, removed when dropped.
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("tensorplug-tf-graph-{name}-"))
+        .tempdir()
+        .expect("scratch dir")
 }
 
 /// The checked-in descriptors are the pinned wheel's, and wire-compatible
@@ -56,7 +56,7 @@ fn rewritten_graphs_compute_the_same_on_tf() {
         let bytes = std::fs::read(&original).expect("fixture");
         let (fusions, out) = rewrite(&bytes, &HashSet::new(), "FPGA").expect("rewrite");
         assert_eq!(fusions.with_relu + fusions.bias_only, fused, "{name}");
-        let rewritten = dir.join(format!("{name}.fused.pb"));
+        let rewritten = dir.path().join(format!("{name}.fused.pb"));
         std::fs::write(&rewritten, out.expect("rewritten")).expect("write");
         let stdout = check(
             &run_python(
@@ -80,7 +80,7 @@ fn rewritten_graphs_compute_the_same_on_tf() {
 fn plugin_optimizer_runs_and_passes_through_when_fusion_is_off() {
     let dir = scratch("passthrough");
     let stdout = check(
-        &run_tf_with_plugin("tf_graph_fusion.py", &[path(&dir), "off"], None),
+        &run_tf_with_plugin("tf_graph_fusion.py", &[path(dir.path()), "off"], None),
         "tf_graph_fusion.py off",
     );
     assert!(stdout.contains("OK off"), "{stdout}");
@@ -93,7 +93,7 @@ fn plugin_fuses_dense_relu_on_fpga() {
     let run = |mode: &str| {
         let dir = scratch(mode);
         let stdout = check(
-            &run_tf_with_plugin("tf_graph_fusion.py", &[path(&dir), mode], None),
+            &run_tf_with_plugin("tf_graph_fusion.py", &[path(dir.path()), mode], None),
             mode,
         );
         assert!(stdout.contains(&format!("OK {mode}")), "{stdout}");
