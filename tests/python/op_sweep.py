@@ -4,6 +4,9 @@ TF's own CPU kernel.
 
 usage: op_sweep.py <ci | full> [markdown table path]
 
+`TENSORPLUG_SWEEP_OPS=Einsum,BatchMatMulV2` sweeps only those ops (while
+writing a kernel; the check for registered ops without a sweep is skipped).
+
 The device type is `FPGA`, or `TENSORPLUG_SWEEP_DEVICE_TYPE` (the example
 NPU's plugin: `NPU`, whose own op `LeakyRelu` has its sweep here too).
 
@@ -29,6 +32,7 @@ from tf_kernels_common import EPS, TINY, gemm_tolerance
 MODE = sys.argv[1]
 assert MODE in ("ci", "full"), MODE
 DEVICE_TYPE = os.environ.get("TENSORPLUG_SWEEP_DEVICE_TYPE", "FPGA")
+ONLY = [op for op in os.environ.get("TENSORPLUG_SWEEP_OPS", "").split(",") if op]
 DEV, CPU = f"/device:{DEVICE_TYPE}:0", "/device:CPU:0"
 OTHER_DTYPES = [tf.float16, tf.float64, tf.int32]
 
@@ -78,6 +82,47 @@ def matmul_cases():
         yield (f"{m}x{k}x{n} ta={ta} tb={tb}",
                lambda x, y, ta=ta, tb=tb: tf.linalg.matmul(x, y, transpose_a=ta, transpose_b=tb),
                [a, b], lambda cpu, an=an, bn=bn, k=k: gemm_tolerance(an, bn, k))
+
+
+def batch_matmul_cases(fn):
+    def cases():
+        for (sa, sb), ax, ay in grid([((2, 3, 4), (2, 4, 5)), ((2, 1, 3, 4), (5, 4, 6)), ((3, 4), (2, 4, 5)),
+                                      ((4, 2, 8, 16), (4, 2, 16, 8)), ((2, 0, 4), (2, 4, 3)),
+                                      ((2, 3, 0), (2, 0, 3)), ((1, 1, 1), (1, 1, 1))],
+                                     (False, True), (False, True)):
+            a = rand(*sa[:-2], *(sa[-1:-3:-1] if ax else sa[-2:]))
+            b = rand(*sb[:-2], *(sb[-1:-3:-1] if ay else sb[-2:]))
+            an, bn = (np.swapaxes(a, -1, -2) if ax else a), (np.swapaxes(b, -1, -2) if ay else b)
+            if fn is tf.raw_ops.BatchMatMul and sa[:-2] != sb[:-2]:
+                continue
+            yield (f"{sa}x{sb} adj_x={ax} adj_y={ay}",
+                   lambda x, y, ax=ax, ay=ay: fn(x=x, y=y, adj_x=ax, adj_y=ay),
+                   [a, b], lambda cpu, an=an, bn=bn: gemm_tolerance(an, bn, an.shape[-1]))
+    return cases
+
+
+# The equations Keras' EinsumDense and MultiHeadAttention write, their
+# gradients', and the general forms (ellipsis, broadcast, one operand).
+EINSUMS = [("abc,cde->abde", (8, 16, 32), (32, 2, 4)), ("abcd,cde->abe", (8, 16, 2, 4), (2, 4, 32)),
+           ("aecd,abcd->acbe", (2, 5, 3, 4), (2, 6, 3, 4)), ("acbe,aecd->abcd", (2, 3, 6, 5), (2, 5, 3, 4)),
+           ("abde,cde->abc", (8, 16, 2, 4), (32, 2, 4)), ("abc,abde->cde", (8, 16, 32), (8, 16, 2, 4)),
+           ("acbe,abcd->aecd", (2, 3, 6, 5), (2, 6, 3, 4)), ("abcd,aecd->acbe", (2, 6, 3, 4), (2, 5, 3, 4)),
+           ("...ij,jk->...ik", (2, 3, 4, 5), (5, 6)), ("...ij,...jk->...ik", (1, 4, 5), (3, 5, 6)),
+           ("ij,jk", (3, 4), (4, 2)), ("ab,cb->ac", (0, 3), (2, 3)), ("ij->ji", (3, 5), None)]
+
+
+def einsum_cases():
+    for eq, sa, sb in pick(EINSUMS):
+        args = [rand(*sa)] + ([rand(*sb)] if sb else [])
+        tol = None
+        if sb is not None:
+            lhs, _, out = eq.replace("...", "").partition("->")
+            ta, tb = lhs.split(",")
+            out = out or "".join(sorted(c for c in ta + tb if (ta + tb).count(c) == 1))
+            k = int(np.prod([sa[ta.index(c) - len(ta)] for c in ta if c in tb and c not in out]))
+            scale = np.einsum(eq, *[np.abs(x.astype(np.float64)) for x in args])
+            tol = lambda cpu, scale=scale, k=k: 2 * (k + 2) * EPS * scale + TINY  # noqa: E731
+        yield eq, lambda *xs, eq=eq: tf.einsum(eq, *xs), args, tol
 
 
 def fused_matmul(a, b, bias, ops):
@@ -553,6 +598,9 @@ def tile_cases():
 SWEEPS = {
     "MatMul": matmul_cases,
     "_FusedMatMul": fused_matmul_cases,
+    "BatchMatMul": batch_matmul_cases(tf.raw_ops.BatchMatMul),
+    "BatchMatMulV2": batch_matmul_cases(tf.raw_ops.BatchMatMulV2),
+    "Einsum": einsum_cases,
     "BiasAdd": bias_add_cases,
     "BiasAddGrad": bias_add_grad_cases,
     "AddV2": binary_cases(tf.math.add),
@@ -632,7 +680,9 @@ SWEEPS = {
 # Input shapes for the "refused" check (each non-f32 dtype must raise, not
 # run, on the device: the kernels are float32 only today); default (2, 2).
 PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), (2, 2), (2,)], "BiasAdd": [(2, 2), (2,)],
-                "MatMul": [(2, 2), (2, 2)], "SparseSoftmaxCrossEntropyWithLogits": [(2, 2), (2,)],
+                "MatMul": [(2, 2), (2, 2)], "BatchMatMul": [(2, 2), (2, 2)], "BatchMatMulV2": [(2, 2), (2, 2)],
+                "Einsum": [(2, 2, 2), (2, 2, 2)],
+                "SparseSoftmaxCrossEntropyWithLogits": [(2, 2), (2,)],
                 "SoftmaxCrossEntropyWithLogits": [(2, 2), (2, 2)],
                 "Conv2D": [(1, 3, 3, 1), (1, 1, 1, 1)], "DepthwiseConv2dNative": [(1, 3, 3, 1), (1, 1, 1, 1)],
                 "MaxPool": [(1, 2, 2, 1)], "AvgPool": [(1, 2, 2, 1)], "Pad": [(1, 4, 4, 3)],
@@ -720,7 +770,7 @@ def main():
         rows.append((f"{len(int8)} int8 ops: `{int8[0]}` … `{int8[-1]}`", 0, "-", "-",
                      "no CPU kernel; bit-exact with TFLite: tests/tests/int8_vs_tflite.rs"))
     for op in registered:
-        if op not in SWEEPS:
+        if op not in SWEEPS or (ONLY and op not in ONLY):
             continue
         worst, worst_case, count, first_fn, bounded = 0.0, "", 0, None, False
         # A case is (label, fn, args, tolerance[, the CPU's fn where TF's CPU kernel lacks the attribute]).
@@ -767,7 +817,7 @@ def main():
     if len(sys.argv) > 2:
         with open(sys.argv[2], "w") as f:
             f.write("\n".join(table) + "\n")
-    for op in missing:
+    for op in [] if ONLY else missing:
         failures.append(f"{op}: registered for {DEVICE_TYPE} but has no sweep in op_sweep.py")
     for failure in failures:
         print(f"MISMATCH {failure}", file=sys.stderr)

@@ -3,6 +3,7 @@
 //! [`KERNELS`] table lists them; adding a kernel is a module plus a line
 //! there (`docs/ops.md`, "Adding a kernel").
 
+mod batch_matmul;
 mod batch_norm;
 mod bias_add;
 mod bias_add_grad;
@@ -10,6 +11,7 @@ mod binary;
 mod blocks;
 mod broadcast_to;
 mod concat;
+mod einsum;
 mod fill;
 mod fused_matmul;
 pub mod int8;
@@ -177,7 +179,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// The f32 kernels besides the element-wise families'.
-static KERNELS: [&dyn TfKernel; 38] = [
+static KERNELS: [&dyn TfKernel; 41] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -216,6 +218,9 @@ static KERNELS: [&dyn TfKernel; 38] = [
     &reverse::ReverseV2,
     &fill::KERNELS[0],
     &fill::KERNELS[1],
+    &batch_matmul::KERNELS[0],
+    &batch_matmul::KERNELS[1],
+    &einsum::Einsum,
 ];
 
 /// Every kernel the bridge can register for a device type: [`KERNELS`],

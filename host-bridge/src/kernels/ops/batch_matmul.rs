@@ -1,0 +1,261 @@
+//! `BatchMatMul` and `BatchMatMulV2` (`adj_x`, `adj_y`; V2 broadcasts the
+//! batch axes): one device `MatMul` per batch element, on views of the
+//! operands (as TF's CPU kernel, which also loops over the batch).
+//! [`Batched`] is shared with `Einsum`.
+
+use super::blocks::MAX_RUNS;
+use super::matmul::Transposes;
+use super::{Op, flat, is_empty};
+use crate::kernels::failure::{Failure, KernelResult};
+use crate::kernels::launch::Launcher;
+use crate::kernels::shapes::show;
+use crate::kernels::tf::{Construction, Context};
+use std::ffi::CStr;
+use tensorplug_core::accelerator::{DeviceAddr, OpKind, Shape, TensorDesc};
+
+/// `BatchMatMul` (equal batch axes) or `BatchMatMulV2` (broadcast).
+pub struct BatchMatMul {
+    op: &'static CStr,
+    broadcast: bool,
+}
+
+/// The kernels.
+pub static KERNELS: [BatchMatMul; 2] = [
+    BatchMatMul {
+        op: c"BatchMatMul",
+        broadcast: false,
+    },
+    BatchMatMul {
+        op: c"BatchMatMulV2",
+        broadcast: true,
+    },
+];
+
+pub(super) const MATMUL: OpKind = OpKind::MatMul {
+    transpose_a: false,
+    transpose_b: false,
+};
+
+impl Op for BatchMatMul {
+    type Attrs = Transposes;
+
+    fn op(&self) -> &'static CStr {
+        self.op
+    }
+
+    fn family(&self) -> Option<OpKind> {
+        Some(MATMUL)
+    }
+
+    fn construct(&self, ctx: &Construction) -> KernelResult<Transposes> {
+        Ok(Transposes {
+            a: ctx.bool_attr(c"adj_x")?,
+            b: ctx.bool_attr(c"adj_y")?,
+        })
+    }
+
+    fn compute(&self, t: &Transposes, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
+        let (x, y) = (ctx.input(0, false)?, ctx.input(1, false)?);
+        let (sx, sy) = (x.shape()?, y.shape()?);
+        let plan = Batched::plan(sx.dims(), sy.dims(), *t, self.broadcast)?;
+        let out_shape = plan.out_shape()?;
+        let out = ctx.output(&out_shape, &[])?;
+        if is_empty(&out_shape) {
+            return Ok(());
+        }
+        let (a, b) = (run.desc(&x, sx)?, run.desc(&y, sy)?);
+        plan.launch(run, a, b, run.desc(&out, out_shape)?)
+    }
+}
+
+/// `out[i] = op(a[i]) · op(b[i])` over broadcast batch axes: the batch
+/// dims of each (left-padded with 1 to one rank) and the matrices' dims.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Batched {
+    pub(super) a_batch: Vec<u64>,
+    pub(super) b_batch: Vec<u64>,
+    pub(super) a: [u64; 2],
+    pub(super) b: [u64; 2],
+    pub(super) t: Transposes,
+}
+
+impl Batched {
+    /// Checks `a` and `b` as TF's `BatchMatMul(V2)` does.
+    pub(super) fn plan(a: &[u64], b: &[u64], t: Transposes, broadcast: bool) -> KernelResult<Self> {
+        for (i, dims) in [a, b].iter().enumerate() {
+            if dims.len() < 2 {
+                return Err(Failure::invalid(format!(
+                    "In[{i}] ndims must be >= 2: {}",
+                    dims.len()
+                )));
+            }
+        }
+        let (ra, rb) = (a.len() - 2, b.len() - 2);
+        let rank = ra.max(rb);
+        let pad = |d: &[u64], r: usize| -> Vec<u64> {
+            std::iter::repeat_n(1, rank - r).chain(d[..r].iter().copied()).collect()
+        };
+        let plan = Self {
+            a_batch: pad(a, ra),
+            b_batch: pad(b, rb),
+            a: [a[ra], a[ra + 1]],
+            b: [b[rb], b[rb + 1]],
+            t,
+        };
+        let compatible = plan
+            .a_batch
+            .iter()
+            .zip(&plan.b_batch)
+            .all(|(&x, &y)| x == y || (broadcast && (x == 1 || y == 1)));
+        if !compatible || (!broadcast && ra != rb) {
+            return Err(Failure::invalid(format!(
+                "In[0] and In[1] must have compatible batch dimensions: {a:?} vs. {b:?}"
+            )));
+        }
+        if plan.k(0) != plan.k(1) {
+            return Err(Failure::invalid(format!(
+                "Matrix size-incompatible: In[0]: {a:?}, In[1]: {b:?} (adj_x={}, adj_y={})",
+                t.a, t.b
+            )));
+        }
+        Ok(plan)
+    }
+
+    /// The contracted size as operand `i` sees it.
+    fn k(&self, i: usize) -> u64 {
+        match i {
+            0 => self.a[usize::from(!self.t.a)],
+            _ => self.b[usize::from(self.t.b)],
+        }
+    }
+
+    fn mn(&self) -> (u64, u64) {
+        (
+            self.a[usize::from(self.t.a)],
+            self.b[usize::from(!self.t.b)],
+        )
+    }
+
+    fn out_batch(&self) -> Vec<u64> {
+        self.a_batch
+            .iter()
+            .zip(&self.b_batch)
+            .map(|(&x, &y)| if x == 1 { y } else { x })
+            .collect()
+    }
+
+    /// `[batch…, m, n]`.
+    pub(super) fn out_shape(&self) -> KernelResult<Shape> {
+        let (m, n) = self.mn();
+        let mut dims = self.out_batch();
+        dims.extend([m, n]);
+        flat(&dims)
+            .map_err(|_| Failure::unimplemented(format!("a result of rank {}", dims.len())))
+    }
+
+    /// Enqueues the MatMuls into `out` (of [`Self::out_shape`]).
+    pub(super) fn launch(
+        &self,
+        run: &mut Launcher<'_>,
+        a: TensorDesc,
+        b: TensorDesc,
+        out: TensorDesc,
+    ) -> KernelResult<()> {
+        let (m, n) = self.mn();
+        let batch = self.out_batch();
+        let count: u64 = batch.iter().product();
+        if self.k(0) == 0 {
+            return run.fill(out, 0);
+        }
+        // One batch of `b` for all of `a`, untransposed: one MatMul of the rows.
+        if !self.t.a && self.b_batch.iter().all(|&d| d == 1) {
+            let rows = count * m;
+            let a = view(a, 0, [rows, self.a[1]])?;
+            return launch_one(run, self.t, a, view(b, 0, self.b)?, view(out, 0, [rows, n])?);
+        }
+        if count > MAX_RUNS {
+            return Err(Failure::unimplemented(format!(
+                "a batch of {count} matrices (at most {MAX_RUNS}): {}",
+                show(&out.shape)
+            )));
+        }
+        let offset = |dims: &[u64], index: &[u64]| {
+            dims.iter()
+                .zip(index)
+                .fold(0, |at, (&d, &i)| at * d + if d == 1 { 0 } else { i })
+        };
+        let mut index = vec![0u64; batch.len()];
+        for i in 0..count {
+            let (ia, ib) = (
+                offset(&self.a_batch, &index),
+                offset(&self.b_batch, &index),
+            );
+            launch_one(
+                run,
+                self.t,
+                view(a, ia * self.a[0] * self.a[1], self.a)?,
+                view(b, ib * self.b[0] * self.b[1], self.b)?,
+                view(out, i * m * n, [m, n])?,
+            )?;
+            for axis in (0..batch.len()).rev() {
+                index[axis] += 1;
+                if index[axis] < batch[axis] {
+                    break;
+                }
+                index[axis] = 0;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn launch_one(
+    run: &mut Launcher<'_>,
+    t: Transposes,
+    a: TensorDesc,
+    b: TensorDesc,
+    out: TensorDesc,
+) -> KernelResult<()> {
+    let kind = OpKind::MatMul {
+        transpose_a: t.a,
+        transpose_b: t.b,
+    };
+    run.launch(kind, &[a, b], out)
+}
+
+/// The matrix `dims` at element `at` of `t`.
+fn view(t: TensorDesc, at: u64, dims: [u64; 2]) -> KernelResult<TensorDesc> {
+    let bytes = at * t.dtype.size() as u64;
+    Ok(TensorDesc::new(
+        DeviceAddr(t.addr.0 + bytes),
+        t.dtype,
+        flat(&dims)?,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NONE: Transposes = Transposes { a: false, b: false };
+
+    #[test]
+    fn batch_axes_broadcast_in_v2_only() {
+        let plan = Batched::plan(&[2, 1, 3, 4], &[5, 4, 6], NONE, true).unwrap();
+        assert_eq!(plan.a_batch, [2, 1]);
+        assert_eq!(plan.b_batch, [1, 5]);
+        assert_eq!(plan.out_shape().unwrap().dims(), [2, 5, 3, 6]);
+        assert!(Batched::plan(&[2, 1, 3, 4], &[5, 4, 6], NONE, false).is_err());
+        assert!(Batched::plan(&[2, 3, 4], &[3, 4, 6], NONE, true).is_err());
+    }
+
+    #[test]
+    fn adjoints_pick_the_contracted_axes() {
+        let t = Transposes { a: true, b: true };
+        let plan = Batched::plan(&[7, 4, 3], &[7, 6, 4], t, true).unwrap();
+        assert_eq!(plan.out_shape().unwrap().dims(), [7, 3, 6]);
+        let err = Batched::plan(&[7, 4, 3], &[7, 4, 6], t, true).unwrap_err();
+        assert!(format!("{err:?}").contains("Matrix size-incompatible"), "{err:?}");
+        assert!(Batched::plan(&[3], &[3, 2], NONE, true).is_err());
+    }
+}

@@ -1,0 +1,421 @@
+//! `Einsum` of two operands, lowered to device `Transpose`s and the
+//! batched `MatMul`s of `BatchMatMulV2`: each label is a batch axis (in
+//! both operands and the output; size 1 broadcasts), a contracted one (in
+//! both, not the output) or a free one of one operand. The equations
+//! Keras' `EinsumDense` and `MultiHeadAttention` write, and their
+//! gradients', are all of this form; so are `...` broadcasts (the only
+//! axes that broadcast, as in TF). One operand:
+//! a permutation of its axes. Anything else (a label summed in one operand
+//! only, a repeated label) fails and names the equation.
+
+use super::batch_matmul::{Batched, MATMUL};
+use super::matmul::Transposes;
+use super::{Op, flat, is_empty};
+use crate::kernels::failure::{Failure, KernelResult};
+use crate::kernels::launch::Launcher;
+use crate::kernels::tf::{Construction, Context, Tensor};
+use std::ffi::CStr;
+use tensorplug_core::accelerator::{MAX_RANK, OpKind, Shape, TensorDesc};
+
+/// The `Einsum` kernel.
+pub struct Einsum;
+
+/// The equation, split into its terms (`...` kept as `.`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Equation {
+    text: String,
+    inputs: Vec<Vec<u8>>,
+    output: Option<Vec<u8>>,
+}
+
+const TRANSPOSE: OpKind = OpKind::Transpose([0; MAX_RANK]);
+
+impl Op for Einsum {
+    type Attrs = Equation;
+
+    fn op(&self) -> &'static CStr {
+        c"Einsum"
+    }
+
+    fn family(&self) -> Option<OpKind> {
+        Some(MATMUL)
+    }
+
+    fn also_launches(&self) -> &'static [OpKind] {
+        &[TRANSPOSE]
+    }
+
+    fn construct(&self, ctx: &Construction) -> KernelResult<Equation> {
+        Equation::parse(&ctx.string_attr(c"equation")?)
+    }
+
+    fn compute(&self, eq: &Equation, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
+        let tensors = (0..ctx.num_inputs())
+            .map(|i| ctx.input(i, false))
+            .collect::<KernelResult<Vec<_>>>()?;
+        let shapes = tensors
+            .iter()
+            .map(Tensor::shape)
+            .collect::<KernelResult<Vec<_>>>()?;
+        let plan = eq.plan(&shapes)?;
+        let out_shape = flat(&plan.out_dims)?;
+        let out = ctx.output(&out_shape, &[])?;
+        if is_empty(&out_shape) {
+            return Ok(());
+        }
+        let out = run.desc(&out, out_shape)?;
+        let mut held = Vec::new();
+        let mut operand = |i: usize, run: &mut Launcher<'_>| -> KernelResult<TensorDesc> {
+            let x = run.desc(&tensors[i], shapes[i])?;
+            let Some(perm) = plan.transposes[i] else {
+                return Ok(x);
+            };
+            let (desc, tensor) = transposed(ctx, run, x, &perm)?;
+            held.push(tensor);
+            Ok(desc)
+        };
+        let Some(mm) = &plan.matmul else {
+            let x = run.desc(&tensors[0], shapes[0])?;
+            return match plan.transposes[0] {
+                Some(perm) => run.launch(OpKind::Transpose(perm), &[x], out),
+                None => run.copy(out, x),
+            };
+        };
+        let (a, b) = (operand(0, run)?, operand(1, run)?);
+        let (a, b) = if plan.swap { (b, a) } else { (a, b) };
+        let Some(perm) = plan.out_perm else {
+            return mm.launch(run, a, b, out);
+        };
+        let result_shape = mm.out_shape()?;
+        let result_tensor = ctx.temp(&result_shape)?;
+        let result = run.desc(&result_tensor, result_shape)?;
+        mm.launch(run, a, b, result)?;
+        run.launch(OpKind::Transpose(perm), &[result], out)
+    }
+}
+
+/// `x` transposed by `perm` into a temp (held by the caller until launched).
+fn transposed(
+    ctx: &Context,
+    run: &mut Launcher<'_>,
+    x: TensorDesc,
+    perm: &[u8; MAX_RANK],
+) -> KernelResult<(TensorDesc, Tensor)> {
+    let rank = x.shape.dims().len();
+    let dims: Vec<u64> = (0..rank)
+        .map(|i| x.shape.dims()[usize::from(perm[i])])
+        .collect();
+    let shape = flat(&dims)?;
+    let tensor = ctx.temp(&shape)?;
+    let desc = run.desc(&tensor, shape)?;
+    run.launch(OpKind::Transpose(*perm), &[x], desc)?;
+    Ok((desc, tensor))
+}
+
+/// What one compute call enqueues.
+#[derive(Debug)]
+struct Plan {
+    out_dims: Vec<u64>,
+    /// Per operand, the transpose into its MatMul order, if it needs one.
+    transposes: Vec<Option<[u8; MAX_RANK]>>,
+    /// The MatMuls (`None`: one operand, a transpose or a copy).
+    matmul: Option<Batched>,
+    /// Operand 1 is the MatMul's left-hand side (the output is `[…, n, m]`).
+    swap: bool,
+    /// The transpose of the MatMul result into the output, if it needs one.
+    out_perm: Option<[u8; MAX_RANK]>,
+}
+
+impl Equation {
+    /// Splits and checks `text` as far as it can without shapes.
+    pub fn parse(text: &str) -> KernelResult<Self> {
+        let bad = |why: &str| Failure::invalid(format!("Einsum equation '{text}': {why}"));
+        let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        let (lhs, output) = match compact.split_once("->") {
+            Some((lhs, out)) => (lhs, Some(out)),
+            None => (compact.as_str(), None),
+        };
+        let term = |t: &str| -> KernelResult<Vec<u8>> {
+            let t = t.replace("...", ".");
+            if t.bytes().filter(|&c| c == b'.').count() > 1
+                || !t.bytes().all(|c| c == b'.' || c.is_ascii_alphabetic())
+            {
+                return Err(bad("a term has a character other than letters and one '...'"));
+            }
+            Ok(t.into_bytes())
+        };
+        let inputs = lhs.split(',').map(term).collect::<KernelResult<Vec<_>>>()?;
+        if !(1..=2).contains(&inputs.len()) {
+            return Err(Failure::unimplemented(format!(
+                "Einsum equation '{text}': {} operands (the FPGA takes one or two)",
+                inputs.len()
+            )));
+        }
+        Ok(Self {
+            text: text.into(),
+            inputs,
+            output: output.map(term).transpose()?,
+        })
+    }
+
+    fn unsupported(&self, why: &str) -> Failure {
+        Failure::unimplemented(format!(
+            "Einsum equation '{}' is not one the FPGA lowers: {why}",
+            self.text
+        ))
+    }
+
+    /// The operands' labels with `...` spelled out (as `0`, `1`, …, aligned
+    /// right), the output's, and each label's size.
+    fn labels(&self, shapes: &[Shape]) -> KernelResult<(Vec<Vec<u8>>, Vec<u8>, [u64; 128])> {
+        if shapes.len() != self.inputs.len() {
+            return Err(Failure::invalid(format!(
+                "Einsum equation '{}' has {} operands, the op {}",
+                self.text,
+                self.inputs.len(),
+                shapes.len()
+            )));
+        }
+        let explicit = |t: &[u8]| t.iter().filter(|&&c| c != b'.').count();
+        let mut ellipsis = 0;
+        for (t, s) in self.inputs.iter().zip(shapes) {
+            let rank = s.dims().len();
+            let dots = t.contains(&b'.');
+            if rank < explicit(t) || (!dots && rank != t.len()) {
+                return Err(Failure::invalid(format!(
+                    "Einsum equation '{}': an operand of rank {rank} for the term '{}'",
+                    self.text,
+                    String::from_utf8_lossy(t)
+                )));
+            }
+            ellipsis = ellipsis.max(rank - explicit(t));
+        }
+        let spell = |t: &[u8], r: usize| -> Vec<u8> {
+            let dots = (ellipsis - r..ellipsis).map(|i| b'0' + i as u8);
+            let at = t.iter().position(|&c| c == b'.').unwrap_or(t.len());
+            let mut out = t[..at].to_vec();
+            if at < t.len() {
+                out.extend(dots);
+                out.extend(&t[at + 1..]);
+            }
+            out
+        };
+        let inputs: Vec<Vec<u8>> = self
+            .inputs
+            .iter()
+            .zip(shapes)
+            .map(|(t, s)| spell(t, s.dims().len() - explicit(t)))
+            .collect();
+        let output = match &self.output {
+            Some(t) => spell(t, ellipsis),
+            // Implicit output: the ellipsis, then the labels seen once, sorted.
+            None => {
+                let mut once: Vec<u8> = (b'a'..=b'z')
+                    .chain(b'A'..=b'Z')
+                    .filter(|&c| inputs.iter().flatten().filter(|&&l| l == c).count() == 1)
+                    .collect();
+                let mut out: Vec<u8> = (0..ellipsis).map(|i| b'0' + i as u8).collect();
+                out.append(&mut once);
+                out
+            }
+        };
+        let mut size = [u64::MAX; 128];
+        for (t, s) in inputs.iter().zip(shapes) {
+            if repeated(t) {
+                return Err(self.unsupported("a label repeats within an operand"));
+            }
+            for (&l, &d) in t.iter().zip(s.dims()) {
+                // Only the axes of `...` broadcast, as in TF.
+                let known = &mut size[usize::from(l)];
+                let broadcasts = l.is_ascii_digit() && (*known == 1 || d == 1);
+                if *known == u64::MAX || (broadcasts && *known == 1) {
+                    *known = d;
+                } else if d != *known && !broadcasts {
+                    return Err(Failure::invalid(format!(
+                        "Einsum equation '{}': label '{}' has sizes {known} and {d}",
+                        self.text,
+                        char::from(l)
+                    )));
+                }
+            }
+        }
+        if repeated(&output) || output.iter().any(|&l| size[usize::from(l)] == u64::MAX) {
+            return Err(Failure::invalid(format!(
+                "Einsum equation '{}': an output label repeats or is in no operand",
+                self.text
+            )));
+        }
+        Ok((inputs, output, size))
+    }
+
+    /// The lowering for operands of `shapes`.
+    fn plan(&self, shapes: &[Shape]) -> KernelResult<Plan> {
+        let (inputs, out, size) = self.labels(shapes)?;
+        let dims = |ls: &[u8]| -> Vec<u64> { ls.iter().map(|&l| size[usize::from(l)]).collect() };
+        let out_dims = dims(&out);
+        if let [a] = inputs.as_slice() {
+            if a.len() != out.len() {
+                return Err(self.unsupported("one operand whose labels are not all kept"));
+            }
+            return Ok(Plan {
+                out_dims,
+                transposes: vec![permutation(a, &out)],
+                matmul: None,
+                swap: false,
+                out_perm: None,
+            });
+        }
+        let (a, b) = (&inputs[0], &inputs[1]);
+        let has = |t: &[u8], l: u8| t.contains(&l);
+        let batch: Vec<u8> = out.iter().copied().filter(|&l| has(a, l) && has(b, l)).collect();
+        let m: Vec<u8> = out.iter().copied().filter(|&l| has(a, l) && !has(b, l)).collect();
+        let n: Vec<u8> = out.iter().copied().filter(|&l| !has(a, l) && has(b, l)).collect();
+        let k: Vec<u8> = a.iter().copied().filter(|&l| has(b, l) && !has(&out, l)).collect();
+        if a.iter().chain(b).any(|&l| !has(&out, l) && !(has(a, l) && has(b, l))) {
+            return Err(self.unsupported("a label is summed within one operand"));
+        }
+        let local = |t: &[u8], shape: &Shape, ls: &[u8]| -> Vec<u64> {
+            ls.iter()
+                .map(|l| shape.dims()[t.iter().position(|x| x == l).unwrap_or(0)])
+                .collect()
+        };
+        if local(a, &shapes[0], &k) != local(b, &shapes[1], &k) {
+            return Err(Failure::invalid(format!(
+                "Einsum equation '{}': contracted labels differ in size: {:?} vs. {:?}",
+                self.text,
+                local(a, &shapes[0], &k),
+                local(b, &shapes[1], &k)
+            )));
+        }
+        let product = |ls: &[u8]| -> u64 { dims(ls).iter().product() };
+        let concat = |parts: &[&[u8]]| -> Vec<u8> { parts.concat() };
+        // The output order is [batch, m, n], [batch, n, m] (operands
+        // swapped), or needs a transpose of [batch, m, n].
+        let swap = out == concat(&[&batch, &n, &m]) && out != concat(&[&batch, &m, &n]);
+        let (lhs, rhs, lm, rn) = match swap {
+            false => (a, b, &m, &n),
+            true => (b, a, &n, &m),
+        };
+        let mut transposes = vec![None, None];
+        // An operand in neither MatMul order is transposed into the one
+        // that keeps its innermost axis in place, if either does.
+        let mut side = |t: &[u8], i: usize, plain: Vec<u8>, flipped: Vec<u8>| -> bool {
+            if *t == plain[..] {
+                false
+            } else if *t == flipped[..] {
+                true
+            } else if t.last() == flipped.last() && t.last() != plain.last() {
+                transposes[i] = permutation(t, &flipped);
+                true
+            } else {
+                transposes[i] = permutation(t, &plain);
+                false
+            }
+        };
+        let (li, ri) = if swap { (1, 0) } else { (0, 1) };
+        let t = Transposes {
+            a: side(lhs, li, concat(&[&batch, lm, &k]), concat(&[&batch, &k, lm])),
+            b: side(rhs, ri, concat(&[&batch, &k, rn]), concat(&[&batch, rn, &k])),
+        };
+        let (bm, bk, bn) = (product(lm), product(&k), product(rn));
+        let matmul = Batched {
+            a_batch: local(lhs, &shapes[li], &batch),
+            b_batch: local(rhs, &shapes[ri], &batch),
+            a: if t.a { [bk, bm] } else { [bm, bk] },
+            b: if t.b { [bn, bk] } else { [bk, bn] },
+            t,
+        };
+        let result = concat(&[&batch, lm, rn]);
+        Ok(Plan {
+            out_dims,
+            transposes,
+            matmul: Some(matmul),
+            swap,
+            out_perm: if result == out {
+                None
+            } else {
+                permutation(&result, &out)
+            },
+        })
+    }
+}
+
+fn repeated(t: &[u8]) -> bool {
+    t.iter().enumerate().any(|(i, l)| t[i + 1..].contains(l))
+}
+
+/// The `Transpose` permutation from labels `from` to `to` (`None`: none needed).
+fn permutation(from: &[u8], to: &[u8]) -> Option<[u8; MAX_RANK]> {
+    let mut perm = [0u8; MAX_RANK];
+    for (i, l) in to.iter().enumerate() {
+        perm[i] = from.iter().position(|x| x == l)? as u8;
+    }
+    (perm[..to.len()].iter().enumerate().any(|(i, &p)| usize::from(p) != i)).then_some(perm)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(eq: &str, shapes: &[&[u64]]) -> KernelResult<Plan> {
+        let shapes: Vec<Shape> = shapes.iter().map(|d| Shape::new(d).unwrap()).collect();
+        Equation::parse(eq)?.plan(&shapes)
+    }
+
+    #[test]
+    fn einsum_dense_projections_are_one_matmul() {
+        let p = plan("abc,cde->abde", &[&[8, 16, 32], &[32, 2, 4]]).unwrap();
+        assert_eq!(p.out_dims, [8, 16, 2, 4]);
+        assert_eq!(p.transposes, [None, None]);
+        let mm = p.matmul.unwrap();
+        assert_eq!((mm.a, mm.b, mm.a_batch.len()), ([128, 32], [32, 8], 0));
+        assert!(p.out_perm.is_none() && !p.swap);
+        let p = plan("abcd,cde->abe", &[&[8, 16, 2, 4], &[2, 4, 32]]).unwrap();
+        assert_eq!(p.matmul.unwrap().a, [128, 8]);
+    }
+
+    #[test]
+    fn attention_scores_transpose_what_they_must() {
+        // key [a,e,c,d], query [a,b,c,d] → scores [a,c,b,e]: query is the
+        // left-hand side (swapped), key a transposed right-hand side.
+        let p = plan("aecd,abcd->acbe", &[&[2, 5, 3, 4], &[2, 6, 3, 4]]).unwrap();
+        assert!(p.swap);
+        assert_eq!(p.out_dims, [2, 3, 6, 5]);
+        let mm = p.matmul.unwrap();
+        assert_eq!((mm.a_batch, mm.b_batch), (vec![2, 3], vec![2, 3]));
+        assert_eq!(p.transposes[1].unwrap()[..4], [0, 2, 1, 3]);
+        assert_eq!(p.transposes[0].unwrap()[..4], [0, 2, 1, 3]);
+        assert!(mm.t.b && !mm.t.a && p.out_perm.is_none());
+        // scores [a,c,b,e] · value [a,e,c,d] → [a,b,c,d]: the result is
+        // [a,c,b,d], transposed into the output.
+        let p = plan("acbe,aecd->abcd", &[&[2, 3, 6, 5], &[2, 5, 3, 4]]).unwrap();
+        assert_eq!(p.out_perm.unwrap()[..4], [0, 2, 1, 3]);
+        assert_eq!(p.transposes[0], None);
+    }
+
+    #[test]
+    fn ellipsis_broadcast_and_one_operand() {
+        let p = plan("...ij,jk->...ik", &[&[2, 3, 4, 5], &[5, 6]]).unwrap();
+        assert_eq!(p.out_dims, [2, 3, 4, 6]);
+        let p = plan("...ij,...jk->...ik", &[&[1, 4, 5], &[3, 5, 6]]).unwrap();
+        assert_eq!(p.out_dims, [3, 4, 6]);
+        assert!(plan("bij,bjk->bik", &[&[1, 4, 5], &[3, 5, 6]]).is_err());
+        let p = plan("ij->ji", &[&[2, 3]]).unwrap();
+        assert!(p.transposes[0].is_some() && p.matmul.is_none());
+        assert_eq!(plan("ij,jk", &[&[2, 3], &[3, 4]]).unwrap().out_dims, [2, 4]);
+    }
+
+    #[test]
+    fn other_equations_fail_naming_themselves() {
+        for (eq, shapes) in [
+            ("ii->i", vec![&[3u64, 3][..]]),
+            ("ij->i", vec![&[3, 4][..]]),
+            ("ij,jk->k", vec![&[2, 3][..], &[3, 4][..]]),
+            ("ij,jk,kl->il", vec![&[2, 3][..], &[3, 4][..], &[4, 5][..]]),
+        ] {
+            let err = format!("{:?}", plan(eq, &shapes).unwrap_err());
+            assert!(err.contains(eq), "{eq}: {err}");
+        }
+        assert!(plan("ij,jk->ik", &[&[2, 3], &[4, 5]]).is_err());
+    }
+}
