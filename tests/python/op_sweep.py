@@ -125,6 +125,12 @@ def einsum_cases():
         yield eq, lambda *xs, eq=eq: tf.einsum(eq, *xs), args, tol
 
 
+def add_n_cases():
+    for shape, n in grid(SHAPES, (1, 2, 3, 9, 12, 17, 26)):
+        yield f"{n}x{shape}", lambda *xs: tf.math.add_n(list(xs)), [rand(*shape) for _ in range(n)], None
+    yield "specials", lambda a, b, c: tf.math.add_n([a, b, c]), [SPECIAL, SPECIAL[::-1].copy(), SPECIAL], None
+
+
 def fused_matmul(a, b, bias, ops):
     attrs = ("T", a.dtype.as_datatype_enum, "num_args", 1, "fused_ops", ops, "epsilon", 0.0001,
              "leakyrelu_alpha", 0.2, "transpose_a", False, "transpose_b", False)
@@ -601,6 +607,7 @@ SWEEPS = {
     "BatchMatMul": batch_matmul_cases(tf.raw_ops.BatchMatMul),
     "BatchMatMulV2": batch_matmul_cases(tf.raw_ops.BatchMatMulV2),
     "Einsum": einsum_cases,
+    "AddN": add_n_cases,
     "BiasAdd": bias_add_cases,
     "BiasAddGrad": bias_add_grad_cases,
     "AddV2": binary_cases(tf.math.add),
@@ -681,7 +688,7 @@ SWEEPS = {
 # run, on the device: the kernels are float32 only today); default (2, 2).
 PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), (2, 2), (2,)], "BiasAdd": [(2, 2), (2,)],
                 "MatMul": [(2, 2), (2, 2)], "BatchMatMul": [(2, 2), (2, 2)], "BatchMatMulV2": [(2, 2), (2, 2)],
-                "Einsum": [(2, 2, 2), (2, 2, 2)],
+                "Einsum": [(2, 2, 2), (2, 2, 2)], "AddN": [(2, 2), (2, 2)],
                 "SparseSoftmaxCrossEntropyWithLogits": [(2, 2), (2,)],
                 "SoftmaxCrossEntropyWithLogits": [(2, 2), (2, 2)],
                 "Conv2D": [(1, 3, 3, 1), (1, 1, 1, 1)], "DepthwiseConv2dNative": [(1, 3, 3, 1), (1, 1, 1, 1)],

@@ -3,6 +3,7 @@
 //! [`KERNELS`] table lists them; adding a kernel is a module plus a line
 //! there (`docs/ops.md`, "Adding a kernel").
 
+mod add_n;
 mod batch_matmul;
 mod batch_norm;
 mod bias_add;
@@ -179,7 +180,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// The f32 kernels besides the element-wise families'.
-static KERNELS: [&dyn TfKernel; 41] = [
+static KERNELS: [&dyn TfKernel; 42] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -221,6 +222,7 @@ static KERNELS: [&dyn TfKernel; 41] = [
     &batch_matmul::KERNELS[0],
     &batch_matmul::KERNELS[1],
     &einsum::Einsum,
+    &add_n::AddN,
 ];
 
 /// Every kernel the bridge can register for a device type: [`KERNELS`],
