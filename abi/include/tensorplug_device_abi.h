@@ -18,14 +18,14 @@
 #define TPD_DEVICE_ABI_VERSION_MAJOR 1
 
 // Minor version: bumped for backwards-compatible additions.
-#define TPD_DEVICE_ABI_VERSION_MINOR 4
+#define TPD_DEVICE_ABI_VERSION_MINOR 5
 
 // Patch version: bumped for fixes that change no layout or meaning.
 #define TPD_DEVICE_ABI_VERSION_PATCH 0
 
 // `DEVICE_ABI_VERSION` as the `Register::ABI_VERSION`
 // word: `major << 16 | minor << 8 | patch`, bits 31..24 zero.
-#define TPD_DEVICE_ABI_VERSION_WORD 0x00010400
+#define TPD_DEVICE_ABI_VERSION_WORD 0x00010500
 
 // Ticks per second of the reference FPGA's timestamp counter (100 MHz).
 // A device reports its own in `Register::TIMESTAMP_FREQ_HZ`.
@@ -159,8 +159,13 @@ typedef uint32_t TPD_Features;
 // ABI 1.4: the int8 commands `CONV2D_I8` … `DEQUANTIZE_I8` (TFLite's
 // int8 kernels, bit for bit; `docs/device-numerics.md`).
 #define TPD_FEATURES_INT8 (1 << 13)
+// ABI 1.5: `REDUCE_MAX_F32`, `REDUCE_MIN_F32`, `REDUCE_PROD_F32`.
+#define TPD_FEATURES_REDUCTIONS (1 << 14)
+// ABI 1.5: `GATHER` and `SEGMENT_SUM` (int32 indices: embeddings and
+// their gradients).
+#define TPD_FEATURES_INDEX (1 << 15)
 // Every bit this ABI version defines.
-#define TPD_FEATURES_KNOWN 0x3FFF
+#define TPD_FEATURES_KNOWN 0xFFFF
 
 // A register's byte offset in the register space (PCIe BAR 0, or the
 // register address of an SPI frame).
@@ -334,6 +339,13 @@ typedef uint16_t TPD_Opcode;
 #define TPD_OPCODE_REDUCE_SUM_F32 65
 // `log(softmax)` over the last axis: `m` rows of `n` columns (`MATH`).
 #define TPD_OPCODE_LOG_SOFTMAX_F32 66
+// ABI 1.5 (`REDUCTIONS`): `dst[r] = max_c src0[r][c]` for `m` rows of
+// `n` columns; NaN if any element is, of equal elements the later.
+#define TPD_OPCODE_REDUCE_MAX_F32 67
+// ABI 1.5 (`REDUCTIONS`): the row minimum, as `REDUCE_MAX_F32`.
+#define TPD_OPCODE_REDUCE_MIN_F32 68
+// ABI 1.5 (`REDUCTIONS`): the row product.
+#define TPD_OPCODE_REDUCE_PROD_F32 69
 // NHWC convolution: `src0` x, `src1` filter `[kh,kw,c,k]`, `dst`; the
 // window fields are packed (see `WindowFields`) (`WINDOW`).
 // With `CommandFlags::BIAS` (and `RELU` or `RELU6`), `src2` bias `[k]`
@@ -393,6 +405,17 @@ typedef uint16_t TPD_Opcode;
 #define TPD_OPCODE_QUANTIZE_I8 134
 // ABI 1.4 (`INT8`): int8 `src0` → f32 `dst`, as `QUANTIZE_I8`.
 #define TPD_OPCODE_DEQUANTIZE_I8 135
+// ABI 1.5 (`INDEX`): `dst[o, i, :] = src0[o, src1[i], :]` for `src0`
+// `[m, n, k]` of `dtype` (f32), `src1` `len` int32 indices, `dst` `[m,
+// len, k]`. An index outside `0..n` completes `INVALID_ARGUMENT`
+// (detail: `src1`'s offset) and writes nothing.
+#define TPD_OPCODE_GATHER 144
+// ABI 1.5 (`INDEX`): `dst[s, :] = Σ src0[i, :]` over the rows with
+// `src1[i] = s`, in f32 and row order, 0 for a segment without rows:
+// `src0` `[len, k]`, `src1` `len` int32 ids, `dst` `[n, k]`. A
+// negative id drops its row; one ≥ `n` completes `INVALID_ARGUMENT`
+// (detail: `src1`'s offset) and writes nothing.
+#define TPD_OPCODE_SEGMENT_SUM 145
 
 // Bits of `CommandDescriptor::flags`. Bits not defined here must be 0
 // (else `CompletionStatus::INVALID_ARGUMENT`).
@@ -616,8 +639,8 @@ typedef uint8_t TPD_NorStatus;
 // What a driver written against this module needs (ABI 1.0 or newer 1.x).
 #define TPD_DRIVER_ABI_REQUIREMENT (TPD_AbiRequirement){ .major = TPD_DEVICE_ABI_VERSION_MAJOR, .min_minor = 0 }
 
-// What the reference FPGA implements: every feature of ABI 1.4.
-#define TPD_REFERENCE_FEATURES 0x3FFF
+// What the reference FPGA implements: every feature of ABI 1.5.
+#define TPD_REFERENCE_FEATURES 0xFFFF
 
 
 // The op catalogue (docs/ops.md), from tensorplug_core's `BUILTIN`: an
@@ -672,6 +695,11 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_OP_SIGMOID_GRAD 47
 #define TPD_OP_TANH_GRAD 48
 #define TPD_OP_RSQRT_GRAD 49
+#define TPD_OP_GATHER 50
+#define TPD_OP_SEGMENT_SUM 51
+#define TPD_OP_REDUCE_MAX 52
+#define TPD_OP_REDUCE_MIN 53
+#define TPD_OP_REDUCE_PROD 54
 
 // Element types (`CommandDescriptor::dtype`), from tensorplug_core's `DType`.
 #define TPD_DTYPE_F32 1

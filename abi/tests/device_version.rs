@@ -139,6 +139,8 @@ fn feature_bits_are_distinct_and_known_masks_unknown_bits() {
         Features::TRANSCENDENTAL,
         Features::CATALOGUE,
         Features::INT8,
+        Features::REDUCTIONS,
+        Features::INDEX,
     ];
     let mut union = Features::default();
     for f in all {

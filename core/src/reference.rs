@@ -31,6 +31,10 @@
 //!   `−∞` gives NaN.
 //! - **ReduceSum** over the last axis, in `f64`; the output drops the axis or
 //!   keeps it as 1. Rows of length 0 sum to `0.0`.
+//! - **ReduceMax / ReduceMin** (exact): NaN wins, of equal elements the
+//!   later one; `∓∞` for an empty row. **ReduceProd** in `f64`, `1.0` for
+//!   an empty row.
+//! - **Gather, SegmentSum**: [`index`] (int32 indices, [`int8::run`]).
 //!
 //! # Example
 //! ```
@@ -76,6 +80,16 @@ pub enum Error {
     Overflow,
     /// A quantization parameter cannot be represented (int8 ops).
     Quant(crate::quant::QuantError),
+    /// Index `value` at `position` of an index operand is outside `0..bound`
+    /// (`Gather`, `SegmentSum`).
+    Index {
+        /// Its position in the index operand.
+        position: usize,
+        /// The index.
+        value: i32,
+        /// The size it must be below.
+        bound: usize,
+    },
 }
 
 impl fmt::Display for Error {
@@ -92,6 +106,11 @@ impl fmt::Display for Error {
             ),
             Self::Overflow => f.write_str("element count overflows"),
             Self::Quant(e) => write!(f, "bad quantization: {e}"),
+            Self::Index {
+                position,
+                value,
+                bound,
+            } => write!(f, "indices[{position}] = {value} is not in [0, {bound})"),
         }
     }
 }
@@ -302,6 +321,27 @@ pub fn reduce_sum(x: &[f32], row_len: usize, out: &mut [f32]) -> Result<(), Erro
     Ok(())
 }
 
+/// Rows of `row_len` reduced by `ReduceMax`, `ReduceMin` (NaN wins, the
+/// later of equal elements) or `ReduceProd` (in `f64`, rounded once).
+fn reduce_rows(kind: OpKind, x: &[f32], row_len: usize, out: &mut [f32]) {
+    let rows = x.chunks(row_len.max(1));
+    let empty = row_len == 0;
+    for (i, o) in out.iter_mut().enumerate() {
+        let row = if empty { &[][..] } else { rows.clone().nth(i).unwrap_or(&[]) };
+        *o = match kind {
+            OpKind::ReduceProd => row.iter().map(|&v| f64::from(v)).product::<f64>() as f32,
+            _ => {
+                let max = kind == OpKind::ReduceMax;
+                let start = if max { f32::NEG_INFINITY } else { f32::INFINITY };
+                row.iter().fold(start, |acc, &v| {
+                    let keep = if max { v < acc } else { v > acc };
+                    if acc.is_nan() || keep { acc } else { v }
+                })
+            }
+        };
+    }
+}
+
 /// Runs `kind` on `inputs` (data, shape) into `out` of `out_shape`.
 ///
 /// The shapes are checked with [`OpDesc::validate`] (the rules every device
@@ -357,7 +397,12 @@ pub fn run(
         OpKind::Softmax => softmax(x, dim(shape.last())?, out),
         OpKind::LogSoftmax => log_softmax(x, dim(shape.last())?, out),
         OpKind::ReduceSum => reduce_sum(x, dim(shape.last())?, out),
+        OpKind::ReduceMax | OpKind::ReduceMin | OpKind::ReduceProd => {
+            reduce_rows(kind, x, dim(shape.last())?, out);
+            Ok(())
+        }
         // `check_op` refuses their operands; `int8::run` runs them.
+        OpKind::Gather | OpKind::SegmentSum => Err(Error::Shape(ShapeError::DType { operand: 1 })),
         OpKind::Conv2DInt8(_)
         | OpKind::DepthwiseConv2DInt8(_)
         | OpKind::MatMulInt8 { .. }
@@ -438,6 +483,12 @@ pub fn tolerance(
                 }
             }
         }
+        OpKind::ReduceProd => {
+            let c = dim(shape.last())?;
+            for (t, &w) in tol.iter_mut().zip(want) {
+                *t = ((c as f64 + 1.0) * eps * f64::from(w.abs()) + tiny) as f32;
+            }
+        }
         OpKind::ReduceSum => {
             let c = dim(shape.last())?;
             for (r, t) in tol.iter_mut().enumerate() {
@@ -484,8 +535,12 @@ pub fn tolerance(
                 }
             }
         }
-        // The int8 ops never get here: `check_op` wants f32 operands.
+        // The int8 and index ops never get here: `check_op` wants f32 operands.
         OpKind::Transpose(_)
+        | OpKind::ReduceMax
+        | OpKind::ReduceMin
+        | OpKind::Gather
+        | OpKind::SegmentSum
         | OpKind::Conv2DInt8(_)
         | OpKind::DepthwiseConv2DInt8(_)
         | OpKind::MatMulInt8 { .. }
@@ -685,6 +740,7 @@ fn check_rows(operand: u8, len: usize, row_len: usize) -> Result<(), Error> {
     check_len(operand, whole, len)
 }
 
+pub mod index;
 pub mod int8;
 mod window;
 mod window_grad;

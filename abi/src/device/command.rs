@@ -68,6 +68,13 @@ impl Opcode {
     pub const REDUCE_SUM_F32: Opcode = Opcode(0x41);
     /// `log(softmax)` over the last axis: `m` rows of `n` columns (`MATH`).
     pub const LOG_SOFTMAX_F32: Opcode = Opcode(0x42);
+    /// ABI 1.5 (`REDUCTIONS`): `dst[r] = max_c src0[r][c]` for `m` rows of
+    /// `n` columns; NaN if any element is, of equal elements the later.
+    pub const REDUCE_MAX_F32: Opcode = Opcode(0x43);
+    /// ABI 1.5 (`REDUCTIONS`): the row minimum, as `REDUCE_MAX_F32`.
+    pub const REDUCE_MIN_F32: Opcode = Opcode(0x44);
+    /// ABI 1.5 (`REDUCTIONS`): the row product.
+    pub const REDUCE_PROD_F32: Opcode = Opcode(0x45);
     /// NHWC convolution: `src0` x, `src1` filter `[kh,kw,c,k]`, `dst`; the
     /// window fields are packed (see [`WindowFields`](super::WindowFields)) (`WINDOW`).
     /// With [`CommandFlags::BIAS`] (and `RELU` or `RELU6`), `src2` bias `[k]`
@@ -127,6 +134,17 @@ impl Opcode {
     pub const QUANTIZE_I8: Opcode = Opcode(0x86);
     /// ABI 1.4 (`INT8`): int8 `src0` → f32 `dst`, as `QUANTIZE_I8`.
     pub const DEQUANTIZE_I8: Opcode = Opcode(0x87);
+    /// ABI 1.5 (`INDEX`): `dst[o, i, :] = src0[o, src1[i], :]` for `src0`
+    /// `[m, n, k]` of `dtype` (f32), `src1` `len` int32 indices, `dst` `[m,
+    /// len, k]`. An index outside `0..n` completes `INVALID_ARGUMENT`
+    /// (detail: `src1`'s offset) and writes nothing.
+    pub const GATHER: Opcode = Opcode(0x90);
+    /// ABI 1.5 (`INDEX`): `dst[s, :] = Σ src0[i, :]` over the rows with
+    /// `src1[i] = s`, in f32 and row order, 0 for a segment without rows:
+    /// `src0` `[len, k]`, `src1` `len` int32 ids, `dst` `[n, k]`. A
+    /// negative id drops its row; one ≥ `n` completes `INVALID_ARGUMENT`
+    /// (detail: `src1`'s offset) and writes nothing.
+    pub const SEGMENT_SUM: Opcode = Opcode(0x91);
 
     /// Wraps a raw value (any value is representable).
     pub const fn from_raw(raw: u16) -> Self {
@@ -190,6 +208,11 @@ impl Opcode {
             Self::ADD_I8 => "ADD_I8",
             Self::QUANTIZE_I8 => "QUANTIZE_I8",
             Self::DEQUANTIZE_I8 => "DEQUANTIZE_I8",
+            Self::REDUCE_MAX_F32 => "REDUCE_MAX_F32",
+            Self::REDUCE_MIN_F32 => "REDUCE_MIN_F32",
+            Self::REDUCE_PROD_F32 => "REDUCE_PROD_F32",
+            Self::GATHER => "GATHER",
+            Self::SEGMENT_SUM => "SEGMENT_SUM",
             _ => return None,
         })
     }

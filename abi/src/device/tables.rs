@@ -5,7 +5,7 @@ use super::{CompletionStatus, EventKind, Features, Opcode};
 
 impl Opcode {
     /// Every opcode this ABI version defines.
-    pub const ALL: [Opcode; 46] = [
+    pub const ALL: [Opcode; 51] = [
         Self::NOP,
         Self::COPY_H2D,
         Self::COPY_D2H,
@@ -33,6 +33,9 @@ impl Opcode {
         Self::SOFTMAX_F32,
         Self::REDUCE_SUM_F32,
         Self::LOG_SOFTMAX_F32,
+        Self::REDUCE_MAX_F32,
+        Self::REDUCE_MIN_F32,
+        Self::REDUCE_PROD_F32,
         Self::CONV2D_F32,
         Self::DEPTHWISE_CONV2D_F32,
         Self::MAX_POOL_F32,
@@ -52,6 +55,8 @@ impl Opcode {
         Self::ADD_I8,
         Self::QUANTIZE_I8,
         Self::DEQUANTIZE_I8,
+        Self::GATHER,
+        Self::SEGMENT_SUM,
     ];
 }
 

@@ -9,12 +9,12 @@ pub const DEVICE_MAGIC: u32 = 0x4746_5054;
 /// Major version of the device ABI described by this module.
 pub const DEVICE_ABI_VERSION_MAJOR: u8 = 1;
 /// Minor version: bumped for backwards-compatible additions.
-pub const DEVICE_ABI_VERSION_MINOR: u8 = 4;
+pub const DEVICE_ABI_VERSION_MINOR: u8 = 5;
 /// Patch version: bumped for fixes that change no layout or meaning.
 pub const DEVICE_ABI_VERSION_PATCH: u8 = 0;
 /// [`DEVICE_ABI_VERSION`] as the [`Register::ABI_VERSION`](super::Register::ABI_VERSION)
 /// word: `major << 16 | minor << 8 | patch`, bits 31..24 zero.
-pub const DEVICE_ABI_VERSION_WORD: u32 = 0x0001_0400;
+pub const DEVICE_ABI_VERSION_WORD: u32 = 0x0001_0500;
 
 /// A device ABI version, `major.minor.patch`.
 #[repr(C)]
@@ -222,8 +222,13 @@ impl Features {
     /// ABI 1.4: the int8 commands `CONV2D_I8` … `DEQUANTIZE_I8` (TFLite's
     /// int8 kernels, bit for bit; `docs/device-numerics.md`).
     pub const INT8: Features = Features(1 << 13);
+    /// ABI 1.5: `REDUCE_MAX_F32`, `REDUCE_MIN_F32`, `REDUCE_PROD_F32`.
+    pub const REDUCTIONS: Features = Features(1 << 14);
+    /// ABI 1.5: `GATHER` and `SEGMENT_SUM` (int32 indices: embeddings and
+    /// their gradients).
+    pub const INDEX: Features = Features(1 << 15);
     /// Every bit this ABI version defines.
-    pub const KNOWN: Features = Features(0x3fff);
+    pub const KNOWN: Features = Features(0xffff);
 
     /// The raw register word.
     pub const fn bits(self) -> u32 {
@@ -246,8 +251,8 @@ impl Features {
     }
 }
 
-/// What the reference FPGA implements: every feature of ABI 1.4.
-pub const REFERENCE_FEATURES: Features = Features(0x3fff);
+/// What the reference FPGA implements: every feature of ABI 1.5.
+pub const REFERENCE_FEATURES: Features = Features(0xffff);
 
 /// Ticks per second of the reference FPGA's timestamp counter (100 MHz).
 /// A device reports its own in [`Register::TIMESTAMP_FREQ_HZ`](super::Register::TIMESTAMP_FREQ_HZ).

@@ -54,6 +54,11 @@ const fn int8(name: &'static str, code: u16, inputs: u8, kind: OpKind) -> OpDecl
 
 const I8: DTypeSet = DTypeSet::EMPTY.with(DType::I8);
 
+/// An f32 op with int32 indices ([`OpKind::operand_types`]) of two inputs.
+const fn typed(name: &'static str, code: u16, kind: OpKind) -> OpDecl {
+    decl(name, code, 2, Form::Builtin(kind))
+}
+
 /// tensorplug's ops. An op's index is `code - 1`, its bit in an
 /// [`OpSet`](super::OpSet); append only.
 pub const BUILTIN: &[OpDecl] = &[
@@ -148,6 +153,11 @@ pub const BUILTIN: &[OpDecl] = &[
     binary("SigmoidGrad", 47),
     binary("TanhGrad", 48),
     binary("RsqrtGrad", 49),
+    typed("Gather", 50, OpKind::Gather),
+    typed("SegmentSum", 51, OpKind::SegmentSum),
+    op("ReduceMax", 52, 1, OpKind::ReduceMax),
+    op("ReduceMin", 53, 1, OpKind::ReduceMin),
+    op("ReduceProd", 54, 1, OpKind::ReduceProd),
 ];
 
 /// The element-wise ops that code names (any member can also be named in a
@@ -371,6 +381,11 @@ impl OpKind {
             Self::AvgPoolInt8(_) => 38,
             Self::Quantize => 39,
             Self::Dequantize => 40,
+            Self::Gather => 49,
+            Self::SegmentSum => 50,
+            Self::ReduceMax => 51,
+            Self::ReduceMin => 52,
+            Self::ReduceProd => 53,
         }
     }
 

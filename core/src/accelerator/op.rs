@@ -109,6 +109,24 @@ pub enum OpKind {
     /// `x = scale · (q − zero_point)`, TFLite's `DEQUANTIZE`: inputs `[q i8,
     /// quant i32]`, output f32.
     Dequantize,
+    /// `out[o, i, :] = params[o, indices[i], :]` (TF's `GatherV2`): inputs
+    /// `[params [outer, n, inner], indices i32 [count]]`, output `[outer,
+    /// count, inner]`. An index outside `0..n` fails the op (exact).
+    Gather,
+    /// `out[s, :]` is the sum, in `f32` and row order, of the rows
+    /// `data[i, :]` with `ids[i] = s`, `0` for a segment without rows (TF's
+    /// `UnsortedSegmentSum`): inputs `[data [m, inner], ids i32 [m]]`,
+    /// output `[segments, inner]`. A negative id drops its row; one ≥
+    /// `segments` fails the op.
+    SegmentSum,
+    /// The largest element over the last axis, NaN if any is; `−∞` for an
+    /// empty row; of equal elements the later one (signed zeros). Shapes as
+    /// [`ReduceSum`](Self::ReduceSum).
+    ReduceMax,
+    /// The smallest element over the last axis, as [`ReduceMax`](Self::ReduceMax); `+∞` for an empty row.
+    ReduceMin,
+    /// The product over the last axis; `1` for an empty row.
+    ReduceProd,
 }
 
 /// One op of the catalogue: tensorplug's ([`BUILTIN`](super::BUILTIN)) or a vendor's
@@ -227,6 +245,7 @@ impl OpKind {
             Self::MaxPoolInt8(_) | Self::AvgPoolInt8(_) => Some((&[I8, I32], I8)),
             Self::Quantize => Some((&[F32, I32], I8)),
             Self::Dequantize => Some((&[I8, I32], F32)),
+            Self::Gather | Self::SegmentSum => Some((&[F32, I32], F32)),
             _ => None,
         }
     }
@@ -234,7 +253,17 @@ impl OpKind {
     /// Whether this is one of the int8 ops (its last input is a
     /// quantization block).
     pub const fn is_int8(self) -> bool {
-        self.operand_types().is_some()
+        matches!(
+            self,
+            Self::Conv2DInt8(_)
+                | Self::DepthwiseConv2DInt8(_)
+                | Self::MatMulInt8 { .. }
+                | Self::AddInt8
+                | Self::MaxPoolInt8(_)
+                | Self::AvgPoolInt8(_)
+                | Self::Quantize
+                | Self::Dequantize
+        )
     }
 }
 
@@ -341,7 +370,7 @@ impl OpDesc<'_> {
                 None => Err(ShapeError::Overflow),
             },
             OpKind::Unary(_) | OpKind::Softmax | OpKind::LogSoftmax => Ok(shape(0)),
-            OpKind::ReduceSum => {
+            OpKind::ReduceSum | OpKind::ReduceMax | OpKind::ReduceMin | OpKind::ReduceProd => {
                 let x = shape(0);
                 let outer = &x.dims()[..x.dims().len().saturating_sub(1)];
                 // Dropping the axis is canonical; keeping it as 1 is accepted.
@@ -356,6 +385,18 @@ impl OpDesc<'_> {
                 }
             }
             OpKind::Binary(_) => broadcast_shapes(&shape(0), &shape(1)),
+            OpKind::Gather => {
+                let (p, i) = (shape(0), shape(1));
+                let [outer, _, inner] = rank_dims::<3>(0, &p)?;
+                let [count] = rank_dims::<1>(1, &i)?;
+                Ok(dims(&[outer, count, inner]))
+            }
+            OpKind::SegmentSum => {
+                let [m, inner] = rank_dims::<2>(0, &shape(0))?;
+                expect_shape(1, &shape(1), &dims(&[m]))?;
+                let [segments, _] = rank_dims::<2>(2, &self.output.shape)?;
+                Ok(dims(&[segments, inner]))
+            }
             OpKind::Conv2DInt8(w) | OpKind::DepthwiseConv2DInt8(w) => {
                 let op = match self.kind {
                     OpKind::Conv2DInt8(_) => WindowOp::Conv,
@@ -451,7 +492,8 @@ impl OpDesc<'_> {
                 dy.unwrap_or(0).saturating_mul(taps(&w))
             }
             OpKind::AvgPoolGrad(w) => input.saturating_mul(taps(&w)),
-            OpKind::ReduceSum => input,
+            OpKind::ReduceSum | OpKind::ReduceMax | OpKind::ReduceMin | OpKind::ReduceProd => input,
+            OpKind::SegmentSum => input,
             OpKind::Unary(op) => out.saturating_mul(op.rules().flops.into()),
             OpKind::Binary(op) => out.saturating_mul(op.rules().flops.into()),
             OpKind::Vendor(op) => op.decl.rules().map_or(0, |rules| {
@@ -501,6 +543,15 @@ fn taps(w: &Window) -> u64 {
 fn dims(d: &[u64]) -> Shape {
     // Callers pass at most MAX_RANK dims.
     Shape::new(d).unwrap_or(Shape::SCALAR)
+}
+
+/// The dims of a shape that must have rank `R`.
+fn rank_dims<const R: usize>(operand: u8, s: &Shape) -> Result<[u64; R], ShapeError> {
+    s.dims().try_into().map_err(|_| ShapeError::Rank {
+        operand,
+        expected: R as u8,
+        got: s.dims().len() as u8,
+    })
 }
 
 /// A quantization block of `words` words after its header.

@@ -121,6 +121,17 @@ cases! {
     op_fused_conv2d => |s| check_family(s, OpKind::FusedConv2D(Window::new([1, 1]), Activation::None));
     /// Transpose (exact); or refused.
     op_transpose => |s| check_family(s, OpKind::Transpose([0; 6]));
+    /// ReduceMax over the last axis (exact; NaN wins); or refused.
+    op_reduce_max => |s| check_family(s, OpKind::ReduceMax);
+    /// ReduceMin over the last axis (exact; NaN wins); or refused.
+    op_reduce_min => |s| check_family(s, OpKind::ReduceMin);
+    /// ReduceProd over the last axis; or refused.
+    op_reduce_prod => |s| check_family(s, OpKind::ReduceProd);
+    /// Gather (exact, int32 indices), an index out of range refused; or refused.
+    op_gather => |s| check_family(s, OpKind::Gather);
+    /// SegmentSum (exact: f32 sums in row order; negative ids dropped), an
+    /// id out of range refused; or refused.
+    op_segment_sum => |s| check_family(s, OpKind::SegmentSum);
     /// Every int8 op of the catalogue (`Conv2DInt8` … `Dequantize`), each
     /// bit for bit against TFLite's reference kernels and with a corrupted
     /// quantization block refused; or refused as undeclared.

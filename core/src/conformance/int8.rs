@@ -1,6 +1,7 @@
 //! The int8 ops' cases: random int8 tensors and quantization blocks, each
 //! result compared bit for bit with [`reference::int8::run`] (TFLite's
-//! reference kernels), and a corrupted block refused.
+//! reference kernels), and a corrupted block refused. [`check`] also runs
+//! the index ops' cases (`super::index`), which take the same typed path.
 
 use std::format;
 use std::vec;
@@ -237,7 +238,7 @@ pub(crate) fn expected(case: &OpCase) -> Check<Vec<u8>> {
             case.label()
         ))
     };
-    if case.kind == OpKind::Dequantize {
+    if case.out_dtype() == crate::accelerator::DType::F32 {
         let mut out = vec![0f32; n];
         reference::int8::run(case.kind, &inputs, out_shape, DataMut::F32(&mut out))
             .map_err(suite_bug)?;
@@ -272,9 +273,16 @@ pub(crate) fn check<F: Fixture>(s: &mut Scope<'_, F>, cases: &[OpCase]) -> Check
         inputs: first.inputs.clone(),
         out: first.out.clone(),
     };
-    if let Some((_, Values::I32(block))) = bad.inputs.last_mut() {
-        block[0] = 300;
+    // An int8 op's block gets a zero point of 300; an index op's indices
+    // one out of range.
+    let int8 = first.kind.is_int8();
+    if let Some((_, Values::I32(last))) = bad.inputs.last_mut() {
+        match last.first_mut() {
+            Some(v) => *v = if int8 { 300 } else { i32::MAX },
+            None => fail!("suite bug: the first case of {} has no indices", first.label()),
+        }
     }
+    let what = if int8 { "a zero point of 300" } else { "an index out of range" };
     let staged = stage(s, &bad, 0)?;
     let (q, timeout) = (s.cfg.queue, s.cfg.timeout);
     let failed = match s.dev().launch(q, &staged.op(&bad, 0x1FE)) {
@@ -284,17 +292,21 @@ pub(crate) fn check<F: Fixture>(s: &mut Scope<'_, F>, cases: &[OpCase]) -> Check
     match failed {
         Err(e) if e.kind() == ErrorKind::InvalidArgument => {}
         Err(e) => fail!(
-            "{} with a zero point of 300 failed with {}, expected kind InvalidArgument",
+            "{} with {what} failed with {}, expected kind InvalidArgument",
             bad.label(),
             describe(&e)
         ),
-        Ok(()) => fail!("{} with a zero point of 300 completed", bad.label()),
+        Ok(()) => fail!("{} with {what} completed", bad.label()),
     }
-    untouched(s, &staged, "the quantization block was refused")?;
+    untouched(s, &staged, &format!("{what} was refused"))?;
     unstage(s, staged)?;
     ensure!(outputs > 0, "suite bug: empty int8 cases");
+    let (standard, bad) = match int8 {
+        true => ("TFLite's reference kernels", "a bad block"),
+        false => ("the reference", "an index out of range"),
+    };
     Ok(Outcome::Passed(format!(
-        "{} launches, {outputs} outputs bit-exact with TFLite's reference kernels; a bad block refused",
+        "{} launches, {outputs} outputs bit-exact with {standard}; {bad} refused",
         cases.len()
     )))
 }

@@ -34,6 +34,7 @@
 //! ```
 
 pub mod cases;
+mod index;
 mod int8;
 mod ops;
 pub(crate) mod support;
@@ -337,6 +338,11 @@ macro_rules! __conformance_with_cases {
             op_avg_pool_grad,
             op_fused_conv2d,
             op_transpose,
+            op_reduce_max,
+            op_reduce_min,
+            op_reduce_prod,
+            op_gather,
+            op_segment_sum,
             op_int8,
             vendor_ops,
             inconsistent_op_is_invalid_argument,

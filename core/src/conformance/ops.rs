@@ -415,6 +415,29 @@ fn reduce_sum_cases() -> Vec<OpCase> {
     cases
 }
 
+/// `ReduceMax`, `ReduceMin`, `ReduceProd`: the shapes of `ReduceSum`, and
+/// rows of special values (NaN, infinities, signed zeros; products kept
+/// in range).
+fn reduce_cases(kind: OpKind) -> Vec<OpCase> {
+    let mut cases: Vec<OpCase> = reduce_sum_cases()
+        .into_iter()
+        .filter(|c| c.inputs[0].1.floats().iter().all(|v| v.abs() < 1e4))
+        .map(|c| OpCase { kind, ..c })
+        .collect();
+    let special = |v: &[f32]| (vec![1, v.len() as u64], v.to_vec());
+    let nan = f32::NAN;
+    for row in [
+        &[1.0, nan, 3.0][..],
+        &[nan, -1.0],
+        &[-0.0, 0.0],
+        &[0.0, -0.0],
+        &[f32::NEG_INFINITY, f32::INFINITY, 2.0],
+    ] {
+        cases.push(OpCase::new(kind, vec![special(row)], vec![1]));
+    }
+    cases
+}
+
 /// Every case of `family` (attributes ignored), the first one small and
 /// non-empty.
 pub(crate) fn cases_for(family: OpKind) -> Vec<OpCase> {
@@ -436,6 +459,8 @@ pub(crate) fn cases_for(family: OpKind) -> Vec<OpCase> {
         OpKind::Softmax | OpKind::LogSoftmax => softmax_cases(family),
         OpKind::Transpose(_) => transpose_cases(),
         OpKind::ReduceSum => reduce_sum_cases(),
+        OpKind::ReduceMax | OpKind::ReduceMin | OpKind::ReduceProd => reduce_cases(family),
+        OpKind::Gather | OpKind::SegmentSum => super::index::cases(family),
         OpKind::Vendor(op) => vendor_cases(op),
         _ => super::int8::cases(family),
     }
@@ -662,7 +687,7 @@ pub(crate) fn check_family<F: Fixture>(s: &mut Scope<'_, F>, family: OpKind) -> 
     if !caps.supports(family, compute_type(family)) {
         return refused(s, family, &cases[0]);
     }
-    if family.is_int8() {
+    if family.operand_types().is_some() {
         return super::int8::check(s, &cases);
     }
     let mut worst = 0.0f64;

@@ -1,6 +1,8 @@
-//! The int8 ops of the catalogue on typed slices: the shapes checked with
-//! [`OpDesc::validate`], the quantization block parsed and checked
-//! ([`crate::quant::block`]), then TFLite's kernel.
+//! The ops of the catalogue whose operands differ in type
+//! ([`OpKind::operand_types`]) on typed slices: the shapes checked with
+//! [`OpDesc::validate`]; for the int8 ops the quantization block parsed
+//! and checked ([`crate::quant::block`]), then TFLite's kernel; for the
+//! index ops [`super::super::index`].
 
 use super::super::{Error, check_len, elements};
 use super::{
@@ -47,12 +49,13 @@ impl Data<'_> {
 }
 
 /// Runs the int8 op `kind` on `inputs` (data, shape) into `out` of
-/// `out_shape`, as TFLite's reference kernels do.
+/// `out_shape`, as TFLite's reference kernels do; or an index op
+/// (`Gather`, `SegmentSum`).
 pub fn run(
     kind: OpKind,
     inputs: &[(Data<'_>, Shape)],
     out_shape: Shape,
-    out: DataMut<'_>,
+    mut out: DataMut<'_>,
 ) -> Result<(), Error> {
     let desc = |d: DType, shape| TensorDesc::new(DeviceAddr(0), d, shape);
     let mut descs = [desc(DType::I8, Shape::SCALAR); 3];
@@ -71,6 +74,9 @@ pub fn run(
         op_id: 0,
     }
     .validate()?;
+    if let (OpKind::Gather | OpKind::SegmentSum, DataMut::F32(out)) = (kind, &mut out) {
+        return index(kind, inputs, out_shape, out);
+    }
     if !kind.is_int8() || inputs.len() != n {
         return Err(Error::Shape(crate::accelerator::ShapeError::DType {
             operand: 0,
@@ -321,5 +327,34 @@ mod tests {
         assert_eq!(quantize(1e9, 0.5, h), 127);
         assert_eq!(quantize(f32::NEG_INFINITY, 0.5, h), -128);
         assert_eq!(dequantize(-128, 0.1, -3), (0.1f32 as f64 * -125.0) as f32);
+    }
+}
+
+/// `Gather` or `SegmentSum` on validated operands (f32 data, i32 indices).
+fn index(
+    kind: OpKind,
+    inputs: &[(Data<'_>, Shape)],
+    out_shape: Shape,
+    out: &mut [f32],
+) -> Result<(), Error> {
+    for (i, (data, shape)) in inputs.iter().enumerate() {
+        check_len(i as u8, elements(shape)?, data.len())?;
+    }
+    check_len(2, elements(&out_shape)?, out.len())?;
+    let (Data::F32(data), Data::I32(indices)) = (inputs[0].0, inputs[1].0) else {
+        return Err(Error::Shape(crate::accelerator::ShapeError::DType {
+            operand: 0,
+        }));
+    };
+    let dims = out_shape.dims();
+    match kind {
+        OpKind::Gather => super::super::index::gather(data, &inputs[0].1, indices, out),
+        _ => super::super::index::segment_sum(
+            data,
+            usize::try_from(out_shape.last()).map_err(|_| Error::Overflow)?,
+            indices,
+            usize::try_from(dims[0]).map_err(|_| Error::Overflow)?,
+            out,
+        ),
     }
 }
