@@ -327,12 +327,20 @@ fn reduce_rows(kind: OpKind, x: &[f32], row_len: usize, out: &mut [f32]) {
     let rows = x.chunks(row_len.max(1));
     let empty = row_len == 0;
     for (i, o) in out.iter_mut().enumerate() {
-        let row = if empty { &[][..] } else { rows.clone().nth(i).unwrap_or(&[]) };
+        let row = if empty {
+            &[][..]
+        } else {
+            rows.clone().nth(i).unwrap_or(&[])
+        };
         *o = match kind {
             OpKind::ReduceProd => row.iter().map(|&v| f64::from(v)).product::<f64>() as f32,
             _ => {
                 let max = kind == OpKind::ReduceMax;
-                let start = if max { f32::NEG_INFINITY } else { f32::INFINITY };
+                let start = if max {
+                    f32::NEG_INFINITY
+                } else {
+                    f32::INFINITY
+                };
                 row.iter().fold(start, |acc, &v| {
                     let keep = if max { v < acc } else { v > acc };
                     if acc.is_nan() || keep { acc } else { v }

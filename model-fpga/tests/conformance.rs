@@ -184,17 +184,24 @@ fn whole_suite_on_one_spi_device() {
     whole_suite(&mut OverSpi::new(), &Config::default());
 }
 
-/// A device of ABI 1.2's features (no `CATALOGUE`, no `INT8`): the driver
-/// lowers the element-wise ops to their per-op opcodes, declares only
-/// those, and the ops added since (`Log`, `SquaredDifference`, `Erf` …
-/// `RsqrtGrad`, the int8 ops) are refused at launch.
+/// A device of ABI 1.2's features (no `CATALOGUE`, `INT8`, `REDUCTIONS`,
+/// `INDEX`): the driver lowers the element-wise ops to their per-op
+/// opcodes, declares only those, and the ops added since (`Log`,
+/// `SquaredDifference`, `Erf` … `RsqrtGrad`, the int8 ops, `ReduceMax` …
+/// `SegmentSum`) are refused at launch.
 #[test]
 fn whole_suite_on_a_device_without_the_catalogue_commands() {
     use tensorplug_abi::device::{Features, REFERENCE_FEATURES};
     use tensorplug_core::accelerator::{Accelerator, Binary, OpKind, Unary};
     use tensorplug_core::conformance::Outcome;
     let config = ModelConfig {
-        features: Features(REFERENCE_FEATURES.0 & !Features::CATALOGUE.0 & !Features::INT8.0),
+        features: Features(
+            REFERENCE_FEATURES.0
+                & !(Features::CATALOGUE.0
+                    | Features::INT8.0
+                    | Features::REDUCTIONS.0
+                    | Features::INDEX.0),
+        ),
         ..ModelConfig::default()
     };
     let mut dev = OverSpi::with(config);
@@ -220,5 +227,18 @@ fn whole_suite_on_a_device_without_the_catalogue_commands() {
     match &int8.outcome {
         Outcome::Passed(m) => assert!(m.starts_with("matched the reference: none;"), "{m}"),
         other => panic!("op_int8: {other}"),
+    }
+    for case in [
+        "op_reduce_max",
+        "op_reduce_min",
+        "op_reduce_prod",
+        "op_gather",
+        "op_segment_sum",
+    ] {
+        let c = report.cases.iter().find(|c| c.name == case).unwrap();
+        match &c.outcome {
+            Outcome::Passed(m) => assert!(m.starts_with("not declared; launch refused it"), "{m}"),
+            other => panic!("{case}: {other}"),
+        }
     }
 }

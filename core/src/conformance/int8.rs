@@ -279,10 +279,17 @@ pub(crate) fn check<F: Fixture>(s: &mut Scope<'_, F>, cases: &[OpCase]) -> Check
     if let Some((_, Values::I32(last))) = bad.inputs.last_mut() {
         match last.first_mut() {
             Some(v) => *v = if int8 { 300 } else { i32::MAX },
-            None => fail!("suite bug: the first case of {} has no indices", first.label()),
+            None => fail!(
+                "suite bug: the first case of {} has no indices",
+                first.label()
+            ),
         }
     }
-    let what = if int8 { "a zero point of 300" } else { "an index out of range" };
+    let what = if int8 {
+        "a zero point of 300"
+    } else {
+        "an index out of range"
+    };
     let staged = stage(s, &bad, 0)?;
     let (q, timeout) = (s.cfg.queue, s.cfg.timeout);
     let failed = match s.dev().launch(q, &staged.op(&bad, 0x1FE)) {

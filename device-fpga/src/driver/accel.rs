@@ -84,7 +84,7 @@ pub fn ops_of(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSet {
         relu: false,
     };
     let window = Window::new([1, 1]);
-    let groups: [(Features, &[OpKind]); 8] = [
+    let groups: [(Features, &[OpKind]); 10] = [
         (Features::GEMM, &[matmul, fused]),
         (Features::ELEMENTWISE, &[OpKind::BiasAdd]),
         (
@@ -125,6 +125,11 @@ pub fn ops_of(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSet {
                 OpKind::Dequantize,
             ],
         ),
+        (
+            Features::REDUCTIONS,
+            &[OpKind::ReduceMax, OpKind::ReduceMin, OpKind::ReduceProd],
+        ),
+        (Features::INDEX, &[OpKind::Gather, OpKind::SegmentSum]),
     ];
     let mut set = elementwise_ops(features, ops_words);
     for (bit, kinds) in groups {

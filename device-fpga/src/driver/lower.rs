@@ -1,7 +1,7 @@
 //! Lowering of an [`OpDesc`] (already validated) to command descriptors.
 
 use tensorplug_abi::device::{CommandDescriptor, CommandFlags, Opcode};
-use tensorplug_core::accelerator::{OpDesc, OpKind, Shape};
+use tensorplug_core::accelerator::{DType, OpDesc, OpKind, Shape};
 
 use super::Error;
 use super::broadcast::{self, Piece};
@@ -95,11 +95,60 @@ pub(crate) fn lower(
             len: elements * F32,
             ..cmd(Opcode::FILL)
         }),
-        OpKind::Softmax | OpKind::LogSoftmax | OpKind::ReduceSum => {
+        // Likewise for the other reductions and a segment sum without rows.
+        OpKind::ReduceMax | OpKind::ReduceMin | OpKind::ReduceProd | OpKind::SegmentSum
+            if input(0).shape.elements() == Some(0) =>
+        {
+            let value: f32 = match op.kind {
+                OpKind::ReduceMax => f32::NEG_INFINITY,
+                OpKind::ReduceMin => f32::INFINITY,
+                OpKind::ReduceProd => 1.0,
+                _ => 0.0,
+            };
+            emit(&CommandDescriptor {
+                dst: out.addr.0,
+                len: elements * F32,
+                imm: value.to_bits(),
+                ..cmd(Opcode::FILL)
+            })
+        }
+        OpKind::Gather => {
+            let d = input(0).shape;
+            emit(&CommandDescriptor {
+                src0: input(0).addr.0,
+                src1: input(1).addr.0,
+                dst: out.addr.0,
+                m: dim(d.dims()[0])?,
+                n: dim(d.dims()[1])?,
+                k: dim(d.dims()[2])?,
+                len: input(1).shape.last(),
+                dtype: DType::F32 as u8,
+                ..cmd(Opcode::GATHER)
+            })
+        }
+        OpKind::SegmentSum => emit(&CommandDescriptor {
+            src0: input(0).addr.0,
+            src1: input(1).addr.0,
+            dst: out.addr.0,
+            n: dim(out.shape.dims()[0])?,
+            k: dim(out.shape.last())?,
+            len: input(1).shape.last(),
+            dtype: DType::F32 as u8,
+            ..cmd(Opcode::SEGMENT_SUM)
+        }),
+        OpKind::Softmax
+        | OpKind::LogSoftmax
+        | OpKind::ReduceSum
+        | OpKind::ReduceMax
+        | OpKind::ReduceMin
+        | OpKind::ReduceProd => {
             let (m, n) = rows(&input(0).shape)?;
             let opcode = match op.kind {
                 OpKind::Softmax => Opcode::SOFTMAX_F32,
                 OpKind::LogSoftmax => Opcode::LOG_SOFTMAX_F32,
+                OpKind::ReduceMax => Opcode::REDUCE_MAX_F32,
+                OpKind::ReduceMin => Opcode::REDUCE_MIN_F32,
+                OpKind::ReduceProd => Opcode::REDUCE_PROD_F32,
                 _ => Opcode::REDUCE_SUM_F32,
             };
             emit(&CommandDescriptor {

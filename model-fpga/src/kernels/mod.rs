@@ -27,8 +27,8 @@ pub use gemm::{GemmSpec, gemm, gemm_portable};
 pub use int8::int8;
 pub use layout::transpose4;
 pub use rows::{
-    log_softmax_last_axis, log_softmax_last_axis_in_place, reduce_sum_last_axis, softmax_last_axis,
-    softmax_last_axis_in_place,
+    RowReduce, log_softmax_last_axis, log_softmax_last_axis_in_place, reduce_last_axis,
+    reduce_sum_last_axis, softmax_last_axis, softmax_last_axis_in_place,
 };
 pub use window::{bias_activation, window};
 pub use window_spec::{WindowOp, WindowSpec};

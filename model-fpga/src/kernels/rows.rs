@@ -1,4 +1,4 @@
-//! Ops over the last axis: softmax, log-softmax and reduce-sum. A tensor `[.., c]` is
+//! Ops over the last axis: softmax, log-softmax and the reductions. A tensor `[.., c]` is
 //! viewed as rows of `c` contiguous elements.
 
 use super::error::{KernelError, Operand, expect_len, expect_whole_rows, mul};
@@ -109,6 +109,52 @@ pub fn reduce_sum_last_axis(x: &[f32], row_len: usize, out: &mut [f32]) -> Resul
     }
     for (o, row) in out.iter_mut().zip(x.chunks_exact(row_len)) {
         *o = sum(row);
+    }
+    Ok(())
+}
+
+/// The reductions of `REDUCTIONS` (ABI 1.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum RowReduce {
+    /// The largest element; NaN if any is; of equal elements the later.
+    Max,
+    /// The smallest element, likewise.
+    Min,
+    /// The product, in `f32` from left to right.
+    Prod,
+}
+
+/// Each row of `row_len` reduced by `op` into `out` (an empty row gives
+/// `−∞`, `+∞` or `1`).
+pub fn reduce_last_axis(
+    op: RowReduce,
+    x: &[f32],
+    row_len: usize,
+    out: &mut [f32],
+) -> Result<(), KernelError> {
+    expect_len(Operand::Input, mul(out.len(), row_len)?, x.len())?;
+    let start = match op {
+        RowReduce::Max => f32::NEG_INFINITY,
+        RowReduce::Min => f32::INFINITY,
+        RowReduce::Prod => 1.0,
+    };
+    if row_len == 0 {
+        out.fill(start);
+        return Ok(());
+    }
+    for (o, row) in out.iter_mut().zip(x.chunks_exact(row_len)) {
+        *o = match op {
+            RowReduce::Max => row.iter().fold(
+                start,
+                |acc, &v| if acc.is_nan() || v < acc { acc } else { v },
+            ),
+            RowReduce::Min => row.iter().fold(
+                start,
+                |acc, &v| if acc.is_nan() || v > acc { acc } else { v },
+            ),
+            RowReduce::Prod => row.iter().product(),
+        };
     }
     Ok(())
 }

@@ -351,6 +351,10 @@ impl<M: DeviceMemory, B: HostBus, C: TickSource> Model<M, B, C> {
                     status: CompletionStatus::INVALID_ARGUMENT,
                     detail: tensorplug_core::quant::block::detail(e),
                 },
+                Err(ExecError::Index) => Rejection {
+                    status: CompletionStatus::INVALID_ARGUMENT,
+                    detail: super::validate::field::SRC1,
+                },
             },
             Err(rejection) => rejection,
         };

@@ -6,7 +6,7 @@ use crate::kernels::{self, BinaryOp, KernelError};
 
 use super::bus::{BusError, HostBus};
 use super::memory::{MemoryView, Split};
-use super::validate::{Bcast3, Int8Work, Work};
+use super::validate::{Bcast3, TypedWork, Work};
 
 /// Why a validated command still failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,6 +19,9 @@ pub(crate) enum ExecError {
     /// An int8 command's quantization block was refused when read
     /// (`INVALID_ARGUMENT`, detail [`tensorplug_core::quant::block::detail`]).
     Quantization(tensorplug_core::quant::QuantError),
+    /// An index command's index is out of range (`INVALID_ARGUMENT`,
+    /// detail `src1`'s offset).
+    Index,
 }
 
 impl From<BusError> for ExecError {
@@ -117,13 +120,13 @@ pub(crate) fn execute<B: HostBus>(
                 kernels::softmax_last_axis(x, *row, out)
             }?)
         }
-        Work::ReduceSum { x, out, row } => {
+        Work::Reduce { op, x, out, row } => {
             let s = split(mem, out)?;
-            Ok(kernels::reduce_sum_last_axis(
-                floats(src(&s, x)?)?,
-                *row,
-                floats_mut(s.out)?,
-            )?)
+            let (x, out) = (floats(src(&s, x)?)?, floats_mut(s.out)?);
+            Ok(match op {
+                None => kernels::reduce_sum_last_axis(x, *row, out),
+                Some(op) => kernels::reduce_last_axis(*op, x, *row, out),
+            }?)
         }
         Work::Binary {
             op,
@@ -157,14 +160,14 @@ pub(crate) fn execute<B: HostBus>(
             }
             Ok(())
         }
-        Work::Int8(w) => int8(w, mem),
+        Work::Typed(w) => int8(w, mem),
     }
 }
 
-/// An int8 command: [`kernels::int8()`] (`tensorplug_core`'s reference
+/// An int8 or index command: [`kernels::int8()`] (`tensorplug_core`'s reference
 /// kernels, TFLite's, bit for bit; the convolutions and `MatMulInt8`
 /// computed faster to the same bytes) on the typed operands.
-fn int8(w: &Int8Work, mem: &mut MemoryView<'_>) -> Result<(), ExecError> {
+fn int8(w: &TypedWork, mem: &mut MemoryView<'_>) -> Result<(), ExecError> {
     use tensorplug_core::accelerator::DType;
     use tensorplug_core::reference::{self, int8::Data, int8::DataMut};
     let s = split(mem, &w.out.0)?;
@@ -184,6 +187,7 @@ fn int8(w: &Int8Work, mem: &mut MemoryView<'_>) -> Result<(), ExecError> {
     match kernels::int8(w.kind, &data[..w.count], w.out.2, out) {
         Ok(()) => Ok(()),
         Err(reference::Error::Quant(e)) => Err(ExecError::Quantization(e)),
+        Err(reference::Error::Index { .. }) => Err(ExecError::Index),
         Err(_) => Err(ExecError::Internal),
     }
 }

@@ -6,14 +6,15 @@ use core::ops::Range;
 
 use tensorplug_abi::device::{CommandDescriptor, CommandFlags, CompletionStatus, Features, Opcode};
 
-use crate::kernels::{BinaryOp, GemmSpec, UnaryOp, WindowOp, WindowSpec};
+use crate::kernels::{BinaryOp, GemmSpec, RowReduce, UnaryOp, WindowOp, WindowSpec};
 use tensorplug_core::accelerator::{Activation, DType};
 
+mod index;
 mod int8;
 mod layout;
 mod window;
 
-pub(crate) use int8::Int8Work;
+pub(crate) use int8::TypedWork;
 
 /// `src0` is broadcast along `m` (binary element-wise 3-D form).
 pub const SRC0_BCAST_M: u16 = CommandFlags::SRC0_BCAST_M.0;
@@ -136,7 +137,9 @@ pub(crate) enum Work {
         /// `LOG_SOFTMAX_F32`.
         log: bool,
     },
-    ReduceSum {
+    /// `REDUCE_SUM_F32` (`op` `None`) and the `REDUCTIONS` commands.
+    Reduce {
+        op: Option<RowReduce>,
         x: Range<usize>,
         out: Range<usize>,
         row: usize,
@@ -151,7 +154,7 @@ pub(crate) enum Work {
         epilogue: Option<(Range<usize>, Activation)>,
     },
     /// An int8 command (`INT8`): the catalogue op it runs.
-    Int8(Int8Work),
+    Typed(TypedWork),
 }
 
 impl Work {
@@ -182,7 +185,7 @@ impl Work {
             Work::BiasAdd { x, bias, out } => (0, n(x) + n(bias) + n(out), n(out) / 4),
             // exp, subtract, sum, divide per element.
             Work::Softmax { x, out, .. } => (0, n(x) + n(out), 4 * n(out) / 4),
-            Work::ReduceSum { x, out, .. } => (0, n(x) + n(out), n(x) / 4),
+            Work::Reduce { x, out, .. } => (0, n(x) + n(out), n(x) / 4),
             Work::Window {
                 op,
                 spec,
@@ -195,7 +198,7 @@ impl Work {
                 let bytes = n(src0) + src1.as_ref().map_or(0, n) + bias + n(dst);
                 (0, bytes, spec.flops(*op))
             }
-            Work::Int8(w) => {
+            Work::Typed(w) => {
                 let bytes = w.inputs[..w.count].iter().map(|(r, ..)| n(r)).sum::<u64>();
                 let macs = w
                     .kind
@@ -316,6 +319,21 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
             Uses(Uses::SRC0 | Uses::SRC1 | Uses::SRC2 | Uses::DST | Uses::LEN),
             0,
         ),
+        Opcode::REDUCE_MAX_F32 | Opcode::REDUCE_MIN_F32 | Opcode::REDUCE_PROD_F32 => (
+            Features::REDUCTIONS,
+            Uses(Uses::SRC0 | Uses::DST | Uses::MN),
+            0,
+        ),
+        Opcode::GATHER => (
+            Features::INDEX,
+            Uses(Uses::SRC0 | Uses::SRC1 | Uses::DST | Uses::LEN | Uses::MNK),
+            0,
+        ),
+        Opcode::SEGMENT_SUM => (
+            Features::INDEX,
+            Uses(Uses::SRC0 | Uses::SRC1 | Uses::DST | Uses::LEN | Uses::N | 128),
+            0,
+        ),
         Opcode::QUANTIZE_I8 | Opcode::DEQUANTIZE_I8 => (
             Features::INT8,
             Uses(Uses::SRC0 | Uses::SRC2 | Uses::DST | Uses::LEN | Uses::N),
@@ -395,7 +413,11 @@ pub(crate) fn validate(
         Opcode::BIAS_ADD_F32
         | Opcode::SOFTMAX_F32
         | Opcode::LOG_SOFTMAX_F32
-        | Opcode::REDUCE_SUM_F32 => ctx.rows(),
+        | Opcode::REDUCE_SUM_F32
+        | Opcode::REDUCE_MAX_F32
+        | Opcode::REDUCE_MIN_F32
+        | Opcode::REDUCE_PROD_F32 => ctx.rows(),
+        Opcode::GATHER | Opcode::SEGMENT_SUM => ctx.index(),
         Opcode::CONV2D_F32
         | Opcode::DEPTHWISE_CONV2D_F32
         | Opcode::MAX_POOL_F32
@@ -596,7 +618,13 @@ impl Ctx<'_> {
                 let out = self.f32_range(field::DST, m)?;
                 self.aligned(&[field::SRC0, field::DST])?;
                 in_place_or_disjoint(&x, &out, false)?;
-                Ok(Work::ReduceSum { x, out, row })
+                let op = match c.opcode {
+                    Opcode::REDUCE_MAX_F32 => Some(RowReduce::Max),
+                    Opcode::REDUCE_MIN_F32 => Some(RowReduce::Min),
+                    Opcode::REDUCE_PROD_F32 => Some(RowReduce::Prod),
+                    _ => None,
+                };
+                Ok(Work::Reduce { op, x, out, row })
             }
         }
     }

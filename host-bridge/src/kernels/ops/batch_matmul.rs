@@ -93,7 +93,9 @@ impl Batched {
         let (ra, rb) = (a.len() - 2, b.len() - 2);
         let rank = ra.max(rb);
         let pad = |d: &[u64], r: usize| -> Vec<u64> {
-            std::iter::repeat_n(1, rank - r).chain(d[..r].iter().copied()).collect()
+            std::iter::repeat_n(1, rank - r)
+                .chain(d[..r].iter().copied())
+                .collect()
         };
         let plan = Self {
             a_batch: pad(a, ra),
@@ -149,8 +151,7 @@ impl Batched {
         let (m, n) = self.mn();
         let mut dims = self.out_batch();
         dims.extend([m, n]);
-        flat(&dims)
-            .map_err(|_| Failure::unimplemented(format!("a result of rank {}", dims.len())))
+        flat(&dims).map_err(|_| Failure::unimplemented(format!("a result of rank {}", dims.len())))
     }
 
     /// Enqueues the MatMuls into `out` (of [`Self::out_shape`]).
@@ -171,7 +172,13 @@ impl Batched {
         if !self.t.a && self.b_batch.iter().all(|&d| d == 1) {
             let rows = count * m;
             let a = view(a, 0, [rows, self.a[1]])?;
-            return launch_one(run, self.t, a, view(b, 0, self.b)?, view(out, 0, [rows, n])?);
+            return launch_one(
+                run,
+                self.t,
+                a,
+                view(b, 0, self.b)?,
+                view(out, 0, [rows, n])?,
+            );
         }
         if count > MAX_RUNS {
             return Err(Failure::unimplemented(format!(
@@ -186,10 +193,7 @@ impl Batched {
         };
         let mut index = vec![0u64; batch.len()];
         for i in 0..count {
-            let (ia, ib) = (
-                offset(&self.a_batch, &index),
-                offset(&self.b_batch, &index),
-            );
+            let (ia, ib) = (offset(&self.a_batch, &index), offset(&self.b_batch, &index));
             launch_one(
                 run,
                 self.t,
@@ -255,7 +259,10 @@ mod tests {
         let plan = Batched::plan(&[7, 4, 3], &[7, 6, 4], t, true).unwrap();
         assert_eq!(plan.out_shape().unwrap().dims(), [7, 3, 6]);
         let err = Batched::plan(&[7, 4, 3], &[7, 4, 6], t, true).unwrap_err();
-        assert!(format!("{err:?}").contains("Matrix size-incompatible"), "{err:?}");
+        assert!(
+            format!("{err:?}").contains("Matrix size-incompatible"),
+            "{err:?}"
+        );
         assert!(Batched::plan(&[3], &[3, 2], NONE, true).is_err());
     }
 }

@@ -140,7 +140,9 @@ impl Equation {
             if t.bytes().filter(|&c| c == b'.').count() > 1
                 || !t.bytes().all(|c| c == b'.' || c.is_ascii_alphabetic())
             {
-                return Err(bad("a term has a character other than letters and one '...'"));
+                return Err(bad(
+                    "a term has a character other than letters and one '...'",
+                ));
             }
             Ok(t.into_bytes())
         };
@@ -267,11 +269,30 @@ impl Equation {
         }
         let (a, b) = (&inputs[0], &inputs[1]);
         let has = |t: &[u8], l: u8| t.contains(&l);
-        let batch: Vec<u8> = out.iter().copied().filter(|&l| has(a, l) && has(b, l)).collect();
-        let m: Vec<u8> = out.iter().copied().filter(|&l| has(a, l) && !has(b, l)).collect();
-        let n: Vec<u8> = out.iter().copied().filter(|&l| !has(a, l) && has(b, l)).collect();
-        let k: Vec<u8> = a.iter().copied().filter(|&l| has(b, l) && !has(&out, l)).collect();
-        if a.iter().chain(b).any(|&l| !has(&out, l) && !(has(a, l) && has(b, l))) {
+        let batch: Vec<u8> = out
+            .iter()
+            .copied()
+            .filter(|&l| has(a, l) && has(b, l))
+            .collect();
+        let m: Vec<u8> = out
+            .iter()
+            .copied()
+            .filter(|&l| has(a, l) && !has(b, l))
+            .collect();
+        let n: Vec<u8> = out
+            .iter()
+            .copied()
+            .filter(|&l| !has(a, l) && has(b, l))
+            .collect();
+        let k: Vec<u8> = a
+            .iter()
+            .copied()
+            .filter(|&l| has(b, l) && !has(&out, l))
+            .collect();
+        if a.iter()
+            .chain(b)
+            .any(|&l| !has(&out, l) && !(has(a, l) && has(b, l)))
+        {
             return Err(self.unsupported("a label is summed within one operand"));
         }
         let local = |t: &[u8], shape: &Shape, ls: &[u8]| -> Vec<u64> {
@@ -314,8 +335,18 @@ impl Equation {
         };
         let (li, ri) = if swap { (1, 0) } else { (0, 1) };
         let t = Transposes {
-            a: side(lhs, li, concat(&[&batch, lm, &k]), concat(&[&batch, &k, lm])),
-            b: side(rhs, ri, concat(&[&batch, &k, rn]), concat(&[&batch, rn, &k])),
+            a: side(
+                lhs,
+                li,
+                concat(&[&batch, lm, &k]),
+                concat(&[&batch, &k, lm]),
+            ),
+            b: side(
+                rhs,
+                ri,
+                concat(&[&batch, &k, rn]),
+                concat(&[&batch, rn, &k]),
+            ),
         };
         let (bm, bk, bn) = (product(lm), product(&k), product(rn));
         let matmul = Batched {
@@ -350,7 +381,11 @@ fn permutation(from: &[u8], to: &[u8]) -> Option<[u8; MAX_RANK]> {
     for (i, l) in to.iter().enumerate() {
         perm[i] = from.iter().position(|x| x == l)? as u8;
     }
-    (perm[..to.len()].iter().enumerate().any(|(i, &p)| usize::from(p) != i)).then_some(perm)
+    (perm[..to.len()]
+        .iter()
+        .enumerate()
+        .any(|(i, &p)| usize::from(p) != i))
+    .then_some(perm)
 }
 
 #[cfg(test)]

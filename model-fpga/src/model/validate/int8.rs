@@ -13,7 +13,7 @@ use super::{Ctx, Rejection, Work, field, in_place_or_disjoint, invalid};
 /// An int8 command: the op, up to three inputs (range, dtype, shape) and
 /// the output.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Int8Work {
+pub(crate) struct TypedWork {
     pub(crate) kind: OpKind,
     pub(crate) inputs: [(Range<usize>, DType, Shape); 3],
     pub(crate) count: usize,
@@ -104,7 +104,7 @@ impl Ctx<'_> {
             .chain((out_type != DType::I8).then_some(field::DST))
             .collect();
         self.aligned(&wide)?;
-        Ok(Work::Int8(Int8Work {
+        Ok(Work::Typed(TypedWork {
             kind,
             inputs,
             count,

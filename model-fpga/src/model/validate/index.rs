@@ -1,0 +1,47 @@
+//! Decoding `GATHER` and `SEGMENT_SUM` (`INDEX`, ABI 1.5) into the typed
+//! work of [`TypedWork`]: f32 data, int32 indices; the indices are checked
+//! against their bound when the command runs.
+
+use tensorplug_abi::device::Opcode;
+use tensorplug_core::accelerator::OpKind;
+use tensorplug_core::accelerator::{DType, Shape};
+
+use super::{Ctx, Rejection, TypedWork, Work, field, in_place_or_disjoint, invalid};
+
+impl Ctx<'_> {
+    pub(super) fn index(&self) -> Result<Work, Rejection> {
+        let c = self.cmd;
+        let count = self.nonzero_len()?;
+        let shape = |d: &[u64]| Shape::new(d).ok_or(invalid(field::LEN));
+        let (kind, data, out) = match c.opcode {
+            Opcode::GATHER => {
+                self.dims(&[(c.m, field::M), (c.n, field::N), (c.k, field::K)])?;
+                let (m, n, k) = (u64::from(c.m), u64::from(c.n), u64::from(c.k));
+                (OpKind::Gather, shape(&[m, n, k])?, shape(&[m, count, k])?)
+            }
+            _ => {
+                self.dims(&[(c.n, field::N), (c.k, field::K)])?;
+                let (n, k) = (u64::from(c.n), u64::from(c.k));
+                (OpKind::SegmentSum, shape(&[count, k])?, shape(&[n, k])?)
+            }
+        };
+        let floats = |s: &Shape| s.elements().unwrap_or(u64::MAX);
+        let data_range = self.f32_range(field::SRC0, floats(&data))?;
+        let ids = self.f32_range(field::SRC1, count)?;
+        let dst = self.f32_range(field::DST, floats(&out))?;
+        self.aligned(&[field::SRC0, field::SRC1, field::DST])?;
+        in_place_or_disjoint(&data_range, &dst, false)?;
+        in_place_or_disjoint(&ids, &dst, false)?;
+        let none = (0..0, DType::I8, Shape::SCALAR);
+        Ok(Work::Typed(TypedWork {
+            kind,
+            inputs: [
+                (data_range, DType::F32, data),
+                (ids, DType::I32, shape(&[count])?),
+                none,
+            ],
+            count: 2,
+            out: (dst, DType::F32, out),
+        }))
+    }
+}
