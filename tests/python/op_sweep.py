@@ -131,6 +131,49 @@ def add_n_cases():
     yield "specials", lambda a, b, c: tf.math.add_n([a, b, c]), [SPECIAL, SPECIAL[::-1].copy(), SPECIAL], None
 
 
+def indices(count, n, seed):
+    return np.random.default_rng(seed).integers(0, n, count).astype(np.int32)
+
+
+def gather_cases():
+    for (shape, axis, ishape), seed in zip(pick([((50, 16), 0, (32, 8)), ((5, 7, 3), 1, (4,)),
+                                                 ((6, 4), 1, (2, 3)), ((9,), 0, ()), ((4, 0), 0, (3,)),
+                                                 ((8, 5), 0, (0,)), ((3, 4, 5), -1, (6,))]), range(100)):
+        n = shape[axis]
+        idx = indices(int(np.prod(ishape)), n, seed).reshape(ishape)
+        yield (f"{shape} axis={axis} indices {ishape}",
+               lambda p, i, axis=axis: tf.gather(p, i, axis=axis), [rand(*shape), idx], None)
+    yield "specials", lambda p, i: tf.gather(p, i), [SPECIAL, np.array([6, 0, 4, 4], np.int32)], None
+
+
+def segment_sum_cases():
+    for (shape, ids_shape, segments), seed in zip(pick([((64, 16), (64,), 50), ((5, 3), (5,), 4),
+                                                        ((2, 3, 4), (2, 3), 7), ((0, 4), (0,), 3),
+                                                        ((6,), (6,), 1), ((4, 2), (4,), 2)]), range(100)):
+        ids = indices(int(np.prod(ids_shape)), max(segments, 1), seed).reshape(ids_shape)
+        if ids.size:
+            ids.flat[0] = -1  # dropped
+        yield (f"{shape} into {segments}",
+               lambda d, i, n=segments: tf.math.unsorted_segment_sum(d, i, n), [rand(*shape), ids], None)
+
+
+def extrema_cases(fn, exact=True):
+    def cases():
+        for (shape, axes), keep in grid([((3, 4), [1]), ((2, 3, 5), [1]), ((2, 3, 5), [0, 2]), ((4, 6), [0]),
+                                         ((2, 1, 3, 4), [-1, 1]), ((3, 0), [1]), ((0, 3), [1]), ((5,), [0]),
+                                         ((2, 3, 4), [0, 1, 2])], (False, True)):
+            x = rand(*shape)
+            tol = None if exact else (lambda cpu: 2 * (x.size + 1) * EPS * np.abs(cpu) + TINY)
+            yield (f"{shape} axes={axes} keep_dims={keep}",
+                   lambda t, a=axes, k=keep: fn(t, tf.constant(a, tf.int32), keepdims=k), [x], tol)
+        yield ("specials", lambda t: fn(tf.reshape(t, [1, 7]), tf.constant([1], tf.int32)),
+               [SPECIAL], None if exact else (lambda cpu: np.abs(cpu) * 0 + TINY))
+        for row in ([-0.0, 0.0], [0.0, -0.0], [np.nan, 1.0], [1.0, np.nan]):
+            yield (f"{row}", lambda t: fn(t, tf.constant([0], tf.int32)),
+                   [np.array(row, np.float32)], None)
+    return cases
+
+
 def fused_matmul(a, b, bias, ops):
     attrs = ("T", a.dtype.as_datatype_enum, "num_args", 1, "fused_ops", ops, "epsilon", 0.0001,
              "leakyrelu_alpha", 0.2, "transpose_a", False, "transpose_b", False)
@@ -608,6 +651,11 @@ SWEEPS = {
     "BatchMatMulV2": batch_matmul_cases(tf.raw_ops.BatchMatMulV2),
     "Einsum": einsum_cases,
     "AddN": add_n_cases,
+    "GatherV2": gather_cases,
+    "UnsortedSegmentSum": segment_sum_cases,
+    "Max": extrema_cases(tf.math.reduce_max),
+    "Min": extrema_cases(tf.math.reduce_min),
+    "Prod": extrema_cases(tf.math.reduce_prod, exact=False),
     "BiasAdd": bias_add_cases,
     "BiasAddGrad": bias_add_grad_cases,
     "AddV2": binary_cases(tf.math.add),
@@ -689,6 +737,8 @@ SWEEPS = {
 PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), (2, 2), (2,)], "BiasAdd": [(2, 2), (2,)],
                 "MatMul": [(2, 2), (2, 2)], "BatchMatMul": [(2, 2), (2, 2)], "BatchMatMulV2": [(2, 2), (2, 2)],
                 "Einsum": [(2, 2, 2), (2, 2, 2)], "AddN": [(2, 2), (2, 2)],
+                "Max": [(2, 2)], "Min": [(2, 2)], "Prod": [(2, 2)],
+                "GatherV2": [(2, 2), (2,)], "UnsortedSegmentSum": [(2, 2), (2,)],
                 "SparseSoftmaxCrossEntropyWithLogits": [(2, 2), (2,)],
                 "SoftmaxCrossEntropyWithLogits": [(2, 2), (2, 2)],
                 "Conv2D": [(1, 3, 3, 1), (1, 1, 1, 1)], "DepthwiseConv2dNative": [(1, 3, 3, 1), (1, 1, 1, 1)],

@@ -2,7 +2,7 @@
 //! Each scenario runs in its own Python process.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use tensorplug_host_bridge::graph::rewrite;
 use tensorplug_tests::{run_python, run_tf_with_plugin, workspace_root};
 

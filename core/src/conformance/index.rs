@@ -30,7 +30,7 @@ pub(crate) fn cases(kind: OpKind) -> Vec<OpCase> {
             case(
                 kind,
                 &[1, 50, 16],
-                (0..64).map(|i| (i * 37 % 50) as i32).collect(),
+                (0..64).map(|i| i * 37 % 50).collect(),
                 &[1, 64, 16],
                 701,
             ),
@@ -44,7 +44,7 @@ pub(crate) fn cases(kind: OpKind) -> Vec<OpCase> {
             case(
                 kind,
                 &[64, 16],
-                (0..64).map(|i| (i * 7 % 50) as i32).collect(),
+                (0..64).map(|i| i * 7 % 50).collect(),
                 &[50, 16],
                 711,
             ),

@@ -224,6 +224,22 @@ fn register_for(
             return Err(failure);
         }
     }
+    for attr in def.int32_attrs() {
+        // SAFETY: live builder and status; static names.
+        unsafe {
+            (api.type_constraint)(
+                builder,
+                attr.as_ptr(),
+                TF_DataType::TF_INT32,
+                status.fresh(),
+            )
+        };
+        if let Err(failure) = status.check("TF_KernelBuilder_TypeConstraint") {
+            // SAFETY: the builder was not registered, so it is still ours.
+            unsafe { (api.delete_kernel_builder)(builder) };
+            return Err(failure);
+        }
+    }
     for arg in def.host_memory() {
         // SAFETY: live builder; static name.
         unsafe { (api.host_memory)(builder, arg.as_ptr()) };

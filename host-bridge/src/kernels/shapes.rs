@@ -4,6 +4,25 @@
 use super::failure::{Failure, KernelResult};
 use tensorplug_core::accelerator::{MAX_RANK, Shape, ShapeError, broadcast_shapes, matmul_shape};
 
+/// Which axes of `x` a reduction over `axes` (negative from the end)
+/// reduces, checked as TF does.
+pub fn reduced_axes(x: &Shape, axes: &[i64]) -> KernelResult<[bool; MAX_RANK]> {
+    let rank = x.dims().len();
+    let mut reduced = [false; MAX_RANK];
+    for &axis in axes {
+        let normal = if axis < 0 { axis + rank as i64 } else { axis };
+        match usize::try_from(normal) {
+            Ok(i) if i < rank => reduced[i] = true,
+            _ => {
+                return Err(Failure::invalid(format!(
+                    "Invalid reduction dimension ({axis} for input with {rank} dimension(s))"
+                )));
+            }
+        }
+    }
+    Ok(reduced)
+}
+
 /// `[2, 3]` for messages.
 pub fn show(shape: &Shape) -> String {
     format!("{:?}", shape.dims())
@@ -101,19 +120,7 @@ pub const MAX_MIDDLE_LAUNCHES: u64 = 4096;
 /// (anything else is [`Failure::unimplemented`]), with at most
 /// [`MAX_MIDDLE_LAUNCHES`] outer indexes before a block in the middle.
 pub fn sum(x: &Shape, axes: &[i64], keep_dims: bool) -> KernelResult<(Shape, SumPlan)> {
-    let rank = x.dims().len();
-    let mut reduced = [false; MAX_RANK];
-    for &axis in axes {
-        let normal = if axis < 0 { axis + rank as i64 } else { axis };
-        match usize::try_from(normal) {
-            Ok(i) if i < rank => reduced[i] = true,
-            _ => {
-                return Err(Failure::invalid(format!(
-                    "Invalid reduction dimension ({axis} for input with {rank} dimension(s))"
-                )));
-            }
-        }
-    }
+    let reduced = reduced_axes(x, axes)?;
     let mut out = [0u64; MAX_RANK];
     let mut out_rank = 0;
     for (i, &dim) in x.dims().iter().enumerate() {

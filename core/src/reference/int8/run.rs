@@ -221,6 +221,35 @@ pub fn dequantize(q: i8, scale: f32, zero_point: i32) -> f32 {
     (f64::from(scale) * f64::from(i32::from(q) - zero_point)) as f32
 }
 
+/// `Gather` or `SegmentSum` on validated operands (f32 data, i32 indices).
+fn index(
+    kind: OpKind,
+    inputs: &[(Data<'_>, Shape)],
+    out_shape: Shape,
+    out: &mut [f32],
+) -> Result<(), Error> {
+    for (i, (data, shape)) in inputs.iter().enumerate() {
+        check_len(i as u8, elements(shape)?, data.len())?;
+    }
+    check_len(2, elements(&out_shape)?, out.len())?;
+    let (Data::F32(data), Data::I32(indices)) = (inputs[0].0, inputs[1].0) else {
+        return Err(Error::Shape(crate::accelerator::ShapeError::DType {
+            operand: 0,
+        }));
+    };
+    let dims = out_shape.dims();
+    match kind {
+        OpKind::Gather => super::super::index::gather(data, &inputs[0].1, indices, out),
+        _ => super::super::index::segment_sum(
+            data,
+            usize::try_from(out_shape.last()).map_err(|_| Error::Overflow)?,
+            indices,
+            usize::try_from(dims[0]).map_err(|_| Error::Overflow)?,
+            out,
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,34 +356,5 @@ mod tests {
         assert_eq!(quantize(1e9, 0.5, h), 127);
         assert_eq!(quantize(f32::NEG_INFINITY, 0.5, h), -128);
         assert_eq!(dequantize(-128, 0.1, -3), (0.1f32 as f64 * -125.0) as f32);
-    }
-}
-
-/// `Gather` or `SegmentSum` on validated operands (f32 data, i32 indices).
-fn index(
-    kind: OpKind,
-    inputs: &[(Data<'_>, Shape)],
-    out_shape: Shape,
-    out: &mut [f32],
-) -> Result<(), Error> {
-    for (i, (data, shape)) in inputs.iter().enumerate() {
-        check_len(i as u8, elements(shape)?, data.len())?;
-    }
-    check_len(2, elements(&out_shape)?, out.len())?;
-    let (Data::F32(data), Data::I32(indices)) = (inputs[0].0, inputs[1].0) else {
-        return Err(Error::Shape(crate::accelerator::ShapeError::DType {
-            operand: 0,
-        }));
-    };
-    let dims = out_shape.dims();
-    match kind {
-        OpKind::Gather => super::super::index::gather(data, &inputs[0].1, indices, out),
-        _ => super::super::index::segment_sum(
-            data,
-            usize::try_from(out_shape.last()).map_err(|_| Error::Overflow)?,
-            indices,
-            usize::try_from(dims[0]).map_err(|_| Error::Overflow)?,
-            out,
-        ),
     }
 }

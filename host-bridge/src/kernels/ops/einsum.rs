@@ -112,6 +112,9 @@ fn transposed(
     Ok((desc, tensor))
 }
 
+/// The operands' labels, the output's, and each label's size (by byte).
+type Labels = (Vec<Vec<u8>>, Vec<u8>, [u64; 128]);
+
 /// What one compute call enqueues.
 #[derive(Debug)]
 struct Plan {
@@ -169,7 +172,7 @@ impl Equation {
 
     /// The operands' labels with `...` spelled out (as `0`, `1`, …, aligned
     /// right), the output's, and each label's size.
-    fn labels(&self, shapes: &[Shape]) -> KernelResult<(Vec<Vec<u8>>, Vec<u8>, [u64; 128])> {
+    fn labels(&self, shapes: &[Shape]) -> KernelResult<Labels> {
         if shapes.len() != self.inputs.len() {
             return Err(Failure::invalid(format!(
                 "Einsum equation '{}' has {} operands, the op {}",
@@ -291,7 +294,7 @@ impl Equation {
             .collect();
         if a.iter()
             .chain(b)
-            .any(|&l| !has(&out, l) && !(has(a, l) && has(b, l)))
+            .any(|&l| !(has(&out, l) || has(a, l) && has(b, l)))
         {
             return Err(self.unsupported("a label is summed within one operand"));
         }

@@ -15,10 +15,12 @@ mod concat;
 mod einsum;
 mod fill;
 mod fused_matmul;
+mod gather;
 pub mod int8;
 mod matmul;
 mod neg_square;
 mod pad;
+mod reduce;
 mod reverse;
 mod slice;
 mod softmax;
@@ -72,6 +74,11 @@ pub trait Op: Sync + 'static {
     fn more_types(&self) -> &'static [TF_DataType] {
         &[]
     }
+    /// Type attributes the registration constrains to int32 (indices, as
+    /// `GatherV2`'s `Tindices`): the device takes int32 indices only.
+    fn int32_attrs(&self) -> &'static [&'static CStr] {
+        &[]
+    }
     /// Reads and checks the attributes; an unsupported value is a failure
     /// that names the attribute. The default reads none.
     fn construct(&self, _ctx: &Construction) -> KernelResult<Self::Attrs> {
@@ -101,6 +108,8 @@ pub trait TfKernel: Sync {
     fn type_attr(&self) -> Option<&'static CStr>;
     /// See [`Op::more_types`].
     fn more_types(&self) -> &'static [TF_DataType];
+    /// See [`Op::int32_attrs`].
+    fn int32_attrs(&self) -> &'static [&'static CStr];
     /// See [`Op::construct`].
     fn construct(&self, ctx: &Construction) -> KernelResult<Box<dyn Any + Send + Sync>>;
     /// See [`Op::compute`]; `attrs` is what [`Self::construct`] returned.
@@ -162,6 +171,10 @@ impl<T: Op> TfKernel for T {
         Op::more_types(self)
     }
 
+    fn int32_attrs(&self) -> &'static [&'static CStr] {
+        Op::int32_attrs(self)
+    }
+
     fn construct(&self, ctx: &Construction) -> KernelResult<Box<dyn Any + Send + Sync>> {
         Ok(Box::new(Op::construct(self, ctx)?))
     }
@@ -180,7 +193,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// The f32 kernels besides the element-wise families'.
-static KERNELS: [&dyn TfKernel; 42] = [
+static KERNELS: [&dyn TfKernel; 47] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -223,6 +236,11 @@ static KERNELS: [&dyn TfKernel; 42] = [
     &batch_matmul::KERNELS[1],
     &einsum::Einsum,
     &add_n::AddN,
+    &gather::GatherV2,
+    &gather::UnsortedSegmentSum,
+    &reduce::KERNELS[0],
+    &reduce::KERNELS[1],
+    &reduce::KERNELS[2],
 ];
 
 /// Every kernel the bridge can register for a device type: [`KERNELS`],
@@ -350,7 +368,9 @@ mod tests {
         assert_eq!(ops.len(), BUILTIN_COUNT);
         for kernel in builtin() {
             let host: &[&CStr] = match kernel.op().to_bytes() {
-                b"Sum" | b"Mean" => &[c"reduction_indices"],
+                b"Sum" | b"Mean" | b"Max" | b"Min" | b"Prod" => &[c"reduction_indices"],
+                b"GatherV2" => &[c"axis"],
+                b"UnsortedSegmentSum" => &[c"num_segments"],
                 b"Pad" => &[c"paddings"],
                 b"BroadcastTo" => &[c"shape"],
                 b"Tile" => &[c"multiples"],
