@@ -700,6 +700,27 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_OP_REDUCE_MAX 52
 #define TPD_OP_REDUCE_MIN 53
 #define TPD_OP_REDUCE_PROD 54
+#define TPD_OP_LOG1P 55
+#define TPD_OP_RECIPROCAL 56
+#define TPD_OP_EXPM1 57
+#define TPD_OP_ELU 58
+#define TPD_OP_SELU 59
+#define TPD_OP_SIGN 60
+#define TPD_OP_FLOOR 61
+#define TPD_OP_CEIL 62
+#define TPD_OP_ROUND 63
+#define TPD_OP_SOFTSIGN 64
+#define TPD_OP_ELU_GRAD 65
+#define TPD_OP_SELU_GRAD 66
+#define TPD_OP_SOFTPLUS_GRAD 67
+#define TPD_OP_SOFTSIGN_GRAD 68
+#define TPD_OP_RECIPROCAL_GRAD 69
+#define TPD_OP_SQRT_GRAD 70
+#define TPD_OP_MUL_NO_NAN 71
+#define TPD_OP_XDIVY 72
+#define TPD_OP_XLOGY 73
+#define TPD_OP_FLOOR_DIV 74
+#define TPD_OP_FLOOR_MOD 75
 
 // Element types (`CommandDescriptor::dtype`), from tensorplug_core's `DType`.
 #define TPD_DTYPE_F32 1

@@ -218,6 +218,21 @@ def binary_cases(fn, tol=None, pairs=BROADCAST):
     return cases
 
 
+REL4 = lambda x, cpu: 4 * EPS * np.abs(cpu) + TINY  # noqa: E731
+
+
+def grad_cases(fn):
+    """A gradient op's cases: operands of one shape, and the specials
+    against each other (a zero gradient at an infinite or NaN output)."""
+    def cases():
+        yield from binary_cases(fn, lambda a, b, cpu: 4 * EPS * np.abs(cpu) + TINY,
+                                pairs=[(s, s) for s in SHAPES])()
+        for shift in range(len(SPECIAL)):
+            yield (f"specials shifted {shift}", fn,
+                   [SPECIAL, np.roll(SPECIAL, shift)], lambda cpu: 4 * EPS * np.abs(cpu) + TINY)
+    return cases
+
+
 def pow_tol(a, b, cpu):
     """A few ulp of `powf`, relative to |b·ln|a|| (the exponent of exp)."""
     with np.errstate(all="ignore"):
@@ -697,9 +712,34 @@ SWEEPS = {
     "TanhGrad": binary_cases(lambda y, dy: tf.raw_ops.TanhGrad(y=y, dy=dy),
                              lambda a, b, cpu: 4 * EPS * np.abs(cpu) + TINY,
                              pairs=[(s, s) for s in SHAPES]),
-    "RsqrtGrad": binary_cases(lambda y, dy: tf.raw_ops.RsqrtGrad(y=y, dy=dy),
-                              lambda a, b, cpu: 4 * EPS * np.abs(cpu) + TINY,
-                              pairs=[(s, s) for s in SHAPES]),
+    "RsqrtGrad": grad_cases(lambda y, dy: tf.raw_ops.RsqrtGrad(y=y, dy=dy)),
+    # TF's CPU kernels vectorize these with approximations (a reciprocal
+    # too): within a few ulp, not bit for bit.
+    "Log1p": unary_cases(tf.math.log1p, REL4),
+    "Reciprocal": unary_cases(tf.math.reciprocal, REL4),
+    "Inv": unary_cases(lambda x: tf.raw_ops.Inv(x=x), REL4),
+    "Expm1": unary_cases(tf.math.expm1, REL4),
+    # exp(x) − 1: a few ulp of exp, absolute near 0.
+    "Elu": unary_cases(tf.nn.elu, lambda x, cpu: 4 * EPS * (np.abs(cpu) + 1)),
+    "Selu": unary_cases(tf.nn.selu, lambda x, cpu: 8 * EPS * (np.abs(cpu) + 1)),
+    "Sign": unary_cases(tf.math.sign),
+    "Floor": unary_cases(tf.math.floor),
+    "Ceil": unary_cases(tf.math.ceil),
+    "Round": unary_cases(tf.math.round),
+    "Rint": unary_cases(tf.math.rint),
+    "Softsign": unary_cases(tf.nn.softsign),
+    "EluGrad": grad_cases(lambda g, y: tf.raw_ops.EluGrad(gradients=g, outputs=y)),
+    "SeluGrad": grad_cases(lambda g, y: tf.raw_ops.SeluGrad(gradients=g, outputs=y)),
+    "SoftplusGrad": grad_cases(lambda g, x: tf.raw_ops.SoftplusGrad(gradients=g, features=x)),
+    "SoftsignGrad": grad_cases(lambda g, x: tf.raw_ops.SoftsignGrad(gradients=g, features=x)),
+    "ReciprocalGrad": grad_cases(lambda y, dy: tf.raw_ops.ReciprocalGrad(y=y, dy=dy)),
+    "InvGrad": grad_cases(lambda y, dy: tf.raw_ops.InvGrad(y=y, dy=dy)),
+    "SqrtGrad": grad_cases(lambda y, dy: tf.raw_ops.SqrtGrad(y=y, dy=dy)),
+    "MulNoNan": binary_cases(tf.math.multiply_no_nan),
+    "Xdivy": binary_cases(tf.math.xdivy),
+    "Xlogy": binary_cases(tf.math.xlogy, lambda a, b, cpu: 4 * EPS * np.abs(cpu) + TINY),
+    "FloorDiv": binary_cases(tf.math.floordiv),
+    "FloorMod": binary_cases(tf.math.floormod),
     "LogSoftmax": log_softmax_cases,
     "SparseSoftmaxCrossEntropyWithLogits": sparse_xent_cases,
     "SoftmaxCrossEntropyWithLogits": xent_cases,
@@ -758,7 +798,10 @@ PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), 
                 **{op: [(2, 2), (2, 2)] for op in ("AddV2", "Add", "Sub", "Mul", "Maximum", "RealDiv",
                                                   "Div", "DivNoNan", "Pow", "ReluGrad",
                                                   "SquaredDifference", "Minimum", "SigmoidGrad",
-                                                  "TanhGrad", "RsqrtGrad")}}
+                                                  "TanhGrad", "RsqrtGrad", "EluGrad", "SeluGrad",
+                                                  "SoftplusGrad", "SoftsignGrad", "ReciprocalGrad",
+                                                  "InvGrad", "SqrtGrad", "MulNoNan", "Xdivy", "Xlogy",
+                                                  "FloorDiv", "FloorMod")}}
 
 
 def run_on(device, fn, args):

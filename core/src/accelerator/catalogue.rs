@@ -158,6 +158,27 @@ pub const BUILTIN: &[OpDecl] = &[
     op("ReduceMax", 52, 1, OpKind::ReduceMax),
     op("ReduceMin", 53, 1, OpKind::ReduceMin),
     op("ReduceProd", 54, 1, OpKind::ReduceProd),
+    unary("Log1p", 55),
+    unary("Reciprocal", 56),
+    unary("Expm1", 57),
+    unary("Elu", 58),
+    unary("Selu", 59),
+    unary("Sign", 60),
+    unary("Floor", 61),
+    unary("Ceil", 62),
+    unary("Round", 63),
+    unary("Softsign", 64),
+    binary("EluGrad", 65),
+    binary("SeluGrad", 66),
+    binary("SoftplusGrad", 67),
+    binary("SoftsignGrad", 68),
+    binary("ReciprocalGrad", 69),
+    binary("SqrtGrad", 70),
+    binary("MulNoNan", 71),
+    binary("Xdivy", 72),
+    binary("Xlogy", 73),
+    binary("FloorDiv", 74),
+    binary("FloorMod", 75),
 ];
 
 /// The element-wise ops that code names (any member can also be named in a
@@ -265,8 +286,99 @@ pub(super) const ELEMENTWISE_RULES: &[(u16, Elementwise)] = &[
     // in f32.
     (47, near(|y, dy| dy * y * (1.0 - y))),
     (48, near(|y, dy| dy * (1.0 - y * y))),
-    (49, near(|y, dy| -0.5 * (dy * y) * (y * y))),
+    (
+        49,
+        near(|y, dy| {
+            if dy == 0.0 {
+                0.0
+            } else {
+                -0.5 * (dy * y) * (y * y)
+            }
+        }),
+    ),
+    (55, near(|x, _| libm::log1p(f64::from(x)) as f32)),
+    (56, near(|x, _| 1.0 / x)),
+    (57, near(|x, _| libm::expm1(f64::from(x)) as f32)),
+    // TF's `exp(x) − 1` below 0 (not `expm1`): `exp` rounded, then 1 off.
+    (58, near(|x, _| if x < 0.0 { exp_f32(x) - 1.0 } else { x })),
+    (
+        59,
+        near(|x, _| {
+            if x < 0.0 {
+                SELU_SCALE_ALPHA * (exp_f32(x) - 1.0)
+            } else {
+                SELU_SCALE * x
+            }
+        }),
+    ),
+    (
+        60,
+        near(|x, _| {
+            if x.is_nan() {
+                x
+            } else if x > 0.0 {
+                1.0
+            } else if x < 0.0 {
+                -1.0
+            } else {
+                0.0
+            }
+        }),
+    ),
+    (61, near(|x, _| libm::floorf(x))),
+    (62, near(|x, _| libm::ceilf(x))),
+    (63, near(|x, _| libm::rintf(x))),
+    (64, near(|x, _| x / (1.0 + x.abs()))),
+    // The gradients of the forward ops: (gradient, forward output or input).
+    (65, near(|g, y| if y < 0.0 { g * (y + 1.0) } else { g })),
+    (
+        66,
+        near(|g, y| {
+            if y < 0.0 {
+                g * (y + SELU_SCALE_ALPHA)
+            } else {
+                g * SELU_SCALE
+            }
+        }),
+    ),
+    (67, near(|g, x| g / (exp_f32(-x) + 1.0))),
+    (68, near(|g, x| g / ((1.0 + x.abs()) * (1.0 + x.abs())))),
+    (69, near(|y, dy| if dy == 0.0 { 0.0 } else { -y * y * dy })),
+    (70, near(|y, dy| if dy == 0.0 { 0.0 } else { 0.5 * dy / y })),
+    (71, near(|a, b| if b == 0.0 { 0.0 } else { a * b })),
+    (72, near(|a, b| if a == 0.0 { 0.0 } else { a / b })),
+    (
+        73,
+        near(|a, b| {
+            if a == 0.0 {
+                0.0
+            } else {
+                (f64::from(a) * libm::log(f64::from(b))) as f32
+            }
+        }),
+    ),
+    (74, near(|a, b| libm::floorf(a / b))),
+    (75, near(floor_mod)),
 ];
+
+/// `selu`'s constants, as TF's kernel has them.
+const SELU_SCALE: f32 = 1.050_701;
+const SELU_SCALE_ALPHA: f32 = 1.758_099_3;
+
+/// `eˣ` rounded to f32.
+fn exp_f32(x: f32) -> f32 {
+    libm::exp(f64::from(x)) as f32
+}
+
+/// TF's `FloorMod` on floats: `fmod`, moved into the divisor's sign.
+fn floor_mod(a: f32, b: f32) -> f32 {
+    let m = libm::fmodf(a, b);
+    if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+        m + b
+    } else {
+        m
+    }
+}
 
 /// `ln(1 + eˣ)`, as TF computes it: `x` above 13.94 (`−(ln ε + 2)`), `eˣ`
 /// below −13.94, else `log1p(eˣ)`.

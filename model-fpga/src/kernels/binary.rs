@@ -66,8 +66,39 @@ binary_ops! {
     SigmoidGrad = Binary::named("SigmoidGrad") => |y: f32, dy: f32| dy * y * (1.0 - y),
     /// `dy · (1 − y²)` for `(y, dy)`.
     TanhGrad = Binary::named("TanhGrad") => |y: f32, dy: f32| dy * (1.0 - y * y),
-    /// `−½ · dy · y³` for `(y, dy)`.
-    RsqrtGrad = Binary::named("RsqrtGrad") => |y: f32, dy: f32| -0.5 * (dy * y) * (y * y),
+    /// `−½ · dy · y³` for `(y, dy)`, `0` where `dy` is.
+    RsqrtGrad = Binary::named("RsqrtGrad") => |y: f32, dy: f32| if dy == 0.0 { 0.0 } else { -0.5 * (dy * y) * (y * y) },
+    /// `g · (y + 1)` where `y < 0`, else `g`, for `(g, y)`.
+    EluGrad = Binary::named("EluGrad") => |g: f32, y: f32| if y < 0.0 { g * (y + 1.0) } else { g },
+    /// `g · (y + 1.7580993)` where `y < 0`, else `g · 1.0507009`.
+    SeluGrad = Binary::named("SeluGrad") => |g: f32, y: f32| if y < 0.0 { g * (y + 1.758_099_3) } else { g * 1.050_701 },
+    /// `g / (e^−x + 1)` for `(g, x)`.
+    SoftplusGrad = Binary::named("SoftplusGrad") => |g: f32, x: f32| g / (libm::expf(-x) + 1.0),
+    /// `g / (1 + |x|)²`.
+    SoftsignGrad = Binary::named("SoftsignGrad") => |g: f32, x: f32| g / ((1.0 + x.abs()) * (1.0 + x.abs())),
+    /// `−y² · dy` for `(y, dy)`, `0` where `dy` is.
+    ReciprocalGrad = Binary::named("ReciprocalGrad") => |y: f32, dy: f32| if dy == 0.0 { 0.0 } else { -y * y * dy },
+    /// `½ · dy / y`, `0` where `dy` is.
+    SqrtGrad = Binary::named("SqrtGrad") => |y: f32, dy: f32| if dy == 0.0 { 0.0 } else { 0.5 * dy / y },
+    /// `a · b`, `0` where `b` is.
+    MulNoNan = Binary::named("MulNoNan") => |a: f32, b: f32| if b == 0.0 { 0.0 } else { a * b },
+    /// `a / b`, `0` where `a` is.
+    Xdivy = Binary::named("Xdivy") => |a: f32, b: f32| if a == 0.0 { 0.0 } else { a / b },
+    /// `a · ln b`, `0` where `a` is.
+    Xlogy = Binary::named("Xlogy") => |a: f32, b: f32| if a == 0.0 { 0.0 } else { a * libm::logf(b) },
+    /// `⌊a / b⌋`.
+    FloorDiv = Binary::named("FloorDiv") => |a: f32, b: f32| libm::floorf(a / b),
+    /// `fmod(a, b)` moved into `b`'s sign.
+    FloorMod = Binary::named("FloorMod") => floor_mod,
+}
+
+fn floor_mod(a: f32, b: f32) -> f32 {
+    let m = libm::fmodf(a, b);
+    if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+        m + b
+    } else {
+        m
+    }
 }
 
 impl BinaryOp {

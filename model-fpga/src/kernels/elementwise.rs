@@ -97,6 +97,46 @@ unary_ops! {
     Abs = Unary::named("Abs") => f32::abs,
     /// `ln(1 + eˣ)` with TF's thresholds (`x` above 13.94, `eˣ` below −13.94).
     Softplus = Unary::named("Softplus") => softplus,
+    /// `ln(1 + x)` (`log1pf`).
+    Log1p = Unary::named("Log1p") => libm::log1pf,
+    /// `1 / x`.
+    Reciprocal = Unary::named("Reciprocal") => |x: f32| 1.0 / x,
+    /// `eˣ − 1` (`expm1f`).
+    Expm1 = Unary::named("Expm1") => libm::expm1f,
+    /// `eˣ − 1` below 0, else `x` (TF's formula, not `expm1`).
+    Elu = Unary::named("Elu") => |x: f32| if x < 0.0 { libm::expf(x) - 1.0 } else { x },
+    /// TF's `selu`: `1.7580993·(eˣ − 1)` below 0, else `1.0507009·x`.
+    Selu = Unary::named("Selu") => selu,
+    /// `±1`, `0` for `±0`, NaN for NaN.
+    Sign = Unary::named("Sign") => sign,
+    /// `⌊x⌋`.
+    Floor = Unary::named("Floor") => libm::floorf,
+    /// `⌈x⌉`.
+    Ceil = Unary::named("Ceil") => libm::ceilf,
+    /// `x` rounded half to even (`Round`, `Rint`).
+    Round = Unary::named("Round") => libm::rintf,
+    /// `x / (1 + |x|)`.
+    Softsign = Unary::named("Softsign") => |x: f32| x / (1.0 + x.abs()),
+}
+
+fn selu(x: f32) -> f32 {
+    if x < 0.0 {
+        1.758_099_3 * (libm::expf(x) - 1.0)
+    } else {
+        1.050_701 * x
+    }
+}
+
+fn sign(x: f32) -> f32 {
+    if x > 0.0 {
+        1.0
+    } else if x < 0.0 {
+        -1.0
+    } else if x.is_nan() {
+        x
+    } else {
+        0.0
+    }
 }
 
 /// TF's softplus: `−(ln ε + 2)` = 13.94 bounds where `log1p(eˣ)` is exact

@@ -40,6 +40,18 @@ pub static KERNELS: &[BinaryKernel] = &[
     binary(c"SigmoidGrad", "SigmoidGrad"),
     binary(c"TanhGrad", "TanhGrad"),
     binary(c"RsqrtGrad", "RsqrtGrad"),
+    binary(c"EluGrad", "EluGrad"),
+    binary(c"SeluGrad", "SeluGrad"),
+    binary(c"SoftplusGrad", "SoftplusGrad"),
+    binary(c"SoftsignGrad", "SoftsignGrad"),
+    binary(c"ReciprocalGrad", "ReciprocalGrad"),
+    binary(c"InvGrad", "ReciprocalGrad"),
+    binary(c"SqrtGrad", "SqrtGrad"),
+    binary(c"MulNoNan", "MulNoNan"),
+    binary(c"Xdivy", "Xdivy"),
+    binary(c"Xlogy", "Xlogy"),
+    binary(c"FloorDiv", "FloorDiv"),
+    binary(c"FloorMod", "FloorMod"),
 ];
 
 impl Op for BinaryKernel {
@@ -56,7 +68,8 @@ impl Op for BinaryKernel {
     fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
         let (a, b) = (ctx.input(0, false)?, ctx.input(1, false)?);
         let (sa, sb) = (a.shape()?, b.shape()?);
-        if self.kind == OpKind::Binary(Binary::RELU_GRAD) && sa != sb {
+        // The gradient ops take operands of one shape, as TF's kernels do.
+        if self.op.to_bytes().ends_with(b"Grad") && sa != sb {
             return Err(Failure::invalid(format!(
                 "gradients {:?} and features {:?} must have the same shape",
                 sa.dims(),

@@ -37,6 +37,18 @@ pub static KERNELS: &[UnaryKernel] = &[
     unary(c"Erfc", "Erfc"),
     unary(c"Abs", "Abs"),
     unary(c"Softplus", "Softplus"),
+    unary(c"Log1p", "Log1p"),
+    unary(c"Reciprocal", "Reciprocal"),
+    unary(c"Inv", "Reciprocal"),
+    unary(c"Expm1", "Expm1"),
+    unary(c"Elu", "Elu"),
+    unary(c"Selu", "Selu"),
+    unary(c"Sign", "Sign"),
+    unary(c"Floor", "Floor"),
+    unary(c"Ceil", "Ceil"),
+    unary(c"Round", "Round"),
+    unary(c"Rint", "Round"),
+    unary(c"Softsign", "Softsign"),
 ];
 
 impl Op for UnaryKernel {
