@@ -164,8 +164,11 @@ typedef uint32_t TPD_Features;
 // ABI 1.5: `GATHER` and `SEGMENT_SUM` (int32 indices: embeddings and
 // their gradients).
 #define TPD_FEATURES_INDEX (1 << 15)
+// ABI 1.5: `CAST` and `SELECT` (element types besides f32: i32, i64
+// and bool).
+#define TPD_FEATURES_TYPES (1 << 16)
 // Every bit this ABI version defines.
-#define TPD_FEATURES_KNOWN 0xFFFF
+#define TPD_FEATURES_KNOWN 0x1FFFF
 
 // A register's byte offset in the register space (PCIe BAR 0, or the
 // register address of an SPI frame).
@@ -416,6 +419,15 @@ typedef uint16_t TPD_Opcode;
 // negative id drops its row; one ≥ `n` completes `INVALID_ARGUMENT`
 // (detail: `src1`'s offset) and writes nothing.
 #define TPD_OPCODE_SEGMENT_SUM 145
+// ABI 1.5 (`TYPES`): `len` elements of type `dtype` at `src0`
+// converted to type `imm` at `dst`, as TF's `Cast` (`docs/ops.md`):
+// f32 to and from i32 and i64, f32 to and from bool, i32 to and from
+// i64. Another pair completes `UNSUPPORTED` (detail: the pair,
+// `dtype << 8 | imm`).
+#define TPD_OPCODE_CAST 146
+// ABI 1.5 (`TYPES`): `dst[i] = src2[i] ≠ 0 ? src0[i] : src1[i]` for
+// `len` f32 elements (a NaN condition counts as true).
+#define TPD_OPCODE_SELECT 147
 
 // Bits of `CommandDescriptor::flags`. Bits not defined here must be 0
 // (else `CompletionStatus::INVALID_ARGUMENT`).
@@ -472,7 +484,7 @@ typedef struct {
   uint8_t stream;
   // ABI 1.3: the element type of the command's tensors, by the op
   // catalogue's code (`docs/ops.md`: 1 f32, 2 f16, 3 bf16, 4 int8,
-  // 5 uint8, 6 int32); 0 means f32. Before 1.3 this byte was reserved
+  // 5 uint8, 6 int32, 7 int64, 8 bool); 0 means f32. Before 1.3 this byte was reserved
   // (0). A type the device does not run completes `UNSUPPORTED`.
   uint8_t dtype;
   // First source address (copy source, GEMM A, element-wise/row input).
@@ -640,7 +652,7 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_DRIVER_ABI_REQUIREMENT (TPD_AbiRequirement){ .major = TPD_DEVICE_ABI_VERSION_MAJOR, .min_minor = 0 }
 
 // What the reference FPGA implements: every feature of ABI 1.5.
-#define TPD_REFERENCE_FEATURES 0xFFFF
+#define TPD_REFERENCE_FEATURES 0x1FFFF
 
 
 // The op catalogue (docs/ops.md), from tensorplug_core's `BUILTIN`: an
@@ -721,6 +733,14 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_OP_XLOGY 73
 #define TPD_OP_FLOOR_DIV 74
 #define TPD_OP_FLOOR_MOD 75
+#define TPD_OP_CAST 76
+#define TPD_OP_EQUAL 77
+#define TPD_OP_NOT_EQUAL 78
+#define TPD_OP_LESS 79
+#define TPD_OP_LESS_EQUAL 80
+#define TPD_OP_GREATER 81
+#define TPD_OP_GREATER_EQUAL 82
+#define TPD_OP_SELECT 83
 
 // Element types (`CommandDescriptor::dtype`), from tensorplug_core's `DType`.
 #define TPD_DTYPE_F32 1
@@ -729,6 +749,8 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_DTYPE_I8 4
 #define TPD_DTYPE_U8 5
 #define TPD_DTYPE_I32 6
+#define TPD_DTYPE_I64 7
+#define TPD_DTYPE_BOOL 8
 
 /* Layout checks: the values the Rust compiler gives abi/src/device. */
 #include <stddef.h>

@@ -141,6 +141,7 @@ fn feature_bits_are_distinct_and_known_masks_unknown_bits() {
         Features::INT8,
         Features::REDUCTIONS,
         Features::INDEX,
+        Features::TYPES,
     ];
     let mut union = Features::default();
     for f in all {

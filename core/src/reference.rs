@@ -35,6 +35,7 @@
 //!   later one; `∓∞` for an empty row. **ReduceProd** in `f64`, `1.0` for
 //!   an empty row.
 //! - **Gather, SegmentSum**: [`index`] (int32 indices, [`int8::run`]).
+//! - **Cast**: [`cast::cast`], on bytes. **Select**: `cond ≠ 0 ? a : b`.
 //!
 //! # Example
 //! ```
@@ -409,8 +410,16 @@ pub fn run(
             reduce_rows(kind, x, dim(shape.last())?, out);
             Ok(())
         }
-        // `check_op` refuses their operands; `int8::run` runs them.
-        OpKind::Gather | OpKind::SegmentSum => Err(Error::Shape(ShapeError::DType { operand: 1 })),
+        OpKind::Select => {
+            for ((o, &c), (&a, &b)) in out.iter_mut().zip(x).zip(input(1).iter().zip(input(2))) {
+                *o = if c != 0.0 { a } else { b };
+            }
+            Ok(())
+        }
+        // `check_op` refuses their operands; `int8::run` and `cast::cast` run them.
+        OpKind::Gather | OpKind::SegmentSum | OpKind::Cast { .. } => {
+            Err(Error::Shape(ShapeError::DType { operand: 1 }))
+        }
         OpKind::Conv2DInt8(_)
         | OpKind::DepthwiseConv2DInt8(_)
         | OpKind::MatMulInt8 { .. }
@@ -549,6 +558,8 @@ pub fn tolerance(
         | OpKind::ReduceMin
         | OpKind::Gather
         | OpKind::SegmentSum
+        | OpKind::Cast { .. }
+        | OpKind::Select
         | OpKind::Conv2DInt8(_)
         | OpKind::DepthwiseConv2DInt8(_)
         | OpKind::MatMulInt8 { .. }
@@ -748,6 +759,7 @@ fn check_rows(operand: u8, len: usize, row_len: usize) -> Result<(), Error> {
     check_len(operand, whole, len)
 }
 
+pub mod cast;
 pub mod index;
 pub mod int8;
 mod window;

@@ -145,6 +145,15 @@ impl Opcode {
     /// negative id drops its row; one ≥ `n` completes `INVALID_ARGUMENT`
     /// (detail: `src1`'s offset) and writes nothing.
     pub const SEGMENT_SUM: Opcode = Opcode(0x91);
+    /// ABI 1.5 (`TYPES`): `len` elements of type `dtype` at `src0`
+    /// converted to type `imm` at `dst`, as TF's `Cast` (`docs/ops.md`):
+    /// f32 to and from i32 and i64, f32 to and from bool, i32 to and from
+    /// i64. Another pair completes `UNSUPPORTED` (detail: the pair,
+    /// `dtype << 8 | imm`).
+    pub const CAST: Opcode = Opcode(0x92);
+    /// ABI 1.5 (`TYPES`): `dst[i] = src2[i] ≠ 0 ? src0[i] : src1[i]` for
+    /// `len` f32 elements (a NaN condition counts as true).
+    pub const SELECT: Opcode = Opcode(0x93);
 
     /// Wraps a raw value (any value is representable).
     pub const fn from_raw(raw: u16) -> Self {
@@ -213,6 +222,8 @@ impl Opcode {
             Self::REDUCE_PROD_F32 => "REDUCE_PROD_F32",
             Self::GATHER => "GATHER",
             Self::SEGMENT_SUM => "SEGMENT_SUM",
+            Self::CAST => "CAST",
+            Self::SELECT => "SELECT",
             _ => return None,
         })
     }
@@ -307,7 +318,7 @@ pub struct CommandDescriptor {
     pub stream: u8,
     /// ABI 1.3: the element type of the command's tensors, by the op
     /// catalogue's code (`docs/ops.md`: 1 f32, 2 f16, 3 bf16, 4 int8,
-    /// 5 uint8, 6 int32); 0 means f32. Before 1.3 this byte was reserved
+    /// 5 uint8, 6 int32, 7 int64, 8 bool); 0 means f32. Before 1.3 this byte was reserved
     /// (0). A type the device does not run completes `UNSUPPORTED`.
     pub dtype: u8,
     /// First source address (copy source, GEMM A, element-wise/row input).

@@ -5,7 +5,7 @@ use super::{CompletionStatus, EventKind, Features, Opcode};
 
 impl Opcode {
     /// Every opcode this ABI version defines.
-    pub const ALL: [Opcode; 51] = [
+    pub const ALL: [Opcode; 53] = [
         Self::NOP,
         Self::COPY_H2D,
         Self::COPY_D2H,
@@ -57,6 +57,8 @@ impl Opcode {
         Self::DEQUANTIZE_I8,
         Self::GATHER,
         Self::SEGMENT_SUM,
+        Self::CAST,
+        Self::SELECT,
     ];
 }
 

@@ -227,8 +227,11 @@ impl Features {
     /// ABI 1.5: `GATHER` and `SEGMENT_SUM` (int32 indices: embeddings and
     /// their gradients).
     pub const INDEX: Features = Features(1 << 15);
+    /// ABI 1.5: `CAST` and `SELECT` (element types besides f32: i32, i64
+    /// and bool).
+    pub const TYPES: Features = Features(1 << 16);
     /// Every bit this ABI version defines.
-    pub const KNOWN: Features = Features(0xffff);
+    pub const KNOWN: Features = Features(0x1_ffff);
 
     /// The raw register word.
     pub const fn bits(self) -> u32 {
@@ -252,7 +255,7 @@ impl Features {
 }
 
 /// What the reference FPGA implements: every feature of ABI 1.5.
-pub const REFERENCE_FEATURES: Features = Features(0xffff);
+pub const REFERENCE_FEATURES: Features = Features(0x1_ffff);
 
 /// Ticks per second of the reference FPGA's timestamp counter (100 MHz).
 /// A device reports its own in [`Register::TIMESTAMP_FREQ_HZ`](super::Register::TIMESTAMP_FREQ_HZ).

@@ -179,6 +179,24 @@ pub const BUILTIN: &[OpDecl] = &[
     binary("Xlogy", 73),
     binary("FloorDiv", 74),
     binary("FloorMod", 75),
+    decl(
+        "Cast",
+        76,
+        1,
+        Form::Builtin(OpKind::Cast {
+            from: DType::F32,
+            to: DType::I32,
+        }),
+    ),
+    // Comparisons as f32 masks (1.0 true, 0.0 false): a `Cast` to bool
+    // makes TF's results; `Select` takes them as its condition.
+    binary("Equal", 77),
+    binary("NotEqual", 78),
+    binary("Less", 79),
+    binary("LessEqual", 80),
+    binary("Greater", 81),
+    binary("GreaterEqual", 82),
+    op("Select", 83, 3, OpKind::Select),
 ];
 
 /// The element-wise ops that code names (any member can also be named in a
@@ -359,7 +377,18 @@ pub(super) const ELEMENTWISE_RULES: &[(u16, Elementwise)] = &[
     ),
     (74, near(|a, b| libm::floorf(a / b))),
     (75, near(floor_mod)),
+    (77, near(|a, b| mask(a == b))),
+    (78, near(|a, b| mask(a != b))),
+    (79, near(|a, b| mask(a < b))),
+    (80, near(|a, b| mask(a <= b))),
+    (81, near(|a, b| mask(a > b))),
+    (82, near(|a, b| mask(a >= b))),
 ];
+
+/// A comparison's result as an f32 mask.
+fn mask(true_: bool) -> f32 {
+    if true_ { 1.0 } else { 0.0 }
+}
 
 /// `selu`'s constants, as TF's kernel has them.
 const SELU_SCALE: f32 = 1.050_701;
@@ -498,6 +527,8 @@ impl OpKind {
             Self::ReduceMax => 51,
             Self::ReduceMin => 52,
             Self::ReduceProd => 53,
+            Self::Cast { .. } => 75,
+            Self::Select => 82,
         }
     }
 
@@ -520,6 +551,7 @@ impl OpKind {
                 a[WINDOW_BYTES] = act as u8;
             }
             Self::Transpose(perm) => a[..MAX_RANK].copy_from_slice(&perm),
+            Self::Cast { from, to } => a[..2].copy_from_slice(&[from as u8, to as u8]),
             Self::Vendor(op) => return op.attrs,
             other => {
                 if let Some(w) = other.window() {
@@ -662,6 +694,13 @@ impl OpDecl {
                     _ => return None,
                 };
                 (OpKind::FusedConv2D(get_window(a), act), WINDOW_BYTES + 1)
+            }
+            OpKind::Cast { .. } => {
+                let (from, to) = (DType::from_code(a[0])?, DType::from_code(a[1])?);
+                if !super::op::cast_supported(from, to) {
+                    return None;
+                }
+                (OpKind::Cast { from, to }, 2)
             }
             OpKind::Transpose(_) => {
                 let mut perm = [0u8; MAX_RANK];

@@ -137,7 +137,9 @@ pub use caps::{Capabilities, OP_SET_WORDS, OpSet, VendorOps};
 pub use catalogue::{BUILTIN, builtin};
 pub use device_info::DeviceInfo;
 pub use elementwise::{Binary, ELEMENTWISE_ABS, ELEMENTWISE_REL, Elementwise, Unary};
-pub use op::{Form, OpDecl, OpDesc, OpKind, VendorOp, broadcast_shapes, matmul_shape};
+pub use op::{
+    Form, OpDecl, OpDesc, OpKind, VendorOp, broadcast_shapes, cast_supported, matmul_shape,
+};
 pub use op_id::{ATTR_BYTES, Attrs, Namespace, OpId};
 pub use shape_error::ShapeError;
 pub use types::{

@@ -127,6 +127,45 @@ pub enum OpKind {
     ReduceMin,
     /// The product over the last axis; `1` for an empty row.
     ReduceProd,
+    /// Each element converted from `from` to `to` as TF's `Cast` does
+    /// (exact): a float to an integer truncates, and NaN, ±∞ or a value
+    /// out of range gives the integer's minimum; an integer to a float
+    /// rounds to nearest; a wider integer to a narrower wraps; a bool is
+    /// 0 or 1 and a value to bool is `≠ 0`. The pairs of [`cast_supported`].
+    Cast {
+        /// The input's element type.
+        from: DType,
+        /// The output's.
+        to: DType,
+    },
+    /// `out = cond ≠ 0 ? a : b` element by element (NaN counts as true):
+    /// inputs `[cond, a, b]`, one shape (exact).
+    Select,
+}
+
+/// Whether [`OpKind::Cast`] converts `from` to `to`: f32 to and from i32
+/// and i64, f32 to bool and back, and i32 to and from i64.
+pub const fn cast_supported(from: DType, to: DType) -> bool {
+    use DType::{Bool, F32, I32, I64};
+    matches!(
+        (from, to),
+        (F32, I32 | I64 | Bool) | (I32, F32 | I64) | (I64, F32 | I32) | (Bool, F32)
+    )
+}
+
+/// A one-element slice of `d`, for [`OpKind::operand_types`].
+const fn only(d: DType) -> &'static [DType] {
+    use DType::*;
+    match d {
+        F32 => &[F32],
+        F16 => &[F16],
+        BF16 => &[BF16],
+        I8 => &[I8],
+        U8 => &[U8],
+        I32 => &[I32],
+        I64 => &[I64],
+        Bool => &[Bool],
+    }
 }
 
 /// One op of the catalogue: tensorplug's ([`BUILTIN`](super::BUILTIN)) or a vendor's
@@ -246,6 +285,7 @@ impl OpKind {
             Self::Quantize => Some((&[F32, I32], I8)),
             Self::Dequantize => Some((&[I8, I32], F32)),
             Self::Gather | Self::SegmentSum => Some((&[F32, I32], F32)),
+            Self::Cast { from, to } => Some((only(from), to)),
             _ => None,
         }
     }
@@ -385,6 +425,15 @@ impl OpDesc<'_> {
                 }
             }
             OpKind::Binary(_) => broadcast_shapes(&shape(0), &shape(1)),
+            OpKind::Cast { from, to } => match cast_supported(from, to) {
+                true => Ok(shape(0)),
+                false => Err(ShapeError::DType { operand: 0 }),
+            },
+            OpKind::Select => {
+                expect_shape(1, &shape(1), &shape(0))?;
+                expect_shape(2, &shape(2), &shape(0))?;
+                Ok(shape(0))
+            }
             OpKind::Gather => {
                 let (p, i) = (shape(0), shape(1));
                 let [outer, _, inner] = rank_dims::<3>(0, &p)?;

@@ -97,25 +97,32 @@ pub enum DType {
     U8 = 5,
     /// Signed 32-bit integer (indices, int8 accumulators).
     I32 = 6,
+    /// Signed 64-bit integer (TF's step counters, `int64` indices).
+    I64 = 7,
+    /// A boolean, one byte: 0 false, 1 true (TF's `bool`).
+    Bool = 8,
 }
 
 impl DType {
     /// Every element type, in code order.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 8] = [
         Self::F32,
         Self::F16,
         Self::BF16,
         Self::I8,
         Self::U8,
         Self::I32,
+        Self::I64,
+        Self::Bool,
     ];
 
     /// Bytes per element.
     pub const fn size(self) -> usize {
         match self {
+            Self::I64 => 8,
             Self::F32 | Self::I32 => 4,
             Self::F16 | Self::BF16 => 2,
-            Self::I8 | Self::U8 => 1,
+            Self::I8 | Self::U8 | Self::Bool => 1,
         }
     }
 
@@ -140,6 +147,8 @@ impl DType {
             Self::I8 => "i8",
             Self::U8 => "u8",
             Self::I32 => "i32",
+            Self::I64 => "i64",
+            Self::Bool => "bool",
         }
     }
 }

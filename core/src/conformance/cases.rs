@@ -132,6 +132,11 @@ cases! {
     /// SegmentSum (exact: f32 sums in row order; negative ids dropped), an
     /// id out of range refused; or refused.
     op_segment_sum => |s| check_family(s, OpKind::SegmentSum);
+    /// Cast, every pair it converts, over NaN, ±∞, out-of-range and wide
+    /// integer values (exact); or refused.
+    op_cast => |s| check_family(s, OpKind::Cast { from: DType::F32, to: DType::I32 });
+    /// Select (exact; a NaN condition counts as true); or refused.
+    op_select => |s| check_family(s, OpKind::Select);
     /// Every int8 op of the catalogue (`Conv2DInt8` … `Dequantize`), each
     /// bit for bit against TFLite's reference kernels and with a corrupted
     /// quantization block refused; or refused as undeclared.

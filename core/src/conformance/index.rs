@@ -1,6 +1,7 @@
-//! The index ops' cases (`Gather`, `SegmentSum`: f32 data, int32
-//! indices), run through the typed path of [`super::int8`]: bit for bit
-//! against the reference, and an index out of range refused.
+//! The cases of the ops whose operands differ in type besides the int8
+//! ones: `Gather`, `SegmentSum` (f32 data, int32 indices) and `Cast`, run
+//! through the typed path of [`super::int8`]: bit for bit against the
+//! reference, and an index out of range refused.
 
 use std::vec;
 use std::vec::Vec;
@@ -50,6 +51,51 @@ pub(crate) fn cases(kind: OpKind) -> Vec<OpCase> {
             ),
             case(kind, &[0, 4], vec![], &[3, 4], 712),
         ],
+        OpKind::Cast { .. } => cast_cases(),
         _ => Vec::new(),
     }
+}
+
+/// Every pair `Cast` converts, over values that reach each edge: NaN, ±∞,
+/// out of range, −0, halves, and integers past f32's 2²⁴.
+fn cast_cases() -> Vec<OpCase> {
+    use crate::accelerator::{DType, cast_supported};
+    let floats = vec![
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        -3e9,
+        3e9,
+        2.7,
+        -2.7,
+        -0.0,
+        0.5,
+        2_147_483_520.0,
+        -9.3e18,
+        1e-40,
+    ];
+    let ints = [0i64, 1, -1, 16_777_217, -16_777_219, 2_147_483_647, i64::from(i32::MIN)];
+    let wide = [(1i64 << 40) + 7, -(1i64 << 35) - 3, i64::MAX, i64::MIN, 123];
+    let values = |d: DType| -> Values {
+        match d {
+            DType::F32 => Values::F32(floats.clone()),
+            DType::I32 => Values::I32(ints.iter().map(|&i| i as i32).collect()),
+            DType::I64 => Values::I64(ints.iter().chain(&wide).copied().collect()),
+            _ => Values::Bool(vec![true, false, false, true]),
+        }
+    };
+    let types = [DType::F32, DType::I32, DType::I64, DType::Bool];
+    let mut cases = Vec::new();
+    for from in types {
+        for to in types.into_iter().filter(|&to| cast_supported(from, to)) {
+            let v = values(from);
+            let n = v.bytes().len() / from.size();
+            cases.push(OpCase {
+                kind: OpKind::Cast { from, to },
+                inputs: vec![(vec![n as u64], v)],
+                out: vec![n as u64],
+            });
+        }
+    }
+    cases
 }

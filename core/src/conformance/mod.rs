@@ -343,6 +343,8 @@ macro_rules! __conformance_with_cases {
             op_reduce_prod,
             op_gather,
             op_segment_sum,
+            op_cast,
+            op_select,
             op_int8,
             vendor_ops,
             inconsistent_op_is_invalid_argument,

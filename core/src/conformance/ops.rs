@@ -27,6 +27,8 @@ pub(crate) enum Values {
     F32(Vec<f32>),
     I8(Vec<i8>),
     I32(Vec<i32>),
+    I64(Vec<i64>),
+    Bool(Vec<bool>),
 }
 
 impl Values {
@@ -35,6 +37,8 @@ impl Values {
             Self::F32(_) => DType::F32,
             Self::I8(_) => DType::I8,
             Self::I32(_) => DType::I32,
+            Self::I64(_) => DType::I64,
+            Self::Bool(_) => DType::Bool,
         }
     }
 
@@ -44,6 +48,8 @@ impl Values {
             Self::F32(v) => super::support::to_bytes(v),
             Self::I8(v) => v.iter().map(|&x| x as u8).collect(),
             Self::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Self::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Self::Bool(v) => v.iter().map(|&b| u8::from(b)).collect(),
         }
     }
 
@@ -55,11 +61,14 @@ impl Values {
         }
     }
 
+    /// The values as the int8 and index ops' reference takes them (an
+    /// i64 or bool operand, which only `Cast` has, as no elements).
     pub(crate) fn as_data(&self) -> reference::int8::Data<'_> {
         match self {
             Self::F32(v) => reference::int8::Data::F32(v),
             Self::I8(v) => reference::int8::Data::I8(v),
             Self::I32(v) => reference::int8::Data::I32(v),
+            Self::I64(_) | Self::Bool(_) => reference::int8::Data::I8(&[]),
         }
     }
 }
@@ -415,6 +424,29 @@ fn reduce_sum_cases() -> Vec<OpCase> {
     cases
 }
 
+/// `Select`: random conditions (about half true), NaN and −0 conditions.
+fn select_cases() -> Vec<OpCase> {
+    let mut cases = Vec::new();
+    for (dims, seed) in [(&[7][..], 620), (&[3, 130][..], 621), (&[1][..], 622)] {
+        let n = elements(dims);
+        let cond: Vec<f32> = values(n, seed)
+            .iter()
+            .map(|&v| if v > 0.0 { 1.0 } else { 0.0 })
+            .collect();
+        let ins = vec![(dims.to_vec(), cond), input(dims, seed + 10), input(dims, seed + 20)];
+        cases.push(OpCase::new(OpKind::Select, ins, dims.to_vec()));
+    }
+    let cond = vec![f32::NAN, -0.0, 0.0, 2.0, f32::INFINITY, -1.0];
+    let a = SPECIAL_A[..6].to_vec();
+    let b = SPECIAL_B[..6].to_vec();
+    cases.push(OpCase::new(
+        OpKind::Select,
+        vec![(vec![6], cond), (vec![6], a), (vec![6], b)],
+        vec![6],
+    ));
+    cases
+}
+
 /// `ReduceMax`, `ReduceMin`, `ReduceProd`: the shapes of `ReduceSum`, and
 /// rows of special values (NaN, infinities, signed zeros; products kept
 /// in range).
@@ -460,7 +492,8 @@ pub(crate) fn cases_for(family: OpKind) -> Vec<OpCase> {
         OpKind::Transpose(_) => transpose_cases(),
         OpKind::ReduceSum => reduce_sum_cases(),
         OpKind::ReduceMax | OpKind::ReduceMin | OpKind::ReduceProd => reduce_cases(family),
-        OpKind::Gather | OpKind::SegmentSum => super::index::cases(family),
+        OpKind::Gather | OpKind::SegmentSum | OpKind::Cast { .. } => super::index::cases(family),
+        OpKind::Select => select_cases(),
         OpKind::Vendor(op) => vendor_cases(op),
         _ => super::int8::cases(family),
     }

@@ -150,6 +150,12 @@ impl HostDevice {
         for t in op.inputs {
             bytes.push(self.mem[self.range(t.addr, t.byte_len().ok_or_else(invalid)?)?].to_vec());
         }
+        if let OpKind::Cast { from, to } = op.kind {
+            let out = self.range(op.output.addr, op.output.byte_len().ok_or_else(invalid)?)?;
+            let mut result = vec![0u8; out.len()];
+            crate::reference::cast::cast(from, to, &bytes[0], &mut result).map_err(|_| invalid())?;
+            return Ok(self.command(move |d| d.mem[out].copy_from_slice(&result)));
+        }
         let typed: Vec<ops::Values> = op
             .inputs
             .iter()

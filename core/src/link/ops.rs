@@ -434,7 +434,7 @@ mod tests {
             ..op(1, 0)
         };
         assert_eq!(vendor.kind(), Err(BadOp));
-        let bad = WireTensor { dtype: 7, ..t };
+        let bad = WireTensor { dtype: 9, ..t };
         assert_eq!(bad.to_desc(), Err(BadOp));
     }
 
