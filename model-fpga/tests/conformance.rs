@@ -185,7 +185,7 @@ fn whole_suite_on_one_spi_device() {
 }
 
 /// A device of ABI 1.2's features (no `CATALOGUE`, `INT8`, `REDUCTIONS`,
-/// `INDEX`): the driver lowers the element-wise ops to their per-op
+/// `INDEX`, `TYPES`): the driver lowers the element-wise ops to their per-op
 /// opcodes, declares only those, and the ops added since (`Log`,
 /// `SquaredDifference`, `Erf` … `RsqrtGrad`, the int8 ops, `ReduceMax` …
 /// `SegmentSum`) are refused at launch.
@@ -200,7 +200,8 @@ fn whole_suite_on_a_device_without_the_catalogue_commands() {
                 & !(Features::CATALOGUE.0
                     | Features::INT8.0
                     | Features::REDUCTIONS.0
-                    | Features::INDEX.0),
+                    | Features::INDEX.0
+                    | Features::TYPES.0),
         ),
         ..ModelConfig::default()
     };
@@ -215,7 +216,7 @@ fn whole_suite_on_a_device_without_the_catalogue_commands() {
                  Ceil, Round, Softsign";
     let binary = "SquaredDifference, Minimum, SigmoidGrad, TanhGrad, RsqrtGrad, EluGrad, SeluGrad, \
                   SoftplusGrad, SoftsignGrad, ReciprocalGrad, SqrtGrad, MulNoNan, Xdivy, Xlogy, \
-                  FloorDiv, FloorMod";
+                  FloorDiv, FloorMod, Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual";
     for (case, refused) in [("op_unary", unary), ("op_binary", binary)] {
         let c = report.cases.iter().find(|c| c.name == case).unwrap();
         match &c.outcome {
@@ -237,6 +238,8 @@ fn whole_suite_on_a_device_without_the_catalogue_commands() {
         "op_reduce_prod",
         "op_gather",
         "op_segment_sum",
+        "op_cast",
+        "op_select",
     ] {
         let c = report.cases.iter().find(|c| c.name == case).unwrap();
         match &c.outcome {

@@ -780,3 +780,65 @@ fn index_commands_check_their_indices_when_they_run() {
         Features::INDEX.0,
     );
 }
+
+#[test]
+fn cast_checks_its_pair_and_runs_in_place_when_the_sizes_match() {
+    let mut rig = Rig::standard();
+    let mut cast = CommandDescriptor::new(Opcode::CAST, 1, 0);
+    (cast.src0, cast.dst, cast.len) = (DATA, DATA + 0x100, 3);
+    (cast.dtype, cast.imm) = (1, 6);
+    rig.write_f32(DATA, &[2.7, f32::NAN, -3e9]);
+    check(&mut rig, "f32 → i32", cast, CompletionStatus::OK, 0);
+    let ints: Vec<u8> = [2i32, i32::MIN, i32::MIN]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    assert_eq!(rig.read_bytes(DATA + 0x100, 12), ints);
+    // i32 → f32 in place.
+    let back = CommandDescriptor {
+        src0: DATA + 0x100,
+        dtype: 6,
+        imm: 1,
+        ..cast
+    };
+    check(
+        &mut rig,
+        "i32 → f32 in place",
+        back,
+        CompletionStatus::OK,
+        0,
+    );
+    assert_eq!(
+        rig.read_f32(DATA + 0x100, 3),
+        [2.0, -2_147_483_648.0, -2_147_483_648.0]
+    );
+    // A pair Cast does not convert, an unknown type: the pair in the detail.
+    let bad = |dtype: u8, imm: u32| CommandDescriptor { dtype, imm, ..cast };
+    check(
+        &mut rig,
+        "i8 → f32",
+        bad(4, 1),
+        CompletionStatus::UNSUPPORTED,
+        4 << 8 | 1,
+    );
+    check(
+        &mut rig,
+        "f32 → 99",
+        bad(1, 99),
+        CompletionStatus::UNSUPPORTED,
+        1 << 8 | 99,
+    );
+    // Overlapping but not in place, and i32 → i64 (sizes differ) in place.
+    let overlap = CommandDescriptor {
+        dst: DATA + 4,
+        ..cast
+    };
+    check(&mut rig, "overlap", overlap, INVALID, 32);
+    let widen = CommandDescriptor {
+        dst: DATA,
+        dtype: 6,
+        imm: 7,
+        ..cast
+    };
+    check(&mut rig, "i32 → i64 in place", widen, INVALID, 32);
+}

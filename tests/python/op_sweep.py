@@ -174,6 +174,50 @@ def extrema_cases(fn, exact=True):
     return cases
 
 
+CAST_VALUES = {
+    # No subnormals: TF's CPU kernels treat them as 0 (docs/device-numerics.md).
+    tf.float32: np.array([np.nan, np.inf, -np.inf, -3e9, 3e9, 2.7, -2.7, -0.0, 0.5, 2147483520.0,
+                          -9.3e18, 1.2e-38, 16777217.0], np.float32),
+    tf.int32: np.array([0, 1, -1, 16777217, -16777219, 2**31 - 1, -2**31], np.int32),
+    tf.int64: np.array([0, 1, -1, 16777217, 2**40 + 7, -(2**35) - 3, 2**63 - 1, -2**63], np.int64),
+    tf.bool: np.array([True, False, False, True]),
+}
+
+
+def cast_cases():
+    pairs = [(tf.float32, t) for t in (tf.int32, tf.int64, tf.bool)] + \
+            [(t, tf.float32) for t in (tf.int32, tf.int64, tf.bool)] + \
+            [(tf.int32, tf.int64), (tf.int64, tf.int32)]
+    for src, dst in pairs:
+        yield f"{src.name} to {dst.name}", lambda x, dst=dst: tf.cast(x, dst), [CAST_VALUES[src]], None
+    for shape in pick([(3, 4), (2, 0), ()]):
+        x = (rand(*shape) * 100).astype(np.float32)
+        yield f"{shape} float32 to int32", lambda x: tf.cast(x, tf.int32), [x], None
+
+
+def compare_cases(fn):
+    def cases():
+        for sa, sb in pick(BROADCAST):
+            a = np.round(rand(*sa))  # ties occur
+            b = np.round(rand(*sb))
+            yield f"{sa} vs {sb}", fn, [a, b], None
+        yield "specials", fn, [SPECIAL, SPECIAL[::-1].copy()], None
+    return cases
+
+
+def select_cases(v2):
+    op = tf.raw_ops.SelectV2 if v2 else tf.raw_ops.Select
+    shapes = ([((3, 4), (3, 4), (3, 4)), ((), (2, 3), (2, 3)), ((4,), (4, 2, 3), (4, 2, 3)), ((0,), (0, 2), (0, 2))]
+              if not v2 else
+              [((3, 4), (3, 4), (3, 4)), ((3, 1), (1, 4), (3, 4)), ((), (2, 3), ()), ((2, 1, 3), (4, 1), (1,))])
+    for sc, st, se in pick(shapes):
+        cond = np.random.default_rng(len(sc) + 3).random(sc) > 0.5 if sc else np.array(True)
+        yield (f"cond {sc} then {st} else {se}", lambda c, t, e: op(condition=c, t=t, e=e) if v2 else op(condition=c, x=t, y=e),
+               [np.asarray(cond), rand(*st), rand(*se)], None)
+    yield ("specials", lambda c, t, e: op(condition=c, t=t, e=e) if v2 else op(condition=c, x=t, y=e),
+           [np.array([True, False] * 3 + [True]), SPECIAL, SPECIAL[::-1].copy()], None)
+
+
 def fused_matmul(a, b, bias, ops):
     attrs = ("T", a.dtype.as_datatype_enum, "num_args", 1, "fused_ops", ops, "epsilon", 0.0001,
              "leakyrelu_alpha", 0.2, "transpose_a", False, "transpose_b", False)
@@ -671,6 +715,15 @@ SWEEPS = {
     "Max": extrema_cases(tf.math.reduce_max),
     "Min": extrema_cases(tf.math.reduce_min),
     "Prod": extrema_cases(tf.math.reduce_prod, exact=False),
+    "Cast": cast_cases,
+    "Equal": compare_cases(tf.math.equal),
+    "NotEqual": compare_cases(tf.math.not_equal),
+    "Less": compare_cases(tf.math.less),
+    "LessEqual": compare_cases(tf.math.less_equal),
+    "Greater": compare_cases(tf.math.greater),
+    "GreaterEqual": compare_cases(tf.math.greater_equal),
+    "Select": lambda: select_cases(False),
+    "SelectV2": lambda: select_cases(True),
     "BiasAdd": bias_add_cases,
     "BiasAddGrad": bias_add_grad_cases,
     "AddV2": binary_cases(tf.math.add),
@@ -778,7 +831,8 @@ PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), 
                 "MatMul": [(2, 2), (2, 2)], "BatchMatMul": [(2, 2), (2, 2)], "BatchMatMulV2": [(2, 2), (2, 2)],
                 "Einsum": [(2, 2, 2), (2, 2, 2)], "AddN": [(2, 2), (2, 2)],
                 "Max": [(2, 2)], "Min": [(2, 2)], "Prod": [(2, 2)],
-                "GatherV2": [(2, 2), (2,)], "UnsortedSegmentSum": [(2, 2), (2,)],
+                "GatherV2": [(2, 2), (2,)], "Select": [(2, 2), (2, 2), (2, 2)],
+                "SelectV2": [(2, 2), (2, 2), (2, 2)], "Cast": [(7,)], "UnsortedSegmentSum": [(2, 2), (2,)],
                 "SparseSoftmaxCrossEntropyWithLogits": [(2, 2), (2,)],
                 "SoftmaxCrossEntropyWithLogits": [(2, 2), (2, 2)],
                 "Conv2D": [(1, 3, 3, 1), (1, 1, 1, 1)], "DepthwiseConv2dNative": [(1, 3, 3, 1), (1, 1, 1, 1)],
@@ -801,7 +855,8 @@ PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), 
                                                   "TanhGrad", "RsqrtGrad", "EluGrad", "SeluGrad",
                                                   "SoftplusGrad", "SoftsignGrad", "ReciprocalGrad",
                                                   "InvGrad", "SqrtGrad", "MulNoNan", "Xdivy", "Xlogy",
-                                                  "FloorDiv", "FloorMod")}}
+                                                  "FloorDiv", "FloorMod", "Equal", "NotEqual",
+                                                  "Less", "LessEqual", "Greater", "GreaterEqual")}}
 
 
 def run_on(device, fn, args):

@@ -18,7 +18,7 @@ use std::path::Path;
 /// The device-memory static `cargo xtask size` leaves out of static RAM.
 const DEVICE_MEMORY_SYMBOL: &str = "TENSORPLUG_DEVICE_MEMORY";
 /// Pieces of (mangled) symbol names of the model's code.
-const MODEL_CODE: [&str; 7] = [
+const MODEL_CODE: [&str; 9] = [
     // The model and its kernels: the crate `tensorplug-model-fpga`.
     "tensorplug_model_fpga",
     // Its int8 kernels are core's reference ones (TFLite's, bit for bit),
@@ -26,14 +26,17 @@ const MODEL_CODE: [&str; 7] = [
     "9reference4int8",
     "5quant5block",
     "5quant10Requantize",
+    // Likewise its gathers, segment sums and casts (exact: copies, sums
+    // in row order, conversions).
+    "9reference5index",
+    "9reference4cast",
     // expf, logf, powf, sqrtf, tanhf: called by the model's kernels only.
     "4libm4math",
     "spi5slave",
     "FpgaPort",
 ];
-/// Goals, bytes.
-/// 72 KiB while the int8 ops come in (64 KiB from ABI 1.2 until their
-/// catalogue rows and shape rules added 2 KB; `docs/firmware.md`).
+/// Goals, bytes. 80 KiB while issue 24's ops come in (64 KiB from ABI 1.2,
+/// 72 KiB while the int8 ops came in; `docs/firmware.md`).
 const FLASH_GOAL: u64 = 80 << 10;
 const RAM_GOAL: u64 = 32 << 10;
 /// Allowed growth over the snapshot.

@@ -74,7 +74,15 @@ fn cast_cases() -> Vec<OpCase> {
         -9.3e18,
         1e-40,
     ];
-    let ints = [0i64, 1, -1, 16_777_217, -16_777_219, 2_147_483_647, i64::from(i32::MIN)];
+    let ints = [
+        0i64,
+        1,
+        -1,
+        16_777_217,
+        -16_777_219,
+        2_147_483_647,
+        i64::from(i32::MIN),
+    ];
     let wide = [(1i64 << 40) + 7, -(1i64 << 35) - 3, i64::MAX, i64::MIN, 123];
     let values = |d: DType| -> Values {
         match d {

@@ -228,8 +228,12 @@ pub(crate) fn expected(case: &OpCase) -> Check<Vec<u8>> {
     if let OpKind::Cast { from, to } = case.kind {
         let src = case.inputs[0].1.bytes();
         let mut out = vec![0u8; src.len() / from.size() * to.size()];
-        reference::cast::cast(from, to, &src, &mut out)
-            .map_err(|e| Fail(format!("suite bug: reference refused {}: {e}", case.label())))?;
+        reference::cast::cast(from, to, &src, &mut out).map_err(|e| {
+            Fail(format!(
+                "suite bug: reference refused {}: {e}",
+                case.label()
+            ))
+        })?;
         return Ok(out);
     }
     let inputs: Vec<_> = case

@@ -433,7 +433,11 @@ fn select_cases() -> Vec<OpCase> {
             .iter()
             .map(|&v| if v > 0.0 { 1.0 } else { 0.0 })
             .collect();
-        let ins = vec![(dims.to_vec(), cond), input(dims, seed + 10), input(dims, seed + 20)];
+        let ins = vec![
+            (dims.to_vec(), cond),
+            input(dims, seed + 10),
+            input(dims, seed + 20),
+        ];
         cases.push(OpCase::new(OpKind::Select, ins, dims.to_vec()));
     }
     let cond = vec![f32::NAN, -0.0, 0.0, 2.0, f32::INFINITY, -1.0];

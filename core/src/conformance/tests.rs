@@ -153,7 +153,8 @@ impl HostDevice {
         if let OpKind::Cast { from, to } = op.kind {
             let out = self.range(op.output.addr, op.output.byte_len().ok_or_else(invalid)?)?;
             let mut result = vec![0u8; out.len()];
-            crate::reference::cast::cast(from, to, &bytes[0], &mut result).map_err(|_| invalid())?;
+            crate::reference::cast::cast(from, to, &bytes[0], &mut result)
+                .map_err(|_| invalid())?;
             return Ok(self.command(move |d| d.mem[out].copy_from_slice(&result)));
         }
         let typed: Vec<ops::Values> = op

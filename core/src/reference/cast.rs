@@ -60,7 +60,11 @@ fn put(to: DType, v: Value, d: &mut [u8]) {
 /// kernel compiles to).
 fn truncate(x: f32, bits: u32) -> i64 {
     let limit = libm::ldexpf(1.0, bits as i32);
-    let min = if bits == 63 { i64::MIN } else { -(1i64 << bits) };
+    let min = if bits == 63 {
+        i64::MIN
+    } else {
+        -(1i64 << bits)
+    };
     if x.is_nan() || x >= limit || x < -limit {
         min
     } else {
@@ -81,7 +85,15 @@ mod tests {
 
     #[test]
     fn floats_to_integers_truncate_and_saturate_to_the_minimum() {
-        let src = f32s(&[f32::NAN, f32::INFINITY, -3e9, 2.7, -2.7, -0.0, 2_147_483_520.0]);
+        let src = f32s(&[
+            f32::NAN,
+            f32::INFINITY,
+            -3e9,
+            2.7,
+            -2.7,
+            -0.0,
+            2_147_483_520.0,
+        ]);
         let mut out = vec![0u8; 28];
         cast(DType::F32, DType::I32, &src, &mut out).unwrap();
         let got: Vec<i32> = out
@@ -91,14 +103,23 @@ mod tests {
         assert_eq!(got, [i32::MIN, i32::MIN, i32::MIN, 2, -2, 0, 2_147_483_520]);
         let mut wide = vec![0u8; 56];
         cast(DType::F32, DType::I64, &src, &mut wide).unwrap();
-        assert_eq!(i64::from_le_bytes(wide[16..24].try_into().unwrap()), -3_000_000_000);
+        assert_eq!(
+            i64::from_le_bytes(wide[16..24].try_into().unwrap()),
+            -3_000_000_000
+        );
         assert_eq!(i64::from_le_bytes(wide[..8].try_into().unwrap()), i64::MIN);
     }
 
     #[test]
     fn bools_integers_and_unsupported_pairs() {
         let mut b = [9u8; 3];
-        cast(DType::F32, DType::Bool, &f32s(&[f32::NAN, -0.0, 2.0]), &mut b).unwrap();
+        cast(
+            DType::F32,
+            DType::Bool,
+            &f32s(&[f32::NAN, -0.0, 2.0]),
+            &mut b,
+        )
+        .unwrap();
         assert_eq!(b, [1, 0, 1]);
         let mut f = [0u8; 8];
         cast(DType::Bool, DType::F32, &[1, 0], &mut f).unwrap();

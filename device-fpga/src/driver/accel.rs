@@ -84,7 +84,7 @@ pub fn ops_of(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSet {
         relu: false,
     };
     let window = Window::new([1, 1]);
-    let groups: [(Features, &[OpKind]); 10] = [
+    let groups: [(Features, &[OpKind]); 11] = [
         (Features::GEMM, &[matmul, fused]),
         (Features::ELEMENTWISE, &[OpKind::BiasAdd]),
         (
@@ -130,6 +130,16 @@ pub fn ops_of(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSet {
             &[OpKind::ReduceMax, OpKind::ReduceMin, OpKind::ReduceProd],
         ),
         (Features::INDEX, &[OpKind::Gather, OpKind::SegmentSum]),
+        (
+            Features::TYPES,
+            &[
+                OpKind::Cast {
+                    from: DType::F32,
+                    to: DType::I32,
+                },
+                OpKind::Select,
+            ],
+        ),
     ];
     let mut set = elementwise_ops(features, ops_words);
     for (bit, kinds) in groups {

@@ -126,6 +126,22 @@ pub(crate) fn lower(
                 ..cmd(Opcode::GATHER)
             })
         }
+        OpKind::Cast { from, to } => emit(&CommandDescriptor {
+            src0: input(0).addr.0,
+            dst: out.addr.0,
+            len: elements,
+            dtype: from as u8,
+            imm: u32::from(to as u8),
+            ..cmd(Opcode::CAST)
+        }),
+        OpKind::Select => emit(&CommandDescriptor {
+            src0: input(1).addr.0,
+            src1: input(2).addr.0,
+            src2: input(0).addr.0,
+            dst: out.addr.0,
+            len: elements,
+            ..cmd(Opcode::SELECT)
+        }),
         OpKind::SegmentSum => emit(&CommandDescriptor {
             src0: input(0).addr.0,
             src1: input(1).addr.0,

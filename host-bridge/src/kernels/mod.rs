@@ -28,7 +28,7 @@ pub use tf::{Construction, Context, Tensor};
 use crate::ffi::{self, tf_api};
 use crate::{backend, log, registry};
 use ops::{BUILTIN_COUNT, Kernel, TfKernel};
-use std::ffi::{CString, c_void};
+use std::ffi::{CStr, CString, c_void};
 use tensorplug_abi::tf::{TF_DataType, TF_OpKernelConstruction, TF_OpKernelContext};
 use tensorplug_core::accelerator::{Capabilities, DType, Namespace, OpDecl, OpKind};
 use tf::Status;
@@ -184,19 +184,43 @@ fn register(index: usize, def: &'static dyn TfKernel) -> KernelResult<()> {
              MAX_KERNELS in host-bridge/src/kernels/mod.rs"
         )));
     };
-    register_for(def, create, TF_DataType::TF_FLOAT, "")?;
-    for &dtype in def.more_types() {
-        register_for(def, create, dtype, &format!("_{dtype:?}"))?;
+    for (i, pair) in def.type_pairs().iter().enumerate() {
+        register_for(def, create, pair, &format!("_{i}"))?;
+    }
+    if !def.type_pairs().is_empty() {
+        return Ok(());
+    }
+    for (i, &dtype) in [TF_DataType::TF_FLOAT]
+        .iter()
+        .chain(def.more_types())
+        .enumerate()
+    {
+        let mut constraints: Vec<(&CStr, TF_DataType)> = def
+            .type_attr()
+            .map(|attr| (attr, dtype))
+            .into_iter()
+            .collect();
+        constraints.extend(
+            def.int32_attrs()
+                .iter()
+                .map(|&a| (a, TF_DataType::TF_INT32)),
+        );
+        let suffix = if i == 0 {
+            String::new()
+        } else {
+            format!("_{dtype:?}")
+        };
+        register_for(def, create, &constraints, &suffix)?;
     }
     Ok(())
 }
 
-/// One registration of `def` with its type attribute set to `dtype`,
+/// One registration of `def` with its type attributes constrained,
 /// named `tensorplug_<TYPE>_<op><suffix>`.
 fn register_for(
     def: &'static dyn TfKernel,
     create: CreateFn,
-    dtype: TF_DataType,
+    constraints: &[(&CStr, TF_DataType)],
     suffix: &str,
 ) -> KernelResult<()> {
     let api = tf_api::kernel_api()?;
@@ -215,25 +239,9 @@ fn register_for(
     if builder.is_null() {
         return Err(Failure::invalid("TF_NewKernelBuilder returned null"));
     }
-    if let Some(attr) = def.type_attr() {
+    for &(attr, dtype) in constraints {
         // SAFETY: live builder and status; static names.
         unsafe { (api.type_constraint)(builder, attr.as_ptr(), dtype, status.fresh()) };
-        if let Err(failure) = status.check("TF_KernelBuilder_TypeConstraint") {
-            // SAFETY: the builder was not registered, so it is still ours.
-            unsafe { (api.delete_kernel_builder)(builder) };
-            return Err(failure);
-        }
-    }
-    for attr in def.int32_attrs() {
-        // SAFETY: live builder and status; static names.
-        unsafe {
-            (api.type_constraint)(
-                builder,
-                attr.as_ptr(),
-                TF_DataType::TF_INT32,
-                status.fresh(),
-            )
-        };
         if let Err(failure) = status.check("TF_KernelBuilder_TypeConstraint") {
             // SAFETY: the builder was not registered, so it is still ours.
             unsafe { (api.delete_kernel_builder)(builder) };

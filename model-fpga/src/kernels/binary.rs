@@ -90,6 +90,23 @@ binary_ops! {
     FloorDiv = Binary::named("FloorDiv") => |a: f32, b: f32| libm::floorf(a / b),
     /// `fmod(a, b)` moved into `b`'s sign.
     FloorMod = Binary::named("FloorMod") => floor_mod,
+    /// `a = b` as 1.0 or 0.0 (the comparisons: masks, `Cast` makes bools).
+    Equal = Binary::named("Equal") => |a: f32, b: f32| mask(a == b),
+    /// `a ≠ b` (true for NaN).
+    NotEqual = Binary::named("NotEqual") => |a: f32, b: f32| mask(a != b),
+    /// `a < b`.
+    Less = Binary::named("Less") => |a: f32, b: f32| mask(a < b),
+    /// `a ≤ b`.
+    LessEqual = Binary::named("LessEqual") => |a: f32, b: f32| mask(a <= b),
+    /// `a > b`.
+    Greater = Binary::named("Greater") => |a: f32, b: f32| mask(a > b),
+    /// `a ≥ b`.
+    GreaterEqual = Binary::named("GreaterEqual") => |a: f32, b: f32| mask(a >= b),
+}
+
+#[inline(always)]
+fn mask(on: bool) -> f32 {
+    if on { 1.0 } else { 0.0 }
 }
 
 fn floor_mod(a: f32, b: f32) -> f32 {

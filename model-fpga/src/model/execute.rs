@@ -1,6 +1,7 @@
 //! Running a validated command on device memory with `crate::kernels`.
 
 use core::ops::Range;
+use tensorplug_core::accelerator::DType;
 
 use crate::kernels::{self, BinaryOp, KernelError};
 
@@ -161,6 +162,8 @@ pub(crate) fn execute<B: HostBus>(
             Ok(())
         }
         Work::Typed(w) => int8(w, mem),
+        Work::Cast { from, to, src, dst } => cast(*from, *to, src, dst, mem),
+        Work::Select { cond, a, b, out } => select([cond, a, b], out, mem),
     }
 }
 
@@ -190,6 +193,63 @@ fn int8(w: &TypedWork, mem: &mut MemoryView<'_>) -> Result<(), ExecError> {
         Err(reference::Error::Index { .. }) => Err(ExecError::Index),
         Err(_) => Err(ExecError::Internal),
     }
+}
+
+/// Elements staged per step of the commands that may run in place.
+const STAGE: usize = 64;
+
+/// `CAST` (core's reference conversion, exact), in steps of [`STAGE`]
+/// elements: each step reads its sources before it writes, so `dst` may
+/// be `src` (types of one size).
+fn cast(
+    from: DType,
+    to: DType,
+    src: &Range<usize>,
+    dst: &Range<usize>,
+    mem: &mut MemoryView<'_>,
+) -> Result<(), ExecError> {
+    let (fs, ts) = (from.size(), to.size());
+    let mut staged = [0u8; STAGE * 8];
+    let mut done = 0;
+    while done < src.len() / fs {
+        let n = (src.len() / fs - done).min(STAGE);
+        let at = |r: &Range<usize>, size: usize| r.start + done * size..r.start + (done + n) * size;
+        staged[..n * fs].copy_from_slice(get(mem, &at(src, fs))?);
+        let out = get_mut(mem, &at(dst, ts))?;
+        tensorplug_core::reference::cast::cast(from, to, &staged[..n * fs], out)
+            .map_err(|_| ExecError::Internal)?;
+        done += n;
+    }
+    Ok(())
+}
+
+/// `SELECT` in steps of [`STAGE`] elements, as [`cast`] (`out` may be
+/// any of the sources).
+fn select(
+    [cond, a, b]: [&Range<usize>; 3],
+    out: &Range<usize>,
+    mem: &mut MemoryView<'_>,
+) -> Result<(), ExecError> {
+    let len = out.len() / 4;
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(STAGE);
+        let at = |r: &Range<usize>| r.start + done * 4..r.start + (done + n) * 4;
+        let mut staged = [[0f32; STAGE]; 3];
+        for (stage, r) in staged.iter_mut().zip([cond, a, b]) {
+            stage[..n].copy_from_slice(floats(get(mem, &at(r))?)?);
+        }
+        let o = floats_mut(get_mut(mem, &at(out))?)?;
+        for (i, o) in o.iter_mut().enumerate() {
+            *o = if staged[0][i] != 0.0 {
+                staged[1][i]
+            } else {
+                staged[2][i]
+            };
+        }
+        done += n;
+    }
+    Ok(())
 }
 
 fn int8s(bytes: &[u8]) -> &[i8] {

@@ -153,8 +153,23 @@ pub(crate) enum Work {
         /// `CONV2D_F32`'s epilogue: the bias (`src2`) and the activation.
         epilogue: Option<(Range<usize>, Activation)>,
     },
-    /// An int8 command (`INT8`): the catalogue op it runs.
+    /// An int8 command (`INT8`), or an index one (`INDEX`): the catalogue
+    /// op it runs.
     Typed(TypedWork),
+    /// `CAST`: `src` of `from` into `dst` of `to`.
+    Cast {
+        from: DType,
+        to: DType,
+        src: Range<usize>,
+        dst: Range<usize>,
+    },
+    /// `SELECT`.
+    Select {
+        cond: Range<usize>,
+        a: Range<usize>,
+        b: Range<usize>,
+        out: Range<usize>,
+    },
 }
 
 impl Work {
@@ -206,6 +221,8 @@ impl Work {
                     .map_or(1, |win| u64::from(win.size[0]) * u64::from(win.size[1]));
                 (0, bytes + n(&w.out.0), n(&w.out.0).saturating_mul(2 * macs))
             }
+            Work::Cast { src, dst, .. } => (0, n(src) + n(dst), 0),
+            Work::Select { a, out, .. } => (0, 3 * n(a) + n(out), 0),
         }
     }
 }
@@ -334,6 +351,16 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
             Uses(Uses::SRC0 | Uses::SRC1 | Uses::DST | Uses::LEN | Uses::N | 128),
             0,
         ),
+        Opcode::CAST => (
+            Features::TYPES,
+            Uses(Uses::SRC0 | Uses::DST | Uses::LEN | Uses::IMM),
+            0,
+        ),
+        Opcode::SELECT => (
+            Features::TYPES,
+            Uses(Uses::SRC0 | Uses::SRC1 | Uses::SRC2 | Uses::DST | Uses::LEN),
+            0,
+        ),
         Opcode::QUANTIZE_I8 | Opcode::DEQUANTIZE_I8 => (
             Features::INT8,
             Uses(Uses::SRC0 | Uses::SRC2 | Uses::DST | Uses::LEN | Uses::N),
@@ -376,7 +403,11 @@ pub(crate) fn validate(
     if cmd.flags.0 & !allowed != 0 {
         return Err(invalid(field::FLAGS));
     }
-    check_unused(cmd, uses, needs == Features::INT8)?;
+    check_unused(
+        cmd,
+        uses,
+        needs == Features::INT8 || cmd.opcode == Opcode::CAST,
+    )?;
     let ctx = Ctx { cmd, mem_len };
     match cmd.opcode {
         Opcode::NOP => Ok(Work::Nop),
@@ -418,6 +449,19 @@ pub(crate) fn validate(
         | Opcode::REDUCE_MIN_F32
         | Opcode::REDUCE_PROD_F32 => ctx.rows(),
         Opcode::GATHER | Opcode::SEGMENT_SUM => ctx.index(),
+        Opcode::CAST => ctx.cast(),
+        Opcode::SELECT => {
+            let len = ctx.nonzero_len()?;
+            let a = ctx.f32_range(field::SRC0, len)?;
+            let b = ctx.f32_range(field::SRC1, len)?;
+            let cond = ctx.f32_range(field::SRC2, len)?;
+            let out = ctx.f32_range(field::DST, len)?;
+            ctx.aligned(&[field::SRC0, field::SRC1, field::SRC2, field::DST])?;
+            for src in [&a, &b, &cond] {
+                in_place_or_disjoint(src, &out, true)?;
+            }
+            Ok(Work::Select { cond, a, b, out })
+        }
         Opcode::CONV2D_F32
         | Opcode::DEPTHWISE_CONV2D_F32
         | Opcode::MAX_POOL_F32
@@ -451,10 +495,11 @@ pub(crate) fn validate(
 }
 
 /// `dtype` must be f32 (0 or its code 1), or int8 (4) for the int8
-/// commands; then every unused field, in offset order, must be 0.
-fn check_unused(cmd: &CommandDescriptor, uses: Uses, int8: bool) -> Result<(), Rejection> {
-    let dtype_ok = match int8 {
-        true => cmd.dtype == DType::I8 as u8,
+/// commands (`CAST` checks its own, `typed`); then every unused field, in
+/// offset order, must be 0.
+fn check_unused(cmd: &CommandDescriptor, uses: Uses, typed: bool) -> Result<(), Rejection> {
+    let dtype_ok = match typed {
+        true => cmd.dtype == DType::I8 as u8 || cmd.opcode == Opcode::CAST,
         false => cmd.dtype <= 1,
     };
     if !dtype_ok {

@@ -11,6 +11,8 @@ mod bias_add_grad;
 mod binary;
 mod blocks;
 mod broadcast_to;
+mod cast;
+mod compare;
 mod concat;
 mod einsum;
 mod fill;
@@ -22,6 +24,7 @@ mod neg_square;
 mod pad;
 mod reduce;
 mod reverse;
+mod select;
 mod slice;
 mod softmax;
 mod split;
@@ -42,6 +45,9 @@ use std::any::Any;
 use std::ffi::CStr;
 use tensorplug_abi::tf::TF_DataType;
 use tensorplug_core::accelerator::{Capabilities, DType, OpKind, Shape, TensorDesc};
+
+/// Two type attributes and the types one registration constrains them to.
+pub type TypePair = [(&'static CStr, TF_DataType); 2];
 
 /// One TF kernel, written once per op (or per family of ops, as
 /// [`binary::BinaryKernel`]).
@@ -79,6 +85,12 @@ pub trait Op: Sync + 'static {
     fn int32_attrs(&self) -> &'static [&'static CStr] {
         &[]
     }
+    /// The registrations, when they constrain two type attributes together
+    /// (`Cast`'s `SrcT` and `DstT`): one per pair, instead of
+    /// [`Op::type_attr`] and [`Op::more_types`].
+    fn type_pairs(&self) -> &'static [TypePair] {
+        &[]
+    }
     /// Reads and checks the attributes; an unsupported value is a failure
     /// that names the attribute. The default reads none.
     fn construct(&self, _ctx: &Construction) -> KernelResult<Self::Attrs> {
@@ -110,6 +122,8 @@ pub trait TfKernel: Sync {
     fn more_types(&self) -> &'static [TF_DataType];
     /// See [`Op::int32_attrs`].
     fn int32_attrs(&self) -> &'static [&'static CStr];
+    /// See [`Op::type_pairs`].
+    fn type_pairs(&self) -> &'static [TypePair];
     /// See [`Op::construct`].
     fn construct(&self, ctx: &Construction) -> KernelResult<Box<dyn Any + Send + Sync>>;
     /// See [`Op::compute`]; `attrs` is what [`Self::construct`] returned.
@@ -175,6 +189,10 @@ impl<T: Op> TfKernel for T {
         Op::int32_attrs(self)
     }
 
+    fn type_pairs(&self) -> &'static [TypePair] {
+        Op::type_pairs(self)
+    }
+
     fn construct(&self, ctx: &Construction) -> KernelResult<Box<dyn Any + Send + Sync>> {
         Ok(Box::new(Op::construct(self, ctx)?))
     }
@@ -193,7 +211,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// The f32 kernels besides the element-wise families'.
-static KERNELS: [&dyn TfKernel; 47] = [
+static KERNELS: [&dyn TfKernel; 56] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -241,6 +259,15 @@ static KERNELS: [&dyn TfKernel; 47] = [
     &reduce::KERNELS[0],
     &reduce::KERNELS[1],
     &reduce::KERNELS[2],
+    &cast::Cast,
+    &compare::KERNELS[0],
+    &compare::KERNELS[1],
+    &compare::KERNELS[2],
+    &compare::KERNELS[3],
+    &compare::KERNELS[4],
+    &compare::KERNELS[5],
+    &select::KERNELS[0],
+    &select::KERNELS[1],
 ];
 
 /// Every kernel the bridge can register for a device type: [`KERNELS`],

@@ -35,7 +35,7 @@ fn elements(shape: &[usize]) -> usize {
 
 proptest! {
     #[test]
-    fn binary_matches_reference_exactly_pow_within_an_ulp(
+    fn binary_matches_reference_exactly_transcendentals_within_ulps(
         (a_shape, b_shape, a, b) in shapes().prop_flat_map(|(sa, sb)| {
             let (la, lb) = (elements(&sa), elements(&sb));
             (Just(sa), Just(sb), vec_of(la, any_value()), vec_of(lb, any_value()))
@@ -57,10 +57,11 @@ proptest! {
         reference::binary(op, &a, &a_shape, &b, &b_shape, &mut want);
         let mut got = vec![f32::NAN; out_len];
         binary(op, &a, &a_shape, &b, &b_shape, &mut got).unwrap();
-        if op == BinaryOp::Pow {
-            // `powf` is within an ulp of the f64 reference, not always equal.
+        if matches!(op, BinaryOp::Pow | BinaryOp::Xlogy | BinaryOp::SoftplusGrad) {
+            // `powf`, `logf` and `expf` are within a few ulp of the f64
+            // reference, not always equal.
             for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
-                let close = (f64::from(g) - f64::from(w)).abs() <= f64::from(w.abs()) * 2.0 * f64::from(f32::EPSILON);
+                let close = (f64::from(g) - f64::from(w)).abs() <= f64::from(w.abs()) * 4.0 * f64::from(f32::EPSILON);
                 assert!(g == w || (g.is_nan() && w.is_nan()) || close, "element {i}: got {g}, want {w}");
             }
         } else {

@@ -1,10 +1,9 @@
 //! Decoding `GATHER` and `SEGMENT_SUM` (`INDEX`, ABI 1.5) into the typed
 //! work of [`TypedWork`]: f32 data, int32 indices; the indices are checked
-//! against their bound when the command runs.
+//! against their bound when the command runs. And `CAST` (`TYPES`).
 
-use tensorplug_abi::device::Opcode;
-use tensorplug_core::accelerator::OpKind;
-use tensorplug_core::accelerator::{DType, Shape};
+use tensorplug_abi::device::{CompletionStatus, Opcode};
+use tensorplug_core::accelerator::{DType, OpKind, Shape, cast_supported};
 
 use super::{Ctx, Rejection, TypedWork, Work, field, in_place_or_disjoint, invalid};
 
@@ -43,5 +42,34 @@ impl Ctx<'_> {
             count: 2,
             out: (dst, DType::F32, out),
         }))
+    }
+}
+
+impl Ctx<'_> {
+    /// `CAST`: `dtype` and `imm` name a pair `OpKind::Cast` converts.
+    pub(super) fn cast(&self) -> Result<Work, Rejection> {
+        let c = self.cmd;
+        let pair = (u32::from(c.dtype) << 8) | c.imm;
+        let unsupported = super::reject(CompletionStatus::UNSUPPORTED, pair);
+        let from = DType::from_code(c.dtype).ok_or(unsupported)?;
+        let to = u8::try_from(c.imm)
+            .ok()
+            .and_then(DType::from_code)
+            .ok_or(unsupported)?;
+        if !cast_supported(from, to) {
+            return Err(unsupported);
+        }
+        let len = self.nonzero_len()?;
+        let bytes = |d: DType| len.saturating_mul(d.size() as u64);
+        let src = self.range(field::SRC0, bytes(from))?;
+        let dst = self.range(field::DST, bytes(to))?;
+        let wide: heapless::Vec<u32, 2> = [(field::SRC0, from), (field::DST, to)]
+            .into_iter()
+            .filter(|(_, d)| d.size() >= 4)
+            .map(|(f, _)| f)
+            .collect();
+        self.aligned(&wide)?;
+        in_place_or_disjoint(&src, &dst, from.size() == to.size())?;
+        Ok(Work::Cast { from, to, src, dst })
     }
 }
