@@ -400,11 +400,17 @@ mod capability_tests {
     #[test]
     fn kernels_follow_the_declared_ops() {
         let npu = Capabilities::f32(OpSet::of(&[MATMUL, OpKind::Unary(Unary::RELU)]), true);
-        // BiasAddGrad lowers to a MatMul; Pad, Slice, ConcatV2, … only copy and fill.
+        // BiasAddGrad and the batched MatMuls lower to MatMuls; Pad, Slice,
+        // ConcatV2, … only copy and fill.
         let copies = COPIES;
         assert_eq!(
             registered(&npu),
-            [&["MatMul", "BiasAddGrad"][..], &copies, &["Relu"]].concat()
+            [
+                &["MatMul", "BiasAddGrad"][..],
+                &copies,
+                &["BatchMatMul", "BatchMatMulV2", "Relu"]
+            ]
+            .concat()
         );
         let mul = Capabilities::f32(OpSet::of(&[OpKind::Binary(Binary::MUL)]), true);
         assert_eq!(
