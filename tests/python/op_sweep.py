@@ -581,6 +581,35 @@ def strided_slice_cases():
     yield "specials[::-2]", lambda t: t[::-2], [SPECIAL], None
 
 
+def strided_slice_grad_cases():
+    """The gradient of Python indexing: `dy` put back where the slice read."""
+    for shape, label, fn in pick([
+            ((4, 5), "[1:3, ::2]", lambda t: t[1:3, ::2]),
+            ((6,), "[::-1]", lambda t: t[::-1]),
+            ((2, 3, 4), "[..., 0]", lambda t: t[..., 0]),
+            ((3, 4, 5), "[1, :, ::-2]", lambda t: t[1, :, ::-2]),
+            ((2, 6, 6, 3), "[:, 1:-1, 1:-1]", lambda t: t[:, 1:-1, 1:-1]),
+            ((4, 5), "[3:1]", lambda t: t[3:1]),
+            ((2, 3, 4, 5), "[..., 1:3, None, ::3]", lambda t: t[..., 1:3, None, ::3])]):
+        x = rand(*shape)
+        dy = rand(*fn(x).shape)
+
+        def grad(t, d, fn=fn):
+            with tf.GradientTape() as tape:
+                tape.watch(t)
+                y = fn(t)
+            return tape.gradient(y, t, output_gradients=d)
+        yield f"{shape}{label}", grad, [x, dy], None
+
+
+def fill_cases():
+    for dims in pick([(3, 4), (), (0, 2), (2, 3, 5), (7,)]):
+        yield (f"{dims}", lambda v, d=dims: tf.fill(tf.constant(d, tf.int32, [len(d)]), v),
+               [np.float32(rng.standard_normal())], None)
+    for v in SPECIAL:
+        yield f"value {v}", lambda v: tf.fill(tf.constant([3], tf.int32), v), [np.float32(v)], None
+
+
 def concat_cases():
     for shapes, axis in pick([([(2, 3), (2, 4)], 1), ([(2, 3), (1, 3), (0, 3)], 0),
                               ([(1, 4, 4, 3), (1, 4, 4, 5)], -1), ([(2, 2, 2)] * 3, 1),
@@ -812,6 +841,8 @@ SWEEPS = {
     "OnesLike": like_cases(tf.raw_ops.OnesLike),
     "Transpose": transpose_cases,
     "StridedSlice": strided_slice_cases,
+    "StridedSliceGrad": strided_slice_grad_cases,
+    "Fill": fill_cases,
     "Conv2D": lambda: conv_cases(False),
     "DepthwiseConv2dNative": lambda: conv_cases(True),
     "MaxPool": pool_cases(lambda t, k, s, p: tf.nn.max_pool2d(t, k, s, p), True),
@@ -844,7 +875,7 @@ PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), 
                 "Slice": [(4, 5)], "ConcatV2": [(2, 3), (2, 4)], "Transpose": [(2, 3)],
                 "Split": [(6, 4)], "SplitV": [(7, 3)], "Unpack": [(3, 4)], "Pack": [(3, 4), (3, 4)],
                 "ReverseV2": [(3, 4)],
-                "StridedSlice": [(4, 5)],
+                "StridedSlice": [(4, 5)], "StridedSliceGrad": [(4, 5), (2, 3)], "Fill": [()],
                 "FusedBatchNormV3": [(1, 2, 2, 2), (2,), (2,), (2,), (2,)],
                 "DepthwiseConv2dNativeBackpropInput": [(1, 3, 3, 6), (3, 3, 3, 2)],
                 "DepthwiseConv2dNativeBackpropFilter": [(1, 5, 5, 3), (1, 3, 3, 6)],

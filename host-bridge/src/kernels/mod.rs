@@ -371,7 +371,7 @@ mod capability_tests {
     use tensorplug_core::accelerator::{Binary, DTypeSet, OpKind, OpSet, Unary};
 
     /// The kernels that only copy and fill, in table order.
-    const COPIES: [&str; 11] = [
+    const COPIES: [&str; 12] = [
         "Pad",
         "Slice",
         "ConcatV2",
@@ -383,6 +383,7 @@ mod capability_tests {
         "ReverseV2",
         "ZerosLike",
         "OnesLike",
+        "StridedSliceGrad",
     ];
 
     const MATMUL: OpKind = OpKind::MatMul {
@@ -418,7 +419,7 @@ mod capability_tests {
             [
                 &["Neg", "Square", "BroadcastTo", "Tile"][..],
                 &copies,
-                &["Mul"]
+                &["Fill", "Mul"]
             ]
             .concat()
         );

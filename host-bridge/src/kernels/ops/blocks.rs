@@ -99,6 +99,26 @@ impl Block<'_> {
         }
         Ok(())
     }
+
+    /// The copies of [`Block::copy`] the other way round: `from` (of the
+    /// block's destination layout) into the box of `into` (of its source
+    /// layout), as a slice's gradient needs.
+    pub(super) fn copy_back(
+        &self,
+        run: &mut Launcher<'_>,
+        into: TensorDesc,
+        from: TensorDesc,
+    ) -> KernelResult<()> {
+        let (len, offsets) = self.runs()?;
+        let run_shape = Shape::new(&[len]).ok_or_else(|| Failure::invalid("bad rank"))?;
+        let at = |t: TensorDesc, element: u64| {
+            TensorDesc::new(DeviceAddr(t.addr.0 + element * 4), t.dtype, run_shape)
+        };
+        for (s, d) in offsets {
+            run.copy(at(into, s), at(from, d))?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

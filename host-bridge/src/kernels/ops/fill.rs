@@ -3,18 +3,20 @@
 //! matter: TF's own `DEVICE_DEFAULT` int32 kernels read their input from
 //! device memory as host memory, which crashed the process on our device.
 //!
-//! `Fill` is not here: its `value` is a host-memory input, and an eager
-//! `tf.fill` on the device right after a device fault then failed with that
-//! fault's error in the value's copy (`tests/tests/tf_variables.rs`), a
-//! stale-error path issue 26 is to fix first.
+//! `Fill(dims, value)` on float32: `dims` in host memory, `value` in device
+//! memory (a host-memory `value` made an eager `tf.fill` right after a
+//! device fault fail with that fault's error in the value's copy, a
+//! stale-error path of issue 26): the output filled with 1.0, then
+//! multiplied by `value` in place (exact: `1 · v = v`, NaN and −0 too).
 
-use super::{Op, is_empty};
-use crate::kernels::failure::KernelResult;
+use super::sum::read_host_ints;
+use super::{Op, flat, is_empty};
+use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;
 use std::ffi::CStr;
 use tensorplug_abi::tf::TF_DataType;
-use tensorplug_core::accelerator::OpKind;
+use tensorplug_core::accelerator::{Binary, OpKind};
 
 /// Which of the two.
 pub enum Fill {
@@ -58,5 +60,50 @@ impl Op for Fill {
             return Ok(());
         }
         run.fill(run.desc(&out, shape)?, pattern)
+    }
+}
+
+/// The `Fill` kernel (float32).
+pub struct FillValue;
+
+const MUL: OpKind = OpKind::Binary(Binary::MUL);
+
+impl Op for FillValue {
+    type Attrs = ();
+
+    fn op(&self) -> &'static CStr {
+        c"Fill"
+    }
+
+    fn family(&self) -> Option<OpKind> {
+        Some(MUL)
+    }
+
+    fn host_memory(&self) -> &'static [&'static CStr] {
+        &[c"dims"]
+    }
+
+    fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
+        let dims = read_host_ints(&ctx.input(0, true)?, "dims")?;
+        let value = ctx.input(1, false)?;
+        if !value.shape()?.dims().is_empty() {
+            return Err(Failure::invalid(format!(
+                "value must be a scalar, got shape {:?}",
+                value.shape()?.dims()
+            )));
+        }
+        let dims: Vec<u64> = dims
+            .iter()
+            .map(|&d| u64::try_from(d))
+            .collect::<Result<_, _>>()
+            .map_err(|_| Failure::invalid(format!("dims {dims:?} has a negative size")))?;
+        let shape = flat(&dims)?;
+        let out = ctx.output(&shape, &[])?;
+        if is_empty(&shape) {
+            return Ok(());
+        }
+        let out = run.desc(&out, shape)?;
+        run.fill(out, 1.0f32.to_bits())?;
+        run.launch(MUL, &[out, run.desc(&value, flat(&[])?)?], out)
     }
 }

@@ -211,7 +211,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// The f32 kernels besides the element-wise families'.
-static KERNELS: [&dyn TfKernel; 56] = [
+static KERNELS: [&dyn TfKernel; 58] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -250,6 +250,7 @@ static KERNELS: [&dyn TfKernel; 56] = [
     &reverse::ReverseV2,
     &fill::KERNELS[0],
     &fill::KERNELS[1],
+    &strided_slice::StridedSliceGrad,
     &batch_matmul::KERNELS[0],
     &batch_matmul::KERNELS[1],
     &einsum::Einsum,
@@ -268,6 +269,7 @@ static KERNELS: [&dyn TfKernel; 56] = [
     &compare::KERNELS[5],
     &select::KERNELS[0],
     &select::KERNELS[1],
+    &fill::FillValue,
 ];
 
 /// Every kernel the bridge can register for a device type: [`KERNELS`],
@@ -411,6 +413,8 @@ mod tests {
                 b"ConcatV2" => &[c"axis"],
                 b"Transpose" => &[c"perm"],
                 b"StridedSlice" => &[c"begin", c"end", c"strides"],
+                b"StridedSliceGrad" => &[c"shape", c"begin", c"end", c"strides"],
+                b"Fill" => &[c"dims"],
                 b"Split" => &[c"split_dim"],
                 b"SplitV" => &[c"size_splits", c"split_dim"],
                 b"ReverseV2" => &[c"axis"],

@@ -77,6 +77,75 @@ impl Op for StridedSlice {
     }
 }
 
+/// `StridedSliceGrad(shape, begin, end, strides, dy)`: zeros of `shape`,
+/// then `dy` copied into the slice `StridedSlice` would read (block copies
+/// the other way round; exact).
+pub struct StridedSliceGrad;
+
+impl Op for StridedSliceGrad {
+    type Attrs = Masks;
+
+    fn op(&self) -> &'static CStr {
+        c"StridedSliceGrad"
+    }
+
+    fn family(&self) -> Option<OpKind> {
+        None
+    }
+
+    fn host_memory(&self) -> &'static [&'static CStr] {
+        &[c"shape", c"begin", c"end", c"strides"]
+    }
+
+    fn construct(&self, ctx: &Construction) -> KernelResult<Masks> {
+        StridedSlice.construct(ctx)
+    }
+
+    fn compute(&self, masks: &Masks, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
+        let spec = [0, 1, 2, 3].map(|i| {
+            read_host_ints(
+                &ctx.input(i, true)?,
+                ["shape", "begin", "end", "strides"][i],
+            )
+        });
+        let [shape, begin, end, strides] = spec;
+        let dims: Vec<u64> = shape?
+            .iter()
+            .map(|&d| u64::try_from(d))
+            .collect::<Result<_, _>>()
+            .map_err(|_| Failure::invalid("shape has a negative size"))?;
+        let slice = resolve(&dims, &begin?, &end?, &strides?, *masks)?;
+        let dy = ctx.input(4, false)?;
+        let sdy = dy.shape()?;
+        if sdy.dims() != slice.out.as_slice() {
+            return Err(Failure::invalid(format!(
+                "shape of dy was {:?} instead of {:?}",
+                sdy.dims(),
+                slice.out
+            )));
+        }
+        let out_shape = flat(&dims)?;
+        let out = ctx.output(&out_shape, &[])?;
+        if is_empty(&out_shape) {
+            return Ok(());
+        }
+        let out = run.desc(&out, out_shape)?;
+        run.fill(out, 0)?;
+        if is_empty(&sdy) {
+            return Ok(());
+        }
+        let block = Block {
+            src_dims: &dims,
+            src_at: &slice.begin,
+            dst_dims: &slice.size,
+            dst_at: &vec![0; slice.size.len()],
+            extent: &slice.size,
+            step: &slice.step,
+        };
+        block.copy_back(run, out, run.desc(&dy, flat(&slice.size)?)?)
+    }
+}
+
 /// A resolved slice: per input axis its first index, element count and
 /// step, and the output dims (new axes added, shrunk axes dropped).
 #[derive(Debug, PartialEq)]
