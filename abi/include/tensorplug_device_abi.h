@@ -159,7 +159,8 @@ typedef uint32_t TPD_Features;
 // ABI 1.4: the int8 commands `CONV2D_I8` … `DEQUANTIZE_I8` (TFLite's
 // int8 kernels, bit for bit; `docs/device-numerics.md`).
 #define TPD_FEATURES_INT8 (1 << 13)
-// ABI 1.5: `REDUCE_MAX_F32`, `REDUCE_MIN_F32`, `REDUCE_PROD_F32`.
+// ABI 1.5: `REDUCE_MAX_F32`, `REDUCE_MIN_F32`, `REDUCE_PROD_F32`,
+// `ARG_MAX_F32`, `ARG_MIN_F32`.
 #define TPD_FEATURES_REDUCTIONS (1 << 14)
 // ABI 1.5: `GATHER` and `SEGMENT_SUM` (int32 indices: embeddings and
 // their gradients).
@@ -349,6 +350,12 @@ typedef uint16_t TPD_Opcode;
 #define TPD_OPCODE_REDUCE_MIN_F32 68
 // ABI 1.5 (`REDUCTIONS`): the row product.
 #define TPD_OPCODE_REDUCE_PROD_F32 69
+// ABI 1.5 (`REDUCTIONS`): `dst[r]` = the index of row `r`'s largest
+// element (`m` rows of `n`), as type `imm` (6 i32, 7 i64): the first
+// of equal ones; NaN never wins; nothing above `f32::MIN` gives 0.
+#define TPD_OPCODE_ARG_MAX_F32 70
+// ABI 1.5 (`REDUCTIONS`): the index of the smallest, as `ARG_MAX_F32`.
+#define TPD_OPCODE_ARG_MIN_F32 71
 // NHWC convolution: `src0` x, `src1` filter `[kh,kw,c,k]`, `dst`; the
 // window fields are packed (see `WindowFields`) (`WINDOW`).
 // With `CommandFlags::BIAS` (and `RELU` or `RELU6`), `src2` bias `[k]`
@@ -741,6 +748,8 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_OP_GREATER 81
 #define TPD_OP_GREATER_EQUAL 82
 #define TPD_OP_SELECT 83
+#define TPD_OP_ARG_MAX 84
+#define TPD_OP_ARG_MIN 85
 
 // Element types (`CommandDescriptor::dtype`), from tensorplug_core's `DType`.
 #define TPD_DTYPE_F32 1

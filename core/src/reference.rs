@@ -322,6 +322,19 @@ pub fn reduce_sum(x: &[f32], row_len: usize, out: &mut [f32]) -> Result<(), Erro
     Ok(())
 }
 
+/// The ops whose output is not f32 or int8 (`Cast`, `ArgMax`, `ArgMin`)
+/// on little-endian bytes: input `x` of `shape`, output `out`.
+pub fn run_bytes(kind: OpKind, x: &[u8], shape: Shape, out: &mut [u8]) -> Result<(), Error> {
+    match kind {
+        OpKind::Cast { from, to } => cast::cast(from, to, x, out),
+        OpKind::ArgMax(t) | OpKind::ArgMin(t) => {
+            let min = matches!(kind, OpKind::ArgMin(_));
+            arg::arg_reduce(min, x, dim(shape.last())?, t, out)
+        }
+        _ => Err(Error::Shape(ShapeError::DType { operand: 0 })),
+    }
+}
+
 /// Rows of `row_len` reduced by `ReduceMax`, `ReduceMin` (NaN wins, the
 /// later of equal elements) or `ReduceProd` (in `f64`, rounded once).
 fn reduce_rows(kind: OpKind, x: &[f32], row_len: usize, out: &mut [f32]) {
@@ -416,10 +429,12 @@ pub fn run(
             }
             Ok(())
         }
-        // `check_op` refuses their operands; `int8::run` and `cast::cast` run them.
-        OpKind::Gather | OpKind::SegmentSum | OpKind::Cast { .. } => {
-            Err(Error::Shape(ShapeError::DType { operand: 1 }))
-        }
+        // `check_op` refuses their operands; `int8::run` and `run_bytes` run them.
+        OpKind::Gather
+        | OpKind::SegmentSum
+        | OpKind::Cast { .. }
+        | OpKind::ArgMax(_)
+        | OpKind::ArgMin(_) => Err(Error::Shape(ShapeError::DType { operand: 1 })),
         OpKind::Conv2DInt8(_)
         | OpKind::DepthwiseConv2DInt8(_)
         | OpKind::MatMulInt8 { .. }
@@ -559,6 +574,8 @@ pub fn tolerance(
         | OpKind::Gather
         | OpKind::SegmentSum
         | OpKind::Cast { .. }
+        | OpKind::ArgMax(_)
+        | OpKind::ArgMin(_)
         | OpKind::Select
         | OpKind::Conv2DInt8(_)
         | OpKind::DepthwiseConv2DInt8(_)
@@ -759,6 +776,7 @@ fn check_rows(operand: u8, len: usize, row_len: usize) -> Result<(), Error> {
     check_len(operand, whole, len)
 }
 
+pub mod arg;
 pub mod cast;
 pub mod index;
 pub mod int8;

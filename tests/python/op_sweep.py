@@ -218,6 +218,19 @@ def select_cases(v2):
            [np.array([True, False] * 3 + [True]), SPECIAL, SPECIAL[::-1].copy()], None)
 
 
+def arg_cases(fn):
+    def cases():
+        for (shape, axis), out in grid([((3, 7), 1), ((3, 7), 0), ((2, 3, 5), 1), ((2, 3, 5), -1), ((9,), 0),
+                                        ((4, 1), 1), ((0, 3), 1)], (tf.int64, tf.int32)):
+            x = np.round(rand(*shape) * 2)  # ties occur
+            yield (f"{shape} axis={axis} {out.name}",
+                   lambda t, a=axis, o=out: fn(t, a, output_type=o), [x], None)
+        rows = np.array([[1, np.nan, 3], [np.nan, 1, 2], [2, 2, 1], [-np.inf] * 3, [np.nan] * 3,
+                         [np.finfo(np.float32).min, np.finfo(np.float32).max, np.inf]], np.float32)
+        yield "specials", lambda t: fn(t, 1), [rows], None
+    return cases
+
+
 def fused_matmul(a, b, bias, ops):
     attrs = ("T", a.dtype.as_datatype_enum, "num_args", 1, "fused_ops", ops, "epsilon", 0.0001,
              "leakyrelu_alpha", 0.2, "transpose_a", False, "transpose_b", False)
@@ -745,6 +758,12 @@ SWEEPS = {
     "Min": extrema_cases(tf.math.reduce_min),
     "Prod": extrema_cases(tf.math.reduce_prod, exact=False),
     "Cast": cast_cases,
+    "ArgMax": arg_cases(tf.math.argmax),
+    "ArgMin": arg_cases(tf.math.argmin),
+    "Bitcast": lambda: iter([
+        ("float32 to int32", lambda t: tf.bitcast(t, tf.int32), [SPECIAL], None),
+        ("int32 to float32", lambda t: tf.bitcast(t, tf.float32),
+         [np.array([0, -1, 0x7f800000, 0x80000000 - 2**32, 12345], np.int32)], None)]),
     "Equal": compare_cases(tf.math.equal),
     "NotEqual": compare_cases(tf.math.not_equal),
     "Less": compare_cases(tf.math.less),
@@ -863,7 +882,7 @@ PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), 
                 "Einsum": [(2, 2, 2), (2, 2, 2)], "AddN": [(2, 2), (2, 2)],
                 "Max": [(2, 2)], "Min": [(2, 2)], "Prod": [(2, 2)],
                 "GatherV2": [(2, 2), (2,)], "Select": [(2, 2), (2, 2), (2, 2)],
-                "SelectV2": [(2, 2), (2, 2), (2, 2)], "Cast": [(7,)], "UnsortedSegmentSum": [(2, 2), (2,)],
+                "SelectV2": [(2, 2), (2, 2), (2, 2)], "Cast": [(7,)], "Bitcast": [(7,)], "UnsortedSegmentSum": [(2, 2), (2,)],
                 "SparseSoftmaxCrossEntropyWithLogits": [(2, 2), (2,)],
                 "SoftmaxCrossEntropyWithLogits": [(2, 2), (2, 2)],
                 "Conv2D": [(1, 3, 3, 1), (1, 1, 1, 1)], "DepthwiseConv2dNative": [(1, 3, 3, 1), (1, 1, 1, 1)],

@@ -1,5 +1,5 @@
 //! `cargo xtask size`: the firmware's flash and static RAM against a
-//! committed snapshot (`firmware/size.json`) and the goal (≤ 80 KiB flash,
+//! committed snapshot (`firmware/size.json`) and the goal (≤ 96 KiB flash,
 //! ≤ 32 KiB static RAM, the model's device memory not counted). Growth of
 //! more than 10 % over the snapshot fails; `--update` rewrites it.
 //!
@@ -35,9 +35,9 @@ const MODEL_CODE: [&str; 9] = [
     "spi5slave",
     "FpgaPort",
 ];
-/// Goals, bytes. 80 KiB while issue 24's ops come in (64 KiB from ABI 1.2,
-/// 72 KiB while the int8 ops came in; `docs/firmware.md`).
-const FLASH_GOAL: u64 = 80 << 10;
+/// Goals, bytes. 96 KiB while issue 24 doubles the catalogue (64 KiB from
+/// ABI 1.2, 72 KiB while the int8 ops came in; `docs/firmware.md`).
+const FLASH_GOAL: u64 = 96 << 10;
 const RAM_GOAL: u64 = 32 << 10;
 /// Allowed growth over the snapshot.
 const GROWTH: f64 = 1.10;

@@ -75,6 +75,12 @@ impl Opcode {
     pub const REDUCE_MIN_F32: Opcode = Opcode(0x44);
     /// ABI 1.5 (`REDUCTIONS`): the row product.
     pub const REDUCE_PROD_F32: Opcode = Opcode(0x45);
+    /// ABI 1.5 (`REDUCTIONS`): `dst[r]` = the index of row `r`'s largest
+    /// element (`m` rows of `n`), as type `imm` (6 i32, 7 i64): the first
+    /// of equal ones; NaN never wins; nothing above `f32::MIN` gives 0.
+    pub const ARG_MAX_F32: Opcode = Opcode(0x46);
+    /// ABI 1.5 (`REDUCTIONS`): the index of the smallest, as `ARG_MAX_F32`.
+    pub const ARG_MIN_F32: Opcode = Opcode(0x47);
     /// NHWC convolution: `src0` x, `src1` filter `[kh,kw,c,k]`, `dst`; the
     /// window fields are packed (see [`WindowFields`](super::WindowFields)) (`WINDOW`).
     /// With [`CommandFlags::BIAS`] (and `RELU` or `RELU6`), `src2` bias `[k]`
@@ -220,6 +226,8 @@ impl Opcode {
             Self::REDUCE_MAX_F32 => "REDUCE_MAX_F32",
             Self::REDUCE_MIN_F32 => "REDUCE_MIN_F32",
             Self::REDUCE_PROD_F32 => "REDUCE_PROD_F32",
+            Self::ARG_MAX_F32 => "ARG_MAX_F32",
+            Self::ARG_MIN_F32 => "ARG_MIN_F32",
             Self::GATHER => "GATHER",
             Self::SEGMENT_SUM => "SEGMENT_SUM",
             Self::CAST => "CAST",

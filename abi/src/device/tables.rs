@@ -5,7 +5,7 @@ use super::{CompletionStatus, EventKind, Features, Opcode};
 
 impl Opcode {
     /// Every opcode this ABI version defines.
-    pub const ALL: [Opcode; 53] = [
+    pub const ALL: [Opcode; 55] = [
         Self::NOP,
         Self::COPY_H2D,
         Self::COPY_D2H,
@@ -36,6 +36,8 @@ impl Opcode {
         Self::REDUCE_MAX_F32,
         Self::REDUCE_MIN_F32,
         Self::REDUCE_PROD_F32,
+        Self::ARG_MAX_F32,
+        Self::ARG_MIN_F32,
         Self::CONV2D_F32,
         Self::DEPTHWISE_CONV2D_F32,
         Self::MAX_POOL_F32,

@@ -222,7 +222,8 @@ impl Features {
     /// ABI 1.4: the int8 commands `CONV2D_I8` … `DEQUANTIZE_I8` (TFLite's
     /// int8 kernels, bit for bit; `docs/device-numerics.md`).
     pub const INT8: Features = Features(1 << 13);
-    /// ABI 1.5: `REDUCE_MAX_F32`, `REDUCE_MIN_F32`, `REDUCE_PROD_F32`.
+    /// ABI 1.5: `REDUCE_MAX_F32`, `REDUCE_MIN_F32`, `REDUCE_PROD_F32`,
+    /// `ARG_MAX_F32`, `ARG_MIN_F32`.
     pub const REDUCTIONS: Features = Features(1 << 14);
     /// ABI 1.5: `GATHER` and `SEGMENT_SUM` (int32 indices: embeddings and
     /// their gradients).

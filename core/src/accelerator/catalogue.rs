@@ -197,6 +197,8 @@ pub const BUILTIN: &[OpDecl] = &[
     binary("Greater", 81),
     binary("GreaterEqual", 82),
     op("Select", 83, 3, OpKind::Select),
+    op("ArgMax", 84, 1, OpKind::ArgMax(DType::I64)),
+    op("ArgMin", 85, 1, OpKind::ArgMin(DType::I64)),
 ];
 
 /// The element-wise ops that code names (any member can also be named in a
@@ -529,6 +531,8 @@ impl OpKind {
             Self::ReduceProd => 53,
             Self::Cast { .. } => 75,
             Self::Select => 82,
+            Self::ArgMax(_) => 83,
+            Self::ArgMin(_) => 84,
         }
     }
 
@@ -552,6 +556,7 @@ impl OpKind {
             }
             Self::Transpose(perm) => a[..MAX_RANK].copy_from_slice(&perm),
             Self::Cast { from, to } => a[..2].copy_from_slice(&[from as u8, to as u8]),
+            Self::ArgMax(out) | Self::ArgMin(out) => a[0] = out as u8,
             Self::Vendor(op) => return op.attrs,
             other => {
                 if let Some(w) = other.window() {
@@ -701,6 +706,17 @@ impl OpDecl {
                     return None;
                 }
                 (OpKind::Cast { from, to }, 2)
+            }
+            OpKind::ArgMax(_) | OpKind::ArgMin(_) => {
+                let out = match DType::from_code(a[0])? {
+                    d @ (DType::I32 | DType::I64) => d,
+                    _ => return None,
+                };
+                let kind = match builtin {
+                    OpKind::ArgMax(_) => OpKind::ArgMax(out),
+                    _ => OpKind::ArgMin(out),
+                };
+                (kind, 1)
             }
             OpKind::Transpose(_) => {
                 let mut perm = [0u8; MAX_RANK];

@@ -141,6 +141,13 @@ pub enum OpKind {
     /// `out = cond ≠ 0 ? a : b` element by element (NaN counts as true):
     /// inputs `[cond, a, b]`, one shape (exact).
     Select,
+    /// The index of the largest element over the last axis, as i32 or i64
+    /// (`out`): the first of equal ones; NaN never wins, and a row without
+    /// an element above `f32::MIN` gives 0 (TF's CPU kernel). The output
+    /// drops the axis.
+    ArgMax(DType),
+    /// The index of the smallest, as [`ArgMax`](Self::ArgMax) (below `f32::MAX`).
+    ArgMin(DType),
 }
 
 /// Whether [`OpKind::Cast`] converts `from` to `to`: f32 to and from i32
@@ -286,6 +293,7 @@ impl OpKind {
             Self::Dequantize => Some((&[I8, I32], F32)),
             Self::Gather | Self::SegmentSum => Some((&[F32, I32], F32)),
             Self::Cast { from, to } => Some((only(from), to)),
+            Self::ArgMax(out) | Self::ArgMin(out) => Some((&[F32], out)),
             _ => None,
         }
     }
@@ -429,6 +437,20 @@ impl OpDesc<'_> {
                 true => Ok(shape(0)),
                 false => Err(ShapeError::DType { operand: 0 }),
             },
+            OpKind::ArgMax(out) | OpKind::ArgMin(out) => {
+                let x = shape(0);
+                if !matches!(out, DType::I32 | DType::I64) {
+                    return Err(ShapeError::DType { operand: 1 });
+                }
+                if x.dims().is_empty() || x.last() == 0 {
+                    return Err(ShapeError::Rank {
+                        operand: 0,
+                        expected: 1,
+                        got: x.dims().len() as u8,
+                    });
+                }
+                Ok(dims(&x.dims()[..x.dims().len() - 1]))
+            }
             OpKind::Select => {
                 expect_shape(1, &shape(1), &shape(0))?;
                 expect_shape(2, &shape(2), &shape(0))?;

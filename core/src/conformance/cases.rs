@@ -137,6 +137,10 @@ cases! {
     op_cast => |s| check_family(s, OpKind::Cast { from: DType::F32, to: DType::I32 });
     /// Select (exact; a NaN condition counts as true); or refused.
     op_select => |s| check_family(s, OpKind::Select);
+    /// ArgMax into i32 and i64 (exact: ties, NaN, infinities); or refused.
+    op_arg_max => |s| check_family(s, OpKind::ArgMax(DType::I64));
+    /// ArgMin, as ArgMax; or refused.
+    op_arg_min => |s| check_family(s, OpKind::ArgMin(DType::I64));
     /// Every int8 op of the catalogue (`Conv2DInt8` … `Dequantize`), each
     /// bit for bit against TFLite's reference kernels and with a corrupted
     /// quantization block refused; or refused as undeclared.

@@ -52,6 +52,7 @@ pub(crate) fn cases(kind: OpKind) -> Vec<OpCase> {
             case(kind, &[0, 4], vec![], &[3, 4], 712),
         ],
         OpKind::Cast { .. } => cast_cases(),
+        OpKind::ArgMax(_) | OpKind::ArgMin(_) => arg_cases(kind),
         _ => Vec::new(),
     }
 }
@@ -104,6 +105,39 @@ fn cast_cases() -> Vec<OpCase> {
                 out: vec![n as u64],
             });
         }
+    }
+    cases
+}
+
+/// `ArgMax`, `ArgMin`: random rows into i32 and i64, and rows of ties,
+/// NaN, infinities and values at `f32::MIN` and `f32::MAX`.
+fn arg_cases(kind: OpKind) -> Vec<OpCase> {
+    use crate::accelerator::DType;
+    let nan = f32::NAN;
+    let (inf, max, min) = (f32::INFINITY, f32::MAX, f32::MIN);
+    let special = vec![
+        1.0, nan, 3.0, nan, 1.0, 2.0, 2.0, 2.0, 1.0, -inf, -inf, -inf, nan, nan, nan, min, max,
+        inf, max, min, -inf,
+    ];
+    let mut cases = Vec::new();
+    for out in [DType::I32, DType::I64] {
+        let kind = match kind {
+            OpKind::ArgMax(_) => OpKind::ArgMax(out),
+            _ => OpKind::ArgMin(out),
+        };
+        for (dims, seed) in [(&[4, 9][..], 730), (&[2, 3, 130][..], 731), (&[5][..], 732)] {
+            let n = dims.iter().product::<u64>() as usize;
+            cases.push(OpCase {
+                kind,
+                inputs: vec![(dims.to_vec(), Values::F32(values(n, seed)))],
+                out: dims[..dims.len() - 1].to_vec(),
+            });
+        }
+        cases.push(OpCase {
+            kind,
+            inputs: vec![(vec![7, 3], Values::F32(special.clone()))],
+            out: vec![7],
+        });
     }
     cases
 }

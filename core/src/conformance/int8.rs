@@ -223,12 +223,21 @@ pub(crate) fn cases(kind: OpKind) -> Vec<OpCase> {
     cases
 }
 
-/// The reference result of an int8, index or `Cast` case, as device bytes.
+/// The ops [`reference::run_bytes`] runs: no bad input to refuse.
+pub(crate) fn bytes_op(kind: OpKind) -> bool {
+    matches!(
+        kind,
+        OpKind::Cast { .. } | OpKind::ArgMax(_) | OpKind::ArgMin(_)
+    )
+}
+
+/// The reference result of an int8, index, `Cast` or `ArgMax` case, as device bytes.
 pub(crate) fn expected(case: &OpCase) -> Check<Vec<u8>> {
-    if let OpKind::Cast { from, to } = case.kind {
+    if bytes_op(case.kind) {
         let src = case.inputs[0].1.bytes();
-        let mut out = vec![0u8; src.len() / from.size() * to.size()];
-        reference::cast::cast(from, to, &src, &mut out).map_err(|e| {
+        let n = case.out.iter().product::<u64>() as usize;
+        let mut out = vec![0u8; n * case.out_dtype().size()];
+        reference::run_bytes(case.kind, &src, shape(&case.inputs[0].0), &mut out).map_err(|e| {
             Fail(format!(
                 "suite bug: reference refused {}: {e}",
                 case.label()
@@ -279,7 +288,7 @@ pub(crate) fn check<F: Fixture>(s: &mut Scope<'_, F>, cases: &[OpCase]) -> Check
     let Some(first) = cases.first() else {
         fail!("suite bug: no int8 cases");
     };
-    if let OpKind::Cast { .. } = first.kind {
+    if bytes_op(first.kind) {
         return Ok(Outcome::Passed(format!(
             "{} launches, {outputs} outputs bit-exact with the reference",
             cases.len()

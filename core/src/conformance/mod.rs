@@ -345,6 +345,8 @@ macro_rules! __conformance_with_cases {
             op_segment_sum,
             op_cast,
             op_select,
+            op_arg_max,
+            op_arg_min,
             op_int8,
             vendor_ops,
             inconsistent_op_is_invalid_argument,

@@ -496,7 +496,11 @@ pub(crate) fn cases_for(family: OpKind) -> Vec<OpCase> {
         OpKind::Transpose(_) => transpose_cases(),
         OpKind::ReduceSum => reduce_sum_cases(),
         OpKind::ReduceMax | OpKind::ReduceMin | OpKind::ReduceProd => reduce_cases(family),
-        OpKind::Gather | OpKind::SegmentSum | OpKind::Cast { .. } => super::index::cases(family),
+        OpKind::Gather
+        | OpKind::SegmentSum
+        | OpKind::Cast { .. }
+        | OpKind::ArgMax(_)
+        | OpKind::ArgMin(_) => super::index::cases(family),
         OpKind::Select => select_cases(),
         OpKind::Vendor(op) => vendor_cases(op),
         _ => super::int8::cases(family),

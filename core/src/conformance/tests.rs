@@ -150,10 +150,10 @@ impl HostDevice {
         for t in op.inputs {
             bytes.push(self.mem[self.range(t.addr, t.byte_len().ok_or_else(invalid)?)?].to_vec());
         }
-        if let OpKind::Cast { from, to } = op.kind {
+        if super::int8::bytes_op(op.kind) {
             let out = self.range(op.output.addr, op.output.byte_len().ok_or_else(invalid)?)?;
             let mut result = vec![0u8; out.len()];
-            crate::reference::cast::cast(from, to, &bytes[0], &mut result)
+            crate::reference::run_bytes(op.kind, &bytes[0], op.inputs[0].shape, &mut result)
                 .map_err(|_| invalid())?;
             return Ok(self.command(move |d| d.mem[out].copy_from_slice(&result)));
         }

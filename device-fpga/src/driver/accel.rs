@@ -127,7 +127,13 @@ pub fn ops_of(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSet {
         ),
         (
             Features::REDUCTIONS,
-            &[OpKind::ReduceMax, OpKind::ReduceMin, OpKind::ReduceProd],
+            &[
+                OpKind::ReduceMax,
+                OpKind::ReduceMin,
+                OpKind::ReduceProd,
+                OpKind::ArgMax(DType::I64),
+                OpKind::ArgMin(DType::I64),
+            ],
         ),
         (Features::INDEX, &[OpKind::Gather, OpKind::SegmentSum]),
         (

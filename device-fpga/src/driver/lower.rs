@@ -134,6 +134,20 @@ pub(crate) fn lower(
             imm: u32::from(to as u8),
             ..cmd(Opcode::CAST)
         }),
+        OpKind::ArgMax(t) | OpKind::ArgMin(t) => {
+            let (m, n) = rows(&input(0).shape)?;
+            emit(&CommandDescriptor {
+                src0: input(0).addr.0,
+                dst: out.addr.0,
+                m,
+                n,
+                imm: u32::from(t as u8),
+                ..cmd(match op.kind {
+                    OpKind::ArgMax(_) => Opcode::ARG_MAX_F32,
+                    _ => Opcode::ARG_MIN_F32,
+                })
+            })
+        }
         OpKind::Select => emit(&CommandDescriptor {
             src0: input(1).addr.0,
             src1: input(2).addr.0,

@@ -371,7 +371,7 @@ mod capability_tests {
     use tensorplug_core::accelerator::{Binary, DTypeSet, OpKind, OpSet, Unary};
 
     /// The kernels that only copy and fill, in table order.
-    const COPIES: [&str; 12] = [
+    const COPIES: [&str; 13] = [
         "Pad",
         "Slice",
         "ConcatV2",
@@ -384,6 +384,7 @@ mod capability_tests {
         "ZerosLike",
         "OnesLike",
         "StridedSliceGrad",
+        "Bitcast",
     ];
 
     const MATMUL: OpKind = OpKind::MatMul {

@@ -163,6 +163,17 @@ pub(crate) fn execute<B: HostBus>(
         }
         Work::Typed(w) => int8(w, mem),
         Work::Cast { from, to, src, dst } => cast(*from, *to, src, dst, mem),
+        Work::Arg {
+            min,
+            out_type,
+            x,
+            out,
+            row,
+        } => {
+            let s = split(mem, out)?;
+            tensorplug_core::reference::arg::arg_reduce(*min, src(&s, x)?, *row, *out_type, s.out)
+                .map_err(|_| ExecError::Internal)
+        }
         Work::Select { cond, a, b, out } => select([cond, a, b], out, mem),
     }
 }

@@ -163,6 +163,14 @@ pub(crate) enum Work {
         src: Range<usize>,
         dst: Range<usize>,
     },
+    /// `ARG_MAX_F32`, `ARG_MIN_F32`.
+    Arg {
+        min: bool,
+        out_type: DType,
+        x: Range<usize>,
+        out: Range<usize>,
+        row: usize,
+    },
     /// `SELECT`.
     Select {
         cond: Range<usize>,
@@ -222,6 +230,7 @@ impl Work {
                 (0, bytes + n(&w.out.0), n(&w.out.0).saturating_mul(2 * macs))
             }
             Work::Cast { src, dst, .. } => (0, n(src) + n(dst), 0),
+            Work::Arg { x, out, .. } => (0, n(x) + n(out), n(x) / 4),
             Work::Select { a, out, .. } => (0, 3 * n(a) + n(out), 0),
         }
     }
@@ -334,6 +343,11 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
         Opcode::ADD_I8 => (
             Features::INT8,
             Uses(Uses::SRC0 | Uses::SRC1 | Uses::SRC2 | Uses::DST | Uses::LEN),
+            0,
+        ),
+        Opcode::ARG_MAX_F32 | Opcode::ARG_MIN_F32 => (
+            Features::REDUCTIONS,
+            Uses(Uses::SRC0 | Uses::DST | Uses::MN | Uses::IMM),
             0,
         ),
         Opcode::REDUCE_MAX_F32 | Opcode::REDUCE_MIN_F32 | Opcode::REDUCE_PROD_F32 => (
@@ -450,6 +464,27 @@ pub(crate) fn validate(
         | Opcode::REDUCE_PROD_F32 => ctx.rows(),
         Opcode::GATHER | Opcode::SEGMENT_SUM => ctx.index(),
         Opcode::CAST => ctx.cast(),
+        Opcode::ARG_MAX_F32 | Opcode::ARG_MIN_F32 => {
+            let c = ctx.cmd;
+            ctx.dims(&[(c.m, field::M), (c.n, field::N)])?;
+            let out_type = match u8::try_from(c.imm).ok().and_then(DType::from_code) {
+                Some(d @ (DType::I32 | DType::I64)) => d,
+                _ => return Err(reject(CompletionStatus::UNSUPPORTED, c.imm)),
+            };
+            let (m, n) = (u64::from(c.m), u64::from(c.n));
+            let x = ctx.f32_range(field::SRC0, m * n)?;
+            let out = ctx.range(field::DST, m * out_type.size() as u64)?;
+            ctx.aligned(&[field::SRC0, field::DST])?;
+            in_place_or_disjoint(&x, &out, false)?;
+            let min = c.opcode == Opcode::ARG_MIN_F32;
+            Ok(Work::Arg {
+                min,
+                out_type,
+                x,
+                out,
+                row: c.n as usize,
+            })
+        }
         Opcode::SELECT => {
             let len = ctx.nonzero_len()?;
             let a = ctx.f32_range(field::SRC0, len)?;

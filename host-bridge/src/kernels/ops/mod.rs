@@ -9,6 +9,7 @@ mod batch_norm;
 mod bias_add;
 mod bias_add_grad;
 mod binary;
+mod bitcast;
 mod blocks;
 mod broadcast_to;
 mod cast;
@@ -211,7 +212,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// The f32 kernels besides the element-wise families'.
-static KERNELS: [&dyn TfKernel; 58] = [
+static KERNELS: [&dyn TfKernel; 61] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -251,6 +252,7 @@ static KERNELS: [&dyn TfKernel; 58] = [
     &fill::KERNELS[0],
     &fill::KERNELS[1],
     &strided_slice::StridedSliceGrad,
+    &bitcast::Bitcast,
     &batch_matmul::KERNELS[0],
     &batch_matmul::KERNELS[1],
     &einsum::Einsum,
@@ -270,6 +272,8 @@ static KERNELS: [&dyn TfKernel; 58] = [
     &select::KERNELS[0],
     &select::KERNELS[1],
     &fill::FillValue,
+    &reduce::ARG_KERNELS[0],
+    &reduce::ARG_KERNELS[1],
 ];
 
 /// Every kernel the bridge can register for a device type: [`KERNELS`],
@@ -399,6 +403,7 @@ mod tests {
             let host: &[&CStr] = match kernel.op().to_bytes() {
                 b"Sum" | b"Mean" | b"Max" | b"Min" | b"Prod" => &[c"reduction_indices"],
                 b"GatherV2" => &[c"axis"],
+                b"ArgMax" | b"ArgMin" => &[c"dimension"],
                 b"UnsortedSegmentSum" => &[c"num_segments"],
                 b"Pad" => &[c"paddings"],
                 b"BroadcastTo" => &[c"shape"],

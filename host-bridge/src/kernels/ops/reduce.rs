@@ -1,15 +1,17 @@
 //! `Max`, `Min` and `Prod` over any axes (`reduction_indices` in host
 //! memory, `keep_dims`): the reduced axes moved last by one device
-//! `Transpose` when they are not already, then a device row reduction.
+//! `Transpose` when they are not already, then a device row reduction;
+//! `ArgMax` and `ArgMin` likewise over one axis.
 
 use super::sum::read_host_ints;
 use super::{Op, flat};
-use crate::kernels::failure::KernelResult;
+use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes;
 use crate::kernels::tf::{Construction, Context};
 use std::ffi::CStr;
-use tensorplug_core::accelerator::{MAX_RANK, OpKind};
+use tensorplug_abi::tf::TF_DataType;
+use tensorplug_core::accelerator::{DType, MAX_RANK, OpKind};
 
 /// `Max`, `Min` or `Prod`.
 pub struct Reduce {
@@ -101,5 +103,111 @@ impl Op for Reduce {
             ..temp
         };
         run.launch(self.kind, &[rows_desc], out)
+    }
+}
+
+/// `ArgMax` or `ArgMin` over one axis (`dimension` in host memory), into
+/// int32 or int64 (`output_type`): the axis moved last by a device
+/// `Transpose` when it is not, then the device's row arg-reduction.
+pub struct ArgReduce {
+    op: &'static CStr,
+    min: bool,
+}
+
+/// The kernels.
+pub static ARG_KERNELS: [ArgReduce; 2] = [
+    ArgReduce {
+        op: c"ArgMax",
+        min: false,
+    },
+    ArgReduce {
+        op: c"ArgMin",
+        min: true,
+    },
+];
+
+impl Op for ArgReduce {
+    type Attrs = ();
+
+    fn op(&self) -> &'static CStr {
+        self.op
+    }
+
+    fn family(&self) -> Option<OpKind> {
+        Some(match self.min {
+            false => OpKind::ArgMax(DType::I64),
+            true => OpKind::ArgMin(DType::I64),
+        })
+    }
+
+    fn also_launches(&self) -> &'static [OpKind] {
+        &[TRANSPOSE]
+    }
+
+    fn host_memory(&self) -> &'static [&'static CStr] {
+        &[c"dimension"]
+    }
+
+    fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
+        let x = ctx.input(0, false)?;
+        let sx = x.shape()?;
+        let rank = sx.dims().len() as i64;
+        let axis = match read_host_ints(&ctx.input(1, true)?, "dimension")?.as_slice() {
+            &[a] if (-rank..rank).contains(&a) => a.rem_euclid(rank.max(1)) as usize,
+            other => {
+                return Err(Failure::invalid(format!(
+                    "Expected dimension in the range [{}, {rank}), but got {other:?}",
+                    -rank
+                )));
+            }
+        };
+        let len = sx.dims()[axis];
+        if len == 0 {
+            return Err(Failure::invalid(format!(
+                "Reduction axis {axis} is empty in shape {:?}",
+                sx.dims()
+            )));
+        }
+        let out_dims: Vec<u64> = (0..sx.dims().len())
+            .filter(|&a| a != axis)
+            .map(|a| sx.dims()[a])
+            .collect();
+        let out_shape = flat(&out_dims)?;
+        let out = ctx.output(&out_shape, &[])?;
+        let rows = out_shape.elements().unwrap_or(0);
+        if rows == 0 {
+            return Ok(());
+        }
+        let out_type = match out.dtype() {
+            TF_DataType::TF_INT32 => DType::I32,
+            _ => DType::I64,
+        };
+        let kind = match self.min {
+            false => OpKind::ArgMax(out_type),
+            true => OpKind::ArgMin(out_type),
+        };
+        let out = run.typed_desc(&out, flat(&[rows])?, out_type)?;
+        let rows_view = flat(&[rows, len])?;
+        let after: u64 = sx.dims()[axis + 1..].iter().product();
+        if after == 1 {
+            return run.launch(kind, &[run.desc(&x, rows_view)?], out);
+        }
+        let mut perm = [0u8; MAX_RANK];
+        let order: Vec<usize> = (0..sx.dims().len())
+            .filter(|&a| a != axis)
+            .chain([axis])
+            .collect();
+        for (p, &a) in perm.iter_mut().zip(&order) {
+            *p = a as u8;
+        }
+        let moved = flat(&order.iter().map(|&a| sx.dims()[a]).collect::<Vec<_>>())?;
+        let temp = ctx.temp(&moved)?;
+        let temp = run.desc(&temp, moved)?;
+        run.launch(OpKind::Transpose(perm), &[run.desc(&x, sx)?], temp)?;
+        let rows_desc = tensorplug_core::accelerator::TensorDesc {
+            shape: rows_view,
+            ..temp
+        };
+        run.launch(kind, &[rows_desc], out)
     }
 }
