@@ -168,8 +168,10 @@ typedef uint32_t TPD_Features;
 // ABI 1.5: `CAST` and `SELECT` (element types besides f32: i32, i64
 // and bool).
 #define TPD_FEATURES_TYPES (1 << 16)
+// ABI 1.5: `RANDOM_UNIFORM_F32` (TF's stateless Philox floats).
+#define TPD_FEATURES_RANDOM (1 << 17)
 // Every bit this ABI version defines.
-#define TPD_FEATURES_KNOWN 0x1FFFF
+#define TPD_FEATURES_KNOWN 0x3FFFF
 
 // A register's byte offset in the register space (PCIe BAR 0, or the
 // register address of an SPI frame).
@@ -435,6 +437,11 @@ typedef uint16_t TPD_Opcode;
 // ABI 1.5 (`TYPES`): `dst[i] = src2[i] ≠ 0 ? src0[i] : src1[i]` for
 // `len` f32 elements (a NaN condition counts as true).
 #define TPD_OPCODE_SELECT 147
+// ABI 1.5 (`RANDOM`): `len` f32 at `dst`, uniform in `[0, 1)`, TF's
+// `StatelessRandomUniformV2` (Philox-4×32-10) bit for bit; `src0` is
+// the 64-bit key, `src1` and `src2` the counter's low and high words
+// (values, not addresses).
+#define TPD_OPCODE_RANDOM_UNIFORM_F32 148
 
 // Bits of `CommandDescriptor::flags`. Bits not defined here must be 0
 // (else `CompletionStatus::INVALID_ARGUMENT`).
@@ -659,7 +666,7 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_DRIVER_ABI_REQUIREMENT (TPD_AbiRequirement){ .major = TPD_DEVICE_ABI_VERSION_MAJOR, .min_minor = 0 }
 
 // What the reference FPGA implements: every feature of ABI 1.5.
-#define TPD_REFERENCE_FEATURES 0x1FFFF
+#define TPD_REFERENCE_FEATURES 0x3FFFF
 
 
 // The op catalogue (docs/ops.md), from tensorplug_core's `BUILTIN`: an
@@ -750,6 +757,7 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_OP_SELECT 83
 #define TPD_OP_ARG_MAX 84
 #define TPD_OP_ARG_MIN 85
+#define TPD_OP_RANDOM_UNIFORM 86
 
 // Element types (`CommandDescriptor::dtype`), from tensorplug_core's `DType`.
 #define TPD_DTYPE_F32 1

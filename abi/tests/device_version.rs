@@ -142,6 +142,7 @@ fn feature_bits_are_distinct_and_known_masks_unknown_bits() {
         Features::REDUCTIONS,
         Features::INDEX,
         Features::TYPES,
+        Features::RANDOM,
     ];
     let mut union = Features::default();
     for f in all {

@@ -423,6 +423,10 @@ pub fn run(
             reduce_rows(kind, x, dim(shape.last())?, out);
             Ok(())
         }
+        OpKind::RandomUniform { key, counter } => {
+            random::uniform(key, counter, out);
+            Ok(())
+        }
         OpKind::Select => {
             for ((o, &c), (&a, &b)) in out.iter_mut().zip(x).zip(input(1).iter().zip(input(2))) {
                 *o = if c != 0.0 { a } else { b };
@@ -576,6 +580,7 @@ pub fn tolerance(
         | OpKind::Cast { .. }
         | OpKind::ArgMax(_)
         | OpKind::ArgMin(_)
+        | OpKind::RandomUniform { .. }
         | OpKind::Select
         | OpKind::Conv2DInt8(_)
         | OpKind::DepthwiseConv2DInt8(_)
@@ -685,7 +690,9 @@ fn check_op<'a>(
         check_len(i as u8, elements(shape)?, data.len())?;
     }
     check_len(want as u8, elements(&out_shape)?, out_len)?;
-    Ok((inputs[0].0, inputs[0].1))
+    Ok(inputs
+        .first()
+        .map_or((&[][..], out_shape), |&(d, s)| (d, s)))
 }
 
 fn gemm_dims(
@@ -780,6 +787,7 @@ pub mod arg;
 pub mod cast;
 pub mod index;
 pub mod int8;
+pub mod random;
 mod window;
 mod window_grad;
 

@@ -231,6 +231,20 @@ def arg_cases(fn):
     return cases
 
 
+def random_uniform_cases():
+    """Keras' dropout masks: the key and counter of a seed (made on the CPU,
+    as tf.random.stateless_uniform makes them), then the op."""
+    for shape, seed, alg in pick([((5,), (1, 2), 1), ((3, 1001), (7, -3), 3), ((2, 4, 3), (2**40, 5), 1),
+                                  ((0, 3), (1, 1), 1), ((), (9, 9), 3)]):
+        with tf.device(CPU):
+            key, counter = tf.raw_ops.StatelessRandomGetKeyCounter(seed=tf.constant(seed, tf.int64))
+        yield (f"{shape} seed {seed} alg {alg}",
+               lambda k, c, shape=shape, alg=alg: tf.raw_ops.StatelessRandomUniformV2(
+                   shape=tf.constant(shape, tf.int32, [len(shape)]), key=k, counter=c,
+                   alg=tf.constant(alg, tf.int32)),
+               [key.numpy(), counter.numpy()], None)
+
+
 def fused_matmul(a, b, bias, ops):
     attrs = ("T", a.dtype.as_datatype_enum, "num_args", 1, "fused_ops", ops, "epsilon", 0.0001,
              "leakyrelu_alpha", 0.2, "transpose_a", False, "transpose_b", False)
@@ -758,6 +772,7 @@ SWEEPS = {
     "Min": extrema_cases(tf.math.reduce_min),
     "Prod": extrema_cases(tf.math.reduce_prod, exact=False),
     "Cast": cast_cases,
+    "StatelessRandomUniformV2": random_uniform_cases,
     "ArgMax": arg_cases(tf.math.argmax),
     "ArgMin": arg_cases(tf.math.argmin),
     "Bitcast": lambda: iter([
@@ -882,7 +897,8 @@ PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), 
                 "Einsum": [(2, 2, 2), (2, 2, 2)], "AddN": [(2, 2), (2, 2)],
                 "Max": [(2, 2)], "Min": [(2, 2)], "Prod": [(2, 2)],
                 "GatherV2": [(2, 2), (2,)], "Select": [(2, 2), (2, 2), (2, 2)],
-                "SelectV2": [(2, 2), (2, 2), (2, 2)], "Cast": [(7,)], "Bitcast": [(7,)], "UnsortedSegmentSum": [(2, 2), (2,)],
+                "SelectV2": [(2, 2), (2, 2), (2, 2)], "Cast": [(7,)], "Bitcast": [(7,)],
+                "StatelessRandomUniformV2": [(1,), (2,)], "UnsortedSegmentSum": [(2, 2), (2,)],
                 "SparseSoftmaxCrossEntropyWithLogits": [(2, 2), (2,)],
                 "SoftmaxCrossEntropyWithLogits": [(2, 2), (2, 2)],
                 "Conv2D": [(1, 3, 3, 1), (1, 1, 1, 1)], "DepthwiseConv2dNative": [(1, 3, 3, 1), (1, 1, 1, 1)],

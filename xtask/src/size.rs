@@ -18,7 +18,7 @@ use std::path::Path;
 /// The device-memory static `cargo xtask size` leaves out of static RAM.
 const DEVICE_MEMORY_SYMBOL: &str = "TENSORPLUG_DEVICE_MEMORY";
 /// Pieces of (mangled) symbol names of the model's code.
-const MODEL_CODE: [&str; 9] = [
+const MODEL_CODE: [&str; 11] = [
     // The model and its kernels: the crate `tensorplug-model-fpga`.
     "tensorplug_model_fpga",
     // Its int8 kernels are core's reference ones (TFLite's, bit for bit),
@@ -30,6 +30,8 @@ const MODEL_CODE: [&str; 9] = [
     // in row order, conversions).
     "9reference5index",
     "9reference4cast",
+    "9reference3arg",
+    "9reference6random",
     // expf, logf, powf, sqrtf, tanhf: called by the model's kernels only.
     "4libm4math",
     "spi5slave",

@@ -160,6 +160,11 @@ impl Opcode {
     /// ABI 1.5 (`TYPES`): `dst[i] = src2[i] ≠ 0 ? src0[i] : src1[i]` for
     /// `len` f32 elements (a NaN condition counts as true).
     pub const SELECT: Opcode = Opcode(0x93);
+    /// ABI 1.5 (`RANDOM`): `len` f32 at `dst`, uniform in `[0, 1)`, TF's
+    /// `StatelessRandomUniformV2` (Philox-4×32-10) bit for bit; `src0` is
+    /// the 64-bit key, `src1` and `src2` the counter's low and high words
+    /// (values, not addresses).
+    pub const RANDOM_UNIFORM_F32: Opcode = Opcode(0x94);
 
     /// Wraps a raw value (any value is representable).
     pub const fn from_raw(raw: u16) -> Self {
@@ -232,6 +237,7 @@ impl Opcode {
             Self::SEGMENT_SUM => "SEGMENT_SUM",
             Self::CAST => "CAST",
             Self::SELECT => "SELECT",
+            Self::RANDOM_UNIFORM_F32 => "RANDOM_UNIFORM_F32",
             _ => return None,
         })
     }

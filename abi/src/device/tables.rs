@@ -5,7 +5,7 @@ use super::{CompletionStatus, EventKind, Features, Opcode};
 
 impl Opcode {
     /// Every opcode this ABI version defines.
-    pub const ALL: [Opcode; 55] = [
+    pub const ALL: [Opcode; 56] = [
         Self::NOP,
         Self::COPY_H2D,
         Self::COPY_D2H,
@@ -61,6 +61,7 @@ impl Opcode {
         Self::SEGMENT_SUM,
         Self::CAST,
         Self::SELECT,
+        Self::RANDOM_UNIFORM_F32,
     ];
 }
 

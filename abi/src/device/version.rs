@@ -231,8 +231,10 @@ impl Features {
     /// ABI 1.5: `CAST` and `SELECT` (element types besides f32: i32, i64
     /// and bool).
     pub const TYPES: Features = Features(1 << 16);
+    /// ABI 1.5: `RANDOM_UNIFORM_F32` (TF's stateless Philox floats).
+    pub const RANDOM: Features = Features(1 << 17);
     /// Every bit this ABI version defines.
-    pub const KNOWN: Features = Features(0x1_ffff);
+    pub const KNOWN: Features = Features(0x3_ffff);
 
     /// The raw register word.
     pub const fn bits(self) -> u32 {
@@ -256,7 +258,7 @@ impl Features {
 }
 
 /// What the reference FPGA implements: every feature of ABI 1.5.
-pub const REFERENCE_FEATURES: Features = Features(0x1_ffff);
+pub const REFERENCE_FEATURES: Features = Features(0x3_ffff);
 
 /// Ticks per second of the reference FPGA's timestamp counter (100 MHz).
 /// A device reports its own in [`Register::TIMESTAMP_FREQ_HZ`](super::Register::TIMESTAMP_FREQ_HZ).

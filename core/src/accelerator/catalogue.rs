@@ -199,6 +199,15 @@ pub const BUILTIN: &[OpDecl] = &[
     op("Select", 83, 3, OpKind::Select),
     op("ArgMax", 84, 1, OpKind::ArgMax(DType::I64)),
     op("ArgMin", 85, 1, OpKind::ArgMin(DType::I64)),
+    op(
+        "RandomUniform",
+        86,
+        0,
+        OpKind::RandomUniform {
+            key: 0,
+            counter: [0; 2],
+        },
+    ),
 ];
 
 /// The element-wise ops that code names (any member can also be named in a
@@ -533,6 +542,7 @@ impl OpKind {
             Self::Select => 82,
             Self::ArgMax(_) => 83,
             Self::ArgMin(_) => 84,
+            Self::RandomUniform { .. } => 85,
         }
     }
 
@@ -557,6 +567,11 @@ impl OpKind {
             Self::Transpose(perm) => a[..MAX_RANK].copy_from_slice(&perm),
             Self::Cast { from, to } => a[..2].copy_from_slice(&[from as u8, to as u8]),
             Self::ArgMax(out) | Self::ArgMin(out) => a[0] = out as u8,
+            Self::RandomUniform { key, counter } => {
+                for (slot, v) in a.chunks_exact_mut(8).zip([key, counter[0], counter[1]]) {
+                    slot.copy_from_slice(&v.to_le_bytes());
+                }
+            }
             Self::Vendor(op) => return op.attrs,
             other => {
                 if let Some(w) = other.window() {
@@ -706,6 +721,21 @@ impl OpDecl {
                     return None;
                 }
                 (OpKind::Cast { from, to }, 2)
+            }
+            OpKind::RandomUniform { .. } => {
+                let word = |i: usize| {
+                    let mut w = [0u8; 8];
+                    w.copy_from_slice(&a[8 * i..8 * i + 8]);
+                    u64::from_le_bytes(w)
+                };
+                let counter = [word(1), word(2)];
+                (
+                    OpKind::RandomUniform {
+                        key: word(0),
+                        counter,
+                    },
+                    ATTR_BYTES,
+                )
             }
             OpKind::ArgMax(_) | OpKind::ArgMin(_) => {
                 let out = match DType::from_code(a[0])? {

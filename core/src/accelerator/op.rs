@@ -148,6 +148,14 @@ pub enum OpKind {
     ArgMax(DType),
     /// The index of the smallest, as [`ArgMax`](Self::ArgMax) (below `f32::MAX`).
     ArgMin(DType),
+    /// Uniform floats in `[0, 1)`, TF's `StatelessRandomUniformV2` with
+    /// Philox bit for bit: no inputs; the output of any shape.
+    RandomUniform {
+        /// Philox's 64-bit key.
+        key: u64,
+        /// Its 128-bit counter, low word first.
+        counter: [u64; 2],
+    },
 }
 
 /// Whether [`OpKind::Cast`] converts `from` to `to`: f32 to and from i32
@@ -347,6 +355,7 @@ impl OpDesc<'_> {
     fn result_shape(&self) -> Result<Shape, ShapeError> {
         let shape = |i: usize| self.inputs[i].shape;
         match self.kind {
+            OpKind::RandomUniform { .. } => Ok(self.output.shape),
             OpKind::MatMul {
                 transpose_a,
                 transpose_b,

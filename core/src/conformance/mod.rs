@@ -347,6 +347,7 @@ macro_rules! __conformance_with_cases {
             op_select,
             op_arg_max,
             op_arg_min,
+            op_random_uniform,
             op_int8,
             vendor_ops,
             inconsistent_op_is_invalid_argument,

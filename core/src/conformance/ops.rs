@@ -424,6 +424,20 @@ fn reduce_sum_cases() -> Vec<OpCase> {
     cases
 }
 
+/// `RandomUniform`: keys and counters, one across a 64-bit carry of the
+/// counter, lengths not a multiple of four.
+fn random_cases() -> Vec<OpCase> {
+    let case = |key: u64, counter: [u64; 2], n: u64| {
+        OpCase::new(OpKind::RandomUniform { key, counter }, vec![], vec![n])
+    };
+    vec![
+        case(0x1234_5678_9abc_def0, [7, 0], 6),
+        case(1, [u64::MAX - 3, 9], 1001),
+        case(u64::MAX, [0, u64::MAX], 4),
+        case(42, [3, 5], 1),
+    ]
+}
+
 /// `Select`: random conditions (about half true), NaN and −0 conditions.
 fn select_cases() -> Vec<OpCase> {
     let mut cases = Vec::new();
@@ -502,6 +516,7 @@ pub(crate) fn cases_for(family: OpKind) -> Vec<OpCase> {
         | OpKind::ArgMax(_)
         | OpKind::ArgMin(_) => super::index::cases(family),
         OpKind::Select => select_cases(),
+        OpKind::RandomUniform { .. } => random_cases(),
         OpKind::Vendor(op) => vendor_cases(op),
         _ => super::int8::cases(family),
     }

@@ -84,7 +84,7 @@ pub fn ops_of(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSet {
         relu: false,
     };
     let window = Window::new([1, 1]);
-    let groups: [(Features, &[OpKind]); 11] = [
+    let groups: [(Features, &[OpKind]); 12] = [
         (Features::GEMM, &[matmul, fused]),
         (Features::ELEMENTWISE, &[OpKind::BiasAdd]),
         (
@@ -145,6 +145,13 @@ pub fn ops_of(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSet {
                 },
                 OpKind::Select,
             ],
+        ),
+        (
+            Features::RANDOM,
+            &[OpKind::RandomUniform {
+                key: 0,
+                counter: [0; 2],
+            }],
         ),
     ];
     let mut set = elementwise_ops(features, ops_words);

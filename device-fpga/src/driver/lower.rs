@@ -148,6 +148,14 @@ pub(crate) fn lower(
                 })
             })
         }
+        OpKind::RandomUniform { key, counter } => emit(&CommandDescriptor {
+            src0: key,
+            src1: counter[0],
+            src2: counter[1],
+            dst: out.addr.0,
+            len: elements,
+            ..cmd(Opcode::RANDOM_UNIFORM_F32)
+        }),
         OpKind::Select => emit(&CommandDescriptor {
             src0: input(1).addr.0,
             src1: input(2).addr.0,

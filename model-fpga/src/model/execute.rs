@@ -175,6 +175,14 @@ pub(crate) fn execute<B: HostBus>(
                 .map_err(|_| ExecError::Internal)
         }
         Work::Select { cond, a, b, out } => select([cond, a, b], out, mem),
+        Work::Random { key, counter, out } => {
+            tensorplug_core::reference::random::uniform(
+                *key,
+                *counter,
+                floats_mut(get_mut(mem, out)?)?,
+            );
+            Ok(())
+        }
     }
 }
 

@@ -171,6 +171,12 @@ pub(crate) enum Work {
         out: Range<usize>,
         row: usize,
     },
+    /// `RANDOM_UNIFORM_F32`.
+    Random {
+        key: u64,
+        counter: [u64; 2],
+        out: Range<usize>,
+    },
     /// `SELECT`.
     Select {
         cond: Range<usize>,
@@ -231,6 +237,7 @@ impl Work {
             }
             Work::Cast { src, dst, .. } => (0, n(src) + n(dst), 0),
             Work::Arg { x, out, .. } => (0, n(x) + n(out), n(x) / 4),
+            Work::Random { out, .. } => (0, n(out), n(out) * 10),
             Work::Select { a, out, .. } => (0, 3 * n(a) + n(out), 0),
         }
     }
@@ -370,6 +377,11 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
             Uses(Uses::SRC0 | Uses::DST | Uses::LEN | Uses::IMM),
             0,
         ),
+        Opcode::RANDOM_UNIFORM_F32 => (
+            Features::RANDOM,
+            Uses(Uses::SRC0 | Uses::SRC1 | Uses::SRC2 | Uses::DST | Uses::LEN),
+            0,
+        ),
         Opcode::SELECT => (
             Features::TYPES,
             Uses(Uses::SRC0 | Uses::SRC1 | Uses::SRC2 | Uses::DST | Uses::LEN),
@@ -464,6 +476,17 @@ pub(crate) fn validate(
         | Opcode::REDUCE_PROD_F32 => ctx.rows(),
         Opcode::GATHER | Opcode::SEGMENT_SUM => ctx.index(),
         Opcode::CAST => ctx.cast(),
+        Opcode::RANDOM_UNIFORM_F32 => {
+            let len = ctx.nonzero_len()?;
+            let out = ctx.f32_range(field::DST, len)?;
+            ctx.aligned(&[field::DST])?;
+            let c = ctx.cmd;
+            Ok(Work::Random {
+                key: c.src0,
+                counter: [c.src1, c.src2],
+                out,
+            })
+        }
         Opcode::ARG_MAX_F32 | Opcode::ARG_MIN_F32 => {
             let c = ctx.cmd;
             ctx.dims(&[(c.m, field::M), (c.n, field::N)])?;

@@ -23,6 +23,7 @@ pub mod int8;
 mod matmul;
 mod neg_square;
 mod pad;
+mod random;
 mod reduce;
 mod reverse;
 mod select;
@@ -212,7 +213,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// The f32 kernels besides the element-wise families'.
-static KERNELS: [&dyn TfKernel; 61] = [
+static KERNELS: [&dyn TfKernel; 62] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -274,6 +275,7 @@ static KERNELS: [&dyn TfKernel; 61] = [
     &fill::FillValue,
     &reduce::ARG_KERNELS[0],
     &reduce::ARG_KERNELS[1],
+    &random::StatelessUniform,
 ];
 
 /// Every kernel the bridge can register for a device type: [`KERNELS`],
@@ -404,6 +406,7 @@ mod tests {
                 b"Sum" | b"Mean" | b"Max" | b"Min" | b"Prod" => &[c"reduction_indices"],
                 b"GatherV2" => &[c"axis"],
                 b"ArgMax" | b"ArgMin" => &[c"dimension"],
+                b"StatelessRandomUniformV2" => &[c"shape", c"key", c"counter", c"alg"],
                 b"UnsortedSegmentSum" => &[c"num_segments"],
                 b"Pad" => &[c"paddings"],
                 b"BroadcastTo" => &[c"shape"],
