@@ -34,7 +34,7 @@
 //! - **ReduceMax / ReduceMin** (exact): NaN wins, of equal elements the
 //!   later one; `∓∞` for an empty row. **ReduceProd** in `f64`, `1.0` for
 //!   an empty row.
-//! - **Gather, SegmentSum**: [`index`] (int32 indices, [`int8::run`]).
+//! - **Gather, SegmentSum**: [`index`] (int32 or int64 indices, [`int8::run`]).
 //! - **Cast**: [`cast::cast`], on bytes. **Select**: `cond ≠ 0 ? a : b`.
 //!
 //! # Example
@@ -87,7 +87,7 @@ pub enum Error {
         /// Its position in the index operand.
         position: usize,
         /// The index.
-        value: i32,
+        value: i64,
         /// The size it must be below.
         bound: usize,
     },
@@ -434,8 +434,8 @@ pub fn run(
             Ok(())
         }
         // `check_op` refuses their operands; `int8::run` and `run_bytes` run them.
-        OpKind::Gather
-        | OpKind::SegmentSum
+        OpKind::Gather(_)
+        | OpKind::SegmentSum(_)
         | OpKind::Cast { .. }
         | OpKind::ArgMax(_)
         | OpKind::ArgMin(_) => Err(Error::Shape(ShapeError::DType { operand: 1 })),
@@ -575,8 +575,8 @@ pub fn tolerance(
         OpKind::Transpose(_)
         | OpKind::ReduceMax
         | OpKind::ReduceMin
-        | OpKind::Gather
-        | OpKind::SegmentSum
+        | OpKind::Gather(_)
+        | OpKind::SegmentSum(_)
         | OpKind::Cast { .. }
         | OpKind::ArgMax(_)
         | OpKind::ArgMin(_)

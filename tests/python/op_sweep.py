@@ -141,7 +141,9 @@ def gather_cases():
                                                  ((8, 5), 0, (0,)), ((3, 4, 5), -1, (6,))]), range(100)):
         n = shape[axis]
         idx = indices(int(np.prod(ishape)), n, seed).reshape(ishape)
-        yield (f"{shape} axis={axis} indices {ishape}",
+        if seed % 2:
+            idx = idx.astype(np.int64)
+        yield (f"{shape} axis={axis} indices {ishape} {idx.dtype}",
                lambda p, i, axis=axis: tf.gather(p, i, axis=axis), [rand(*shape), idx], None)
     yield "specials", lambda p, i: tf.gather(p, i), [SPECIAL, np.array([6, 0, 4, 4], np.int32)], None
 
@@ -151,9 +153,10 @@ def segment_sum_cases():
                                                         ((2, 3, 4), (2, 3), 7), ((0, 4), (0,), 3),
                                                         ((6,), (6,), 1), ((4, 2), (4,), 2)]), range(100)):
         ids = indices(int(np.prod(ids_shape)), max(segments, 1), seed).reshape(ids_shape)
+        ids = ids.astype(np.int64) if seed % 2 else ids
         if ids.size:
             ids.flat[0] = -1  # dropped
-        yield (f"{shape} into {segments}",
+        yield (f"{shape} into {segments} {ids.dtype}",
                lambda d, i, n=segments: tf.math.unsorted_segment_sum(d, i, n), [rand(*shape), ids], None)
 
 

@@ -141,13 +141,14 @@ impl Opcode {
     /// ABI 1.4 (`INT8`): int8 `src0` → f32 `dst`, as `QUANTIZE_I8`.
     pub const DEQUANTIZE_I8: Opcode = Opcode(0x87);
     /// ABI 1.5 (`INDEX`): `dst[o, i, :] = src0[o, src1[i], :]` for `src0`
-    /// `[m, n, k]` of `dtype` (f32), `src1` `len` int32 indices, `dst` `[m,
-    /// len, k]`. An index outside `0..n` completes `INVALID_ARGUMENT`
+    /// `[m, n, k]` of `dtype` (f32), `src1` `len` indices of type `imm` (0
+    /// or 6 int32, 7 int64, 8-byte aligned), `dst` `[m, len, k]`. An index outside `0..n` completes `INVALID_ARGUMENT`
     /// (detail: `src1`'s offset) and writes nothing.
     pub const GATHER: Opcode = Opcode(0x90);
     /// ABI 1.5 (`INDEX`): `dst[s, :] = Σ src0[i, :]` over the rows with
     /// `src1[i] = s`, in f32 and row order, 0 for a segment without rows:
-    /// `src0` `[len, k]`, `src1` `len` int32 ids, `dst` `[n, k]`. A
+    /// `src0` `[len, k]`, `src1` `len` ids of type `imm` (as `GATHER`),
+    /// `dst` `[n, k]`. A
     /// negative id drops its row; one ≥ `n` completes `INVALID_ARGUMENT`
     /// (detail: `src1`'s offset) and writes nothing.
     pub const SEGMENT_SUM: Opcode = Opcode(0x91);

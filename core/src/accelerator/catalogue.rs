@@ -54,7 +54,7 @@ const fn int8(name: &'static str, code: u16, inputs: u8, kind: OpKind) -> OpDecl
 
 const I8: DTypeSet = DTypeSet::EMPTY.with(DType::I8);
 
-/// An f32 op with int32 indices ([`OpKind::operand_types`]) of two inputs.
+/// An f32 op with int32 or int64 indices ([`OpKind::operand_types`]) of two inputs.
 const fn typed(name: &'static str, code: u16, kind: OpKind) -> OpDecl {
     decl(name, code, 2, Form::Builtin(kind))
 }
@@ -153,8 +153,8 @@ pub const BUILTIN: &[OpDecl] = &[
     binary("SigmoidGrad", 47),
     binary("TanhGrad", 48),
     binary("RsqrtGrad", 49),
-    typed("Gather", 50, OpKind::Gather),
-    typed("SegmentSum", 51, OpKind::SegmentSum),
+    typed("Gather", 50, OpKind::Gather(DType::I32)),
+    typed("SegmentSum", 51, OpKind::SegmentSum(DType::I32)),
     op("ReduceMax", 52, 1, OpKind::ReduceMax),
     op("ReduceMin", 53, 1, OpKind::ReduceMin),
     op("ReduceProd", 54, 1, OpKind::ReduceProd),
@@ -533,8 +533,8 @@ impl OpKind {
             Self::AvgPoolInt8(_) => 38,
             Self::Quantize => 39,
             Self::Dequantize => 40,
-            Self::Gather => 49,
-            Self::SegmentSum => 50,
+            Self::Gather(_) => 49,
+            Self::SegmentSum(_) => 50,
             Self::ReduceMax => 51,
             Self::ReduceMin => 52,
             Self::ReduceProd => 53,
@@ -567,6 +567,7 @@ impl OpKind {
             Self::Transpose(perm) => a[..MAX_RANK].copy_from_slice(&perm),
             Self::Cast { from, to } => a[..2].copy_from_slice(&[from as u8, to as u8]),
             Self::ArgMax(out) | Self::ArgMin(out) => a[0] = out as u8,
+            Self::Gather(index) | Self::SegmentSum(index) => a[0] = index as u8,
             Self::RandomUniform { key, counter } => {
                 for (slot, v) in a.chunks_exact_mut(8).zip([key, counter[0], counter[1]]) {
                     slot.copy_from_slice(&v.to_le_bytes());
@@ -736,6 +737,17 @@ impl OpDecl {
                     },
                     ATTR_BYTES,
                 )
+            }
+            OpKind::Gather(_) | OpKind::SegmentSum(_) => {
+                let index = match DType::from_code(a[0])? {
+                    d @ (DType::I32 | DType::I64) => d,
+                    _ => return None,
+                };
+                let kind = match builtin {
+                    OpKind::Gather(_) => OpKind::Gather(index),
+                    _ => OpKind::SegmentSum(index),
+                };
+                (kind, 1)
             }
             OpKind::ArgMax(_) | OpKind::ArgMin(_) => {
                 let out = match DType::from_code(a[0])? {

@@ -110,15 +110,16 @@ pub enum OpKind {
     /// quant i32]`, output f32.
     Dequantize,
     /// `out[o, i, :] = params[o, indices[i], :]` (TF's `GatherV2`): inputs
-    /// `[params [outer, n, inner], indices i32 [count]]`, output `[outer,
-    /// count, inner]`. An index outside `0..n` fails the op (exact).
-    Gather,
+    /// `[params [outer, n, inner], indices [count]]` of the index type (i32
+    /// or i64), output `[outer, count, inner]`. An index outside `0..n`
+    /// fails the op (exact).
+    Gather(DType),
     /// `out[s, :]` is the sum, in `f32` and row order, of the rows
     /// `data[i, :]` with `ids[i] = s`, `0` for a segment without rows (TF's
-    /// `UnsortedSegmentSum`): inputs `[data [m, inner], ids i32 [m]]`,
-    /// output `[segments, inner]`. A negative id drops its row; one ≥
-    /// `segments` fails the op.
-    SegmentSum,
+    /// `UnsortedSegmentSum`): inputs `[data [m, inner], ids [m]]` of the
+    /// index type (i32 or i64), output `[segments, inner]`. A negative id
+    /// drops its row; one ≥ `segments` fails the op.
+    SegmentSum(DType),
     /// The largest element over the last axis, NaN if any is; `−∞` for an
     /// empty row; of equal elements the later one (signed zeros). Shapes as
     /// [`ReduceSum`](Self::ReduceSum).
@@ -290,7 +291,7 @@ impl OpKind {
     /// operands differ (the int8 ops); `None` when all share one type of
     /// the declaration's [`dtypes`](OpDecl::dtypes).
     pub const fn operand_types(self) -> Option<(&'static [DType], DType)> {
-        use DType::{F32, I8, I32};
+        use DType::{F32, I8, I32, I64};
         match self {
             Self::Conv2DInt8(_) | Self::DepthwiseConv2DInt8(_) | Self::MatMulInt8 { .. } => {
                 Some((&[I8, I8, I32], I8))
@@ -299,7 +300,8 @@ impl OpKind {
             Self::MaxPoolInt8(_) | Self::AvgPoolInt8(_) => Some((&[I8, I32], I8)),
             Self::Quantize => Some((&[F32, I32], I8)),
             Self::Dequantize => Some((&[I8, I32], F32)),
-            Self::Gather | Self::SegmentSum => Some((&[F32, I32], F32)),
+            Self::Gather(I64) | Self::SegmentSum(I64) => Some((&[F32, I64], F32)),
+            Self::Gather(_) | Self::SegmentSum(_) => Some((&[F32, I32], F32)),
             Self::Cast { from, to } => Some((only(from), to)),
             Self::ArgMax(out) | Self::ArgMin(out) => Some((&[F32], out)),
             _ => None,
@@ -465,13 +467,13 @@ impl OpDesc<'_> {
                 expect_shape(2, &shape(2), &shape(0))?;
                 Ok(shape(0))
             }
-            OpKind::Gather => {
+            OpKind::Gather(_) => {
                 let (p, i) = (shape(0), shape(1));
                 let [outer, _, inner] = rank_dims::<3>(0, &p)?;
                 let [count] = rank_dims::<1>(1, &i)?;
                 Ok(dims(&[outer, count, inner]))
             }
-            OpKind::SegmentSum => {
+            OpKind::SegmentSum(_) => {
                 let [m, inner] = rank_dims::<2>(0, &shape(0))?;
                 expect_shape(1, &shape(1), &dims(&[m]))?;
                 let [segments, _] = rank_dims::<2>(2, &self.output.shape)?;
@@ -573,7 +575,7 @@ impl OpDesc<'_> {
             }
             OpKind::AvgPoolGrad(w) => input.saturating_mul(taps(&w)),
             OpKind::ReduceSum | OpKind::ReduceMax | OpKind::ReduceMin | OpKind::ReduceProd => input,
-            OpKind::SegmentSum => input,
+            OpKind::SegmentSum(_) => input,
             OpKind::Unary(op) => out.saturating_mul(op.rules().flops.into()),
             OpKind::Binary(op) => out.saturating_mul(op.rules().flops.into()),
             OpKind::Vendor(op) => op.decl.rules().map_or(0, |rules| {

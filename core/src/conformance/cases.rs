@@ -127,11 +127,12 @@ cases! {
     op_reduce_min => |s| check_family(s, OpKind::ReduceMin);
     /// ReduceProd over the last axis; or refused.
     op_reduce_prod => |s| check_family(s, OpKind::ReduceProd);
-    /// Gather (exact, int32 indices), an index out of range refused; or refused.
-    op_gather => |s| check_family(s, OpKind::Gather);
+    /// Gather (exact, int32 and int64 indices), an index out of range
+    /// refused; or refused.
+    op_gather => |s| check_family(s, OpKind::Gather(DType::I32));
     /// SegmentSum (exact: f32 sums in row order; negative ids dropped), an
     /// id out of range refused; or refused.
-    op_segment_sum => |s| check_family(s, OpKind::SegmentSum);
+    op_segment_sum => |s| check_family(s, OpKind::SegmentSum(DType::I32));
     /// Cast, every pair it converts, over NaN, ±∞, out-of-range and wide
     /// integer values (exact); or refused.
     op_cast => |s| check_family(s, OpKind::Cast { from: DType::F32, to: DType::I32 });

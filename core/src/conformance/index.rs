@@ -1,5 +1,6 @@
 //! The cases of the ops whose operands differ in type besides the int8
-//! ones: `Gather`, `SegmentSum` (f32 data, int32 indices) and `Cast`, run
+//! ones: `Gather`, `SegmentSum` (f32 data, int32 or int64 indices), `Cast`
+//! and `ArgMax`/`ArgMin`, run
 //! through the typed path of [`super::int8`]: bit for bit against the
 //! reference, and an index out of range refused.
 
@@ -8,49 +9,69 @@ use std::vec::Vec;
 
 use super::ops::{OpCase, Values};
 use super::support::values;
-use crate::accelerator::OpKind;
+use crate::accelerator::{DType, OpKind};
 
-fn case(kind: OpKind, data: &[u64], indices: Vec<i32>, out: &[u64], seed: u32) -> OpCase {
+/// A case with `indices` of the kind's index type.
+fn case(kind: OpKind, data: &[u64], indices: Vec<i64>, out: &[u64], seed: u32) -> OpCase {
     let n = data.iter().product::<u64>() as usize;
+    let count = vec![indices.len() as u64];
+    let indices = match kind {
+        OpKind::Gather(DType::I64) | OpKind::SegmentSum(DType::I64) => Values::I64(indices),
+        _ => Values::I32(indices.iter().map(|&i| i as i32).collect()),
+    };
     OpCase {
         kind,
         inputs: vec![
             (data.to_vec(), Values::F32(values(n, seed))),
-            (vec![indices.len() as u64], Values::I32(indices)),
+            (count, indices),
         ],
         out: out.to_vec(),
     }
 }
 
-/// Every case of `kind`, the first small.
+/// Every case of `kind`, the first small; the index ops' with int32 and
+/// int64 indices.
 pub(crate) fn cases(kind: OpKind) -> Vec<OpCase> {
     match kind {
-        OpKind::Gather => vec![
-            case(kind, &[1, 5, 3], vec![4, 0, 2, 2], &[1, 4, 3], 700),
-            // An embedding lookup: 64 ids into 50 rows of 16.
-            case(
-                kind,
-                &[1, 50, 16],
-                (0..64).map(|i| i * 37 % 50).collect(),
-                &[1, 64, 16],
-                701,
-            ),
-            // Outer axes, single elements, and no indices.
-            case(kind, &[3, 4, 1], vec![3, 1, 3], &[3, 3, 1], 702),
-            case(kind, &[2, 3, 4], vec![], &[2, 0, 4], 703),
-        ],
-        OpKind::SegmentSum => vec![
-            case(kind, &[5, 3], vec![1, 0, 1, -1, 3], &[4, 3], 710),
-            // An embedding gradient: 64 rows into 50 segments, repeats summed in order.
-            case(
-                kind,
-                &[64, 16],
-                (0..64).map(|i| i * 7 % 50).collect(),
-                &[50, 16],
-                711,
-            ),
-            case(kind, &[0, 4], vec![], &[3, 4], 712),
-        ],
+        OpKind::Gather(_) => [DType::I32, DType::I64]
+            .into_iter()
+            .flat_map(|t| {
+                let kind = OpKind::Gather(t);
+                vec![
+                    case(kind, &[1, 5, 3], vec![4, 0, 2, 2], &[1, 4, 3], 700),
+                    // An embedding lookup: 64 ids into 50 rows of 16.
+                    case(
+                        kind,
+                        &[1, 50, 16],
+                        (0..64).map(|i| i * 37 % 50).collect(),
+                        &[1, 64, 16],
+                        701,
+                    ),
+                    // Outer axes, single elements, and no indices.
+                    case(kind, &[3, 4, 1], vec![3, 1, 3], &[3, 3, 1], 702),
+                    case(kind, &[2, 3, 4], vec![], &[2, 0, 4], 703),
+                ]
+            })
+            .collect(),
+        OpKind::SegmentSum(_) => [DType::I32, DType::I64]
+            .into_iter()
+            .flat_map(|t| {
+                let kind = OpKind::SegmentSum(t);
+                vec![
+                    case(kind, &[5, 3], vec![1, 0, 1, -1, 3], &[4, 3], 710),
+                    // An embedding gradient: 64 rows into 50 segments, repeats
+                    // summed in order.
+                    case(
+                        kind,
+                        &[64, 16],
+                        (0..64).map(|i| i * 7 % 50).collect(),
+                        &[50, 16],
+                        711,
+                    ),
+                    case(kind, &[0, 4], vec![], &[3, 4], 712),
+                ]
+            })
+            .collect(),
         OpKind::Cast { .. } => cast_cases(),
         OpKind::ArgMax(_) | OpKind::ArgMin(_) => arg_cases(kind),
         _ => Vec::new(),
@@ -60,7 +81,7 @@ pub(crate) fn cases(kind: OpKind) -> Vec<OpCase> {
 /// Every pair `Cast` converts, over values that reach each edge: NaN, ±∞,
 /// out of range, −0, halves, and integers past f32's 2²⁴.
 fn cast_cases() -> Vec<OpCase> {
-    use crate::accelerator::{DType, cast_supported};
+    use crate::accelerator::cast_supported;
     let floats = vec![
         f32::NAN,
         f32::INFINITY,
@@ -112,7 +133,6 @@ fn cast_cases() -> Vec<OpCase> {
 /// `ArgMax`, `ArgMin`: random rows into i32 and i64, and rows of ties,
 /// NaN, infinities and values at `f32::MIN` and `f32::MAX`.
 fn arg_cases(kind: OpKind) -> Vec<OpCase> {
-    use crate::accelerator::DType;
     let nan = f32::NAN;
     let (inf, max, min) = (f32::INFINITY, f32::MAX, f32::MIN);
     let special = vec![

@@ -302,6 +302,15 @@ pub(crate) fn check<F: Fixture>(s: &mut Scope<'_, F>, cases: &[OpCase]) -> Check
     // An int8 op's block gets a zero point of 300; an index op's indices
     // one out of range.
     let int8 = first.kind.is_int8();
+    if let Some((_, Values::I64(last))) = bad.inputs.last_mut() {
+        match last.first_mut() {
+            Some(v) => *v = i64::MAX,
+            None => fail!(
+                "suite bug: the first case of {} has no indices",
+                first.label()
+            ),
+        }
+    }
     if let Some((_, Values::I32(last))) = bad.inputs.last_mut() {
         match last.first_mut() {
             Some(v) => *v = if int8 { 300 } else { i32::MAX },

@@ -61,14 +61,15 @@ impl Values {
         }
     }
 
-    /// The values as the int8 and index ops' reference takes them (an
-    /// i64 or bool operand, which only `Cast` has, as no elements).
+    /// The values as the int8 and index ops' reference takes them (a bool
+    /// operand, which only `Cast` has, as no elements).
     pub(crate) fn as_data(&self) -> reference::int8::Data<'_> {
         match self {
             Self::F32(v) => reference::int8::Data::F32(v),
             Self::I8(v) => reference::int8::Data::I8(v),
             Self::I32(v) => reference::int8::Data::I32(v),
-            Self::I64(_) | Self::Bool(_) => reference::int8::Data::I8(&[]),
+            Self::I64(v) => reference::int8::Data::I64(v),
+            Self::Bool(_) => reference::int8::Data::I8(&[]),
         }
     }
 }
@@ -510,8 +511,8 @@ pub(crate) fn cases_for(family: OpKind) -> Vec<OpCase> {
         OpKind::Transpose(_) => transpose_cases(),
         OpKind::ReduceSum => reduce_sum_cases(),
         OpKind::ReduceMax | OpKind::ReduceMin | OpKind::ReduceProd => reduce_cases(family),
-        OpKind::Gather
-        | OpKind::SegmentSum
+        OpKind::Gather(_)
+        | OpKind::SegmentSum(_)
         | OpKind::Cast { .. }
         | OpKind::ArgMax(_)
         | OpKind::ArgMin(_) => super::index::cases(family),

@@ -168,6 +168,11 @@ impl HostDevice {
                         .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                         .collect(),
                 ),
+                DType::I64 => ops::Values::I64(
+                    b.chunks_exact(8)
+                        .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+                        .collect(),
+                ),
                 _ => ops::Values::F32(super::support::to_floats(b)),
             })
             .collect();

@@ -135,7 +135,10 @@ pub fn ops_of(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSet {
                 OpKind::ArgMin(DType::I64),
             ],
         ),
-        (Features::INDEX, &[OpKind::Gather, OpKind::SegmentSum]),
+        (
+            Features::INDEX,
+            &[OpKind::Gather(DType::I32), OpKind::SegmentSum(DType::I32)],
+        ),
         (
             Features::TYPES,
             &[

@@ -96,7 +96,7 @@ pub(crate) fn lower(
             ..cmd(Opcode::FILL)
         }),
         // Likewise for the other reductions and a segment sum without rows.
-        OpKind::ReduceMax | OpKind::ReduceMin | OpKind::ReduceProd | OpKind::SegmentSum
+        OpKind::ReduceMax | OpKind::ReduceMin | OpKind::ReduceProd | OpKind::SegmentSum(_)
             if input(0).shape.elements() == Some(0) =>
         {
             let value: f32 = match op.kind {
@@ -112,7 +112,7 @@ pub(crate) fn lower(
                 ..cmd(Opcode::FILL)
             })
         }
-        OpKind::Gather => {
+        OpKind::Gather(index) => {
             let d = input(0).shape;
             emit(&CommandDescriptor {
                 src0: input(0).addr.0,
@@ -123,6 +123,7 @@ pub(crate) fn lower(
                 k: dim(d.dims()[2])?,
                 len: input(1).shape.last(),
                 dtype: DType::F32 as u8,
+                imm: u32::from(index as u8),
                 ..cmd(Opcode::GATHER)
             })
         }
@@ -164,7 +165,7 @@ pub(crate) fn lower(
             len: elements,
             ..cmd(Opcode::SELECT)
         }),
-        OpKind::SegmentSum => emit(&CommandDescriptor {
+        OpKind::SegmentSum(index) => emit(&CommandDescriptor {
             src0: input(0).addr.0,
             src1: input(1).addr.0,
             dst: out.addr.0,
@@ -172,6 +173,7 @@ pub(crate) fn lower(
             k: dim(out.shape.last())?,
             len: input(1).shape.last(),
             dtype: DType::F32 as u8,
+            imm: u32::from(index as u8),
             ..cmd(Opcode::SEGMENT_SUM)
         }),
         OpKind::Softmax

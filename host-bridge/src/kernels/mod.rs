@@ -195,16 +195,11 @@ fn register(index: usize, def: &'static dyn TfKernel) -> KernelResult<()> {
         .chain(def.more_types())
         .enumerate()
     {
-        let mut constraints: Vec<(&CStr, TF_DataType)> = def
+        let constraints: Vec<(&CStr, TF_DataType)> = def
             .type_attr()
             .map(|attr| (attr, dtype))
             .into_iter()
             .collect();
-        constraints.extend(
-            def.int32_attrs()
-                .iter()
-                .map(|&a| (a, TF_DataType::TF_INT32)),
-        );
         let suffix = if i == 0 {
             String::new()
         } else {

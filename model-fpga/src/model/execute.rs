@@ -199,6 +199,7 @@ fn int8(w: &TypedWork, mem: &mut MemoryView<'_>) -> Result<(), ExecError> {
         *slot = match dtype {
             DType::I8 => (Data::I8(int8s(bytes)), *shape),
             DType::I32 => (Data::I32(ints(bytes)?), *shape),
+            DType::I64 => (Data::I64(longs(bytes)?), *shape),
             _ => (Data::F32(floats(bytes)?), *shape),
         };
     }
@@ -278,6 +279,15 @@ fn int8s(bytes: &[u8]) -> &[i8] {
 fn int8s_mut(bytes: &mut [u8]) -> &mut [i8] {
     // SAFETY: as in `int8s`.
     unsafe { core::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast(), bytes.len()) }
+}
+fn longs(bytes: &[u8]) -> Result<&[i64], ExecError> {
+    // SAFETY: any 8 bytes are an i64; only aligned elements are in `mid`.
+    let (pre, mid, post) = unsafe { bytes.align_to::<i64>() };
+    if pre.is_empty() && post.is_empty() {
+        Ok(mid)
+    } else {
+        Err(ExecError::Internal)
+    }
 }
 fn ints(bytes: &[u8]) -> Result<&[i32], ExecError> {
     // SAFETY: any 4 bytes are an i32; only aligned elements are in `mid`.

@@ -364,12 +364,12 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
         ),
         Opcode::GATHER => (
             Features::INDEX,
-            Uses(Uses::SRC0 | Uses::SRC1 | Uses::DST | Uses::LEN | Uses::MNK),
+            Uses(Uses::SRC0 | Uses::SRC1 | Uses::DST | Uses::LEN | Uses::MNK | Uses::IMM),
             0,
         ),
         Opcode::SEGMENT_SUM => (
             Features::INDEX,
-            Uses(Uses::SRC0 | Uses::SRC1 | Uses::DST | Uses::LEN | Uses::N | 128),
+            Uses(Uses::SRC0 | Uses::SRC1 | Uses::DST | Uses::LEN | Uses::N | 128 | Uses::IMM),
             0,
         ),
         Opcode::CAST => (

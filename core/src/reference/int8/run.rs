@@ -16,8 +16,10 @@ use crate::quant::block::{self, PerChannel, QuantHeader};
 pub enum Data<'a> {
     /// int8 values.
     I8(&'a [i8]),
-    /// int32 values (a quantization block).
+    /// int32 values (a quantization block, indices).
     I32(&'a [i32]),
+    /// int64 values (indices).
+    I64(&'a [i64]),
     /// f32 values (`Quantize`'s input).
     F32(&'a [f32]),
 }
@@ -36,6 +38,7 @@ impl Data<'_> {
         match self {
             Self::I8(_) => DType::I8,
             Self::I32(_) => DType::I32,
+            Self::I64(_) => DType::I64,
             Self::F32(_) => DType::F32,
         }
     }
@@ -43,6 +46,7 @@ impl Data<'_> {
         match self {
             Self::I8(d) => d.len(),
             Self::I32(d) => d.len(),
+            Self::I64(d) => d.len(),
             Self::F32(d) => d.len(),
         }
     }
@@ -74,7 +78,7 @@ pub fn run(
         op_id: 0,
     }
     .validate()?;
-    if let (OpKind::Gather | OpKind::SegmentSum, DataMut::F32(out)) = (kind, &mut out) {
+    if let (OpKind::Gather(_) | OpKind::SegmentSum(_), DataMut::F32(out)) = (kind, &mut out) {
         return index(kind, inputs, out_shape, out);
     }
     if !kind.is_int8() || inputs.len() != n {
@@ -221,7 +225,7 @@ pub fn dequantize(q: i8, scale: f32, zero_point: i32) -> f32 {
     (f64::from(scale) * f64::from(i32::from(q) - zero_point)) as f32
 }
 
-/// `Gather` or `SegmentSum` on validated operands (f32 data, i32 indices).
+/// `Gather` or `SegmentSum` on validated operands (f32 data, i32 or i64 indices).
 fn index(
     kind: OpKind,
     inputs: &[(Data<'_>, Shape)],
@@ -232,15 +236,20 @@ fn index(
         check_len(i as u8, elements(shape)?, data.len())?;
     }
     check_len(2, elements(&out_shape)?, out.len())?;
-    let (Data::F32(data), Data::I32(indices)) = (inputs[0].0, inputs[1].0) else {
-        return Err(Error::Shape(crate::accelerator::ShapeError::DType {
-            operand: 0,
-        }));
+    use super::super::index::{self, Ids};
+    let (data, indices) = match (inputs[0].0, inputs[1].0) {
+        (Data::F32(data), Data::I32(i)) => (data, Ids::I32(i)),
+        (Data::F32(data), Data::I64(i)) => (data, Ids::I64(i)),
+        _ => {
+            return Err(Error::Shape(crate::accelerator::ShapeError::DType {
+                operand: 0,
+            }));
+        }
     };
     let dims = out_shape.dims();
     match kind {
-        OpKind::Gather => super::super::index::gather(data, &inputs[0].1, indices, out),
-        _ => super::super::index::segment_sum(
+        OpKind::Gather(_) => index::gather(data, &inputs[0].1, indices, out),
+        _ => index::segment_sum(
             data,
             usize::try_from(out_shape.last()).map_err(|_| Error::Overflow)?,
             indices,

@@ -1,16 +1,41 @@
 //! `GatherV2` (embeddings) and `UnsortedSegmentSum` (their gradients) on
-//! the device's `Gather` and `SegmentSum`, with int32 indices in device
-//! memory. An index out of range fails the op when the device runs it
+//! the device's `Gather` and `SegmentSum`, with int32 or int64 indices in
+//! device memory. An index out of range fails the op when the device runs it
 //! (`InvalidArgument`, at the next wait); TF's CPU kernels fail it too.
 
 use super::sum::read_host_ints;
-use super::{Op, flat, is_empty};
+use super::{Op, TypePair, flat, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes::show;
 use crate::kernels::tf::{Construction, Context};
 use std::ffi::CStr;
+use tensorplug_abi::tf::TF_DataType;
 use tensorplug_core::accelerator::{DType, OpKind, Shape};
+
+/// The registrations: float32 data, int32 or int64 indices.
+const fn pairs(data: &'static CStr) -> [TypePair; 2] {
+    [
+        [
+            (data, TF_DataType::TF_FLOAT),
+            (c"Tindices", TF_DataType::TF_INT32),
+        ],
+        [
+            (data, TF_DataType::TF_FLOAT),
+            (c"Tindices", TF_DataType::TF_INT64),
+        ],
+    ]
+}
+static GATHER_TYPES: [TypePair; 2] = pairs(c"Tparams");
+static SEGMENT_TYPES: [TypePair; 2] = pairs(c"T");
+
+/// The device type of an index tensor.
+fn index_type(t: &crate::kernels::tf::Tensor) -> DType {
+    match t.dtype() {
+        TF_DataType::TF_INT64 => DType::I64,
+        _ => DType::I32,
+    }
+}
 
 /// `GatherV2(params, indices, axis)`, `batch_dims` 0.
 pub struct GatherV2;
@@ -23,15 +48,11 @@ impl Op for GatherV2 {
     }
 
     fn family(&self) -> Option<OpKind> {
-        Some(OpKind::Gather)
+        Some(OpKind::Gather(DType::I32))
     }
 
-    fn type_attr(&self) -> Option<&'static CStr> {
-        Some(c"Tparams")
-    }
-
-    fn int32_attrs(&self) -> &'static [&'static CStr] {
-        &[c"Tindices"]
+    fn type_pairs(&self) -> &'static [TypePair] {
+        &GATHER_TYPES
     }
 
     fn host_memory(&self) -> &'static [&'static CStr] {
@@ -64,12 +85,13 @@ impl Op for GatherV2 {
             return Ok(());
         }
         let count = si.elements().unwrap_or(0);
+        let index = index_type(&indices);
         let inputs = [
             run.desc(&params, flat(&[outer, n, inner])?)?,
-            run.typed_desc(&indices, flat(&[count])?, DType::I32)?,
+            run.typed_desc(&indices, flat(&[count])?, index)?,
         ];
         let out = run.desc(&out, flat(&[outer, count, inner])?)?;
-        run.launch(OpKind::Gather, &inputs, out)
+        run.launch(OpKind::Gather(index), &inputs, out)
     }
 }
 
@@ -110,11 +132,11 @@ impl Op for UnsortedSegmentSum {
     }
 
     fn family(&self) -> Option<OpKind> {
-        Some(OpKind::SegmentSum)
+        Some(OpKind::SegmentSum(DType::I32))
     }
 
-    fn int32_attrs(&self) -> &'static [&'static CStr] {
-        &[c"Tindices"]
+    fn type_pairs(&self) -> &'static [TypePair] {
+        &SEGMENT_TYPES
     }
 
     fn host_memory(&self) -> &'static [&'static CStr] {
@@ -151,12 +173,13 @@ impl Op for UnsortedSegmentSum {
             si.elements().unwrap_or(0),
             inner_dims.iter().product::<u64>(),
         );
+        let index = index_type(&ids);
         let inputs = [
             run.desc(&data, flat(&[rows, inner])?)?,
-            run.typed_desc(&ids, flat(&[rows])?, DType::I32)?,
+            run.typed_desc(&ids, flat(&[rows])?, index)?,
         ];
         let out = run.desc(&out, flat(&[segments, inner])?)?;
-        run.launch(OpKind::SegmentSum, &inputs, out)
+        run.launch(OpKind::SegmentSum(index), &inputs, out)
     }
 }
 

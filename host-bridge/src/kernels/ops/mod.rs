@@ -82,11 +82,6 @@ pub trait Op: Sync + 'static {
     fn more_types(&self) -> &'static [TF_DataType] {
         &[]
     }
-    /// Type attributes the registration constrains to int32 (indices, as
-    /// `GatherV2`'s `Tindices`): the device takes int32 indices only.
-    fn int32_attrs(&self) -> &'static [&'static CStr] {
-        &[]
-    }
     /// The registrations, when they constrain two type attributes together
     /// (`Cast`'s `SrcT` and `DstT`): one per pair, instead of
     /// [`Op::type_attr`] and [`Op::more_types`].
@@ -122,8 +117,6 @@ pub trait TfKernel: Sync {
     fn type_attr(&self) -> Option<&'static CStr>;
     /// See [`Op::more_types`].
     fn more_types(&self) -> &'static [TF_DataType];
-    /// See [`Op::int32_attrs`].
-    fn int32_attrs(&self) -> &'static [&'static CStr];
     /// See [`Op::type_pairs`].
     fn type_pairs(&self) -> &'static [TypePair];
     /// See [`Op::construct`].
@@ -185,10 +178,6 @@ impl<T: Op> TfKernel for T {
 
     fn more_types(&self) -> &'static [TF_DataType] {
         Op::more_types(self)
-    }
-
-    fn int32_attrs(&self) -> &'static [&'static CStr] {
-        Op::int32_attrs(self)
     }
 
     fn type_pairs(&self) -> &'static [TypePair] {

@@ -11,24 +11,41 @@ impl Ctx<'_> {
     pub(super) fn index(&self) -> Result<Work, Rejection> {
         let c = self.cmd;
         let count = self.nonzero_len()?;
+        // The indices' type: `imm` 0 or 6 int32, 7 int64.
+        let index = match c.imm {
+            0 | 6 => DType::I32,
+            7 => DType::I64,
+            other => return Err(super::reject(CompletionStatus::UNSUPPORTED, other)),
+        };
         let shape = |d: &[u64]| Shape::new(d).ok_or(invalid(field::LEN));
         let (kind, data, out) = match c.opcode {
             Opcode::GATHER => {
                 self.dims(&[(c.m, field::M), (c.n, field::N), (c.k, field::K)])?;
                 let (m, n, k) = (u64::from(c.m), u64::from(c.n), u64::from(c.k));
-                (OpKind::Gather, shape(&[m, n, k])?, shape(&[m, count, k])?)
+                (
+                    OpKind::Gather(index),
+                    shape(&[m, n, k])?,
+                    shape(&[m, count, k])?,
+                )
             }
             _ => {
                 self.dims(&[(c.n, field::N), (c.k, field::K)])?;
                 let (n, k) = (u64::from(c.n), u64::from(c.k));
-                (OpKind::SegmentSum, shape(&[count, k])?, shape(&[n, k])?)
+                (
+                    OpKind::SegmentSum(index),
+                    shape(&[count, k])?,
+                    shape(&[n, k])?,
+                )
             }
         };
         let floats = |s: &Shape| s.elements().unwrap_or(u64::MAX);
         let data_range = self.f32_range(field::SRC0, floats(&data))?;
-        let ids = self.f32_range(field::SRC1, count)?;
+        let ids = self.range(field::SRC1, count.saturating_mul(index.size() as u64))?;
         let dst = self.f32_range(field::DST, floats(&out))?;
         self.aligned(&[field::SRC0, field::SRC1, field::DST])?;
+        if index == DType::I64 && !c.src1.is_multiple_of(8) {
+            return Err(super::reject(CompletionStatus::MISALIGNED, field::SRC1));
+        }
         in_place_or_disjoint(&data_range, &dst, false)?;
         in_place_or_disjoint(&ids, &dst, false)?;
         let none = (0..0, DType::I8, Shape::SCALAR);
@@ -36,7 +53,7 @@ impl Ctx<'_> {
             kind,
             inputs: [
                 (data_range, DType::F32, data),
-                (ids, DType::I32, shape(&[count])?),
+                (ids, index, shape(&[count])?),
                 none,
             ],
             count: 2,
