@@ -125,20 +125,12 @@ def compare(name, embedding=True):
 
 # 3. Every optimizer, as users write it (no device scope: None).
 for name in OPTIMIZERS:
-    if not name.startswith("legacy") or name == "legacy SGD":
-        compare(name)
-        continue
-    # Keras 2's legacy optimizers colocate their sparse update's
-    # deduplication (UnsortedSegmentSum of floats, an int32 StridedSlice)
-    # with the variable, and the FPGA has no kernel for either yet.
-    compare(name, embedding=False)
-    try:
-        train(name, None)
-        raise AssertionError(f"{name} trains an FPGA embedding now: update this test and docs")
-    except tf.errors.InvalidArgumentError as error:
-        assert "UnsortedSegmentSum: CPU" in str(error), error
-    print(f"embedding + dense, {name}: not yet (its sparse update colocates an "
-          f"UnsortedSegmentSum with the FPGA variable; no FPGA kernel for it)")
+    compare(name)
+    if name.startswith("legacy"):
+        # Keras 2's legacy optimizers colocate their sparse update's
+        # deduplication (UnsortedSegmentSum of floats, an int32
+        # StridedSlice) with the variable: both have FPGA kernels now.
+        compare(name, embedding=False)
 
 
 def transformer_block(device):

@@ -79,7 +79,7 @@ fn every_op_beside_an_fpga_variable_trains_equal_to_the_cpu() {
             "Ftrl",
         ] {
             markers.push(format!("dense, legacy {name}: {equal}"));
-            markers.push(format!("embedding + dense, legacy {name}: not yet"));
+            markers.push(format!("embedding + dense, legacy {name}: {equal}"));
         }
     }
     markers.extend(

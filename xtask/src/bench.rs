@@ -164,6 +164,14 @@ const EXPECTED_FIGURES: &[(&str, &str)] = &[
         "QAT MobileNetV2-0.35 in int8 in the graph, batch 8, FPGA(sim) vs TFLite CPU",
     ),
     (
+        "tf_transformer_block_forward_ratio",
+        "transformer block forward, batch 32x64x32, FPGA(sim) vs TF CPU",
+    ),
+    (
+        "tf_lstm_step_ratio",
+        "BiLSTM(32) training step, batch 32x40, FPGA(sim) vs TF CPU",
+    ),
+    (
         "tf_profiler_overhead",
         "MNIST MLP predict, profiler on / off",
     ),
@@ -296,6 +304,7 @@ fn run_tf_benches(target: &Path, bench_args: &[String]) -> Result<()> {
         "bench_mobilenet",
         "bench_int8_mobilenet",
         "bench_int8_qat",
+        "bench_sequence",
     ];
     let filter = bench_args.first().filter(|arg| !arg.starts_with('-'));
     let scripts: Vec<&str> = SCRIPTS

@@ -366,10 +366,11 @@ mod capability_tests {
     use tensorplug_core::accelerator::{Binary, DTypeSet, OpKind, OpSet, Unary};
 
     /// The kernels that only copy and fill, in table order.
-    const COPIES: [&str; 13] = [
+    const COPIES: [&str; 14] = [
         "Pad",
         "Slice",
         "ConcatV2",
+        "StridedSlice",
         "StridedSlice",
         "Split",
         "SplitV",

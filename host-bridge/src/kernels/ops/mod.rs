@@ -202,7 +202,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// The f32 kernels besides the element-wise families'.
-static KERNELS: [&dyn TfKernel; 62] = [
+static KERNELS: [&dyn TfKernel; 63] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -231,6 +231,7 @@ static KERNELS: [&dyn TfKernel; 62] = [
     &window::FUSED_CONV2D,
     &transpose::Transpose,
     &strided_slice::StridedSlice,
+    &strided_slice::StridedSliceHost,
     &batch_norm::FusedBatchNorm,
     &window::DEPTHWISE_BACKPROP_INPUT,
     &window::DEPTHWISE_BACKPROP_FILTER,
@@ -389,7 +390,8 @@ mod tests {
         let mut ops: Vec<_> = builtin().map(|k| k.op()).collect();
         ops.sort();
         ops.dedup();
-        assert_eq!(ops.len(), BUILTIN_COUNT);
+        // StridedSlice twice: float32 on the device, int32 on the host.
+        assert_eq!(ops.len(), BUILTIN_COUNT - 1);
         for kernel in builtin() {
             let host: &[&CStr] = match kernel.op().to_bytes() {
                 b"Sum" | b"Mean" | b"Max" | b"Min" | b"Prod" => &[c"reduction_indices"],
@@ -409,6 +411,9 @@ mod tests {
                 b"Slice" => &[c"begin", c"size"],
                 b"ConcatV2" => &[c"axis"],
                 b"Transpose" => &[c"perm"],
+                b"StridedSlice" if kernel.host_memory().len() == 5 => {
+                    &[c"input", c"begin", c"end", c"strides", c"output"]
+                }
                 b"StridedSlice" => &[c"begin", c"end", c"strides"],
                 b"StridedSliceGrad" => &[c"shape", c"begin", c"end", c"strides"],
                 b"Fill" => &[c"dims"],

@@ -7,11 +7,12 @@
 
 use super::blocks::Block;
 use super::sum::read_host_ints;
-use super::{Op, flat, is_empty};
+use super::{Op, TypePair, flat, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::{Construction, Context};
 use std::ffi::CStr;
+use tensorplug_abi::tf::TF_DataType;
 use tensorplug_core::accelerator::OpKind;
 
 /// The `StridedSlice` kernel.
@@ -74,6 +75,80 @@ impl Op for StridedSlice {
             step: &slice.step,
         };
         block.copy(run, run.desc(&out, out_shape)?, run.desc(&x, sx)?)
+    }
+}
+
+/// `StridedSlice` on int32 in host memory, as TF's GPU kernel keeps it
+/// (shape arithmetic): the same runs, copied on the host. Keras 2's legacy
+/// optimizers slice a `Shape` beside an FPGA variable, and TF has no
+/// `DEVICE_DEFAULT` kernel for it.
+pub struct StridedSliceHost;
+
+impl Op for StridedSliceHost {
+    type Attrs = Masks;
+
+    fn op(&self) -> &'static CStr {
+        c"StridedSlice"
+    }
+
+    fn family(&self) -> Option<OpKind> {
+        None
+    }
+
+    fn type_pairs(&self) -> &'static [TypePair] {
+        &[
+            [
+                (c"T", TF_DataType::TF_INT32),
+                (c"Index", TF_DataType::TF_INT32),
+            ],
+            [
+                (c"T", TF_DataType::TF_INT32),
+                (c"Index", TF_DataType::TF_INT64),
+            ],
+        ]
+    }
+
+    fn host_memory(&self) -> &'static [&'static CStr] {
+        &[c"input", c"begin", c"end", c"strides", c"output"]
+    }
+
+    fn construct(&self, ctx: &Construction) -> KernelResult<Masks> {
+        StridedSlice.construct(ctx)
+    }
+
+    fn compute(&self, masks: &Masks, ctx: &Context, _: &mut Launcher<'_>) -> KernelResult<()> {
+        let x = ctx.input(0, true)?;
+        let sx = x.shape()?;
+        let spec = [1, 2, 3]
+            .map(|i| read_host_ints(&ctx.input(i, true)?, ["begin", "end", "strides"][i - 1]));
+        let [begin, end, strides] = spec;
+        let slice = resolve(sx.dims(), &begin?, &end?, &strides?, *masks)?;
+        let out_shape = flat(&slice.out)?;
+        let out = ctx.output(&out_shape, &[])?;
+        if is_empty(&out_shape) {
+            return Ok(());
+        }
+        let block = Block {
+            src_dims: sx.dims(),
+            src_at: &slice.begin,
+            dst_dims: &slice.size,
+            dst_at: &vec![0; slice.size.len()],
+            extent: &slice.size,
+            step: &slice.step,
+        };
+        let (len, runs) = block.runs()?;
+        let (src, dst) = (x.data().cast::<i32>(), out.data().cast::<i32>());
+        let (src_len, dst_len) = (x.byte_size() / 4, out.byte_size() / 4);
+        for (s, d) in runs {
+            let (s, d, n) = (s as usize, d as usize, len as usize);
+            if s + n > src_len || d + n > dst_len || src.is_null() || dst.is_null() {
+                return Err(Failure::invalid("a slice run outside its tensor"));
+            }
+            // SAFETY: host-memory tensors (HostMemory input and output) of
+            // the lengths checked above; distinct buffers.
+            unsafe { std::ptr::copy_nonoverlapping(src.add(s), dst.add(d), n) };
+        }
+        Ok(())
     }
 }
 
