@@ -185,11 +185,18 @@ CAST_VALUES = {
     tf.int64: np.array([0, 1, -1, 16777217, 2**40 + 7, -(2**35) - 3, 2**63 - 1, -2**63], np.int64),
     tf.bool: np.array([True, False, False, True]),
 }
+# The half types: every value of the float list that TF's CPU keeps, and
+# ties, overflow and subnormal edges of the conversion (to nearest even).
+HALF_EDGES = np.array([1.0 + 2**-8, 1.0 + 3 * 2**-9, 65519.0, 65520.0, 2.0**-25, 3 * 2.0**-26, -1.5,
+                       2.0**-14, 1e-5, 3.4e38, -0.0, np.nan, np.inf], np.float32)
+CAST_VALUES[tf.float32] = np.concatenate([CAST_VALUES[tf.float32], HALF_EDGES])
+CAST_VALUES[tf.bfloat16] = tf.cast(HALF_EDGES, tf.bfloat16).numpy()
+CAST_VALUES[tf.float16] = HALF_EDGES.astype(np.float16)
 
 
 def cast_cases():
-    pairs = [(tf.float32, t) for t in (tf.int32, tf.int64, tf.bool)] + \
-            [(t, tf.float32) for t in (tf.int32, tf.int64, tf.bool)] + \
+    pairs = [(tf.float32, t) for t in (tf.int32, tf.int64, tf.bool, tf.bfloat16, tf.float16)] + \
+            [(t, tf.float32) for t in (tf.int32, tf.int64, tf.bool, tf.bfloat16, tf.float16)] + \
             [(tf.int32, tf.int64), (tf.int64, tf.int32)]
     for src, dst in pairs:
         yield f"{src.name} to {dst.name}", lambda x, dst=dst: tf.cast(x, dst), [CAST_VALUES[src]], None
@@ -778,6 +785,15 @@ SWEEPS = {
     "Prod": extrema_cases(tf.math.reduce_prod, exact=False),
     "Cast": cast_cases,
     "StatelessRandomUniformV2": random_uniform_cases,
+    # Stateful (Keras 2's dropout): two calls of one kernel, so the second
+    # shows the generator's advance.
+    "RandomUniform": lambda: iter(
+        (f"{shape} seeds {seeds} twice",
+         lambda s, shape=shape, seeds=seeds: tf.concat([tf.reshape(tf.raw_ops.RandomUniform(
+             shape=s, dtype=tf.float32, seed=seeds[0], seed2=seeds[1]), [-1]) for _ in range(2)], 0),
+         [np.array(shape, np.int32)], None)
+        for shape, seeds in pick([((5,), (1, 2)), ((3, 101), (7, 3)), ((2, 4, 3), (87654321, 5)),
+                                  ((0,), (1, 1))])),
     "ArgMax": arg_cases(tf.math.argmax),
     "ArgMin": arg_cases(tf.math.argmin),
     "Bitcast": lambda: iter([
@@ -903,7 +919,7 @@ PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), 
                 "Max": [(2, 2)], "Min": [(2, 2)], "Prod": [(2, 2)],
                 "GatherV2": [(2, 2), (2,)], "Select": [(2, 2), (2, 2), (2, 2)],
                 "SelectV2": [(2, 2), (2, 2), (2, 2)], "Cast": [(7,)], "Bitcast": [(7,)],
-                "StatelessRandomUniformV2": [(1,), (2,)], "UnsortedSegmentSum": [(2, 2), (2,)],
+                "StatelessRandomUniformV2": [(1,), (2,)], "RandomUniform": [(1,)], "UnsortedSegmentSum": [(2, 2), (2,)],
                 "SparseSoftmaxCrossEntropyWithLogits": [(2, 2), (2,)],
                 "SoftmaxCrossEntropyWithLogits": [(2, 2), (2, 2)],
                 "Conv2D": [(1, 3, 3, 1), (1, 1, 1, 1)], "DepthwiseConv2dNative": [(1, 3, 3, 1), (1, 1, 1, 1)],

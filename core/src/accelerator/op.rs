@@ -132,7 +132,9 @@ pub enum OpKind {
     /// (exact): a float to an integer truncates, and NaN, ±∞ or a value
     /// out of range gives the integer's minimum; an integer to a float
     /// rounds to nearest; a wider integer to a narrower wraps; a bool is
-    /// 0 or 1 and a value to bool is `≠ 0`. The pairs of [`cast_supported`].
+    /// 0 or 1 and a value to bool is `≠ 0`; f32 to bf16 or f16 rounds to
+    /// nearest even (NaN stays a quiet NaN, f16 overflows to ±∞), and back
+    /// is exact. The pairs of [`cast_supported`].
     Cast {
         /// The input's element type.
         from: DType,
@@ -159,13 +161,16 @@ pub enum OpKind {
     },
 }
 
-/// Whether [`OpKind::Cast`] converts `from` to `to`: f32 to and from i32
-/// and i64, f32 to bool and back, and i32 to and from i64.
+/// Whether [`OpKind::Cast`] converts `from` to `to`: f32 to and from i32,
+/// i64, bf16 and f16, f32 to bool and back, and i32 to and from i64.
 pub const fn cast_supported(from: DType, to: DType) -> bool {
-    use DType::{Bool, F32, I32, I64};
+    use DType::{BF16, Bool, F16, F32, I32, I64};
     matches!(
         (from, to),
-        (F32, I32 | I64 | Bool) | (I32, F32 | I64) | (I64, F32 | I32) | (Bool, F32)
+        (F32, I32 | I64 | Bool | BF16 | F16)
+            | (I32, F32 | I64)
+            | (I64, F32 | I32)
+            | (Bool | BF16 | F16, F32)
     )
 }
 

@@ -95,6 +95,11 @@ fn cast_cases() -> Vec<OpCase> {
         2_147_483_520.0,
         -9.3e18,
         1e-40,
+        // Ties and edges of the half types: 1 + 2⁻⁸, 65520, 2⁻²⁵, 3·2⁻²⁶.
+        1.003_906_3,
+        65520.0,
+        2.980_232_2e-8,
+        4.470_348_4e-8,
     ];
     let ints = [
         0i64,
@@ -111,10 +116,20 @@ fn cast_cases() -> Vec<OpCase> {
             DType::F32 => Values::F32(floats.clone()),
             DType::I32 => Values::I32(ints.iter().map(|&i| i as i32).collect()),
             DType::I64 => Values::I64(ints.iter().chain(&wide).copied().collect()),
+            // Zeros, one, the largest, a subnormal, infinity, NaN.
+            DType::BF16 => Values::Half(d, vec![0, 0x8000, 0x3f80, 0x7f7f, 0x0001, 0xff80, 0x7fc1]),
+            DType::F16 => Values::Half(d, vec![0, 0x8000, 0x3c00, 0x7bff, 0x0001, 0xfc00, 0x7e01]),
             _ => Values::Bool(vec![true, false, false, true]),
         }
     };
-    let types = [DType::F32, DType::I32, DType::I64, DType::Bool];
+    let types = [
+        DType::F32,
+        DType::I32,
+        DType::I64,
+        DType::Bool,
+        DType::BF16,
+        DType::F16,
+    ];
     let mut cases = Vec::new();
     for from in types {
         for to in types.into_iter().filter(|&to| cast_supported(from, to)) {

@@ -29,6 +29,8 @@ pub(crate) enum Values {
     I32(Vec<i32>),
     I64(Vec<i64>),
     Bool(Vec<bool>),
+    /// bf16 or f16 bit patterns.
+    Half(DType, Vec<u16>),
 }
 
 impl Values {
@@ -39,6 +41,7 @@ impl Values {
             Self::I32(_) => DType::I32,
             Self::I64(_) => DType::I64,
             Self::Bool(_) => DType::Bool,
+            Self::Half(d, _) => *d,
         }
     }
 
@@ -50,6 +53,7 @@ impl Values {
             Self::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
             Self::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
             Self::Bool(v) => v.iter().map(|&b| u8::from(b)).collect(),
+            Self::Half(_, v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         }
     }
 
@@ -69,7 +73,7 @@ impl Values {
             Self::I8(v) => reference::int8::Data::I8(v),
             Self::I32(v) => reference::int8::Data::I32(v),
             Self::I64(v) => reference::int8::Data::I64(v),
-            Self::Bool(_) => reference::int8::Data::I8(&[]),
+            Self::Bool(_) | Self::Half(..) => reference::int8::Data::I8(&[]),
         }
     }
 }

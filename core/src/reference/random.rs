@@ -59,6 +59,17 @@ fn to_unit(x: u32) -> f32 {
     f32::from_bits(127 << 23 | (x & 0x7f_ffff)) - 1.0
 }
 
+/// `counter` skipped by `count` groups, as TF's `PhiloxRandom::Skip` (a
+/// stateful op's generator reserving its samples).
+pub fn skipped(counter: [u64; 2], count: u64) -> [u64; 2] {
+    let mut c = words(counter);
+    skip(&mut c, count);
+    [
+        u64::from(c[0]) | u64::from(c[1]) << 32,
+        u64::from(c[2]) | u64::from(c[3]) << 32,
+    ]
+}
+
 /// Fills `out` with TF's `StatelessRandomUniformV2` floats for `key` and
 /// `counter` (Philox).
 pub fn uniform(key: u64, counter: [u64; 2], out: &mut [f32]) {

@@ -129,6 +129,11 @@ pub struct KernelApi {
     ),
     pub get_attr_int32:
         unsafe extern "C" fn(*mut TF_OpKernelConstruction, *const c_char, *mut i32, *mut TF_Status),
+    /// Optional: only the stateful `RandomUniform` reads its int64 seeds,
+    /// so a TF without it loses that kernel (an error at construction).
+    pub get_attr_int64: Option<
+        unsafe extern "C" fn(*mut TF_OpKernelConstruction, *const c_char, *mut i64, *mut TF_Status),
+    >,
     /// Optional: only `FusedBatchNormV3` reads a float attribute, so a TF
     /// without it loses that kernel (an error at construction naming it).
     pub get_attr_float: Option<
@@ -220,6 +225,7 @@ fn resolve_kernel_api() -> std::result::Result<KernelApi, String> {
             construction_name: symbol(c"TF_OpKernelConstruction_GetName")?,
             get_attr_bool: symbol(c"TF_OpKernelConstruction_GetAttrBool")?,
             get_attr_int32: symbol(c"TF_OpKernelConstruction_GetAttrInt32")?,
+            get_attr_int64: symbol(c"TF_OpKernelConstruction_GetAttrInt64").ok(),
             get_attr_float: symbol(c"TF_OpKernelConstruction_GetAttrFloat").ok(),
             get_attr_int64_list: symbol(c"TF_OpKernelConstruction_GetAttrInt64List")?,
             get_attr_size: symbol(c"TF_OpKernelConstruction_GetAttrSize")?,

@@ -21,6 +21,7 @@ mod edges;
 mod fallback;
 mod fold;
 mod fuse;
+mod half;
 mod host_copy;
 mod kernel_list;
 mod nodes;

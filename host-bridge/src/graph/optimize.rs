@@ -4,6 +4,7 @@
 use super::assign::split_variable_updates;
 use super::fold::fold_batch_norms;
 use super::fuse::{FUSED_CONV_OP, FUSED_OP, Fusions, Heads, fuse_chains};
+use super::half::lower_half_precision;
 use super::host_copy::run_on_host_copies;
 use super::kernel_list::{has_kernel_for, takes_attrs};
 use super::proto::{DataType, GraphDef, KernelList, NodeDef};
@@ -103,6 +104,11 @@ pub unsafe fn run(
         dtype == DataType::DtFloat as i32 && arithmetic_kernel(op, device)
     }) + run_on_host_copies(&mut graph, device);
     let unfused = unfuse_batch_norms(&mut graph, &preserve, device);
+    let halves = if half_casts_registered(device)? {
+        lower_half_precision(&mut graph, &preserve, device, kernel_lookup(device))
+    } else {
+        0
+    };
     let quantized = if settings.int8 && int8_kernels_registered(device)? {
         rewrite_qat(&mut graph, &preserve, device)
     } else {
@@ -131,6 +137,7 @@ pub unsafe fn run(
     let output = if session_moves > 0
         || updates > 0
         || unfused > 0
+        || halves > 0
         || quantized > 0
         || folded > 0
         || fusions.any()
@@ -164,6 +171,25 @@ fn fused_kernel_registered(fused: &str, chain: &str) -> Result<bool> {
         ));
     }
     Ok(registered)
+}
+
+/// Whether our device has the `Cast` kernels the half-precision lowering
+/// adds (float32 from and to bfloat16).
+fn half_casts_registered(device: &str) -> Result<bool> {
+    let Some(list) = tf_grappler::kernels_for(c"Cast").ok() else {
+        return Ok(false);
+    };
+    let bf16 = DataType::DtBfloat16 as i32;
+    Ok(list.kernel.iter().any(|k| {
+        k.device_type == device
+            && k.constraint.iter().any(|c| {
+                c.name == "SrcT"
+                    && matches!(
+                        c.allowed_values.as_ref().and_then(|v| v.value.as_ref()),
+                        Some(super::proto::attr_value::Value::List(l)) if l.r#type.contains(&bf16)
+                    )
+            })
+    }))
 }
 
 /// Whether the int8 rewrite's ops have kernels: the device's int8 ops (its

@@ -316,6 +316,20 @@ impl Construction {
         Ok(value)
     }
 
+    /// An int64 attribute.
+    pub fn int64_attr(&self, name: &CStr) -> KernelResult<i64> {
+        let Some(get) = self.api.get_attr_int64 else {
+            return Err(Failure::unimplemented(
+                "this TensorFlow has no TF_OpKernelConstruction_GetAttrInt64",
+            ));
+        };
+        let mut value = 0i64;
+        // SAFETY: as in `bool_attr`.
+        unsafe { get(self.raw, name.as_ptr(), &mut value, self.status.fresh()) };
+        self.status.check(&format!("attribute {name:?}"))?;
+        Ok(value)
+    }
+
     /// A list-of-ints attribute (at most 16 entries; ours are 4 or 8).
     pub fn int_list_attr(&self, name: &CStr) -> KernelResult<Vec<i64>> {
         let (mut list_size, mut total_size) = (0i32, 0i32);

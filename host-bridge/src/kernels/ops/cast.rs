@@ -1,5 +1,6 @@
-//! `Cast` between float32 and int32, int64 or bool, and between int32
-//! and int64: one device `Cast` (exact, TF's CPU conversions bit for bit).
+//! `Cast` between float32 and int32, int64, bool, bfloat16 or float16, and
+//! between int32 and int64: one device `Cast` (TF's CPU conversions bit for
+//! bit; to the half types rounding to nearest even).
 
 use super::{Op, TypePair, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
@@ -17,7 +18,7 @@ const fn pair(src: TF_DataType, dst: TF_DataType) -> TypePair {
 }
 
 /// The (`SrcT`, `DstT`) pairs the device converts.
-static PAIRS: [TypePair; 8] = {
+static PAIRS: [TypePair; 12] = {
     use TF_DataType as T;
     [
         pair(T::TF_FLOAT, T::TF_INT32),
@@ -28,6 +29,10 @@ static PAIRS: [TypePair; 8] = {
         pair(T::TF_BOOL, T::TF_FLOAT),
         pair(T::TF_INT32, T::TF_INT64),
         pair(T::TF_INT64, T::TF_INT32),
+        pair(T::TF_FLOAT, T::TF_BFLOAT16),
+        pair(T::TF_BFLOAT16, T::TF_FLOAT),
+        pair(T::TF_FLOAT, T::TF_HALF),
+        pair(T::TF_HALF, T::TF_FLOAT),
     ]
 };
 
@@ -38,6 +43,8 @@ pub fn device_type(t: TF_DataType) -> Option<DType> {
         TF_DataType::TF_INT32 => Some(DType::I32),
         TF_DataType::TF_INT64 => Some(DType::I64),
         TF_DataType::TF_BOOL => Some(DType::Bool),
+        TF_DataType::TF_BFLOAT16 => Some(DType::BF16),
+        TF_DataType::TF_HALF => Some(DType::F16),
         _ => None,
     }
 }

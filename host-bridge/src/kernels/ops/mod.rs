@@ -202,7 +202,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// The f32 kernels besides the element-wise families'.
-static KERNELS: [&dyn TfKernel; 63] = [
+static KERNELS: [&dyn TfKernel; 64] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -266,6 +266,7 @@ static KERNELS: [&dyn TfKernel; 63] = [
     &reduce::ARG_KERNELS[0],
     &reduce::ARG_KERNELS[1],
     &random::StatelessUniform,
+    &random::StatefulUniform,
 ];
 
 /// Every kernel the bridge can register for a device type: [`KERNELS`],
@@ -398,6 +399,7 @@ mod tests {
                 b"GatherV2" => &[c"axis"],
                 b"ArgMax" | b"ArgMin" => &[c"dimension"],
                 b"StatelessRandomUniformV2" => &[c"shape", c"key", c"counter", c"alg"],
+                b"RandomUniform" => &[c"shape"],
                 b"UnsortedSegmentSum" => &[c"num_segments"],
                 b"Pad" => &[c"paddings"],
                 b"BroadcastTo" => &[c"shape"],

@@ -7,7 +7,7 @@ use super::sum::read_host_ints;
 use super::{Op, flat, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
-use crate::kernels::tf::{Context, Tensor};
+use crate::kernels::tf::{Construction, Context, Tensor};
 use std::ffi::CStr;
 use tensorplug_core::accelerator::OpKind;
 
@@ -89,4 +89,79 @@ fn words(t: &Tensor, name: &str) -> KernelResult<Vec<u64>> {
         // SAFETY: host memory (HostMemory input) of `bytes` bytes; unaligned reads.
         .map(|i| unsafe { data.add(i * 8).cast::<u64>().read_unaligned() })
         .collect())
+}
+
+/// The stateful `RandomUniform(shape)` on float32 (`seed`, `seed2`): TF's
+/// `PhiloxRandomOp`, whose generator lives in the kernel. Each call takes
+/// the generator's counter and skips it by 256 groups per output, as TF's
+/// `GuardedPhiloxRandom::ReserveRandomOutputs` does, so the floats equal
+/// TF's CPU kernel's call by call (Keras 2's dropout).
+pub struct StatefulUniform;
+
+/// The kernel's generator: Philox's key and its next counter.
+#[derive(Debug, Default)]
+pub struct Generator(std::sync::Mutex<(u64, [u64; 2])>);
+
+impl Op for StatefulUniform {
+    type Attrs = Generator;
+
+    fn op(&self) -> &'static CStr {
+        c"RandomUniform"
+    }
+
+    fn family(&self) -> Option<OpKind> {
+        Some(UNIFORM)
+    }
+
+    fn type_attr(&self) -> Option<&'static CStr> {
+        Some(c"dtype")
+    }
+
+    fn host_memory(&self) -> &'static [&'static CStr] {
+        &[c"shape"]
+    }
+
+    fn construct(&self, ctx: &Construction) -> KernelResult<Generator> {
+        let (mut seed, mut seed2) = (ctx.int64_attr(c"seed")?, ctx.int64_attr(c"seed2")?);
+        if seed == 0 && seed2 == 0 {
+            // TF seeds such a generator at random too.
+            let random = |i: u64| {
+                use std::hash::{BuildHasher, Hasher};
+                let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+                h.write_u64(i);
+                h.finish() as i64
+            };
+            (seed, seed2) = (random(1), random(2));
+        }
+        Ok(Generator(std::sync::Mutex::new((
+            seed as u64,
+            [0, seed2 as u64],
+        ))))
+    }
+
+    fn compute(&self, g: &Generator, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
+        let dims = read_host_ints(&ctx.input(0, true)?, "shape")?;
+        let dims: Vec<u64> = dims
+            .iter()
+            .map(|&d| u64::try_from(d))
+            .collect::<Result<_, _>>()
+            .map_err(|_| Failure::invalid(format!("shape {dims:?} has a negative size")))?;
+        let shape = flat(&dims)?;
+        let out = ctx.output(&shape, &[])?;
+        let n = shape.elements().unwrap_or(0);
+        let (key, counter) = {
+            let mut state = g.0.lock().unwrap_or_else(|e| e.into_inner());
+            let taken = *state;
+            state.1 = tensorplug_core::reference::random::skipped(state.1, n.saturating_mul(256));
+            taken
+        };
+        if n == 0 {
+            return Ok(());
+        }
+        run.launch(
+            OpKind::RandomUniform { key, counter },
+            &[],
+            run.desc(&out, shape)?,
+        )
+    }
 }

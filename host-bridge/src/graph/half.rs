@@ -1,0 +1,233 @@
+//! bfloat16 and float16 ops of a graph that runs on our device, which TF
+//! placed on the CPU for want of a kernel of that type, run on our device
+//! in float32: each such node gets `Cast`s to float32 on its half-precision
+//! inputs and one back on its output, all on our device, and its `T`
+//! becomes float32. The result is the float32 op's rounded once to the
+//! half type, as TF's CPU kernels compute these types (in float32, then
+//! rounded). Keras' `mixed_bfloat16` and `mixed_float16` policies write
+//! such graphs. `docs/graph-optimizer.md`, "Half precision".
+
+use super::device::is_ours;
+use super::edges::Input;
+use super::nodes::{type_attr, type_value, unique};
+use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
+use std::collections::{HashMap, HashSet};
+
+/// Suffixes of the casts the pass adds.
+const TO_F32: &str = "tensorplug_to_f32";
+const FROM_F32: &str = "tensorplug_from_f32";
+
+/// The ops the pass lowers and which of their inputs are of type `T` (the
+/// others are shapes or axes); output 0 is of type `T`.
+const LOWERED: &[(&str, &[usize])] = &[
+    ("Conv2D", &[0, 1]),
+    ("DepthwiseConv2dNative", &[0, 1]),
+    ("Conv2DBackpropInput", &[1, 2]),
+    ("Conv2DBackpropFilter", &[0, 2]),
+    ("MatMul", &[0, 1]),
+    ("BatchMatMulV2", &[0, 1]),
+    ("BiasAdd", &[0, 1]),
+    ("BiasAddGrad", &[0]),
+    ("Relu", &[0]),
+    ("Relu6", &[0]),
+    ("ReluGrad", &[0, 1]),
+    ("Sigmoid", &[0]),
+    ("Tanh", &[0]),
+    ("Softmax", &[0]),
+    ("MaxPool", &[0]),
+    ("AvgPool", &[0]),
+    ("MaxPoolGrad", &[0, 1, 2]),
+    ("AvgPoolGrad", &[1]),
+    ("AddV2", &[0, 1]),
+    ("Sub", &[0, 1]),
+    ("Mul", &[0, 1]),
+    ("RealDiv", &[0, 1]),
+    ("Maximum", &[0, 1]),
+    ("Minimum", &[0, 1]),
+    ("Neg", &[0]),
+    ("Square", &[0]),
+    ("Sum", &[0]),
+    ("Mean", &[0]),
+];
+
+/// The half-precision types.
+fn is_half(t: i32) -> bool {
+    t == DataType::DtBfloat16 as i32 || t == DataType::DtHalf as i32
+}
+
+/// Lowers the half-precision nodes on the CPU of a graph that has nodes on
+/// a `device_type` device; `runs_f32(node)` says whether our device runs
+/// `node` with `T` float32. Nodes named in `preserve` (fetched) are left
+/// alone. Returns how many nodes it lowered.
+pub fn lower_half_precision(
+    graph: &mut GraphDef,
+    preserve: &HashSet<String>,
+    device_type: &str,
+    mut runs_f32: impl FnMut(&NodeDef) -> bool,
+) -> usize {
+    let Some(device) = graph
+        .node
+        .iter()
+        .find(|n| is_ours(&n.device, device_type))
+        .map(|n| n.device.clone())
+    else {
+        return 0;
+    };
+    let mut names: HashSet<String> = graph.node.iter().map(|n| n.name.clone()).collect();
+    let mut added = Vec::new();
+    // The float32 producer of each lowered node's output, by its name.
+    let mut renamed: HashMap<String, String> = HashMap::new();
+    for node in &mut graph.node {
+        let Some((_, inputs)) = LOWERED.iter().find(|(op, _)| *op == node.op) else {
+            continue;
+        };
+        let Some(half) = type_attr(node, "T").filter(|&t| is_half(t)) else {
+            continue;
+        };
+        if is_ours(&node.device, device_type) || preserve.contains(&node.name) {
+            continue;
+        }
+        let mut f32_node = node.clone();
+        f32_node
+            .attr
+            .insert("T".into(), type_value(DataType::DtFloat as i32));
+        if !runs_f32(&f32_node) {
+            continue;
+        }
+        for &i in *inputs {
+            let Some(text) = node.input.get(i).cloned() else {
+                continue;
+            };
+            let name = unique(&mut names, &node.name, &format!("{TO_F32}_{i}"));
+            added.push(cast(&name, &text, half, DataType::DtFloat as i32, &device));
+            node.input[i] = name;
+        }
+        node.attr = f32_node.attr;
+        node.device = device.clone();
+        let back = unique(&mut names, &node.name, FROM_F32);
+        added.push(cast(
+            &back,
+            &node.name,
+            DataType::DtFloat as i32,
+            half,
+            &device,
+        ));
+        renamed.insert(node.name.clone(), back);
+    }
+    // Readers of a lowered node's output 0 read the cast back instead.
+    for node in graph.node.iter_mut().chain(added.iter_mut()) {
+        let own_cast = node.name.ends_with(FROM_F32);
+        for text in &mut node.input {
+            if let Input::Data {
+                node: producer,
+                port: 0,
+            } = Input::parse(text)
+                && let Some(back) = renamed.get(producer).filter(|_| !own_cast)
+            {
+                *text = back.clone();
+            }
+        }
+    }
+    let lowered = renamed.len();
+    graph.node.extend(added);
+    lowered
+}
+
+fn cast(name: &str, input: &str, from: i32, to: i32, device: &str) -> NodeDef {
+    let mut attr = HashMap::new();
+    attr.insert("SrcT".into(), type_value(from));
+    attr.insert("DstT".into(), type_value(to));
+    attr.insert(
+        "Truncate".into(),
+        AttrValue {
+            value: Some(attr_value::Value::B(false)),
+        },
+    );
+    NodeDef {
+        name: name.into(),
+        op: "Cast".into(),
+        input: vec![input.into()],
+        device: device.into(),
+        attr,
+        ..NodeDef::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::test_nodes::{CPU, FPGA, find, node};
+
+    fn typed(mut n: NodeDef, device: &str, t: DataType) -> NodeDef {
+        n.device = device.into();
+        n.attr.insert("T".into(), type_value(t as i32));
+        n
+    }
+
+    #[test]
+    fn a_bfloat16_chain_on_the_cpu_runs_in_float32_on_our_device_between_casts() {
+        let bf16 = DataType::DtBfloat16;
+        let mut graph = GraphDef {
+            node: vec![
+                node("x", "Cast", &[]),
+                typed(node("conv", "Conv2D", &["x", "w"]), CPU, bf16),
+                typed(node("relu", "Relu", &["conv", "^x"]), CPU, bf16),
+                typed(node("out", "Identity", &["relu:0"]), CPU, bf16),
+            ],
+            ..Default::default()
+        };
+        let n = lower_half_precision(&mut graph, &HashSet::new(), "FPGA", |_| true);
+        assert_eq!(n, 2);
+        let conv = find(&graph, "conv");
+        assert_eq!(conv.device, FPGA);
+        assert_eq!(type_attr(conv, "T"), Some(DataType::DtFloat as i32));
+        assert_eq!(
+            conv.input,
+            ["conv/tensorplug_to_f32_0", "conv/tensorplug_to_f32_1"]
+        );
+        let to = find(&graph, "conv/tensorplug_to_f32_1");
+        assert_eq!((to.op.as_str(), to.input[0].as_str()), ("Cast", "w"));
+        assert_eq!(type_attr(to, "SrcT"), Some(bf16 as i32));
+        // The Relu reads the conv's cast back, then casts it up again; the
+        // Identity (not lowered) reads the Relu's cast back; control edges stay.
+        let relu = find(&graph, "relu");
+        assert_eq!(relu.input, ["relu/tensorplug_to_f32_0", "^x"]);
+        assert_eq!(
+            find(&graph, "relu/tensorplug_to_f32_0").input,
+            ["conv/tensorplug_from_f32"]
+        );
+        assert_eq!(find(&graph, "out").input, ["relu/tensorplug_from_f32"]);
+        let back = find(&graph, "relu/tensorplug_from_f32");
+        assert_eq!(
+            (back.input[0].as_str(), back.device.as_str()),
+            ("relu", FPGA)
+        );
+        assert_eq!(type_attr(back, "DstT"), Some(bf16 as i32));
+    }
+
+    #[test]
+    fn float32_fetched_unrunnable_and_device_less_graphs_are_left_alone() {
+        let bf16 = DataType::DtBfloat16;
+        let graph = GraphDef {
+            node: vec![
+                node("x", "Cast", &[]),
+                typed(node("f32", "Relu", &["x"]), CPU, DataType::DtFloat),
+                typed(node("fetched", "Relu", &["x"]), CPU, bf16),
+                typed(node("other", "Sin", &["x"]), CPU, bf16),
+                typed(node("refused", "Relu6", &["x"]), CPU, bf16),
+            ],
+            ..Default::default()
+        };
+        let preserve: HashSet<String> = ["fetched".to_string()].into();
+        let mut g = graph.clone();
+        let n = lower_half_precision(&mut g, &preserve, "FPGA", |n| n.op != "Relu6");
+        assert_eq!((n, g.node.len()), (0, graph.node.len()));
+        let mut cpu_only = graph.clone();
+        cpu_only.node[0].device = CPU.into();
+        cpu_only.node[2].name = "free".into();
+        assert_eq!(
+            lower_half_precision(&mut cpu_only, &HashSet::new(), "FPGA", |_| true),
+            0
+        );
+    }
+}
