@@ -27,6 +27,9 @@ pub const PROFILER: &str = "PROFILER";
 pub const GRAPH_FUSION: &str = "GRAPH_FUSION";
 /// `TENSORPLUG_GRAPH_INT8`: whether the pass runs quantization-aware graphs in int8.
 pub const GRAPH_INT8: &str = "GRAPH_INT8";
+/// `TENSORPLUG_GRAPH_HALF`: whether the pass runs half-precision ops in
+/// float32 on the device.
+pub const GRAPH_HALF: &str = "GRAPH_HALF";
 /// `TENSORPLUG_FALLBACK`: `warn`, `off` or `error` for float ops placed on the CPU.
 pub const FALLBACK: &str = "FALLBACK";
 /// `TENSORPLUG_FALLBACK_FILE`: append every fallback found to this file.

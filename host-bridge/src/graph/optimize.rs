@@ -33,6 +33,9 @@ pub struct Settings {
     /// Setting `GRAPH_INT8` (`TENSORPLUG_GRAPH_INT8=off`) disables the int8
     /// rewrite of quantization-aware graphs (default on).
     pub int8: bool,
+    /// Setting `GRAPH_HALF` (`TENSORPLUG_GRAPH_HALF=off`) leaves bfloat16
+    /// and float16 ops where TF placed them (default on).
+    pub half: bool,
     /// Setting `GRAPH_DUMP_DIR`: write every `graph_in`/`graph_out` there.
     pub dump_dir: Option<PathBuf>,
 }
@@ -42,11 +45,13 @@ impl Settings {
     pub fn from_env() -> Result<Self> {
         let fusion = settings::flag(settings::GRAPH_FUSION, true)?;
         let int8 = settings::flag(settings::GRAPH_INT8, true)?;
+        let half = settings::flag(settings::GRAPH_HALF, true)?;
         let dump_dir =
             settings::get(settings::GRAPH_DUMP_DIR)?.map(|value| PathBuf::from(value.text));
         Ok(Self {
             fusion,
             int8,
+            half,
             dump_dir,
         })
     }
@@ -104,7 +109,7 @@ pub unsafe fn run(
         dtype == DataType::DtFloat as i32 && arithmetic_kernel(op, device)
     }) + run_on_host_copies(&mut graph, device);
     let unfused = unfuse_batch_norms(&mut graph, &preserve, device);
-    let halves = if half_casts_registered(device)? {
+    let halves = if settings.half && half_casts_registered(device)? {
         lower_half_precision(&mut graph, &preserve, device, kernel_lookup(device))
     } else {
         0
