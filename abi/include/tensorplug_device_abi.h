@@ -759,6 +759,7 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_OP_ARG_MAX 84
 #define TPD_OP_ARG_MIN 85
 #define TPD_OP_RANDOM_UNIFORM 86
+#define TPD_OP_IS_FINITE 87
 
 // Element types (`CommandDescriptor::dtype`), from tensorplug_core's `DType`.
 #define TPD_DTYPE_F32 1

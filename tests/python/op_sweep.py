@@ -806,6 +806,9 @@ SWEEPS = {
     "LessEqual": compare_cases(tf.math.less_equal),
     "Greater": compare_cases(tf.math.greater),
     "GreaterEqual": compare_cases(tf.math.greater_equal),
+    "IsFinite": lambda: iter([
+        (f"{shape}", tf.math.is_finite, [rand(*shape)], None) for shape in pick(SHAPES)] +
+        [("specials", tf.math.is_finite, [SPECIAL], None)]),
     "Select": lambda: select_cases(False),
     "SelectV2": lambda: select_cases(True),
     "BiasAdd": bias_add_cases,

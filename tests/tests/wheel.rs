@@ -319,10 +319,17 @@ fn keras_guide_programs_run_unchanged_on_the_fpga() {
     println!("{decides}\n{explicit}");
     // Issue 24: the Keras guide's text-classification transformer, a
     // bidirectional LSTM classifier and a convnet under `mixed_bfloat16`
-    // fit and predict with no float op on the CPU (the fallback report),
-    // equal to the CPU.
+    // (and on Keras 3 `mixed_float16`) fit and predict with no float op on
+    // the CPU (the fallback report), equal to the CPU. TF 2.15's CPU
+    // float16 convolution rounds more often than ours (predictions 9e-3
+    // apart), so f16 is compared on Keras 3 only.
     let sequence = workspace_root().join("tests/python/keras_sequence.py");
-    for program in ["transformer", "bilstm", "bf16"] {
+    let programs: &[&str] = if keras_2 {
+        &["transformer", "bilstm", "bf16"]
+    } else {
+        &["transformer", "bilstm", "bf16", "f16"]
+    };
+    for &program in programs {
         let mut cmd = Command::new(venv.join("bin/python"));
         cmd.arg(&sequence)
             .arg(program)

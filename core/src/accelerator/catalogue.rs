@@ -208,6 +208,8 @@ pub const BUILTIN: &[OpDecl] = &[
             counter: [0; 2],
         },
     ),
+    // A mask too: 1.0 where finite (`IsFinite` casts it to bool).
+    unary("IsFinite", 87),
 ];
 
 /// The element-wise ops that code names (any member can also be named in a
@@ -394,6 +396,7 @@ pub(super) const ELEMENTWISE_RULES: &[(u16, Elementwise)] = &[
     (80, near(|a, b| mask(a <= b))),
     (81, near(|a, b| mask(a > b))),
     (82, near(|a, b| mask(a >= b))),
+    (87, near(|x, _| mask(x.is_finite()))),
 ];
 
 /// A comparison's result as an f32 mask.

@@ -117,6 +117,8 @@ unary_ops! {
     Round = Unary::named("Round") => libm::rintf,
     /// `x / (1 + |x|)`.
     Softsign = Unary::named("Softsign") => |x: f32| x / (1.0 + x.abs()),
+    /// 1.0 where `x` is finite, else 0.0 (a mask).
+    IsFinite = Unary::named("IsFinite") => |x: f32| if x.is_finite() { 1.0 } else { 0.0 },
 }
 
 fn selu(x: f32) -> f32 {

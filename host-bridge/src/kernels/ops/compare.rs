@@ -37,6 +37,41 @@ pub(super) const TO_BOOL: OpKind = OpKind::Cast {
     to: DType::Bool,
 };
 
+/// `IsFinite(x)` on float32: the device's finiteness mask, cast to bool
+/// (Keras' `mixed_float16` loss scaling checks its gradients with it).
+pub struct IsFinite;
+
+const FINITE: OpKind = OpKind::Unary(tensorplug_core::accelerator::Unary::named("IsFinite"));
+
+impl Op for IsFinite {
+    type Attrs = ();
+
+    fn op(&self) -> &'static CStr {
+        c"IsFinite"
+    }
+
+    fn family(&self) -> Option<OpKind> {
+        Some(FINITE)
+    }
+
+    fn also_launches(&self) -> &'static [OpKind] {
+        &[TO_BOOL]
+    }
+
+    fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
+        let x = ctx.input(0, false)?;
+        let shape = x.shape()?;
+        let out = ctx.output(&shape, &[])?;
+        if is_empty(&shape) {
+            return Ok(());
+        }
+        let mask = ctx.temp(&shape)?;
+        let mask = run.desc(&mask, shape)?;
+        run.launch(FINITE, &[run.desc(&x, shape)?], mask)?;
+        run.launch(TO_BOOL, &[mask], run.typed_desc(&out, shape, DType::Bool)?)
+    }
+}
+
 /// `incompatible_shape_error` (`Equal`, `NotEqual`; true for the others).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Strict(bool);

@@ -202,7 +202,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// The f32 kernels besides the element-wise families'.
-static KERNELS: [&dyn TfKernel; 64] = [
+static KERNELS: [&dyn TfKernel; 65] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -267,6 +267,7 @@ static KERNELS: [&dyn TfKernel; 64] = [
     &reduce::ARG_KERNELS[1],
     &random::StatelessUniform,
     &random::StatefulUniform,
+    &compare::IsFinite,
 ];
 
 /// Every kernel the bridge can register for a device type: [`KERNELS`],
