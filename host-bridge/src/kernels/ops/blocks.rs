@@ -82,22 +82,15 @@ impl Block<'_> {
         Ok((run, offsets))
     }
 
-    /// Enqueues the copies of this block from `src` into `dst` (f32).
+    /// Enqueues the copies of this block from `src` into `dst` (4-byte
+    /// elements).
     pub(super) fn copy(
         &self,
         run: &mut Launcher<'_>,
         dst: TensorDesc,
         src: TensorDesc,
     ) -> KernelResult<()> {
-        let (len, offsets) = self.runs()?;
-        let run_shape = Shape::new(&[len]).ok_or_else(|| Failure::invalid("bad rank"))?;
-        let at = |t: TensorDesc, element: u64| {
-            TensorDesc::new(DeviceAddr(t.addr.0 + element * 4), t.dtype, run_shape)
-        };
-        for (s, d) in offsets {
-            run.copy(at(dst, d), at(src, s))?;
-        }
-        Ok(())
+        self.copies(run, |s, d| (at(dst, d), at(src, s)))
     }
 
     /// The copies of [`Block::copy`] the other way round: `from` (of the
@@ -109,16 +102,38 @@ impl Block<'_> {
         into: TensorDesc,
         from: TensorDesc,
     ) -> KernelResult<()> {
+        self.copies(run, |s, d| (at(into, s), at(from, d)))
+    }
+
+    /// One copy per run: `ends(src offset, dst offset)` gives its
+    /// destination and source, each the start of a run (its shape set here).
+    fn copies(
+        &self,
+        run: &mut Launcher<'_>,
+        ends: impl Fn(u64, u64) -> (TensorDesc, TensorDesc),
+    ) -> KernelResult<()> {
         let (len, offsets) = self.runs()?;
         let run_shape = Shape::new(&[len]).ok_or_else(|| Failure::invalid("bad rank"))?;
-        let at = |t: TensorDesc, element: u64| {
-            TensorDesc::new(DeviceAddr(t.addr.0 + element * 4), t.dtype, run_shape)
-        };
         for (s, d) in offsets {
-            run.copy(at(into, s), at(from, d))?;
+            let (to, from) = ends(s, d);
+            run.copy(
+                TensorDesc {
+                    shape: run_shape,
+                    ..to
+                },
+                TensorDesc {
+                    shape: run_shape,
+                    ..from
+                },
+            )?;
         }
         Ok(())
     }
+}
+
+/// The element at `element` of `t` (4-byte elements).
+fn at(t: TensorDesc, element: u64) -> TensorDesc {
+    TensorDesc::new(DeviceAddr(t.addr.0 + element * 4), t.dtype, t.shape)
 }
 
 #[cfg(test)]

@@ -33,11 +33,7 @@ impl Op for BroadcastTo {
         let x = ctx.input(0, false)?;
         let sx = x.shape()?;
         let dims = read_host_ints(&ctx.input(1, true)?, "shape")?;
-        let dims: Vec<u64> = dims
-            .iter()
-            .map(|&d| u64::try_from(d))
-            .collect::<Result<_, _>>()
-            .map_err(|_| Failure::invalid(format!("shape {dims:?} has a negative size")))?;
+        let dims = super::sum::sizes(&dims, "shape")?;
         let target = flat(&dims)?;
         let incompatible = || {
             Failure::invalid(format!(

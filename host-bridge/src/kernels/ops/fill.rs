@@ -92,11 +92,7 @@ impl Op for FillValue {
                 value.shape()?.dims()
             )));
         }
-        let dims: Vec<u64> = dims
-            .iter()
-            .map(|&d| u64::try_from(d))
-            .collect::<Result<_, _>>()
-            .map_err(|_| Failure::invalid(format!("dims {dims:?} has a negative size")))?;
+        let dims = super::sum::sizes(&dims, "dims")?;
         let shape = flat(&dims)?;
         let out = ctx.output(&shape, &[])?;
         if is_empty(&shape) {

@@ -63,11 +63,7 @@ impl Op for StatelessUniform {
                 )));
             }
         };
-        let dims: Vec<u64> = dims
-            .iter()
-            .map(|&d| u64::try_from(d))
-            .collect::<Result<_, _>>()
-            .map_err(|_| Failure::invalid(format!("shape {dims:?} has a negative size")))?;
+        let dims = super::sum::sizes(&dims, "shape")?;
         let shape = flat(&dims)?;
         let out = ctx.output(&shape, &[])?;
         if is_empty(&shape) {
@@ -141,11 +137,7 @@ impl Op for StatefulUniform {
 
     fn compute(&self, g: &Generator, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
         let dims = read_host_ints(&ctx.input(0, true)?, "shape")?;
-        let dims: Vec<u64> = dims
-            .iter()
-            .map(|&d| u64::try_from(d))
-            .collect::<Result<_, _>>()
-            .map_err(|_| Failure::invalid(format!("shape {dims:?} has a negative size")))?;
+        let dims = super::sum::sizes(&dims, "shape")?;
         let shape = flat(&dims)?;
         let out = ctx.output(&shape, &[])?;
         let n = shape.elements().unwrap_or(0);

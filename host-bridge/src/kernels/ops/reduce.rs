@@ -8,10 +8,10 @@ use super::{Op, flat};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes;
-use crate::kernels::tf::{Construction, Context};
+use crate::kernels::tf::{Construction, Context, Tensor};
 use std::ffi::CStr;
 use tensorplug_abi::tf::TF_DataType;
-use tensorplug_core::accelerator::{DType, MAX_RANK, OpKind};
+use tensorplug_core::accelerator::{DType, MAX_RANK, OpKind, TensorDesc};
 
 /// `Max`, `Min` or `Prod`.
 pub struct Reduce {
@@ -75,35 +75,51 @@ impl Op for Reduce {
         if rows == 0 {
             return Ok(());
         }
-        let len = sx.elements().unwrap_or(0) / rows;
         let out = run.desc(&out, flat(&[rows])?)?;
-        // Kept axes first, then the reduced ones, each in order; axes of
-        // size 1 may go anywhere.
+        // Kept axes first, then the reduced ones, each in order.
         let rank = sx.dims().len();
         let order: Vec<usize> = (0..rank)
             .filter(|&a| !reduced[a])
             .chain((0..rank).filter(|&a| reduced[a]))
             .collect();
-        let moved = !order.iter().filter(|&&a| sx.dims()[a] > 1).is_sorted();
-        let rows_view = flat(&[rows, len])?;
-        if len == 0 || !moved {
-            return run.launch(self.kind, &[run.desc(&x, rows_view)?], out);
-        }
-        let mut perm = [0u8; MAX_RANK];
-        for (p, &a) in perm.iter_mut().zip(&order) {
-            *p = a as u8;
-        }
-        let dims: Vec<u64> = order.iter().map(|&a| sx.dims()[a]).collect();
-        let moved_shape = flat(&dims)?;
-        let temp = ctx.temp(&moved_shape)?;
-        let temp = run.desc(&temp, moved_shape)?;
-        run.launch(OpKind::Transpose(perm), &[run.desc(&x, sx)?], temp)?;
-        let rows_desc = tensorplug_core::accelerator::TensorDesc {
-            shape: rows_view,
-            ..temp
-        };
+        let (rows_desc, _temp) = rows_of(ctx, run, &x, &order, rows)?;
         run.launch(self.kind, &[rows_desc], out)
     }
+}
+
+/// `x` as `[rows, len]` with its axes in `order`: a view when that order
+/// keeps the axes of size > 1 in place, else a device `Transpose` into a
+/// temp (returned, held until launched).
+fn rows_of(
+    ctx: &Context,
+    run: &mut Launcher<'_>,
+    x: &Tensor,
+    order: &[usize],
+    rows: u64,
+) -> KernelResult<(TensorDesc, Option<Tensor>)> {
+    let sx = x.shape()?;
+    let len = sx.elements().unwrap_or(0) / rows.max(1);
+    let rows_view = flat(&[rows, len])?;
+    let moved = !order.iter().filter(|&&a| sx.dims()[a] > 1).is_sorted();
+    if len == 0 || !moved {
+        return Ok((run.desc(x, rows_view)?, None));
+    }
+    let mut perm = [0u8; MAX_RANK];
+    for (p, &a) in perm.iter_mut().zip(order) {
+        *p = a as u8;
+    }
+    let dims: Vec<u64> = order.iter().map(|&a| sx.dims()[a]).collect();
+    let moved_shape = flat(&dims)?;
+    let temp = ctx.temp(&moved_shape)?;
+    let desc = run.desc(&temp, moved_shape)?;
+    run.launch(OpKind::Transpose(perm), &[run.desc(x, sx)?], desc)?;
+    Ok((
+        TensorDesc {
+            shape: rows_view,
+            ..desc
+        },
+        Some(temp),
+    ))
 }
 
 /// `ArgMax` or `ArgMin` over one axis (`dimension` in host memory), into
@@ -187,27 +203,11 @@ impl Op for ArgReduce {
             true => OpKind::ArgMin(out_type),
         };
         let out = run.typed_desc(&out, flat(&[rows])?, out_type)?;
-        let rows_view = flat(&[rows, len])?;
-        let after: u64 = sx.dims()[axis + 1..].iter().product();
-        if after == 1 {
-            return run.launch(kind, &[run.desc(&x, rows_view)?], out);
-        }
-        let mut perm = [0u8; MAX_RANK];
         let order: Vec<usize> = (0..sx.dims().len())
             .filter(|&a| a != axis)
             .chain([axis])
             .collect();
-        for (p, &a) in perm.iter_mut().zip(&order) {
-            *p = a as u8;
-        }
-        let moved = flat(&order.iter().map(|&a| sx.dims()[a]).collect::<Vec<_>>())?;
-        let temp = ctx.temp(&moved)?;
-        let temp = run.desc(&temp, moved)?;
-        run.launch(OpKind::Transpose(perm), &[run.desc(&x, sx)?], temp)?;
-        let rows_desc = tensorplug_core::accelerator::TensorDesc {
-            shape: rows_view,
-            ..temp
-        };
+        let (rows_desc, _temp) = rows_of(ctx, run, &x, &order, rows)?;
         run.launch(kind, &[rows_desc], out)
     }
 }

@@ -57,23 +57,14 @@ impl Op for StridedSlice {
     fn compute(&self, masks: &Masks, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
         let x = ctx.input(0, false)?;
         let sx = x.shape()?;
-        let spec = [1, 2, 3]
-            .map(|i| read_host_ints(&ctx.input(i, true)?, ["begin", "end", "strides"][i - 1]));
-        let [begin, end, strides] = spec;
-        let slice = resolve(sx.dims(), &begin?, &end?, &strides?, *masks)?;
+        let slice = read_slice(ctx, sx.dims(), *masks)?;
         let out_shape = flat(&slice.out)?;
         let out = ctx.output(&out_shape, &[])?;
         if is_empty(&out_shape) {
             return Ok(());
         }
-        let block = Block {
-            src_dims: sx.dims(),
-            src_at: &slice.begin,
-            dst_dims: &slice.size,
-            dst_at: &vec![0; slice.size.len()],
-            extent: &slice.size,
-            step: &slice.step,
-        };
+        let zeros = vec![0; slice.size.len()];
+        let block = slice.block(sx.dims(), &zeros);
         block.copy(run, run.desc(&out, out_shape)?, run.desc(&x, sx)?)
     }
 }
@@ -119,24 +110,14 @@ impl Op for StridedSliceHost {
     fn compute(&self, masks: &Masks, ctx: &Context, _: &mut Launcher<'_>) -> KernelResult<()> {
         let x = ctx.input(0, true)?;
         let sx = x.shape()?;
-        let spec = [1, 2, 3]
-            .map(|i| read_host_ints(&ctx.input(i, true)?, ["begin", "end", "strides"][i - 1]));
-        let [begin, end, strides] = spec;
-        let slice = resolve(sx.dims(), &begin?, &end?, &strides?, *masks)?;
+        let slice = read_slice(ctx, sx.dims(), *masks)?;
         let out_shape = flat(&slice.out)?;
         let out = ctx.output(&out_shape, &[])?;
         if is_empty(&out_shape) {
             return Ok(());
         }
-        let block = Block {
-            src_dims: sx.dims(),
-            src_at: &slice.begin,
-            dst_dims: &slice.size,
-            dst_at: &vec![0; slice.size.len()],
-            extent: &slice.size,
-            step: &slice.step,
-        };
-        let (len, runs) = block.runs()?;
+        let zeros = vec![0; slice.size.len()];
+        let (len, runs) = slice.block(sx.dims(), &zeros).runs()?;
         let (src, dst) = (x.data().cast::<i32>(), out.data().cast::<i32>());
         let (src_len, dst_len) = (x.byte_size() / 4, out.byte_size() / 4);
         for (s, d) in runs {
@@ -184,11 +165,7 @@ impl Op for StridedSliceGrad {
             )
         });
         let [shape, begin, end, strides] = spec;
-        let dims: Vec<u64> = shape?
-            .iter()
-            .map(|&d| u64::try_from(d))
-            .collect::<Result<_, _>>()
-            .map_err(|_| Failure::invalid("shape has a negative size"))?;
+        let dims = super::sum::sizes(&shape?, "shape")?;
         let slice = resolve(&dims, &begin?, &end?, &strides?, *masks)?;
         let dy = ctx.input(4, false)?;
         let sdy = dy.shape()?;
@@ -209,15 +186,33 @@ impl Op for StridedSliceGrad {
         if is_empty(&sdy) {
             return Ok(());
         }
-        let block = Block {
-            src_dims: &dims,
-            src_at: &slice.begin,
-            dst_dims: &slice.size,
-            dst_at: &vec![0; slice.size.len()],
-            extent: &slice.size,
-            step: &slice.step,
-        };
-        block.copy_back(run, out, run.desc(&dy, flat(&slice.size)?)?)
+        let zeros = vec![0; slice.size.len()];
+        let from = run.desc(&dy, flat(&slice.size)?)?;
+        slice.block(&dims, &zeros).copy_back(run, out, from)
+    }
+}
+
+/// `begin`, `end` and `strides` (inputs 1–3, host memory) resolved against
+/// `dims`.
+fn read_slice(ctx: &Context, dims: &[u64], masks: Masks) -> KernelResult<Resolved> {
+    let spec =
+        [1, 2, 3].map(|i| read_host_ints(&ctx.input(i, true)?, ["begin", "end", "strides"][i - 1]));
+    let [begin, end, strides] = spec;
+    resolve(dims, &begin?, &end?, &strides?, masks)
+}
+
+impl Resolved {
+    /// The block copy from a tensor of `dims` into the slice's dense
+    /// output (`zeros`: one 0 per axis).
+    fn block<'a>(&'a self, dims: &'a [u64], zeros: &'a [u64]) -> Block<'a> {
+        Block {
+            src_dims: dims,
+            src_at: &self.begin,
+            dst_dims: &self.size,
+            dst_at: zeros,
+            extent: &self.size,
+            step: &self.step,
+        }
     }
 }
 

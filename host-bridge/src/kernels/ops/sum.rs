@@ -174,3 +174,12 @@ pub(super) fn read_host_ints(tensor: &Tensor, name: &str) -> KernelResult<Vec<i6
         })
         .collect())
 }
+
+/// A host-memory shape input (`Fill`'s `dims`, a `shape`): sizes that must
+/// not be negative; `name` is for errors.
+pub(super) fn sizes(dims: &[i64], name: &str) -> KernelResult<Vec<u64>> {
+    dims.iter()
+        .map(|&d| u64::try_from(d))
+        .collect::<Result<_, _>>()
+        .map_err(|_| Failure::invalid(format!("{name} {dims:?} has a negative size")))
+}
