@@ -1,8 +1,10 @@
 //! The graph optimizer interface: `TF_InitGraph` registers a grappler pass
 //! for `FPGA` graphs that keeps the variables a session graph creates on
 //! the host ([`session_variables`]), splits variable updates ([`assign`]),
-//! runs TF's other variable ops on host copies ([`host_copy`]), rewrites
-//! quantization-aware and QDQ graphs into int8 ops ([`qat`]), folds
+//! runs TF's other variable ops on host copies ([`host_copy`]), runs the
+//! bfloat16 and float16 ops TF put on the CPU in float32 on the device
+//! ([`half`]), rewrites quantization-aware and QDQ graphs into int8 ops
+//! ([`qat`]), folds
 //! inference batch norms into convolutions ([`fold`]), fuses
 //! `MatMul → BiasAdd (→ Relu)` into `_FusedMatMul` and
 //! `Conv2D → BiasAdd (→ Relu | Relu6)` into `_FusedConv2D` ([`fuse`]), and makes
