@@ -364,8 +364,9 @@ fn ring_push() {
 }
 
 fn main() {
-    // `cargo bench -- <filter>`: run only if the filter names this bench.
-    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    // `cargo xtask bench -- <filter>` (which finds the filter among
+    // criterion's options): run only if the filter names this bench.
+    let filter = std::env::var("TENSORPLUG_BENCH_FILTER").ok();
     if filter.is_some_and(|f| !"firmware".contains(&f) && !f.contains("firmware")) {
         return;
     }

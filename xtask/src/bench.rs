@@ -276,6 +276,10 @@ pub fn run_task(args: &BenchArgs) -> Result<()> {
         if !args.bench_args.is_empty() {
             cmd.arg("--").args(&args.bench_args);
         }
+        // The firmware bench has no criterion to parse its arguments.
+        if let Some(filter) = filter_of(&args.bench_args) {
+            cmd.env("TENSORPLUG_BENCH_FILTER", filter);
+        }
         run(&mut cmd)?;
         run_tf_benches(&target, &args.bench_args)?;
         Some(start)
@@ -293,6 +297,43 @@ pub fn run_task(args: &BenchArgs) -> Result<()> {
     Ok(())
 }
 
+/// The criterion options that take a value as the next argument.
+const VALUE_OPTIONS: &[&str] = &[
+    "--warm-up-time",
+    "--measurement-time",
+    "--sample-size",
+    "--nresamples",
+    "--noise-threshold",
+    "--confidence-level",
+    "--significance-level",
+    "--save-baseline",
+    "--baseline",
+    "--load-baseline",
+    "--profile-time",
+    "--plotting-backend",
+    "--output-format",
+    "--color",
+    "--format",
+    "--logfile",
+];
+
+/// The filter among criterion's arguments: the first that is neither an
+/// option nor an option's value (`--warm-up-time 1` is no filter).
+fn filter_of(args: &[String]) -> Option<&str> {
+    let mut skip_value = false;
+    for arg in args {
+        if std::mem::take(&mut skip_value) {
+            continue;
+        }
+        if arg.starts_with('-') {
+            skip_value = VALUE_OPTIONS.contains(&arg.as_str());
+            continue;
+        }
+        return Some(arg);
+    }
+    None
+}
+
 /// The Python benches against real TF (`tests/python/bench_*.py`, one process
 /// each) with the release plugin; each writes a figure file. Skipped when a
 /// filter is given that none of their names contain.
@@ -306,11 +347,11 @@ fn run_tf_benches(target: &Path, bench_args: &[String]) -> Result<()> {
         "bench_int8_qat",
         "bench_sequence",
     ];
-    let filter = bench_args.first().filter(|arg| !arg.starts_with('-'));
+    let filter = filter_of(bench_args);
     let scripts: Vec<&str> = SCRIPTS
         .iter()
         .copied()
-        .filter(|name| filter.is_none_or(|f| name.contains(f.as_str())))
+        .filter(|name| filter.is_none_or(|f| name.contains(f)))
         .collect();
     if scripts.is_empty() {
         return Ok(());
@@ -600,6 +641,23 @@ fn print_table(rows: &[Row]) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn criterion_options_and_their_values_are_not_filters() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            filter_of(&args(&["--warm-up-time", "1", "firmware"])),
+            Some("firmware")
+        );
+        assert_eq!(filter_of(&args(&["--warm-up-time", "1"])), None);
+        assert_eq!(
+            filter_of(&args(&["--sample-size=10", "--quick", "gemm"])),
+            Some("gemm")
+        );
+        assert_eq!(filter_of(&args(&["sequence"])), Some("sequence"));
+        assert_eq!(filter_of(&[]), None);
+    }
+
     use super::*;
 
     #[test]
