@@ -171,14 +171,26 @@ static NAMES: OnceLock<Names> = OnceLock::new();
 /// and says so once on stderr.
 pub fn claim_names(plugin: &Plugin) -> &'static Names {
     NAMES.get_or_init(|| {
-        let ty = plugin.device_type_str();
-        let platform = plugin.platform_name.to_str().unwrap_or(ty);
+        let as_gpu = match crate::settings::flag(crate::settings::AS_GPU, false) {
+            Ok(on) => on,
+            Err(err) => {
+                crate::log::error(format_args!("{err}; registering as usual"));
+                false
+            }
+        };
+        let (device_type, platform_name) = if as_gpu {
+            (c"GPU", gpu_subtype(plugin))
+        } else {
+            (plugin.device_type, plugin.platform_name)
+        };
+        let ty = device_type.to_str().unwrap_or("?");
+        let platform = platform_name.to_str().unwrap_or(ty);
         if crate::claim::claim(&format!("type.{ty}"))
             && (platform == ty || crate::claim::claim(&format!("type.{platform}")))
         {
             return Names {
-                device_type: plugin.device_type,
-                platform_name: plugin.platform_name,
+                device_type,
+                platform_name,
                 declined: None,
             };
         }
@@ -204,6 +216,16 @@ pub fn claim_names(plugin: &Plugin) -> &'static Names {
             declined: Some(why),
         }
     })
+}
+
+/// The platform name (TF's device subtype) under `TENSORPLUG_AS_GPU`: the
+/// backend's platform name, which must then differ from `GPU`.
+fn gpu_subtype(plugin: &Plugin) -> &'static CStr {
+    if plugin.platform_name == c"GPU" {
+        c"GPU_PLUGGABLE"
+    } else {
+        plugin.platform_name
+    }
 }
 
 /// The claimed names, once [`claim_names`] ran.

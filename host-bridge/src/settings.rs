@@ -36,6 +36,10 @@ pub const FALLBACK: &str = "FALLBACK";
 pub const FALLBACK_FILE: &str = "FALLBACK_FILE";
 /// `TENSORPLUG_GRAPH_DUMP_DIR`: where to write every graph the pass sees.
 pub const GRAPH_DUMP_DIR: &str = "GRAPH_DUMP_DIR";
+/// `TENSORPLUG_AS_GPU`: register the devices as TF device type `GPU` (the
+/// backend's platform name becomes the subtype), so that TF's strategies and
+/// GPU-only paths pick them. `docs/multi-worker.md`.
+pub const AS_GPU: &str = "AS_GPU";
 /// `TENSORPLUG_ALLOW_UNTESTED_TF`: serve devices on a TF outside the tested range.
 pub const ALLOW_UNTESTED_TF: &str = "ALLOW_UNTESTED_TF";
 

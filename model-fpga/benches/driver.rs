@@ -2,7 +2,7 @@
 //! (the `sim` device):
 //!
 //! - group `driver_mmio`, id `nop_round_trip`: one `NOP` submitted, doorbell,
-//!   completion reaped (goal: median ≤ 2 µs);
+//!   completion reaped (goal: median ≤ 500 ns, issue 25);
 //! - group `driver_mmio_copy`, ids `h2d2h_64MiB` (64 MiB host → device, then
 //!   device → host, through the memory window: the default copy path),
 //!   `h2d2h_64MiB_dma` (the same through `COPY_H2D`/`COPY_D2H` and a 4 MiB
@@ -13,7 +13,7 @@
 //!   MNIST MLP `predict` step of device work with event recording off / on.
 //!
 //! Figure files in `<target>/tensorplug-bench/`:
-//! `driver-nop-round-trip.json` (median ns, goal ≤ 2000),
+//! `driver-nop-round-trip.json` (median ns, goal ≤ 500),
 //! `driver-copy-vs-memcpy.json` (bandwidth of the round trip, counting both
 //! directions, over memcpy bandwidth; goal ratio ≥ 0.5) and
 //! `driver-profiling-mlp-step.json` (MLP step with events on / off, paired;
@@ -89,7 +89,7 @@ fn round_trip(c: &mut Criterion) {
         median(samples),
         None,
         "ns",
-        "value <= 2000",
+        "value <= 500",
     );
 }
 

@@ -37,5 +37,5 @@ write_figure(
     "tf_eager_dispatch_ratio",
     "TF eager dispatch, relu on 16 floats: FPGA(sim) vs CPU",
     medians["/device:FPGA:0"] * 1e6, medians["/device:CPU:0"] * 1e6, "us/op",
-    "ratio <= 1.5",
+    "ratio <= 1.0",
 )

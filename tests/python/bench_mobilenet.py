@@ -39,5 +39,5 @@ write_figure(
     "tf_mobilenet_v2_predict_ratio",
     "MobileNetV2-0.35 96x96 predict, batch 8: FPGA(sim) vs TF CPU",
     medians["/device:FPGA:0"] * 1e3, medians["/device:CPU:0"] * 1e3, "ms/step",
-    "ratio <= 2",
+    "ratio <= 1.0",
 )

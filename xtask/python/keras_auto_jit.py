@@ -10,6 +10,8 @@ imported:
 - "auto" means no XLA when every non-CPU device TensorFlow lists is a
   tensorplug device without XLA. Any other machine (none of them, or a GPU
   or TPU beside them) keeps Keras' own decision.
+- With TENSORPLUG_AS_GPU (or TENSORPLUG_{device_type}_AS_GPU) on, the
+  devices register as GPU, so GPU counts as one of them.
 - An explicit `jit_compile=True` that reaches a {device_type} device fails
   with an error that says what to do.
 
@@ -124,10 +126,18 @@ class _PatchOnImport:
         return spec
 
 
+def _as_gpu():
+    for var in (f"TENSORPLUG_{DEVICE_TYPE}_AS_GPU", "TENSORPLUG_AS_GPU"):
+        value = os.environ.get(var, "").strip().lower()
+        if value:
+            return value in ("1", "on", "true", "yes")
+    return False
+
+
 def install():
     if os.environ.get(SWITCH, "").strip().lower() == "keras":
         return
-    _no_jit_types().add(DEVICE_TYPE)
+    _no_jit_types().add("GPU" if _as_gpu() else DEVICE_TYPE)
     waiting = []
     for name in PATCHES:
         if name in sys.modules:

@@ -21,6 +21,8 @@
 //! Only files written during this run count: older ones (a filtered run, a
 //! bench that failed) are reported as "not measured", never reused.
 
+mod guard;
+
 use crate::util::{cargo, root, run, target_dir};
 use anyhow::{Context, Result};
 use serde_json::Value;
@@ -34,6 +36,10 @@ pub struct BenchArgs {
     /// running anything (rows may then come from different runs).
     #[arg(long)]
     pub no_run: bool,
+    /// Write this run's figures to the baseline file (`xtask/bench-baseline.json`)
+    /// instead of failing on regressions against it.
+    #[arg(long)]
+    pub update_baseline: bool,
     /// Passed to every bench binary: a filter and/or criterion options,
     /// e.g. `-- ring --measurement-time 3`.
     #[arg(last = true)]
@@ -110,7 +116,7 @@ const TIMING_PAIRS: &[TimingPair] = &[
         baseline: "conv_3x3/matrixmultiply",
         better: Better::Higher,
         records_per_iter: 1.0,
-        ratio_goal: Some(0.5),
+        ratio_goal: Some(1.0),
         max_ns: None,
     },
     TimingPair {
@@ -129,7 +135,7 @@ const TIMING_PAIRS: &[TimingPair] = &[
         baseline: "conv_1x1/matrixmultiply",
         better: Better::Higher,
         records_per_iter: 1.0,
-        ratio_goal: Some(0.5),
+        ratio_goal: Some(1.0),
         max_ns: None,
     },
 ];
@@ -227,17 +233,27 @@ const EXPECTED_FIGURES: &[(&str, &str)] = &[
 ];
 
 /// One line of the table.
-struct Row {
+pub(crate) struct Row {
+    /// The key in the baseline file: the measured bench id or the file id.
+    pub(crate) id: String,
     figure: String,
     measured: String,
     baseline: String,
     ratio: String,
     goal: String,
     verdict: Verdict,
+    /// What the guard compares: the ratio where there is a same-run
+    /// baseline, else the value (`is_ratio` says which).
+    pub(crate) compared: Option<f64>,
+    pub(crate) is_ratio: bool,
+    /// The better direction of `compared`, where the goal or the file says.
+    pub(crate) lower_is_better: Option<bool>,
+    /// The guard's verdict against the committed baseline.
+    pub(crate) vs_last: String,
 }
 
 #[derive(Clone, Copy, PartialEq)]
-enum Verdict {
+pub(crate) enum Verdict {
     Pass,
     Miss,
     /// Measured, but the goal could not be checked.
@@ -289,12 +305,40 @@ pub fn run_task(args: &BenchArgs) -> Result<()> {
         .map(|pair| pair_row(&target.join("criterion"), pair, since))
         .collect();
     rows.extend(figure_rows(&target.join("tensorplug-bench"), since)?);
+    let file = baseline_file();
+    let flagged = guard::check(&mut rows, &file)?;
     print_table(&rows);
     let missed = rows.iter().filter(|r| r.verdict == Verdict::Miss).count();
     if missed > 0 {
         eprintln!("{missed} figure(s) missed their goal");
     }
+    if args.update_baseline {
+        let commit = crate::util::output(
+            Command::new("git")
+                .args(["rev-parse", "--short", "HEAD"])
+                .current_dir(root()),
+        )
+        .unwrap_or_default();
+        let written = guard::update(&rows, &file, commit.trim())?;
+        eprintln!("wrote {written} figure(s) to {}", file.display());
+        return Ok(());
+    }
+    anyhow::ensure!(
+        flagged.is_empty(),
+        "{} figure(s) are more than {:.0}% worse than {}: {} (re-run to rule out noise; \
+         `--update-baseline` accepts them)",
+        flagged.len(),
+        guard::TOLERANCE * 100.0,
+        file.display(),
+        flagged.join(", ")
+    );
     Ok(())
+}
+
+/// The committed baseline the guard compares with.
+fn baseline_file() -> PathBuf {
+    std::env::var_os("TENSORPLUG_BENCH_BASELINE")
+        .map_or_else(|| root().join("xtask/bench-baseline.json"), PathBuf::from)
 }
 
 /// The criterion options that take a value as the next argument.
@@ -448,12 +492,18 @@ fn pair_row(dir: &Path, pair: &TimingPair, since: Option<SystemTime>) -> Row {
         None => format!("not measured ({id})"),
     };
     Row {
+        id: pair.measured.to_string(),
         figure: pair.figure.to_string(),
         measured: show(measured, pair.measured),
         baseline: show(baseline, pair.baseline),
         ratio: ratio.map_or_else(|| "-".into(), |r| format!("{r:.3}")),
         goal: goals.join(", "),
         verdict,
+        // The ratio is oriented so that higher is better for throughput.
+        compared: ratio.or(measured),
+        is_ratio: ratio.is_some(),
+        lower_is_better: Some(matches!(pair.better, Better::Lower) || ratio.is_none()),
+        vs_last: String::new(),
     }
 }
 
@@ -498,12 +548,17 @@ fn figure_rows(dir: &Path, since: Option<SystemTime>) -> Result<Vec<Row>> {
 fn figure_row(id: &str, label: &str, json: Option<Value>) -> Row {
     let Some(json) = json else {
         return Row {
+            id: id.to_string(),
             figure: label.to_string(),
             measured: format!("not measured ({id}.json)"),
             baseline: "-".into(),
             ratio: "-".into(),
             goal: "-".into(),
             verdict: Verdict::NotMeasured,
+            compared: None,
+            is_ratio: false,
+            lower_is_better: None,
+            vs_last: String::new(),
         };
     };
     let text = |key: &str| json.get(key).and_then(Value::as_str).unwrap_or("");
@@ -512,7 +567,15 @@ fn figure_row(id: &str, label: &str, json: Option<Value>) -> Row {
     let unit = text("unit");
     let goal = text("goal");
     let ratio = value.zip(baseline).map(|(v, b)| v / b);
-    let verdict = match (value, parse_goal(goal)) {
+    let bound = parse_goal(goal);
+    // The file's `better` ("lower"/"higher") wins; else the goal's direction.
+    let lower_is_better = match text("better") {
+        "lower" => Some(true),
+        "higher" => Some(false),
+        _ => bound.as_ref().map(|b| b.at_most),
+    };
+    let compared_ratio = bound.as_ref().is_none_or(|b| b.on_ratio) && ratio.is_some();
+    let verdict = match (value, bound) {
         (None, _) => Verdict::NotMeasured,
         (Some(_), _) if goal.starts_with("informational") => Verdict::Info,
         (Some(_), None) => Verdict::Unchecked,
@@ -530,12 +593,17 @@ fn figure_row(id: &str, label: &str, json: Option<Value>) -> Row {
         name => name.to_string(),
     };
     Row {
+        id: id.to_string(),
         figure,
         measured: value.map_or_else(|| "no value".into(), |v| with_unit(v, unit)),
         baseline: baseline.map_or_else(|| "-".into(), |b| with_unit(b, unit)),
         ratio: ratio.map_or_else(|| "-".into(), |r| format!("{r:.3}")),
         goal: goal.to_string(),
         verdict,
+        compared: if compared_ratio { ratio } else { value },
+        is_ratio: compared_ratio,
+        lower_is_better,
+        vs_last: String::new(),
     }
 }
 
@@ -604,8 +672,16 @@ fn parse_goal(goal: &str) -> Option<Bound> {
 }
 
 fn print_table(rows: &[Row]) {
-    let header = ["figure", "measured", "baseline", "ratio", "goal", "result"];
-    let cells: Vec<[&str; 6]> = rows
+    let header = [
+        "figure",
+        "measured",
+        "baseline",
+        "ratio",
+        "goal",
+        "result",
+        "vs baseline file",
+    ];
+    let cells: Vec<[&str; 7]> = rows
         .iter()
         .map(|r| {
             [
@@ -615,6 +691,7 @@ fn print_table(rows: &[Row]) {
                 r.ratio.as_str(),
                 r.goal.as_str(),
                 r.verdict.label(),
+                r.vs_last.as_str(),
             ]
         })
         .collect();
@@ -624,7 +701,7 @@ fn print_table(rows: &[Row]) {
             *width = (*width).max(cell.chars().count());
         }
     }
-    let line = |row: &[&str; 6]| {
+    let line = |row: &[&str; 7]| {
         let padded: Vec<String> = row
             .iter()
             .zip(widths)

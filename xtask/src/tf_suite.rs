@@ -20,6 +20,7 @@ pub const REAL_TF_TESTS: &[&str] = &[
     "tf_kernels",
     "tf_graph",
     "tf_variables",
+    "tf_multi_worker",
     "tf_tools",
     "tf_profiler",
     "tf_two_plugins",

@@ -1,5 +1,8 @@
 //! Which of TF's grappler passes run once the FPGA is registered: all of
-//! them, at TF's defaults.
+//! them, at TF's defaults, except the layout optimizer when the devices
+//! register as `GPU` (`TENSORPLUG_AS_GPU`): for a `GPU` it moves
+//! convolutions to NCHW, which our kernels do not take, and it acts on
+//! `GPU` nodes only, so nothing of the CPU's is lost.
 //!
 //! TF applies a plugin's configs to the whole meta-optimizer of any process
 //! that has the device (`CGraphOptimizerRegister`, `meta_optimizer.cc`), so
@@ -10,9 +13,14 @@
 
 use tensorplug_abi::tf::TP_OptimizerConfigs;
 
-/// Our `TP_OptimizerConfigs`: every field `TF_TriState_Default`.
+/// Our `TP_OptimizerConfigs`: every field `TF_TriState_Default`, but
+/// `layout_optimizer` off when the devices are `GPU`s.
 pub fn optimizer_configs() -> TP_OptimizerConfigs {
-    TP_OptimizerConfigs::new()
+    let mut configs = TP_OptimizerConfigs::new();
+    if crate::backend::device_type() == "GPU" {
+        configs.layout_optimizer = tensorplug_abi::tf::TF_TriState::TF_TriState_Off;
+    }
+    configs
 }
 
 #[cfg(test)]

@@ -122,6 +122,34 @@ impl<'a> Launcher<'a> {
         Ok(())
     }
 
+    /// Reads `src` into `dst` (its byte length) on the host: waits for the
+    /// device's earlier work, then for the copy. For the few kernels that
+    /// compute on the host (integer merges of TF's collectives).
+    pub fn read(&mut self, src: TensorDesc, dst: &mut [u8]) -> KernelResult<()> {
+        let core = self.stream.device().core();
+        core.wait_until_idle("work before a kernel's host read")?;
+        let (queue, ptr, len) = (self.stream.queue(), dst.as_mut_ptr(), dst.len());
+        let fence = self.stream.enqueue_op(Some(self.label.clone()), |accel| {
+            // SAFETY: `dst` outlives the wait below (or its reset).
+            unsafe { accel.copy_from_device(queue, ptr, src.addr, len) }
+        })?;
+        Ok(core.wait(fence, "a kernel's host read")?)
+    }
+
+    /// Writes `src` (its byte length) into `dst` and waits for the copy.
+    pub fn write(&mut self, dst: TensorDesc, src: &[u8]) -> KernelResult<()> {
+        let core = self.stream.device().core();
+        core.wait_until_idle("work before a kernel's host write")?;
+        let (queue, ptr, len) = (self.stream.queue(), src.as_ptr(), src.len());
+        let fence = self.stream.enqueue_op(Some(self.label.clone()), |accel| {
+            // SAFETY: `src` outlives the wait below (or its reset).
+            unsafe { accel.copy_to_device(queue, dst.addr, ptr, len) }
+        })?;
+        core.wait(fence, "a kernel's host write")?;
+        self.last = Some(fence);
+        Ok(())
+    }
+
     /// Ends the kernel call without waiting, also while profiling: the
     /// op's fence is remembered by the device with its label; a failure
     /// surfaces at a later wait.

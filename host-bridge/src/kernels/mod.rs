@@ -190,17 +190,19 @@ fn register(index: usize, def: &'static dyn TfKernel) -> KernelResult<()> {
     if !def.type_pairs().is_empty() {
         return Ok(());
     }
-    for (i, &dtype) in [TF_DataType::TF_FLOAT]
-        .iter()
-        .chain(def.more_types())
-        .enumerate()
-    {
+    let f32_first = [TF_DataType::TF_FLOAT];
+    let f32_first = if def.registers_f32() {
+        &f32_first[..]
+    } else {
+        &[]
+    };
+    for (i, &dtype) in f32_first.iter().chain(def.more_types()).enumerate() {
         let constraints: Vec<(&CStr, TF_DataType)> = def
             .type_attr()
             .map(|attr| (attr, dtype))
             .into_iter()
             .collect();
-        let suffix = if i == 0 {
+        let suffix = if i == 0 && dtype == TF_DataType::TF_FLOAT {
             String::new()
         } else {
             format!("_{dtype:?}")
@@ -366,7 +368,7 @@ mod capability_tests {
     use tensorplug_core::accelerator::{Binary, DTypeSet, OpKind, OpSet, Unary};
 
     /// The kernels that only copy and fill, in table order.
-    const COPIES: [&str; 14] = [
+    const COPIES: [&str; 15] = [
         "Pad",
         "Slice",
         "ConcatV2",
@@ -381,6 +383,8 @@ mod capability_tests {
         "OnesLike",
         "StridedSliceGrad",
         "Bitcast",
+        // int64, on the host (for TF's collectives).
+        "Add",
     ];
 
     const MATMUL: OpKind = OpKind::MatMul {

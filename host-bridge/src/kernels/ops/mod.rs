@@ -20,6 +20,7 @@ mod fill;
 mod fused_matmul;
 mod gather;
 pub mod int8;
+mod int_add;
 mod matmul;
 mod neg_square;
 mod pad;
@@ -82,6 +83,11 @@ pub trait Op: Sync + 'static {
     fn more_types(&self) -> &'static [TF_DataType] {
         &[]
     }
+    /// Whether it is registered for float32 under [`Op::type_attr`] (false:
+    /// only for [`Op::more_types`], as the collectives' integer `Add`).
+    fn registers_f32(&self) -> bool {
+        true
+    }
     /// The registrations, when they constrain two type attributes together
     /// (`Cast`'s `SrcT` and `DstT`): one per pair, instead of
     /// [`Op::type_attr`] and [`Op::more_types`].
@@ -117,6 +123,8 @@ pub trait TfKernel: Sync {
     fn type_attr(&self) -> Option<&'static CStr>;
     /// See [`Op::more_types`].
     fn more_types(&self) -> &'static [TF_DataType];
+    /// See [`Op::registers_f32`].
+    fn registers_f32(&self) -> bool;
     /// See [`Op::type_pairs`].
     fn type_pairs(&self) -> &'static [TypePair];
     /// See [`Op::construct`].
@@ -180,6 +188,10 @@ impl<T: Op> TfKernel for T {
         Op::more_types(self)
     }
 
+    fn registers_f32(&self) -> bool {
+        Op::registers_f32(self)
+    }
+
     fn type_pairs(&self) -> &'static [TypePair] {
         Op::type_pairs(self)
     }
@@ -202,7 +214,7 @@ impl<T: Op> TfKernel for T {
 }
 
 /// The f32 kernels besides the element-wise families'.
-static KERNELS: [&dyn TfKernel; 65] = [
+static KERNELS: [&dyn TfKernel; 66] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -244,6 +256,7 @@ static KERNELS: [&dyn TfKernel; 65] = [
     &fill::KERNELS[1],
     &strided_slice::StridedSliceGrad,
     &bitcast::Bitcast,
+    &int_add::IntAdd,
     &batch_matmul::KERNELS[0],
     &batch_matmul::KERNELS[1],
     &einsum::Einsum,
@@ -392,8 +405,9 @@ mod tests {
         let mut ops: Vec<_> = builtin().map(|k| k.op()).collect();
         ops.sort();
         ops.dedup();
-        // StridedSlice twice: float32 on the device, int32 on the host.
-        assert_eq!(ops.len(), BUILTIN_COUNT - 1);
+        // StridedSlice twice: float32 on the device, int32 on the host;
+        // Add twice: float32 (element-wise family) and int64 on the host.
+        assert_eq!(ops.len(), BUILTIN_COUNT - 2);
         for kernel in builtin() {
             let host: &[&CStr] = match kernel.op().to_bytes() {
                 b"Sum" | b"Mean" | b"Max" | b"Min" | b"Prod" => &[c"reduction_indices"],

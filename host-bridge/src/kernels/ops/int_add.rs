@@ -1,0 +1,73 @@
+//! `Add` on int64, computed on the host: the merge op TF's collectives run
+//! on the device when they reduce integers (`MultiWorkerMirroredStrategy`
+//! sums each worker's "has data" count in int64 on every step). Only `Add`
+//! is registered, not `AddV2` (what `+` writes), so user graphs keep their
+//! integer arithmetic on the CPU. The tensors are a few elements: both are
+//! read to the host, added with TF's wrapping, and written back.
+
+use super::{Op, is_empty};
+use crate::kernels::failure::{Failure, KernelResult};
+use crate::kernels::launch::Launcher;
+use crate::kernels::tf::Context;
+use std::ffi::CStr;
+use tensorplug_abi::tf::TF_DataType;
+use tensorplug_core::accelerator::{DType, OpKind};
+
+/// The int64 `Add` kernel.
+pub struct IntAdd;
+
+/// Above this many elements the kernel refuses: it is for counters, not data.
+const MAX_ELEMENTS: u64 = 1 << 16;
+
+impl Op for IntAdd {
+    type Attrs = ();
+
+    fn op(&self) -> &'static CStr {
+        c"Add"
+    }
+
+    fn family(&self) -> Option<OpKind> {
+        None
+    }
+
+    fn registers_f32(&self) -> bool {
+        false
+    }
+
+    fn more_types(&self) -> &'static [TF_DataType] {
+        &[TF_DataType::TF_INT64]
+    }
+
+    fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
+        let (x, y) = (ctx.input(0, true)?, ctx.input(1, true)?);
+        let shape = x.shape()?;
+        if y.shape()? != shape {
+            return Err(Failure::unimplemented(format!(
+                "int64 Add of shapes {:?} and {:?} (the device adds integers of one shape)",
+                shape.dims(),
+                y.shape()?.dims()
+            )));
+        }
+        // In place when TF allows (its collectives require it).
+        let out = ctx.output(&shape, &[0, 1])?;
+        if is_empty(&shape) {
+            return Ok(());
+        }
+        let n = shape.elements().unwrap_or(u64::MAX);
+        if n > MAX_ELEMENTS {
+            return Err(Failure::unimplemented(format!(
+                "int64 Add of {n} elements (the device adds at most {MAX_ELEMENTS}, on the host)"
+            )));
+        }
+        let bytes = n as usize * 8;
+        let (mut a, mut b) = (vec![0u8; bytes], vec![0u8; bytes]);
+        run.read(run.typed_desc(&x, shape, DType::I64)?, &mut a)?;
+        run.read(run.typed_desc(&y, shape, DType::I64)?, &mut b)?;
+        for (a, b) in a.chunks_exact_mut(8).zip(b.chunks_exact(8)) {
+            let sum = i64::from_ne_bytes(a[..8].try_into().unwrap_or_default())
+                .wrapping_add(i64::from_ne_bytes(b.try_into().unwrap_or_default()));
+            a.copy_from_slice(&sum.to_ne_bytes());
+        }
+        run.write(run.typed_desc(&out, shape, DType::I64)?, &a)
+    }
+}
