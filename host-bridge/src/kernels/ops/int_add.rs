@@ -11,7 +11,7 @@ use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;
 use std::ffi::CStr;
 use tensorplug_abi::tf::TF_DataType;
-use tensorplug_core::accelerator::{DType, OpKind};
+use tensorplug_core::accelerator::{Binary, DType, OpKind};
 
 /// The int64 `Add` kernel.
 pub struct IntAdd;
@@ -28,6 +28,13 @@ impl Op for IntAdd {
 
     fn family(&self) -> Option<OpKind> {
         None
+    }
+
+    fn only_beside(&self) -> &'static [OpKind] {
+        // The collectives merge floats with the device's Add: without it
+        // they do not run on the device, and an integer Add alone is of no use.
+        const ADD: [OpKind; 1] = [OpKind::Binary(Binary::ADD)];
+        &ADD
     }
 
     fn registers_f32(&self) -> bool {

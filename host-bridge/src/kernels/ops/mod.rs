@@ -68,6 +68,11 @@ pub trait Op: Sync + 'static {
     fn also_launches(&self) -> &'static [OpKind] {
         &[]
     }
+    /// Device op families the kernel does not launch but is registered
+    /// beside only (the collectives' int64 `Add`: where f32 `Add` runs).
+    fn only_beside(&self) -> &'static [OpKind] {
+        &[]
+    }
     /// Inputs TF keeps in host memory (`HostMemory` in TF's registrations).
     fn host_memory(&self) -> &'static [&'static CStr] {
         &[]
@@ -117,6 +122,8 @@ pub trait TfKernel: Sync {
     fn family(&self) -> Option<OpKind>;
     /// See [`Op::also_launches`].
     fn also_launches(&self) -> &'static [OpKind];
+    /// See [`Op::only_beside`].
+    fn only_beside(&self) -> &'static [OpKind];
     /// See [`Op::host_memory`].
     fn host_memory(&self) -> &'static [&'static CStr];
     /// See [`Op::type_attr`].
@@ -152,6 +159,7 @@ pub trait TfKernel: Sync {
         self.family()
             .iter()
             .chain(self.also_launches())
+            .chain(self.only_beside())
             .all(|&kind| {
                 let dtype = if kind.is_int8() {
                     DType::I8
@@ -174,6 +182,10 @@ impl<T: Op> TfKernel for T {
 
     fn also_launches(&self) -> &'static [OpKind] {
         Op::also_launches(self)
+    }
+
+    fn only_beside(&self) -> &'static [OpKind] {
+        Op::only_beside(self)
     }
 
     fn host_memory(&self) -> &'static [&'static CStr] {
