@@ -1,5 +1,10 @@
-//! Host GEMM through `matrixmultiply` (runtime-detected SIMD, packs in heap
+//! Host GEMM through `matrixmultiply`, or the `gemm` crate for outputs of at
+//! most [`NARROW`] columns (both runtime-detected SIMD, packing in heap
 //! buffers). Transposes are expressed as strides: nothing is copied.
+//!
+//! Why two: on the development machine (AVX-512), `gemm` is 1.1–2.2× faster
+//! than `matrixmultiply` for n ≤ 32 (2304×144×16: 82 vs 137 µs) and
+//! 0.6–0.9× for n ≥ 48 (512³: 2.1 vs 1.3 ms); `docs/benchmarks.md`.
 
 use super::GemmSpec;
 use crate::kernels::error::KernelError;
@@ -24,24 +29,80 @@ pub(super) fn gemm(
     // i, j below the dims; `out` is a unique borrow, so it aliases neither
     // input. beta = 0 means `out` is written without being read.
     unsafe {
-        matrixmultiply::sgemm(
-            spec.m,
-            spec.k,
-            spec.n,
-            1.0,
-            a.as_ptr(),
-            rsa,
-            csa,
-            b.as_ptr(),
-            rsb,
-            csb,
-            0.0,
-            out.as_mut_ptr(),
-            rsc,
-            1,
+        sgemm(
+            [spec.m, spec.k, spec.n],
+            (a.as_ptr(), rsa, csa),
+            (b.as_ptr(), rsb, csb),
+            (out.as_mut_ptr(), rsc),
+            false,
         );
     }
     Ok(())
+}
+
+/// Outputs up to this many columns go to the `gemm` crate.
+pub(crate) const NARROW: usize = 32;
+
+/// `c = a·b`, or `c += a·b` when `accumulate`; `(pointer, row stride,
+/// column stride)` per input, `c`'s columns contiguous.
+///
+/// # Safety
+/// Every element `i·rs + j·cs` for `i, j` below the dims is inside its
+/// allocation; `c` aliases neither input; dims are non-zero.
+unsafe fn sgemm(
+    [m, k, n]: [usize; 3],
+    (a, rsa, csa): (*const f32, isize, isize),
+    (b, rsb, csb): (*const f32, isize, isize),
+    (c, rsc): (*mut f32, isize),
+    accumulate: bool,
+) {
+    if n <= NARROW {
+        // SAFETY: the caller's contract. `gemm` computes
+        // dst = alpha·dst + beta·lhs·rhs, reading dst only if `read_dst`.
+        unsafe {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                c,
+                1,
+                rsc,
+                accumulate,
+                a,
+                csa,
+                rsa,
+                b,
+                csb,
+                rsb,
+                1.0,
+                1.0,
+                false,
+                false,
+                false,
+                gemm::Parallelism::None,
+            );
+        }
+    } else {
+        // SAFETY: the caller's contract; beta = 0 writes `c` without reading it.
+        unsafe {
+            matrixmultiply::sgemm(
+                m,
+                k,
+                n,
+                1.0,
+                a,
+                rsa,
+                csa,
+                b,
+                rsb,
+                csb,
+                if accumulate { 1.0 } else { 0.0 },
+                c,
+                rsc,
+                1,
+            );
+        }
+    }
 }
 
 /// A strided matrix in a slice: its first element and its row stride
@@ -69,16 +130,37 @@ impl Strided {
 /// `out[m, n] += a[m, k] · b[k, n]`, each a [`Strided`] matrix in its
 /// slice; every index is checked to stay inside its slice first.
 pub(crate) fn gemm_accumulate(
+    dims: [usize; 3],
+    a: (&[f32], Strided),
+    b: (&[f32], Strided),
+    out: (&mut [f32], Strided),
+) -> Result<(), KernelError> {
+    gemm_strided(dims, a, b, out, true)
+}
+
+/// [`gemm_accumulate`], or `out = a · b` (`out` not read) unless `accumulate`.
+/// Rows of `a` may overlap (a row stride below `k`): it is only read.
+pub(crate) fn gemm_strided(
     [m, k, n]: [usize; 3],
     (a, a_at): (&[f32], Strided),
     (b, b_at): (&[f32], Strided),
     (out, out_at): (&mut [f32], Strided),
+    accumulate: bool,
 ) -> Result<(), KernelError> {
     let fits = a_at.fits(m, k, a.len()) && b_at.fits(k, n, b.len()) && out_at.fits(m, n, out.len());
     if !fits {
         return Err(KernelError::Overflow);
     }
-    if m == 0 || k == 0 || n == 0 {
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    if k == 0 {
+        // An empty sum: 0, unless adding to `out`.
+        if !accumulate {
+            for row in 0..m {
+                out[out_at.start + row * out_at.row_stride..][..n].fill(0.0);
+            }
+        }
         return Ok(());
     }
     let (rsa, rsb, rsc) = (
@@ -88,23 +170,15 @@ pub(crate) fn gemm_accumulate(
     );
     // SAFETY: `fits` checked that every element `start + i·row_stride + j`
     // the product reads or writes is inside its slice; `out` is a unique
-    // borrow distinct from `a` and `b`.
+    // borrow distinct from `a` and `b` (whose rows may overlap: read only).
+    // beta = 0 writes `out` without reading it.
     unsafe {
-        matrixmultiply::sgemm(
-            m,
-            k,
-            n,
-            1.0,
-            a.as_ptr().add(a_at.start),
-            rsa,
-            1,
-            b.as_ptr().add(b_at.start),
-            rsb,
-            1,
-            1.0,
-            out.as_mut_ptr().add(out_at.start),
-            rsc,
-            1,
+        sgemm(
+            [m, k, n],
+            (a.as_ptr().add(a_at.start), rsa, 1),
+            (b.as_ptr().add(b_at.start), rsb, 1),
+            (out.as_mut_ptr().add(out_at.start), rsc),
+            accumulate,
         );
     }
     Ok(())

@@ -5,6 +5,7 @@ mod gemm;
 mod int8;
 mod rows;
 mod unary;
+mod window;
 
 use proptest::prelude::*;
 use std::vec::Vec;
