@@ -9,13 +9,13 @@
 //! input operand is the pair `(x[ci] − zp, x[ci + 1] − zp)` broadcast to
 //! every lane (each in `[−255, 255]`). A missing last channel of an odd
 //! count is a zero input. Up to `VNNI_PIXELS` output pixels share each
-//! interleaved filter pair.
+//! interleaved filter pair. The input is centred once per call into those
+//! `i32` pairs (a thread-local buffer), not once per tap.
 
 use super::{Geometry, LANES, Quant, Run, conv_body, depthwise_body, dot_body};
 use core::arch::x86_64::{
-    __m128i, __m512i, _mm_maskz_loadu_epi8, _mm256_cvtepi8_epi16, _mm256_maskz_loadu_epi8,
-    _mm512_castsi256_si512, _mm512_cvtepi8_epi16, _mm512_dpwssd_epi32, _mm512_loadu_si512,
-    _mm512_maskz_sub_epi16, _mm512_permutex2var_epi16, _mm512_set1_epi16, _mm512_set1_epi32,
+    __m128i, __m512i, _mm_maskz_loadu_epi8, _mm256_cvtepi8_epi16, _mm512_castsi256_si512,
+    _mm512_dpwssd_epi32, _mm512_loadu_si512, _mm512_permutex2var_epi16, _mm512_set1_epi32,
     _mm512_setzero_si512, _mm512_storeu_si512,
 };
 
@@ -77,8 +77,6 @@ pub(super) fn dot_avx512(
 /// Output pixels sharing each filter pair (their accumulators, one register
 /// each, plus the filter pair fit the 32 registers).
 const VNNI_PIXELS: usize = 8;
-/// Input channels centred per step: one register of `i16`.
-const CHANNELS: usize = 32;
 /// Interleaved filter pairs of one block of [`LANES`] output channels the
 /// VNNI convolution keeps (on the stack, 64 bytes each: 32 KiB): `kh · kw ·
 /// ⌈c / 2⌉` up to this; a larger filter runs [`conv_avx512`].
@@ -89,11 +87,56 @@ const PACKED: usize = 512;
 pub(super) fn conv_vnni(g: &Geometry, x: &[i8], filter: &[i8], q: &Quant<'_>, out: &mut [i8]) {
     let per_tap = g.c.div_ceil(2);
     let pairs = g.kh * g.kw * per_tap;
-    if pairs > PACKED {
+    if pairs > PACKED || g.c == 0 {
         return conv_body(g, x, filter, q, out);
     }
     let mut packed = [_mm512_setzero_si512(); PACKED];
     let packed = &mut packed[..pairs];
+    CENTRED.with(|centred| {
+        let mut centred = centred.borrow_mut();
+        centre(x, g.c, q.input_zero_point, &mut centred);
+        conv_blocks(g, &centred, filter, q, packed, out);
+    });
+}
+
+std::thread_local! {
+    /// The input of the current call, centred into channel pairs.
+    static CENTRED: core::cell::RefCell<std::vec::Vec<i32>> =
+        const { core::cell::RefCell::new(std::vec::Vec::new()) };
+}
+
+/// `x − zp` of each pixel's channels as `i16` pairs, one `i32` each
+/// (`x[2j] − zp` low, `x[2j + 1] − zp` high, 0 past the last channel).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+fn centre(x: &[i8], c: usize, zp: i16, out: &mut std::vec::Vec<i32>) {
+    let per_tap = c.div_ceil(2);
+    out.clear();
+    out.resize(x.len() / c * per_tap, 0);
+    let pair = |lo: i8, hi: Option<i8>| {
+        let lo = (i16::from(lo) - zp) as u16;
+        let hi = hi.map_or(0, |hi| (i16::from(hi) - zp) as u16);
+        (u32::from(lo) | (u32::from(hi) << 16)) as i32
+    };
+    for (pixel, dst) in x.chunks_exact(c).zip(out.chunks_exact_mut(per_tap)) {
+        for (d, s) in dst.iter_mut().zip(pixel.chunks_exact(2)) {
+            *d = pair(s[0], Some(s[1]));
+        }
+        if c % 2 == 1 {
+            dst[per_tap - 1] = pair(pixel[c - 1], None);
+        }
+    }
+}
+
+/// [`conv_vnni`] over the centred input.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+fn conv_blocks(
+    g: &Geometry,
+    x: &[i32],
+    filter: &[i8],
+    q: &Quant<'_>,
+    packed: &mut [__m512i],
+    out: &mut [i8],
+) {
     let mut first = 0;
     while first < g.oc {
         let n = LANES.min(g.oc - first);
@@ -172,39 +215,27 @@ struct Block<'a> {
 /// Output channels `first..first + n` of the `P` pixels of `b.at`.
 /// Returns `P`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
-fn vnni_pixels<const P: usize>(b: &Block<'_>, x: &[i8], q: &Quant<'_>, out: &mut [i8]) -> usize {
+fn vnni_pixels<const P: usize>(b: &Block<'_>, x: &[i32], q: &Quant<'_>, out: &mut [i8]) -> usize {
     let (g, at, first, n) = (b.g, b.at, b.first, b.n);
-    let (c, oc) = (g.c, g.oc);
-    let per_tap = c.div_ceil(2);
-    let zp = _mm512_set1_epi16(q.input_zero_point);
+    let oc = g.oc;
+    let per_tap = g.c.div_ceil(2);
     let mut acc = [_mm512_setzero_si512(); P];
     for fy in at.rows.clone() {
         let row = (at.b * g.h + g.source(0, at.oy, fy)) * g.w;
         for fx in at.cols.clone() {
             let col = g.source(1, at.ox, fx);
             let tap = &b.packed[(fy * g.kw + fx) * per_tap..][..per_tap];
-            let mut ci0 = 0;
-            while ci0 < c {
-                let count = CHANNELS.min(c - ci0);
-                // `x − zp` of each pixel's channels `ci0..ci0 + count` as
-                // `i16`, zero past `count`: 16 pairs.
-                let mut centred = [[0i32; 16]; P];
-                let mask = (u64::MAX >> (64 - count)) as u32;
-                for (p, centred) in centred.iter_mut().enumerate() {
-                    let xs = &x[(row + col + p * g.stride[1]) * c + ci0..][..count];
-                    // SAFETY: the mask enables the first `count` bytes, all
-                    // in `xs`; masked-off bytes are not read.
-                    let v = unsafe { _mm256_maskz_loadu_epi8(mask, xs.as_ptr()) };
-                    let v = _mm512_maskz_sub_epi16(mask, _mm512_cvtepi8_epi16(v), zp);
-                    // SAFETY: `centred` holds 64 bytes.
-                    unsafe { _mm512_storeu_si512(centred.as_mut_ptr().cast(), v) };
+            // Each pixel's centred channel pairs.
+            // (A loop, not `array::from_fn`: its closure would not be
+            // inlined into this AVX-512 function.)
+            let mut pixels: [&[i32]; P] = [&[]; P];
+            for (p, pixel) in pixels.iter_mut().enumerate() {
+                *pixel = &x[(row + col + p * g.stride[1]) * per_tap..][..per_tap];
+            }
+            for (j, &w) in tap.iter().enumerate() {
+                for (acc, pixel) in acc.iter_mut().zip(&pixels) {
+                    *acc = _mm512_dpwssd_epi32(*acc, _mm512_set1_epi32(pixel[j]), w);
                 }
-                for (j, &w) in tap[ci0 / 2..][..count.div_ceil(2)].iter().enumerate() {
-                    for (acc, centred) in acc.iter_mut().zip(&centred) {
-                        *acc = _mm512_dpwssd_epi32(*acc, _mm512_set1_epi32(centred[j]), w);
-                    }
-                }
-                ci0 += count;
             }
         }
     }
