@@ -32,6 +32,12 @@ use crate::events::McuEvents;
 
 /// Commands the op-level server keeps outstanding.
 const PENDING: usize = 16;
+/// Requests the host may send before it sees the oldest answered (link
+/// protocol 2.1). This firmware polls a UART with a one-byte buffer, so
+/// it may say more than 1 only because QEMU's chardev holds the host's
+/// bytes while that buffer is full (flow control). On a board whose UART
+/// drops bytes while the MCU is busy, say 1, or receive into a ring first.
+const LINK_WINDOW: u16 = 8;
 
 /// Both servers and the one session they answer in.
 struct Servers {
@@ -64,7 +70,7 @@ fn main() -> ! {
     let mut uart = unsafe { uart::Uart::new(uart::UART0, uart::BAUDDIV_115200) };
     let mut servers = Servers {
         session: Session::new(),
-        ops: OpServer::new(),
+        ops: OpServer::new().with_window(LINK_WINDOW),
         bus: LinkServer::new(),
         events,
         out: [0; MAX_ENCODED_FRAME_LEN],
@@ -110,7 +116,7 @@ impl Servers {
         if let Message::Hello(_) = frame.message {
             // A new host session starts from a device it brings up itself.
             device::release_driver();
-            self.ops = OpServer::new();
+            self.ops = OpServer::new().with_window(LINK_WINDOW);
             events::PROFILING.store(false, Ordering::Relaxed);
             self.events.clear();
         }

@@ -105,11 +105,11 @@ fn a_firmware_without_the_op_level_mode_is_refused_naming_both_versions() {
         // 1.1: the op-level mode with per-op wire codes, before the catalogue.
         (
             ProtocolVersion { major: 1, minor: 1 },
-            ["we speak 2.0", "the peer speaks 1.1"],
+            ["we speak 2.1", "the peer speaks 1.1"],
         ),
         (
             ProtocolVersion { major: 3, minor: 0 },
-            ["we speak 2.0", "the peer speaks 3.0"],
+            ["we speak 2.1", "the peer speaks 3.0"],
         ),
     ] {
         let stream = TcpStream::connect(peer_speaking(peer)).unwrap();
@@ -146,6 +146,9 @@ fn a_reset_keeps_a_frame_that_was_half_read() {
                 let id = frame.header.request_id;
                 let answer = match frame.message {
                     Message::Hello(_) => Message::HelloAck(Hello::ours()),
+                    Message::GetLinkInfo(_) => {
+                        Message::LinkInfo(tensorplug_core::link::ops::LinkInfo { window: 1 })
+                    }
                     Message::GetInfo(_) => {
                         let info = tensorplug_core::accelerator::DeviceInfo::new(
                             "fake",
@@ -203,4 +206,125 @@ fn a_reset_keeps_a_frame_that_was_half_read() {
     assert_eq!((drained.events, out[0].op_id), (1, 1));
     drop(dev);
     peer.join().unwrap();
+}
+
+/// A TCP stream that counts its reads: a read is the host waiting for the
+/// MCU.
+struct Counting {
+    inner: TcpStream,
+    reads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Read for Counting {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.read(buf)
+    }
+}
+
+impl Write for Counting {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.inner.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl tensorplug_core::link::LinkStream for Counting {
+    fn set_read_timeout(&mut self, timeout: Duration) -> std::io::Result<()> {
+        self.inner.set_read_timeout(Some(timeout))
+    }
+}
+
+/// The op-level server over TCP, on the model behind SPI.
+fn serve_model() -> std::net::SocketAddr {
+    let (listener, addr) = listen();
+    std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let config = ModelConfig::default();
+        let model = Model::new(
+            AlignedMemory::zeroed(1 << 20),
+            NoHostBus,
+            HostClock::new(config.timing.freq_hz),
+            config,
+            false,
+        )
+        .unwrap();
+        let transport = SpiTransport::new(SpiSlave::new(model), SpiConfig::default());
+        let mut driver =
+            Driver::<_, _>::new(transport, StdClock::default(), DriverConfig::default()).unwrap();
+        let _ = serve_stream(
+            &mut stream,
+            &mut driver,
+            &mut tensorplug_core::link::server::DriverEvents,
+        );
+    });
+    addr
+}
+
+/// Protocol 2.1: the host sends up to the peer's window of commands before
+/// it reads an answer; a refused command fails the next wait of its queue;
+/// a window of 1 is stop-and-wait.
+#[test]
+fn commands_are_windowed_and_a_refusal_fails_the_next_wait() {
+    use tensorplug_core::accelerator::{DeviceAddr, QueueId};
+    let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let stream = Counting {
+        inner: TcpStream::connect(serve_model()).unwrap(),
+        reads: reads.clone(),
+    };
+    let mut dev = RemoteAccelerator::connect(stream, Duration::from_secs(5)).unwrap();
+    assert_eq!(dev.window(), 8, "serve_stream offers 8");
+    let buf = dev.allocate(4096, 64).unwrap();
+    let q = QueueId(0);
+    let count = || reads.load(std::sync::atomic::Ordering::Relaxed);
+
+    let before = count();
+    let mut last = None;
+    for i in 0..7 {
+        last = Some(
+            dev.fill(q, DeviceAddr(buf.0 + 64 * i), 64, i as u32)
+                .unwrap(),
+        );
+    }
+    assert_eq!(
+        count(),
+        before,
+        "7 fills under a window of 8 wait for nothing"
+    );
+    dev.wait(last.unwrap(), Duration::from_secs(5)).unwrap();
+    let mut back = [0u8; 64 * 7];
+    let read = unsafe { dev.copy_from_device(q, back.as_mut_ptr(), buf, back.len()) }.unwrap();
+    dev.wait(read, Duration::from_secs(5)).unwrap();
+    for (i, block) in back.chunks(64).enumerate() {
+        assert!(
+            block.chunks(4).all(|w| w == (i as u32).to_le_bytes()),
+            "fill {i}"
+        );
+    }
+
+    // Outside device memory: the MCU refuses it; the next wait says so, once.
+    let bad = dev.fill(q, DeviceAddr(1 << 40), 64, 0).unwrap();
+    let good = dev.fill(q, buf, 64, 1).unwrap();
+    let error = dev.wait(good, Duration::from_secs(5)).unwrap_err();
+    assert_ne!(error.kind(), ErrorKind::Timeout, "{error}");
+    assert!(
+        dev.wait(bad, Duration::from_secs(5)).is_ok(),
+        "a failure is reported once"
+    );
+    let after = dev.fill(q, buf, 64, 2).unwrap();
+    dev.wait(after, Duration::from_secs(5)).unwrap();
+
+    dev.limit_window(1);
+    assert_eq!(dev.window(), 1);
+    let before = count();
+    for i in 0..7 {
+        last = Some(dev.fill(q, DeviceAddr(buf.0 + 64 * i), 64, 0).unwrap());
+    }
+    assert!(count() - before >= 7, "stop-and-wait reads every answer");
+    dev.wait(last.unwrap(), Duration::from_secs(5)).unwrap();
+    // Stop-and-wait returns a refusal from the call itself.
+    assert!(dev.fill(q, DeviceAddr(1 << 40), 64, 0).is_err());
 }

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use object::{Object, ObjectSymbol};
 use tensorplug_core::accelerator::{
-    Accelerator, DType, OpDesc, OpKind, QueueId, Shape, TensorDesc, Unary,
+    Accelerator, DType, DeviceAddr, OpDesc, OpKind, QueueId, Shape, TensorDesc, Unary,
 };
 use tensorplug_core::event::{Event, EventKind};
 use tensorplug_core::link::server::{DriverEvents, serve_stream};
@@ -198,6 +198,66 @@ fn round_trip_and_copies() {
         "fraction",
         "value >= 0.9",
     );
+
+    // A batch of small commands: windowed (link 2.1), then stop-and-wait,
+    // each in round trips of this run.
+    let window = dev.window();
+    let windowed = batch_of_fills(&mut dev, addr) / firmware;
+    dev.limit_window(1);
+    let stop_and_wait = batch_of_fills(&mut dev, addr) / firmware;
+    figure(
+        "firmware_batch_of_fills",
+        &format!(
+            "{BATCH} fills + a wait to the firmware under QEMU, in round trips: window {window} \
+             vs stop-and-wait"
+        ),
+        windowed,
+        Some(stop_and_wait),
+        "round trips",
+        "informational: QEMU's UART moves bytes at a polled rate, so a batch costs its bytes",
+    );
+    // The same over loopback TCP to a host thread, where a round trip is
+    // latency rather than bytes.
+    let mut host = host_served();
+    let host_trip = round_trips(&mut host);
+    let host_addr = host.allocate(4096, 64).expect("allocate");
+    let host_window = host.window();
+    let windowed = batch_of_fills(&mut host, host_addr) / host_trip;
+    host.limit_window(1);
+    let stop_and_wait = batch_of_fills(&mut host, host_addr) / host_trip;
+    figure(
+        "link_batch_of_fills_tcp",
+        &format!(
+            "{BATCH} fills + a wait over loopback TCP to a host thread, in round trips: \
+             window {host_window} vs stop-and-wait"
+        ),
+        windowed,
+        Some(stop_and_wait),
+        "round trips",
+        "ratio <= 0.5",
+    );
+}
+
+/// Small commands in one batch (`firmware_batch_of_fills`).
+const BATCH: usize = 32;
+
+/// Median seconds of [`BATCH`] 64-byte fills and a wait for the last.
+fn batch_of_fills(dev: &mut RemoteAccelerator<Counting>, addr: DeviceAddr) -> f64 {
+    let q = QueueId(0);
+    median(
+        (0..10)
+            .map(|_| {
+                let start = Instant::now();
+                let mut last = None;
+                for i in 0..BATCH {
+                    last = Some(dev.fill(q, addr, 64, i as u32).expect("fill"));
+                }
+                dev.wait(last.expect("a fill"), ANSWER)
+                    .expect("the batch completes");
+                start.elapsed().as_secs_f64()
+            })
+            .collect(),
+    )
 }
 
 fn written(dev: &RemoteAccelerator<Counting>) -> u64 {

@@ -223,6 +223,14 @@ const EXPECTED_FIGURES: &[(&str, &str)] = &[
         "4 KiB copy to the firmware, payload / wire",
     ),
     (
+        "firmware_batch_of_fills",
+        "32 fills to the firmware, window vs stop-and-wait",
+    ),
+    (
+        "link_batch_of_fills_tcp",
+        "32 fills over loopback TCP, window vs stop-and-wait",
+    ),
+    (
         "firmware_ring_push_instructions",
         "Cortex-M4 instructions per ring push",
     ),

@@ -13,8 +13,8 @@ use std::vec::Vec;
 use std::{fmt, format};
 
 use super::ops::{
-    Allocate, Command, Deallocate, DrainEvents, GetInfo, ReadClock, Reset, Submit, WireOp,
-    error_kind,
+    Allocate, Command, Deallocate, DrainEvents, GetInfo, GetLinkInfo, ReadClock, Reset, Submit,
+    WireOp, error_kind,
 };
 use super::{
     Decoder, Encoder, FeedResult, Hello, LinkError, MAX_BULK_CHUNK, MAX_ENCODED_FRAME_LEN,
@@ -50,6 +50,8 @@ impl LinkStream for TcpStream {
 pub struct RemoteError {
     kind: ErrorKind,
     message: String,
+    /// The link's error code, when the MCU answered with one.
+    link_code: Option<u16>,
 }
 
 impl RemoteError {
@@ -57,11 +59,18 @@ impl RemoteError {
         Self {
             kind,
             message: message.into(),
+            link_code: None,
         }
     }
 
     /// The error an MCU answered with `code` means.
     fn remote(code: u16, what: &str) -> Self {
+        let mut error = Self::remote_kind(code, what);
+        error.link_code = Some(code);
+        error
+    }
+
+    fn remote_kind(code: u16, what: &str) -> Self {
         match error_kind(code) {
             Some(kind) => Self::new(kind, format!("the MCU's driver failed {what}: {kind:?}")),
             None => Self::new(
@@ -89,12 +98,19 @@ impl crate::accelerator::Error for RemoteError {
 /// Bits of a [`Fence`] that hold its queue; the rest is a sequence number.
 const QUEUE_BITS: u32 = 8;
 
+/// The largest window the host uses, whatever the peer offers.
+pub const MAX_WINDOW: u16 = 16;
+
 /// An accelerator on the other end of a link in op-level mode.
 ///
 /// Every call is one request (copies: one per 2 KiB chunk) answered within
-/// the timeout given to [`RemoteAccelerator::connect`]. Launches, fills and
-/// device copies complete asynchronously: their `Completion`s are read
-/// whenever the link is read. Event batches the MCU streams are kept until
+/// the timeout given to [`RemoteAccelerator::connect`]. Launches, fills,
+/// device copies and host-to-device chunks are sent without waiting for
+/// their `Ack` while fewer than the peer's window (protocol 2.1,
+/// `LinkInfo`) are unanswered; they complete asynchronously, and their
+/// answers and `Completion`s are read whenever the link is read. A command
+/// the peer refuses fails its fence and every later fence of its queue
+/// waited for. Event batches the MCU streams are kept until
 /// [`Accelerator::drain_events`].
 pub struct RemoteAccelerator<S> {
     stream: S,
@@ -112,7 +128,13 @@ pub struct RemoteAccelerator<S> {
     in_flight: HashMap<u16, Fence>,
     /// Highest completed sequence number per queue (queues complete in order).
     completed: HashMap<u8, u64>,
-    failed: HashMap<u64, RemoteError>,
+    /// Failed commands by sequence number, with their queue: reported once,
+    /// by the first wait on a fence at or after them on that queue.
+    failed: HashMap<u64, (u8, RemoteError)>,
+    /// Commands sent and not yet answered (`Ack`), oldest first.
+    unanswered: VecDeque<(u16, Fence)>,
+    /// How many of those may be outstanding (1: stop-and-wait).
+    window: usize,
     /// Fences below this sequence number were cut off by a reset.
     reset_mark: u64,
     events: VecDeque<Event>,
@@ -137,6 +159,7 @@ enum Answer {
     Clock(u64),
     Data(Vec<u8>),
     Events(usize),
+    LinkWindow(u16),
 }
 
 impl<S: LinkStream> RemoteAccelerator<S> {
@@ -181,6 +204,8 @@ impl<S: LinkStream> RemoteAccelerator<S> {
             in_flight: HashMap::new(),
             completed: HashMap::new(),
             failed: HashMap::new(),
+            unanswered: VecDeque::new(),
+            window: 1,
             reset_mark: 0,
             events: VecDeque::new(),
             dropped: 0,
@@ -207,7 +232,33 @@ impl<S: LinkStream> RemoteAccelerator<S> {
         };
         link.usage.total = info.memory_bytes;
         link.info = info;
+        if v.minor >= 1 {
+            // A peer that cannot say keeps stop-and-wait.
+            link.window = match link.call(&Message::GetLinkInfo(GetLinkInfo), "GetLinkInfo") {
+                Ok(Answer::LinkWindow(window)) => usize::from(window.clamp(1, MAX_WINDOW)),
+                Ok(_) => unreachable!("read_some returns only answers"),
+                Err(e)
+                    if e.kind == ErrorKind::Unsupported
+                        || e.link_code == Some(super::RemoteErrorCode::Unsupported as u16) =>
+                {
+                    1
+                }
+                Err(e) => return Err(e),
+            };
+        }
         Ok(link)
+    }
+
+    /// Requests that may be unanswered at once: the peer's window (at most
+    /// [`MAX_WINDOW`]), 1 for a 2.0 peer.
+    pub fn window(&self) -> usize {
+        self.window
+    }
+
+    /// Lowers the window (1: stop-and-wait, as with a 2.0 peer); a value
+    /// above the peer's is ignored.
+    pub fn limit_window(&mut self, window: usize) {
+        self.window = self.window.min(window.max(1));
     }
 
     /// The byte stream.
@@ -222,16 +273,7 @@ impl<S: LinkStream> RemoteAccelerator<S> {
 
     /// Sends `request`, then reads until its answer (not its completion).
     fn call(&mut self, request: &Message<'_>, what: &str) -> Result<Answer, RemoteError> {
-        let (len, id) = self.encoder.request(request, &mut self.tx).map_err(|e| {
-            RemoteError::new(
-                ErrorKind::InvalidArgument,
-                format!("cannot encode {what}: {e}"),
-            )
-        })?;
-        self.stream
-            .write_all(&self.tx[..len])
-            .and_then(|()| self.stream.flush())
-            .map_err(|e| io_failure(&e, what, self.timeout))?;
+        let id = self.send(request, what)?;
         let deadline = Instant::now() + self.timeout;
         loop {
             if let Some(answer) = self.read_some(Some(id), what, deadline)? {
@@ -293,6 +335,17 @@ impl<S: LinkStream> RemoteAccelerator<S> {
                             self.unread = rest.to_vec();
                             return Err(RemoteError::remote(e.code, what));
                         }
+                        Message::Ack(_) if Some(id) != want => {
+                            self.answered(id, None);
+                            continue;
+                        }
+                        Message::Error(e) if Some(id) != want => {
+                            self.answered(
+                                id,
+                                Some(RemoteError::remote(e.code, "a queued command")),
+                            );
+                            continue;
+                        }
                         _ if Some(id) != want => continue, // stale
                         Message::Ack(_) => Answer::Ack,
                         Message::HelloAck(h) => Answer::Hello(*h),
@@ -307,6 +360,7 @@ impl<S: LinkStream> RemoteAccelerator<S> {
                             },
                         ),
                         Message::ClockValue(c) => Answer::Clock(c.ticks),
+                        Message::LinkInfo(l) => Answer::LinkWindow(l.window),
                         Message::MemoryData(d) => Answer::Data(d.data.to_vec()),
                         other => {
                             self.unread = rest.to_vec();
@@ -332,14 +386,34 @@ impl<S: LinkStream> RemoteAccelerator<S> {
         };
         let (queue, seq) = split(fence);
         if status != 0 {
-            self.failed
-                .insert(seq, RemoteError::remote(status, "a queued command"));
+            self.failed.insert(
+                seq,
+                (queue, RemoteError::remote(status, "a queued command")),
+            );
         }
         let done = self.completed.entry(queue).or_default();
         *done = (*done).max(seq);
     }
 
-    /// Sends a command; returns its fence once the MCU accepted it.
+    /// Records the answer to an unanswered command: `error` fails it (no
+    /// `Completion` will come).
+    fn answered(&mut self, id: u16, error: Option<RemoteError>) {
+        let Some(at) = self.unanswered.iter().position(|&(i, _)| i == id) else {
+            return; // stale: cut off by a reset
+        };
+        let Some((_, fence)) = self.unanswered.remove(at) else {
+            return;
+        };
+        if let Some(error) = error {
+            self.in_flight.remove(&id);
+            let (queue, seq) = split(fence);
+            self.failed.insert(seq, (queue, error));
+        }
+    }
+
+    /// Sends a command; returns its fence once it is sent and fewer than
+    /// the window are unanswered. With a window of 1 the MCU's refusal is
+    /// returned here; with more, it fails the fence.
     fn submit(
         &mut self,
         queue: QueueId,
@@ -357,19 +431,36 @@ impl<S: LinkStream> RemoteAccelerator<S> {
             queue: queue.0,
             command,
         });
-        let id = self.encoder_peek_id();
+        let id = self.send(&message, what)?;
         self.in_flight.insert(id, fence);
-        match self.call(&message, what) {
-            Ok(Answer::Data(_) | Answer::Ack) => {
-                self.next_seq += 1;
-                Ok(fence)
-            }
-            Ok(_) => unreachable!("read_some returns only answers"),
-            Err(e) => {
-                self.in_flight.remove(&id);
-                Err(e)
+        self.unanswered.push_back((id, fence));
+        self.next_seq += 1;
+        let deadline = Instant::now() + self.timeout;
+        while self.unanswered.len() >= self.window {
+            self.read_some(None, what, deadline)?;
+        }
+        if self.window == 1 {
+            let (_, seq) = split(fence);
+            if let Some((_, error)) = self.failed.remove(&seq) {
+                return Err(error);
             }
         }
+        Ok(fence)
+    }
+
+    /// Encodes and sends `request`; returns its request id.
+    fn send(&mut self, request: &Message<'_>, what: &str) -> Result<u16, RemoteError> {
+        let (len, id) = self.encoder.request(request, &mut self.tx).map_err(|e| {
+            RemoteError::new(
+                ErrorKind::InvalidArgument,
+                format!("cannot encode {what}: {e}"),
+            )
+        })?;
+        self.stream
+            .write_all(&self.tx[..len])
+            .and_then(|()| self.stream.flush())
+            .map_err(|e| io_failure(&e, what, self.timeout))?;
+        Ok(id)
     }
 
     fn submit_read(
@@ -415,7 +506,14 @@ impl<S: LinkStream> RemoteAccelerator<S> {
 
     fn status(&mut self, fence: Fence) -> Result<bool, RemoteError> {
         let (queue, seq) = split(fence);
-        if let Some(error) = self.failed.remove(&seq) {
+        // The oldest failure at or before this fence on its queue.
+        let failed = self
+            .failed
+            .iter()
+            .filter(|&(&at, &(q, _))| q == queue && at <= seq)
+            .map(|(&at, _)| at)
+            .min();
+        if let Some((_, error)) = failed.and_then(|at| self.failed.remove(&at)) {
             return Err(error);
         }
         if seq <= self.completed.get(&queue).copied().unwrap_or(0) {
@@ -567,6 +665,18 @@ impl<S: LinkStream> Accelerator for RemoteAccelerator<S> {
     fn launch(&mut self, queue: QueueId, op: &OpDesc<'_>) -> Result<Fence, RemoteError> {
         op.validate()
             .map_err(|e| RemoteError::new(ErrorKind::InvalidArgument, format!("{e:?}")))?;
+        // Refused here, not by a late answer: the device's info lists its ops.
+        let caps = &self.info.capabilities;
+        let declared = match op.kind {
+            crate::accelerator::OpKind::Vendor(v) => caps.vendor_ops.find(v.decl.id).is_some(),
+            builtin => caps.ops.contains(builtin),
+        };
+        if !declared {
+            return Err(RemoteError::new(
+                ErrorKind::Unsupported,
+                format!("{} is not declared by the device", op.kind.name()),
+            ));
+        }
         let wire = WireOp::from_desc(op).map_err(|_| {
             RemoteError::new(ErrorKind::InvalidArgument, "an op with more than 3 inputs")
         })?;
@@ -612,6 +722,7 @@ impl<S: LinkStream> Accelerator for RemoteAccelerator<S> {
         // is still sending (a completion); stale answers are skipped by id.
         self.call(&Message::Reset(Reset), "a reset")?;
         self.in_flight.clear();
+        self.unanswered.clear();
         self.reset_mark = self.next_seq;
         Ok(())
     }

@@ -6,8 +6,8 @@
 
 use super::error::LinkError;
 use super::ops::{
-    Allocate, ClockValue, Deallocate, DrainEvents, GetInfo, Info, MemoryState, ReadClock, Reset,
-    Submit,
+    Allocate, ClockValue, Deallocate, DrainEvents, GetInfo, GetLinkInfo, Info, LinkInfo,
+    MemoryState, ReadClock, Reset, Submit,
 };
 use super::records::EventRecords;
 use super::version::{PROTOCOL_VERSION, ProtocolVersion};
@@ -241,6 +241,8 @@ pub enum MessageId {
     Reset = 0x0D,
     /// [`Message::DrainEvents`]
     DrainEvents = 0x0E,
+    /// [`Message::GetLinkInfo`] (2.1)
+    GetLinkInfo = 0x0F,
     /// [`Message::HelloAck`]
     HelloAck = 0x81,
     /// [`Message::Pong`]
@@ -261,6 +263,8 @@ pub enum MessageId {
     MemoryState = 0x89,
     /// [`Message::ClockValue`]
     ClockValue = 0x8A,
+    /// [`Message::LinkInfo`] (2.1)
+    LinkInfo = 0x8B,
     /// [`Message::EventBatch`]
     EventBatch = 0xC0,
 }
@@ -295,6 +299,7 @@ impl MessageId {
             0x0C => Self::ReadClock,
             0x0D => Self::Reset,
             0x0E => Self::DrainEvents,
+            0x0F => Self::GetLinkInfo,
             0x81 => Self::HelloAck,
             0x82 => Self::Pong,
             0x83 => Self::RegisterValue,
@@ -305,6 +310,7 @@ impl MessageId {
             0x88 => Self::Info,
             0x89 => Self::MemoryState,
             0x8A => Self::ClockValue,
+            0x8B => Self::LinkInfo,
             0xC0 => Self::EventBatch,
             _ => return None,
         })
@@ -357,6 +363,8 @@ pub enum Message<'a> {
     Reset(Reset),
     /// Host asks for recorded events (op-level mode).
     DrainEvents(DrainEvents),
+    /// Host asks for the link's window (2.1).
+    GetLinkInfo(GetLinkInfo),
     /// MCU answers `Hello` with its own version.
     HelloAck(Hello),
     /// MCU answers `Ping`.
@@ -379,6 +387,8 @@ pub enum Message<'a> {
     MemoryState(MemoryState),
     /// MCU answers `ReadClock`.
     ClockValue(ClockValue),
+    /// MCU answers `GetLinkInfo` (2.1).
+    LinkInfo(LinkInfo),
 }
 
 /// Runs `$body` with `$b` bound to the message's body, whatever its type.
@@ -399,9 +409,11 @@ macro_rules! with_body {
             Message::ReadClock($b) => $body,
             Message::Reset($b) => $body,
             Message::DrainEvents($b) => $body,
+            Message::GetLinkInfo($b) => $body,
             Message::Info($b) => $body,
             Message::MemoryState($b) => $body,
             Message::ClockValue($b) => $body,
+            Message::LinkInfo($b) => $body,
             Message::RegisterValue($b) => $body,
             Message::Ack($b) => $body,
             Message::MemoryData($b) => $body,
@@ -430,9 +442,11 @@ impl<'a> Message<'a> {
             Self::ReadClock(_) => MessageId::ReadClock,
             Self::Reset(_) => MessageId::Reset,
             Self::DrainEvents(_) => MessageId::DrainEvents,
+            Self::GetLinkInfo(_) => MessageId::GetLinkInfo,
             Self::Info(_) => MessageId::Info,
             Self::MemoryState(_) => MessageId::MemoryState,
             Self::ClockValue(_) => MessageId::ClockValue,
+            Self::LinkInfo(_) => MessageId::LinkInfo,
             Self::HelloAck(_) => MessageId::HelloAck,
             Self::Pong(_) => MessageId::Pong,
             Self::RegisterValue(_) => MessageId::RegisterValue,
@@ -494,6 +508,7 @@ impl<'a> Message<'a> {
             Some(MessageId::ReadClock) => Self::ReadClock(exact(payload).map_err(malformed)?),
             Some(MessageId::Reset) => Self::Reset(exact(payload).map_err(malformed)?),
             Some(MessageId::DrainEvents) => Self::DrainEvents(exact(payload).map_err(malformed)?),
+            Some(MessageId::GetLinkInfo) => Self::GetLinkInfo(exact(payload).map_err(malformed)?),
             _ => return Err(LinkError::UnknownMessage { id }),
         })
     }
@@ -506,6 +521,7 @@ impl<'a> Message<'a> {
             Some(MessageId::Info) => Self::Info(exact(payload).map_err(malformed)?),
             Some(MessageId::MemoryState) => Self::MemoryState(exact(payload).map_err(malformed)?),
             Some(MessageId::ClockValue) => Self::ClockValue(exact(payload).map_err(malformed)?),
+            Some(MessageId::LinkInfo) => Self::LinkInfo(exact(payload).map_err(malformed)?),
             Some(MessageId::HelloAck) => Self::HelloAck(exact(payload).map_err(malformed)?),
             Some(MessageId::Pong) => Self::Pong(exact(payload).map_err(malformed)?),
             Some(MessageId::RegisterValue) => {

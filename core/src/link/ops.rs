@@ -303,6 +303,21 @@ pub struct MemoryState {
     pub total: u64,
 }
 
+/// Asks how the link may be driven (protocol 2.1); answered by [`LinkInfo`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct GetLinkInfo;
+
+/// How the link may be driven (protocol 2.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct LinkInfo {
+    /// Requests the host may have sent and not yet seen answered (at least
+    /// 1: stop-and-wait). The receiver must hold that many frames without
+    /// losing bytes while it works on the oldest.
+    pub window: u16,
+}
+
 /// Reads the device clock; answered by [`ClockValue`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

@@ -99,6 +99,8 @@ struct Outstanding {
 #[derive(Debug)]
 pub struct OpServer<const PENDING: usize = 16> {
     pending: heapless::Vec<Outstanding, PENDING>,
+    /// The window `GetLinkInfo` reports (1 unless [`OpServer::with_window`]).
+    window: u16,
     scratch: [u8; MAX_BULK_CHUNK],
     events: [Event; MAX_EVENTS_PER_BATCH],
     out: [u8; MAX_ENCODED_FRAME_LEN],
@@ -122,6 +124,7 @@ impl<const PENDING: usize> OpServer<PENDING> {
     pub const fn new() -> Self {
         Self {
             pending: heapless::Vec::new(),
+            window: 1,
             scratch: [0; MAX_BULK_CHUNK],
             events: [Event {
                 timestamp: 0,
@@ -132,6 +135,17 @@ impl<const PENDING: usize> OpServer<PENDING> {
             }; MAX_EVENTS_PER_BATCH],
             out: [0; MAX_ENCODED_FRAME_LEN],
         }
+    }
+
+    /// Reports `window` (at least 1) in `LinkInfo`: how many requests the
+    /// host may send before it sees the oldest answered. Say more than 1
+    /// only if bytes that arrive while a frame is being answered are not
+    /// lost: a UART with flow control, a buffered receive path, TCP.
+    /// `docs/link-protocol.md`, "Windows (2.1)".
+    #[must_use]
+    pub const fn with_window(mut self, window: u16) -> Self {
+        self.window = if window == 0 { 1 } else { window };
+        self
     }
 
     /// Commands enqueued and not yet completed.
@@ -176,6 +190,9 @@ impl<const PENDING: usize> OpServer<PENDING> {
                 .deallocate(DeviceAddr(d.addr))
                 .map_err(code)
                 .map(|()| Message::MemoryState(state(accel, 0))),
+            Message::GetLinkInfo(_) => Ok(Message::LinkInfo(super::ops::LinkInfo {
+                window: self.window,
+            })),
             Message::ReadClock(_) => accel
                 .timestamp()
                 .map_err(code)
@@ -452,7 +469,8 @@ where
 {
     use std::io::ErrorKind;
     let mut session = Session::new();
-    let mut server = std::boxed::Box::new(OpServer::<16>::new());
+    // TCP's flow control holds the host's frames while one is answered.
+    let mut server = std::boxed::Box::new(OpServer::<16>::new().with_window(8));
     let mut decoder = std::boxed::Box::new(super::Decoder::new());
     let mut tx = std::vec::Vec::new();
     let mut chunk = [0u8; 4096];
