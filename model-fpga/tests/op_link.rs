@@ -26,23 +26,27 @@ fn listen() -> (TcpListener, std::net::SocketAddr) {
     (listener, addr)
 }
 
+/// The driver over SPI to the model, as the firmware runs it.
+fn spi_model_driver() -> impl Accelerator {
+    let config = ModelConfig::default();
+    let model = Model::new(
+        AlignedMemory::zeroed(1 << 20),
+        NoHostBus,
+        HostClock::new(config.timing.freq_hz),
+        config,
+        false,
+    )
+    .unwrap();
+    let transport = SpiTransport::new(SpiSlave::new(model), SpiConfig::default());
+    Driver::<_, _>::new(transport, StdClock::default(), DriverConfig::default()).unwrap()
+}
+
 #[test]
 fn events_a_full_ring_dropped_reach_the_host_as_a_count() {
     let (listener, addr) = listen();
     let server = std::thread::spawn(move || {
         let (mut stream, _) = listener.accept().unwrap();
-        let config = ModelConfig::default();
-        let model = Model::new(
-            AlignedMemory::zeroed(1 << 20),
-            NoHostBus,
-            HostClock::new(config.timing.freq_hz),
-            config,
-            false,
-        )
-        .unwrap();
-        let transport = SpiTransport::new(SpiSlave::new(model), SpiConfig::default());
-        let mut driver =
-            Driver::<_, _>::new(transport, StdClock::default(), DriverConfig::default()).unwrap();
+        let mut driver = spi_model_driver();
         // An interrupt handler pushed 20 events into a ring of 8.
         let mut ring = Ring::<Event, 8>::new();
         let (mut producer, consumer) = ring.split();
@@ -243,18 +247,7 @@ fn serve_model() -> std::net::SocketAddr {
     let (listener, addr) = listen();
     std::thread::spawn(move || {
         let (mut stream, _) = listener.accept().unwrap();
-        let config = ModelConfig::default();
-        let model = Model::new(
-            AlignedMemory::zeroed(1 << 20),
-            NoHostBus,
-            HostClock::new(config.timing.freq_hz),
-            config,
-            false,
-        )
-        .unwrap();
-        let transport = SpiTransport::new(SpiSlave::new(model), SpiConfig::default());
-        let mut driver =
-            Driver::<_, _>::new(transport, StdClock::default(), DriverConfig::default()).unwrap();
+        let mut driver = spi_model_driver();
         let _ = serve_stream(
             &mut stream,
             &mut driver,

@@ -6,6 +6,8 @@
 //! f32). Numerics and tolerances: `docs/device-numerics.md`.
 
 mod binary;
+#[cfg(feature = "std")]
+mod conv_host;
 mod elementwise;
 mod error;
 mod gemm;
