@@ -4,7 +4,7 @@
 pub mod qemu;
 
 use std::ffi::OsStr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
@@ -179,12 +179,36 @@ fn build_plugin(package: &str, lib: &str) -> PathBuf {
     plugin
 }
 
-/// A new empty directory `<name>-<pid>` under [`helper_target_dir`].
+/// A new empty directory `<name>-<pid>` under [`helper_target_dir`]. The
+/// `<name>-<pid>` directories of test processes that are gone are removed
+/// first, so runs do not pile them up (some hold a plugin build).
 pub fn scratch_dir(name: &str) -> PathBuf {
-    let dir = helper_target_dir().join(format!("{name}-{}", std::process::id()));
+    let parent = helper_target_dir();
+    remove_dead_scratch(&parent, name);
+    let dir = parent.join(format!("{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create scratch dir");
     dir
+}
+
+/// Removes `<name>-<pid>` under `parent` for every `pid` not running.
+fn remove_dead_scratch(parent: &Path, name: &str) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(pid) = file_name
+            .to_str()
+            .and_then(|n| n.strip_prefix(name)?.strip_prefix('-'))
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// Asserts that the scenario `what` was not killed by a signal (a SIGSEGV
