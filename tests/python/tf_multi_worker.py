@@ -261,7 +261,8 @@ def run_kill_role(out, workers):
 def mirrored():
     """One process, two sims: `MirroredStrategy()` with no device list picks
     both, and Keras `fit` equals one device."""
-    env = dict(os.environ, TENSORPLUG_AS_GPU="1", TENSORPLUG_DEVICE="sim,sim")
+    env = dict(os.environ, TENSORPLUG_AS_GPU="1", TENSORPLUG_DEVICE="sim,sim",
+               TENSORPLUG_FALLBACK="error")
     env.pop("TF_CONFIG", None)
     done = subprocess.run([sys.executable, __file__, "role", "mirrored", "-", "2"], env=env,
                           capture_output=True, text=True, timeout=600)
@@ -311,6 +312,8 @@ def role_env(index, ports):
     })
     env["TENSORPLUG_AS_GPU"] = "1"
     env["TENSORPLUG_DEVICE"] = "sim"
+    # A float op that falls back to the CPU fails the step, not the test's eye.
+    env["TENSORPLUG_FALLBACK"] = "error"
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     return env
 
@@ -351,7 +354,8 @@ def compare(kind, tmp):
     two = time.time() - start
     results = [json.load(open(o)) for o in outs]
     single_out = os.path.join(tmp, f"{kind}-single.json")
-    env = dict(os.environ, TENSORPLUG_AS_GPU="1", TENSORPLUG_DEVICE="sim")
+    env = dict(os.environ, TENSORPLUG_AS_GPU="1", TENSORPLUG_DEVICE="sim",
+               TENSORPLUG_FALLBACK="error")
     env.pop("TF_CONFIG", None)
     subprocess.run([sys.executable, __file__, "single", kind, single_out], env=env, check=True)
     single = json.load(open(single_out))
