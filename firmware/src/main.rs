@@ -68,6 +68,10 @@ fn main() -> ! {
     let events = events::start(peripherals.SYST);
     // SAFETY: UART0 is this firmware's; nothing else drives it.
     let mut uart = unsafe { uart::Uart::new(uart::UART0, uart::BAUDDIV_115200) };
+    if cfg!(feature = "bench-echo") {
+        defmt::info!("bench-echo: every byte comes back, no link protocol");
+        uart.echo();
+    }
     let mut servers = Servers {
         session: Session::new(),
         ops: OpServer::new().with_window(LINK_WINDOW),

@@ -63,4 +63,14 @@ impl Uart {
             self.write(DATA, u32::from(byte));
         }
     }
+
+    /// Sends every received byte back, forever: the raw byte rate a link
+    /// copy is measured against (feature `bench-echo`).
+    pub fn echo(&mut self) -> ! {
+        loop {
+            if let Some(byte) = self.try_read() {
+                self.write_all(&[byte]);
+            }
+        }
+    }
 }

@@ -126,6 +126,21 @@ impl LinkStream for Link {
                 .map_err(io::Error::other),
         }
     }
+
+    fn read_ready(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Self::Tcp(s) => s.read_ready(buf),
+            Self::Serial(s) => match s.bytes_to_read().map_err(io::Error::other)? {
+                0 => Err(io::ErrorKind::WouldBlock.into()),
+                waiting => {
+                    let n = buf
+                        .len()
+                        .min(usize::try_from(waiting).unwrap_or(usize::MAX));
+                    s.read(&mut buf[..n])
+                }
+            },
+        }
+    }
 }
 
 #[cfg(test)]

@@ -109,11 +109,11 @@ fn a_firmware_without_the_op_level_mode_is_refused_naming_both_versions() {
         // 1.1: the op-level mode with per-op wire codes, before the catalogue.
         (
             ProtocolVersion { major: 1, minor: 1 },
-            ["we speak 2.1", "the peer speaks 1.1"],
+            ["we speak 2.2", "the peer speaks 1.1"],
         ),
         (
             ProtocolVersion { major: 3, minor: 0 },
-            ["we speak 2.1", "the peer speaks 3.0"],
+            ["we speak 2.2", "the peer speaks 3.0"],
         ),
     ] {
         let stream = TcpStream::connect(peer_speaking(peer)).unwrap();
@@ -212,11 +212,22 @@ fn a_reset_keeps_a_frame_that_was_half_read() {
     peer.join().unwrap();
 }
 
-/// A TCP stream that counts its reads: a read is the host waiting for the
-/// MCU.
+/// A TCP stream that counts its reads (a read is the host waiting for the
+/// MCU) and the frames it sends (their `0x00` delimiters).
 struct Counting {
     inner: TcpStream,
     reads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    frames: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Counting {
+    fn new(inner: TcpStream) -> Self {
+        Self {
+            inner,
+            reads: Default::default(),
+            frames: Default::default(),
+        }
+    }
 }
 
 impl Read for Counting {
@@ -229,7 +240,11 @@ impl Read for Counting {
 
 impl Write for Counting {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.inner.write(buf)
+        let n = self.inner.write(buf)?;
+        let frames = buf[..n].iter().filter(|&&b| b == 0).count();
+        self.frames
+            .fetch_add(frames, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
     }
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
@@ -259,17 +274,16 @@ fn serve_model() -> std::net::SocketAddr {
 
 /// Protocol 2.1: the host sends up to the peer's window of commands before
 /// it reads an answer; a refused command fails the next wait of its queue;
-/// a window of 1 is stop-and-wait.
+/// a window of 1 is stop-and-wait. (Batches off: each command is a frame.)
 #[test]
 fn commands_are_windowed_and_a_refusal_fails_the_next_wait() {
     use tensorplug_core::accelerator::{DeviceAddr, QueueId};
-    let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let stream = Counting {
-        inner: TcpStream::connect(serve_model()).unwrap(),
-        reads: reads.clone(),
-    };
+    let stream = Counting::new(TcpStream::connect(serve_model()).unwrap());
+    let reads = stream.reads.clone();
     let mut dev = RemoteAccelerator::connect(stream, Duration::from_secs(5)).unwrap();
     assert_eq!(dev.window(), 8, "serve_stream offers 8");
+    assert!(dev.batching(), "a 2.2 peer with a window takes batches");
+    dev.set_batching(false).unwrap();
     let buf = dev.allocate(4096, 64).unwrap();
     let q = QueueId(0);
     let count = || reads.load(std::sync::atomic::Ordering::Relaxed);
@@ -320,4 +334,79 @@ fn commands_are_windowed_and_a_refusal_fails_the_next_wait() {
     dev.wait(last.unwrap(), Duration::from_secs(5)).unwrap();
     // Stop-and-wait returns a refusal from the call itself.
     assert!(dev.fill(q, DeviceAddr(1 << 40), 64, 0).is_err());
+}
+
+/// Protocol 2.2: queued commands travel in one `SubmitBatch` frame, sent
+/// by the next call that is not one; a refused command fails the next
+/// wait, the commands before it run, those after it do not, and no wait
+/// hangs.
+#[test]
+fn queued_commands_travel_in_one_batch_and_a_refusal_stops_it() {
+    use std::sync::atomic::Ordering::Relaxed;
+    use tensorplug_core::accelerator::{DeviceAddr, QueueId};
+    let stream = Counting::new(TcpStream::connect(serve_model()).unwrap());
+    let (reads, frames) = (stream.reads.clone(), stream.frames.clone());
+    let mut dev = RemoteAccelerator::connect(stream, Duration::from_secs(5)).unwrap();
+    assert!(dev.batching());
+    let buf = dev.allocate(64 * 32, 64).unwrap();
+    let q = QueueId(0);
+    let at = |i: usize| DeviceAddr(buf.0 + 64 * i as u64);
+    let read_back = |dev: &mut RemoteAccelerator<Counting>| {
+        let mut back = vec![0u8; 64 * 32];
+        let read = unsafe { dev.copy_from_device(q, back.as_mut_ptr(), buf, back.len()) }.unwrap();
+        dev.wait(read, Duration::from_secs(5)).unwrap();
+        back.chunks(64)
+            .map(|block| u32::from_le_bytes(block[..4].try_into().unwrap()))
+            .collect::<Vec<_>>()
+    };
+
+    let (frames_before, reads_before) = (frames.load(Relaxed), reads.load(Relaxed));
+    let fences: Vec<_> = (0..32)
+        .map(|i| dev.fill(q, at(i), 64, i as u32 + 1).unwrap())
+        .collect();
+    assert_eq!(frames.load(Relaxed), frames_before, "gathered, not sent");
+    dev.poll(fences[31]).expect("the poll sends the batch");
+    assert_eq!(
+        frames.load(Relaxed),
+        frames_before + 1,
+        "one frame for 32 fills"
+    );
+    dev.wait(fences[31], Duration::from_secs(5)).unwrap();
+    assert!(
+        dev.poll(fences[0]).unwrap(),
+        "earlier fences complete with the last"
+    );
+    assert!(reads.load(Relaxed) > reads_before);
+    assert_eq!(read_back(&mut dev), (1..=32).collect::<Vec<u32>>());
+
+    // The 3rd of 5 is outside device memory: the MCU runs 2 and stops.
+    let batch: Vec<_> = (0..5)
+        .map(|i| {
+            let dst = if i == 2 { DeviceAddr(1 << 40) } else { at(i) };
+            dev.fill(q, dst, 64, 100 + i as u32).unwrap()
+        })
+        .collect();
+    let error = dev.wait(batch[4], Duration::from_secs(5)).unwrap_err();
+    assert_ne!(error.kind(), ErrorKind::Timeout, "{error}");
+    for (i, fence) in batch.iter().enumerate() {
+        assert!(
+            dev.wait(*fence, Duration::from_secs(5)).is_ok(),
+            "fill {i}: reported once, then done"
+        );
+    }
+    let values = read_back(&mut dev);
+    assert_eq!(
+        &values[..5],
+        &[100, 101, 3, 4, 5],
+        "2 ran, the rest did not"
+    );
+
+    // The link goes on; a batch whose first command is refused too.
+    let refused = dev.fill(q, DeviceAddr(1 << 40), 64, 0).unwrap();
+    let after = dev.fill(q, at(0), 64, 7).unwrap();
+    assert!(dev.wait(after, Duration::from_secs(5)).is_err());
+    assert!(dev.wait(refused, Duration::from_secs(5)).is_ok());
+    let next = dev.fill(q, at(0), 64, 9).unwrap();
+    dev.wait(next, Duration::from_secs(5)).unwrap();
+    assert_eq!(read_back(&mut dev)[0], 9);
 }

@@ -43,6 +43,14 @@ pub fn requantize_selftest_elf() -> PathBuf {
     .clone()
 }
 
+/// The firmware built with the `bench-echo` feature (its own target dir):
+/// it sends every UART byte back, with no link protocol.
+pub fn echo_firmware_elf() -> PathBuf {
+    static ELF: OnceLock<PathBuf> = OnceLock::new();
+    ELF.get_or_init(|| build_firmware(&["--features", "bench-echo"], "target/bench-echo"))
+        .clone()
+}
+
 fn build_firmware(args: &[&str], target_dir: &str) -> PathBuf {
     let dir = crate::workspace_root().join("firmware");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());

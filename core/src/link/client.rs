@@ -14,7 +14,7 @@ use std::{fmt, format};
 
 use super::ops::{
     Allocate, Command, Deallocate, DrainEvents, GetInfo, GetLinkInfo, ReadClock, Reset, Submit,
-    WireOp, error_kind,
+    SubmitBatch, WireOp, error_kind,
 };
 use super::{
     Decoder, Encoder, FeedResult, Hello, LinkError, MAX_BULK_CHUNK, MAX_ENCODED_FRAME_LEN,
@@ -37,11 +37,32 @@ pub trait LinkStream: Read + Write {
     /// # Errors
     /// The stream's, if it cannot.
     fn set_read_timeout(&mut self, timeout: Duration) -> io::Result<()>;
+
+    /// Reads bytes already received, without waiting: `WouldBlock` when
+    /// there are none (`Ok(0)` is the end of the stream). A poll uses it.
+    ///
+    /// The default reads with a 1 µs timeout, which an OS may round up (a
+    /// socket's to a scheduler tick); implement it where the stream can say
+    /// what is waiting.
+    ///
+    /// # Errors
+    /// `WouldBlock` (nothing waiting) or the stream's.
+    fn read_ready(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.set_read_timeout(Duration::from_micros(1))?;
+        self.read(buf)
+    }
 }
 
 impl LinkStream for TcpStream {
     fn set_read_timeout(&mut self, timeout: Duration) -> io::Result<()> {
         TcpStream::set_read_timeout(self, Some(timeout.max(Duration::from_micros(1))))
+    }
+
+    fn read_ready(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.set_nonblocking(true)?;
+        let read = self.read(buf);
+        self.set_nonblocking(false)?;
+        read
     }
 }
 
@@ -137,9 +158,39 @@ pub struct RemoteAccelerator<S> {
     window: usize,
     /// Fences below this sequence number were cut off by a reset.
     reset_mark: u64,
+    /// Whether the peer takes `SubmitBatch` (protocol 2.2).
+    peer_batches: bool,
+    /// Whether queued commands go in `SubmitBatch`es.
+    batching: bool,
+    /// Queued commands not sent yet: sent by the next call that is not one.
+    batch: Option<Batch>,
+    /// Request id → sequence number of the first command, per batch sent
+    /// and not yet answered.
+    batches: HashMap<u16, u64>,
+    /// Refused commands, and those after them in their batch, that never
+    /// run: (queue, first, last). Each counts as done when the command
+    /// before the first is; the newest [`MAX_REFUSED_RANGES`] are kept.
+    refused: VecDeque<(u8, u64, u64)>,
     events: VecDeque<Event>,
     dropped: u64,
 }
+
+/// Commands for one queue waiting to go in one `SubmitBatch`.
+struct Batch {
+    queue: u8,
+    commands: Vec<u8>,
+    first_seq: u64,
+    last: Fence,
+}
+
+/// Refused ranges a host keeps (a wait on an older one may time out).
+const MAX_REFUSED_RANGES: usize = 64;
+
+/// The most bytes of encoded commands one `SubmitBatch` carries.
+const MAX_BATCH_BYTES: usize = MAX_BULK_CHUNK;
+/// Room one encoded command may need (a launch with three rank-6 inputs
+/// takes about 330 bytes).
+const MAX_COMMAND_BYTES: usize = 512;
 
 impl<S> fmt::Debug for RemoteAccelerator<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -207,6 +258,11 @@ impl<S: LinkStream> RemoteAccelerator<S> {
             unanswered: VecDeque::new(),
             window: 1,
             reset_mark: 0,
+            peer_batches: false,
+            batching: false,
+            batch: None,
+            batches: HashMap::new(),
+            refused: VecDeque::new(),
             events: VecDeque::new(),
             dropped: 0,
         };
@@ -246,6 +302,8 @@ impl<S: LinkStream> RemoteAccelerator<S> {
                 Err(e) => return Err(e),
             };
         }
+        link.peer_batches = v.minor >= 2;
+        link.batching = link.peer_batches && link.window > 1;
         Ok(link)
     }
 
@@ -259,6 +317,26 @@ impl<S: LinkStream> RemoteAccelerator<S> {
     /// above the peer's is ignored.
     pub fn limit_window(&mut self, window: usize) {
         self.window = self.window.min(window.max(1));
+        self.batching &= self.window > 1;
+    }
+
+    /// Whether launches, fills, device copies and fences are gathered into
+    /// `SubmitBatch` frames (protocol 2.2; on when the peer speaks it and
+    /// the window is above 1). A batch is sent by the next call that is not
+    /// one of those, or when it fills a frame.
+    pub fn batching(&self) -> bool {
+        self.batching
+    }
+
+    /// Sends queued commands one `Submit` each (`false`), or in batches
+    /// again (`true`, if the peer speaks 2.2 and the window is above 1).
+    ///
+    /// # Errors
+    /// Sending the batch gathered so far failed.
+    pub fn set_batching(&mut self, on: bool) -> Result<(), RemoteError> {
+        self.flush()?;
+        self.batching = on && self.window > 1 && self.peer_batches;
+        Ok(())
     }
 
     /// The byte stream.
@@ -273,35 +351,41 @@ impl<S: LinkStream> RemoteAccelerator<S> {
 
     /// Sends `request`, then reads until its answer (not its completion).
     fn call(&mut self, request: &Message<'_>, what: &str) -> Result<Answer, RemoteError> {
+        self.flush()?;
         let id = self.send(request, what)?;
         let deadline = Instant::now() + self.timeout;
         loop {
-            if let Some(answer) = self.read_some(Some(id), what, deadline)? {
+            if let Some(answer) = self.read_some(Some(id), what, Some(deadline))? {
                 return Ok(answer);
             }
         }
     }
 
-    /// Reads one chunk of the stream (waiting until `deadline`) and handles
-    /// every frame in it; returns the answer to request `want` if it came.
+    /// Reads one chunk of the stream (waiting until `deadline`; `None`:
+    /// only what is already there) and handles every frame in it; returns
+    /// the answer to request `want` if it came.
     fn read_some(
         &mut self,
         want: Option<u16>,
         what: &str,
-        deadline: Instant,
+        deadline: Option<Instant>,
     ) -> Result<Option<Answer>, RemoteError> {
         let mut input = core::mem::take(&mut self.unread);
         if input.is_empty() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(timeout(what, self.timeout));
-            }
             let mut chunk = [0u8; 4096];
-            let n = self
-                .stream
-                .set_read_timeout(left)
-                .and_then(|()| self.stream.read(&mut chunk))
-                .map_err(|e| io_failure(&e, what, self.timeout))?;
+            let read = match deadline {
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(timeout(what, self.timeout));
+                    }
+                    self.stream
+                        .set_read_timeout(left)
+                        .and_then(|()| self.stream.read(&mut chunk))
+                }
+                None => self.stream.read_ready(&mut chunk),
+            };
+            let n = read.map_err(|e| io_failure(&e, what, self.timeout))?;
             if n == 0 {
                 return Err(RemoteError::new(
                     ErrorKind::Transport,
@@ -340,10 +424,8 @@ impl<S: LinkStream> RemoteAccelerator<S> {
                             continue;
                         }
                         Message::Error(e) if Some(id) != want => {
-                            self.answered(
-                                id,
-                                Some(RemoteError::remote(e.code, "a queued command")),
-                            );
+                            let error = RemoteError::remote(e.code, "a queued command");
+                            self.answered(id, Some((error, e.detail)));
                             continue;
                         }
                         _ if Some(id) != want => continue, // stale
@@ -396,19 +478,39 @@ impl<S: LinkStream> RemoteAccelerator<S> {
     }
 
     /// Records the answer to an unanswered command: `error` fails it (no
-    /// `Completion` will come).
-    fn answered(&mut self, id: u16, error: Option<RemoteError>) {
+    /// `Completion` will come), or, for a batch, its command at the index
+    /// `detail` and those after it (the batch's `Completion` is that of the
+    /// command before).
+    fn answered(&mut self, id: u16, error: Option<(RemoteError, u32)>) {
+        let first = self.batches.remove(&id);
         let Some(at) = self.unanswered.iter().position(|&(i, _)| i == id) else {
             return; // stale: cut off by a reset
         };
         let Some((_, fence)) = self.unanswered.remove(at) else {
             return;
         };
-        if let Some(error) = error {
-            self.in_flight.remove(&id);
-            let (queue, seq) = split(fence);
-            self.failed.insert(seq, (queue, error));
+        let Some((error, detail)) = error else {
+            return;
+        };
+        let (queue, last) = split(fence);
+        let failed = match first {
+            Some(first) => first.saturating_add(u64::from(detail)).min(last),
+            None => last,
+        };
+        match first {
+            Some(first) if failed > first => {
+                let before = Fence((failed - 1) << QUEUE_BITS | u64::from(queue));
+                self.in_flight.insert(id, before);
+            }
+            _ => {
+                self.in_flight.remove(&id);
+            }
         }
+        self.failed.insert(failed, (queue, error));
+        if self.refused.len() == MAX_REFUSED_RANGES {
+            self.refused.pop_front();
+        }
+        self.refused.push_back((queue, failed, last));
     }
 
     /// Sends a command; returns its fence once it is sent and fewer than
@@ -426,6 +528,10 @@ impl<S: LinkStream> RemoteAccelerator<S> {
                 format!("queue {} of a device with {}", queue.0, self.info.queues),
             ));
         }
+        if self.batching && command.batchable() {
+            return self.gather(queue.0, &command, what);
+        }
+        self.flush()?;
         let fence = Fence(self.next_seq << QUEUE_BITS | u64::from(queue.0));
         let message = Message::Submit(Submit {
             queue: queue.0,
@@ -435,10 +541,7 @@ impl<S: LinkStream> RemoteAccelerator<S> {
         self.in_flight.insert(id, fence);
         self.unanswered.push_back((id, fence));
         self.next_seq += 1;
-        let deadline = Instant::now() + self.timeout;
-        while self.unanswered.len() >= self.window {
-            self.read_some(None, what, deadline)?;
-        }
+        self.within_window(what)?;
         if self.window == 1 {
             let (_, seq) = split(fence);
             if let Some((_, error)) = self.failed.remove(&seq) {
@@ -446,6 +549,76 @@ impl<S: LinkStream> RemoteAccelerator<S> {
             }
         }
         Ok(fence)
+    }
+
+    /// Adds a queued command to the batch, sending the batch first if the
+    /// command is for another queue or does not fit.
+    fn gather(
+        &mut self,
+        queue: u8,
+        command: &Command<'_>,
+        what: &str,
+    ) -> Result<Fence, RemoteError> {
+        let mut encoded = [0u8; MAX_COMMAND_BYTES];
+        let bytes = postcard::to_slice(command, &mut encoded).map_err(|e| {
+            RemoteError::new(
+                ErrorKind::InvalidArgument,
+                format!("cannot encode {what}: {e}"),
+            )
+        })?;
+        if self
+            .batch
+            .as_ref()
+            .is_some_and(|b| b.queue != queue || b.commands.len() + bytes.len() > MAX_BATCH_BYTES)
+        {
+            self.flush()?;
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let fence = Fence(seq << QUEUE_BITS | u64::from(queue));
+        let batch = self.batch.get_or_insert_with(|| Batch {
+            queue,
+            commands: Vec::with_capacity(MAX_BATCH_BYTES),
+            first_seq: seq,
+            last: fence,
+        });
+        batch.commands.extend_from_slice(bytes);
+        batch.last = fence;
+        Ok(fence)
+    }
+
+    /// Sends the gathered commands, if any, as one `SubmitBatch`. If that
+    /// fails, their fences fail with the error too.
+    fn flush(&mut self) -> Result<(), RemoteError> {
+        let Some(batch) = self.batch.take() else {
+            return Ok(());
+        };
+        let what = "a batch of commands";
+        let message = Message::SubmitBatch(SubmitBatch {
+            queue: batch.queue,
+            commands: &batch.commands,
+        });
+        let id = match self.send(&message, what) {
+            Ok(id) => id,
+            Err(error) => {
+                self.failed
+                    .insert(batch.first_seq, (batch.queue, error.clone()));
+                return Err(error);
+            }
+        };
+        self.in_flight.insert(id, batch.last);
+        self.unanswered.push_back((id, batch.last));
+        self.batches.insert(id, batch.first_seq);
+        self.within_window(what)
+    }
+
+    /// Reads answers until fewer than the window are unanswered.
+    fn within_window(&mut self, what: &str) -> Result<(), RemoteError> {
+        let deadline = Instant::now() + self.timeout;
+        while self.unanswered.len() >= self.window {
+            self.read_some(None, what, Some(deadline))?;
+        }
+        Ok(())
     }
 
     /// Encodes and sends `request`; returns its request id.
@@ -469,6 +642,7 @@ impl<S: LinkStream> RemoteAccelerator<S> {
         src: u64,
         dst: &mut [u8],
     ) -> Result<Fence, RemoteError> {
+        self.flush()?;
         let fence = Fence(self.next_seq << QUEUE_BITS | u64::from(queue.0));
         let id = self.encoder_peek_id();
         self.in_flight.insert(id, fence);
@@ -515,6 +689,16 @@ impl<S: LinkStream> RemoteAccelerator<S> {
             .min();
         if let Some((_, error)) = failed.and_then(|at| self.failed.remove(&at)) {
             return Err(error);
+        }
+        // A command that never ran is done when the one before it is.
+        if let Some(&(_, first, _)) = self
+            .refused
+            .iter()
+            .find(|&&(q, first, last)| q == queue && (first..=last).contains(&seq))
+        {
+            let before = first - 1;
+            return Ok(before < self.reset_mark
+                || before <= self.completed.get(&queue).copied().unwrap_or(0));
         }
         if seq <= self.completed.get(&queue).copied().unwrap_or(0) {
             return Ok(true);
@@ -687,8 +871,8 @@ impl<S: LinkStream> Accelerator for RemoteAccelerator<S> {
         if self.status(fence)? {
             return Ok(true);
         }
-        let deadline = Instant::now() + Duration::from_micros(200);
-        match self.read_some(None, "a poll", deadline) {
+        self.flush()?;
+        match self.read_some(None, "a poll", None) {
             Ok(_) => {}
             Err(e) if e.kind == ErrorKind::Timeout => {}
             Err(e) => return Err(e),
@@ -697,6 +881,7 @@ impl<S: LinkStream> Accelerator for RemoteAccelerator<S> {
     }
 
     fn wait(&mut self, fence: Fence, timeout: Duration) -> Result<(), RemoteError> {
+        self.flush()?;
         let deadline = Instant::now() + timeout;
         while !self.status(fence)? {
             if Instant::now() >= deadline {
@@ -708,7 +893,7 @@ impl<S: LinkStream> Accelerator for RemoteAccelerator<S> {
                     ),
                 ));
             }
-            match self.read_some(None, "a wait", deadline) {
+            match self.read_some(None, "a wait", Some(deadline)) {
                 Ok(_) => {}
                 Err(e) if e.kind == ErrorKind::Timeout => {}
                 Err(e) => return Err(e),
@@ -720,9 +905,13 @@ impl<S: LinkStream> Accelerator for RemoteAccelerator<S> {
     fn reset(&mut self) -> Result<(), RemoteError> {
         // Bytes already read stay: they may be the start of a frame the MCU
         // is still sending (a completion); stale answers are skipped by id.
+        // Gathered commands are cut off with the rest; not sent.
+        self.batch = None;
         self.call(&Message::Reset(Reset), "a reset")?;
         self.in_flight.clear();
         self.unanswered.clear();
+        self.batches.clear();
+        self.refused.clear();
         self.reset_mark = self.next_seq;
         Ok(())
     }

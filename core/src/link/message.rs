@@ -7,7 +7,7 @@
 use super::error::LinkError;
 use super::ops::{
     Allocate, ClockValue, Deallocate, DrainEvents, GetInfo, GetLinkInfo, Info, LinkInfo,
-    MemoryState, ReadClock, Reset, Submit,
+    MemoryState, ReadClock, Reset, Submit, SubmitBatch,
 };
 use super::records::EventRecords;
 use super::version::{PROTOCOL_VERSION, ProtocolVersion};
@@ -243,6 +243,8 @@ pub enum MessageId {
     DrainEvents = 0x0E,
     /// [`Message::GetLinkInfo`] (2.1)
     GetLinkInfo = 0x0F,
+    /// [`Message::SubmitBatch`] (2.2)
+    SubmitBatch = 0x10,
     /// [`Message::HelloAck`]
     HelloAck = 0x81,
     /// [`Message::Pong`]
@@ -300,6 +302,7 @@ impl MessageId {
             0x0D => Self::Reset,
             0x0E => Self::DrainEvents,
             0x0F => Self::GetLinkInfo,
+            0x10 => Self::SubmitBatch,
             0x81 => Self::HelloAck,
             0x82 => Self::Pong,
             0x83 => Self::RegisterValue,
@@ -365,6 +368,8 @@ pub enum Message<'a> {
     DrainEvents(DrainEvents),
     /// Host asks for the link's window (2.1).
     GetLinkInfo(GetLinkInfo),
+    /// Host queues several commands on one queue (2.2).
+    SubmitBatch(SubmitBatch<'a>),
     /// MCU answers `Hello` with its own version.
     HelloAck(Hello),
     /// MCU answers `Ping`.
@@ -410,6 +415,7 @@ macro_rules! with_body {
             Message::Reset($b) => $body,
             Message::DrainEvents($b) => $body,
             Message::GetLinkInfo($b) => $body,
+            Message::SubmitBatch($b) => $body,
             Message::Info($b) => $body,
             Message::MemoryState($b) => $body,
             Message::ClockValue($b) => $body,
@@ -443,6 +449,7 @@ impl<'a> Message<'a> {
             Self::Reset(_) => MessageId::Reset,
             Self::DrainEvents(_) => MessageId::DrainEvents,
             Self::GetLinkInfo(_) => MessageId::GetLinkInfo,
+            Self::SubmitBatch(_) => MessageId::SubmitBatch,
             Self::Info(_) => MessageId::Info,
             Self::MemoryState(_) => MessageId::MemoryState,
             Self::ClockValue(_) => MessageId::ClockValue,
@@ -509,6 +516,13 @@ impl<'a> Message<'a> {
             Some(MessageId::Reset) => Self::Reset(exact(payload).map_err(malformed)?),
             Some(MessageId::DrainEvents) => Self::DrainEvents(exact(payload).map_err(malformed)?),
             Some(MessageId::GetLinkInfo) => Self::GetLinkInfo(exact(payload).map_err(malformed)?),
+            Some(MessageId::SubmitBatch) => {
+                let batch: SubmitBatch<'a> = exact(payload).map_err(malformed)?;
+                batch
+                    .check()
+                    .map_err(|_| LinkError::MalformedPayload { id })?;
+                Self::SubmitBatch(batch)
+            }
             _ => return Err(LinkError::UnknownMessage { id }),
         })
     }

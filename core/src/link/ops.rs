@@ -24,6 +24,66 @@ pub struct Submit<'a> {
     pub command: Command<'a>,
 }
 
+/// Several queued commands for one queue in one frame (protocol 2.2).
+///
+/// `commands` is a postcard byte string holding one or more [`Command`]s
+/// back to back, each `Copy`, `Fill`, `Launch` or `Fence` (a frame that
+/// holds anything else does not decode). Answered by one `Ack` once all
+/// are enqueued, or by `Error` whose `detail` is the index of the first
+/// command refused (those before it run; it and those after do not); later
+/// by one [`Completion`](super::Completion) with the batch's request id,
+/// when its last enqueued command completes, or earlier with the status of
+/// one that fails.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct SubmitBatch<'a> {
+    /// The device queue of every command.
+    pub queue: u8,
+    /// The encoded commands (see [`SubmitBatch::commands`]).
+    #[serde(borrow)]
+    pub commands: &'a [u8],
+}
+
+/// Why a batch's commands do not decode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BadBatch;
+
+impl<'a> SubmitBatch<'a> {
+    /// The commands, in order.
+    pub fn commands(&self) -> impl Iterator<Item = Result<Command<'a>, BadBatch>> + 'a {
+        let mut rest = self.commands;
+        core::iter::from_fn(move || {
+            if rest.is_empty() {
+                return None;
+            }
+            Some(match postcard::take_from_bytes::<Command<'a>>(rest) {
+                Ok((command, tail)) if command.batchable() => {
+                    rest = tail;
+                    Ok(command)
+                }
+                _ => {
+                    rest = &[];
+                    Err(BadBatch)
+                }
+            })
+        })
+    }
+
+    /// Checks that at least one command is there and that all decode and
+    /// may be batched.
+    ///
+    /// # Errors
+    /// [`BadBatch`] otherwise.
+    pub fn check(&self) -> Result<usize, BadBatch> {
+        let mut count = 0;
+        for command in self.commands() {
+            command?;
+            count += 1;
+        }
+        if count == 0 { Err(BadBatch) } else { Ok(count) }
+    }
+}
+
 /// One queued piece of work.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -68,6 +128,17 @@ pub enum Command<'a> {
     Launch(WireOp),
     /// Tag 5: no work; completes when earlier work on the queue has.
     Fence,
+}
+
+impl Command<'_> {
+    /// Whether the command may travel in a [`SubmitBatch`]: queued work
+    /// that carries no bulk data and gets no data back.
+    pub const fn batchable(&self) -> bool {
+        matches!(
+            self,
+            Self::Copy { .. } | Self::Fill { .. } | Self::Launch(_) | Self::Fence
+        )
+    }
 }
 
 /// An [`OpDesc`] on the wire: the op's catalogue identity and attribute

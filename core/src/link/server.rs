@@ -4,7 +4,7 @@
 
 use core::time::Duration;
 
-use super::ops::{ClockValue, Command, Info, MemoryState, Submit, WireOp, error_code};
+use super::ops::{ClockValue, Command, Info, MemoryState, Submit, SubmitBatch, WireOp, error_code};
 use super::{
     Ack, Completion, EventBatch, EventRecords, Frame, LinkError, MAX_BULK_CHUNK,
     MAX_ENCODED_FRAME_LEN, MAX_EVENTS_PER_BATCH, MemoryData, Message, RemoteErrorCode, Session,
@@ -87,6 +87,9 @@ struct Outstanding {
     request: u16,
     queue: u8,
     fence: Fence,
+    /// Whether finishing well sends a `Completion`: every `Submit`, and
+    /// the last enqueued command of a `SubmitBatch`. A failure always does.
+    reports: bool,
 }
 
 /// Runs op-level requests (`docs/link-protocol.md`, "Op-level mode") on an
@@ -213,6 +216,9 @@ impl<const PENDING: usize> OpServer<PENDING> {
                 };
             }
             Message::Submit(submit) => return self.submit(session, accel, id, submit, send),
+            Message::SubmitBatch(batch) => {
+                return self.submit_batch(session, accel, id, batch, send);
+            }
             _ => Err(RemoteErrorCode::Unsupported as u16),
         };
         match outcome {
@@ -254,7 +260,9 @@ impl<const PENDING: usize> OpServer<PENDING> {
                 Err(e) => code(e),
             };
             self.pending.remove(i);
-            self.complete(session, accel, entry, status, send)?;
+            if entry.reports || status != 0 {
+                self.complete(session, accel, entry, status, send)?;
+            }
         }
         if session.is_open()
             && events.backlog() >= MAX_EVENTS_PER_BATCH / 2
@@ -274,14 +282,7 @@ impl<const PENDING: usize> OpServer<PENDING> {
         send: &mut impl FnMut(&[u8]),
     ) -> Result<(), LinkError> {
         let queue = QueueId(submit.queue);
-        if self.pending.is_full() {
-            let oldest = self.pending.remove(0);
-            let status = match accel.wait(oldest.fence, STALL_TIMEOUT) {
-                Ok(()) => 0,
-                Err(e) => code(e),
-            };
-            self.complete(session, accel, oldest, status, send)?;
-        }
+        self.make_room(session, accel, send)?;
         let enqueued: Step<Option<Fence>> = match &submit.command {
             Command::Write { dst, data } => {
                 if data.len() > MAX_BULK_CHUNK {
@@ -296,6 +297,109 @@ impl<const PENDING: usize> OpServer<PENDING> {
             Command::Read { src, len } => {
                 return self.read(session, accel, id, queue, *src, *len, send);
             }
+            queued => self.enqueue(accel, queue, queued),
+        };
+        match enqueued {
+            Err(code) => self.send_error(session, id, code, send),
+            Ok(fence) => {
+                let len = session.respond(id, &Message::Ack(Ack), &mut self.out)?;
+                send(&self.out[..len]);
+                let entry = Outstanding {
+                    request: id,
+                    queue: submit.queue,
+                    fence: fence.unwrap_or_default(),
+                    reports: true,
+                };
+                match fence {
+                    // Room was made above.
+                    Some(_) => {
+                        let _ = self.pending.push(entry);
+                        Ok(())
+                    }
+                    None => self.complete(session, accel, entry, 0, send),
+                }
+            }
+        }
+    }
+
+    /// Runs a batch's commands in order (protocol 2.2): one `Ack`, or an
+    /// `Error` naming the first refused; one `Completion` for the batch.
+    fn submit_batch<A: Accelerator + ?Sized>(
+        &mut self,
+        session: &mut Session,
+        accel: &mut A,
+        id: u16,
+        batch: &SubmitBatch<'_>,
+        send: &mut impl FnMut(&[u8]),
+    ) -> Result<(), LinkError> {
+        let queue = QueueId(batch.queue);
+        // The batch's newest command still outstanding, if any.
+        let mut newest: Option<usize> = None;
+        let mut refused = None;
+        for (index, command) in batch.commands().enumerate() {
+            if self.make_room(session, accel, send)? {
+                newest = newest.and_then(|at| at.checked_sub(1));
+            }
+            let enqueued = match command {
+                Ok(command) => self.enqueue(accel, queue, &command),
+                Err(_) => Err(RemoteErrorCode::BadFrame as u16),
+            };
+            match enqueued {
+                Ok(Some(fence)) => {
+                    let entry = Outstanding {
+                        request: id,
+                        queue: batch.queue,
+                        fence,
+                        reports: false,
+                    };
+                    // Room was made above.
+                    let _ = self.pending.push(entry);
+                    newest = Some(self.pending.len() - 1);
+                }
+                // A fence with nothing before it: already complete.
+                Ok(None) => {}
+                Err(code) => {
+                    refused = Some((index, code));
+                    break;
+                }
+            }
+        }
+        match refused {
+            None => {
+                let len = session.respond(id, &Message::Ack(Ack), &mut self.out)?;
+                send(&self.out[..len]);
+            }
+            Some((index, code)) => self.send_refusal(session, id, code, index, send)?,
+        }
+        match newest {
+            Some(at) => {
+                self.pending[at].reports = true;
+                Ok(())
+            }
+            // Nothing ran (the first command was refused).
+            None if refused.is_some_and(|(index, _)| index == 0) => Ok(()),
+            // What ran has completed already.
+            None => {
+                let done = Outstanding {
+                    request: id,
+                    queue: batch.queue,
+                    fence: Fence::default(),
+                    reports: true,
+                };
+                self.complete(session, accel, done, 0, send)
+            }
+        }
+    }
+
+    /// Enqueues a command that runs on the device queue (not a copy from
+    /// or to the host); `None`: a fence with nothing before it.
+    fn enqueue<A: Accelerator + ?Sized>(
+        &self,
+        accel: &mut A,
+        queue: QueueId,
+        command: &Command<'_>,
+    ) -> Step<Option<Fence>> {
+        match command {
             Command::Copy { dst, src, len } => match usize::try_from(*len) {
                 Ok(len) => accel
                     .copy_on_device(queue, DeviceAddr(*dst), DeviceAddr(*src), len)
@@ -315,29 +419,48 @@ impl<const PENDING: usize> OpServer<PENDING> {
                 .pending
                 .iter()
                 .rev()
-                .find(|p| p.queue == submit.queue)
+                .find(|p| p.queue == queue.0)
                 .map(|p| p.fence)),
-        };
-        match enqueued {
-            Err(code) => self.send_error(session, id, code, send),
-            Ok(fence) => {
-                let len = session.respond(id, &Message::Ack(Ack), &mut self.out)?;
-                send(&self.out[..len]);
-                let entry = Outstanding {
-                    request: id,
-                    queue: submit.queue,
-                    fence: fence.unwrap_or_default(),
-                };
-                match fence {
-                    // Room was made above.
-                    Some(_) => {
-                        let _ = self.pending.push(entry);
-                        Ok(())
-                    }
-                    None => self.complete(session, accel, entry, 0, send),
-                }
+            Command::Write { .. } | Command::Read { .. } => {
+                Err(RemoteErrorCode::Unsupported as u16)
             }
         }
+    }
+
+    /// With the table of outstanding commands full, waits for the oldest
+    /// and completes it; true if it did.
+    fn make_room<A: Accelerator + ?Sized>(
+        &mut self,
+        session: &mut Session,
+        accel: &mut A,
+        send: &mut impl FnMut(&[u8]),
+    ) -> Result<bool, LinkError> {
+        if !self.pending.is_full() {
+            return Ok(false);
+        }
+        let oldest = self.pending.remove(0);
+        let status = match accel.wait(oldest.fence, STALL_TIMEOUT) {
+            Ok(()) => 0,
+            Err(e) => code(e),
+        };
+        if oldest.reports || status != 0 {
+            self.complete(session, accel, oldest, status, send)?;
+        }
+        Ok(true)
+    }
+
+    fn send_refusal(
+        &mut self,
+        session: &mut Session,
+        id: u16,
+        code: u16,
+        index: usize,
+        send: &mut impl FnMut(&[u8]),
+    ) -> Result<(), LinkError> {
+        let detail = u32::try_from(index).unwrap_or(u32::MAX);
+        let len = session.error(id, code, detail, &mut self.out)?;
+        send(&self.out[..len]);
+        Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -367,6 +490,7 @@ impl<const PENDING: usize> OpServer<PENDING> {
             request: id,
             queue: queue.0,
             fence: Fence::default(),
+            reports: true,
         };
         self.complete(session, accel, entry, 0, send)
     }

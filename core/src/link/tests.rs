@@ -481,7 +481,7 @@ fn incompatible_peer_is_refused_naming_both_versions() {
     core::fmt::write(&mut text, format_args!("{err}")).unwrap();
     assert_eq!(
         text.as_str(),
-        "incompatible link protocol: we speak 2.1, the peer speaks 1.1"
+        "incompatible link protocol: we speak 2.2, the peer speaks 1.1"
     );
 }
 
@@ -656,6 +656,70 @@ fn op_level_golden_vector_matches_the_documented_bytes() {
         0x40, 0x01, 0x01, 0x04, 0x80, 0x01, 0x01, 0x01, 0x04, 0x3e, 0x8f, 0x6b, 0xf1, 0x00,
     ];
     assert_eq!(wire.as_slice(), expected.as_slice());
+}
+
+#[test]
+fn submit_batch_golden_vector_matches_the_documented_bytes() {
+    // docs/link-protocol.md, "Batches (2.2)": a fill of 64 bytes at 0x40
+    // with pattern 1, then a fence, on queue 0; sequence 3, request id 3.
+    let mut commands = [0u8; 16];
+    let mut len = 0;
+    for command in [
+        ops::Command::Fill {
+            dst: 0x40,
+            len: 64,
+            pattern: 1,
+        },
+        ops::Command::Fence,
+    ] {
+        len += postcard::to_slice(&command, &mut commands[len..])
+            .unwrap()
+            .len();
+    }
+    assert_eq!(&commands[..len], [0x03, 0x40, 0x40, 0x01, 0x05]);
+    let batch = Message::SubmitBatch(ops::SubmitBatch {
+        queue: 0,
+        commands: &commands[..len],
+    });
+    let wire = encode(3, 3, &batch);
+    let expected = [
+        0x03, 0x10, 0x03, 0x02, 0x03, 0x02, 0x07, 0x01, 0x0b, 0x05, 0x03, 0x40, 0x40, 0x01, 0x05,
+        0xfd, 0xd9, 0xd2, 0x62, 0x00,
+    ];
+    assert_eq!(wire.as_slice(), expected.as_slice(), "{wire:02x?}");
+    let mut bytes = wire.clone();
+    let frame = decode_frame(&mut bytes[..wire.len() - 1]).unwrap();
+    let Message::SubmitBatch(decoded) = frame.message else {
+        panic!("{:?}", frame.message);
+    };
+    let mut decoded = decoded.commands();
+    assert!(matches!(
+        decoded.next(),
+        Some(Ok(ops::Command::Fill { dst: 0x40, .. }))
+    ));
+    assert_eq!(decoded.next(), Some(Ok(ops::Command::Fence)));
+    assert_eq!(decoded.next(), None);
+}
+
+#[test]
+fn a_batch_with_no_command_or_a_data_command_does_not_decode() {
+    let mut buf = [0u8; 64];
+    let write = ops::Command::Write {
+        dst: 0,
+        data: &[1, 2],
+    };
+    let n = postcard::to_slice(&write, &mut buf).unwrap().len();
+    for commands in [&[][..], &buf[..n], &[0x03, 0x40][..]] {
+        let batch = ops::SubmitBatch { queue: 0, commands };
+        assert!(batch.check().is_err(), "{commands:02x?}");
+        let body = Message::SubmitBatch(batch);
+        let mut wire = encode(1, 1, &body);
+        let end = wire.len() - 1;
+        assert!(
+            decode_frame(&mut wire[..end]).is_err(),
+            "{commands:02x?} decoded"
+        );
+    }
 }
 
 #[test]
