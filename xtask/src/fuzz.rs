@@ -1,24 +1,115 @@
-//! `cargo fuzz` for the link decoder: installs cargo-fuzz when missing,
-//! builds `core/fuzz`'s `link_decoder` target and runs it briefly.
+//! `cargo xtask fuzz`: every cargo-fuzz target, each for a number of runs
+//! (CI's smoke run) or minutes (`--minutes N`), with what libFuzzer says
+//! at the end: executions, peak RSS, and whether it found a crash
+//! (`docs/reliability.md`). Installs cargo-fuzz when missing.
 
 use crate::util::{root, run};
-use anyhow::Result;
+use anyhow::{Context, Result, bail};
 use std::process::Command;
 
-/// Fuzz targets CI builds and runs: (target, libFuzzer runs).
-const TARGETS: &[(&str, u32)] = &[("link_decoder", 50_000)];
+/// One fuzz target: its crate (relative to the root) and name.
+struct Target {
+    dir: &'static str,
+    name: &'static str,
+    /// libFuzzer's `-max_len`.
+    max_len: u32,
+}
 
-/// Builds every fuzz target and runs each for a bounded number of inputs.
+/// Every fuzz target.
+const TARGETS: &[Target] = &[
+    Target {
+        dir: "core/fuzz",
+        name: "link_decoder",
+        max_len: 8192,
+    },
+    Target {
+        dir: "model-fpga/fuzz",
+        name: "op_server",
+        max_len: 8192,
+    },
+];
+
+/// Runs per target in CI's smoke run.
+const SMOKE_RUNS: u32 = 20_000;
+
+/// `cargo xtask fuzz`.
+#[derive(clap::Args)]
+pub struct FuzzArgs {
+    /// Fuzz each target for this many minutes (default: a 20k-run smoke run).
+    #[arg(long)]
+    minutes: Option<u32>,
+    /// Only the targets whose name contains this.
+    filter: Option<String>,
+}
+
+pub fn run_task(args: &FuzzArgs) -> Result<()> {
+    let budget = match args.minutes {
+        Some(m) => format!("-max_total_time={}", u64::from(m) * 60),
+        None => format!("-runs={SMOKE_RUNS}"),
+    };
+    fuzz(&budget, args.filter.as_deref())
+}
+
+/// CI's smoke run of every target.
 pub fn run_all() -> Result<()> {
+    fuzz(&format!("-runs={SMOKE_RUNS}"), None)
+}
+
+fn fuzz(budget: &str, filter: Option<&str>) -> Result<()> {
     ensure_cargo_fuzz()?;
-    let fuzz_dir = root().join("core/fuzz");
-    for (target, runs) in TARGETS {
-        run(Command::new("cargo")
-            .current_dir(&fuzz_dir)
-            .args(["+nightly", "fuzz", "run", target, "--", "-max_len=8192"])
-            .arg(format!("-runs={runs}")))?;
+    let mut report = Vec::new();
+    for target in TARGETS
+        .iter()
+        .filter(|t| filter.is_none_or(|f| t.name.contains(f)))
+    {
+        let dir = root().join(target.dir);
+        // Build first, so the run's output is libFuzzer's alone.
+        run(Command::new("cargo").current_dir(&dir).args([
+            "+nightly",
+            "fuzz",
+            "build",
+            target.name,
+        ]))?;
+        eprintln!("==> fuzzing {} ({budget})", target.name);
+        let output = Command::new("cargo")
+            .current_dir(&dir)
+            .args(["+nightly", "fuzz", "run", target.name, "--"])
+            .arg(format!("-max_len={}", target.max_len))
+            .args([budget, "-print_final_stats=1", "-timeout=20"])
+            .output()
+            .with_context(|| format!("cannot run cargo fuzz for {}", target.name))?;
+        let log = String::from_utf8_lossy(&output.stderr);
+        let stat = |key: &str| {
+            log.lines()
+                .find_map(|l| l.strip_prefix(&format!("stat::{key}:")))
+                .map_or("?".to_string(), |v| v.trim().to_string())
+        };
+        report.push(format!(
+            "| {} | {} | {} | {} |",
+            target.name,
+            stat("number_of_executed_units"),
+            stat("peak_rss_mb"),
+            if output.status.success() {
+                "none"
+            } else {
+                "FOUND (see above)"
+            },
+        ));
+        if !output.status.success() {
+            eprintln!("{log}");
+            print_report(&report);
+            bail!("fuzz target {} failed: {}", target.name, output.status);
+        }
     }
+    print_report(&report);
     Ok(())
+}
+
+fn print_report(rows: &[String]) {
+    println!("| target | executions | peak RSS (MB) | crash |\n|---|---|---|---|");
+    for row in rows {
+        println!("{row}");
+    }
 }
 
 /// `cargo install cargo-fuzz --locked` unless `cargo fuzz` already works.

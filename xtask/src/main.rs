@@ -47,6 +47,8 @@ enum Task {
     Header,
     /// Check abi's TF structs against a TF's headers (default: target/venv's).
     Layout(LayoutArgs),
+    /// Every cargo-fuzz target: a smoke run, or `--minutes N` each.
+    Fuzz(fuzz::FuzzArgs),
 }
 
 #[derive(clap::Args)]
@@ -79,6 +81,7 @@ fn run(task: Task) -> anyhow::Result<()> {
         Task::Header => header::run(),
         Task::Size(args) => size::run_task(&args),
         Task::OpSweep(args) => op_sweep::run_task(&args),
+        Task::Fuzz(args) => fuzz::run_task(&args),
         Task::Layout(args) => {
             let python = args.python.as_deref();
             let newest = python.is_none_or(|p| {

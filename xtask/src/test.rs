@@ -127,7 +127,7 @@ pub fn run(args: &TestArgs) -> Result<()> {
         }
     }
     step(
-        "cargo fuzz: link_decoder (build + 50k runs)",
+        "cargo xtask fuzz: every target, 20k runs each",
         crate::fuzz::run_all,
     )?;
     eprintln!("==> all checks passed");
