@@ -27,6 +27,21 @@ const TARGETS: &[Target] = &[
         name: "op_server",
         max_len: 8192,
     },
+    Target {
+        dir: "model-fpga/fuzz",
+        name: "spi_frames",
+        max_len: 8192,
+    },
+    Target {
+        dir: "model-fpga/fuzz",
+        name: "bitstream_image",
+        max_len: 20_000,
+    },
+    Target {
+        dir: "host-bridge/fuzz",
+        name: "graph_pass",
+        max_len: 8192,
+    },
 ];
 
 /// Runs per target in CI's smoke run.
