@@ -326,3 +326,40 @@ fn the_model_server_takes_faults_and_stop_on_stdin() {
     assert!(status.success());
     let _ = std::fs::remove_file(&path);
 }
+
+/// Issue 26: the sim's counter read live is never behind the snapshot the
+/// model thread publishes in the BAR, and moves with real time while that
+/// thread sleeps (a snapshot goes stale for as long as the thread is not
+/// scheduled).
+#[test]
+fn the_in_process_counter_reads_live_while_the_model_thread_sleeps() {
+    use tensorplug_model_fpga::model::host::IdlePolicy;
+    let sleepy = IdlePolicy {
+        spin: Duration::ZERO,
+        yield_until: Duration::ZERO,
+        min_sleep: Duration::from_millis(50),
+        max_sleep: Duration::from_millis(50),
+    };
+    let options = ServeOptions {
+        idle: sleepy,
+        ..ServeOptions::default()
+    };
+    let dev = InProcessDevice::spawn(1 << 20, 1 << 16, options).unwrap();
+    let mut t = dev.transport();
+    let freq = u64::from(ModelConfig::default().timing.freq_hz);
+    for _ in 0..20 {
+        let hi = t.read_reg(Register::TIMESTAMP_HI.0).unwrap();
+        let lo = t.read_reg(Register::TIMESTAMP_LO.0).unwrap();
+        let snapshot = u64::from(hi) << 32 | u64::from(lo);
+        let live = dev.timestamp().expect("the model thread started");
+        assert!(live >= snapshot, "live {live} behind the snapshot {snapshot}");
+        std::thread::sleep(Duration::from_millis(2));
+        let later = dev.timestamp().unwrap();
+        assert!(
+            later - live >= 2 * freq / 1000,
+            "2 ms slept, the live counter moved {} ticks at {freq} Hz",
+            later - live
+        );
+    }
+    dev.stop().unwrap();
+}

@@ -114,7 +114,7 @@ UNLAUNCHED_TAG = 0
 OP_METADATA_BASE = 1000
 
 
-def launch_offsets(plane):
+def launch_offsets(plane, slack_ns=LAUNCH_SLACK_NS, raw=False):
     """Pairs every HostLaunch span of `plane` with its device commands and
     returns each launch's start delay in ns: from when its first command
     could start (its launch began and the queue's previous command ended)
@@ -128,8 +128,10 @@ def launch_offsets(plane):
     tag and each launch's commands within the bounds above; the split is
     ambiguous only where one node is launched several times in a row. It
     fails if none exists: a launch without its op, an op without a launch,
-    an op before its launch or after the read that waited for it. Commands
-    of one queue must not overlap.
+    an op before its launch or after the read that waited for it (by more
+    than `slack_ns`). Commands of one queue must not overlap. With `raw`,
+    each offset is from the launch itself, unclamped: negative where the
+    device's clock puts the op before its launch.
     """
     lines = {line.name: line for line in plane.lines}
     queue, host_api = lines.get("Queue 0"), lines.get("Host API")
@@ -156,8 +158,8 @@ def launch_offsets(plane):
 
     def fits(k, i, j):
         """Whether commands i..j-1 can be launch k's."""
-        return (commands[i][0] >= launches[k] - LAUNCH_SLACK_NS
-                and commands[j - 1][1] <= read_ends[k] + LAUNCH_SLACK_NS)
+        return (commands[i][0] >= launches[k] - slack_ns
+                and commands[j - 1][1] <= read_ends[k] + slack_ns)
 
     memo = {}
 
@@ -173,7 +175,9 @@ def launch_offsets(plane):
             while i < len(commands) and j <= len(commands):
                 rest = split(k + 1, j) if fits(k, i, j) else None
                 if rest is not None:
-                    memo[(k, i)] = [max(commands[i][0] - ready, 0)] + rest
+                    delay = (commands[i][0] - launches[k] if raw
+                             else max(commands[i][0] - ready, 0))
+                    memo[(k, i)] = [delay] + rest
                     break
                 if j == len(commands) or commands[j][2] != commands[i][2]:
                     break
@@ -496,6 +500,45 @@ def rss_mib():
     check(False, "no VmRSS")
 
 
+def busy_loops(count):
+    """`count` processes that each keep a core busy until killed."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(count)]
+
+
+def offsets_under_load(runs, slack_ns):
+    """The MLP `runs` times under the profiler while two busy loops load
+    both cores: each launch's first device op begin minus the launch's
+    begin, in ns, raw (negative: the device clock's mapping put the op
+    before its launch)."""
+    run = mlp()
+    run()
+    loops = busy_loops(2)
+    try:
+        _, space = profile(lambda: [run() for _ in range(runs)])
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()
+    planes = [p for p in space.planes if p.name.startswith(PLANE_PREFIX)]
+    check(len(planes) == 1, f"one device plane, got {[p.name for p in space.planes]}")
+    return launch_offsets(planes[0], slack_ns=slack_ns, raw=True)
+
+
+def scenario_under_load(runs):
+    """Issue 26: with both cores busy, no device op begins before its
+    launch (within LAUNCH_SLACK_NS). The pairing is searched with a 5 ms
+    slack so that a bad clock shows as a figure, not only as no pairing."""
+    offsets = offsets_under_load(runs, slack_ns=5_000_000)
+    early = [o for o in offsets if o < -LAUNCH_SLACK_NS]
+    us = sorted(o / 1000 for o in offsets)
+    summary = (f"{len(offsets)} launches, op begin - launch begin "
+               f"{us[0]:.1f}/{us[len(us) // 100]:.1f}/{us[len(us) // 2]:.1f} us "
+               f"(min/p1/median)")
+    check(not early, f"{len(early)} device ops begin before their launch: {summary}")
+    print(f"ok: under load, {summary}")
+
+
 def scenario_cycles(cycles, max_growth_mib):
     logdir = tempfile.mkdtemp(prefix="tensorplug-cycles-", dir=SCRATCH.name)
     with tf.device(FPGA):
@@ -537,6 +580,8 @@ if __name__ == "__main__":
         scenario_no_fpga_ops()
     elif mode == "switch_off":
         scenario_switch_off()
+    elif mode == "under_load":
+        scenario_under_load(int(sys.argv[2]))
     elif mode == "cycles":
         scenario_cycles(int(sys.argv[2]), float(sys.argv[3]))
     else:

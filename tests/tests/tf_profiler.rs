@@ -39,6 +39,18 @@ fn model_ops_show_in_the_xplane_and_in_xprof_in_order() {
     assert!(stdout.contains("xprof shows"), "{stdout}");
 }
 
+/// Issue 26: with both cores kept busy by two other processes, no device
+/// op of 60 MLP runs begins before its launch on TF's clock (within 10 µs).
+/// The sim's counter is read live from the model's clock for the sync
+/// pairs; a snapshot the model thread published went stale by hundreds of
+/// µs under this load, and ops showed before their launches.
+#[test]
+fn device_ops_never_precede_their_launch_with_both_cores_busy() {
+    let output = run_tf_with_plugin("tf_profiler_scenarios.py", &["under_load", "60"], None);
+    let stdout = assert_ok(&output);
+    assert!(stdout.contains("under load"), "{stdout}");
+}
+
 /// Two `sim` devices: each `/device:GPU:<1000 + n>` plane has its own `Host
 /// API` line with exactly the launches (and copies) made for that device,
 /// and every launch pairs with its own op within the same bounds.

@@ -182,6 +182,14 @@ const EXPECTED_FIGURES: &[(&str, &str)] = &[
         "MNIST MLP predict, profiler on / off",
     ),
     (
+        "tf_clock_sync_under_load_2_21_0",
+        "TF 2.21, both cores busy: device op begin - launch begin, min",
+    ),
+    (
+        "tf_clock_sync_under_load_2_15_1",
+        "TF 2.15, both cores busy: device op begin - launch begin, min",
+    ),
+    (
         "tf_profiler_plugin_share",
         "MNIST MLP predict, our planes / TF tracers alone",
     ),
@@ -398,6 +406,7 @@ fn run_tf_benches(target: &Path, bench_args: &[String]) -> Result<()> {
         "bench_int8_mobilenet",
         "bench_int8_qat",
         "bench_sequence",
+        "bench_clock_sync",
     ];
     let filter = filter_of(bench_args);
     let scripts: Vec<&str> = SCRIPTS
@@ -419,16 +428,25 @@ fn run_tf_benches(target: &Path, bench_args: &[String]) -> Result<()> {
     }
     run(&mut crate::dist::plugin_build_command(&crate::dist::FPGA))?;
     for script in scripts {
-        run(Command::new(&python)
-            .arg(root().join(format!("tests/python/{script}.py")))
-            .env("TENSORPLUG_BENCH_TARGET", target)
-            .env(
-                "TF_PLUGGABLE_DEVICE_LIBRARY_PATH",
-                crate::dist::plugin_built_path(&crate::dist::FPGA),
-            )
-            .env_remove("TENSORPLUG_DEVICE"))?;
+        run_tf_bench(&python, script, target)?;
+    }
+    // The clock under load on the oldest TF too, where it showed (2.15).
+    let oldest = root().join("target/tf-venvs/2.15.1/bin/python");
+    if scripts.contains(&"bench_clock_sync") && oldest.exists() {
+        run_tf_bench(&oldest, "bench_clock_sync", target)?;
     }
     Ok(())
+}
+
+fn run_tf_bench(python: &Path, script: &str, target: &Path) -> Result<()> {
+    run(Command::new(python)
+        .arg(root().join(format!("tests/python/{script}.py")))
+        .env("TENSORPLUG_BENCH_TARGET", target)
+        .env(
+            "TF_PLUGGABLE_DEVICE_LIBRARY_PATH",
+            crate::dist::plugin_built_path(&crate::dist::FPGA),
+        )
+        .env_remove("TENSORPLUG_DEVICE"))
 }
 
 /// The median ns per iteration of criterion bench `id` (`group/bench`), if

@@ -111,4 +111,48 @@ impl<C: TickSource> DeviceClock<C> {
     pub(crate) fn source_mut(&mut self) -> &mut C {
         &mut self.source
     }
+
+    /// Source ticks at the last reset, and where the last command ended:
+    /// with the source, the counter at any moment (see [`LiveCounter`]).
+    pub(crate) const fn state(&self) -> (u64, u64) {
+        (self.origin, self.busy_until)
+    }
+}
+
+/// The counter of a model running on another thread, read live from the
+/// same [`HostClock`] and the origin and last command end that thread
+/// publishes after every turn of its loop. A snapshot of the counter goes
+/// stale by however long the model thread is not scheduled (hundreds of µs
+/// on a loaded host); this does not.
+#[cfg(feature = "std")]
+#[derive(Debug, Default)]
+pub struct LiveCounter {
+    clock: std::sync::OnceLock<HostClock>,
+    origin: core::sync::atomic::AtomicU64,
+    busy_until: core::sync::atomic::AtomicU64,
+}
+
+#[cfg(feature = "std")]
+impl LiveCounter {
+    /// Called by the model thread: its clock, once.
+    pub(crate) fn start(&self, clock: HostClock) {
+        let _ = self.clock.set(clock);
+    }
+
+    /// Called by the model thread after every turn.
+    pub(crate) fn publish(&self, (origin, busy_until): (u64, u64)) {
+        use core::sync::atomic::Ordering::Release;
+        self.origin.store(origin, Release);
+        self.busy_until.store(busy_until, Release);
+    }
+
+    /// The counter now; `None` before the model thread started.
+    pub fn now(&self) -> Option<u64> {
+        use core::sync::atomic::Ordering::Acquire;
+        let mut clock = *self.clock.get()?;
+        let real = clock
+            .now_ticks()
+            .saturating_sub(self.origin.load(Acquire));
+        Some(real.max(self.busy_until.load(Acquire)))
+    }
 }

@@ -76,6 +76,13 @@ impl InProcessDevice {
         MmioTransport::new(self.bar())
     }
 
+    /// The device's timestamp counter now, read live from the model's clock
+    /// rather than from the snapshot in the BAR (which is as old as the
+    /// model thread's last turn); `None` before the thread started.
+    pub fn timestamp(&self) -> Option<u64> {
+        self.control.timestamp()
+    }
+
     /// A handle that wakes the model thread.
     pub fn waker(&self) -> Option<DeviceWaker> {
         self.thread

@@ -76,12 +76,20 @@ pub struct ServeControl {
     /// How many `set_faults` calls the loop has taken.
     faults_taken: AtomicU64,
     faults_given: AtomicU64,
+    /// The device counter, live.
+    counter: super::LiveCounter,
 }
 
 impl ServeControl {
     /// Asks the loop to return (within one idle sleep).
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Release);
+    }
+
+    /// The device's timestamp counter now, read live (not the snapshot the
+    /// loop publishes in the registers); `None` before the loop started.
+    pub fn timestamp(&self) -> Option<u64> {
+        self.counter.now()
     }
 
     /// Whether [`ServeControl::stop`] was called.
@@ -153,6 +161,7 @@ pub unsafe fn serve<B: Bar>(
     let mut config = options.config;
     config.features = Features(config.features.0 & !Features::IRQ.0);
     let clock = HostClock::new(config.timing.freq_hz);
+    control.counter.start(clock);
     let registers = bar.registers();
     // SAFETY: the caller's contract on the register window.
     let mut mirror = unsafe { mirror::Mirror::new(&registers) }.map_err(|_| {
@@ -194,6 +203,7 @@ fn run<B: super::HostBus>(
         let wrote = mirror.pull(model);
         let done = model.service();
         mirror.push(model);
+        control.counter.publish(model.clock_state());
         if wrote || done.commands > 0 {
             last_activity = Instant::now();
             sleep = idle.min_sleep;
