@@ -352,7 +352,10 @@ fn the_in_process_counter_reads_live_while_the_model_thread_sleeps() {
         let lo = t.read_reg(Register::TIMESTAMP_LO.0).unwrap();
         let snapshot = u64::from(hi) << 32 | u64::from(lo);
         let live = dev.timestamp().expect("the model thread started");
-        assert!(live >= snapshot, "live {live} behind the snapshot {snapshot}");
+        assert!(
+            live >= snapshot,
+            "live {live} behind the snapshot {snapshot}"
+        );
         std::thread::sleep(Duration::from_millis(2));
         let later = dev.timestamp().unwrap();
         assert!(

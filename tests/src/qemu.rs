@@ -188,6 +188,13 @@ impl Qemu {
         Ok(port)
     }
 
+    /// Kills QEMU (SIGKILL) and reaps it: a board that loses power.
+    pub fn kill(&mut self) {
+        self.freeze(false);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// The process's exit status, if it ended.
     pub fn try_exit(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().ok().flatten()

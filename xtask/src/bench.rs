@@ -427,7 +427,7 @@ fn run_tf_benches(target: &Path, bench_args: &[String]) -> Result<()> {
         return Ok(());
     }
     run(&mut crate::dist::plugin_build_command(&crate::dist::FPGA))?;
-    for script in scripts {
+    for script in &scripts {
         run_tf_bench(&python, script, target)?;
     }
     // The clock under load on the oldest TF too, where it showed (2.15).

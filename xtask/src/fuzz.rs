@@ -13,6 +13,9 @@ struct Target {
     name: &'static str,
     /// libFuzzer's `-max_len`.
     max_len: u32,
+    /// Real inputs to start from: every file of this directory (relative
+    /// to the root), each behind every one of these first bytes.
+    seeds: Option<(&'static str, &'static [u8])>,
 }
 
 /// Every fuzz target.
@@ -21,26 +24,33 @@ const TARGETS: &[Target] = &[
         dir: "core/fuzz",
         name: "link_decoder",
         max_len: 8192,
+        seeds: None,
     },
     Target {
         dir: "model-fpga/fuzz",
         name: "op_server",
         max_len: 8192,
+        seeds: None,
     },
     Target {
         dir: "model-fpga/fuzz",
         name: "spi_frames",
         max_len: 8192,
+        seeds: None,
     },
     Target {
         dir: "model-fpga/fuzz",
         name: "bitstream_image",
         max_len: 20_000,
+        seeds: None,
     },
     Target {
         dir: "host-bridge/fuzz",
         name: "graph_pass",
         max_len: 8192,
+        // The GraphDefs TF handed the pass; 1: as they are, 3: preserving
+        // the last node.
+        seeds: Some(("host-bridge/src/graph/testdata", &[1, 3])),
     },
 ];
 
@@ -78,6 +88,13 @@ fn fuzz(budget: &str, filter: Option<&str>) -> Result<()> {
         .filter(|t| filter.is_none_or(|f| t.name.contains(f)))
     {
         let dir = root().join(target.dir);
+        if let Some((from, prefixes)) = target.seeds {
+            seed(
+                &root().join(from),
+                &dir.join("corpus").join(target.name),
+                prefixes,
+            )?;
+        }
         // Build first, so the run's output is libFuzzer's alone.
         run(Command::new("cargo").current_dir(&dir).args([
             "+nightly",
@@ -117,6 +134,23 @@ fn fuzz(budget: &str, filter: Option<&str>) -> Result<()> {
         }
     }
     print_report(&report);
+    Ok(())
+}
+
+/// Copies every file of `from` into `corpus`, once behind each prefix.
+fn seed(from: &std::path::Path, corpus: &std::path::Path, prefixes: &[u8]) -> Result<()> {
+    std::fs::create_dir_all(corpus)?;
+    for entry in std::fs::read_dir(from).with_context(|| format!("seeds in {}", from.display()))? {
+        let path = entry?.path();
+        let bytes = std::fs::read(&path)?;
+        let stem = path
+            .file_stem()
+            .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        for prefix in prefixes {
+            let seed = [&[*prefix][..], &bytes].concat();
+            std::fs::write(corpus.join(format!("seed-{stem}-{prefix}")), seed)?;
+        }
+    }
     Ok(())
 }
 

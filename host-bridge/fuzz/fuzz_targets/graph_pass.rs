@@ -1,6 +1,11 @@
 //! Fuzzes the graph pass on what TF hands it: a serialized `GraphDef`.
 //!
-//! Structure-aware: the input describes a graph over the ops the pass
+//! An input whose first byte is odd is the rest as GraphDef bytes: the
+//! corpus is seeded with the graphs TF gave the pass in
+//! `host-bridge/src/graph/testdata` (`cargo xtask fuzz` copies them in),
+//! which libFuzzer then mutates.
+//!
+//! Otherwise structure-aware: the input describes a graph over the ops the pass
 //! fuses and folds (convolutions, MatMul, BiasAdd, batch norms,
 //! activations, constants), each on the FPGA or the CPU, with data and
 //! control inputs to earlier nodes and the attributes those ops carry (or
@@ -15,7 +20,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use libfuzzer_sys::arbitrary::{self, Arbitrary};
+use libfuzzer_sys::arbitrary::{self, Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use prost::Message;
 use tensorplug_host_bridge::graph::proto::attr_value::{ListValue, Value};
@@ -59,6 +64,8 @@ struct Input {
 #[derive(Arbitrary, Debug)]
 struct Spec {
     op: u8,
+    /// Inputs as given (any count and port), not the op's arity.
+    raw_inputs: bool,
     inputs: Vec<(u8, u8)>,
     controls: Vec<u8>,
     on_cpu: bool,
@@ -72,6 +79,17 @@ struct Spec {
     fused_ops: Vec<u8>,
 }
 
+/// Data inputs `op` takes.
+fn arity(op: &str) -> usize {
+    match op {
+        "Const" | "Placeholder" => 0,
+        "Conv2D" | "DepthwiseConv2dNative" | "MatMul" | "BiasAdd" | "Add" | "AddV2" | "Mul" => 2,
+        "FusedBatchNorm" | "FusedBatchNormV3" => 5,
+        "_FusedConv2D" | "_FusedMatMul" => 3,
+        _ => 1,
+    }
+}
+
 fn attr(value: Value) -> AttrValue {
     AttrValue { value: Some(value) }
 }
@@ -79,7 +97,8 @@ fn attr(value: Value) -> AttrValue {
 fn node(i: usize, spec: &Spec) -> NodeDef {
     let op = OPS[usize::from(spec.op) % OPS.len()];
     let mut input = Vec::new();
-    if i > 0 {
+    if i > 0 && spec.raw_inputs {
+        // Anything: any count, any earlier node, any output port.
         for &(from, port) in spec.inputs.iter().take(4) {
             let from = usize::from(from) % i;
             input.push(match port % 3 {
@@ -87,6 +106,20 @@ fn node(i: usize, spec: &Spec) -> NodeDef {
                 k => format!("n{from}:{k}"),
             });
         }
+    } else if i > 0 {
+        // The op's own arity, the first input a near node: chains form.
+        let mut near = spec.inputs.iter().map(|&(from, _)| usize::from(from));
+        for k in 0..arity(op) {
+            let from = match (k, near.next()) {
+                (0, Some(back)) => i - 1 - back % i.min(3),
+                (0, None) => i - 1,
+                (_, Some(any)) => any % i,
+                (_, None) => 0,
+            };
+            input.push(format!("n{from}"));
+        }
+    }
+    if i > 0 {
         for &from in spec.controls.iter().take(2) {
             input.push(format!("^n{}", usize::from(from) % i));
         }
@@ -155,7 +188,57 @@ fn check(out: &GraphDef, preserve: &HashSet<String>) {
     }
 }
 
-fuzz_target!(|input: Input| {
+fuzz_target!(|data: &[u8]| {
+    match data.split_first() {
+        Some((&kind, bytes)) if kind % 2 == 1 => {
+            // Graphs as TF gives them: preserve none, or the last node.
+            if let Ok(graph) = GraphDef::decode(bytes) {
+                let preserve: HashSet<String> = graph
+                    .node
+                    .last()
+                    .filter(|_| kind & 2 != 0)
+                    .map(|n| n.name.clone())
+                    .into_iter()
+                    .collect();
+                pass(bytes, &preserve, dangling(&graph));
+            } else {
+                let _ = rewrite(bytes, &HashSet::new(), "FPGA");
+            }
+        }
+        Some((_, bytes)) => {
+            if let Ok(input) = Input::arbitrary_take_rest(Unstructured::new(bytes)) {
+                structured(&input);
+            }
+        }
+        None => {}
+    }
+});
+
+/// Whether some input of `graph` names a node it does not have.
+fn dangling(graph: &GraphDef) -> bool {
+    let names: HashSet<&str> = graph.node.iter().map(|n| n.name.as_str()).collect();
+    graph.node.iter().flat_map(|n| &n.input).any(|input| {
+        let name = input.trim_start_matches('^');
+        !names.contains(name.split(':').next().unwrap_or(name))
+    }) || names.len() != graph.node.len()
+}
+
+/// Runs the pass on `bytes`; checks the output (its links only when the
+/// input's were whole) and that a second pass changes nothing.
+fn pass(bytes: &[u8], preserve: &HashSet<String>, input_dangles: bool) {
+    let Ok((_, Some(out))) = rewrite(bytes, preserve, "FPGA") else {
+        return;
+    };
+    let out = GraphDef::decode(out.as_slice()).expect("a rewritten graph decodes");
+    if input_dangles {
+        return;
+    }
+    check(&out, preserve);
+    let again = rewrite(&out.encode_to_vec(), preserve, "FPGA").expect("the output is a graph");
+    assert!(again.1.is_none(), "a second pass changed the graph: {:?}", again.0);
+}
+
+fn structured(input: &Input) {
     let graph = GraphDef {
         node: input.nodes.iter().take(48).enumerate().map(|(i, s)| node(i, s)).collect(),
         ..Default::default()
@@ -175,15 +258,6 @@ fuzz_target!(|input: Input| {
             *b ^= xor;
         }
     }
-    let Ok((_, Some(out))) = rewrite(&bytes, &preserve, "FPGA") else {
-        return;
-    };
-    let out = GraphDef::decode(out.as_slice()).expect("a rewritten graph decodes");
-    if mutated {
-        // The input may have had dangling names; the output must decode.
-        return;
-    }
-    check(&out, &preserve);
-    let again = rewrite(&out.encode_to_vec(), &preserve, "FPGA").expect("the output is a graph");
-    assert!(again.1.is_none(), "a second pass changed the graph: {:?}", again.0);
-});
+    // After byte edits the input may dangle; the output must still decode.
+    pass(&bytes, &preserve, mutated);
+}

@@ -7,7 +7,9 @@
 //! payload). Flag bits seal CRCs and set lengths, so that the fuzzer
 //! reaches past the CRC checks: bit 0 the image header's CRC, bit 1 its
 //! payload length and CRC, bit 2 slot A's header CRC, bit 3 slot B's
-//! (a sealed slot's payload length is cut to 16 KiB).
+//! (a sealed slot's payload length is cut to 16 KiB); bit 4 writes the
+//! fixed fields (magic, format, size, this ABI, reserved zeros) into the
+//! image's header, bit 5 into both slots' (before sealing).
 //!
 //! Oracles: no panic; a header that parses re-encodes to the same bytes;
 //! a refused image leaves the flash untouched; a programmed image boots
@@ -20,7 +22,10 @@ use std::sync::Mutex;
 use embedded_hal::delay::DelayNs;
 use libfuzzer_sys::fuzz_target;
 use tensorplug_abi::device::flash::{IMAGE_PAYLOAD_OFFSET, ImageSlot};
-use tensorplug_abi::device::{DRIVER_ABI_REQUIREMENT, IMAGE_HEADER_SIZE, ImageHeader};
+use tensorplug_abi::device::{
+    DEVICE_ABI_VERSION, DRIVER_ABI_REQUIREMENT, IMAGE_FORMAT_VERSION, IMAGE_HEADER_SIZE,
+    IMAGE_MAGIC, ImageHeader,
+};
 use tensorplug_device_fpga::driver::DelayClock;
 use tensorplug_device_fpga::flash::{ConfigFlash, NorTimeouts, crc32, validate_image};
 use tensorplug_model_fpga::model::TickSource;
@@ -53,6 +58,15 @@ fn span(slot: ImageSlot) -> std::ops::Range<usize> {
     at..at + SLOT_SPAN
 }
 
+/// Magic, format version, header size, this driver's ABI, reserved zeros.
+fn well_formed(head: &mut [u8]) {
+    head[0..4].copy_from_slice(&IMAGE_MAGIC.to_le_bytes());
+    head[4..6].copy_from_slice(&IMAGE_FORMAT_VERSION.to_le_bytes());
+    head[6..8].copy_from_slice(&(IMAGE_HEADER_SIZE as u16).to_le_bytes());
+    head[8..12].copy_from_slice(&DEVICE_ABI_VERSION.to_word().to_le_bytes());
+    head[28..60].fill(0);
+}
+
 fn seal(head: &mut [u8]) {
     let crc = crc32(&head[..60]);
     head[60..64].copy_from_slice(&crc.to_le_bytes());
@@ -71,6 +85,9 @@ fuzz_target!(|input: &[u8]| {
     let mut image = image.to_vec();
     if image.len() >= IMAGE_HEADER_SIZE {
         image.truncate(IMAGE_HEADER_SIZE + MAX_PAYLOAD);
+        if flags & 0x10 != 0 {
+            well_formed(&mut image[..IMAGE_HEADER_SIZE]);
+        }
         if flags & 2 != 0 {
             let payload = &image[IMAGE_HEADER_SIZE..];
             let (len, crc) = (payload.len() as u32, crc32(payload));
@@ -83,6 +100,9 @@ fuzz_target!(|input: &[u8]| {
     }
     let mut heads = [*slot_a, *slot_b];
     for (i, head) in heads.iter_mut().enumerate() {
+        if flags & 0x20 != 0 {
+            well_formed(head);
+        }
         if flags & (4 << i) != 0 {
             // A sealed slot stays within the span this target restores.
             let len = u32::from_le_bytes(head[16..20].try_into().expect("4 bytes"));

@@ -150,9 +150,7 @@ impl LiveCounter {
     pub fn now(&self) -> Option<u64> {
         use core::sync::atomic::Ordering::Acquire;
         let mut clock = *self.clock.get()?;
-        let real = clock
-            .now_ticks()
-            .saturating_sub(self.origin.load(Acquire));
+        let real = clock.now_ticks().saturating_sub(self.origin.load(Acquire));
         Some(real.max(self.busy_until.load(Acquire)))
     }
 }

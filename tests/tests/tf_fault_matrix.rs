@@ -1,0 +1,240 @@
+//! Issue 26's fault matrix: a Keras `fit` on `/device:FPGA:0` while the
+//! device's own process dies (SIGKILL) or freezes (SIGSTOP), for each
+//! transport with a device process: `pcie:` and `tcp:` (the model server)
+//! and `mcu-tcp:` (the firmware under QEMU). The `sim` device's faults are
+//! injected in the model (`tf_kernels.rs`, `tf_variables.rs`).
+//!
+//! Each case: the fit fails within a bound, with a `tf.errors` error naming
+//! the op and the device; the process goes on and the CPU still computes;
+//! then, with the device back (restarted, or resumed), a new process
+//! predicts on it, equal to the CPU (`tests/python/tf_fault_fit.py`).
+//! `docs/reliability.md` has the table.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tensorplug_tests::model_server::ModelServer;
+use tensorplug_tests::qemu::{Qemu, firmware_elf};
+
+/// The device wait budget the TF process runs with.
+const TIMEOUT_MS: &str = "5000";
+/// One case at a time: two TF processes, their devices and QEMU on two
+/// cores starve a healthy device past its timeout before any fault.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// How long the harness waits for the fitting process to end after the
+/// fault before it calls it a hang.
+const HANG: Duration = Duration::from_secs(90);
+
+/// A device in a process of its own.
+enum Device {
+    Server(ModelServer),
+    Firmware { qemu: Qemu, port: u16 },
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Transport {
+    Pcie,
+    Tcp,
+    Mcu,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Fault {
+    Kill,
+    Freeze,
+}
+
+impl Device {
+    fn start(transport: Transport, fault: Fault) -> Self {
+        match transport {
+            // One BAR file per case: the cases run in parallel.
+            Transport::Pcie => Self::Server(ModelServer::start(&format!("fault-matrix-{fault:?}"))),
+            Transport::Tcp => Self::Server(ModelServer::start_link()),
+            Transport::Mcu => {
+                let qemu = Qemu::boot(&firmware_elf()).expect("QEMU boots the firmware");
+                assert!(qemu.wait_for_log("tensorplug firmware", Duration::from_secs(10)));
+                let port = qemu.serve_uart().expect("serve the UART");
+                Self::Firmware { qemu, port }
+            }
+        }
+    }
+
+    /// The `TENSORPLUG_DEVICE` item.
+    fn item(&self) -> String {
+        match self {
+            Self::Server(s) if s.file.as_os_str().is_empty() => s.ready.clone(),
+            Self::Server(s) => format!("pcie:{}", s.file.display()),
+            Self::Firmware { port, .. } => format!("mcu-tcp:127.0.0.1:{port}"),
+        }
+    }
+
+    fn break_it(&mut self, fault: Fault) {
+        match (self, fault) {
+            (Self::Server(s), Fault::Kill) => s.kill(),
+            (Self::Server(s), Fault::Freeze) => s.freeze(true),
+            (Self::Firmware { qemu, .. }, Fault::Kill) => qemu.kill(),
+            (Self::Firmware { qemu, .. }, Fault::Freeze) => qemu.freeze(true),
+        }
+    }
+
+    /// The device back: resumed if frozen, a new one if killed.
+    fn back(self, transport: Transport, fault: Fault) -> Self {
+        match (self, fault) {
+            (Self::Server(s), Fault::Freeze) => {
+                s.freeze(false);
+                Self::Server(s)
+            }
+            (Self::Firmware { qemu, .. }, Fault::Freeze) => {
+                qemu.freeze(false);
+                // A new loopback port: the old one served the dead client.
+                let port = qemu.serve_uart().expect("serve the UART");
+                Self::Firmware { qemu, port }
+            }
+            (old, Fault::Kill) => {
+                drop(old);
+                Self::start(transport, fault)
+            }
+        }
+    }
+}
+
+fn tf(args: &[&str], item: &str) -> Command {
+    let mut command = Command::new(tensorplug_tests::python());
+    command
+        .arg(tensorplug_tests::workspace_root().join("tests/python/tf_fault_fit.py"))
+        .args(args)
+        .env("TF_CPP_MIN_LOG_LEVEL", "2")
+        .env(
+            "TF_PLUGGABLE_DEVICE_LIBRARY_PATH",
+            tensorplug_tests::plugin_path(),
+        )
+        .env("TENSORPLUG_DEVICE", item)
+        .env("TENSORPLUG_TIMEOUT_MS", TIMEOUT_MS)
+        .env_remove("TENSORPLUG_SIM_FAULTS");
+    command
+}
+
+/// Reads `child`'s stdout lines into a channel.
+fn lines(child: &mut Child) -> mpsc::Receiver<String> {
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+fn case(transport: Transport, fault: Fault) {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let what = format!("{transport:?} / {fault:?}");
+    let mut device = Device::start(transport, fault);
+    let stamp = tensorplug_tests::scratch_dir("fault-matrix")
+        .join(format!("{transport:?}-{fault:?}.stamp"));
+    let stamp_arg = stamp.to_string_lossy().into_owned();
+    let mut fit = tf(&["fit", &stamp_arg], &device.item())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cannot start python");
+    let out = lines(&mut fit);
+    let mut seen = Vec::new();
+    loop {
+        match out.recv_timeout(Duration::from_secs(120)) {
+            Ok(line) if line == "training" => break,
+            Ok(line) => seen.push(line),
+            Err(e) => {
+                let _ = fit.kill();
+                let stderr = fit.wait_with_output().map(|o| o.stderr).unwrap_or_default();
+                panic!(
+                    "{what}: no epoch finished ({e}): {seen:?}\n{}",
+                    String::from_utf8_lossy(&stderr)
+                );
+            }
+        }
+    }
+    // Mid-fit: the next epoch is under way.
+    std::thread::sleep(Duration::from_millis(300));
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    std::fs::write(&stamp, format!("{:.3}", now.as_secs_f64())).expect("write the stamp");
+    device.break_it(fault);
+
+    let deadline = std::time::Instant::now() + HANG;
+    let status = loop {
+        if let Some(status) = fit.try_wait().expect("wait for python") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = fit.kill();
+            panic!("{what}: the fit hung for {HANG:?} after the fault");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let stdout: Vec<String> = out.try_iter().collect();
+    let stderr = fit
+        .stderr
+        .take()
+        .map(|mut e| {
+            let mut s = String::new();
+            let _ = std::io::Read::read_to_string(&mut e, &mut s);
+            s
+        })
+        .unwrap_or_default();
+    assert!(
+        status.success() && stdout.iter().any(|l| l.starts_with("ok:")),
+        "{what}: {status}\nstdout: {stdout:#?}\nstderr (tail): {}",
+        &stderr[stderr.len().saturating_sub(3000)..]
+    );
+    let failed = stdout
+        .iter()
+        .find(|l| l.starts_with("failed after"))
+        .cloned();
+    eprintln!("{what}: {}", failed.unwrap_or_default());
+
+    let device = device.back(transport, fault);
+    let after = tf(&["after"], &device.item())
+        .output()
+        .expect("cannot start python");
+    let after_out = String::from_utf8_lossy(&after.stdout);
+    assert!(
+        after.status.success() && after_out.contains("ok:"),
+        "{what}: with the device back: {}\n{after_out}\n{}",
+        after.status,
+        String::from_utf8_lossy(&after.stderr)
+    );
+}
+
+#[test]
+fn pcie_device_killed_mid_fit() {
+    case(Transport::Pcie, Fault::Kill);
+}
+
+#[test]
+fn pcie_device_frozen_mid_fit() {
+    case(Transport::Pcie, Fault::Freeze);
+}
+
+#[test]
+fn tcp_device_killed_mid_fit() {
+    case(Transport::Tcp, Fault::Kill);
+}
+
+#[test]
+fn tcp_device_frozen_mid_fit() {
+    case(Transport::Tcp, Fault::Freeze);
+}
+
+#[test]
+fn mcu_firmware_killed_mid_fit() {
+    case(Transport::Mcu, Fault::Kill);
+}
+
+#[test]
+fn mcu_firmware_frozen_mid_fit() {
+    case(Transport::Mcu, Fault::Freeze);
+}
