@@ -11,6 +11,10 @@ use crate::registry::{self, Device};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tensorplug_core::clock::SyncPair;
 use tensorplug_core::event::Event;
+
+/// How long a profiler stop waits for each device to finish the work
+/// launched so far, so that its ops are in the profile.
+pub const STOP_SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
 use tensorplug_core::session::{DeviceSync, Session, SessionError};
 
 /// Devices one session can hold.
@@ -131,15 +135,28 @@ impl Profiler {
         Ok(())
     }
 
-    /// Stops recording, takes the stop sync pairs and drains what is left.
+    /// Stops recording (after the devices finish what the session launched,
+    /// up to [`STOP_SETTLE`]), takes the stop sync pairs and drains what is
+    /// left.
     pub fn stop(&mut self) -> Result<()> {
         if !self.session.is_running() {
             return Err(session_error(SessionError::NotStarted));
         }
-        RECORDING.disable();
         let Some(active) = self.active.as_mut() else {
             return Err(Error::Internal("profiler session without resources".into()));
         };
+        // Ops launched in the session finish in it, as on a device whose
+        // clock and events keep up (the tests' `fn()` without `.numpy()`).
+        for device in &active.devices {
+            if !device.core().settle(STOP_SETTLE) {
+                crate::log::warn(format_args!(
+                    "profiler stop: {} still busy after {} ms; ops still running are not in the profile",
+                    device.core().label(),
+                    STOP_SETTLE.as_millis()
+                ));
+            }
+        }
+        RECORDING.disable();
         if let Some(drainer) = active.drainer.take() {
             drainer.stop();
         }

@@ -280,6 +280,27 @@ impl DeviceCore {
         self.wait(newest, what)
     }
 
+    /// Waits up to `budget` for everything enqueued so far to complete,
+    /// without reporting a failure (a wait on the work reports it): the
+    /// profiler's stop lets the ops launched in its session finish, so that
+    /// their events are in it. False if the device did not settle.
+    pub fn settle(&self, budget: Duration) -> bool {
+        let newest = self.lock().newest_fence();
+        if newest == Fence(0) {
+            return true;
+        }
+        let deadline = Instant::now() + budget;
+        let mut backoff = Backoff::default();
+        loop {
+            match self.poll(newest) {
+                Ok(true) => return true,
+                Err(_) => return false,
+                Ok(false) if Instant::now() >= deadline => return false,
+                Ok(false) => backoff.pause(),
+            }
+        }
+    }
+
     /// Whether `error` is the current incident of a failed op: the device
     /// was reset, and every wait on the op or on work after it (such as the
     /// device-to-host copy that reads its result) reports it again.

@@ -13,6 +13,12 @@
 pub trait TickSource {
     /// Current ticks since this source's origin.
     fn now_ticks(&mut self) -> u64;
+
+    /// Called whenever the counter's state changes: the source ticks at
+    /// its last reset and where the last booked command ends. A source
+    /// that lets another thread read the counter live publishes them here
+    /// ([`LiveClock`]); by default nothing happens.
+    fn counter_changed(&mut self, _origin: u64, _busy_until: u64) {}
 }
 
 /// A clock that only moves when told to: for tests and for embedders that
@@ -81,6 +87,7 @@ pub(crate) struct DeviceClock<C> {
 impl<C: TickSource> DeviceClock<C> {
     pub(crate) fn new(mut source: C) -> Self {
         let origin = source.now_ticks();
+        source.counter_changed(origin, 0);
         Self {
             source,
             origin,
@@ -92,6 +99,7 @@ impl<C: TickSource> DeviceClock<C> {
     pub(crate) fn reset(&mut self) {
         self.origin = self.source.now_ticks();
         self.busy_until = 0;
+        self.source.counter_changed(self.origin, 0);
     }
 
     /// The counter now.
@@ -105,25 +113,21 @@ impl<C: TickSource> DeviceClock<C> {
         let begin = self.now();
         let end = begin.saturating_add(duration);
         self.busy_until = end;
+        self.source.counter_changed(self.origin, end);
         (begin, end)
     }
 
     pub(crate) fn source_mut(&mut self) -> &mut C {
         &mut self.source
     }
-
-    /// Source ticks at the last reset, and where the last command ended:
-    /// with the source, the counter at any moment (see [`LiveCounter`]).
-    pub(crate) const fn state(&self) -> (u64, u64) {
-        (self.origin, self.busy_until)
-    }
 }
 
-/// The counter of a model running on another thread, read live from the
-/// same [`HostClock`] and the origin and last command end that thread
-/// publishes after every turn of its loop. A snapshot of the counter goes
-/// stale by however long the model thread is not scheduled (hundreds of µs
-/// on a loaded host); this does not.
+/// The counter of a model running on another thread, read live: from the
+/// same [`HostClock`], and the origin and last command end that thread's
+/// [`LiveClock`] publishes the moment they change. A snapshot of the
+/// counter goes stale by however long the model thread is not scheduled
+/// (hundreds of µs on a loaded host); this does not, and it already covers
+/// every command booked (a booked command's events never end after it).
 #[cfg(feature = "std")]
 #[derive(Debug, Default)]
 pub struct LiveCounter {
@@ -134,23 +138,46 @@ pub struct LiveCounter {
 
 #[cfg(feature = "std")]
 impl LiveCounter {
-    /// Called by the model thread: its clock, once.
-    pub(crate) fn start(&self, clock: HostClock) {
-        let _ = self.clock.set(clock);
-    }
-
-    /// Called by the model thread after every turn.
-    pub(crate) fn publish(&self, (origin, busy_until): (u64, u64)) {
-        use core::sync::atomic::Ordering::Release;
-        self.origin.store(origin, Release);
-        self.busy_until.store(busy_until, Release);
-    }
-
-    /// The counter now; `None` before the model thread started.
+    /// The counter now; `None` before a [`LiveClock`] was made for it.
     pub fn now(&self) -> Option<u64> {
         use core::sync::atomic::Ordering::Acquire;
         let mut clock = *self.clock.get()?;
+        let busy_until = self.busy_until.load(Acquire);
         let real = clock.now_ticks().saturating_sub(self.origin.load(Acquire));
-        Some(real.max(self.busy_until.load(Acquire)))
+        Some(real.max(busy_until))
+    }
+}
+
+/// The model's tick source when another thread reads its counter live: a
+/// [`HostClock`] that publishes the counter's state to a [`LiveCounter`].
+#[cfg(feature = "std")]
+#[derive(Debug)]
+pub struct LiveClock {
+    clock: HostClock,
+    counter: std::sync::Arc<LiveCounter>,
+}
+
+#[cfg(feature = "std")]
+impl LiveClock {
+    /// A clock at `freq_hz` whose counter `counter` reads.
+    pub fn new(freq_hz: u32, counter: std::sync::Arc<LiveCounter>) -> Self {
+        let clock = HostClock::new(freq_hz);
+        let _ = counter.clock.set(clock);
+        Self { clock, counter }
+    }
+}
+
+#[cfg(feature = "std")]
+impl TickSource for LiveClock {
+    fn now_ticks(&mut self) -> u64 {
+        self.clock.now_ticks()
+    }
+
+    fn counter_changed(&mut self, origin: u64, busy_until: u64) {
+        use core::sync::atomic::Ordering::Release;
+        // Origin first: a reader between the two stores sees the new
+        // origin with the old end, which only errs towards later.
+        self.counter.origin.store(origin, Release);
+        self.counter.busy_until.store(busy_until, Release);
     }
 }

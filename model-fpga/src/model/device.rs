@@ -123,11 +123,6 @@ impl<M: DeviceMemory, B: HostBus, C: TickSource> Model<M, B, C> {
     pub fn timestamp(&mut self) -> u64 {
         self.clock.now()
     }
-    /// The counter's source ticks at the last reset, and where the last
-    /// command ended (for a [`LiveCounter`](super::LiveCounter)).
-    pub(crate) const fn clock_state(&self) -> (u64, u64) {
-        self.clock.state()
-    }
     /// Level of the interrupt line: `IRQ_STATUS & IRQ_ENABLE != 0`.
     pub const fn irq_line(&self) -> bool {
         self.regs.irq_status & self.regs.irq_enable != 0

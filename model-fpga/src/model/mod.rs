@@ -33,7 +33,7 @@ pub mod host;
 pub use aligned::AlignedMemory;
 pub use bus::{BusError, HostBus, NoHostBus, SliceBus};
 #[cfg(feature = "std")]
-pub use clock::{HostClock, LiveCounter};
+pub use clock::{HostClock, LiveClock, LiveCounter};
 pub use clock::{ManualClock, TickSource};
 pub use config::{ModelConfig, Timing};
 pub use device::{Model, OutOfRange, Serviced};

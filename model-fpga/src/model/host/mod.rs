@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use tensorplug_abi::device::Features;
 
-use super::{Faults, HostClock, Model, ModelConfig, SharedWindow};
+use super::{Faults, LiveClock, Model, ModelConfig, SharedWindow};
 use tensorplug_device_fpga::transport::mmio::Bar;
 
 pub use faults_line::{FaultsLineError, faults_line, parse_faults_line};
@@ -77,7 +77,7 @@ pub struct ServeControl {
     faults_taken: AtomicU64,
     faults_given: AtomicU64,
     /// The device counter, live.
-    counter: super::LiveCounter,
+    counter: std::sync::Arc<super::LiveCounter>,
 }
 
 impl ServeControl {
@@ -160,8 +160,7 @@ pub unsafe fn serve<B: Bar>(
     let mem = unsafe { SharedWindow::new(base, memory.len()) };
     let mut config = options.config;
     config.features = Features(config.features.0 & !Features::IRQ.0);
-    let clock = HostClock::new(config.timing.freq_hz);
-    control.counter.start(clock);
+    let clock = LiveClock::new(config.timing.freq_hz, control.counter.clone());
     let registers = bar.registers();
     // SAFETY: the caller's contract on the register window.
     let mut mirror = unsafe { mirror::Mirror::new(&registers) }.map_err(|_| {
@@ -189,7 +188,7 @@ pub unsafe fn serve<B: Bar>(
 }
 
 fn run<B: super::HostBus>(
-    model: &mut Model<SharedWindow<'_>, B, HostClock>,
+    model: &mut Model<SharedWindow<'_>, B, LiveClock>,
     mirror: &mut mirror::Mirror<'_>,
     idle: &IdlePolicy,
     control: &ServeControl,
@@ -203,7 +202,6 @@ fn run<B: super::HostBus>(
         let wrote = mirror.pull(model);
         let done = model.service();
         mirror.push(model);
-        control.counter.publish(model.clock_state());
         if wrote || done.commands > 0 {
             last_activity = Instant::now();
             sleep = idle.min_sleep;
