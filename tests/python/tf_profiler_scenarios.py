@@ -10,9 +10,11 @@ import glob
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 import tensorflow as tf
@@ -545,6 +547,12 @@ def scenario_cycles(cycles, max_growth_mib):
         x = tf.constant(np.linspace(-1, 1, 1024, dtype=np.float32))
     warmup = 10
     rss = {}
+    # `cargo xtask soak`: samples for its plot.
+    samples = os.environ.get("TENSORPLUG_SOAK_CSV")
+    out = open(samples, "w") if samples else None
+    if out:
+        out.write("seconds,cycle,rss_kib,fds,threads\n")
+    start = time.time()
     for cycle in range(1, cycles + 1):
         tf.profiler.experimental.start(logdir)
         with tf.device(FPGA):
@@ -552,6 +560,15 @@ def scenario_cycles(cycles, max_growth_mib):
         tf.profiler.experimental.stop()
         if cycle in (warmup, cycles):
             rss[cycle] = rss_mib()
+        if out and cycle % max(cycles // 100, 1) == 0:
+            threads = sum(1 for _ in os.listdir("/proc/self/task"))
+            out.write(f"{time.time() - start:.1f},{cycle},{rss_mib() * 1024:.0f},"
+                      f"{len(os.listdir('/proc/self/fd'))},{threads}\n")
+            out.flush()
+        if cycle % 100 == 0:
+            # Each cycle's profile stays on disk; keep only the newest.
+            for old in sorted(glob.glob(os.path.join(logdir, "plugins/profile/*")))[:-1]:
+                shutil.rmtree(old, ignore_errors=True)
     growth = rss[cycles] - rss[warmup]
     check(growth <= max_growth_mib,
           f"RSS grew {growth:.1f} MiB from cycle {warmup} to {cycles} "

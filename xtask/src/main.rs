@@ -12,6 +12,7 @@ mod layout;
 mod op_sweep;
 mod setup;
 mod size;
+mod soak;
 mod test;
 mod tf_suite;
 mod util;
@@ -49,6 +50,8 @@ enum Task {
     Layout(LayoutArgs),
     /// Every cargo-fuzz target: a smoke run, or `--minutes N` each.
     Fuzz(fuzz::FuzzArgs),
+    /// Time-boxed soaks (open/close, profiler, an hour of fit), plotted.
+    Soak(soak::SoakArgs),
 }
 
 #[derive(clap::Args)]
@@ -82,6 +85,7 @@ fn run(task: Task) -> anyhow::Result<()> {
         Task::Size(args) => size::run_task(&args),
         Task::OpSweep(args) => op_sweep::run_task(&args),
         Task::Fuzz(args) => fuzz::run_task(&args),
+        Task::Soak(args) => soak::run_task(&args),
         Task::Layout(args) => {
             let python = args.python.as_deref();
             let newest = python.is_none_or(|p| {
