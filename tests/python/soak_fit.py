@@ -1,4 +1,5 @@
-"""Issue 26's training soak: a Keras MLP fits on /device:FPGA:0 for
+"""Issue 26's training soak: a Keras MLP fits on /device:FPGA:0 (or
+$TENSORPLUG_SOAK_ON, e.g. /CPU:0 for the control) for
 `minutes`, and every `every` seconds the process's RSS, open file
 descriptors and threads and the device's memory in use are written to
 `csv` (`cargo xtask soak` runs it on `sim` and on a `tcp:` device, then
@@ -14,7 +15,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-FPGA = "/device:FPGA:0"
+FPGA = os.environ.get("TENSORPLUG_SOAK_ON", "/device:FPGA:0")
 minutes, path = float(sys.argv[1]), sys.argv[2]
 every = float(sys.argv[3]) if len(sys.argv) > 3 else 10.0
 
@@ -50,7 +51,7 @@ with open(path, "w") as out:
         if now - last >= every:
             last = now
             rss, fds, threads = usage()
-            device = tf.config.experimental.get_memory_info(FPGA)["current"]
+            device = tf.config.experimental.get_memory_info(FPGA)["current"] if "FPGA" in FPGA else 0
             out.write(f"{now:.1f},{epochs},{rss},{fds},{threads},{device}\n")
             out.flush()
             print(f"soak_fit: {now:.0f}/{minutes * 60:.0f} s, {epochs} epochs, RSS {rss} KiB, "

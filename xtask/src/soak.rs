@@ -5,7 +5,8 @@
 //! - device open/close cycles (`plugin-fpga/tests/soak_open_close.rs`);
 //! - profiler start/stop cycles (`tf_profiler_scenarios.py cycles`);
 //! - a Keras `fit` loop on `sim` and on a `tcp:` device served by
-//!   `tensorplug-model-server` (`tests/python/soak_fit.py`).
+//!   `tensorplug-model-server` (`tests/python/soak_fit.py`), and the same
+//!   on the CPU: TF's and Keras' own growth, the control.
 //!
 //! Then `tests/python/soak_plot.py` draws `soak.png` and fails if anything
 //! grew after the warm-up (`docs/reliability.md`, "Soaks").
@@ -63,25 +64,25 @@ pub fn run_task(args: &SoakArgs) -> Result<()> {
     run(&mut crate::dist::plugin_build_command(&crate::dist::FPGA))?;
     let plugin = crate::dist::plugin_built_path(&crate::dist::FPGA);
 
-    eprintln!("==> soak 1/4: {open_close} sim device open/close cycles");
+    eprintln!("==> soak 1/5: {open_close} sim device open/close cycles");
     run(cargo()
         .args(["test", "--release", "-p", "tensorplug-plugin-fpga"])
         .args(["--test", "soak_open_close", "--", "--nocapture"])
         .env("TENSORPLUG_SOAK_CYCLES", open_close.to_string())
         .env("TENSORPLUG_SOAK_DIR", &dir))?;
 
-    eprintln!("==> soak 2/4: {profiler} profiler start/stop cycles");
+    eprintln!("==> soak 2/5: {profiler} profiler start/stop cycles");
     run(tf(&python, &plugin, "tf_profiler_scenarios.py")
         .args(["cycles", &profiler.to_string(), "2"])
         .env("TENSORPLUG_SOAK_CSV", dir.join("profiler.csv")))?;
 
-    eprintln!("==> soak 3/4: {minutes} min of Keras fit on sim");
+    eprintln!("==> soak 3/5: {minutes} min of Keras fit on sim");
     run(tf(&python, &plugin, "soak_fit.py")
         .arg(minutes.to_string())
         .arg(dir.join("fit_sim.csv"))
         .arg(sample_every(minutes)))?;
 
-    eprintln!("==> soak 4/4: {minutes} min of Keras fit on a tcp: device (the model server)");
+    eprintln!("==> soak 4/5: {minutes} min of Keras fit on a tcp: device (the model server)");
     run(cargo()
         .args([
             "build",
@@ -120,6 +121,15 @@ pub fn run_task(args: &SoakArgs) -> Result<()> {
     let _ = child.kill();
     let _ = child.wait();
     fit?;
+
+    eprintln!(
+        "==> soak 5/5: {minutes} min of the same fit on the CPU (TF's own growth, the control)"
+    );
+    run(tf(&python, &plugin, "soak_fit.py")
+        .arg(minutes.to_string())
+        .arg(dir.join("fit_cpu.csv"))
+        .arg(sample_every(minutes))
+        .env("TENSORPLUG_SOAK_ON", "/CPU:0"))?;
 
     eprintln!("==> the samples, plotted and checked");
     run(Command::new(&python)
