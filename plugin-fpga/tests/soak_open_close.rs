@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use tensorplug_core::accelerator::{Accelerator, QueueId};
+use tensorplug_core::accelerator::QueueId;
 
 /// (RSS in KiB, open file descriptors, threads) of this process.
 fn usage() -> (u64, usize, u64) {
