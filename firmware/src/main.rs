@@ -110,13 +110,7 @@ impl Servers {
     /// Answers one frame: remote-bus requests on the FPGA's port, everything
     /// else on the driver.
     fn answer(&mut self, frame: &Frame<'_>, uart: &mut uart::Uart) {
-        let remote_bus = matches!(
-            frame.message,
-            Message::ReadRegister(_)
-                | Message::WriteRegister(_)
-                | Message::ReadMemory(_)
-                | Message::WriteMemory(_)
-        );
+        let remote_bus = frame.message.is_remote_bus();
         if let Message::Hello(_) = frame.message {
             // A new host session starts from a device it brings up itself.
             device::release_driver();

@@ -465,6 +465,19 @@ impl<'a> Message<'a> {
         }
     }
 
+    /// Whether this is a remote-bus request: an access to the device's own
+    /// registers or memory, which a device end answers on the device's
+    /// port rather than through its driver (the firmware routes on it).
+    pub const fn is_remote_bus(&self) -> bool {
+        matches!(
+            self,
+            Self::ReadRegister(_)
+                | Self::WriteRegister(_)
+                | Self::ReadMemory(_)
+                | Self::WriteMemory(_)
+        )
+    }
+
     /// Bytes of postcard payload this message encodes to.
     pub fn payload_len(&self) -> usize {
         with_body!(self, b => postcard::experimental::serialized_size(b))

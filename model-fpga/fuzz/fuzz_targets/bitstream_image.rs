@@ -138,24 +138,37 @@ fuzz_target!(|input: &[u8]| {
         assert_eq!(&bytes[..], &image[..IMAGE_HEADER_SIZE]);
     }
     let programmed = flash.program(&image, DRIVER_ABI_REQUIREMENT, |_| {});
-    assert_eq!(programmed.is_ok(), valid.is_ok(), "{programmed:?} vs {valid:?}");
+    assert_eq!(
+        programmed.is_ok(),
+        valid.is_ok(),
+        "{programmed:?} vs {valid:?}"
+    );
     let after_boot = flash.boot_slot().expect("the model flash answers");
     drop(flash);
     match programmed {
         Err(_) => {
             assert_eq!(after_boot, booting, "a refused image changes nothing");
             for (slot, old) in [ImageSlot::A, ImageSlot::B].into_iter().zip(&before) {
-                assert!(storage[span(slot)] == old[..], "a refused image left the flash touched");
+                assert!(
+                    storage[span(slot)] == old[..],
+                    "a refused image left the flash touched"
+                );
             }
         }
         Ok(done) => {
             assert_eq!(after_boot, Some(done.slot), "the new image boots");
             let payload = &image[IMAGE_HEADER_SIZE..];
             let at = done.slot.offset() as usize + IMAGE_PAYLOAD_OFFSET as usize;
-            assert!(storage[at..at + payload.len()] == *payload, "the payload reads back");
+            assert!(
+                storage[at..at + payload.len()] == *payload,
+                "the payload reads back"
+            );
             let other = done.slot.other();
             let index = usize::from(other == ImageSlot::B);
-            assert!(storage[span(other)] == before[index][..], "the other slot is untouched");
+            assert!(
+                storage[span(other)] == before[index][..],
+                "the other slot is untouched"
+            );
         }
     }
 });

@@ -112,16 +112,10 @@ fuzz_target!(|input: &[u8]| {
                 FeedResult::Consumed => rest = &[],
                 FeedResult::Frame { frame, remaining } => {
                     rest = remaining;
-                    let remote_bus = matches!(
-                        frame.message,
-                        Message::ReadRegister(_)
-                            | Message::WriteRegister(_)
-                            | Message::ReadMemory(_)
-                            | Message::WriteMemory(_)
-                            | Message::Hello(_)
-                            | Message::Ping(_)
-                    );
-                    if remote_bus {
+                    // Routed as the firmware routes them (firmware/src/main.rs).
+                    let to_bus = frame.message.is_remote_bus()
+                        || matches!(frame.message, Message::Hello(_) | Message::Ping(_));
+                    if to_bus {
                         let len = bus
                             .answer_in(&mut session, &mut port, &frame, &mut out)
                             .expect("an answer encodes");

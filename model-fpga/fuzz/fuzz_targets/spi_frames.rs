@@ -110,7 +110,11 @@ fn host_end(miso: &[u8]) {
     let mut last = 0;
     let mut check = |host: &mut SpiTransport<Scripted<'_>>, what: &str| {
         let windows = host.device_mut().windows;
-        assert!(windows - last <= bound, "{what}: {} windows", windows - last);
+        assert!(
+            windows - last <= bound,
+            "{what}: {} windows",
+            windows - last
+        );
         last = windows;
     };
     let _ = host.read_reg(0x10);
