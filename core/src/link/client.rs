@@ -119,6 +119,9 @@ impl crate::accelerator::Error for RemoteError {
 /// Bits of a [`Fence`] that hold its queue; the rest is a sequence number.
 const QUEUE_BITS: u32 = 8;
 
+/// The error an MCU without a session answers with, and announces at boot.
+const HANDSHAKE_REQUIRED: u16 = super::RemoteErrorCode::HandshakeRequired as u16;
+
 /// The largest window the host uses, whatever the peer offers.
 pub const MAX_WINDOW: u16 = 16;
 
@@ -173,6 +176,19 @@ pub struct RemoteAccelerator<S> {
     refused: VecDeque<(u8, u64, u64)>,
     events: VecDeque<Event>,
     dropped: u64,
+    /// Where the session stands: the MCU forgets it when it restarts.
+    session: SessionState,
+}
+
+/// The host's view of the link session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SessionState {
+    /// The handshake is under way: a boot announcement is expected noise.
+    Opening,
+    Open,
+    /// The MCU restarted (it said so, or answered `HandshakeRequired`):
+    /// everything fails until [`Accelerator::reset`] opens a new session.
+    Lost,
 }
 
 /// Commands for one queue waiting to go in one `SubmitBatch`.
@@ -265,6 +281,7 @@ impl<S: LinkStream> RemoteAccelerator<S> {
             refused: VecDeque::new(),
             events: VecDeque::new(),
             dropped: 0,
+            session: SessionState::Opening,
         };
         let ours = Hello::ours();
         let Answer::Hello(peer) = link.call(&Message::Hello(ours), "the handshake")? else {
@@ -304,7 +321,48 @@ impl<S: LinkStream> RemoteAccelerator<S> {
         }
         link.peer_batches = v.minor >= 2;
         link.batching = link.peer_batches && link.window > 1;
+        link.session = SessionState::Open;
         Ok(link)
+    }
+
+    /// Opens a new session with an MCU that restarted: the handshake again
+    /// (its window and version are those of the same firmware).
+    fn reopen(&mut self) -> Result<(), RemoteError> {
+        self.session = SessionState::Opening;
+        let ours = Hello::ours();
+        let opened = match self.call(&Message::Hello(ours), "the handshake") {
+            Ok(Answer::Hello(peer)) => negotiate(&ours, &peer)
+                .map(drop)
+                .map_err(|e| RemoteError::new(ErrorKind::Incompatible, e.to_string())),
+            Ok(_) => unreachable!("call checks the answer's type"),
+            Err(e) => Err(e),
+        };
+        self.session = match opened {
+            Ok(()) => SessionState::Open,
+            Err(_) => SessionState::Lost,
+        };
+        self.usage.used = 0;
+        opened
+    }
+
+    /// The MCU restarted: every command in flight is lost with its memory.
+    fn lost_session(&mut self, what: &str) -> RemoteError {
+        if self.session == SessionState::Open {
+            self.session = SessionState::Lost;
+            self.batch = None;
+            self.in_flight.clear();
+            self.unanswered.clear();
+            self.batches.clear();
+            self.refused.clear();
+            self.reset_mark = self.next_seq;
+        }
+        RemoteError::new(
+            ErrorKind::DeviceFault,
+            format!(
+                "the MCU restarted during {what}: its session, the commands in flight and \
+                 device memory are lost; reset() opens a new session"
+            ),
+        )
     }
 
     /// Requests that may be unanswered at once: the peer's window (at most
@@ -414,6 +472,17 @@ impl<S: LinkStream> RemoteAccelerator<S> {
                             self.events.extend(batch.events.iter());
                             self.dropped += u64::from(batch.dropped);
                             Answer::Events(batch.events.len())
+                        }
+                        // Opening: the MCU's boot announcement, or its answers
+                        // to what the host sent before it restarted.
+                        Message::Error(_)
+                            if self.session == SessionState::Opening && Some(id) != want =>
+                        {
+                            continue;
+                        }
+                        Message::Error(e) if e.code == HANDSHAKE_REQUIRED => {
+                            self.unread = rest.to_vec();
+                            return Err(self.lost_session(what));
                         }
                         Message::Error(e) if id == NO_REQUEST || Some(id) == want => {
                             self.unread = rest.to_vec();
@@ -623,6 +692,9 @@ impl<S: LinkStream> RemoteAccelerator<S> {
 
     /// Encodes and sends `request`; returns its request id.
     fn send(&mut self, request: &Message<'_>, what: &str) -> Result<u16, RemoteError> {
+        if self.session == SessionState::Lost {
+            return Err(self.lost_session(what));
+        }
         let (len, id) = self.encoder.request(request, &mut self.tx).map_err(|e| {
             RemoteError::new(
                 ErrorKind::InvalidArgument,
@@ -907,7 +979,18 @@ impl<S: LinkStream> Accelerator for RemoteAccelerator<S> {
         // is still sending (a completion); stale answers are skipped by id.
         // Gathered commands are cut off with the rest; not sent.
         self.batch = None;
-        self.call(&Message::Reset(Reset), "a reset")?;
+        if self.session != SessionState::Open {
+            self.reopen()?;
+        }
+        match self.call(&Message::Reset(Reset), "a reset") {
+            Ok(_) => {}
+            // The MCU restarted unseen: it answered without a session.
+            Err(_) if self.session == SessionState::Lost => {
+                self.reopen()?;
+                self.call(&Message::Reset(Reset), "a reset")?;
+            }
+            Err(e) => return Err(e),
+        }
         self.in_flight.clear();
         self.unanswered.clear();
         self.batches.clear();

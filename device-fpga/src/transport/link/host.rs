@@ -8,8 +8,8 @@ use std::vec::Vec;
 
 use tensorplug_core::link::{
     Decoder, Encoder, FeedResult, Hello, LinkError, LinkErrorKind, MAX_BULK_CHUNK,
-    MAX_ENCODED_FRAME_LEN, Message, NO_REQUEST, ReadMemory, ReadRegister, WriteMemory,
-    WriteRegister, negotiate,
+    MAX_ENCODED_FRAME_LEN, Message, NO_REQUEST, ReadMemory, ReadRegister, RemoteErrorCode,
+    WriteMemory, WriteRegister, negotiate,
 };
 
 use crate::transport::{CrcSide, Error, Transport, check_reg_alignment};
@@ -79,6 +79,7 @@ impl<S: Read + Write> LinkTransport<S> {
             .write_all(&self.tx[..len])
             .map_err(io_error(self.timeout_ms))?;
         self.stream.flush().map_err(io_error(self.timeout_ms))?;
+        let hello = matches!(request, Message::Hello(_));
         let mut take = Some(take);
         let mut chunk = [0u8; 4096];
         loop {
@@ -102,6 +103,9 @@ impl<S: Read + Write> LinkTransport<S> {
                         if frame.header.request_id == NO_REQUEST
                             && let Message::Error(e) = &frame.message
                         {
+                            if hello && e.code == RemoteErrorCode::HandshakeRequired as u16 {
+                                continue; // the boot announcement of the MCU we open
+                            }
                             // The device dropped a frame of ours (e.g. a CRC
                             // error on the wire): the request is lost.
                             self.pending = rest.to_vec();
