@@ -12,7 +12,7 @@ use critical_section::{CriticalSection, Mutex};
 use tensorplug_device_fpga::driver::{Driver, DriverConfig, Error};
 use tensorplug_device_fpga::transport::spi::slave::{SpiSlave, SpiTarget, TargetError};
 use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
-use tensorplug_model_fpga::model::{Model, ModelConfig, ModelError, NoHostBus};
+use tensorplug_model_fpga::model::{Faults, Model, ModelConfig, ModelError, NoHostBus};
 
 use crate::clock::{DeviceTicks, DriverClock};
 
@@ -54,6 +54,15 @@ pub fn init() -> Result<(), ModelError> {
         let _ = slot.push(model);
     });
     Ok(())
+}
+
+/// Changes the FPGA model's injected faults (`debug_faults`).
+pub fn set_faults(f: impl FnOnce(&mut Faults)) {
+    critical_section::with(|cs| {
+        if let Some(model) = MODEL.borrow_ref_mut(cs).first_mut() {
+            f(model.faults_mut());
+        }
+    });
 }
 
 /// The FPGA's SPI port (its registers and memory), for the SPI slave and for

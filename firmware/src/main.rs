@@ -11,11 +11,13 @@
 #![no_main]
 
 mod clock;
+mod debug_faults;
 mod device;
 mod events;
 #[cfg(feature = "selftest-requantize")]
 mod selftest;
 mod uart;
+mod watchdog;
 
 use core::sync::atomic::Ordering;
 use cortex_m as _;
@@ -23,7 +25,8 @@ use cortex_m_rt::entry;
 use defmt_semihosting as _;
 use tensorplug_core::link::ops::error_code;
 use tensorplug_core::link::{
-    Decoder, FeedResult, Frame, MAX_ENCODED_FRAME_LEN, Message, OpServer, Session,
+    Decoder, FeedResult, Frame, MAX_ENCODED_FRAME_LEN, Message, NO_REQUEST, OpServer,
+    RemoteErrorCode, Session,
 };
 use tensorplug_device_fpga::transport::link::LinkServer;
 
@@ -72,6 +75,10 @@ fn main() -> ! {
         defmt::info!("bench-echo: every byte comes back, no link protocol");
         uart.echo();
     }
+    if watchdog::start() {
+        defmt::warn!("the watchdog reset the MCU: the main loop had stalled");
+    }
+    let mut feeder = watchdog::Feeder::new();
     let mut servers = Servers {
         session: Session::new(),
         ops: OpServer::new().with_window(LINK_WINDOW),
@@ -79,9 +86,12 @@ fn main() -> ! {
         events,
         out: [0; MAX_ENCODED_FRAME_LEN],
     };
+    servers.announce_boot(&mut uart);
     let mut decoder = Decoder::requests();
     let mut frames: u32 = 0;
     loop {
+        feeder.alive();
+        debug_faults::take();
         let Some(byte) = uart.try_read() else {
             servers.idle(&mut uart);
             continue;
@@ -107,6 +117,17 @@ fn main() -> ! {
 }
 
 impl Servers {
+    /// Says, unasked, that this device has no session: a host that was in
+    /// one learns at once that the MCU restarted (`docs/link-protocol.md`,
+    /// "Handshake").
+    fn announce_boot(&mut self, uart: &mut uart::Uart) {
+        let code = RemoteErrorCode::HandshakeRequired as u16;
+        match self.session.error(NO_REQUEST, code, 0, &mut self.out) {
+            Ok(len) => uart.write_all(&self.out[..len]),
+            Err(error) => defmt::error!("cannot encode the boot announcement: {}", error),
+        }
+    }
+
     /// Answers one frame: remote-bus requests on the FPGA's port, everything
     /// else on the driver.
     fn answer(&mut self, frame: &Frame<'_>, uart: &mut uart::Uart) {

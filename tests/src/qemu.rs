@@ -4,6 +4,8 @@
 //! `qemu-run` does), its defmt logs (semihosting stdout) decoded as they
 //! come. Dropping a [`Qemu`] kills it; every wait is bounded.
 
+mod control;
+
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -81,6 +83,20 @@ pub struct Qemu {
     /// The firmware's UART0.
     pub uart: TcpStream,
     logs: Logs,
+    elf: PathBuf,
+    controls: control::Controls,
+}
+
+/// Faults the firmware takes from a debugger (`firmware/src/debug_faults.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Fault {
+    /// The FPGA silently drops the next command's completion.
+    LoseNextCompletion = 1,
+    /// The main loop wedges until the watchdog resets the MCU.
+    Wedge = 2,
+    /// Disarms a pending FPGA fault.
+    Clear = 3,
 }
 
 impl Qemu {
@@ -89,13 +105,29 @@ impl Qemu {
         Self::boot_with(elf, &[])
     }
 
+    /// Boots the link firmware ([`firmware_elf`]) and waits for its boot
+    /// announcement ([`Qemu::await_announcement`]): its UART is then ready
+    /// for a host's `Hello`.
+    ///
+    /// # Errors
+    /// QEMU did not start, or the firmware did not announce itself.
+    pub fn boot_firmware() -> std::io::Result<Self> {
+        let mut qemu = Self::boot(&firmware_elf())?;
+        qemu.await_announcement(BOOT_TIMEOUT).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("{e}; logs:\n{}", qemu.logs().join("\n")))
+        })?;
+        Ok(qemu)
+    }
+
     /// [`Qemu::boot`] with extra QEMU arguments (e.g. `-d` tracing).
     pub fn boot_with(elf: &Path, extra: &[String]) -> std::io::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let port = listener.local_addr()?.port();
+        let controls = control::Controls::new()?;
         let mut child = Command::new("qemu-system-arm")
             .args(["-cpu", "cortex-m4", "-machine", "mps2-an386"])
-            .args(["-nographic", "-monitor", "none"])
+            .arg("-nographic")
+            .args(controls.args())
             .args(["-semihosting-config", "enable=on,target=native"])
             .arg("-chardev")
             .arg(format!(
@@ -121,7 +153,13 @@ impl Qemu {
         match accept_within(&listener, BOOT_TIMEOUT) {
             Ok(uart) => {
                 uart.set_nodelay(true)?;
-                Ok(Self { child, uart, logs })
+                Ok(Self {
+                    child,
+                    uart,
+                    logs,
+                    elf: elf.to_path_buf(),
+                    controls,
+                })
             }
             Err(e) => {
                 let _ = child.kill();
@@ -186,6 +224,77 @@ impl Qemu {
             }
         });
         Ok(port)
+    }
+
+    /// Waits (bounded) for the link firmware's boot announcement on the UART,
+    /// `Error { HandshakeRequired }` with request id 0, and consumes it.
+    ///
+    /// # Errors
+    /// No frame in time, or another frame first.
+    pub fn await_announcement(&mut self, timeout: Duration) -> std::io::Result<()> {
+        use tensorplug_core::link::{Decoder, FeedResult, Message, NO_REQUEST, RemoteErrorCode};
+        self.uart.set_read_timeout(Some(timeout))?;
+        let mut decoder = Decoder::new();
+        let mut byte = [0u8; 1];
+        loop {
+            // One byte at a time: what follows the frame stays unread.
+            self.uart.read_exact(&mut byte)?;
+            match decoder.feed(&byte) {
+                FeedResult::Consumed => {}
+                FeedResult::Frame { frame, .. } => {
+                    let announced = frame.header.request_id == NO_REQUEST
+                        && matches!(&frame.message, Message::Error(e)
+                            if e.code == RemoteErrorCode::HandshakeRequired as u16);
+                    return if announced {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::other(format!(
+                            "the firmware's first frame was {:?}, not its boot announcement",
+                            frame.message
+                        )))
+                    };
+                }
+                FeedResult::Error { error, .. } => {
+                    return Err(std::io::Error::other(format!(
+                        "the firmware's first frame did not decode: {error}"
+                    )));
+                }
+            }
+        }
+    }
+
+    /// Writes `bytes` into the firmware's static `symbol` through QEMU's
+    /// gdbstub (the CPU stops for the write).
+    ///
+    /// # Errors
+    /// No such symbol in the ELF, or the gdbstub failed.
+    pub fn write_symbol(&self, symbol: &str, bytes: &[u8]) -> std::io::Result<()> {
+        use object::{Object, ObjectSymbol};
+        let data = std::fs::read(&self.elf)?;
+        let file = object::File::parse(&*data).map_err(std::io::Error::other)?;
+        let addr = file
+            .symbols()
+            .find(|s| s.name() == Ok(symbol))
+            .map(|s| s.address())
+            .ok_or_else(|| std::io::Error::other(format!("no symbol {symbol} in the ELF")))?;
+        self.controls.write_memory(addr, bytes)
+    }
+
+    /// Injects `fault` into the firmware, as a debugger would.
+    ///
+    /// # Errors
+    /// As [`Qemu::write_symbol`].
+    pub fn inject(&self, fault: Fault) -> std::io::Result<()> {
+        self.write_symbol("TENSORPLUG_FAULT", &[fault as u8])
+    }
+
+    /// Presses the board's reset (QEMU's monitor, `system_reset`): the MCU
+    /// reboots, its UART connection stays.
+    ///
+    /// # Errors
+    /// The monitor failed.
+    pub fn system_reset(&self) -> std::io::Result<()> {
+        self.controls.monitor("system_reset").map(drop)
     }
 
     /// Kills QEMU (SIGKILL) and reaps it: a board that loses power.

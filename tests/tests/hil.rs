@@ -17,13 +17,13 @@ use tensorplug_core::link::{
 };
 use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
 use tensorplug_device_fpga::transport::link::LinkTransport;
-use tensorplug_tests::qemu::{Qemu, assert_every_member_ran, firmware_elf};
+use tensorplug_tests::qemu::{Qemu, assert_every_member_ran};
 
 /// Budget for each answer of the firmware under emulation.
 const ANSWER_MS: u32 = 5_000;
 
 fn boot() -> Qemu {
-    let qemu = Qemu::boot(&firmware_elf()).expect("QEMU boots the firmware");
+    let qemu = Qemu::boot_firmware().expect("QEMU boots the firmware");
     assert!(
         qemu.wait_for_log("tensorplug firmware", Duration::from_secs(10)),
         "no boot log line; logs:\n{}",

@@ -13,16 +13,16 @@ use tensorplug_core::accelerator::{
     Accelerator, DType, Error as _, ErrorKind, OpDesc, OpKind, QueueId, Shape, TensorDesc, Unary,
 };
 use tensorplug_core::clock::{ClockMap, SyncPair};
-use tensorplug_core::conformance::{Config, run_all};
+use tensorplug_core::conformance::{Config, Fixture, Outcome, run_fixture};
 use tensorplug_core::event::{Event, EventKind};
 use tensorplug_core::link::RemoteAccelerator;
-use tensorplug_tests::qemu::{Qemu, assert_every_member_ran, firmware_elf};
+use tensorplug_tests::qemu::{Fault, Qemu, assert_every_member_ran};
 
 /// Budget for each answer of the firmware under emulation.
 const ANSWER: Duration = Duration::from_secs(10);
 
 fn boot() -> Qemu {
-    let qemu = Qemu::boot(&firmware_elf()).expect("QEMU boots the firmware");
+    let qemu = Qemu::boot_firmware().expect("QEMU boots the firmware");
     assert!(
         qemu.wait_for_log("tensorplug firmware", Duration::from_secs(10)),
         "no boot log line; logs:\n{}",
@@ -37,21 +37,61 @@ fn connect(qemu: &Qemu) -> RemoteAccelerator<TcpStream> {
         .unwrap_or_else(|e| panic!("op-level link: {e}\nlogs:\n{}", qemu.logs().join("\n")))
 }
 
+/// The firmware as a conformance fixture: a command hangs when the
+/// debugger tells the FPGA to lose its completion.
+struct OnQemu<'q> {
+    qemu: &'q Qemu,
+    dev: RemoteAccelerator<TcpStream>,
+}
+
+impl Fixture for OnQemu<'_> {
+    type Device = RemoteAccelerator<TcpStream>;
+    fn device(&mut self) -> &mut Self::Device {
+        &mut self.dev
+    }
+    fn stall_next_command(&mut self) -> bool {
+        self.qemu.inject(Fault::LoseNextCompletion).is_ok()
+    }
+    fn clear_stall(&mut self) {
+        self.qemu
+            .inject(Fault::Clear)
+            .expect("the debugger clears the fault");
+    }
+}
+
 #[test]
 fn the_driver_on_the_mcu_passes_the_conformance_suite() {
     let qemu = boot();
-    let mut dev = connect(&qemu);
+    let dev = connect(&qemu);
     let info = dev.info();
     assert!(info.name.contains("tensorplug"), "{info:?}");
     let config = Config {
         large_copy: 4 << 10,
         ..Config::default()
     };
-    let report = run_all(&mut dev, &config);
+    let report = run_fixture(&mut OnQemu { qemu: &qemu, dev }, &config);
     println!("{report}");
     assert!(
         report.failures().next().is_none(),
         "{report}\nfirmware logs:\n{}",
+        qemu.logs().join("\n")
+    );
+    // The timeout case ran: a command hung through the debugger.
+    let timeout = report
+        .cases
+        .iter()
+        .find(|c| c.name == "timeout_then_reset_recovers")
+        .map(|c| &c.outcome);
+    assert!(
+        matches!(timeout, Some(Outcome::Passed(_))),
+        "{timeout:?}\n{report}"
+    );
+    assert!(
+        qemu.wait_for_log(
+            "the FPGA will lose the next completion",
+            Duration::from_secs(1)
+        ),
+        "the fault never reached the firmware; logs:\n{}",
         qemu.logs().join("\n")
     );
     // The firmware's driver lowered every int8 op, its model ran it.

@@ -16,7 +16,7 @@ use std::sync::mpsc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tensorplug_tests::model_server::ModelServer;
-use tensorplug_tests::qemu::{Qemu, firmware_elf};
+use tensorplug_tests::qemu::Qemu;
 
 /// The device wait budget the TF process runs with.
 const TIMEOUT_MS: &str = "5000";
@@ -44,6 +44,10 @@ enum Transport {
 enum Fault {
     Kill,
     Freeze,
+    /// The board's reset pressed (QEMU's monitor, `system_reset`).
+    Reset,
+    /// The firmware's main loop wedged (a debugger); its watchdog resets it.
+    Wedge,
 }
 
 impl Device {
@@ -53,7 +57,7 @@ impl Device {
             Transport::Pcie => Self::Server(ModelServer::start(&format!("fault-matrix-{fault:?}"))),
             Transport::Tcp => Self::Server(ModelServer::start_link()),
             Transport::Mcu => {
-                let qemu = Qemu::boot(&firmware_elf()).expect("QEMU boots the firmware");
+                let qemu = Qemu::boot_firmware().expect("QEMU boots the firmware");
                 assert!(qemu.wait_for_log("tensorplug firmware", Duration::from_secs(10)));
                 let port = qemu.serve_uart().expect("serve the UART");
                 Self::Firmware { qemu, port }
@@ -76,6 +80,15 @@ impl Device {
             (Self::Server(s), Fault::Freeze) => s.freeze(true),
             (Self::Firmware { qemu, .. }, Fault::Kill) => qemu.kill(),
             (Self::Firmware { qemu, .. }, Fault::Freeze) => qemu.freeze(true),
+            (Self::Firmware { qemu, .. }, Fault::Reset) => {
+                qemu.system_reset()
+                    .expect("QEMU's monitor resets the board");
+            }
+            (Self::Firmware { qemu, .. }, Fault::Wedge) => {
+                qemu.inject(tensorplug_tests::qemu::Fault::Wedge)
+                    .expect("the debugger wedges the main loop");
+            }
+            (Self::Server(_), fault) => unreachable!("{fault:?} is the firmware's"),
         }
     }
 
@@ -85,6 +98,11 @@ impl Device {
             (Self::Server(s), Fault::Freeze) => {
                 s.freeze(false);
                 Self::Server(s)
+            }
+            (Self::Firmware { qemu, .. }, Fault::Reset | Fault::Wedge) => {
+                // The same board, rebooted.
+                let port = qemu.serve_uart().expect("serve the UART");
+                Self::Firmware { qemu, port }
             }
             (Self::Firmware { qemu, .. }, Fault::Freeze) => {
                 qemu.freeze(false);
@@ -96,6 +114,7 @@ impl Device {
                 drop(old);
                 Self::start(transport, fault)
             }
+            (Self::Server(_), fault) => unreachable!("{fault:?} is the firmware's"),
         }
     }
 }
@@ -237,4 +256,14 @@ fn mcu_firmware_killed_mid_fit() {
 #[test]
 fn mcu_firmware_frozen_mid_fit() {
     case(Transport::Mcu, Fault::Freeze);
+}
+
+#[test]
+fn mcu_board_reset_mid_fit() {
+    case(Transport::Mcu, Fault::Reset);
+}
+
+#[test]
+fn mcu_main_loop_wedged_mid_fit_and_the_watchdog_resets_it() {
+    case(Transport::Mcu, Fault::Wedge);
 }

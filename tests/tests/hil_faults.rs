@@ -1,0 +1,155 @@
+//! The MCU fails under QEMU, and the host recovers (issue 26, item 5): a
+//! wedged main loop is reset by the firmware's watchdog, the board's reset
+//! is pressed mid-session (QEMU's monitor). Either way the firmware
+//! announces its new boot, the host's wait fails at once with a device
+//! fault instead of a timeout, and `reset()` opens a new session.
+//!
+//! Needs `qemu-system-arm` and the `thumbv7em-none-eabihf` target, which
+//! `cargo xtask test` installs.
+
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+use tensorplug_core::accelerator::{Accelerator, Error as _, ErrorKind, QueueId};
+use tensorplug_core::link::RemoteAccelerator;
+use tensorplug_tests::qemu::{Fault, Qemu};
+
+/// Budget for each answer of the firmware under emulation.
+const ANSWER: Duration = Duration::from_secs(10);
+
+fn connect(qemu: &Qemu) -> RemoteAccelerator<TcpStream> {
+    let stream = qemu.uart.try_clone().expect("clone the UART socket");
+    RemoteAccelerator::connect(stream, ANSWER)
+        .unwrap_or_else(|e| panic!("op-level link: {e}\nlogs:\n{}", qemu.logs().join("\n")))
+}
+
+fn boots(qemu: &Qemu) -> usize {
+    let logs = qemu.logs();
+    logs.iter()
+        .filter(|l| l.contains("tensorplug firmware"))
+        .count()
+}
+
+/// A fill that hangs (the debugger drops its completion), so that the host
+/// is waiting when the MCU restarts; returns the host's wait's outcome and
+/// how long it took.
+fn wait_through(
+    qemu: &Qemu,
+    dev: &mut RemoteAccelerator<TcpStream>,
+    restart: impl FnOnce(),
+) -> (String, ErrorKind, Duration) {
+    let q = QueueId(0);
+    let buf = dev.allocate(256, 64).expect("allocate");
+    qemu.inject(Fault::LoseNextCompletion)
+        .expect("the debugger arms the fault");
+    let fence = dev.fill(q, buf, 256, 0x5a).expect("fill");
+    // Sends it (a gathered batch goes with the next call).
+    assert!(!dev.poll(fence).expect("poll"), "a lost completion came");
+    restart();
+    let start = Instant::now();
+    let error = dev
+        .wait(fence, Duration::from_secs(30))
+        .expect_err("a restarted MCU cannot complete the fill");
+    (error.to_string(), error.kind(), start.elapsed())
+}
+
+/// After a restart: `reset()` opens a new session and the device computes.
+fn recovers(qemu: &Qemu, dev: &mut RemoteAccelerator<TcpStream>) {
+    dev.reset().unwrap_or_else(|e| {
+        panic!(
+            "reset() after the restart: {e}\nlogs:\n{}",
+            qemu.logs().join("\n")
+        )
+    });
+    let q = QueueId(0);
+    let buf = dev.allocate(64, 64).expect("allocate after the restart");
+    let pattern = 0xa5c3_0f96_u32;
+    let fence = dev
+        .fill(q, buf, 64, pattern)
+        .expect("fill after the restart");
+    dev.wait(fence, ANSWER).expect("the fill completes");
+    let mut back = [0u8; 64];
+    dev.read_blocking(q, &mut back, buf, ANSWER)
+        .expect("read back");
+    assert!(
+        back.chunks(4).all(|w| w == pattern.to_le_bytes()),
+        "{back:02x?}"
+    );
+}
+
+#[test]
+fn a_wedged_main_loop_is_reset_by_the_watchdog_and_the_host_recovers() {
+    let qemu = Qemu::boot_firmware().expect("QEMU boots the firmware");
+    let mut dev = connect(&qemu);
+    let (error, kind, took) = wait_through(&qemu, &mut dev, || {
+        qemu.inject(Fault::Wedge)
+            .expect("the debugger wedges the loop");
+    });
+    let logs = qemu.logs().join("\n");
+    assert_eq!(kind, ErrorKind::DeviceFault, "{error}\nlogs:\n{logs}");
+    assert!(error.contains("the MCU restarted"), "{error}");
+    // Two stall periods of 3 s, and the reboot.
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+    assert!(
+        qemu.wait_for_log("the watchdog reset the MCU", Duration::from_secs(1)),
+        "the new boot does not name the watchdog; logs:\n{logs}"
+    );
+    assert!(wait_for_boots(&qemu, 2), "no second boot; logs:\n{logs}");
+    recovers(&qemu, &mut dev);
+    println!("watchdog: the wait failed after {took:?}: {error}");
+}
+
+#[test]
+fn a_board_reset_mid_session_fails_the_wait_at_once_and_reset_recovers() {
+    let qemu = Qemu::boot_firmware().expect("QEMU boots the firmware");
+    let mut dev = connect(&qemu);
+    let (error, kind, took) = wait_through(&qemu, &mut dev, || {
+        qemu.system_reset()
+            .expect("QEMU's monitor resets the board");
+    });
+    let logs = qemu.logs().join("\n");
+    assert_eq!(kind, ErrorKind::DeviceFault, "{error}\nlogs:\n{logs}");
+    assert!(error.contains("the MCU restarted"), "{error}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert!(
+        !logs.contains("the watchdog reset the MCU"),
+        "a pressed reset is not the watchdog's; logs:\n{logs}"
+    );
+    assert!(wait_for_boots(&qemu, 2), "no second boot; logs:\n{logs}");
+    // Until reset(), every call fails at once with the same error.
+    let again = dev.allocate(64, 64).expect_err("the session is gone");
+    assert_eq!(again.kind(), ErrorKind::DeviceFault, "{again}");
+    recovers(&qemu, &mut dev);
+    println!("board reset: the wait failed after {took:?}: {error}");
+}
+
+#[test]
+fn a_restart_the_host_did_not_see_is_found_by_its_next_call() {
+    let qemu = Qemu::boot_firmware().expect("QEMU boots the firmware");
+    let mut dev = connect(&qemu);
+    dev.allocate(64, 64).expect("allocate");
+    qemu.system_reset()
+        .expect("QEMU's monitor resets the board");
+    // Let the announcement arrive unread; the next request gets the
+    // firmware's `HandshakeRequired` answer, or the announcement first.
+    assert!(
+        wait_for_boots(&qemu, 2),
+        "no second boot; logs:\n{}",
+        qemu.logs().join("\n")
+    );
+    let error = dev
+        .allocate(64, 64)
+        .expect_err("the new boot has no session");
+    assert_eq!(error.kind(), ErrorKind::DeviceFault, "{error}");
+    recovers(&qemu, &mut dev);
+}
+
+fn wait_for_boots(qemu: &Qemu, n: usize) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(10) {
+        if boots(qemu) >= n {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
