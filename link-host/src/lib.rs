@@ -18,7 +18,8 @@ use std::time::Duration;
 use tensorplug_core::accelerator::OpDecl;
 use tensorplug_core::link::{LinkStream, RemoteAccelerator};
 
-/// Budget for connecting, and for each answer of the device.
+/// Budget for connecting, and for each answer of the device, unless the
+/// plugin's wait budget (`TENSORPLUG_TIMEOUT_MS`) is set: then that.
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The UART's baud rate setting (`TENSORPLUG_SERIAL_BAUD`), read by the
@@ -79,16 +80,17 @@ pub fn serial(path: &Path, baud: u32, timeout: Duration) -> Result<Link, String>
 pub fn open_mcu(
     item: &str,
     baud: u32,
+    timeout: Duration,
     vendor_ops: &'static [&'static OpDecl],
 ) -> Option<Result<RemoteAccelerator<Link>, String>> {
     let link = if let Some(addr) = item.strip_prefix("mcu-tcp:") {
-        tcp(addr, ANSWER_TIMEOUT).map_err(|e| format!("the MCU: {e}"))
+        tcp(addr, timeout).map_err(|e| format!("the MCU: {e}"))
     } else {
         let tty = item.strip_prefix("mcu-serial:")?;
-        serial(Path::new(tty), baud, ANSWER_TIMEOUT)
+        serial(Path::new(tty), baud, timeout)
     };
     Some(link.and_then(|link| {
-        RemoteAccelerator::connect_with_vendor_ops(link, ANSWER_TIMEOUT, vendor_ops)
+        RemoteAccelerator::connect_with_vendor_ops(link, timeout, vendor_ops)
             .map_err(|e| e.to_string())
     }))
 }
@@ -158,14 +160,24 @@ mod tests {
 
     #[test]
     fn other_items_are_not_ours_and_bad_targets_are_clear_errors() {
-        assert!(open_mcu("sim", DEFAULT_SERIAL_BAUD, &[]).is_none());
-        assert!(open_mcu("tcp:127.0.0.1:1", DEFAULT_SERIAL_BAUD, &[]).is_none());
-        let Some(Err(error)) = open_mcu("mcu-serial:/dev/tty-tensorplug-missing", 9600, &[]) else {
+        assert!(open_mcu("sim", DEFAULT_SERIAL_BAUD, ANSWER_TIMEOUT, &[]).is_none());
+        assert!(open_mcu("tcp:127.0.0.1:1", DEFAULT_SERIAL_BAUD, ANSWER_TIMEOUT, &[]).is_none());
+        let Some(Err(error)) = open_mcu(
+            "mcu-serial:/dev/tty-tensorplug-missing",
+            9600,
+            ANSWER_TIMEOUT,
+            &[],
+        ) else {
             panic!("opened a missing tty");
         };
         assert!(error.contains("cannot open it at 9600 baud"), "{error}");
         let port = closed_port();
-        let Some(Err(error)) = open_mcu(&format!("mcu-tcp:127.0.0.1:{port}"), 9600, &[]) else {
+        let Some(Err(error)) = open_mcu(
+            &format!("mcu-tcp:127.0.0.1:{port}"),
+            9600,
+            ANSWER_TIMEOUT,
+            &[],
+        ) else {
             panic!("connected to a closed port");
         };
         assert!(

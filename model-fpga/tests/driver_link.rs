@@ -152,20 +152,42 @@ fn device_errors_and_a_dead_peer_are_transport_errors_not_hangs() {
     );
 }
 
-/// Flips one bit of the next frame written, as a noisy UART would.
-struct Corrupting {
+/// The host's end of the wire: it flips one bit of the next frame written,
+/// as a noisy UART would, or goes silent (reads time out, writes are
+/// counted and dropped), as a frozen device looks.
+struct Wire {
     stream: TcpStream,
     corrupt_next: bool,
+    muted: bool,
+    writes_muted: usize,
 }
 
-impl std::io::Read for Corrupting {
+impl Wire {
+    fn new(stream: TcpStream) -> Self {
+        Self {
+            stream,
+            corrupt_next: false,
+            muted: false,
+            writes_muted: 0,
+        }
+    }
+}
+
+impl std::io::Read for Wire {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.muted {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
         self.stream.read(buf)
     }
 }
 
-impl Write for Corrupting {
+impl Write for Wire {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.muted {
+            self.writes_muted += 1;
+            return Ok(buf.len());
+        }
         if std::mem::take(&mut self.corrupt_next) && buf.len() > 4 {
             let mut bad = buf.to_vec();
             bad[3] ^= 0x10;
@@ -180,13 +202,29 @@ impl Write for Corrupting {
 }
 
 #[test]
+fn a_silent_device_fails_the_calls_after_the_first_at_once_then_is_tried_again() {
+    const SHORT_MS: u32 = 400;
+    let (_server, stream) = Server::start();
+    let mut link = LinkTransport::connect(Wire::new(stream), SHORT_MS).expect("handshake");
+    let id = link.read_reg(0).expect("ID register");
+    link.stream_mut().muted = true;
+    let silent = Error::NoResponse { after_ms: SHORT_MS };
+    assert_eq!(link.read_reg(0), Err(silent));
+    assert_eq!(link.stream_mut().writes_muted, 1);
+    // Within the timeout of the silence: failed without a request.
+    assert_eq!(link.read_mem(0, &mut [0u8; 8]), Err(silent));
+    assert_eq!(link.write_reg(0, 0), Err(silent));
+    assert_eq!(link.stream_mut().writes_muted, 1);
+    // Later, the next call tries the device again.
+    std::thread::sleep(Duration::from_millis(u64::from(SHORT_MS) + 100));
+    link.stream_mut().muted = false;
+    assert_eq!(link.read_reg(0), Ok(id));
+}
+
+#[test]
 fn a_request_corrupted_on_the_wire_fails_at_once_and_the_link_goes_on() {
     let (_server, stream) = Server::start();
-    let stream = Corrupting {
-        stream,
-        corrupt_next: false,
-    };
-    let mut link = LinkTransport::connect(stream, TIMEOUT_MS).expect("handshake");
+    let mut link = LinkTransport::connect(Wire::new(stream), TIMEOUT_MS).expect("handshake");
     let id = link.read_reg(0).expect("ID register");
     // The device drops the corrupted request and says so (BadFrame): an
     // error now, not a wait for the 10 s timeout.
@@ -205,6 +243,6 @@ fn a_request_corrupted_on_the_wire_fails_at_once_and_the_link_goes_on() {
     assert_eq!(link.read_reg(0).expect("the next request works"), id);
 }
 
-fn link_stream(link: &mut LinkTransport<Corrupting>) -> &mut Corrupting {
+fn link_stream(link: &mut LinkTransport<Wire>) -> &mut Wire {
     link.stream_mut()
 }

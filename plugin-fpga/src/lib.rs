@@ -21,7 +21,12 @@ impl Backend for Fpga {
     fn open(item: &str) -> Result<Box<DynAccelerator>, OpenError> {
         // The baud rate is read (and a bad setting refused) for MCU items only.
         if item.starts_with("mcu-")
-            && let Some(opened) = tensorplug_link_host::open_mcu(item, open::link::baud()?, &[])
+            && let Some(opened) = tensorplug_link_host::open_mcu(
+                item,
+                open::link::baud()?,
+                open::link::answer_timeout()?,
+                &[],
+            )
         {
             return Ok(erase(opened?));
         }

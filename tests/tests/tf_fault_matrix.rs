@@ -18,8 +18,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tensorplug_tests::model_server::ModelServer;
 use tensorplug_tests::qemu::Qemu;
 
-/// The device wait budget the TF process runs with.
-const TIMEOUT_MS: &str = "5000";
+/// The device wait budget the TF process runs with; on a link it bounds
+/// each answer too (not the link's own 5 s default).
+const TIMEOUT_MS: &str = "6000";
 /// One case at a time: two TF processes, their devices and QEMU on two
 /// cores starve a healthy device past its timeout before any fault.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -213,7 +214,24 @@ fn case(transport: Transport, fault: Fault) {
         .iter()
         .find(|l| l.starts_with("failed after"))
         .cloned();
-    eprintln!("{what}: {}", failed.unwrap_or_default());
+    let failed = failed.unwrap_or_default();
+    eprintln!("{what}: {failed}");
+    let message = stdout
+        .iter()
+        .find(|l| l.starts_with("message: "))
+        .cloned()
+        .unwrap_or_default();
+    match (transport, fault) {
+        (Transport::Tcp | Transport::Mcu, Fault::Freeze) => assert!(
+            message.contains(&format!("within {TIMEOUT_MS} ms")),
+            "{what}: the link's answer budget is not TENSORPLUG_TIMEOUT_MS: {message}"
+        ),
+        (_, Fault::Reset) => assert!(
+            message.contains("the MCU restarted"),
+            "{what}: the host did not see the restart: {message}"
+        ),
+        _ => {}
+    }
 
     let device = device.back(transport, fault);
     let after = tf(&["after"], &device.item())

@@ -4,6 +4,7 @@
 //! MCU or to `tensorplug-model-server --link`.
 
 use super::bring_up;
+use std::time::Duration;
 use tensorplug_device_fpga::transport::link::LinkTransport;
 use tensorplug_host_bridge::devices::DynAccelerator;
 use tensorplug_host_bridge::{OpenError, settings};
@@ -18,14 +19,27 @@ pub fn baud() -> Result<u32, OpenError> {
     )?)
 }
 
+/// The budget of each answer on a link: the wait budget
+/// (`TENSORPLUG_TIMEOUT_MS`) when set, else [`ANSWER_TIMEOUT`] (a live
+/// device answers within milliseconds; a dead one is found in 5 s).
+pub fn answer_timeout() -> Result<Duration, OpenError> {
+    let default = ANSWER_TIMEOUT.as_millis() as u64;
+    let ms = settings::positive(settings::TIMEOUT_MS, default, "number of milliseconds")?;
+    Ok(Duration::from_millis(ms))
+}
+
 /// `serial:<tty>`: 8N1, no flow control, raw, at [`baud`].
 pub fn open_serial(path: &std::path::Path) -> Result<Box<DynAccelerator>, OpenError> {
-    open_link(tensorplug_link_host::serial(path, baud()?, ANSWER_TIMEOUT)?)
+    open_link(tensorplug_link_host::serial(
+        path,
+        baud()?,
+        answer_timeout()?,
+    )?)
 }
 
 /// `tcp:<host:port>`.
 pub fn open_tcp(addr: &str) -> Result<Box<DynAccelerator>, OpenError> {
-    let link = tensorplug_link_host::tcp(addr, ANSWER_TIMEOUT).map_err(|e| {
+    let link = tensorplug_link_host::tcp(addr, answer_timeout()?).map_err(|e| {
         format!(
             "{e} (is the device's link server, e.g. `tensorplug-model-server --link \
              tcp:{addr}`, running?)"
@@ -36,7 +50,7 @@ pub fn open_tcp(addr: &str) -> Result<Box<DynAccelerator>, OpenError> {
 
 /// The link handshake and the driver's bring-up on `link`.
 fn open_link(link: Link) -> Result<Box<DynAccelerator>, OpenError> {
-    let timeout_ms = ANSWER_TIMEOUT.as_millis() as u32;
+    let timeout_ms = u32::try_from(answer_timeout()?.as_millis()).unwrap_or(u32::MAX);
     let transport = LinkTransport::connect(link, timeout_ms).map_err(|e| e.to_string())?;
     bring_up(transport)
 }

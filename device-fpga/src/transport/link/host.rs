@@ -3,6 +3,7 @@
 
 use std::boxed::Box;
 use std::io::{self, Read, Write};
+use std::time::{Duration, Instant};
 use std::vec;
 use std::vec::Vec;
 
@@ -19,12 +20,17 @@ use crate::transport::{CrcSide, Error, Transport, check_reg_alignment};
 /// Every call is one request (memory accesses: one per 2 KiB chunk) and
 /// waits for its answer. The stream's read timeout bounds that wait
 /// (`NoResponse` when it runs out); set one (`TcpStream::set_read_timeout`),
-/// or a dead peer blocks the call. Event batches the device streams are
-/// ignored: the driver reads the device's event ring itself.
+/// or a dead peer blocks the call. After a call gets no answer, the calls
+/// in the next `timeout_ms` fail at once with the same error, then one
+/// tries again: a frozen device fails an op within about one timeout, not
+/// one per register the driver would read. Event batches the device
+/// streams are ignored: the driver reads the device's event ring itself.
 #[derive(Debug)]
 pub struct LinkTransport<S> {
     stream: S,
     timeout_ms: u32,
+    /// When a call last got no answer, while that is under `timeout_ms` ago.
+    silent_since: Option<Instant>,
     encoder: Encoder,
     decoder: Box<Decoder>,
     tx: Vec<u8>,
@@ -44,6 +50,7 @@ impl<S: Read + Write> LinkTransport<S> {
         let mut link = Self {
             stream,
             timeout_ms,
+            silent_since: None,
             encoder: Encoder::new(),
             decoder: Box::default(),
             tx: vec![0; MAX_ENCODED_FRAME_LEN],
@@ -67,6 +74,28 @@ impl<S: Read + Write> LinkTransport<S> {
 
     /// Sends `request` and hands its answer to `take`.
     fn call<R>(
+        &mut self,
+        request: &Message<'_>,
+        take: impl FnOnce(&Message<'_>) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        let silent = Error::NoResponse {
+            after_ms: self.timeout_ms,
+        };
+        if let Some(since) = self.silent_since {
+            if since.elapsed() < Duration::from_millis(self.timeout_ms.into()) {
+                return Err(silent);
+            }
+            self.silent_since = None;
+        }
+        let result = self.exchange(request, take);
+        if matches!(&result, Err(e) if *e == silent) {
+            self.silent_since = Some(Instant::now());
+        }
+        result
+    }
+
+    /// One request and its answer.
+    fn exchange<R>(
         &mut self,
         request: &Message<'_>,
         take: impl FnOnce(&Message<'_>) -> Result<R, Error>,
