@@ -281,6 +281,10 @@ fn the_model_server_takes_faults_and_stop_on_stdin() {
         reply.trim().to_string()
     };
     assert!(ask("faults bogus").starts_with("error "));
+    // A line that never ends is refused, not buffered: the next one works.
+    let endless = "x".repeat(100_000);
+    assert_eq!(ask(&endless), "error a line longer than 4096 bytes");
+    assert!(ask("faults bogus").starts_with("error "));
     let faults = Faults {
         lose_next_completion: true,
         ..Faults::default()

@@ -155,27 +155,44 @@ fn spawn_stdin_watcher(control: &Arc<ServeControl>, ignore_stdin: bool) {
 /// fault switches and answers `ok` once the model has taken them (`error
 /// ...` otherwise).
 fn commands(control: &ServeControl) {
+    /// Longer lines are refused, not buffered.
+    const MAX_LINE: u64 = 4096;
     let mut out = io::stdout();
-    for line in io::stdin().lock().lines() {
-        let Ok(line) = line else { return };
-        let reply = match line.trim() {
-            "" => continue,
-            "stop" => return,
-            cmd => match parse_faults_line(cmd) {
-                Ok(faults) => {
-                    let ticket = control.set_faults(faults);
-                    if control.wait_faults_taken(ticket, Duration::from_secs(5)) {
-                        "ok".to_string()
-                    } else {
-                        "error the model did not take the faults".to_string()
-                    }
+    let mut stdin = io::stdin().lock();
+    loop {
+        let mut line = String::new();
+        let reply = match io::Read::take(&mut stdin, MAX_LINE).read_line(&mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(n) if n as u64 == MAX_LINE && !line.ends_with('\n') => {
+                if stdin.skip_until(b'\n').is_err() {
+                    return;
                 }
-                Err(e) => format!("error {e}"),
+                format!("error a line longer than {MAX_LINE} bytes")
+            }
+            Ok(_) => match line.trim() {
+                "" => continue,
+                "stop" => return,
+                command => reply(control, command),
             },
         };
         if writeln!(out, "{reply}").and_then(|()| out.flush()).is_err() {
             return;
         }
+    }
+}
+
+/// The answer to one `faults ...` line.
+fn reply(control: &ServeControl, line: &str) -> String {
+    match parse_faults_line(line) {
+        Ok(faults) => {
+            let ticket = control.set_faults(faults);
+            if control.wait_faults_taken(ticket, Duration::from_secs(5)) {
+                "ok".to_string()
+            } else {
+                "error the model did not take the faults".to_string()
+            }
+        }
+        Err(e) => format!("error {e}"),
     }
 }
 
