@@ -153,3 +153,32 @@ fn wait_for_boots(qemu: &Qemu, n: usize) -> bool {
     }
     false
 }
+
+/// Remote-bus mode: the host's driver over `LinkTransport`. A restart
+/// fails the call it answers; the transport opens a new session, so the
+/// next call works.
+#[test]
+fn remote_bus_a_restart_fails_one_call_and_the_link_reopens() {
+    use tensorplug_device_fpga::transport::link::LinkTransport;
+    use tensorplug_device_fpga::transport::{Error, Transport};
+    let qemu = Qemu::boot_firmware().expect("QEMU boots the firmware");
+    let stream = qemu.uart.try_clone().expect("clone the UART socket");
+    stream.set_read_timeout(Some(ANSWER)).expect("timeout");
+    let mut link = LinkTransport::connect(stream, 10_000).expect("handshake");
+    let id = link.read_reg(0).expect("ID register");
+    qemu.system_reset()
+        .expect("QEMU's monitor resets the board");
+    assert!(
+        wait_for_boots(&qemu, 2),
+        "no second boot; logs:\n{}",
+        qemu.logs().join("\n")
+    );
+    let error = link
+        .read_reg(0)
+        .expect_err("the restarted device has no session");
+    assert!(
+        matches!(error, Error::Remote { code: 1, .. }),
+        "expected HandshakeRequired, got {error:?}"
+    );
+    assert_eq!(link.read_reg(0), Ok(id), "the link did not reopen");
+}

@@ -15,12 +15,17 @@ use tensorplug_core::link::{
 
 use crate::transport::{CrcSide, Error, Transport, check_reg_alignment};
 
+/// The error a device without a session answers with.
+const HANDSHAKE_REQUIRED: u16 = RemoteErrorCode::HandshakeRequired as u16;
+
 /// The driver's transport over the link protocol.
 ///
 /// Every call is one request (memory accesses: one per 2 KiB chunk) and
 /// waits for its answer. The stream's read timeout bounds that wait
 /// (`NoResponse` when it runs out); set one (`TcpStream::set_read_timeout`),
-/// or a dead peer blocks the call. After a call gets no answer, the calls
+/// or a dead peer blocks the call. A device that restarted (it answers
+/// `HandshakeRequired`) fails the call it answered, and the transport opens
+/// a new session for the next. After a call gets no answer, the calls
 /// in the next `timeout_ms` fail at once with the same error, then one
 /// tries again: a frozen device fails an op within about one timeout, not
 /// one per register the driver would read. Event batches the device
@@ -88,8 +93,17 @@ impl<S: Read + Write> LinkTransport<S> {
             self.silent_since = None;
         }
         let result = self.exchange(request, take);
-        if matches!(&result, Err(e) if *e == silent) {
-            self.silent_since = Some(Instant::now());
+        match &result {
+            Err(e) if *e == silent => self.silent_since = Some(Instant::now()),
+            Err(Error::Remote { code, .. })
+                if *code == HANDSHAKE_REQUIRED && !matches!(request, Message::Hello(_)) =>
+            {
+                // The device restarted: this call failed; the next one is in
+                // a new session (the driver's reset brings the device up).
+                let ours = Hello::ours();
+                let _ = self.exchange(&Message::Hello(ours), |_| Ok(()));
+            }
+            _ => {}
         }
         result
     }
@@ -132,8 +146,10 @@ impl<S: Read + Write> LinkTransport<S> {
                         if frame.header.request_id == NO_REQUEST
                             && let Message::Error(e) = &frame.message
                         {
-                            if hello && e.code == RemoteErrorCode::HandshakeRequired as u16 {
-                                continue; // the boot announcement of the MCU we open
+                            if hello {
+                                // The boot announcement of the MCU we open, or
+                                // its word on bytes sent before it restarted.
+                                continue;
                             }
                             // The device dropped a frame of ours (e.g. a CRC
                             // error on the wire): the request is lost.
