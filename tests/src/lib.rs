@@ -3,6 +3,7 @@
 
 pub mod model_server;
 pub mod qemu;
+pub mod wire;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

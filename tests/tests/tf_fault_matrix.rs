@@ -9,14 +9,20 @@
 //! then, with the device back (restarted, or resumed), a new process
 //! predicts on it, equal to the CPU (`tests/python/tf_fault_fit.py`).
 //! `docs/reliability.md` has the table.
+//!
+//! `cargo test` runs each fault once and each transport at least once (8
+//! cases, about 2 minutes); the cases marked ignored complete the grid
+//! (`cargo xtask test --fault-matrix`, or `-- --include-ignored`).
 
 use std::io::{BufRead, BufReader};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tensorplug_tests::model_server::ModelServer;
 use tensorplug_tests::qemu::Qemu;
+use tensorplug_tests::wire::Wire;
 
 /// The device wait budget the TF process runs with; on a link it bounds
 /// each answer too (not the link's own 5 s default).
@@ -28,10 +34,12 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// fault before it calls it a hang.
 const HANG: Duration = Duration::from_secs(90);
 
-/// A device in a process of its own.
+/// A device in a process of its own; a link's device is reached through a
+/// [`Wire`] that can drop the connection or corrupt a byte.
 enum Device {
-    Server(ModelServer),
-    Firmware { qemu: Qemu, port: u16 },
+    Bar(ModelServer),
+    Link(ModelServer, Wire),
+    Firmware(Qemu, Wire),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -45,6 +53,13 @@ enum Transport {
 enum Fault {
     Kill,
     Freeze,
+    /// The connection dropped, the device alive (a link's).
+    Drop,
+    /// One bit flipped in what the device sends (a link's).
+    Corrupt,
+    /// One answer held back for half the budget (a link's): the fit must go
+    /// on. The case then drops the connection to end it.
+    Slow,
     /// The board's reset pressed (QEMU's monitor, `system_reset`).
     Reset,
     /// The firmware's main loop wedged (a debugger); its watchdog resets it.
@@ -55,13 +70,19 @@ impl Device {
     fn start(transport: Transport, fault: Fault) -> Self {
         match transport {
             // One BAR file per case: the cases run in parallel.
-            Transport::Pcie => Self::Server(ModelServer::start(&format!("fault-matrix-{fault:?}"))),
-            Transport::Tcp => Self::Server(ModelServer::start_link()),
+            Transport::Pcie => Self::Bar(ModelServer::start(&format!("fault-matrix-{fault:?}"))),
+            Transport::Tcp => {
+                let server = ModelServer::start_link();
+                let addr = server.ready.trim_start_matches("tcp:").to_string();
+                let wire = Wire::start(move || TcpStream::connect(&addr)).expect("the wire");
+                Self::Link(server, wire)
+            }
             Transport::Mcu => {
                 let qemu = Qemu::boot_firmware().expect("QEMU boots the firmware");
                 assert!(qemu.wait_for_log("tensorplug firmware", Duration::from_secs(10)));
-                let port = qemu.serve_uart().expect("serve the UART");
-                Self::Firmware { qemu, port }
+                let uart = qemu.uart.try_clone().expect("the UART's socket");
+                let wire = Wire::start(move || uart.try_clone()).expect("the wire");
+                Self::Firmware(qemu, wire)
             }
         }
     }
@@ -69,53 +90,68 @@ impl Device {
     /// The `TENSORPLUG_DEVICE` item.
     fn item(&self) -> String {
         match self {
-            Self::Server(s) if s.file.as_os_str().is_empty() => s.ready.clone(),
-            Self::Server(s) => format!("pcie:{}", s.file.display()),
-            Self::Firmware { port, .. } => format!("mcu-tcp:127.0.0.1:{port}"),
+            Self::Bar(s) => format!("pcie:{}", s.file.display()),
+            Self::Link(_, wire) => format!("tcp:127.0.0.1:{}", wire.port),
+            Self::Firmware(_, wire) => format!("mcu-tcp:127.0.0.1:{}", wire.port),
         }
     }
 
     fn break_it(&mut self, fault: Fault) {
         match (self, fault) {
-            (Self::Server(s), Fault::Kill) => s.kill(),
-            (Self::Server(s), Fault::Freeze) => s.freeze(true),
-            (Self::Firmware { qemu, .. }, Fault::Kill) => qemu.kill(),
-            (Self::Firmware { qemu, .. }, Fault::Freeze) => qemu.freeze(true),
-            (Self::Firmware { qemu, .. }, Fault::Reset) => {
+            (Self::Bar(s) | Self::Link(s, _), Fault::Kill) => s.kill(),
+            (Self::Bar(s) | Self::Link(s, _), Fault::Freeze) => s.freeze(true),
+            (Self::Firmware(qemu, _), Fault::Kill) => qemu.kill(),
+            (Self::Firmware(qemu, _), Fault::Freeze) => qemu.freeze(true),
+            (Self::Link(_, wire) | Self::Firmware(_, wire), Fault::Drop) => {
+                wire.drop_connection();
+            }
+            (Self::Link(_, wire) | Self::Firmware(_, wire), Fault::Corrupt) => wire.corrupt_next(),
+            (Self::Firmware(qemu, _), Fault::Reset) => {
                 qemu.system_reset()
                     .expect("QEMU's monitor resets the board");
             }
-            (Self::Firmware { qemu, .. }, Fault::Wedge) => {
+            (Self::Firmware(qemu, _), Fault::Wedge) => {
                 qemu.inject(tensorplug_tests::qemu::Fault::Wedge)
                     .expect("the debugger wedges the main loop");
             }
-            (Self::Server(_), fault) => unreachable!("{fault:?} is the firmware's"),
+            (_, fault) => unreachable!("no {fault:?} for this device"),
         }
     }
 
-    /// The device back: resumed if frozen, a new one if killed.
+    /// Holds one answer back for half the budget: the fit must finish
+    /// another epoch, no error.
+    fn slow_answer(&self, what: &str, out: &mpsc::Receiver<String>) {
+        let (Self::Link(_, wire) | Self::Firmware(_, wire)) = self else {
+            unreachable!("no wire to slow")
+        };
+        let budget: u64 = TIMEOUT_MS.parse().expect("a number");
+        wire.delay_next(Duration::from_millis(budget / 2));
+        let lines: Vec<String> = (0..2)
+            .map_while(|_| out.recv_timeout(Duration::from_secs(60)).ok())
+            .collect();
+        assert_eq!(
+            lines,
+            ["training", "training"],
+            "{what}: the fit did not go on through a slow answer"
+        );
+    }
+
+    /// The device back: resumed if frozen, a new one if killed, else the
+    /// same one (a new client of its wire).
     fn back(self, transport: Transport, fault: Fault) -> Self {
         match (self, fault) {
-            (Self::Server(s), Fault::Freeze) => {
-                s.freeze(false);
-                Self::Server(s)
-            }
-            (Self::Firmware { qemu, .. }, Fault::Reset | Fault::Wedge) => {
-                // The same board, rebooted.
-                let port = qemu.serve_uart().expect("serve the UART");
-                Self::Firmware { qemu, port }
-            }
-            (Self::Firmware { qemu, .. }, Fault::Freeze) => {
-                qemu.freeze(false);
-                // A new loopback port: the old one served the dead client.
-                let port = qemu.serve_uart().expect("serve the UART");
-                Self::Firmware { qemu, port }
-            }
             (old, Fault::Kill) => {
                 drop(old);
                 Self::start(transport, fault)
             }
-            (Self::Server(_), fault) => unreachable!("{fault:?} is the firmware's"),
+            (device, Fault::Freeze) => {
+                match &device {
+                    Self::Bar(s) | Self::Link(s, _) => s.freeze(false),
+                    Self::Firmware(qemu, _) => qemu.freeze(false),
+                }
+                device
+            }
+            (device, _) => device,
         }
     }
 }
@@ -180,6 +216,12 @@ fn case(transport: Transport, fault: Fault) {
     }
     // Mid-fit: the next epoch is under way.
     std::thread::sleep(Duration::from_millis(300));
+    let fault = if fault == Fault::Slow {
+        device.slow_answer(&what, &out);
+        Fault::Drop
+    } else {
+        fault
+    };
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
     std::fs::write(&stamp, format!("{:.3}", now.as_secs_f64())).expect("write the stamp");
     device.break_it(fault);
@@ -247,6 +289,7 @@ fn case(transport: Transport, fault: Fault) {
 }
 
 #[test]
+#[ignore = "full grid only: cargo xtask test --fault-matrix"]
 fn pcie_device_killed_mid_fit() {
     case(Transport::Pcie, Fault::Kill);
 }
@@ -267,11 +310,13 @@ fn tcp_device_frozen_mid_fit() {
 }
 
 #[test]
+#[ignore = "full grid only: cargo xtask test --fault-matrix"]
 fn mcu_firmware_killed_mid_fit() {
     case(Transport::Mcu, Fault::Kill);
 }
 
 #[test]
+#[ignore = "full grid only: cargo xtask test --fault-matrix"]
 fn mcu_firmware_frozen_mid_fit() {
     case(Transport::Mcu, Fault::Freeze);
 }
@@ -284,4 +329,36 @@ fn mcu_board_reset_mid_fit() {
 #[test]
 fn mcu_main_loop_wedged_mid_fit_and_the_watchdog_resets_it() {
     case(Transport::Mcu, Fault::Wedge);
+}
+
+#[test]
+fn tcp_connection_dropped_mid_fit() {
+    case(Transport::Tcp, Fault::Drop);
+}
+
+#[test]
+fn tcp_bytes_corrupted_mid_fit() {
+    case(Transport::Tcp, Fault::Corrupt);
+}
+
+#[test]
+#[ignore = "full grid only: cargo xtask test --fault-matrix"]
+fn mcu_connection_dropped_mid_fit() {
+    case(Transport::Mcu, Fault::Drop);
+}
+
+#[test]
+fn mcu_bytes_corrupted_mid_fit() {
+    case(Transport::Mcu, Fault::Corrupt);
+}
+
+#[test]
+#[ignore = "full grid only: cargo xtask test --fault-matrix"]
+fn tcp_slow_answer_mid_fit() {
+    case(Transport::Tcp, Fault::Slow);
+}
+
+#[test]
+fn mcu_slow_answer_mid_fit() {
+    case(Transport::Mcu, Fault::Slow);
 }

@@ -13,6 +13,10 @@ pub struct TestArgs {
     /// 2.21), not only the oldest and the newest.
     #[arg(long)]
     pub tf_matrix: bool,
+    /// Also run the fault matrix's cases left out of the default run
+    /// (`tests/tests/tf_fault_matrix.rs`, `docs/reliability.md`).
+    #[arg(long)]
+    pub fault_matrix: bool,
 }
 
 /// `no_std` builds: (package, features, targets).
@@ -84,6 +88,23 @@ pub fn run(args: &TestArgs) -> Result<()> {
         }
         run_cmd(&mut cmd)
     })?;
+    if args.fault_matrix {
+        step("the rest of the fault matrix (its ignored cases)", || {
+            let mut cmd = cargo();
+            cmd.args([
+                "test",
+                "-p",
+                "tensorplug-tests",
+                "--test",
+                "tf_fault_matrix",
+            ])
+            .args(["--", "--ignored"]);
+            if let Some(env) = &env {
+                cmd.env("TENSORPLUG_PYTHON", &env.python);
+            }
+            run_cmd(&mut cmd)
+        })?;
+    }
     // The real-TF tests again on the older TFs. Not beside the checks below:
     // under that load the sim device's clock sync errs by more than the
     // profiler tests' 10 us bound once kernels wait for the device (TF 2.15).

@@ -1,0 +1,120 @@
+//! A loopback TCP forwarder between a host process (TensorFlow) and a
+//! device's link, which breaks the wire on demand: it drops the
+//! connection, flips a bit in what the device sends next, or holds that
+//! back for a while. One client at
+//! a time; each gets a fresh upstream from `connect`.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How often a pump checks that its connection still stands.
+const POLL: Duration = Duration::from_millis(100);
+
+#[derive(Default)]
+struct Control {
+    /// The client now served (to drop it).
+    client: Mutex<Option<TcpStream>>,
+    corrupt_next: AtomicBool,
+    /// Milliseconds to hold the device's next bytes back.
+    delay_next_ms: AtomicU64,
+}
+
+/// A forwarder on `127.0.0.1:<port>`.
+pub struct Wire {
+    /// Its port.
+    pub port: u16,
+    control: Arc<Control>,
+}
+
+impl Wire {
+    /// Listens on a new loopback port; every client is forwarded to the
+    /// stream `connect` returns for it.
+    ///
+    /// # Errors
+    /// The port cannot be bound.
+    pub fn start(connect: impl Fn() -> io::Result<TcpStream> + Send + 'static) -> io::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        let control = Arc::new(Control::default());
+        let serving = Arc::clone(&control);
+        std::thread::spawn(move || {
+            while let Ok((client, _)) = listener.accept() {
+                let Ok(device) = connect() else { continue };
+                let _ = forward(client, device, &serving);
+            }
+        });
+        Ok(Self { port, control })
+    }
+
+    /// Closes the client's connection now, as a cable pulled out.
+    pub fn drop_connection(&self) {
+        if let Ok(mut client) = self.control.client.lock()
+            && let Some(client) = client.take()
+        {
+            let _ = client.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// Holds the next bytes the device sends back for `delay`: a slow answer.
+    pub fn delay_next(&self, delay: Duration) {
+        let ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self.control.delay_next_ms.store(ms, Ordering::SeqCst);
+    }
+
+    /// Flips one bit in the next bytes the device sends.
+    pub fn corrupt_next(&self) {
+        self.control.corrupt_next.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Forwards both ways until the client leaves or the connection drops.
+fn forward(client: TcpStream, device: TcpStream, control: &Arc<Control>) -> io::Result<()> {
+    client.set_nodelay(true)?;
+    device.set_read_timeout(Some(POLL))?;
+    *control
+        .client
+        .lock()
+        .map_err(|_| io::Error::other("poisoned"))? = Some(client.try_clone()?);
+    let done = Arc::new(AtomicBool::new(false));
+    let upstream = {
+        let (mut from, mut to) = (client.try_clone()?, device.try_clone()?);
+        let done = Arc::clone(&done);
+        std::thread::spawn(move || {
+            let _ = io::copy(&mut from, &mut to);
+            done.store(true, Ordering::SeqCst);
+        })
+    };
+    let (mut from, mut to) = (device, client);
+    let mut chunk = [0u8; 4096];
+    while !done.load(Ordering::SeqCst) {
+        let n = match from.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue;
+            }
+            Err(_) => break,
+        };
+        let delay = control.delay_next_ms.swap(0, Ordering::SeqCst);
+        if delay > 0 {
+            std::thread::sleep(Duration::from_millis(delay));
+        }
+        if control.corrupt_next.swap(false, Ordering::SeqCst) {
+            chunk[n / 2] ^= 0x10;
+        }
+        if to.write_all(&chunk[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(Shutdown::Both);
+    let _ = upstream.join();
+    Ok(())
+}
