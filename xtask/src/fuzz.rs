@@ -52,6 +52,12 @@ const TARGETS: &[Target] = &[
         // the last node.
         seeds: Some(("host-bridge/src/graph/testdata", &[1, 3])),
     },
+    Target {
+        dir: "host-bridge/fuzz",
+        name: "kernel_attrs",
+        max_len: 1024,
+        seeds: None,
+    },
 ];
 
 /// Runs per target in CI's smoke run.

@@ -39,7 +39,8 @@ impl Window {
                 return Err(ShapeError::Overflow);
             }
             let span = u64::from(dilation) * (u64::from(self.size[axis]) - 1) + 1;
-            let padded = extent + u64::from(self.pad[2 * axis]) + u64::from(self.pad[2 * axis + 1]);
+            let pads = u64::from(self.pad[2 * axis]) + u64::from(self.pad[2 * axis + 1]);
+            let padded = extent.checked_add(pads).ok_or(ShapeError::Overflow)?;
             out[axis] = match padded.checked_sub(span) {
                 Some(room) => room / u64::from(stride) + 1,
                 None => 0,
@@ -160,6 +161,10 @@ mod tests {
         // A window larger than the padded input gives nothing.
         assert_eq!(Window::new([4, 4]).output_hw(3, 9), Ok([0, 6]));
         assert!(Window::new([0, 1]).output_hw(3, 3).is_err());
+        // Padding past u64::MAX is an error, not a wrap (found by fuzzing).
+        let mut padded = Window::new([1, 1]);
+        padded.pad = [1, 0, 0, 0];
+        assert_eq!(padded.output_hw(u64::MAX, 1), Err(ShapeError::Overflow));
     }
 
     #[test]

@@ -124,8 +124,12 @@ fn node(i: usize, spec: &Spec) -> NodeDef {
             input.push(format!("^n{}", usize::from(from) % i));
         }
     }
-    let dtype = [DataType::DtFloat, DataType::DtHalf, DataType::DtInt32, DataType::DtInt8]
-        [usize::from(spec.dtype) % 4] as i32;
+    let dtype = [
+        DataType::DtFloat,
+        DataType::DtHalf,
+        DataType::DtInt32,
+        DataType::DtInt8,
+    ][usize::from(spec.dtype) % 4] as i32;
     let mut attrs = HashMap::from([("T".to_string(), attr(Value::Type(dtype)))]);
     if op == "Const" {
         attrs.insert("dtype".into(), attr(Value::Type(dtype)));
@@ -177,13 +181,20 @@ fn check(out: &GraphDef, preserve: &HashSet<String>) {
     let names: HashSet<&str> = out.node.iter().map(|n| n.name.as_str()).collect();
     assert_eq!(names.len(), out.node.len(), "node names are unique");
     for kept in preserve {
-        assert!(names.contains(kept.as_str()), "preserved node {kept} is gone");
+        assert!(
+            names.contains(kept.as_str()),
+            "preserved node {kept} is gone"
+        );
     }
     for n in &out.node {
         for input in &n.input {
             let name = input.trim_start_matches('^');
             let name = name.split(':').next().unwrap_or(name);
-            assert!(names.contains(name), "{} reads {input}, which is gone", n.name);
+            assert!(
+                names.contains(name),
+                "{} reads {input}, which is gone",
+                n.name
+            );
         }
     }
 }
@@ -235,12 +246,22 @@ fn pass(bytes: &[u8], preserve: &HashSet<String>, input_dangles: bool) {
     }
     check(&out, preserve);
     let again = rewrite(&out.encode_to_vec(), preserve, "FPGA").expect("the output is a graph");
-    assert!(again.1.is_none(), "a second pass changed the graph: {:?}", again.0);
+    assert!(
+        again.1.is_none(),
+        "a second pass changed the graph: {:?}",
+        again.0
+    );
 }
 
 fn structured(input: &Input) {
     let graph = GraphDef {
-        node: input.nodes.iter().take(48).enumerate().map(|(i, s)| node(i, s)).collect(),
+        node: input
+            .nodes
+            .iter()
+            .take(48)
+            .enumerate()
+            .map(|(i, s)| node(i, s))
+            .collect(),
         ..Default::default()
     };
     let count = graph.node.len();

@@ -254,6 +254,34 @@ impl Context {
     }
 }
 
+/// The attributes a kernel reads at construction: TF's, through
+/// [`Construction`], or a fuzzer's (`kernels::ops::fuzzing`).
+pub trait AttrSource {
+    /// A string attribute.
+    fn string(&self, name: &CStr) -> KernelResult<String>;
+    /// A list-of-strings attribute.
+    fn string_list(&self, name: &CStr) -> KernelResult<Vec<String>>;
+    /// An int attribute.
+    fn int(&self, name: &CStr) -> KernelResult<i32>;
+    /// A list-of-ints attribute.
+    fn int_list(&self, name: &CStr) -> KernelResult<Vec<i64>>;
+}
+
+impl AttrSource for Construction {
+    fn string(&self, name: &CStr) -> KernelResult<String> {
+        self.string_attr(name)
+    }
+    fn string_list(&self, name: &CStr) -> KernelResult<Vec<String>> {
+        self.string_list_attr(name)
+    }
+    fn int(&self, name: &CStr) -> KernelResult<i32> {
+        self.int_attr(name)
+    }
+    fn int_list(&self, name: &CStr) -> KernelResult<Vec<i64>> {
+        self.int_list_attr(name)
+    }
+}
+
 /// The `TF_OpKernelConstruction` of one kernel instance.
 pub struct Construction {
     api: &'static KernelApi,

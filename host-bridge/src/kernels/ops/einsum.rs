@@ -117,7 +117,7 @@ type Labels = (Vec<Vec<u8>>, Vec<u8>, [u64; 128]);
 
 /// What one compute call enqueues.
 #[derive(Debug)]
-struct Plan {
+pub(super) struct Plan {
     out_dims: Vec<u64>,
     /// Per operand, the transpose into its MatMul order, if it needs one.
     transposes: Vec<Option<[u8; MAX_RANK]>>,
@@ -254,10 +254,13 @@ impl Equation {
     }
 
     /// The lowering for operands of `shapes`.
-    fn plan(&self, shapes: &[Shape]) -> KernelResult<Plan> {
+    pub(super) fn plan(&self, shapes: &[Shape]) -> KernelResult<Plan> {
         let (inputs, out, size) = self.labels(shapes)?;
         let dims = |ls: &[u8]| -> Vec<u64> { ls.iter().map(|&l| size[usize::from(l)]).collect() };
         let out_dims = dims(&out);
+        if out.len() > MAX_RANK {
+            return Err(self.unsupported("an output of rank above 6"));
+        }
         if let [a] = inputs.as_slice() {
             if a.len() != out.len() {
                 return Err(self.unsupported("one operand whose labels are not all kept"));
@@ -311,7 +314,14 @@ impl Equation {
                 local(b, &shapes[1], &k)
             )));
         }
-        let product = |ls: &[u8]| -> u64 { dims(ls).iter().product() };
+        // Checked: an empty operand may pair a 0 with dims whose product
+        // overflows.
+        let product = |ls: &[u8]| -> KernelResult<u64> {
+            dims(ls)
+                .iter()
+                .try_fold(1u64, |p, &d| p.checked_mul(d))
+                .ok_or_else(|| self.unsupported("a dimension product over 2^64"))
+        };
         let concat = |parts: &[&[u8]]| -> Vec<u8> { parts.concat() };
         // The output order is [batch, m, n], [batch, n, m] (operands
         // swapped), or needs a transpose of [batch, m, n].
@@ -351,7 +361,7 @@ impl Equation {
                 concat(&[&batch, rn, &k]),
             ),
         };
-        let (bm, bk, bn) = (product(lm), product(&k), product(rn));
+        let (bm, bk, bn) = (product(lm)?, product(&k)?, product(rn)?);
         let matmul = Batched {
             a_batch: local(lhs, &shapes[li], &batch),
             b_batch: local(rhs, &shapes[ri], &batch),

@@ -18,6 +18,8 @@ mod concat;
 mod einsum;
 mod fill;
 mod fused_matmul;
+#[doc(hidden)]
+pub mod fuzzing;
 mod gather;
 pub mod int8;
 mod int_add;

@@ -9,7 +9,7 @@ use super::window_grad;
 use super::{Op, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
-use crate::kernels::tf::{Construction, Context};
+use crate::kernels::tf::{AttrSource, Construction, Context};
 use std::ffi::CStr;
 use tensorplug_core::accelerator::{Activation, OpKind, Window};
 
@@ -148,8 +148,8 @@ impl Op for WindowKernel {
 }
 
 /// The window attributes of a `kind` node (`data_format` NHWC only).
-pub(super) fn read_attrs(kind: Kind, ctx: &Construction) -> KernelResult<WindowAttrs> {
-    let format = ctx.string_attr(c"data_format")?;
+pub(super) fn read_attrs(kind: Kind, ctx: &impl AttrSource) -> KernelResult<WindowAttrs> {
+    let format = ctx.string(c"data_format")?;
     if format != "NHWC" {
         return Err(Failure::unimplemented(format!(
             "data_format {format}: the device runs NHWC only (Keras' default, \
@@ -170,21 +170,21 @@ pub(super) fn read_attrs(kind: Kind, ctx: &Construction) -> KernelResult<WindowA
         Kind::FusedConv => fused_activation(ctx)?,
         _ => Activation::None,
     };
-    let stride = spatial(&ctx.int_list_attr(c"strides")?, "strides")?;
+    let stride = spatial(&ctx.int_list(c"strides")?, "strides")?;
     let dilation = if conv {
-        spatial(&ctx.int_list_attr(c"dilations")?, "dilations")?
+        spatial(&ctx.int_list(c"dilations")?, "dilations")?
     } else {
         [1, 1]
     };
     let size = if conv {
         [0, 0]
     } else {
-        spatial(&ctx.int_list_attr(c"ksize")?, "ksize")?
+        spatial(&ctx.int_list(c"ksize")?, "ksize")?
     };
-    let padding = match ctx.string_attr(c"padding")?.as_str() {
+    let padding = match ctx.string(c"padding")?.as_str() {
         "VALID" => Padding::Valid,
         "SAME" => Padding::Same,
-        "EXPLICIT" => explicit(&ctx.int_list_attr(c"explicit_paddings")?)?,
+        "EXPLICIT" => explicit(&ctx.int_list(c"explicit_paddings")?)?,
         other => return Err(Failure::unimplemented(format!("padding {other}"))),
     };
     Ok(WindowAttrs {
@@ -197,9 +197,9 @@ pub(super) fn read_attrs(kind: Kind, ctx: &Construction) -> KernelResult<WindowA
 }
 
 /// `_FusedConv2D`'s `fused_ops` (and `num_args` 1) as the activation after the bias.
-fn fused_activation(ctx: &Construction) -> KernelResult<Activation> {
-    let num_args = ctx.int_attr(c"num_args")?;
-    let ops = ctx.string_list_attr(c"fused_ops")?;
+fn fused_activation(ctx: &impl AttrSource) -> KernelResult<Activation> {
+    let num_args = ctx.int(c"num_args")?;
+    let ops = ctx.string_list(c"fused_ops")?;
     let ops: Vec<&str> = ops.iter().map(String::as_str).collect();
     let activation = match ops[..] {
         ["BiasAdd"] => Activation::None,

@@ -153,16 +153,21 @@ pub(super) fn explicit(values: &[i64]) -> KernelResult<Padding> {
 
 /// TF's padding before and after on `axis` for an input `extent` long.
 fn resolve(padding: Padding, w: &Window, axis: usize, extent: u64) -> KernelResult<(u16, u16)> {
-    let stride = u64::from(w.stride[axis]);
-    let span = u64::from(w.dilation[axis]) * (u64::from(w.size[axis]).max(1) - 1) + 1;
+    // In u128: `extent` comes from TF's shape and may be near u64::MAX.
+    let stride = u128::from(w.stride[axis]);
+    let span = u128::from(w.dilation[axis]) * (u128::from(w.size[axis]).max(1) - 1) + 1;
+    let extent = u128::from(extent);
     match padding {
         Padding::Valid => Ok((0, 0)),
         Padding::Explicit(p) => Ok((p[2 * axis], p[2 * axis + 1])),
         Padding::Same => {
             let out = extent.div_ceil(stride);
-            let total = ((out.max(1) - 1) * stride + span).saturating_sub(extent);
+            // TF's (out − 1)·stride + span − extent, at least 0; with an
+            // empty input (out 0) that is no padding, and an empty output.
+            let total = (out * stride + span).saturating_sub(stride + extent);
             let before = total / 2;
-            Ok((small(before, "padding")?, small(total - before, "padding")?))
+            let small = |v: u128| small(u64::try_from(v).unwrap_or(u64::MAX), "padding");
+            Ok((small(before)?, small(total - before)?))
         }
     }
 }
@@ -181,6 +186,13 @@ mod tests {
 
     #[test]
     fn same_padding_follows_tf() {
+        // An empty input: no padding (TF's), so the output is empty too
+        // (found by fuzzing: it was 1 row).
+        let wide = Window {
+            stride: [44, 44],
+            ..Window::new([44, 44])
+        };
+        assert_eq!(resolve(Padding::Same, &wide, 0, 0), Ok((0, 0)));
         let mut w = Window::new([3, 3]);
         // Stride 1: one row on each side.
         assert_eq!(resolve(Padding::Same, &w, 0, 7), Ok((1, 1)));
