@@ -127,20 +127,25 @@ fn a_restart_the_host_did_not_see_is_found_by_its_next_call() {
     let qemu = Qemu::boot_firmware().expect("QEMU boots the firmware");
     let mut dev = connect(&qemu);
     dev.allocate(64, 64).expect("allocate");
-    qemu.system_reset()
-        .expect("QEMU's monitor resets the board");
-    // Let the announcement arrive unread; the next request gets the
+    // The announcement arrives unread; the next request gets the
     // firmware's `HandshakeRequired` answer, or the announcement first.
-    assert!(
-        wait_for_boots(&qemu, 2),
-        "no second boot; logs:\n{}",
-        qemu.logs().join("\n")
-    );
+    reset_and_reboot(&qemu);
     let error = dev
         .allocate(64, 64)
         .expect_err("the new boot has no session");
     assert_eq!(error.kind(), ErrorKind::DeviceFault, "{error}");
     recovers(&qemu, &mut dev);
+}
+
+/// Presses the board's reset and waits for the second boot's log line.
+fn reset_and_reboot(qemu: &Qemu) {
+    qemu.system_reset()
+        .expect("QEMU's monitor resets the board");
+    assert!(
+        wait_for_boots(qemu, 2),
+        "no second boot; logs:\n{}",
+        qemu.logs().join("\n")
+    );
 }
 
 fn wait_for_boots(qemu: &Qemu, n: usize) -> bool {
@@ -166,13 +171,7 @@ fn remote_bus_a_restart_fails_one_call_and_the_link_reopens() {
     stream.set_read_timeout(Some(ANSWER)).expect("timeout");
     let mut link = LinkTransport::connect(stream, 10_000).expect("handshake");
     let id = link.read_reg(0).expect("ID register");
-    qemu.system_reset()
-        .expect("QEMU's monitor resets the board");
-    assert!(
-        wait_for_boots(&qemu, 2),
-        "no second boot; logs:\n{}",
-        qemu.logs().join("\n")
-    );
+    reset_and_reboot(&qemu);
     let error = link
         .read_reg(0)
         .expect_err("the restarted device has no session");
