@@ -104,6 +104,7 @@ fn main() -> ! {
                     defmt::info!("first frame from the host");
                 }
                 servers.answer(&frame, &mut uart);
+                feeder.answered();
             }
             FeedResult::Error { error, .. } => {
                 defmt::warn!("bad frame from the host: {}", error);

@@ -17,10 +17,16 @@ use std::time::{Duration, Instant};
 pub const BOOT_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The firmware ELF, built once per process (`cargo build --release` in
-/// `firmware/`, its own workspace and target dir).
+/// `firmware/`, its own workspace and target dir), or the one
+/// `TENSORPLUG_FIRMWARE_ELF` names (e.g. an older commit's, to measure
+/// both in one session).
 pub fn firmware_elf() -> PathBuf {
     static ELF: OnceLock<PathBuf> = OnceLock::new();
-    ELF.get_or_init(|| build_firmware(&[], "target")).clone()
+    ELF.get_or_init(|| match std::env::var_os("TENSORPLUG_FIRMWARE_ELF") {
+        Some(elf) => PathBuf::from(elf),
+        None => build_firmware(&[], "target"),
+    })
+    .clone()
 }
 
 /// The firmware built with the `selftest-panic` feature (in its own target
