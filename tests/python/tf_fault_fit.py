@@ -10,7 +10,7 @@ device, within BOUND_S of the fault; the CPU must still compute after it.
 `tf_fault_fit.py after`: a new process, the device back: predict on the
 FPGA equals the same model on the CPU.
 
-Run with TENSORPLUG_TIMEOUT_MS=5000.
+Run with TENSORPLUG_TIMEOUT_MS=6000 (the harness does).
 """
 import os
 import re

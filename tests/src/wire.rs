@@ -1,8 +1,8 @@
 //! A loopback TCP forwarder between a host process (TensorFlow) and a
 //! device's link, which breaks the wire on demand: it drops the
 //! connection, flips a bit in what the device sends next, or holds that
-//! back for a while. One client at
-//! a time; each gets a fresh upstream from `connect`.
+//! back for a while. One client at a time; each gets a fresh upstream
+//! from `connect`.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
