@@ -11,7 +11,7 @@
 //! `docs/reliability.md` has the table.
 //!
 //! `cargo test` runs each fault once and each transport at least once (9
-//! cases, about 2.5 minutes); the cases marked ignored complete the grid
+//! cases, about 2 minutes); the cases marked ignored complete the grid
 //! (`cargo xtask test --fault-matrix`, or `-- --include-ignored`).
 
 use std::io::{BufRead, BufReader};
