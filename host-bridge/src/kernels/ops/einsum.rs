@@ -466,4 +466,14 @@ mod tests {
         }
         assert!(plan("ij,jk->ik", &[&[2, 3], &[4, 5]]).is_err());
     }
+
+    /// Found by fuzzing (`kernel_attrs`): these panicked or overflowed.
+    #[test]
+    fn an_output_above_rank_6_and_huge_empty_operands_are_refused() {
+        let one = [1u64; 4];
+        assert!(plan("abcd,efgh->abcdefgh", &[&one, &one]).is_err());
+        let huge = 1u64 << 40;
+        let err = plan("abc,cd->abd", &[&[huge, huge, 0], &[0, 5]]).unwrap_err();
+        assert!(format!("{err:?}").contains("2^64"), "{err:?}");
+    }
 }

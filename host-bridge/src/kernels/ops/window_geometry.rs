@@ -193,6 +193,9 @@ mod tests {
             ..Window::new([44, 44])
         };
         assert_eq!(resolve(Padding::Same, &wide, 0, 0), Ok((0, 0)));
+        // A dim near 2^64 does not overflow (found by fuzzing too).
+        let three = Window::new([3, 3]);
+        assert_eq!(resolve(Padding::Same, &three, 0, u64::MAX), Ok((1, 1)));
         let mut w = Window::new([3, 3]);
         // Stride 1: one row on each side.
         assert_eq!(resolve(Padding::Same, &w, 0, 7), Ok((1, 1)));
