@@ -120,7 +120,12 @@ fn filter_geometry(kind: Kind, sf: &Shape, c: u64) -> KernelResult<([u16; 2], u6
             "filter depth {fc} for input depth {c}: {what}"
         )));
     }
-    let out_c = if kind == Kind::Depthwise { c * k } else { k };
+    let out_c = if kind == Kind::Depthwise {
+        c.checked_mul(k)
+            .ok_or_else(|| Failure::invalid(format!("output depth {c} × {k} is over 2^64")))?
+    } else {
+        k
+    };
     Ok((
         [small(kh, "filter height")?, small(kw, "filter width")?],
         out_c,
@@ -193,6 +198,16 @@ mod tests {
             ..Window::new([44, 44])
         };
         assert_eq!(resolve(Padding::Same, &wide, 0, 0), Ok((0, 0)));
+        // Depthwise output depth c × k past 2^64: refused (found by fuzzing).
+        let huge = 1u64 << 40;
+        let x = Shape::new(&[0, 4, 4, huge]).unwrap();
+        let f = Shape::new(&[3, 3, huge, huge]).unwrap();
+        let attrs = WindowAttrs {
+            stride: [1, 1],
+            dilation: [1, 1],
+            ..WindowAttrs::default()
+        };
+        assert!(geometry(Kind::Depthwise, &attrs, &x, Some(&f)).is_err());
         // A dim near 2^64 does not overflow (found by fuzzing too).
         let three = Window::new([3, 3]);
         assert_eq!(resolve(Padding::Same, &three, 0, u64::MAX), Ok((1, 1)));
