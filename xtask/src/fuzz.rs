@@ -1,5 +1,5 @@
 //! `cargo xtask fuzz`: every cargo-fuzz target, each for a number of runs
-//! (CI's smoke run) or minutes (`--minutes N`), with what libFuzzer says
+//! (CI's smoke run, or `--runs N`) or minutes (`--minutes N`), with what libFuzzer says
 //! at the end: executions, peak RSS, and whether it found a crash
 //! (`docs/reliability.md`). Installs cargo-fuzz when missing.
 
@@ -67,16 +67,20 @@ const SMOKE_RUNS: u32 = 20_000;
 #[derive(clap::Args)]
 pub struct FuzzArgs {
     /// Fuzz each target for this many minutes (default: a 20k-run smoke run).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "runs")]
     minutes: Option<u32>,
+    /// Fuzz each target for this many executions (the long run: 10000000).
+    #[arg(long)]
+    runs: Option<u64>,
     /// Only the targets whose name contains this.
     filter: Option<String>,
 }
 
 pub fn run_task(args: &FuzzArgs) -> Result<()> {
-    let budget = match args.minutes {
-        Some(m) => format!("-max_total_time={}", u64::from(m) * 60),
-        None => format!("-runs={SMOKE_RUNS}"),
+    let budget = match (args.minutes, args.runs) {
+        (Some(m), _) => format!("-max_total_time={}", u64::from(m) * 60),
+        (None, Some(n)) => format!("-runs={n}"),
+        (None, None) => format!("-runs={SMOKE_RUNS}"),
     };
     fuzz(&budget, args.filter.as_deref())
 }

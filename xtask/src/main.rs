@@ -48,7 +48,7 @@ enum Task {
     Header,
     /// Check abi's TF structs against a TF's headers (default: target/venv's).
     Layout(LayoutArgs),
-    /// Every cargo-fuzz target: a smoke run, or `--minutes N` each.
+    /// Every cargo-fuzz target: a smoke run, `--runs N` or `--minutes N` each.
     Fuzz(fuzz::FuzzArgs),
     /// Time-boxed soaks (open/close, profiler, an hour of fit), plotted.
     Soak(soak::SoakArgs),
