@@ -2,14 +2,16 @@
 //! wedged main loop is reset by the firmware's watchdog, the board's reset
 //! is pressed mid-session (QEMU's monitor). Either way the firmware
 //! announces its new boot, the host's wait fails at once with a device
-//! fault instead of a timeout, and `reset()` opens a new session.
+//! fault instead of a timeout, and `reset()` opens a new session once the
+//! buffers of the lost one are freed (a new session's allocations could
+//! reuse their addresses).
 //!
 //! Needs `qemu-system-arm` and the `thumbv7em-none-eabihf` target, which
 //! `cargo xtask test` installs.
 
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-use tensorplug_core::accelerator::{Accelerator, Error as _, ErrorKind, QueueId};
+use tensorplug_core::accelerator::{Accelerator, DeviceAddr, Error as _, ErrorKind, QueueId};
 use tensorplug_core::link::RemoteAccelerator;
 use tensorplug_tests::qemu::{Fault, Qemu};
 
@@ -30,13 +32,13 @@ fn boots(qemu: &Qemu) -> usize {
 }
 
 /// A fill that hangs (the debugger drops its completion), so that the host
-/// is waiting when the MCU restarts; returns the host's wait's outcome and
-/// how long it took.
+/// is waiting when the MCU restarts; returns the host's wait's outcome, how
+/// long it took, and the filled buffer.
 fn wait_through(
     qemu: &Qemu,
     dev: &mut RemoteAccelerator<TcpStream>,
     restart: impl FnOnce(),
-) -> (String, ErrorKind, Duration) {
+) -> (String, ErrorKind, Duration, DeviceAddr) {
     let q = QueueId(0);
     let buf = dev.allocate(256, 64).expect("allocate");
     qemu.inject(Fault::LoseNextCompletion)
@@ -49,11 +51,26 @@ fn wait_through(
     let error = dev
         .wait(fence, Duration::from_secs(30))
         .expect_err("a restarted MCU cannot complete the fill");
-    (error.to_string(), error.kind(), start.elapsed())
+    (error.to_string(), error.kind(), start.elapsed(), buf)
 }
 
-/// After a restart: `reset()` opens a new session and the device computes.
-fn recovers(qemu: &Qemu, dev: &mut RemoteAccelerator<TcpStream>) {
+/// After a restart: `reset()` refuses while `stale` (buffers allocated
+/// before it) are allocated; once they are freed it opens a new session and
+/// the device computes.
+fn recovers(qemu: &Qemu, dev: &mut RemoteAccelerator<TcpStream>, stale: &[DeviceAddr]) {
+    let refused = dev
+        .reset()
+        .expect_err("a new session while buffers of the lost one are in use");
+    assert_eq!(refused.kind(), ErrorKind::DeviceFault, "{refused}");
+    assert!(
+        refused
+            .to_string()
+            .contains(&format!("{} buffers allocated before", stale.len())),
+        "{refused}"
+    );
+    for &buf in stale {
+        dev.deallocate(buf).expect("a lost buffer frees");
+    }
     dev.reset().unwrap_or_else(|e| {
         panic!(
             "reset() after the restart: {e}\nlogs:\n{}",
@@ -62,6 +79,10 @@ fn recovers(qemu: &Qemu, dev: &mut RemoteAccelerator<TcpStream>) {
     });
     let q = QueueId(0);
     let buf = dev.allocate(64, 64).expect("allocate after the restart");
+    if stale.contains(&buf) {
+        // What freeing first guards against: the old handle would alias.
+        println!("the new session reused the lost buffer's address {buf:?}");
+    }
     let pattern = 0xa5c3_0f96_u32;
     let fence = dev
         .fill(q, buf, 64, pattern)
@@ -80,7 +101,7 @@ fn recovers(qemu: &Qemu, dev: &mut RemoteAccelerator<TcpStream>) {
 fn a_wedged_main_loop_is_reset_by_the_watchdog_and_the_host_recovers() {
     let qemu = Qemu::boot_firmware().expect("QEMU boots the firmware");
     let mut dev = connect(&qemu);
-    let (error, kind, took) = wait_through(&qemu, &mut dev, || {
+    let (error, kind, took, buf) = wait_through(&qemu, &mut dev, || {
         qemu.inject(Fault::Wedge)
             .expect("the debugger wedges the loop");
     });
@@ -94,7 +115,7 @@ fn a_wedged_main_loop_is_reset_by_the_watchdog_and_the_host_recovers() {
         "the new boot does not name the watchdog; logs:\n{logs}"
     );
     assert!(wait_for_boots(&qemu, 2), "no second boot; logs:\n{logs}");
-    recovers(&qemu, &mut dev);
+    recovers(&qemu, &mut dev, &[buf]);
     println!("watchdog: the wait failed after {took:?}: {error}");
 }
 
@@ -102,7 +123,7 @@ fn a_wedged_main_loop_is_reset_by_the_watchdog_and_the_host_recovers() {
 fn a_board_reset_mid_session_fails_the_wait_at_once_and_reset_recovers() {
     let qemu = Qemu::boot_firmware().expect("QEMU boots the firmware");
     let mut dev = connect(&qemu);
-    let (error, kind, took) = wait_through(&qemu, &mut dev, || {
+    let (error, kind, took, buf) = wait_through(&qemu, &mut dev, || {
         qemu.system_reset()
             .expect("QEMU's monitor resets the board");
     });
@@ -118,7 +139,7 @@ fn a_board_reset_mid_session_fails_the_wait_at_once_and_reset_recovers() {
     // Until reset(), every call fails at once with the same error.
     let again = dev.allocate(64, 64).expect_err("the session is gone");
     assert_eq!(again.kind(), ErrorKind::DeviceFault, "{again}");
-    recovers(&qemu, &mut dev);
+    recovers(&qemu, &mut dev, &[buf]);
     println!("board reset: the wait failed after {took:?}: {error}");
 }
 
@@ -126,7 +147,7 @@ fn a_board_reset_mid_session_fails_the_wait_at_once_and_reset_recovers() {
 fn a_restart_the_host_did_not_see_is_found_by_its_next_call() {
     let qemu = Qemu::boot_firmware().expect("QEMU boots the firmware");
     let mut dev = connect(&qemu);
-    dev.allocate(64, 64).expect("allocate");
+    let held = dev.allocate(64, 64).expect("allocate");
     // The announcement arrives unread; the next request gets the
     // firmware's `HandshakeRequired` answer, or the announcement first.
     reset_and_reboot(&qemu);
@@ -134,7 +155,7 @@ fn a_restart_the_host_did_not_see_is_found_by_its_next_call() {
         .allocate(64, 64)
         .expect_err("the new boot has no session");
     assert_eq!(error.kind(), ErrorKind::DeviceFault, "{error}");
-    recovers(&qemu, &mut dev);
+    recovers(&qemu, &mut dev, &[held]);
 }
 
 /// Presses the board's reset and waits for the second boot's log line.

@@ -178,6 +178,12 @@ pub struct RemoteAccelerator<S> {
     dropped: u64,
     /// Where the session stands: the MCU forgets it when it restarts.
     session: SessionState,
+    /// Buffers allocated in this session and not yet freed.
+    live_buffers: usize,
+    /// Buffers of a session the MCU lost by restarting, not yet freed. No
+    /// new session opens while there are any: one of its allocations could
+    /// reuse their addresses, and a stale buffer would read another's data.
+    lost_buffers: usize,
 }
 
 /// The host's view of the link session.
@@ -282,6 +288,8 @@ impl<S: LinkStream> RemoteAccelerator<S> {
             events: VecDeque::new(),
             dropped: 0,
             session: SessionState::Opening,
+            live_buffers: 0,
+            lost_buffers: 0,
         };
         let ours = Hello::ours();
         let Answer::Hello(peer) = link.call(&Message::Hello(ours), "the handshake")? else {
@@ -342,6 +350,7 @@ impl<S: LinkStream> RemoteAccelerator<S> {
             Err(_) => SessionState::Lost,
         };
         self.usage.used = 0;
+        self.live_buffers = 0;
         opened
     }
 
@@ -349,6 +358,7 @@ impl<S: LinkStream> RemoteAccelerator<S> {
     fn lost_session(&mut self, what: &str) -> RemoteError {
         if self.session == SessionState::Open {
             self.session = SessionState::Lost;
+            self.lost_buffers += core::mem::take(&mut self.live_buffers);
             self.batch = None;
             self.in_flight.clear();
             self.unanswered.clear();
@@ -360,7 +370,21 @@ impl<S: LinkStream> RemoteAccelerator<S> {
             ErrorKind::DeviceFault,
             format!(
                 "the MCU restarted during {what}: its session, the commands in flight and \
-                 device memory are lost; reset() opens a new session"
+                 device memory are lost; free the buffers allocated before (in TF: restart \
+                 the process), then reset() opens a new session"
+            ),
+        )
+    }
+
+    /// `reset()` of a lost session that still has buffers.
+    fn buffers_outlive_session(&self) -> RemoteError {
+        RemoteError::new(
+            ErrorKind::DeviceFault,
+            format!(
+                "the MCU restarted and lost device memory, and {} buffers allocated before \
+                 are still in use: free them (in TF: restart the process) before reset() \
+                 opens a new session, whose allocations could reuse their addresses",
+                self.lost_buffers
             ),
         )
     }
@@ -827,6 +851,7 @@ impl<S: LinkStream> Accelerator for RemoteAccelerator<S> {
         )? {
             Answer::Memory(addr, usage) => {
                 self.usage = usage;
+                self.live_buffers += 1;
                 Ok(DeviceAddr(addr))
             }
             _ => unreachable!("read_some returns only answers"),
@@ -834,11 +859,28 @@ impl<S: LinkStream> Accelerator for RemoteAccelerator<S> {
     }
 
     fn deallocate(&mut self, addr: DeviceAddr) -> Result<(), RemoteError> {
-        let request = Message::Deallocate(Deallocate { addr: addr.0 });
-        if let Answer::Memory(_, usage) = self.call(&request, "a deallocation")? {
-            self.usage = usage;
+        // Buffers of a session the MCU lost were freed with its memory
+        // (this session's are all lost then, see `lost_session`).
+        if self.session == SessionState::Lost && self.lost_buffers > 0 {
+            self.lost_buffers -= 1;
+            return Ok(());
         }
-        Ok(())
+        let request = Message::Deallocate(Deallocate { addr: addr.0 });
+        match self.call(&request, "a deallocation") {
+            Ok(answer) => {
+                if let Answer::Memory(_, usage) = answer {
+                    self.usage = usage;
+                }
+                self.live_buffers = self.live_buffers.saturating_sub(1);
+                Ok(())
+            }
+            // The restart this call found took the buffer's memory with it.
+            Err(_) if self.session == SessionState::Lost && self.lost_buffers > 0 => {
+                self.lost_buffers -= 1;
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     fn memory_usage(&self) -> MemoryUsage {
@@ -980,12 +1022,18 @@ impl<S: LinkStream> Accelerator for RemoteAccelerator<S> {
         // Gathered commands are cut off with the rest; not sent.
         self.batch = None;
         if self.session != SessionState::Open {
+            if self.lost_buffers > 0 {
+                return Err(self.buffers_outlive_session());
+            }
             self.reopen()?;
         }
         match self.call(&Message::Reset(Reset), "a reset") {
             Ok(_) => {}
             // The MCU restarted unseen: it answered without a session.
             Err(_) if self.session == SessionState::Lost => {
+                if self.lost_buffers > 0 {
+                    return Err(self.buffers_outlive_session());
+                }
                 self.reopen()?;
                 self.call(&Message::Reset(Reset), "a reset")?;
             }
