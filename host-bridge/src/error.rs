@@ -54,6 +54,21 @@ pub enum Error {
         /// The budget.
         timeout_ms: u64,
     },
+    /// A wait failed at once: the device answered neither an earlier wait
+    /// nor the reset after it, and the budget since has not run out.
+    #[error(
+        "{device}: {what} failed at once: the device answered neither a wait of {timeout_ms} ms \
+         nor the reset after it; for {timeout_ms} ms after that, waits fail at once, then one \
+         tries again (TENSORPLUG_TIMEOUT_MS)"
+    )]
+    Unresponsive {
+        /// `<TYPE>:<ordinal> (<spec>)`.
+        device: String,
+        /// What was waited for.
+        what: &'static str,
+        /// The budget.
+        timeout_ms: u64,
+    },
     /// TF passed something the bridge cannot use (null handle, foreign pointer).
     #[error("{0}")]
     InvalidArgument(String),
@@ -82,6 +97,7 @@ impl Error {
             Self::Open { .. } => tf::TF_UNAVAILABLE,
             Self::Device { source, .. } => code_of_kind(source.kind),
             Self::Timeout { .. } => tf::TF_DEADLINE_EXCEEDED,
+            Self::Unresponsive { .. } => tf::TF_UNAVAILABLE,
             Self::InvalidArgument(_) => tf::TF_INVALID_ARGUMENT,
             Self::Abi(_) => tf::TF_FAILED_PRECONDITION,
             Self::StreamFailed(_) => tf::TF_ABORTED,

@@ -116,6 +116,10 @@ pub struct GatedDevice {
     pending: VecDeque<(u64, Op)>,
     released: Arc<AtomicU64>,
     done: u64,
+    /// Resets attempted so far.
+    resets: Arc<AtomicU64>,
+    /// Whether a reset fails (a dead device), instead of ending the work.
+    reset_fails: bool,
 }
 
 // SAFETY: the raw pointers are host buffers the test keeps alive.
@@ -257,6 +261,10 @@ impl Accelerator for GatedDevice {
         }
     }
     fn reset(&mut self) -> Result<(), DeviceError> {
+        self.resets.fetch_add(1, Ordering::Relaxed);
+        if self.reset_fails {
+            return Err(DeviceError::new(ErrorKind::Timeout, "dead: no reset"));
+        }
         self.pending.clear();
         self.done = self.issued;
         Ok(())
@@ -272,17 +280,32 @@ impl Accelerator for GatedDevice {
     }
 }
 
-/// A device over a [`GatedDevice`]: work completes up to `released`.
-pub fn gated_device(timeout: Duration) -> (Arc<Device>, Arc<AtomicU64>) {
-    let released = Arc::new(AtomicU64::new(0));
-    let gated = GatedDevice {
+/// A [`GatedDevice`] whose work completes up to `released`.
+fn gated(released: Arc<AtomicU64>, resets: Arc<AtomicU64>, reset_fails: bool) -> GatedDevice {
+    GatedDevice {
         mem: vec![0; GatedDevice::MEMORY],
         next: 0,
         issued: 0,
         pending: VecDeque::new(),
-        released: released.clone(),
+        released,
         done: 0,
-    };
+        resets,
+        reset_fails,
+    }
+}
+
+/// A dead device: nothing completes, and a reset fails. Returns the driver
+/// and the count of resets tried.
+pub fn dead_accelerator() -> (Box<DynAccelerator>, Arc<AtomicU64>) {
+    let resets = Arc::new(AtomicU64::new(0));
+    let dead = gated(Arc::new(AtomicU64::new(0)), resets.clone(), true);
+    (Box::new(Erased::new(dead)), resets)
+}
+
+/// A device over a [`GatedDevice`]: work completes up to `released`.
+pub fn gated_device(timeout: Duration) -> (Arc<Device>, Arc<AtomicU64>) {
+    let released = Arc::new(AtomicU64::new(0));
+    let gated = gated(released.clone(), Arc::default(), false);
     let accel: Box<DynAccelerator> = Box::new(Erased::new(gated));
     (
         Device::new(7, "gated", accel, timeout).expect("gated device"),

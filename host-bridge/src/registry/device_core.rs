@@ -31,6 +31,9 @@ pub struct DeviceState {
     /// The last failure that reset the device, reported to every wait on
     /// one of its fences.
     incident: Option<Incident>,
+    /// Until when waits fail at once: the device answered neither a wait
+    /// nor the reset after it (a dead or frozen device process).
+    unresponsive_until: Option<Instant>,
 }
 
 impl DeviceState {
@@ -116,6 +119,7 @@ impl DeviceCore {
                 recovered_through: Fence(0),
                 in_flight: InFlight::default(),
                 incident: None,
+                unresponsive_until: None,
             }),
         }
     }
@@ -192,6 +196,7 @@ impl DeviceCore {
             Cause::Device(error) if error.kind == ErrorKind::DeviceFault => "a device fault",
             Cause::Device(_) => "",
             Cause::Timeout { .. } => "a timeout",
+            Cause::Unresponsive { .. } => "",
         };
         let reset_needed = !after.is_empty() && fence > state.recovered_through;
         let cause = match cause {
@@ -212,7 +217,11 @@ impl DeviceCore {
         };
         let error = incident.error();
         if reset_needed {
-            self.recover(state, fence, after);
+            let recovered = self.recover(state, fence, after);
+            state.unresponsive_until = match (&incident.cause, recovered) {
+                (Cause::Timeout { .. }, false) => Some(Instant::now() + self.timeout),
+                _ => None,
+            };
             state.in_flight.clear();
             state.incident = Some(Incident {
                 last: state.recovered_through,
@@ -224,25 +233,56 @@ impl DeviceCore {
 
     /// Resets the device after a fault or timeout seen by a wait on
     /// `fence` (at most once per incident; see [`DeviceState::reset_for`]).
-    fn recover(&self, state: &mut DeviceState, fence: Fence, after: &str) {
+    /// False if the reset failed.
+    fn recover(&self, state: &mut DeviceState, fence: Fence, after: &str) -> bool {
         match state.reset_for(fence) {
-            Ok(true) => crate::log::warn(format_args!(
-                "{}: reset after {after}; pending work failed",
-                self.label
-            )),
-            Ok(false) => {}
-            Err(reset) => crate::log::error(format_args!(
-                "{}: reset after {after} failed: {reset}",
-                self.label
-            )),
+            Ok(true) => {
+                crate::log::warn(format_args!(
+                    "{}: reset after {after}; pending work failed",
+                    self.label
+                ));
+                true
+            }
+            Ok(false) => true,
+            Err(reset) => {
+                crate::log::error(format_args!(
+                    "{}: reset after {after} failed: {reset}",
+                    self.label
+                ));
+                false
+            }
         }
+    }
+
+    /// The error of a wait on `fence` that fails at once, if the device
+    /// answered neither a wait nor the reset after it within the budget:
+    /// a dead device then costs one budget and one reset, not one per wait.
+    fn fail_fast(&self, fence: Fence, what: &'static str) -> Option<Error> {
+        let mut state = self.lock();
+        let until = state.unresponsive_until?;
+        if Instant::now() >= until {
+            state.unresponsive_until = None;
+            return None;
+        }
+        let (stuck, label) = state.in_flight.stuck_up_to(fence).unwrap_or((fence, None));
+        let what = if label.is_some() { "the op" } else { what };
+        let timeout_ms = self.timeout.as_millis().try_into().unwrap_or(u64::MAX);
+        let cause = Cause::Unresponsive { what, timeout_ms };
+        Some(self.fail(&mut state, stuck, label, cause))
     }
 
     /// Waits for `fence` within the timeout, polling with back-off and
     /// releasing the lock between polls (other streams keep enqueueing). A
     /// device fault ends the wait at once (see [`poll`](Self::poll)); on
     /// timeout the device is reset, so no host buffer is touched afterwards.
+    /// If that reset fails too, the waits of the next budget fail at once.
     pub fn wait(&self, fence: Fence, what: &'static str) -> Result<()> {
+        if self.poll(fence)? {
+            return Ok(());
+        }
+        if let Some(error) = self.fail_fast(fence, what) {
+            return Err(error);
+        }
         let deadline = Instant::now() + self.timeout;
         let mut backoff = Backoff::default();
         loop {
@@ -340,5 +380,57 @@ impl Backoff {
             33..=64 => std::thread::yield_now(),
             n => std::thread::sleep(Duration::from_micros(u64::from((n - 64).min(200)))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+    use tensorplug_core::accelerator::DeviceAddr;
+
+    fn fill(core: &DeviceCore) -> Fence {
+        let q = QueueId(0);
+        core.lock()
+            .enqueue(q, |a| a.fill(q, DeviceAddr(0), 64, 1))
+            .expect("enqueue")
+    }
+
+    #[test]
+    fn a_dead_device_costs_one_budget_and_one_reset_then_waits_fail_at_once() {
+        let budget = Duration::from_millis(100);
+        let (accel, resets) = crate::testing::dead_accelerator();
+        let core = DeviceCore::new("FPGA:3 (dead)".into(), accel, 2, budget);
+        let first = fill(&core);
+        let error = core.wait(first, "a fill").expect_err("nothing completes");
+        assert!(matches!(error, Error::Timeout { .. }), "{error}");
+        assert_eq!(resets.load(Ordering::Relaxed), 1);
+        // Work enqueued after, within the next budget: fails at once, and
+        // no second reset.
+        let second = fill(&core);
+        let error = core.wait(second, "a fill").expect_err("still dead");
+        assert!(matches!(error, Error::Unresponsive { .. }), "{error}");
+        assert!(error.to_string().contains("FPGA:3 (dead)"), "{error}");
+        assert_eq!(resets.load(Ordering::Relaxed), 1);
+        // After it: one waits the budget and tries a reset again.
+        std::thread::sleep(budget);
+        let third = fill(&core);
+        let error = core.wait(third, "a fill").expect_err("still dead");
+        assert!(matches!(error, Error::Timeout { .. }), "{error}");
+        assert_eq!(resets.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn a_device_whose_reset_works_is_waited_for_again() {
+        let budget = Duration::from_millis(50);
+        let (device, released) = crate::testing::gated_device(budget);
+        let core = device.core();
+        let first = fill(core);
+        let error = core.wait(first, "a fill").expect_err("held back");
+        assert!(matches!(error, Error::Timeout { .. }), "{error}");
+        // The reset ended the held-back work; new work is waited for.
+        let second = fill(core);
+        released.store(second.0, Ordering::Release);
+        core.wait(second, "a fill").expect("completes");
     }
 }

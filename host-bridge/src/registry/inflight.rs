@@ -105,6 +105,14 @@ pub enum Cause {
         /// The budget in ms.
         timeout_ms: u64,
     },
+    /// Failed at once: the device answered neither an earlier wait nor the
+    /// reset after it, within the last budget.
+    Unresponsive {
+        /// What was waited for.
+        what: &'static str,
+        /// The budget in ms.
+        timeout_ms: u64,
+    },
 }
 
 impl Incident {
@@ -121,6 +129,11 @@ impl Incident {
                 source: source.clone(),
             },
             &Cause::Timeout { what, timeout_ms } => Error::Timeout {
+                device: self.at.clone(),
+                what,
+                timeout_ms,
+            },
+            &Cause::Unresponsive { what, timeout_ms } => Error::Unresponsive {
                 device: self.at.clone(),
                 what,
                 timeout_ms,
