@@ -6,6 +6,10 @@ printing "training" once it runs. The harness then breaks the device and
 writes the time it did (seconds since the epoch) into the file <stamp>.
 The fit must fail with a tf.errors error naming the FPGA op and the
 device, within BOUND_S of the fault; the CPU must still compute after it.
+No variable may be left half-updated: read after the failure, each one
+holds its value from before the failed step or after it (the same step on
+the CPU), or fails to read with an error naming the device (its memory went
+with the device). It prints "variables: ..." with which.
 
 `tf_fault_fit.py after`: a new process, the device back: predict on the
 FPGA equals the same model on the CPU.
@@ -40,14 +44,68 @@ def mlp():
     return model
 
 
+class Snapshots(tf.keras.callbacks.Callback):
+    """The weights after each step, and the batch of the step under way."""
+
+    def __init__(self):
+        super().__init__()
+        self.weights = None
+        self.batch = 0
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.batch = batch
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.weights = self.model.get_weights()
+
+
+def check_variables(model, snapshots):
+    """Each variable holds its value from before the failed step or after
+    it, or cannot be read (an error naming the device)."""
+    before = snapshots.weights
+    i = snapshots.batch * BATCH
+    with tf.device("/CPU:0"):
+        cpu = mlp()
+        cpu.set_weights(before)
+        cpu.train_on_batch(x[i:i + BATCH], y[i:i + BATCH])
+        stepped = cpu.get_weights()
+    try:
+        now = model.get_weights()
+    except tf.errors.OpError as error:
+        first = error.message.splitlines()[0] if error.message else ""
+        # TF's SynchronizeAllActivity returns a bool: it logs our status
+        # (naming the device) and raises its own text.
+        tf_sync = first == "PluggableDevice SyncAll failed."
+        assert "FPGA:0" in error.message or tf_sync, f"a read failed, naming no device: {first}"
+        print(f"variables: unreadable, {type(error).__name__}: {first}", flush=True)
+        return
+    states = []
+    for value, old, new in zip(now, before, stepped):
+        if np.array_equal(value, old):
+            states.append("before")
+        elif np.allclose(value, new, rtol=1e-4, atol=1e-6):
+            states.append("after")
+        else:
+            raise AssertionError(
+                f"a variable is half-updated: {np.mean(value != old):.0%} of it "
+                f"changed, max distance to the step {np.max(np.abs(value - new)):.3g}")
+    print(f"variables: whole, {' '.join(states)} the failed step (batch {snapshots.batch})",
+          flush=True)
+
+
+BATCH = 32
+
+
 def fit(stamp):
     with tf.device(FPGA):
         model = mlp()
+    snapshots = Snapshots()
     started = time.time()
     try:
         while True:
             with tf.device(FPGA):
-                model.fit(x, y, batch_size=32, epochs=1, verbose=0)
+                model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, shuffle=False,
+                          callbacks=[snapshots])
             print("training", flush=True)
             if os.path.exists(stamp) and time.time() - float(open(stamp).read()) > BOUND_S:
                 raise AssertionError(f"still training {BOUND_S} s after the fault")
@@ -62,10 +120,12 @@ def fit(stamp):
         print("message: " + " | ".join(text.splitlines()), flush=True)
         assert elapsed < BOUND_S, f"{elapsed:.1f} s after the fault"
         # Ours ("FPGA MatMul 'dense/MatMul'"), or TF's node or eager op of
-        # a copy ("{{node Cast_1/_8}}", "in order to run _EagerConst").
-        named = r"FPGA \w+ '[^']+'|\{\{node [^}]+\}\}|in order to run \w+"
+        # a copy ("{{node Cast_1/_8}}", "in order to run _EagerConst"), or
+        # the copy itself (the snapshots' read: "tensorplug memcpy_dtoh").
+        named = r"FPGA \w+ '[^']+'|\{\{node [^}]+\}\}|in order to run \w+|tensorplug memcpy_\w+"
         assert re.search(named, text), f"no op named: {text}"
         assert "FPGA:0" in text, f"the error names no device: {text}"
+        check_variables(model, snapshots)
     with tf.device("/CPU:0"):
         a = tf.constant(x[:8, :8])
         product = tf.matmul(a, a).numpy()

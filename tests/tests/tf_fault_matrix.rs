@@ -5,8 +5,9 @@
 //! injected in the model (`tf_kernels.rs`, `tf_variables.rs`).
 //!
 //! Each case: the fit fails within a bound, with a `tf.errors` error naming
-//! the op and the device; the process goes on and the CPU still computes;
-//! then, with the device back (restarted, or resumed), a new process
+//! the op and the device; no variable is left half-updated (each holds its
+//! value from before the failed step or after it, or fails to read naming
+//! the device); the process goes on and the CPU still computes; then, with the device back (restarted, or resumed), a new process
 //! predicts on it, equal to the CPU (`tests/python/tf_fault_fit.py`).
 //! `docs/reliability.md` has the table.
 //!
@@ -257,7 +258,12 @@ fn case(transport: Transport, fault: Fault) {
         .find(|l| l.starts_with("failed after"))
         .cloned();
     let failed = failed.unwrap_or_default();
-    eprintln!("{what}: {failed}");
+    let variables = stdout
+        .iter()
+        .find(|l| l.starts_with("variables: "))
+        .cloned()
+        .unwrap_or_else(|| panic!("{what}: the variables were not checked: {stdout:#?}"));
+    eprintln!("{what}: {failed}; {variables}");
     let message = stdout
         .iter()
         .find(|l| l.starts_with("message: "))
