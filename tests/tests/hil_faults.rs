@@ -180,11 +180,11 @@ fn wait_for_boots(qemu: &Qemu, n: usize) -> bool {
     false
 }
 
-/// Remote-bus mode: the host's driver over `LinkTransport`. A restart
-/// fails the call it answers; the transport opens a new session, so the
-/// next call works.
+/// Remote-bus mode: the host's driver over `LinkTransport`. The device's
+/// memory went with the restart, and the driver on the host still hands it
+/// out: every call fails until the caller reopens the link.
 #[test]
-fn remote_bus_a_restart_fails_one_call_and_the_link_reopens() {
+fn remote_bus_a_restart_fails_every_call_until_the_link_is_reopened() {
     use tensorplug_device_fpga::transport::link::LinkTransport;
     use tensorplug_device_fpga::transport::{Error, Transport};
     let qemu = Qemu::boot_firmware().expect("QEMU boots the firmware");
@@ -193,12 +193,12 @@ fn remote_bus_a_restart_fails_one_call_and_the_link_reopens() {
     let mut link = LinkTransport::connect(stream, 10_000).expect("handshake");
     let id = link.read_reg(0).expect("ID register");
     reset_and_reboot(&qemu);
-    let error = link
-        .read_reg(0)
-        .expect_err("the restarted device has no session");
-    assert!(
-        matches!(error, Error::Remote { code: 1, .. }),
-        "expected HandshakeRequired, got {error:?}"
-    );
+    for call in ["the first", "a later"] {
+        let error = link
+            .read_reg(0)
+            .expect_err("the restarted device lost its memory");
+        assert_eq!(error, Error::Restarted, "{call} call after the restart");
+    }
+    link.reopen().expect("a new session");
     assert_eq!(link.read_reg(0), Ok(id), "the link did not reopen");
 }

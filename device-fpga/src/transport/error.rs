@@ -97,6 +97,9 @@ pub enum Error {
         /// Code-specific detail.
         detail: u32,
     },
+    /// The device restarted (link transport): its memory and state are
+    /// gone, so the link fails every call until it is reopened.
+    Restarted,
 }
 
 /// Category of an [`Error`], in the embedded-hal style.
@@ -127,7 +130,7 @@ impl Error {
             Self::Crc(_) => ErrorKind::Crc,
             Self::Framing { .. } | Self::Rejected | Self::Remote { .. } => ErrorKind::Framing,
             Self::Timeout { .. } | Self::NoResponse { .. } => ErrorKind::Timeout,
-            Self::Disconnected => ErrorKind::Bus,
+            Self::Disconnected | Self::Restarted => ErrorKind::Bus,
             Self::OutOfRange { .. } => ErrorKind::OutOfRange,
             Self::Misaligned { .. } => ErrorKind::Misaligned,
             Self::Bus(_) => ErrorKind::Bus,
@@ -171,6 +174,10 @@ impl core::fmt::Display for Error {
                 write!(f, "no answer from the device within {after_ms} ms")
             }
             Self::Disconnected => f.write_str("the connection to the device closed"),
+            Self::Restarted => f.write_str(
+                "the device restarted, and its memory with it: the link stays failed until \
+                 it is reopened (in TF: restart the process)",
+            ),
             Self::Remote { code, detail } => write!(
                 f,
                 "the device answered with error {code} ({}), detail {detail:#x}",

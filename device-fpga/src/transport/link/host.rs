@@ -24,8 +24,10 @@ const HANDSHAKE_REQUIRED: u16 = RemoteErrorCode::HandshakeRequired as u16;
 /// waits for its answer. The stream's read timeout bounds that wait
 /// (`NoResponse` when it runs out); set one (`TcpStream::set_read_timeout`),
 /// or a dead peer blocks the call. A device that restarted (it answers
-/// `HandshakeRequired`) fails the call it answered, and the transport opens
-/// a new session for the next. After a call gets no answer, the calls
+/// `HandshakeRequired`) lost its memory, which the driver on this side
+/// still hands out: every call then fails with [`Error::Restarted`] until
+/// [`reopen`](Self::reopen), so no buffer silently reads what the restart
+/// left. After a call gets no answer, the calls
 /// in the next `timeout_ms` fail at once with the same error, then one
 /// tries again: a frozen device fails an op within about one timeout, not
 /// one per register the driver would read. Event batches the device
@@ -41,6 +43,8 @@ pub struct LinkTransport<S> {
     tx: Vec<u8>,
     /// Bytes read but not yet fed to the decoder.
     pending: Vec<u8>,
+    /// The device restarted: every call fails until [`reopen`](Self::reopen).
+    restarted: bool,
 }
 
 impl<S: Read + Write> LinkTransport<S> {
@@ -60,6 +64,7 @@ impl<S: Read + Write> LinkTransport<S> {
             decoder: Box::default(),
             tx: vec![0; MAX_ENCODED_FRAME_LEN],
             pending: Vec::new(),
+            restarted: false,
         };
         let ours = Hello::ours();
         let peer = link
@@ -70,6 +75,23 @@ impl<S: Read + Write> LinkTransport<S> {
             .map_err(LinkOpenError::Transport)?;
         negotiate(&ours, &peer).map_err(LinkOpenError::Version)?;
         Ok(link)
+    }
+
+    /// Opens a new session after the device restarted ([`Error::Restarted`]).
+    /// Only for a caller that no longer uses device memory from before the
+    /// restart and brings the device up again (the driver's reset).
+    ///
+    /// # Errors
+    /// The transport error of the handshake.
+    pub fn reopen(&mut self) -> Result<(), Error> {
+        let ours = Hello::ours();
+        self.exchange(&Message::Hello(ours), |m| match m {
+            Message::HelloAck(_) => Ok(()),
+            _ => Err(Error::Rejected),
+        })?;
+        self.restarted = false;
+        self.silent_since = None;
+        Ok(())
     }
 
     /// The byte stream (e.g. to change its timeout).
@@ -83,6 +105,9 @@ impl<S: Read + Write> LinkTransport<S> {
         request: &Message<'_>,
         take: impl FnOnce(&Message<'_>) -> Result<R, Error>,
     ) -> Result<R, Error> {
+        if self.restarted {
+            return Err(Error::Restarted);
+        }
         let silent = Error::NoResponse {
             after_ms: self.timeout_ms,
         };
@@ -98,10 +123,8 @@ impl<S: Read + Write> LinkTransport<S> {
             Err(Error::Remote { code, .. })
                 if *code == HANDSHAKE_REQUIRED && !matches!(request, Message::Hello(_)) =>
             {
-                // The device restarted: this call failed; the next one is in
-                // a new session (the driver's reset brings the device up).
-                let ours = Hello::ours();
-                let _ = self.exchange(&Message::Hello(ours), |_| Ok(()));
+                self.restarted = true;
+                return Err(Error::Restarted);
             }
             _ => {}
         }
