@@ -1,7 +1,8 @@
 //! Issue 26's fault matrix: a Keras `fit` on `/device:FPGA:0` while the
 //! device's own process dies (SIGKILL) or freezes (SIGSTOP), for each
 //! transport with a device process: `pcie:` and `tcp:` (the model server)
-//! and `mcu-tcp:` (the firmware under QEMU). The `sim` device's faults are
+//! and `mcu-tcp:` (the firmware under QEMU; one case also with a `tcp:`
+//! item on the firmware's UART, the remote-bus mode). The `sim` device's faults are
 //! injected in the model (`tf_kernels.rs`, `tf_variables.rs`).
 //!
 //! Each case: the fit fails within a bound, with a `tf.errors` error naming
@@ -40,7 +41,9 @@ const HANG: Duration = Duration::from_secs(90);
 enum Device {
     Bar(ModelServer),
     Link(ModelServer, Wire),
-    Firmware(Qemu, Wire),
+    /// The firmware, and the item's scheme: `mcu-tcp` (op-level) or `tcp`
+    /// (remote-bus: the reference driver on the host).
+    Firmware(Qemu, Wire, &'static str),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -48,6 +51,8 @@ enum Transport {
     Pcie,
     Tcp,
     Mcu,
+    /// The firmware in remote-bus mode (a `tcp:` item on its UART).
+    McuBus,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -78,12 +83,17 @@ impl Device {
                 let wire = Wire::start(move || TcpStream::connect(&addr)).expect("the wire");
                 Self::Link(server, wire)
             }
-            Transport::Mcu => {
+            Transport::Mcu | Transport::McuBus => {
                 let qemu = Qemu::boot_firmware().expect("QEMU boots the firmware");
                 assert!(qemu.wait_for_log("tensorplug firmware", Duration::from_secs(10)));
                 let uart = qemu.uart.try_clone().expect("the UART's socket");
                 let wire = Wire::start(move || uart.try_clone()).expect("the wire");
-                Self::Firmware(qemu, wire)
+                let scheme = if matches!(transport, Transport::Mcu) {
+                    "mcu-tcp"
+                } else {
+                    "tcp"
+                };
+                Self::Firmware(qemu, wire, scheme)
             }
         }
     }
@@ -93,7 +103,7 @@ impl Device {
         match self {
             Self::Bar(s) => format!("pcie:{}", s.file.display()),
             Self::Link(_, wire) => format!("tcp:127.0.0.1:{}", wire.port),
-            Self::Firmware(_, wire) => format!("mcu-tcp:127.0.0.1:{}", wire.port),
+            Self::Firmware(_, wire, scheme) => format!("{scheme}:127.0.0.1:{}", wire.port),
         }
     }
 
@@ -101,17 +111,19 @@ impl Device {
         match (self, fault) {
             (Self::Bar(s) | Self::Link(s, _), Fault::Kill) => s.kill(),
             (Self::Bar(s) | Self::Link(s, _), Fault::Freeze) => s.freeze(true),
-            (Self::Firmware(qemu, _), Fault::Kill) => qemu.kill(),
-            (Self::Firmware(qemu, _), Fault::Freeze) => qemu.freeze(true),
-            (Self::Link(_, wire) | Self::Firmware(_, wire), Fault::Drop) => {
+            (Self::Firmware(qemu, ..), Fault::Kill) => qemu.kill(),
+            (Self::Firmware(qemu, ..), Fault::Freeze) => qemu.freeze(true),
+            (Self::Link(_, wire) | Self::Firmware(_, wire, _), Fault::Drop) => {
                 wire.drop_connection();
             }
-            (Self::Link(_, wire) | Self::Firmware(_, wire), Fault::Corrupt) => wire.corrupt_next(),
-            (Self::Firmware(qemu, _), Fault::Reset) => {
+            (Self::Link(_, wire) | Self::Firmware(_, wire, _), Fault::Corrupt) => {
+                wire.corrupt_next();
+            }
+            (Self::Firmware(qemu, ..), Fault::Reset) => {
                 qemu.system_reset()
                     .expect("QEMU's monitor resets the board");
             }
-            (Self::Firmware(qemu, _), Fault::Wedge) => {
+            (Self::Firmware(qemu, ..), Fault::Wedge) => {
                 qemu.inject(tensorplug_tests::qemu::Fault::Wedge)
                     .expect("the debugger wedges the main loop");
             }
@@ -122,7 +134,7 @@ impl Device {
     /// Holds one answer back for half the budget: the fit must finish
     /// another epoch, no error.
     fn slow_answer(&self, what: &str, out: &mpsc::Receiver<String>) {
-        let (Self::Link(_, wire) | Self::Firmware(_, wire)) = self else {
+        let (Self::Link(_, wire) | Self::Firmware(_, wire, _)) = self else {
             unreachable!("no wire to slow")
         };
         let budget: u64 = TIMEOUT_MS.parse().expect("a number");
@@ -148,7 +160,7 @@ impl Device {
             (device, Fault::Freeze) => {
                 match &device {
                     Self::Bar(s) | Self::Link(s, _) => s.freeze(false),
-                    Self::Firmware(qemu, _) => qemu.freeze(false),
+                    Self::Firmware(qemu, ..) => qemu.freeze(false),
                 }
                 device
             }
@@ -274,8 +286,12 @@ fn case(transport: Transport, fault: Fault) {
             message.contains(&format!("within {TIMEOUT_MS} ms")),
             "{what}: the link's answer budget is not TENSORPLUG_TIMEOUT_MS: {message}"
         ),
-        (_, Fault::Reset) => assert!(
+        (Transport::Mcu, Fault::Reset) => assert!(
             message.contains("the MCU restarted"),
+            "{what}: the host did not see the restart: {message}"
+        ),
+        (_, Fault::Reset) => assert!(
+            message.contains("the device restarted, and its memory with it"),
             "{what}: the host did not see the restart: {message}"
         ),
         _ => {}
@@ -367,4 +383,9 @@ fn tcp_slow_answer_mid_fit() {
 #[test]
 fn mcu_slow_answer_mid_fit() {
     case(Transport::Mcu, Fault::Slow);
+}
+
+#[test]
+fn mcu_remote_bus_board_reset_mid_fit() {
+    case(Transport::McuBus, Fault::Reset);
 }
