@@ -7,6 +7,12 @@ use tensorplug_core::accelerator::ErrorKind;
 /// Result with the bridge's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// [`Error::Timeout`]'s end when the device was reset after it.
+pub const RESET: &str = "; the device was reset and its pending work failed";
+/// [`Error::Timeout`]'s end when the reset after it failed too.
+pub const RESET_FAILED: &str =
+    "; resetting the device failed too (see the log), and its pending work failed";
+
 /// Everything that can go wrong in the bridge; each message says what to do.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -41,10 +47,10 @@ pub enum Error {
         /// The driver's error.
         source: DeviceError,
     },
-    /// A wait ran out of time; the device was reset.
+    /// A wait ran out of time.
     #[error(
         "{device}: {what} did not complete within {timeout_ms} ms (set TENSORPLUG_TIMEOUT_MS \
-         to wait longer); the device was reset and its pending work failed"
+         to wait longer){then}"
     )]
     Timeout {
         /// `<TYPE>:<ordinal> (<spec>)`.
@@ -53,6 +59,8 @@ pub enum Error {
         what: &'static str,
         /// The budget.
         timeout_ms: u64,
+        /// What happened next: [`RESET`], [`RESET_FAILED`], or nothing.
+        then: &'static str,
     },
     /// A wait failed at once: the device answered neither an earlier wait
     /// nor the reset after it, and the budget since has not run out.

@@ -79,6 +79,7 @@ mod tests {
             device: "FPGA:0 (sim)".into(),
             what: "the op",
             timeout_ms: 2000,
+            then: crate::error::RESET,
         });
         assert_eq!(timeout.code, tf::TF_DEADLINE_EXCEEDED);
         assert!(timeout.cause.contains("2000 ms"), "{}", timeout.cause);

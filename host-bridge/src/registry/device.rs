@@ -141,6 +141,7 @@ impl Device {
             .map_err(|_| Error::Timeout {
                 device: self.core.label().to_owned(),
                 what: "host callbacks",
+                then: "",
                 timeout_ms: self
                     .core
                     .timeout()

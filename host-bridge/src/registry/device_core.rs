@@ -11,7 +11,7 @@
 
 use super::inflight::{Cause, InFlight, Incident, OpLabel};
 use crate::devices::{DeviceError, DynAccelerator};
-use crate::error::{Error, Result};
+use crate::error::{Error, RESET, RESET_FAILED, Result};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 use tensorplug_core::accelerator::{ErrorKind, Fence, QueueId};
@@ -199,14 +199,28 @@ impl DeviceCore {
             Cause::Unresponsive { .. } => "",
         };
         let reset_needed = !after.is_empty() && fence > state.recovered_through;
-        let cause = match cause {
-            Cause::Device(mut error) if reset_needed => {
-                error
-                    .message
-                    .push_str("; the device was reset and the work queued after it aborted");
+        let recovered = reset_needed.then(|| self.recover(state, fence, after));
+        let cause = match (cause, recovered) {
+            (Cause::Device(mut error), Some(recovered)) => {
+                error.message.push_str(if recovered {
+                    "; the device was reset and the work queued after it aborted"
+                } else {
+                    "; resetting the device failed too (see the log), and the work queued \
+                     after it failed"
+                });
                 Cause::Device(error)
             }
-            cause => cause,
+            (
+                Cause::Timeout {
+                    what, timeout_ms, ..
+                },
+                Some(recovered),
+            ) => Cause::Timeout {
+                what,
+                timeout_ms,
+                then: if recovered { RESET } else { RESET_FAILED },
+            },
+            (cause, _) => cause,
         };
         let incident = Incident {
             first: fence,
@@ -216,8 +230,7 @@ impl DeviceCore {
             cause,
         };
         let error = incident.error();
-        if reset_needed {
-            let recovered = self.recover(state, fence, after);
+        if let Some(recovered) = recovered {
             state.unresponsive_until = match (&incident.cause, recovered) {
                 (Cause::Timeout { .. }, false) => Some(Instant::now() + self.timeout),
                 _ => None,
@@ -295,7 +308,11 @@ impl DeviceCore {
                 let (stuck, label) = state.in_flight.stuck_up_to(fence).unwrap_or((fence, None));
                 let what = if label.is_some() { "the op" } else { what };
                 let timeout_ms = self.timeout.as_millis().try_into().unwrap_or(u64::MAX);
-                let cause = Cause::Timeout { what, timeout_ms };
+                let cause = Cause::Timeout {
+                    what,
+                    timeout_ms,
+                    then: "",
+                };
                 return Err(self.fail(&mut state, stuck, label, cause));
             }
             backoff.pause();
@@ -404,6 +421,12 @@ mod tests {
         let first = fill(&core);
         let error = core.wait(first, "a fill").expect_err("nothing completes");
         assert!(matches!(error, Error::Timeout { .. }), "{error}");
+        assert!(
+            error
+                .to_string()
+                .contains("resetting the device failed too"),
+            "{error}"
+        );
         assert_eq!(resets.load(Ordering::Relaxed), 1);
         // Work enqueued after, within the next budget: fails at once, and
         // no second reset.
@@ -428,6 +451,10 @@ mod tests {
         let first = fill(core);
         let error = core.wait(first, "a fill").expect_err("held back");
         assert!(matches!(error, Error::Timeout { .. }), "{error}");
+        assert!(
+            error.to_string().contains("the device was reset"),
+            "{error}"
+        );
         // The reset ended the held-back work; new work is waited for.
         let second = fill(core);
         released.store(second.0, Ordering::Release);

@@ -104,6 +104,8 @@ pub enum Cause {
         what: &'static str,
         /// The budget in ms.
         timeout_ms: u64,
+        /// What happened next ([`crate::error::RESET`], …; empty: not yet).
+        then: &'static str,
     },
     /// Failed at once: the device answered neither an earlier wait nor the
     /// reset after it, within the last budget.
@@ -128,10 +130,15 @@ impl Incident {
                 device: self.at.clone(),
                 source: source.clone(),
             },
-            &Cause::Timeout { what, timeout_ms } => Error::Timeout {
+            &Cause::Timeout {
+                what,
+                timeout_ms,
+                then,
+            } => Error::Timeout {
                 device: self.at.clone(),
                 what,
                 timeout_ms,
+                then,
             },
             &Cause::Unresponsive { what, timeout_ms } => Error::Unresponsive {
                 device: self.at.clone(),

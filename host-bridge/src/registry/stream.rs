@@ -156,6 +156,7 @@ impl Stream {
                     device: self.device.core().label().to_owned(),
                     what: "host callbacks of the stream",
                     timeout_ms: self.device.core().timeout().as_millis() as u64,
+                    then: "; the stream failed",
                 }));
             }
             counts = self
