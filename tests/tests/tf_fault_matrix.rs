@@ -1,8 +1,9 @@
 //! Issue 26's fault matrix: a Keras `fit` on `/device:FPGA:0` while the
 //! device's own process dies (SIGKILL) or freezes (SIGSTOP), for each
 //! transport with a device process: `pcie:` and `tcp:` (the model server)
-//! and `mcu-tcp:` (the firmware under QEMU; one case also with a `tcp:`
-//! item on the firmware's UART, the remote-bus mode). The `sim` device's faults are
+//! and `mcu-tcp:` (the firmware under QEMU; some cases also with a `tcp:`
+//! item on the firmware's UART, the remote-bus mode, and `mcu-serial:` on a
+//! pty forwarded to it). The `sim` device's faults are
 //! injected in the model (`tf_kernels.rs`, `tf_variables.rs`).
 //!
 //! Each case: the fit fails within a bound, with a `tf.errors` error naming
@@ -44,6 +45,65 @@ enum Device {
     /// The firmware, and the item's scheme: `mcu-tcp` (op-level) or `tcp`
     /// (remote-bus: the reference driver on the host).
     Firmware(Qemu, Wire, &'static str),
+    /// The firmware reached as a tty: `mcu-serial:` on a pty whose other
+    /// end is forwarded to QEMU's UART.
+    SerialFirmware(Qemu, Pty),
+}
+
+/// A pty pair whose master end is forwarded to and from a QEMU UART; the
+/// slave's path is the TF item's tty. When QEMU's end closes, the
+/// forwarding ends and closes the master.
+struct Pty {
+    path: String,
+    /// Kept open so that the slave's path stays valid between openings.
+    _slave: serialport::TTYPort,
+}
+
+impl Pty {
+    fn forward(uart: &TcpStream) -> Self {
+        use std::io::{Read, Write};
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let (master, slave) = serialport::TTYPort::pair().expect("a pty pair");
+        let path = serialport::SerialPort::name(&slave).expect("the pty's name");
+        let mut to_tty = master.try_clone_native().expect("the master's clone");
+        let mut from_tty = master;
+        serialport::SerialPort::set_timeout(&mut from_tty, Duration::from_millis(50))
+            .expect("a read timeout");
+        let (mut from_uart, mut to_uart) = (
+            uart.try_clone().expect("the UART"),
+            uart.try_clone().expect("the UART"),
+        );
+        let closed = std::sync::Arc::new(AtomicBool::new(false));
+        let closing = closed.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = from_uart.read(&mut buf) {
+                if to_tty.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+            closing.store(true, Ordering::Release);
+        });
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while !closed.load(Ordering::Acquire) {
+                match from_tty.read(&mut buf) {
+                    Ok(n) => {
+                        if to_uart.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                    // No slave open: TF has not opened it yet, or closed it.
+                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                }
+            }
+        });
+        Self {
+            path,
+            _slave: slave,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -53,6 +113,8 @@ enum Transport {
     Mcu,
     /// The firmware in remote-bus mode (a `tcp:` item on its UART).
     McuBus,
+    /// The firmware as a tty (`mcu-serial:` on a pty).
+    McuSerial,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -83,6 +145,12 @@ impl Device {
                 let wire = Wire::start(move || TcpStream::connect(&addr)).expect("the wire");
                 Self::Link(server, wire)
             }
+            Transport::McuSerial => {
+                let qemu = Qemu::boot_firmware().expect("QEMU boots the firmware");
+                assert!(qemu.wait_for_log("tensorplug firmware", Duration::from_secs(10)));
+                let pty = Pty::forward(&qemu.uart);
+                Self::SerialFirmware(qemu, pty)
+            }
             Transport::Mcu | Transport::McuBus => {
                 let qemu = Qemu::boot_firmware().expect("QEMU boots the firmware");
                 assert!(qemu.wait_for_log("tensorplug firmware", Duration::from_secs(10)));
@@ -104,6 +172,7 @@ impl Device {
             Self::Bar(s) => format!("pcie:{}", s.file.display()),
             Self::Link(_, wire) => format!("tcp:127.0.0.1:{}", wire.port),
             Self::Firmware(_, wire, scheme) => format!("{scheme}:127.0.0.1:{}", wire.port),
+            Self::SerialFirmware(_, pty) => format!("mcu-serial:{}", pty.path),
         }
     }
 
@@ -111,7 +180,7 @@ impl Device {
         match (self, fault) {
             (Self::Bar(s) | Self::Link(s, _), Fault::Kill) => s.kill(),
             (Self::Bar(s) | Self::Link(s, _), Fault::Freeze) => s.freeze(true),
-            (Self::Firmware(qemu, ..), Fault::Kill) => qemu.kill(),
+            (Self::Firmware(qemu, ..) | Self::SerialFirmware(qemu, _), Fault::Kill) => qemu.kill(),
             (Self::Firmware(qemu, ..), Fault::Freeze) => qemu.freeze(true),
             (Self::Link(_, wire) | Self::Firmware(_, wire, _), Fault::Drop) => {
                 wire.drop_connection();
@@ -119,7 +188,7 @@ impl Device {
             (Self::Link(_, wire) | Self::Firmware(_, wire, _), Fault::Corrupt) => {
                 wire.corrupt_next();
             }
-            (Self::Firmware(qemu, ..), Fault::Reset) => {
+            (Self::Firmware(qemu, ..) | Self::SerialFirmware(qemu, _), Fault::Reset) => {
                 qemu.system_reset()
                     .expect("QEMU's monitor resets the board");
             }
@@ -160,7 +229,9 @@ impl Device {
             (device, Fault::Freeze) => {
                 match &device {
                     Self::Bar(s) | Self::Link(s, _) => s.freeze(false),
-                    Self::Firmware(qemu, ..) => qemu.freeze(false),
+                    Self::Firmware(qemu, ..) | Self::SerialFirmware(qemu, _) => {
+                        qemu.freeze(false);
+                    }
                 }
                 device
             }
@@ -286,7 +357,7 @@ fn case(transport: Transport, fault: Fault) {
             message.contains(&format!("within {TIMEOUT_MS} ms")),
             "{what}: the link's answer budget is not TENSORPLUG_TIMEOUT_MS: {message}"
         ),
-        (Transport::Mcu, Fault::Reset) => assert!(
+        (Transport::Mcu | Transport::McuSerial, Fault::Reset) => assert!(
             message.contains("the MCU restarted"),
             "{what}: the host did not see the restart: {message}"
         ),
@@ -388,4 +459,15 @@ fn mcu_slow_answer_mid_fit() {
 #[test]
 fn mcu_remote_bus_board_reset_mid_fit() {
     case(Transport::McuBus, Fault::Reset);
+}
+
+#[test]
+fn mcu_serial_board_reset_mid_fit() {
+    case(Transport::McuSerial, Fault::Reset);
+}
+
+#[test]
+#[ignore = "full grid only: cargo xtask test --fault-matrix"]
+fn mcu_serial_firmware_killed_mid_fit() {
+    case(Transport::McuSerial, Fault::Kill);
 }
