@@ -82,12 +82,18 @@ impl<S: Read + Write> LinkTransport<S> {
     /// restart and brings the device up again (the driver's reset).
     ///
     /// # Errors
-    /// The transport error of the handshake.
+    /// The transport error of the handshake; `Remote` with
+    /// `IncompatibleVersion` if the device now speaks another major version
+    /// (other firmware).
     pub fn reopen(&mut self) -> Result<(), Error> {
         let ours = Hello::ours();
-        self.exchange(&Message::Hello(ours), |m| match m {
-            Message::HelloAck(_) => Ok(()),
+        let peer = self.exchange(&Message::Hello(ours), |m| match m {
+            Message::HelloAck(peer) => Ok(*peer),
             _ => Err(Error::Rejected),
+        })?;
+        negotiate(&ours, &peer).map_err(|_| Error::Remote {
+            code: RemoteErrorCode::IncompatibleVersion as u16,
+            detail: 0,
         })?;
         self.restarted = false;
         self.silent_since = None;
