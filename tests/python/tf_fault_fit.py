@@ -26,6 +26,7 @@ import tensorflow as tf
 
 FPGA = "/device:FPGA:0"
 BOUND_S = 30.0
+BATCH = 32
 
 rng = np.random.default_rng(7)
 x = rng.standard_normal((256, 32)).astype(np.float32)
@@ -91,9 +92,6 @@ def check_variables(model, snapshots):
                 f"changed, max distance to the step {np.max(np.abs(value - new)):.3g}")
     print(f"variables: whole, {' '.join(states)} the failed step (batch {snapshots.batch})",
           flush=True)
-
-
-BATCH = 32
 
 
 def fit(stamp):
