@@ -62,12 +62,12 @@ pub enum Error {
         /// What happened next: [`RESET`], [`RESET_FAILED`], or nothing.
         then: &'static str,
     },
-    /// A wait failed at once: the device answered neither an earlier wait
-    /// nor the reset after it, and the budget since has not run out.
+    /// A wait failed at once: a reset of the device failed, and the budget
+    /// since has not run out.
     #[error(
-        "{device}: {what} failed at once: the device answered neither a wait of {timeout_ms} ms \
-         nor the reset after it; for {timeout_ms} ms after that, waits fail at once, then one \
-         tries again (TENSORPLUG_TIMEOUT_MS)"
+        "{device}: {what} failed at once: a reset of the device failed within the last \
+         {timeout_ms} ms (it does not answer); until that budget ends waits fail at once, \
+         then one tries again (TENSORPLUG_TIMEOUT_MS)"
     )]
     Unresponsive {
         /// `<TYPE>:<ordinal> (<spec>)`.

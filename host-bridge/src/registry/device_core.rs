@@ -31,8 +31,8 @@ pub struct DeviceState {
     /// The last failure that reset the device, reported to every wait on
     /// one of its fences.
     incident: Option<Incident>,
-    /// Until when waits fail at once: the device answered neither a wait
-    /// nor the reset after it (a dead or frozen device process).
+    /// Until when waits fail at once and failures reset nothing: a reset
+    /// failed (a dead or frozen device process).
     unresponsive_until: Option<Instant>,
 }
 
@@ -198,7 +198,11 @@ impl DeviceCore {
             Cause::Timeout { .. } => "a timeout",
             Cause::Unresponsive { .. } => "",
         };
-        let reset_needed = !after.is_empty() && fence > state.recovered_through;
+        // Not again within a budget of a reset that failed: one per budget.
+        let unresponsive = state
+            .unresponsive_until
+            .is_some_and(|until| Instant::now() < until);
+        let reset_needed = !after.is_empty() && fence > state.recovered_through && !unresponsive;
         let recovered = reset_needed.then(|| self.recover(state, fence, after));
         let cause = match (cause, recovered) {
             (Cause::Device(mut error), Some(recovered)) => {
@@ -231,10 +235,7 @@ impl DeviceCore {
         };
         let error = incident.error();
         if let Some(recovered) = recovered {
-            state.unresponsive_until = match (&incident.cause, recovered) {
-                (Cause::Timeout { .. }, false) => Some(Instant::now() + self.timeout),
-                _ => None,
-            };
+            state.unresponsive_until = (!recovered).then(|| Instant::now() + self.timeout);
             state.in_flight.clear();
             state.incident = Some(Incident {
                 last: state.recovered_through,
@@ -267,9 +268,9 @@ impl DeviceCore {
         }
     }
 
-    /// The error of a wait on `fence` that fails at once, if the device
-    /// answered neither a wait nor the reset after it within the budget:
-    /// a dead device then costs one budget and one reset, not one per wait.
+    /// The error of a wait on `fence` that fails at once, if a reset of
+    /// the device failed within the budget: a dead device then costs one
+    /// budget and one reset, not one per wait.
     fn fail_fast(&self, fence: Fence, what: &'static str) -> Option<Error> {
         let mut state = self.lock();
         let until = state.unresponsive_until?;
@@ -288,7 +289,7 @@ impl DeviceCore {
     /// releasing the lock between polls (other streams keep enqueueing). A
     /// device fault ends the wait at once (see [`poll`](Self::poll)); on
     /// timeout the device is reset, so no host buffer is touched afterwards.
-    /// If that reset fails too, the waits of the next budget fail at once.
+    /// If a reset fails, the waits of the next budget fail at once.
     pub fn wait(&self, fence: Fence, what: &'static str) -> Result<()> {
         if self.poll(fence)? {
             return Ok(());

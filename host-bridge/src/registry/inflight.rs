@@ -107,8 +107,7 @@ pub enum Cause {
         /// What happened next ([`crate::error::RESET`], …; empty: not yet).
         then: &'static str,
     },
-    /// Failed at once: the device answered neither an earlier wait nor the
-    /// reset after it, within the last budget.
+    /// Failed at once: a reset of the device failed within the last budget.
     Unresponsive {
         /// What was waited for.
         what: &'static str,
