@@ -192,4 +192,29 @@ mod tests {
             "{error}"
         );
     }
+
+    /// A UART whose other end goes away (a USB adapter unplugged; here a
+    /// pty's master closed) fails the next read at once: a hang-up is not
+    /// silence, and must not wait out the answer timeout.
+    #[cfg(unix)]
+    #[test]
+    fn a_tty_that_hangs_up_fails_reads_at_once() {
+        let (master, slave) = serialport::TTYPort::pair().expect("a pty pair");
+        let path = serialport::SerialPort::name(&slave).expect("the pty's name");
+        let mut link = serial(Path::new(&path), DEFAULT_SERIAL_BAUD, ANSWER_TIMEOUT).unwrap();
+        let mut buf = [0u8; 16];
+        let quiet = link.read_ready(&mut buf).map_err(|e| e.kind());
+        assert_eq!(quiet, Err(io::ErrorKind::WouldBlock), "silence is not an error");
+        drop(master);
+        let polled = link.read_ready(&mut buf).map_err(|e| e.kind());
+        assert!(
+            matches!(polled, Err(kind) if kind != io::ErrorKind::WouldBlock),
+            "{polled:?}"
+        );
+        link.set_read_timeout(ANSWER_TIMEOUT).unwrap();
+        let started = std::time::Instant::now();
+        let read = link.read(&mut buf).map_err(|e| e.kind());
+        assert_eq!(read, Err(io::ErrorKind::BrokenPipe));
+        assert!(started.elapsed() < ANSWER_TIMEOUT / 2, "{:?}", started.elapsed());
+    }
 }

@@ -10,6 +10,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+/// A pseudo-terminal pair, `(master, slave)`, whose descriptors child
+/// processes do not inherit.
+///
+/// `serialport::TTYPort::pair` opens both without `O_CLOEXEC`, so a TF or
+/// QEMU process spawned later holds the master open: when the test closes
+/// its end, the slave never sees the hang-up. These are `F_DUPFD_CLOEXEC`
+/// copies, the originals closed at once.
+pub fn pty_pair() -> (serialport::TTYPort, serialport::TTYPort) {
+    let (master, slave) = serialport::TTYPort::pair().expect("a pty pair");
+    let cloexec = |end: &serialport::TTYPort| end.try_clone_native().expect("a pty's clone");
+    (cloexec(&master), cloexec(&slave))
+}
+
 /// The workspace root (parent of this crate).
 pub fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

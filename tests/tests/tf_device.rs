@@ -192,7 +192,7 @@ fn a_serial_device_served_over_a_pty() {
     use tensorplug_model_fpga::model::host::{ServeControl, serve_link};
     use tensorplug_model_fpga::model::{AlignedMemory, HostClock, Model, ModelConfig, NoHostBus};
 
-    let (mut device_end, host_end) = serialport::TTYPort::pair().expect("a pty pair");
+    let (mut device_end, host_end) = tensorplug_tests::pty_pair();
     let path = serialport::SerialPort::name(&host_end).expect("the pty's name");
     serialport::SerialPort::set_timeout(&mut device_end, Duration::from_millis(50)).unwrap();
     let control = Arc::new(ServeControl::default());
