@@ -204,7 +204,11 @@ mod tests {
         let mut link = serial(Path::new(&path), DEFAULT_SERIAL_BAUD, ANSWER_TIMEOUT).unwrap();
         let mut buf = [0u8; 16];
         let quiet = link.read_ready(&mut buf).map_err(|e| e.kind());
-        assert_eq!(quiet, Err(io::ErrorKind::WouldBlock), "silence is not an error");
+        assert_eq!(
+            quiet,
+            Err(io::ErrorKind::WouldBlock),
+            "silence is not an error"
+        );
         drop(master);
         let polled = link.read_ready(&mut buf).map_err(|e| e.kind());
         assert!(
@@ -215,6 +219,10 @@ mod tests {
         let started = std::time::Instant::now();
         let read = link.read(&mut buf).map_err(|e| e.kind());
         assert_eq!(read, Err(io::ErrorKind::BrokenPipe));
-        assert!(started.elapsed() < ANSWER_TIMEOUT / 2, "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < ANSWER_TIMEOUT / 2,
+            "{:?}",
+            started.elapsed()
+        );
     }
 }
