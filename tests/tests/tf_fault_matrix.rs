@@ -45,9 +45,10 @@ enum Device {
     /// The firmware, and the item's scheme: `mcu-tcp` (op-level) or `tcp`
     /// (remote-bus: the reference driver on the host).
     Firmware(Qemu, Wire, &'static str),
-    /// The firmware reached as a tty: `mcu-serial:` on a pty whose other
-    /// end is forwarded to QEMU's UART.
-    SerialFirmware(Qemu, Pty),
+    /// The firmware reached as a tty: a pty whose other end is forwarded to
+    /// QEMU's UART, and the item's scheme: `mcu-serial` (op-level) or
+    /// `serial` (remote-bus).
+    SerialFirmware(Qemu, Pty, &'static str),
 }
 
 /// A pty pair whose master end is forwarded to and from a QEMU UART; the
@@ -77,11 +78,20 @@ impl Pty {
         let closing = closed.clone();
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
-            while let Ok(n @ 1..) = from_uart.read(&mut buf) {
-                if to_tty.write_all(&buf[..n]).is_err() {
-                    break;
+            // Why the forwarding ended, for a case that fails: the tty's
+            // path goes away with the master.
+            let ended = loop {
+                match from_uart.read(&mut buf) {
+                    Ok(0) => break "the UART closed".to_string(),
+                    Ok(n) => {
+                        if let Err(e) = to_tty.write_all(&buf[..n]) {
+                            break format!("writing to the pty's master: {e}");
+                        }
+                    }
+                    Err(e) => break format!("reading the UART: {e}"),
                 }
-            }
+            };
+            eprintln!("pty forwarding ended: {ended}");
             closing.store(true, Ordering::Release);
         });
         std::thread::spawn(move || {
@@ -115,6 +125,8 @@ enum Transport {
     McuBus,
     /// The firmware as a tty (`mcu-serial:` on a pty).
     McuSerial,
+    /// The firmware in remote-bus mode as a tty (`serial:` on a pty).
+    McuBusSerial,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -145,11 +157,16 @@ impl Device {
                 let wire = Wire::start(move || TcpStream::connect(&addr)).expect("the wire");
                 Self::Link(server, wire)
             }
-            Transport::McuSerial => {
+            Transport::McuSerial | Transport::McuBusSerial => {
                 let qemu = Qemu::boot_firmware().expect("QEMU boots the firmware");
                 assert!(qemu.wait_for_log("tensorplug firmware", Duration::from_secs(10)));
                 let pty = Pty::forward(&qemu.uart);
-                Self::SerialFirmware(qemu, pty)
+                let scheme = if matches!(transport, Transport::McuSerial) {
+                    "mcu-serial"
+                } else {
+                    "serial"
+                };
+                Self::SerialFirmware(qemu, pty, scheme)
             }
             Transport::Mcu | Transport::McuBus => {
                 let qemu = Qemu::boot_firmware().expect("QEMU boots the firmware");
@@ -172,7 +189,7 @@ impl Device {
             Self::Bar(s) => format!("pcie:{}", s.file.display()),
             Self::Link(_, wire) => format!("tcp:127.0.0.1:{}", wire.port),
             Self::Firmware(_, wire, scheme) => format!("{scheme}:127.0.0.1:{}", wire.port),
-            Self::SerialFirmware(_, pty) => format!("mcu-serial:{}", pty.path),
+            Self::SerialFirmware(_, pty, scheme) => format!("{scheme}:{}", pty.path),
         }
     }
 
@@ -180,7 +197,7 @@ impl Device {
         match (self, fault) {
             (Self::Bar(s) | Self::Link(s, _), Fault::Kill) => s.kill(),
             (Self::Bar(s) | Self::Link(s, _), Fault::Freeze) => s.freeze(true),
-            (Self::Firmware(qemu, ..) | Self::SerialFirmware(qemu, _), Fault::Kill) => qemu.kill(),
+            (Self::Firmware(qemu, ..) | Self::SerialFirmware(qemu, ..), Fault::Kill) => qemu.kill(),
             (Self::Firmware(qemu, ..), Fault::Freeze) => qemu.freeze(true),
             (Self::Link(_, wire) | Self::Firmware(_, wire, _), Fault::Drop) => {
                 wire.drop_connection();
@@ -188,7 +205,7 @@ impl Device {
             (Self::Link(_, wire) | Self::Firmware(_, wire, _), Fault::Corrupt) => {
                 wire.corrupt_next();
             }
-            (Self::Firmware(qemu, ..) | Self::SerialFirmware(qemu, _), Fault::Reset) => {
+            (Self::Firmware(qemu, ..) | Self::SerialFirmware(qemu, ..), Fault::Reset) => {
                 qemu.system_reset()
                     .expect("QEMU's monitor resets the board");
             }
@@ -229,7 +246,7 @@ impl Device {
             (device, Fault::Freeze) => {
                 match &device {
                     Self::Bar(s) | Self::Link(s, _) => s.freeze(false),
-                    Self::Firmware(qemu, ..) | Self::SerialFirmware(qemu, _) => {
+                    Self::Firmware(qemu, ..) | Self::SerialFirmware(qemu, ..) => {
                         qemu.freeze(false);
                     }
                 }
@@ -470,4 +487,16 @@ fn mcu_serial_board_reset_mid_fit() {
 #[ignore = "full grid only: cargo xtask test --fault-matrix"]
 fn mcu_serial_firmware_killed_mid_fit() {
     case(Transport::McuSerial, Fault::Kill);
+}
+
+#[test]
+#[ignore = "full grid only: cargo xtask test --fault-matrix"]
+fn mcu_remote_bus_serial_board_reset_mid_fit() {
+    case(Transport::McuBusSerial, Fault::Reset);
+}
+
+#[test]
+#[ignore = "full grid only: cargo xtask test --fault-matrix"]
+fn mcu_remote_bus_serial_firmware_killed_mid_fit() {
+    case(Transport::McuBusSerial, Fault::Kill);
 }
