@@ -176,7 +176,15 @@ fn copy_against_echo(
     for _ in 0..ROUNDS {
         firmware.freeze(true);
         echo.qemu.freeze(false);
-        echoes.extend((0..PER_ROUND).map(|_| echo.once(data)));
+        // At most a second stopped: the link firmware's watchdog (3 s,
+        // QEMU's clock jumps on resume) must not take it for a stall.
+        let stopped = Instant::now();
+        for _ in 0..PER_ROUND {
+            echoes.push(echo.once(data));
+            if stopped.elapsed() > Duration::from_secs(1) {
+                break;
+            }
+        }
         echo.qemu.freeze(true);
         firmware.freeze(false);
         for _ in 0..PER_ROUND {
