@@ -5,7 +5,10 @@
 
 use crate::util::{root, run};
 use anyhow::{Context, Result, bail};
-use std::process::Command;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::{BufRead as _, BufReader, IsTerminal as _};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
 
 /// One fuzz target: its crate (relative to the root) and name.
 struct Target {
@@ -113,34 +116,35 @@ fn fuzz(budget: &str, filter: Option<&str>) -> Result<()> {
             target.name,
         ]))?;
         eprintln!("==> fuzzing {} ({budget})", target.name);
-        let output = Command::new("cargo")
-            .current_dir(&dir)
-            .args(["+nightly", "fuzz", "run", target.name, "--"])
-            .arg(format!("-max_len={}", target.max_len))
-            .args([budget, "-print_final_stats=1", "-timeout=20"])
-            .output()
-            .with_context(|| format!("cannot run cargo fuzz for {}", target.name))?;
-        let log = String::from_utf8_lossy(&output.stderr);
+        let started = Instant::now();
+        let (status, log) = run_followed(
+            Command::new("cargo")
+                .current_dir(&dir)
+                .args(["+nightly", "fuzz", "run", target.name, "--"])
+                .arg(format!("-max_len={}", target.max_len))
+                .args([budget, "-print_final_stats=1", "-timeout=20"]),
+        )
+        .with_context(|| format!("cannot run cargo fuzz for {}", target.name))?;
         let stat = |key: &str| {
             log.lines()
                 .find_map(|l| l.strip_prefix(&format!("stat::{key}:")))
                 .map_or("?".to_string(), |v| v.trim().to_string())
         };
+        let outcome = outcome(status.success(), &log);
         report.push(format!(
-            "| {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} s | {} |",
             target.name,
             stat("number_of_executed_units"),
+            stat("average_exec_per_sec"),
+            stat("new_units_added"),
             stat("peak_rss_mb"),
-            if output.status.success() {
-                "none"
-            } else {
-                "FOUND (see above)"
-            },
+            started.elapsed().as_secs(),
+            outcome.text(),
         ));
-        if !output.status.success() {
+        if outcome == Outcome::Crash {
             eprintln!("{log}");
             print_report(&report);
-            bail!("fuzz target {} failed: {}", target.name, output.status);
+            bail!("fuzz target {} failed: {status}", target.name);
         }
     }
     print_report(&report);
@@ -165,7 +169,10 @@ fn seed(from: &std::path::Path, corpus: &std::path::Path, prefixes: &[u8]) -> Re
 }
 
 fn print_report(rows: &[String]) {
-    println!("| target | executions | peak RSS (MB) | crash |\n|---|---|---|---|");
+    println!(
+        "| target | executions | exec/s | new inputs | peak RSS (MB) | time | crash |\n\
+         |---|---|---|---|---|---|---|"
+    );
     for row in rows {
         println!("{row}");
     }
@@ -181,4 +188,115 @@ fn ensure_cargo_fuzz() -> Result<()> {
         return Ok(());
     }
     run(Command::new("cargo").args(["install", "cargo-fuzz", "--locked"]))
+}
+
+/// How a fuzz run ended.
+#[derive(PartialEq, Eq, Debug)]
+enum Outcome {
+    /// It ran its budget.
+    Done,
+    /// Someone sent libFuzzer SIGINT: it stopped early, with its stats,
+    /// and found nothing.
+    Interrupted,
+    /// libFuzzer found a crash, a leak or a timeout (or could not run).
+    Crash,
+}
+
+impl Outcome {
+    fn text(&self) -> &'static str {
+        match self {
+            Self::Done => "none",
+            Self::Interrupted => "none (interrupted)",
+            Self::Crash => "FOUND (see above)",
+        }
+    }
+}
+
+fn outcome(success: bool, log: &str) -> Outcome {
+    if success {
+        Outcome::Done
+    } else if log.contains("libFuzzer: run interrupted") {
+        Outcome::Interrupted
+    } else {
+        Outcome::Crash
+    }
+}
+
+/// Runs `cmd` with its stderr (libFuzzer's log) kept and followed: on a
+/// terminal, a spinner shows libFuzzer's latest status line; elsewhere
+/// (CI, a log file), its `INITED`, `pulse` and `DONE` lines are passed on.
+fn run_followed(cmd: &mut Command) -> Result<(ExitStatus, String)> {
+    let mut child = cmd.stderr(Stdio::piped()).spawn()?;
+    let stderr = child.stderr.take().context("libFuzzer's stderr")?;
+    let spinner = std::io::stderr().is_terminal().then(|| {
+        let s = ProgressBar::new_spinner();
+        if let Ok(style) = ProgressStyle::with_template("    {spinner} [{elapsed}] {wide_msg}") {
+            s.set_style(style);
+        }
+        s.enable_steady_tick(Duration::from_millis(250));
+        s
+    });
+    let mut log = String::new();
+    for line in BufReader::new(stderr).lines() {
+        let line = line?;
+        if let Some(status) = status_line(&line) {
+            match &spinner {
+                Some(s) => s.set_message(status.to_string()),
+                None if is_milestone(status) => eprintln!("    {status}"),
+                None => {}
+            }
+        }
+        log.push_str(&line);
+        log.push('\n');
+    }
+    if let Some(s) = spinner {
+        s.finish_and_clear();
+    }
+    Ok((child.wait()?, log))
+}
+
+/// libFuzzer's status lines start with `#` and the execution count.
+fn status_line(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix('#')?;
+    rest.starts_with(|c: char| c.is_ascii_digit())
+        .then(|| line.trim_end())
+}
+
+/// libFuzzer's start, its power-of-two pulses and its end.
+fn is_milestone(status: &str) -> bool {
+    matches!(
+        status.split_whitespace().nth(1),
+        Some("INITED" | "pulse" | "DONE")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interrupted_run_is_not_a_crash() {
+        let log = "==12== libFuzzer: run interrupted; exiting\nstat::number_of_executed_units: 5\n";
+        assert_eq!(outcome(false, log), Outcome::Interrupted);
+        assert_eq!(
+            outcome(
+                false,
+                "==12== ERROR: AddressSanitizer: heap-buffer-overflow"
+            ),
+            Outcome::Crash
+        );
+        assert_eq!(outcome(true, ""), Outcome::Done);
+    }
+
+    #[test]
+    fn status_lines_are_the_numbered_ones() {
+        let pulse = "#1048576\tpulse  cov: 812 ft: 3120 corp: 2870/1Mb exec/s: 1100 rss: 450Mb";
+        assert_eq!(status_line(pulse), Some(pulse));
+        assert!(is_milestone(pulse));
+        assert!(!is_milestone(
+            "#1049001\tNEW    cov: 813 ft: 3121 corp: 2871/1Mb"
+        ));
+        assert_eq!(status_line("#define"), None);
+        assert_eq!(status_line("INFO: Seed: 42"), None);
+    }
 }
