@@ -1,7 +1,8 @@
 //! Fuzzes the link decoder: arbitrary bytes, fed in arbitrary pieces.
 //!
 //! Oracles: no panic; each outcome consumes input (progress); every frame
-//! that decodes re-encodes and decodes to the same message.
+//! that decodes re-encodes and decodes to the same message and header
+//! (message id, sequence number, request id and payload length).
 
 #![no_main]
 
@@ -28,7 +29,7 @@ fuzz_target!(|input: &[u8]| {
                         .expect("a decoded message re-encodes");
                     let again = decode_frame(&mut wire[..len - 1]).expect("a re-encoded frame decodes");
                     assert_eq!(again.message, frame.message);
-                    assert_eq!(again.header.seq, header.seq);
+                    assert_eq!(again.header, header);
                     rest = remaining;
                 }
                 FeedResult::Error { remaining, .. } => rest = remaining,
