@@ -13,8 +13,8 @@
 //! predicts on it, equal to the CPU (`tests/python/tf_fault_fit.py`).
 //! `docs/reliability.md` has the table.
 //!
-//! `cargo test` runs each fault once and each transport at least once (9
-//! cases, about 2 minutes); the cases marked ignored complete the grid
+//! `cargo test` runs each fault once and each transport but `serial:` at
+//! least once (11 cases, about 2 minutes); the cases marked ignored complete the grid
 //! (`cargo xtask test --fault-matrix`, or `-- --include-ignored`).
 
 use std::io::{BufRead, BufReader};
@@ -149,7 +149,7 @@ enum Fault {
 impl Device {
     fn start(transport: Transport, fault: Fault) -> Self {
         match transport {
-            // One BAR file per case: the cases run in parallel.
+            // One BAR file per case, so no case sees another's leftovers.
             Transport::Pcie => Self::Bar(ModelServer::start(&format!("fault-matrix-{fault:?}"))),
             Transport::Tcp => {
                 let server = ModelServer::start_link();
