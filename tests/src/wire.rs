@@ -2,7 +2,8 @@
 //! device's link, which breaks the wire on demand: it drops the
 //! connection, flips a bit in what the device sends next, or holds that
 //! back for a while. One client at a time; each gets a fresh upstream
-//! from `connect`.
+//! from `connect`. It can also record what passes, each way (the fuzz
+//! seeds of `tests/tests/fuzz_seeds.rs`).
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -20,6 +21,34 @@ struct Control {
     corrupt_next: AtomicBool,
     /// Milliseconds to hold the device's next bytes back.
     delay_next_ms: AtomicU64,
+    recording: Mutex<Option<Recording>>,
+}
+
+/// The bytes that passed the wire, each way, up to a cap.
+#[derive(Clone, Debug, Default)]
+pub struct Recording {
+    /// What the host sent (its requests).
+    pub from_host: Vec<u8>,
+    /// What the device sent (answers and notifications).
+    pub from_device: Vec<u8>,
+    cap: usize,
+}
+
+impl Control {
+    fn record(&self, from_host: bool, bytes: &[u8]) {
+        if let Ok(mut recording) = self.recording.lock()
+            && let Some(r) = recording.as_mut()
+        {
+            let cap = r.cap;
+            let log = if from_host {
+                &mut r.from_host
+            } else {
+                &mut r.from_device
+            };
+            let room = cap.saturating_sub(log.len());
+            log.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        }
+    }
 }
 
 /// A forwarder on `127.0.0.1:<port>`.
@@ -64,6 +93,27 @@ impl Wire {
         self.control.delay_next_ms.store(ms, Ordering::SeqCst);
     }
 
+    /// Starts recording what passes, up to `cap` bytes each way (what
+    /// came before is not kept).
+    pub fn record(&self, cap: usize) {
+        if let Ok(mut recording) = self.control.recording.lock() {
+            *recording = Some(Recording {
+                cap,
+                ..Recording::default()
+            });
+        }
+    }
+
+    /// What was recorded since [`record`](Self::record) (empty if never).
+    pub fn recorded(&self) -> Recording {
+        self.control
+            .recording
+            .lock()
+            .ok()
+            .and_then(|r| r.clone())
+            .unwrap_or_default()
+    }
+
     /// Flips one bit in the next bytes the device sends.
     pub fn corrupt_next(&self) {
         self.control.corrupt_next.store(true, Ordering::SeqCst);
@@ -81,9 +131,21 @@ fn forward(client: TcpStream, device: TcpStream, control: &Arc<Control>) -> io::
     let done = Arc::new(AtomicBool::new(false));
     let upstream = {
         let (mut from, mut to) = (client.try_clone()?, device.try_clone()?);
-        let done = Arc::clone(&done);
+        let (done, control) = (Arc::clone(&done), Arc::clone(control));
         std::thread::spawn(move || {
-            let _ = io::copy(&mut from, &mut to);
+            let mut chunk = [0u8; 4096];
+            loop {
+                let n = match from.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                };
+                control.record(true, &chunk[..n]);
+                if to.write_all(&chunk[..n]).is_err() {
+                    break;
+                }
+            }
             done.store(true, Ordering::SeqCst);
         })
     };
@@ -110,6 +172,7 @@ fn forward(client: TcpStream, device: TcpStream, control: &Arc<Control>) -> io::
         if control.corrupt_next.swap(false, Ordering::SeqCst) {
             chunk[n / 2] ^= 0x10;
         }
+        control.record(false, &chunk[..n]);
         if to.write_all(&chunk[..n]).is_err() {
             break;
         }

@@ -17,8 +17,8 @@ struct Target {
     /// libFuzzer's `-max_len`.
     max_len: u32,
     /// Real inputs to start from: every file of this directory (relative
-    /// to the root), each behind every one of these first bytes.
-    seeds: Option<(&'static str, &'static [u8])>,
+    /// to the root), once behind each of these prefixes.
+    seeds: Option<(&'static str, &'static [&'static [u8]])>,
 }
 
 /// Every fuzz target.
@@ -27,13 +27,16 @@ const TARGETS: &[Target] = &[
         dir: "core/fuzz",
         name: "link_decoder",
         max_len: 8192,
-        seeds: None,
+        // Frames TF's traffic carried (tests/tests/fuzz_seeds.rs), fed in
+        // pieces of 255 and of 5 bytes.
+        seeds: Some(("core/fuzz/seeds/link_decoder", &[&[255], &[5]])),
     },
     Target {
         dir: "model-fpga/fuzz",
         name: "op_server",
         max_len: 8192,
-        seeds: None,
+        // The requests TF sent, in both link modes (tests/tests/fuzz_seeds.rs).
+        seeds: Some(("model-fpga/fuzz/seeds/op_server", &[&[]])),
     },
     Target {
         dir: "model-fpga/fuzz",
@@ -53,7 +56,7 @@ const TARGETS: &[Target] = &[
         max_len: 8192,
         // The GraphDefs TF handed the pass; 1: as they are, 3: preserving
         // the last node.
-        seeds: Some(("host-bridge/src/graph/testdata", &[1, 3])),
+        seeds: Some(("host-bridge/src/graph/testdata", &[&[1], &[3]])),
     },
     Target {
         dir: "host-bridge/fuzz",
@@ -152,7 +155,7 @@ fn fuzz(budget: &str, filter: Option<&str>) -> Result<()> {
 }
 
 /// Copies every file of `from` into `corpus`, once behind each prefix.
-fn seed(from: &std::path::Path, corpus: &std::path::Path, prefixes: &[u8]) -> Result<()> {
+fn seed(from: &std::path::Path, corpus: &std::path::Path, prefixes: &[&[u8]]) -> Result<()> {
     std::fs::create_dir_all(corpus)?;
     for entry in std::fs::read_dir(from).with_context(|| format!("seeds in {}", from.display()))? {
         let path = entry?.path();
@@ -161,8 +164,9 @@ fn seed(from: &std::path::Path, corpus: &std::path::Path, prefixes: &[u8]) -> Re
             .file_stem()
             .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
         for prefix in prefixes {
-            let seed = [&[*prefix][..], &bytes].concat();
-            std::fs::write(corpus.join(format!("seed-{stem}-{prefix}")), seed)?;
+            let seed = [prefix, &bytes[..]].concat();
+            let tag: String = prefix.iter().map(|b| format!("-{b}")).collect();
+            std::fs::write(corpus.join(format!("seed-{stem}{tag}")), seed)?;
         }
     }
     Ok(())

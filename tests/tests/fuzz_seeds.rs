@@ -1,0 +1,232 @@
+//! Fuzz seeds from real traffic: TensorFlow with our plugin running a
+//! Keras MLP's `predict` under the profiler (`tf_qemu_mlp.py`) on the
+//! firmware under QEMU, in both link modes: `mcu-tcp:` (op-level) and
+//! `tcp:` (remote-bus). A [`Wire`] records both directions.
+//!
+//! `cargo xtask fuzz` starts `link_decoder` from the frames of both
+//! directions and `op_server` from the host's requests
+//! (`docs/reliability.md`).
+//!
+//! `record_the_seeds` rewrites the checked-in seeds, so it is ignored:
+//! `cargo test -p tensorplug-tests --test fuzz_seeds -- --ignored`. The
+//! other test checks the seeds that are checked in.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use tensorplug_core::link::{Decoder, FeedResult, HEADER_LEN, Message, MessageId, decode_frame};
+use tensorplug_tests::qemu::Qemu;
+use tensorplug_tests::wire::{Recording, Wire};
+use tensorplug_tests::{expect_success, plugin_path, python, scratch_dir, workspace_root};
+
+/// `link_decoder`'s seeds: whole frames as on the wire.
+const LINK_SEEDS: &str = "core/fuzz/seeds/link_decoder";
+/// `op_server`'s seeds: the host's requests as `[id, len u16 LE, payload]`.
+const OP_SERVER_SEEDS: &str = "model-fpga/fuzz/seeds/op_server";
+/// Both targets' `-max_len` (`xtask/src/fuzz.rs`), less `link_decoder`'s
+/// first byte (the piece size).
+const MAX_SEED: usize = 8191;
+/// Seeds kept per direction and mode.
+const PER_STREAM: usize = 12;
+/// Bytes recorded per direction.
+const RECORD_CAP: usize = 4 << 20;
+
+/// One frame on the wire (delimiter included) and its message id.
+struct WireFrame<'a> {
+    bytes: &'a [u8],
+    id: u8,
+}
+
+/// The whole frames at the start of `stream`. A recording cut by its cap
+/// ends in part of a frame, which is left out.
+///
+/// # Panics
+/// On bytes that do not decode: real traffic is clean.
+fn frames(stream: &[u8]) -> Vec<WireFrame<'_>> {
+    let mut decoder = Decoder::new();
+    let (mut frames, mut start, mut rest) = (Vec::new(), 0, stream);
+    loop {
+        match decoder.feed(rest) {
+            FeedResult::Consumed => return frames,
+            FeedResult::Frame { frame, remaining } => {
+                let end = stream.len() - remaining.len();
+                frames.push(WireFrame {
+                    bytes: &stream[start..end],
+                    id: frame.header.message_id,
+                });
+                (start, rest) = (end, remaining);
+            }
+            FeedResult::Error { error, .. } => panic!("a bad frame at byte {start}: {error}"),
+        }
+    }
+}
+
+/// Runs of consecutive whole frames, each at most [`MAX_SEED`] bytes: the
+/// first, then each that carries a message kind no earlier one did, up to
+/// [`PER_STREAM`].
+fn seeds(stream: &[u8]) -> Vec<Vec<u8>> {
+    let mut runs: Vec<(Vec<u8>, BTreeSet<u8>)> = vec![Default::default()];
+    for frame in frames(stream) {
+        if frame.bytes.len() > MAX_SEED {
+            continue;
+        }
+        let last = runs.last_mut().expect("one run at least");
+        if last.0.len() + frame.bytes.len() > MAX_SEED {
+            runs.push(Default::default());
+        }
+        let last = runs.last_mut().expect("one run at least");
+        last.0.extend_from_slice(frame.bytes);
+        last.1.insert(frame.id);
+    }
+    let mut seen = BTreeSet::new();
+    let mut kept = Vec::new();
+    for (i, (bytes, ids)) in runs.into_iter().enumerate() {
+        let new = !ids.is_subset(&seen);
+        seen.extend(ids);
+        if (i == 0 || new) && !bytes.is_empty() && kept.len() < PER_STREAM {
+            kept.push(bytes);
+        }
+    }
+    kept
+}
+
+/// `frames`' requests as `op_server`'s chunks: `[id, len u16 LE, payload]`.
+///
+/// # Panics
+/// On a frame that is not a request: the host sends only requests.
+fn op_server_chunks(frames_bytes: &[u8]) -> Vec<u8> {
+    let mut chunks = Vec::new();
+    for frame in frames(frames_bytes) {
+        let mut buf = frame.bytes[..frame.bytes.len() - 1].to_vec();
+        let header = decode_frame(&mut buf).expect("a whole frame").header;
+        let payload = &buf[HEADER_LEN..HEADER_LEN + usize::from(header.payload_len)];
+        Message::decode_request(header.message_id, payload).expect("a request");
+        chunks.push(header.message_id);
+        chunks.extend_from_slice(&header.payload_len.to_le_bytes());
+        chunks.extend_from_slice(payload);
+    }
+    chunks
+}
+
+/// The requests in `op_server`'s chunks, or why they are not.
+fn parse_chunks(mut input: &[u8]) -> Result<Vec<u8>, String> {
+    let mut ids = Vec::new();
+    while let [id, lo, hi, tail @ ..] = input {
+        let len = usize::from(u16::from_le_bytes([*lo, *hi]));
+        let payload = tail.get(..len).ok_or("a chunk runs past the end")?;
+        Message::decode_request(*id, payload).map_err(|e| format!("request {id}: {e}"))?;
+        ids.push(*id);
+        input = &tail[len..];
+    }
+    if input.is_empty() {
+        Ok(ids)
+    } else {
+        Err(format!("{} bytes after the last chunk", input.len()))
+    }
+}
+
+/// The traffic of `tf_qemu_mlp.py` on a device `scheme` (`mcu-tcp` or
+/// `tcp`) on the firmware under QEMU.
+fn record(scheme: &str) -> Recording {
+    let qemu = Qemu::boot_firmware().expect("QEMU boots the firmware");
+    assert!(qemu.wait_for_log("tensorplug firmware", Duration::from_secs(10)));
+    let uart = qemu.uart.try_clone().expect("the UART's socket");
+    let wire = Wire::start(move || uart.try_clone()).expect("the wire");
+    wire.record(RECORD_CAP);
+    let logdir = scratch_dir(&format!("fuzz-seeds-{scheme}"));
+    let item = format!("{scheme}:127.0.0.1:{}", wire.port);
+    // The script reads TF's placement log, which needs log level 0.
+    let out = Command::new(python())
+        .arg(workspace_root().join("tests/python/tf_qemu_mlp.py"))
+        .arg(&logdir)
+        .env("TF_CPP_MIN_LOG_LEVEL", "0")
+        .env("TF_PLUGGABLE_DEVICE_LIBRARY_PATH", plugin_path())
+        .env("TENSORPLUG_DEVICE", &item)
+        .output()
+        .expect("cannot start python");
+    expect_success(&out, &format!("tf_qemu_mlp.py on {item}"));
+    wire.recorded()
+}
+
+/// Empties `dir` (relative to the workspace root) and returns it.
+fn fresh_dir(dir: &str) -> PathBuf {
+    let dir = workspace_root().join(dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("the seed directory");
+    dir
+}
+
+#[test]
+#[ignore = "rewrites the checked-in fuzz seeds: run by hand after a change to the link"]
+fn record_the_seeds() {
+    let (link, ops) = (fresh_dir(LINK_SEEDS), fresh_dir(OP_SERVER_SEEDS));
+    for (scheme, mode) in [("mcu-tcp", "op-level"), ("tcp", "remote-bus")] {
+        let recording = record(scheme);
+        for (side, stream) in [
+            ("host", &recording.from_host),
+            ("device", &recording.from_device),
+        ] {
+            for (i, seed) in seeds(stream).iter().enumerate() {
+                let name = format!("{mode}-{side}-{i:02}.bin");
+                std::fs::write(link.join(&name), seed).expect("write a seed");
+                if side == "host" {
+                    let chunks = op_server_chunks(seed);
+                    std::fs::write(ops.join(format!("{mode}-{i:02}.bin")), chunks)
+                        .expect("write a seed");
+                }
+            }
+        }
+    }
+}
+
+/// Every file of `dir`, sorted.
+fn files(dir: &str) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<_> = std::fs::read_dir(workspace_root().join(dir))
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
+        .map(|e| {
+            let path = e.expect("an entry").path();
+            let name = path
+                .file_name()
+                .expect("a name")
+                .to_string_lossy()
+                .into_owned();
+            (name, std::fs::read(&path).expect("a seed"))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn the_seeds_are_whole_frames_of_both_modes() {
+    let mut ids = BTreeSet::new();
+    for (name, bytes) in files(LINK_SEEDS) {
+        assert!(bytes.len() <= MAX_SEED, "{name}: {} bytes", bytes.len());
+        let frames = frames(&bytes);
+        let whole: usize = frames.iter().map(|f| f.bytes.len()).sum();
+        assert_eq!(whole, bytes.len(), "{name} ends inside a frame");
+        assert!(!frames.is_empty(), "{name} holds no frame");
+        ids.extend(frames.iter().map(|f| f.id));
+    }
+    // Both modes, both directions, and the profiler's traffic.
+    for id in [
+        MessageId::Hello,
+        MessageId::Submit,
+        MessageId::WriteMemory,
+        MessageId::ReadRegister,
+        MessageId::SetProfiling,
+    ] {
+        assert!(ids.contains(&(id as u8)), "no {id:?} in the seeds");
+    }
+    assert!(ids.iter().any(|&id| id >= 0x80), "no answer in the seeds");
+
+    let op_seeds = files(OP_SERVER_SEEDS);
+    assert!(!op_seeds.is_empty(), "no op_server seed");
+    for (name, bytes) in op_seeds {
+        assert!(bytes.len() <= MAX_SEED + 1, "{name}: {} bytes", bytes.len());
+        let requests = parse_chunks(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(!requests.is_empty(), "{name} holds no request");
+    }
+}
