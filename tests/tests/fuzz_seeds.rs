@@ -4,7 +4,10 @@
 //! `tcp:` (remote-bus). A [`Wire`] records both directions.
 //!
 //! `cargo xtask fuzz` starts `link_decoder` from the frames of both
-//! directions and `op_server` from the host's requests
+//! directions, `op_server` from the host's requests, and `spi_frames` from
+//! the SPI traffic those op-level requests make when replayed as the
+//! firmware serves them: the driver's chip-select windows (device end),
+//! and the FPGA model's answers to `spi_frames`' own calls (host end)
 //! (`docs/reliability.md`).
 //!
 //! `record_the_seeds` rewrites the checked-in seeds, so it is ignored:
@@ -25,6 +28,8 @@ use tensorplug_tests::{expect_success, plugin_path, python, scratch_dir, workspa
 const LINK_SEEDS: &str = "core/fuzz/seeds/link_decoder";
 /// `op_server`'s seeds: the host's requests as `[id, len u16 LE, payload]`.
 const OP_SERVER_SEEDS: &str = "model-fpga/fuzz/seeds/op_server";
+/// `spi_frames`' seeds, with their first byte (even: device end).
+const SPI_SEEDS: &str = "model-fpga/fuzz/seeds/spi_frames";
 /// Both targets' `-max_len` (`xtask/src/fuzz.rs`), less `link_decoder`'s
 /// first byte (the piece size).
 const MAX_SEED: usize = 8191;
@@ -161,7 +166,11 @@ fn fresh_dir(dir: &str) -> PathBuf {
 #[test]
 #[ignore = "rewrites the checked-in fuzz seeds: run by hand after a change to the link"]
 fn record_the_seeds() {
-    let (link, ops) = (fresh_dir(LINK_SEEDS), fresh_dir(OP_SERVER_SEEDS));
+    let (link, ops, spi) = (
+        fresh_dir(LINK_SEEDS),
+        fresh_dir(OP_SERVER_SEEDS),
+        fresh_dir(SPI_SEEDS),
+    );
     for (scheme, mode) in [("mcu-tcp", "op-level"), ("tcp", "remote-bus")] {
         let recording = record(scheme);
         for (side, stream) in [
@@ -178,7 +187,13 @@ fn record_the_seeds() {
                 }
             }
         }
+        if mode == "op-level" {
+            for (i, seed) in spi::device_end(&recording.from_host).iter().enumerate() {
+                std::fs::write(spi.join(format!("device-{i:02}.bin")), seed).expect("write");
+            }
+        }
     }
+    std::fs::write(spi.join("host.bin"), spi::host_end()).expect("write a seed");
 }
 
 /// Every file of `dir`, sorted.
@@ -222,11 +237,216 @@ fn the_seeds_are_whole_frames_of_both_modes() {
     }
     assert!(ids.iter().any(|&id| id >= 0x80), "no answer in the seeds");
 
+    let spi_seeds = files(SPI_SEEDS);
+    assert!(spi_seeds.len() >= 2, "no spi_frames seeds for both ends");
+    for (name, bytes) in spi_seeds {
+        assert!(bytes.len() <= MAX_SEED + 1, "{name}: {} bytes", bytes.len());
+        let (end, rest) = bytes.split_first().expect("not empty");
+        if end % 2 == 0 {
+            let windows = spi::parse_windows(rest).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(windows > 0, "{name} holds no window");
+        }
+    }
+
     let op_seeds = files(OP_SERVER_SEEDS);
     assert!(!op_seeds.is_empty(), "no op_server seed");
     for (name, bytes) in op_seeds {
         assert!(bytes.len() <= MAX_SEED + 1, "{name}: {} bytes", bytes.len());
         let requests = parse_chunks(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(!requests.is_empty(), "{name} holds no request");
+    }
+}
+
+/// `spi_frames`' seeds.
+mod spi {
+    use embedded_hal::spi::{ErrorType, Operation, SpiDevice};
+    use tensorplug_core::link::server::DriverEvents;
+    use tensorplug_core::link::{
+        Decoder, FeedResult, MAX_ENCODED_FRAME_LEN, Message, OpServer, Session,
+    };
+    use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
+    use tensorplug_device_fpga::transport::Transport as _;
+    use tensorplug_device_fpga::transport::link::LinkServer;
+    use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
+    use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
+    use tensorplug_model_fpga::model::{AlignedMemory, HostClock, Model, ModelConfig, NoHostBus};
+
+    use super::MAX_SEED;
+
+    /// The model as `spi_frames` and `op_server` build it (64 KiB).
+    fn model() -> Model<AlignedMemory, NoHostBus, HostClock> {
+        let config = ModelConfig::default();
+        Model::new(
+            AlignedMemory::zeroed(1 << 16),
+            NoHostBus,
+            HostClock::new(config.timing.freq_hz),
+            config,
+            false,
+        )
+        .expect("the model takes 64 KiB")
+    }
+
+    /// An SPI device in front of `inner` that keeps every chip-select
+    /// window as `spi_frames`' device-end chunks (`[op, len, bytes]`, bit
+    /// 7 of `op`: the window goes on), and every byte the device sent.
+    struct Recorder<D> {
+        inner: D,
+        windows: Vec<Vec<u8>>,
+        miso: Vec<u8>,
+    }
+
+    impl<D: SpiDevice> ErrorType for Recorder<D> {
+        type Error = D::Error;
+    }
+
+    impl<D: SpiDevice> SpiDevice for Recorder<D> {
+        fn transaction(&mut self, ops: &mut [Operation<'_, u8>]) -> Result<(), D::Error> {
+            let mut chunks: Vec<(u8, Vec<u8>)> = Vec::new();
+            for op in ops.iter() {
+                let (code, data) = match op {
+                    Operation::Write(d) => (0, d.to_vec()),
+                    Operation::Read(b) => (1, vec![0; b.len()]),
+                    Operation::Transfer(r, w) => {
+                        let mut d = w.to_vec();
+                        d.resize(r.len().max(w.len()), 0);
+                        (2, d)
+                    }
+                    Operation::TransferInPlace(b) => (3, b.to_vec()),
+                    Operation::DelayNs(_) => continue,
+                };
+                // The slave takes a window's bytes as one stream, so a long
+                // operation may be cut into pieces of up to 255 bytes.
+                chunks.extend(data.chunks(255).map(|piece| (code, piece.to_vec())));
+            }
+            self.inner.transaction(ops)?;
+            for op in ops.iter() {
+                match op {
+                    Operation::Read(b) | Operation::TransferInPlace(b) => {
+                        self.miso.extend_from_slice(b);
+                    }
+                    Operation::Transfer(r, _) => self.miso.extend_from_slice(r),
+                    Operation::Write(_) | Operation::DelayNs(_) => {}
+                }
+            }
+            let last = chunks.len().saturating_sub(1);
+            let mut window = Vec::new();
+            for (i, (code, piece)) in chunks.into_iter().enumerate() {
+                let len = u8::try_from(piece.len()).expect("pieces of 255 at most");
+                window.extend([if i < last { code | 0x80 } else { code }, len]);
+                window.extend_from_slice(&piece);
+            }
+            self.windows.push(window);
+            Ok(())
+        }
+    }
+
+    /// The chip-select windows the firmware's driver makes serving the
+    /// op-level requests of `from_host`, as `OpServer` on the reference
+    /// driver over SPI to the model (`op_server`'s setup), cut into seeds
+    /// of whole windows: the device end (first byte 0).
+    pub fn device_end(from_host: &[u8]) -> Vec<Vec<u8>> {
+        let spi = Recorder {
+            inner: SpiSlave::new(model()),
+            windows: Vec::new(),
+            miso: Vec::new(),
+        };
+        let transport = SpiTransport::new(spi, SpiConfig::default());
+        let Ok(mut driver) =
+            Driver::<_, _>::new(transport, StdClock::default(), DriverConfig::default())
+        else {
+            panic!("the driver brings the model up");
+        };
+        let (mut session, mut port) = (Session::new(), model());
+        let mut ops = Box::new(OpServer::<16>::new().with_window(8));
+        let mut bus = LinkServer::new();
+        let mut decoder = Box::new(Decoder::requests());
+        let mut out = vec![0u8; MAX_ENCODED_FRAME_LEN];
+        let mut send = |_: &[u8]| {};
+        let mut rest = from_host;
+        loop {
+            match decoder.feed(rest) {
+                FeedResult::Consumed => break,
+                FeedResult::Frame { frame, remaining } => {
+                    rest = remaining;
+                    // Routed as the firmware routes them (firmware/src/main.rs).
+                    if frame.message.is_remote_bus()
+                        || matches!(frame.message, Message::Hello(_) | Message::Ping(_))
+                    {
+                        bus.answer_in(&mut session, &mut port, &frame, &mut out)
+                            .expect("an answer encodes");
+                    } else {
+                        ops.answer(
+                            &mut session,
+                            &mut driver,
+                            &mut DriverEvents,
+                            &frame,
+                            &mut send,
+                        )
+                        .expect("an answer encodes");
+                    }
+                }
+                FeedResult::Error { error, .. } => panic!("a recorded request: {error}"),
+            }
+            ops.poll(&mut session, &mut driver, &mut DriverEvents, &mut send)
+                .expect("a completion encodes");
+        }
+        let windows = std::mem::take(&mut driver.transport_mut().device_mut().windows);
+        let mut seeds = vec![vec![0u8]];
+        for window in windows {
+            let last = seeds.last_mut().expect("one seed at least");
+            if last.len() + window.len() > MAX_SEED + 1 {
+                seeds.push(vec![0u8]);
+            }
+            seeds.last_mut().expect("one seed at least").extend(window);
+        }
+        seeds.retain(|s| s.len() > 1);
+        seeds.truncate(super::PER_STREAM);
+        seeds
+    }
+
+    /// What the model answers to `spi_frames`' host-end calls (its
+    /// `host_end`), as the MISO bytes of that end's seed (first byte 1).
+    pub fn host_end() -> Vec<u8> {
+        let spi = Recorder {
+            inner: SpiSlave::new(model()),
+            windows: Vec::new(),
+            miso: Vec::new(),
+        };
+        let config = SpiConfig {
+            max_busy_polls: 64,
+            ..SpiConfig::default()
+        };
+        let mut host = SpiTransport::new(spi, config);
+        host.read_reg(0x10).expect("a register reads");
+        host.write_reg(0x14, 7).expect("a register writes");
+        let mut buf = [0u8; 2100];
+        host.read_mem(0x40, &mut buf).expect("memory reads");
+        host.write_mem(0x40, &[0x5A; 1500]).expect("memory writes");
+        let mut seed = vec![1u8];
+        seed.extend_from_slice(&host.device_mut().miso);
+        seed.truncate(MAX_SEED + 1);
+        seed
+    }
+
+    /// The device-end windows in `input`, or why it is not whole chunks.
+    pub fn parse_windows(mut input: &[u8]) -> Result<usize, String> {
+        let mut windows = 0;
+        while let [op, len, rest @ ..] = input {
+            let len = usize::from(*len);
+            if rest.len() < len {
+                return Err("a chunk runs past the end".into());
+            }
+            input = &rest[len..];
+            if op & 0x80 == 0 {
+                windows += 1;
+            } else if input.is_empty() {
+                return Err("the last window is left open".into());
+            }
+        }
+        if input.is_empty() {
+            Ok(windows)
+        } else {
+            Err(format!("{} bytes after the last chunk", input.len()))
+        }
     }
 }

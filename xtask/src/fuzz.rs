@@ -42,7 +42,8 @@ const TARGETS: &[Target] = &[
         dir: "model-fpga/fuzz",
         name: "spi_frames",
         max_len: 8192,
-        seeds: None,
+        // Both ends' traffic in a TF session (tests/tests/fuzz_seeds.rs).
+        seeds: Some(("model-fpga/fuzz/seeds/spi_frames", &[&[]])),
     },
     Target {
         dir: "model-fpga/fuzz",
