@@ -13,10 +13,10 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use driver_suite::Fixture;
-use tensorplug_core::link::{Encoder, Message, Ping};
+use tensorplug_core::link::{Encoder, LinkErrorKind, Message, Ping};
 use tensorplug_device_fpga::driver::{Driver, StdClock};
 use tensorplug_device_fpga::transport::link::LinkTransport;
-use tensorplug_device_fpga::transport::{Error, Transport};
+use tensorplug_device_fpga::transport::{Error, ErrorKind, Transport};
 use tensorplug_model_fpga::model::host::{ServeControl, serve_link};
 use tensorplug_model_fpga::model::{
     AlignedMemory, Faults, HostClock, Model, ModelConfig, NoHostBus,
@@ -153,11 +153,13 @@ fn device_errors_and_a_dead_peer_are_transport_errors_not_hangs() {
 }
 
 /// The host's end of the wire: it flips one bit of the next frame written,
-/// as a noisy UART would, or goes silent (reads time out, writes are
-/// counted and dropped), as a frozen device looks.
+/// as a noisy UART would, cuts the next bytes read short (a delimiter
+/// where a byte was), or goes silent (reads time out, writes are counted
+/// and dropped), as a frozen device looks.
 struct Wire {
     stream: TcpStream,
     corrupt_next: bool,
+    cut_next_read: bool,
     muted: bool,
     writes_muted: usize,
 }
@@ -167,6 +169,7 @@ impl Wire {
         Self {
             stream,
             corrupt_next: false,
+            cut_next_read: false,
             muted: false,
             writes_muted: 0,
         }
@@ -178,7 +181,11 @@ impl std::io::Read for Wire {
         if self.muted {
             return Err(std::io::ErrorKind::TimedOut.into());
         }
-        self.stream.read(buf)
+        let n = self.stream.read(buf)?;
+        if n > 4 && std::mem::take(&mut self.cut_next_read) {
+            buf[3] = 0;
+        }
+        Ok(n)
     }
 }
 
@@ -241,6 +248,18 @@ fn a_request_corrupted_on_the_wire_fails_at_once_and_the_link_goes_on() {
         start.elapsed()
     );
     assert_eq!(link.read_reg(0).expect("the next request works"), id);
+}
+
+#[test]
+fn an_answer_cut_short_on_the_wire_is_a_bad_frame_not_a_rejection() {
+    let (_server, stream) = Server::start();
+    let mut link = LinkTransport::connect(Wire::new(stream), TIMEOUT_MS).expect("handshake");
+    link.read_reg(0).expect("ID register");
+    link_stream(&mut link).cut_next_read = true;
+    let err = link.read_reg(0).unwrap_err();
+    assert_eq!(err, Error::BadFrame(LinkErrorKind::Truncated));
+    assert_eq!(err.kind(), ErrorKind::Crc);
+    assert!(err.to_string().contains("damaged on the wire"), "{err}");
 }
 
 fn link_stream(link: &mut LinkTransport<Wire>) -> &mut Wire {

@@ -58,6 +58,8 @@ struct Pty {
     path: String,
     /// Kept open so that the slave's path stays valid between openings.
     _slave: serialport::TTYPort,
+    /// Flip one bit in the next bytes the device sends.
+    corrupt_next: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Pty {
@@ -76,6 +78,8 @@ impl Pty {
         );
         let closed = std::sync::Arc::new(AtomicBool::new(false));
         let closing = closed.clone();
+        let corrupt_next = std::sync::Arc::new(AtomicBool::new(false));
+        let corrupt = corrupt_next.clone();
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             // Why the forwarding ended, for a case that fails: the tty's
@@ -84,6 +88,9 @@ impl Pty {
                 match from_uart.read(&mut buf) {
                     Ok(0) => break "the UART closed".to_string(),
                     Ok(n) => {
+                        if corrupt.swap(false, Ordering::SeqCst) {
+                            buf[n / 2] ^= 0x10;
+                        }
                         if let Err(e) = to_tty.write_all(&buf[..n]) {
                             break format!("writing to the pty's master: {e}");
                         }
@@ -112,6 +119,7 @@ impl Pty {
         Self {
             path,
             _slave: slave,
+            corrupt_next,
         }
     }
 }
@@ -198,12 +206,18 @@ impl Device {
             (Self::Bar(s) | Self::Link(s, _), Fault::Kill) => s.kill(),
             (Self::Bar(s) | Self::Link(s, _), Fault::Freeze) => s.freeze(true),
             (Self::Firmware(qemu, ..) | Self::SerialFirmware(qemu, ..), Fault::Kill) => qemu.kill(),
-            (Self::Firmware(qemu, ..), Fault::Freeze) => qemu.freeze(true),
+            (Self::Firmware(qemu, ..) | Self::SerialFirmware(qemu, ..), Fault::Freeze) => {
+                qemu.freeze(true);
+            }
             (Self::Link(_, wire) | Self::Firmware(_, wire, _), Fault::Drop) => {
                 wire.drop_connection();
             }
             (Self::Link(_, wire) | Self::Firmware(_, wire, _), Fault::Corrupt) => {
                 wire.corrupt_next();
+            }
+            (Self::SerialFirmware(_, pty, _), Fault::Corrupt) => {
+                pty.corrupt_next
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
             }
             (Self::Firmware(qemu, ..) | Self::SerialFirmware(qemu, ..), Fault::Reset) => {
                 qemu.system_reset()
@@ -370,7 +384,7 @@ fn case(transport: Transport, fault: Fault) {
         .cloned()
         .unwrap_or_default();
     match (transport, fault) {
-        (Transport::Tcp | Transport::Mcu, Fault::Freeze) => assert!(
+        (Transport::Tcp | Transport::Mcu | Transport::McuSerial, Fault::Freeze) => assert!(
             message.contains(&format!("within {TIMEOUT_MS} ms")),
             "{what}: the link's answer budget is not TENSORPLUG_TIMEOUT_MS: {message}"
         ),
@@ -487,6 +501,24 @@ fn mcu_serial_board_reset_mid_fit() {
 #[ignore = "full grid only: cargo xtask test --fault-matrix"]
 fn mcu_serial_firmware_killed_mid_fit() {
     case(Transport::McuSerial, Fault::Kill);
+}
+
+#[test]
+#[ignore = "full grid only: cargo xtask test --fault-matrix"]
+fn mcu_serial_firmware_frozen_mid_fit() {
+    case(Transport::McuSerial, Fault::Freeze);
+}
+
+#[test]
+#[ignore = "full grid only: cargo xtask test --fault-matrix"]
+fn mcu_serial_bytes_corrupted_mid_fit() {
+    case(Transport::McuSerial, Fault::Corrupt);
+}
+
+#[test]
+#[ignore = "full grid only: cargo xtask test --fault-matrix"]
+fn mcu_remote_bus_serial_bytes_corrupted_mid_fit() {
+    case(Transport::McuBusSerial, Fault::Corrupt);
 }
 
 #[test]

@@ -1,5 +1,7 @@
 //! The one error type every [`Transport`](super::Transport) returns.
 
+use tensorplug_core::link::LinkErrorKind;
+
 /// Which side of an SPI exchange a CRC failure was seen on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -100,6 +102,10 @@ pub enum Error {
     /// The device restarted (link transport): its memory and state are
     /// gone, so the link fails every call until it is reopened.
     Restarted,
+    /// A frame from the device did not decode, for a reason other than its
+    /// CRC (that is [`Crc`](Self::Crc)) (link transport): cut short or run
+    /// together on the wire, or the device out of protocol.
+    BadFrame(LinkErrorKind),
 }
 
 /// Category of an [`Error`], in the embedded-hal style.
@@ -107,7 +113,8 @@ pub enum Error {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
 pub enum ErrorKind {
-    /// Data was corrupted on the wire (CRC mismatch).
+    /// Data was damaged on the wire (a CRC mismatch, or a frame cut
+    /// short or run into the next).
     Crc,
     /// The peer spoke out of protocol, or rejected a malformed request.
     Framing,
@@ -135,6 +142,10 @@ impl Error {
             Self::Misaligned { .. } => ErrorKind::Misaligned,
             Self::Bus(_) => ErrorKind::Bus,
             Self::Unsupported => ErrorKind::Unsupported,
+            Self::BadFrame(
+                LinkErrorKind::Truncated | LinkErrorKind::Oversized | LinkErrorKind::Corrupt,
+            ) => ErrorKind::Crc,
+            Self::BadFrame(_) => ErrorKind::Framing,
         }
     }
 
@@ -178,6 +189,11 @@ impl core::fmt::Display for Error {
                 "the device restarted, and its memory with it: the link stays failed until \
                  it is reopened (in TF: restart the process)",
             ),
+            Self::BadFrame(kind) => write!(
+                f,
+                "a frame from the device did not decode: {}",
+                bad_frame_reason(*kind)
+            ),
             Self::Remote { code, detail } => write!(
                 f,
                 "the device answered with error {code} ({}), detail {detail:#x}",
@@ -188,6 +204,21 @@ impl core::fmt::Display for Error {
 }
 
 impl core::error::Error for Error {}
+
+/// Why a frame from the device did not decode, for people.
+const fn bad_frame_reason(kind: LinkErrorKind) -> &'static str {
+    match kind {
+        LinkErrorKind::Truncated => "it ended early (bytes lost or damaged on the wire)",
+        LinkErrorKind::Oversized => {
+            "no delimiter within the size limit (bytes lost or damaged on the wire)"
+        }
+        LinkErrorKind::Corrupt => "CRC mismatch",
+        LinkErrorKind::UnknownMessage => "a message this host does not know",
+        LinkErrorKind::Malformed => "its payload is malformed",
+        LinkErrorKind::Incompatible => "an incompatible protocol version",
+        _ => "it is not a frame of this protocol",
+    }
+}
 
 /// The name of a link-protocol `RemoteErrorCode`.
 fn remote_code_name(code: u16) -> &'static str {

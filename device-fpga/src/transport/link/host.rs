@@ -230,12 +230,13 @@ impl core::fmt::Display for LinkOpenError {
 
 impl std::error::Error for LinkOpenError {}
 
-/// A frame we received was bad: CRC → `Crc(Response)`, anything else is
-/// the peer speaking out of protocol.
+/// A frame we received was bad: CRC → `Crc(Response)`; anything else
+/// (cut short, run together, out of protocol) → `BadFrame`. Not
+/// `Rejected`: the device rejected nothing.
 fn frame_error(error: &LinkError) -> Error {
     match error.kind() {
         LinkErrorKind::Corrupt => Error::Crc(CrcSide::Response),
-        _ => Error::Rejected,
+        kind => Error::BadFrame(kind),
     }
 }
 
