@@ -254,12 +254,18 @@ fn a_request_corrupted_on_the_wire_fails_at_once_and_the_link_goes_on() {
 fn an_answer_cut_short_on_the_wire_is_a_bad_frame_not_a_rejection() {
     let (_server, stream) = Server::start();
     let mut link = LinkTransport::connect(Wire::new(stream), TIMEOUT_MS).expect("handshake");
-    link.read_reg(0).expect("ID register");
+    let id = link.read_reg(0).expect("ID register");
     link_stream(&mut link).cut_next_read = true;
     let err = link.read_reg(0).unwrap_err();
     assert_eq!(err, Error::BadFrame(LinkErrorKind::Truncated));
     assert_eq!(err.kind(), ErrorKind::Crc);
     assert!(err.to_string().contains("damaged on the wire"), "{err}");
+    // The rest of the damaged answer is not blamed on the next request.
+    assert_eq!(
+        link.read_reg(0),
+        Ok(id),
+        "the call after the damaged answer"
+    );
 }
 
 fn link_stream(link: &mut LinkTransport<Wire>) -> &mut Wire {

@@ -32,6 +32,8 @@ const HANDSHAKE_REQUIRED: u16 = RemoteErrorCode::HandshakeRequired as u16;
 /// tries again: a frozen device fails an op within about one timeout, not
 /// one per register the driver would read. Event batches the device
 /// streams are ignored: the driver reads the device's event ring itself.
+/// So is whatever arrived before a request was sent (the rest of a
+/// damaged answer): a bad frame fails only the call it answers.
 #[derive(Debug)]
 pub struct LinkTransport<S> {
     stream: S,
@@ -153,6 +155,8 @@ impl<S: Read + Write> LinkTransport<S> {
         self.stream.flush().map_err(io_error(self.timeout_ms))?;
         let hello = matches!(request, Message::Hello(_));
         let mut take = Some(take);
+        // A frame begun before the request went out is not its answer.
+        let mut skip_begun_frame = self.drop_stale_input();
         let mut chunk = [0u8; 4096];
         loop {
             let mut input = core::mem::take(&mut self.pending);
@@ -170,6 +174,11 @@ impl<S: Read + Write> LinkTransport<S> {
             while !rest.is_empty() {
                 match self.decoder.feed(rest) {
                     FeedResult::Consumed => rest = &[],
+                    FeedResult::Frame { remaining, .. } | FeedResult::Error { remaining, .. }
+                        if core::mem::take(&mut skip_begun_frame) =>
+                    {
+                        rest = remaining;
+                    }
                     FeedResult::Frame { frame, remaining } => {
                         rest = remaining;
                         if frame.header.request_id == NO_REQUEST
@@ -207,6 +216,24 @@ impl<S: Read + Write> LinkTransport<S> {
                 }
             }
         }
+    }
+
+    /// Feeds the bytes read before this request to the decoder and drops
+    /// what they make (the rest of a damaged answer, a stale one, a
+    /// notification): none of it answers the request. True when a frame
+    /// is left half read, whose end is not the answer either.
+    fn drop_stale_input(&mut self) -> bool {
+        let stale = core::mem::take(&mut self.pending);
+        let mut rest: &[u8] = &stale;
+        while !rest.is_empty() {
+            rest = match self.decoder.feed(rest) {
+                FeedResult::Consumed => &[],
+                FeedResult::Frame { remaining, .. } | FeedResult::Error { remaining, .. } => {
+                    remaining
+                }
+            };
+        }
+        self.decoder.buffered() > 0
     }
 }
 

@@ -1,0 +1,88 @@
+//! `LinkTransport` against scripted bytes: which answer a call takes when
+//! the stream holds more than its answer.
+#![cfg(feature = "std")]
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+
+use tensorplug_core::link::{
+    Encoder, Hello, LinkErrorKind, MAX_ENCODED_FRAME_LEN, Message, RegisterValue,
+};
+use tensorplug_device_fpga::transport::link::LinkTransport;
+use tensorplug_device_fpga::transport::{Error, Transport};
+
+/// Each `read` returns the next scripted chunk; writes are dropped.
+struct Script(VecDeque<Vec<u8>>);
+
+impl Read for Script {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let chunk = self.0.pop_front().ok_or(io::ErrorKind::TimedOut)?;
+        assert!(chunk.len() <= buf.len(), "a chunk longer than a read");
+        buf[..chunk.len()].copy_from_slice(&chunk);
+        Ok(chunk.len())
+    }
+}
+
+impl Write for Script {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The device's frame answering request `id`.
+fn answer(device: &mut Encoder, id: u16, message: &Message<'_>) -> Vec<u8> {
+    let mut out = vec![0; MAX_ENCODED_FRAME_LEN];
+    let len = device.response(id, message, &mut out).expect("encodes");
+    out.truncate(len);
+    out
+}
+
+fn register(value: u32) -> Message<'static> {
+    Message::RegisterValue(RegisterValue { offset: 0, value })
+}
+
+/// Request ids: 1 is the handshake, then one per call.
+fn connect(device: &mut Encoder, chunks: Vec<Vec<u8>>) -> LinkTransport<Script> {
+    let mut script = VecDeque::from(chunks);
+    script.push_front(answer(device, 1, &Message::HelloAck(Hello::ours())));
+    LinkTransport::connect(Script(script), 1000).expect("handshake")
+}
+
+#[test]
+fn the_end_of_a_frame_begun_before_a_request_is_not_its_answer() {
+    let mut device = Encoder::new();
+    let first = answer(&mut device, 2, &register(7));
+    // A damaged frame (a bit flipped), its start read with the first
+    // answer and its end only after the next request went out.
+    let mut damaged = answer(&mut device, 2, &register(8));
+    let cut = damaged.len() / 2;
+    damaged[cut + 1] ^= 0x80;
+    assert_ne!(damaged[cut + 1], 0, "still one frame");
+    let second = answer(&mut device, 3, &register(9));
+    let mut link = connect(
+        &mut device,
+        vec![
+            [first, damaged[..cut].to_vec()].concat(),
+            [damaged[cut..].to_vec(), second].concat(),
+        ],
+    );
+    assert_eq!(link.read_reg(0), Ok(7));
+    assert_eq!(link.read_reg(0), Ok(9), "the damaged frame was skipped");
+}
+
+#[test]
+fn a_damaged_answer_fails_its_call_and_not_the_next() {
+    let mut device = Encoder::new();
+    let mut damaged = answer(&mut device, 2, &register(7));
+    damaged[3] = 0;
+    let second = answer(&mut device, 3, &register(9));
+    let mut link = connect(&mut device, vec![damaged, second]);
+    assert_eq!(
+        link.read_reg(0),
+        Err(Error::BadFrame(LinkErrorKind::Truncated))
+    );
+    assert_eq!(link.read_reg(0), Ok(9));
+}
