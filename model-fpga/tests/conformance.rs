@@ -15,12 +15,10 @@ use tensorplug_device_fpga::transport::mmio::{HeapBar, MmioTransport};
 use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
 use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
 use tensorplug_model_fpga::model::host::{InProcessDevice, ServeOptions};
-use tensorplug_model_fpga::model::{
-    AlignedMemory, Faults, HostClock, Model, ModelConfig, NoHostBus,
-};
+use tensorplug_model_fpga::model::{Faults, HostModel, ModelConfig};
 
 type Mmio = MmioTransport<Arc<HeapBar>>;
-type SpiModel = Model<AlignedMemory, NoHostBus, HostClock>;
+type SpiModel = HostModel;
 type Spi = SpiTransport<SpiSlave<SpiModel>>;
 
 /// Small rings, so back-pressure and event-ring wrap happen in ordinary
@@ -94,15 +92,7 @@ impl OverSpi {
     }
 
     fn with(config: ModelConfig) -> Self {
-        let clock = HostClock::new(config.timing.freq_hz);
-        let model = Model::new(
-            AlignedMemory::zeroed(1 << 20),
-            NoHostBus,
-            clock,
-            config,
-            false,
-        )
-        .expect("model");
+        let model = HostModel::on_host(1 << 20, config).expect("model");
         let transport = SpiTransport::new(SpiSlave::new(model), SpiConfig::default());
         let dev = Driver::new(transport, StdClock::default(), driver_config(false))
             .expect("bring-up over SPI");

@@ -16,9 +16,9 @@ use tensorplug_core::link::server::{DriverEvents, serve_stream};
 use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
 use tensorplug_device_fpga::transport::spi::slave::{SpiSlave, SpiTarget, TargetError};
 use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
-use tensorplug_model_fpga::model::{AlignedMemory, HostClock, Model, ModelConfig, NoHostBus};
+use tensorplug_model_fpga::model::{HostModel, ModelConfig};
 
-type SpiModel = Model<AlignedMemory, NoHostBus, HostClock>;
+type SpiModel = HostModel;
 
 /// The model, with a switch the test flips to lose the next completion.
 struct Switchable {
@@ -68,15 +68,7 @@ impl OverOpLink {
         let server = std::thread::spawn(move || {
             let (mut stream, _) = listener.accept().expect("accept");
             stream.set_nodelay(true).expect("nodelay");
-            let config = ModelConfig::default();
-            let model = Model::new(
-                AlignedMemory::zeroed(1 << 20),
-                NoHostBus,
-                HostClock::new(config.timing.freq_hz),
-                config,
-                false,
-            )
-            .expect("model");
+            let model = HostModel::on_host(1 << 20, ModelConfig::default()).expect("model");
             let target = Switchable {
                 model,
                 stall: switch,

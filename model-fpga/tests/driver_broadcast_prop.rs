@@ -13,21 +13,12 @@ use tensorplug_device_fpga::driver::{Driver, StdClock};
 use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
 use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
 use tensorplug_model_fpga::kernels::{BinaryOp, reference};
-use tensorplug_model_fpga::model::{AlignedMemory, HostClock, Model, ModelConfig, NoHostBus};
+use tensorplug_model_fpga::model::{HostModel, ModelConfig};
 
-type Spi = SpiTransport<SpiSlave<Model<AlignedMemory, NoHostBus, HostClock>>>;
+type Spi = SpiTransport<SpiSlave<HostModel>>;
 
 fn driver() -> Driver<Spi, StdClock> {
-    let config = ModelConfig::default();
-    let clock = HostClock::new(config.timing.freq_hz);
-    let model = Model::new(
-        AlignedMemory::zeroed(1 << 20),
-        NoHostBus,
-        clock,
-        config,
-        false,
-    )
-    .unwrap();
+    let model = HostModel::on_host(1 << 20, ModelConfig::default()).unwrap();
     let spi = SpiTransport::new(SpiSlave::new(model), SpiConfig::default());
     Driver::new(spi, StdClock::default(), driver_suite::config()).unwrap()
 }

@@ -9,9 +9,9 @@ use tensorplug_device_fpga::driver::{DelayClock, Driver, DriverConfig, Error, St
 use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
 use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
 use tensorplug_device_fpga::transport::{self, DmaRegion, Transport};
-use tensorplug_model_fpga::model::{AlignedMemory, HostClock, Model, ModelConfig, NoHostBus};
+use tensorplug_model_fpga::model::{HostModel, ModelConfig};
 
-type Spi = SpiTransport<SpiSlave<Model<AlignedMemory, NoHostBus, HostClock>>>;
+type Spi = SpiTransport<SpiSlave<HostModel>>;
 
 /// The model over SPI, with registers that can be overridden.
 #[derive(Debug)]
@@ -42,16 +42,7 @@ impl Transport for Lying {
 }
 
 fn model_spi() -> Spi {
-    let config = ModelConfig::default();
-    let clock = HostClock::new(config.timing.freq_hz);
-    let model = Model::new(
-        AlignedMemory::zeroed(1 << 20),
-        NoHostBus,
-        clock,
-        config,
-        false,
-    )
-    .unwrap();
+    let model = HostModel::on_host(1 << 20, ModelConfig::default()).unwrap();
     SpiTransport::new(SpiSlave::new(model), SpiConfig::default())
 }
 

@@ -18,9 +18,7 @@ use tensorplug_device_fpga::driver::{Driver, StdClock};
 use tensorplug_device_fpga::transport::link::LinkTransport;
 use tensorplug_device_fpga::transport::{Error, ErrorKind, Transport};
 use tensorplug_model_fpga::model::host::{ServeControl, serve_link};
-use tensorplug_model_fpga::model::{
-    AlignedMemory, Faults, HostClock, Model, ModelConfig, NoHostBus,
-};
+use tensorplug_model_fpga::model::{Faults, HostModel, ModelConfig};
 
 type Link = LinkTransport<TcpStream>;
 
@@ -46,16 +44,8 @@ impl Server {
             let (stream, _) = listener.accept()?;
             stream.set_read_timeout(Some(Duration::from_millis(50)))?;
             stream.set_nodelay(true)?;
-            let config = ModelConfig::default();
-            let clock = HostClock::new(config.timing.freq_hz);
-            let mut model = Model::new(
-                AlignedMemory::zeroed(MEMORY),
-                NoHostBus,
-                clock,
-                config,
-                false,
-            )
-            .map_err(std::io::Error::other)?;
+            let mut model = HostModel::on_host(MEMORY, ModelConfig::default())
+                .map_err(std::io::Error::other)?;
             serve_link(stream, &mut model, &serving)
         });
         let stream = TcpStream::connect(addr).unwrap();

@@ -9,11 +9,9 @@ use driver_suite::Fixture;
 use tensorplug_device_fpga::driver::{Driver, StdClock};
 use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
 use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
-use tensorplug_model_fpga::model::{
-    AlignedMemory, Faults, HostClock, Model, ModelConfig, NoHostBus,
-};
+use tensorplug_model_fpga::model::{Faults, HostModel, ModelConfig};
 
-type Device = Model<AlignedMemory, NoHostBus, HostClock>;
+type Device = HostModel;
 type Spi = SpiTransport<SpiSlave<Device>>;
 
 /// 1 MiB of device memory behind SPI.
@@ -25,16 +23,7 @@ struct SpiFixture {
 
 impl SpiFixture {
     fn new() -> Self {
-        let config = ModelConfig::default();
-        let clock = HostClock::new(config.timing.freq_hz);
-        let model = Model::new(
-            AlignedMemory::zeroed(MEMORY),
-            NoHostBus,
-            clock,
-            config,
-            false,
-        )
-        .expect("model");
+        let model = HostModel::on_host(MEMORY, ModelConfig::default()).expect("model");
         let transport = SpiTransport::new(SpiSlave::new(model), SpiConfig::default());
         let dev = Driver::new(transport, StdClock::default(), driver_suite::config())
             .expect("bring-up over SPI");

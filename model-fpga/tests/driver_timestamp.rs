@@ -10,9 +10,9 @@ use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
 use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
 use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
 use tensorplug_device_fpga::transport::{self, DmaRegion, Transport};
-use tensorplug_model_fpga::model::{AlignedMemory, HostClock, Model, ModelConfig, NoHostBus};
+use tensorplug_model_fpga::model::{HostModel, ModelConfig};
 
-type Spi = SpiTransport<SpiSlave<Model<AlignedMemory, NoHostBus, HostClock>>>;
+type Spi = SpiTransport<SpiSlave<HostModel>>;
 
 /// The model over SPI; timestamp reads answer from a script while it lasts.
 struct Scripted {
@@ -54,16 +54,7 @@ impl Transport for Scripted {
 }
 
 fn driver() -> Driver<Scripted, StdClock> {
-    let config = ModelConfig::default();
-    let clock = HostClock::new(config.timing.freq_hz);
-    let model = Model::new(
-        AlignedMemory::zeroed(1 << 20),
-        NoHostBus,
-        clock,
-        config,
-        false,
-    )
-    .expect("model");
+    let model = HostModel::on_host(1 << 20, ModelConfig::default()).expect("model");
     let transport = Scripted {
         inner: SpiTransport::new(SpiSlave::new(model), SpiConfig::default()),
         script: VecDeque::new(),

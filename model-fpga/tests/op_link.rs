@@ -18,7 +18,7 @@ use tensorplug_core::ring::Ring;
 use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
 use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
 use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
-use tensorplug_model_fpga::model::{AlignedMemory, HostClock, Model, ModelConfig, NoHostBus};
+use tensorplug_model_fpga::model::{HostModel, ModelConfig};
 
 fn listen() -> (TcpListener, std::net::SocketAddr) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -28,15 +28,7 @@ fn listen() -> (TcpListener, std::net::SocketAddr) {
 
 /// The driver over SPI to the model, as the firmware runs it.
 fn spi_model_driver() -> impl Accelerator {
-    let config = ModelConfig::default();
-    let model = Model::new(
-        AlignedMemory::zeroed(1 << 20),
-        NoHostBus,
-        HostClock::new(config.timing.freq_hz),
-        config,
-        false,
-    )
-    .unwrap();
+    let model = HostModel::on_host(1 << 20, ModelConfig::default()).unwrap();
     let transport = SpiTransport::new(SpiSlave::new(model), SpiConfig::default());
     Driver::<_, _>::new(transport, StdClock::default(), DriverConfig::default()).unwrap()
 }

@@ -39,7 +39,7 @@ use tensorplug_core::link::{LinkStream, RemoteAccelerator};
 use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
 use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
 use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
-use tensorplug_model_fpga::model::{AlignedMemory, HostClock, Model, ModelConfig, NoHostBus};
+use tensorplug_model_fpga::model::{HostModel, ModelConfig};
 use tensorplug_tests::qemu::{Qemu, echo_firmware_elf, firmware_elf};
 
 const ANSWER: Duration = Duration::from_secs(10);
@@ -221,15 +221,7 @@ fn host_served() -> RemoteAccelerator<Counting> {
     std::thread::spawn(move || {
         let (mut stream, _) = listener.accept().expect("accept");
         stream.set_nodelay(true).expect("nodelay");
-        let config = ModelConfig::default();
-        let model = Model::new(
-            AlignedMemory::zeroed(1 << 20),
-            NoHostBus,
-            HostClock::new(config.timing.freq_hz),
-            config,
-            false,
-        )
-        .expect("model");
+        let model = HostModel::on_host(1 << 20, ModelConfig::default()).expect("model");
         let transport = SpiTransport::new(SpiSlave::new(model), SpiConfig::default());
         let mut driver =
             Driver::<_, _>::new(transport, StdClock::default(), DriverConfig::default())

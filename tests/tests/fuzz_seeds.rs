@@ -269,21 +269,13 @@ mod spi {
     use tensorplug_device_fpga::transport::link::LinkServer;
     use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
     use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
-    use tensorplug_model_fpga::model::{AlignedMemory, HostClock, Model, ModelConfig, NoHostBus};
+    use tensorplug_model_fpga::model::{HostModel, ModelConfig};
 
     use super::MAX_SEED;
 
     /// The model as `spi_frames` and `op_server` build it (64 KiB).
-    fn model() -> Model<AlignedMemory, NoHostBus, HostClock> {
-        let config = ModelConfig::default();
-        Model::new(
-            AlignedMemory::zeroed(1 << 16),
-            NoHostBus,
-            HostClock::new(config.timing.freq_hz),
-            config,
-            false,
-        )
-        .expect("the model takes 64 KiB")
+    fn model() -> HostModel {
+        HostModel::on_host(1 << 16, ModelConfig::default()).expect("the model takes 64 KiB")
     }
 
     /// An SPI device in front of `inner` that keeps every chip-select

@@ -190,7 +190,7 @@ fn a_serial_device_served_over_a_pty() {
     use std::sync::Arc;
     use std::time::Duration;
     use tensorplug_model_fpga::model::host::{ServeControl, serve_link};
-    use tensorplug_model_fpga::model::{AlignedMemory, HostClock, Model, ModelConfig, NoHostBus};
+    use tensorplug_model_fpga::model::{HostModel, ModelConfig};
 
     let (mut device_end, host_end) = tensorplug_tests::pty_pair();
     let path = serialport::SerialPort::name(&host_end).expect("the pty's name");
@@ -198,10 +198,7 @@ fn a_serial_device_served_over_a_pty() {
     let control = Arc::new(ServeControl::default());
     let serving = Arc::clone(&control);
     let server = std::thread::spawn(move || {
-        let config = ModelConfig::default();
-        let clock = HostClock::new(config.timing.freq_hz);
-        let memory = AlignedMemory::zeroed(64 << 20);
-        let mut model = Model::new(memory, NoHostBus, clock, config, false).expect("model");
+        let mut model = HostModel::on_host(64 << 20, ModelConfig::default()).expect("model");
         serve_link(device_end, &mut model, &serving)
     });
     let out = run_tf_with_plugin(

@@ -26,18 +26,10 @@ use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
 use tensorplug_device_fpga::transport::link::LinkServer;
 use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
 use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
-use tensorplug_model_fpga::model::{AlignedMemory, HostClock, Model, ModelConfig, NoHostBus};
+use tensorplug_model_fpga::model::{HostModel, ModelConfig};
 
-fn model() -> Model<AlignedMemory, NoHostBus, HostClock> {
-    let config = ModelConfig::default();
-    Model::new(
-        AlignedMemory::zeroed(1 << 16),
-        NoHostBus,
-        HostClock::new(config.timing.freq_hz),
-        config,
-        false,
-    )
-    .expect("the model takes 64 KiB")
+fn model() -> HostModel {
+    HostModel::on_host(1 << 16, ModelConfig::default()).expect("the model takes 64 KiB")
 }
 
 /// The device's bytes so far, decoded by a host: every answer's request id.

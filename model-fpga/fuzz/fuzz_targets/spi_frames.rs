@@ -20,7 +20,7 @@ use libfuzzer_sys::fuzz_target;
 use tensorplug_device_fpga::transport::Transport;
 use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
 use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
-use tensorplug_model_fpga::model::{AlignedMemory, HostClock, Model, ModelConfig, NoHostBus};
+use tensorplug_model_fpga::model::{HostModel, ModelConfig};
 
 const BUSY_POLLS: u32 = 64;
 
@@ -58,15 +58,8 @@ impl SpiDevice for Scripted<'_> {
 }
 
 fn device_end(mut input: &[u8]) {
-    let config = ModelConfig::default();
-    let model = Model::new(
-        AlignedMemory::zeroed(1 << 16),
-        NoHostBus,
-        HostClock::new(config.timing.freq_hz),
-        config,
-        false,
-    )
-    .expect("the model takes 64 KiB");
+    let model =
+        HostModel::on_host(1 << 16, ModelConfig::default()).expect("the model takes 64 KiB");
     let mut slave = SpiSlave::new(model);
     let mut window: Vec<(u8, Vec<u8>)> = Vec::new();
     while let [op, len, rest @ ..] = input {

@@ -103,7 +103,7 @@ fn run(args: &Args) -> io::Result<()> {
 fn run_link(addr: &str, args: &Args) -> io::Result<()> {
     use std::net::TcpListener;
     use tensorplug_model_fpga::model::host::serve_link;
-    use tensorplug_model_fpga::model::{AlignedMemory, HostClock, Model, ModelConfig, NoHostBus};
+    use tensorplug_model_fpga::model::{HostModel, ModelConfig};
 
     let listener = TcpListener::bind(addr)?;
     listener.set_nonblocking(true)?;
@@ -123,16 +123,8 @@ fn run_link(addr: &str, args: &Args) -> io::Result<()> {
         stream.set_nonblocking(false)?;
         stream.set_read_timeout(Some(Duration::from_millis(50)))?;
         stream.set_nodelay(true)?;
-        let config = ModelConfig::default();
-        let clock = HostClock::new(config.timing.freq_hz);
-        let mut model = Model::new(
-            AlignedMemory::zeroed(args.memory),
-            NoHostBus,
-            clock,
-            config,
-            false,
-        )
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let mut model = HostModel::on_host(args.memory, ModelConfig::default())
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         if let Err(e) = serve_link(stream, &mut model, &control) {
             eprintln!("tensorplug-model-server: connection ended: {e}");
         }

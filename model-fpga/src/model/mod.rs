@@ -21,6 +21,8 @@ mod execute;
 mod faults;
 mod memory;
 pub mod nor_flash;
+#[cfg(feature = "std")]
+mod on_host;
 mod regs;
 mod ring;
 mod spi_target;
@@ -39,6 +41,8 @@ pub use config::{ModelConfig, Timing};
 pub use device::{Model, OutOfRange, Serviced};
 pub use faults::{DEVICE_FAULT_DETAIL, Faults};
 pub use memory::{DeviceMemory, SharedWindow};
+#[cfg(feature = "std")]
+pub use on_host::HostModel;
 pub use validate::{
     SRC0_BCAST_K, SRC0_BCAST_M, SRC0_BCAST_N, SRC1_BCAST_K, SRC1_BCAST_M, SRC1_BCAST_N,
 };
