@@ -60,12 +60,14 @@ struct Pty {
     _slave: serialport::TTYPort,
     /// Flip one bit in the next bytes the device sends.
     corrupt_next: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Milliseconds to hold the device's next bytes back.
+    delay_next_ms: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Pty {
     fn forward(uart: &TcpStream) -> Self {
         use std::io::{Read, Write};
-        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
         let (master, slave) = tensorplug_tests::pty_pair();
         let path = serialport::SerialPort::name(&slave).expect("the pty's name");
         let mut to_tty = master.try_clone_native().expect("the master's clone");
@@ -80,6 +82,8 @@ impl Pty {
         let closing = closed.clone();
         let corrupt_next = std::sync::Arc::new(AtomicBool::new(false));
         let corrupt = corrupt_next.clone();
+        let delay_next_ms = std::sync::Arc::new(AtomicU64::new(0));
+        let delay = delay_next_ms.clone();
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             // Why the forwarding ended, for a case that fails: the tty's
@@ -88,6 +92,10 @@ impl Pty {
                 match from_uart.read(&mut buf) {
                     Ok(0) => break "the UART closed".to_string(),
                     Ok(n) => {
+                        let ms = delay.swap(0, Ordering::SeqCst);
+                        if ms > 0 {
+                            std::thread::sleep(Duration::from_millis(ms));
+                        }
                         if corrupt.swap(false, Ordering::SeqCst) {
                             buf[n / 2] ^= 0x10;
                         }
@@ -120,6 +128,7 @@ impl Pty {
             path,
             _slave: slave,
             corrupt_next,
+            delay_next_ms,
         }
     }
 }
@@ -146,7 +155,8 @@ enum Fault {
     /// One bit flipped in what the device sends (a link's).
     Corrupt,
     /// One answer held back for half the budget (a link's): the fit must go
-    /// on. The case then drops the connection to end it.
+    /// on. The case then drops the connection to end it (freezes the
+    /// firmware behind a tty, which cannot drop).
     Slow,
     /// The board's reset pressed (QEMU's monitor, `system_reset`).
     Reset,
@@ -234,11 +244,16 @@ impl Device {
     /// Holds one answer back for half the budget: the fit must finish
     /// another epoch, no error.
     fn slow_answer(&self, what: &str, out: &mpsc::Receiver<String>) {
-        let (Self::Link(_, wire) | Self::Firmware(_, wire, _)) = self else {
-            unreachable!("no wire to slow")
-        };
         let budget: u64 = TIMEOUT_MS.parse().expect("a number");
-        wire.delay_next(Duration::from_millis(budget / 2));
+        match self {
+            Self::Link(_, wire) | Self::Firmware(_, wire, _) => {
+                wire.delay_next(Duration::from_millis(budget / 2));
+            }
+            Self::SerialFirmware(_, pty, _) => pty
+                .delay_next_ms
+                .store(budget / 2, std::sync::atomic::Ordering::SeqCst),
+            Self::Bar(_) => unreachable!("no wire to slow"),
+        }
         let lines: Vec<String> = (0..2)
             .map_while(|_| out.recv_timeout(Duration::from_secs(60)).ok())
             .collect();
@@ -333,7 +348,10 @@ fn case(transport: Transport, fault: Fault) {
     std::thread::sleep(Duration::from_millis(300));
     let fault = if fault == Fault::Slow {
         device.slow_answer(&what, &out);
-        Fault::Drop
+        match device {
+            Device::SerialFirmware(..) => Fault::Freeze,
+            _ => Fault::Drop,
+        }
     } else {
         fault
     };
@@ -507,6 +525,12 @@ fn mcu_serial_firmware_killed_mid_fit() {
 #[ignore = "full grid only: cargo xtask test --fault-matrix"]
 fn mcu_serial_firmware_frozen_mid_fit() {
     case(Transport::McuSerial, Fault::Freeze);
+}
+
+#[test]
+#[ignore = "full grid only: cargo xtask test --fault-matrix"]
+fn mcu_serial_slow_answer_mid_fit() {
+    case(Transport::McuSerial, Fault::Slow);
 }
 
 #[test]
