@@ -62,6 +62,9 @@ struct Pty {
     corrupt_next: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Milliseconds to hold the device's next bytes back.
     delay_next_ms: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Stop forwarding and close the master: the tty hangs up, as a USB
+    /// serial adapter pulled out does; the MCU runs on.
+    unplug: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Pty {
@@ -84,11 +87,20 @@ impl Pty {
         let corrupt = corrupt_next.clone();
         let delay_next_ms = std::sync::Arc::new(AtomicU64::new(0));
         let delay = delay_next_ms.clone();
+        let unplug = std::sync::Arc::new(AtomicBool::new(false));
+        let unplugged = unplug.clone();
+        // Reads time out, so that an unplug ends the forwarding promptly.
+        from_uart
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .expect("a read timeout on the UART");
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             // Why the forwarding ended, for a case that fails: the tty's
             // path goes away with the master.
             let ended = loop {
+                if unplugged.load(Ordering::SeqCst) {
+                    break "unplugged".to_string();
+                }
                 match from_uart.read(&mut buf) {
                     Ok(0) => break "the UART closed".to_string(),
                     Ok(n) => {
@@ -103,6 +115,11 @@ impl Pty {
                             break format!("writing to the pty's master: {e}");
                         }
                     }
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        ) => {}
                     Err(e) => break format!("reading the UART: {e}"),
                 }
             };
@@ -129,6 +146,7 @@ impl Pty {
             _slave: slave,
             corrupt_next,
             delay_next_ms,
+            unplug,
         }
     }
 }
@@ -150,13 +168,13 @@ enum Transport {
 enum Fault {
     Kill,
     Freeze,
-    /// The connection dropped, the device alive (a link's).
+    /// The connection dropped, the device alive (a link's; a tty's
+    /// adapter unplugged).
     Drop,
     /// One bit flipped in what the device sends (a link's).
     Corrupt,
     /// One answer held back for half the budget (a link's): the fit must go
-    /// on. The case then drops the connection to end it (freezes the
-    /// firmware behind a tty, which cannot drop).
+    /// on. The case then drops the connection to end it.
     Slow,
     /// The board's reset pressed (QEMU's monitor, `system_reset`).
     Reset,
@@ -225,6 +243,9 @@ impl Device {
             (Self::Link(_, wire) | Self::Firmware(_, wire, _), Fault::Corrupt) => {
                 wire.corrupt_next();
             }
+            (Self::SerialFirmware(_, pty, _), Fault::Drop) => {
+                pty.unplug.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
             (Self::SerialFirmware(_, pty, _), Fault::Corrupt) => {
                 pty.corrupt_next
                     .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -264,8 +285,9 @@ impl Device {
         );
     }
 
-    /// The device back: resumed if frozen, a new one if killed, else the
-    /// same one (a new client of its wire).
+    /// The device back: resumed if frozen, a new one if killed, plugged in
+    /// again (a new tty) if unplugged, else the same one (a new client of
+    /// its wire).
     fn back(self, transport: Transport, fault: Fault) -> Self {
         match (self, fault) {
             (old, Fault::Kill) => {
@@ -280,6 +302,10 @@ impl Device {
                     }
                 }
                 device
+            }
+            (Self::SerialFirmware(qemu, _, scheme), Fault::Drop) => {
+                let pty = Pty::forward(&qemu.uart);
+                Self::SerialFirmware(qemu, pty, scheme)
             }
             (device, _) => device,
         }
@@ -348,10 +374,7 @@ fn case(transport: Transport, fault: Fault) {
     std::thread::sleep(Duration::from_millis(300));
     let fault = if fault == Fault::Slow {
         device.slow_answer(&what, &out);
-        match device {
-            Device::SerialFirmware(..) => Fault::Freeze,
-            _ => Fault::Drop,
-        }
+        Fault::Drop
     } else {
         fault
     };
@@ -529,6 +552,12 @@ fn mcu_serial_firmware_frozen_mid_fit() {
 
 #[test]
 #[ignore = "full grid only: cargo xtask test --fault-matrix"]
+fn mcu_serial_adapter_unplugged_mid_fit() {
+    case(Transport::McuSerial, Fault::Drop);
+}
+
+#[test]
+#[ignore = "full grid only: cargo xtask test --fault-matrix"]
 fn mcu_serial_slow_answer_mid_fit() {
     case(Transport::McuSerial, Fault::Slow);
 }
@@ -537,6 +566,12 @@ fn mcu_serial_slow_answer_mid_fit() {
 #[ignore = "full grid only: cargo xtask test --fault-matrix"]
 fn mcu_serial_bytes_corrupted_mid_fit() {
     case(Transport::McuSerial, Fault::Corrupt);
+}
+
+#[test]
+#[ignore = "full grid only: cargo xtask test --fault-matrix"]
+fn mcu_remote_bus_serial_adapter_unplugged_mid_fit() {
+    case(Transport::McuBusSerial, Fault::Drop);
 }
 
 #[test]
