@@ -86,3 +86,18 @@ fn a_damaged_answer_fails_its_call_and_not_the_next() {
     );
     assert_eq!(link.read_reg(0), Ok(9));
 }
+
+#[test]
+fn two_damaged_answers_in_a_row_fail_both_calls() {
+    let mut device = Encoder::new();
+    let mut first = answer(&mut device, 2, &register(7));
+    let flip = first.len() / 2;
+    first[flip] ^= 0x80;
+    let mut second = answer(&mut device, 3, &register(8));
+    second[flip] ^= 0x80;
+    let third = answer(&mut device, 4, &register(9));
+    let mut link = connect(&mut device, vec![first, second, third]);
+    assert!(link.read_reg(0).is_err());
+    assert!(link.read_reg(0).is_err(), "the second damage is its own");
+    assert_eq!(link.read_reg(0), Ok(9));
+}

@@ -452,3 +452,58 @@ fn a_long_session_does_not_grow_the_host_end() {
     );
     assert_eq!(dev.in_flight(), 0, "every request answered and forgotten");
 }
+
+/// A TCP stream that puts a `0x00` (a frame delimiter) where the 4th byte
+/// of the next read was, when told: an answer cut short on the wire.
+struct Cutting {
+    inner: TcpStream,
+    cut_next_read: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Read for Cutting {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n > 4
+            && self
+                .cut_next_read
+                .swap(false, std::sync::atomic::Ordering::SeqCst)
+        {
+            buf[3] = 0;
+        }
+        Ok(n)
+    }
+}
+
+impl Write for Cutting {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.inner.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl tensorplug_core::link::LinkStream for Cutting {
+    fn set_read_timeout(&mut self, timeout: Duration) -> std::io::Result<()> {
+        self.inner.set_read_timeout(Some(timeout))
+    }
+}
+
+/// An answer cut short fails its call at once, and only that call: the
+/// rest of the damaged frame (a second bad frame on the wire) is not
+/// blamed on the next one.
+#[test]
+fn an_answer_cut_short_fails_only_its_own_call() {
+    let cut = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stream = Cutting {
+        inner: TcpStream::connect(serve_model()).unwrap(),
+        cut_next_read: cut.clone(),
+    };
+    let mut dev = RemoteAccelerator::connect(stream, Duration::from_secs(5)).unwrap();
+    dev.timestamp().expect("the clock");
+    cut.store(true, std::sync::atomic::Ordering::SeqCst);
+    let error = dev.timestamp().unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Transport);
+    assert!(error.to_string().contains("a bad frame"), "{error}");
+    dev.timestamp().expect("the call after the damaged answer");
+}

@@ -17,8 +17,9 @@ use super::ops::{
     SubmitBatch, WireOp, error_kind,
 };
 use super::{
-    Decoder, Encoder, FeedResult, Hello, LinkError, MAX_BULK_CHUNK, MAX_ENCODED_FRAME_LEN,
-    MAX_EVENTS_PER_BATCH, Message, NO_REQUEST, ProtocolVersion, SetProfiling, negotiate,
+    Decoder, Encoder, FeedResult, Hello, LinkError, LinkErrorKind, MAX_BULK_CHUNK,
+    MAX_ENCODED_FRAME_LEN, MAX_EVENTS_PER_BATCH, Message, NO_REQUEST, ProtocolVersion,
+    SetProfiling, negotiate,
 };
 use crate::accelerator::{
     Accelerator, DeviceAddr, DeviceInfo, Drained, ErrorKind, Fence, MemoryUsage, OpDecl, OpDesc,
@@ -143,6 +144,9 @@ pub struct RemoteAccelerator<S> {
     decoder: Box<Decoder>,
     tx: Vec<u8>,
     unread: Vec<u8>,
+    /// The last frame was cut short (a `0x00` where a byte was): the bad
+    /// frame its tail makes next is the same damage, not reported again.
+    cut_short: bool,
     info: DeviceInfo,
     /// The host's declarations of the device's vendor ops.
     known_vendor_ops: VendorOps,
@@ -270,6 +274,7 @@ impl<S: LinkStream> RemoteAccelerator<S> {
             decoder: Box::default(),
             tx: vec![0; MAX_ENCODED_FRAME_LEN],
             unread: Vec::new(),
+            cut_short: false,
             info: DeviceInfo::new("", 0, 1, Default::default(), 0),
             known_vendor_ops: VendorOps(known),
             usage: MemoryUsage::default(),
@@ -480,11 +485,16 @@ impl<S: LinkStream> RemoteAccelerator<S> {
         while !rest.is_empty() {
             match self.decoder.feed(rest) {
                 FeedResult::Consumed => rest = &[],
+                FeedResult::Error { remaining, .. } if core::mem::take(&mut self.cut_short) => {
+                    rest = remaining;
+                }
                 FeedResult::Error { error, remaining } => {
+                    self.cut_short = error.kind() == LinkErrorKind::Truncated;
                     self.unread = remaining.to_vec();
                     return Err(frame_failure(&error, what));
                 }
                 FeedResult::Frame { frame, remaining } => {
+                    self.cut_short = false;
                     rest = remaining;
                     let id = frame.header.request_id;
                     let answer = match &frame.message {
