@@ -11,8 +11,8 @@ use tensorplug_core::link::{
 use tensorplug_device_fpga::transport::link::LinkTransport;
 use tensorplug_device_fpga::transport::{Error, Transport};
 
-/// Each `read` returns the next scripted chunk; writes are dropped.
-struct Script(VecDeque<Vec<u8>>);
+/// Each `read` returns the next scripted chunk; writes are kept.
+struct Script(VecDeque<Vec<u8>>, Vec<u8>);
 
 impl Read for Script {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
@@ -25,6 +25,7 @@ impl Read for Script {
 
 impl Write for Script {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.1.extend_from_slice(buf);
         Ok(buf.len())
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -48,7 +49,7 @@ fn register(value: u32) -> Message<'static> {
 fn connect(device: &mut Encoder, chunks: Vec<Vec<u8>>) -> LinkTransport<Script> {
     let mut script = VecDeque::from(chunks);
     script.push_front(answer(device, 1, &Message::HelloAck(Hello::ours())));
-    LinkTransport::connect(Script(script), 1000).expect("handshake")
+    LinkTransport::connect(Script(script, Vec::new()), 1000).expect("handshake")
 }
 
 #[test]
@@ -88,16 +89,61 @@ fn a_damaged_answer_fails_its_call_and_not_the_next() {
 }
 
 #[test]
-fn two_damaged_answers_in_a_row_fail_both_calls() {
+fn the_tail_of_a_cut_answer_read_after_the_next_request_is_skipped() {
     let mut device = Encoder::new();
-    let mut first = answer(&mut device, 2, &register(7));
-    let flip = first.len() / 2;
-    first[flip] ^= 0x80;
+    let mut damaged = answer(&mut device, 2, &register(7));
+    damaged[3] = 0;
+    let second = answer(&mut device, 3, &register(9));
+    // The first read ends at the stray delimiter; the tail comes later.
+    let mut link = connect(
+        &mut device,
+        vec![
+            damaged[..4].to_vec(),
+            [damaged[4..].to_vec(), second].concat(),
+        ],
+    );
+    assert_eq!(
+        link.read_reg(0),
+        Err(Error::BadFrame(LinkErrorKind::Truncated))
+    );
+    assert_eq!(link.read_reg(0), Ok(9));
+}
+
+/// The price of skipping a tail: when a frame ends early with no tail
+/// after it (bytes lost) and the next answer is damaged too, that answer
+/// is taken for the tail and its call waits out the timeout.
+#[test]
+fn a_damaged_answer_right_after_a_truncated_one_fails_on_the_timeout() {
+    let mut device = Encoder::new();
+    let whole = answer(&mut device, 2, &register(7));
+    let lost = [&whole[..5], &whole[9..]].concat();
     let mut second = answer(&mut device, 3, &register(8));
+    let flip = second.len() / 2;
     second[flip] ^= 0x80;
     let third = answer(&mut device, 4, &register(9));
-    let mut link = connect(&mut device, vec![first, second, third]);
-    assert!(link.read_reg(0).is_err());
-    assert!(link.read_reg(0).is_err(), "the second damage is its own");
-    assert_eq!(link.read_reg(0), Ok(9));
+    let mut link = connect(&mut device, vec![lost, second, third]);
+    assert_eq!(
+        link.read_reg(0),
+        Err(Error::BadFrame(LinkErrorKind::Truncated))
+    );
+    assert_eq!(link.read_reg(0), Err(Error::NoResponse { after_ms: 1000 }));
+}
+
+/// The end of a frame the device sent before the host opened (a cable
+/// plugged in again) does not fail the handshake, and the host's `Hello`
+/// starts with a lone delimiter, so that the device drops what part of a
+/// frame it still holds.
+#[test]
+fn the_handshake_skips_what_came_before_and_flushes_the_device() {
+    let mut device = Encoder::new();
+    let stale = answer(&mut device, 9, &register(1));
+    let hello_ack = answer(&mut device, 1, &Message::HelloAck(Hello::ours()));
+    let script = Script(
+        VecDeque::from([[&stale[stale.len() / 2..], &hello_ack[..]].concat()]),
+        Vec::new(),
+    );
+    let mut link = LinkTransport::connect(script, 1000).expect("the handshake");
+    let sent = &link.stream_mut().1;
+    assert_eq!(sent[0], 0, "a lone delimiter first");
+    assert_ne!(sent[1], 0, "then the Hello");
 }

@@ -454,14 +454,22 @@ fn a_long_session_does_not_grow_the_host_end() {
 }
 
 /// A TCP stream that puts a `0x00` (a frame delimiter) where the 4th byte
-/// of the next read was, when told: an answer cut short on the wire.
+/// of the next read was, when told: an answer cut short on the wire. Its
+/// first read returns `stale` first: bytes from before the session.
 struct Cutting {
     inner: TcpStream,
     cut_next_read: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    stale: Vec<u8>,
 }
 
 impl Read for Cutting {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if !self.stale.is_empty() {
+            let n = self.stale.len().min(buf.len());
+            buf[..n].copy_from_slice(&self.stale[..n]);
+            self.stale.drain(..n);
+            return Ok(n);
+        }
         let n = self.inner.read(buf)?;
         if n > 4
             && self
@@ -498,6 +506,7 @@ fn an_answer_cut_short_fails_only_its_own_call() {
     let stream = Cutting {
         inner: TcpStream::connect(serve_model()).unwrap(),
         cut_next_read: cut.clone(),
+        stale: Vec::new(),
     };
     let mut dev = RemoteAccelerator::connect(stream, Duration::from_secs(5)).unwrap();
     dev.timestamp().expect("the clock");
@@ -506,4 +515,20 @@ fn an_answer_cut_short_fails_only_its_own_call() {
     assert_eq!(error.kind(), ErrorKind::Transport);
     assert!(error.to_string().contains("a bad frame"), "{error}");
     dev.timestamp().expect("the call after the damaged answer");
+}
+
+/// The end of a frame the MCU sent before the host opened (a cable plugged
+/// in again) does not fail the handshake.
+#[test]
+fn the_handshake_skips_the_end_of_a_frame_from_before() {
+    let mut out = [0u8; MAX_ENCODED_FRAME_LEN];
+    let clock = Message::ClockValue(tensorplug_core::link::ops::ClockValue { ticks: 1 });
+    let len = Encoder::new().response(5, &clock, &mut out).unwrap();
+    let stream = Cutting {
+        inner: TcpStream::connect(serve_model()).unwrap(),
+        cut_next_read: Default::default(),
+        stale: out[len / 2..len].to_vec(),
+    };
+    let mut dev = RemoteAccelerator::connect(stream, Duration::from_secs(5)).expect("opened");
+    dev.timestamp().expect("the clock");
 }

@@ -90,6 +90,8 @@ impl Pty {
         let unplug = std::sync::Arc::new(AtomicBool::new(false));
         let unplugged = unplug.clone();
         // Reads time out, so that an unplug ends the forwarding promptly.
+        // The timeout is the socket's, so `qemu.uart` and every clone of it
+        // have it too: nothing else may read the UART while a pty forwards.
         from_uart
             .set_read_timeout(Some(Duration::from_millis(50)))
             .expect("a read timeout on the UART");
@@ -171,9 +173,9 @@ enum Fault {
     /// The connection dropped, the device alive (a link's; a tty's
     /// adapter unplugged).
     Drop,
-    /// One bit flipped in what the device sends (a link's).
+    /// One bit flipped in what the device sends (a link's or a tty's).
     Corrupt,
-    /// One answer held back for half the budget (a link's): the fit must go
+    /// One answer held back for half the budget (a link's or a tty's): the fit must go
     /// on. The case then drops the connection to end it.
     Slow,
     /// The board's reset pressed (QEMU's monitor, `system_reset`).

@@ -144,8 +144,9 @@ pub struct RemoteAccelerator<S> {
     decoder: Box<Decoder>,
     tx: Vec<u8>,
     unread: Vec<u8>,
-    /// The last frame was cut short (a `0x00` where a byte was): the bad
-    /// frame its tail makes next is the same damage, not reported again.
+    /// The last bad frame ended early (`Truncated`: most often a `0x00`
+    /// where a byte was): the bad frame its tail makes next is the same
+    /// damage, not reported again. Cleared by a good frame.
     cut_short: bool,
     info: DeviceInfo,
     /// The host's declarations of the device's vendor ops.
@@ -485,7 +486,13 @@ impl<S: LinkStream> RemoteAccelerator<S> {
         while !rest.is_empty() {
             match self.decoder.feed(rest) {
                 FeedResult::Consumed => rest = &[],
-                FeedResult::Error { remaining, .. } if core::mem::take(&mut self.cut_short) => {
+                // Opening: bytes from before this session (the end of a frame
+                // sent before a cable was plugged in again), or the tail of a
+                // frame cut short.
+                FeedResult::Error { remaining, .. }
+                    if self.session == SessionState::Opening
+                        || core::mem::take(&mut self.cut_short) =>
+                {
                     rest = remaining;
                 }
                 FeedResult::Error { error, remaining } => {
@@ -735,8 +742,17 @@ impl<S: LinkStream> RemoteAccelerator<S> {
                 format!("cannot encode {what}: {e}"),
             )
         })?;
+        // A `Hello` starts with a lone delimiter: it ends whatever part of a
+        // frame the MCU's decoder still holds from before (a cable plugged
+        // in again), which it drops; an idle decoder ignores it.
+        let flush: &[u8] = if matches!(request, Message::Hello(_)) {
+            &[0]
+        } else {
+            &[]
+        };
         self.stream
-            .write_all(&self.tx[..len])
+            .write_all(flush)
+            .and_then(|()| self.stream.write_all(&self.tx[..len]))
             .and_then(|()| self.stream.flush())
             .map_err(|e| io_failure(&e, what, self.timeout))?;
         Ok(id)

@@ -32,8 +32,9 @@ const HANDSHAKE_REQUIRED: u16 = RemoteErrorCode::HandshakeRequired as u16;
 /// tries again: a frozen device fails an op within about one timeout, not
 /// one per register the driver would read. Event batches the device
 /// streams are ignored: the driver reads the device's event ring itself.
-/// So is whatever arrived before a request was sent (the rest of a
-/// damaged answer): a bad frame fails only the call it answers.
+/// So is whatever was read before a request was sent (the rest of a
+/// damaged answer), and the tail of a frame cut short: one damaged answer
+/// fails one call (`docs/link-protocol.md`).
 #[derive(Debug)]
 pub struct LinkTransport<S> {
     stream: S,
@@ -45,6 +46,10 @@ pub struct LinkTransport<S> {
     tx: Vec<u8>,
     /// Bytes read but not yet fed to the decoder.
     pending: Vec<u8>,
+    /// The last bad frame ended early (`Truncated`: most often a `0x00`
+    /// where a byte was): the bad frame its tail makes next is the same
+    /// damage, not reported again. Cleared by a good frame.
+    cut_short: bool,
     /// The device restarted: every call fails until [`reopen`](Self::reopen).
     restarted: bool,
 }
@@ -66,6 +71,7 @@ impl<S: Read + Write> LinkTransport<S> {
             decoder: Box::default(),
             tx: vec![0; MAX_ENCODED_FRAME_LEN],
             pending: Vec::new(),
+            cut_short: false,
             restarted: false,
         };
         let ours = Hello::ours();
@@ -149,11 +155,16 @@ impl<S: Read + Write> LinkTransport<S> {
             .encoder
             .request(request, &mut self.tx)
             .map_err(|_| Error::Unsupported)?;
+        let hello = matches!(request, Message::Hello(_));
+        // A `Hello` starts with a lone delimiter: it ends whatever part of a
+        // frame the device's decoder still holds from before (a cable
+        // plugged in again), which it drops; an idle decoder ignores it.
+        let flush: &[u8] = if hello { &[0] } else { &[] };
         self.stream
-            .write_all(&self.tx[..len])
+            .write_all(flush)
+            .and_then(|()| self.stream.write_all(&self.tx[..len]))
             .map_err(io_error(self.timeout_ms))?;
         self.stream.flush().map_err(io_error(self.timeout_ms))?;
-        let hello = matches!(request, Message::Hello(_));
         let mut take = Some(take);
         // A frame begun before the request went out is not its answer.
         let mut skip_begun_frame = self.drop_stale_input();
@@ -179,7 +190,15 @@ impl<S: Read + Write> LinkTransport<S> {
                     {
                         rest = remaining;
                     }
+                    // Opening: bytes from before this session; or the tail of
+                    // a frame cut short.
+                    FeedResult::Error { remaining, .. }
+                        if hello || core::mem::take(&mut self.cut_short) =>
+                    {
+                        rest = remaining;
+                    }
                     FeedResult::Frame { frame, remaining } => {
+                        self.cut_short = false;
                         rest = remaining;
                         if frame.header.request_id == NO_REQUEST
                             && let Message::Error(e) = &frame.message
@@ -210,6 +229,7 @@ impl<S: Read + Write> LinkTransport<S> {
                         };
                     }
                     FeedResult::Error { error, remaining } => {
+                        self.cut_short = error.kind() == LinkErrorKind::Truncated;
                         self.pending = remaining.to_vec();
                         return Err(frame_error(&error));
                     }
@@ -229,11 +249,15 @@ impl<S: Read + Write> LinkTransport<S> {
             rest = match self.decoder.feed(rest) {
                 FeedResult::Consumed => &[],
                 FeedResult::Frame { remaining, .. } | FeedResult::Error { remaining, .. } => {
+                    self.cut_short = false;
                     remaining
                 }
             };
         }
-        self.decoder.buffered() > 0
+        let begun = self.decoder.buffered() > 0;
+        // A cut frame's tail, if begun, is that frame: skipped once.
+        self.cut_short &= !begun;
+        begun
     }
 }
 
