@@ -1,7 +1,8 @@
-//! Fuzz seeds from real traffic: TensorFlow with our plugin running a
-//! Keras MLP's `predict` under the profiler (`tf_qemu_mlp.py`) on the
-//! firmware under QEMU, in both link modes: `mcu-tcp:` (op-level) and
-//! `tcp:` (remote-bus). A [`Wire`] records both directions.
+//! Fuzz seeds from real traffic: TensorFlow with our plugin running Keras
+//! programs (an MLP's `predict` under the profiler, a `fit`, a convnet's
+//! `predict`: [`record`]) on the firmware under QEMU, in both link modes:
+//! `mcu-tcp:` (op-level) and `tcp:` (remote-bus). A [`Wire`] records both
+//! directions.
 //!
 //! `cargo xtask fuzz` starts `link_decoder` from the frames of both
 //! directions, `op_server` from the host's requests, and `spi_frames` from
@@ -19,6 +20,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
+use tensorplug_core::link::ops::Command as LinkCommand;
 use tensorplug_core::link::{Decoder, FeedResult, HEADER_LEN, Message, MessageId, decode_frame};
 use tensorplug_tests::qemu::Qemu;
 use tensorplug_tests::wire::{Recording, Wire};
@@ -38,10 +40,37 @@ const PER_STREAM: usize = 12;
 /// Bytes recorded per direction.
 const RECORD_CAP: usize = 4 << 20;
 
-/// One frame on the wire (delimiter included) and its message id.
+/// One frame on the wire (delimiter included), its message id, and what
+/// it carries: its message id, and each op it launches.
 struct WireFrame<'a> {
     bytes: &'a [u8],
     id: u8,
+    kinds: Vec<u64>,
+}
+
+/// A message kind, and for each launch in a `Submit` or `SubmitBatch` its
+/// op (namespace and code, above the 256 message ids): a `fit` sends the
+/// same messages as a `predict`, with other ops in them.
+fn kinds(message: &Message<'_>, id: u8) -> Vec<u64> {
+    let op = |command: &LinkCommand<'_>| match command {
+        LinkCommand::Launch(launch) => {
+            Some((u64::from(launch.op.namespace.0) << 16 | u64::from(launch.op.code)) + 0x100)
+        }
+        _ => None,
+    };
+    let mut kinds = vec![u64::from(id)];
+    match message {
+        Message::Submit(submit) => kinds.extend(op(&submit.command)),
+        Message::SubmitBatch(batch) => {
+            kinds.extend(
+                batch
+                    .commands()
+                    .filter_map(|c| c.ok().as_ref().and_then(op)),
+            );
+        }
+        _ => {}
+    }
+    kinds
 }
 
 /// The whole frames at the start of `stream`. A recording cut by its cap
@@ -60,6 +89,7 @@ fn frames(stream: &[u8]) -> Vec<WireFrame<'_>> {
                 frames.push(WireFrame {
                     bytes: &stream[start..end],
                     id: frame.header.message_id,
+                    kinds: kinds(&frame.message, frame.header.message_id),
                 });
                 (start, rest) = (end, remaining);
             }
@@ -69,10 +99,10 @@ fn frames(stream: &[u8]) -> Vec<WireFrame<'_>> {
 }
 
 /// Runs of consecutive whole frames, each at most [`MAX_SEED`] bytes: the
-/// first, then each that carries a message kind no earlier one did, up to
-/// [`PER_STREAM`].
+/// first, then each that carries a kind ([`kinds`]) no earlier one did, up
+/// to [`PER_STREAM`].
 fn seeds(stream: &[u8]) -> Vec<Vec<u8>> {
-    let mut runs: Vec<(Vec<u8>, BTreeSet<u8>)> = vec![Default::default()];
+    let mut runs: Vec<(Vec<u8>, BTreeSet<u64>)> = vec![Default::default()];
     for frame in frames(stream) {
         if frame.bytes.len() > MAX_SEED {
             continue;
@@ -83,7 +113,7 @@ fn seeds(stream: &[u8]) -> Vec<Vec<u8>> {
         }
         let last = runs.last_mut().expect("one run at least");
         last.0.extend_from_slice(frame.bytes);
-        last.1.insert(frame.id);
+        last.1.extend(frame.kinds);
     }
     let mut seen = BTreeSet::new();
     let mut kept = Vec::new();
@@ -104,7 +134,9 @@ fn seeds(stream: &[u8]) -> Vec<Vec<u8>> {
 fn op_server_chunks(frames_bytes: &[u8]) -> Vec<u8> {
     let mut chunks = Vec::new();
     for frame in frames(frames_bytes) {
-        let mut buf = frame.bytes[..frame.bytes.len() - 1].to_vec();
+        // A `Hello` comes after a lone delimiter (an empty frame).
+        let flush = frame.bytes.iter().take_while(|&&b| b == 0).count();
+        let mut buf = frame.bytes[flush..frame.bytes.len() - 1].to_vec();
         let header = decode_frame(&mut buf).expect("a whole frame").header;
         let payload = &buf[HEADER_LEN..HEADER_LEN + usize::from(header.payload_len)];
         Message::decode_request(header.message_id, payload).expect("a request");
@@ -132,26 +164,39 @@ fn parse_chunks(mut input: &[u8]) -> Result<Vec<u8>, String> {
     }
 }
 
-/// The traffic of `tf_qemu_mlp.py` on a device `scheme` (`mcu-tcp` or
-/// `tcp`) on the firmware under QEMU.
+/// The traffic of TF programs on a device `scheme` (`mcu-tcp` or `tcp`) on
+/// the firmware under QEMU, one process after another on one wire: an
+/// MLP's `predict` under the profiler, a Keras `fit` (Adam) for a few
+/// seconds, and in op-level mode a convnet's `predict` (the window ops).
 fn record(scheme: &str) -> Recording {
     let qemu = Qemu::boot_firmware().expect("QEMU boots the firmware");
     assert!(qemu.wait_for_log("tensorplug firmware", Duration::from_secs(10)));
     let uart = qemu.uart.try_clone().expect("the UART's socket");
     let wire = Wire::start(move || uart.try_clone()).expect("the wire");
     wire.record(RECORD_CAP);
-    let logdir = scratch_dir(&format!("fuzz-seeds-{scheme}"));
+    let scratch = scratch_dir(&format!("fuzz-seeds-{scheme}"));
     let item = format!("{scheme}:127.0.0.1:{}", wire.port);
-    // The script reads TF's placement log, which needs log level 0.
-    let out = Command::new(python())
-        .arg(workspace_root().join("tests/python/tf_qemu_mlp.py"))
-        .arg(&logdir)
-        .env("TF_CPP_MIN_LOG_LEVEL", "0")
-        .env("TF_PLUGGABLE_DEVICE_LIBRARY_PATH", plugin_path())
-        .env("TENSORPLUG_DEVICE", &item)
-        .output()
-        .expect("cannot start python");
-    expect_success(&out, &format!("tf_qemu_mlp.py on {item}"));
+    let csv = scratch.join("fit.csv").to_string_lossy().into_owned();
+    let logdir = scratch.to_string_lossy().into_owned();
+    let mut programs = vec![
+        ("tf_qemu_mlp.py", vec![logdir.as_str()]),
+        ("soak_fit.py", vec!["0.1", csv.as_str(), "3"]),
+    ];
+    if scheme == "mcu-tcp" {
+        programs.push(("tf_qemu_convnet.py", vec![]));
+    }
+    for (script, args) in programs {
+        // `tf_qemu_*` read TF's placement log, which needs log level 0.
+        let out = Command::new(python())
+            .arg(workspace_root().join("tests/python").join(script))
+            .args(args)
+            .env("TF_CPP_MIN_LOG_LEVEL", "0")
+            .env("TF_PLUGGABLE_DEVICE_LIBRARY_PATH", plugin_path())
+            .env("TENSORPLUG_DEVICE", &item)
+            .output()
+            .expect("cannot start python");
+        expect_success(&out, &format!("{script} on {item}"));
+    }
     wire.recorded()
 }
 
