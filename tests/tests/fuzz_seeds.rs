@@ -393,6 +393,13 @@ mod spi {
         else {
             panic!("the driver brings the model up");
         };
+        // Each seed runs on a model just out of reset, so each starts with
+        // the bring-up: a seed from the middle of a session reaches the
+        // commands only on a device that is up.
+        let start: Vec<u8> = [0u8]
+            .into_iter()
+            .chain(std::mem::take(&mut driver.transport_mut().device_mut().windows).concat())
+            .collect();
         let (mut session, mut port) = (Session::new(), model());
         let mut ops = Box::new(OpServer::<16>::new().with_window(8));
         let mut bus = LinkServer::new();
@@ -428,7 +435,7 @@ mod spi {
                 .expect("a completion encodes");
         }
         let windows = std::mem::take(&mut driver.transport_mut().device_mut().windows);
-        let mut seeds = vec![vec![0u8]];
+        let mut seeds = vec![start.clone()];
         // A poll repeats one of the last few windows: how many polls a
         // command takes depends on the host's load, and without them the
         // seeds reach the commands, not only the waits.
@@ -443,11 +450,11 @@ mod spi {
             }
             let last = seeds.last_mut().expect("one seed at least");
             if last.len() + window.len() > MAX_SEED + 1 {
-                seeds.push(vec![0u8]);
+                seeds.push(start.clone());
             }
             seeds.last_mut().expect("one seed at least").extend(window);
         }
-        seeds.retain(|s| s.len() > 1);
+        seeds.retain(|s| s.len() > start.len());
         seeds.truncate(super::PER_STREAM);
         seeds
     }
