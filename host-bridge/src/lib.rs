@@ -12,7 +12,7 @@
 //! - [`se`]: `SE_InitPlugin` and the StreamExecutor callbacks;
 //! - [`graph`]: `TF_InitGraph` and its pass (variables, folding, fusion,
 //!   making what TF's passes leave runnable);
-//! - [`kernels`]: `TF_InitKernel` and the f32 kernels, per capability;
+//! - [`kernels`]: `TF_InitKernel` and the kernels, per capability;
 //! - [`registry`]: the open devices, their streams, fences, handle scheme
 //!   and completion threads, shared by every plugin interface;
 //! - [`devices`]: the device list and the type-erased driver;

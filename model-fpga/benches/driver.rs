@@ -2,7 +2,7 @@
 //! (the `sim` device):
 //!
 //! - group `driver_mmio`, id `nop_round_trip`: one `NOP` submitted, doorbell,
-//!   completion reaped (goal: median ≤ 500 ns, issue 25);
+//!   completion reaped (goal: median ≤ 500 ns);
 //! - group `driver_mmio_copy`, ids `h2d2h_64MiB` (64 MiB host → device, then
 //!   device → host, through the memory window: the default copy path),
 //!   `h2d2h_64MiB_dma` (the same through `COPY_H2D`/`COPY_D2H` and a 4 MiB

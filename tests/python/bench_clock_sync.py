@@ -1,4 +1,4 @@
-"""The sim's device clock on TF's clock with both cores busy (issue 26):
+"""The sim's device clock on TF's clock with both cores busy:
 a two-layer MLP runs 200 times under tf.profiler while two other processes
 spin; for every launch, its first device op's begin minus the launch's
 begin (tf_profiler_scenarios.offsets_under_load). A negative value is an

@@ -12,7 +12,7 @@ fpga_nodes: a tf.function on /device:FPGA:0 with patterns TF's arithmetic
   d * d -> Square, (x - a)^2 -> SquaredDifference, log(q + 1) -> Log1p, a
   chain of adds -> AddN), soft placement off. Checks the result against the
   same function on the CPU, and that every op TF made runs on the FPGA
-  (AddN and Log1p have FPGA kernels since issue 24; an op TF makes without
+  (AddN and Log1p have FPGA kernels; an op TF makes without
   one is split back or moved to the CPU by the graph pass, which
   host-bridge/src/graph/runnable.rs tests).
 Exits non-zero naming the first failed check.

@@ -1,4 +1,4 @@
-//! The MCU fails under QEMU, and the host recovers (issue 26, item 5): a
+//! The MCU fails under QEMU, and the host recovers: a
 //! wedged main loop is reset by the firmware's watchdog, the board's reset
 //! is pressed mid-session (QEMU's monitor). Either way the firmware
 //! announces its new boot, the host's wait fails at once with a device

@@ -412,8 +412,8 @@ fn a_whole_int8_convnet_on_the_fpga_equals_tflite() {
 }
 
 /// The same convnet with float input and output: the graph starts with the
-/// plugin's `Quantize` and ends with its `Dequantize` (int8 only inside, as
-/// issue 23 asks), and the float outputs equal TFLite's bit for bit.
+/// plugin's `Quantize` and ends with its `Dequantize` (int8 only inside),
+/// and the float outputs equal TFLite's bit for bit.
 #[test]
 fn an_int8_convnet_with_float_edges_equals_tflite() {
     let stdout = run_model("convnet-float", "32");
@@ -665,7 +665,7 @@ fn an_uncalibrated_qat_model_is_a_clear_error_in_int8() {
 /// meets that failure first in its own `SyncAll`, whose message TF
 /// replaces with "SyncAll failed" (`host-bridge/src/se/streams.rs`); the
 /// test accepts that form for the device-detected cases, as the known
-/// limit it is (issue 23's note).
+/// limit it is.
 #[test]
 fn a_bad_quantization_block_fails_the_tf_op_naming_the_node_and_the_reason() {
     let output = run_tf_with_plugin("int8_ops_vs_tflite.py", &["bad"], None);

@@ -154,7 +154,7 @@ fn cpu_nodes_get_tf_rewrites_as_without_the_plugin() {
 
 /// On FPGA nodes TF's passes make `Mul` (from `x + x`), folded `Const`s,
 /// `Square` (from `d * d`), `SquaredDifference` (from `(x - a)²`), `AddN`
-/// and `Log1p` (from `log(q + 1)`), all with FPGA kernels since issue 24:
+/// and `Log1p` (from `log(q + 1)`), all with FPGA kernels:
 /// nothing runs on the CPU, and the result equals the CPU's, with soft
 /// placement off. (An op TF makes without an FPGA kernel is split back or
 /// moved to the CPU by our pass: `host-bridge/src/graph/runnable.rs`.)
@@ -166,7 +166,7 @@ fn tf_passes_on_fpga_nodes_leave_a_runnable_graph() {
     assert!(stdout.contains("cpu ops: []"), "{stdout}");
 }
 
-/// The fallback report (issue 24): a Keras model built to fall back (a
+/// The fallback report: a Keras model built to fall back (a
 /// `sin` activation: `Sin` has no FPGA kernel) is reported once, on stderr and by the wheel's
 /// `<lib>_fallback.report`, naming the op, the node and why; a plain MLP
 /// is not; `TENSORPLUG_FALLBACK=off` silences stderr but not the helper;

@@ -37,8 +37,9 @@ const MODEL_CODE: [&str; 11] = [
     "spi5slave",
     "FpgaPort",
 ];
-/// Goals, bytes. 96 KiB while issue 24 doubles the catalogue (64 KiB from
-/// ABI 1.2, 72 KiB while the int8 ops came in; `docs/firmware.md`).
+/// Goals, bytes: 96 KiB for the emulated board's image with its whole
+/// catalogue (64 KiB from ABI 1.2, 72 KiB with the int8 ops;
+/// `docs/firmware.md`).
 const FLASH_GOAL: u64 = 96 << 10;
 const RAM_GOAL: u64 = 32 << 10;
 /// Allowed growth over the snapshot.

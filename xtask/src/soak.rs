@@ -1,4 +1,4 @@
-//! `cargo xtask soak`: issue 26's time-boxed soaks, with the release
+//! `cargo xtask soak`: the time-boxed soaks of `docs/reliability.md`, with the release
 //! plugin, each sampling RSS, file descriptors and threads (and device
 //! memory for `fit`) into `target/tensorplug-soak/*.csv`:
 //!

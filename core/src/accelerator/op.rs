@@ -9,8 +9,9 @@ use super::window::{Activation, Window, WindowOp, window_shape};
 use crate::quant::block;
 
 /// The ops tensorplug knows: the families of the catalogue, each with its
-/// attributes; f32, except the int8 ops at the end. Softmax and reduce-sum work on the
-/// last axis.
+/// attributes. Each declares its element types (`OpDecl::dtypes`): the float
+/// families take f32 (and f16/bf16 where declared), the int8 families i8.
+/// Softmax and reduce-sum work on the last axis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]

@@ -1,5 +1,5 @@
-//! `TF_InitKernel`: the f32 kernels of the plugin's device type, for the
-//! ops its devices declare ([`Capabilities`]).
+//! `TF_InitKernel`: the kernels of the plugin's device type, for the ops
+//! (and element types) its devices declare ([`Capabilities`]).
 //!
 //! Each kernel ([`ops`]: one module per TF op, listed in [`KERNELS`]) reads
 //! its attributes once at construction, and each compute call maps TF's

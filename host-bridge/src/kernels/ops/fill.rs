@@ -6,7 +6,7 @@
 //! `Fill(dims, value)` on float32: `dims` in host memory, `value` in device
 //! memory (a host-memory `value` made an eager `tf.fill` right after a
 //! device fault fail with that fault's error in the value's copy, a
-//! stale-error path of issue 26): the output filled with 1.0, then
+//! stale-error path): the output filled with 1.0, then
 //! multiplied by `value` in place (exact: `1 · v = v`, NaN and −0 too).
 
 use super::sum::read_host_ints;
