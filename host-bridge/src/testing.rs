@@ -171,7 +171,7 @@ impl GatedDevice {
     }
 }
 
-impl Accelerator for GatedDevice {
+impl tensorplug_core::accelerator::Device for GatedDevice {
     type Error = DeviceError;
     fn info(&self) -> DeviceInfo {
         DeviceInfo::new(
@@ -182,6 +182,9 @@ impl Accelerator for GatedDevice {
             2,
         )
     }
+}
+
+impl Memory for GatedDevice {
     fn allocate(&mut self, bytes: u64, align: u64) -> Result<DeviceAddr, DeviceError> {
         let start = self.next.next_multiple_of(align);
         let end = start + bytes;
@@ -203,6 +206,9 @@ impl Accelerator for GatedDevice {
             used: self.next,
         }
     }
+}
+
+impl Transfer for GatedDevice {
     unsafe fn copy_to_device(
         &mut self,
         _q: QueueId,
@@ -243,12 +249,6 @@ impl Accelerator for GatedDevice {
         let dst = self.check(dst, len)?;
         self.enqueue(Op::Fill(dst, len, pattern))
     }
-    fn launch(&mut self, _q: QueueId, _op: &OpDesc<'_>) -> Result<Fence, DeviceError> {
-        Err(DeviceError::new(
-            ErrorKind::Unsupported,
-            "gated device runs no ops",
-        ))
-    }
     fn poll(&mut self, fence: Fence) -> Result<bool, DeviceError> {
         self.run_released();
         Ok(fence.0 <= self.done)
@@ -260,6 +260,18 @@ impl Accelerator for GatedDevice {
             Err(DeviceError::new(ErrorKind::Timeout, "gated"))
         }
     }
+}
+
+impl Launch for GatedDevice {
+    fn launch(&mut self, _q: QueueId, _op: &OpDesc<'_>) -> Result<Fence, DeviceError> {
+        Err(DeviceError::new(
+            ErrorKind::Unsupported,
+            "gated device runs no ops",
+        ))
+    }
+}
+
+impl Reset for GatedDevice {
     fn reset(&mut self) -> Result<(), DeviceError> {
         self.resets.fetch_add(1, Ordering::Relaxed);
         if self.reset_fails {
@@ -269,6 +281,9 @@ impl Accelerator for GatedDevice {
         self.done = self.issued;
         Ok(())
     }
+}
+
+impl Profiling for GatedDevice {
     fn timestamp(&mut self) -> Result<u64, DeviceError> {
         Ok(self.done)
     }

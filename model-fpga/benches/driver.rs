@@ -21,6 +21,7 @@
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
+use tensorplug_core::accelerator::prelude::*;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tensorplug_abi::device::{CommandDescriptor, CommandFlags, Opcode};

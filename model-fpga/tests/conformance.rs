@@ -8,6 +8,7 @@
 #![cfg(feature = "std")]
 
 use std::sync::Arc;
+use tensorplug_core::accelerator::prelude::*;
 
 use tensorplug_core::conformance::{Config, Fixture, Report, run_fixture};
 use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
@@ -159,7 +160,7 @@ fn whole_suite_on_one_sim_device() {
     }
     // Everything the cases allocated was freed.
     assert_eq!(
-        tensorplug_core::accelerator::Accelerator::memory_usage(&sim.dev).used,
+        tensorplug_core::accelerator::Memory::memory_usage(&sim.dev).used,
         0
     );
 }
@@ -182,7 +183,7 @@ fn whole_suite_on_one_spi_device() {
 #[test]
 fn whole_suite_on_a_device_without_the_catalogue_commands() {
     use tensorplug_abi::device::{Features, REFERENCE_FEATURES};
-    use tensorplug_core::accelerator::{Accelerator, Binary, OpKind, Unary};
+    use tensorplug_core::accelerator::{Binary, OpKind, Unary};
     use tensorplug_core::conformance::Outcome;
     let config = ModelConfig {
         features: Features(

@@ -4,7 +4,8 @@
 
 use embedded_hal::delay::DelayNs;
 use tensorplug_abi::device::{AbiVersion, ErrorKind as AbiErrorKind, IdentityError, Register};
-use tensorplug_core::accelerator::{Accelerator, ErrorKind, QueueId};
+use tensorplug_core::accelerator::prelude::*;
+use tensorplug_core::accelerator::{ErrorKind, QueueId};
 use tensorplug_device_fpga::driver::{DelayClock, Driver, DriverConfig, Error, StdClock, WaitFor};
 use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
 use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};

@@ -6,6 +6,7 @@
 mod driver_suite;
 
 use std::sync::Arc;
+use tensorplug_core::accelerator::prelude::*;
 
 use driver_suite::Fixture;
 use tensorplug_device_fpga::driver::{Driver, StdClock};

@@ -6,6 +6,7 @@
 mod driver_suite;
 
 use driver_suite::Fixture;
+use tensorplug_core::accelerator::prelude::*;
 use tensorplug_device_fpga::driver::{Driver, StdClock};
 use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
 use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
@@ -68,7 +69,7 @@ fn spi_has_no_dma_so_rings_and_copies_use_device_memory() {
     // The command queue really is in the model's memory: the first
     // descriptor of the next command lands at its base.
     let base = f.dev.rings().commands.base as usize;
-    use tensorplug_core::accelerator::Accelerator;
+
     let buf = f.dev.allocate(4, 64).unwrap();
     let fence = f.dev.fill(driver_suite::Q, buf, 4, 0).unwrap();
     f.dev.wait(fence, driver_suite::TIMEOUT).unwrap();
@@ -78,7 +79,7 @@ fn spi_has_no_dma_so_rings_and_copies_use_device_memory() {
 
 #[test]
 fn corrupted_response_is_a_crc_error_and_retrying_works() {
-    use tensorplug_core::accelerator::{Accelerator, ErrorKind};
+    use tensorplug_core::accelerator::ErrorKind;
     use tensorplug_device_fpga::driver::Error;
     use tensorplug_device_fpga::transport::{CrcSide, Error as BusError};
 
@@ -92,7 +93,7 @@ fn corrupted_response_is_a_crc_error_and_retrying_works() {
 
 #[test]
 fn a_bus_that_stays_busy_times_out_then_recovers() {
-    use tensorplug_core::accelerator::{Accelerator, ErrorKind};
+    use tensorplug_core::accelerator::ErrorKind;
     use tensorplug_device_fpga::driver::Error;
     use tensorplug_device_fpga::transport::Error as BusError;
 

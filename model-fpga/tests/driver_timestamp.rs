@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 use tensorplug_abi::device::Register;
-use tensorplug_core::accelerator::Accelerator;
+use tensorplug_core::accelerator::prelude::*;
 use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
 use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
 use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};

@@ -6,6 +6,7 @@
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
+use tensorplug_core::accelerator::prelude::*;
 
 use tensorplug_core::accelerator::{Accelerator, Error as _, ErrorKind};
 use tensorplug_core::event::{Event, EventKind};

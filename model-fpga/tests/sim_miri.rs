@@ -5,6 +5,7 @@
 #![cfg(feature = "std")]
 
 use std::time::Duration;
+use tensorplug_core::accelerator::prelude::*;
 
 use tensorplug_core::accelerator::{
     Accelerator, DType, DeviceAddr, OpDesc, OpKind, QueueId, Shape, TensorDesc, Unary,

@@ -28,6 +28,7 @@ use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use tensorplug_core::accelerator::prelude::*;
 
 use object::{Object, ObjectSymbol};
 use tensorplug_core::accelerator::{

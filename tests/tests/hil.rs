@@ -9,6 +9,7 @@
 
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
+use tensorplug_core::accelerator::prelude::*;
 use tensorplug_core::accelerator::{Accelerator, ErrorKind};
 use tensorplug_core::conformance::{Config, run_all};
 use tensorplug_core::link::{

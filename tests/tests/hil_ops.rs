@@ -9,6 +9,7 @@
 
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
+use tensorplug_core::accelerator::prelude::*;
 use tensorplug_core::accelerator::{
     Accelerator, DType, Error as _, ErrorKind, OpDesc, OpKind, QueueId, Shape, TensorDesc, Unary,
 };

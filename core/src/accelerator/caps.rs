@@ -183,15 +183,15 @@ impl defmt::Format for VendorOps {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Capabilities {
-    /// Op families [`Accelerator::launch`](super::Accelerator::launch) runs.
+    /// Op families [`Launch::launch`](super::Launch::launch) runs.
     pub ops: OpSet,
     /// Element types those ops take.
     pub dtypes: DTypeSet,
     /// The vendor's own ops it runs (`docs/vendor-guide.md`, "Your own ops
     /// and element types").
     pub vendor_ops: VendorOps,
-    /// Whether [`set_profiling`](super::Accelerator::set_profiling) and
-    /// [`drain_events`](super::Accelerator::drain_events) record device events.
+    /// Whether [`set_profiling`](super::Profiling::set_profiling) and
+    /// [`drain_events`](super::Profiling::drain_events) record device events.
     pub profiling: bool,
 }
 

@@ -1,6 +1,8 @@
-//! The trait a vendor implements to put a device behind tensorplug.
+//! The traits a vendor implements to put a device behind tensorplug.
 //!
-//! An [`Accelerator`] owns device memory, ordered queues, copies, op launches,
+//! One trait per capability ([`Device`], [`Memory`], [`Transfer`],
+//! [`Launch`], [`Reset`], [`Profiling`]); an [`Accelerator`] is any device
+//! with all of them. It owns device memory, ordered queues, copies, op launches,
 //! fences, a device clock and a hardware profiling-event source. The host
 //! bridge drives it from TensorFlow; the MCU firmware drives it from the link
 //! server; tests drive it against a behavioural model. It knows nothing about
@@ -11,7 +13,7 @@
 //!   may overlap.
 //! - Every enqueue returns a [`Fence`]; a fence completes when that work and
 //!   all earlier work on the same queue has completed.
-//! - Every wait is bounded: [`Accelerator::wait`] takes a timeout and returns
+//! - Every wait is bounded: [`Transfer::wait`] takes a timeout and returns
 //!   an error of kind [`ErrorKind::Timeout`] rather than hang.
 //! - Device addresses are plain integers ([`DeviceAddr`]), so `base + offset`
 //!   arithmetic (which TensorFlow does on device pointers) stays valid.
@@ -20,12 +22,11 @@
 //! A device that keeps its "device memory" in a host array, runs copies
 //! synchronously and supports one op. Real drivers (see
 //! `tensorplug-device-fpga`) enqueue descriptors and complete fences from the
-//! device's completion queue instead.
+//! device's completion queue instead, and override [`Reset`].
 //!
 //! ```
 //! use core::time::Duration;
 //! use tensorplug_core::accelerator::*;
-//! use tensorplug_core::event::Event;
 //!
 //! struct HostArray { mem: [u8; 4096], next: u64, done: u64 }
 //!
@@ -47,12 +48,14 @@
 //!     fn complete(&mut self) -> Fence { self.done += 1; Fence(self.done) }
 //! }
 //!
-//! impl Accelerator for HostArray {
+//! impl Device for HostArray {
 //!     type Error = Oops;
 //!     fn info(&self) -> DeviceInfo {
 //!         DeviceInfo::new("host-array", 4096, 1_000_000_000, Version::new(1, 0, 0), 1)
 //!             .with_capabilities(Capabilities::f32(OpSet::of(&[OpKind::Unary(Unary::RELU)]), false))
 //!     }
+//! }
+//! impl Memory for HostArray {
 //!     fn allocate(&mut self, bytes: u64, align: u64) -> Result<DeviceAddr, Oops> {
 //!         let start = self.next.next_multiple_of(align.max(1));
 //!         let end = start.checked_add(bytes).filter(|&e| e <= 4096).ok_or(Oops(ErrorKind::OutOfMemory))?;
@@ -61,6 +64,8 @@
 //!     }
 //!     fn deallocate(&mut self, _addr: DeviceAddr) -> Result<(), Oops> { Ok(()) }
 //!     fn memory_usage(&self) -> MemoryUsage { MemoryUsage { total: 4096, used: self.next } }
+//! }
+//! impl Transfer for HostArray {
 //!     unsafe fn copy_to_device(&mut self, _q: QueueId, dst: DeviceAddr, src: *const u8, len: usize) -> Result<Fence, Oops> {
 //!         let r = self.range(dst, len)?;
 //!         // SAFETY: the caller guarantees `src` is readable for `len` bytes.
@@ -83,6 +88,12 @@
 //!         for (i, b) in self.mem[r].iter_mut().enumerate() { *b = pattern.to_le_bytes()[i % 4]; }
 //!         Ok(self.complete())
 //!     }
+//!     fn poll(&mut self, fence: Fence) -> Result<bool, Oops> { Ok(fence.0 <= self.done) }
+//!     fn wait(&mut self, fence: Fence, _timeout: Duration) -> Result<(), Oops> {
+//!         if fence.0 <= self.done { Ok(()) } else { Err(Oops(ErrorKind::Timeout)) }
+//!     }
+//! }
+//! impl Launch for HostArray {
 //!     fn launch(&mut self, _q: QueueId, op: &OpDesc<'_>) -> Result<Fence, Oops> {
 //!         op.validate().map_err(|_| Oops(ErrorKind::InvalidArgument))?;
 //!         if op.kind != OpKind::Unary(Unary::RELU) { return Err(Oops(ErrorKind::Unsupported)); }
@@ -94,15 +105,10 @@
 //!         }
 //!         Ok(self.complete())
 //!     }
-//!     fn poll(&mut self, fence: Fence) -> Result<bool, Oops> { Ok(fence.0 <= self.done) }
-//!     fn wait(&mut self, fence: Fence, _timeout: Duration) -> Result<(), Oops> {
-//!         if fence.0 <= self.done { Ok(()) } else { Err(Oops(ErrorKind::Timeout)) }
-//!     }
-//!     fn reset(&mut self) -> Result<(), Oops> { Ok(()) }
-//!     fn timestamp(&mut self) -> Result<u64, Oops> { Ok(self.done) }
-//!     fn set_profiling(&mut self, _on: bool) -> Result<(), Oops> { Ok(()) }
-//!     fn drain_events(&mut self, _out: &mut [Event]) -> Result<Drained, Oops> { Ok(Drained::default()) }
 //! }
+//! // Synchronous, no clock, no profiling: the defaults.
+//! impl Reset for HostArray {}
+//! impl Profiling for HostArray {}
 //!
 //! // Relu on four floats, through the trait's blocking helpers.
 //! let mut dev = HostArray { mem: [0; 4096], next: 0, done: 0 };
@@ -122,10 +128,12 @@
 //! assert_eq!(got, [0.0, 2.0, 0.0, 4.0]);
 //! ```
 
+mod capability;
 mod caps;
 mod catalogue;
 mod device_info;
 mod elementwise;
+mod forward;
 mod op;
 mod op_id;
 mod shape_error;
@@ -133,6 +141,7 @@ mod types;
 mod vendor;
 mod window;
 
+pub use capability::{Accelerator, Device, Launch, Memory, Profiling, Reset, Transfer};
 pub use caps::{Capabilities, OP_SET_WORDS, OpSet, VendorOps};
 pub use catalogue::{BUILTIN, builtin};
 pub use device_info::DeviceInfo;
@@ -149,8 +158,11 @@ pub use types::{
 pub use vendor::{ReferenceKernel, Tolerance, VendorCase, VendorRules};
 pub use window::{Activation, Window};
 
-use crate::event::Event;
-use core::time::Duration;
+/// The capability traits, for method calls on concrete devices
+/// (`use tensorplug_core::accelerator::prelude::*;`).
+pub mod prelude {
+    pub use super::{Accelerator, Device, Launch, Memory, Profiling, Reset, Transfer};
+}
 
 /// What went wrong, in device-independent terms (the embedded-hal pattern).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -179,121 +191,4 @@ pub enum ErrorKind {
 pub trait Error: core::fmt::Debug + core::fmt::Display {
     /// The device-independent class of this error.
     fn kind(&self) -> ErrorKind;
-}
-
-/// A device tensorplug can drive. See the module docs for the semantics.
-pub trait Accelerator {
-    /// The driver's error type.
-    type Error: Error;
-
-    /// Static facts about the device.
-    fn info(&self) -> DeviceInfo;
-
-    /// Allocates `bytes` of device memory aligned to `align` (a power of two).
-    fn allocate(&mut self, bytes: u64, align: u64) -> Result<DeviceAddr, Self::Error>;
-    /// Frees memory returned by [`Accelerator::allocate`].
-    fn deallocate(&mut self, addr: DeviceAddr) -> Result<(), Self::Error>;
-    /// Total and used device memory, in bytes.
-    fn memory_usage(&self) -> MemoryUsage;
-
-    /// Enqueues a host-to-device copy of `len` bytes from `src`.
-    ///
-    /// # Safety
-    /// `src` must be readable for `len` bytes and stay valid and unchanged
-    /// until the returned fence completes or [`Accelerator::reset`] returns.
-    unsafe fn copy_to_device(
-        &mut self,
-        queue: QueueId,
-        dst: DeviceAddr,
-        src: *const u8,
-        len: usize,
-    ) -> Result<Fence, Self::Error>;
-    /// Enqueues a device-to-host copy of `len` bytes into `dst`.
-    ///
-    /// # Safety
-    /// `dst` must be writable for `len` bytes and stay valid (and not be
-    /// read) until the returned fence completes or [`Accelerator::reset`]
-    /// returns.
-    unsafe fn copy_from_device(
-        &mut self,
-        queue: QueueId,
-        dst: *mut u8,
-        src: DeviceAddr,
-        len: usize,
-    ) -> Result<Fence, Self::Error>;
-    /// Enqueues a device-to-device copy.
-    fn copy_on_device(
-        &mut self,
-        queue: QueueId,
-        dst: DeviceAddr,
-        src: DeviceAddr,
-        len: usize,
-    ) -> Result<Fence, Self::Error>;
-    /// Enqueues a fill of `len` bytes with the little-endian bytes of
-    /// `pattern` repeated (byte `i` is `pattern.to_le_bytes()[i % 4]`).
-    fn fill(
-        &mut self,
-        queue: QueueId,
-        dst: DeviceAddr,
-        len: usize,
-        pattern: u32,
-    ) -> Result<Fence, Self::Error>;
-    /// Enqueues one op. Implementations call [`OpDesc::validate`] first.
-    fn launch(&mut self, queue: QueueId, op: &OpDesc<'_>) -> Result<Fence, Self::Error>;
-
-    /// True once `fence` has completed. Never blocks.
-    fn poll(&mut self, fence: Fence) -> Result<bool, Self::Error>;
-    /// Blocks until `fence` completes, or fails with [`ErrorKind::Timeout`].
-    fn wait(&mut self, fence: Fence, timeout: Duration) -> Result<(), Self::Error>;
-    /// Brings the device back to a known state after a fault or timeout.
-    /// When it returns, the device no longer touches any host buffer handed
-    /// to an earlier copy, and all outstanding fences have failed.
-    fn reset(&mut self) -> Result<(), Self::Error>;
-
-    /// The device clock, in ticks of [`DeviceInfo::clock_hz`].
-    fn timestamp(&mut self) -> Result<u64, Self::Error>;
-    /// Turns the device's hardware event recording on or off.
-    fn set_profiling(&mut self, enabled: bool) -> Result<(), Self::Error>;
-    /// Moves recorded device events (timestamps in device ticks) into `out`.
-    fn drain_events(&mut self, out: &mut [Event]) -> Result<Drained, Self::Error>;
-
-    /// Copies `src` to the device and waits for it. On a failed wait the
-    /// device is reset, so `src` is never read after this returns.
-    fn write_blocking(
-        &mut self,
-        queue: QueueId,
-        dst: DeviceAddr,
-        src: &[u8],
-        timeout: Duration,
-    ) -> Result<(), Self::Error> {
-        // SAFETY: `src` outlives the wait; on failure `reset` stops all access.
-        let fence = unsafe { self.copy_to_device(queue, dst, src.as_ptr(), src.len())? };
-        self.wait_or_reset(fence, timeout)
-    }
-
-    /// Copies device memory into `dst` and waits for it. On a failed wait the
-    /// device is reset, so `dst` is never written after this returns.
-    fn read_blocking(
-        &mut self,
-        queue: QueueId,
-        dst: &mut [u8],
-        src: DeviceAddr,
-        timeout: Duration,
-    ) -> Result<(), Self::Error> {
-        // SAFETY: `dst` outlives the wait; on failure `reset` stops all access.
-        let fence = unsafe { self.copy_from_device(queue, dst.as_mut_ptr(), src, dst.len())? };
-        self.wait_or_reset(fence, timeout)
-    }
-
-    /// Waits for `fence`; on any failure resets the device and returns the
-    /// wait's error (a failed reset is reported instead, being worse).
-    fn wait_or_reset(&mut self, fence: Fence, timeout: Duration) -> Result<(), Self::Error> {
-        match self.wait(fence, timeout) {
-            Ok(()) => Ok(()),
-            Err(wait_error) => {
-                self.reset()?;
-                Err(wait_error)
-            }
-        }
-    }
 }

@@ -69,7 +69,7 @@ pub struct MemoryUsage {
     pub used: u64,
 }
 
-/// What one [`drain_events`](super::Accelerator::drain_events) call moved.
+/// What one [`drain_events`](super::Profiling::drain_events) call moved.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Drained {
     /// Events written to the front of the output slice.

@@ -14,6 +14,7 @@
 //! caught and reported the same way). Each case frees what it allocated.
 //! What each checks: `docs/conformance.md`.
 
+use crate::accelerator::prelude::*;
 use core::time::Duration;
 use std::format;
 use std::string::String;

@@ -3,6 +3,7 @@
 //! reference kernels), and a corrupted block refused. [`check`] also runs
 //! the index ops' cases (`super::index`), which take the same typed path.
 
+use crate::accelerator::prelude::*;
 use std::format;
 use std::vec;
 use std::vec::Vec;

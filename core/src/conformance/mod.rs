@@ -39,6 +39,7 @@ mod int8;
 mod ops;
 pub(crate) mod support;
 
+use crate::accelerator::prelude::*;
 use core::fmt;
 use core::time::Duration;
 use std::boxed::Box;
@@ -101,7 +102,7 @@ pub trait Fixture {
     fn device(&mut self) -> &mut Self::Device;
 
     /// Arranges for the next command the device is given (the suite gives
-    /// it a [`fill`](Accelerator::fill)) never to complete, silently, as a
+    /// it a [`fill`](Transfer::fill)) never to complete, silently, as a
     /// hung device or a lost completion would: its fence never signals and
     /// nothing reports an error. Returns false (the default) when the
     /// fixture cannot; the timeout case is then skipped.

@@ -1,6 +1,7 @@
 //! The op cases: shapes and data for every op family, running one op on
 //! the device, and comparing it with the reference kernels.
 
+use crate::accelerator::prelude::*;
 use std::format;
 use std::string::String;
 use std::vec;

@@ -1,6 +1,7 @@
 //! What the cases share: a failure type that carries its message, device
 //! calls with context, a scope that frees what a case allocated, test data.
 
+use crate::accelerator::prelude::*;
 use core::fmt::Display;
 use core::time::Duration;
 use std::format;

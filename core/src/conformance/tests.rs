@@ -11,9 +11,9 @@ use std::vec::Vec;
 
 use super::*;
 use crate::accelerator::{
-    Accelerator, Attrs, Capabilities, DType, DTypeSet, DeviceAddr, DeviceInfo, Drained, Error,
-    ErrorKind, Fence, MemoryUsage, Namespace, OpDecl, OpDesc, OpKind, OpSet, QueueId, Shape,
-    ShapeError, TensorDesc, Tolerance, Unary, VendorCase, VendorRules, Version,
+    Attrs, Capabilities, DType, DTypeSet, DeviceAddr, DeviceInfo, Drained, Error, ErrorKind, Fence,
+    MemoryUsage, Namespace, OpDecl, OpDesc, OpKind, OpSet, QueueId, Shape, ShapeError, TensorDesc,
+    Tolerance, Unary, VendorCase, VendorRules, Version,
 };
 use crate::event::{Event, EventKind};
 use crate::reference;
@@ -211,9 +211,8 @@ impl HostDevice {
     }
 }
 
-impl Accelerator for HostDevice {
+impl Device for HostDevice {
     type Error = HostError;
-
     fn info(&self) -> DeviceInfo {
         let hz = if self.bugs.clock_hz_too_low {
             1_000_000
@@ -233,7 +232,9 @@ impl Accelerator for HostDevice {
                 .with_vendor_ops(self.vendor_ops),
         )
     }
+}
 
+impl Memory for HostDevice {
     fn allocate(&mut self, bytes: u64, align: u64) -> Result<DeviceAddr, HostError> {
         if !align.is_power_of_two() {
             return err(ErrorKind::InvalidArgument);
@@ -259,7 +260,6 @@ impl Accelerator for HostDevice {
         self.blocks.insert(i, (addr, size));
         Ok(DeviceAddr(addr))
     }
-
     fn deallocate(&mut self, addr: DeviceAddr) -> Result<(), HostError> {
         let i = self
             .blocks
@@ -273,14 +273,15 @@ impl Accelerator for HostDevice {
         self.blocks.remove(i);
         Ok(())
     }
-
     fn memory_usage(&self) -> MemoryUsage {
         MemoryUsage {
             total: SIZE as u64,
             used: self.blocks.iter().map(|b| b.1).sum::<u64>() + self.leaked,
         }
     }
+}
 
+impl Transfer for HostDevice {
     unsafe fn copy_to_device(
         &mut self,
         _q: QueueId,
@@ -294,7 +295,6 @@ impl Accelerator for HostDevice {
         let data = unsafe { core::slice::from_raw_parts(src, len) };
         Ok(self.command(|d| d.mem[r].copy_from_slice(data)))
     }
-
     unsafe fn copy_from_device(
         &mut self,
         _q: QueueId,
@@ -308,7 +308,6 @@ impl Accelerator for HostDevice {
         let out = unsafe { core::slice::from_raw_parts_mut(dst, len) };
         Ok(self.command(|d| out.copy_from_slice(&d.mem[r])))
     }
-
     fn copy_on_device(
         &mut self,
         _q: QueueId,
@@ -319,7 +318,6 @@ impl Accelerator for HostDevice {
         let (s, d) = (self.range(src, len)?, self.range(dst, len)?);
         Ok(self.command(|dev| dev.mem.copy_within(s, d.start)))
     }
-
     fn fill(
         &mut self,
         _q: QueueId,
@@ -339,7 +337,26 @@ impl Accelerator for HostDevice {
         }
         Ok(self.command(|d| d.do_fill(dst, len, pattern)))
     }
+    fn poll(&mut self, fence: Fence) -> Result<bool, HostError> {
+        if fence.0 > self.next {
+            return err(ErrorKind::InvalidArgument);
+        }
+        if self.aborted.iter().any(|r| r.contains(&fence.0)) {
+            return err(ErrorKind::DeviceFault);
+        }
+        Ok(self.stalled_from.is_none_or(|s| fence.0 < s))
+    }
+    fn wait(&mut self, fence: Fence, timeout: Duration) -> Result<(), HostError> {
+        if self.poll(fence)? {
+            return Ok(());
+        }
+        // Nothing makes progress while stalled.
+        std::thread::sleep(timeout);
+        err(ErrorKind::Timeout)
+    }
+}
 
+impl Launch for HostDevice {
     fn launch(&mut self, _q: QueueId, op: &OpDesc<'_>) -> Result<Fence, HostError> {
         if self.bugs.panics_in_launch {
             panic!("planted panic in launch");
@@ -394,26 +411,9 @@ impl Accelerator for HostDevice {
             }
         }))
     }
+}
 
-    fn poll(&mut self, fence: Fence) -> Result<bool, HostError> {
-        if fence.0 > self.next {
-            return err(ErrorKind::InvalidArgument);
-        }
-        if self.aborted.iter().any(|r| r.contains(&fence.0)) {
-            return err(ErrorKind::DeviceFault);
-        }
-        Ok(self.stalled_from.is_none_or(|s| fence.0 < s))
-    }
-
-    fn wait(&mut self, fence: Fence, timeout: Duration) -> Result<(), HostError> {
-        if self.poll(fence)? {
-            return Ok(());
-        }
-        // Nothing makes progress while stalled.
-        std::thread::sleep(timeout);
-        err(ErrorKind::Timeout)
-    }
-
+impl Reset for HostDevice {
     fn reset(&mut self) -> Result<(), HostError> {
         if let Some(from) = self.stalled_from
             && !self.bugs.reset_keeps_stall
@@ -424,11 +424,12 @@ impl Accelerator for HostDevice {
         self.stall_armed = false;
         Ok(())
     }
+}
 
+impl Profiling for HostDevice {
     fn timestamp(&mut self) -> Result<u64, HostError> {
         Ok(self.now())
     }
-
     fn set_profiling(&mut self, enabled: bool) -> Result<(), HostError> {
         if enabled && !self.declares_profiling {
             return err(ErrorKind::Unsupported);
@@ -436,7 +437,6 @@ impl Accelerator for HostDevice {
         self.profiling = enabled;
         Ok(())
     }
-
     fn drain_events(&mut self, out: &mut [Event]) -> Result<Drained, HostError> {
         let n = out.len().min(self.events.len());
         for (o, e) in out.iter_mut().zip(self.events.drain(..n)) {

@@ -22,8 +22,8 @@ use super::{
     SetProfiling, negotiate,
 };
 use crate::accelerator::{
-    Accelerator, DeviceAddr, DeviceInfo, Drained, ErrorKind, Fence, MemoryUsage, OpDecl, OpDesc,
-    QueueId, VendorOps,
+    Device, DeviceAddr, DeviceInfo, Drained, ErrorKind, Fence, Launch, Memory, MemoryUsage, OpDecl,
+    OpDesc, Profiling, QueueId, Transfer, VendorOps,
 };
 use crate::event::Event;
 
@@ -136,7 +136,7 @@ pub const MAX_WINDOW: u16 = 16;
 /// answers and `Completion`s are read whenever the link is read. A command
 /// the peer refuses fails its fence and every later fence of its queue
 /// waited for. Event batches the MCU streams are kept until
-/// [`Accelerator::drain_events`].
+/// [`Profiling::drain_events`].
 pub struct RemoteAccelerator<S> {
     stream: S,
     timeout: Duration,
@@ -198,7 +198,7 @@ enum SessionState {
     Opening,
     Open,
     /// The MCU restarted (it said so, or answered `HandshakeRequired`):
-    /// everything fails until [`Accelerator::reset`] opens a new session.
+    /// everything fails until [`Reset::reset`](crate::accelerator::Reset::reset) opens a new session.
     Lost,
 }
 
@@ -863,13 +863,14 @@ fn frame_failure(error: &LinkError, what: &str) -> RemoteError {
     )
 }
 
-impl<S: LinkStream> Accelerator for RemoteAccelerator<S> {
+impl<S: LinkStream> Device for RemoteAccelerator<S> {
     type Error = RemoteError;
-
     fn info(&self) -> DeviceInfo {
         self.info.clone()
     }
+}
 
+impl<S: LinkStream> Memory for RemoteAccelerator<S> {
     fn allocate(&mut self, bytes: u64, align: u64) -> Result<DeviceAddr, RemoteError> {
         match self.call(
             &Message::Allocate(Allocate { bytes, align }),
@@ -883,7 +884,6 @@ impl<S: LinkStream> Accelerator for RemoteAccelerator<S> {
             _ => unreachable!("read_some returns only answers"),
         }
     }
-
     fn deallocate(&mut self, addr: DeviceAddr) -> Result<(), RemoteError> {
         // Buffers of a session the MCU lost were freed with its memory
         // (this session's are all lost then, see `lost_session`).
@@ -908,11 +908,12 @@ impl<S: LinkStream> Accelerator for RemoteAccelerator<S> {
             Err(e) => Err(e),
         }
     }
-
     fn memory_usage(&self) -> MemoryUsage {
         self.usage
     }
+}
 
+impl<S: LinkStream> Transfer for RemoteAccelerator<S> {
     unsafe fn copy_to_device(
         &mut self,
         queue: QueueId,
@@ -935,7 +936,6 @@ impl<S: LinkStream> Accelerator for RemoteAccelerator<S> {
         }
         Ok(fence)
     }
-
     unsafe fn copy_from_device(
         &mut self,
         queue: QueueId,
@@ -955,7 +955,6 @@ impl<S: LinkStream> Accelerator for RemoteAccelerator<S> {
         }
         Ok(fence)
     }
-
     fn copy_on_device(
         &mut self,
         queue: QueueId,
@@ -970,7 +969,6 @@ impl<S: LinkStream> Accelerator for RemoteAccelerator<S> {
         };
         self.submit(queue, command, "a device-to-device copy")
     }
-
     fn fill(
         &mut self,
         queue: QueueId,
@@ -985,28 +983,6 @@ impl<S: LinkStream> Accelerator for RemoteAccelerator<S> {
         };
         self.submit(queue, command, "a fill")
     }
-
-    fn launch(&mut self, queue: QueueId, op: &OpDesc<'_>) -> Result<Fence, RemoteError> {
-        op.validate()
-            .map_err(|e| RemoteError::new(ErrorKind::InvalidArgument, format!("{e:?}")))?;
-        // Refused here, not by a late answer: the device's info lists its ops.
-        let caps = &self.info.capabilities;
-        let declared = match op.kind {
-            crate::accelerator::OpKind::Vendor(v) => caps.vendor_ops.find(v.decl.id).is_some(),
-            builtin => caps.ops.contains(builtin),
-        };
-        if !declared {
-            return Err(RemoteError::new(
-                ErrorKind::Unsupported,
-                format!("{} is not declared by the device", op.kind.name()),
-            ));
-        }
-        let wire = WireOp::from_desc(op).map_err(|_| {
-            RemoteError::new(ErrorKind::InvalidArgument, "an op with more than 3 inputs")
-        })?;
-        self.submit(queue, Command::Launch(wire), "a launch")
-    }
-
     fn poll(&mut self, fence: Fence) -> Result<bool, RemoteError> {
         if self.status(fence)? {
             return Ok(true);
@@ -1019,7 +995,6 @@ impl<S: LinkStream> Accelerator for RemoteAccelerator<S> {
         }
         self.status(fence)
     }
-
     fn wait(&mut self, fence: Fence, timeout: Duration) -> Result<(), RemoteError> {
         self.flush()?;
         let deadline = Instant::now() + timeout;
@@ -1041,7 +1016,32 @@ impl<S: LinkStream> Accelerator for RemoteAccelerator<S> {
         }
         Ok(())
     }
+}
 
+impl<S: LinkStream> Launch for RemoteAccelerator<S> {
+    fn launch(&mut self, queue: QueueId, op: &OpDesc<'_>) -> Result<Fence, RemoteError> {
+        op.validate()
+            .map_err(|e| RemoteError::new(ErrorKind::InvalidArgument, format!("{e:?}")))?;
+        // Refused here, not by a late answer: the device's info lists its ops.
+        let caps = &self.info.capabilities;
+        let declared = match op.kind {
+            crate::accelerator::OpKind::Vendor(v) => caps.vendor_ops.find(v.decl.id).is_some(),
+            builtin => caps.ops.contains(builtin),
+        };
+        if !declared {
+            return Err(RemoteError::new(
+                ErrorKind::Unsupported,
+                format!("{} is not declared by the device", op.kind.name()),
+            ));
+        }
+        let wire = WireOp::from_desc(op).map_err(|_| {
+            RemoteError::new(ErrorKind::InvalidArgument, "an op with more than 3 inputs")
+        })?;
+        self.submit(queue, Command::Launch(wire), "a launch")
+    }
+}
+
+impl<S: LinkStream> crate::accelerator::Reset for RemoteAccelerator<S> {
     fn reset(&mut self) -> Result<(), RemoteError> {
         // Bytes already read stay: they may be the start of a frame the MCU
         // is still sending (a completion); stale answers are skipped by id.
@@ -1072,14 +1072,15 @@ impl<S: LinkStream> Accelerator for RemoteAccelerator<S> {
         self.reset_mark = self.next_seq;
         Ok(())
     }
+}
 
+impl<S: LinkStream> Profiling for RemoteAccelerator<S> {
     fn timestamp(&mut self) -> Result<u64, RemoteError> {
         match self.call(&Message::ReadClock(ReadClock), "a clock read")? {
             Answer::Clock(ticks) => Ok(ticks),
             _ => unreachable!("read_some returns only answers"),
         }
     }
-
     fn set_profiling(&mut self, enabled: bool) -> Result<(), RemoteError> {
         self.call(
             &Message::SetProfiling(SetProfiling { enabled }),
@@ -1087,7 +1088,6 @@ impl<S: LinkStream> Accelerator for RemoteAccelerator<S> {
         )
         .map(drop)
     }
-
     fn drain_events(&mut self, out: &mut [Event]) -> Result<Drained, RemoteError> {
         while self.events.len() < out.len() {
             let request = Message::DrainEvents(DrainEvents {

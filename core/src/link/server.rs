@@ -32,7 +32,7 @@ pub trait EventSource<A: Accelerator + ?Sized> {
     }
 }
 
-/// Events straight from the driver's [`Accelerator::drain_events`].
+/// Events straight from the driver's [`Profiling::drain_events`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DriverEvents;
 

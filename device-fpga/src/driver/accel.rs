@@ -6,16 +6,17 @@ use core::time::Duration;
 use tensorplug_abi::device::{
     CommandDescriptor, CommandFlags, Features, OPS_WORDS, Opcode, Register,
 };
+use tensorplug_core::accelerator::prelude::*;
 use tensorplug_core::accelerator::{
-    Accelerator, Activation, Binary, Capabilities, DType, DeviceAddr, DeviceInfo, Drained, Fence,
-    MemoryUsage, OpDesc, OpKind, OpSet, QueueId, Unary, Version, Window,
+    Activation, Binary, Capabilities, DType, DeviceAddr, DeviceInfo, Drained, Fence, MemoryUsage,
+    OpDesc, OpKind, OpSet, QueueId, Unary, Version, Window,
 };
 use tensorplug_core::event::Event;
 
 use super::{Clock, DeviceFacts, Driver, Error, WaitFor, lower};
 use crate::transport::Transport;
 
-/// The name [`Accelerator::info`] reports.
+/// The name [`Device::info`] reports.
 pub const DEVICE_NAME: &str = "tensorplug reference FPGA";
 
 impl<T: Transport, C: Clock, const ALLOCS: usize> Driver<T, C, ALLOCS> {
@@ -206,9 +207,8 @@ fn elementwise_kind(code: u16) -> Option<OpKind> {
         .or(Binary::from_code(code).map(OpKind::Binary))
 }
 
-impl<T: Transport, C: Clock, const ALLOCS: usize> Accelerator for Driver<T, C, ALLOCS> {
+impl<T: Transport, C: Clock, const ALLOCS: usize> Device for Driver<T, C, ALLOCS> {
     type Error = Error;
-
     fn info(&self) -> DeviceInfo {
         let abi = self.facts.abi;
         DeviceInfo::new(
@@ -220,22 +220,24 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Accelerator for Driver<T, C, A
         )
         .with_capabilities(capabilities(&self.facts))
     }
+}
 
+impl<T: Transport, C: Clock, const ALLOCS: usize> Memory for Driver<T, C, ALLOCS> {
     fn allocate(&mut self, bytes: u64, align: u64) -> Result<DeviceAddr, Error> {
         self.heap.allocate(bytes, align).map(DeviceAddr)
     }
-
     fn deallocate(&mut self, addr: DeviceAddr) -> Result<(), Error> {
         self.heap.deallocate(addr.0)
     }
-
     fn memory_usage(&self) -> MemoryUsage {
         MemoryUsage {
             total: self.heap.total(),
             used: self.heap.used(),
         }
     }
+}
 
+impl<T: Transport, C: Clock, const ALLOCS: usize> Transfer for Driver<T, C, ALLOCS> {
     unsafe fn copy_to_device(
         &mut self,
         queue: QueueId,
@@ -257,7 +259,6 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Accelerator for Driver<T, C, A
         self.transport.write_mem(dst.0, data)?;
         Ok(fence)
     }
-
     unsafe fn copy_from_device(
         &mut self,
         queue: QueueId,
@@ -279,7 +280,6 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Accelerator for Driver<T, C, A
         self.transport.read_mem(src.0, buf)?;
         Ok(fence)
     }
-
     fn copy_on_device(
         &mut self,
         queue: QueueId,
@@ -300,7 +300,6 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Accelerator for Driver<T, C, A
             ..self.base_command(queue, 0)
         })
     }
-
     fn fill(
         &mut self,
         queue: QueueId,
@@ -320,7 +319,19 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Accelerator for Driver<T, C, A
             ..self.base_command(queue, 0)
         })
     }
+    fn poll(&mut self, fence: Fence) -> Result<bool, Error> {
+        self.poll_fence(fence)
+    }
+    fn wait(&mut self, fence: Fence, timeout: Duration) -> Result<(), Error> {
+        let budget = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+        if fence.0 <= self.queue.submitted && !self.queue_was_aborted(fence) {
+            self.wait_reached(fence.0, budget, WaitFor::Completion)?;
+        }
+        self.poll_fence(fence).map(drop)
+    }
+}
 
+impl<T: Transport, C: Clock, const ALLOCS: usize> Launch for Driver<T, C, ALLOCS> {
     fn launch(&mut self, queue: QueueId, op: &OpDesc<'_>) -> Result<Fence, Error> {
         op.validate()?;
         if !self.facts.ops.contains(op.kind) {
@@ -338,23 +349,15 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Accelerator for Driver<T, C, A
         self.ring_doorbell()?;
         Ok(self.current_fence())
     }
+}
 
-    fn poll(&mut self, fence: Fence) -> Result<bool, Error> {
-        self.poll_fence(fence)
-    }
-
-    fn wait(&mut self, fence: Fence, timeout: Duration) -> Result<(), Error> {
-        let budget = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
-        if fence.0 <= self.queue.submitted && !self.queue_was_aborted(fence) {
-            self.wait_reached(fence.0, budget, WaitFor::Completion)?;
-        }
-        self.poll_fence(fence).map(drop)
-    }
-
+impl<T: Transport, C: Clock, const ALLOCS: usize> Reset for Driver<T, C, ALLOCS> {
     fn reset(&mut self) -> Result<(), Error> {
         self.reset_and_bring_up()
     }
+}
 
+impl<T: Transport, C: Clock, const ALLOCS: usize> Profiling for Driver<T, C, ALLOCS> {
     fn timestamp(&mut self) -> Result<u64, Error> {
         // A device latches HI when LO is read, so (LO, then HI) agree. A
         // memory-backed BAR (the model in shared memory) cannot latch: it
@@ -369,7 +372,6 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Accelerator for Driver<T, C, A
         }
         Ok(u64::from(hi) << 32 | u64::from(lo))
     }
-
     fn set_profiling(&mut self, enabled: bool) -> Result<(), Error> {
         if enabled && self.rings.events.entries == 0 {
             return Err(Error::Unsupported {
@@ -379,7 +381,6 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Accelerator for Driver<T, C, A
         self.profiling = enabled;
         Ok(())
     }
-
     fn drain_events(&mut self, out: &mut [Event]) -> Result<Drained, Error> {
         self.drain(out)
     }

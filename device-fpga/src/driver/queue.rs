@@ -335,7 +335,7 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Driver<T, C, ALLOCS> {
     /// tests and tools. Host-memory copies (`COPY_H2D`/`COPY_D2H`) are
     /// refused. Operands are not checked against the ring area (the device
     /// checks only its memory bounds): a command that overwrites the rings
-    /// breaks the queue until [`reset`](tensorplug_core::accelerator::Accelerator::reset).
+    /// breaks the queue until [`reset`](tensorplug_core::accelerator::Reset::reset).
     pub fn submit_raw(&mut self, desc: &CommandDescriptor) -> Result<Fence, Error> {
         if desc.opcode.is_copy() && desc.opcode != tensorplug_abi::device::Opcode::COPY_D2D {
             return Err(Error::Unsupported {

@@ -93,9 +93,10 @@ use allocator::Blocks;
 use core::ops::Range;
 use core::time::Duration;
 use events::EventLog;
+use tensorplug_core::accelerator::prelude::*;
 use tensorplug_core::accelerator::{
-    Accelerator, Capabilities, DType, DeviceAddr, DeviceInfo, Drained, Fence, MemoryUsage, OpDecl,
-    OpDesc, OpKind, OpSet, QueueId, TensorDesc, Unary, Version,
+    Capabilities, DType, DeviceAddr, DeviceInfo, Drained, Fence, MemoryUsage, OpDecl, OpDesc,
+    OpKind, OpSet, QueueId, TensorDesc, Unary, Version,
 };
 use tensorplug_core::event::{Event, EventKind};
 
@@ -193,9 +194,8 @@ fn overlap(a: &Range<usize>, b: &Range<usize>) -> bool {
     a.start < b.end && b.start < a.end
 }
 
-impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Accelerator for Npu<M, C> {
+impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Device for Npu<M, C> {
     type Error = NpuError;
-
     fn info(&self) -> DeviceInfo {
         let memory = self.memory.as_ref().len() as u64;
         DeviceInfo::new(
@@ -207,23 +207,25 @@ impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Accelerator for Npu<M, C> {
         )
         .with_capabilities(CAPABILITIES)
     }
+}
 
+impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Memory for Npu<M, C> {
     fn allocate(&mut self, bytes: u64, align: u64) -> Result<DeviceAddr, NpuError> {
         let offset = self.blocks.allocate(bytes, align)?;
         Ok(DeviceAddr(BASE + offset))
     }
-
     fn deallocate(&mut self, addr: DeviceAddr) -> Result<(), NpuError> {
         self.blocks.free(Self::offset(addr)?)
     }
-
     fn memory_usage(&self) -> MemoryUsage {
         MemoryUsage {
             total: self.memory.as_ref().len() as u64,
             used: self.blocks.used(),
         }
     }
+}
 
+impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Transfer for Npu<M, C> {
     unsafe fn copy_to_device(
         &mut self,
         queue: QueueId,
@@ -238,7 +240,6 @@ impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Accelerator for Npu<M, C> {
         self.memory.as_mut()[range].copy_from_slice(src);
         Ok(self.complete())
     }
-
     unsafe fn copy_from_device(
         &mut self,
         queue: QueueId,
@@ -253,7 +254,6 @@ impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Accelerator for Npu<M, C> {
         dst.copy_from_slice(&self.memory.as_ref()[range]);
         Ok(self.complete())
     }
-
     fn copy_on_device(
         &mut self,
         queue: QueueId,
@@ -266,7 +266,6 @@ impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Accelerator for Npu<M, C> {
         self.memory.as_mut().copy_within(from, to.start);
         Ok(self.complete())
     }
-
     fn fill(
         &mut self,
         queue: QueueId,
@@ -282,7 +281,18 @@ impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Accelerator for Npu<M, C> {
         }
         Ok(self.complete())
     }
+    fn poll(&mut self, fence: Fence) -> Result<bool, NpuError> {
+        if fence.0 > self.issued {
+            return Err(NpuError::UnknownFence(fence.0));
+        }
+        Ok(true)
+    }
+    fn wait(&mut self, fence: Fence, _timeout: Duration) -> Result<(), NpuError> {
+        self.poll(fence).map(|_done| ())
+    }
+}
 
+impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Launch for Npu<M, C> {
     fn launch(&mut self, queue: QueueId, op: &OpDesc<'_>) -> Result<Fence, NpuError> {
         Self::check_queue(queue)?;
         if !CAPABILITIES.supports(op.kind, DType::F32) {
@@ -305,33 +315,21 @@ impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Accelerator for Npu<M, C> {
         self.record(EventKind::OpEnd, queue, op.op_id);
         Ok(self.complete())
     }
+}
 
-    fn poll(&mut self, fence: Fence) -> Result<bool, NpuError> {
-        if fence.0 > self.issued {
-            return Err(NpuError::UnknownFence(fence.0));
-        }
-        Ok(true)
-    }
+/// Commands run at enqueue: no fence is outstanding, no host buffer is
+/// held, so the default reset is right. Allocations, fences and recorded
+/// events stay.
+impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Reset for Npu<M, C> {}
 
-    fn wait(&mut self, fence: Fence, _timeout: Duration) -> Result<(), NpuError> {
-        self.poll(fence).map(|_done| ())
-    }
-
-    fn reset(&mut self) -> Result<(), NpuError> {
-        // Commands run at enqueue: no fence is outstanding, no host buffer
-        // is held. Allocations, fences and recorded events stay.
-        Ok(())
-    }
-
+impl<M: AsRef<[u8]> + AsMut<[u8]>, C: NpuClock> Profiling for Npu<M, C> {
     fn timestamp(&mut self) -> Result<u64, NpuError> {
         Ok(self.clock.now_ticks())
     }
-
     fn set_profiling(&mut self, enabled: bool) -> Result<(), NpuError> {
         self.events.set_enabled(enabled);
         Ok(())
     }
-
     fn drain_events(&mut self, out: &mut [Event]) -> Result<Drained, NpuError> {
         Ok(self.events.drain(out))
     }

@@ -3,7 +3,8 @@
 mod common;
 
 use common::*;
-use tensorplug_core::accelerator::{Accelerator, Binary, DeviceAddr, ErrorKind, OpKind, Unary};
+use tensorplug_core::accelerator::prelude::*;
+use tensorplug_core::accelerator::{Binary, DeviceAddr, ErrorKind, OpKind, Unary};
 use tensorplug_device_npu::BASE;
 
 // a = [[1, 2, 3], [4, 5, 6]] (2×3), b = [[1, 0, 2, 0], [0, 1, 0, 1], [1, -1, 0, 2]] (3×4).

@@ -3,7 +3,8 @@
 mod common;
 
 use common::*;
-use tensorplug_core::accelerator::{Accelerator, DeviceAddr, ErrorKind, Fence, QueueId};
+use tensorplug_core::accelerator::prelude::*;
+use tensorplug_core::accelerator::{DeviceAddr, ErrorKind, Fence, QueueId};
 use tensorplug_device_npu::{BASE, MAX_BLOCKS};
 
 fn kind<T: std::fmt::Debug>(result: Result<T, tensorplug_device_npu::NpuError>) -> ErrorKind {

@@ -6,8 +6,8 @@
 
 use std::net::{TcpListener, TcpStream};
 use std::thread::JoinHandle;
+use tensorplug_core::accelerator::prelude::*;
 
-use tensorplug_core::accelerator::Accelerator;
 use tensorplug_core::conformance::{Config, Outcome, run_all};
 use tensorplug_core::link::RemoteAccelerator;
 use tensorplug_core::link::server::{DriverEvents, serve_stream};

@@ -3,7 +3,8 @@
 mod common;
 
 use common::*;
-use tensorplug_core::accelerator::{Accelerator, DType, OpKind, Unary};
+use tensorplug_core::accelerator::prelude::*;
+use tensorplug_core::accelerator::{DType, OpKind, Unary};
 use tensorplug_core::event::{Event, EventKind};
 use tensorplug_device_npu::{CLOCK_HZ, EVENT_CAPACITY, Npu, QUEUES};
 

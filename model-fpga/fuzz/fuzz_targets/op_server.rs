@@ -16,7 +16,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tensorplug_core::accelerator::Accelerator;
+use tensorplug_core::accelerator::Memory;
 use tensorplug_core::link::server::DriverEvents;
 use tensorplug_core::link::{
     Decoder, Encoder, FeedResult, Hello, MAX_ENCODED_FRAME_LEN, Message, NO_REQUEST, OpServer,

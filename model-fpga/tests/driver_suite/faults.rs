@@ -3,6 +3,7 @@
 //! survives, and the next op works.
 
 use std::time::{Duration, Instant};
+use tensorplug_core::accelerator::prelude::*;
 
 use tensorplug_abi::device::CompletionStatus;
 use tensorplug_core::accelerator::{

@@ -5,6 +5,7 @@
 use tensorplug_abi::device::{
     CommandDescriptor, CompletionStatus, DEVICE_ABI_VERSION, Opcode, REFERENCE_TIMESTAMP_FREQ_HZ,
 };
+use tensorplug_core::accelerator::prelude::*;
 use tensorplug_core::accelerator::{
     Accelerator, Binary, DeviceAddr, ErrorKind, OpDesc, OpKind, Unary,
 };
