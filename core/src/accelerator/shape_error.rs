@@ -44,6 +44,9 @@ pub enum ShapeError {
     Overflow,
     /// A `Transpose`'s `perm` is not a permutation of the input's axes.
     Permutation,
+    /// The attribute block is not one the op takes (a value out of range,
+    /// an unknown mode, bytes set that the op does not use).
+    Attrs,
 }
 
 impl ShapeError {
@@ -108,6 +111,7 @@ impl fmt::Display for ShapeError {
             ),
             Self::Overflow => f.write_str("tensor size overflows"),
             Self::Permutation => f.write_str("perm is not a permutation of the input's axes"),
+            Self::Attrs => f.write_str("the attributes are not ones the op takes"),
         }
     }
 }

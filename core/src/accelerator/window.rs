@@ -36,7 +36,7 @@ impl Window {
         for (axis, extent) in [h, w].into_iter().enumerate() {
             let (stride, dilation) = (self.stride[axis], self.dilation[axis]);
             if stride == 0 || dilation == 0 || self.size[axis] == 0 {
-                return Err(ShapeError::Overflow);
+                return Err(ShapeError::Attrs);
             }
             let span = u64::from(dilation) * (u64::from(self.size[axis]) - 1) + 1;
             let pads = u64::from(self.pad[2 * axis]) + u64::from(self.pad[2 * axis + 1]);

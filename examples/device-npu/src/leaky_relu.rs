@@ -57,7 +57,7 @@ const fn attrs(alpha: f32) -> Attrs {
 fn shape(attrs: &Attrs, inputs: &[TensorDesc]) -> Result<Shape, ShapeError> {
     // Bytes past the slope are not ours to accept.
     if attrs.0[4..].iter().any(|&b| b != 0) {
-        return Err(ShapeError::Overflow);
+        return Err(ShapeError::Attrs);
     }
     Ok(inputs[0].shape)
 }
