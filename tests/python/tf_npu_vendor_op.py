@@ -53,3 +53,11 @@ assert npu.device.endswith("NPU:0"), npu.device
 diff = float(np.abs(npu.numpy() - cpu).max())
 assert diff <= 1e-5, diff
 print(f"Dense + LeakyReLU on the NPU: max |npu - cpu| = {diff:.3g}")
+
+# The same model as a graph, so the plugin's graph pass runs for the NPU.
+with tf.device(NPU):
+    graph = tf.function(lambda v: model(v))(x[1:])
+assert graph.device.endswith("NPU:0"), graph.device
+diff = float(np.abs(graph.numpy() - cpu).max())
+assert diff <= 1e-5, diff
+print(f"Dense + LeakyReLU on the NPU in a tf.function: max |npu - cpu| = {diff:.3g}")

@@ -124,9 +124,16 @@ fn npu_vendor_op_scenario(plugin: &std::path::Path) {
     for marker in [
         "LeakyReLU on the NPU's own op: bit-exact",
         "Dense + LeakyReLU on the NPU",
+        "Dense + LeakyReLU on the NPU in a tf.function",
     ] {
         assert!(stdout.contains(marker), "no `{marker}` in:\n{stdout}");
     }
+    // The NPU never declared Conv2D: the graph pass has no conv chain to
+    // fuse for it, and says nothing about `_FusedConv2D`.
+    assert!(
+        !stderr.contains("_FusedConv2D"),
+        "a warning about a conv fusion the NPU cannot have:\n{stderr}"
+    );
 }
 
 /// The NPU's crates as a vendor has them: copied out of this workspace into

@@ -18,7 +18,7 @@ use crate::log;
 use crate::settings;
 use prost::Message;
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::ffi::{CString, c_void};
+use std::ffi::{CStr, CString, c_void};
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -120,9 +120,10 @@ pub unsafe fn run(
         0
     };
     let heads = Heads {
-        matmul: settings.fusion && fused_kernel_registered(FUSED_OP, "MatMul/BiasAdd/Relu")?,
+        matmul: settings.fusion
+            && fused_kernel_registered(FUSED_OP, c"MatMul", "MatMul/BiasAdd/Relu")?,
         conv2d: settings.fusion
-            && fused_kernel_registered(FUSED_CONV_OP, "Conv2D/BiasAdd/Relu(6)")?,
+            && fused_kernel_registered(FUSED_CONV_OP, c"Conv2D", "Conv2D/BiasAdd/Relu(6)")?,
     };
     let folded = if settings.fusion && arithmetic_kernel("BiasAdd", device) {
         fold_batch_norms(&mut graph, &preserve, device)
@@ -162,14 +163,18 @@ pub unsafe fn run(
 
 /// Whether TF has a `fused` kernel (`_FusedMatMul`, `_FusedConv2D`) for our
 /// device type; without one the rewrite would make the graph fail, so it
-/// is skipped (and said once per op).
-fn fused_kernel_registered(fused: &str, chain: &str) -> Result<bool> {
+/// is skipped (and said once per op, only to a device that has the chain's
+/// `head` op: one that never declared it has nothing to fuse).
+fn fused_kernel_registered(fused: &str, head: &CStr, chain: &str) -> Result<bool> {
     static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let op = CString::new(fused).map_err(|e| Error::Internal(e.to_string()))?;
     let device = crate::backend::device_type();
     let registered = tf_grappler::kernel_registered(&op, device)?;
     let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
-    if !registered && !warned.iter().any(|w| w == fused) {
+    if !registered
+        && !warned.iter().any(|w| w == fused)
+        && tf_grappler::kernel_registered(head, device)?
+    {
         warned.push(fused.to_owned());
         log::warn(format_args!(
             "no {fused} kernel for {device} is registered: {chain} stay unfused"
