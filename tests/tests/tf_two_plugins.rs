@@ -206,3 +206,120 @@ fn the_npu_plugin_builds_outside_the_workspace_and_its_own_op_runs_in_tf() {
     );
     npu_vendor_op_scenario(&target.join("debug/libtensorplug_npu.so"));
 }
+
+/// The files of `docs/vendor-guide.md`'s quick start, each the fenced block
+/// after a `<!-- guide-file: NAME -->` line.
+fn guide_files() -> Vec<(String, String)> {
+    let guide = std::fs::read_to_string(workspace_root().join("docs/vendor-guide.md")).unwrap();
+    let mut files = Vec::new();
+    let mut lines = guide.lines();
+    while let Some(line) = lines.next() {
+        let Some(name) = line
+            .strip_prefix("<!-- guide-file: ")
+            .and_then(|rest| rest.strip_suffix(" -->"))
+        else {
+            continue;
+        };
+        let fence = lines.next().unwrap_or_default();
+        assert!(fence.starts_with("```"), "no code block after {line}");
+        let body: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
+        files.push((name.to_owned(), body.join("\n") + "\n"));
+    }
+    files
+}
+
+/// The vendor guide works as written: its quick start's files, laid out as
+/// the guide says beside this checkout (reached by path only, with this
+/// workspace's lock file), build a plugin, and the guide's own Python check
+/// passes against it in real TF.
+#[test]
+fn the_vendor_guides_files_build_outside_the_workspace_and_run_in_tf() {
+    let root = workspace_root();
+    let acme = scratch_dir("vendor-guide").join("acme");
+    let files = guide_files();
+    let names: Vec<&str> = files.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "Cargo.toml",
+            "acme-driver/Cargo.toml",
+            "acme-driver/src/lib.rs",
+            "acme-plugin/Cargo.toml",
+            "acme-plugin/src/lib.rs",
+            "try_acme.py"
+        ],
+        "the guide's quick start lists other files"
+    );
+    // The guide's layout puts tensorplug at `work/tensorplug`.
+    let checkout = format!("{}/", root.display());
+    for (name, body) in &files {
+        let path = acme.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, body.replace("../../tensorplug/", &checkout)).unwrap();
+    }
+    std::fs::copy(root.join("Cargo.lock"), acme.join("Cargo.lock")).unwrap();
+    let target = tensorplug_tests::helper_target_dir().join("outside");
+    let built = Command::new(env!("CARGO"))
+        .args(["build", "--offline"])
+        .current_dir(&acme)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .expect("cargo");
+    assert!(
+        built.status.success(),
+        "the guide's crates do not build:\n{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let out = Command::new(python())
+        .arg(acme.join("try_acme.py"))
+        .env("TF_CPP_MIN_LOG_LEVEL", "2")
+        .env(
+            "TF_PLUGGABLE_DEVICE_LIBRARY_PATH",
+            target.join("debug/libacme_plugin.so"),
+        )
+        .env_remove("TENSORPLUG_DEVICE")
+        .output()
+        .expect("python");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("relu on /device:ACME:0"),
+        "the guide's check failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `docs/vendor-guide.md`'s table of the TF ops Keras layers emit is what
+/// `tests/python/keras_layer_ops.py` reads off Keras today (Keras 3, so on
+/// TF 2.16 and later; TF 2.15's Keras 2 emits other ops, as the guide says).
+#[test]
+fn the_vendor_guides_keras_layer_table_is_what_keras_emits() {
+    if tf_minor_version() < (2, 16) {
+        eprintln!(
+            "Keras 2 (TF {:?}): the table is Keras 3's",
+            tf_minor_version()
+        );
+        return;
+    }
+    let guide = std::fs::read_to_string(workspace_root().join("docs/vendor-guide.md")).unwrap();
+    let table = guide
+        .split_once("<!-- keras-layer-ops -->\n")
+        .and_then(|(_, rest)| rest.split_once("<!-- /keras-layer-ops -->"))
+        .map(|(table, _)| table)
+        .expect("the guide's table markers");
+    let out = Command::new(python())
+        .arg(workspace_root().join("tests/python/keras_layer_ops.py"))
+        .env_remove("TF_PLUGGABLE_DEVICE_LIBRARY_PATH")
+        .output()
+        .expect("python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        table,
+        String::from_utf8_lossy(&out.stdout),
+        "docs/vendor-guide.md's Keras table is stale: paste in the script's output"
+    );
+}
