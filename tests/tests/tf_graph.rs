@@ -217,3 +217,22 @@ fn the_fallback_report_names_float_ops_on_the_cpu_and_nothing_else() {
     );
     assert!(stdout.contains(&says), "{says:?} not in\n{stdout}");
 }
+
+/// Attribute values the FPGA cannot run (Einsum equations it does not
+/// lower, `GatherV2` with `batch_dims` ≠ 0) run on the CPU in a graph with
+/// the right answer and a fallback report entry, instead of failing the step
+/// with `UnimplementedError` (`tests/python/tf_attr_fallback.py`).
+#[test]
+fn attribute_values_the_device_cannot_run_fall_back_to_the_cpu() {
+    let output = run_tf_with_plugin("tf_attr_fallback.py", &[], None);
+    let stdout = check(&output, "tf_attr_fallback.py");
+    for case in [
+        "einsum_summed_in_one_operand ok Einsum",
+        "einsum_repeated_label ok Einsum",
+        "einsum_three_operands ok on the device",
+        "gather_batch_dims_1 ok GatherV2",
+    ] {
+        assert!(stdout.contains(case), "no `{case}` in:\n{stdout}");
+    }
+    assert!(stdout.contains("done"), "{stdout}");
+}

@@ -66,6 +66,14 @@ pub fn takes_attrs(node: &NodeDef) -> bool {
         | "AvgPoolGrad"
         | "DepthwiseConv2dNativeBackpropInput"
         | "DepthwiseConv2dNativeBackpropFilter" => channels_last,
+        "GatherV2" => matches!(
+            node.attr.get("batch_dims").and_then(|v| v.value.as_ref()),
+            None | Some(attr_value::Value::I(0))
+        ),
+        "Einsum" => string("equation")
+            .and_then(|eq| std::str::from_utf8(eq).ok())
+            .and_then(|eq| crate::kernels::ops::einsum::Equation::parse(eq).ok())
+            .is_some_and(|eq| eq.lowers()),
         _ => true,
     }
 }
@@ -205,6 +213,14 @@ mod tests {
             &[training(false), format("NCHW")]
         )));
         assert!(takes_attrs(&node("Conv2D", &[format("NHWC")])));
+        let batch_dims = |b| ("batch_dims", attr_value::Value::I(b));
+        assert!(takes_attrs(&node("GatherV2", &[batch_dims(0)])));
+        assert!(takes_attrs(&node("GatherV2", &[])));
+        assert!(!takes_attrs(&node("GatherV2", &[batch_dims(1)])));
+        let equation = |e: &str| ("equation", attr_value::Value::S(e.as_bytes().to_vec()));
+        assert!(takes_attrs(&node("Einsum", &[equation("bij,bjk->bik")])));
+        assert!(!takes_attrs(&node("Einsum", &[equation("ii->i")])));
+        assert!(!takes_attrs(&node("Einsum", &[equation("ij,jk,kl->il")])));
         assert!(!takes_attrs(&node("MaxPool", &[format("NCHW")])));
         assert!(takes_attrs(&node("MatMul", &[])));
     }

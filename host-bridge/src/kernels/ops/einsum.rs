@@ -163,6 +163,30 @@ impl Equation {
         })
     }
 
+    /// Whether the device lowers this equation whatever the shapes (but an
+    /// output of rank above 6): what the graph pass asks before it leaves
+    /// an `Einsum` on the device, so the others run on the CPU.
+    pub fn lowers(&self) -> bool {
+        let letters = |t: &[u8]| -> Vec<u8> { t.iter().copied().filter(|&c| c != b'.').collect() };
+        if self.inputs.iter().any(|t| repeated(&letters(t))) {
+            return false;
+        }
+        let Some(out) = &self.output else {
+            // Implicit: the ellipsis and every label seen once are kept.
+            return true;
+        };
+        let kept = |l: &u8| out.contains(l);
+        let dots = self.inputs.iter().any(|t| t.contains(&b'.'));
+        let shared = |l: &u8| self.inputs.len() == 2 && self.inputs.iter().all(|t| t.contains(l));
+        !repeated(out)
+            && (!dots || out.contains(&b'.'))
+            && self
+                .inputs
+                .iter()
+                .flatten()
+                .all(|l| *l == b'.' || kept(l) || shared(l))
+    }
+
     fn unsupported(&self, why: &str) -> Failure {
         Failure::unimplemented(format!(
             "Einsum equation '{}' is not one the FPGA lowers: {why}",
@@ -465,6 +489,41 @@ mod tests {
             assert!(err.contains(eq), "{eq}: {err}");
         }
         assert!(plan("ij,jk->ik", &[&[2, 3], &[4, 5]]).is_err());
+    }
+
+    /// `lowers` (what the graph pass asks, without shapes) agrees with the
+    /// lowering itself on shapes that fit each equation.
+    #[test]
+    fn lowers_says_without_shapes_what_plan_does() {
+        for (eq, shapes, ok) in [
+            (
+                "abc,cde->abde",
+                vec![&[8u64, 16, 32][..], &[32, 2, 4][..]],
+                true,
+            ),
+            ("bij,bjk->bik", vec![&[2, 3, 4][..], &[2, 4, 5][..]], true),
+            (
+                "...ij,...jk->...ik",
+                vec![&[2, 3, 4][..], &[4, 5][..]],
+                true,
+            ),
+            ("ij,jk", vec![&[2, 3][..], &[3, 4][..]], true),
+            ("ij->ji", vec![&[2, 3][..]], true),
+            ("ij", vec![&[2, 3][..]], true),
+            ("ii->i", vec![&[3, 3][..]], false),
+            ("ij->i", vec![&[3, 4][..]], false),
+            ("ij,jk->k", vec![&[2, 3][..], &[3, 4][..]], false),
+            ("...ij->ij", vec![&[2, 3, 4][..]], false),
+            (
+                "ij,jk,kl->il",
+                vec![&[2, 3][..], &[3, 4][..], &[4, 5][..]],
+                false,
+            ),
+        ] {
+            let lowers = Equation::parse(eq).is_ok_and(|e| e.lowers());
+            assert_eq!(lowers, ok, "{eq}");
+            assert_eq!(plan(eq, &shapes).is_ok(), ok, "{eq}");
+        }
     }
 
     /// Found by fuzzing (`kernel_attrs`): these panicked or overflowed.

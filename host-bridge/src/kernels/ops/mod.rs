@@ -15,7 +15,7 @@ mod broadcast_to;
 mod cast;
 mod compare;
 mod concat;
-mod einsum;
+pub(crate) mod einsum;
 mod fill;
 mod fused_matmul;
 #[doc(hidden)]

@@ -1,0 +1,51 @@
+"""Attribute values the FPGA cannot run fall back to the CPU in a graph:
+Einsum equations it does not lower (a label summed in one operand, a
+repeated label) and GatherV2 with batch_dims != 0. With no
+device scope (the FPGA is the default device) each runs in a tf.function,
+equals numpy, and the fallback report names it `(not with these attributes)`. Before
+the graph pass knew these values, each step failed with UnimplementedError.
+
+Prints `<case> ok <report line>` per case, then `done`.
+"""
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from tf_fallback_report import fallback_module  # noqa: E402
+
+rng = np.random.default_rng(3)
+a = rng.standard_normal((3, 4)).astype(np.float32)
+sq = rng.standard_normal((4, 4)).astype(np.float32)
+b = rng.standard_normal((4, 5)).astype(np.float32)
+c = rng.standard_normal((5, 2)).astype(np.float32)
+params = rng.standard_normal((2, 6, 3)).astype(np.float32)
+idx = np.array([[0, 5, 2], [1, 1, 4]], np.int32)
+
+# Eager tensors (on the FPGA, the default device): numpy constants would
+# be folded into the graph's constants before any op runs.
+ta, tsq, tb, tc, tparams = (tf.constant(v) for v in (a, sq, b, c, params))
+CASES = [
+    ("einsum_summed_in_one_operand", lambda: tf.einsum("ij->i", ta), a.sum(axis=1), "Einsum"),
+    ("einsum_repeated_label", lambda: tf.einsum("ii->i", tsq), np.diagonal(sq), "Einsum"),
+    # TF splits three operands into two-operand Einsums, which the FPGA
+    # lowers: no fallback.
+    ("einsum_three_operands", lambda: tf.einsum("ij,jk,kl->il", ta, tb, tc), a @ b @ c, None),
+    ("gather_batch_dims_1", lambda: tf.gather(tparams, idx, axis=1, batch_dims=1),
+     np.stack([params[i][idx[i]] for i in range(2)]), "GatherV2"),
+]
+
+report = fallback_module().report
+for name, fn, want, op in CASES:
+    got = tf.function(fn)().numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    lines = report(fn)
+    if op is None:
+        assert not lines, (name, lines)
+        print(f"{name} ok on the device")
+        continue
+    lines = [line for line in lines if line.startswith(f"{op} ")]
+    assert lines and all(line.endswith("(not with these attributes)") for line in lines), (name, lines)
+    print(f"{name} ok {lines[0]}")
+print("done")
