@@ -96,6 +96,26 @@ fn device_faults_name_the_op_and_the_process_keeps_working() {
     );
 }
 
+/// Input the device refuses (an index out of range: `GATHER` and
+/// `SEGMENT_SUM` complete `INVALID_ARGUMENT`) fails at the op's result with
+/// `InvalidArgumentError` naming the op and node, in eager mode and in a
+/// `tf.function`, not with TF's "SyncAll failed"; the next ops succeed
+/// (`tests/python/tf_op_errors.py`).
+#[test]
+fn input_errors_the_device_finds_name_the_op_and_the_next_ops_succeed() {
+    let out = run("tf_op_errors.py", &[]);
+    assert_ok(
+        &out,
+        &[
+            "eager_gather: ",
+            "graph_gather: ",
+            "eager_segment_sum: ",
+            "graph_segment_sum: ",
+            "done",
+        ],
+    );
+}
+
 /// A Keras convnet, a ResNet-style block and MobileNetV2-0.35 `predict` on
 /// the FPGA: every convolution, pool, batch-norm op and activation placed
 /// there (placement log), outputs equal to the CPU's within 1e-4 of their

@@ -31,6 +31,9 @@ pub struct DeviceState {
     /// The last failure that reset the device, reported to every wait on
     /// one of its fences.
     incident: Option<Incident>,
+    /// The last op the device refused without a reset (bad input), with
+    /// the work queued up to then, reported to every wait on them.
+    refused: Option<Incident>,
     /// Until when waits fail at once and failures reset nothing: a reset
     /// failed (a dead or frozen device process).
     unresponsive_until: Option<Instant>,
@@ -66,6 +69,14 @@ impl DeviceState {
         self.newest_fence = self.newest_fence.max(fence);
         self.in_flight.push(fence, label);
         Ok(fence)
+    }
+
+    /// The incident whose waits `fence` is among, if any.
+    fn covering(&self, fence: Fence) -> Option<&Incident> {
+        [&self.incident, &self.refused]
+            .into_iter()
+            .flatten()
+            .find(|incident| incident.covers(fence))
     }
 
     /// The newest fence of `queue` (`None`: nothing enqueued yet).
@@ -119,6 +130,7 @@ impl DeviceCore {
                 recovered_through: Fence(0),
                 in_flight: InFlight::default(),
                 incident: None,
+                refused: None,
                 unresponsive_until: None,
             }),
         }
@@ -157,7 +169,7 @@ impl DeviceCore {
     /// it usable; its pending work fails with the same error.
     pub fn poll(&self, fence: Fence) -> Result<bool> {
         let mut state = self.lock();
-        if let Some(incident) = state.incident.as_ref().filter(|i| i.covers(fence)) {
+        if let Some(incident) = state.covering(fence) {
             return Err(incident.error());
         }
         while let Some(oldest) = state.in_flight.oldest_up_to(fence) {
@@ -239,6 +251,16 @@ impl DeviceCore {
             state.in_flight.clear();
             state.incident = Some(Incident {
                 last: state.recovered_through,
+                ..incident
+            });
+        } else if incident.names_op {
+            // An op the device refused (bad input, no reset needed): the
+            // work queued after it may read its output, so every wait on it
+            // reports the op again, the device-to-host copy after a SyncAll
+            // (which TF reports without our message) among them. Work
+            // enqueued from now on is not covered.
+            state.refused = Some(Incident {
+                last: state.newest_fence(),
                 ..incident
             });
         }
@@ -329,7 +351,7 @@ impl DeviceCore {
         let newest = {
             let state = self.lock();
             let newest = state.newest_fence();
-            let handled = state.incident.as_ref().is_some_and(|i| i.covers(newest));
+            let handled = state.covering(newest).is_some();
             if newest == Fence(0) || handled {
                 return Ok(());
             }
@@ -368,10 +390,10 @@ impl DeviceCore {
             _ => return false,
         };
         let state = self.lock();
-        state
-            .incident
-            .as_ref()
-            .is_some_and(|incident| incident.names_op && incident.at == *at)
+        [&state.incident, &state.refused]
+            .into_iter()
+            .flatten()
+            .any(|incident| incident.names_op && incident.at == *at)
     }
 
     /// Waits until everything enqueued so far, on every queue, has completed.
