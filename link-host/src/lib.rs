@@ -16,7 +16,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use tensorplug_core::accelerator::OpDecl;
-use tensorplug_core::link::{LinkStream, RemoteAccelerator};
+use tensorplug_core::link::LinkStream;
+
+mod client;
+
+pub use client::{OP_LEVEL_VERSION, RemoteAccelerator, RemoteError};
 
 /// Budget for connecting, and for each answer of the device, unless the
 /// plugin's wait budget (`TENSORPLUG_TIMEOUT_MS`) is set: then that.

@@ -11,11 +11,11 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use tensorplug_core::conformance::Fixture;
-use tensorplug_core::link::RemoteAccelerator;
 use tensorplug_core::link::server::{DriverEvents, serve_stream};
 use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
 use tensorplug_device_fpga::transport::spi::slave::{SpiSlave, SpiTarget, TargetError};
 use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
+use tensorplug_link_host::RemoteAccelerator;
 use tensorplug_model_fpga::model::{HostModel, ModelConfig};
 
 type SpiModel = HostModel;

@@ -13,12 +13,12 @@ use tensorplug_core::event::{Event, EventKind};
 use tensorplug_core::link::server::{RingEvents, serve_stream};
 use tensorplug_core::link::{
     Decoder, Encoder, FeedResult, Hello, MAX_ENCODED_FRAME_LEN, Message, ProtocolVersion,
-    RemoteAccelerator,
 };
 use tensorplug_core::ring::Ring;
 use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
 use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
 use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
+use tensorplug_link_host::RemoteAccelerator;
 use tensorplug_model_fpga::model::{HostModel, ModelConfig};
 
 fn listen() -> (TcpListener, std::net::SocketAddr) {

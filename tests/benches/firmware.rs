@@ -35,11 +35,12 @@ use tensorplug_core::accelerator::{
     Accelerator, DType, DeviceAddr, OpDesc, OpKind, QueueId, Shape, TensorDesc, Unary,
 };
 use tensorplug_core::event::{Event, EventKind};
+use tensorplug_core::link::LinkStream;
 use tensorplug_core::link::server::{DriverEvents, serve_stream};
-use tensorplug_core::link::{LinkStream, RemoteAccelerator};
 use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
 use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
 use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
+use tensorplug_link_host::RemoteAccelerator;
 use tensorplug_model_fpga::model::{HostModel, ModelConfig};
 use tensorplug_tests::qemu::{Qemu, echo_firmware_elf, firmware_elf};
 

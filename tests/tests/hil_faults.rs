@@ -13,7 +13,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 use tensorplug_core::accelerator::prelude::*;
 use tensorplug_core::accelerator::{Accelerator, DeviceAddr, Error as _, ErrorKind, QueueId};
-use tensorplug_core::link::RemoteAccelerator;
+use tensorplug_link_host::RemoteAccelerator;
 use tensorplug_tests::qemu::{Fault, Qemu};
 
 /// Budget for each answer of the firmware under emulation.

@@ -16,7 +16,7 @@ use tensorplug_core::accelerator::{
 use tensorplug_core::clock::{ClockMap, SyncPair};
 use tensorplug_core::conformance::{Config, Fixture, Outcome, run_fixture};
 use tensorplug_core::event::{Event, EventKind};
-use tensorplug_core::link::RemoteAccelerator;
+use tensorplug_link_host::RemoteAccelerator;
 use tensorplug_tests::qemu::{Fault, Qemu, assert_every_member_ran};
 
 /// Budget for each answer of the firmware under emulation.

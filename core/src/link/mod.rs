@@ -16,8 +16,6 @@
 //! `no_std`, no allocation: all buffers are fixed-size arrays. The byte-level
 //! format is specified in `docs/link-protocol.md`.
 
-#[cfg(feature = "std")]
-mod client;
 mod decode;
 mod encode;
 mod error;
@@ -29,13 +27,13 @@ mod records;
 mod sequence;
 pub mod server;
 mod session;
+#[cfg(feature = "std")]
+mod stream;
 mod version;
 
 #[cfg(test)]
 mod tests;
 
-#[cfg(feature = "std")]
-pub use client::{LinkStream, OP_LEVEL_VERSION, RemoteAccelerator, RemoteError};
 pub use decode::{Decoder, FeedResult, Frame, decode_frame};
 pub use encode::{Encoder, encode_frame};
 pub use error::{LinkError, LinkErrorKind};
@@ -51,6 +49,8 @@ pub use records::{EVENT_RECORD_LEN, EventRecords};
 pub use sequence::SequenceTracker;
 pub use server::OpServer;
 pub use session::Session;
+#[cfg(feature = "std")]
+pub use stream::LinkStream;
 pub use version::{PROTOCOL_VERSION, ProtocolVersion};
 
 /// Bytes of CRC-32 at the end of every frame.

@@ -9,9 +9,9 @@ use std::thread::JoinHandle;
 use tensorplug_core::accelerator::prelude::*;
 
 use tensorplug_core::conformance::{Config, Outcome, run_all};
-use tensorplug_core::link::RemoteAccelerator;
 use tensorplug_core::link::server::{DriverEvents, serve_stream};
 use tensorplug_device_npu::{LEAKY_RELU, Npu, StdClock, VENDOR_OPS};
+use tensorplug_link_host::RemoteAccelerator;
 
 /// A server thread running the NPU, and the host's end of its link.
 fn serve() -> (TcpStream, JoinHandle<()>) {

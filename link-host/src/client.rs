@@ -1,71 +1,31 @@
-//! [`RemoteAccelerator`]: the host end of the op-level mode (feature `std`).
-//! An [`Accelerator`] whose calls run on an MCU's driver, over any byte
+//! [`RemoteAccelerator`]: the host end of the op-level mode. An
+//! [`Accelerator`](tensorplug_core::accelerator::Accelerator) whose calls
+//! run on an MCU's driver, over any byte
 //! stream with a read timeout (a TCP connection, a UART).
 
-use std::boxed::Box;
 use std::collections::{HashMap, VecDeque};
-use std::io::{self, Read, Write};
-use std::net::TcpStream;
-use std::string::{String, ToString};
+use std::fmt;
+use std::io;
 use std::time::{Duration, Instant};
-use std::vec;
-use std::vec::Vec;
-use std::{fmt, format};
 
-use super::ops::{
-    Allocate, Command, Deallocate, DrainEvents, GetInfo, GetLinkInfo, ReadClock, Reset, Submit,
-    SubmitBatch, WireOp, error_kind,
-};
-use super::{
-    Decoder, Encoder, FeedResult, Hello, LinkError, LinkErrorKind, MAX_BULK_CHUNK,
-    MAX_ENCODED_FRAME_LEN, MAX_EVENTS_PER_BATCH, Message, NO_REQUEST, ProtocolVersion,
-    SetProfiling, negotiate,
-};
-use crate::accelerator::{
+use tensorplug_core::accelerator::{
     Device, DeviceAddr, DeviceInfo, Drained, ErrorKind, Fence, Launch, Memory, MemoryUsage, OpDecl,
     OpDesc, Profiling, QueueId, Transfer, VendorOps,
 };
-use crate::event::Event;
+use tensorplug_core::event::Event;
+use tensorplug_core::link::ops::{
+    Allocate, Command, Deallocate, DrainEvents, GetInfo, GetLinkInfo, ReadClock, Reset, Submit,
+    SubmitBatch, WireOp, error_kind,
+};
+use tensorplug_core::link::{
+    Decoder, Encoder, FeedResult, Hello, LinkError, LinkErrorKind, LinkStream, MAX_BULK_CHUNK,
+    MAX_ENCODED_FRAME_LEN, MAX_EVENTS_PER_BATCH, Message, NO_REQUEST, ProtocolVersion,
+    SetProfiling, negotiate,
+};
 
 /// The first protocol version with the op-level mode as it is now (2.0:
 /// ops by catalogue identity and attribute block; 1.1 had per-op codes).
 pub const OP_LEVEL_VERSION: ProtocolVersion = ProtocolVersion { major: 2, minor: 0 };
-
-/// A byte stream whose reads can be bounded.
-pub trait LinkStream: Read + Write {
-    /// Bounds every following read by `timeout`.
-    ///
-    /// # Errors
-    /// The stream's, if it cannot.
-    fn set_read_timeout(&mut self, timeout: Duration) -> io::Result<()>;
-
-    /// Reads bytes already received, without waiting: `WouldBlock` when
-    /// there are none (`Ok(0)` is the end of the stream). A poll uses it.
-    ///
-    /// The default reads with a 1 µs timeout, which an OS may round up (a
-    /// socket's to a scheduler tick); implement it where the stream can say
-    /// what is waiting.
-    ///
-    /// # Errors
-    /// `WouldBlock` (nothing waiting) or the stream's.
-    fn read_ready(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.set_read_timeout(Duration::from_micros(1))?;
-        self.read(buf)
-    }
-}
-
-impl LinkStream for TcpStream {
-    fn set_read_timeout(&mut self, timeout: Duration) -> io::Result<()> {
-        TcpStream::set_read_timeout(self, Some(timeout.max(Duration::from_micros(1))))
-    }
-
-    fn read_ready(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.set_nonblocking(true)?;
-        let read = self.read(buf);
-        self.set_nonblocking(false)?;
-        read
-    }
-}
 
 /// A failed call on a [`RemoteAccelerator`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -111,7 +71,7 @@ impl fmt::Display for RemoteError {
 
 impl std::error::Error for RemoteError {}
 
-impl crate::accelerator::Error for RemoteError {
+impl tensorplug_core::accelerator::Error for RemoteError {
     fn kind(&self) -> ErrorKind {
         self.kind
     }
@@ -121,7 +81,7 @@ impl crate::accelerator::Error for RemoteError {
 const QUEUE_BITS: u32 = 8;
 
 /// The error an MCU without a session answers with, and announces at boot.
-const HANDSHAKE_REQUIRED: u16 = super::RemoteErrorCode::HandshakeRequired as u16;
+const HANDSHAKE_REQUIRED: u16 = tensorplug_core::link::RemoteErrorCode::HandshakeRequired as u16;
 
 /// The largest window the host uses, whatever the peer offers.
 pub const MAX_WINDOW: u16 = 16;
@@ -198,7 +158,7 @@ enum SessionState {
     Opening,
     Open,
     /// The MCU restarted (it said so, or answered `HandshakeRequired`):
-    /// everything fails until [`Reset::reset`](crate::accelerator::Reset::reset) opens a new session.
+    /// everything fails until [`Reset::reset`](tensorplug_core::accelerator::Reset::reset) opens a new session.
     Lost,
 }
 
@@ -326,7 +286,8 @@ impl<S: LinkStream> RemoteAccelerator<S> {
                 Ok(_) => unreachable!("read_some returns only answers"),
                 Err(e)
                     if e.kind == ErrorKind::Unsupported
-                        || e.link_code == Some(super::RemoteErrorCode::Unsupported as u16) =>
+                        || e.link_code
+                            == Some(tensorplug_core::link::RemoteErrorCode::Unsupported as u16) =>
                 {
                     1
                 }
@@ -343,6 +304,8 @@ impl<S: LinkStream> RemoteAccelerator<S> {
     /// (its window and version are those of the same firmware).
     fn reopen(&mut self) -> Result<(), RemoteError> {
         self.session = SessionState::Opening;
+        // A frame cut short in the old session has no tail in this one.
+        self.cut_short = false;
         let ours = Hello::ours();
         let opened = match self.call(&Message::Hello(ours), "the handshake") {
             Ok(Answer::Hello(peer)) => negotiate(&ours, &peer)
@@ -1025,7 +988,9 @@ impl<S: LinkStream> Launch for RemoteAccelerator<S> {
         // Refused here, not by a late answer: the device's info lists its ops.
         let caps = &self.info.capabilities;
         let declared = match op.kind {
-            crate::accelerator::OpKind::Vendor(v) => caps.vendor_ops.find(v.decl.id).is_some(),
+            tensorplug_core::accelerator::OpKind::Vendor(v) => {
+                caps.vendor_ops.find(v.decl.id).is_some()
+            }
             builtin => caps.ops.contains(builtin),
         };
         if !declared {
@@ -1041,7 +1006,7 @@ impl<S: LinkStream> Launch for RemoteAccelerator<S> {
     }
 }
 
-impl<S: LinkStream> crate::accelerator::Reset for RemoteAccelerator<S> {
+impl<S: LinkStream> tensorplug_core::accelerator::Reset for RemoteAccelerator<S> {
     fn reset(&mut self) -> Result<(), RemoteError> {
         // Bytes already read stay: they may be the start of a frame the MCU
         // is still sending (a completion); stale answers are skipped by id.
