@@ -293,6 +293,10 @@ impl Verdict {
 
 pub fn run_task(args: &BenchArgs) -> Result<()> {
     let target = target_dir();
+    if !args.no_run {
+        // The firmware bench boots QEMU; the TF rows need the venvs.
+        crate::setup::ensure_firmware_and_tf()?;
+    }
     let since = if args.no_run {
         eprintln!("--no-run: figures from earlier runs, not re-measured");
         None
@@ -417,22 +421,17 @@ fn run_tf_benches(target: &Path, bench_args: &[String]) -> Result<()> {
     if scripts.is_empty() {
         return Ok(());
     }
-    let python = std::env::var_os("TENSORPLUG_PYTHON")
-        .map_or_else(|| root().join("target/venv/bin/python"), PathBuf::from);
-    if !python.exists() {
-        eprintln!(
-            "no TF venv at {}: TF benches not measured (run `cargo xtask test` once)",
-            python.display()
-        );
-        return Ok(());
-    }
+    let python = match std::env::var_os("TENSORPLUG_PYTHON") {
+        Some(python) => PathBuf::from(python),
+        None => crate::setup::ensure_venv()?,
+    };
     run(&mut crate::dist::plugin_build_command(&crate::dist::FPGA))?;
     for script in &scripts {
         run_tf_bench(&python, script, target)?;
     }
     // The clock under load on the oldest TF too, where it showed (2.15).
-    let oldest = root().join("target/tf-venvs/2.15.1/bin/python");
-    if scripts.contains(&"bench_clock_sync") && oldest.exists() {
+    if scripts.contains(&"bench_clock_sync") {
+        let oldest = crate::setup::ensure_tf_venv(crate::setup::TF_VERSIONS[0])?;
         run_tf_bench(&oldest, "bench_clock_sync", target)?;
     }
     Ok(())

@@ -2,13 +2,22 @@
 //! UART by the HIL tests (`tests/tests/hil.rs`, remote-bus mode and the
 //! firmware itself; `tests/tests/hil_ops.rs`, op-level mode); each test boots its own
 //! QEMU, bounded by timeouts, and a failure shows the firmware's decoded
-//! defmt log. `cargo xtask test` runs the same tests inside `cargo test
-//! --workspace`, after set-up installed QEMU and the target.
+//! defmt log. It first installs what they need (the target, QEMU, the TF
+//! venv of the TF-over-firmware test). `cargo xtask test` runs the same
+//! tests inside `cargo test --workspace`.
 
 use crate::util::{cargo, run, step};
 use anyhow::Result;
 
 pub fn run_task() -> Result<()> {
+    let mut python = None;
+    step(
+        "set up this machine (rustup targets, QEMU, the TF venv)",
+        || {
+            python = Some(crate::setup::ensure_firmware_and_tf()?);
+            Ok(())
+        },
+    )?;
     step(
         "build the firmware (firmware/, thumbv7em-none-eabihf)",
         || crate::flash::firmware::build().map(drop),
@@ -16,7 +25,11 @@ pub fn run_task() -> Result<()> {
     step(
         "HIL tests under QEMU (tests/tests/hil.rs, hil_ops.rs)",
         || {
-            run(cargo().args([
+            let mut cmd = cargo();
+            if let Some(python) = &python {
+                cmd.env("TENSORPLUG_PYTHON", python);
+            }
+            run(cmd.args([
                 "test",
                 "--package",
                 "tensorplug-tests",

@@ -85,6 +85,15 @@ pub fn ensure_all(matrix: bool) -> Result<Env> {
     })
 }
 
+/// What `cargo xtask hil` and `bench` need on a fresh machine: the
+/// embedded targets, QEMU and the newest TF's venv (whose Python it
+/// returns); cheap when they are there.
+pub fn ensure_firmware_and_tf() -> Result<PathBuf> {
+    ensure_rust_targets()?;
+    ensure_apt()?;
+    ensure_venv()
+}
+
 /// `target/tf-venvs/<version>` with `tensorflow-cpu==<version>` (not the
 /// newest: that is `target/venv`, with xprof); cached: pip runs only when
 /// the venv is new or its requirements changed.
