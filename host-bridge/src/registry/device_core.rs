@@ -253,12 +253,13 @@ impl DeviceCore {
                 last: state.recovered_through,
                 ..incident
             });
-        } else if incident.names_op {
+        } else if incident.names_op && !crate::tf_versions::copy_failure_aborts() {
             // An op the device refused (bad input, no reset needed): the
             // work queued after it may read its output, so every wait on it
             // reports the op again, the device-to-host copy after a SyncAll
             // (which TF reports without our message) among them. Work
-            // enqueued from now on is not covered.
+            // enqueued from now on is not covered. (Where a failed copy
+            // aborts TF, every kernel waits: the op itself reports it.)
             state.refused = Some(Incident {
                 last: state.newest_fence(),
                 ..incident
