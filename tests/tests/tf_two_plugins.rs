@@ -190,21 +190,30 @@ fn the_npu_plugin_builds_outside_the_workspace_and_its_own_op_runs_in_tf() {
         ),
     )
     .unwrap();
-    // The workspace's lock file pins the same versions, offline.
-    std::fs::copy(root.join("Cargo.lock"), outside.join("Cargo.lock")).unwrap();
+    let target = build_outside(&outside, &["-p", "tensorplug-plugin-npu"]);
+    npu_vendor_op_scenario(&target.join("debug/libtensorplug_npu.so"));
+}
+
+/// Builds the workspace at `dir` with this workspace's lock file (the same
+/// versions, offline), in a target dir the outside builds share; returns
+/// that target dir.
+fn build_outside(dir: &std::path::Path, args: &[&str]) -> std::path::PathBuf {
+    std::fs::copy(workspace_root().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
     let target = tensorplug_tests::helper_target_dir().join("outside");
     let built = Command::new(env!("CARGO"))
-        .args(["build", "--offline", "-p", "tensorplug-plugin-npu"])
-        .current_dir(&outside)
+        .args(["build", "--offline"])
+        .args(args)
+        .current_dir(dir)
         .env("CARGO_TARGET_DIR", &target)
         .output()
         .expect("cargo");
     assert!(
         built.status.success(),
-        "the NPU's crates do not build outside the workspace:\n{}",
+        "{} does not build outside the workspace:\n{}",
+        dir.display(),
         String::from_utf8_lossy(&built.stderr)
     );
-    npu_vendor_op_scenario(&target.join("debug/libtensorplug_npu.so"));
+    target
 }
 
 /// The files of `docs/vendor-guide.md`'s quick start, each the fenced block
@@ -257,19 +266,7 @@ fn the_vendor_guides_files_build_outside_the_workspace_and_run_in_tf() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, body.replace("../../tensorplug/", &checkout)).unwrap();
     }
-    std::fs::copy(root.join("Cargo.lock"), acme.join("Cargo.lock")).unwrap();
-    let target = tensorplug_tests::helper_target_dir().join("outside");
-    let built = Command::new(env!("CARGO"))
-        .args(["build", "--offline"])
-        .current_dir(&acme)
-        .env("CARGO_TARGET_DIR", &target)
-        .output()
-        .expect("cargo");
-    assert!(
-        built.status.success(),
-        "the guide's crates do not build:\n{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
+    let target = build_outside(&acme, &[]);
     let out = Command::new(python())
         .arg(acme.join("try_acme.py"))
         .env("TF_CPP_MIN_LOG_LEVEL", "2")
