@@ -1,5 +1,6 @@
-//! `impl Accelerator for Driver`: allocation, copies over the transport's
-//! bulk path, queued fills/copies/ops, fences, profiling and reset.
+//! The capability traits for `Driver` (so it is an `Accelerator`):
+//! allocation, copies over the transport's bulk path, queued
+//! fills/copies/ops, fences, profiling and reset.
 
 use core::time::Duration;
 
