@@ -3,7 +3,8 @@
 
 use std::process::Command;
 use tensorplug_tests::{
-    npu_plugin_path, plugin_path, python, scratch_dir, tf_minor_version, workspace_root,
+    expect_success, npu_plugin_path, plugin_path, python, run_python, scratch_dir,
+    tf_minor_version, workspace_root,
 };
 
 /// A folder with both plugins, for `TF_PLUGGABLE_DEVICE_LIBRARY_PATH`.
@@ -302,19 +303,9 @@ fn the_vendor_guides_keras_layer_table_is_what_keras_emits() {
         .and_then(|(_, rest)| rest.split_once("<!-- /keras-layer-ops -->"))
         .map(|(table, _)| table)
         .expect("the guide's table markers");
-    let out = Command::new(python())
-        .arg(workspace_root().join("tests/python/keras_layer_ops.py"))
-        .env_remove("TF_PLUGGABLE_DEVICE_LIBRARY_PATH")
-        .output()
-        .expect("python");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = expect_success(&run_python("keras_layer_ops.py", &[]), "keras_layer_ops.py");
     assert_eq!(
-        table,
-        String::from_utf8_lossy(&out.stdout),
+        table, stdout,
         "docs/vendor-guide.md's Keras table is stale: paste in the script's output"
     );
 }
