@@ -293,14 +293,12 @@ impl Verdict {
 
 pub fn run_task(args: &BenchArgs) -> Result<()> {
     let target = target_dir();
-    if !args.no_run {
-        // The firmware bench boots QEMU; the TF rows need the venvs.
-        crate::setup::ensure_firmware_and_tf()?;
-    }
     let since = if args.no_run {
         eprintln!("--no-run: figures from earlier runs, not re-measured");
         None
     } else {
+        // The firmware bench boots QEMU; the TF rows need the venv.
+        let venv = crate::setup::ensure_firmware_and_tf()?;
         let start = SystemTime::now();
         let mut cmd = cargo();
         // Every bench target of the workspace (not the libtest lib targets,
@@ -317,7 +315,7 @@ pub fn run_task(args: &BenchArgs) -> Result<()> {
             cmd.env("TENSORPLUG_BENCH_FILTER", filter);
         }
         run(&mut cmd)?;
-        run_tf_benches(&target, &args.bench_args)?;
+        run_tf_benches(&target, &args.bench_args, venv)?;
         Some(start)
     };
     let mut rows: Vec<Row> = TIMING_PAIRS
@@ -401,7 +399,8 @@ fn filter_of(args: &[String]) -> Option<&str> {
 /// The Python benches against real TF (`tests/python/bench_*.py`, one process
 /// each) with the release plugin; each writes a figure file. Skipped when a
 /// filter is given that none of their names contain.
-fn run_tf_benches(target: &Path, bench_args: &[String]) -> Result<()> {
+/// They run on `venv`'s Python unless `TENSORPLUG_PYTHON` names another.
+fn run_tf_benches(target: &Path, bench_args: &[String], venv: PathBuf) -> Result<()> {
     const SCRIPTS: &[&str] = &[
         "bench_dispatch",
         "bench_profiler_overhead",
@@ -421,10 +420,7 @@ fn run_tf_benches(target: &Path, bench_args: &[String]) -> Result<()> {
     if scripts.is_empty() {
         return Ok(());
     }
-    let python = match std::env::var_os("TENSORPLUG_PYTHON") {
-        Some(python) => PathBuf::from(python),
-        None => crate::setup::ensure_venv()?,
-    };
+    let python = std::env::var_os("TENSORPLUG_PYTHON").map_or(venv, PathBuf::from);
     run(&mut crate::dist::plugin_build_command(&crate::dist::FPGA))?;
     for script in &scripts {
         run_tf_bench(&python, script, target)?;
