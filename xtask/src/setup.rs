@@ -46,10 +46,8 @@ pub struct Env {
 /// `matrix`: a venv for every version of [`TF_VERSIONS`], not only the
 /// oldest and newest.
 pub fn ensure_all(matrix: bool) -> Result<Env> {
-    ensure_rust_targets()?;
     ensure_miri()?;
-    ensure_apt()?;
-    let python = ensure_venv()?;
+    let python = ensure_firmware_and_tf()?;
     let older_versions = &TF_VERSIONS[..TF_VERSIONS.len() - 1];
     let older = if matrix {
         older_versions
