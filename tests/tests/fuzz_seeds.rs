@@ -27,11 +27,11 @@ use tensorplug_tests::wire::{Recording, Wire};
 use tensorplug_tests::{expect_success, plugin_path, python, scratch_dir, workspace_root};
 
 /// `link_decoder`'s seeds: whole frames as on the wire.
-const LINK_SEEDS: &str = "core/fuzz/seeds/link_decoder";
+const LINK_SEEDS: &str = "fuzz/seeds/link_decoder";
 /// `op_server`'s seeds: the host's requests as `[id, len u16 LE, payload]`.
-const OP_SERVER_SEEDS: &str = "model-fpga/fuzz/seeds/op_server";
+const OP_SERVER_SEEDS: &str = "fuzz/seeds/op_server";
 /// `spi_frames`' seeds, with their first byte (even: device end).
-const SPI_SEEDS: &str = "model-fpga/fuzz/seeds/spi_frames";
+const SPI_SEEDS: &str = "fuzz/seeds/spi_frames";
 /// Both targets' `-max_len` (`xtask/src/fuzz.rs`), less `link_decoder`'s
 /// first byte (the piece size).
 const MAX_SEED: usize = 8191;

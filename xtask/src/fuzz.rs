@@ -10,9 +10,11 @@ use std::io::{BufRead as _, BufReader, IsTerminal as _};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-/// One fuzz target: its crate (relative to the root) and name.
+/// The cargo-fuzz crate that holds every target (relative to the root).
+const FUZZ_DIR: &str = "fuzz";
+
+/// One fuzz target of [`FUZZ_DIR`].
 struct Target {
-    dir: &'static str,
     name: &'static str,
     /// libFuzzer's `-max_len`.
     max_len: u32,
@@ -24,35 +26,30 @@ struct Target {
 /// Every fuzz target.
 const TARGETS: &[Target] = &[
     Target {
-        dir: "core/fuzz",
         name: "link_decoder",
         max_len: 8192,
         // Frames TF's traffic carried (tests/tests/fuzz_seeds.rs), fed in
         // pieces of 255 and of 5 bytes.
-        seeds: Some(("core/fuzz/seeds/link_decoder", &[&[255], &[5]])),
+        seeds: Some(("fuzz/seeds/link_decoder", &[&[255], &[5]])),
     },
     Target {
-        dir: "model-fpga/fuzz",
         name: "op_server",
         max_len: 8192,
         // The requests TF sent, in both link modes (tests/tests/fuzz_seeds.rs).
-        seeds: Some(("model-fpga/fuzz/seeds/op_server", &[&[]])),
+        seeds: Some(("fuzz/seeds/op_server", &[&[]])),
     },
     Target {
-        dir: "model-fpga/fuzz",
         name: "spi_frames",
         max_len: 8192,
         // Both ends' traffic in a TF session (tests/tests/fuzz_seeds.rs).
-        seeds: Some(("model-fpga/fuzz/seeds/spi_frames", &[&[]])),
+        seeds: Some(("fuzz/seeds/spi_frames", &[&[]])),
     },
     Target {
-        dir: "model-fpga/fuzz",
         name: "bitstream_image",
         max_len: 20_000,
         seeds: None,
     },
     Target {
-        dir: "host-bridge/fuzz",
         name: "graph_pass",
         max_len: 8192,
         // The GraphDefs TF handed the pass; 1: as they are, 3: preserving
@@ -60,7 +57,6 @@ const TARGETS: &[Target] = &[
         seeds: Some(("host-bridge/src/graph/testdata", &[&[1], &[3]])),
     },
     Target {
-        dir: "host-bridge/fuzz",
         name: "kernel_attrs",
         max_len: 1024,
         seeds: None,
@@ -99,12 +95,28 @@ pub fn run_all() -> Result<()> {
 
 fn fuzz(budget: &str, filter: Option<&str>) -> Result<()> {
     ensure_cargo_fuzz()?;
-    let mut report = Vec::new();
-    for target in TARGETS
+    let targets: Vec<&Target> = TARGETS
         .iter()
         .filter(|t| filter.is_none_or(|f| t.name.contains(f)))
-    {
-        let dir = root().join(target.dir);
+        .collect();
+    if targets.is_empty() {
+        let names: Vec<&str> = TARGETS.iter().map(|t| t.name).collect();
+        bail!(
+            "no fuzz target matches {filter:?}; the targets: {}",
+            names.join(", ")
+        );
+    }
+    let dir = root().join(FUZZ_DIR);
+    // One build for every target (their dependencies build once), so each
+    // run's output is libFuzzer's alone.
+    let mut build = Command::new("cargo");
+    build.current_dir(&dir).args(["+nightly", "fuzz", "build"]);
+    if let [only] = targets[..] {
+        build.arg(only.name);
+    }
+    run(&mut build)?;
+    let mut report = Vec::new();
+    for target in targets {
         if let Some((from, prefixes)) = target.seeds {
             seed(
                 &root().join(from),
@@ -112,13 +124,6 @@ fn fuzz(budget: &str, filter: Option<&str>) -> Result<()> {
                 prefixes,
             )?;
         }
-        // Build first, so the run's output is libFuzzer's alone.
-        run(Command::new("cargo").current_dir(&dir).args([
-            "+nightly",
-            "fuzz",
-            "build",
-            target.name,
-        ]))?;
         eprintln!("==> fuzzing {} ({budget})", target.name);
         let started = Instant::now();
         let (status, log) = run_followed(

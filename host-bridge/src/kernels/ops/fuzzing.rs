@@ -1,4 +1,4 @@
-//! Entry points for `host-bridge/fuzz`'s `kernel_attrs` target: what the
+//! Entry points for `fuzz`'s `kernel_attrs` target: what the
 //! kernels derive from TF's attributes and shapes at construction and
 //! compute, run on a fuzzer's values instead of TF's. Not an API.
 
