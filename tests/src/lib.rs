@@ -142,18 +142,21 @@ pub fn plugin_path() -> PathBuf {
     static PLUGIN: OnceLock<PathBuf> = OnceLock::new();
     PLUGIN
         .get_or_init(|| match std::env::var_os("TENSORPLUG_PLUGIN") {
-            Some(path) => given_plugin(PathBuf::from(path)),
+            Some(path) => given_artifact(PathBuf::from(path)),
             None => build_plugin("tensorplug-plugin-fpga", "tensorplug_fpga"),
         })
         .clone()
 }
 
-/// The example NPU's TF plugin (`libtensorplug_npu.so`), built like
-/// [`plugin_path`].
+/// The example NPU's TF plugin (`libtensorplug_npu.so`):
+/// `TENSORPLUG_NPU_PLUGIN` if set, otherwise built like [`plugin_path`].
 pub fn npu_plugin_path() -> PathBuf {
     static PLUGIN: OnceLock<PathBuf> = OnceLock::new();
     PLUGIN
-        .get_or_init(|| build_plugin("tensorplug-plugin-npu", "tensorplug_npu"))
+        .get_or_init(|| match std::env::var_os("TENSORPLUG_NPU_PLUGIN") {
+            Some(path) => given_artifact(PathBuf::from(path)),
+            None => build_plugin("tensorplug-plugin-npu", "tensorplug_npu"),
+        })
         .clone()
 }
 
@@ -166,12 +169,11 @@ pub fn helper_target_dir() -> PathBuf {
         .join("tensorplug-plugin")
 }
 
-fn given_plugin(path: PathBuf) -> PathBuf {
-    assert!(
-        path.is_file(),
-        "TENSORPLUG_PLUGIN={} does not exist",
-        path.display()
-    );
+/// A prebuilt artifact named by an environment variable (`cargo xtask
+/// test` builds them before the tests, so no test process builds them into
+/// [`helper_target_dir`]).
+pub fn given_artifact(path: PathBuf) -> PathBuf {
+    assert!(path.is_file(), "{} does not exist", path.display());
     path
 }
 

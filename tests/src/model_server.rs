@@ -66,8 +66,12 @@ impl Drop for ModelServer {
     }
 }
 
-/// Builds `tensorplug-model-server` into the helpers' target dir.
+/// `tensorplug-model-server`: `TENSORPLUG_MODEL_SERVER` if set, otherwise
+/// built into the helpers' target dir.
 pub fn build_model_server() -> std::path::PathBuf {
+    if let Some(path) = std::env::var_os("TENSORPLUG_MODEL_SERVER") {
+        return crate::given_artifact(path.into());
+    }
     let target = crate::helper_target_dir();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = std::process::Command::new(cargo)

@@ -81,18 +81,27 @@ fn build_wheel(plugin: &Path, dir: &Path) -> PathBuf {
 
 /// [`build_wheel`] for the plugin crate `package` whose lib is `lib`.
 fn build_wheel_of(package: &str, lib: &str, plugin: &Path, dir: &Path) -> PathBuf {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    // `cargo xtask test` names its own binary; otherwise xtask is built
+    // into the helpers' target dir (the running `cargo test` locks ours).
+    let mut cmd = match std::env::var_os("TENSORPLUG_XTASK") {
+        Some(xtask) => Command::new(xtask),
+        None => {
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let mut cmd = Command::new(cargo);
+            cmd.args(["run", "--quiet", "--package", "xtask", "--"])
+                .env("CARGO_TARGET_DIR", helper_target_dir());
+            cmd
+        }
+    };
     let stdout = run(
         "cargo xtask dist",
-        Command::new(cargo)
-            .current_dir(workspace_root())
-            .args(["run", "--quiet", "--package", "xtask", "--", "dist"])
+        cmd.current_dir(workspace_root())
+            .arg("dist")
             .args(["--plugin-crate", package])
             .arg("--plugin")
             .arg(plugin)
             .arg("--out-dir")
-            .arg(dir)
-            .env("CARGO_TARGET_DIR", helper_target_dir()),
+            .arg(dir),
     );
     let wheel = PathBuf::from(stdout.trim());
     let name = wheel.file_name().and_then(|n| n.to_str()).unwrap_or("");

@@ -2,7 +2,8 @@
 
 use crate::setup::{self, EMBEDDED_TARGETS};
 use crate::util::{cargo, run as run_cmd, step};
-use anyhow::Result;
+use anyhow::{Result, bail};
+use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct TestArgs {
@@ -76,12 +77,21 @@ pub fn run(args: &TestArgs) -> Result<()> {
         "firmware size vs. firmware/size.json (fails on > 10 % growth)",
         || crate::size::run_task(&crate::size::SizeArgs { update: false }),
     )?;
+    let mut prebuilt = Vec::new();
+    step(
+        "build what the tests load: both TF plugins, the model server",
+        || {
+            prebuilt = prebuild()?;
+            Ok(())
+        },
+    )?;
     // Includes the HIL tests (`tests/tests/hil.rs`: the firmware under QEMU).
     let newest = setup::TF_VERSIONS[setup::TF_VERSIONS.len() - 1];
     let what = format!("cargo test --workspace (TF {newest})");
     step(&what, || {
         let mut cmd = cargo();
-        cmd.args(["test", "--workspace"]);
+        cmd.args(["test", "--workspace"])
+            .envs(prebuilt.iter().cloned());
         if let Some(env) = &env {
             cmd.env("TENSORPLUG_PYTHON", &env.python)
                 .env("TENSORPLUG_PYTHON_UNSUPPORTED_TF", &env.unsupported);
@@ -98,19 +108,35 @@ pub fn run(args: &TestArgs) -> Result<()> {
                 "--test",
                 "tf_fault_matrix",
             ])
-            .args(["--", "--ignored"]);
+            .args(["--", "--ignored"])
+            .envs(prebuilt.iter().cloned());
             if let Some(env) = &env {
                 cmd.env("TENSORPLUG_PYTHON", &env.python);
             }
             run_cmd(&mut cmd)
         })?;
     }
-    // The real-TF tests again on the older TFs. Not beside the checks below:
-    // under that load the sim device's clock sync errs by more than the
-    // profiler tests' 10 us bound once kernels wait for the device (TF 2.15).
-    if let Some(env) = env.as_ref().filter(|env| !env.older.is_empty()) {
-        crate::tf_suite::start(env)?.finish()?;
+    // The real-TF tests again on the older TFs, beside the checks below,
+    // which yield the CPU to them.
+    let suite = match env.as_ref().filter(|env| !env.older.is_empty()) {
+        Some(env) => Some(crate::tf_suite::start(env, &prebuilt)?),
+        None => None,
+    };
+    if suite.is_some() {
+        crate::util::yield_to_background();
     }
+    let checks = checks(env.as_ref());
+    // Even when a check failed: report the suite rather than orphan it.
+    let suite = suite.map_or(Ok(()), crate::tf_suite::Background::finish);
+    checks.and(suite)?;
+    eprintln!("==> all checks passed");
+    Ok(())
+}
+
+/// The checks after the workspace tests: Miri, loom, the headers, the
+/// `no_std` builds and the fuzz smoke run.
+fn checks(env: Option<&setup::Env>) -> Result<()> {
+    let newest = setup::TF_VERSIONS[setup::TF_VERSIONS.len() - 1];
     step("Miri: ring unit tests", crate::checks::miri_ring)?;
     step("Miri: abi raw-pointer tests", crate::checks::miri_abi)?;
     step(
@@ -124,33 +150,67 @@ pub fn run(args: &TestArgs) -> Result<()> {
     )?;
     step(
         &format!("TF ABI layout check (abi vs. the TF {newest} headers)"),
-        || crate::layout::run(env.as_ref().map(|env| env.python.as_path()), true),
+        || crate::layout::run(env.map(|env| env.python.as_path()), true),
     )?;
     for (version, python) in env.iter().flat_map(|env| &env.older) {
         let what = format!("TF ABI layout check (abi vs. the TF {version} headers)");
         step(&what, || crate::layout::run(Some(python), false))?;
     }
+    // One build per package and features, for all its targets at once.
     for (package, features, targets) in NO_STD_BUILDS {
-        for target in *targets {
-            let what = format!("no_std build: {package} [{features}] for {target}");
-            step(&what, || {
-                run_cmd(cargo().args([
-                    "build",
-                    "--package",
-                    package,
-                    "--no-default-features",
-                    "--features",
-                    features,
-                    "--target",
-                    target,
-                ]))
-            })?;
-        }
+        let what = format!(
+            "no_std build: {package} [{features}] for {}",
+            targets.join(", ")
+        );
+        step(&what, || {
+            let mut cmd = cargo();
+            cmd.args(["build", "--package", package, "--no-default-features"])
+                .args(["--features", features]);
+            for target in *targets {
+                cmd.args(["--target", target]);
+            }
+            run_cmd(&mut cmd)
+        })?;
     }
     step(
         "cargo xtask fuzz: every target, 20k runs each",
         crate::fuzz::run_all,
     )?;
-    eprintln!("==> all checks passed");
     Ok(())
+}
+
+/// Builds, into `target/debug`, the artifacts the tests would otherwise each
+/// build into a target dir of their own (`tests/src/lib.rs`); returns the
+/// variables that name them, and this xtask for the wheel tests' `dist`.
+fn prebuild() -> Result<Vec<(&'static str, PathBuf)>> {
+    run_cmd(cargo().args([
+        "build",
+        "--package",
+        "tensorplug-plugin-fpga",
+        "--package",
+        "tensorplug-plugin-npu",
+        "--package",
+        "tensorplug-model-fpga",
+        "--features",
+        "tensorplug-model-fpga/std",
+        "--lib",
+        "--bin",
+        "tensorplug-model-server",
+    ]))?;
+    let debug = crate::util::target_dir().join("debug");
+    let built = [
+        ("TENSORPLUG_PLUGIN", debug.join("libtensorplug_fpga.so")),
+        ("TENSORPLUG_NPU_PLUGIN", debug.join("libtensorplug_npu.so")),
+        (
+            "TENSORPLUG_MODEL_SERVER",
+            debug.join("tensorplug-model-server"),
+        ),
+        ("TENSORPLUG_XTASK", std::env::current_exe()?),
+    ];
+    for (name, path) in &built {
+        if !path.is_file() {
+            bail!("{name}: {} was not built", path.display());
+        }
+    }
+    Ok(built.into())
 }
