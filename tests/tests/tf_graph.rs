@@ -236,3 +236,41 @@ fn attribute_values_the_device_cannot_run_fall_back_to_the_cpu() {
     }
     assert!(stdout.contains("done"), "{stdout}");
 }
+
+/// Issue 42: a `mixed_bfloat16` Keras convnet with no device scope runs its
+/// convolution block and its `Dense` on the device, read from the profile's
+/// device plane. On a CPU with oneDNN's bfloat16 support TF's remapper
+/// fuses them on the CPU before our pass (`fused_by_tf yes`), which then
+/// took them nowhere: they ran as `_MklNativeFusedConv2D` and
+/// `_MklNativeFusedMatMul`. On other CPUs TF does not fuse them and the
+/// test checks the plain path (`tests/python/tf_half_fused.py`).
+#[test]
+fn a_bfloat16_convnet_runs_its_fused_blocks_on_the_device() {
+    let output = run_tf_with_plugin("tf_half_fused.py", &[], None);
+    let stdout = check(&output, "tf_half_fused.py");
+    let line = |key: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(key).map(str::trim))
+            .unwrap_or_else(|| panic!("no `{key}` in:\n{stdout}"))
+            .to_owned()
+    };
+    let device = line("device_ops");
+    let ran = |op: &str| {
+        device
+            .split_whitespace()
+            .any(|kv| kv.split('=').next() == Some(op))
+    };
+    assert!(
+        ran("_FusedConv2D") || ran("Conv2D"),
+        "no convolution on the device: {device}"
+    );
+    assert!(
+        ran("_FusedMatMul") || ran("MatMul"),
+        "no matmul on the device: {device}"
+    );
+    assert_eq!(line("cpu_compute"), "", "compute on the CPU:\n{stdout}");
+    let diff: f64 = line("max_diff").parse().expect("max_diff is a number");
+    assert!(diff <= 1e-2, "predictions differ from the CPU's by {diff}");
+    println!("TF's remapper fused on this CPU: {}", line("fused_by_tf"));
+}

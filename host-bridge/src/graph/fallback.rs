@@ -156,8 +156,10 @@ pub fn fallbacks(
     let ours = |consumer: usize| graph.node[consumer].op.starts_with("_Tensorplug");
     let mut found = Vec::new();
     for node in &graph.node {
-        if !on_cpu(&node.device) || node.op.starts_with('_') || HOST_OPS.contains(&node.op.as_str())
-        {
+        // `_`-prefixed ops are TF's internals, except the fusions its
+        // remapper makes on the CPU (`_FusedConv2D`, `_FusedMatMul`, …).
+        let internal = node.op.starts_with('_') && !node.op.starts_with("_Fused");
+        if !on_cpu(&node.device) || internal || HOST_OPS.contains(&node.op.as_str()) {
             continue;
         }
         let Some(dtype) = float_type(node) else {
@@ -297,7 +299,8 @@ mod tests {
         Some(KernelList {
             kernel: match op {
                 "Erfc" => vec![cpu],
-                "MatMul" | "Relu" | "MaxPool" => vec![cpu, fpga_f32],
+                "MatMul" | "Relu" | "MaxPool" | "_FusedConv2D" => vec![cpu, fpga_f32],
+                "_Internal" => vec![cpu],
                 _ => return None,
             },
         })
@@ -313,6 +316,18 @@ mod tests {
                 // On the CPU by choice: the device could run it.
                 typed(node("pinned", "Relu", &["erfc"]), CPU, DataType::DtFloat),
                 typed(node("ints", "Relu", &["erfc"]), CPU, DataType::DtInt32),
+                // TF's remapper's bfloat16 fusion on an AVX512_BF16 CPU.
+                typed(
+                    node("fused", "_FusedConv2D", &["erfc"]),
+                    CPU,
+                    DataType::DtBfloat16,
+                ),
+                // TF's own internals are not named.
+                typed(
+                    node("internal", "_Internal", &["erfc"]),
+                    CPU,
+                    DataType::DtFloat,
+                ),
             ],
             ..Default::default()
         }
@@ -326,7 +341,8 @@ mod tests {
             said,
             [
                 "Erfc 'erfc' (no kernel)",
-                "Relu 'half' (no kernel for float16)"
+                "Relu 'half' (no kernel for float16)",
+                "_FusedConv2D 'fused' (no kernel for bfloat16)"
             ]
         );
     }

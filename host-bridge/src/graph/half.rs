@@ -18,9 +18,15 @@ const TO_F32: &str = "tensorplug_to_f32";
 const FROM_F32: &str = "tensorplug_from_f32";
 
 /// The ops the pass lowers and which of their inputs are of type `T` (the
-/// others are shapes or axes); output 0 is of type `T`.
+/// others are shapes or axes); output 0 is of type `T`. The fused forms
+/// are TF's remapper's on the CPU, which fuses before our pass runs when
+/// oneDNN has the CPU's bfloat16 support (AVX512_BF16); our device fuses one
+/// bias (`num_args` 1, which `runs_f32` checks), so their `T` inputs are
+/// the first three.
 const LOWERED: &[(&str, &[usize])] = &[
     ("Conv2D", &[0, 1]),
+    ("_FusedConv2D", &[0, 1, 2]),
+    ("_FusedMatMul", &[0, 1, 2]),
     ("DepthwiseConv2dNative", &[0, 1]),
     ("Conv2DBackpropInput", &[1, 2]),
     ("Conv2DBackpropFilter", &[0, 2]),
@@ -91,6 +97,16 @@ pub fn lower_half_precision(
         f32_node
             .attr
             .insert("T".into(), type_value(DataType::DtFloat as i32));
+        // `_FusedConv2D` types its `args` with a list (`TArgs`) since TF 2.13.
+        if let Some(attr_value::Value::List(list)) = f32_node
+            .attr
+            .get_mut("TArgs")
+            .and_then(|v| v.value.as_mut())
+        {
+            list.r#type
+                .iter_mut()
+                .for_each(|t| *t = DataType::DtFloat as i32);
+        }
         if !runs_f32(&f32_node) {
             continue;
         }
@@ -203,6 +219,58 @@ mod tests {
             ("relu", FPGA)
         );
         assert_eq!(type_attr(back, "DstT"), Some(bf16 as i32));
+    }
+
+    /// TF's remapper's bfloat16 fusions on the CPU (AVX512_BF16 hosts): the
+    /// bias is cast too, and `_FusedConv2D`'s `TArgs` becomes float32.
+    #[test]
+    fn a_bfloat16_fused_conv_on_the_cpu_runs_in_float32_with_its_bias() {
+        let bf16 = DataType::DtBfloat16;
+        let mut conv = typed(node("conv", "_FusedConv2D", &["x", "w", "b"]), CPU, bf16);
+        let targs = attr_value::ListValue {
+            r#type: vec![bf16 as i32],
+            ..Default::default()
+        };
+        conv.attr.insert(
+            "TArgs".into(),
+            AttrValue {
+                value: Some(attr_value::Value::List(targs)),
+            },
+        );
+        let mut graph = GraphDef {
+            node: vec![
+                node("x", "Cast", &[]),
+                conv,
+                typed(
+                    node("dense", "_FusedMatMul", &["conv", "v", "c"]),
+                    CPU,
+                    bf16,
+                ),
+            ],
+            ..Default::default()
+        };
+        let n = lower_half_precision(&mut graph, &HashSet::new(), "FPGA", |_| true);
+        assert_eq!(n, 2);
+        let conv = find(&graph, "conv");
+        assert_eq!(conv.device, FPGA);
+        assert_eq!(conv.input[2], "conv/tensorplug_to_f32_2");
+        let Some(attr_value::Value::List(targs)) = conv.attr["TArgs"].value.as_ref() else {
+            panic!("TArgs is a list");
+        };
+        assert_eq!(targs.r#type, [DataType::DtFloat as i32]);
+        let dense = find(&graph, "dense");
+        assert_eq!(
+            dense.input,
+            [
+                "dense/tensorplug_to_f32_0",
+                "dense/tensorplug_to_f32_1",
+                "dense/tensorplug_to_f32_2"
+            ]
+        );
+        assert_eq!(
+            find(&graph, "dense/tensorplug_to_f32_0").input,
+            ["conv/tensorplug_from_f32"]
+        );
     }
 
     #[test]

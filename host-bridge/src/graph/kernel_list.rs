@@ -55,8 +55,17 @@ pub fn takes_attrs(node: &NodeDef) -> bool {
             };
             !training && channels_last
         }
+        "_FusedConv2D" => {
+            channels_last
+                && fusion(node, |ops, n| {
+                    let ops: Vec<&str> = ops.iter().map(String::as_str).collect();
+                    crate::kernels::ops::window::fused_conv_activation(&ops, n).is_ok()
+                })
+        }
+        "_FusedMatMul" => fusion(node, |ops, n| {
+            crate::kernels::ops::fused_matmul::fused_matmul_relu(ops, n).is_ok()
+        }),
         "Conv2D"
-        | "_FusedConv2D"
         | "DepthwiseConv2dNative"
         | "MaxPool"
         | "AvgPool"
@@ -76,6 +85,25 @@ pub fn takes_attrs(node: &NodeDef) -> bool {
             .is_some_and(|eq| eq.lowers()),
         _ => true,
     }
+}
+
+/// A fused node's `fused_ops` and `num_args` (TF's defaults: none, 0), as
+/// `takes` judges them: what our kernels accept, whoever fused the node
+/// (our pass, or TF's remapper on the CPU with other activations).
+fn fusion(node: &NodeDef, takes: impl FnOnce(&[String], i64) -> bool) -> bool {
+    let ops: Vec<String> = match node.attr.get("fused_ops").and_then(|v| v.value.as_ref()) {
+        Some(attr_value::Value::List(list)) => list
+            .s
+            .iter()
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .collect(),
+        _ => Vec::new(),
+    };
+    let num_args = match node.attr.get("num_args").and_then(|v| v.value.as_ref()) {
+        Some(attr_value::Value::I(n)) => *n,
+        _ => 0,
+    };
+    takes(&ops, num_args)
 }
 
 /// Whether `list` has a kernel for `device_type` whose `T` constraint (if
@@ -223,5 +251,62 @@ mod tests {
         assert!(!takes_attrs(&node("Einsum", &[equation("ij,jk,kl->il")])));
         assert!(!takes_attrs(&node("MaxPool", &[format("NCHW")])));
         assert!(takes_attrs(&node("MatMul", &[])));
+    }
+
+    /// TF's remapper fuses on the CPU with activations our kernels lack; the
+    /// pass must not move those nodes to our device.
+    #[test]
+    fn fused_nodes_are_ours_only_with_the_fusions_our_kernels_run() {
+        let fused = |op: &str, ops: &[&str], num_args: i64| {
+            let mut node = NodeDef {
+                op: op.into(),
+                ..Default::default()
+            };
+            let list = attr_value::ListValue {
+                s: ops.iter().map(|o| o.as_bytes().to_vec()).collect(),
+                ..Default::default()
+            };
+            node.attr.insert(
+                "fused_ops".into(),
+                AttrValue {
+                    value: Some(attr_value::Value::List(list)),
+                },
+            );
+            node.attr.insert(
+                "num_args".into(),
+                AttrValue {
+                    value: Some(attr_value::Value::I(num_args)),
+                },
+            );
+            node
+        };
+        assert!(takes_attrs(&fused("_FusedConv2D", &["BiasAdd", "Relu"], 1)));
+        assert!(takes_attrs(&fused(
+            "_FusedConv2D",
+            &["BiasAdd", "Relu6"],
+            1
+        )));
+        assert!(!takes_attrs(&fused(
+            "_FusedConv2D",
+            &["BiasAdd", "LeakyRelu"],
+            1
+        )));
+        assert!(!takes_attrs(&fused(
+            "_FusedConv2D",
+            &["FusedBatchNorm", "Relu"],
+            4
+        )));
+        assert!(!takes_attrs(&fused(
+            "_FusedConv2D",
+            &["BiasAdd", "Add", "Relu"],
+            2
+        )));
+        assert!(takes_attrs(&fused("_FusedMatMul", &["BiasAdd"], 1)));
+        assert!(!takes_attrs(&fused(
+            "_FusedMatMul",
+            &["BiasAdd", "GeluApproximate"],
+            1
+        )));
+        assert!(!takes_attrs(&fused("_FusedMatMul", &["BiasAdd"], 2)));
     }
 }

@@ -38,13 +38,10 @@ impl Op for FusedMatMul {
 
     fn construct(&self, ctx: &Construction) -> KernelResult<Attrs> {
         let transposes = Transposes::read(ctx)?;
-        let relu = fused_relu(&ctx.string_list_attr(c"fused_ops")?)?;
-        let num_args = ctx.int_attr(c"num_args")?;
-        if num_args != 1 {
-            return Err(Failure::unimplemented(format!(
-                "num_args = {num_args} (the device fuses one bias)"
-            )));
-        }
+        let relu = fused_matmul_relu(
+            &ctx.string_list_attr(c"fused_ops")?,
+            i64::from(ctx.int_attr(c"num_args")?),
+        )?;
         Ok(Attrs { transposes, relu })
     }
 
@@ -76,8 +73,21 @@ impl Op for FusedMatMul {
     }
 }
 
+/// `fused_ops` and `num_args` → whether a ReLU follows the bias, or why
+/// the device does not fuse them. The graph pass asks too, before it puts
+/// such a node on the device (`graph::kernel_list`).
+pub(crate) fn fused_matmul_relu(fused_ops: &[String], num_args: i64) -> KernelResult<bool> {
+    let relu = fused_relu(fused_ops)?;
+    if num_args != 1 {
+        return Err(Failure::unimplemented(format!(
+            "num_args = {num_args} (the device fuses one bias)"
+        )));
+    }
+    Ok(relu)
+}
+
 /// `fused_ops` → whether a ReLU follows the bias.
-pub fn fused_relu(fused_ops: &[String]) -> KernelResult<bool> {
+fn fused_relu(fused_ops: &[String]) -> KernelResult<bool> {
     match fused_ops {
         [bias] if bias == "BiasAdd" => Ok(false),
         [bias, relu] if bias == "BiasAdd" && relu == "Relu" => Ok(true),

@@ -17,7 +17,7 @@ mod compare;
 mod concat;
 pub(crate) mod einsum;
 mod fill;
-mod fused_matmul;
+pub(crate) mod fused_matmul;
 #[doc(hidden)]
 pub mod fuzzing;
 mod gather;
@@ -38,7 +38,7 @@ mod sum;
 mod tile;
 mod transpose;
 mod unary;
-mod window;
+pub(crate) mod window;
 mod window_geometry;
 mod window_grad;
 mod xent;

@@ -201,7 +201,14 @@ fn fused_activation(ctx: &impl AttrSource) -> KernelResult<Activation> {
     let num_args = ctx.int(c"num_args")?;
     let ops = ctx.string_list(c"fused_ops")?;
     let ops: Vec<&str> = ops.iter().map(String::as_str).collect();
-    let activation = match ops[..] {
+    fused_conv_activation(&ops, i64::from(num_args))
+}
+
+/// The activation of a `_FusedConv2D` with these `fused_ops` and
+/// `num_args`, or why the device does not fuse them. The graph pass asks
+/// too, before it puts such a node on the device (`graph::kernel_list`).
+pub(crate) fn fused_conv_activation(ops: &[&str], num_args: i64) -> KernelResult<Activation> {
+    let activation = match ops {
         ["BiasAdd"] => Activation::None,
         ["BiasAdd", "Relu"] => Activation::Relu,
         ["BiasAdd", "Relu6"] => Activation::Relu6,
