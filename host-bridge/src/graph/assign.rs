@@ -28,7 +28,7 @@ const UPDATE: &str = "tensorplug_update";
 pub fn split_variable_updates(
     graph: &mut GraphDef,
     device_type: &str,
-    on_device: impl Fn(&str, i32) -> bool,
+    mut on_device: impl FnMut(&str, i32) -> bool,
 ) -> usize {
     let mut names: HashSet<String> = graph.node.iter().map(|n| n.name.clone()).collect();
     let mut added = Vec::new();

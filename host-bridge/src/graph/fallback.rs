@@ -13,10 +13,13 @@
 use super::device::is_ours;
 use super::edges::Uses;
 use super::kernel_list::{DEFAULT_DEVICE, has_kernel_for, takes_attrs};
+use super::passes::Context;
 use super::proto::{DataType, GraphDef, KernelList, NodeDef, attr_value};
 use crate::error::{Error, Result};
-use crate::settings;
+use crate::{log, settings};
+use std::collections::BTreeSet;
 use std::fmt;
+use std::sync::Mutex;
 
 /// Why a float op is on the CPU.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -223,6 +226,61 @@ pub fn fail_on(graph: &mut GraphDef, found: &[Fallback], device_type: &str) -> R
         graph.node[at].input.push(format!("^{base}"));
     }
     Ok(())
+}
+
+/// The report as a pass (`passes::Fallbacks`): appends to
+/// `TENSORPLUG_FALLBACK_FILE` (whatever the mode), says on stderr once per
+/// node, or (`error`) makes the step fail; returns 1 when it changed the
+/// graph.
+pub fn report(cx: &mut Context<'_>) -> Result<usize> {
+    let mode = Mode::from_env()?;
+    let file = settings::get(settings::FALLBACK_FILE)?;
+    if mode == Mode::Off && file.is_none() {
+        return Ok(0);
+    }
+    let registry = &mut *cx.registry;
+    let found = fallbacks(&cx.graph, cx.device, |op| registry.kernels(op));
+    if found.is_empty() {
+        return Ok(0);
+    }
+    if let Some(file) = file {
+        use std::io::Write;
+        let lines: String = found.iter().map(|f| format!("{f}\n")).collect();
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&file.text)
+            .and_then(|mut out| out.write_all(lines.as_bytes()));
+        if let Err(e) = written {
+            log::warn(format_args!("{}: {e}", file.var));
+        }
+    }
+    if mode == Mode::Off {
+        return Ok(0);
+    }
+    static SAID: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    let new: Vec<String> = {
+        let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+        found
+            .iter()
+            .map(ToString::to_string)
+            .filter(|f| said.insert(f.clone()))
+            .collect()
+    };
+    if !new.is_empty() && mode == Mode::Warn {
+        log::warn(format_args!(
+            "{} float op(s) of a graph on {} run on the CPU: {} (said once per node; \
+             TENSORPLUG_FALLBACK=off silences this, =error fails the step)",
+            new.len(),
+            cx.device,
+            new.join(", ")
+        ));
+    }
+    if mode == Mode::Error {
+        fail_on(&mut cx.graph, &found, cx.device)?;
+        return Ok(1);
+    }
+    Ok(0)
 }
 
 fn string_constant(name: &str, device: &str, text: &str) -> NodeDef {

@@ -28,6 +28,7 @@ mod host_copy;
 mod kernel_list;
 mod nodes;
 mod optimize;
+mod passes;
 pub mod proto;
 mod qat;
 mod runnable;

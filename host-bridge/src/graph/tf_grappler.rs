@@ -116,14 +116,6 @@ pub unsafe fn nodes_to_preserve(item: *const TF_GrapplerItem) -> Result<HashSet<
     Ok(names)
 }
 
-/// Whether a kernel for `op` with `T = float` is registered for `device_type`.
-pub fn kernel_registered(op: &CStr, device_type: &str) -> Result<bool> {
-    Ok(super::kernel_list::has_f32_kernel(
-        &kernels_for(op)?,
-        device_type,
-    ))
-}
-
 /// Every kernel TF has registered for `op`, on any device (empty when TF
 /// knows no such op).
 pub fn kernels_for(op: &CStr) -> Result<KernelList> {

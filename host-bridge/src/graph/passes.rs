@@ -1,0 +1,377 @@
+//! The graph optimizer as one list of passes ([`PASSES`]) over one
+//! [`Context`]: the graph, the nodes to preserve, our device type, the
+//! settings and what TF has registered. `optimize_func` runs the list with
+//! TF's registry; [`rewrite`](super::rewrite) and the `graph_pass` fuzz
+//! target run the same list with [`Declared`], a registry they describe.
+
+use super::fuse::{FUSED_CONV_OP, FUSED_OP, Fusions, Heads};
+use super::kernel_list::{has_kernel_for, takes_attrs};
+use super::optimize::Settings;
+use super::proto::{DataType, GraphDef, KernelList, NodeDef, attr_value};
+use crate::error::Result;
+use crate::log;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Mutex;
+
+/// What TF has registered, as the passes ask it.
+pub trait Registry {
+    /// Whether TF has an `op` kernel for a `device` device.
+    fn registered(&mut self, op: &str, device: &str) -> bool;
+    /// TF's kernel list for `op`; `None` when TF lists none (a function
+    /// call node, whose "op" is a function name) or cannot list it.
+    fn kernels(&mut self, op: &str) -> Option<KernelList>;
+}
+
+/// A registry that holds exactly the kernels it is told: `ops` on every
+/// device, and no kernel lists (every node counts as runnable where TF
+/// put it). What `rewrite` and the fuzz target run the passes with.
+pub struct Declared(pub &'static [&'static str]);
+
+impl Registry for Declared {
+    fn registered(&mut self, op: &str, _device: &str) -> bool {
+        self.0.contains(&op)
+    }
+
+    fn kernels(&mut self, _op: &str) -> Option<KernelList> {
+        None
+    }
+}
+
+/// One graph and what every pass needs to know about it.
+pub struct Context<'a> {
+    pub graph: GraphDef,
+    /// Nodes TF fetches: their names and types must stay.
+    pub preserve: &'a HashSet<String>,
+    /// Our device type (`FPGA`).
+    pub device: &'a str,
+    pub settings: &'a Settings,
+    pub registry: &'a mut dyn Registry,
+    /// What the fusion pass fused.
+    pub fusions: Fusions,
+}
+
+impl Context<'_> {
+    /// Whether our device runs `node` as it is: TF lists a kernel for it on
+    /// our device type that takes its types, and our kernel takes its
+    /// attribute values. An op TF lists no kernel for counts as runnable:
+    /// TF places and runs those itself, as without us.
+    fn runs(registry: &mut dyn Registry, device: &str, node: &NodeDef) -> bool {
+        registry
+            .kernels(&node.op)
+            .filter(|list| !list.kernel.is_empty())
+            .is_none_or(|list| has_kernel_for(&list, device, node) && takes_attrs(node))
+    }
+
+    /// Whether our device has an `op` kernel (our `AddV2`, `Sub`, `BiasAdd`
+    /// are f32 only, and registered only when every device declares them).
+    fn has(&mut self, op: &str) -> bool {
+        self.registry.registered(op, self.device)
+    }
+}
+
+/// One step of the optimizer.
+pub trait Pass: Sync {
+    /// Its name, for the logs and the docs.
+    fn name(&self) -> &'static str;
+    /// Rewrites `cx.graph`; returns how many changes it made (0: the graph
+    /// is as it was).
+    fn run(&self, cx: &mut Context<'_>) -> Result<usize>;
+}
+
+/// Every pass, in the order they run (`docs/graph-optimizer.md`).
+pub static PASSES: &[&dyn Pass] = &[
+    &SessionVariables,
+    &VariableUpdates,
+    &HostCopies,
+    &UnfuseBatchNorms,
+    &HalfPrecision,
+    &Qat,
+    &FoldBatchNorms,
+    &FuseChains,
+    &KeepRunnable,
+    &Fallbacks,
+];
+
+/// Runs [`PASSES`] on `cx`; returns how many changes they made.
+pub fn run_passes(cx: &mut Context<'_>) -> Result<usize> {
+    let mut changes = 0;
+    for pass in PASSES {
+        changes += pass.run(cx).inspect_err(|e| {
+            log::warn(format_args!("graph pass \"{}\" failed: {e}", pass.name()));
+        })?;
+    }
+    Ok(changes)
+}
+
+struct SessionVariables;
+impl Pass for SessionVariables {
+    fn name(&self) -> &'static str {
+        "TF1 session variables stay on the host"
+    }
+    fn run(&self, cx: &mut Context<'_>) -> Result<usize> {
+        Ok(super::session_variables::keep_session_variables_on_host(
+            &mut cx.graph,
+            cx.device,
+        ))
+    }
+}
+
+struct VariableUpdates;
+impl Pass for VariableUpdates {
+    fn name(&self) -> &'static str {
+        "variable updates split into a read, the arithmetic and an assign"
+    }
+    fn run(&self, cx: &mut Context<'_>) -> Result<usize> {
+        let Context {
+            graph,
+            device,
+            registry,
+            ..
+        } = cx;
+        Ok(super::assign::split_variable_updates(
+            graph,
+            device,
+            |op, dtype| dtype == DataType::DtFloat as i32 && registry.registered(op, device),
+        ))
+    }
+}
+
+struct HostCopies;
+impl Pass for HostCopies {
+    fn name(&self) -> &'static str {
+        "copies between host tensors run on the host"
+    }
+    fn run(&self, cx: &mut Context<'_>) -> Result<usize> {
+        Ok(super::host_copy::run_on_host_copies(
+            &mut cx.graph,
+            cx.device,
+        ))
+    }
+}
+
+struct UnfuseBatchNorms;
+impl Pass for UnfuseBatchNorms {
+    fn name(&self) -> &'static str {
+        "TF's _FusedBatchNormEx on our device split back"
+    }
+    fn run(&self, cx: &mut Context<'_>) -> Result<usize> {
+        Ok(super::unfuse::unfuse_batch_norms(
+            &mut cx.graph,
+            cx.preserve,
+            cx.device,
+        ))
+    }
+}
+
+struct HalfPrecision;
+impl Pass for HalfPrecision {
+    fn name(&self) -> &'static str {
+        "bfloat16 and float16 ops lowered to float32 on our device"
+    }
+    fn run(&self, cx: &mut Context<'_>) -> Result<usize> {
+        if !cx.settings.half || !half_casts(cx) {
+            return Ok(0);
+        }
+        let Context {
+            graph,
+            preserve,
+            device,
+            registry,
+            ..
+        } = cx;
+        Ok(super::half::lower_half_precision(
+            graph,
+            preserve,
+            device,
+            |node| Context::runs(&mut **registry, device, node),
+        ))
+    }
+}
+
+/// Whether our device has the `Cast` kernels the half-precision lowering
+/// adds (float32 from and to bfloat16).
+fn half_casts(cx: &mut Context<'_>) -> bool {
+    let Some(list) = cx.registry.kernels("Cast") else {
+        return false;
+    };
+    let bf16 = DataType::DtBfloat16 as i32;
+    list.kernel.iter().any(|k| {
+        k.device_type == cx.device
+            && k.constraint.iter().any(|c| {
+                c.name == "SrcT"
+                    && matches!(
+                        c.allowed_values.as_ref().and_then(|v| v.value.as_ref()),
+                        Some(attr_value::Value::List(l)) if l.r#type.contains(&bf16)
+                    )
+            })
+    })
+}
+
+struct Qat;
+impl Pass for Qat {
+    fn name(&self) -> &'static str {
+        "QAT and QDQ graphs rewritten into int8 device ops"
+    }
+    fn run(&self, cx: &mut Context<'_>) -> Result<usize> {
+        use crate::kernels::ops::int8::op_name;
+        // The device's int8 ops (its devices declare them) and the CPU
+        // parameter ops.
+        let registered = cx.has(op_name(cx.device, "Conv2DInt8").to_str().unwrap_or(""))
+            && cx.registry.registered(
+                op_name(cx.device, crate::kernels::qat::WEIGHTS)
+                    .to_str()
+                    .unwrap_or(""),
+                "CPU",
+            );
+        if !cx.settings.int8 || !registered {
+            return Ok(0);
+        }
+        Ok(super::qat::rewrite_qat(
+            &mut cx.graph,
+            cx.preserve,
+            cx.device,
+        ))
+    }
+}
+
+struct FoldBatchNorms;
+impl Pass for FoldBatchNorms {
+    fn name(&self) -> &'static str {
+        "inference batch norms folded into the convolution or matmul before them"
+    }
+    fn run(&self, cx: &mut Context<'_>) -> Result<usize> {
+        if !cx.settings.fusion || !cx.has("BiasAdd") {
+            return Ok(0);
+        }
+        Ok(super::fold::fold_batch_norms(
+            &mut cx.graph,
+            cx.preserve,
+            cx.device,
+        ))
+    }
+}
+
+struct FuseChains;
+impl Pass for FuseChains {
+    fn name(&self) -> &'static str {
+        "MatMul/Conv2D → BiasAdd (→ Relu) chains fused"
+    }
+    fn run(&self, cx: &mut Context<'_>) -> Result<usize> {
+        let heads = Heads {
+            matmul: cx.settings.fusion
+                && fused_kernel(cx, FUSED_OP, "MatMul", "MatMul/BiasAdd/Relu"),
+            conv2d: cx.settings.fusion
+                && fused_kernel(cx, FUSED_CONV_OP, "Conv2D", "Conv2D/BiasAdd/Relu(6)"),
+        };
+        let fusions = super::fuse::fuse_chains(&mut cx.graph, cx.preserve, cx.device, heads)?;
+        cx.fusions = fusions;
+        Ok(fusions.with_relu + fusions.bias_only)
+    }
+}
+
+/// Whether TF has a `fused` kernel (`_FusedMatMul`, `_FusedConv2D`) for our
+/// device type; without one the rewrite would make the graph fail, so it
+/// is skipped (and said once per op, only to a device that has the chain's
+/// `head` op: one that never declared it has nothing to fuse).
+fn fused_kernel(cx: &mut Context<'_>, fused: &str, head: &str, chain: &str) -> bool {
+    static WARNED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let registered = cx.has(fused);
+    if !registered && cx.has(head) {
+        let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+        if !warned.iter().any(|w| w == fused) {
+            warned.push(fused.to_owned());
+            log::warn(format_args!(
+                "no {fused} kernel for {} is registered: {chain} stay unfused",
+                cx.device
+            ));
+        }
+    }
+    registered
+}
+
+struct KeepRunnable;
+impl Pass for KeepRunnable {
+    fn name(&self) -> &'static str {
+        "nodes TF left on our device without a kernel moved to the CPU"
+    }
+    fn run(&self, cx: &mut Context<'_>) -> Result<usize> {
+        let float_add = cx.has("AddV2");
+        let Context {
+            graph,
+            device,
+            registry,
+            ..
+        } = cx;
+        let changes = super::runnable::keep_runnable(
+            graph,
+            device,
+            |node| Context::runs(&mut **registry, device, node),
+            float_add,
+        );
+        report_moves(&changes.moved, device);
+        Ok(changes.addn_split + changes.moved.len())
+    }
+}
+
+/// Says once per op type that TF's passes left it on our device with no
+/// kernel there, so it runs on the CPU.
+fn report_moves(moved: &[(String, String)], device: &str) {
+    static SAID: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    let Ok(mut said) = SAID.lock() else { return };
+    for (op, node) in moved {
+        if said.insert(op.clone()) {
+            log::warn(format_args!(
+                "{op} node '{node}' is on {device}, which has no {op} kernel for its \
+                 attributes: it runs on the CPU (said once per op type)"
+            ));
+        }
+    }
+}
+
+struct Fallbacks;
+impl Pass for Fallbacks {
+    fn name(&self) -> &'static str {
+        "the fallback report: float ops on the CPU our device cannot run"
+    }
+    fn run(&self, cx: &mut Context<'_>) -> Result<usize> {
+        super::fallback::report(cx)
+    }
+}
+
+/// A cache of TF's kernel lists, for registries that ask TF.
+#[derive(Default)]
+pub struct KernelLists(HashMap<String, Option<KernelList>>);
+
+impl KernelLists {
+    /// The list for `op`, fetched with `fetch` the first time.
+    pub fn get(
+        &mut self,
+        op: &str,
+        fetch: impl FnOnce(&str) -> Option<KernelList>,
+    ) -> Option<KernelList> {
+        self.0
+            .entry(op.to_owned())
+            .or_insert_with(|| fetch(op))
+            .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PASSES;
+
+    /// `docs/graph-optimizer.md`'s table lists the passes in their order.
+    #[test]
+    fn the_docs_list_every_pass_in_order() {
+        let docs = include_str!("../../../docs/graph-optimizer.md");
+        let listed: Vec<&str> = docs
+            .lines()
+            .filter_map(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                (cells.len() == 5 && cells[1].parse::<usize>().is_ok()).then(|| cells[2])
+            })
+            .collect();
+        let names: Vec<&str> = PASSES.iter().map(|p| p.name()).collect();
+        assert_eq!(listed, names);
+    }
+}
