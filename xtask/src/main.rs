@@ -8,6 +8,7 @@ mod flash;
 mod fuzz;
 mod header;
 mod hil;
+mod lanes;
 mod layout;
 mod op_sweep;
 mod setup;

@@ -87,16 +87,22 @@ pub fn run(args: &TestArgs) -> Result<()> {
     )?;
     // Includes the HIL tests (`tests/tests/hil.rs`: the firmware under QEMU).
     let newest = setup::TF_VERSIONS[setup::TF_VERSIONS.len() - 1];
-    let what = format!("cargo test --workspace (TF {newest})");
-    step(&what, || {
-        let mut cmd = cargo();
-        cmd.args(["test", "--workspace"])
-            .envs(prebuilt.iter().cloned());
-        if let Some(env) = &env {
-            cmd.env("TENSORPLUG_PYTHON", &env.python)
-                .env("TENSORPLUG_PYTHON_UNSUPPORTED_TF", &env.unsupported);
-        }
-        run_cmd(&mut cmd)
+    let mut envs = prebuilt.clone();
+    if let Some(env) = &env {
+        envs.push(("TENSORPLUG_PYTHON", env.python.clone()));
+        envs.push(("TENSORPLUG_PYTHON_UNSUPPORTED_TF", env.unsupported.clone()));
+    }
+    let mut binaries = Vec::new();
+    step("build the workspace's test binaries", || {
+        binaries = crate::lanes::build()?;
+        Ok(())
+    })?;
+    step(
+        &format!("the workspace's tests (TF {newest}), two binaries at a time"),
+        || crate::lanes::run(binaries.clone(), &envs),
+    )?;
+    step("the workspace's doc tests", || {
+        run_cmd(cargo().args(["test", "--workspace", "--doc"]))
     })?;
     if args.fault_matrix {
         step("the rest of the fault matrix (its ignored cases)", || {
@@ -119,7 +125,7 @@ pub fn run(args: &TestArgs) -> Result<()> {
     // The real-TF tests again on the older TFs, beside the checks below,
     // which yield the CPU to them.
     let suite = match env.as_ref().filter(|env| !env.older.is_empty()) {
-        Some(env) => Some(crate::tf_suite::start(env, &prebuilt)?),
+        Some(env) => Some(crate::tf_suite::start(env, &prebuilt, &binaries)?),
         None => None,
     };
     if suite.is_some() {

@@ -9,7 +9,7 @@
 //! them.
 
 use crate::setup::Env;
-use crate::util::{cargo, output, root};
+use crate::util::root;
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -54,8 +54,13 @@ const LOAD_SENSITIVE: &[&str] = &["tf_profiler"];
 /// starts the others on a thread of their own, one TF after another, so
 /// the caller's checks run beside them. `prebuilt`: the variables that
 /// name what the tests load (`test::prebuild`).
-pub fn start(env: &Env, prebuilt: &[(&'static str, PathBuf)]) -> Result<Background> {
-    let (sensitive, rest): (Vec<_>, Vec<_>) = binaries()?
+/// `built`: the workspace's test binaries (`lanes::build`).
+pub fn start(
+    env: &Env,
+    prebuilt: &[(&'static str, PathBuf)],
+    built: &[crate::lanes::Binary],
+) -> Result<Background> {
+    let (sensitive, rest): (Vec<_>, Vec<_>) = binaries(built)?
         .into_iter()
         .partition(|(name, _)| LOAD_SENSITIVE.contains(&name.as_str()));
     let prebuilt = prebuilt.to_vec();
@@ -127,26 +132,13 @@ impl Background {
     }
 }
 
-/// The real-TF test executables, from `cargo test --no-run` (built already).
-fn binaries() -> Result<Vec<(String, PathBuf)>> {
-    let mut cmd = cargo();
-    cmd.args(["test", "--workspace", "--no-run", "--message-format=json"]);
-    for test in REAL_TF_TESTS {
-        cmd.args(["--test", test]);
-    }
-    let mut found = Vec::new();
-    for line in output(&mut cmd)?.lines() {
-        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        let name = message["target"]["name"].as_str().unwrap_or_default();
-        if let (Some(exe), true) = (
-            message["executable"].as_str(),
-            REAL_TF_TESTS.contains(&name),
-        ) {
-            found.push((name.to_owned(), PathBuf::from(exe)));
-        }
-    }
+/// The real-TF test executables among those built.
+fn binaries(built: &[crate::lanes::Binary]) -> Result<Vec<(String, PathBuf)>> {
+    let found: Vec<(String, PathBuf)> = built
+        .iter()
+        .filter(|b| REAL_TF_TESTS.contains(&b.target.as_str()))
+        .map(|b| (b.target.clone(), b.exe.clone()))
+        .collect();
     if found.len() != REAL_TF_TESTS.len() {
         bail!(
             "cargo built {} of the {} real-TF test binaries",

@@ -1,0 +1,174 @@
+//! The workspace's test binaries, two at a time.
+//!
+//! `cargo test` runs one test binary after another, and on two cores most
+//! of them leave one idle while they wait for TF, QEMU or a device timeout
+//! (measured: 1.55 cores busy on average over the suite). `cargo xtask
+//! test` builds them with `cargo test --no-run` and runs them here instead:
+//! `LANES` at once, the longest first, each binary's output printed whole
+//! when it ends (nothing interleaves, nothing is lost). The binaries whose
+//! bounds do not hold on a loaded machine run afterwards, alone.
+
+use crate::util::{cargo, output};
+use anyhow::{Context, Result, bail};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// Binaries at once.
+const LANES: usize = 2;
+
+/// The longest binaries (measured on a 2-core machine), started first so
+/// that the short ones fill the gaps at the end.
+const LONGEST_FIRST: &[&str] = &[
+    "wheel",
+    "hil",
+    "tf_fault_matrix",
+    "int8_vs_tflite",
+    "tf_two_plugins",
+    "tf_tools",
+    "tf_variables",
+    "tf_multi_worker",
+    "tf_graph",
+    "hil_ops",
+    "tf_device",
+    "tf_kernels",
+    "soak_open_close",
+    "op_sweep",
+];
+
+/// Binaries run after the others, alone: the profiler tests' 10 µs
+/// launch bound (the sim device's clock sync, `docs/tf-abi.md`) does not
+/// hold beside another binary.
+const ALONE: &[&str] = &["tf_profiler"];
+
+/// One test executable.
+#[derive(Clone)]
+pub struct Binary {
+    /// `<package>/<target>`, for the report.
+    name: String,
+    /// Its target's name (`wheel`, `tf_device`, …).
+    pub target: String,
+    /// Where cargo would run it: its package's root.
+    dir: PathBuf,
+    pub exe: PathBuf,
+}
+
+/// Builds every test binary of the workspace (`cargo test --workspace
+/// --no-run`); returns them.
+pub fn build() -> Result<Vec<Binary>> {
+    let mut cmd = cargo();
+    cmd.args(["test", "--workspace", "--no-run", "--message-format=json"])
+        .stderr(Stdio::inherit());
+    let mut found = Vec::new();
+    for line in output(&mut cmd)?.lines() {
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let Some(exe) = message["executable"].as_str() else {
+            continue;
+        };
+        let manifest = PathBuf::from(message["manifest_path"].as_str().unwrap_or_default());
+        let target = message["target"]["name"].as_str().unwrap_or_default();
+        let package = message["package_id"].as_str().unwrap_or_default();
+        // `path+file:///…/core#tensorplug-core@0.1.0` or `…#0.1.0`.
+        let package = package.rsplit_once('#').map_or(package, |(path, rest)| {
+            rest.split_once('@')
+                .map_or_else(|| path.rsplit('/').next().unwrap_or(path), |(name, _)| name)
+        });
+        found.push(Binary {
+            name: format!("{package}/{target}"),
+            target: target.to_owned(),
+            dir: manifest
+                .parent()
+                .context("a manifest's directory")?
+                .to_owned(),
+            exe: PathBuf::from(exe),
+        });
+    }
+    if found.is_empty() {
+        bail!("cargo test --no-run listed no test binary");
+    }
+    Ok(found)
+}
+
+/// Runs `binaries` with `envs`, [`LANES`] at once, then the [`ALONE`] ones;
+/// fails naming every binary that failed.
+pub fn run(binaries: Vec<Binary>, envs: &[(&'static str, PathBuf)]) -> Result<()> {
+    let rank = |b: &Binary| {
+        LONGEST_FIRST
+            .iter()
+            .position(|name| *name == b.target)
+            .unwrap_or(LONGEST_FIRST.len())
+    };
+    let (alone, mut shared): (Vec<Binary>, Vec<Binary>) = binaries
+        .into_iter()
+        .partition(|b| ALONE.contains(&b.target.as_str()));
+    shared.sort_by_key(rank);
+    let failed = Mutex::new(Vec::new());
+    let queue = Mutex::new(shared.into_iter());
+    std::thread::scope(|scope| {
+        for _ in 0..LANES {
+            scope.spawn(|| {
+                loop {
+                    let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                    let Some(binary) = next else { break };
+                    if !run_one(&binary, envs) {
+                        failed
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push(binary.name);
+                    }
+                }
+            });
+        }
+    });
+    let mut failed = failed.into_inner().unwrap_or_else(|e| e.into_inner());
+    for binary in alone {
+        if !run_one(&binary, envs) {
+            failed.push(binary.name);
+        }
+    }
+    if !failed.is_empty() {
+        bail!(
+            "{} test binar{} failed: {} (their output is above)",
+            failed.len(),
+            if failed.len() == 1 { "y" } else { "ies" },
+            failed.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Runs one binary; prints its output whole when it ends; whether it passed.
+fn run_one(binary: &Binary, envs: &[(&'static str, PathBuf)]) -> bool {
+    static PRINT: Mutex<()> = Mutex::new(());
+    let started = Instant::now();
+    let result = Command::new(&binary.exe)
+        .current_dir(&binary.dir)
+        .env("CARGO_MANIFEST_DIR", &binary.dir)
+        .envs(envs.iter().cloned())
+        .stdin(Stdio::null())
+        .output();
+    let _print = PRINT.lock().unwrap_or_else(|e| e.into_inner());
+    let seconds = started.elapsed().as_secs_f64();
+    match result {
+        Ok(out) => {
+            eprintln!("     Running {} ({seconds:.1}s)", binary.name);
+            eprint!("{}", String::from_utf8_lossy(&out.stdout));
+            eprint!("{}", String::from_utf8_lossy(&out.stderr));
+            if !out.status.success() {
+                eprintln!("error: {} failed ({})", binary.name, out.status);
+            }
+            out.status.success()
+        }
+        Err(e) => {
+            eprintln!(
+                "error: cannot run {} ({}): {e}",
+                binary.name,
+                binary.exe.display()
+            );
+            false
+        }
+    }
+}
