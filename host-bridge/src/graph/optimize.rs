@@ -62,10 +62,10 @@ impl Settings {
 
 /// Runs the optimizer's passes on a serialized `GraphDef` for a device of
 /// `device_type` that has the fused kernels and `BiasAdd`, as if TF listed
-/// no other kernel (so only the passes that need nothing more, the batch
-/// norm folding and the chain fusion, find work): what the unit tests and
-/// the `graph_pass` fuzz target call. `Ok(None)` when nothing changed,
-/// else the new graph's bytes.
+/// no other kernel (the half-precision and QAT passes do nothing, no node
+/// moves to the CPU, no fallback is named): what the unit tests and the
+/// `graph_pass` fuzz target call. `Ok(None)` when nothing changed, else
+/// the new graph's bytes.
 pub fn rewrite(
     graph_in: &[u8],
     preserve: &HashSet<String>,
