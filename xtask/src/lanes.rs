@@ -40,7 +40,7 @@ const LONGEST_FIRST: &[&str] = &[
 /// Binaries run after the others, alone: the profiler tests' 10 µs
 /// launch bound (the sim device's clock sync, `docs/tf-abi.md`) does not
 /// hold beside another binary.
-const ALONE: &[&str] = &["tf_profiler"];
+pub const ALONE: &[&str] = &["tf_profiler"];
 
 /// One test executable.
 #[derive(Clone)]

@@ -8,6 +8,9 @@
 //! goes to `target/tf-suite/<version>.log`; [`Background::finish`] reports
 //! them.
 
+// Real-TF tests whose bounds do not hold on a loaded machine, as in the
+// workspace run: [`start`] runs them before it returns, alone.
+use crate::lanes::ALONE as LOAD_SENSITIVE;
 use crate::setup::Env;
 use crate::util::root;
 use anyhow::{Context, Result, bail};
@@ -43,12 +46,6 @@ pub struct Outcome {
 
 /// The runs, on a thread of their own.
 pub struct Background(JoinHandle<Vec<Outcome>>);
-
-/// Real-TF tests whose bounds do not hold on a loaded machine: the sim
-/// device's clock sync errs by more than the profiler tests' 10 us bound
-/// once kernels wait for the device (TF 2.15). [`start`] runs them before
-/// it returns, alone.
-const LOAD_SENSITIVE: &[&str] = &["tf_profiler"];
 
 /// Runs the load-sensitive real-TF tests on each of `env.older` now, then
 /// starts the others on a thread of their own, one TF after another, so

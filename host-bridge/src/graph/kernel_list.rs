@@ -1,5 +1,6 @@
 //! Reading TF's `KernelList` (from `TF_GetRegisteredKernelsForOp`).
 
+use super::nodes::attr_of;
 use super::proto::{DataType, KernelList, NodeDef, attr_value, kernel_def::AttrConstraint};
 
 /// TF's device type of kernels registered for every device (`DEVICE_DEFAULT`:
@@ -91,7 +92,7 @@ pub fn takes_attrs(node: &NodeDef) -> bool {
 /// `takes` judges them: what our kernels accept, whoever fused the node
 /// (our pass, or TF's remapper on the CPU with other activations).
 fn fusion(node: &NodeDef, takes: impl FnOnce(&[String], i64) -> bool) -> bool {
-    let ops: Vec<String> = match node.attr.get("fused_ops").and_then(|v| v.value.as_ref()) {
+    let ops: Vec<String> = match attr_of(node, "fused_ops") {
         Some(attr_value::Value::List(list)) => list
             .s
             .iter()
@@ -99,7 +100,7 @@ fn fusion(node: &NodeDef, takes: impl FnOnce(&[String], i64) -> bool) -> bool {
             .collect(),
         _ => Vec::new(),
     };
-    let num_args = match node.attr.get("num_args").and_then(|v| v.value.as_ref()) {
+    let num_args = match attr_of(node, "num_args") {
         Some(attr_value::Value::I(n)) => *n,
         _ => 0,
     };
