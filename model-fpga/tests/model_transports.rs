@@ -331,7 +331,7 @@ fn the_model_server_takes_faults_and_stop_on_stdin() {
     let _ = std::fs::remove_file(&path);
 }
 
-/// Issue 26: the sim's counter read live is never behind the snapshot the
+/// The sim's counter read live is never behind the snapshot the
 /// model thread publishes in the BAR, and moves with real time while that
 /// thread sleeps (a snapshot goes stale for as long as the thread is not
 /// scheduled).

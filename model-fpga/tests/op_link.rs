@@ -404,7 +404,7 @@ fn queued_commands_travel_in_one_batch_and_a_refusal_stops_it() {
     assert_eq!(read_back(&mut dev)[0], 9);
 }
 
-/// Issue 26's soak, for the host end of the op-level link: 20 000 rounds
+/// A soak of the host end of the op-level link: 20 000 rounds
 /// of batched fills, a device-to-host read, a launch-free wait and a clock
 /// read leave the process's RSS within 1 MiB after a warm-up tenth (the
 /// request, batch, fence and refusal tables are all emptied as answers

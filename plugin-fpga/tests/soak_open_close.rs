@@ -1,4 +1,4 @@
-//! Issue 26's device open/close soak: the `sim` device opened, used and
+//! The device open/close soak: the `sim` device opened, used and
 //! dropped again and again (its model thread, BAR and driver each time).
 //! After a warm-up tenth, the process's threads and file descriptors must
 //! not grow at all and its RSS by less than 1 MiB.

@@ -1,4 +1,4 @@
-"""Issue 24's bench rows: the forward pass of the Keras guide's transformer
+"""Bench rows: the forward pass of the Keras guide's transformer
 block (MultiHeadAttention, LayerNormalization, the feed-forward Dense pair;
 batch 32 of 64 tokens of 32) and one training step of a bidirectional LSTM
 classifier (batch 32 of 40 tokens), each as one tf.function on

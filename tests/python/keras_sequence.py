@@ -1,4 +1,4 @@
-"""Issue 24's programs, written as the Keras guides write them (no device
+"""Keras programs written as the Keras guides write them (no device
 scope, no jit_compile: run where the wheel is installed): the guide's "Text
 classification with Transformer" on synthetic tokens, a bidirectional LSTM
 classifier, and a convnet under `mixed_bfloat16` (and `mixed_float16`).

@@ -1,4 +1,4 @@
-"""Issue 26's training soak: a Keras MLP fits on /device:FPGA:0 (or
+"""The training soak: a Keras MLP fits on /device:FPGA:0 (or
 $TENSORPLUG_SOAK_ON, e.g. /CPU:0 for the control) for
 `minutes`, and every `every` seconds the process's RSS, open file
 descriptors and threads and the device's memory in use are written to

@@ -528,7 +528,7 @@ def offsets_under_load(runs, slack_ns):
 
 
 def scenario_under_load(runs):
-    """Issue 26: with both cores busy, no device op begins before its
+    """With both cores busy, no device op begins before its
     launch (within LAUNCH_SLACK_NS). The pairing is searched with a 5 ms
     slack so that a bad clock shows as a figure, not only as no pairing."""
     offsets = offsets_under_load(runs, slack_ns=5_000_000)

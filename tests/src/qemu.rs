@@ -29,34 +29,48 @@ pub fn firmware_elf() -> PathBuf {
     .clone()
 }
 
-/// The firmware built with the `selftest-panic` feature (in its own target
-/// dir, so it never replaces the real one): it panics right after booting.
+/// The firmware built with the `selftest-panic` feature (a variant: never
+/// in the real one's place): it panics right after booting.
 pub fn panicking_firmware_elf() -> PathBuf {
     static ELF: OnceLock<PathBuf> = OnceLock::new();
-    ELF.get_or_init(|| build_firmware(&["--features", "selftest-panic"], "target/selftest-panic"))
-        .clone()
+    ELF.get_or_init(|| build_variant("selftest-panic")).clone()
 }
 
-/// The firmware built with the `selftest-requantize` feature (its own target
-/// dir): it checks `tensorplug_core::quant` against the requantize golden
+/// The firmware built with the `selftest-requantize` feature (a variant):
+/// it checks `tensorplug_core::quant` against the requantize golden
 /// vectors, logs the verdict and exits QEMU with it.
 pub fn requantize_selftest_elf() -> PathBuf {
     static ELF: OnceLock<PathBuf> = OnceLock::new();
-    ELF.get_or_init(|| {
-        build_firmware(
-            &["--features", "selftest-requantize"],
-            "target/selftest-requantize",
-        )
-    })
-    .clone()
+    ELF.get_or_init(|| build_variant("selftest-requantize"))
+        .clone()
 }
 
-/// The firmware built with the `bench-echo` feature (its own target dir):
-/// it sends every UART byte back, with no link protocol.
+/// The firmware built with the `bench-echo` feature (a variant): it sends
+/// every UART byte back, with no link protocol.
 pub fn echo_firmware_elf() -> PathBuf {
     static ELF: OnceLock<PathBuf> = OnceLock::new();
-    ELF.get_or_init(|| build_firmware(&["--features", "bench-echo"], "target/bench-echo"))
-        .clone()
+    ELF.get_or_init(|| build_variant("bench-echo")).clone()
+}
+
+/// The firmware built with `feature`, copied to a path of its own. The
+/// variants share one target dir, `firmware/target/variants`, so their
+/// dependencies build once; cargo writes each variant's ELF to the same
+/// path, so a file lock holds other test processes off from the build to
+/// the copy (renamed into place: a QEMU reading the old copy keeps it).
+fn build_variant(feature: &str) -> PathBuf {
+    let dir = crate::workspace_root().join("firmware/target/variants");
+    std::fs::create_dir_all(&dir).expect("creating firmware/target/variants");
+    let lock = std::fs::File::create(dir.join(".build-lock")).expect("the variants' lock file");
+    lock.lock().expect("locking the firmware variants' build");
+    let built = build_firmware(&["--features", feature], "target/variants");
+    let copy = dir.join(format!("tensorplug-firmware-{feature}"));
+    let partial = dir.join(format!(
+        ".tensorplug-firmware-{feature}.{}",
+        std::process::id()
+    ));
+    std::fs::copy(&built, &partial).expect("copying the firmware variant");
+    std::fs::rename(&partial, &copy).expect("renaming the firmware variant into place");
+    copy
 }
 
 fn build_firmware(args: &[&str], target_dir: &str) -> PathBuf {

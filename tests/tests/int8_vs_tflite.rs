@@ -425,7 +425,7 @@ fn an_int8_convnet_with_float_edges_equals_tflite() {
     );
 }
 
-/// Issue 23's bar: MobileNetV2-0.35 (96×96, 100 classes, seeded weights)
+/// The int8 bar for a real network: MobileNetV2-0.35 (96×96, 100 classes, seeded weights)
 /// in int8 on the FPGA agrees with TFLite int8 on the top-1 of ≥ 99 % of
 /// 64 seeded inputs, logits at most 1 quantum apart. Its `MEAN` runs in
 /// float between a Dequantize and a Quantize, so it may differ.
@@ -525,7 +525,7 @@ fn assert_weights_quantized_on_the_cpu(stdout: &str) {
     );
 }
 
-/// Issue 23's "Done when": a small Keras convnet trained with TF-MOT's
+/// Quantization-aware training: a small Keras convnet trained with TF-MOT's
 /// quantize_model (tf_keras) runs in int8 on the FPGA equal to TFLite, by
 /// both routes: TFLite's int8 model through the wheel's `Int8Model`, and
 /// `qat.predict` unchanged, which the graph pass rewrites into int8 ops.
@@ -591,7 +591,7 @@ fn a_qat_mobilenet_v2_0_35_runs_in_int8_on_the_fpga_and_agrees_with_tflite() {
     assert_weights_quantized_on_the_cpu(&stdout);
 }
 
-/// Issue 23's QDQ item: a graph in the form Intel Neural Compressor writes
+/// QDQ graphs: a graph in the form Intel Neural Compressor writes
 /// for ITEX (`QuantizeV2`/`Dequantize` pairs, `SCALED`, on every input of
 /// the convolutions, the Dense, the Add and the pool, per-channel weight
 /// pairs; built by hand in `tests/python/int8_qdq.py`, with a pair on the

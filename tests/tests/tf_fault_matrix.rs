@@ -1,4 +1,4 @@
-//! Issue 26's fault matrix: a Keras `fit` on `/device:FPGA:0` while the
+//! The fault matrix: a Keras `fit` on `/device:FPGA:0` while the
 //! device's own process dies (SIGKILL) or freezes (SIGSTOP), for each
 //! transport with a device process: `pcie:` and `tcp:` (the model server)
 //! and `mcu-tcp:` (the firmware under QEMU; some cases also with a `tcp:`

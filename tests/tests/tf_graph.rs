@@ -237,7 +237,7 @@ fn attribute_values_the_device_cannot_run_fall_back_to_the_cpu() {
     assert!(stdout.contains("done"), "{stdout}");
 }
 
-/// Issue 42: a `mixed_bfloat16` Keras convnet with no device scope runs its
+/// A `mixed_bfloat16` Keras convnet with no device scope runs its
 /// convolution block and its `Dense` on the device, read from the profile's
 /// device plane. On a CPU with oneDNN's bfloat16 support TF's remapper
 /// fuses them on the CPU before our pass (`fused_by_tf yes`), which then

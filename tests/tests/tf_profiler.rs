@@ -39,7 +39,7 @@ fn model_ops_show_in_the_xplane_and_in_xprof_in_order() {
     assert!(stdout.contains("xprof shows"), "{stdout}");
 }
 
-/// Issue 26: with both cores kept busy by two other processes, no device
+/// With both cores kept busy by two other processes, no device
 /// op of 60 MLP runs begins before its launch on TF's clock (within 10 µs).
 /// The sim's counter is read live from the model's clock for the sync
 /// pairs; a snapshot the model thread published went stale by hundreds of

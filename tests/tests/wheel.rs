@@ -326,7 +326,7 @@ fn keras_guide_programs_run_unchanged_on_the_fpga() {
     let explicit = scenario("explicit-jit", false);
     assert!(explicit.contains("explicit jit_compile=True"), "{explicit}");
     println!("{decides}\n{explicit}");
-    // Issue 24: the Keras guide's text-classification transformer, a
+    // The Keras guide's text-classification transformer, a
     // bidirectional LSTM classifier and a convnet under `mixed_bfloat16`
     // (and on Keras 3 `mixed_float16`) fit and predict with no float op on
     // the CPU (the fallback report), equal to the CPU. TF 2.15's CPU

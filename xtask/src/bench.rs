@@ -125,7 +125,7 @@ const TIMING_PAIRS: &[TimingPair] = &[
         baseline: "conv_3x3/model",
         better: Better::Higher,
         records_per_iter: 1.0,
-        // Issue 23 item 5: f32 time / int8 time >= 2.
+        // int8 must pay off: f32 time / int8 time >= 2.
         ratio_goal: Some(2.0),
         max_ns: None,
     },

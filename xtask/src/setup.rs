@@ -42,12 +42,45 @@ pub struct Env {
     pub unsupported: PathBuf,
 }
 
-/// Installs everything the suite needs; cheap when it is already there.
-/// `matrix`: a venv for every version of [`TF_VERSIONS`], not only the
-/// oldest and newest.
-pub fn ensure_all(matrix: bool) -> Result<Env> {
-    ensure_miri()?;
-    let python = ensure_firmware_and_tf()?;
+/// What the builds need, now: the embedded targets and the apt packages
+/// (`gcc` links). The rest is [`start_in_background`]'s.
+pub fn ensure_builds() -> Result<()> {
+    ensure_rust_targets()?;
+    ensure_apt()
+}
+
+/// The set-up only the tests need (Miri, the TF venvs), on a thread of its
+/// own while the caller builds; cheap when they are there; its commands' output goes to
+/// `target/setup.log`. `matrix`: as in [`ensure_tests`].
+pub struct Background(std::thread::JoinHandle<Result<Env>>);
+
+pub fn start_in_background(matrix: bool) -> Result<Background> {
+    let log = root().join("target/setup.log");
+    std::fs::create_dir_all(root().join("target"))?;
+    std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+    Ok(Background(std::thread::spawn(move || {
+        crate::util::log_commands_to(&log);
+        ensure_miri()?;
+        ensure_tests(matrix)
+    })))
+}
+
+impl Background {
+    /// Waits for it; on failure, the error says where the output is.
+    pub fn finish(self) -> Result<Env> {
+        let log = root().join("target/setup.log");
+        self.0
+            .join()
+            .map_err(|_| anyhow::anyhow!("the set-up thread panicked"))?
+            .with_context(|| format!("set-up failed; its output is in {}", log.display()))
+    }
+}
+
+/// The TF venvs: the newest's, the older ones the suite runs on, the
+/// unsupported one. Cheap when they are there. `matrix`: a venv for every
+/// version of [`TF_VERSIONS`], not only the oldest and newest.
+fn ensure_tests(matrix: bool) -> Result<Env> {
+    let python = ensure_venv()?;
     let older_versions = &TF_VERSIONS[..TF_VERSIONS.len() - 1];
     let older = if matrix {
         older_versions
@@ -61,7 +94,15 @@ pub fn ensure_all(matrix: bool) -> Result<Env> {
         let made: Vec<Result<PathBuf>> = std::thread::scope(|scope| {
             let handles: Vec<_> = pair
                 .iter()
-                .map(|v| scope.spawn(move || ensure_tf_venv(v)))
+                .map(|v| {
+                    let log = crate::util::command_log();
+                    scope.spawn(move || {
+                        if let Some(log) = log {
+                            crate::util::log_commands_to(&log);
+                        }
+                        ensure_tf_venv(v)
+                    })
+                })
                 .collect();
             handles
                 .into_iter()

@@ -37,19 +37,16 @@ const NO_STD_BUILDS: &[(&str, &str, &[&str])] = &[
 ];
 
 pub fn run(args: &TestArgs) -> Result<()> {
-    let env = if args.no_setup {
-        None
-    } else {
-        let mut env = None;
-        step(
-            "set up this machine (rustup targets, Miri, apt, TF venvs)",
-            || {
-                env = Some(setup::ensure_all(args.tf_matrix)?);
-                Ok(())
-            },
-        )?;
-        env
-    };
+    // What the builds need now; Miri and the TF venvs beside the builds.
+    let mut setup = None;
+    if !args.no_setup {
+        step("set up the builds (rustup targets, apt)", || {
+            setup::ensure_builds()?;
+            eprintln!("    Miri and the TF venvs: in the background (target/setup.log)");
+            setup = Some(setup::start_in_background(args.tf_matrix)?);
+            Ok(())
+        })?;
+    }
     step("cargo fmt --check", || {
         run_cmd(cargo().args(["fmt", "--all", "--", "--check"]))
     })?;
@@ -85,6 +82,18 @@ pub fn run(args: &TestArgs) -> Result<()> {
             Ok(())
         },
     )?;
+    let mut binaries = Vec::new();
+    step("build the workspace's test binaries", || {
+        binaries = crate::lanes::build()?;
+        Ok(())
+    })?;
+    let mut env = None;
+    if let Some(setup) = setup {
+        step("set-up in the background: Miri, the TF venvs", || {
+            env = Some(setup.finish()?);
+            Ok(())
+        })?;
+    }
     // Includes the HIL tests (`tests/tests/hil.rs`: the firmware under QEMU).
     let newest = setup::TF_VERSIONS[setup::TF_VERSIONS.len() - 1];
     let mut envs = prebuilt.clone();
@@ -92,11 +101,6 @@ pub fn run(args: &TestArgs) -> Result<()> {
         envs.push(("TENSORPLUG_PYTHON", env.python.clone()));
         envs.push(("TENSORPLUG_PYTHON_UNSUPPORTED_TF", env.unsupported.clone()));
     }
-    let mut binaries = Vec::new();
-    step("build the workspace's test binaries", || {
-        binaries = crate::lanes::build()?;
-        Ok(())
-    })?;
     step(
         &format!("the workspace's tests (TF {newest}), two binaries at a time"),
         || crate::lanes::run(binaries.clone(), &envs),

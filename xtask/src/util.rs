@@ -20,10 +20,37 @@ pub fn cargo() -> Command {
     cmd
 }
 
+thread_local! {
+    /// Where [`run`] sends the commands of this thread, if not to ours.
+    static COMMAND_LOG: std::cell::RefCell<Option<PathBuf>> = const { std::cell::RefCell::new(None) };
+}
+
+/// From now on, [`run`] on this thread appends each command line and its
+/// output to `log` instead of printing them (for work in the background).
+pub fn log_commands_to(log: &Path) {
+    COMMAND_LOG.with(|l| *l.borrow_mut() = Some(log.to_path_buf()));
+}
+
+/// The log [`log_commands_to`] set on this thread.
+pub fn command_log() -> Option<PathBuf> {
+    COMMAND_LOG.with(|l| l.borrow().clone())
+}
+
 /// Runs `cmd`, echoing it first; fails with the command line and exit status.
 pub fn run(cmd: &mut Command) -> Result<()> {
     let line = describe(cmd);
-    eprintln!("    $ {line}");
+    if let Some(log) = command_log() {
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .with_context(|| format!("opening {}", log.display()))?;
+        writeln!(file, "$ {line}")?;
+        cmd.stdout(file.try_clone()?).stderr(file);
+    } else {
+        eprintln!("    $ {line}");
+    }
     let status = cmd
         .status()
         .with_context(|| format!("could not start `{line}`"))?;
