@@ -5,7 +5,7 @@
 
 use crate::util::{root, run};
 use anyhow::{Context, Result, bail};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use std::io::{BufRead as _, BufReader, IsTerminal as _};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -115,8 +115,7 @@ fn fuzz(budget: &str, filter: Option<&str>) -> Result<()> {
         build.arg(only.name);
     }
     run(&mut build)?;
-    let mut report = Vec::new();
-    for target in targets {
+    for target in &targets {
         if let Some((from, prefixes)) = target.seeds {
             seed(
                 &root().join(from),
@@ -124,40 +123,94 @@ fn fuzz(budget: &str, filter: Option<&str>) -> Result<()> {
                 prefixes,
             )?;
         }
-        eprintln!("==> fuzzing {} ({budget})", target.name);
-        let started = Instant::now();
-        let (status, log) = run_followed(
-            Command::new("cargo")
-                .current_dir(&dir)
-                .args(["+nightly", "fuzz", "run", target.name, "--"])
-                .arg(format!("-max_len={}", target.max_len))
-                .args([budget, "-print_final_stats=1", "-timeout=20"]),
-        )
-        .with_context(|| format!("cannot run cargo fuzz for {}", target.name))?;
-        let stat = |key: &str| {
-            log.lines()
-                .find_map(|l| l.strip_prefix(&format!("stat::{key}:")))
-                .map_or("?".to_string(), |v| v.trim().to_string())
-        };
-        let outcome = outcome(status.success(), &log);
-        report.push(format!(
-            "| {} | {} | {} | {} | {} | {} s | {} |",
-            target.name,
-            stat("number_of_executed_units"),
-            stat("average_exec_per_sec"),
-            stat("new_units_added"),
-            stat("peak_rss_mb"),
-            started.elapsed().as_secs(),
-            outcome.text(),
-        ));
-        if outcome == Outcome::Crash {
-            eprintln!("{log}");
-            print_report(&report);
-            bail!("fuzz target {} failed: {status}", target.name);
+    }
+    // Two targets at once: each libFuzzer run is one thread, and the
+    // machine has two cores. Their rows come in the targets' order.
+    let queue = std::sync::Mutex::new(targets.iter().enumerate());
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..LANES {
+            scope.spawn(|| {
+                loop {
+                    let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                    let Some((i, target)) = next else { break };
+                    let result = fuzz_one(target, &dir, budget);
+                    results
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((i, result));
+                }
+            });
         }
+    });
+    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    results.sort_by_key(|(i, _)| *i);
+    let mut report = Vec::new();
+    let mut crashed = Vec::new();
+    for (i, result) in results {
+        let run = result?;
+        if run.crashed {
+            eprintln!("{}", run.log);
+            crashed.push(targets[i].name);
+        }
+        report.push(run.row);
     }
     print_report(&report);
+    if !crashed.is_empty() {
+        bail!("fuzz targets failed: {}", crashed.join(", "));
+    }
     Ok(())
+}
+
+/// Fuzz runs at once.
+const LANES: usize = 2;
+
+/// One target's run: its report row, libFuzzer's output, whether it found
+/// a crash.
+struct Run {
+    row: String,
+    log: String,
+    crashed: bool,
+}
+
+fn fuzz_one(target: &Target, dir: &std::path::Path, budget: &str) -> Result<Run> {
+    eprintln!("==> fuzzing {} ({budget})", target.name);
+    let started = Instant::now();
+    let (status, log) = run_followed(
+        target.name,
+        Command::new("cargo")
+            .current_dir(dir)
+            .args(["+nightly", "fuzz", "run", target.name, "--"])
+            .arg(format!("-max_len={}", target.max_len))
+            .args([budget, "-print_final_stats=1", "-timeout=20"]),
+    )
+    .with_context(|| format!("cannot run cargo fuzz for {}", target.name))?;
+    let stat = |key: &str| {
+        log.lines()
+            .find_map(|l| l.strip_prefix(&format!("stat::{key}:")))
+            .map_or("?".to_string(), |v| v.trim().to_string())
+    };
+    let outcome = outcome(status.success(), &log);
+    let row = format!(
+        "| {} | {} | {} | {} | {} | {} s | {} |",
+        target.name,
+        stat("number_of_executed_units"),
+        stat("average_exec_per_sec"),
+        stat("new_units_added"),
+        stat("peak_rss_mb"),
+        started.elapsed().as_secs(),
+        outcome.text(),
+    );
+    eprintln!(
+        "    done: {} ({} s)",
+        target.name,
+        started.elapsed().as_secs()
+    );
+    Ok(Run {
+        row,
+        log,
+        crashed: outcome == Outcome::Crash,
+    })
 }
 
 /// Copies every file of `from` into `corpus`, once behind each prefix.
@@ -235,12 +288,18 @@ fn outcome(success: bool, log: &str) -> Outcome {
 /// Runs `cmd` with its stderr (libFuzzer's log) kept and followed: on a
 /// terminal, a spinner shows libFuzzer's latest status line; elsewhere
 /// (CI, a log file), its `INITED`, `pulse` and `DONE` lines are passed on.
-fn run_followed(cmd: &mut Command) -> Result<(ExitStatus, String)> {
+fn run_followed(name: &str, cmd: &mut Command) -> Result<(ExitStatus, String)> {
     let mut child = cmd.stderr(Stdio::piped()).spawn()?;
     let stderr = child.stderr.take().context("libFuzzer's stderr")?;
     let spinner = std::io::stderr().is_terminal().then(|| {
-        let s = ProgressBar::new_spinner();
-        if let Ok(style) = ProgressStyle::with_template("    {spinner} [{elapsed}] {wide_msg}") {
+        // One line per run in flight.
+        static BARS: std::sync::OnceLock<MultiProgress> = std::sync::OnceLock::new();
+        let s = BARS
+            .get_or_init(MultiProgress::new)
+            .add(ProgressBar::new_spinner().with_prefix(name.to_owned()));
+        if let Ok(style) =
+            ProgressStyle::with_template("    {spinner} {prefix} [{elapsed}] {wide_msg}")
+        {
             s.set_style(style);
         }
         s.enable_steady_tick(Duration::from_millis(250));
@@ -252,7 +311,7 @@ fn run_followed(cmd: &mut Command) -> Result<(ExitStatus, String)> {
         if let Some(status) = status_line(&line) {
             match &spinner {
                 Some(s) => s.set_message(status.to_string()),
-                None if is_milestone(status) => eprintln!("    {status}"),
+                None if is_milestone(status) => eprintln!("    {name}: {status}"),
                 None => {}
             }
         }

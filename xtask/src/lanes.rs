@@ -21,16 +21,16 @@ const LANES: usize = 2;
 /// The longest binaries (measured on a 2-core machine), started first so
 /// that the short ones fill the gaps at the end.
 const LONGEST_FIRST: &[&str] = &[
-    "wheel",
-    "hil",
     "tf_fault_matrix",
     "int8_vs_tflite",
+    "wheel",
+    "hil",
     "tf_two_plugins",
     "tf_tools",
-    "tf_variables",
-    "tf_multi_worker",
-    "tf_graph",
     "hil_ops",
+    "tf_variables",
+    "tf_graph",
+    "tf_multi_worker",
     "tf_device",
     "tf_kernels",
     "soak_open_close",
