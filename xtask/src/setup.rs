@@ -49,11 +49,13 @@ pub fn ensure_builds() -> Result<()> {
     ensure_apt()
 }
 
-/// The set-up only the tests need (Miri, the TF venvs), on a thread of its
-/// own while the caller builds; cheap when they are there; its commands' output goes to
-/// `target/setup.log`. `matrix`: as in [`ensure_tests`].
+/// The set-up only the tests need, running; see [`start_in_background`].
 pub struct Background(std::thread::JoinHandle<Result<Env>>);
 
+/// Starts the set-up only the tests need (Miri, the TF venvs) on a thread
+/// of its own, so the caller builds meanwhile; cheap when they are there.
+/// Its commands' output goes to `target/setup.log`. `matrix`: as in
+/// [`ensure_tests`].
 pub fn start_in_background(matrix: bool) -> Result<Background> {
     let log = root().join("target/setup.log");
     std::fs::create_dir_all(root().join("target"))?;
