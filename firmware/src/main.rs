@@ -5,8 +5,8 @@
 //! drives the FPGA over SPI; remote-bus requests go straight to the FPGA's
 //! registers and memory for a driver on the host. The FPGA is its
 //! behavioural model, in this MCU's RAM (`docs/firmware.md`). A tick
-//! interrupt moves device events into an event ring. Logs are defmt over
-//! semihosting.
+//! interrupt moves device events into an event ring. A quiet link lets the
+//! core sleep. Logs are defmt over semihosting.
 #![no_std]
 #![no_main]
 
@@ -14,6 +14,7 @@ mod clock;
 mod debug_faults;
 mod device;
 mod events;
+mod idle;
 #[cfg(feature = "selftest-requantize")]
 mod selftest;
 mod uart;
@@ -79,6 +80,7 @@ fn main() -> ! {
         defmt::warn!("the watchdog reset the MCU: the main loop had stalled");
     }
     let mut feeder = watchdog::Feeder::new();
+    let mut idle = idle::Idle::start();
     let mut servers = Servers {
         session: Session::new(),
         ops: OpServer::new().with_window(LINK_WINDOW),
@@ -94,8 +96,14 @@ fn main() -> ! {
         debug_faults::take();
         let Some(byte) = uart.try_read() else {
             servers.idle(&mut uart);
+            if servers.ops.outstanding() == 0 {
+                idle.quiet(&mut uart);
+            } else {
+                idle.busy();
+            }
             continue;
         };
+        idle.busy();
         match decoder.feed(&[byte]) {
             FeedResult::Consumed => {}
             FeedResult::Frame { frame, .. } => {

@@ -2,7 +2,9 @@
 //!
 //! QEMU models a one-byte buffer each way and its RX interrupt can stall
 //! (QEMU issue 3244), so the firmware polls `STATE` and frames every
-//! message with a length and a CRC (the link protocol does).
+//! message with a length and a CRC (the link protocol does). The receive
+//! interrupt is on only while the core sleeps, to wake it (`idle.rs`); the
+//! 1 kHz tick wakes it too, so a stalled interrupt costs a millisecond.
 
 use core::ptr::{read_volatile, write_volatile};
 
@@ -16,12 +18,18 @@ pub const BAUDDIV_115200: u32 = 217;
 const DATA: usize = 0x0;
 const STATE: usize = 0x4;
 const CTRL: usize = 0x8;
+const INTCLEAR: usize = 0xC;
 const BAUDDIV: usize = 0x10;
 
 const STATE_TX_FULL: u32 = 1 << 0;
 const STATE_RX_FULL: u32 = 1 << 1;
 const CTRL_TX_EN: u32 = 1 << 0;
 const CTRL_RX_EN: u32 = 1 << 1;
+const CTRL_RX_INTEN: u32 = 1 << 3;
+const INT_RX: u32 = 1 << 1;
+
+/// UART0's receive interrupt on mps2-an385/an386 (external interrupt 0).
+pub const UART0_RX_IRQ: i16 = 0;
 
 /// One CMSDK UART.
 pub struct Uart {
@@ -51,9 +59,28 @@ impl Uart {
         unsafe { write_volatile((self.base + offset) as *mut u32, value) }
     }
 
+    /// Runs `sleep` with the receive interrupt raised by the next byte, and
+    /// not at all if a byte already waits. Call it with interrupts masked:
+    /// a byte that comes after the check still wakes a WFI in `sleep`.
+    pub fn with_receive_interrupt(&mut self, sleep: impl FnOnce()) {
+        let ctrl = self.read(CTRL);
+        self.write(CTRL, ctrl | CTRL_RX_INTEN);
+        if !self.has_byte() {
+            sleep();
+        }
+        // Off again while awake: an interrupt per byte would slow reception.
+        self.write(CTRL, ctrl);
+        self.write(INTCLEAR, INT_RX);
+    }
+
+    /// Whether a received byte waits.
+    pub fn has_byte(&self) -> bool {
+        self.read(STATE) & STATE_RX_FULL != 0
+    }
+
     /// The next received byte, if one is there.
     pub fn try_read(&mut self) -> Option<u8> {
-        (self.read(STATE) & STATE_RX_FULL != 0).then(|| self.read(DATA) as u8)
+        self.has_byte().then(|| self.read(DATA) as u8)
     }
 
     /// Sends `bytes`, waiting for room before each.
@@ -73,4 +100,12 @@ impl Uart {
             }
         }
     }
+}
+
+/// Clears UART0's receive interrupt (its handler's whole job; the main
+/// loop reads the byte).
+pub fn acknowledge_received() {
+    // SAFETY: a write-one-to-clear register of UART0; clearing the receive
+    // bit touches nothing the main loop reads.
+    unsafe { write_volatile((UART0 + INTCLEAR) as *mut u32, INT_RX) }
 }
