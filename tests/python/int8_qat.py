@@ -84,13 +84,14 @@ def main():
         x = rng.uniform(-1, 1, (64, *shape)).astype(np.float32)
         y = rng.integers(0, qat.output_shape[-1], 64)
         qat.fit(x, y, epochs=1, batch_size=16, verbose=0)
-    fake_quants = [n.op for f in [tf.function(qat).get_concrete_function(tf.TensorSpec([1, *shape]))]
-                   for n in f.graph.as_graph_def().node if n.op.startswith("FakeQuant")]
+    traced = tf.function(qat).get_concrete_function(tf.TensorSpec([None, *shape], tf.float32))
+    fake_quants = [n.op for n in traced.graph.as_graph_def().node if n.op.startswith("FakeQuant")]
     if not fake_quants:
         sys.exit("quantize_model inserted no FakeQuant op")
-    converter = tf.lite.TFLiteConverter.from_keras_model(qat)
-    # Freeze the traced model directly: the default first saves it as a
-    # SavedModel, whose Python tracing cost QAT MobileNet 43 s more here.
+    # From the traced model, frozen directly: `from_keras_model` always
+    # saves a SavedModel first (even with `experimental_lower_to_saved_model`
+    # off), which cost QAT MobileNet 85 s of Python tracing here.
+    converter = tf.lite.TFLiteConverter.from_concrete_functions([traced], qat)
     converter.experimental_lower_to_saved_model = False
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
     converter.inference_input_type = tf.int8
