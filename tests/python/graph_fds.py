@@ -2,7 +2,7 @@
 FileDescriptorSet of TF's GraphDef closure (plus KernelList), taken from the
 pinned tensorflow wheel's generated *_pb2 modules.
 
-    python graph_fds.py          # regenerate
+    python graph_fds.py          # regenerate (then `cargo xtask protos`)
     python graph_fds.py --check  # exit 1 if the checked-in file is stale
 
 On another TF than the pinned one, --check instead checks that the two are

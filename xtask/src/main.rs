@@ -11,6 +11,7 @@ mod hil;
 mod lanes;
 mod layout;
 mod op_sweep;
+mod protos;
 mod setup;
 mod size;
 mod soak;
@@ -47,6 +48,8 @@ enum Task {
     OpSweep(op_sweep::OpSweepArgs),
     /// Regenerate the device-ABI C header (abi/include/tensorplug_device_abi.h).
     Header,
+    /// Regenerate the prost types checked in from core/proto and host-bridge/proto.
+    Protos,
     /// Check abi's TF structs against a TF's headers (default: target/venv's).
     Layout(LayoutArgs),
     /// Every cargo-fuzz target: a smoke run, `--runs N` or `--minutes N` each.
@@ -83,6 +86,7 @@ fn run(task: Task) -> anyhow::Result<()> {
         Task::Bench(args) => bench::run_task(&args),
         Task::Dist(args) => dist::run_task(&args),
         Task::Header => header::run(),
+        Task::Protos => protos::run(),
         Task::Size(args) => size::run_task(&args),
         Task::OpSweep(args) => op_sweep::run_task(&args),
         Task::Fuzz(args) => fuzz::run_task(&args),

@@ -159,6 +159,10 @@ fn checks(env: Option<&setup::Env>) -> Result<()> {
         crate::header::check_fresh,
     )?;
     step(
+        "the checked-in prost types are up to date",
+        crate::protos::check_fresh,
+    )?;
+    step(
         &format!("TF ABI layout check (abi vs. the TF {newest} headers)"),
         || crate::layout::run(env.map(|env| env.python.as_path()), true),
     )?;

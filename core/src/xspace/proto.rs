@@ -1,5 +1,5 @@
 //! Prost types generated from `proto/xplane.proto` (package
-//! `tensorflow.profiler`) by `build.rs`.
+//! `tensorflow.profiler`) by `cargo xtask protos`.
 #![allow(missing_docs, clippy::all, clippy::pedantic)]
 
-include!(concat!(env!("OUT_DIR"), "/tensorflow.profiler.rs"));
+include!("tensorflow.profiler.rs");
