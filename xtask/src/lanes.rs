@@ -22,18 +22,17 @@ const LANES: usize = 2;
 /// that the short ones fill the gaps at the end.
 const LONGEST_FIRST: &[&str] = &[
     "tf_fault_matrix",
-    "int8_vs_tflite",
-    "wheel",
     "hil",
-    "tf_two_plugins",
-    "tf_tools",
+    "int8_vs_tflite",
     "hil_ops",
+    "wheel",
+    "tf_two_plugins",
     "tf_variables",
-    "tf_graph",
     "tf_multi_worker",
+    "tf_graph",
     "tf_device",
     "tf_kernels",
-    "soak_open_close",
+    "tf_tools",
     "op_sweep",
 ];
 
