@@ -53,10 +53,13 @@ pub fn miri_abi() -> Result<()> {
 
 /// `cargo +nightly miri test` on the `sim` device: the driver and the model
 /// thread sharing one heap BAR (aliasing of device memory, races on the
-/// register words), under several thread schedules.
-pub fn miri_sim() -> Result<()> {
+/// register words), under `seeds` thread schedules.
+pub fn miri_sim(seeds: u32) -> Result<()> {
     run(cargo_on("nightly")
-        .env("MIRIFLAGS", "-Zmiri-many-seeds=0..8")
+        .env(
+            "MIRIFLAGS",
+            format!("-Zmiri-many-seeds=0..{}", seeds.max(1)),
+        )
         .args([
             "miri",
             "test",

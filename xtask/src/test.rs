@@ -18,6 +18,10 @@ pub struct TestArgs {
     /// (`tests/tests/tf_fault_matrix.rs`, `docs/reliability.md`).
     #[arg(long)]
     pub fault_matrix: bool,
+    /// Thread schedules Miri tries per `sim` test (seeds `0..N`); CI's
+    /// default keeps its time, more explore more interleavings.
+    #[arg(long, default_value_t = 4)]
+    pub miri_seeds: u32,
 }
 
 /// `no_std` builds: (package, features, targets).
@@ -135,7 +139,7 @@ pub fn run(args: &TestArgs) -> Result<()> {
     if suite.is_some() {
         crate::util::yield_to_background();
     }
-    let checks = checks(env.as_ref());
+    let checks = checks(env.as_ref(), args.miri_seeds);
     // Even when a check failed: report the suite rather than orphan it.
     let suite = suite.map_or(Ok(()), crate::tf_suite::Background::finish);
     checks.and(suite)?;
@@ -145,13 +149,13 @@ pub fn run(args: &TestArgs) -> Result<()> {
 
 /// The checks after the workspace tests: Miri, loom, the headers, the
 /// `no_std` builds and the fuzz smoke run.
-fn checks(env: Option<&setup::Env>) -> Result<()> {
+fn checks(env: Option<&setup::Env>, miri_seeds: u32) -> Result<()> {
     let newest = setup::TF_VERSIONS[setup::TF_VERSIONS.len() - 1];
     step("Miri: ring unit tests", crate::checks::miri_ring)?;
     step("Miri: abi raw-pointer tests", crate::checks::miri_abi)?;
     step(
-        "Miri: sim device, driver and model threads",
-        crate::checks::miri_sim,
+        &format!("Miri: sim device, driver and model threads ({miri_seeds} schedules)"),
+        || crate::checks::miri_sim(miri_seeds),
     )?;
     step("loom: ring model", crate::checks::loom_ring)?;
     step(
