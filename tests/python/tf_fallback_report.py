@@ -1,7 +1,7 @@
 """The fallback report with real TF: float ops of a graph on /device:FPGA:0
 that TF places on the CPU because the device cannot run them.
 
-usage: tf_fallback_report.py [warn|error]
+usage: tf_fallback_report.py [warn|error|bilstm]
 
 warn (the default; `off` silences stderr, not the helper): a Keras model
 built to fall back (a Dense layer, then a `sin` activation, whose `Sin`
@@ -16,6 +16,14 @@ The wheel's `<lib>_fallback.report` is asked about both. Prints
 error: TENSORPLUG_FALLBACK=error, the `sin` model's predict must fail:
 
   error <the assertion's line>
+
+bilstm: TENSORPLUG_FALLBACK=error, a Bidirectional LSTM trains one epoch
+(no float op may run on the CPU), then one profiled epoch:
+
+  bilstm fit ok
+  cpu_ops <op type>=<count>…     (TF's CPU executor: the gradient loop's
+                                  variant TensorList ops, int64 counters)
+  device_ops <op type>=<count>…
 """
 import importlib.util
 import os
@@ -23,8 +31,8 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 MODE = sys.argv[1] if len(sys.argv) > 1 else "warn"
-if MODE in ("error", "off"):
-    os.environ["TENSORPLUG_FALLBACK"] = MODE
+if MODE in ("error", "off", "bilstm"):
+    os.environ["TENSORPLUG_FALLBACK"] = "off" if MODE == "off" else "error"
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
@@ -53,7 +61,29 @@ def model(activation):
     return m
 
 
+def bilstm():
+    sys.path.insert(0, HERE)
+    from tf_profiler_scenarios import profiled_ops
+    tf.keras.utils.set_random_seed(1)
+    m = tf.keras.Sequential([
+        tf.keras.Input((8, 4)),
+        tf.keras.layers.Bidirectional(tf.keras.layers.LSTM(16, return_sequences=True)),
+        tf.keras.layers.LSTM(8),
+        tf.keras.layers.Dense(1),
+    ])
+    m.compile("adam", "mse", jit_compile=False)
+    rng = np.random.default_rng(0)
+    x, y = rng.random((32, 8, 4), np.float32), rng.random((32, 1), np.float32)
+    m.fit(x, y, epochs=1, verbose=0)
+    print("bilstm fit ok")
+    device, cpu = profiled_ops(lambda: m.fit(x, y, epochs=1, verbose=0))
+    print("cpu_ops " + " ".join(f"{k}={v}" for k, v in sorted(cpu.items())))
+    print("device_ops " + " ".join(f"{k}={v}" for k, v in sorted(device.items())))
+
+
 def main():
+    if MODE == "bilstm":
+        return bilstm()
     x = np.random.default_rng(0).normal(size=(4, 8)).astype(np.float32)
     sin = model(tf.math.sin)
     mlp = model("relu")

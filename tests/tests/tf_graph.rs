@@ -218,6 +218,44 @@ fn the_fallback_report_names_float_ops_on_the_cpu_and_nothing_else() {
     assert!(stdout.contains(&says), "{says:?} not in\n{stdout}");
 }
 
+/// A Bidirectional LSTM trains one epoch with `TENSORPLUG_FALLBACK=error`:
+/// no float op of its step runs on the CPU. What TF's CPU executor still
+/// runs of it are the gradient loop's `variant` `TensorList` ops
+/// (`ZerosLike`, `AddN`), int64 counters and `tf.data`, which no device
+/// kernel can take (`docs/ops.md`); the loop's float math is on the FPGA,
+/// as a profile of a second epoch shows.
+#[test]
+fn a_bidirectional_lstm_trains_with_no_float_op_on_the_cpu() {
+    let output = run_tf_with_plugin("tf_fallback_report.py", &["bilstm"], None);
+    let stdout = check(&output, "tf_fallback_report.py bilstm");
+    assert!(stdout.contains("bilstm fit ok"), "{stdout}");
+    let ops = |prefix: &str| -> Vec<(String, u64)> {
+        let line = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("no {prefix}line:\n{stdout}"));
+        line.split_whitespace()
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.parse().unwrap()))
+            .collect()
+    };
+    let (cpu, device) = (ops("cpu_ops "), ops("device_ops "));
+    let count =
+        |ops: &[(String, u64)], op: &str| ops.iter().find(|(k, _)| k == op).map_or(0, |(_, n)| *n);
+    for op in [
+        "MatMul",
+        "Sigmoid",
+        "SigmoidGrad",
+        "Tanh",
+        "TanhGrad",
+        "BiasAddGrad",
+    ] {
+        assert!(count(&device, op) > 0, "no {op} on the FPGA: {device:?}");
+        assert_eq!(count(&cpu, op), 0, "{op} on the CPU: {cpu:?}");
+    }
+    eprintln!("on the CPU: {cpu:?}");
+}
+
 /// Attribute values the FPGA cannot run (Einsum equations it does not
 /// lower, `GatherV2` with `batch_dims` ≠ 0) run on the CPU in a graph with
 /// the right answer and a fallback report entry, instead of failing the step
