@@ -5,6 +5,7 @@ pub mod model_server;
 pub mod qemu;
 pub mod wire;
 
+use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -247,4 +248,17 @@ pub fn expect_success(output: &Output, what: &str) -> String {
         "{what} failed:\nstdout:\n{stdout}\nstderr:\n{tail}"
     );
     stdout
+}
+
+/// A script's `<prefix> <op type>=<count>…` line (e.g. the op counts of a
+/// profile's planes) as a map.
+pub fn op_counts(stdout: &str, prefix: &str) -> BTreeMap<String, u64> {
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .unwrap_or_else(|| panic!("no {prefix}line:\n{stdout}"));
+    line.split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.parse().unwrap()))
+        .collect()
 }

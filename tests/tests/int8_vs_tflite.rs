@@ -15,7 +15,7 @@ use tensorplug_core::reference::int8::{
     AddQuant, Int8Layer, Layout, Nhwc, Pool, activation_range, add, conv2d, depthwise_conv2d,
     fully_connected, pool,
 };
-use tensorplug_tests::run_tf_with_plugin;
+use tensorplug_tests::{op_counts, run_tf_with_plugin};
 
 /// One tensor as the script prints it.
 struct Tensor {
@@ -468,18 +468,6 @@ fn run_qat(name: &str, images: &str) -> String {
         .unwrap_or(0);
     assert!(nodes > 0, "no int8 op ran on the FPGA:\n{stdout}");
     stdout
-}
-
-/// `<prefix> <op type>=<count>…` as a map.
-fn op_counts(stdout: &str, prefix: &str) -> BTreeMap<String, u64> {
-    let line = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix(prefix))
-        .unwrap_or_else(|| panic!("no {prefix}line:\n{stdout}"));
-    line.split_whitespace()
-        .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.parse().unwrap()))
-        .collect()
 }
 
 /// The float ops a QAT chain is made of: none may run anywhere once the

@@ -229,19 +229,10 @@ fn a_bidirectional_lstm_trains_with_no_float_op_on_the_cpu() {
     let output = run_tf_with_plugin("tf_fallback_report.py", &["bilstm"], None);
     let stdout = check(&output, "tf_fallback_report.py bilstm");
     assert!(stdout.contains("bilstm fit ok"), "{stdout}");
-    let ops = |prefix: &str| -> Vec<(String, u64)> {
-        let line = stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(prefix))
-            .unwrap_or_else(|| panic!("no {prefix}line:\n{stdout}"));
-        line.split_whitespace()
-            .filter_map(|kv| kv.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.parse().unwrap()))
-            .collect()
-    };
-    let (cpu, device) = (ops("cpu_ops "), ops("device_ops "));
+    let cpu = tensorplug_tests::op_counts(&stdout, "cpu_ops ");
+    let device = tensorplug_tests::op_counts(&stdout, "device_ops ");
     let count =
-        |ops: &[(String, u64)], op: &str| ops.iter().find(|(k, _)| k == op).map_or(0, |(_, n)| *n);
+        |ops: &std::collections::BTreeMap<String, u64>, op: &str| ops.get(op).copied().unwrap_or(0);
     for op in [
         "MatMul",
         "Sigmoid",
