@@ -20,7 +20,7 @@ pub struct TestArgs {
     pub fault_matrix: bool,
     /// Thread schedules Miri tries per `sim` test (seeds `0..N`); CI's
     /// default keeps its time, more explore more interleavings.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     pub miri_seeds: u32,
 }
 
