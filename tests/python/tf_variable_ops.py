@@ -15,12 +15,21 @@ Checks, in order:
    same model under tf.device('/CPU:0')) within LOSS_RTOL;
 4. with TF 2.15's Keras 2: RandomFlip in fit (RngReadAndSkip on the
    generator's state) and a transformer block with an Embedding under SGD.
+
+`tf_variable_ops.py tf_keras` (TF 2.16+): Keras 2 as `tf_keras`, beside
+Keras 3, runs 1 to 3 with the legacy optimizers only.
 """
 import re
+import sys
 
 import numpy as np
 import tensorflow as tf
-import keras
+
+TF_KERAS = sys.argv[1:] == ["tf_keras"]
+if TF_KERAS:
+    import tf_keras as keras
+else:
+    import keras
 from tensorflow.python.client import pywrap_tf_session as c_api
 from tensorflow.core.framework import op_def_pb2, types_pb2
 from tensorflow.python.framework import kernels
@@ -125,6 +134,8 @@ def compare(name, embedding=True):
 
 # 3. Every optimizer, as users write it (no device scope: None).
 for name in OPTIMIZERS:
+    if TF_KERAS and not name.startswith("legacy"):
+        continue
     compare(name)
     if name.startswith("legacy"):
         # Keras 2's legacy optimizers colocate their sparse update's
@@ -149,6 +160,9 @@ def transformer_block(device):
                                   shuffle=False).history["loss"])
 
 
+if TF_KERAS:
+    print(f"tf_keras {keras.__version__}: the legacy optimizers passed")
+    sys.exit(0)
 got, want = transformer_block(None), transformer_block(CPU)
 assert close(got, want), f"transformer block: {got} vs {want}"
 print(f"transformer block with an Embedding, SGD: fit equals the CPU ({got.round(6).tolist()})")

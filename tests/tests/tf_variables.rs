@@ -66,21 +66,7 @@ fn every_op_beside_an_fpga_variable_trains_equal_to_the_cpu() {
     if keras3 {
         optimizers.extend(["Lamb", "Muon", "ScheduleFreeAdamW"]);
     } else {
-        // Keras 2's legacy optimizers: TF's fused ResourceApply* updates.
-        optimizers.push("legacy SGD");
-        for name in [
-            "SGD with momentum",
-            "RMSprop",
-            "Adagrad",
-            "Adadelta",
-            "Adam",
-            "Adamax",
-            "Nadam",
-            "Ftrl",
-        ] {
-            markers.push(format!("dense, legacy {name}: {equal}"));
-            markers.push(format!("embedding + dense, legacy {name}: {equal}"));
-        }
+        markers.extend(legacy_markers());
     }
     markers.extend(
         optimizers
@@ -92,6 +78,48 @@ fn every_op_beside_an_fpga_variable_trains_equal_to_the_cpu() {
             stdout.contains(marker.as_str()),
             "no `{marker}` in:\n{stdout}"
         );
+    }
+    print!("{stdout}");
+}
+
+/// What `tf_variable_ops.py` prints for Keras 2's legacy optimizers (TF's
+/// fused `ResourceApply*` updates): a dense model and an Embedding one each.
+fn legacy_markers() -> Vec<String> {
+    let equal = "predict and fit on FPGA:0 equal the CPU";
+    let mut markers = vec![format!("embedding + dense, legacy SGD: {equal}")];
+    for name in [
+        "SGD with momentum",
+        "RMSprop",
+        "Adagrad",
+        "Adadelta",
+        "Adam",
+        "Adamax",
+        "Nadam",
+        "Ftrl",
+    ] {
+        markers.push(format!("dense, legacy {name}: {equal}"));
+        markers.push(format!("embedding + dense, legacy {name}: {equal}"));
+    }
+    markers
+}
+
+/// On TF 2.16+, Keras 2 is `tf_keras` (`TF_USE_LEGACY_KERAS=1` programs):
+/// its legacy optimizers train an FPGA Embedding model equal to the CPU, as
+/// TF 2.15's own Keras 2 does in the test above.
+#[test]
+fn tf_keras_legacy_optimizers_train_an_fpga_embedding_equal_to_the_cpu() {
+    if tensorplug_tests::tf_minor_version() < (2, 16) {
+        eprintln!("skipped: TF 2.15's Keras is Keras 2 itself (the test above)");
+        return;
+    }
+    let output = run_tf_with_plugin("tf_variable_ops.py", &["tf_keras"], None);
+    let stdout = expect_success(&output, "tf_variable_ops.py tf_keras");
+    for marker in legacy_markers()
+        .iter()
+        .map(String::as_str)
+        .chain(["tf_keras 2.", "the legacy optimizers passed"])
+    {
+        assert!(stdout.contains(marker), "no `{marker}` in:\n{stdout}");
     }
     print!("{stdout}");
 }
