@@ -20,7 +20,7 @@ use tensorplug_core::link::ops::{
 use tensorplug_core::link::{
     Decoder, Encoder, FeedResult, Hello, LinkError, LinkErrorKind, LinkStream, MAX_BULK_CHUNK,
     MAX_ENCODED_FRAME_LEN, MAX_EVENTS_PER_BATCH, Message, NO_REQUEST, ProtocolVersion,
-    SetProfiling, negotiate,
+    SetProfiling, bad_frame_header, negotiate,
 };
 
 /// The first protocol version with the op-level mode as it is now (2.0:
@@ -447,18 +447,27 @@ impl<S: LinkStream> RemoteAccelerator<S> {
         }
         let mut rest: &[u8] = &input;
         while !rest.is_empty() {
+            // A bad frame that began here can be read for its request id.
+            let (fed, whole) = (rest, self.decoder.buffered() == 0);
             match self.decoder.feed(rest) {
                 FeedResult::Consumed => rest = &[],
-                // Opening: bytes from before this session (the end of a frame
-                // sent before a cable was plugged in again), or the tail of a
-                // frame cut short.
-                FeedResult::Error { remaining, .. }
-                    if self.session == SessionState::Opening
-                        || core::mem::take(&mut self.cut_short) =>
-                {
-                    rest = remaining;
-                }
                 FeedResult::Error { error, remaining } => {
+                    // Opening: bytes from before this session (the end of a
+                    // frame sent before a cable was plugged in again), or the
+                    // tail of a frame cut short, unless it is a whole frame
+                    // naming a request in flight, damaged on the wire.
+                    let named = bad_frame_header(&fed[..fed.len() - remaining.len()])
+                        .filter(|_| whole)
+                        .map(|h| h.request_id);
+                    let in_flight = named.is_some_and(|id| {
+                        want == Some(id) || self.unanswered.iter().any(|&(i, _)| i == id)
+                    });
+                    if self.session == SessionState::Opening
+                        || (core::mem::take(&mut self.cut_short) && !in_flight)
+                    {
+                        rest = remaining;
+                        continue;
+                    }
                     self.cut_short = error.kind() == LinkErrorKind::Truncated;
                     self.unread = remaining.to_vec();
                     return Err(frame_failure(&error, what));

@@ -227,3 +227,27 @@ fn decode_frame_with(encoded: &mut [u8], decode: PayloadDecoder) -> Result<Frame
         message: decode(header.message_id, payload)?,
     })
 }
+
+/// The header at the front of a bad frame, from its raw bytes on the wire
+/// (COBS-encoded, from its first byte; its end may be missing, and what
+/// [`Decoder::feed`] consumed for it will do): `None`
+/// when fewer than a header's worth decode. Unchecked (the frame is bad),
+/// but a request id it shares with a request in flight tells that
+/// request's answer damaged on the wire from the tail of a frame cut
+/// short, whose first bytes are from mid-frame. For hosts.
+pub fn bad_frame_header(raw: &[u8]) -> Option<FrameHeader> {
+    // Empty frames (lone delimiters) in front are skipped, as `feed` does.
+    let raw = &raw[raw.iter().position(|&b| b != DELIMITER)?..];
+    // Enough for the header's COBS blocks, unless its last one runs far
+    // into the payload: then `None`, as for a tail.
+    let mut prefix = [0u8; 64];
+    let n = raw.len().min(prefix.len());
+    prefix[..n].copy_from_slice(&raw[..n]);
+    let decoded = match cobs::decode_in_place_report(&mut prefix[..n]) {
+        Ok(report) => report.dst_used,
+        Err(cobs::DecodeError::InvalidFrame { decoded_bytes }) => decoded_bytes,
+        Err(_) => 0,
+    };
+    let header = prefix.first_chunk().filter(|_| decoded >= HEADER_LEN)?;
+    Some(FrameHeader::from_bytes(header))
+}

@@ -10,7 +10,7 @@ use std::vec::Vec;
 use tensorplug_core::link::{
     Decoder, Encoder, FeedResult, Hello, LinkError, LinkErrorKind, MAX_BULK_CHUNK,
     MAX_ENCODED_FRAME_LEN, Message, NO_REQUEST, ReadMemory, ReadRegister, RemoteErrorCode,
-    WriteMemory, WriteRegister, negotiate,
+    WriteMemory, WriteRegister, bad_frame_header, negotiate,
 };
 
 use crate::transport::{CrcSide, Error, Transport, check_reg_alignment};
@@ -183,17 +183,11 @@ impl<S: Read + Write> LinkTransport<S> {
             }
             let mut rest: &[u8] = &input;
             while !rest.is_empty() {
+                let (fed, whole) = (rest, self.decoder.buffered() == 0);
                 match self.decoder.feed(rest) {
                     FeedResult::Consumed => rest = &[],
                     FeedResult::Frame { remaining, .. } | FeedResult::Error { remaining, .. }
                         if core::mem::take(&mut skip_begun_frame) =>
-                    {
-                        rest = remaining;
-                    }
-                    // Opening: bytes from before this session; or the tail of
-                    // a frame cut short.
-                    FeedResult::Error { remaining, .. }
-                        if hello || core::mem::take(&mut self.cut_short) =>
                     {
                         rest = remaining;
                     }
@@ -229,6 +223,14 @@ impl<S: Read + Write> LinkTransport<S> {
                         };
                     }
                     FeedResult::Error { error, remaining } => {
+                        // Opening: bytes from before this session; or the
+                        // tail of a frame cut short, unless it is a whole
+                        // frame that answers this request, damaged on the wire.
+                        let answers_us = names(fed, remaining, whole, id);
+                        if hello || (core::mem::take(&mut self.cut_short) && !answers_us) {
+                            rest = remaining;
+                            continue;
+                        }
                         self.cut_short = error.kind() == LinkErrorKind::Truncated;
                         self.pending = remaining.to_vec();
                         return Err(frame_error(&error));
@@ -259,6 +261,14 @@ impl<S: Read + Write> LinkTransport<S> {
         self.cut_short &= !begun;
         begun
     }
+}
+
+/// Whether the bad frame fed from `fed` up to `remaining` names request
+/// `id`: a whole frame (`whole`: it began in `fed`) damaged on the wire,
+/// not the tail of one cut short.
+fn names(fed: &[u8], remaining: &[u8], whole: bool, id: u16) -> bool {
+    whole
+        && bad_frame_header(&fed[..fed.len() - remaining.len()]).is_some_and(|h| h.request_id == id)
 }
 
 /// Why [`LinkTransport::connect`] failed.
