@@ -215,6 +215,10 @@ const EXPECTED_FIGURES: &[(&str, &str)] = &[
     ),
     ("tf_copy_bandwidth", "64 MiB TF round trip vs memcpy"),
     (
+        "tf_copy_vs_tf_host",
+        "64 MiB TF round trip vs TF's own host copies",
+    ),
+    (
         "int8_conv_weight_memory",
         "Conv2D 3x3 filter bytes, f32 / int8 (computed)",
     ),
