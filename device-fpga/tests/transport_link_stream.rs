@@ -154,3 +154,33 @@ fn the_handshake_skips_what_came_before_and_flushes_the_device() {
     assert_eq!(sent[0], 0, "a lone delimiter first");
     assert_ne!(sent[1], 0, "then the Hello");
 }
+
+/// The same when the damaged answer comes in two reads: the frame's first
+/// bytes are kept across them ([`tensorplug_core::link::FrameStart`]).
+#[test]
+fn a_damaged_answer_split_across_reads_after_a_truncated_one_fails_at_once() {
+    let mut device = Encoder::new();
+    let whole = answer(&mut device, 2, &register(7));
+    let lost = [&whole[..5], &whole[9..]].concat();
+    let mut second = answer(&mut device, 3, &register(8));
+    let crc = second.len() - 3;
+    second[crc] ^= 0x01;
+    assert_ne!(second[crc], 0, "still one frame");
+    let third = answer(&mut device, 4, &register(9));
+    let mut link = connect(
+        &mut device,
+        vec![
+            lost,
+            second[..4].to_vec(),
+            second[4..].to_vec(),
+            third,
+        ],
+    );
+    assert_eq!(
+        link.read_reg(0),
+        Err(Error::BadFrame(LinkErrorKind::Truncated))
+    );
+    let damaged = link.read_reg(0);
+    assert!(matches!(damaged, Err(Error::Crc(_))), "{damaged:?}");
+    assert_eq!(link.read_reg(0), Ok(9));
+}

@@ -18,9 +18,9 @@ use tensorplug_core::link::ops::{
     SubmitBatch, WireOp, error_kind,
 };
 use tensorplug_core::link::{
-    Decoder, Encoder, FeedResult, Hello, LinkError, LinkErrorKind, LinkStream, MAX_BULK_CHUNK,
-    MAX_ENCODED_FRAME_LEN, MAX_EVENTS_PER_BATCH, Message, NO_REQUEST, ProtocolVersion,
-    SetProfiling, bad_frame_header, negotiate,
+    Decoder, Encoder, FeedResult, FrameStart, Hello, LinkError, LinkErrorKind, LinkStream,
+    MAX_BULK_CHUNK, MAX_ENCODED_FRAME_LEN, MAX_EVENTS_PER_BATCH, Message, NO_REQUEST,
+    ProtocolVersion, SetProfiling, negotiate,
 };
 
 /// The first protocol version with the op-level mode as it is now (2.0:
@@ -102,6 +102,8 @@ pub struct RemoteAccelerator<S> {
     timeout: Duration,
     encoder: Encoder,
     decoder: Box<Decoder>,
+    /// The first bytes of the frame the decoder is reading.
+    start: FrameStart,
     tx: Vec<u8>,
     unread: Vec<u8>,
     /// The last bad frame ended early (`Truncated`: most often a `0x00`
@@ -233,6 +235,7 @@ impl<S: LinkStream> RemoteAccelerator<S> {
             timeout,
             encoder: Encoder::new(),
             decoder: Box::default(),
+            start: FrameStart::default(),
             tx: vec![0; MAX_ENCODED_FRAME_LEN],
             unread: Vec::new(),
             cut_short: false,
@@ -447,18 +450,19 @@ impl<S: LinkStream> RemoteAccelerator<S> {
         }
         let mut rest: &[u8] = &input;
         while !rest.is_empty() {
-            // A bad frame that began here can be read for its request id.
-            let (fed, whole) = (rest, self.decoder.buffered() == 0);
+            let (fed, fresh) = (rest, self.decoder.buffered() == 0);
             match self.decoder.feed(rest) {
-                FeedResult::Consumed => rest = &[],
+                FeedResult::Consumed => {
+                    self.start.note(fresh, fed);
+                    rest = &[];
+                }
                 FeedResult::Error { error, remaining } => {
                     // Opening: bytes from before this session (the end of a
                     // frame sent before a cable was plugged in again), or the
                     // tail of a frame cut short, unless it is a whole frame
                     // naming a request in flight, damaged on the wire.
-                    let named = bad_frame_header(&fed[..fed.len() - remaining.len()])
-                        .filter(|_| whole)
-                        .map(|h| h.request_id);
+                    self.start.note(fresh, &fed[..fed.len() - remaining.len()]);
+                    let named = self.start.request_id();
                     let in_flight = named.is_some_and(|id| {
                         want == Some(id) || self.unanswered.iter().any(|&(i, _)| i == id)
                     });

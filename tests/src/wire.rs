@@ -1,7 +1,7 @@
 //! A loopback TCP forwarder between a host process (TensorFlow) and a
 //! device's link, which breaks the wire on demand: it drops the
-//! connection, flips a bit in what the device sends next, or holds that
-//! back for a while. One client at a time; each gets a fresh upstream
+//! connection, flips a bit in what the device sends next, cuts it short,
+//! or holds it back for a while. One client at a time; each gets a fresh upstream
 //! from `connect`. It can also record what passes, each way (the fuzz
 //! seeds of `tests/tests/fuzz_seeds.rs`).
 
@@ -19,6 +19,11 @@ struct Control {
     /// The client now served (to drop it).
     client: Mutex<Option<TcpStream>>,
     corrupt_next: AtomicBool,
+    /// Lose the end of the device's next bytes, then flip a bit near the
+    /// end of the bytes after.
+    cut_next: AtomicBool,
+    /// Flip near the end, not in the middle (a frame's header stays whole).
+    corrupt_late: AtomicBool,
     /// Milliseconds to hold the device's next bytes back.
     delay_next_ms: AtomicU64,
     recording: Mutex<Option<Recording>>,
@@ -118,6 +123,14 @@ impl Wire {
     pub fn corrupt_next(&self) {
         self.control.corrupt_next.store(true, Ordering::SeqCst);
     }
+
+    /// Loses the three bytes before the end of the next bytes the device
+    /// sends (the frame there ends early, with no tail), then flips one bit
+    /// three bytes before the end of the bytes after (past a small
+    /// answer's header): a damaged answer right after a truncated one.
+    pub fn cut_then_corrupt(&self) {
+        self.control.cut_next.store(true, Ordering::SeqCst);
+    }
 }
 
 /// Forwards both ways until the client leaves or the connection drops.
@@ -169,7 +182,14 @@ fn forward(client: TcpStream, device: TcpStream, control: &Arc<Control>) -> io::
         if delay > 0 {
             std::thread::sleep(Duration::from_millis(delay));
         }
-        if control.corrupt_next.swap(false, Ordering::SeqCst) {
+        let mut n = n;
+        if n > 4 && control.cut_next.swap(false, Ordering::SeqCst) {
+            chunk.copy_within(n - 1..n, n - 4);
+            n -= 3;
+            control.corrupt_late.store(true, Ordering::SeqCst);
+        } else if n > 3 && control.corrupt_late.swap(false, Ordering::SeqCst) {
+            chunk[n - 3] ^= 0x10;
+        } else if control.corrupt_next.swap(false, Ordering::SeqCst) {
             chunk[n / 2] ^= 0x10;
         }
         control.record(false, &chunk[..n]);

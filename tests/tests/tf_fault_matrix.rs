@@ -175,6 +175,9 @@ enum Fault {
     Drop,
     /// One bit flipped in what the device sends (a link's or a tty's).
     Corrupt,
+    /// What the device sends cut short (its second half lost), then a bit
+    /// flipped in what it sends next (a link's).
+    CutThenCorrupt,
     /// One answer held back for half the budget (a link's or a tty's): the fit must go
     /// on. The case then drops the connection to end it.
     Slow,
@@ -244,6 +247,9 @@ impl Device {
             }
             (Self::Link(_, wire) | Self::Firmware(_, wire, _), Fault::Corrupt) => {
                 wire.corrupt_next();
+            }
+            (Self::Link(_, wire) | Self::Firmware(_, wire, _), Fault::CutThenCorrupt) => {
+                wire.cut_then_corrupt();
             }
             (Self::SerialFirmware(_, pty, _), Fault::Drop) => {
                 pty.unplug.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -439,6 +445,13 @@ fn case(transport: Transport, fault: Fault) {
             message.contains("the device restarted, and its memory with it"),
             "{what}: the host did not see the restart: {message}"
         ),
+        // The damaged answer after the cut one fails its own call at once:
+        // taken for the cut frame's tail, it waited out the budget, and the
+        // link then failed every call for one more (the variables' reads).
+        (_, Fault::CutThenCorrupt) => assert!(
+            !message.contains("within") && !variables.contains("within"),
+            "{what}: a call waited out the budget: {message} / {variables}"
+        ),
         _ => {}
     }
 
@@ -506,6 +519,18 @@ fn tcp_connection_dropped_mid_fit() {
 #[test]
 fn tcp_bytes_corrupted_mid_fit() {
     case(Transport::Tcp, Fault::Corrupt);
+}
+
+#[test]
+#[ignore = "full grid only: cargo xtask test --fault-matrix"]
+fn tcp_answer_cut_short_then_the_next_damaged_mid_fit() {
+    case(Transport::Tcp, Fault::CutThenCorrupt);
+}
+
+#[test]
+#[ignore = "full grid only: cargo xtask test --fault-matrix"]
+fn mcu_answer_cut_short_then_the_next_damaged_mid_fit() {
+    case(Transport::Mcu, Fault::CutThenCorrupt);
 }
 
 #[test]

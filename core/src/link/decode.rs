@@ -228,18 +228,18 @@ fn decode_frame_with(encoded: &mut [u8], decode: PayloadDecoder) -> Result<Frame
     })
 }
 
-/// The header at the front of a bad frame, from its raw bytes on the wire
-/// (COBS-encoded, from its first byte; its end may be missing, and what
-/// [`Decoder::feed`] consumed for it will do): `None`
-/// when fewer than a header's worth decode. Unchecked (the frame is bad),
-/// but a request id it shares with a request in flight tells that
-/// request's answer damaged on the wire from the tail of a frame cut
-/// short, whose first bytes are from mid-frame. For hosts.
-pub fn bad_frame_header(raw: &[u8]) -> Option<FrameHeader> {
+/// The request id at the front of a bad frame, from its raw bytes on the
+/// wire (COBS-encoded, from its first byte; its end may be missing, and
+/// what [`Decoder::feed`] consumed for it will do): `None` when too little
+/// of the header decodes to hold it. Unchecked (the frame is bad), but an
+/// id a request in flight has tells that request's answer damaged on the
+/// wire from the tail of a frame cut short, whose first bytes are from
+/// mid-frame. For hosts.
+pub fn bad_frame_request_id(raw: &[u8]) -> Option<u16> {
     // Empty frames (lone delimiters) in front are skipped, as `feed` does.
     let raw = &raw[raw.iter().position(|&b| b != DELIMITER)?..];
-    // Enough for the header's COBS blocks, unless its last one runs far
-    // into the payload: then `None`, as for a tail.
+    // Enough for the header's COBS blocks, unless one runs far into the
+    // payload: then `None`, as for a tail.
     let mut prefix = [0u8; 64];
     let n = raw.len().min(prefix.len());
     prefix[..n].copy_from_slice(&raw[..n]);
@@ -248,6 +248,41 @@ pub fn bad_frame_header(raw: &[u8]) -> Option<FrameHeader> {
         Err(cobs::DecodeError::InvalidFrame { decoded_bytes }) => decoded_bytes,
         Err(_) => 0,
     };
-    let header = prefix.first_chunk().filter(|_| decoded >= HEADER_LEN)?;
-    Some(FrameHeader::from_bytes(header))
+    // The header's message id (1 byte) and sequence number (2) come first.
+    (decoded >= 5).then(|| u16::from_le_bytes([prefix[3], prefix[4]]))
+}
+
+/// The first bytes of the frame a [`Decoder`] is reading, kept beside it
+/// by a host (a frame may span reads) for [`bad_frame_request_id`].
+#[derive(Clone, Debug)]
+pub struct FrameStart {
+    bytes: [u8; 64],
+    len: usize,
+}
+
+impl Default for FrameStart {
+    fn default() -> Self {
+        Self {
+            bytes: [0; 64],
+            len: 0,
+        }
+    }
+}
+
+impl FrameStart {
+    /// Notes what one [`Decoder::feed`] consumed; `fresh`: the decoder held
+    /// no unfinished frame before it ([`Decoder::buffered`] was 0).
+    pub fn note(&mut self, fresh: bool, consumed: &[u8]) {
+        if fresh {
+            self.len = 0;
+        }
+        let take = consumed.len().min(self.bytes.len() - self.len);
+        self.bytes[self.len..self.len + take].copy_from_slice(&consumed[..take]);
+        self.len += take;
+    }
+
+    /// [`bad_frame_request_id`] of the bytes noted since the frame began.
+    pub fn request_id(&self) -> Option<u16> {
+        bad_frame_request_id(&self.bytes[..self.len])
+    }
 }

@@ -34,7 +34,7 @@ mod version;
 #[cfg(test)]
 mod tests;
 
-pub use decode::{Decoder, FeedResult, Frame, bad_frame_header, decode_frame};
+pub use decode::{Decoder, FeedResult, Frame, FrameStart, bad_frame_request_id, decode_frame};
 pub use encode::{Encoder, encode_frame};
 pub use error::{LinkError, LinkErrorKind};
 pub use handshake::{Agreement, negotiate};

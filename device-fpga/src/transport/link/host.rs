@@ -8,9 +8,9 @@ use std::vec;
 use std::vec::Vec;
 
 use tensorplug_core::link::{
-    Decoder, Encoder, FeedResult, Hello, LinkError, LinkErrorKind, MAX_BULK_CHUNK,
+    Decoder, Encoder, FeedResult, FrameStart, Hello, LinkError, LinkErrorKind, MAX_BULK_CHUNK,
     MAX_ENCODED_FRAME_LEN, Message, NO_REQUEST, ReadMemory, ReadRegister, RemoteErrorCode,
-    WriteMemory, WriteRegister, bad_frame_header, negotiate,
+    WriteMemory, WriteRegister, negotiate,
 };
 
 use crate::transport::{CrcSide, Error, Transport, check_reg_alignment};
@@ -43,6 +43,8 @@ pub struct LinkTransport<S> {
     silent_since: Option<Instant>,
     encoder: Encoder,
     decoder: Box<Decoder>,
+    /// The first bytes of the frame the decoder is reading.
+    start: FrameStart,
     tx: Vec<u8>,
     /// Bytes read but not yet fed to the decoder.
     pending: Vec<u8>,
@@ -69,6 +71,7 @@ impl<S: Read + Write> LinkTransport<S> {
             silent_since: None,
             encoder: Encoder::new(),
             decoder: Box::default(),
+            start: FrameStart::default(),
             tx: vec![0; MAX_ENCODED_FRAME_LEN],
             pending: Vec::new(),
             cut_short: false,
@@ -183,9 +186,12 @@ impl<S: Read + Write> LinkTransport<S> {
             }
             let mut rest: &[u8] = &input;
             while !rest.is_empty() {
-                let (fed, whole) = (rest, self.decoder.buffered() == 0);
+                let (fed, fresh) = (rest, self.decoder.buffered() == 0);
                 match self.decoder.feed(rest) {
-                    FeedResult::Consumed => rest = &[],
+                    FeedResult::Consumed => {
+                        self.start.note(fresh, fed);
+                        rest = &[];
+                    }
                     FeedResult::Frame { remaining, .. } | FeedResult::Error { remaining, .. }
                         if core::mem::take(&mut skip_begun_frame) =>
                     {
@@ -226,7 +232,8 @@ impl<S: Read + Write> LinkTransport<S> {
                         // Opening: bytes from before this session; or the
                         // tail of a frame cut short, unless it is a whole
                         // frame that answers this request, damaged on the wire.
-                        let answers_us = names(fed, remaining, whole, id);
+                        self.start.note(fresh, &fed[..fed.len() - remaining.len()]);
+                        let answers_us = self.start.request_id() == Some(id);
                         if hello || (core::mem::take(&mut self.cut_short) && !answers_us) {
                             rest = remaining;
                             continue;
@@ -261,14 +268,6 @@ impl<S: Read + Write> LinkTransport<S> {
         self.cut_short &= !begun;
         begun
     }
-}
-
-/// Whether the bad frame fed from `fed` up to `remaining` names request
-/// `id`: a whole frame (`whole`: it began in `fed`) damaged on the wire,
-/// not the tail of one cut short.
-fn names(fed: &[u8], remaining: &[u8], whole: bool, id: u16) -> bool {
-    whole
-        && bad_frame_header(&fed[..fed.len() - remaining.len()]).is_some_and(|h| h.request_id == id)
 }
 
 /// Why [`LinkTransport::connect`] failed.
