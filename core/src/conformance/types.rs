@@ -44,10 +44,10 @@ pub trait Fixture {
     fn device(&mut self) -> &mut Self::Device;
 
     /// Arranges for the next command the device is given (the suite gives
-    /// it a [`fill`](Transfer::fill)) never to complete, silently, as a
-    /// hung device or a lost completion would: its fence never signals and
-    /// nothing reports an error. Returns false (the default) when the
-    /// fixture cannot; the timeout case is then skipped.
+    /// it a [`fill`](crate::accelerator::Transfer::fill)) never to
+    /// complete, silently, as a hung device or a lost completion would: its
+    /// fence never signals and nothing reports an error. Returns false (the
+    /// default) when the fixture cannot; the timeout case is then skipped.
     fn stall_next_command(&mut self) -> bool {
         false
     }
