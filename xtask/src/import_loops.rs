@@ -113,7 +113,7 @@ fn collect(path: Mod, items: Vec<syn::Item>, dir: Option<&Path>, out: &mut Modul
     Ok(())
 }
 
-/// `#[cfg(test)]` or `#[cfg(all(test, ..))]`.
+/// An item under `#[cfg(test)]` or `#[cfg(all(test, ..))]`.
 fn is_test(item: &syn::Item) -> bool {
     let attrs = match item {
         syn::Item::Mod(i) => &i.attrs,
@@ -127,6 +127,32 @@ fn is_test(item: &syn::Item) -> bool {
         syn::Item::Macro(i) => &i.attrs,
         _ => return false,
     };
+    test_only(attrs)
+}
+
+/// A statement under `#[cfg(test)]` (its expression's attributes, for the
+/// common expressions).
+fn is_test_stmt(stmt: &syn::Stmt) -> bool {
+    use syn::Expr;
+    let attrs = match stmt {
+        syn::Stmt::Local(l) => &l.attrs,
+        syn::Stmt::Macro(m) => &m.attrs,
+        syn::Stmt::Item(i) => return is_test(i),
+        syn::Stmt::Expr(e, _) => match e {
+            Expr::If(e) => &e.attrs,
+            Expr::Block(e) => &e.attrs,
+            Expr::Call(e) => &e.attrs,
+            Expr::MethodCall(e) => &e.attrs,
+            Expr::Macro(e) => &e.attrs,
+            Expr::Unsafe(e) => &e.attrs,
+            Expr::Assign(e) => &e.attrs,
+            _ => return false,
+        },
+    };
+    test_only(attrs)
+}
+
+fn test_only(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
         a.path().is_ident("cfg")
             && a.meta.require_list().is_ok_and(|l| {
@@ -260,6 +286,21 @@ impl<'a> Visit<'a> for Paths {
     // `pub(crate)`, `pub(super)`, `pub(in ..)` restrict, they import nothing.
     fn visit_visibility(&mut self, _: &'a syn::Visibility) {}
     fn visit_item_mod(&mut self, _: &'a syn::ItemMod) {}
+    fn visit_item(&mut self, item: &'a syn::Item) {
+        if !is_test(item) {
+            visit::visit_item(self, item);
+        }
+    }
+    fn visit_impl_item_fn(&mut self, f: &'a syn::ImplItemFn) {
+        if !test_only(&f.attrs) {
+            visit::visit_impl_item_fn(self, f);
+        }
+    }
+    fn visit_stmt(&mut self, stmt: &'a syn::Stmt) {
+        if !is_test_stmt(stmt) {
+            visit::visit_stmt(self, stmt);
+        }
+    }
 }
 
 /// The strongly connected sets of more than one module (Tarjan).
@@ -400,11 +441,12 @@ mod tests {
     #[test]
     fn expressions_macros_and_long_loops_count_but_tests_and_visibility_do_not() {
         let src = "pub use a::f;
-                   mod a { pub fn f() { crate::b::g() } }
+                   mod a { pub fn f() { crate::b::g(); crate::d::x() } }
                    mod b { pub(crate) fn g() { format!(\"{}\", super::c::h()); } }
                    mod c { pub(super) fn h() {} pub fn k() { crate::a::f() }
                            #[cfg(test)] mod tests { use crate::b::g; } }
-                   mod d { #[cfg(test)] use crate::a::f; pub fn x() {} }
+                   mod d { #[cfg(test)] use crate::a::f;
+                           pub fn x() { #[cfg(test)] crate::a::f(); } }
                    mod e { pub fn y() { f::z() } mod f { pub(in crate::e) fn z() {} } }";
         assert_eq!(loop_names(src), [["a", "b", "c"]]);
     }
