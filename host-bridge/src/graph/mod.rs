@@ -50,7 +50,7 @@ pub use fuse::{FUSED_CONV_OP, FUSED_OP, Fusions, Heads, fuse_chains};
 pub use optimize::{Settings, rewrite};
 
 use crate::error::{Error, Result};
-use crate::{backend, ffi};
+use crate::{ffi, identity};
 use std::ffi::c_void;
 use tensorplug_abi::tf::{
     GO_MAJOR, TF_Buffer, TF_GrapplerItem, TF_Status, TP_Optimizer, TP_OptimizerConfigs,
@@ -109,7 +109,7 @@ pub unsafe fn init_graph(params: *mut TP_OptimizerRegistrationParams) -> Result<
     }
     view.set(
         tf_field!(TP_OptimizerRegistrationParams, device_type),
-        backend::device_type_c().as_ptr(),
+        identity::device_type_c().as_ptr(),
     )
     .map_err(Error::abi)?;
 

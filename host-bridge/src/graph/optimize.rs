@@ -141,7 +141,7 @@ pub unsafe fn run(
     let mut cx = Context {
         graph: decode(input)?,
         preserve: &preserve,
-        device: crate::backend::device_type(),
+        device: crate::identity::device_type(),
         settings: &settings,
         registry: &mut registry,
         fusions: Fusions::default(),

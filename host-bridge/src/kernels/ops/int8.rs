@@ -10,8 +10,8 @@
 use super::window::{self as window_kernels};
 use super::window_geometry::{Kind, WindowAttrs, geometry};
 use super::{Op, flat, is_empty};
-use crate::backend;
 use crate::ffi::tf_api;
+use crate::identity;
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::{Construction, Context, Status, Tensor};
@@ -204,7 +204,7 @@ impl Op for Int8Kernel {
     type Attrs = Int8Attrs;
 
     fn op(&self) -> &'static CStr {
-        op_name(backend::device_type(), self.suffix)
+        op_name(identity::device_type(), self.suffix)
     }
 
     fn family(&self) -> Option<OpKind> {
