@@ -6,7 +6,7 @@
 //! Guide: `docs/vendor-guide.md`.
 
 use crate::devices::DynAccelerator;
-use crate::kernels::ops::TfKernel;
+use crate::kernels::ops::kernel::TfKernel;
 use std::ffi::CStr;
 use std::sync::OnceLock;
 use tensorplug_abi::validate;

@@ -1,6 +1,6 @@
-//! [`export_plugin!`](crate::export_plugin): a [`Backend`](crate::Backend)'s four TF entry
-//! points. Apart from `backend.rs`, which the bridge's modules import: the
-//! macro names every entry module.
+//! [`export_plugin!`](crate::export_plugin): a [`Backend`](crate::Backend)'s
+//! four TF entry points. Apart from `backend.rs`, which the bridge's modules
+//! import: the macro names every entry module.
 
 /// Emits `SE_InitPlugin`, `TF_InitKernel`, `TF_InitGraph` and
 /// `TF_InitProfiler` for a [`Backend`](crate::Backend). Use it once, in a

@@ -14,7 +14,7 @@ pub mod params;
 use crate::ffi::{self, tf_api};
 use crate::identity;
 use crate::kernels::failure::{Failure, KernelResult};
-use crate::kernels::ops::int8::{define, op_name};
+use crate::kernels::op_def::{define, op_name};
 use crate::kernels::tf::{Construction, Context, Status, Tensor};
 use crate::log;
 use params::{Affine, RangeMode, TensorBlock, WeightMode};
