@@ -3,8 +3,9 @@
 //! `tensorplug-model-server` binary (a shared-memory file).
 //!
 //! The loop: take the host's register writes from the window, run
-//! [`Model::service`], publish the registers the device updates. Device
-//! memory is the BAR's memory aperture, DMA goes to its DMA window.
+//! [`Model::service`](super::Model::service), publish the registers the
+//! device updates. Device memory is the BAR's memory aperture, DMA goes to
+//! its DMA window.
 
 pub mod fault_rules;
 mod faults_line;
