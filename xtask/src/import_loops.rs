@@ -4,8 +4,8 @@
 //! path through `crate::`, `super::`, `self::` or a child module's name,
 //! resolved to the longest module prefix that exists. `mod b;` is not an
 //! edge; `pub use b::Thing;` is. A loop is a strongly connected set of more
-//! than one module. `#[cfg(test)]` items (the test modules) are skipped:
-//! they are not part of a crate's layering.
+//! than one module. `#[cfg(test)]` items and statements (the test modules,
+//! test-only hooks) are skipped: they are not part of a crate's layering.
 
 use crate::util::root;
 use anyhow::{Context, Result, bail};
