@@ -51,76 +51,12 @@
 //! assert_eq!(out, [11.0, 22.0, 33.0, 14.0, 25.0, 36.0]);
 //! ```
 
-use core::fmt;
-
 use crate::accelerator::{
     Binary, DType, DeviceAddr, MAX_RANK, OpDesc, OpKind, Shape, ShapeError, TensorDesc, Tolerance,
     Unary,
 };
 
 pub use crate::accelerator::{ELEMENTWISE_ABS, ELEMENTWISE_REL};
-
-/// Why a reference kernel refused its arguments.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum Error {
-    /// The shapes are inconsistent ([`OpDesc::validate`]'s verdict).
-    Shape(ShapeError),
-    /// Operand `operand` (inputs first, then the output) holds `got`
-    /// elements; its shape calls for `expected`.
-    Length {
-        /// Operand index; the number of inputs means the output.
-        operand: u8,
-        /// Elements its shape calls for.
-        expected: usize,
-        /// Elements given.
-        got: usize,
-    },
-    /// An element count overflows `usize`.
-    Overflow,
-    /// A quantization parameter cannot be represented (int8 ops).
-    Quant(crate::quant::QuantError),
-    /// Index `value` at `position` of an index operand is outside `0..bound`
-    /// (`Gather`, `SegmentSum`).
-    Index {
-        /// Its position in the index operand.
-        position: usize,
-        /// The index.
-        value: i64,
-        /// The size it must be below.
-        bound: usize,
-    },
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Self::Shape(e) => write!(f, "inconsistent shapes: {e}"),
-            Self::Length {
-                operand,
-                expected,
-                got,
-            } => write!(
-                f,
-                "operand {operand} holds {got} elements, its shape calls for {expected}"
-            ),
-            Self::Overflow => f.write_str("element count overflows"),
-            Self::Quant(e) => write!(f, "bad quantization: {e}"),
-            Self::Index {
-                position,
-                value,
-                bound,
-            } => write!(f, "indices[{position}] = {value} is not in [0, {bound})"),
-        }
-    }
-}
-
-impl From<ShapeError> for Error {
-    fn from(e: ShapeError) -> Self {
-        Self::Shape(e)
-    }
-}
 
 /// The dimensions of a matrix product (see [`OpKind::MatMul`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -730,10 +666,6 @@ fn count(dims: &[usize]) -> Result<usize, Error> {
         .ok_or(Error::Overflow)
 }
 
-fn elements(s: &Shape) -> Result<usize, Error> {
-    dim(s.elements().ok_or(Error::Overflow)?)
-}
-
 /// `out` = `x` (of `dims`) with output axis `i` being input axis `perm[i]`;
 /// the caller validated the shapes.
 fn transpose(x: &[f32], dims: &[u64], perm: &[u8; MAX_RANK], out: &mut [f32]) {
@@ -761,27 +693,15 @@ fn transpose(x: &[f32], dims: &[u64], perm: &[u8; MAX_RANK], out: &mut [f32]) {
     }
 }
 
-fn dim(d: u64) -> Result<usize, Error> {
-    usize::try_from(d).map_err(|_| Error::Overflow)
-}
-
-fn check_len(operand: u8, expected: usize, got: usize) -> Result<(), Error> {
-    if expected == got {
-        Ok(())
-    } else {
-        Err(Error::Length {
-            operand,
-            expected,
-            got,
-        })
-    }
-}
-
 /// `len` must be whole rows of `row_len` (and 0 if `row_len` is).
 fn check_rows(operand: u8, len: usize, row_len: usize) -> Result<(), Error> {
     let whole = if row_len == 0 { 0 } else { len - len % row_len };
     check_len(operand, whole, len)
 }
+
+mod error;
+pub use error::Error;
+use error::{check_len, dim, elements};
 
 pub mod arg;
 pub mod cast;

@@ -8,6 +8,7 @@ mod flash;
 mod fuzz;
 mod header;
 mod hil;
+mod import_loops;
 mod lanes;
 mod layout;
 mod op_sweep;
@@ -56,6 +57,8 @@ enum Task {
     Fuzz(fuzz::FuzzArgs),
     /// Time-boxed soaks (open/close, profiler, an hour of fit), plotted.
     Soak(soak::SoakArgs),
+    /// Module import loops inside each crate (fails on any).
+    ImportLoops,
 }
 
 #[derive(clap::Args)]
@@ -91,6 +94,7 @@ fn run(task: Task) -> anyhow::Result<()> {
         Task::OpSweep(args) => op_sweep::run_task(&args),
         Task::Fuzz(args) => fuzz::run_task(&args),
         Task::Soak(args) => soak::run_task(&args),
+        Task::ImportLoops => import_loops::run(),
         Task::Layout(args) => {
             let python = args.python.as_deref();
             let newest = python.is_none_or(|p| {

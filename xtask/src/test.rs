@@ -54,6 +54,10 @@ pub fn run(args: &TestArgs) -> Result<()> {
     step("cargo fmt --check", || {
         run_cmd(cargo().args(["fmt", "--all", "--", "--check"]))
     })?;
+    step(
+        "no import loops between a crate's modules",
+        crate::import_loops::run,
+    )?;
     step("cargo clippy (all targets, -D warnings)", || {
         run_cmd(cargo().args([
             "clippy",

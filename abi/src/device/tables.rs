@@ -1,7 +1,10 @@
 //! Lists of every value this ABI version defines, for tests and tools.
 //! (Kept apart from the types so cbindgen leaves them out of the C header.)
 
-use super::{CompletionStatus, EventKind, Features, Opcode};
+use super::command::Opcode;
+use super::completion::CompletionStatus;
+use super::event::EventKind;
+use super::version::Features;
 
 impl Opcode {
     /// Every opcode this ABI version defines.

@@ -1,7 +1,7 @@
 //! The packed operands of the window commands (`CONV2D_F32`,
 //! `DEPTHWISE_CONV2D_F32`, `MAX_POOL_F32`, `AVG_POOL_F32`).
 
-use super::CommandDescriptor;
+use super::command::CommandDescriptor;
 
 /// A window command's geometry, as packed into a [`CommandDescriptor`]:
 ///

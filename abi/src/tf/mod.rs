@@ -24,6 +24,23 @@ pub use versioned::{Field, SizeError, Versioned, VersionedRef};
 
 use layout::{CEnum, CStruct, EnumLayout, StructLayout};
 
+/// A handle to field `$field` of struct `$ty`, for [`Versioned`].
+///
+/// `tf_field!(SP_Device, device_handle)`
+#[macro_export]
+macro_rules! tf_field {
+    ($ty:ty, $field:ident) => {
+        // SAFETY: offset and type both come from the field itself.
+        unsafe {
+            $crate::tf::Field::<$ty, _>::new_unchecked(
+                $crate::tf::layout::c_name(stringify!($field)),
+                core::mem::offset_of!($ty, $field),
+                |s: &$ty| &s.$field,
+            )
+        }
+    };
+}
+
 /// Every mirrored struct, for the layout check.
 pub const STRUCTS: &[StructLayout] = &[
     // Shared types.

@@ -52,23 +52,6 @@ impl<T, F> Field<T, F> {
     }
 }
 
-/// A handle to field `$field` of struct `$ty`, for [`Versioned`].
-///
-/// `tf_field!(SP_Device, device_handle)`
-#[macro_export]
-macro_rules! tf_field {
-    ($ty:ty, $field:ident) => {
-        // SAFETY: offset and type both come from the field itself.
-        unsafe {
-            $crate::tf::Field::<$ty, _>::new_unchecked(
-                $crate::tf::layout::c_name(stringify!($field)),
-                core::mem::offset_of!($ty, $field),
-                |s: &$ty| &s.$field,
-            )
-        }
-    };
-}
-
 /// Why a struct from TF cannot be used, or a field is not in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

@@ -4,7 +4,10 @@
 //! a synchronous device without a clock writes `impl Reset for X {}` and
 //! `impl Profiling for X {}`.
 
-use super::{DeviceAddr, DeviceInfo, Drained, Error, Fence, MemoryUsage, OpDesc, QueueId};
+use super::device_info::DeviceInfo;
+use super::error::Error;
+use super::op::OpDesc;
+use super::types::{DeviceAddr, Drained, Fence, MemoryUsage, QueueId};
 use crate::event::Event;
 use core::time::Duration;
 

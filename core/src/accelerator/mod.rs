@@ -133,6 +133,8 @@ mod caps;
 mod catalogue;
 mod device_info;
 mod elementwise;
+mod error;
+mod family;
 mod forward;
 mod op;
 mod op_id;
@@ -146,6 +148,7 @@ pub use caps::{Capabilities, OP_SET_WORDS, OpSet, VendorOps};
 pub use catalogue::{BUILTIN, builtin};
 pub use device_info::DeviceInfo;
 pub use elementwise::{Binary, ELEMENTWISE_ABS, ELEMENTWISE_REL, Elementwise, Unary};
+pub use error::{Error, ErrorKind};
 pub use op::{
     Form, OpDecl, OpDesc, OpKind, VendorOp, broadcast_shapes, cast_supported, matmul_shape,
 };
@@ -162,33 +165,4 @@ pub use window::{Activation, Window};
 /// (`use tensorplug_core::accelerator::prelude::*;`).
 pub mod prelude {
     pub use super::{Accelerator, Device, Launch, Memory, Profiling, Reset, Transfer};
-}
-
-/// What went wrong, in device-independent terms (the embedded-hal pattern).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum ErrorKind {
-    /// Device memory is exhausted, or the request exceeds it.
-    OutOfMemory,
-    /// An address, length, shape or descriptor is invalid.
-    InvalidArgument,
-    /// The device did not answer within the timeout.
-    Timeout,
-    /// The device reported a fault or lost state; a reset may recover it.
-    DeviceFault,
-    /// The device's ABI or firmware is incompatible with this driver.
-    Incompatible,
-    /// The bus or link failed (CRC error, framing, disconnect).
-    Transport,
-    /// The device does not implement this operation.
-    Unsupported,
-    /// Anything else.
-    Other,
-}
-
-/// An accelerator error: printable, and classified by [`ErrorKind`].
-pub trait Error: core::fmt::Debug + core::fmt::Display {
-    /// The device-independent class of this error.
-    fn kind(&self) -> ErrorKind;
 }

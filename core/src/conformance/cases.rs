@@ -23,11 +23,13 @@ use std::time::Instant;
 use std::vec;
 use std::vec::Vec;
 
-use super::ops::{self, OpCase, cases_for, check_family, stage, unstage, untouched};
+use super::case::{self, OpCase, stage, unstage, untouched};
+use super::ops::{self, cases_for, check_family};
+use super::support::guarded;
 use super::support::{
     Check, Ctx, Scope, bytes, describe, ensure, fail, first_difference, kind_of, secs, show,
 };
-use super::{Config, Fixture, Outcome, guarded};
+use super::types::{Config, Fixture, Outcome};
 use crate::accelerator::{
     Accelerator, Activation, Binary, DType, DeviceAddr, Error, ErrorKind, Fence, OpKind, QueueId,
     TensorDesc, Unary, Window,
@@ -861,7 +863,7 @@ fn reset_body<F: Fixture>(s: &mut Scope<'_, F>) -> Check<Outcome> {
     let op = match s.dev().info().capabilities.ops.iter().next() {
         Some(family) => {
             let case = cases_for(family).swap_remove(0);
-            let got = ops::run_on_device(s, &case, 0x4CC)?;
+            let got = case::run_on_device(s, &case, 0x4CC)?;
             ops::compare(&case, &got)?;
             format!(", {} matches the reference", family.name())
         }

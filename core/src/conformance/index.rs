@@ -7,7 +7,7 @@
 use std::vec;
 use std::vec::Vec;
 
-use super::ops::{OpCase, Values};
+use super::case::{OpCase, Values};
 use super::support::values;
 use crate::accelerator::{DType, OpKind};
 

@@ -8,10 +8,9 @@ use std::format;
 use std::vec;
 use std::vec::Vec;
 
-use super::Fixture;
-use super::Outcome;
-use super::ops::{OpCase, Values, run_for_bytes, shape, stage, unstage, untouched};
+use super::case::{OpCase, Values, run_for_bytes, shape, stage, unstage, untouched};
 use super::support::{Check, Fail, Scope, describe, ensure, fail, first_difference};
+use super::types::{Fixture, Outcome};
 use crate::accelerator::Activation;
 use crate::accelerator::{Accelerator, Error as _, ErrorKind, OpKind, Window};
 use crate::quant::block::{HEADER_WORDS, QuantHeader};

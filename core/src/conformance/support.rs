@@ -4,12 +4,14 @@
 use crate::accelerator::prelude::*;
 use core::fmt::Display;
 use core::time::Duration;
+use std::boxed::Box;
 use std::format;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::string::{String, ToString};
 use std::vec;
 use std::vec::Vec;
 
-use super::{Config, Fixture};
+use super::types::{Config, Fixture, Outcome};
 use crate::accelerator::{Accelerator, DeviceAddr, Error, ErrorKind, Fence};
 
 /// Why a case failed: a message a vendor can act on.
@@ -215,4 +217,23 @@ pub(crate) fn show<T, E: Error>(r: &Result<T, E>) -> String {
 /// Seconds, for messages.
 pub(crate) fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
+}
+
+/// Runs a case body: its `Err` and any panic become [`Outcome::Failed`].
+pub(crate) fn guarded(body: impl FnOnce() -> Result<Outcome, Fail>) -> Outcome {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(Fail(why))) => Outcome::Failed(why),
+        Err(payload) => Outcome::Failed(format!("panicked: {}", panic_message(&payload))),
+    }
+}
+
+fn panic_message(payload: &Box<dyn core::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a non-string panic payload".to_string()
+    }
 }

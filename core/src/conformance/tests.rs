@@ -157,23 +157,23 @@ impl HostDevice {
                 .map_err(|_| invalid())?;
             return Ok(self.command(move |d| d.mem[out].copy_from_slice(&result)));
         }
-        let typed: Vec<ops::Values> = op
+        let typed: Vec<case::Values> = op
             .inputs
             .iter()
             .zip(&bytes)
             .map(|(t, b)| match t.dtype {
-                DType::I8 => ops::Values::I8(b.iter().map(|&v| v as i8).collect()),
-                DType::I32 => ops::Values::I32(
+                DType::I8 => case::Values::I8(b.iter().map(|&v| v as i8).collect()),
+                DType::I32 => case::Values::I32(
                     b.chunks_exact(4)
                         .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                         .collect(),
                 ),
-                DType::I64 => ops::Values::I64(
+                DType::I64 => case::Values::I64(
                     b.chunks_exact(8)
                         .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
                         .collect(),
                 ),
-                _ => ops::Values::F32(super::support::to_floats(b)),
+                _ => case::Values::F32(super::support::to_floats(b)),
             })
             .collect();
         let inputs: Vec<(Data<'_>, Shape)> = typed

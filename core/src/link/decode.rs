@@ -1,9 +1,9 @@
 //! Incremental frame decoding with resynchronisation at the delimiter.
 
 use super::error::LinkError;
+use super::framing::{CRC_LEN, CRC32, DELIMITER, MAX_ENCODED_FRAME_LEN, MAX_FRAME_LEN};
 use super::header::{FrameHeader, HEADER_LEN};
 use super::message::Message;
-use super::{CRC_LEN, CRC32, DELIMITER, MAX_ENCODED_FRAME_LEN, MAX_FRAME_LEN};
 
 /// Encoded bytes buffered for one frame (everything but its delimiter).
 const CAPACITY: usize = MAX_ENCODED_FRAME_LEN - 1;

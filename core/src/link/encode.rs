@@ -2,9 +2,9 @@
 //! into the caller's buffer (no scratch copy), then the delimiter.
 
 use super::error::LinkError;
+use super::framing::{CRC_LEN, CRC32, DELIMITER, MAX_PAYLOAD_LEN};
 use super::header::{FrameHeader, HEADER_LEN, NO_REQUEST};
 use super::message::Message;
-use super::{CRC_LEN, CRC32, DELIMITER, MAX_PAYLOAD_LEN};
 use postcard::ser_flavors::Flavor;
 
 /// Numbers outgoing frames and assigns request ids.

@@ -5,13 +5,13 @@
 //! indices), so adding a message never renumbers another.
 
 use super::error::LinkError;
+use super::framing::{MAX_BULK_CHUNK, MAX_FRAME_LEN};
 use super::ops::{
     Allocate, ClockValue, Deallocate, DrainEvents, GetInfo, GetLinkInfo, Info, LinkInfo,
     MemoryState, ReadClock, Reset, Submit, SubmitBatch,
 };
 use super::records::EventRecords;
 use super::version::{PROTOCOL_VERSION, ProtocolVersion};
-use super::{MAX_BULK_CHUNK, MAX_FRAME_LEN};
 use postcard::ser_flavors::Flavor;
 use serde::{Deserialize, Serialize};
 

@@ -1,8 +1,8 @@
 //! Event records on the wire: fixed 16-byte little-endian records, borrowed
 //! straight from the frame buffer when decoding (no copy, no large enum).
 
-use super::MAX_EVENTS_PER_BATCH;
 use super::error::LinkError;
+use super::framing::MAX_BULK_CHUNK;
 use crate::event::Event;
 use core::fmt;
 use serde::de::{Deserialize, Deserializer, Error as _};
@@ -11,6 +11,9 @@ use serde::ser::{Serialize, SerializeSeq, Serializer};
 /// Bytes of one event record: timestamp u64, arg u32, op_id u16, queue u8,
 /// kind u8, all little-endian (the field order of [`Event`]).
 pub const EVENT_RECORD_LEN: usize = 16;
+
+/// Events one [`EventBatch`](super::EventBatch) carries at most (16 bytes each on the wire).
+pub const MAX_EVENTS_PER_BATCH: usize = MAX_BULK_CHUNK / EVENT_RECORD_LEN;
 
 /// The events of an [`EventBatch`](super::EventBatch): either a slice being
 /// sent or the received records.

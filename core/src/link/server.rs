@@ -4,11 +4,14 @@
 
 use core::time::Duration;
 
+use super::decode::Frame;
+use super::error::LinkError;
+use super::framing::{MAX_BULK_CHUNK, MAX_ENCODED_FRAME_LEN};
+use super::header::NO_REQUEST;
+use super::message::{Ack, Completion, EventBatch, MemoryData, Message, RemoteErrorCode};
 use super::ops::{ClockValue, Command, Info, MemoryState, Submit, SubmitBatch, WireOp, error_code};
-use super::{
-    Ack, Completion, EventBatch, EventRecords, Frame, LinkError, MAX_BULK_CHUNK,
-    MAX_ENCODED_FRAME_LEN, MAX_EVENTS_PER_BATCH, MemoryData, Message, RemoteErrorCode, Session,
-};
+use super::records::{EventRecords, MAX_EVENTS_PER_BATCH};
+use super::session::Session;
 use crate::accelerator::{Accelerator, DType, DeviceAddr, Drained, Error, Fence, QueueId, Shape};
 use crate::accelerator::{Namespace, TensorDesc, VendorOps};
 use crate::event::Event;
@@ -268,7 +271,7 @@ impl<const PENDING: usize> OpServer<PENDING> {
             && events.backlog() >= MAX_EVENTS_PER_BATCH / 2
             && let Ok(drained) = events.drain(accel, &mut self.events)
         {
-            self.send_batch(session, super::NO_REQUEST, drained, send)?;
+            self.send_batch(session, NO_REQUEST, drained, send)?;
         }
         Ok(())
     }
@@ -529,7 +532,7 @@ impl<const PENDING: usize> OpServer<PENDING> {
             dropped: u32::try_from(drained.dropped).unwrap_or(u32::MAX),
             events: EventRecords::new(&self.events[..drained.events.min(MAX_EVENTS_PER_BATCH)])?,
         };
-        let len = if id == super::NO_REQUEST {
+        let len = if id == NO_REQUEST {
             session.notify(&Message::EventBatch(batch), &mut self.out)?
         } else {
             session.respond(id, &Message::EventBatch(batch), &mut self.out)?
@@ -587,7 +590,7 @@ fn launch<A: Accelerator + ?Sized>(
 #[cfg(feature = "std")]
 pub fn serve_stream<S, A, E>(stream: &mut S, accel: &mut A, events: &mut E) -> std::io::Result<()>
 where
-    S: super::LinkStream,
+    S: super::stream::LinkStream,
     A: Accelerator + ?Sized,
     E: EventSource<A> + ?Sized,
 {
@@ -595,7 +598,7 @@ where
     let mut session = Session::new();
     // TCP's flow control holds the host's frames while one is answered.
     let mut server = std::boxed::Box::new(OpServer::<16>::new().with_window(8));
-    let mut decoder = std::boxed::Box::new(super::Decoder::new());
+    let mut decoder = std::boxed::Box::new(super::decode::Decoder::new());
     let mut tx = std::vec::Vec::new();
     let mut chunk = [0u8; 4096];
     stream.set_read_timeout(Duration::from_millis(1))?;
@@ -610,12 +613,12 @@ where
         let mut rest = &chunk[..n];
         while !rest.is_empty() {
             let (done, remaining) = match decoder.feed(rest) {
-                super::FeedResult::Consumed => (Ok(()), &[][..]),
-                super::FeedResult::Frame { frame, remaining } => (
+                super::decode::FeedResult::Consumed => (Ok(()), &[][..]),
+                super::decode::FeedResult::Frame { frame, remaining } => (
                     server.answer(&mut session, accel, events, &frame, &mut send),
                     remaining,
                 ),
-                super::FeedResult::Error { error, remaining } => {
+                super::decode::FeedResult::Error { error, remaining } => {
                     let mut out = [0u8; 64];
                     let sent = session
                         .answer_bad_frame(&error, &mut out)

@@ -1,10 +1,12 @@
 //! The device end's side of one link session: the handshake gate and the
 //! one encoder that numbers every frame the device sends.
 
-use super::{
-    Encoder, ErrorResponse, Frame, Hello, LinkError, Message, MessageClass, NO_REQUEST,
-    RemoteErrorCode, negotiate,
-};
+use super::decode::Frame;
+use super::encode::Encoder;
+use super::error::LinkError;
+use super::handshake::negotiate;
+use super::header::NO_REQUEST;
+use super::message::{ErrorResponse, Hello, Message, MessageClass, RemoteErrorCode};
 
 /// Where the handshake stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

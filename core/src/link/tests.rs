@@ -1,6 +1,7 @@
 //! Unit tests of the link protocol: golden vector, round trips, every bad
 //! input, chunking, and the payload-efficiency figure.
 
+use super::framing::CRC32;
 use super::*;
 use crate::accelerator::{Attrs, OpId};
 use crate::event::{Event, EventKind};

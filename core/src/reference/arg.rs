@@ -3,7 +3,7 @@
 //! NaN never wins, a row with nothing above `f32::MIN` (below `f32::MAX`)
 //! gives 0 (exact).
 
-use super::{Error, check_len};
+use super::error::{Error, check_len};
 use crate::accelerator::DType;
 
 /// The index of each row's largest (`min`: smallest) element of rows of

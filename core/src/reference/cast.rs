@@ -1,7 +1,7 @@
 //! [`OpKind::Cast`](crate::accelerator::OpKind::Cast) on little-endian
 //! bytes, as TF's CPU `Cast` converts (exact).
 
-use super::{Error, check_len};
+use super::error::{Error, check_len};
 use crate::accelerator::{DType, ShapeError, cast_supported};
 
 /// Converts the elements of `src` (of `from`) into `dst` (of `to`).

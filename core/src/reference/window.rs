@@ -1,6 +1,6 @@
 //! Reference convolutions and pools over NHWC tensors, in `f64`.
 
-use super::{Error, check_len, dim};
+use super::error::{Error, check_len, dim};
 use crate::accelerator::{OpKind, Shape, Window};
 
 /// One output element's window: the sum of its products (`f64`), the sum

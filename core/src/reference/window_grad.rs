@@ -2,7 +2,7 @@
 //! `Conv2DBackpropFilter`, `MaxPoolGrad`, `AvgPoolGrad`) in `f64`, one output element at a
 //! time (no allocation), and their bounds.
 
-use super::{Error, check_len, dim};
+use super::error::{Error, check_len, dim};
 use crate::accelerator::{OpKind, Shape, Window};
 
 /// The forward op's geometry: input `x [n,h,w,c]`, output `dy [n,oh,ow,k]`.

@@ -1,6 +1,6 @@
 //! The reading half of a [`Ring`].
 
-use super::Ring;
+use super::buffer::Ring;
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
 use core::fmt;
 

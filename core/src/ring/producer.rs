@@ -1,6 +1,7 @@
 //! The writing half of a [`Ring`].
 
-use super::{Ring, RingError};
+use super::buffer::Ring;
+use super::error::RingError;
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
 use core::fmt;
 use core::mem::MaybeUninit;

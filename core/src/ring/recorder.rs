@@ -1,6 +1,7 @@
 //! Turning recording on and off at the cost of one relaxed load.
 
-use super::{Producer, RingError};
+use super::error::RingError;
+use super::producer::Producer;
 use crate::sync::AtomicBool;
 use crate::sync::Ordering::Relaxed;
 use core::fmt;

@@ -3,7 +3,11 @@
 //! read-modify-writes. See `docs/event-rings.md` for why this beats an MPSC
 //! ring here.
 
-use super::{Consumer, Producer, RecordingSwitch, Ring, RingError};
+use super::buffer::Ring;
+use super::consumer::Consumer;
+use super::error::RingError;
+use super::producer::Producer;
+use super::recorder::RecordingSwitch;
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
 use crate::sync::{AtomicBool, AtomicUsize};
 use core::fmt;

@@ -5,7 +5,7 @@ use super::layout::*;
 use super::pairing::{Anomalies, Span, Timebase, for_each_span};
 use super::proto::{XEvent, XEventMetadata, XLine, XPlane, XSpace, XStat, XStatMetadata};
 use super::proto::{x_event, x_stat};
-use super::{DeviceTrace, OpInfo, XSpaceBuilder};
+use super::types::{DeviceTrace, OpInfo, XSpaceBuilder};
 use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::{String, ToString};

@@ -1,8 +1,8 @@
 use super::layout::*;
 use super::proto::{XEvent, XPlane, XSpace, x_event, x_stat};
 use super::*;
-use crate::clock::SyncPair;
-use crate::event::EventKind as K;
+use crate::clock::{ClockMap, SyncPair};
+use crate::event::{Event, EventKind as K};
 use alloc::vec;
 use alloc::vec::Vec;
 use proptest::prelude::*;

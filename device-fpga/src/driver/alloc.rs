@@ -4,7 +4,7 @@
 
 use heapless::Vec;
 
-use super::Error;
+use super::error::Error;
 
 /// Every block is a multiple of this many bytes and aligned at least so
 /// (a cache line; also keeps f32 tensors aligned).

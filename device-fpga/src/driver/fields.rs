@@ -1,7 +1,7 @@
 //! Descriptor field values shared by the lowerings (`lower`,
 //! `lower_window`, `transpose`), so that none of them imports another.
 
-use super::Error;
+use super::error::Error;
 
 /// Bytes of an f32 element.
 pub(super) const F32: u64 = 4;

@@ -3,8 +3,8 @@
 use tensorplug_abi::device::{CommandDescriptor, CommandFlags, Opcode};
 use tensorplug_core::accelerator::{DType, OpDesc, OpKind, Shape};
 
-use super::Error;
 use super::broadcast::{self, Piece};
+use super::error::Error;
 use super::fields::{F32, dim};
 
 const SRC0_BCAST_M: CommandFlags = CommandFlags::SRC0_BCAST_M;

@@ -6,7 +6,7 @@ use tensorplug_abi::device::{CommandDescriptor, CommandFlags, Opcode, WindowFiel
 use tensorplug_core::accelerator::{Activation, DType, OpDesc, OpKind, Window};
 use tensorplug_core::quant::block::HEADER_WORDS;
 
-use super::Error;
+use super::error::Error;
 use super::fields::{F32, dim};
 
 /// Emits the command of window op `op` (the output is not empty).

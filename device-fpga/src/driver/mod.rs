@@ -17,15 +17,17 @@ mod events;
 mod fields;
 mod lower;
 mod lower_window;
+mod ops;
 mod queue;
+mod queue_state;
 mod transpose;
 
-pub use accel::{elementwise_ops, ops_of};
 pub use alloc::{Allocator, GRANULE};
 #[cfg(feature = "std")]
 pub use clock::StdClock;
 pub use clock::{Clock, DelayClock};
 pub use error::{Error, WaitFor, status_kind};
+pub use ops::{elementwise_ops, ops_of};
 
 use tensorplug_abi::device::{
     AbiVersion, COMMAND_DESCRIPTOR_SIZE, COMPLETION_DESCRIPTOR_SIZE, Control,
@@ -36,7 +38,7 @@ use tensorplug_core::accelerator::OpSet;
 
 use crate::transport::Transport;
 use clock::Deadline;
-use queue::QueueState;
+use queue_state::QueueState;
 
 /// Tuning of the driver. Ring sizes are clamped to the device's
 /// `MAX_RING_ENTRIES` and rounded down to a power of two.

@@ -4,7 +4,7 @@
 use tensorplug_abi::device::{CommandDescriptor, Opcode};
 use tensorplug_core::accelerator::{MAX_RANK, OpDesc};
 
-use super::Error;
+use super::error::Error;
 use super::fields::dim;
 
 /// The four input dims and the permutation of `dims` transposed by `perm`, or

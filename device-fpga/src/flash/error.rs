@@ -1,11 +1,22 @@
-//! Errors of config-flash programming.
+//! Errors of config-flash programming, and the [`Phase`] they name.
 
 use core::fmt;
 
 use tensorplug_abi::device::ImageError;
 
-use super::Phase;
 use crate::transport::BusFault;
+
+/// What the programmer is doing, for the progress callback.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Phase {
+    /// Erasing sectors of the target slot.
+    Erase,
+    /// Programming pages.
+    Program,
+    /// Reading back and comparing.
+    Verify,
+}
 
 /// Why programming (or reading) the configuration flash failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

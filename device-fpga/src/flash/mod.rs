@@ -11,7 +11,7 @@
 mod error;
 mod nor;
 
-pub use error::{ErrorKind, FlashError};
+pub use error::{ErrorKind, FlashError, Phase};
 pub use nor::{Nor, NorTimeouts};
 
 use crc::{CRC_32_ISO_HDLC, Crc};
@@ -30,18 +30,6 @@ pub const CRC32: Crc<u32> = Crc::<u32>::new(&CRC_32_ISO_HDLC);
 /// CRC-32/ISO-HDLC of `bytes`.
 pub fn crc32(bytes: &[u8]) -> u32 {
     CRC32.checksum(bytes)
-}
-
-/// What the programmer is doing, for the progress callback.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum Phase {
-    /// Erasing sectors of the target slot.
-    Erase,
-    /// Programming pages.
-    Program,
-    /// Reading back and comparing.
-    Verify,
 }
 
 /// Progress of one phase: `done` of `total` bytes.

@@ -4,7 +4,7 @@
 use embedded_hal::spi::{Error as _, Operation, SpiDevice};
 use tensorplug_abi::device::flash::{NorCommand, NorStatus};
 
-use super::{FlashError, Phase};
+use super::error::{FlashError, Phase};
 use crate::driver::Clock;
 use crate::driver::clock::Deadline;
 

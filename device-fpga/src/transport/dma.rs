@@ -3,7 +3,7 @@
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
-use super::Error;
+use super::error::Error;
 
 /// Host memory the device can read and write by DMA, addressed by *bus
 /// addresses* (the addresses the device is given in descriptors).

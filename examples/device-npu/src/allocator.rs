@@ -1,7 +1,7 @@
 //! First-fit allocation over the NPU's memory: a sorted, fixed-capacity table
 //! of live blocks. Freeing removes the block, so its bytes can be reused.
 
-use crate::NpuError;
+use crate::error::NpuError;
 use heapless::Vec;
 
 /// Live allocations the NPU tracks at once.

@@ -50,7 +50,9 @@ impl fmt::Display for NpuError {
         match self {
             Self::OutOfMemory { bytes } => write!(f, "NPU: no free block of {bytes} bytes"),
             Self::OutOfRange(addr) => write!(f, "NPU: address {addr:#x} is not allocated"),
-            Self::NoSuchQueue(q) => write!(f, "NPU: no queue {q} (it has {})", crate::QUEUES),
+            Self::NoSuchQueue(q) => {
+                write!(f, "NPU: no queue {q} (it has {})", crate::consts::QUEUES)
+            }
             Self::BadAlignment(a) => write!(f, "NPU: alignment {a} is not a power of two"),
             Self::UnknownFence(fence) => write!(f, "NPU: fence {fence} was never issued"),
             Self::Unsupported(op) => write!(f, "NPU: {op} is not supported (MatMul and Relu are)"),

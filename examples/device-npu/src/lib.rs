@@ -76,6 +76,7 @@ extern crate std;
 
 mod allocator;
 mod clock;
+mod consts;
 mod error;
 mod events;
 mod exec;
@@ -85,6 +86,7 @@ pub use allocator::MAX_BLOCKS;
 #[cfg(feature = "std")]
 pub use clock::StdClock;
 pub use clock::{CLOCK_HZ, NpuClock};
+pub use consts::{BASE, QUEUES};
 pub use error::NpuError;
 pub use events::EVENT_CAPACITY;
 pub use leaky_relu::{LEAKY_RELU, NAMESPACE, leaky_relu};
@@ -99,11 +101,6 @@ use tensorplug_core::accelerator::{
     OpKind, OpSet, QueueId, TensorDesc, Unary, Version,
 };
 use tensorplug_core::event::{Event, EventKind};
-
-/// The device address of the first byte of NPU memory.
-pub const BASE: u64 = 0x1000_0000;
-/// Ordered queues.
-pub const QUEUES: u8 = 2;
 
 /// What the NPU runs: MatMul (any transposes) and Relu, f32, with
 /// profiling, and its own op [`LEAKY_RELU`].

@@ -17,7 +17,7 @@ use tensorplug_abi::tf::TP_OptimizerConfigs;
 /// `layout_optimizer` off when the devices are `GPU`s.
 pub fn optimizer_configs() -> TP_OptimizerConfigs {
     let mut configs = TP_OptimizerConfigs::new();
-    if crate::backend::device_type() == "GPU" {
+    if crate::identity::device_type() == "GPU" {
         configs.layout_optimizer = tensorplug_abi::tf::TF_TriState::TF_TriState_Off;
     }
     configs

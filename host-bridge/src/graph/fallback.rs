@@ -10,10 +10,10 @@
 //! are host-side ops (arguments, variable reads, constants, copies) and
 //! what only feeds the plugin's own CPU ops.
 
+use super::context::Context;
 use super::device::is_ours;
 use super::edges::Uses;
 use super::kernel_list::{DEFAULT_DEVICE, has_kernel_for, takes_attrs};
-use super::passes::Context;
 use super::proto::{DataType, GraphDef, KernelList, NodeDef, attr_value};
 use crate::error::{Error, Result};
 use crate::{log, settings};

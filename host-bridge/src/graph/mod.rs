@@ -18,6 +18,7 @@
 
 mod assign;
 mod configs;
+mod context;
 mod device;
 mod edges;
 mod fallback;
@@ -44,13 +45,14 @@ mod test_nodes;
 mod tests;
 
 pub use configs::optimizer_configs;
+pub use context::Settings;
 pub use device::is_ours as is_device_of_type;
 pub use fold::fold_batch_norms;
 pub use fuse::{FUSED_CONV_OP, FUSED_OP, Fusions, Heads, fuse_chains};
-pub use optimize::{Settings, rewrite};
+pub use optimize::rewrite;
 
 use crate::error::{Error, Result};
-use crate::{backend, ffi};
+use crate::{ffi, identity};
 use std::ffi::c_void;
 use tensorplug_abi::tf::{
     GO_MAJOR, TF_Buffer, TF_GrapplerItem, TF_Status, TP_Optimizer, TP_OptimizerConfigs,
@@ -109,7 +111,7 @@ pub unsafe fn init_graph(params: *mut TP_OptimizerRegistrationParams) -> Result<
     }
     view.set(
         tf_field!(TP_OptimizerRegistrationParams, device_type),
-        backend::device_type_c().as_ptr(),
+        identity::device_type_c().as_ptr(),
     )
     .map_err(Error::abi)?;
 

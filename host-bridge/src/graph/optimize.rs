@@ -1,64 +1,18 @@
 //! `optimize_func`'s body: bytes in, bytes out, settings from the
 //! environment.
 
+use super::context::{Context, Declared, KernelLists, Registry, Settings};
 use super::fuse::{FUSED_CONV_OP, FUSED_OP, Fusions};
-use super::passes::{Context, Declared, KernelLists, Registry, run_passes};
+use super::passes::run_passes;
 use super::proto::{GraphDef, KernelList};
 use super::tf_grappler;
 use crate::error::{Error, Result};
 use crate::log;
-use crate::settings;
 use prost::Message;
 use std::collections::HashSet;
 use std::ffi::{CString, c_void};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tensorplug_abi::tf::{TF_Buffer, TF_GrapplerItem};
-
-/// The optimizer's environment variables.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Settings {
-    /// Setting `GRAPH_FUSION` (`TENSORPLUG_GRAPH_FUSION=off`) disables the
-    /// rewrite (default on).
-    pub fusion: bool,
-    /// Setting `GRAPH_INT8` (`TENSORPLUG_GRAPH_INT8=off`) disables the int8
-    /// rewrite of quantization-aware graphs (default on).
-    pub int8: bool,
-    /// Setting `GRAPH_HALF` (`TENSORPLUG_GRAPH_HALF=off`) leaves bfloat16
-    /// and float16 ops where TF placed them (default on).
-    pub half: bool,
-    /// Setting `GRAPH_DUMP_DIR`: write every `graph_in`/`graph_out` there.
-    pub dump_dir: Option<PathBuf>,
-}
-
-impl Settings {
-    /// Reads the settings; an unknown `GRAPH_FUSION` value is an error.
-    pub fn from_env() -> Result<Self> {
-        let fusion = settings::flag(settings::GRAPH_FUSION, true)?;
-        let int8 = settings::flag(settings::GRAPH_INT8, true)?;
-        let half = settings::flag(settings::GRAPH_HALF, true)?;
-        let dump_dir =
-            settings::get(settings::GRAPH_DUMP_DIR)?.map(|value| PathBuf::from(value.text));
-        Ok(Self {
-            fusion,
-            int8,
-            half,
-            dump_dir,
-        })
-    }
-}
-
-impl Settings {
-    /// Everything on, no dump: what [`rewrite`] runs with.
-    fn all_on() -> Self {
-        Self {
-            fusion: true,
-            int8: true,
-            half: true,
-            dump_dir: None,
-        }
-    }
-}
 
 /// Runs the optimizer's passes on a serialized `GraphDef` for a device of
 /// `device_type` that has the fused kernels and `BiasAdd`, as if TF listed
@@ -141,7 +95,7 @@ pub unsafe fn run(
     let mut cx = Context {
         graph: decode(input)?,
         preserve: &preserve,
-        device: crate::backend::device_type(),
+        device: crate::identity::device_type(),
         settings: &settings,
         registry: &mut registry,
         fusions: Fusions::default(),

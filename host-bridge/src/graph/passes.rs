@@ -4,70 +4,13 @@
 //! TF's registry; [`rewrite`](super::rewrite) and the `graph_pass` fuzz
 //! target run the same list with [`Declared`], a registry they describe.
 
-use super::fuse::{FUSED_CONV_OP, FUSED_OP, Fusions, Heads};
-use super::kernel_list::{has_kernel_for, takes_attrs};
-use super::optimize::Settings;
-use super::proto::{DataType, GraphDef, KernelList, NodeDef, attr_value};
+use super::context::Context;
+use super::fuse::{FUSED_CONV_OP, FUSED_OP, Heads};
+use super::proto::{DataType, attr_value};
 use crate::error::Result;
 use crate::log;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
 use std::sync::Mutex;
-
-/// What TF has registered, as the passes ask it.
-pub trait Registry {
-    /// Whether TF has an `op` kernel for a `device` device.
-    fn registered(&mut self, op: &str, device: &str) -> bool;
-    /// TF's kernel list for `op`; `None` when TF lists none (a function
-    /// call node, whose "op" is a function name) or cannot list it.
-    fn kernels(&mut self, op: &str) -> Option<KernelList>;
-}
-
-/// A registry that holds exactly the kernels it is told: `ops` on every
-/// device, and no kernel lists (every node counts as runnable where TF
-/// put it). What `rewrite` and the fuzz target run the passes with.
-pub struct Declared(pub &'static [&'static str]);
-
-impl Registry for Declared {
-    fn registered(&mut self, op: &str, _device: &str) -> bool {
-        self.0.contains(&op)
-    }
-
-    fn kernels(&mut self, _op: &str) -> Option<KernelList> {
-        None
-    }
-}
-
-/// One graph and what every pass needs to know about it.
-pub struct Context<'a> {
-    pub graph: GraphDef,
-    /// Nodes TF fetches: their names and types must stay.
-    pub preserve: &'a HashSet<String>,
-    /// Our device type (`FPGA`).
-    pub device: &'a str,
-    pub settings: &'a Settings,
-    pub registry: &'a mut dyn Registry,
-    /// What the fusion pass fused.
-    pub fusions: Fusions,
-}
-
-impl Context<'_> {
-    /// Whether our device runs `node` as it is: TF lists a kernel for it on
-    /// our device type that takes its types, and our kernel takes its
-    /// attribute values. An op TF lists no kernel for counts as runnable:
-    /// TF places and runs those itself, as without us.
-    fn runs(registry: &mut dyn Registry, device: &str, node: &NodeDef) -> bool {
-        registry
-            .kernels(&node.op)
-            .filter(|list| !list.kernel.is_empty())
-            .is_none_or(|list| has_kernel_for(&list, device, node) && takes_attrs(node))
-    }
-
-    /// Whether our device has an `op` kernel (our `AddV2`, `Sub`, `BiasAdd`
-    /// are f32 only, and registered only when every device declares them).
-    fn has(&mut self, op: &str) -> bool {
-        self.registry.registered(op, self.device)
-    }
-}
 
 /// One step of the optimizer.
 pub trait Pass: Sync {
@@ -226,7 +169,7 @@ impl Pass for Qat {
         if !cx.settings.int8 || !registered {
             return Ok(0);
         }
-        Ok(super::qat::rewrite_qat(
+        Ok(super::qat::emit::rewrite_qat(
             &mut cx.graph,
             cx.preserve,
             cx.device,
@@ -335,24 +278,6 @@ impl Pass for Fallbacks {
     }
     fn run(&self, cx: &mut Context<'_>) -> Result<usize> {
         super::fallback::report(cx)
-    }
-}
-
-/// A cache of TF's kernel lists, for registries that ask TF.
-#[derive(Default)]
-pub struct KernelLists(HashMap<String, Option<KernelList>>);
-
-impl KernelLists {
-    /// The list for `op`, fetched with `fetch` the first time.
-    pub fn get(
-        &mut self,
-        op: &str,
-        fetch: impl FnOnce(&str) -> Option<KernelList>,
-    ) -> Option<KernelList> {
-        self.0
-            .entry(op.to_owned())
-            .or_insert_with(|| fetch(op))
-            .clone()
     }
 }
 

@@ -42,7 +42,7 @@ impl Failure {
     /// already starts with that prefix, a device incident of this very op,
     /// is shown as it is).
     pub fn message(&self, op: &str, node: &str) -> String {
-        let device = crate::backend::device_type();
+        let device = crate::identity::device_type();
         let prefix = format!("{device} {op} '{node}': ");
         if self.cause.starts_with(&prefix) {
             return self.cause.clone();

@@ -14,6 +14,7 @@
 
 mod failure;
 mod launch;
+mod op_def;
 pub mod ops;
 pub mod qat;
 pub mod shapes;

@@ -155,8 +155,11 @@ impl Context {
         let raw = unsafe { (self.api.get_stream)(self.raw, self.status.fresh()) };
         self.status.check("TF_GetStream")?;
         // SAFETY: TF hands back the SP_Stream our create_stream made.
-        unsafe { crate::se::stream_from_raw(raw) }
-            .ok_or_else(|| Failure::from(crate::Error::Internal("TF_GetStream gave null".into())))
+        unsafe { crate::se::handles::stream_from_raw(raw) }.ok_or_else(|| {
+            Failure::from(crate::error::Error::Internal(
+                "TF_GetStream gave null".into(),
+            ))
+        })
     }
 
     /// `TF_NumInputs`: how many inputs the node has (lists flattened).

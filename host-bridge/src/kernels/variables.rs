@@ -54,7 +54,7 @@ const NON_VARIANT: [TF_DataType; 15] = [
 
 /// What the user should do, after `<TYPE> variable op '<node>': `.
 pub fn refusal() -> String {
-    let device = crate::backend::device_type();
+    let device = crate::identity::device_type();
     format!(
         "this op updates or reads a variable placed on an {device} device, which runs only \
          inside a tf.function, where tensorplug rewrites it (TensorFlow's C API cannot reach \
@@ -92,7 +92,7 @@ pub fn register_all() -> usize {
                 Err(failure) => {
                     log::error(format_args!(
                         "TF_InitKernel: cannot register the {} kernel refusing {op}: {}",
-                        crate::backend::device_type(),
+                        crate::identity::device_type(),
                         failure.cause
                     ));
                     false
@@ -111,7 +111,7 @@ fn register(op: &str, constraint: Option<(&str, TF_DataType)>) -> KernelResult<(
     let builder = unsafe {
         (api.new_kernel_builder)(
             op_c.as_ptr(),
-            crate::backend::device_type_c().as_ptr(),
+            crate::identity::device_type_c().as_ptr(),
             Some(create),
             Some(refuse),
             Some(delete),
@@ -120,7 +120,7 @@ fn register(op: &str, constraint: Option<(&str, TF_DataType)>) -> KernelResult<(
     if builder.is_null() {
         return Err(Failure::invalid("TF_NewKernelBuilder returned null"));
     }
-    let mut name = format!("tensorplug_{}_refuse_{op}", crate::backend::device_type());
+    let mut name = format!("tensorplug_{}_refuse_{op}", crate::identity::device_type());
     if let Some((attr, dtype)) = constraint {
         let attr_c = c(attr)?;
         // SAFETY: live builder; NUL-terminated name; live status.

@@ -27,7 +27,7 @@ pub use ops::{UNPROFILED, op_tag};
 pub use state::{MAX_DEVICES, Profiler, with_profiler};
 
 use crate::error::{Error, Result};
-use crate::{backend, ffi};
+use crate::{ffi, identity};
 use tensorplug_abi::tf::{
     TF_ProfilerRegistrationParams, TF_Status, TP_MAJOR, TP_Profiler, TP_ProfilerFns, Versioned,
 };
@@ -100,7 +100,7 @@ pub unsafe fn init_profiler(params: *mut TF_ProfilerRegistrationParams) -> Resul
 /// state is process-wide, so TF's early destroy calls cannot free it).
 pub fn profiler() -> TP_Profiler {
     TP_Profiler {
-        device_type: backend::device_type_c().as_ptr(),
+        device_type: identity::device_type_c().as_ptr(),
         ..TP_Profiler::new()
     }
 }

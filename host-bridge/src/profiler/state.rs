@@ -238,7 +238,7 @@ impl Profiler {
             .zip(buffers.devices)
             .zip(window.clocks)
             .map(|((device, events), clock)| PlaneData {
-                ordinal: crate::backend::plane_base()
+                ordinal: crate::identity::plane_base()
                     + u32::try_from(device.ordinal()).unwrap_or(0),
                 clock,
                 device_events: events.events,

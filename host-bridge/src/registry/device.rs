@@ -57,7 +57,7 @@ impl Device {
         mut accel: Box<DynAccelerator>,
         timeout: Duration,
     ) -> Result<Arc<Self>> {
-        let label = format!("{}:{ordinal} ({spec})", crate::backend::device_type());
+        let label = format!("{}:{ordinal} ({spec})", crate::identity::device_type());
         let info = accel.info();
         if info.queues == 0 {
             return Err(Error::Open {

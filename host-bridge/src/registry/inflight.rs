@@ -25,7 +25,7 @@ impl OpLabel {
     pub fn describe(&self) -> String {
         format!(
             "{} {} '{}'",
-            crate::backend::device_type(),
+            crate::identity::device_type(),
             self.op_type,
             self.node
         )

@@ -1,9 +1,20 @@
 //! The device list a plugin opens: one setting, or the backend's default.
 
-use crate::backend::Plugin;
-use crate::devices::DynAccelerator;
+use crate::devices::{DynAccelerator, OpenError};
 use crate::error::{Error, Result};
 use crate::settings;
+
+/// What the registry needs of the installed backend to open its devices
+/// ([`Plugin::opener`](crate::backend::Plugin::opener)).
+#[derive(Clone, Copy, Debug)]
+pub struct Opener {
+    /// [`Backend::open`](crate::Backend::open).
+    pub open: fn(&str) -> std::result::Result<Box<DynAccelerator>, OpenError>,
+    /// [`Backend::DEVICE_KINDS`](crate::Backend::DEVICE_KINDS).
+    pub device_kinds: &'static str,
+    /// [`Backend::DEFAULT_DEVICES`](crate::Backend::DEFAULT_DEVICES).
+    pub default_devices: &'static str,
+}
 
 /// The devices to open, and where the list came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,7 +27,7 @@ pub struct DeviceList {
 
 /// The device list: setting `DEVICE` (`TENSORPLUG_<TYPE>_DEVICE`, else
 /// `TENSORPLUG_DEVICE`), else the plugin's default.
-pub fn list_from_env(plugin: &Plugin) -> Result<DeviceList> {
+pub fn list_from_env(plugin: &Opener) -> Result<DeviceList> {
     let (source, text) = match settings::get(settings::DEVICE)? {
         Some(value) => (format!("{}={:?}", value.var, value.text), value.text),
         None => (
@@ -46,7 +57,7 @@ pub fn parse_list(text: &str) -> std::result::Result<Vec<String>, String> {
 }
 
 /// Opens one item through the plugin's backend.
-pub fn open(plugin: &Plugin, item: &str) -> Result<Box<DynAccelerator>> {
+pub fn open(plugin: &Opener, item: &str) -> Result<Box<DynAccelerator>> {
     (plugin.open)(item).map_err(|error| Error::Open {
         spec: item.to_owned(),
         reason: error.to_string(),

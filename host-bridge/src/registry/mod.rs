@@ -18,11 +18,9 @@ pub use device::{ALLOCATION_ALIGN, AllocStats, Device};
 pub use device_core::{DeviceCore, DeviceState};
 pub use handles::{HandleWindow, MIN_WINDOW};
 pub use inflight::{MAX_IN_FLIGHT, OpLabel};
-pub use list::{DeviceList, list_from_env, open, parse_list};
+pub use list::{DeviceList, Opener, list_from_env, open, parse_list};
 pub use stream::Stream;
 pub use worker::{Completion, CompletionWorker};
-
-use crate::backend::Plugin;
 
 use crate::error::{Error, Result};
 use crate::settings;
@@ -37,7 +35,7 @@ static DEVICES: OnceLock<Vec<Arc<Device>>> = OnceLock::new();
 /// Opens `list` as `<TYPE>:0..n` unless devices are already open; returns
 /// the registry. A failure opens nothing (devices opened so far are closed);
 /// its message names the item and the list.
-pub fn open_all(plugin: &Plugin, list: &DeviceList) -> Result<&'static [Arc<Device>]> {
+pub fn open_all(plugin: &Opener, list: &DeviceList) -> Result<&'static [Arc<Device>]> {
     if let Some(open) = DEVICES.get() {
         return Ok(open);
     }

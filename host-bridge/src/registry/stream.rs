@@ -6,7 +6,7 @@
 //! - A failure seen while waiting makes the stream fail for good
 //!   (`get_stream_status`), as TF expects of a broken stream.
 
-use super::Device;
+use super::device::Device;
 use super::inflight::OpLabel;
 use super::worker::Completion;
 use crate::devices::{DeviceError, DynAccelerator};

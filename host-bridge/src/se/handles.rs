@@ -8,6 +8,15 @@ use std::sync::Arc;
 use tensorplug_abi::tf::{SP_Device, SP_DeviceMemoryBase, SP_Stream, VersionedRef};
 use tensorplug_abi::tf_field;
 
+/// The bridge's [`Stream`] behind an `SP_Stream` (for kernels: `TF_GetStream`).
+///
+/// # Safety
+/// `stream` is null or was returned by our `create_stream` and not destroyed.
+pub unsafe fn stream_from_raw<'a>(stream: SP_Stream) -> Option<&'a Stream> {
+    // SAFETY: caller's contract: `create_stream` boxed a `Stream` there.
+    unsafe { stream.cast::<Stream>().as_ref() }
+}
+
 /// The [`Device`] behind TF's `SP_Device` (its `device_handle`).
 ///
 /// # Safety
@@ -50,7 +59,7 @@ pub unsafe fn device_arc(device: *const SP_Device) -> Result<Arc<Device>> {
 /// `stream` is null or came from `create_stream` and is not destroyed.
 pub unsafe fn any_stream<'a>(stream: SP_Stream) -> Result<&'a Stream> {
     // SAFETY: caller's contract: `create_stream` boxed a `Stream` there.
-    unsafe { crate::se::stream_from_raw(stream) }
+    unsafe { stream_from_raw(stream) }
         .ok_or_else(|| Error::InvalidArgument("TensorFlow passed a null SP_Stream".into()))
 }
 
@@ -60,7 +69,7 @@ pub unsafe fn any_stream<'a>(stream: SP_Stream) -> Result<&'a Stream> {
 /// `stream` is null or came from `create_stream` and is not destroyed.
 pub unsafe fn stream<'a>(device: &Device, stream: SP_Stream) -> Result<&'a Stream> {
     // SAFETY: caller's contract: `create_stream` boxed a `Stream` there.
-    let stream = unsafe { crate::se::stream_from_raw(stream) }
+    let stream = unsafe { stream_from_raw(stream) }
         .ok_or_else(|| Error::InvalidArgument("TensorFlow passed a null SP_Stream".into()))?;
     if !std::ptr::eq(stream.device().as_ref(), device) {
         return Err(Error::InvalidArgument(format!(

@@ -8,7 +8,7 @@
 mod copies;
 mod events;
 mod executor;
-mod handles;
+pub(crate) mod handles;
 mod memory;
 mod platform;
 mod streams;
@@ -18,26 +18,16 @@ mod timers;
 
 pub use events::{Event, EventState};
 pub use executor::stream_executor;
+pub use handles::stream_from_raw;
 pub use platform::{platform, platform_fns};
 pub use timers::{Timer, TimerState, timer_fns};
 
 use crate::error::{Error, Result};
-use crate::registry::Stream;
 use crate::{backend, ffi, registry};
 use tensorplug_abi::tf::{
-    SE_MAJOR, SE_PlatformRegistrationParams, SP_Platform, SP_PlatformFns, SP_Stream, TF_Status,
-    Versioned,
+    SE_MAJOR, SE_PlatformRegistrationParams, SP_Platform, SP_PlatformFns, TF_Status, Versioned,
 };
 use tensorplug_abi::{tf_field, validate};
-
-/// The bridge's [`Stream`] behind an `SP_Stream` (for kernels: `TF_GetStream`).
-///
-/// # Safety
-/// `stream` is null or was returned by our `create_stream` and not destroyed.
-pub unsafe fn stream_from_raw<'a>(stream: SP_Stream) -> Option<&'a Stream> {
-    // SAFETY: caller's contract: `create_stream` boxed a `Stream` there.
-    unsafe { stream.cast::<Stream>().as_ref() }
-}
 
 /// `SE_InitPlugin` (emitted by [`export_plugin!`](crate::export_plugin)):
 /// checks TF's version, validates the device list, opens the devices and
@@ -75,9 +65,9 @@ pub unsafe fn init_plugin(
     let mut declined = names.declined.clone();
     if declined.is_none() {
         declined = tf_refusal.or_else(|| {
-            registry::list_from_env(plugin)
+            registry::list_from_env(&plugin.opener())
                 .and_then(|list| registry::timeout_from_env().map(|_| list))
-                .and_then(|list| registry::open_all(plugin, &list).map(drop))
+                .and_then(|list| registry::open_all(&plugin.opener(), &list).map(drop))
                 .err()
                 .map(|e| e.to_string())
         });
@@ -91,7 +81,7 @@ pub unsafe fn init_plugin(
             source: why.clone(),
             items: Vec::new(),
         };
-        registry::open_all(plugin, &none)?;
+        registry::open_all(&plugin.opener(), &none)?;
     }
     // SAFETY: caller's contract.
     let mut view = unsafe { Versioned::from_raw(params) }.map_err(Error::abi)?;

@@ -172,7 +172,7 @@ unsafe extern "C" fn create_stream_executor(
     status: *mut TF_Status,
 ) {
     let body = || {
-        let ours = super::stream_executor();
+        let ours = super::executor::stream_executor();
         let names = backend::names()
             .ok_or_else(|| Error::Internal("stream executor before SE_InitPlugin".into()))?;
         validate::sp_stream_executor(&ours, &platform(names)).map_err(Error::abi)?;
@@ -200,7 +200,7 @@ unsafe extern "C" fn create_timer_fns(
     status: *mut TF_Status,
 ) {
     let body = || {
-        let ours = super::timer_fns();
+        let ours = super::timers::timer_fns();
         validate::sp_timer_fns(&ours).map_err(Error::abi)?;
         // SAFETY: TF's SP_TimerFns.
         unsafe { crate::ffi::write_tf_struct(timer_fns, &ours) }

@@ -2,8 +2,8 @@
 
 use tensorplug_core::accelerator::Binary;
 
-use super::MAX_RANK;
 use super::error::{KernelError, Operand, expect_len, mul};
+use tensorplug_core::accelerator::MAX_RANK;
 
 /// Declares [`BinaryOp`]: one line per op, its catalogue op and its f32
 /// function, which `apply` and [`binary`] (one loop per op) both use.

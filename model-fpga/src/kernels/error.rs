@@ -1,6 +1,7 @@
 //! Why a kernel refused its arguments.
 
 use core::fmt;
+use tensorplug_core::accelerator::MAX_RANK;
 
 /// Which argument of a kernel an error is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -42,7 +43,7 @@ pub enum KernelError {
         /// Size in the right-hand shape.
         rhs: usize,
     },
-    /// A shape has more than [`MAX_RANK`](super::MAX_RANK) axes.
+    /// A shape has more than [`MAX_RANK`] axes.
     Rank {
         /// The shape.
         operand: Operand,
@@ -95,7 +96,7 @@ impl fmt::Display for KernelError {
                 write!(
                     f,
                     "{operand:?} has rank {got}, at most {} is supported",
-                    super::MAX_RANK
+                    MAX_RANK
                 )
             }
             Self::Overflow => f.write_str("element count overflows usize"),

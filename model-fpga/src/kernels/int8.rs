@@ -8,15 +8,16 @@
 //! each product fits an `i32`; `i32` wrapping addition is associative and
 //! commutative, so any order of the same products gives the same
 //! accumulator. Each accumulator is then requantized as the reference does
-//! (`Int8Layer::output`): the output channel's [`Requantize::apply`] in the
+//! (`Int8Layer::output`): the output channel's
+//! [`Requantize::apply`](tensorplug_core::quant::Requantize::apply) in the
 //! block's rounding, plus the output zero point, clamped.
 //!
 //! How it is faster than the reference: the valid taps of an output pixel
 //! are one rectangle (computed once per run of pixels, no per-tap bounds
 //! test), `x − zp` is formed once per input value and multiplied into a
-//! block of [`LANES`] output channels kept in registers (the HWIO filter's
+//! block of [`LANES`](body::LANES) output channels kept in registers (the HWIO filter's
 //! output channels are contiguous, so that loop vectorizes; `x − zp` and `w`
-//! fit `i16`), and up to [`PIXELS`] neighbouring output pixels with the same
+//! fit `i16`), and up to [`PIXELS`](body::PIXELS) neighbouring output pixels with the same
 //! taps share each filter load. On x86-64 hosts (feature `std`) the same
 //! code is also compiled for AVX2 and AVX-512BW, and the convolution has an
 //! AVX-512 VNNI version (`x86`), picked at run time ([`Isa`]).
@@ -25,17 +26,11 @@
 //! LANES` `i32` (the VNNI version, host only, also keeps the filter
 //! interleaved in a 32 KiB stack array).
 
-use core::ops::Range;
-use tensorplug_core::accelerator::{DType, DeviceAddr, OpDesc, OpKind, Shape, TensorDesc, Window};
-use tensorplug_core::quant::block::PerChannel;
-use tensorplug_core::quant::{Requantize, Rounding};
+use tensorplug_core::accelerator::{DType, DeviceAddr, OpDesc, OpKind, Shape, TensorDesc};
 use tensorplug_core::reference::int8::{Data, DataMut};
 use tensorplug_core::reference::{self, Error};
 
-/// Output channels accumulated together (one AVX-512 register of `i32`).
-const LANES: usize = 16;
-/// Neighbouring output pixels accumulated together (sharing filter loads).
-const PIXELS: usize = if cfg!(feature = "std") { 4 } else { 1 };
+use body::{Geometry, Quant, conv_body, depthwise_body, dot_body};
 
 /// Runs the int8 op `kind` as `tensorplug_core::reference::int8::run` does,
 /// with the same result bytes and the same errors: the convolutions and
@@ -213,248 +208,6 @@ fn dims(shape: &Shape) -> [usize; 4] {
     d
 }
 
-/// A convolution's or `MatMulInt8`'s quantization, from its block.
-struct Quant<'a> {
-    input_zero_point: i16,
-    output_zero_point: i32,
-    min: i32,
-    max: i32,
-    rounding: Rounding,
-    bias: &'a [i32],
-    multipliers: &'a [i32],
-    shifts: &'a [i32],
-}
-
-impl<'a> Quant<'a> {
-    /// The block for `channels` output channels, checked as the reference
-    /// checks it ([`PerChannel::parse`]).
-    fn parse(block: &'a [i32], channels: usize) -> Result<Self, Error> {
-        let p = PerChannel::parse(block, channels).map_err(Error::Quant)?;
-        Ok(Self {
-            // A checked zero point is in [-128, 127].
-            input_zero_point: p.header.zero_points[0] as i16,
-            output_zero_point: p.header.output_zero_point,
-            min: p.header.min,
-            max: p.header.max,
-            rounding: p.header.rounding,
-            bias: p.bias,
-            multipliers: p.multipliers,
-            shifts: p.shifts,
-        })
-    }
-
-    /// Output channels `first..first + acc.len()` from their accumulators
-    /// (bias included), as `Int8Layer::output`.
-    #[inline(always)]
-    fn output(&self, first: usize, acc: &[i32], out: &mut [i8]) {
-        // One loop per rounding, so `apply` is specialised inside it.
-        match self.rounding {
-            Rounding::Double => self.output_as(Rounding::Double, first, acc, out),
-            Rounding::Single => self.output_as(Rounding::Single, first, acc, out),
-        }
-    }
-
-    #[inline(always)]
-    fn output_as(&self, rounding: Rounding, first: usize, acc: &[i32], out: &mut [i8]) {
-        let n = acc.len();
-        let (m, s) = (&self.multipliers[first..][..n], &self.shifts[first..][..n]);
-        for (((o, &a), &multiplier), &shift) in out[..n].iter_mut().zip(acc).zip(m).zip(s) {
-            let r = Requantize {
-                multiplier,
-                shift: shift as i8,
-            };
-            let v = r.apply(a, rounding).wrapping_add(self.output_zero_point);
-            *o = v.clamp(self.min, self.max) as i8;
-        }
-    }
-
-    /// `x − input_zero_point`, in `[−255, 255]`.
-    #[inline(always)]
-    fn centre(&self, x: i8) -> i32 {
-        i32::from(i16::from(x) - self.input_zero_point)
-    }
-}
-
-/// A convolution's geometry, NHWC, in elements.
-#[derive(Clone, Copy, Debug)]
-struct Geometry {
-    n: usize,
-    h: usize,
-    w: usize,
-    c: usize,
-    kh: usize,
-    kw: usize,
-    oh: usize,
-    ow: usize,
-    /// Output channels.
-    oc: usize,
-    stride: [usize; 2],
-    dilation: [usize; 2],
-    /// Padding before the rows, before the columns.
-    pad: [usize; 2],
-}
-
-impl Geometry {
-    fn new(w: &Window, [n, h, wd, c]: [usize; 4], f: [usize; 4], o: [usize; 4]) -> Self {
-        Self {
-            n,
-            h,
-            w: wd,
-            c,
-            kh: f[0],
-            kw: f[1],
-            oh: o[1],
-            ow: o[2],
-            oc: o[3],
-            stride: w.stride.map(usize::from),
-            dilation: w.dilation.map(usize::from),
-            pad: [usize::from(w.pad[0]), usize::from(w.pad[2])],
-        }
-    }
-
-    /// `[m, k] · [k, n]` as a 1×1 convolution.
-    fn pointwise(m: usize, k: usize, n: usize) -> Self {
-        Self {
-            n: 1,
-            h: 1,
-            w: m,
-            c: k,
-            kh: 1,
-            kw: 1,
-            oh: 1,
-            ow: m,
-            oc: n,
-            stride: [1, 1],
-            dilation: [1, 1],
-            pad: [0, 0],
-        }
-    }
-
-    /// The filter rows (`axis` 0) or columns (1) whose input position for
-    /// output row or column `o` is inside the input: `o·stride + f·dilation
-    /// − pad` in `0..extent`. Increasing in `f`, so a range.
-    #[inline(always)]
-    fn taps(&self, axis: usize, o: usize) -> Range<usize> {
-        let (size, extent) = [(self.kh, self.h), (self.kw, self.w)][axis];
-        let (d, pad, start) = (self.dilation[axis], self.pad[axis], o * self.stride[axis]);
-        let (lo, hi) = (
-            pad.saturating_sub(start),
-            (extent + pad).saturating_sub(start),
-        );
-        // Most windows are undilated: no division then.
-        let (lo, hi) = match d {
-            1 => (lo, hi),
-            d => (lo.div_ceil(d), hi.div_ceil(d)),
-        };
-        let (lo, hi) = (lo.min(size), hi.min(size));
-        lo..hi.max(lo)
-    }
-
-    /// The input row (`axis` 0) or column of output `o`'s tap `f`, which
-    /// [`Self::taps`] gave.
-    #[inline(always)]
-    fn source(&self, axis: usize, o: usize, f: usize) -> usize {
-        o * self.stride[axis] + f * self.dilation[axis] - self.pad[axis]
-    }
-
-    /// The output in runs of up to `max` neighbouring pixels of one row
-    /// with the same valid taps, in order.
-    #[inline(always)]
-    fn runs(&self, max: usize) -> Runs<'_> {
-        Runs {
-            g: self,
-            max,
-            b: 0,
-            oy: 0,
-            ox: 0,
-            rows: self.taps(0, 0),
-        }
-    }
-}
-
-/// Output pixels `(b, oy, ox + p)`, `p < pixels`, whose valid taps are
-/// `rows × cols`.
-#[derive(Clone, Debug)]
-struct Run {
-    b: usize,
-    oy: usize,
-    ox: usize,
-    pixels: usize,
-    rows: Range<usize>,
-    cols: Range<usize>,
-}
-
-impl Run {
-    /// Index of its first pixel in the output.
-    #[inline(always)]
-    fn pixel(&self, g: &Geometry) -> usize {
-        (self.b * g.oh + self.oy) * g.ow + self.ox
-    }
-}
-
-/// [`Geometry::runs`]: a plain iterator (no closure), so the bodies compile
-/// whole for each instruction set.
-struct Runs<'g> {
-    g: &'g Geometry,
-    max: usize,
-    b: usize,
-    oy: usize,
-    ox: usize,
-    rows: Range<usize>,
-}
-
-impl Iterator for Runs<'_> {
-    type Item = Run;
-
-    #[inline(always)]
-    fn next(&mut self) -> Option<Run> {
-        let g = self.g;
-        if self.ox == g.ow {
-            self.ox = 0;
-            self.oy += 1;
-            if self.oy == g.oh {
-                self.oy = 0;
-                self.b += 1;
-            }
-            self.rows = g.taps(0, self.oy);
-        }
-        if self.b >= g.n || g.ow == 0 || g.oh == 0 {
-            return None;
-        }
-        let cols = g.taps(1, self.ox);
-        let mut pixels = 1;
-        while pixels < self.max && self.ox + pixels < g.ow && g.taps(1, self.ox + pixels) == cols {
-            pixels += 1;
-        }
-        let run = Run {
-            b: self.b,
-            oy: self.oy,
-            ox: self.ox,
-            pixels,
-            rows: self.rows.clone(),
-            cols,
-        };
-        self.ox += pixels;
-        Some(run)
-    }
-}
-
-/// Output channels `first..first + n` (`n ≤ LANES`) of filter row `row`
-/// (its `oc` channels), as `i16`, zero past `n`.
-#[inline(always)]
-fn weights<const FULL: bool>(row: &[i8], first: usize, n: usize) -> [i16; LANES] {
-    if FULL {
-        let w: &[i8; LANES] = row[first..][..LANES].try_into().unwrap_or(&[0; LANES]);
-        w.map(i16::from)
-    } else {
-        let mut w = [0i16; LANES];
-        for (d, &s) in w.iter_mut().zip(&row[first..][..n]) {
-            *d = i16::from(s);
-        }
-        w
-    }
-}
-
 /// `Conv2DInt8` on an HWIO filter.
 fn conv(isa: Isa, g: &Geometry, x: &[i8], filter: &[i8], q: &Quant<'_>, out: &mut [i8]) {
     match isa {
@@ -466,87 +219,6 @@ fn conv(isa: Isa, g: &Geometry, x: &[i8], filter: &[i8], q: &Quant<'_>, out: &mu
         #[cfg(all(feature = "std", target_arch = "x86_64"))]
         Isa::Avx2 => unsafe { x86::conv_avx2(g, x, filter, q, out) },
         Isa::Portable => conv_body(g, x, filter, q, out),
-    }
-}
-
-#[inline(always)]
-fn conv_body(g: &Geometry, x: &[i8], filter: &[i8], q: &Quant<'_>, out: &mut [i8]) {
-    if g.oc == 0 {
-        return;
-    }
-    for run in g.runs(PIXELS) {
-        let out = &mut out[run.pixel(g) * g.oc..][..run.pixels * g.oc];
-        if run.pixels == PIXELS {
-            conv_pixels::<PIXELS>(g, &run, x, filter, q, out);
-        } else {
-            for (i, out) in out.chunks_exact_mut(g.oc).enumerate() {
-                let one = Run {
-                    ox: run.ox + i,
-                    ..run.clone()
-                };
-                conv_pixels::<1>(g, &one, x, filter, q, out);
-            }
-        }
-    }
-}
-
-#[inline(always)]
-fn conv_pixels<const P: usize>(
-    g: &Geometry,
-    at: &Run,
-    x: &[i8],
-    filter: &[i8],
-    q: &Quant<'_>,
-    out: &mut [i8],
-) {
-    let mut first = 0;
-    while first + LANES <= g.oc {
-        conv_lanes::<P, true>(g, at, x, filter, q, first, LANES, out);
-        first += LANES;
-    }
-    if first < g.oc {
-        conv_lanes::<P, false>(g, at, x, filter, q, first, g.oc - first, out);
-    }
-}
-
-/// Output channels `first..first + n` of the `P` pixels of `at`.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn conv_lanes<const P: usize, const FULL: bool>(
-    g: &Geometry,
-    at: &Run,
-    x: &[i8],
-    filter: &[i8],
-    q: &Quant<'_>,
-    first: usize,
-    n: usize,
-    out: &mut [i8],
-) {
-    let (c, oc) = (g.c, g.oc);
-    let mut acc = [[0i32; LANES]; P];
-    for a in acc.iter_mut() {
-        a[..n].copy_from_slice(&q.bias[first..][..n]);
-    }
-    for fy in at.rows.clone() {
-        let row = (at.b * g.h + g.source(0, at.oy, fy)) * g.w;
-        for fx in at.cols.clone() {
-            let col = g.source(1, at.ox, fx);
-            let xs: [&[i8]; P] =
-                core::array::from_fn(|p| &x[(row + col + p * g.stride[1]) * c..][..c]);
-            let taps = &filter[(fy * g.kw + fx) * c * oc..][..c * oc];
-            for (ci, w_row) in taps.chunks_exact(oc).enumerate() {
-                let w = weights::<FULL>(w_row, first, n);
-                for (a, xs) in acc.iter_mut().zip(&xs) {
-                    let v = q.centre(xs[ci]);
-                    for (a, &w) in a.iter_mut().zip(&w) {
-                        *a = a.wrapping_add(v * i32::from(w));
-                    }
-                }
-            }
-        }
-    }
-    for (p, a) in acc.iter().enumerate() {
-        q.output(first, &a[..n], &mut out[p * oc + first..][..n]);
     }
 }
 
@@ -573,54 +245,6 @@ fn depthwise(
     }
 }
 
-#[inline(always)]
-fn depthwise_body(
-    g: &Geometry,
-    multiplier: usize,
-    x: &[i8],
-    filter: &[i8],
-    q: &Quant<'_>,
-    out: &mut [i8],
-) {
-    let (c, oc) = (g.c, g.oc);
-    if oc == 0 || multiplier == 0 {
-        return;
-    }
-    for run in g.runs(PIXELS) {
-        let (b, oy) = (run.b, run.oy);
-        for ox in run.ox..run.ox + run.pixels {
-            let pixel = (b * g.oh + oy) * g.ow + ox;
-            let out = &mut out[pixel * oc..][..oc];
-            let mut first = 0;
-            while first < oc {
-                let n = LANES.min(oc - first);
-                let mut acc = [0i32; LANES];
-                acc[..n].copy_from_slice(&q.bias[first..][..n]);
-                for fy in run.rows.clone() {
-                    let row = (b * g.h + g.source(0, oy, fy)) * g.w;
-                    for fx in run.cols.clone() {
-                        let xs = &x[(row + g.source(1, ox, fx)) * c..][..c];
-                        let taps = &filter[(fy * g.kw + fx) * oc + first..][..n];
-                        if multiplier == 1 {
-                            let xs = &xs[first..][..n];
-                            for ((a, &w), &v) in acc.iter_mut().zip(taps).zip(xs) {
-                                *a = a.wrapping_add(q.centre(v) * i32::from(w));
-                            }
-                        } else {
-                            for (i, (a, &w)) in acc.iter_mut().zip(taps).enumerate() {
-                                let v = q.centre(xs[(first + i) / multiplier]);
-                                *a = a.wrapping_add(v * i32::from(w));
-                            }
-                        }
-                    }
-                }
-                q.output(first, &acc[..n], &mut out[first..][..n]);
-                first += n;
-            }
-        }
-    }
-}
-
 /// `MatMulInt8` with `transpose_b`: `out[r][j] = Σ_d (a[r][d] − zp) ·
 /// b[j][d] + bias[j]`, requantized; `a` `[m, k]`, `b` `[n, k]`.
 #[allow(clippy::too_many_arguments)]
@@ -635,24 +259,7 @@ fn dot(isa: Isa, m: usize, n: usize, k: usize, a: &[i8], b: &[i8], q: &Quant<'_>
     }
 }
 
-#[inline(always)]
-fn dot_body(m: usize, n: usize, k: usize, a: &[i8], b: &[i8], q: &Quant<'_>, out: &mut [i8]) {
-    if n == 0 {
-        return;
-    }
-    for (r, out) in out.chunks_exact_mut(n).enumerate().take(m) {
-        let xs = &a[r * k..][..k];
-        for (j, o) in out.iter_mut().enumerate() {
-            let ws = &b[j * k..][..k];
-            let mut acc = q.bias[j];
-            for (&v, &w) in xs.iter().zip(ws) {
-                acc = acc.wrapping_add(q.centre(v) * i32::from(w));
-            }
-            q.output(j, &[acc], core::slice::from_mut(o));
-        }
-    }
-}
-
+mod body;
 /// The same bodies compiled for AVX2 and for AVX-512BW, and a convolution
 /// written for AVX-512 VNNI.
 #[cfg(all(feature = "std", target_arch = "x86_64"))]

@@ -10,12 +10,13 @@ use tensorplug_abi::device::{
 use super::bus::HostBus;
 use super::clock::{DeviceClock, TickSource};
 use super::config::ModelConfig;
+use super::error::ModelError;
 use super::execute::{ExecError, execute};
 use super::faults::{DEVICE_FAULT_DETAIL, Faults};
 use super::memory::{DeviceMemory, MemoryView};
 use super::regs::{RegisterFile, RingRegs};
+use super::ring;
 use super::validate::{Rejection, validate};
-use super::{ModelError, ring};
 use crate::kernels::{BinaryOp, UnaryOp};
 
 /// What one call of [`Model::service`] did.

@@ -17,6 +17,7 @@ mod bus;
 mod clock;
 mod config;
 mod device;
+mod error;
 mod execute;
 mod faults;
 mod memory;
@@ -39,6 +40,7 @@ pub use clock::{HostClock, LiveClock, LiveCounter};
 pub use clock::{ManualClock, TickSource};
 pub use config::{ModelConfig, Timing};
 pub use device::{Model, OutOfRange, Serviced};
+pub use error::{ErrorKind, ModelError};
 pub use faults::{DEVICE_FAULT_DETAIL, Faults};
 pub use memory::{DeviceMemory, SharedWindow};
 #[cfg(feature = "std")]
@@ -46,45 +48,3 @@ pub use on_host::HostModel;
 pub use validate::{
     SRC0_BCAST_K, SRC0_BCAST_M, SRC0_BCAST_N, SRC1_BCAST_K, SRC1_BCAST_M, SRC1_BCAST_N,
 };
-
-use core::fmt;
-
-/// The model could not be built.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum ModelError {
-    /// Device memory must start 4-byte aligned (f32 operands).
-    MisalignedMemory,
-    /// `max_ring_entries` is not a power of two.
-    BadConfig,
-}
-
-/// Coarse classification of a [`ModelError`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum ErrorKind {
-    /// The arguments to the constructor are unusable.
-    InvalidInput,
-}
-
-impl ModelError {
-    /// The coarse kind of this error.
-    pub const fn kind(&self) -> ErrorKind {
-        match self {
-            Self::MisalignedMemory | Self::BadConfig => ErrorKind::InvalidInput,
-        }
-    }
-}
-
-impl fmt::Display for ModelError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::MisalignedMemory => "device memory is not 4-byte aligned",
-            Self::BadConfig => "max_ring_entries is not a power of two",
-        })
-    }
-}
-
-impl core::error::Error for ModelError {}

@@ -1,7 +1,12 @@
 //! The model as host tests, fuzz targets and `tensorplug-model-server
 //! --link` build it: heap memory, no host bus, the host's clock.
 
-use super::{AlignedMemory, HostClock, Model, ModelConfig, ModelError, NoHostBus};
+use super::aligned::AlignedMemory;
+use super::bus::NoHostBus;
+use super::clock::HostClock;
+use super::config::ModelConfig;
+use super::device::Model;
+use super::error::ModelError;
 
 /// A [`Model`] in heap memory that reaches no host memory (no DMA) and
 /// counts ticks on the host's clock.

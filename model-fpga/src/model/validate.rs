@@ -7,14 +7,12 @@ use core::ops::Range;
 use tensorplug_abi::device::{CommandDescriptor, CommandFlags, CompletionStatus, Features, Opcode};
 
 use crate::kernels::{BinaryOp, GemmSpec, RowReduce, UnaryOp, WindowOp, WindowSpec};
-use tensorplug_core::accelerator::{Activation, DType};
+use tensorplug_core::accelerator::{Activation, DType, OpKind, Shape};
 
 mod index;
 mod int8;
 mod layout;
 mod window;
-
-pub(crate) use int8::TypedWork;
 
 /// `src0` is broadcast along `m` (binary element-wise 3-D form).
 pub const SRC0_BCAST_M: u16 = CommandFlags::SRC0_BCAST_M.0;
@@ -184,6 +182,16 @@ pub(crate) enum Work {
         b: Range<usize>,
         out: Range<usize>,
     },
+}
+
+/// An int8 command: the op, up to three inputs (range, dtype, shape) and
+/// the output.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct TypedWork {
+    pub(crate) kind: OpKind,
+    pub(crate) inputs: [(Range<usize>, DType, Shape); 3],
+    pub(crate) count: usize,
+    pub(crate) out: (Range<usize>, DType, Shape),
 }
 
 impl Work {

@@ -4,8 +4,8 @@
 //! and checked ([`crate::quant::block`]), then TFLite's kernel; for the
 //! index ops [`super::super::index`].
 
-use super::super::{Error, check_len, elements};
-use super::{
+use super::super::error::{Error, check_len, elements};
+use super::kernels::{
     AddQuant, Int8Layer, Layout, Pool, add, conv2d, depthwise_conv2d, fully_connected, pool,
 };
 use crate::accelerator::{DType, DeviceAddr, OpDesc, OpKind, Shape, TensorDesc};

@@ -3,7 +3,9 @@
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::io;
 
-use super::{Bar, BarLayout, MmioRegion};
+use super::bar::Bar;
+use super::layout::BarLayout;
+use super::region::MmioRegion;
 use crate::transport::DmaRegion;
 
 /// The block's alignment: a page, as a mapped BAR file has.

@@ -11,7 +11,9 @@ use core::sync::atomic::{Ordering, fence};
 
 use super::{DmaRegion, Error, Transport, check_reg_alignment};
 
+mod bar;
 mod region;
+pub use bar::Bar;
 pub use region::MmioRegion;
 
 #[cfg(feature = "std")]
@@ -29,43 +31,6 @@ pub use {
     shm::ShmBar,
     sysfs::{BarWindow, SysfsBar},
 };
-
-/// The windows a mapped device exposes.
-pub trait Bar {
-    /// The register window; register offset 0 is its first byte.
-    fn registers(&self) -> MmioRegion<'_>;
-    /// The device-memory aperture; device address 0 is its first byte.
-    fn memory(&self) -> MmioRegion<'_>;
-    /// The host memory the device reaches by DMA, if any.
-    fn dma(&self) -> Option<DmaRegion<'_>> {
-        None
-    }
-}
-
-impl<B: Bar + ?Sized> Bar for &B {
-    fn registers(&self) -> MmioRegion<'_> {
-        (**self).registers()
-    }
-    fn memory(&self) -> MmioRegion<'_> {
-        (**self).memory()
-    }
-    fn dma(&self) -> Option<DmaRegion<'_>> {
-        (**self).dma()
-    }
-}
-
-#[cfg(feature = "std")]
-impl<B: Bar + ?Sized> Bar for std::sync::Arc<B> {
-    fn registers(&self) -> MmioRegion<'_> {
-        (**self).registers()
-    }
-    fn memory(&self) -> MmioRegion<'_> {
-        (**self).memory()
-    }
-    fn dma(&self) -> Option<DmaRegion<'_>> {
-        (**self).dma()
-    }
-}
 
 /// A [`Bar`] from windows at fixed addresses (bare metal, or a mapping the
 /// caller keeps alive forever).

@@ -7,8 +7,10 @@ use std::path::Path;
 
 use memmap2::MmapRaw;
 
+use super::bar::Bar;
+use super::layout::BarLayout;
 use super::layout::HEADER_BYTES;
-use super::{Bar, BarLayout, MmioRegion};
+use super::region::MmioRegion;
 use crate::transport::{DmaRegion, Error};
 
 /// A shared mapping of a BAR file: a header page (magic `TPLUGBAR`, layout

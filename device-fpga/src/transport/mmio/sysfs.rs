@@ -6,7 +6,8 @@ use std::path::Path;
 
 use memmap2::MmapRaw;
 
-use super::{Bar, MmioRegion};
+use super::bar::Bar;
+use super::region::MmioRegion;
 
 /// Where a window lives: BAR number and byte range inside it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,6 +13,27 @@ use std::collections::{HashMap, HashSet};
 use tensorplug_core::accelerator::Activation;
 use tensorplug_core::quant::Rounding;
 
+/// Rewrites every match on a `device_type` device into int8 ops; returns
+/// how many. Preserved nodes (fetches) are kept, as
+/// `Dequantize` of their int8 value when the rewrite replaced them.
+pub fn rewrite_qat(graph: &mut GraphDef, preserve: &HashSet<String>, device_type: &str) -> usize {
+    let matches = {
+        let index = Index::new(&graph.node, preserve, device_type);
+        if index.is_training() {
+            return 0;
+        }
+        (0..graph.node.len())
+            .filter_map(|i| index.match_at(i))
+            .collect::<Vec<_>>()
+    };
+    if matches.is_empty() {
+        return 0;
+    }
+    let count = matches.len();
+    apply(graph, preserve, device_type, matches);
+    count
+}
+
 /// The requantization each int8 op rounds with: TF 2.21's TFLite rounds
 /// its `FULLY_CONNECTED` once and the others twice (measured,
 /// `docs/device-numerics.md`).

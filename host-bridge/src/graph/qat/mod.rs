@@ -25,35 +25,14 @@
 //! consumer (the gradients), and a graph with fake-quant gradients is not
 //! rewritten at all.
 
-mod emit;
+pub(super) mod emit;
 
 use super::device::is_ours;
 use super::edges::{Input, Uses};
 use super::nodes::{attr_of, is_nhwc};
-use super::proto::{DataType, GraphDef, NodeDef, attr_value};
+use super::proto::{DataType, NodeDef, attr_value};
 use std::collections::{HashMap, HashSet};
 use tensorplug_core::accelerator::Activation;
-
-/// Rewrites every match on a `device_type` device into int8 ops; returns
-/// how many. Preserved nodes (fetches) are kept, as
-/// `Dequantize` of their int8 value when the rewrite replaced them.
-pub fn rewrite_qat(graph: &mut GraphDef, preserve: &HashSet<String>, device_type: &str) -> usize {
-    let matches = {
-        let index = Index::new(&graph.node, preserve, device_type);
-        if index.is_training() {
-            return 0;
-        }
-        (0..graph.node.len())
-            .filter_map(|i| index.match_at(i))
-            .collect::<Vec<_>>()
-    };
-    if matches.is_empty() {
-        return 0;
-    }
-    let count = matches.len();
-    emit::apply(graph, preserve, device_type, matches);
-    count
-}
 
 /// The graph with the lookups matching needs.
 pub(super) struct Index<'a> {

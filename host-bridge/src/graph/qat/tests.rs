@@ -1,4 +1,4 @@
-use super::rewrite_qat;
+use super::emit::rewrite_qat;
 use crate::graph::nodes::type_value;
 use crate::graph::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
 use crate::graph::test_nodes::{CPU, FPGA, find, node};

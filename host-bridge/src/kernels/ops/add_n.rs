@@ -3,7 +3,7 @@
 //! remainder of 0 or 1) from left to right into the output, then per
 //! following group of 8 `out += (x₁ + … + x₈)`, the group summed first.
 
-use super::{Op, is_empty};
+use super::kernel::{Op, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes::show;

@@ -4,8 +4,8 @@
 //! [`Batched`] is shared with `Einsum`.
 
 use super::blocks::MAX_RUNS;
+use super::kernel::{Op, flat, is_empty};
 use super::matmul::Transposes;
-use super::{Op, flat, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes::show;

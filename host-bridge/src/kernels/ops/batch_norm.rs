@@ -4,7 +4,7 @@
 //! Training mode is refused at construction, and the graph pass moves such
 //! nodes to the CPU first (`graph/kernel_list.rs`, [`takes_attrs`](crate::graph)).
 
-use super::{Op, flat, scalar};
+use super::kernel::{Op, flat, scalar};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes;

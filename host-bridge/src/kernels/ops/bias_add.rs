@@ -1,7 +1,7 @@
 //! `BiasAdd`: `x + bias` along the channel axis; `data_format` NHWC, or
 //! NCHW on rank ≤ 2 (where it is the same).
 
-use super::{Op, is_empty};
+use super::kernel::{Op, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes;

@@ -3,7 +3,8 @@
 //! for `Sum` over leading axes (a ones-vector GEMM on the device).
 
 use super::bias_add::Nchw;
-use super::{Op, sum};
+use super::kernel::Op;
+use super::sum;
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::{Construction, Context};

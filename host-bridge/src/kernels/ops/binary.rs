@@ -1,7 +1,7 @@
 //! The TF ops that are one broadcasting catalogue op of two operands
 //! ([`Binary`]: `AddV2`, `Mul`, `Pow`, …), each a line of [`KERNELS`].
 
-use super::{Op, is_empty};
+use super::kernel::{Op, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes;

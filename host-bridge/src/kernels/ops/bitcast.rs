@@ -1,7 +1,7 @@
 //! `Bitcast` between float32 and int32 (one size: the shape stays): a
 //! device copy of the bytes (TF's CPU kernel shares the buffer instead).
 
-use super::{Op, TypePair, is_empty};
+use super::kernel::{Op, TypePair, is_empty};
 use crate::kernels::failure::KernelResult;
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;

@@ -2,8 +2,8 @@
 //! (exact: `x · 1 = x` for every float, −0 and NaN included). The target
 //! `shape` is a host-memory input (int32 or int64).
 
+use super::kernel::{Op, flat, is_empty};
 use super::sum::read_host_ints;
-use super::{Op, flat, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes;

@@ -2,7 +2,7 @@
 //! between int32 and int64: one device `Cast` (TF's CPU conversions bit for
 //! bit; to the half types rounding to nearest even).
 
-use super::{Op, TypePair, is_empty};
+use super::kernel::{Op, TypePair, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;

@@ -1,7 +1,7 @@
 //! The comparisons (`Equal` … `GreaterEqual`) on float32: the device's
 //! broadcasting comparison into an f32 mask, then a `Cast` to TF's bool.
 
-use super::{Op, is_empty};
+use super::kernel::{Op, is_empty};
 use crate::kernels::failure::KernelResult;
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes;
@@ -106,7 +106,7 @@ impl Op for Compare {
             // TF's answer for shapes that do not broadcast: one bool,
             // whether they differ.
             Err(_) if !strict.0 => {
-                let scalar = super::flat(&[])?;
+                let scalar = super::kernel::flat(&[])?;
                 let out = ctx.output(&scalar, &[])?;
                 let differ = u32::from(self.op.to_bytes() == b"NotEqual");
                 return run.fill(run.typed_desc(&out, scalar, DType::Bool)?, differ);

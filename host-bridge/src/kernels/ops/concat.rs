@@ -2,8 +2,8 @@
 //! negative from the end): one block copy per input into its place.
 
 use super::blocks::Block;
+use super::kernel::{Op, flat, is_empty};
 use super::sum::read_host_ints;
-use super::{Op, flat, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes;

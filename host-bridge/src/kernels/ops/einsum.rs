@@ -9,8 +9,8 @@
 //! only, a repeated label) fails and names the equation.
 
 use super::batch_matmul::{Batched, MATMUL};
+use super::kernel::{Op, flat, is_empty};
 use super::matmul::Transposes;
-use super::{Op, flat, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::{Construction, Context, Tensor};

@@ -9,8 +9,8 @@
 //! stale-error path): the output filled with 1.0, then
 //! multiplied by `value` in place (exact: `1 · v = v`, NaN and −0 too).
 
+use super::kernel::{Op, flat, is_empty};
 use super::sum::read_host_ints;
-use super::{Op, flat, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;

@@ -2,8 +2,8 @@
 //! then `+ bias`, then optionally `Relu`; `fused_ops` `[BiasAdd]` or
 //! `[BiasAdd, Relu]`, `num_args` 1.
 
+use super::kernel::{Op, is_empty};
 use super::matmul::Transposes;
-use super::{Op, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes;

@@ -3,8 +3,8 @@
 //! device memory. An index out of range fails the op when the device runs it
 //! (`InvalidArgument`, at the next wait); TF's CPU kernels fail it too.
 
+use super::kernel::{Op, TypePair, flat, is_empty};
 use super::sum::read_host_ints;
-use super::{Op, TypePair, flat, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes::show;

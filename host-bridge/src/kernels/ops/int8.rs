@@ -7,17 +7,17 @@
 //! The op names carry the device type so that two tensorplug plugins in one
 //! process never define one op twice (TF aborts on a duplicate op).
 
+use super::kernel::{Op, flat, is_empty};
 use super::window::{self as window_kernels};
 use super::window_geometry::{Kind, WindowAttrs, geometry};
-use super::{Op, flat, is_empty};
-use crate::backend;
-use crate::ffi::tf_api;
+use crate::identity;
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
-use crate::kernels::tf::{Construction, Context, Status, Tensor};
-use std::collections::HashMap;
-use std::ffi::{CStr, CString};
-use std::sync::{Mutex, OnceLock};
+use crate::kernels::op_def::define;
+pub use crate::kernels::op_def::op_name;
+use crate::kernels::tf::{Construction, Context, Tensor};
+use std::ffi::CStr;
+use std::sync::OnceLock;
 use tensorplug_abi::tf::TF_DataType;
 use tensorplug_core::accelerator::{DType, OpKind, Shape, TensorDesc, Window};
 
@@ -110,21 +110,6 @@ pub static KERNELS: [Int8Kernel; 8] = [
     },
 ];
 
-/// `_Tensorplug<device><suffix>`, made once per device type and name.
-pub fn op_name(device: &str, suffix: &str) -> &'static CStr {
-    static NAMES: OnceLock<Mutex<HashMap<String, &'static CStr>>> = OnceLock::new();
-    let name = format!("_Tensorplug{device}{suffix}");
-    let mut names = NAMES
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    names.entry(name.clone()).or_insert_with(|| {
-        // A bounded leak: eight names per device type.
-        let c = CString::new(name).unwrap_or_else(|_| c"_TensorplugInvalid".into());
-        Box::leak(c.into_boxed_c_str())
-    })
-}
-
 /// Defines the int8 TF ops of the installed device type, once per process
 /// (TF aborts on a duplicate op; `TF_InitKernel` runs once per plugin).
 pub fn define_ops() -> KernelResult<()> {
@@ -144,40 +129,6 @@ fn define_all() -> KernelResult<()> {
         define(Op::op(k), k.inputs, &[k.output], k.attrs)?;
     }
     Ok(())
-}
-
-/// Defines op `name` with TF's ops API from `ops.h` specs.
-pub(crate) fn define(
-    name: &CStr,
-    inputs: &[&CStr],
-    outputs: &[&CStr],
-    attrs: &[&CStr],
-) -> KernelResult<()> {
-    let api = tf_api::ops_api()?;
-    // SAFETY: a NUL-terminated name; TF returns a fresh builder.
-    let builder = unsafe { (api.new_builder)(name.as_ptr()) };
-    if builder.is_null() {
-        return Err(Failure::invalid("TF_NewOpDefinitionBuilder returned null"));
-    }
-    // SAFETY: a live builder and NUL-terminated specs.
-    unsafe {
-        for spec in inputs {
-            (api.add_input)(builder, spec.as_ptr());
-        }
-        for spec in outputs {
-            (api.add_output)(builder, spec.as_ptr());
-        }
-        for spec in attrs {
-            (api.add_attr)(builder, spec.as_ptr());
-        }
-    }
-    let status = Status::new()?;
-    // SAFETY: TF takes the builder, whatever the outcome.
-    unsafe { (api.register)(builder, status.fresh()) };
-    status.check(&format!(
-        "TF_RegisterOpDefinition({})",
-        name.to_string_lossy()
-    ))
 }
 
 /// An int8 kernel's attributes: the window's, or `MatMulInt8`'s transpose.
@@ -204,7 +155,7 @@ impl Op for Int8Kernel {
     type Attrs = Int8Attrs;
 
     fn op(&self) -> &'static CStr {
-        op_name(backend::device_type(), self.suffix)
+        op_name(identity::device_type(), self.suffix)
     }
 
     fn family(&self) -> Option<OpKind> {

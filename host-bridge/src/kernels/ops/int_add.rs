@@ -5,7 +5,7 @@
 //! integer arithmetic on the CPU. The tensors are a few elements: both are
 //! read to the host, added with TF's wrapping, and written back.
 
-use super::{Op, is_empty};
+use super::kernel::{Op, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;

@@ -1,6 +1,6 @@
 //! `MatMul`: `transpose_a`, `transpose_b`; rank-2 f32.
 
-use super::{Op, is_empty};
+use super::kernel::{Op, is_empty};
 use crate::kernels::failure::KernelResult;
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes;

@@ -2,7 +2,7 @@
 //! filled on the device) and `x · x`. Both are exact in IEEE arithmetic,
 //! as TF's CPU kernels (`-x` and `x * x`).
 
-use super::{Op, elementwise, scalar};
+use super::kernel::{Op, elementwise, scalar};
 use crate::kernels::failure::KernelResult;
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;

@@ -4,8 +4,8 @@
 //! NHWC spatial pad). Exact, signed zeros and NaN included.
 
 use super::blocks::Block;
+use super::kernel::{Op, flat, is_empty};
 use super::sum::read_host_ints;
-use super::{Op, flat, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;

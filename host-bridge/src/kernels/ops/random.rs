@@ -3,8 +3,8 @@
 //! counter, TF's Philox floats bit for bit (Keras' dropout masks). The
 //! algorithm must be Philox (1) or auto-select (3, Philox on TF's CPU).
 
+use super::kernel::{Op, flat, is_empty};
 use super::sum::read_host_ints;
-use super::{Op, flat, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::{Construction, Context, Tensor};

@@ -3,8 +3,8 @@
 //! `Transpose` when they are not already, then a device row reduction;
 //! `ArgMax` and `ArgMin` likewise over one axis.
 
+use super::kernel::{Op, flat};
 use super::sum::read_host_ints;
-use super::{Op, flat};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes;

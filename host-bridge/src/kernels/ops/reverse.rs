@@ -3,8 +3,8 @@
 //! the reversed axes down (exact).
 
 use super::blocks::Block;
+use super::kernel::{Op, is_empty};
 use super::sum::read_host_ints;
-use super::{Op, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;

@@ -2,7 +2,7 @@
 //! mask, operands of another shape broadcast to the output's (`x · 1`,
 //! exact), then one device `Select`.
 
-use super::{Op, flat, is_empty};
+use super::kernel::{Op, flat, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes::{self, show};

@@ -2,8 +2,8 @@
 //! int64; a size of −1 runs to the end): block copies on the device.
 
 use super::blocks::Block;
+use super::kernel::{Op, flat, is_empty};
 use super::sum::read_host_ints;
-use super::{Op, flat, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;

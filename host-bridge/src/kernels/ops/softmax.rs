@@ -1,6 +1,6 @@
 //! `Softmax` and `LogSoftmax` over the last axis (rank ≥ 1).
 
-use super::{Op, is_empty};
+use super::kernel::{Op, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;

@@ -3,8 +3,8 @@
 //! (exact). The axis and `SplitV`'s sizes are in host memory.
 
 use super::blocks::Block;
+use super::kernel::{Op, flat, is_empty};
 use super::sum::read_host_ints;
-use super::{Op, flat, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::{Construction, Context};

@@ -6,8 +6,8 @@
 //! index). Exact.
 
 use super::blocks::Block;
+use super::kernel::{Op, TypePair, flat, is_empty};
 use super::sum::read_host_ints;
-use super::{Op, TypePair, flat, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::{Construction, Context};

@@ -3,7 +3,7 @@
 //! for leading or middle axes ([`shapes::sum`] plans it); `Mean` then
 //! divides by the count in place (`Div` by a scalar, as TF divides).
 
-use super::{Op, flat};
+use super::kernel::{Op, flat};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes::{self, SumPlan};

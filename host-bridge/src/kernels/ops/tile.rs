@@ -4,8 +4,8 @@
 //! view axis, not two; views need rank ≤ 6 (else `UnimplementedError`).
 //! `multiples` is a host-memory input (int32 or int64).
 
+use super::kernel::{Op, flat, is_empty};
 use super::sum::read_host_ints;
-use super::{Op, flat, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;

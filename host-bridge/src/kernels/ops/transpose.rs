@@ -1,8 +1,8 @@
 //! `Transpose(x, perm)`, `perm` in host memory (int32 or int64): one
 //! `TRANSPOSE_F32` after the driver coalesces the axes (exact).
 
+use super::kernel::{Op, flat, is_empty};
 use super::sum::read_host_ints;
-use super::{Op, flat, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;

@@ -2,7 +2,7 @@
 //! `Relu`, `Exp`, …), each a line of [`KERNELS`]; the output may reuse
 //! the input's buffer.
 
-use super::{Op, elementwise};
+use super::kernel::{Op, elementwise};
 use crate::kernels::failure::KernelResult;
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;

@@ -4,9 +4,9 @@
 //! and the depthwise ones (`window_grad.rs`). TF's `SAME`, `VALID` and
 //! `EXPLICIT` paddings become a [`Window`] in `window_geometry.rs`.
 
+use super::kernel::{Op, is_empty};
 use super::window_geometry::{Kind, Padding, WindowAttrs, explicit, geometry, spatial};
 use super::window_grad;
-use super::{Op, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::{AttrSource, Construction, Context};

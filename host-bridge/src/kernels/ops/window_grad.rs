@@ -6,7 +6,7 @@
 //! forward op's geometry comes from the sizes TF passes; the gradient
 //! must have the forward output's shape.
 
-use super::is_empty;
+use super::kernel::is_empty;
 use super::sum::read_host_ints;
 use super::window_geometry::{Kind, WindowAttrs, dims, geometry};
 use crate::kernels::failure::{Failure, KernelResult};

@@ -9,8 +9,8 @@
 //!   · log_softmax(logits)`, i.e. `−log_softmax(logits)[label]`. A label
 //!   outside `[0, classes)` is an InvalidArgument, as on TF's CPU.
 
+use super::kernel::{Op, flat, scalar};
 use super::sum::read_host_ints;
-use super::{Op, flat, scalar};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;

@@ -11,10 +11,10 @@
 
 pub mod params;
 
-use crate::backend;
 use crate::ffi::{self, tf_api};
+use crate::identity;
 use crate::kernels::failure::{Failure, KernelResult};
-use crate::kernels::ops::int8::{define, op_name};
+use crate::kernels::op_def::{define, op_name};
 use crate::kernels::tf::{Construction, Context, Status, Tensor};
 use crate::log;
 use params::{Affine, RangeMode, TensorBlock, WeightMode};
@@ -169,7 +169,7 @@ fn modes(ctx: &Construction) -> KernelResult<Modes> {
 /// Defines the ops (with the int8 ops, once per process).
 pub fn define_ops() -> KernelResult<()> {
     for op in &OPS {
-        let name = op_name(backend::device_type(), op.suffix);
+        let name = op_name(identity::device_type(), op.suffix);
         define(name, op.inputs, op.outputs, op.attrs)?;
     }
     Ok(())
@@ -193,7 +193,7 @@ pub fn register_all() {
 fn register(index: usize, op: &QatOp) -> KernelResult<()> {
     let api = tf_api::kernel_api()?;
     let status = Status::new()?;
-    let name = op_name(backend::device_type(), op.suffix);
+    let name = op_name(identity::device_type(), op.suffix);
     // SAFETY: static NUL-terminated names; our callbacks have TF's signatures.
     let builder = unsafe {
         (api.new_kernel_builder)(

@@ -6,7 +6,7 @@
 //! than `matrixmultiply` for n ≤ 32 (2304×144×16: 82 vs 137 µs) and
 //! 0.6–0.9× for n ≥ 48 (512³: 2.1 vs 1.3 ms); `docs/benchmarks.md`.
 
-use super::GemmSpec;
+use super::spec::GemmSpec;
 use crate::kernels::error::KernelError;
 
 fn isize_of(x: usize) -> Result<isize, KernelError> {

@@ -7,7 +7,7 @@
 //! then added to `out`, so every output element is a sum of per-slice
 //! partial sums, each accumulated in `k` order.
 
-use super::{GemmSpec, Strides};
+use super::spec::{GemmSpec, Strides};
 
 /// Rows of a register tile.
 const MR: usize = 4;

@@ -12,7 +12,7 @@
 //! interleaved filter pair. The input is centred once per call into those
 //! `i32` pairs (a thread-local buffer), not once per tap.
 
-use super::{Geometry, LANES, Quant, Run, conv_body, depthwise_body, dot_body};
+use super::body::{Geometry, LANES, Quant, Run, conv_body, depthwise_body, dot_body};
 use core::arch::x86_64::{
     __m128i, __m512i, _mm_maskz_loadu_epi8, _mm256_cvtepi8_epi16, _mm512_castsi256_si512,
     _mm512_dpwssd_epi32, _mm512_loadu_si512, _mm512_permutex2var_epi16, _mm512_set1_epi32,

@@ -6,7 +6,7 @@ use std::thread::{JoinHandle, Thread};
 
 use tensorplug_abi::device::REGISTER_SPACE_SIZE;
 
-use super::{ServeControl, ServeOptions, serve};
+use super::serve::{ServeControl, ServeOptions, serve};
 use crate::model::Faults;
 use tensorplug_device_fpga::transport::mmio::{BarLayout, HeapBar, MmioTransport};
 

@@ -9,7 +9,7 @@ use std::vec;
 use tensorplug_core::link::{Decoder, FeedResult, MAX_ENCODED_FRAME_LEN};
 
 use super::super::{DeviceMemory, HostBus, Model, TickSource};
-use super::ServeControl;
+use super::serve::ServeControl;
 use tensorplug_device_fpga::transport::link::LinkServer;
 
 /// Answers link requests from `stream` on `model` until the peer closes the

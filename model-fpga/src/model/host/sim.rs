@@ -2,8 +2,9 @@
 //! reference driver over a waking MMIO transport to it. What the host
 //! bridge's `sim` device and the bridge's own tests run.
 
+use super::in_process::InProcessDevice;
+use super::serve::ServeOptions;
 use super::waking::WakingTransport;
-use super::{InProcessDevice, ServeOptions};
 use std::format;
 use std::string::String;
 use std::sync::Arc;

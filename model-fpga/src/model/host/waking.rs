@@ -5,7 +5,7 @@
 //! profiler e2e: the median launch → device-op delay of eager ops was
 //! ~500 µs without it.
 
-use super::DeviceWaker;
+use super::in_process::DeviceWaker;
 use tensorplug_device_fpga::transport::{DmaRegion, Error, Transport};
 
 /// `T`, waking the model thread after each register write.

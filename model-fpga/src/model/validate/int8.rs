@@ -8,17 +8,7 @@ use tensorplug_abi::device::{CommandFlags, Opcode, WindowFields};
 use tensorplug_core::accelerator::{DType, DeviceAddr, OpDesc, OpKind, Shape, TensorDesc, Window};
 use tensorplug_core::quant::block::{ADD_WORDS, HEADER_WORDS};
 
-use super::{Ctx, Rejection, Work, field, in_place_or_disjoint, invalid};
-
-/// An int8 command: the op, up to three inputs (range, dtype, shape) and
-/// the output.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct TypedWork {
-    pub(crate) kind: OpKind,
-    pub(crate) inputs: [(Range<usize>, DType, Shape); 3],
-    pub(crate) count: usize,
-    pub(crate) out: (Range<usize>, DType, Shape),
-}
+use super::{Ctx, Rejection, TypedWork, Work, field, in_place_or_disjoint, invalid};
 
 const SOURCES: [u32; 3] = [field::SRC0, field::SRC1, field::SRC2];
 
