@@ -22,7 +22,8 @@
 //! - [`variable_ops`]: the ops TF runs beside a resource variable;
 //! - [`error`], [`log`]: the bridge's error type and its stderr lines.
 //!
-//! Design and rules: `docs/host-bridge.md`.
+//! A vendor's plugin crate needs only [`prelude`]; the modules above are
+//! the machinery behind it. Design and rules: `docs/host-bridge.md`.
 
 pub mod backend;
 mod claim;
@@ -46,5 +47,18 @@ pub mod variable_ops;
 
 pub use backend::{Backend, OpenError};
 pub use error::{Error, Result};
+
+/// What a vendor's plugin crate uses (`use tensorplug_host_bridge::prelude::*;`):
+/// its [`Backend`] and the driver it opens, the TF kernels of its own ops,
+/// the settings it reads, and [`export_plugin!`]. `docs/vendor-guide.md`.
+pub mod prelude {
+    pub use crate::backend::{Backend, OpenError};
+    pub use crate::devices::{DynAccelerator, erase};
+    pub use crate::export_plugin;
+    pub use crate::kernels::ops::{Op, TfKernel, elementwise};
+    pub use crate::kernels::{Construction, Context, KernelResult, Launcher};
+    pub use crate::registry::timeout_from_env;
+    pub use crate::settings;
+}
 /// The TF C API mirrors, for [`export_plugin!`]'s signatures.
 pub use tensorplug_abi as abi;

@@ -7,8 +7,7 @@
 use std::ffi::CStr;
 use tensorplug_core::accelerator::OpKind;
 use tensorplug_device_npu::leaky_relu;
-use tensorplug_host_bridge::kernels::ops::{Op, elementwise};
-use tensorplug_host_bridge::kernels::{Construction, Context, KernelResult, Launcher};
+use tensorplug_host_bridge::prelude::*;
 
 /// TF's `LeakyRelu` on the NPU.
 pub struct LeakyRelu;

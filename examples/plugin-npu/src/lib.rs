@@ -7,9 +7,7 @@ mod leaky_relu;
 
 use std::ffi::CStr;
 use tensorplug_device_npu::{Npu, StdClock};
-use tensorplug_host_bridge::devices::{DynAccelerator, erase};
-use tensorplug_host_bridge::kernels::ops::TfKernel;
-use tensorplug_host_bridge::{Backend, OpenError};
+use tensorplug_host_bridge::prelude::*;
 
 /// Device memory of a simulated NPU.
 const SIM_MEMORY_BYTES: usize = 64 << 20;
@@ -35,4 +33,4 @@ impl Backend for NpuBackend {
     }
 }
 
-tensorplug_host_bridge::export_plugin!(NpuBackend);
+export_plugin!(NpuBackend);
