@@ -169,12 +169,7 @@ fn a_damaged_answer_split_across_reads_after_a_truncated_one_fails_at_once() {
     let third = answer(&mut device, 4, &register(9));
     let mut link = connect(
         &mut device,
-        vec![
-            lost,
-            second[..4].to_vec(),
-            second[4..].to_vec(),
-            third,
-        ],
+        vec![lost, second[..4].to_vec(), second[4..].to_vec(), third],
     );
     assert_eq!(
         link.read_reg(0),
