@@ -13,21 +13,15 @@ float32, |a-b| / max(|b|, 1e-3)), then `done`.
 import numpy as np
 import tensorflow as tf
 
+from half_convnet import half_convnet
+
 keras = tf.keras
-layers = keras.layers
 KERAS3 = getattr(keras, "__version__", "2").startswith("3")
 
 
 def convnet(policy):
     keras.mixed_precision.set_global_policy(policy)
-    model = keras.Sequential([
-        keras.Input((28, 28, 1)),
-        layers.Conv2D(8, 3, activation="relu"),
-        layers.MaxPooling2D(),
-        layers.Flatten(),
-        layers.Dense(10),
-        layers.Activation("softmax", dtype="float32"),
-    ])
+    model = half_convnet(keras)
     if KERAS3:
         model.compile(jit_compile=False)
     return model

@@ -27,20 +27,13 @@ import tensorflow as tf  # noqa: E402
 from tensorflow.core.framework import graph_pb2  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from half_convnet import half_convnet  # noqa: E402
 from tf_profiler_scenarios import profiled_ops  # noqa: E402
 
 keras = tf.keras
-layers = keras.layers
 keras.mixed_precision.set_global_policy("mixed_bfloat16")
 keras.utils.set_random_seed(7)
-model = keras.Sequential([
-    keras.Input((28, 28, 1)),
-    layers.Conv2D(8, 3, activation="relu"),
-    layers.MaxPooling2D(),
-    layers.Flatten(),
-    layers.Dense(10),
-    layers.Activation("softmax", dtype="float32"),
-])
+model = half_convnet(keras)
 # Loaded without the wheel: Keras 3 would turn XLA on (docs/wheel.md).
 model.compile(jit_compile=False)
 x = np.random.default_rng(3).standard_normal((32, 28, 28, 1)).astype("float32")
