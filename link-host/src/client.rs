@@ -459,8 +459,8 @@ impl<S: LinkStream> RemoteAccelerator<S> {
                 FeedResult::Error { error, remaining } => {
                     // Opening: bytes from before this session (the end of a
                     // frame sent before a cable was plugged in again), or the
-                    // tail of a frame cut short, unless it is a whole frame
-                    // naming a request in flight, damaged on the wire.
+                    // tail of a frame cut short, unless its first bytes name
+                    // a request in flight: an answer damaged on the wire.
                     self.start.note(fresh, &fed[..fed.len() - remaining.len()]);
                     let named = self.start.request_id();
                     let in_flight = named.is_some_and(|id| {

@@ -230,8 +230,8 @@ impl<S: Read + Write> LinkTransport<S> {
                     }
                     FeedResult::Error { error, remaining } => {
                         // Opening: bytes from before this session; or the
-                        // tail of a frame cut short, unless it is a whole
-                        // frame that answers this request, damaged on the wire.
+                        // tail of a frame cut short, unless its first bytes
+                        // name this request: its answer, damaged on the wire.
                         self.start.note(fresh, &fed[..fed.len() - remaining.len()]);
                         let answers_us = self.start.request_id() == Some(id);
                         if hello || (core::mem::take(&mut self.cut_short) && !answers_us) {
