@@ -238,9 +238,9 @@ fn decode_frame_with(encoded: &mut [u8], decode: PayloadDecoder) -> Result<Frame
 pub fn bad_frame_request_id(raw: &[u8]) -> Option<u16> {
     // Empty frames (lone delimiters) in front are skipped, as `feed` does.
     let raw = &raw[raw.iter().position(|&b| b != DELIMITER)?..];
-    // Enough for the header's COBS blocks, unless one runs far into the
-    // payload: then `None`, as for a tail.
-    let mut prefix = [0u8; 64];
+    // Enough for the blocks that hold its first five bytes: each starts
+    // within them and is at most 255 bytes long.
+    let mut prefix = [0u8; PREFIX_LEN];
     let n = raw.len().min(prefix.len());
     prefix[..n].copy_from_slice(&raw[..n]);
     let decoded = match cobs::decode_in_place_report(&mut prefix[..n]) {
@@ -252,18 +252,21 @@ pub fn bad_frame_request_id(raw: &[u8]) -> Option<u16> {
     (decoded >= 5).then(|| u16::from_le_bytes([prefix[3], prefix[4]]))
 }
 
+/// The raw bytes of a frame's start that [`bad_frame_request_id`] reads.
+const PREFIX_LEN: usize = 5 + 255 + 1;
+
 /// The first bytes of the frame a [`Decoder`] is reading, kept beside it
 /// by a host (a frame may span reads) for [`bad_frame_request_id`].
 #[derive(Clone, Debug)]
 pub struct FrameStart {
-    bytes: [u8; 64],
+    bytes: [u8; PREFIX_LEN],
     len: usize,
 }
 
 impl Default for FrameStart {
     fn default() -> Self {
         Self {
-            bytes: [0; 64],
+            bytes: [0; PREFIX_LEN],
             len: 0,
         }
     }

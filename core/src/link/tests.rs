@@ -341,6 +341,17 @@ fn a_bad_frame_shows_its_request_id_unless_too_little_of_it_came() {
     let whole = encode(5, 0x0201, &message);
     assert_eq!(bad_frame_request_id(&whole[..12]), Some(0x0201));
     assert_eq!(bad_frame_request_id(&whole[..4]), None);
+    // A bulk answer's first COBS block runs far past its header (no zero
+    // in 300 bytes of data): its id still shows, damaged at its end.
+    let data = [0x5a; 300];
+    let bulk = Message::WriteMemory(WriteMemory {
+        address: 0x0101_0101,
+        data: &data,
+    });
+    let mut long = encode(0x0303, 0x0404, &bulk);
+    let end = long.len() - 3;
+    long[end] ^= 0x01;
+    assert_eq!(bad_frame_request_id(&long), Some(0x0404));
 }
 
 #[test]
