@@ -8,12 +8,19 @@ The device computes each op in float32 and rounds once to the half type
 more steps, so there the CPU, not the device, is the one further off.
 
 Prints, per policy: `<policy> fpga <e> cpu <e>` (max relative error against
-float32, |a-b| / max(|b|, 1e-3)), then `done`.
+float32, |a-b| / max(|b|, 1e-3)), then `done`. The device run's
+convolution and matmul are checked on the FPGA's plane of a profile, and
+none on TF's CPU executor, so the device's figure is the device's.
 """
+import os
+import sys
+
 import numpy as np
 import tensorflow as tf
 
-from half_convnet import half_convnet
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from half_convnet import half_convnet  # noqa: E402
+from tf_profiler_scenarios import profiled_ops  # noqa: E402
 
 keras = tf.keras
 KERAS3 = getattr(keras, "__version__", "2").startswith("3")
@@ -48,5 +55,11 @@ for policy in ["mixed_float16", "mixed_bfloat16"]:
     device = kernel.device if hasattr(kernel, "device") else kernel.value.device
     assert device.endswith("FPGA:0"), f"{policy}: the kernel lives on {device}"
     on_fpga = fpga.predict(x, verbose=0)
+    device, cpu = profiled_ops(lambda: fpga.predict(x, verbose=0))
+    ran = " ".join(sorted(device))
+    assert any("Conv2D" in op for op in device), f"{policy}: no convolution on FPGA:0: {ran}"
+    assert any("MatMul" in op for op in device), f"{policy}: no matmul on FPGA:0: {ran}"
+    on_cpu_ops = sorted(op for op in cpu if "Conv" in op or "MatMul" in op)
+    assert not on_cpu_ops, f"{policy}: {on_cpu_ops} ran on the CPU"
     print(f"{policy} fpga {rel(on_fpga, exact):.3g} cpu {rel(on_cpu, exact):.3g}", flush=True)
 print("done")
