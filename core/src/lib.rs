@@ -16,6 +16,7 @@ pub mod clock;
 pub mod conformance;
 pub mod event;
 pub mod link;
+pub mod program;
 pub mod quant;
 pub mod reference;
 pub mod ring;

@@ -1,0 +1,113 @@
+//! Running a validated program on any [`Accelerator`]-like device, one
+//! enqueue per command: how the host runs a program on a device that does
+//! not run programs itself, and how a device's firmware runs the programs
+//! it stores.
+
+use super::error::ProgramError;
+use super::format::BufferKind;
+use super::resolve::{BufferSpec, Step};
+use super::validate::Validated;
+use crate::accelerator::{DeviceAddr, Fence, Launch, OpDesc, QueueId, TensorDesc, Transfer};
+
+/// Where a run's buffers are: one address per binding slot, and the base
+/// of a scratch arena of at least the program's `arena` bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Bindings<'b> {
+    /// Slot `i`'s device address.
+    pub slots: &'b [DeviceAddr],
+    /// The scratch arena's first byte.
+    pub arena: DeviceAddr,
+}
+
+/// Why a run stopped.
+#[derive(Debug)]
+pub enum RunError<E> {
+    /// The bindings do not fit the program.
+    Program(ProgramError),
+    /// The device refused a command: its index and the device's error.
+    Device {
+        /// The command's index.
+        command: u16,
+        /// The device's error.
+        error: E,
+    },
+}
+
+/// Enqueues every command of `program` on `queue`, in order, and returns
+/// the last command's fence (`None` for a program without commands). The
+/// device runs them in order on that queue, so the fence covers them all.
+///
+/// # Errors
+/// [`RunError::Program`] if the bindings do not fit; [`RunError::Device`]
+/// for the first command the device refuses (those before it are queued).
+pub fn replay<D: Launch + Transfer>(
+    dev: &mut D,
+    queue: QueueId,
+    program: &Validated<'_>,
+    at: &Bindings<'_>,
+) -> Result<Option<Fence>, RunError<D::Error>> {
+    let p = program.program();
+    let h = p.header();
+    if at.slots.len() != usize::from(h.bindings) {
+        return Err(RunError::Program(ProgramError::Bindings {
+            expected: h.bindings,
+            got: at.slots.len().min(usize::from(u16::MAX)) as u16,
+        }));
+    }
+    let n = p.buffer_count();
+    let tensor = |i: u16| -> Result<TensorDesc, ProgramError> {
+        let record = p.buffer(usize::from(i)).ok_or(ProgramError::Length)?;
+        let spec = BufferSpec::decode(&record)
+            .map_err(|fault| ProgramError::Buffer { index: i, fault })?;
+        let addr = match spec.kind {
+            BufferKind::Scratch => DeviceAddr(at.arena.0 + u64::from(spec.place)),
+            _ => *at
+                .slots
+                .get(spec.place as usize)
+                .ok_or(ProgramError::Bindings {
+                    expected: h.bindings,
+                    got: at.slots.len() as u16,
+                })?,
+        };
+        Ok(spec.at(addr))
+    };
+    let mut last = None;
+    for (c, record) in p.commands().enumerate() {
+        let index = c as u16;
+        let step = Step::decode(&record, program.vendor(), n)
+            .map_err(|fault| RunError::Program(ProgramError::Command { index, fault }))?;
+        let out = tensor(step.output()).map_err(RunError::Program)?;
+        let len = out.byte_len().unwrap_or(0);
+        let fence = match step {
+            Step::Launch {
+                kind,
+                op_id,
+                inputs,
+                count,
+                ..
+            } => {
+                let mut tensors = [out; 3];
+                for (slot, &i) in tensors.iter_mut().zip(&inputs[..count]) {
+                    *slot = tensor(i).map_err(RunError::Program)?;
+                }
+                let op = OpDesc {
+                    kind,
+                    inputs: &tensors[..count],
+                    output: out,
+                    op_id,
+                };
+                dev.launch(queue, &op)
+            }
+            Step::Copy { src, .. } => {
+                let src = tensor(src).map_err(RunError::Program)?;
+                dev.copy_on_device(queue, out.addr, src.addr, len)
+            }
+            Step::Fill { pattern, .. } => dev.fill(queue, out.addr, len, pattern),
+        };
+        last = Some(fence.map_err(|error| RunError::Device {
+            command: index,
+            error,
+        })?);
+    }
+    Ok(last)
+}
