@@ -36,6 +36,9 @@ use crate::events::McuEvents;
 
 /// Commands the op-level server keeps outstanding.
 const PENDING: usize = 16;
+/// RAM for device programs (`LoadProgram`): a larger one is refused with
+/// `ProgramRefused` / `TooLarge(Bytes)`. `docs/firmware.md`.
+const PROGRAM_BYTES: usize = 8 * 1024;
 /// Requests the host may send before it sees the oldest answered (link
 /// protocol 2.1). This firmware polls a UART with a one-byte buffer, so
 /// it may say more than 1 only because QEMU's chardev holds the host's
@@ -46,7 +49,7 @@ const LINK_WINDOW: u16 = 8;
 /// Both servers and the one session they answer in.
 struct Servers {
     session: Session,
-    ops: OpServer<PENDING>,
+    ops: OpServer<PENDING, PROGRAM_BYTES>,
     bus: LinkServer,
     events: McuEvents,
     out: [u8; MAX_ENCODED_FRAME_LEN],

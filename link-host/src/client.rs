@@ -23,6 +23,8 @@ use tensorplug_core::link::{
     ProtocolVersion, SetProfiling, negotiate,
 };
 
+mod programs;
+
 /// The first protocol version with the op-level mode as it is now (2.0:
 /// ops by catalogue identity and attribute block; 1.1 had per-op codes).
 pub const OP_LEVEL_VERSION: ProtocolVersion = ProtocolVersion { major: 2, minor: 0 };
@@ -45,14 +47,17 @@ impl RemoteError {
         }
     }
 
-    /// The error an MCU answered with `code` means.
-    fn remote(code: u16, what: &str) -> Self {
-        let mut error = Self::remote_kind(code, what);
+    /// The error an MCU answered with `code` (and `detail`) means.
+    fn remote(code: u16, detail: u32, what: &str) -> Self {
+        let mut error = Self::remote_kind(code, detail, what);
         error.link_code = Some(code);
         error
     }
 
-    fn remote_kind(code: u16, what: &str) -> Self {
+    fn remote_kind(code: u16, detail: u32, what: &str) -> Self {
+        if let Some(error) = programs::program_error(code, detail, what) {
+            return error;
+        }
         match error_kind(code) {
             Some(kind) => Self::new(kind, format!("the MCU's driver failed {what}: {kind:?}")),
             None => Self::new(
@@ -130,6 +135,12 @@ pub struct RemoteAccelerator<S> {
     reset_mark: u64,
     /// Whether the peer takes `SubmitBatch` (protocol 2.2).
     peer_batches: bool,
+    /// Whether the peer may store programs (protocol 2.3; a peer without a
+    /// store answers `Unsupported`, which clears it).
+    peer_programs: bool,
+    /// The programs stored on the MCU, by CRC: loaded again when a new
+    /// session opens after a restart.
+    programs: Vec<(u32, Vec<u8>)>,
     /// Whether queued commands go in `SubmitBatch`es.
     batching: bool,
     /// Queued commands not sent yet: sent by the next call that is not one.
@@ -250,6 +261,8 @@ impl<S: LinkStream> RemoteAccelerator<S> {
             window: 1,
             reset_mark: 0,
             peer_batches: false,
+            peer_programs: false,
+            programs: Vec::new(),
             batching: false,
             batch: None,
             batches: HashMap::new(),
@@ -298,6 +311,7 @@ impl<S: LinkStream> RemoteAccelerator<S> {
             };
         }
         link.peer_batches = v.minor >= 2;
+        link.peer_programs = v.minor >= 3;
         link.batching = link.peer_batches && link.window > 1;
         link.session = SessionState::Open;
         Ok(link)
@@ -323,7 +337,8 @@ impl<S: LinkStream> RemoteAccelerator<S> {
         };
         self.usage.used = 0;
         self.live_buffers = 0;
-        opened
+        opened?;
+        self.reload_programs()
     }
 
     /// The MCU restarted: every command in flight is lost with its memory.
@@ -503,14 +518,14 @@ impl<S: LinkStream> RemoteAccelerator<S> {
                         }
                         Message::Error(e) if id == NO_REQUEST || Some(id) == want => {
                             self.unread = rest.to_vec();
-                            return Err(RemoteError::remote(e.code, what));
+                            return Err(RemoteError::remote(e.code, e.detail, what));
                         }
                         Message::Ack(_) if Some(id) != want => {
                             self.answered(id, None);
                             continue;
                         }
                         Message::Error(e) if Some(id) != want => {
-                            let error = RemoteError::remote(e.code, "a queued command");
+                            let error = RemoteError::remote(e.code, e.detail, "a queued command");
                             self.answered(id, Some((error, e.detail)));
                             continue;
                         }
@@ -556,7 +571,7 @@ impl<S: LinkStream> RemoteAccelerator<S> {
         if status != 0 {
             self.failed.insert(
                 seq,
-                (queue, RemoteError::remote(status, "a queued command")),
+                (queue, RemoteError::remote(status, 0, "a queued command")),
             );
         }
         let done = self.completed.entry(queue).or_default();

@@ -4,35 +4,21 @@
 #![cfg(feature = "std")]
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::time::Duration;
 use tensorplug_core::accelerator::prelude::*;
 
-use tensorplug_core::accelerator::{Accelerator, Error as _, ErrorKind};
+use tensorplug_core::accelerator::{Error as _, ErrorKind};
 use tensorplug_core::event::{Event, EventKind};
 use tensorplug_core::link::server::{RingEvents, serve_stream};
 use tensorplug_core::link::{
     Decoder, Encoder, FeedResult, Hello, MAX_ENCODED_FRAME_LEN, Message, ProtocolVersion,
 };
 use tensorplug_core::ring::Ring;
-use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
-use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
-use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
 use tensorplug_link_host::RemoteAccelerator;
-use tensorplug_model_fpga::model::{HostModel, ModelConfig};
 
-fn listen() -> (TcpListener, std::net::SocketAddr) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    (listener, addr)
-}
-
-/// The driver over SPI to the model, as the firmware runs it.
-fn spi_model_driver() -> impl Accelerator {
-    let model = HostModel::on_host(1 << 20, ModelConfig::default()).unwrap();
-    let transport = SpiTransport::new(SpiSlave::new(model), SpiConfig::default());
-    Driver::<_, _>::new(transport, StdClock::default(), DriverConfig::default()).unwrap()
-}
+mod link_support;
+use link_support::{Counting, listen, serve_model, spi_model_driver};
 
 #[test]
 fn events_a_full_ring_dropped_reach_the_host_as_a_count() {
@@ -102,11 +88,11 @@ fn a_firmware_without_the_op_level_mode_is_refused_naming_both_versions() {
         // 1.1: the op-level mode with per-op wire codes, before the catalogue.
         (
             ProtocolVersion { major: 1, minor: 1 },
-            ["we speak 2.2", "the peer speaks 1.1"],
+            ["we speak 2.3", "the peer speaks 1.1"],
         ),
         (
             ProtocolVersion { major: 3, minor: 0 },
-            ["we speak 2.2", "the peer speaks 3.0"],
+            ["we speak 2.3", "the peer speaks 3.0"],
         ),
     ] {
         let stream = TcpStream::connect(peer_speaking(peer)).unwrap();
@@ -203,66 +189,6 @@ fn a_reset_keeps_a_frame_that_was_half_read() {
     assert_eq!((drained.events, out[0].op_id), (1, 1));
     drop(dev);
     peer.join().unwrap();
-}
-
-/// A TCP stream that counts its reads (a read is the host waiting for the
-/// MCU) and the frames it sends (their `0x00` delimiters).
-struct Counting {
-    inner: TcpStream,
-    reads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-    frames: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl Counting {
-    fn new(inner: TcpStream) -> Self {
-        Self {
-            inner,
-            reads: Default::default(),
-            frames: Default::default(),
-        }
-    }
-}
-
-impl Read for Counting {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.reads
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.inner.read(buf)
-    }
-}
-
-impl Write for Counting {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        let frames = buf[..n].iter().filter(|&&b| b == 0).count();
-        self.frames
-            .fetch_add(frames, std::sync::atomic::Ordering::Relaxed);
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-impl tensorplug_core::link::LinkStream for Counting {
-    fn set_read_timeout(&mut self, timeout: Duration) -> std::io::Result<()> {
-        self.inner.set_read_timeout(Some(timeout))
-    }
-}
-
-/// The op-level server over TCP, on the model behind SPI.
-fn serve_model() -> std::net::SocketAddr {
-    let (listener, addr) = listen();
-    std::thread::spawn(move || {
-        let (mut stream, _) = listener.accept().unwrap();
-        let mut driver = spi_model_driver();
-        let _ = serve_stream(
-            &mut stream,
-            &mut driver,
-            &mut tensorplug_core::link::server::DriverEvents,
-        );
-    });
-    addr
 }
 
 /// Protocol 2.1: the host sends up to the peer's window of commands before

@@ -10,6 +10,7 @@ use super::ops::{
     Allocate, ClockValue, Deallocate, DrainEvents, GetInfo, GetLinkInfo, Info, LinkInfo,
     MemoryState, ReadClock, Reset, Submit, SubmitBatch,
 };
+use super::program_ops::{ForgetPrograms, LoadProgram, RunProgram};
 use super::records::EventRecords;
 use super::version::{PROTOCOL_VERSION, ProtocolVersion};
 use postcard::ser_flavors::Flavor;
@@ -160,6 +161,12 @@ pub enum RemoteErrorCode {
     /// The server received a frame it could not decode (`detail`: the
     /// [`LinkErrorKind`](super::LinkErrorKind) as a number).
     BadFrame = 7,
+    /// A program was refused (2.3; `detail`:
+    /// [`ProgramError::detail`](crate::program::ProgramError::detail)).
+    ProgramRefused = 8,
+    /// `RunProgram` names a program the MCU does not hold (2.3): it
+    /// restarted or forgot it; load it again.
+    UnknownProgram = 9,
 }
 
 impl RemoteErrorCode {
@@ -173,6 +180,8 @@ impl RemoteErrorCode {
             5 => Self::Busy,
             6 => Self::DeviceFault,
             7 => Self::BadFrame,
+            8 => Self::ProgramRefused,
+            9 => Self::UnknownProgram,
             _ => return None,
         })
     }
@@ -245,6 +254,12 @@ pub enum MessageId {
     GetLinkInfo = 0x0F,
     /// [`Message::SubmitBatch`] (2.2)
     SubmitBatch = 0x10,
+    /// [`Message::LoadProgram`] (2.3)
+    LoadProgram = 0x11,
+    /// [`Message::RunProgram`] (2.3)
+    RunProgram = 0x12,
+    /// [`Message::ForgetPrograms`] (2.3)
+    ForgetPrograms = 0x13,
     /// [`Message::HelloAck`]
     HelloAck = 0x81,
     /// [`Message::Pong`]
@@ -303,6 +318,9 @@ impl MessageId {
             0x0E => Self::DrainEvents,
             0x0F => Self::GetLinkInfo,
             0x10 => Self::SubmitBatch,
+            0x11 => Self::LoadProgram,
+            0x12 => Self::RunProgram,
+            0x13 => Self::ForgetPrograms,
             0x81 => Self::HelloAck,
             0x82 => Self::Pong,
             0x83 => Self::RegisterValue,
@@ -370,6 +388,12 @@ pub enum Message<'a> {
     GetLinkInfo(GetLinkInfo),
     /// Host queues several commands on one queue (2.2).
     SubmitBatch(SubmitBatch<'a>),
+    /// Host stores one chunk of a device program (2.3).
+    LoadProgram(LoadProgram<'a>),
+    /// Host runs a stored program (2.3).
+    RunProgram(RunProgram<'a>),
+    /// Host drops the stored programs (2.3).
+    ForgetPrograms(ForgetPrograms),
     /// MCU answers `Hello` with its own version.
     HelloAck(Hello),
     /// MCU answers `Ping`.
@@ -416,6 +440,9 @@ macro_rules! with_body {
             Message::DrainEvents($b) => $body,
             Message::GetLinkInfo($b) => $body,
             Message::SubmitBatch($b) => $body,
+            Message::LoadProgram($b) => $body,
+            Message::RunProgram($b) => $body,
+            Message::ForgetPrograms($b) => $body,
             Message::Info($b) => $body,
             Message::MemoryState($b) => $body,
             Message::ClockValue($b) => $body,
@@ -450,6 +477,9 @@ impl<'a> Message<'a> {
             Self::DrainEvents(_) => MessageId::DrainEvents,
             Self::GetLinkInfo(_) => MessageId::GetLinkInfo,
             Self::SubmitBatch(_) => MessageId::SubmitBatch,
+            Self::LoadProgram(_) => MessageId::LoadProgram,
+            Self::RunProgram(_) => MessageId::RunProgram,
+            Self::ForgetPrograms(_) => MessageId::ForgetPrograms,
             Self::Info(_) => MessageId::Info,
             Self::MemoryState(_) => MessageId::MemoryState,
             Self::ClockValue(_) => MessageId::ClockValue,
@@ -535,6 +565,11 @@ impl<'a> Message<'a> {
                     .check()
                     .map_err(|_| LinkError::MalformedPayload { id })?;
                 Self::SubmitBatch(batch)
+            }
+            Some(MessageId::LoadProgram) => Self::LoadProgram(exact(payload).map_err(malformed)?),
+            Some(MessageId::RunProgram) => Self::RunProgram(exact(payload).map_err(malformed)?),
+            Some(MessageId::ForgetPrograms) => {
+                Self::ForgetPrograms(exact(payload).map_err(malformed)?)
             }
             _ => return Err(LinkError::UnknownMessage { id }),
         })

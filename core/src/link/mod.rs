@@ -24,6 +24,8 @@ mod handshake;
 mod header;
 mod message;
 pub mod ops;
+mod program_ops;
+mod program_store;
 mod records;
 mod sequence;
 pub mod server;
@@ -49,6 +51,8 @@ pub use message::{
     WriteMemory, WriteRegister,
 };
 pub use ops::Submit;
+pub use program_ops::{ForgetPrograms, LoadProgram, RunProgram};
+pub use program_store::{LoadFault, ProgramStore};
 pub use records::{EVENT_RECORD_LEN, EventRecords, MAX_EVENTS_PER_BATCH};
 pub use sequence::SequenceTracker;
 pub use server::OpServer;

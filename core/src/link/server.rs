@@ -10,16 +10,22 @@ use super::framing::{MAX_BULK_CHUNK, MAX_ENCODED_FRAME_LEN};
 use super::header::NO_REQUEST;
 use super::message::{Ack, Completion, EventBatch, MemoryData, Message, RemoteErrorCode};
 use super::ops::{ClockValue, Command, Info, MemoryState, Submit, SubmitBatch, WireOp, error_code};
+use super::program_ops::{LoadProgram, RunProgram};
+use super::program_store::{LoadFault, ProgramStore};
 use super::records::{EventRecords, MAX_EVENTS_PER_BATCH};
 use super::session::Session;
 use crate::accelerator::{Accelerator, DType, DeviceAddr, Drained, Error, Fence, QueueId, Shape};
 use crate::accelerator::{Namespace, TensorDesc, VendorOps};
 use crate::event::Event;
+use crate::program::{Bindings, Limits, RunError, replay};
 use crate::ring::Consumer;
 
 /// How long the server waits for the oldest command when its table of
 /// outstanding commands is full, and for a copy.
 pub const STALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Bytes of programs [`serve_stream`] stores (a host's model server).
+pub const HOST_PROGRAM_BYTES: usize = 256 * 1024;
 
 /// Where the server takes the events it sends.
 pub trait EventSource<A: Accelerator + ?Sized> {
@@ -102,9 +108,12 @@ struct Outstanding {
 /// the frame); everything else is enqueued, acknowledged, and completed
 /// later by [`OpServer::poll`]. At most `PENDING` commands are outstanding:
 /// one more waits for the oldest first (bounded by [`STALL_TIMEOUT`]).
+/// `PROGRAMS` bytes hold device programs (`LoadProgram`, `RunProgram`);
+/// with 0 the server answers those `Unsupported`.
 #[derive(Debug)]
-pub struct OpServer<const PENDING: usize = 16> {
+pub struct OpServer<const PENDING: usize = 16, const PROGRAMS: usize = 0> {
     pending: heapless::Vec<Outstanding, PENDING>,
+    programs: ProgramStore<PROGRAMS>,
     /// The window `GetLinkInfo` reports (1 unless [`OpServer::with_window`]).
     window: u16,
     scratch: [u8; MAX_BULK_CHUNK],
@@ -112,7 +121,7 @@ pub struct OpServer<const PENDING: usize = 16> {
     out: [u8; MAX_ENCODED_FRAME_LEN],
 }
 
-impl<const PENDING: usize> Default for OpServer<PENDING> {
+impl<const PENDING: usize, const PROGRAMS: usize> Default for OpServer<PENDING, PROGRAMS> {
     fn default() -> Self {
         Self::new()
     }
@@ -125,11 +134,12 @@ fn code<E: Error>(e: E) -> u16 {
     error_code(e.kind())
 }
 
-impl<const PENDING: usize> OpServer<PENDING> {
+impl<const PENDING: usize, const PROGRAMS: usize> OpServer<PENDING, PROGRAMS> {
     /// A server with nothing outstanding.
     pub const fn new() -> Self {
         Self {
             pending: heapless::Vec::new(),
+            programs: ProgramStore::new(),
             window: 1,
             scratch: [0; MAX_BULK_CHUNK],
             events: [Event {
@@ -221,6 +231,16 @@ impl<const PENDING: usize> OpServer<PENDING> {
             Message::Submit(submit) => return self.submit(session, accel, id, submit, send),
             Message::SubmitBatch(batch) => {
                 return self.submit_batch(session, accel, id, batch, send);
+            }
+            Message::LoadProgram(load) if PROGRAMS > 0 => {
+                return self.load_program(session, accel, id, load, send);
+            }
+            Message::RunProgram(run) if PROGRAMS > 0 => {
+                return self.run_program(session, accel, id, run, send);
+            }
+            Message::ForgetPrograms(_) => {
+                self.programs.clear();
+                Ok(Message::Ack(Ack))
             }
             _ => Err(RemoteErrorCode::Unsupported as u16),
         };
@@ -392,6 +412,83 @@ impl<const PENDING: usize> OpServer<PENDING> {
                 self.complete(session, accel, done, 0, send)
             }
         }
+    }
+
+    /// Stores one chunk of a program; the last is validated first.
+    fn load_program<A: Accelerator + ?Sized>(
+        &mut self,
+        session: &mut Session,
+        accel: &mut A,
+        id: u16,
+        load: &LoadProgram<'_>,
+        send: &mut impl FnMut(&[u8]),
+    ) -> Result<(), LinkError> {
+        let vendor = accel.info().capabilities.vendor_ops;
+        let limits = Limits {
+            bytes: u32::try_from(PROGRAMS).unwrap_or(u32::MAX),
+            ..Limits::HOST
+        };
+        match self
+            .programs
+            .load(load.offset, load.total, load.data, &vendor, &limits)
+        {
+            Ok(_) => {
+                let len = session.respond(id, &Message::Ack(Ack), &mut self.out)?;
+                send(&self.out[..len]);
+                Ok(())
+            }
+            Err(LoadFault::OutOfOrder) => {
+                self.send_error(session, id, RemoteErrorCode::OutOfRange as u16, send)
+            }
+            Err(LoadFault::Refused(e)) => {
+                let code = RemoteErrorCode::ProgramRefused as u16;
+                self.send_refusal(session, id, code, e.detail() as usize, send)
+            }
+        }
+    }
+
+    /// Runs a stored program: one `Ack` once its commands are enqueued (or
+    /// an `Error` naming the first refused), one `Completion` when the last
+    /// completes.
+    fn run_program<A: Accelerator + ?Sized>(
+        &mut self,
+        session: &mut Session,
+        accel: &mut A,
+        id: u16,
+        run: &RunProgram<'_>,
+        send: &mut impl FnMut(&[u8]),
+    ) -> Result<(), LinkError> {
+        self.make_room(session, accel, send)?;
+        let vendor = accel.info().capabilities.vendor_ops;
+        let Some(program) = self.programs.get(run.program, &vendor) else {
+            return self.send_error(session, id, RemoteErrorCode::UnknownProgram as u16, send);
+        };
+        let at = Bindings::from_le_bytes(run.slots, DeviceAddr(run.arena));
+        let refused = match replay(accel, QueueId(run.queue), &program, &at) {
+            Ok(fence) => {
+                let len = session.respond(id, &Message::Ack(Ack), &mut self.out)?;
+                send(&self.out[..len]);
+                let entry = Outstanding {
+                    request: id,
+                    queue: run.queue,
+                    fence: fence.unwrap_or_default(),
+                    reports: true,
+                };
+                return match fence {
+                    // Room was made above.
+                    Some(_) => {
+                        let _ = self.pending.push(entry);
+                        Ok(())
+                    }
+                    None => self.complete(session, accel, entry, 0, send),
+                };
+            }
+            Err(RunError::Program(e)) => {
+                (RemoteErrorCode::ProgramRefused as u16, e.detail() as usize)
+            }
+            Err(RunError::Device { command, error }) => (code(error), usize::from(command)),
+        };
+        self.send_refusal(session, id, refused.0, refused.1, send)
     }
 
     /// Enqueues a command that runs on the device queue (not a copy from
@@ -597,7 +694,7 @@ where
     use std::io::ErrorKind;
     let mut session = Session::new();
     // TCP's flow control holds the host's frames while one is answered.
-    let mut server = std::boxed::Box::new(OpServer::<16>::new().with_window(8));
+    let mut server = std::boxed::Box::new(OpServer::<16, HOST_PROGRAM_BYTES>::new().with_window(8));
     let mut decoder = std::boxed::Box::new(super::decode::Decoder::new());
     let mut tx = std::vec::Vec::new();
     let mut chunk = [0u8; 4096];

@@ -508,7 +508,7 @@ fn incompatible_peer_is_refused_naming_both_versions() {
     core::fmt::write(&mut text, format_args!("{err}")).unwrap();
     assert_eq!(
         text.as_str(),
-        "incompatible link protocol: we speak 2.2, the peer speaks 1.1"
+        "incompatible link protocol: we speak 2.3, the peer speaks 1.1"
     );
 }
 

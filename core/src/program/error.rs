@@ -47,6 +47,7 @@ pub enum ProgramError {
 /// Which limit a program exceeds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
 pub enum Limit {
     /// Its length in bytes.
     Bytes,
@@ -86,6 +87,7 @@ pub enum BufferFault {
 /// What is wrong with a command record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
 pub enum CommandFault {
     /// An unknown tag, or a reserved field that is not 0.
     Tag,
@@ -124,20 +126,106 @@ impl fmt::Display for ProgramError {
 impl core::error::Error for ProgramError {}
 
 impl ProgramError {
-    /// A 16-bit code for the link's error `detail`: the high byte says
-    /// which variant, the low byte the record index (saturated).
-    pub fn detail(&self) -> u16 {
-        let (class, index): (u8, u16) = match *self {
-            Self::Length => (1, 0),
-            Self::Magic => (2, 0),
-            Self::Version { .. } => (3, 0),
-            Self::Crc => (4, 0),
-            Self::Flags => (5, 0),
-            Self::TooLarge(limit) => (6, limit as u16),
-            Self::Buffer { index, .. } => (7, index),
-            Self::Command { index, .. } => (8, index),
-            Self::Bindings { .. } => (9, 0),
+    /// The error packed into the link's 32-bit error `detail`: bits 24..32
+    /// the variant (1 `Length` … 9 `Bindings`), 16..24 the limit or fault,
+    /// 0..16 the record index (a buffer's in 0..8 and, for `Overlap`, the
+    /// other buffer in 8..16), the major version, or the bindings expected.
+    /// [`from_detail`](Self::from_detail) reads it back.
+    pub fn detail(&self) -> u32 {
+        let (variant, sub, low): (u8, u8, u16) = match *self {
+            Self::Length => (1, 0, 0),
+            Self::Magic => (2, 0, 0),
+            Self::Version { major } => (3, 0, major),
+            Self::Crc => (4, 0, 0),
+            Self::Flags => (5, 0, 0),
+            Self::TooLarge(limit) => (6, limit as u8, 0),
+            Self::Buffer { index, fault } => {
+                let (code, with) = fault.code();
+                (7, code, (index & 0xFF) | u16::from(with) << 8)
+            }
+            Self::Command { index, fault } => (8, fault as u8, index),
+            Self::Bindings { expected, got } => (9, got.min(255) as u8, expected),
         };
-        (u16::from(class) << 8) | index.min(255)
+        u32::from(variant) << 24 | u32::from(sub) << 16 | u32::from(low)
+    }
+
+    /// Reads back what [`detail`](Self::detail) packed (a `Bindings`'s
+    /// `got` saturates at 255); `None` for a detail it does not make.
+    pub fn from_detail(detail: u32) -> Option<Self> {
+        let (variant, sub, low) = ((detail >> 24) as u8, (detail >> 16) as u8, detail as u16);
+        Some(match variant {
+            1 => Self::Length,
+            2 => Self::Magic,
+            3 => Self::Version { major: low },
+            4 => Self::Crc,
+            5 => Self::Flags,
+            6 => Self::TooLarge(Limit::from_code(sub)?),
+            7 => Self::Buffer {
+                index: low & 0xFF,
+                fault: BufferFault::from_code(sub, (low >> 8) as u8)?,
+            },
+            8 => Self::Command {
+                index: low,
+                fault: CommandFault::from_code(sub)?,
+            },
+            9 => Self::Bindings {
+                expected: low,
+                got: u16::from(sub),
+            },
+            _ => return None,
+        })
+    }
+}
+
+impl Limit {
+    const ALL: [Self; 4] = [Self::Bytes, Self::Buffers, Self::Commands, Self::Arena];
+
+    fn from_code(code: u8) -> Option<Self> {
+        Self::ALL.get(usize::from(code)).copied()
+    }
+}
+
+impl BufferFault {
+    fn code(self) -> (u8, u8) {
+        match self {
+            Self::Kind => (0, 0),
+            Self::DType => (1, 0),
+            Self::Shape => (2, 0),
+            Self::Overflow => (3, 0),
+            Self::Slot => (4, 0),
+            Self::Arena => (5, 0),
+            Self::Overlap { with } => (6, with.min(255) as u8),
+            Self::NeverWritten => (7, 0),
+        }
+    }
+
+    fn from_code(code: u8, with: u8) -> Option<Self> {
+        Some(match code {
+            0 => Self::Kind,
+            1 => Self::DType,
+            2 => Self::Shape,
+            3 => Self::Overflow,
+            4 => Self::Slot,
+            5 => Self::Arena,
+            6 => Self::Overlap { with: with.into() },
+            7 => Self::NeverWritten,
+            _ => return None,
+        })
+    }
+}
+
+impl CommandFault {
+    const ALL: [Self; 7] = [
+        Self::Tag,
+        Self::BufferIndex,
+        Self::UnknownOp,
+        Self::Shape,
+        Self::Writes,
+        Self::ReadsUnwritten,
+        Self::CopyLength,
+    ];
+
+    fn from_code(code: u8) -> Option<Self> {
+        Self::ALL.get(usize::from(code)).copied()
     }
 }

@@ -13,10 +13,63 @@ use crate::accelerator::{DeviceAddr, Fence, Launch, OpDesc, QueueId, TensorDesc,
 /// of a scratch arena of at least the program's `arena` bytes.
 #[derive(Clone, Copy, Debug)]
 pub struct Bindings<'b> {
-    /// Slot `i`'s device address.
-    pub slots: &'b [DeviceAddr],
-    /// The scratch arena's first byte.
-    pub arena: DeviceAddr,
+    slots: Slots<'b>,
+    arena: DeviceAddr,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Slots<'b> {
+    Addrs(&'b [DeviceAddr]),
+    /// `u64` little-endian each, as `RunProgram` carries them.
+    Le(&'b [u8]),
+}
+
+impl<'b> Bindings<'b> {
+    /// Slot `i` at `slots[i]`, scratch from `arena`.
+    pub const fn new(slots: &'b [DeviceAddr], arena: DeviceAddr) -> Self {
+        Self {
+            slots: Slots::Addrs(slots),
+            arena,
+        }
+    }
+
+    /// Slots as `u64` little-endian addresses back to back (the link's
+    /// `RunProgram`), without copying them.
+    pub const fn from_le_bytes(slots: &'b [u8], arena: DeviceAddr) -> Self {
+        Self {
+            slots: Slots::Le(slots),
+            arena,
+        }
+    }
+
+    /// How many slots there are (a trailing partial address does not count).
+    pub const fn len(&self) -> usize {
+        match self.slots {
+            Slots::Addrs(a) => a.len(),
+            Slots::Le(b) => b.len() / 8,
+        }
+    }
+
+    /// Whether there are no slots.
+    pub const fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Slot `i`'s address.
+    pub fn slot(&self, i: usize) -> Option<DeviceAddr> {
+        match self.slots {
+            Slots::Addrs(a) => a.get(i).copied(),
+            Slots::Le(b) => {
+                let raw: [u8; 8] = b.get(i * 8..i * 8 + 8)?.try_into().ok()?;
+                Some(DeviceAddr(u64::from_le_bytes(raw)))
+            }
+        }
+    }
+
+    /// The arena's base.
+    pub const fn arena(&self) -> DeviceAddr {
+        self.arena
+    }
 }
 
 /// Why a run stopped.
@@ -40,7 +93,7 @@ pub enum RunError<E> {
 /// # Errors
 /// [`RunError::Program`] if the bindings do not fit; [`RunError::Device`]
 /// for the first command the device refuses (those before it are queued).
-pub fn replay<D: Launch + Transfer>(
+pub fn replay<D: Launch + Transfer + ?Sized>(
     dev: &mut D,
     queue: QueueId,
     program: &Validated<'_>,
@@ -48,11 +101,13 @@ pub fn replay<D: Launch + Transfer>(
 ) -> Result<Option<Fence>, RunError<D::Error>> {
     let p = program.program();
     let h = p.header();
-    if at.slots.len() != usize::from(h.bindings) {
-        return Err(RunError::Program(ProgramError::Bindings {
-            expected: h.bindings,
-            got: at.slots.len().min(usize::from(u16::MAX)) as u16,
-        }));
+    let got = at.len().min(usize::from(u16::MAX)) as u16;
+    let wrong = ProgramError::Bindings {
+        expected: h.bindings,
+        got,
+    };
+    if at.len() != usize::from(h.bindings) {
+        return Err(RunError::Program(wrong));
     }
     let n = p.buffer_count();
     let tensor = |i: u16| -> Result<TensorDesc, ProgramError> {
@@ -61,13 +116,7 @@ pub fn replay<D: Launch + Transfer>(
             .map_err(|fault| ProgramError::Buffer { index: i, fault })?;
         let addr = match spec.kind {
             BufferKind::Scratch => DeviceAddr(at.arena.0 + u64::from(spec.place)),
-            _ => *at
-                .slots
-                .get(spec.place as usize)
-                .ok_or(ProgramError::Bindings {
-                    expected: h.bindings,
-                    got: at.slots.len() as u16,
-                })?,
+            _ => at.slot(spec.place as usize).ok_or(wrong)?,
         };
         Ok(spec.at(addr))
     };

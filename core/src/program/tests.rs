@@ -365,10 +365,7 @@ fn a_replayed_program_computes_what_its_ops_do_one_by_one() {
     dev.put(slots[0], &x);
     dev.put(slots[1], &w);
     dev.put(slots[2], &bias);
-    let at = Bindings {
-        slots: &slots,
-        arena: DeviceAddr(1024),
-    };
+    let at = Bindings::new(&slots, DeviceAddr(1024));
     let fence = replay(&mut dev, QueueId(0), &program, &at).unwrap();
     assert_eq!(fence, Some(Fence(6)));
     assert_eq!(dev.launches, [10, 11, 12, 13, 14]);
@@ -421,10 +418,7 @@ fn a_replayed_program_computes_what_its_ops_do_one_by_one() {
             .all(|&b| b == 0xAA)
     );
 
-    let short = Bindings {
-        slots: &slots[..3],
-        arena: DeviceAddr(1024),
-    };
+    let short = Bindings::new(&slots[..3], DeviceAddr(1024));
     assert!(matches!(
         replay(&mut dev, QueueId(0), &program, &short),
         Err(RunError::Program(ProgramError::Bindings {
@@ -465,4 +459,55 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn every_error_survives_the_links_detail() {
+    let mut all = vec![
+        ProgramError::Length,
+        ProgramError::Magic,
+        ProgramError::Version { major: 7 },
+        ProgramError::Crc,
+        ProgramError::Flags,
+        ProgramError::Bindings {
+            expected: 300,
+            got: 12,
+        },
+    ];
+    for limit in [Limit::Bytes, Limit::Buffers, Limit::Commands, Limit::Arena] {
+        all.push(ProgramError::TooLarge(limit));
+    }
+    for fault in [
+        BufferFault::Kind,
+        BufferFault::DType,
+        BufferFault::Shape,
+        BufferFault::Overflow,
+        BufferFault::Slot,
+        BufferFault::Arena,
+        BufferFault::Overlap { with: 200 },
+        BufferFault::NeverWritten,
+    ] {
+        all.push(ProgramError::Buffer { index: 255, fault });
+    }
+    for fault in [
+        CommandFault::Tag,
+        CommandFault::BufferIndex,
+        CommandFault::UnknownOp,
+        CommandFault::Shape,
+        CommandFault::Writes,
+        CommandFault::ReadsUnwritten,
+        CommandFault::CopyLength,
+    ] {
+        all.push(ProgramError::Command {
+            index: 65000,
+            fault,
+        });
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for e in all {
+        assert_eq!(ProgramError::from_detail(e.detail()), Some(e), "{e}");
+        assert!(seen.insert(e.detail()), "{e} shares a detail");
+    }
+    assert_eq!(ProgramError::from_detail(0), None);
+    assert_eq!(ProgramError::from_detail(0x0700_0000 | 9 << 16), None);
 }

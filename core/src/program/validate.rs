@@ -49,6 +49,12 @@ impl<'a> Validated<'a> {
     pub const fn vendor(&self) -> &'a VendorOps {
         self.vendor
     }
+
+    /// A program validated before, kept where nothing else writes (the
+    /// link's program store), whose CRC [`Program::parse`] checked again.
+    pub(crate) const fn trusted(program: Program<'a>, vendor: &'a VendorOps) -> Self {
+        Self { program, vendor }
+    }
 }
 
 const NONE: u16 = u16::MAX;

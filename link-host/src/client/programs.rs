@@ -1,0 +1,189 @@
+//! Device programs over the link (protocol 2.3): a program crosses once
+//! (`LoadProgram`, in chunks), then each run is one `RunProgram` request.
+//! `docs/device-programs.md`, `docs/link-protocol.md` "Programs (2.3)".
+
+use super::{Answer, QUEUE_BITS, RemoteAccelerator, RemoteError, SessionState};
+use tensorplug_core::accelerator::{DeviceAddr, ErrorKind, Fence, QueueId};
+use tensorplug_core::link::{
+    ForgetPrograms, LinkStream, LoadProgram, MAX_BULK_CHUNK, Message, RemoteErrorCode, RunProgram,
+};
+use tensorplug_core::program::{Limit, Program, ProgramError};
+
+/// The error an MCU's `ProgramRefused` or `UnknownProgram` means, if
+/// `code` is one of them.
+pub(super) fn program_error(code: u16, detail: u32, what: &str) -> Option<RemoteError> {
+    if code == RemoteErrorCode::UnknownProgram as u16 {
+        return Some(RemoteError::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "the MCU does not hold the program of {what} (it restarted or forgot it): load it again"
+            ),
+        ));
+    }
+    if code != RemoteErrorCode::ProgramRefused as u16 {
+        return None;
+    }
+    let error = ProgramError::from_detail(detail);
+    let kind = match error {
+        Some(ProgramError::TooLarge(_)) => ErrorKind::OutOfMemory,
+        _ => ErrorKind::InvalidArgument,
+    };
+    let why = error.map_or_else(|| format!("detail {detail:#x}"), |e| e.to_string());
+    Some(RemoteError::new(
+        kind,
+        format!("the MCU refused {what}: {why}"),
+    ))
+}
+
+impl<S: LinkStream> RemoteAccelerator<S> {
+    /// Whether the MCU may store programs: it speaks protocol 2.3 and has
+    /// not answered a `LoadProgram` with `Unsupported`.
+    pub fn runs_programs(&self) -> bool {
+        self.peer_programs
+    }
+
+    /// Stores `program` on the MCU, which validates it, and returns its
+    /// name (its CRC-32). A program already stored is not sent again.
+    ///
+    /// # Errors
+    /// A program that does not parse here; the MCU's refusal, naming the
+    /// fault (`OutOfMemory` when its store is full: [`forget_programs`](Self::forget_programs));
+    /// `Unsupported` from an MCU without a program store.
+    pub fn load_program(&mut self, program: &[u8]) -> Result<u32, RemoteError> {
+        let crc = Program::parse(program)
+            .map_err(|e| {
+                RemoteError::new(ErrorKind::InvalidArgument, format!("not a program: {e}"))
+            })?
+            .crc();
+        if self.programs.iter().any(|(c, _)| *c == crc) {
+            return Ok(crc);
+        }
+        self.send_program(program)?;
+        self.programs.push((crc, program.to_vec()));
+        Ok(crc)
+    }
+
+    /// Drops every program the MCU stores.
+    ///
+    /// # Errors
+    /// The link's.
+    pub fn forget_programs(&mut self) -> Result<(), RemoteError> {
+        self.programs.clear();
+        if !self.peer_programs {
+            return Ok(());
+        }
+        self.call(&Message::ForgetPrograms(ForgetPrograms), "ForgetPrograms")
+            .map(drop)
+    }
+
+    /// Runs the stored program `program` on `queue` with one request: one
+    /// device address per binding slot, and the arena's. Returns the fence
+    /// of the run's last command; a refusal fails it (or, with a window of
+    /// 1, is returned here).
+    ///
+    /// # Errors
+    /// A program not loaded through this link; the link's.
+    pub fn run_program(
+        &mut self,
+        queue: QueueId,
+        program: u32,
+        slots: &[DeviceAddr],
+        arena: DeviceAddr,
+    ) -> Result<Fence, RemoteError> {
+        if !self.programs.iter().any(|(c, _)| *c == program) {
+            return Err(RemoteError::new(
+                ErrorKind::InvalidArgument,
+                format!("program {program:08x} was not loaded on this link"),
+            ));
+        }
+        if queue.0 >= self.info.queues {
+            return Err(RemoteError::new(
+                ErrorKind::InvalidArgument,
+                format!("queue {} of a device with {}", queue.0, self.info.queues),
+            ));
+        }
+        let bytes: Vec<u8> = slots.iter().flat_map(|a| a.0.to_le_bytes()).collect();
+        if bytes.len() > MAX_BULK_CHUNK {
+            return Err(RemoteError::new(
+                ErrorKind::InvalidArgument,
+                format!("{} bindings do not fit one frame", slots.len()),
+            ));
+        }
+        self.flush()?;
+        let what = "a program run";
+        let fence = Fence(self.next_seq << QUEUE_BITS | u64::from(queue.0));
+        let message = Message::RunProgram(RunProgram {
+            queue: queue.0,
+            program,
+            arena: arena.0,
+            slots: &bytes,
+        });
+        let id = self.send(&message, what)?;
+        self.in_flight.insert(id, fence);
+        self.unanswered.push_back((id, fence));
+        self.next_seq += 1;
+        self.within_window(what)?;
+        if self.window == 1 {
+            let (_, seq) = super::split(fence);
+            if let Some((_, error)) = self.failed.remove(&seq) {
+                return Err(error);
+            }
+        }
+        Ok(fence)
+    }
+
+    /// Sends `program` in chunks, each answered before the next.
+    fn send_program(&mut self, program: &[u8]) -> Result<(), RemoteError> {
+        if !self.peer_programs {
+            return Err(RemoteError::new(
+                ErrorKind::Unsupported,
+                "the MCU speaks link protocol 2.2 or older, without device programs",
+            ));
+        }
+        let total = u32::try_from(program.len()).map_err(|_| {
+            RemoteError::new(
+                ErrorKind::OutOfMemory,
+                ProgramError::TooLarge(Limit::Bytes).to_string(),
+            )
+        })?;
+        for (i, data) in program.chunks(MAX_BULK_CHUNK).enumerate() {
+            let load = LoadProgram {
+                offset: (i * MAX_BULK_CHUNK) as u32,
+                total,
+                data,
+            };
+            match self.call(&Message::LoadProgram(load), "a program") {
+                Ok(Answer::Ack) => {}
+                Ok(_) => {
+                    return Err(RemoteError::new(
+                        ErrorKind::Transport,
+                        "the MCU answered a program chunk with something else",
+                    ));
+                }
+                Err(e) if e.link_code == Some(RemoteErrorCode::Unsupported as u16) => {
+                    self.peer_programs = false;
+                    return Err(RemoteError::new(
+                        ErrorKind::Unsupported,
+                        "the MCU's firmware has no program store",
+                    ));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Loads every known program again, in a new session after a restart.
+    pub(super) fn reload_programs(&mut self) -> Result<(), RemoteError> {
+        debug_assert_eq!(self.session, SessionState::Open);
+        let programs = core::mem::take(&mut self.programs);
+        let mut result = Ok(());
+        for (crc, bytes) in programs {
+            match self.send_program(&bytes) {
+                Ok(()) => self.programs.push((crc, bytes)),
+                Err(e) => result = result.and(Err(e)),
+            }
+        }
+        result
+    }
+}
