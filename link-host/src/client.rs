@@ -24,6 +24,7 @@ use tensorplug_core::link::{
 };
 
 mod programs;
+mod refusal;
 
 /// The first protocol version with the op-level mode as it is now (2.0:
 /// ops by catalogue identity and attribute block; 1.1 had per-op codes).
@@ -55,8 +56,8 @@ impl RemoteError {
     }
 
     fn remote_kind(code: u16, detail: u32, what: &str) -> Self {
-        if let Some(error) = programs::program_error(code, detail, what) {
-            return error;
+        if let Some((kind, message)) = refusal::program_refusal(code, detail, what) {
+            return Self::new(kind, message);
         }
         match error_kind(code) {
             Some(kind) => Self::new(kind, format!("the MCU's driver failed {what}: {kind:?}")),

@@ -9,32 +9,6 @@ use tensorplug_core::link::{
 };
 use tensorplug_core::program::{Limit, Program, ProgramError};
 
-/// The error an MCU's `ProgramRefused` or `UnknownProgram` means, if
-/// `code` is one of them.
-pub(super) fn program_error(code: u16, detail: u32, what: &str) -> Option<RemoteError> {
-    if code == RemoteErrorCode::UnknownProgram as u16 {
-        return Some(RemoteError::new(
-            ErrorKind::InvalidArgument,
-            format!(
-                "the MCU does not hold the program of {what} (it restarted or forgot it): load it again"
-            ),
-        ));
-    }
-    if code != RemoteErrorCode::ProgramRefused as u16 {
-        return None;
-    }
-    let error = ProgramError::from_detail(detail);
-    let kind = match error {
-        Some(ProgramError::TooLarge(_)) => ErrorKind::OutOfMemory,
-        _ => ErrorKind::InvalidArgument,
-    };
-    let why = error.map_or_else(|| format!("detail {detail:#x}"), |e| e.to_string());
-    Some(RemoteError::new(
-        kind,
-        format!("the MCU refused {what}: {why}"),
-    ))
-}
-
 impl<S: LinkStream> RemoteAccelerator<S> {
     /// Whether the MCU may store programs: it speaks protocol 2.3 and has
     /// not answered a `LoadProgram` with `Unsupported`.
