@@ -247,3 +247,128 @@ fn a_keras_convnet_runs_with_the_driver_on_the_mcu() {
     );
     println!("{stdout}");
 }
+
+/// Device programs on the MCU (link 2.3): the firmware stores a program,
+/// validates it, and runs it with one request; the result equals the same
+/// ops launched one by one; a program over its 8 KiB store is refused by
+/// name, and the link goes on serving.
+#[test]
+fn the_firmware_stores_a_program_and_runs_it_like_its_ops_one_by_one() {
+    use tensorplug_core::accelerator::{DeviceAddr, VendorOps};
+    use tensorplug_core::program::{BufferKind, ProgramBuilder};
+    let qemu = boot();
+    let mut dev = connect(&qemu);
+    assert!(dev.runs_programs(), "the firmware speaks link 2.3");
+    let q = QueueId(0);
+    let s = |d: &[u64]| Shape::new(d).unwrap();
+    let mm = OpKind::MatMul {
+        transpose_a: false,
+        transpose_b: false,
+    };
+    // y = softmax(relu(x·w + b)).
+    let steps = [
+        (mm, &[0usize, 1][..]),
+        (OpKind::BiasAdd, &[4, 2][..]),
+        (OpKind::Unary(Unary::RELU), &[5][..]),
+        (OpKind::Softmax, &[6][..]),
+    ];
+    let shapes = [
+        s(&[2, 8]),
+        s(&[8, 4]),
+        s(&[4]),
+        s(&[2, 4]),
+        s(&[2, 4]),
+        s(&[2, 4]),
+        s(&[2, 4]),
+    ];
+    let mut b = ProgramBuilder::new();
+    let kinds = [
+        BufferKind::Input,
+        BufferKind::Constant,
+        BufferKind::Constant,
+        BufferKind::Output,
+    ];
+    let ids: Vec<_> = (0..7)
+        .map(|i| {
+            b.buffer(
+                *kinds.get(i).unwrap_or(&BufferKind::Scratch),
+                DType::F32,
+                shapes[i],
+            )
+            .unwrap()
+        })
+        .collect();
+    let outputs = [4, 5, 6, 3];
+    for (op_id, ((kind, inputs), out)) in steps.iter().zip(outputs).enumerate() {
+        let ins: Vec<_> = inputs.iter().map(|&i| ids[i]).collect();
+        b.launch(*kind, op_id as u16 + 1, &ins, ids[out]).unwrap();
+    }
+    let program = b.finish(&VendorOps::NONE).unwrap().bytes;
+
+    // Buffers for every tensor (the op-by-op run uses all seven).
+    let addrs: Vec<DeviceAddr> = (0..7).map(|_| dev.allocate(64, 64).unwrap()).collect();
+    let x: Vec<f32> = (0..16).map(|i| (i as f32 - 7.5) / 4.0).collect();
+    let w: Vec<f32> = (0..32)
+        .map(|i| ((i * 13 % 11) as f32 - 5.0) / 6.0)
+        .collect();
+    for (i, data) in [(0, &x[..]), (1, &w[..]), (2, &[0.25, -0.5, 0.0, 1.0][..])] {
+        dev.write_blocking(q, addrs[i], &f32s(data), ANSWER)
+            .unwrap();
+    }
+    let read_y = |dev: &mut RemoteAccelerator<TcpStream>| {
+        let mut out = [0u8; 32];
+        dev.read_blocking(q, &mut out, addrs[3], ANSWER).unwrap();
+        out
+    };
+    let mut fence = Default::default();
+    for (op_id, ((kind, inputs), out)) in steps.iter().zip(outputs).enumerate() {
+        let ins: Vec<_> = inputs
+            .iter()
+            .map(|&i| TensorDesc::new(addrs[i], DType::F32, shapes[i]))
+            .collect();
+        let op = OpDesc {
+            kind: *kind,
+            inputs: &ins,
+            output: TensorDesc::new(addrs[out], DType::F32, shapes[out]),
+            op_id: op_id as u16 + 1,
+        };
+        fence = dev.launch(q, &op).unwrap();
+    }
+    dev.wait(fence, ANSWER).unwrap();
+    let want = read_y(&mut dev);
+    dev.write_blocking(q, addrs[3], &[0; 32], ANSWER).unwrap();
+
+    let name = dev.load_program(&program).unwrap();
+    let arena = dev.allocate(1024, 64).unwrap();
+    let fence = dev.run_program(q, name, &addrs[..4], arena).unwrap();
+    dev.wait(fence, ANSWER).unwrap();
+    assert_eq!(read_y(&mut dev), want, "the program's y, byte for byte");
+
+    // 200 launches (about 10 KiB) do not fit the firmware's 8 KiB store.
+    let mut big = ProgramBuilder::new();
+    let (i, o) = (
+        big.buffer(BufferKind::Input, DType::F32, s(&[4])).unwrap(),
+        big.buffer(BufferKind::Output, DType::F32, s(&[4])).unwrap(),
+    );
+    let t = [
+        big.buffer(BufferKind::Scratch, DType::F32, s(&[4]))
+            .unwrap(),
+        big.buffer(BufferKind::Scratch, DType::F32, s(&[4]))
+            .unwrap(),
+    ];
+    let relu = OpKind::Unary(Unary::RELU);
+    big.launch(relu, 0, &[i], t[0]).unwrap();
+    for k in 1..199 {
+        big.launch(relu, 0, &[t[(k + 1) % 2]], t[k % 2]).unwrap();
+    }
+    big.launch(relu, 0, &[t[0]], o).unwrap();
+    let big = big.finish(&VendorOps::NONE).unwrap().bytes;
+    assert!(big.len() > 8 * 1024);
+    let error = dev.load_program(&big).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::OutOfMemory, "{error}");
+    assert!(error.to_string().contains("Bytes limit"), "{error}");
+
+    let fence = dev.run_program(q, name, &addrs[..4], arena).unwrap();
+    dev.wait(fence, ANSWER).unwrap();
+    assert_eq!(read_y(&mut dev), want, "still served");
+}
