@@ -11,6 +11,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod accelerator;
+mod checksum;
 pub mod clock;
 #[cfg(feature = "conformance")]
 pub mod conformance;

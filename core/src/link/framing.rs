@@ -22,6 +22,6 @@ pub const MAX_ENCODED_FRAME_LEN: usize = cobs::max_encoding_length(MAX_FRAME_LEN
 /// The frame delimiter.
 pub const DELIMITER: u8 = 0x00;
 
-/// CRC-32/ISO-HDLC (the zlib / Ethernet CRC-32): polynomial 0x04C11DB7
-/// reflected, init and final XOR 0xFFFFFFFF; check value 0xCBF43926.
-pub(crate) const CRC32: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC);
+// CRC-32/ISO-HDLC (the zlib / Ethernet CRC-32): polynomial 0x04C11DB7
+// reflected, init and final XOR 0xFFFFFFFF; check value 0xCBF43926.
+pub(crate) use crate::checksum::CRC32;

@@ -783,3 +783,50 @@ fn a_device_end_decoder_takes_requests_and_reports_anything_else_as_unknown() {
         );
     }
 }
+
+#[test]
+fn run_program_golden_vector_matches_the_documented_bytes() {
+    // docs/link-protocol.md, "Programs (2.3)": program 0x12345678 on
+    // queue 0, arena at 0x1000, two slots 0x40 and 0x80; sequence 5,
+    // request id 5.
+    let slots: [u8; 16] = {
+        let mut s = [0u8; 16];
+        s[..8].copy_from_slice(&0x40u64.to_le_bytes());
+        s[8..].copy_from_slice(&0x80u64.to_le_bytes());
+        s
+    };
+    let run = Message::RunProgram(super::RunProgram {
+        queue: 0,
+        program: 0x1234_5678,
+        arena: 0x1000,
+        slots: &slots,
+    });
+    let mut payload = [0u8; 64];
+    let body = postcard::to_slice(
+        &super::RunProgram {
+            queue: 0,
+            program: 0x1234_5678,
+            arena: 0x1000,
+            slots: &slots,
+        },
+        &mut payload,
+    )
+    .unwrap();
+    assert_eq!(
+        &body[..9],
+        [0x00, 0xf8, 0xac, 0xd1, 0x91, 0x01, 0x80, 0x20, 0x10]
+    );
+    let wire = encode(5, 5, &run);
+    let expected = [
+        0x03, 0x12, 0x05, 0x02, 0x05, 0x02, 0x19, 0x01, 0x0a, 0xf8, 0xac, 0xd1, 0x91, 0x01, 0x80,
+        0x20, 0x10, 0x40, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x02, 0x80, 0x01, 0x01, 0x01, 0x01,
+        0x01, 0x01, 0x05, 0xe7, 0x3f, 0x69, 0xeb, 0x00,
+    ];
+    assert_eq!(wire.as_slice(), expected.as_slice(), "{wire:02x?}");
+    let mut bytes = wire.clone();
+    let frame = decode_frame(&mut bytes[..wire.len() - 1]).unwrap();
+    let Message::RunProgram(decoded) = frame.message else {
+        panic!("{:?}", frame.message);
+    };
+    assert_eq!(decoded.slots().collect::<std::vec::Vec<_>>(), [0x40, 0x80]);
+}

@@ -27,8 +27,7 @@ pub const MAX_BUFFERS: usize = 256;
 /// An unused input slot of a command.
 pub const NO_BUFFER: u16 = u16::MAX;
 
-/// CRC-32/ISO-HDLC, the link's checksum.
-pub(crate) const CRC32: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC);
+pub(crate) use crate::checksum::CRC32;
 
 /// What a buffer is to the program's caller.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
