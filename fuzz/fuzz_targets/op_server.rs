@@ -63,7 +63,7 @@ fuzz_target!(|input: &[u8]| {
     };
     let mut port = model();
     let mut session = Session::new();
-    let mut ops = Box::new(OpServer::<16>::new().with_window(8));
+    let mut ops = Box::new(OpServer::<16, 8192>::new().with_window(8));
     let mut bus = LinkServer::new();
     let mut from_host = Box::new(Decoder::requests());
     let mut to_host = Box::new(Decoder::new());

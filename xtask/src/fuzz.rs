@@ -61,6 +61,12 @@ const TARGETS: &[Target] = &[
         max_len: 1024,
         seeds: None,
     },
+    Target {
+        name: "program",
+        max_len: 8192,
+        // A program of the unit tests (a matmul, bias, relu, square, exp).
+        seeds: Some(("fuzz/seeds/program", &[&[]])),
+    },
 ];
 
 /// Runs per target in CI's smoke run.
