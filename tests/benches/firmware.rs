@@ -44,6 +44,9 @@ use tensorplug_link_host::RemoteAccelerator;
 use tensorplug_model_fpga::model::{HostModel, ModelConfig};
 use tensorplug_tests::qemu::{Qemu, echo_firmware_elf, firmware_elf};
 
+#[path = "firmware/programs.rs"]
+mod programs;
+
 const ANSWER: Duration = Duration::from_secs(10);
 const COPY: usize = 4096;
 
@@ -305,6 +308,16 @@ fn round_trip_and_copies() {
         "round trips",
         "ratio <= 0.5",
     );
+
+    // A program's step: one RunProgram (2.3) against its commands batched,
+    // on new sessions (the fills above left the window at 1).
+    drop(dev);
+    let mut dev = RemoteAccelerator::connect(counting(qemu.uart.try_clone().unwrap()), ANSWER)
+        .expect("op-level link to the firmware");
+    let ways = programs::three_ways(&mut dev, firmware);
+    programs::report("firmware", "on the firmware under QEMU", &ways);
+    let ways = programs::three_ways(&mut host_served(), host_trip);
+    programs::report("link", "over loopback TCP to a host thread", &ways);
 }
 
 /// [`batch_of_fills`] three ways, in round trips of `trip` seconds.

@@ -243,6 +243,14 @@ const EXPECTED_FIGURES: &[(&str, &str)] = &[
         "32 fills over loopback TCP, window vs stop-and-wait",
     ),
     (
+        "firmware_program_step",
+        "a 16-command program on the firmware: RunProgram vs one SubmitBatch",
+    ),
+    (
+        "link_program_step",
+        "a 16-command program over loopback TCP: RunProgram vs one SubmitBatch",
+    ),
+    (
         "firmware_ring_push_instructions",
         "Cortex-M4 instructions per ring push",
     ),
