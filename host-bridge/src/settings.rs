@@ -30,6 +30,9 @@ pub const GRAPH_INT8: &str = "GRAPH_INT8";
 /// `TENSORPLUG_GRAPH_HALF`: whether the pass runs half-precision ops in
 /// float32 on the device.
 pub const GRAPH_HALF: &str = "GRAPH_HALF";
+/// `TENSORPLUG_GRAPH_PROGRAMS`: whether device segments become program
+/// nodes (default off while programs cover a few ops).
+pub const GRAPH_PROGRAMS: &str = "GRAPH_PROGRAMS";
 /// `TENSORPLUG_FALLBACK`: `warn`, `off` or `error` for float ops placed on the CPU.
 pub const FALLBACK: &str = "FALLBACK";
 /// `TENSORPLUG_FALLBACK_FILE`: append every fallback found to this file.

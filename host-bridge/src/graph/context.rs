@@ -95,6 +95,9 @@ pub struct Settings {
     /// Setting `GRAPH_HALF` (`TENSORPLUG_GRAPH_HALF=off`) leaves bfloat16
     /// and float16 ops where TF placed them (default on).
     pub half: bool,
+    /// Setting `GRAPH_PROGRAMS` (`TENSORPLUG_GRAPH_PROGRAMS=on`) turns
+    /// device segments into program nodes (default off).
+    pub programs: bool,
     /// Setting `GRAPH_DUMP_DIR`: write every `graph_in`/`graph_out` there.
     pub dump_dir: Option<PathBuf>,
 }
@@ -105,12 +108,14 @@ impl Settings {
         let fusion = settings::flag(settings::GRAPH_FUSION, true)?;
         let int8 = settings::flag(settings::GRAPH_INT8, true)?;
         let half = settings::flag(settings::GRAPH_HALF, true)?;
+        let programs = settings::flag(settings::GRAPH_PROGRAMS, false)?;
         let dump_dir =
             settings::get(settings::GRAPH_DUMP_DIR)?.map(|value| PathBuf::from(value.text));
         Ok(Self {
             fusion,
             int8,
             half,
+            programs,
             dump_dir,
         })
     }
@@ -123,6 +128,7 @@ impl Settings {
             fusion: true,
             int8: true,
             half: true,
+            programs: true,
             dump_dir: None,
         }
     }

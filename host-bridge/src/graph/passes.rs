@@ -31,6 +31,7 @@ pub static PASSES: &[&dyn Pass] = &[
     &Qat,
     &FoldBatchNorms,
     &FuseChains,
+    &Programs,
     &KeepRunnable,
     &Fallbacks,
 ];
@@ -230,6 +231,28 @@ fn fused_kernel(cx: &mut Context<'_>, fused: &str, head: &str, chain: &str) -> b
         }
     }
     registered
+}
+
+struct Programs;
+impl Pass for Programs {
+    fn name(&self) -> &'static str {
+        "device segments become program nodes"
+    }
+    fn run(&self, cx: &mut Context<'_>) -> Result<usize> {
+        use crate::kernels::program::SUFFIX;
+        let op = crate::kernels::ops::int8::op_name(cx.device, SUFFIX)
+            .to_str()
+            .unwrap_or("");
+        if !cx.settings.programs || !cx.has(op) {
+            return Ok(0);
+        }
+        let decisions = super::programs::form_programs(&mut cx.graph, cx.preserve, cx.device, op);
+        super::programs::report(&decisions)?;
+        Ok(decisions
+            .iter()
+            .filter(|d| matches!(d, super::programs::Decision::Program { .. }))
+            .count())
+    }
 }
 
 struct KeepRunnable;

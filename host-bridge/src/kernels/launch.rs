@@ -75,18 +75,27 @@ impl<'a> Launcher<'a> {
         inputs: &[TensorDesc],
         output: TensorDesc,
     ) -> KernelResult<()> {
+        let label = self.label.clone();
+        self.launch_as(&label, kind, inputs, output)
+    }
+
+    /// [`launch`](Self::launch) on behalf of another node (`label`): a
+    /// program's command, which the profiler and errors name by the TF
+    /// node it came from.
+    pub fn launch_as(
+        &mut self,
+        label: &OpLabel,
+        kind: OpKind,
+        inputs: &[TensorDesc],
+        output: TensorDesc,
+    ) -> KernelResult<()> {
         let mut op = OpDesc {
             kind,
             inputs,
             output,
             op_id: 0,
         };
-        op.op_id = op_tag(
-            &self.label.node,
-            self.label.op_type,
-            op.flops(),
-            op.bytes_accessed(),
-        );
+        op.op_id = op_tag(&label.node, label.op_type, op.flops(), op.bytes_accessed());
         let queue = self.stream.queue();
         let _span = HostSpan::begin(
             SpanKind::Launch,
@@ -95,7 +104,7 @@ impl<'a> Launcher<'a> {
         );
         let fence = self
             .stream
-            .enqueue_op(Some(self.label.clone()), |accel| accel.launch(queue, &op))?;
+            .enqueue_op(Some(label.clone()), |accel| accel.launch(queue, &op))?;
         self.last = Some(fence);
         Ok(())
     }

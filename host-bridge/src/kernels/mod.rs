@@ -16,6 +16,7 @@ mod failure;
 mod launch;
 mod op_def;
 pub mod ops;
+pub mod program;
 pub mod qat;
 pub mod shapes;
 mod tf;
@@ -59,6 +60,13 @@ pub fn tf_init_kernel() {
                     failure.cause
                 )),
             }
+        }
+        if let Err(failure) = program::define_op() {
+            // Its kernel then fails to register and says so below.
+            log::error(format_args!(
+                "TF_InitKernel: defining the program op: {}",
+                failure.cause
+            ));
         }
         let wanted = all_kernels().filter(|def| def.runs_on(&caps)).count();
         let registered = register_all(&caps);
@@ -150,7 +158,10 @@ pub fn contradictions(caps: &Capabilities) -> Vec<String> {
 /// its `create` index.
 fn all_kernels() -> impl Iterator<Item = &'static dyn TfKernel> {
     let vendor = backend::installed().map_or(&[][..], |p| p.kernels);
-    ops::builtin().chain(vendor.iter().copied())
+    let program: &'static dyn TfKernel = &program::PROGRAM;
+    ops::builtin()
+        .chain(std::iter::once(program))
+        .chain(vendor.iter().copied())
 }
 
 /// The kernel at `index` of [`all_kernels`].

@@ -426,6 +426,36 @@ impl Construction {
         Ok(String::from_utf8_lossy(&buffer[..len]).into_owned())
     }
 
+    /// A string attribute as bytes, whatever its length (a program's
+    /// segment).
+    pub fn bytes_attr(&self, name: &CStr) -> KernelResult<Vec<u8>> {
+        let (mut list_size, mut total_size) = (0i32, 0i32);
+        // SAFETY: live context, name, out-pointers, status.
+        unsafe {
+            (self.api.get_attr_size)(
+                self.raw,
+                name.as_ptr(),
+                &mut list_size,
+                &mut total_size,
+                self.status.fresh(),
+            )
+        };
+        self.status.check(&format!("attribute {name:?}"))?;
+        let mut buffer = vec![0u8; usize::try_from(total_size).unwrap_or(0)];
+        // SAFETY: the buffer holds `buffer.len()` bytes.
+        unsafe {
+            (self.api.get_attr_string)(
+                self.raw,
+                name.as_ptr(),
+                buffer.as_mut_ptr().cast::<c_char>(),
+                buffer.len(),
+                self.status.fresh(),
+            )
+        };
+        self.status.check(&format!("attribute {name:?}"))?;
+        Ok(buffer)
+    }
+
     /// A list-of-strings attribute (up to 8 entries of 256 bytes in all).
     pub fn string_list_attr(&self, name: &CStr) -> KernelResult<Vec<String>> {
         const MAX: usize = 64;

@@ -1,0 +1,473 @@
+//! Device segments become program nodes: each maximal connected group of
+//! nodes on our device that a program holds (`kernels::program::lower`),
+//! at least [`MIN_NODES`] of them, is replaced by one
+//! `_Tensorplug<DEVICE>Program` node that carries them (its `segment`
+//! attribute) and compiles them into a device program at run time.
+//! `docs/device-programs.md`, "In TensorFlow".
+
+use super::device::is_ours;
+use super::edges::{Input, Uses};
+use super::nodes::unique;
+use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
+use crate::error::Result;
+use crate::kernels::program::lower::supported;
+use crate::kernels::program::segment::{Segment, canonical};
+use crate::{log, settings};
+use std::collections::{HashMap, HashSet, VecDeque};
+
+/// The fewest nodes a program holds: one node gains nothing.
+pub const MIN_NODES: usize = 2;
+
+/// What the pass did with one group of nodes, for the report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Became program node `program`, holding `nodes` nodes.
+    Program { program: String, nodes: usize },
+    /// Left op by op: contracting it would close a cycle through `via`.
+    Cycle { first: String, via: String },
+}
+
+/// Replaces every segment with a program node of type `op`; returns what
+/// it decided, one entry per group of at least [`MIN_NODES`].
+pub fn form_programs(
+    graph: &mut GraphDef,
+    preserve: &HashSet<String>,
+    device: &str,
+    op: &str,
+) -> Vec<Decision> {
+    let mut decisions = Vec::new();
+    let mut skipped: HashSet<String> = HashSet::new();
+    loop {
+        let Some(group) = next_group(graph, preserve, device, &skipped) else {
+            return decisions;
+        };
+        match contract(graph, &group, op) {
+            Ok(decision) => decisions.push(decision),
+            Err(decision) => {
+                skipped.extend(group.iter().map(|&i| graph.node[i].name.clone()));
+                decisions.push(decision);
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Decision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Program { program, nodes } => write!(f, "program {program}: {nodes} nodes"),
+            Self::Cycle { first, via } => write!(
+                f,
+                "no program for the group of {first}: it would close a cycle through {via}"
+            ),
+        }
+    }
+}
+
+/// Appends the decisions to `TENSORPLUG_FALLBACK_FILE`, beside the
+/// fallbacks, when it is set.
+///
+/// # Errors
+/// A setting that does not read.
+pub fn report(decisions: &[Decision]) -> Result<()> {
+    let Some(file) = settings::get(settings::FALLBACK_FILE)? else {
+        return Ok(());
+    };
+    if decisions.is_empty() {
+        return Ok(());
+    }
+    use std::io::Write;
+    let lines: String = decisions.iter().map(|d| format!("{d}\n")).collect();
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&file.text)
+        .and_then(|mut out| out.write_all(lines.as_bytes()));
+    if let Err(e) = written {
+        log::warn(format_args!("{}: {e}", file.var));
+    }
+    Ok(())
+}
+
+fn candidate(node: &NodeDef, preserve: &HashSet<String>, device: &str) -> bool {
+    is_ours(&node.device, device)
+        && !preserve.contains(&node.name)
+        && node.input.iter().all(|i| !i.starts_with('^'))
+        && supported(node)
+}
+
+/// The first group of at least [`MIN_NODES`] candidates joined by data
+/// edges, none of them in `skipped`, as node indices.
+fn next_group(
+    graph: &GraphDef,
+    preserve: &HashSet<String>,
+    device: &str,
+    skipped: &HashSet<String>,
+) -> Option<Vec<usize>> {
+    let nodes = &graph.node;
+    let index: HashMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.as_str(), i))
+        .collect();
+    let ok: Vec<bool> = nodes
+        .iter()
+        .map(|n| candidate(n, preserve, device) && !skipped.contains(&n.name))
+        .collect();
+    let mut parent: Vec<usize> = (0..nodes.len()).collect();
+    fn root(parent: &mut [usize], mut i: usize) -> usize {
+        while parent[i] != i {
+            parent[i] = parent[parent[i]];
+            i = parent[i];
+        }
+        i
+    }
+    for (c, node) in nodes.iter().enumerate().filter(|&(c, _)| ok[c]) {
+        for text in &node.input {
+            if let Input::Data { node: p, port: 0 } = Input::parse(text)
+                && let Some(&p) = index.get(p)
+                && ok[p]
+            {
+                let (a, b) = (root(&mut parent, c), root(&mut parent, p));
+                parent[a] = b;
+            }
+        }
+    }
+    let mut groups: HashMap<usize, Vec<usize>> = HashMap::new();
+    for i in (0..nodes.len()).filter(|&i| ok[i]) {
+        let r = root(&mut parent, i);
+        groups.entry(r).or_default().push(i);
+    }
+    let mut groups: Vec<Vec<usize>> = groups
+        .into_values()
+        .filter(|g| g.len() >= MIN_NODES)
+        .collect();
+    groups.sort();
+    groups.into_iter().next()
+}
+
+/// Replaces `group` with one program node, or says why not.
+fn contract(graph: &mut GraphDef, group: &[usize], op: &str) -> Result<Decision, Decision> {
+    let members: HashSet<&str> = group.iter().map(|&i| graph.node[i].name.as_str()).collect();
+    let uses = Uses::index(&graph.node);
+    if let Some(via) = leaves_and_returns(graph, &uses, &members) {
+        return Err(Decision::Cycle {
+            first: graph.node[group[0]].name.clone(),
+            via,
+        });
+    }
+    let order = topological(graph, group, &members);
+    let mut inputs: Vec<String> = Vec::new();
+    let mut outputs: Vec<String> = Vec::new();
+    for &i in &order {
+        let node = &graph.node[i];
+        for text in &node.input {
+            let input = Input::parse(text);
+            if !members.contains(input.node())
+                && let Some(edge) = canonical(text)
+                && !inputs.contains(&edge)
+            {
+                inputs.push(edge);
+            }
+        }
+        let read_outside = uses
+            .of(&node.name)
+            .iter()
+            .any(|u| u.port.is_some() && !members.contains(graph.node[u.consumer].name.as_str()));
+        if read_outside {
+            outputs.push(format!("{}:0", node.name));
+        }
+    }
+    let segment = Segment {
+        nodes: order.iter().map(|&i| graph.node[i].clone()).collect(),
+        inputs,
+        outputs,
+    };
+    let mut names: HashSet<String> = graph.node.iter().map(|n| n.name.clone()).collect();
+    let first = &graph.node[order[0]];
+    let name = unique(&mut names, &first.name, "tensorplug_program");
+    let program = program_node(&name, op, &first.device, &segment);
+    let output_of: HashMap<String, usize> = segment
+        .outputs
+        .iter()
+        .enumerate()
+        .map(|(k, e)| (e.clone(), k))
+        .collect();
+    let members: HashSet<String> = members.iter().map(|s| s.to_string()).collect();
+    graph.node.retain(|n| !members.contains(&n.name));
+    for node in &mut graph.node {
+        let mut waits_on_program = false;
+        node.input.retain_mut(|text| match Input::parse(text) {
+            Input::Data { node: p, .. } if members.contains(p) => {
+                let k = canonical(text).and_then(|e| output_of.get(&e).copied());
+                *text = format!("{name}:{}", k.unwrap_or(0));
+                true
+            }
+            Input::Control(p) if members.contains(p) => {
+                !std::mem::replace(&mut waits_on_program, true)
+            }
+            _ => true,
+        });
+        for text in &mut node.input {
+            if let Input::Control(p) = Input::parse(text)
+                && members.contains(p)
+            {
+                *text = format!("^{name}");
+            }
+        }
+    }
+    graph.node.push(program);
+    Ok(Decision::Program {
+        program: name,
+        nodes: segment.nodes.len(),
+    })
+}
+
+/// A node outside `members` that a member reaches and that reaches a
+/// member: contracting the group would close a cycle through it.
+fn leaves_and_returns(
+    graph: &GraphDef,
+    uses: &Uses<'_>,
+    members: &HashSet<&str>,
+) -> Option<String> {
+    let mut seen: HashSet<usize> = HashSet::new();
+    let mut queue: VecDeque<usize> = VecDeque::new();
+    for m in members {
+        for u in uses.of(m) {
+            if !members.contains(graph.node[u.consumer].name.as_str()) && seen.insert(u.consumer) {
+                queue.push_back(u.consumer);
+            }
+        }
+    }
+    while let Some(i) = queue.pop_front() {
+        let name = graph.node[i].name.as_str();
+        for u in uses.of(name) {
+            let next = graph.node[u.consumer].name.as_str();
+            if members.contains(next) {
+                return Some(name.to_string());
+            }
+            if seen.insert(u.consumer) {
+                queue.push_back(u.consumer);
+            }
+        }
+    }
+    None
+}
+
+/// The group's nodes, each after its producers in the group.
+fn topological(graph: &GraphDef, group: &[usize], members: &HashSet<&str>) -> Vec<usize> {
+    let index: HashMap<&str, usize> = group
+        .iter()
+        .map(|&i| (graph.node[i].name.as_str(), i))
+        .collect();
+    let mut pending: HashMap<usize, usize> = HashMap::new();
+    let mut readers: HashMap<usize, Vec<usize>> = HashMap::new();
+    for &i in group {
+        let producers: HashSet<usize> = graph.node[i]
+            .input
+            .iter()
+            .map(|t| Input::parse(t).node())
+            .filter(|p| members.contains(p))
+            .map(|p| index[p])
+            .collect();
+        pending.insert(i, producers.len());
+        for p in producers {
+            readers.entry(p).or_default().push(i);
+        }
+    }
+    let mut ready: VecDeque<usize> = group.iter().copied().filter(|i| pending[i] == 0).collect();
+    let mut order = Vec::with_capacity(group.len());
+    while let Some(i) = ready.pop_front() {
+        order.push(i);
+        for &r in readers.get(&i).map_or(&[][..], Vec::as_slice) {
+            let left = pending.get_mut(&r).expect("a member");
+            *left -= 1;
+            if *left == 0 {
+                ready.push_back(r);
+            }
+        }
+    }
+    order
+}
+
+fn program_node(name: &str, op: &str, device: &str, segment: &Segment) -> NodeDef {
+    let types = |n: usize| AttrValue {
+        value: Some(attr_value::Value::List(attr_value::ListValue {
+            r#type: vec![DataType::DtFloat as i32; n],
+            ..Default::default()
+        })),
+    };
+    let mut node = NodeDef {
+        name: name.into(),
+        op: op.into(),
+        device: device.into(),
+        input: segment.inputs.clone(),
+        ..Default::default()
+    };
+    node.attr.insert("Tin".into(), types(segment.inputs.len()));
+    node.attr
+        .insert("Tout".into(), types(segment.outputs.len()));
+    node.attr.insert(
+        "segment".into(),
+        AttrValue {
+            value: Some(attr_value::Value::S(segment.encode())),
+        },
+    );
+    node
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::nodes::type_value;
+    use super::super::test_nodes::{CPU, FPGA, find, node};
+    use super::*;
+    use crate::kernels::program::compile_for_tests as compile;
+    use tensorplug_core::accelerator::Shape;
+
+    const OP: &str = "_TensorplugFPGAProgram";
+
+    fn float(mut n: NodeDef) -> NodeDef {
+        n.attr
+            .insert("T".into(), type_value(DataType::DtFloat as i32));
+        n
+    }
+
+    /// Two dense layers and a softmax on the FPGA, fed from the CPU, read
+    /// by a fetched `Identity`.
+    fn mlp() -> GraphDef {
+        let mut x = node("x", "Placeholder", &[]);
+        x.device = CPU.into();
+        GraphDef {
+            node: vec![
+                x,
+                node("w1", "Const", &[]),
+                node("b1", "Const", &[]),
+                node("w2", "Const", &[]),
+                node("b2", "Const", &[]),
+                float(node("d1/MatMul", "MatMul", &["x", "w1"])),
+                float(node("d1/BiasAdd", "BiasAdd", &["d1/MatMul", "b1"])),
+                float(node("d1/Relu", "Relu", &["d1/BiasAdd"])),
+                float(node("d2/MatMul", "MatMul", &["d1/Relu:0", "w2"])),
+                float(node("d2/BiasAdd", "BiasAdd", &["d2/MatMul", "b2"])),
+                float(node("d2/Softmax", "Softmax", &["d2/BiasAdd"])),
+                float(node("out", "Identity", &["d2/Softmax", "^d1/Relu"])),
+            ],
+            ..Default::default()
+        }
+    }
+
+    fn preserve() -> HashSet<String> {
+        ["out".to_string()].into()
+    }
+
+    #[test]
+    fn a_dense_stack_becomes_one_program_read_where_its_nodes_were() {
+        let mut g = mlp();
+        let decisions = form_programs(&mut g, &preserve(), "FPGA", OP);
+        let name = "d1/MatMul/tensorplug_program";
+        assert_eq!(
+            decisions,
+            [Decision::Program {
+                program: name.into(),
+                nodes: 6
+            }]
+        );
+        assert!(
+            g.node
+                .iter()
+                .all(|n| !n.name.starts_with("d1/") || n.name == name)
+        );
+        let p = find(&g, name);
+        assert_eq!((p.op.as_str(), p.device.as_str()), (OP, FPGA));
+        assert_eq!(p.input, ["x:0", "w1:0", "b1:0", "w2:0", "b2:0"]);
+        // The fetch reads the program; its wait on a member waits on it.
+        assert_eq!(
+            find(&g, "out").input,
+            [format!("{name}:0"), format!("^{name}")]
+        );
+        let Some(attr_value::Value::S(bytes)) = p.attr["segment"].value.as_ref() else {
+            panic!("no segment");
+        };
+        let segment = Segment::decode(bytes).unwrap();
+        let ops: Vec<&str> = segment.nodes.iter().map(|n| n.op.as_str()).collect();
+        assert_eq!(
+            ops,
+            ["MatMul", "BiasAdd", "Relu", "MatMul", "BiasAdd", "Softmax"]
+        );
+        assert_eq!(segment.outputs, ["d2/Softmax:0"]);
+
+        // Compiled for a batch of 4: six commands, the arena shared.
+        let s = |d: &[u64]| Shape::new(d).unwrap();
+        let shapes = [s(&[4, 8]), s(&[8, 16]), s(&[16]), s(&[16, 3]), s(&[3])];
+        let c = compile(&segment, &shapes).unwrap();
+        assert_eq!(c.steps.len(), 6);
+        assert_eq!(c.outputs, [s(&[4, 3])]);
+        assert!(
+            c.arena < c.scratch_total,
+            "{} of {}",
+            c.arena,
+            c.scratch_total
+        );
+        let names: Vec<&str> = c.steps.iter().map(|(_, l)| &*l.node).collect();
+        assert_eq!(names[5], "d2/Softmax");
+        let error = compile(
+            &segment,
+            &[s(&[4, 7]), s(&[8, 16]), s(&[16]), s(&[16, 3]), s(&[3])],
+        );
+        assert!(error.unwrap_err().contains("MatMul 'd1/MatMul'"));
+    }
+
+    #[test]
+    fn a_group_whose_contraction_would_close_a_cycle_stays_op_by_op() {
+        // a → (CPU) host → b, and a → b: one program would read its own output.
+        let mut host = node("host", "Identity", &["a"]);
+        host.device = CPU.into();
+        let mut g = GraphDef {
+            node: vec![
+                node("x", "Const", &[]),
+                float(node("a", "Relu", &["x"])),
+                host,
+                float(node("b", "AddV2", &["a", "host"])),
+                node("out", "Identity", &["b"]),
+            ],
+            ..Default::default()
+        };
+        let before = g.clone();
+        let decisions = form_programs(&mut g, &["out".to_string()].into(), "FPGA", OP);
+        assert_eq!(
+            decisions,
+            [Decision::Cycle {
+                first: "a".into(),
+                via: "host".into()
+            }]
+        );
+        assert_eq!(g, before);
+    }
+
+    #[test]
+    fn fetched_nodes_other_devices_and_other_types_stay() {
+        let mut g = mlp();
+        for n in &mut g.node {
+            if n.name == "d1/Relu" {
+                n.attr
+                    .insert("T".into(), type_value(DataType::DtHalf as i32));
+            }
+        }
+        let mut preserve = preserve();
+        preserve.insert("d2/BiasAdd".into());
+        let decisions = form_programs(&mut g, &preserve, "FPGA", OP);
+        // d1's MatMul and BiasAdd; d2's MatMul alone is too small; the
+        // softmax alone too.
+        assert_eq!(
+            decisions,
+            [Decision::Program {
+                program: "d1/MatMul/tensorplug_program".into(),
+                nodes: 2
+            }]
+        );
+        assert_eq!(
+            find(&g, "d1/Relu").input,
+            ["d1/MatMul/tensorplug_program:0"]
+        );
+        assert_eq!(form_programs(&mut g, &preserve, "NPU", OP), []);
+    }
+}

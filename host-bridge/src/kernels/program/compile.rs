@@ -1,0 +1,162 @@
+//! A segment compiled for one set of input shapes: its nodes lowered to a
+//! device program (`tensorplug_core::program`), with the arena planned.
+
+use super::lower::{lower, static_op};
+use super::segment::{Segment, canonical};
+use crate::registry::OpLabel;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tensorplug_core::accelerator::{DType, Shape, VendorOps};
+use tensorplug_core::program::{
+    BufferKind, BufferSpec, Limits, Program, ProgramBuilder, Step, validate,
+};
+
+/// A segment's program for one set of input shapes.
+#[derive(Debug)]
+pub struct Compiled {
+    /// The program's bytes (what a device that keeps programs stores).
+    pub bytes: Vec<u8>,
+    /// Its buffers, decoded from `bytes`.
+    pub buffers: Vec<BufferSpec>,
+    /// Its commands, decoded from `bytes`, each with the TF node it came from.
+    pub steps: Vec<(Step, OpLabel)>,
+    /// The output shapes, in output order.
+    pub outputs: Vec<Shape>,
+    /// Bytes of scratch arena a run needs.
+    pub arena: u64,
+    /// Bytes the scratch buffers would take side by side.
+    pub scratch_total: u64,
+}
+
+/// Lowers `segment` for inputs of `shapes`.
+///
+/// # Errors
+/// A node that does not lower, or shapes its op refuses.
+pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> {
+    if shapes.len() != segment.inputs.len() {
+        return Err(format!(
+            "the program takes {} inputs, got {}",
+            segment.inputs.len(),
+            shapes.len()
+        ));
+    }
+    // Pass 1: every edge's shape, every node's command.
+    let mut shape_of: HashMap<String, Shape> = segment
+        .inputs
+        .iter()
+        .cloned()
+        .zip(shapes.iter().copied())
+        .collect();
+    let mut lowered = Vec::with_capacity(segment.nodes.len());
+    for node in &segment.nodes {
+        let ins: Vec<String> = node
+            .input
+            .iter()
+            .map(|i| canonical(i).ok_or_else(|| format!("'{}': input {i:?}", node.name)))
+            .collect::<Result<_, _>>()?;
+        let in_shapes: Vec<Shape> = ins
+            .iter()
+            .map(|e| {
+                shape_of
+                    .get(e)
+                    .copied()
+                    .ok_or_else(|| format!("'{}': no edge {e}", node.name))
+            })
+            .collect::<Result<_, _>>()?;
+        if in_shapes.iter().any(|s| s.elements() == Some(0)) {
+            return Err(format!(
+                "'{}': an empty input (a program runs no empty tensors)",
+                node.name
+            ));
+        }
+        let (kind, out) = lower(node, &in_shapes)?;
+        shape_of.insert(format!("{}:0", node.name), out);
+        lowered.push((ins, kind, out));
+    }
+    // Pass 2: inputs, then outputs, are the binding slots in order.
+    let mut b = ProgramBuilder::new();
+    let error = |e: tensorplug_core::program::ProgramError| e.to_string();
+    let mut id_of = HashMap::new();
+    for (edge, shape) in segment.inputs.iter().zip(shapes) {
+        id_of.insert(
+            edge.clone(),
+            b.buffer(BufferKind::Input, DType::F32, *shape)
+                .map_err(error)?,
+        );
+    }
+    let mut outputs = Vec::with_capacity(segment.outputs.len());
+    for edge in &segment.outputs {
+        let shape = *shape_of
+            .get(edge)
+            .ok_or_else(|| format!("output {edge} is not made"))?;
+        id_of.insert(
+            edge.clone(),
+            b.buffer(BufferKind::Output, DType::F32, shape)
+                .map_err(error)?,
+        );
+        outputs.push(shape);
+    }
+    for (node, (ins, kind, out)) in segment.nodes.iter().zip(&lowered) {
+        let edge = format!("{}:0", node.name);
+        let output = match id_of.get(&edge) {
+            Some(&id) => id,
+            None => {
+                let id = b
+                    .buffer(BufferKind::Scratch, DType::F32, *out)
+                    .map_err(error)?;
+                id_of.insert(edge, id);
+                id
+            }
+        };
+        let inputs: Vec<_> = ins.iter().map(|e| id_of[e]).collect();
+        b.launch(*kind, 0, &inputs, output).map_err(error)?;
+    }
+    let built = b.finish(&VendorOps::NONE).map_err(error)?;
+    decode(
+        segment,
+        built.bytes,
+        outputs,
+        built.plan.arena,
+        built.plan.total,
+    )
+}
+
+/// Reads the built program back through the device's own parser and
+/// validator, so what runs is what a device would accept.
+fn decode(
+    segment: &Segment,
+    bytes: Vec<u8>,
+    outputs: Vec<Shape>,
+    arena: u64,
+    scratch_total: u64,
+) -> Result<Compiled, String> {
+    let parsed = Program::parse(&bytes).map_err(|e| e.to_string())?;
+    let valid = validate(parsed, &VendorOps::NONE, &Limits::HOST).map_err(|e| e.to_string())?;
+    let p = valid.program();
+    let buffers = (0..p.buffer_count())
+        .map(|i| {
+            p.buffer(i)
+                .and_then(|r| BufferSpec::decode(&r).ok())
+                .ok_or_else(|| format!("buffer {i}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut steps = Vec::with_capacity(p.command_count());
+    for (c, record) in p.commands().enumerate() {
+        let step =
+            Step::decode(&record, &VendorOps::NONE, buffers.len()).map_err(|e| format!("{e:?}"))?;
+        let node = &segment.nodes[c];
+        let label = OpLabel {
+            op_type: static_op(&node.op).unwrap_or("Program"),
+            node: Arc::from(node.name.as_str()),
+        };
+        steps.push((step, label));
+    }
+    Ok(Compiled {
+        bytes,
+        buffers,
+        steps,
+        outputs,
+        arena,
+        scratch_total,
+    })
+}

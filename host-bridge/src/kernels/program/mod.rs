@@ -1,0 +1,201 @@
+//! `_Tensorplug<DEVICE>Program`: a segment of the graph as one TF op (the
+//! graph pass's `programs.rs` writes it). It compiles its segment into a
+//! device program once per input shapes, then each call binds the inputs,
+//! the outputs and a scratch arena and runs the program's commands, each
+//! under the name of the TF node it came from. `docs/device-programs.md`.
+
+mod compile;
+pub mod lower;
+pub mod segment;
+
+use super::failure::{Failure, KernelResult};
+use super::launch::Launcher;
+use super::op_def::{define, op_name};
+use super::ops::Op;
+use super::tf::{Construction, Context};
+use crate::{identity, log};
+use compile::{Compiled, compile};
+use segment::Segment;
+use std::ffi::CStr;
+use std::sync::{Arc, Mutex, OnceLock};
+use tensorplug_core::accelerator::{DeviceAddr, Shape, TensorDesc};
+use tensorplug_core::program::{BufferKind, Step};
+
+#[cfg(test)]
+pub(crate) use compile::compile as compile_for_tests;
+
+/// The program op's name after `_Tensorplug<DEVICE>`.
+pub const SUFFIX: &str = "Program";
+
+/// Programs a node keeps, one per set of input shapes; past this many the
+/// oldest is dropped (and said so: a cache that thrashes is a finding).
+const CACHED: usize = 8;
+
+/// The program kernel.
+pub struct ProgramKernel;
+
+/// The one program kernel.
+pub static PROGRAM: ProgramKernel = ProgramKernel;
+
+/// A program node's segment and its compiled programs.
+#[derive(Default)]
+pub struct ProgramAttrs {
+    segment: Segment,
+    compiled: Mutex<Vec<(Vec<Shape>, Arc<Compiled>)>>,
+}
+
+/// Defines the program op of the installed device type, once per process.
+pub fn define_op() -> KernelResult<()> {
+    static DEFINED: OnceLock<Result<(), String>> = OnceLock::new();
+    DEFINED
+        .get_or_init(|| {
+            define(
+                op_name(identity::device_type(), SUFFIX),
+                &[c"args: Tin"],
+                &[c"results: Tout"],
+                &[
+                    c"Tin: list(type) >= 0",
+                    c"Tout: list(type) >= 1",
+                    c"segment: string",
+                ],
+            )
+            .map_err(|f| f.cause)
+        })
+        .clone()
+        .map_err(Failure::invalid)
+}
+
+impl ProgramAttrs {
+    /// The program for inputs of `shapes`, compiled on first use.
+    fn program(&self, node: &str, shapes: &[Shape]) -> KernelResult<Arc<Compiled>> {
+        let mut cache = self
+            .compiled
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((_, c)) = cache.iter().find(|(s, _)| s.as_slice() == shapes) {
+            return Ok(c.clone());
+        }
+        let compiled = Arc::new(
+            compile(&self.segment, shapes)
+                .map_err(|e| Failure::invalid(format!("program '{node}': {e}")))?,
+        );
+        if cache.len() == CACHED {
+            log::warn(format_args!(
+                "program '{node}': more than {CACHED} input shapes; the oldest program is \
+                 dropped and compiled again when it comes back"
+            ));
+            cache.remove(0);
+        }
+        dump(node, &compiled, cache.len());
+        cache.push((shapes.to_vec(), compiled.clone()));
+        Ok(compiled)
+    }
+}
+
+/// With `TENSORPLUG_GRAPH_DUMP_DIR` set, writes each compiled program there
+/// (`program_<node>_<n>.tppg`) with a line about it (`.txt`).
+fn dump(node: &str, program: &Compiled, n: usize) {
+    let Ok(Some(dir)) = crate::settings::get(crate::settings::GRAPH_DUMP_DIR) else {
+        return;
+    };
+    let stem = format!("program_{}_{n}", node.replace('/', "_"));
+    let dir = std::path::Path::new(&dir.text);
+    let summary = format!(
+        "{node}: {} commands, {} buffers, outputs {:?}, arena {} B ({} B side by side), {} B\n",
+        program.steps.len(),
+        program.buffers.len(),
+        program.outputs.iter().map(Shape::dims).collect::<Vec<_>>(),
+        program.arena,
+        program.scratch_total,
+        program.bytes.len()
+    );
+    let written = std::fs::write(dir.join(format!("{stem}.tppg")), &program.bytes)
+        .and_then(|()| std::fs::write(dir.join(format!("{stem}.txt")), summary));
+    if let Err(e) = written {
+        log::warn(format_args!(
+            "program '{node}': cannot dump it to {}: {e}",
+            dir.display()
+        ));
+    }
+}
+
+impl Op for ProgramKernel {
+    type Attrs = ProgramAttrs;
+
+    fn op(&self) -> &'static CStr {
+        op_name(identity::device_type(), SUFFIX)
+    }
+
+    fn family(&self) -> Option<tensorplug_core::accelerator::OpKind> {
+        None
+    }
+
+    fn type_attr(&self) -> Option<&'static CStr> {
+        None
+    }
+
+    fn construct(&self, ctx: &Construction) -> KernelResult<ProgramAttrs> {
+        let segment = Segment::decode(&ctx.bytes_attr(c"segment")?).map_err(Failure::invalid)?;
+        Ok(ProgramAttrs {
+            segment,
+            compiled: Mutex::default(),
+        })
+    }
+
+    fn compute(&self, a: &ProgramAttrs, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
+        let inputs = (0..ctx.num_inputs())
+            .map(|i| {
+                let t = ctx.input(i, false)?;
+                let shape = t.shape()?;
+                Ok((t, shape))
+            })
+            .collect::<KernelResult<Vec<_>>>()?;
+        let shapes: Vec<Shape> = inputs.iter().map(|(_, s)| *s).collect();
+        let program = a.program(ctx.node_name(), &shapes)?;
+        let outputs = program
+            .outputs
+            .iter()
+            .enumerate()
+            .map(|(k, s)| ctx.output_at(k as i32, s, &[]))
+            .collect::<KernelResult<Vec<_>>>()?;
+        let arena = if program.arena == 0 {
+            DeviceAddr(0)
+        } else {
+            let words =
+                Shape::new(&[program.arena / 4]).ok_or_else(|| Failure::invalid("arena"))?;
+            run.desc(&ctx.temp(&words)?, words)?.addr
+        };
+        let n_in = inputs.len();
+        let descs = program
+            .buffers
+            .iter()
+            .map(|b| match b.kind {
+                BufferKind::Scratch => Ok(b.at(DeviceAddr(arena.0 + u64::from(b.place)))),
+                BufferKind::Input => run.desc(&inputs[b.place as usize].0, b.shape),
+                _ => run.desc(&outputs[b.place as usize - n_in], b.shape),
+            })
+            .collect::<KernelResult<Vec<TensorDesc>>>()?;
+        for (step, label) in &program.steps {
+            match *step {
+                Step::Launch {
+                    kind,
+                    inputs,
+                    count,
+                    output,
+                    ..
+                } => {
+                    let ins: Vec<TensorDesc> = inputs[..count]
+                        .iter()
+                        .map(|&i| descs[usize::from(i)])
+                        .collect();
+                    run.launch_as(label, kind, &ins, descs[usize::from(output)])?;
+                }
+                Step::Copy { dst, src } => {
+                    run.copy(descs[usize::from(dst)], descs[usize::from(src)])?
+                }
+                Step::Fill { dst, pattern } => run.fill(descs[usize::from(dst)], pattern)?,
+            }
+        }
+        Ok(())
+    }
+}
