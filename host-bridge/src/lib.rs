@@ -34,6 +34,9 @@ pub mod ffi;
 pub mod graph;
 pub mod host_spans;
 mod identity;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod internals;
 pub mod kernels;
 pub mod log;
 pub mod profiler;

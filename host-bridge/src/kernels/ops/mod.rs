@@ -18,7 +18,7 @@ mod concat;
 pub(crate) mod einsum;
 mod fill;
 pub(crate) mod fused_matmul;
-#[doc(hidden)]
+#[cfg(feature = "internals")]
 pub mod fuzzing;
 mod gather;
 pub mod int8;
