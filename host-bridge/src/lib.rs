@@ -50,6 +50,8 @@ pub mod variable_ops;
 
 pub use backend::{Backend, OpenError};
 pub use error::{Error, Result};
+#[doc(hidden)]
+pub use export::__private;
 
 /// What a vendor's plugin crate uses (`use tensorplug_host_bridge::prelude::*;`):
 /// its [`Backend`] and the driver it opens, the TF kernels of its own ops,
