@@ -6,5 +6,5 @@ pub use crate::error::DeviceError;
 pub use erased::{DynAccelerator, Erased, erase};
 
 /// Why a device could not be opened: any error, shown to the user as
-/// `cannot open device `<spec>`: <error>`.
+/// ``cannot open device `<spec>`: <error>``.
 pub type OpenError = Box<dyn std::error::Error + Send + Sync>;
