@@ -3,7 +3,9 @@
 mod erased;
 
 pub use crate::error::DeviceError;
-pub use erased::{DynAccelerator, Erased, erase};
+#[cfg(test)]
+pub use erased::Erased;
+pub use erased::{DynAccelerator, erase};
 
 /// Why a device could not be opened: any error, shown to the user as
 /// ``cannot open device `<spec>`: <error>``.

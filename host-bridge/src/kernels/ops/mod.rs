@@ -44,7 +44,7 @@ mod window_geometry;
 mod window_grad;
 mod xent;
 
-pub use kernel::{Kernel, Op, TfKernel, TypePair, WAIT_ATTR, compute, elementwise};
+pub use kernel::{Kernel, Op, TfKernel, WAIT_ATTR, compute, elementwise};
 
 /// The f32 kernels besides the element-wise families'.
 static KERNELS: [&dyn TfKernel; 66] = [
