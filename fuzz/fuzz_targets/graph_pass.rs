@@ -23,9 +23,9 @@ use std::collections::{HashMap, HashSet};
 use libfuzzer_sys::arbitrary::{self, Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use prost::Message;
-use tensorplug_host_bridge::graph::proto::attr_value::{ListValue, Value};
-use tensorplug_host_bridge::graph::proto::{AttrValue, DataType, GraphDef, NodeDef};
-use tensorplug_host_bridge::graph::rewrite;
+use tensorplug_host_bridge::internals::graph::proto::attr_value::{ListValue, Value};
+use tensorplug_host_bridge::internals::graph::proto::{AttrValue, DataType, GraphDef, NodeDef};
+use tensorplug_host_bridge::internals::graph::rewrite;
 
 const FPGA: &str = "/job:localhost/replica:0/task:0/device:FPGA:0";
 const CPU: &str = "/job:localhost/replica:0/task:0/device:CPU:0";

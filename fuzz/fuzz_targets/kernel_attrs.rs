@@ -16,8 +16,8 @@
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
 use tensorplug_core::accelerator::Shape;
-use tensorplug_host_bridge::kernels::ops::fuzzing::{self, Attrs};
-use tensorplug_host_bridge::kernels::shapes;
+use tensorplug_host_bridge::internals::kernels::ops::fuzzing::{self, Attrs};
+use tensorplug_host_bridge::internals::kernels::shapes;
 
 #[derive(Arbitrary, Debug)]
 enum List {

@@ -12,15 +12,13 @@ use std::sync::OnceLock;
 use tensorplug_abi::validate;
 
 pub use crate::devices::OpenError;
-pub use crate::identity::{
-    Names, PLANES_PER_PLUGIN, device_type, device_type_c, names, plane_base,
-};
+pub use crate::identity::{Names, device_type, device_type_c, names};
 
 /// What a vendor implements to get a TensorFlow plugin.
 ///
 /// ```
 /// use std::ffi::CStr;
-/// use tensorplug_host_bridge::{Backend, OpenError, devices::DynAccelerator};
+/// use tensorplug_host_bridge::prelude::*;
 ///
 /// struct Npu;
 /// impl Backend for Npu {
@@ -106,7 +104,7 @@ impl Plugin {
     }
 
     /// What the device registry needs to open this backend's devices.
-    pub fn opener(&self) -> crate::registry::Opener {
+    pub(crate) fn opener(&self) -> crate::registry::Opener {
         crate::registry::Opener {
             open: self.open,
             device_kinds: self.device_kinds,
@@ -115,7 +113,7 @@ impl Plugin {
     }
 
     /// The device type as text.
-    pub fn device_type_str(&self) -> &'static str {
+    pub(crate) fn device_type_str(&self) -> &'static str {
         // Checked at compile time to be `[A-Z][A-Z_]*` (ASCII).
         self.device_type.to_str().unwrap_or("?")
     }

@@ -59,7 +59,8 @@ pub enum Error {
         what: &'static str,
         /// The budget.
         timeout_ms: u64,
-        /// What happened next: [`RESET`], [`RESET_FAILED`], or nothing.
+        /// What happened next: that the device was reset (`RESET`), that the
+        /// reset failed too (`RESET_FAILED`), or nothing.
         then: &'static str,
     },
     /// A wait failed at once: a reset of the device failed, and the budget

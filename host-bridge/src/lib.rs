@@ -1,55 +1,45 @@
 //! `tensorplug-host-bridge`: the TensorFlow plugin machinery, generic over
-//! a vendor's [`Backend`].
+//! a vendor's [`Backend`](prelude::Backend).
 //!
-//! A vendor's `cdylib` implements [`Backend`] (device type, device list,
-//! opening drivers) and calls [`export_plugin!`]; TensorFlow then loads it
-//! as a PluggableDevice. This library depends on no device. Layout:
+//! A vendor's `cdylib` implements [`Backend`](prelude::Backend) (device
+//! type, device list, opening drivers), writes the TF kernels of its own ops
+//! with [`Op`](prelude::Op), and calls [`export_plugin!`]; TensorFlow then
+//! loads it as a PluggableDevice. This library depends on no device.
 //!
-//! - [`backend`]: the vendor seam and the entry-point macro;
-//! - [`settings`]: every environment setting, one vocabulary;
-//! - [`ffi`]: the C boundary (TF's functions resolved at run time, the
-//!   `catch_unwind` guards every entry point runs under);
-//! - [`se`]: `SE_InitPlugin` and the StreamExecutor callbacks;
-//! - [`graph`]: `TF_InitGraph` and its pass (variables, folding, fusion,
-//!   making what TF's passes leave runnable);
-//! - [`kernels`]: `TF_InitKernel` and the kernels, per capability;
-//! - [`registry`]: the open devices, their streams, fences, handle scheme
-//!   and completion threads, shared by every plugin interface;
-//! - [`devices`]: the device list and the type-erased driver;
-//! - [`profiler`]: `TF_InitProfiler` and the op-tag interner;
-//! - [`host_spans`]: the host-side event hook;
-//! - [`tf_versions`]: the TF versions served, and declining on others;
-//! - [`variable_ops`]: the ops TF runs beside a resource variable;
-//! - [`error`], [`log`]: the bridge's error type and its stderr lines.
-//!
-//! A vendor's plugin crate needs only [`prelude`]; the modules above are
-//! the machinery behind it. Design and rules: `docs/host-bridge.md`.
+//! A vendor's plugin crate needs only [`prelude`] (and [`settings`], which
+//! the prelude re-exports). The machinery behind it (the C boundary,
+//! StreamExecutor, the graph pass, the kernels, the device registry, the
+//! profiler) is private; its layout and rules: `docs/host-bridge.md`.
 
-pub mod backend;
+mod backend;
 mod claim;
-pub mod devices;
-pub mod error;
+mod devices;
+mod error;
 mod export;
-pub mod ffi;
-pub mod graph;
-pub mod host_spans;
+mod ffi;
+mod graph;
+mod host_spans;
 mod identity;
-pub mod kernels;
-pub mod log;
-pub mod profiler;
-pub mod registry;
-pub mod se;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod internals;
+mod kernels;
+mod log;
+mod profiler;
+mod registry;
+mod se;
 pub mod settings;
 #[cfg(test)]
 mod testing;
-pub mod tf_versions;
-pub mod variable_ops;
+mod tf_versions;
+mod variable_ops;
 
-pub use backend::{Backend, OpenError};
 pub use error::{Error, Result};
+#[doc(hidden)]
+pub use export::__private;
 
 /// What a vendor's plugin crate uses (`use tensorplug_host_bridge::prelude::*;`):
-/// its [`Backend`] and the driver it opens, the TF kernels of its own ops,
+/// its [`Backend`](prelude::Backend) and the driver it opens, the TF kernels of its own ops,
 /// the settings it reads, and [`export_plugin!`]. `docs/vendor-guide.md`.
 pub mod prelude {
     pub use crate::backend::{Backend, OpenError};

@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 static DEVICE_TYPE: OnceLock<&'static str> = OnceLock::new();
 
 /// Sets the `<TYPE>` of `TENSORPLUG_<TYPE>_NAME` (the backend does, once).
-pub fn set_device_type(device_type: &'static str) {
+pub(crate) fn set_device_type(device_type: &'static str) {
     let _ = DEVICE_TYPE.set(device_type);
 }
 

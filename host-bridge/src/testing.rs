@@ -65,12 +65,12 @@ unsafe extern "C" fn delete_status(status: *mut TF_Status) {
 /// were traced on the reference plugin; its `sim` devices are the NPU.
 struct TestBackend;
 
-impl crate::Backend for TestBackend {
+impl crate::backend::Backend for TestBackend {
     const DEVICE_TYPE: &'static CStr = c"FPGA";
     const VENDOR: &'static CStr = c"tensorplug";
     const DEVICE_KINDS: &'static str = "`sim`";
 
-    fn open(spec: &str) -> Result<Box<DynAccelerator>, crate::OpenError> {
+    fn open(spec: &str) -> Result<Box<DynAccelerator>, crate::backend::OpenError> {
         match spec {
             "sim" => Ok(npu::open()),
             other => Err(format!("unknown device `{other}`").into()),

@@ -7,8 +7,7 @@ pub mod spec;
 
 use spec::DeviceSpec;
 use std::ffi::CStr;
-use tensorplug_host_bridge::devices::{DynAccelerator, erase};
-use tensorplug_host_bridge::{Backend, OpenError};
+use tensorplug_host_bridge::prelude::{Backend, DynAccelerator, OpenError, erase};
 
 /// The reference FPGA: `/device:FPGA:<n>`.
 pub struct Fpga;

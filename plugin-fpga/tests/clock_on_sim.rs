@@ -5,7 +5,7 @@ use std::time::Duration;
 use tensorplug_core::accelerator::{DType, OpDesc, OpKind, QueueId, Shape, TensorDesc, Unary};
 use tensorplug_core::clock::ClockMap;
 use tensorplug_core::event::{Event, EventKind};
-use tensorplug_host_bridge::profiler::{WallClock, sync_pair};
+use tensorplug_host_bridge::internals::profiler::{WallClock, sync_pair};
 
 /// Causality on the `sim` device, whose counter register is a snapshot:
 /// after the model thread has idled into its sleeps, an op launched

@@ -8,8 +8,8 @@ use tensorplug_core::accelerator::{
 };
 use tensorplug_fpga::{Fpga, open::sim};
 use tensorplug_host_bridge::Error;
-use tensorplug_host_bridge::backend::{Plugin, install};
-use tensorplug_host_bridge::registry::{DeviceCore, OpLabel};
+use tensorplug_host_bridge::internals::backend::{Plugin, install};
+use tensorplug_host_bridge::internals::registry::{DeviceCore, OpLabel};
 use tensorplug_model_fpga::model::host::fault_rules;
 
 const Q: QueueId = QueueId(0);

@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use tensorplug_host_bridge::graph::rewrite;
+use tensorplug_host_bridge::internals::graph::rewrite;
 use tensorplug_tests::{run_python, run_tf_with_plugin, workspace_root};
 
 fn check(output: &std::process::Output, what: &str) -> String {

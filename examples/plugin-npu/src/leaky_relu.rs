@@ -1,7 +1,7 @@
 //! The TF kernel of the NPU's own op: TF's `LeakyRelu` (Keras' `LeakyReLU`
 //! layer) lowered to the NPU's `LeakyRelu` ([`tensorplug_device_npu::LEAKY_RELU`]).
 //! tensorplug has no such op; this kernel is registered through
-//! [`Backend::KERNELS`](tensorplug_host_bridge::Backend::KERNELS) when every
+//! [`Backend::KERNELS`](tensorplug_host_bridge::prelude::Backend::KERNELS) when every
 //! NPU declares it.
 
 use std::ffi::CStr;

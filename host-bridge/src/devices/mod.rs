@@ -3,8 +3,10 @@
 mod erased;
 
 pub use crate::error::DeviceError;
-pub use erased::{DynAccelerator, Erased, erase};
+#[cfg(test)]
+pub use erased::Erased;
+pub use erased::{DynAccelerator, erase};
 
 /// Why a device could not be opened: any error, shown to the user as
-/// `cannot open device `<spec>`: <error>`.
+/// ``cannot open device `<spec>`: <error>``.
 pub type OpenError = Box<dyn std::error::Error + Send + Sync>;

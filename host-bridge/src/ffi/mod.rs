@@ -4,7 +4,7 @@
 mod guard;
 pub mod tf_api;
 
-pub use guard::{report, run, swallow, with_status};
+pub use guard::{run, swallow, with_status};
 
 use crate::error::{Error, Result};
 use tensorplug_abi::tf::Versioned;

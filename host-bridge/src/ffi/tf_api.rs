@@ -35,6 +35,7 @@ static API: OnceLock<std::result::Result<TfApi, String>> = OnceLock::new();
 
 /// Installs `api` instead of looking the functions up (tests, embedders).
 /// Returns `false` if a table was already resolved or installed.
+#[cfg(test)]
 pub fn install(api: TfApi) -> bool {
     API.set(Ok(api)).is_ok()
 }

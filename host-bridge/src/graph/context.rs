@@ -21,8 +21,10 @@ pub trait Registry {
 /// A registry that holds exactly the kernels it is told: `ops` on every
 /// device, and no kernel lists (every node counts as runnable where TF
 /// put it). What `rewrite` and the fuzz target run the passes with.
+#[cfg(any(test, feature = "internals"))]
 pub struct Declared(pub &'static [&'static str]);
 
+#[cfg(any(test, feature = "internals"))]
 impl Registry for Declared {
     fn registered(&mut self, op: &str, _device: &str) -> bool {
         self.0.contains(&op)
@@ -121,6 +123,7 @@ impl Settings {
     }
 }
 
+#[cfg(any(test, feature = "internals"))]
 impl Settings {
     /// Everything on, no dump: what [`rewrite`](super::rewrite) runs with.
     pub(super) fn all_on() -> Self {

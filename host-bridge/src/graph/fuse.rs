@@ -24,6 +24,7 @@ pub struct Heads {
     pub conv2d: bool,
 }
 
+#[cfg(test)]
 impl Heads {
     /// Both heads.
     pub const ALL: Self = Self {

@@ -46,10 +46,7 @@ mod test_nodes;
 mod tests;
 
 pub use configs::optimizer_configs;
-pub use context::Settings;
-pub use device::is_ours as is_device_of_type;
-pub use fold::fold_batch_norms;
-pub use fuse::{FUSED_CONV_OP, FUSED_OP, Fusions, Heads, fuse_chains};
+#[cfg(feature = "internals")]
 pub use optimize::rewrite;
 
 use crate::error::{Error, Result};

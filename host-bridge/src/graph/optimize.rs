@@ -1,8 +1,12 @@
 //! `optimize_func`'s body: bytes in, bytes out, settings from the
 //! environment.
 
-use super::context::{Context, Declared, KernelLists, Registry, Settings};
-use super::fuse::{FUSED_CONV_OP, FUSED_OP, Fusions};
+#[cfg(any(test, feature = "internals"))]
+use super::context::Declared;
+use super::context::{Context, KernelLists, Registry, Settings};
+use super::fuse::Fusions;
+#[cfg(any(test, feature = "internals"))]
+use super::fuse::{FUSED_CONV_OP, FUSED_OP};
 use super::passes::run_passes;
 use super::proto::{GraphDef, KernelList};
 use super::tf_grappler;
@@ -20,6 +24,7 @@ use tensorplug_abi::tf::{TF_Buffer, TF_GrapplerItem};
 /// moves to the CPU, no fallback is named): what the unit tests and the
 /// `graph_pass` fuzz target call. `Ok(None)` when nothing changed, else
 /// the new graph's bytes.
+#[cfg(any(test, feature = "internals"))]
 pub fn rewrite(
     graph_in: &[u8],
     preserve: &HashSet<String>,

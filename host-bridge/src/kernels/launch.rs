@@ -25,7 +25,7 @@ pub struct Launcher<'a> {
 
 impl<'a> Launcher<'a> {
     /// Work of node `node` (a `op_type`) on `stream`.
-    pub fn new(stream: &'a Stream, op_type: &'static str, node: &str) -> Self {
+    pub(crate) fn new(stream: &'a Stream, op_type: &'static str, node: &str) -> Self {
         Self {
             stream,
             label: OpLabel {

@@ -25,7 +25,7 @@ mod variables;
 pub use failure::{Failure, KernelResult};
 pub use launch::Launcher;
 pub use ops::WAIT_ATTR;
-pub use tf::{Construction, Context, Tensor};
+pub use tf::{Construction, Context};
 
 use crate::ffi::{self, tf_api};
 use crate::{backend, log, registry};
@@ -36,7 +36,7 @@ use tensorplug_core::accelerator::{Capabilities, DType, Namespace, OpDecl, OpKin
 use tf::Status;
 
 /// `TF_InitKernel` (emitted by [`export_plugin!`](crate::export_plugin)):
-/// registers the kernels of [`KERNELS`] that every open device declares. It
+/// registers the kernels of `ops::KERNELS` that every open device declares. It
 /// has no status: a kernel that fails to register is logged and skipped (its
 /// op then runs on the CPU under soft placement), never aborting TF.
 pub fn tf_init_kernel() {

@@ -150,7 +150,7 @@ impl Context {
     }
 
     /// `TF_GetStream`: the stream this kernel's device work goes to.
-    pub fn stream(&self) -> KernelResult<&crate::registry::Stream> {
+    pub(crate) fn stream(&self) -> KernelResult<&crate::registry::Stream> {
         // SAFETY: live context and status.
         let raw = unsafe { (self.api.get_stream)(self.raw, self.status.fresh()) };
         self.status.check("TF_GetStream")?;

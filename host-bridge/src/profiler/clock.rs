@@ -32,6 +32,7 @@ impl WallClock {
     }
 
     /// A clock with a given offset (tests).
+    #[cfg(test)]
     pub const fn with_offset(offset_ns: u64) -> Self {
         Self { offset_ns }
     }

@@ -21,10 +21,10 @@ mod state;
 #[cfg(test)]
 mod tests;
 
-pub use capture::{DRAIN_PERIOD, MAX_EVENTS};
+#[cfg(feature = "internals")]
 pub use clock::{WallClock, sync_pair};
-pub use ops::{UNPROFILED, op_tag};
-pub use state::{MAX_DEVICES, Profiler, with_profiler};
+pub use ops::op_tag;
+pub use state::{Profiler, with_profiler};
 
 use crate::error::{Error, Result};
 use crate::{ffi, identity};

@@ -84,6 +84,7 @@ impl OpTable {
     }
 
     /// Entries indexed by tag.
+    #[cfg(test)]
     pub fn entries(&self) -> &[OpEntry] {
         &self.entries
     }

@@ -215,6 +215,7 @@ impl Profiler {
     }
 
     /// Whether a session is running (tests).
+    #[cfg(test)]
     pub fn is_running(&self) -> bool {
         self.session.is_running()
     }

@@ -1,7 +1,8 @@
 //! Unit tests: registration, destroy idempotence, the op-tag interner, and
 //! whole sessions on a real driver (the example NPU) decoded back with prost.
 
-use super::ops::{OpTable, UNPROFILED_NAME};
+use super::clock::WallClock;
+use super::ops::{OpTable, UNPROFILED, UNPROFILED_NAME};
 use super::*;
 use crate::registry::Device;
 use crate::testing::{FakeStatus, install_fake_tf};

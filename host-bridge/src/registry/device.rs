@@ -115,11 +115,6 @@ impl Device {
         &self.core
     }
 
-    /// The handle scheme of this device's memory.
-    pub fn window(&self) -> &HandleWindow {
-        &self.window
-    }
-
     /// Queues host work after a fence (see [`CompletionWorker`]).
     pub fn submit(&self, item: Completion) {
         self.worker.submit(item);

@@ -90,11 +90,13 @@ impl DeviceState {
     }
 
     /// How many outstanding fences are remembered (for tests).
+    #[cfg(feature = "internals")]
     pub fn in_flight(&self) -> usize {
         self.in_flight.len()
     }
 
     /// The newest fence at the last recovery reset (for tests).
+    #[cfg(feature = "internals")]
     pub fn recovered_through(&self) -> Fence {
         self.recovered_through
     }

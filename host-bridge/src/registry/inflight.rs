@@ -70,6 +70,7 @@ impl InFlight {
     }
 
     /// How many fences are remembered.
+    #[cfg(feature = "internals")]
     pub fn len(&self) -> usize {
         self.fences.len()
     }

@@ -14,13 +14,12 @@ mod list;
 mod stream;
 mod worker;
 
-pub use device::{ALLOCATION_ALIGN, AllocStats, Device};
-pub use device_core::{DeviceCore, DeviceState};
-pub use handles::{HandleWindow, MIN_WINDOW};
-pub use inflight::{MAX_IN_FLIGHT, OpLabel};
-pub use list::{DeviceList, Opener, list_from_env, open, parse_list};
+pub use device::Device;
+#[cfg(feature = "internals")]
+pub use device_core::DeviceCore;
+pub use inflight::OpLabel;
+pub use list::{DeviceList, Opener, list_from_env, open};
 pub use stream::Stream;
-pub use worker::{Completion, CompletionWorker};
 
 use crate::error::{Error, Result};
 use crate::settings;
@@ -65,7 +64,8 @@ pub fn device(ordinal: i32) -> Option<&'static Arc<Device>> {
     usize::try_from(ordinal).ok().and_then(|i| devices().get(i))
 }
 
-/// Setting `TIMEOUT_MS` (`TENSORPLUG_TIMEOUT_MS`), or [`DEFAULT_TIMEOUT`].
+/// Setting `TIMEOUT_MS` (`TENSORPLUG_TIMEOUT_MS`), or 60 s
+/// (`DEFAULT_TIMEOUT`).
 pub fn timeout_from_env() -> Result<Duration> {
     let default = DEFAULT_TIMEOUT.as_millis() as u64;
     let ms = settings::positive(settings::TIMEOUT_MS, default, "number of milliseconds")?;

@@ -16,11 +16,7 @@ mod streams;
 mod tests;
 mod timers;
 
-pub use events::{Event, EventState};
-pub use executor::stream_executor;
-pub use handles::stream_from_raw;
 pub use platform::{platform, platform_fns};
-pub use timers::{Timer, TimerState, timer_fns};
 
 use crate::error::{Error, Result};
 use crate::{backend, ffi, registry};
@@ -33,7 +29,7 @@ use tensorplug_abi::{tf_field, validate};
 /// checks TF's version, validates the device list, opens the devices and
 /// registers the platform. An error status aborts TensorFlow, so on a TF
 /// outside the tested range or devices that cannot be opened it declines
-/// instead ([`tf_versions`](crate::tf_versions)): the platform with no device, and
+/// instead (`tf_versions.rs`): the platform with no device, and
 /// one line on stderr. Only a struct TF passes that we cannot fill is an
 /// error (it names the struct).
 ///

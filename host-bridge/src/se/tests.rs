@@ -2,6 +2,9 @@
 //! (the example NPU) for data, and with the gated test device for ordering
 //! and timeouts.
 
+use super::executor::stream_executor;
+use super::handles::stream_from_raw;
+use super::timers::timer_fns;
 use super::*;
 use crate::registry::{self, Device};
 use crate::testing::{FakeStatus, TfDevice, gated_device, install_fake_tf};

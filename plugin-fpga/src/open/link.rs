@@ -6,8 +6,7 @@
 use super::bring_up;
 use std::time::Duration;
 use tensorplug_device_fpga::transport::link::LinkTransport;
-use tensorplug_host_bridge::devices::DynAccelerator;
-use tensorplug_host_bridge::{OpenError, settings};
+use tensorplug_host_bridge::prelude::{DynAccelerator, OpenError, settings};
 use tensorplug_link_host::{ANSWER_TIMEOUT, DEFAULT_SERIAL_BAUD, Link, SERIAL_BAUD};
 
 /// The UART's baud rate (`TENSORPLUG_SERIAL_BAUD`, shared with `mcu-serial:`).

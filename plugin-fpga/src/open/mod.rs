@@ -7,8 +7,7 @@ pub mod spidev;
 
 use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
 use tensorplug_device_fpga::transport::Transport;
-use tensorplug_host_bridge::devices::{self, DynAccelerator};
-use tensorplug_host_bridge::{OpenError, registry};
+use tensorplug_host_bridge::prelude::{DynAccelerator, OpenError, erase, timeout_from_env};
 use tensorplug_model_fpga::model::host::SIM_MAX_ALLOCATIONS as MAX_ALLOCATIONS;
 
 /// The longest a host waits for `READY` after a reset: the MCU-sized
@@ -22,7 +21,7 @@ const HOST_READY_TIMEOUT_US: u64 = 5_000_000;
 /// step within two budgets: its wait's and its reset's
 /// (`docs/reliability.md`).
 pub fn host_driver_config() -> Result<DriverConfig, OpenError> {
-    Ok(driver_config(registry::timeout_from_env()?))
+    Ok(driver_config(timeout_from_env()?))
 }
 
 fn driver_config(budget: std::time::Duration) -> DriverConfig {
@@ -42,7 +41,7 @@ pub fn bring_up<T: Transport + Send + 'static>(
     let driver =
         Driver::<_, _, MAX_ALLOCATIONS>::new(transport, StdClock::default(), host_driver_config()?)
             .map_err(|e| format!("driver bring-up failed: {e}"))?;
-    Ok(devices::erase(driver))
+    Ok(erase(driver))
 }
 
 #[cfg(test)]

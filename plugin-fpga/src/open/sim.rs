@@ -11,8 +11,7 @@ use super::{bring_up, host_driver_config};
 use std::path::Path;
 use std::sync::Arc;
 use tensorplug_device_fpga::transport::mmio::{MmioTransport, ShmBar};
-use tensorplug_host_bridge::devices::{DynAccelerator, erase};
-use tensorplug_host_bridge::{OpenError, settings};
+use tensorplug_host_bridge::prelude::{DynAccelerator, OpenError, erase, settings};
 use tensorplug_model_fpga::model::host::fault_rules::{self, FaultRule, SIM_FAULTS_ENV};
 use tensorplug_model_fpga::model::host::open_sim;
 

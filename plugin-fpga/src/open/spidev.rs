@@ -4,8 +4,7 @@
 //! Mode 0, 8-bit words, at `TENSORPLUG_SPI_HZ` (default 10 MHz).
 
 use std::path::Path;
-use tensorplug_host_bridge::devices::DynAccelerator;
-use tensorplug_host_bridge::{OpenError, settings};
+use tensorplug_host_bridge::prelude::{DynAccelerator, OpenError, settings};
 
 /// The SPI clock in Hz: setting `SPI_HZ` (`TENSORPLUG_SPI_HZ`).
 pub const SPI_HZ: &str = "SPI_HZ";

@@ -14,7 +14,7 @@ use tensorplug_core::accelerator::{Capabilities, DType, OpKind, Shape, TensorDes
 pub type TypePair = [(&'static CStr, TF_DataType); 2];
 
 /// One TF kernel, written once per op (or per family of ops, as
-/// [`binary::BinaryKernel`](super::binary::BinaryKernel)).
+/// the bridge's `binary::BinaryKernel`).
 pub trait Op: Sync + 'static {
     /// What the kernel reads from the node at construction (`()` for none).
     type Attrs: Default + Send + Sync + 'static;

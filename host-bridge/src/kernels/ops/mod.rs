@@ -18,7 +18,7 @@ mod concat;
 pub(crate) mod einsum;
 mod fill;
 pub(crate) mod fused_matmul;
-#[doc(hidden)]
+#[cfg(feature = "internals")]
 pub mod fuzzing;
 mod gather;
 pub mod int8;
@@ -44,7 +44,7 @@ mod window_geometry;
 mod window_grad;
 mod xent;
 
-pub use kernel::{Kernel, Op, TfKernel, TypePair, WAIT_ATTR, compute, elementwise};
+pub use kernel::{Kernel, Op, TfKernel, WAIT_ATTR, compute, elementwise};
 
 /// The f32 kernels besides the element-wise families'.
 static KERNELS: [&dyn TfKernel; 66] = [
