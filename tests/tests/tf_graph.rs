@@ -338,3 +338,18 @@ fn half_precision_predictions_are_as_close_to_float32_as_the_cpus() {
         println!("{policy}: from float32, the device {fpga}, TF's CPU {cpu}");
     }
 }
+
+/// Device programs in TF (`TENSORPLUG_GRAPH_PROGRAMS=1`): a Keras MLP's
+/// dense stack becomes one program node, `predict` equals the CPU's, the
+/// report names the program, the compiled program is dumped, and the
+/// profile's FPGA plane still shows each TF node of it by its op type
+/// (`tests/python/tf_programs.py`).
+#[test]
+fn a_keras_mlp_predicts_through_a_device_program_equal_to_the_cpu() {
+    let work = scratch("programs");
+    let dir = work.path().to_str().expect("utf-8 path");
+    let output = run_tf_with_plugin("tf_programs.py", &[dir], None);
+    let stdout = check(&output, "tf_programs.py");
+    assert!(stdout.contains("5 commands"), "{stdout}");
+    println!("{stdout}");
+}

@@ -1,0 +1,80 @@
+"""A Keras MLP's predict on /device:FPGA:0 with device programs on.
+
+    python tf_programs.py <work dir>
+
+With TENSORPLUG_GRAPH_PROGRAMS=1 the graph pass contracts the dense stack
+on the FPGA into program nodes. Checks: predict equals the same model on
+the CPU; the pass's output graph has a `_TensorplugFPGAProgram` node and no
+MatMul left on the FPGA; the report (TENSORPLUG_FALLBACK_FILE) names the
+program; the compiled program is dumped (TENSORPLUG_GRAPH_DUMP_DIR); and
+the profile's FPGA plane shows each TF node of the program by its own op
+type, with none of them on the CPU.
+"""
+
+import os
+import pathlib
+import sys
+
+work = pathlib.Path(sys.argv[1])
+os.environ["TENSORPLUG_GRAPH_PROGRAMS"] = "1"
+os.environ["TENSORPLUG_GRAPH_DUMP_DIR"] = str(work)
+os.environ["TENSORPLUG_FALLBACK_FILE"] = str(work / "report.txt")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from tensorflow.core.framework import graph_pb2  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from tf_profiler_scenarios import profiled_ops  # noqa: E402
+
+assert tf.config.list_logical_devices("FPGA"), "the plugin did not load"
+keras = tf.keras
+
+
+def mlp():
+    tf.keras.utils.set_random_seed(3)
+    return keras.Sequential(
+        [
+            keras.Input(shape=(16,)),
+            keras.layers.Dense(32, activation="relu"),
+            keras.layers.Dense(32, activation="tanh"),
+            keras.layers.Dense(10, activation="softmax"),
+        ]
+    )
+
+
+x = np.random.default_rng(7).standard_normal([64, 16]).astype(np.float32)
+with tf.device("/device:CPU:0"):
+    cpu = mlp()
+    want = cpu.predict(x, batch_size=32, verbose=0)
+fpga = mlp()
+fpga.set_weights(cpu.get_weights())
+# Without the wheel's Keras hook, Keras 3 would ask for XLA (docs/wheel.md).
+fpga.compile(jit_compile=False)
+got = fpga.predict(x, batch_size=32, verbose=0)
+np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+device, on_cpu = profiled_ops(lambda: fpga.predict(x, batch_size=32, verbose=0))
+ran = " ".join(sorted(device))
+# The fusion pass has made each Dense a _FusedMatMul (with its ReLU).
+for op in ("_FusedMatMul", "Tanh", "Softmax"):
+    assert op in device, f"no {op} on the FPGA's plane: {ran}"
+assert any("MatMul" in op for op in device), f"no matmul on the FPGA's plane: {ran}"
+assert not [op for op in on_cpu if "MatMul" in op or op in ("Tanh", "Softmax")], on_cpu
+
+programs = []
+for path in sorted(work.glob("graph-*-out.pb")):
+    graph = graph_pb2.GraphDef()
+    graph.ParseFromString(path.read_bytes())
+    nodes = list(graph.node) + [n for f in graph.library.function for n in f.node_def]
+    programs += [n for n in nodes if n.op == "_TensorplugFPGAProgram"]
+    left = [n.name for n in nodes if n.op == "MatMul" and "FPGA" in n.device]
+    assert not left, f"{path.name}: MatMul left op by op on the FPGA: {left}"
+assert programs, "no program node in any graph the pass wrote"
+report = (work / "report.txt").read_text()
+assert "program " in report, report
+dumped = sorted(work.glob("program_*.tppg"))
+assert dumped and dumped[0].read_bytes()[:4] == b"TPPG", dumped
+summary = sorted(work.glob("program_*.txt"))[0].read_text()
+print(f"{len(programs)} program node(s); {report.strip()}; {summary.strip()}")
+print("done")
