@@ -1033,6 +1033,21 @@ impl<S: LinkStream> Launch for RemoteAccelerator<S> {
         })?;
         self.submit(queue, Command::Launch(wire), "a launch")
     }
+
+    fn load_program(&mut self, program: &[u8]) -> Result<Option<u32>, RemoteError> {
+        self.store_program(program)
+    }
+
+    fn run_program(
+        &mut self,
+        queue: QueueId,
+        program: u32,
+        slots: &[DeviceAddr],
+        arena: DeviceAddr,
+    ) -> Option<Result<Fence, RemoteError>> {
+        self.peer_programs
+            .then(|| self.run_stored(queue, program, slots, arena))
+    }
 }
 
 impl<S: LinkStream> tensorplug_core::accelerator::Reset for RemoteAccelerator<S> {

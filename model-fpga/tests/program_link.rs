@@ -142,20 +142,26 @@ fn a_program_crosses_once_and_each_run_is_one_request() {
 
     let bytes = program();
     let before = frames.load(Relaxed);
-    let name = dev.load_program(&bytes).unwrap();
+    let name = dev
+        .load_program(&bytes)
+        .unwrap()
+        .expect("the peer keeps programs");
     assert_eq!(
         frames.load(Relaxed) - before,
         1,
         "{} bytes in one chunk",
         bytes.len()
     );
-    assert_eq!(dev.load_program(&bytes).unwrap(), name, "stored once");
+    assert_eq!(dev.load_program(&bytes).unwrap(), Some(name), "stored once");
     assert_eq!(frames.load(Relaxed) - before, 1, "not sent again");
 
     let slots = [b.x, b.w, b.bias, b.y];
     for _ in 0..3 {
         let before = frames.load(Relaxed);
-        let fence = dev.run_program(Q, name, &slots, b.arena).unwrap();
+        let fence = dev
+            .run_program(Q, name, &slots, b.arena)
+            .expect("the peer keeps programs")
+            .unwrap();
         dev.wait(fence, T).unwrap();
         assert_eq!(frames.load(Relaxed) - before, 1, "one request per run");
         assert_eq!(read(&mut dev, b.y, 64), want, "equal to the ops one by one");
@@ -184,9 +190,13 @@ fn a_bad_program_or_run_is_refused_by_name_and_the_link_goes_on() {
     );
 
     // Bindings short of one: the run's fence fails with the reason.
-    let name = dev.load_program(&program()).unwrap();
+    let name = dev
+        .load_program(&program())
+        .unwrap()
+        .expect("the peer keeps programs");
     let fence = dev
         .run_program(Q, name, &[b.x, b.w, b.bias], b.arena)
+        .expect("the peer keeps programs")
         .unwrap();
     let error = dev.wait(fence, T).unwrap_err();
     assert!(
@@ -200,11 +210,16 @@ fn a_bad_program_or_run_is_refused_by_name_and_the_link_goes_on() {
     dev.forget_programs().unwrap();
     let error = dev
         .run_program(Q, name, &[b.x, b.w, b.bias, b.y], b.arena)
+        .expect("the peer keeps programs")
         .unwrap_err();
     assert!(error.to_string().contains("was not loaded"), "{error}");
-    let name = dev.load_program(&program()).unwrap();
+    let name = dev
+        .load_program(&program())
+        .unwrap()
+        .expect("the peer keeps programs");
     let fence = dev
         .run_program(Q, name, &[b.x, b.w, b.bias, b.y], b.arena)
+        .expect("the peer keeps programs")
         .unwrap();
     dev.wait(fence, T).unwrap();
     assert!(

@@ -8,7 +8,8 @@ the CPU; the pass's output graph has a `_TensorplugFPGAProgram` node and no
 MatMul left on the FPGA; the report (TENSORPLUG_FALLBACK_FILE) names the
 program; the compiled program is dumped (TENSORPLUG_GRAPH_DUMP_DIR); and
 the profile's FPGA plane shows each TF node of the program by its own op
-type, with none of them on the CPU.
+type, with none of them on the CPU (under the profiler a program's
+commands are launched one by one, each under its node's tag).
 """
 
 import os
@@ -55,6 +56,8 @@ got = fpga.predict(x, batch_size=32, verbose=0)
 np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 device, on_cpu = profiled_ops(lambda: fpga.predict(x, batch_size=32, verbose=0))
+# Once more after the profile: a device that keeps programs runs it again.
+np.testing.assert_allclose(fpga.predict(x, batch_size=32, verbose=0), want, rtol=1e-5, atol=1e-6)
 ran = " ".join(sorted(device))
 # The fusion pass has made each Dense a _FusedMatMul (with its ReLU).
 for op in ("_FusedMatMul", "Tanh", "Softmax"):

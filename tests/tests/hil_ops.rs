@@ -338,9 +338,15 @@ fn the_firmware_stores_a_program_and_runs_it_like_its_ops_one_by_one() {
     let want = read_y(&mut dev);
     dev.write_blocking(q, addrs[3], &[0; 32], ANSWER).unwrap();
 
-    let name = dev.load_program(&program).unwrap();
+    let name = dev
+        .load_program(&program)
+        .unwrap()
+        .expect("the peer keeps programs");
     let arena = dev.allocate(1024, 64).unwrap();
-    let fence = dev.run_program(q, name, &addrs[..4], arena).unwrap();
+    let fence = dev
+        .run_program(q, name, &addrs[..4], arena)
+        .expect("the peer keeps programs")
+        .unwrap();
     dev.wait(fence, ANSWER).unwrap();
     assert_eq!(read_y(&mut dev), want, "the program's y, byte for byte");
 
@@ -368,7 +374,91 @@ fn the_firmware_stores_a_program_and_runs_it_like_its_ops_one_by_one() {
     assert_eq!(error.kind(), ErrorKind::OutOfMemory, "{error}");
     assert!(error.to_string().contains("Bytes limit"), "{error}");
 
-    let fence = dev.run_program(q, name, &addrs[..4], arena).unwrap();
+    let fence = dev
+        .run_program(q, name, &addrs[..4], arena)
+        .expect("the peer keeps programs")
+        .unwrap();
     dev.wait(fence, ANSWER).unwrap();
     assert_eq!(read_y(&mut dev), want, "still served");
+}
+
+/// Device programs in TF on the MCU (`TENSORPLUG_GRAPH_PROGRAMS=1`,
+/// `mcu-tcp:`): a Keras MLP's dense stack becomes one program node; the
+/// firmware stores its program once (`LoadProgram`) and each `predict`
+/// step runs it with one `RunProgram`; the result equals the CPU's and the
+/// profile names every TF node of it (`tests/python/tf_programs.py`,
+/// through a recording wire). Only the profiled `predict` launches the
+/// program's ops one by one (its 2 steps × 5 nodes); the model's
+/// initializers launch ops of their own.
+#[test]
+fn a_keras_mlp_on_the_mcu_runs_each_step_as_one_stored_program() {
+    use tensorplug_core::link::{Decoder, FeedResult, Message, ops::Command};
+    let qemu = boot();
+    let uart = qemu.uart.try_clone().expect("the UART's socket");
+    let wire = tensorplug_tests::wire::Wire::start(move || uart.try_clone()).expect("the wire");
+    wire.record(1 << 22);
+    let work = tensorplug_tests::scratch_dir("hil-programs");
+    let out = std::process::Command::new(tensorplug_tests::python())
+        .arg(tensorplug_tests::workspace_root().join("tests/python/tf_programs.py"))
+        .arg(&work)
+        .env("TF_CPP_MIN_LOG_LEVEL", "2")
+        .env(
+            "TF_PLUGGABLE_DEVICE_LIBRARY_PATH",
+            tensorplug_tests::plugin_path(),
+        )
+        .env(
+            "TENSORPLUG_DEVICE",
+            format!("mcu-tcp:127.0.0.1:{}", wire.port),
+        )
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "tf_programs.py on mcu-tcp failed:\n{stdout}\n{}\nfirmware logs:\n{}",
+        &stderr[stderr.len().saturating_sub(4000)..],
+        qemu.logs().join("\n")
+    );
+    let sent = wire.recorded().from_host;
+    let mut decoder = Decoder::requests();
+    // A launch of one of the program's ops (the dense stack's).
+    let of_segment = |c: &Command<'_>| match c {
+        Command::Launch(op) => matches!(
+            op.kind(),
+            Ok(OpKind::FusedMatMul { .. } | OpKind::Softmax | OpKind::Unary(Unary::TANH))
+        ),
+        _ => false,
+    };
+    let (mut loads, mut runs, mut launches) = (0, 0, 0);
+    let mut rest: &[u8] = &sent;
+    while !rest.is_empty() {
+        match decoder.feed(rest) {
+            FeedResult::Consumed => break,
+            FeedResult::Error { remaining, .. } => rest = remaining,
+            FeedResult::Frame { frame, remaining } => {
+                match &frame.message {
+                    Message::LoadProgram(_) => loads += 1,
+                    Message::RunProgram(_) => runs += 1,
+                    Message::Submit(s) => launches += usize::from(of_segment(&s.command)),
+                    Message::SubmitBatch(b) => {
+                        launches += b.commands().flatten().filter(of_segment).count();
+                    }
+                    _ => {}
+                }
+                rest = remaining;
+            }
+        }
+    }
+    println!(
+        "{stdout}\nover the link: {loads} LoadProgram, {runs} RunProgram, {launches} launches \
+         of the program's ops"
+    );
+    assert_eq!(loads, 1, "the program is stored once");
+    // Two unprofiled predicts of two steps each.
+    assert_eq!(runs, 4, "one RunProgram per step");
+    assert_eq!(
+        launches, 10,
+        "only the profiled predict's 2 steps × 5 nodes"
+    );
 }

@@ -87,6 +87,31 @@ pub trait Launch: Device {
     /// refuse an op they did not declare with
     /// [`ErrorKind::Unsupported`](super::ErrorKind::Unsupported).
     fn launch(&mut self, queue: QueueId, op: &OpDesc<'_>) -> Result<Fence, Self::Error>;
+
+    /// Stores a device program ([`crate::program`]) for
+    /// [`run_program`](Self::run_program), if the device keeps programs
+    /// itself, and returns its name. The default keeps none (`Ok(None)`):
+    /// the host then runs a program's commands through
+    /// [`launch`](Self::launch), one by one.
+    fn load_program(&mut self, program: &[u8]) -> Result<Option<u32>, Self::Error> {
+        let _ = program;
+        Ok(None)
+    }
+
+    /// Enqueues a run of the stored program `program` on `queue` with one
+    /// submit: `slots` holds one device address per binding slot, `arena`
+    /// the scratch arena's. `None` from a device that keeps no programs
+    /// (the default).
+    fn run_program(
+        &mut self,
+        queue: QueueId,
+        program: u32,
+        slots: &[DeviceAddr],
+        arena: DeviceAddr,
+    ) -> Option<Result<Fence, Self::Error>> {
+        let _ = (queue, program, slots, arena);
+        None
+    }
 }
 
 /// Recovery after a fault or a timeout.

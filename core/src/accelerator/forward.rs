@@ -128,6 +128,24 @@ macro_rules! forward_capabilities {
             ) -> ::core::result::Result<$crate::accelerator::Fence, Self::Error> {
                 $crate::accelerator::Launch::launch(&mut self.$field, queue, op).map_err($map)
             }
+            fn load_program(
+                &mut self,
+                program: &[u8],
+            ) -> ::core::result::Result<::core::option::Option<u32>, Self::Error> {
+                $crate::accelerator::Launch::load_program(&mut self.$field, program).map_err($map)
+            }
+            fn run_program(
+                &mut self,
+                queue: $crate::accelerator::QueueId,
+                program: u32,
+                slots: &[$crate::accelerator::DeviceAddr],
+                arena: $crate::accelerator::DeviceAddr,
+            ) -> ::core::option::Option<
+                ::core::result::Result<$crate::accelerator::Fence, Self::Error>,
+            > {
+                $crate::accelerator::Launch::run_program(&mut self.$field, queue, program, slots, arena)
+                    .map(|r| r.map_err($map))
+            }
         }
     };
     (@Reset [$($g:tt)*] $ty:ty, $field:ident, $map:expr) => {

@@ -109,6 +109,56 @@ impl<'a> Launcher<'a> {
         Ok(())
     }
 
+    /// Runs device program `program` with one submit, if the device keeps
+    /// programs ([`Launch::load_program`](tensorplug_core::accelerator::Launch::load_program)):
+    /// it is loaded once per device (`loaded` remembers each device's
+    /// answer by ordinal). Returns false, with nothing enqueued, for a
+    /// device that keeps none: the caller then launches the commands.
+    pub fn run_program(
+        &mut self,
+        program: &[u8],
+        loaded: &std::sync::Mutex<Vec<(i32, Option<u32>)>>,
+        slots: &[DeviceAddr],
+        arena: DeviceAddr,
+    ) -> KernelResult<bool> {
+        let device = self.stream.device();
+        let ordinal = device.ordinal();
+        let known = {
+            let loaded = loaded.lock().unwrap_or_else(|e| e.into_inner());
+            loaded
+                .iter()
+                .find(|(o, _)| *o == ordinal)
+                .map(|(_, id)| *id)
+        };
+        let id = match known {
+            Some(id) => id,
+            None => {
+                let core = device.core();
+                let loading = core.lock().accel().load_program(program);
+                let id = loading.map_err(|source| Failure::from(core.error(source)))?;
+                let mut loaded = loaded.lock().unwrap_or_else(|e| e.into_inner());
+                loaded.push((ordinal, id));
+                id
+            }
+        };
+        let Some(id) = id else {
+            return Ok(false);
+        };
+        let queue = self.stream.queue();
+        let fence = self.stream.enqueue_op(Some(self.label.clone()), |accel| {
+            accel
+                .run_program(queue, id, slots, arena)
+                .unwrap_or_else(|| {
+                    Err(crate::error::DeviceError::new(
+                        tensorplug_core::accelerator::ErrorKind::Unsupported,
+                        "the device stored a program but runs none",
+                    ))
+                })
+        })?;
+        self.last = Some(fence);
+        Ok(true)
+    }
+
     /// Enqueues a fill of `dst` with the 32-bit `pattern`.
     pub fn fill(&mut self, dst: TensorDesc, pattern: u32) -> KernelResult<()> {
         let len = dst.byte_len().unwrap_or(0);

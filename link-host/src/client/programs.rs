@@ -16,25 +16,34 @@ impl<S: LinkStream> RemoteAccelerator<S> {
         self.peer_programs
     }
 
-    /// Stores `program` on the MCU, which validates it, and returns its
-    /// name (its CRC-32). A program already stored is not sent again.
+    /// [`Launch::load_program`](tensorplug_core::accelerator::Launch::load_program):
+    /// stores `program` on the MCU, which validates it, and returns its
+    /// name (its CRC-32); `None` if the MCU keeps no programs (protocol
+    /// 2.2, or a firmware without a store). A program already stored is
+    /// not sent again.
     ///
     /// # Errors
     /// A program that does not parse here; the MCU's refusal, naming the
-    /// fault (`OutOfMemory` when its store is full: [`forget_programs`](Self::forget_programs));
-    /// `Unsupported` from an MCU without a program store.
-    pub fn load_program(&mut self, program: &[u8]) -> Result<u32, RemoteError> {
+    /// fault (`OutOfMemory` when its store is full: [`forget_programs`](Self::forget_programs)).
+    pub(super) fn store_program(&mut self, program: &[u8]) -> Result<Option<u32>, RemoteError> {
+        if !self.peer_programs {
+            return Ok(None);
+        }
         let crc = Program::parse(program)
             .map_err(|e| {
                 RemoteError::new(ErrorKind::InvalidArgument, format!("not a program: {e}"))
             })?
             .crc();
         if self.programs.iter().any(|(c, _)| *c == crc) {
-            return Ok(crc);
+            return Ok(Some(crc));
         }
-        self.send_program(program)?;
+        match self.send_program(program) {
+            Ok(()) => {}
+            Err(_) if !self.peer_programs => return Ok(None),
+            Err(e) => return Err(e),
+        }
         self.programs.push((crc, program.to_vec()));
-        Ok(crc)
+        Ok(Some(crc))
     }
 
     /// Drops every program the MCU stores.
@@ -50,14 +59,15 @@ impl<S: LinkStream> RemoteAccelerator<S> {
             .map(drop)
     }
 
-    /// Runs the stored program `program` on `queue` with one request: one
+    /// [`Launch::run_program`](tensorplug_core::accelerator::Launch::run_program):
+    /// runs the stored program `program` on `queue` with one request: one
     /// device address per binding slot, and the arena's. Returns the fence
     /// of the run's last command; a refusal fails it (or, with a window of
     /// 1, is returned here).
     ///
     /// # Errors
     /// A program not loaded through this link; the link's.
-    pub fn run_program(
+    pub(super) fn run_stored(
         &mut self,
         queue: QueueId,
         program: u32,

@@ -68,7 +68,10 @@ pub fn three_ways(dev: &mut RemoteAccelerator<Counting>, trip: f64) -> [Way; 3] 
             .collect();
         dev.write_blocking(q, addr, &data, ANSWER).expect("inputs");
     }
-    let name = dev.load_program(&bytes).expect("the program loads");
+    let name = dev
+        .load_program(&bytes)
+        .expect("the program loads")
+        .expect("the peer keeps programs");
     let valid = validate(
         Program::parse(&bytes).expect("parse"),
         &VendorOps::NONE,
@@ -80,7 +83,9 @@ pub fn three_ways(dev: &mut RemoteAccelerator<Counting>, trip: f64) -> [Way; 3] 
         let sent = dev.stream().written;
         let start = std::time::Instant::now();
         let fence = if native {
-            dev.run_program(q, name, &slots, arena).expect("run")
+            dev.run_program(q, name, &slots, arena)
+                .expect("the peer keeps programs")
+                .expect("run")
         } else {
             replay(dev, q, &valid, &at)
                 .expect("replay")

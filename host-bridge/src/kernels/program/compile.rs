@@ -26,6 +26,9 @@ pub struct Compiled {
     pub arena: u64,
     /// Bytes the scratch buffers would take side by side.
     pub scratch_total: u64,
+    /// Each device's answer to loading it, by ordinal: its name there, or
+    /// `None` for a device that keeps no programs.
+    pub loaded: std::sync::Mutex<Vec<(i32, Option<u32>)>>,
 }
 
 /// Lowers `segment` for inputs of `shapes`.
@@ -109,7 +112,8 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
             }
         };
         let inputs: Vec<_> = ins.iter().map(|e| id_of[e]).collect();
-        b.launch(*kind, 0, &inputs, output).map_err(error)?;
+        let op_id = tag(node, *kind, ins, &shape_of, *out);
+        b.launch(*kind, op_id, &inputs, output).map_err(error)?;
     }
     let built = b.finish(&VendorOps::NONE).map_err(error)?;
     decode(
@@ -118,6 +122,32 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
         outputs,
         built.plan.arena,
         built.plan.total,
+    )
+}
+
+/// The profiler's id of `node`'s command: what its own kernel's launch
+/// would carry, so a device that runs the program reports it by name.
+fn tag(
+    node: &crate::graph::proto::NodeDef,
+    kind: tensorplug_core::accelerator::OpKind,
+    inputs: &[String],
+    shape_of: &HashMap<String, Shape>,
+    out: Shape,
+) -> u16 {
+    use tensorplug_core::accelerator::{DeviceAddr, OpDesc, TensorDesc};
+    let desc = |s: Shape| TensorDesc::new(DeviceAddr(0), DType::F32, s);
+    let ins: Vec<TensorDesc> = inputs.iter().map(|e| desc(shape_of[e])).collect();
+    let op = OpDesc {
+        kind,
+        inputs: &ins,
+        output: desc(out),
+        op_id: 0,
+    };
+    crate::profiler::op_tag(
+        &node.name,
+        static_op(&node.op).unwrap_or("Program"),
+        op.flops(),
+        op.bytes_accessed(),
     )
 }
 
@@ -158,5 +188,6 @@ fn decode(
         outputs,
         arena,
         scratch_total,
+        loaded: Default::default(),
     })
 }
