@@ -1,6 +1,6 @@
 """A Keras MLP's predict on /device:FPGA:0 with device programs on.
 
-    python tf_programs.py <work dir>
+    python tf_programs.py <work dir> [deep]
 
 With TENSORPLUG_GRAPH_PROGRAMS=1 the graph pass contracts the dense stack
 on the FPGA into program nodes. Checks: predict equals the same model on
@@ -10,6 +10,10 @@ program; the compiled program is dumped (TENSORPLUG_GRAPH_DUMP_DIR); and
 the profile's FPGA plane shows each TF node of the program by its own op
 type, with none of them on the CPU (under the profiler a program's
 commands are launched one by one, each under its node's tag).
+
+`deep`: a stack of 60 Dense layers instead, whose one program (about
+8.7 KiB) is more than the firmware's 8 KiB store takes: it must still
+predict equal to the CPU, its commands run one by one.
 """
 
 import os
@@ -17,6 +21,7 @@ import pathlib
 import sys
 
 work = pathlib.Path(sys.argv[1])
+deep = sys.argv[2:] == ["deep"]
 os.environ["TENSORPLUG_GRAPH_PROGRAMS"] = "1"
 os.environ["TENSORPLUG_GRAPH_DUMP_DIR"] = str(work)
 os.environ["TENSORPLUG_FALLBACK_FILE"] = str(work / "report.txt")
@@ -34,6 +39,9 @@ keras = tf.keras
 
 def mlp():
     tf.keras.utils.set_random_seed(3)
+    if deep:
+        layers = [keras.layers.Dense(8, activation="relu") for _ in range(60)]
+        return keras.Sequential([keras.Input(shape=(16,))] + layers)
     return keras.Sequential(
         [
             keras.Input(shape=(16,)),
@@ -54,6 +62,13 @@ fpga.set_weights(cpu.get_weights())
 fpga.compile(jit_compile=False)
 got = fpga.predict(x, batch_size=32, verbose=0)
 np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+if deep:
+    assert (got > 0).any(), "a dead stack tests nothing"
+    report = (work / "report.txt").read_text()
+    assert "program " in report, report
+    print(f"deep: equal to the CPU; {report.strip()}")
+    print("done")
+    sys.exit(0)
 
 device, on_cpu = profiled_ops(lambda: fpga.predict(x, batch_size=32, verbose=0))
 # Once more after the profile: a device that keeps programs runs it again.

@@ -462,3 +462,36 @@ fn a_keras_mlp_on_the_mcu_runs_each_step_as_one_stored_program() {
         "only the profiled predict's 2 steps × 5 nodes"
     );
 }
+
+/// A program larger than the firmware's 8 KiB store (a stack of 60 Dense
+/// layers) is refused when it is loaded; the program node then runs its
+/// commands one by one, says so once, and `predict` still equals the CPU.
+#[test]
+fn a_program_the_firmware_cannot_store_runs_its_commands_one_by_one() {
+    let qemu = boot();
+    let port = qemu.serve_uart().expect("serve the UART");
+    let work = tensorplug_tests::scratch_dir("hil-programs-deep");
+    let out = std::process::Command::new(tensorplug_tests::python())
+        .arg(tensorplug_tests::workspace_root().join("tests/python/tf_programs.py"))
+        .arg(&work)
+        .arg("deep")
+        .env("TF_CPP_MIN_LOG_LEVEL", "2")
+        .env(
+            "TF_PLUGGABLE_DEVICE_LIBRARY_PATH",
+            tensorplug_tests::plugin_path(),
+        )
+        .env("TENSORPLUG_DEVICE", format!("mcu-tcp:127.0.0.1:{port}"))
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "tf_programs.py deep failed:\n{stdout}\n{}",
+        &stderr[stderr.len().saturating_sub(4000)..]
+    );
+    assert!(stdout.contains("deep: equal to the CPU"), "{stdout}");
+    let said = stderr.matches("the device did not store it").count();
+    assert_eq!(said, 1, "said once:\n{stderr}");
+    assert!(stderr.contains("Bytes limit"), "{stderr}");
+}

@@ -21,7 +21,7 @@ mod configs;
 mod context;
 mod device;
 pub(crate) mod edges;
-mod fallback;
+pub(crate) mod fallback;
 mod fold;
 mod fuse;
 mod half;

@@ -135,7 +135,26 @@ impl<'a> Launcher<'a> {
             None => {
                 let core = device.core();
                 let loading = core.lock().accel().load_program(program);
-                let id = loading.map_err(|source| Failure::from(core.error(source)))?;
+                let id = match loading {
+                    Ok(id) => id,
+                    Err(source) => {
+                        // A program the device refuses (a full store, a
+                        // limit) runs its commands one by one, said once;
+                        // `TENSORPLUG_FALLBACK=error` fails instead.
+                        let error = Failure::from(core.error(source));
+                        if crate::graph::fallback::Mode::from_env()?
+                            == crate::graph::fallback::Mode::Error
+                        {
+                            return Err(error);
+                        }
+                        crate::log::warn(format_args!(
+                            "program '{}': the device did not store it ({}); its commands run one \
+                             by one (TENSORPLUG_FALLBACK=error fails instead)",
+                            self.label.node, error.cause
+                        ));
+                        None
+                    }
+                };
                 let mut loaded = loaded.lock().unwrap_or_else(|e| e.into_inner());
                 loaded.push((ordinal, id));
                 id
