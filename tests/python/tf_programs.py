@@ -1,6 +1,6 @@
 """A Keras MLP's predict on /device:FPGA:0 with device programs on.
 
-    python tf_programs.py <work dir> [deep]
+    python tf_programs.py <work dir> [deep | convnet]
 
 With TENSORPLUG_GRAPH_PROGRAMS=1 the graph pass contracts the dense stack
 on the FPGA into program nodes. Checks: predict equals the same model on
@@ -14,6 +14,10 @@ commands are launched one by one, each under its node's tag).
 `deep`: a stack of 60 Dense layers instead, whose one program (about
 8.7 KiB) is more than the firmware's 8 KiB store takes: it must still
 predict equal to the CPU, its commands run one by one.
+
+`convnet`: a small Keras convnet (Conv2D with ReLU, max pooling, another
+Conv2D, Flatten, Dense with softmax) on 32×32×3 images: its convolution
+block and its dense head become programs, equal to the CPU.
 """
 
 import os
@@ -22,6 +26,7 @@ import sys
 
 work = pathlib.Path(sys.argv[1])
 deep = sys.argv[2:] == ["deep"]
+convnet = sys.argv[2:] == ["convnet"]
 os.environ["TENSORPLUG_GRAPH_PROGRAMS"] = "1"
 os.environ["TENSORPLUG_GRAPH_DUMP_DIR"] = str(work)
 os.environ["TENSORPLUG_FALLBACK_FILE"] = str(work / "report.txt")
@@ -42,6 +47,17 @@ def mlp():
     if deep:
         layers = [keras.layers.Dense(8, activation="relu") for _ in range(60)]
         return keras.Sequential([keras.Input(shape=(16,))] + layers)
+    if convnet:
+        return keras.Sequential(
+            [
+                keras.Input(shape=(32, 32, 3)),
+                keras.layers.Conv2D(8, 3, padding="same", activation="relu"),
+                keras.layers.MaxPooling2D(),
+                keras.layers.Conv2D(8, 3, activation="relu"),
+                keras.layers.Flatten(),
+                keras.layers.Dense(10, activation="softmax"),
+            ]
+        )
     return keras.Sequential(
         [
             keras.Input(shape=(16,)),
@@ -52,16 +68,36 @@ def mlp():
     )
 
 
-x = np.random.default_rng(7).standard_normal([64, 16]).astype(np.float32)
+shape = [8, 32, 32, 3] if convnet else [64, 16]
+x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
 with tf.device("/device:CPU:0"):
     cpu = mlp()
-    want = cpu.predict(x, batch_size=32, verbose=0)
+    want = cpu.predict(x, batch_size=32 if not convnet else 4, verbose=0)
 fpga = mlp()
 fpga.set_weights(cpu.get_weights())
 # Without the wheel's Keras hook, Keras 3 would ask for XLA (docs/wheel.md).
 fpga.compile(jit_compile=False)
-got = fpga.predict(x, batch_size=32, verbose=0)
+batch = 4 if convnet else 32
+got = fpga.predict(x, batch_size=batch, verbose=0)
 np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+if convnet:
+    report = (work / "report.txt").read_text()
+    assert report.count("program ") >= 2, report
+    ops = set()
+    for path in sorted(work.glob("graph-*-out.pb")):
+        graph = graph_pb2.GraphDef()
+        graph.ParseFromString(path.read_bytes())
+        for f in [graph] + list(graph.library.function):
+            for n in getattr(f, "node", []) or getattr(f, "node_def", []):
+                if n.op == "_TensorplugFPGAProgram":
+                    seg = graph_pb2.GraphDef()
+                    seg.ParseFromString(n.attr["segment"].s)
+                    ops.update(m.op for m in seg.node)
+    assert {"_FusedConv2D", "MaxPool"} <= ops, ops
+    np.testing.assert_allclose(fpga.predict(x, batch_size=batch, verbose=0), want, rtol=1e-5, atol=1e-6)
+    print(f"convnet: equal to the CPU; programs hold {sorted(ops)}; {report.strip()}")
+    print("done")
+    sys.exit(0)
 if deep:
     assert (got > 0).any(), "a dead stack tests nothing"
     report = (work / "report.txt").read_text()

@@ -382,25 +382,20 @@ fn the_firmware_stores_a_program_and_runs_it_like_its_ops_one_by_one() {
     assert_eq!(read_y(&mut dev), want, "still served");
 }
 
-/// Device programs in TF on the MCU (`TENSORPLUG_GRAPH_PROGRAMS=1`,
-/// `mcu-tcp:`): a Keras MLP's dense stack becomes one program node; the
-/// firmware stores its program once (`LoadProgram`) and each `predict`
-/// step runs it with one `RunProgram`; the result equals the CPU's and the
-/// profile names every TF node of it (`tests/python/tf_programs.py`,
-/// through a recording wire). Only the profiled `predict` launches the
-/// program's ops one by one (its 2 steps × 5 nodes); the model's
-/// initializers launch ops of their own.
-#[test]
-fn a_keras_mlp_on_the_mcu_runs_each_step_as_one_stored_program() {
+/// Runs `tests/python/tf_programs.py <mode>` on the firmware through a
+/// recording wire; returns its stdout and, of what the host sent, the
+/// `LoadProgram` and `RunProgram` frames and the launches of ops `counts`.
+fn programs_on_the_mcu(mode: &[&str], counts: impl Fn(&OpKind) -> bool) -> (String, [usize; 3]) {
     use tensorplug_core::link::{Decoder, FeedResult, Message, ops::Command};
     let qemu = boot();
     let uart = qemu.uart.try_clone().expect("the UART's socket");
     let wire = tensorplug_tests::wire::Wire::start(move || uart.try_clone()).expect("the wire");
     wire.record(1 << 22);
-    let work = tensorplug_tests::scratch_dir("hil-programs");
+    let work = tensorplug_tests::scratch_dir(&format!("hil-programs-{}", mode.join("-")));
     let out = std::process::Command::new(tensorplug_tests::python())
         .arg(tensorplug_tests::workspace_root().join("tests/python/tf_programs.py"))
         .arg(&work)
+        .args(mode)
         .env("TF_CPP_MIN_LOG_LEVEL", "2")
         .env(
             "TF_PLUGGABLE_DEVICE_LIBRARY_PATH",
@@ -412,24 +407,20 @@ fn a_keras_mlp_on_the_mcu_runs_each_step_as_one_stored_program() {
         )
         .output()
         .expect("python runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "tf_programs.py on mcu-tcp failed:\n{stdout}\n{}\nfirmware logs:\n{}",
+        "tf_programs.py {mode:?} on mcu-tcp failed:\n{stdout}\n{}\nfirmware logs:\n{}",
         &stderr[stderr.len().saturating_sub(4000)..],
         qemu.logs().join("\n")
     );
-    let sent = wire.recorded().from_host;
-    let mut decoder = Decoder::requests();
-    // A launch of one of the program's ops (the dense stack's).
-    let of_segment = |c: &Command<'_>| match c {
-        Command::Launch(op) => matches!(
-            op.kind(),
-            Ok(OpKind::FusedMatMul { .. } | OpKind::Softmax | OpKind::Unary(Unary::TANH))
-        ),
+    let launch_counts = |c: &Command<'_>| match c {
+        Command::Launch(op) => op.kind().is_ok_and(|k| counts(&k)),
         _ => false,
     };
+    let sent = wire.recorded().from_host;
+    let mut decoder = Decoder::requests();
     let (mut loads, mut runs, mut launches) = (0, 0, 0);
     let mut rest: &[u8] = &sent;
     while !rest.is_empty() {
@@ -440,9 +431,9 @@ fn a_keras_mlp_on_the_mcu_runs_each_step_as_one_stored_program() {
                 match &frame.message {
                     Message::LoadProgram(_) => loads += 1,
                     Message::RunProgram(_) => runs += 1,
-                    Message::Submit(s) => launches += usize::from(of_segment(&s.command)),
+                    Message::Submit(s) => launches += usize::from(launch_counts(&s.command)),
                     Message::SubmitBatch(b) => {
-                        launches += b.commands().flatten().filter(of_segment).count();
+                        launches += b.commands().flatten().filter(launch_counts).count();
                     }
                     _ => {}
                 }
@@ -454,6 +445,26 @@ fn a_keras_mlp_on_the_mcu_runs_each_step_as_one_stored_program() {
         "{stdout}\nover the link: {loads} LoadProgram, {runs} RunProgram, {launches} launches \
          of the program's ops"
     );
+    (stdout, [loads, runs, launches])
+}
+
+/// Device programs in TF on the MCU (`TENSORPLUG_GRAPH_PROGRAMS=1`,
+/// `mcu-tcp:`): a Keras MLP's dense stack becomes one program node; the
+/// firmware stores its program once (`LoadProgram`) and each `predict`
+/// step runs it with one `RunProgram`; the result equals the CPU's and the
+/// profile names every TF node of it (`tests/python/tf_programs.py`,
+/// through a recording wire). Only the profiled `predict` launches the
+/// program's ops one by one (its 2 steps × 5 nodes); the model's
+/// initializers launch ops of their own.
+#[test]
+fn a_keras_mlp_on_the_mcu_runs_each_step_as_one_stored_program() {
+    let dense = |k: &OpKind| {
+        matches!(
+            k,
+            OpKind::FusedMatMul { .. } | OpKind::Softmax | OpKind::Unary(Unary::TANH)
+        )
+    };
+    let (_, [loads, runs, launches]) = programs_on_the_mcu(&[], dense);
     assert_eq!(loads, 1, "the program is stored once");
     // Two unprofiled predicts of two steps each.
     assert_eq!(runs, 4, "one RunProgram per step");
@@ -461,6 +472,30 @@ fn a_keras_mlp_on_the_mcu_runs_each_step_as_one_stored_program() {
         launches, 10,
         "only the profiled predict's 2 steps × 5 nodes"
     );
+}
+
+/// A Keras convnet on the MCU through programs: its convolution block
+/// (`_FusedConv2D`, `MaxPool`, `_FusedConv2D`) and its dense head
+/// (`_FusedMatMul`, `Softmax`) are two stored programs, run with one
+/// `RunProgram` each per step; none of their ops crosses the link alone,
+/// and `predict` equals the CPU.
+#[test]
+fn a_keras_convnet_on_the_mcu_runs_as_two_stored_programs() {
+    let ops = |k: &OpKind| {
+        matches!(
+            k,
+            OpKind::FusedConv2D(..)
+                | OpKind::MaxPool(_)
+                | OpKind::FusedMatMul { .. }
+                | OpKind::Softmax
+        )
+    };
+    let (stdout, [loads, runs, launches]) = programs_on_the_mcu(&["convnet"], ops);
+    assert!(stdout.contains("convnet: equal to the CPU"), "{stdout}");
+    assert_eq!(loads, 2, "two programs, each stored once");
+    // Two predicts of two steps each, two programs a step.
+    assert_eq!(runs, 8, "one RunProgram per program per step");
+    assert_eq!(launches, 0, "no op of a program crossed the link alone");
 }
 
 /// A program larger than the firmware's 8 KiB store (a stack of 60 Dense

@@ -353,3 +353,15 @@ fn a_keras_mlp_predicts_through_a_device_program_equal_to_the_cpu() {
     assert!(stdout.contains("5 commands"), "{stdout}");
     println!("{stdout}");
 }
+
+/// A Keras convnet through device programs on `sim`: its convolution
+/// block and its dense head become programs (`_FusedConv2D` and `MaxPool`
+/// among their nodes), and `predict` equals the CPU.
+#[test]
+fn a_keras_convnet_predicts_through_device_programs_equal_to_the_cpu() {
+    let work = scratch("programs-convnet");
+    let dir = work.path().to_str().expect("utf-8 path");
+    let output = run_tf_with_plugin("tf_programs.py", &[dir, "convnet"], None);
+    let stdout = check(&output, "tf_programs.py convnet");
+    assert!(stdout.contains("convnet: equal to the CPU"), "{stdout}");
+}

@@ -416,6 +416,80 @@ mod tests {
         assert!(error.unwrap_err().contains("MatMul 'd1/MatMul'"));
     }
 
+    fn list(ints: &[i64]) -> AttrValue {
+        AttrValue {
+            value: Some(attr_value::Value::List(attr_value::ListValue {
+                i: ints.to_vec(),
+                ..Default::default()
+            })),
+        }
+    }
+
+    fn text(s: &str) -> AttrValue {
+        AttrValue {
+            value: Some(attr_value::Value::S(s.as_bytes().to_vec())),
+        }
+    }
+
+    #[test]
+    fn a_conv_block_becomes_a_program_with_its_windows() {
+        let mut conv = float(node("c/conv", "_FusedConv2D", &["x", "f", "b"]));
+        for (k, v) in [
+            ("strides", list(&[1, 1, 1, 1])),
+            ("dilations", list(&[1, 1, 1, 1])),
+            ("padding", text("SAME")),
+            ("data_format", text("NHWC")),
+            (
+                "num_args",
+                AttrValue {
+                    value: Some(attr_value::Value::I(1)),
+                },
+            ),
+        ] {
+            conv.attr.insert(k.into(), v);
+        }
+        conv.attr.insert(
+            "fused_ops".into(),
+            AttrValue {
+                value: Some(attr_value::Value::List(attr_value::ListValue {
+                    s: vec![b"BiasAdd".to_vec(), b"Relu".to_vec()],
+                    ..Default::default()
+                })),
+            },
+        );
+        let mut pool = float(node("c/pool", "MaxPool", &["c/conv"]));
+        for (k, v) in [
+            ("ksize", list(&[1, 2, 2, 1])),
+            ("strides", list(&[1, 2, 2, 1])),
+            ("padding", text("VALID")),
+            ("data_format", text("NHWC")),
+        ] {
+            pool.attr.insert(k.into(), v);
+        }
+        let mut g = GraphDef {
+            node: vec![
+                node("x", "Const", &[]),
+                node("f", "Const", &[]),
+                node("b", "Const", &[]),
+                conv,
+                pool,
+                node("out", "Identity", &["c/pool"]),
+            ],
+            ..Default::default()
+        };
+        let decisions = form_programs(&mut g, &["out".to_string()].into(), "FPGA", OP);
+        assert_eq!(decisions.len(), 1, "{decisions:?}");
+        let p = find(&g, "c/conv/tensorplug_program");
+        let Some(attr_value::Value::S(bytes)) = p.attr["segment"].value.as_ref() else {
+            panic!("no segment");
+        };
+        let s = |d: &[u64]| Shape::new(d).unwrap();
+        let segment = Segment::decode(bytes).unwrap();
+        let c = compile(&segment, &[s(&[2, 8, 8, 3]), s(&[3, 3, 3, 4]), s(&[4])]).unwrap();
+        assert_eq!(c.outputs, [s(&[2, 4, 4, 4])]);
+        assert_eq!(c.steps.len(), 2);
+    }
+
     #[test]
     fn a_group_whose_contraction_would_close_a_cycle_stays_op_by_op() {
         // a → (CPU) host → b, and a → b: one program would read its own output.

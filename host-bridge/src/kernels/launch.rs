@@ -113,13 +113,16 @@ impl<'a> Launcher<'a> {
     /// programs ([`Launch::load_program`](tensorplug_core::accelerator::Launch::load_program)):
     /// it is loaded once per device (`loaded` remembers each device's
     /// answer by ordinal). Returns false, with nothing enqueued, for a
-    /// device that keeps none: the caller then launches the commands.
+    /// device that keeps none, or that refuses this program (said once;
+    /// an error instead if `refusal_fails`): the caller then launches the
+    /// commands.
     pub fn run_program(
         &mut self,
         program: &[u8],
         loaded: &std::sync::Mutex<Vec<(i32, Option<u32>)>>,
         slots: &[DeviceAddr],
         arena: DeviceAddr,
+        refusal_fails: bool,
     ) -> KernelResult<bool> {
         let device = self.stream.device();
         let ordinal = device.ordinal();
@@ -142,9 +145,7 @@ impl<'a> Launcher<'a> {
                         // limit) runs its commands one by one, said once;
                         // `TENSORPLUG_FALLBACK=error` fails instead.
                         let error = Failure::from(core.error(source));
-                        if crate::graph::fallback::Mode::from_env()?
-                            == crate::graph::fallback::Mode::Error
-                        {
+                        if refusal_fails {
                             return Err(error);
                         }
                         crate::log::warn(format_args!(

@@ -147,6 +147,51 @@ impl Op for WindowKernel {
     }
 }
 
+/// The forward window ops a device program holds, by TF op name.
+const FORWARD: [&WindowKernel; 5] = [&CONV2D, &FUSED_CONV2D, &DEPTHWISE, &MAX_POOL, &AVG_POOL];
+
+fn forward(op: &str) -> Option<&'static WindowKernel> {
+    FORWARD
+        .iter()
+        .copied()
+        .find(|k| k.op.to_bytes() == op.as_bytes())
+}
+
+/// Whether `op` is a forward window op whose attributes (`attrs`) the
+/// device takes: what a program may hold of this family.
+pub(crate) fn program_holds(op: &str, attrs: &impl AttrSource) -> bool {
+    forward(op).is_some_and(|k| read_attrs(k.kind, attrs).is_ok())
+}
+
+/// A forward window node as one command of a device program: its op and
+/// output shape over inputs of `shapes` (input, then a convolution's
+/// filter, then `_FusedConv2D`'s bias); `None` if `op` is not one.
+pub(crate) fn lower_for_program(
+    op: &str,
+    attrs: &impl AttrSource,
+    shapes: &[tensorplug_core::accelerator::Shape],
+) -> Option<KernelResult<(OpKind, tensorplug_core::accelerator::Shape)>> {
+    let k = forward(op)?;
+    Some((|| {
+        let a = read_attrs(k.kind, attrs)?;
+        let sf = match k.kind {
+            Kind::Conv | Kind::FusedConv | Kind::Depthwise => shapes.get(1),
+            _ => None,
+        };
+        let sx = shapes.first().ok_or_else(|| Failure::invalid("no input"))?;
+        let (window, out) = geometry(k.kind, &a, sx, sf)?;
+        if k.kind == Kind::FusedConv {
+            let sb = shapes.get(2).ok_or_else(|| Failure::invalid("no bias"))?;
+            crate::kernels::shapes::bias(&out, sb)?;
+        }
+        let kind = match k.kind {
+            Kind::FusedConv => OpKind::FusedConv2D(window, a.activation),
+            other => other.op(window),
+        };
+        Ok((kind, out))
+    })())
+}
+
 /// The window attributes of a `kind` node (`data_format` NHWC only).
 pub(super) fn read_attrs(kind: Kind, ctx: &impl AttrSource) -> KernelResult<WindowAttrs> {
     let format = ctx.string(c"data_format")?;

@@ -3,10 +3,61 @@
 //! shapes. The graph pass asks [`supported`]; the program kernel,
 //! [`lower`], once per input shapes.
 
+use super::super::failure::{Failure, KernelResult};
+use super::super::ops::window::{lower_for_program, program_holds};
 use super::super::ops::{self, TfKernel};
+use super::super::tf::AttrSource;
 use crate::graph::nodes::{attr_of, type_attr};
 use crate::graph::proto::{DataType, NodeDef, attr_value::Value};
+use std::ffi::CStr;
 use tensorplug_core::accelerator::{OpKind, Shape, broadcast_shapes, matmul_shape};
+
+/// A node's attributes as a kernel reads them at construction.
+struct NodeAttrs<'a>(&'a NodeDef);
+
+impl AttrSource for NodeAttrs<'_> {
+    fn string(&self, name: &CStr) -> KernelResult<String> {
+        match attr_of(self.0, &name.to_string_lossy()) {
+            Some(Value::S(s)) => Ok(String::from_utf8_lossy(s).into_owned()),
+            _ => Err(Failure::invalid(format!("no string attribute {name:?}"))),
+        }
+    }
+    fn string_list(&self, name: &CStr) -> KernelResult<Vec<String>> {
+        match attr_of(self.0, &name.to_string_lossy()) {
+            Some(Value::List(l)) => Ok(l
+                .s
+                .iter()
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()),
+            None => Ok(Vec::new()),
+            _ => Err(Failure::invalid(format!(
+                "no string list attribute {name:?}"
+            ))),
+        }
+    }
+    fn int(&self, name: &CStr) -> KernelResult<i32> {
+        match attr_of(self.0, &name.to_string_lossy()) {
+            Some(&Value::I(i)) => i32::try_from(i).map_err(|_| Failure::invalid("int attribute")),
+            _ => Err(Failure::invalid(format!("no int attribute {name:?}"))),
+        }
+    }
+    fn int_list(&self, name: &CStr) -> KernelResult<Vec<i64>> {
+        match attr_of(self.0, &name.to_string_lossy()) {
+            Some(Value::List(l)) => Ok(l.i.clone()),
+            None => Ok(Vec::new()),
+            _ => Err(Failure::invalid(format!("no int list attribute {name:?}"))),
+        }
+    }
+}
+
+/// TF's window ops a program holds.
+const WINDOW_OPS: [&str; 5] = [
+    "Conv2D",
+    "_FusedConv2D",
+    "DepthwiseConv2dNative",
+    "MaxPool",
+    "AvgPool",
+];
 
 /// The TF op type of `node` as a `'static` name (a profiler label), if a
 /// program can hold it.
@@ -14,6 +65,7 @@ pub fn static_op(op: &str) -> Option<&'static str> {
     const FIXED: [&str; 3] = ["MatMul", "_FusedMatMul", "BiasAdd"];
     FIXED
         .iter()
+        .chain(&WINDOW_OPS)
         .copied()
         .find(|&n| n == op)
         .or_else(|| elementwise(op).and_then(|k| k.op().to_str().ok()))
@@ -34,9 +86,11 @@ fn elementwise(op: &str) -> Option<&'static dyn TfKernel> {
 /// Whether a program can hold `node`: a float32 op of the table whose
 /// attributes the device takes, on one output.
 pub fn supported(node: &NodeDef) -> bool {
-    static_op(&node.op).is_some()
-        && type_attr(node, "T") == Some(DataType::DtFloat as i32)
-        && kind(node).is_some()
+    let float = type_attr(node, "T") == Some(DataType::DtFloat as i32);
+    if WINDOW_OPS.contains(&node.op.as_str()) {
+        return float && program_holds(&node.op, &NodeAttrs(node));
+    }
+    static_op(&node.op).is_some() && float && kind(node).is_some()
 }
 
 /// The node's catalogue op with its attributes (shapes aside).
@@ -91,6 +145,9 @@ fn kind(node: &NodeDef) -> Option<OpKind> {
 /// A node a program does not hold, or shapes its op refuses (TF's own
 /// kernel would refuse them too).
 pub fn lower(node: &NodeDef, shapes: &[Shape]) -> Result<(OpKind, Shape), String> {
+    if let Some(lowered) = lower_for_program(&node.op, &NodeAttrs(node), shapes) {
+        return lowered.map_err(|f| format!("{} '{}': {}", node.op, node.name, f.cause));
+    }
     let kind = kind(node).ok_or_else(|| format!("{} is not an op a program holds", node.op))?;
     let want = kind.input_count();
     if shapes.len() != want {

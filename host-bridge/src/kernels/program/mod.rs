@@ -13,6 +13,7 @@ use super::launch::Launcher;
 use super::op_def::{define, op_name};
 use super::ops::Op;
 use super::tf::{Construction, Context};
+use crate::graph::fallback::Mode;
 use crate::{identity, log};
 use compile::{Compiled, compile};
 use segment::Segment;
@@ -191,7 +192,16 @@ impl Op for ProgramKernel {
         // each under its TF node's tag of this session (a stored program's
         // ids are those of the session it was compiled in).
         let profiling = crate::host_spans::RECORDING.is_enabled();
-        if !profiling && run.run_program(&program.bytes, &program.loaded, &slots, arena)? {
+        let refusal_fails = Mode::from_env()? == Mode::Error;
+        if !profiling
+            && run.run_program(
+                &program.bytes,
+                &program.loaded,
+                &slots,
+                arena,
+                refusal_fails,
+            )?
+        {
             return Ok(());
         }
         for (step, label) in &program.steps {
