@@ -633,13 +633,26 @@ impl<S: LinkStream> RemoteAccelerator<S> {
         if self.batching && command.batchable() {
             return self.gather(queue.0, &command, what);
         }
-        self.flush()?;
-        let fence = Fence(self.next_seq << QUEUE_BITS | u64::from(queue.0));
         let message = Message::Submit(Submit {
             queue: queue.0,
             command,
         });
-        let id = self.send(&message, what)?;
+        self.send_queued(queue, &message, what)
+    }
+
+    /// Sends `message`, work queued on `queue` (a `Submit`, a
+    /// `RunProgram`), after the gathered batch; returns its fence once
+    /// fewer than the window are unanswered. With a window of 1 the MCU's
+    /// refusal is returned here; with more, it fails the fence.
+    fn send_queued(
+        &mut self,
+        queue: QueueId,
+        message: &Message<'_>,
+        what: &str,
+    ) -> Result<Fence, RemoteError> {
+        self.flush()?;
+        let fence = Fence(self.next_seq << QUEUE_BITS | u64::from(queue.0));
+        let id = self.send(message, what)?;
         self.in_flight.insert(id, fence);
         self.unanswered.push_back((id, fence));
         self.next_seq += 1;

@@ -12,7 +12,7 @@ use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
 use crate::error::Result;
 use crate::kernels::program::lower::supported;
 use crate::kernels::program::segment::{Segment, canonical};
-use crate::{log, settings};
+use crate::settings;
 use std::collections::{HashMap, HashSet, VecDeque};
 
 /// The fewest nodes a program holds: one node gains nothing.
@@ -69,21 +69,10 @@ impl std::fmt::Display for Decision {
 /// # Errors
 /// A setting that does not read.
 pub fn report(decisions: &[Decision]) -> Result<()> {
-    let Some(file) = settings::get(settings::FALLBACK_FILE)? else {
-        return Ok(());
-    };
-    if decisions.is_empty() {
-        return Ok(());
-    }
-    use std::io::Write;
-    let lines: String = decisions.iter().map(|d| format!("{d}\n")).collect();
-    let written = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&file.text)
-        .and_then(|mut out| out.write_all(lines.as_bytes()));
-    if let Err(e) = written {
-        log::warn(format_args!("{}: {e}", file.var));
+    if let Some(file) = settings::get(settings::FALLBACK_FILE)?
+        && !decisions.is_empty()
+    {
+        super::fallback::append(&file, decisions);
     }
     Ok(())
 }

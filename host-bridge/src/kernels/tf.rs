@@ -396,34 +396,9 @@ impl Construction {
         Ok(values[..count].to_vec())
     }
 
-    /// A string attribute (at most 64 bytes are read; ours are short).
+    /// A string attribute.
     pub fn string_attr(&self, name: &CStr) -> KernelResult<String> {
-        let mut buffer = [0u8; 64];
-        let (mut list_size, mut total_size) = (0i32, 0i32);
-        // SAFETY: live context, name, out-pointers, status.
-        unsafe {
-            (self.api.get_attr_size)(
-                self.raw,
-                name.as_ptr(),
-                &mut list_size,
-                &mut total_size,
-                self.status.fresh(),
-            )
-        };
-        self.status.check(&format!("attribute {name:?}"))?;
-        let len = usize::try_from(total_size).unwrap_or(0).min(buffer.len());
-        // SAFETY: the buffer holds `len` bytes.
-        unsafe {
-            (self.api.get_attr_string)(
-                self.raw,
-                name.as_ptr(),
-                buffer.as_mut_ptr().cast::<c_char>(),
-                len,
-                self.status.fresh(),
-            )
-        };
-        self.status.check(&format!("attribute {name:?}"))?;
-        Ok(String::from_utf8_lossy(&buffer[..len]).into_owned())
+        Ok(String::from_utf8_lossy(&self.bytes_attr(name)?).into_owned())
     }
 
     /// A string attribute as bytes, whatever its length (a program's

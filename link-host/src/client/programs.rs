@@ -2,7 +2,7 @@
 //! (`LoadProgram`, in chunks), then each run is one `RunProgram` request.
 //! `docs/device-programs.md`, `docs/link-protocol.md` "Programs (2.3)".
 
-use super::{Answer, QUEUE_BITS, RemoteAccelerator, RemoteError, SessionState};
+use super::{Answer, RemoteAccelerator, RemoteError, SessionState};
 use tensorplug_core::accelerator::{DeviceAddr, ErrorKind, Fence, QueueId};
 use tensorplug_core::link::{
     ForgetPrograms, LinkStream, LoadProgram, MAX_BULK_CHUNK, Message, RemoteErrorCode, RunProgram,
@@ -93,27 +93,13 @@ impl<S: LinkStream> RemoteAccelerator<S> {
                 format!("{} bindings do not fit one frame", slots.len()),
             ));
         }
-        self.flush()?;
-        let what = "a program run";
-        let fence = Fence(self.next_seq << QUEUE_BITS | u64::from(queue.0));
         let message = Message::RunProgram(RunProgram {
             queue: queue.0,
             program,
             arena: arena.0,
             slots: &bytes,
         });
-        let id = self.send(&message, what)?;
-        self.in_flight.insert(id, fence);
-        self.unanswered.push_back((id, fence));
-        self.next_seq += 1;
-        self.within_window(what)?;
-        if self.window == 1 {
-            let (_, seq) = super::split(fence);
-            if let Some((_, error)) = self.failed.remove(&seq) {
-                return Err(error);
-            }
-        }
-        Ok(fence)
+        self.send_queued(queue, &message, "a program run")
     }
 
     /// Sends `program` in chunks, each answered before the next.
