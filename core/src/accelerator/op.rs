@@ -359,6 +359,23 @@ impl OpDesc<'_> {
         expect_shape(out_index, &self.output.shape, &expected)
     }
 
+    /// The shape the output must have, by the op's rule over the inputs
+    /// (an op whose output shape is its own choice, as `RandomUniform`,
+    /// gives `output`'s); what a program compiler derives shapes with.
+    ///
+    /// # Errors
+    /// The wrong number of inputs, or inputs the rule refuses.
+    pub fn output_shape(&self) -> Result<Shape, ShapeError> {
+        let want = self.kind.input_count();
+        if self.inputs.len() != want {
+            return Err(ShapeError::InputCount {
+                expected: want as u8,
+                got: self.inputs.len().min(255) as u8,
+            });
+        }
+        self.result_shape()
+    }
+
     /// The shape the output must have, derived from the inputs.
     fn result_shape(&self) -> Result<Shape, ShapeError> {
         let shape = |i: usize| self.inputs[i].shape;

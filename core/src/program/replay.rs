@@ -5,9 +5,9 @@
 
 use super::error::ProgramError;
 use super::format::BufferKind;
-use super::resolve::{BufferSpec, Step};
+use super::resolve::{BufferSpec, Step, launch_desc};
 use super::validate::Validated;
-use crate::accelerator::{DeviceAddr, Fence, Launch, OpDesc, QueueId, TensorDesc, Transfer};
+use crate::accelerator::{DeviceAddr, Fence, Launch, QueueId, TensorDesc, Transfer};
 
 /// Where a run's buffers are: one address per binding slot, and the base
 /// of a scratch arena of at least the program's `arena` bytes.
@@ -135,16 +135,9 @@ pub fn replay<D: Launch + Transfer + ?Sized>(
                 count,
                 ..
             } => {
-                let mut tensors = [out; 3];
-                for (slot, &i) in tensors.iter_mut().zip(&inputs[..count]) {
-                    *slot = tensor(i).map_err(RunError::Program)?;
-                }
-                let op = OpDesc {
-                    kind,
-                    inputs: &tensors[..count],
-                    output: out,
-                    op_id,
-                };
+                let mut slots = [out; 3];
+                let op = launch_desc(kind, op_id, &inputs[..count], &mut slots, out, &tensor)
+                    .map_err(RunError::Program)?;
                 dev.launch(queue, &op)
             }
             Step::Copy { src, .. } => {

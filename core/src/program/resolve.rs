@@ -4,7 +4,7 @@
 use super::error::{BufferFault, CommandFault};
 use super::format::{BufferKind, BufferRecord, CommandRecord, CommandTag, NO_BUFFER};
 use crate::accelerator::{
-    DType, DeviceAddr, MAX_RANK, OpKind, Shape, TensorDesc, VendorOps, builtin,
+    DType, DeviceAddr, MAX_RANK, OpDesc, OpKind, Shape, TensorDesc, VendorOps, builtin,
 };
 
 /// A buffer record, decoded.
@@ -166,4 +166,29 @@ impl Step {
             Self::Fill { .. } => &[],
         }
     }
+}
+
+/// A `Launch` step's op descriptor: `kind` over `inputs`, each resolved by
+/// `tensor` into `slots`, writing `out`.
+///
+/// # Errors
+/// `tensor`'s.
+pub fn launch_desc<'t, E>(
+    kind: OpKind,
+    op_id: u16,
+    inputs: &[u16],
+    slots: &'t mut [TensorDesc; 3],
+    out: TensorDesc,
+    mut tensor: impl FnMut(u16) -> Result<TensorDesc, E>,
+) -> Result<OpDesc<'t>, E> {
+    let count = inputs.len().min(3);
+    for (slot, &i) in slots.iter_mut().zip(inputs) {
+        *slot = tensor(i)?;
+    }
+    Ok(OpDesc {
+        kind,
+        inputs: &slots[..count],
+        output: out,
+        op_id,
+    })
 }

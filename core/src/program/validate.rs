@@ -4,9 +4,9 @@
 
 use super::error::{BufferFault, CommandFault, Limit, ProgramError};
 use super::format::{ARENA_ALIGN, BufferKind, MAX_BUFFERS};
-use super::resolve::{BufferSpec, Step};
+use super::resolve::{BufferSpec, Step, launch_desc};
 use super::view::Program;
-use crate::accelerator::{DeviceAddr, OpDesc, TensorDesc, VendorOps};
+use crate::accelerator::{DeviceAddr, VendorOps};
 
 /// What a device takes: it refuses a program past any of these.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -218,16 +218,9 @@ fn check_step(
             count,
             ..
         } => {
-            let mut tensors = [TensorDesc::new(DeviceAddr(0), out.dtype, out.shape); 3];
-            for (slot, &i) in tensors.iter_mut().zip(&inputs[..count]) {
-                *slot = desc(i)?;
-            }
-            let op = OpDesc {
-                kind,
-                inputs: &tensors[..count],
-                output: out.at(DeviceAddr(0)),
-                op_id,
-            };
+            let output = out.at(DeviceAddr(0));
+            let mut slots = [output; 3];
+            let op = launch_desc(kind, op_id, &inputs[..count], &mut slots, output, desc)?;
             op.validate()
                 .map_err(|_| Check::Command(CommandFault::Shape))
         }

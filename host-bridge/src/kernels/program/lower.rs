@@ -10,7 +10,7 @@ use super::super::tf::AttrSource;
 use crate::graph::nodes::{attr_of, type_attr};
 use crate::graph::proto::{DataType, NodeDef, attr_value::Value};
 use std::ffi::CStr;
-use tensorplug_core::accelerator::{OpKind, Shape, broadcast_shapes, matmul_shape};
+use tensorplug_core::accelerator::{DType, DeviceAddr, OpDesc, OpKind, Shape, TensorDesc};
 
 /// A node's attributes as a kernel reads them at construction.
 struct NodeAttrs<'a>(&'a NodeDef);
@@ -149,27 +149,17 @@ pub fn lower(node: &NodeDef, shapes: &[Shape]) -> Result<(OpKind, Shape), String
         return lowered.map_err(|f| format!("{} '{}': {}", node.op, node.name, f.cause));
     }
     let kind = kind(node).ok_or_else(|| format!("{} is not an op a program holds", node.op))?;
-    let want = kind.input_count();
-    if shapes.len() != want {
-        return Err(format!(
-            "{} takes {want} inputs, has {}",
-            node.op,
-            shapes.len()
-        ));
-    }
-    let shape_error = |e| format!("{} '{}': {e:?}", node.op, node.name);
-    let out = match kind {
-        OpKind::MatMul {
-            transpose_a,
-            transpose_b,
-        }
-        | OpKind::FusedMatMul {
-            transpose_a,
-            transpose_b,
-            ..
-        } => matmul_shape(&shapes[0], &shapes[1], transpose_a, transpose_b).map_err(shape_error)?,
-        OpKind::Binary(_) => broadcast_shapes(&shapes[0], &shapes[1]).map_err(shape_error)?,
-        _ => shapes[0],
+    let desc = |s: Shape| TensorDesc::new(DeviceAddr(0), DType::F32, s);
+    let inputs: Vec<TensorDesc> = shapes.iter().map(|&s| desc(s)).collect();
+    let placeholder = desc(shapes.first().copied().unwrap_or(Shape::SCALAR));
+    let op = OpDesc {
+        kind,
+        inputs: &inputs,
+        output: placeholder,
+        op_id: 0,
     };
+    let out = op
+        .output_shape()
+        .map_err(|e| format!("{} '{}': {e:?}", node.op, node.name))?;
     Ok((kind, out))
 }
