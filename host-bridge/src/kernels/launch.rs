@@ -75,8 +75,14 @@ impl<'a> Launcher<'a> {
         inputs: &[TensorDesc],
         output: TensorDesc,
     ) -> KernelResult<()> {
-        let label = self.label.clone();
-        self.launch_as(&label, kind, inputs, output)
+        self.last = Some(enqueue_launch(
+            self.stream,
+            &self.label,
+            kind,
+            inputs,
+            output,
+        )?);
+        Ok(())
     }
 
     /// [`launch`](Self::launch) on behalf of another node (`label`): a
@@ -89,23 +95,7 @@ impl<'a> Launcher<'a> {
         inputs: &[TensorDesc],
         output: TensorDesc,
     ) -> KernelResult<()> {
-        let mut op = OpDesc {
-            kind,
-            inputs,
-            output,
-            op_id: 0,
-        };
-        op.op_id = op_tag(&label.node, label.op_type, op.flops(), op.bytes_accessed());
-        let queue = self.stream.queue();
-        let _span = HostSpan::begin(
-            SpanKind::Launch,
-            self.stream.device().ordinal(),
-            u32::from(op.op_id),
-        );
-        let fence = self
-            .stream
-            .enqueue_op(Some(label.clone()), |accel| accel.launch(queue, &op))?;
-        self.last = Some(fence);
+        self.last = Some(enqueue_launch(self.stream, label, kind, inputs, output)?);
         Ok(())
     }
 
@@ -120,7 +110,7 @@ impl<'a> Launcher<'a> {
         &mut self,
         program: &[u8],
         loaded: &std::sync::Mutex<Vec<(i32, Option<u32>)>>,
-        slots: &[DeviceAddr],
+        slots: impl FnOnce() -> Vec<DeviceAddr>,
         arena: DeviceAddr,
         refusal_fails: bool,
     ) -> KernelResult<bool> {
@@ -165,9 +155,10 @@ impl<'a> Launcher<'a> {
             return Ok(false);
         };
         let queue = self.stream.queue();
+        let slots = slots();
         let fence = self.stream.enqueue_op(Some(self.label.clone()), |accel| {
             accel
-                .run_program(queue, id, slots, arena)
+                .run_program(queue, id, &slots, arena)
                 .unwrap_or_else(|| {
                     Err(crate::error::DeviceError::new(
                         tensorplug_core::accelerator::ErrorKind::Unsupported,
@@ -235,4 +226,28 @@ impl<'a> Launcher<'a> {
     pub fn finish(self) -> KernelResult<Option<Fence>> {
         Ok(self.last)
     }
+}
+
+/// Enqueues one op on `stream` for node `label`, tagged for the profiler.
+fn enqueue_launch(
+    stream: &Stream,
+    label: &OpLabel,
+    kind: OpKind,
+    inputs: &[TensorDesc],
+    output: TensorDesc,
+) -> KernelResult<Fence> {
+    let mut op = OpDesc {
+        kind,
+        inputs,
+        output,
+        op_id: 0,
+    };
+    op.op_id = op_tag(&label.node, label.op_type, op.flops(), op.bytes_accessed());
+    let queue = stream.queue();
+    let _span = HostSpan::begin(
+        SpanKind::Launch,
+        stream.device().ordinal(),
+        u32::from(op.op_id),
+    );
+    Ok(stream.enqueue_op(Some(label.clone()), |accel| accel.launch(queue, &op))?)
 }

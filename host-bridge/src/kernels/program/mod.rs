@@ -43,6 +43,9 @@ pub static PROGRAM: ProgramKernel = ProgramKernel;
 pub struct ProgramAttrs {
     segment: Segment,
     compiled: Mutex<Vec<(Vec<Shape>, Arc<Compiled>)>>,
+    /// `TENSORPLUG_FALLBACK=error`: a program the device refuses fails the
+    /// step (read once, at construction).
+    refusal_fails: bool,
 }
 
 /// Defines the program op of the installed device type, once per process.
@@ -140,6 +143,7 @@ impl Op for ProgramKernel {
         Ok(ProgramAttrs {
             segment,
             compiled: Mutex::default(),
+            refusal_fails: Mode::from_env()? == Mode::Error,
         })
     }
 
@@ -176,8 +180,9 @@ impl Op for ProgramKernel {
                 _ => run.desc(&outputs[b.place as usize - n_in], b.shape),
             })
             .collect::<KernelResult<Vec<TensorDesc>>>()?;
-        // A device that keeps programs runs it with one submit.
-        let slots: Vec<DeviceAddr> = {
+        // A device that keeps programs runs it with one submit: one
+        // address per binding slot.
+        let slots = || {
             let mut bound: Vec<(u32, DeviceAddr)> = program
                 .buffers
                 .iter()
@@ -186,20 +191,19 @@ impl Op for ProgramKernel {
                 .map(|(b, d)| (b.place, d.addr))
                 .collect();
             bound.sort_by_key(|(slot, _)| *slot);
-            bound.into_iter().map(|(_, addr)| addr).collect()
+            bound.into_iter().map(|(_, addr)| addr).collect::<Vec<_>>()
         };
         // Under the profiler its commands are launched one by one instead,
         // each under its TF node's tag of this session (a stored program's
         // ids are those of the session it was compiled in).
         let profiling = crate::host_spans::RECORDING.is_enabled();
-        let refusal_fails = Mode::from_env()? == Mode::Error;
         if !profiling
             && run.run_program(
                 &program.bytes,
                 &program.loaded,
-                &slots,
+                slots,
                 arena,
-                refusal_fails,
+                a.refusal_fails,
             )?
         {
             return Ok(());
