@@ -36,6 +36,11 @@ impl<'a> Launcher<'a> {
         }
     }
 
+    /// The device the work runs on.
+    pub(crate) fn device(&self) -> &std::sync::Arc<crate::registry::Device> {
+        self.stream.device()
+    }
+
     /// The device descriptor of f32 `tensor` viewed as `shape` (same element count).
     pub fn desc(&self, tensor: &Tensor, shape: Shape) -> KernelResult<TensorDesc> {
         self.typed_desc(tensor, shape, DType::F32)

@@ -7,6 +7,7 @@
 mod compile;
 pub mod lower;
 pub mod segment;
+mod weights;
 
 use super::failure::{Failure, KernelResult};
 use super::launch::Launcher;
@@ -21,6 +22,7 @@ use std::ffi::CStr;
 use std::sync::{Arc, Mutex, OnceLock};
 use tensorplug_core::accelerator::{DeviceAddr, Shape, TensorDesc};
 use tensorplug_core::program::{BufferKind, Step};
+use weights::Weights;
 
 #[cfg(test)]
 pub(crate) use compile::compile as compile_for_tests;
@@ -43,6 +45,8 @@ pub static PROGRAM: ProgramKernel = ProgramKernel;
 pub struct ProgramAttrs {
     segment: Segment,
     compiled: Mutex<Vec<(Vec<Shape>, Arc<Compiled>)>>,
+    /// The host weights kept on the device.
+    weights: Weights,
     /// `TENSORPLUG_FALLBACK=error`: a program the device refuses fails the
     /// step (read once, at construction).
     refusal_fails: bool,
@@ -55,10 +59,11 @@ pub fn define_op() -> KernelResult<()> {
         .get_or_init(|| {
             define(
                 op_name(identity::device_type(), SUFFIX),
-                &[c"args: Tin"],
+                &[c"args: Tin", c"weights: Tw"],
                 &[c"results: Tout"],
                 &[
                     c"Tin: list(type) >= 0",
+                    c"Tw: list(type) >= 0",
                     c"Tout: list(type) >= 1",
                     c"segment: string",
                 ],
@@ -138,11 +143,16 @@ impl Op for ProgramKernel {
         None
     }
 
+    fn host_memory(&self) -> &'static [&'static CStr] {
+        &[c"weights"]
+    }
+
     fn construct(&self, ctx: &Construction) -> KernelResult<ProgramAttrs> {
         let segment = Segment::decode(&ctx.bytes_attr(c"segment")?).map_err(Failure::invalid)?;
         Ok(ProgramAttrs {
             segment,
             compiled: Mutex::default(),
+            weights: Weights::default(),
             refusal_fails: Mode::from_env()? == Mode::Error,
         })
     }
@@ -171,12 +181,24 @@ impl Op for ProgramKernel {
             run.desc(&ctx.temp(&words)?, words)?.addr
         };
         let n_in = inputs.len();
+        // Host weights (the last inputs) are bound to the copies the node
+        // keeps on the device; the lock holds them through the step.
+        let first_weight = n_in - a.segment.weights.min(n_in);
+        let mut kept = a.weights.lock();
+        let weights = inputs[first_weight..]
+            .iter()
+            .enumerate()
+            .map(|(k, (t, shape))| kept.bind(k, t, *shape, ctx, run))
+            .collect::<KernelResult<Vec<_>>>()?;
         let descs = program
             .buffers
             .iter()
             .map(|b| match b.kind {
                 BufferKind::Scratch => Ok(b.at(DeviceAddr(arena.0 + u64::from(b.place)))),
-                BufferKind::Input => run.desc(&inputs[b.place as usize].0, b.shape),
+                BufferKind::Input => match (b.place as usize).checked_sub(first_weight) {
+                    Some(k) => Ok(weights[k].desc),
+                    None => run.desc(&inputs[b.place as usize].0, b.shape),
+                },
                 _ => run.desc(&outputs[b.place as usize - n_in], b.shape),
             })
             .collect::<KernelResult<Vec<TensorDesc>>>()?;

@@ -1,13 +1,15 @@
 //! A segment as the program node carries it (its `segment` attribute): a
 //! `GraphDef` of the segment's nodes in topological order, then two marker
-//! nodes whose inputs list the program's input and output edges.
+//! nodes whose inputs list the program's input and output edges (the
+//! inputs' marker counts the host weights in its `weights` attribute).
 
 use crate::graph::edges::Input;
-use crate::graph::proto::{GraphDef, NodeDef};
+use crate::graph::proto::{AttrValue, GraphDef, NodeDef, attr_value};
 use prost::Message as _;
 
 const INPUTS: &str = "_tensorplug_program_inputs";
 const OUTPUTS: &str = "_tensorplug_program_outputs";
+const WEIGHTS: &str = "weights";
 
 /// A program's TF nodes and its edges to the rest of the graph.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -17,6 +19,10 @@ pub struct Segment {
     /// Input `i` of the program node: the edge (`node:port`) the segment's
     /// nodes name it by.
     pub inputs: Vec<String>,
+    /// How many of `inputs`, at their end, are host weights: tensors in
+    /// host memory (a CPU variable's read, a CPU constant) that the kernel
+    /// keeps on the device and uploads again only when they change.
+    pub weights: usize,
     /// Output `k`: a segment node's edge (`node:port`).
     pub outputs: Vec<String>,
 }
@@ -39,7 +45,14 @@ impl Segment {
             ..Default::default()
         };
         let mut node = self.nodes.clone();
-        node.push(marker(INPUTS, &self.inputs));
+        let mut inputs = marker(INPUTS, &self.inputs);
+        inputs.attr.insert(
+            WEIGHTS.into(),
+            AttrValue {
+                value: Some(attr_value::Value::I(self.weights as i64)),
+            },
+        );
+        node.push(inputs);
         node.push(marker(OUTPUTS, &self.outputs));
         GraphDef {
             node,
@@ -62,9 +75,17 @@ impl Segment {
         if outputs.input.is_empty() {
             return Err("segment: no outputs".into());
         }
+        let weights = match inputs.attr.get(WEIGHTS).and_then(|a| a.value.as_ref()) {
+            Some(attr_value::Value::I(n)) => usize::try_from(*n)
+                .ok()
+                .filter(|&n| n <= inputs.input.len())
+                .ok_or_else(|| format!("segment: {n} weights of {} inputs", inputs.input.len()))?,
+            _ => 0,
+        };
         Ok(Self {
             nodes: graph.node,
             inputs: inputs.input,
+            weights,
             outputs: outputs.input,
         })
     }

@@ -1,0 +1,151 @@
+//! Host weights a program node keeps on its device: a CPU variable's read
+//! or a CPU constant, taken in host memory (the op's `weights` inputs).
+//! Each is uploaded once into an allocation of the node's own and again
+//! only when its bytes change: a step compares them with the copy the
+//! node kept (an exact comparison, no hash to collide), so a model built
+//! under `tf.device("/CPU:0")` sends its weights once, not every step,
+//! and `fit` on CPU variables uploads what each step changed.
+//! `docs/device-programs.md`, "Host weights".
+
+use super::super::failure::{Failure, KernelResult};
+use super::super::launch::Launcher;
+use super::super::tf::{Context, Tensor};
+use crate::log;
+use crate::registry::Device;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tensorplug_core::accelerator::{DType, DeviceAddr, Shape, TensorDesc};
+
+/// A node's host weights on its device, by weight index.
+#[derive(Default)]
+pub struct Weights(Mutex<Kept>);
+
+/// The node's uploads; held locked through a step so that no other call
+/// of the node rewrites a weight its program still reads.
+#[derive(Default)]
+pub struct Kept {
+    slots: Vec<Option<Resident>>,
+    /// A weight did not fit on the device: said once.
+    said_full: bool,
+}
+
+/// One weight on the device, with the bytes it holds.
+struct Resident {
+    device: Arc<Device>,
+    /// TF's handle of the allocation (`Device::allocate`).
+    opaque: usize,
+    addr: DeviceAddr,
+    bytes: Vec<u8>,
+}
+
+impl Drop for Resident {
+    fn drop(&mut self) {
+        if let Err(e) = self.device.deallocate(self.opaque as *const c_void) {
+            log::warn(format_args!("a program's kept weight: {e}"));
+        }
+    }
+}
+
+impl Weights {
+    /// The node's uploads, locked for one step.
+    pub fn lock(&self) -> MutexGuard<'_, Kept> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A weight bound for one step: its descriptor, and the temporary that
+/// holds it when it did not fit in an allocation of its own (dropped after
+/// the step's commands are queued, as the arena is).
+pub struct Bound {
+    pub desc: TensorDesc,
+    _temp: Option<Tensor>,
+}
+
+impl Kept {
+    /// Weight `k` (`tensor`, in host memory, of `shape`) on the device of
+    /// `run`: uploaded unless the device holds these very bytes.
+    pub fn bind(
+        &mut self,
+        k: usize,
+        tensor: &Tensor,
+        shape: Shape,
+        ctx: &Context,
+        run: &mut Launcher<'_>,
+    ) -> KernelResult<Bound> {
+        let bytes = host_bytes(tensor, shape)?;
+        if self.slots.len() <= k {
+            self.slots.resize_with(k + 1, || None);
+        }
+        let device = run.device().clone();
+        if let Some(kept) = &self.slots[k]
+            && kept.device.ordinal() == device.ordinal()
+            && kept.bytes == bytes
+        {
+            return Ok(bound(kept.addr, shape, None));
+        }
+        // Freed before the new allocation: a weight that changes size
+        // does not hold two copies.
+        self.slots[k] = None;
+        match device.allocate(bytes.len() as u64) {
+            Ok(opaque) => {
+                let resident = Resident {
+                    addr: device.device_addr(opaque, bytes.len() as u64, "a kept weight")?,
+                    device,
+                    opaque: opaque as usize,
+                    bytes: bytes.to_vec(),
+                };
+                run.write(bound(resident.addr, shape, None).desc, bytes)?;
+                let addr = resident.addr;
+                self.slots[k] = Some(resident);
+                Ok(bound(addr, shape, None))
+            }
+            Err(e) => {
+                // Too little device memory to keep it: it crosses every
+                // step in a temporary, as it would op by op.
+                if !std::mem::replace(&mut self.said_full, true) {
+                    log::warn(format_args!(
+                        "program '{}': a {}-byte weight does not fit on the device to be kept \
+                         ({e}); it is uploaded every step",
+                        ctx.node_name(),
+                        bytes.len()
+                    ));
+                }
+                let temp = ctx.temp(&shape)?;
+                let desc = run.desc(&temp, shape)?;
+                run.write(desc, bytes)?;
+                Ok(bound(desc.addr, shape, Some(temp)))
+            }
+        }
+    }
+}
+
+fn bound(addr: DeviceAddr, shape: Shape, temp: Option<Tensor>) -> Bound {
+    Bound {
+        desc: TensorDesc::new(addr, DType::F32, shape),
+        _temp: temp,
+    }
+}
+
+/// The f32 bytes of host-memory `tensor` of `shape`.
+fn host_bytes(tensor: &Tensor, shape: Shape) -> KernelResult<&[u8]> {
+    let len = shape
+        .elements()
+        .and_then(|n| n.checked_mul(4))
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| Failure::invalid("a weight's size overflows"))?;
+    let data = tensor.data().cast::<u8>();
+    if len > tensor.byte_size() || (len > 0 && data.is_null()) {
+        return Err(Failure::invalid(format!(
+            "a {len}-byte weight in a {}-byte host tensor",
+            tensor.byte_size()
+        )));
+    }
+    if len == 0 {
+        return Ok(&[]);
+    }
+    // SAFETY: a HostMemory input of at least `len` bytes, alive as long as
+    // `tensor` (the borrow).
+    Ok(unsafe { std::slice::from_raw_parts(data, len) })
+}
