@@ -382,10 +382,26 @@ fn the_firmware_stores_a_program_and_runs_it_like_its_ops_one_by_one() {
     assert_eq!(read_y(&mut dev), want, "still served");
 }
 
+/// What the host sent the firmware, read from a recording of the wire.
+#[derive(Debug, Default)]
+struct Sent {
+    loads: usize,
+    runs: usize,
+    /// Launches of the ops a test counts.
+    launches: usize,
+    /// Every byte the host sent.
+    bytes: usize,
+    /// The bytes sent between each `RunProgram` and the next (inclusive
+    /// of the next): a step's inputs, its start and its fetches.
+    between_runs: Vec<usize>,
+    /// Frames and bytes by message.
+    by_message: std::collections::BTreeMap<String, (usize, usize)>,
+}
+
 /// Runs `tests/python/tf_programs.py <mode>` on the firmware through a
-/// recording wire; returns its stdout and, of what the host sent, the
-/// `LoadProgram` and `RunProgram` frames and the launches of ops `counts`.
-fn programs_on_the_mcu(mode: &[&str], counts: impl Fn(&OpKind) -> bool) -> (String, [usize; 3]) {
+/// recording wire; returns its stdout and what the host sent, counting
+/// the launches of ops `counts`.
+fn programs_on_the_mcu(mode: &[&str], counts: impl Fn(&OpKind) -> bool) -> (String, Sent) {
     use tensorplug_core::link::{Decoder, FeedResult, Message, ops::Command};
     let qemu = boot();
     let uart = qemu.uart.try_clone().expect("the UART's socket");
@@ -421,19 +437,37 @@ fn programs_on_the_mcu(mode: &[&str], counts: impl Fn(&OpKind) -> bool) -> (Stri
     };
     let sent = wire.recorded().from_host;
     let mut decoder = Decoder::requests();
-    let (mut loads, mut runs, mut launches) = (0, 0, 0);
+    let mut seen = Sent {
+        bytes: sent.len(),
+        ..Sent::default()
+    };
+    let mut since_run: Option<usize> = None;
     let mut rest: &[u8] = &sent;
     while !rest.is_empty() {
         match decoder.feed(rest) {
             FeedResult::Consumed => break,
             FeedResult::Error { remaining, .. } => rest = remaining,
             FeedResult::Frame { frame, remaining } => {
+                let len = rest.len() - remaining.len();
+                let kind = seen
+                    .by_message
+                    .entry(format!("{:?}", frame.message.id()))
+                    .or_default();
+                *kind = (kind.0 + 1, kind.1 + len);
+                if let Some(gap) = since_run.as_mut() {
+                    *gap += len;
+                }
                 match &frame.message {
-                    Message::LoadProgram(_) => loads += 1,
-                    Message::RunProgram(_) => runs += 1,
-                    Message::Submit(s) => launches += usize::from(launch_counts(&s.command)),
+                    Message::LoadProgram(_) => seen.loads += 1,
+                    Message::RunProgram(_) => {
+                        seen.runs += 1;
+                        if let Some(gap) = since_run.replace(0) {
+                            seen.between_runs.push(gap);
+                        }
+                    }
+                    Message::Submit(s) => seen.launches += usize::from(launch_counts(&s.command)),
                     Message::SubmitBatch(b) => {
-                        launches += b.commands().flatten().filter(launch_counts).count();
+                        seen.launches += b.commands().flatten().filter(launch_counts).count();
                     }
                     _ => {}
                 }
@@ -441,11 +475,8 @@ fn programs_on_the_mcu(mode: &[&str], counts: impl Fn(&OpKind) -> bool) -> (Stri
             }
         }
     }
-    println!(
-        "{stdout}\nover the link: {loads} LoadProgram, {runs} RunProgram, {launches} launches \
-         of the program's ops"
-    );
-    (stdout, [loads, runs, launches])
+    println!("{stdout}\nover the link: {seen:?}");
+    (stdout, seen)
 }
 
 /// Device programs in TF on the MCU (`TENSORPLUG_GRAPH_PROGRAMS=1`,
@@ -464,23 +495,26 @@ fn a_keras_mlp_on_the_mcu_runs_each_step_as_one_stored_program() {
             OpKind::FusedMatMul { .. } | OpKind::Softmax | OpKind::Unary(Unary::TANH)
         )
     };
-    let (_, [loads, runs, launches]) = programs_on_the_mcu(&[], dense);
-    assert_eq!(loads, 1, "the program is stored once");
+    let (_, sent) = programs_on_the_mcu(&[], dense);
+    assert_eq!(sent.loads, 1, "the program is stored once");
     // Two unprofiled predicts of two steps each.
-    assert_eq!(runs, 4, "one RunProgram per step");
+    assert_eq!(sent.runs, 4, "one RunProgram per step");
     assert_eq!(
-        launches, 10,
+        sent.launches, 10,
         "only the profiled predict's 2 steps × 5 nodes"
     );
 }
 
-/// A Keras convnet on the MCU through programs: its convolution block
-/// (`_FusedConv2D`, `MaxPool`, `_FusedConv2D`) and its dense head
-/// (`_FusedMatMul`, `Softmax`) are two stored programs, run with one
-/// `RunProgram` each per step; none of their ops crosses the link alone,
-/// and `predict` equals the CPU.
+/// A Keras convnet on the MCU as one stored program: its convolution
+/// block (`_FusedConv2D`, `MaxPool`, `_FusedConv2D`), Flatten's `Reshape`
+/// and its dense head (`_FusedMatMul`, `Softmax`), run with one
+/// `RunProgram` per step; none of their ops crosses the link alone, and
+/// `predict` equals the CPU. The same model built under a CPU scope (its
+/// variables on the CPU) runs as a program too, its weights kept on the
+/// device: a step sends its input, its start and its fetch, within the
+/// issue's 1.1× the input + 512 B, whichever model it is.
 #[test]
-fn a_keras_convnet_on_the_mcu_runs_as_two_stored_programs() {
+fn a_keras_convnet_on_the_mcu_runs_as_one_stored_program_and_its_cpu_weights_cross_once() {
     let ops = |k: &OpKind| {
         matches!(
             k,
@@ -490,12 +524,49 @@ fn a_keras_convnet_on_the_mcu_runs_as_two_stored_programs() {
                 | OpKind::Softmax
         )
     };
-    let (stdout, [loads, runs, launches]) = programs_on_the_mcu(&["convnet"], ops);
+    let (stdout, sent) = programs_on_the_mcu(&["convnet"], ops);
     assert!(stdout.contains("convnet: equal to the CPU"), "{stdout}");
-    assert_eq!(loads, 2, "two programs, each stored once");
-    // Two predicts of two steps each, two programs a step.
-    assert_eq!(runs, 8, "one RunProgram per program per step");
-    assert_eq!(launches, 0, "no op of a program crossed the link alone");
+    assert!(
+        stdout.contains("convnet with CPU variables: equal to the CPU"),
+        "{stdout}"
+    );
+    // The two models' programs differ (the CPU model's weights are bound
+    // last): each is stored once.
+    assert_eq!(sent.loads, 2, "one program per model, each stored once");
+    // Two models, two predicts each of two steps.
+    assert_eq!(sent.runs, 8, "one RunProgram per step");
+    assert_eq!(
+        sent.launches, 0,
+        "no op of a program crossed the link alone"
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("bytes: "))
+        .expect("a bytes line");
+    let figure = |name: &str| -> usize {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(&format!("{name}=")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {line}"))
+    };
+    let step_input = figure("inputs") / figure("steps");
+    // Each predict's second step: between its two RunPrograms (the first
+    // step also carries Keras's own copy of the whole array and, once,
+    // the CPU model's weights, 66 kB, which op by op crossed every step).
+    let steps: Vec<usize> = sent.between_runs.iter().copied().step_by(2).collect();
+    assert_eq!(steps.len(), 4, "{:?}", sent.between_runs);
+    let bound = step_input + step_input / 10 + 512;
+    for (k, &bytes) in steps.iter().enumerate() {
+        assert!(
+            bytes <= bound,
+            "step {k}: {bytes} bytes from the host, more than {bound} (input {step_input}): {:?}",
+            sent.between_runs
+        );
+    }
+    println!(
+        "bytes per step: {steps:?} for a {step_input}-byte input; {} bytes in all",
+        sent.bytes
+    );
 }
 
 /// A program larger than the firmware's 8 KiB store (a stack of 60 Dense

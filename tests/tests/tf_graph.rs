@@ -354,9 +354,11 @@ fn a_keras_mlp_predicts_through_a_device_program_equal_to_the_cpu() {
     println!("{stdout}");
 }
 
-/// A Keras convnet through device programs on `sim`: its convolution
-/// block and its dense head become programs (`_FusedConv2D` and `MaxPool`
-/// among their nodes), and `predict` equals the CPU.
+/// A Keras convnet through a device program on `sim`: its convolution
+/// block, Flatten and its dense head become one program (`_FusedConv2D`,
+/// `MaxPool`, `Reshape`, `_FusedMatMul` among its nodes), and `predict`
+/// equals the CPU, also for the model built under a CPU scope, whose
+/// weights the program keeps on the device.
 #[test]
 fn a_keras_convnet_predicts_through_device_programs_equal_to_the_cpu() {
     let work = scratch("programs-convnet");
@@ -364,4 +366,8 @@ fn a_keras_convnet_predicts_through_device_programs_equal_to_the_cpu() {
     let output = run_tf_with_plugin("tf_programs.py", &[dir, "convnet"], None);
     let stdout = check(&output, "tf_programs.py convnet");
     assert!(stdout.contains("convnet: equal to the CPU"), "{stdout}");
+    assert!(
+        stdout.contains("convnet with CPU variables: equal to the CPU"),
+        "{stdout}"
+    );
 }

@@ -10,13 +10,25 @@ use super::edges::{Input, Uses};
 use super::nodes::unique;
 use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
 use crate::error::Result;
-use crate::kernels::program::lower::supported;
+use crate::kernels::program::lower::{SHAPE_ATTR, supported};
 use crate::kernels::program::segment::{Segment, canonical};
 use crate::settings;
 use std::collections::{HashMap, HashSet, VecDeque};
 
 /// The fewest nodes a program holds: one node gains nothing.
 pub const MIN_NODES: usize = 2;
+
+/// Producers off the device whose outputs a program takes as host weights
+/// (kept on the device, uploaded again only when they change): a CPU
+/// variable's read and a CPU constant, and what [`VIEW_OPS`] make of them.
+const WEIGHT_OPS: &[&str] = &["ReadVariableOp", "Const"];
+
+/// Ops that only rearrange or retype their inputs: a weight's view (Keras
+/// 3 reshapes a convolution's bias before adding it) is a weight too.
+const VIEW_OPS: &[&str] = &["Reshape", "Identity", "Cast", "ExpandDims", "Squeeze"];
+
+/// How many views deep a weight is looked for.
+const VIEW_DEPTH: usize = 4;
 
 /// What the pass did with one group of nodes, for the report.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,10 +50,11 @@ pub fn form_programs(
     let mut decisions = Vec::new();
     let mut skipped: HashSet<String> = HashSet::new();
     loop {
-        let Some(group) = next_group(graph, preserve, device, &skipped) else {
+        let shapes = reshape_shapes(graph);
+        let Some(group) = next_group(graph, preserve, device, &skipped, &shapes) else {
             return decisions;
         };
-        match contract(graph, &group, op) {
+        match contract(graph, &group, device, op, &shapes) {
             Ok(decision) => decisions.push(decision),
             Err(decision) => {
                 skipped.extend(group.iter().map(|&i| graph.node[i].name.clone()));
@@ -77,11 +90,85 @@ pub fn report(decisions: &[Decision]) -> Result<()> {
     Ok(())
 }
 
-fn candidate(node: &NodeDef, preserve: &HashSet<String>, device: &str) -> bool {
+fn candidate(node: &NodeDef, preserve: &HashSet<String>, device: &str, shapes: &Shapes) -> bool {
     is_ours(&node.device, device)
         && !preserve.contains(&node.name)
         && node.input.iter().all(|i| !i.starts_with('^'))
-        && supported(node)
+        && supported(&in_segment(node, shapes))
+}
+
+/// Each `Reshape`'s shape, where a `Const` gives it.
+type Shapes = HashMap<String, Vec<i64>>;
+
+fn reshape_shapes(graph: &GraphDef) -> Shapes {
+    let consts: HashMap<&str, &NodeDef> = graph
+        .node
+        .iter()
+        .filter(|n| n.op == "Const")
+        .map(|n| (n.name.as_str(), n))
+        .collect();
+    graph
+        .node
+        .iter()
+        .filter(|n| n.op == "Reshape" && n.input.len() == 2)
+        .filter_map(|n| {
+            let Input::Data { node, port: 0 } = Input::parse(&n.input[1]) else {
+                return None;
+            };
+            Some((n.name.clone(), const_ints(consts.get(node)?)?))
+        })
+        .collect()
+}
+
+/// A rank-1 int32 or int64 `Const`'s values.
+fn const_ints(node: &NodeDef) -> Option<Vec<i64>> {
+    let Some(attr_value::Value::Tensor(t)) = node.attr.get("value").and_then(|a| a.value.as_ref())
+    else {
+        return None;
+    };
+    let len = match t.tensor_shape.as_ref()?.dim.as_slice() {
+        [d] => usize::try_from(d.size).ok()?,
+        _ => return None,
+    };
+    let content = &t.tensor_content;
+    let values: Vec<i64> = match DataType::try_from(t.dtype).ok()? {
+        DataType::DtInt32 if content.is_empty() => t.int_val.iter().map(|&v| v.into()).collect(),
+        DataType::DtInt64 if content.is_empty() => t.int64_val.clone(),
+        DataType::DtInt32 => content
+            .chunks_exact(4)
+            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]).into())
+            .collect(),
+        DataType::DtInt64 => content
+            .chunks_exact(8)
+            .map(|b| i64::from_le_bytes(b.try_into().unwrap_or_default()))
+            .collect(),
+        _ => return None,
+    };
+    // TF repeats a lone value.
+    let values = match values.as_slice() {
+        &[one] if len > 1 => vec![one; len],
+        _ => values,
+    };
+    (values.len() == len).then_some(values)
+}
+
+/// `node` as its segment holds it: a `Reshape` with a constant shape
+/// carries it as an attribute ([`SHAPE_ATTR`]) and takes one input.
+fn in_segment(node: &NodeDef, shapes: &Shapes) -> NodeDef {
+    let mut node = node.clone();
+    if let Some(dims) = shapes.get(&node.name) {
+        node.input.truncate(1);
+        node.attr.insert(
+            SHAPE_ATTR.into(),
+            AttrValue {
+                value: Some(attr_value::Value::List(attr_value::ListValue {
+                    i: dims.clone(),
+                    ..Default::default()
+                })),
+            },
+        );
+    }
+    node
 }
 
 /// The first group of at least [`MIN_NODES`] candidates joined by data
@@ -91,6 +178,7 @@ fn next_group(
     preserve: &HashSet<String>,
     device: &str,
     skipped: &HashSet<String>,
+    shapes: &Shapes,
 ) -> Option<Vec<usize>> {
     let nodes = &graph.node;
     let index: HashMap<&str, usize> = nodes
@@ -100,7 +188,7 @@ fn next_group(
         .collect();
     let ok: Vec<bool> = nodes
         .iter()
-        .map(|n| candidate(n, preserve, device) && !skipped.contains(&n.name))
+        .map(|n| candidate(n, preserve, device, shapes) && !skipped.contains(&n.name))
         .collect();
     let mut parent: Vec<usize> = (0..nodes.len()).collect();
     fn root(parent: &mut [usize], mut i: usize) -> usize {
@@ -135,7 +223,13 @@ fn next_group(
 }
 
 /// Replaces `group` with one program node, or says why not.
-fn contract(graph: &mut GraphDef, group: &[usize], op: &str) -> Result<Decision, Decision> {
+fn contract(
+    graph: &mut GraphDef,
+    group: &[usize],
+    device: &str,
+    op: &str,
+    shapes: &Shapes,
+) -> Result<Decision, Decision> {
     let members: HashSet<&str> = group.iter().map(|&i| graph.node[i].name.as_str()).collect();
     let uses = Uses::index(&graph.node);
     if let Some(via) = leaves_and_returns(graph, &uses, &members) {
@@ -147,8 +241,12 @@ fn contract(graph: &mut GraphDef, group: &[usize], op: &str) -> Result<Decision,
     let order = topological(graph, group, &members);
     let mut inputs: Vec<String> = Vec::new();
     let mut outputs: Vec<String> = Vec::new();
-    for &i in &order {
-        let node = &graph.node[i];
+    let held: Vec<NodeDef> = order
+        .iter()
+        .map(|&i| in_segment(&graph.node[i], shapes))
+        .collect();
+    for (node, &i) in held.iter().zip(&order) {
+        let original = &graph.node[i];
         for text in &node.input {
             let input = Input::parse(text);
             if !members.contains(input.node())
@@ -159,16 +257,25 @@ fn contract(graph: &mut GraphDef, group: &[usize], op: &str) -> Result<Decision,
             }
         }
         let read_outside = uses
-            .of(&node.name)
+            .of(&original.name)
             .iter()
             .any(|u| u.port.is_some() && !members.contains(graph.node[u.consumer].name.as_str()));
         if read_outside {
             outputs.push(format!("{}:0", node.name));
         }
     }
+    // Host weights go last: the program node takes them in host memory.
+    let by_name: HashMap<&str, &NodeDef> =
+        graph.node.iter().map(|n| (n.name.as_str(), n)).collect();
+    let (weights, mut inputs): (Vec<String>, Vec<String>) = inputs
+        .into_iter()
+        .partition(|edge| host_weight(&by_name, edge, device));
+    let n_weights = weights.len();
+    inputs.extend(weights);
     let segment = Segment {
-        nodes: order.iter().map(|&i| graph.node[i].clone()).collect(),
+        nodes: held,
         inputs,
+        weights: n_weights,
         outputs,
     };
     let mut names: HashSet<String> = graph.node.iter().map(|n| n.name.clone()).collect();
@@ -209,6 +316,34 @@ fn contract(graph: &mut GraphDef, group: &[usize], op: &str) -> Result<Decision,
         program: name,
         nodes: segment.nodes.len(),
     })
+}
+
+/// Whether `edge` (`node:port`) is a host weight: output 0 of a node off
+/// `device` that is a [`WEIGHT_OPS`] node or a view of such nodes alone.
+/// Only a hint: the kernel compares a weight's bytes every step, so a
+/// wrong guess costs time, never a wrong answer.
+fn host_weight(index: &HashMap<&str, &NodeDef>, edge: &str, device: &str) -> bool {
+    fn weight(index: &HashMap<&str, &NodeDef>, edge: &str, device: &str, depth: usize) -> bool {
+        let Input::Data { node, port: 0 } = Input::parse(edge) else {
+            return false;
+        };
+        let Some(n) = index.get(node) else {
+            return false;
+        };
+        if is_ours(&n.device, device) {
+            return false;
+        }
+        if WEIGHT_OPS.contains(&n.op.as_str()) {
+            return true;
+        }
+        depth > 0
+            && VIEW_OPS.contains(&n.op.as_str())
+            && n.input
+                .iter()
+                .filter(|i| !i.starts_with('^'))
+                .all(|i| weight(index, i, device, depth - 1))
+    }
+    weight(index, edge, device, VIEW_DEPTH)
 }
 
 /// A node outside `members` that a member reaches and that reaches a
@@ -285,6 +420,7 @@ fn program_node(name: &str, op: &str, device: &str, segment: &Segment) -> NodeDe
             ..Default::default()
         })),
     };
+    let args = segment.inputs.len() - segment.weights;
     let mut node = NodeDef {
         name: name.into(),
         op: op.into(),
@@ -292,7 +428,8 @@ fn program_node(name: &str, op: &str, device: &str, segment: &Segment) -> NodeDe
         input: segment.inputs.clone(),
         ..Default::default()
     };
-    node.attr.insert("Tin".into(), types(segment.inputs.len()));
+    node.attr.insert("Tin".into(), types(args));
+    node.attr.insert("Tw".into(), types(segment.weights));
     node.attr
         .insert("Tout".into(), types(segment.outputs.len()));
     node.attr.insert(
@@ -311,6 +448,7 @@ mod tests {
     use super::*;
     use crate::kernels::program::compile_for_tests as compile;
     use tensorplug_core::accelerator::Shape;
+    use tensorplug_core::program::Step;
 
     const OP: &str = "_TensorplugFPGAProgram";
 
@@ -477,6 +615,91 @@ mod tests {
         let c = compile(&segment, &[s(&[2, 8, 8, 3]), s(&[3, 3, 3, 4]), s(&[4])]).unwrap();
         assert_eq!(c.outputs, [s(&[2, 4, 4, 4])]);
         assert_eq!(c.steps.len(), 2);
+    }
+
+    #[test]
+    fn cpu_variable_reads_and_cpu_constants_are_host_weights_taken_last() {
+        let mut g = mlp();
+        for n in &mut g.node {
+            match n.name.as_str() {
+                "w1" => (n.op, n.device) = ("ReadVariableOp".into(), CPU.into()),
+                "b2" => n.device = CPU.into(),
+                _ => {}
+            }
+        }
+        form_programs(&mut g, &preserve(), "FPGA", OP);
+        let p = find(&g, "d1/MatMul/tensorplug_program");
+        // x is data from the CPU (a Placeholder), not a weight; b1 and w2
+        // are on the FPGA already.
+        assert_eq!(p.input, ["x:0", "b1:0", "w2:0", "w1:0", "b2:0"]);
+        let count = |attr: &str| match p.attr[attr].value.as_ref() {
+            Some(attr_value::Value::List(l)) => l.r#type.len(),
+            other => panic!("{attr}: {other:?}"),
+        };
+        assert_eq!((count("Tin"), count("Tw")), (3, 2));
+        let Some(attr_value::Value::S(bytes)) = p.attr["segment"].value.as_ref() else {
+            panic!("no segment");
+        };
+        let segment = Segment::decode(bytes).unwrap();
+        assert_eq!((segment.inputs.len(), segment.weights), (5, 2));
+        assert_eq!(segment.inputs, p.input);
+    }
+
+    #[test]
+    fn views_with_a_constant_shape_join_a_program_as_copies() {
+        let shape: Vec<u8> = [-1i32, 1, 16]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let mut computed = node("computed", "Shape", &["x"]);
+        computed.device = CPU.into();
+        let mut squeeze = float(node("sq", "Squeeze", &["r"]));
+        squeeze.attr.insert("squeeze_dims".into(), list(&[1]));
+        let mut g = GraphDef {
+            node: vec![
+                node("x", "Const", &[]),
+                node("w", "Const", &[]),
+                super::super::nodes::constant("s", FPGA, DataType::DtInt32, &[3], shape),
+                float(node("mm", "MatMul", &["x", "w"])),
+                float(node("r", "Reshape", &["mm", "s"])),
+                squeeze,
+                float(node("relu", "Relu", &["sq"])),
+                // A shape computed at run time stays a TF Reshape.
+                float(node("r2", "Reshape", &["relu", "computed"])),
+                node("out", "Identity", &["r2"]),
+            ],
+            ..Default::default()
+        };
+        let decisions = form_programs(&mut g, &["out".to_string()].into(), "FPGA", OP);
+        assert_eq!(
+            decisions,
+            [Decision::Program {
+                program: "mm/tensorplug_program".into(),
+                nodes: 4
+            }]
+        );
+        let p = find(&g, "mm/tensorplug_program");
+        assert_eq!(p.input, ["x:0", "w:0"], "the shape is no input");
+        assert_eq!(
+            find(&g, "r2").input,
+            ["mm/tensorplug_program:0", "computed"]
+        );
+        let Some(attr_value::Value::S(bytes)) = p.attr["segment"].value.as_ref() else {
+            panic!("no segment");
+        };
+        let segment = Segment::decode(bytes).unwrap();
+        let s = |d: &[u64]| Shape::new(d).unwrap();
+        let c = compile(&segment, &[s(&[4, 8]), s(&[8, 16])]).unwrap();
+        assert_eq!(c.outputs, [s(&[4, 16])]);
+        let copies = c
+            .steps
+            .iter()
+            .filter(|(step, _)| matches!(step, Step::Copy { .. }))
+            .count();
+        assert_eq!((c.steps.len(), copies), (4, 2));
+        // 60 elements do not reshape to (-1, 1, 16).
+        let error = compile(&segment, &[s(&[4, 8]), s(&[8, 15])]).unwrap_err();
+        assert!(error.contains("Reshape 'r'"), "{error}");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! A segment compiled for one set of input shapes: its nodes lowered to a
 //! device program (`tensorplug_core::program`), with the arena planned.
 
-use super::lower::{lower, static_op};
+use super::lower::{VIEW_OPS, lower, static_op, view_shape};
 use super::segment::{Segment, canonical};
 use crate::registry::OpLabel;
 use std::collections::HashMap;
@@ -72,7 +72,18 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
                 node.name
             ));
         }
-        let (kind, out) = lower(node, &in_shapes)?;
+        // A view is a copy into its new shape; anything else one launch.
+        let view = match in_shapes.as_slice() {
+            [one] => view_shape(node, *one),
+            _ if VIEW_OPS.contains(&node.op.as_str()) => {
+                return Err(format!("'{}': a view takes one input", node.name));
+            }
+            _ => None,
+        };
+        let (kind, out) = match view {
+            Some(out) => (None, out?),
+            None => lower(node, &in_shapes).map(|(k, out)| (Some(k), out))?,
+        };
         shape_of.insert(format!("{}:0", node.name), out);
         lowered.push((ins, kind, out));
     }
@@ -112,8 +123,13 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
             }
         };
         let inputs: Vec<_> = ins.iter().map(|e| id_of[e]).collect();
-        let op_id = tag(node, *kind, ins, &shape_of, *out);
-        b.launch(*kind, op_id, &inputs, output).map_err(error)?;
+        match kind {
+            Some(kind) => {
+                let op_id = tag(node, *kind, ins, &shape_of, *out);
+                b.launch(*kind, op_id, &inputs, output).map_err(error)?;
+            }
+            None => b.copy(output, inputs[0]).map_err(error)?,
+        }
     }
     let built = b.finish(&VendorOps::NONE).map_err(error)?;
     decode(

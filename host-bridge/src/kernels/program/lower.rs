@@ -1,7 +1,8 @@
 //! Which TF nodes a device program holds, and how each lowers to one
 //! catalogue command: its [`OpKind`] and output shape from its input
-//! shapes. The graph pass asks [`supported`]; the program kernel,
-//! [`lower`], once per input shapes.
+//! shapes, or, for a view ([`VIEW_OPS`]), a copy into its new shape. The
+//! graph pass asks [`supported`]; the program kernel, [`lower`] and
+//! [`view_shape`], once per input shapes.
 
 use super::super::failure::{Failure, KernelResult};
 use super::super::ops::window::{lower_for_program, program_holds};
@@ -59,6 +60,14 @@ const WINDOW_OPS: [&str; 5] = [
     "AvgPool",
 ];
 
+/// Views a program holds: ops that keep their input's bytes and change its
+/// shape. A `Reshape` only with a constant shape, which the graph pass
+/// writes into the segment's copy of the node ([`SHAPE_ATTR`]).
+pub const VIEW_OPS: [&str; 2] = ["Reshape", "Squeeze"];
+
+/// A segment `Reshape`'s constant shape (TF's, with at most one -1).
+pub const SHAPE_ATTR: &str = "_tensorplug_shape";
+
 /// The TF op type of `node` as a `'static` name (a profiler label), if a
 /// program can hold it.
 pub fn static_op(op: &str) -> Option<&'static str> {
@@ -66,6 +75,7 @@ pub fn static_op(op: &str) -> Option<&'static str> {
     FIXED
         .iter()
         .chain(&WINDOW_OPS)
+        .chain(&VIEW_OPS)
         .copied()
         .find(|&n| n == op)
         .or_else(|| elementwise(op).and_then(|k| k.op().to_str().ok()))
@@ -89,6 +99,11 @@ pub fn supported(node: &NodeDef) -> bool {
     let float = type_attr(node, "T") == Some(DataType::DtFloat as i32);
     if WINDOW_OPS.contains(&node.op.as_str()) {
         return float && program_holds(&node.op, &NodeAttrs(node));
+    }
+    match node.op.as_str() {
+        "Squeeze" => return float,
+        "Reshape" => return float && attr_of(node, SHAPE_ATTR).is_some(),
+        _ => {}
     }
     static_op(&node.op).is_some() && float && kind(node).is_some()
 }
@@ -162,4 +177,70 @@ pub fn lower(node: &NodeDef, shapes: &[Shape]) -> Result<(OpKind, Shape), String
         .output_shape()
         .map_err(|e| format!("{} '{}': {e:?}", node.op, node.name))?;
     Ok((kind, out))
+}
+
+/// A view's output shape for input `input`; `None` for a node that is no
+/// view.
+///
+/// # Errors
+/// A shape TF's own kernel would refuse.
+pub fn view_shape(node: &NodeDef, input: Shape) -> Option<Result<Shape, String>> {
+    let ints = |key: &str| match attr_of(node, key) {
+        Some(Value::List(l)) => l.i.clone(),
+        _ => Vec::new(),
+    };
+    let dims = input.dims();
+    let out = match node.op.as_str() {
+        "Squeeze" => squeezed(dims, &ints("squeeze_dims")),
+        "Reshape" => reshaped(input, &ints(SHAPE_ATTR)),
+        _ => return None,
+    };
+    Some(
+        out.and_then(|d| Shape::new(&d).ok_or_else(|| "rank".into()))
+            .map_err(|e| format!("{} '{}': {e}", node.op, node.name)),
+    )
+}
+
+fn squeezed(dims: &[u64], axes: &[i64]) -> Result<Vec<u64>, String> {
+    let rank = dims.len() as i64;
+    let mut drop = vec![axes.is_empty(); dims.len()];
+    for &a in axes {
+        let a = if a < 0 { a + rank } else { a };
+        let at = usize::try_from(a)
+            .ok()
+            .filter(|&a| a < dims.len())
+            .ok_or_else(|| format!("axis {a} of a rank-{rank} input"))?;
+        if dims[at] != 1 {
+            return Err(format!("axis {a} has size {}, not 1", dims[at]));
+        }
+        drop[at] = true;
+    }
+    Ok(dims
+        .iter()
+        .zip(drop)
+        .filter(|&(&d, drop)| !(drop && d == 1))
+        .map(|(&d, _)| d)
+        .collect())
+}
+
+fn reshaped(input: Shape, shape: &[i64]) -> Result<Vec<u64>, String> {
+    let elements = input.elements().ok_or("size overflows")?;
+    let known: u64 = shape
+        .iter()
+        .filter(|&&d| d >= 0)
+        .map(|&d| d as u64)
+        .product();
+    let free = shape.iter().filter(|&&d| d < 0).count();
+    let out: Vec<u64> = match free {
+        0 => shape.iter().map(|&d| d as u64).collect(),
+        1 if known > 0 && elements % known == 0 => shape
+            .iter()
+            .map(|&d| if d < 0 { elements / known } else { d as u64 })
+            .collect(),
+        _ => return Err(format!("{elements} elements into {shape:?}")),
+    };
+    if shape.iter().any(|&d| d < -1) || out.iter().product::<u64>() != elements {
+        return Err(format!("{elements} elements into {shape:?}"));
+    }
+    Ok(out)
 }
