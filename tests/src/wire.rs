@@ -36,6 +36,12 @@ pub struct Recording {
     pub from_host: Vec<u8>,
     /// What the device sent (answers and notifications).
     pub from_device: Vec<u8>,
+    /// Each time the host sent again after the device had answered: the
+    /// offset in `from_host` where it did. A host that waits for each
+    /// answer turns once per round trip; one that pipelines, less.
+    pub turns: Vec<usize>,
+    /// Who sent last.
+    device_last: bool,
     cap: usize,
 }
 
@@ -45,6 +51,10 @@ impl Control {
             && let Some(r) = recording.as_mut()
         {
             let cap = r.cap;
+            if from_host && std::mem::replace(&mut r.device_last, false) {
+                r.turns.push(r.from_host.len());
+            }
+            r.device_last |= !from_host;
             let log = if from_host {
                 &mut r.from_host
             } else {

@@ -394,6 +394,9 @@ struct Sent {
     /// The bytes sent between each `RunProgram` and the next (inclusive
     /// of the next): a step's inputs, its start and its fetches.
     between_runs: Vec<usize>,
+    /// The round trips in the same windows: the times the host sent again
+    /// after the firmware answered (`Recording::turns`).
+    turns_between_runs: Vec<usize>,
     /// Frames and bytes by message.
     by_message: std::collections::BTreeMap<String, (usize, usize)>,
 }
@@ -435,7 +438,9 @@ fn programs_on_the_mcu(mode: &[&str], counts: impl Fn(&OpKind) -> bool) -> (Stri
         Command::Launch(op) => op.kind().is_ok_and(|k| counts(&k)),
         _ => false,
     };
-    let sent = wire.recorded().from_host;
+    let recording = wire.recorded();
+    let sent = recording.from_host;
+    let mut run_offsets = Vec::new();
     let mut decoder = Decoder::requests();
     let mut seen = Sent {
         bytes: sent.len(),
@@ -461,6 +466,7 @@ fn programs_on_the_mcu(mode: &[&str], counts: impl Fn(&OpKind) -> bool) -> (Stri
                     Message::LoadProgram(_) => seen.loads += 1,
                     Message::RunProgram(_) => {
                         seen.runs += 1;
+                        run_offsets.push(sent.len() - rest.len());
                         if let Some(gap) = since_run.replace(0) {
                             seen.between_runs.push(gap);
                         }
@@ -475,6 +481,16 @@ fn programs_on_the_mcu(mode: &[&str], counts: impl Fn(&OpKind) -> bool) -> (Stri
             }
         }
     }
+    seen.turns_between_runs = run_offsets
+        .windows(2)
+        .map(|w| {
+            recording
+                .turns
+                .iter()
+                .filter(|&&t| t > w[0] && t <= w[1])
+                .count()
+        })
+        .collect();
     println!("{stdout}\nover the link: {seen:?}");
     (stdout, seen)
 }
@@ -563,8 +579,10 @@ fn a_keras_convnet_on_the_mcu_runs_as_one_stored_program_and_its_cpu_weights_cro
             sent.between_runs
         );
     }
+    let turns: Vec<usize> = sent.turns_between_runs.iter().copied().step_by(2).collect();
     println!(
-        "bytes per step: {steps:?} for a {step_input}-byte input; {} bytes in all",
+        "bytes per step: {steps:?} for a {step_input}-byte input; {} bytes in all; round \
+         trips per step: {turns:?}",
         sent.bytes
     );
 }
