@@ -1,6 +1,6 @@
 """A Keras MLP's predict on /device:FPGA:0 with device programs on.
 
-    python tf_programs.py <work dir> [deep | convnet]
+    python tf_programs.py <work dir> [deep | convnet | fit]
 
 With TENSORPLUG_GRAPH_PROGRAMS=1 the graph pass contracts the dense stack
 on the FPGA into program nodes. Checks: predict equals the same model on
@@ -22,6 +22,11 @@ model built under `tf.device("/CPU:0")`, as many examples do, predicts
 with no scope: its ops run on the FPGA, its variables stay on the CPU, and
 the programs take them as host weights, uploaded once (the HIL test counts
 the bytes on the link against the `bytes:` line printed here).
+
+`fit`: Keras `fit` of an MLP through programs, its variables on the FPGA
+and, built under a CPU scope, on the CPU (the programs' host weights then
+change every step): losses and trained weights bit-equal to the same
+`fit` op by op, in the same process.
 """
 
 import os
@@ -31,6 +36,7 @@ import sys
 work = pathlib.Path(sys.argv[1])
 deep = sys.argv[2:] == ["deep"]
 convnet = sys.argv[2:] == ["convnet"]
+fit = sys.argv[2:] == ["fit"]
 os.environ["TENSORPLUG_GRAPH_PROGRAMS"] = "1"
 os.environ["TENSORPLUG_GRAPH_DUMP_DIR"] = str(work)
 os.environ["TENSORPLUG_FALLBACK_FILE"] = str(work / "report.txt")
@@ -71,6 +77,38 @@ def mlp():
         ]
     )
 
+
+if fit:
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((128, 16)).astype(np.float32)
+    ys = rng.integers(0, 4, 128)
+
+    def train(programs, scope):
+        # The pass reads the setting at each graph it rewrites.
+        os.environ["TENSORPLUG_GRAPH_PROGRAMS"] = programs
+        tf.keras.utils.set_random_seed(1)
+        with tf.device(scope):
+            m = keras.Sequential(
+                [
+                    keras.Input(shape=(16,)),
+                    keras.layers.Dense(32, activation="relu"),
+                    keras.layers.Dense(4, activation="softmax"),
+                ]
+            )
+        m.compile(optimizer="sgd", loss="sparse_categorical_crossentropy", jit_compile=False)
+        losses = m.fit(xs, ys, batch_size=32, epochs=3, verbose=0, shuffle=False).history["loss"]
+        return losses, m.get_weights()
+
+    for scope in ("/device:FPGA:0", "/device:CPU:0"):
+        (want, w_want), (got, w_got) = train("0", scope), train("1", scope)
+        assert got == want, (scope, got, want)
+        for a, b in zip(w_got, w_want):
+            np.testing.assert_array_equal(a, b)
+        print(f"fit, variables on {scope}: losses {got} bit-equal op by op")
+    report = (work / "report.txt").read_text()
+    assert "program " in report, report
+    print("done")
+    sys.exit(0)
 
 shape = [8, 32, 32, 3] if convnet else [64, 16]
 x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)

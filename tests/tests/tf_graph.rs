@@ -354,6 +354,24 @@ fn a_keras_mlp_predicts_through_a_device_program_equal_to_the_cpu() {
     println!("{stdout}");
 }
 
+/// Keras `fit` of an MLP through device programs on `sim`, its variables
+/// on the FPGA and on the CPU: losses and trained weights bit-equal to op
+/// by op (`tests/python/tf_programs.py fit`).
+#[test]
+fn keras_fit_through_device_programs_is_bit_equal_to_op_by_op() {
+    let work = scratch("programs-fit");
+    let dir = work.path().to_str().expect("utf-8 path");
+    let output = run_tf_with_plugin("tf_programs.py", &[dir, "fit"], None);
+    let stdout = check(&output, "tf_programs.py fit");
+    for scope in ["FPGA", "CPU"] {
+        assert!(
+            stdout.contains(&format!("fit, variables on /device:{scope}:0")),
+            "{stdout}"
+        );
+    }
+    println!("{stdout}");
+}
+
 /// A Keras convnet through a device program on `sim`: its convolution
 /// block, Flatten and its dense head become one program (`_FusedConv2D`,
 /// `MaxPool`, `Reshape`, `_FusedMatMul` among its nodes), and `predict`

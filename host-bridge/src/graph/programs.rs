@@ -703,6 +703,38 @@ mod tests {
     }
 
     #[test]
+    fn an_op_of_a_family_with_other_types_or_inputs_stays_out() {
+        // Keras 2's sparse cross-entropy: a softmax by its kernel's family,
+        // but with int64 labels and two outputs.
+        let mut loss = float(node(
+            "xent",
+            "SparseSoftmaxCrossEntropyWithLogits",
+            &["d2", "labels"],
+        ));
+        loss.attr
+            .insert("Tlabels".into(), type_value(DataType::DtInt64 as i32));
+        let mut g = GraphDef {
+            node: vec![
+                node("x", "Const", &[]),
+                node("w", "Const", &[]),
+                node("labels", "Const", &[]),
+                float(node("d1", "MatMul", &["x", "w"])),
+                float(node("d2", "Relu", &["d1"])),
+                loss,
+                node("out", "Identity", &["xent"]),
+            ],
+            ..Default::default()
+        };
+        form_programs(&mut g, &["out".to_string()].into(), "FPGA", OP);
+        let p = find(&g, "d1/tensorplug_program");
+        assert_eq!(p.input, ["x:0", "w:0"]);
+        assert_eq!(
+            find(&g, "xent").input,
+            ["d1/tensorplug_program:0", "labels"]
+        );
+    }
+
+    #[test]
     fn a_group_whose_contraction_would_close_a_cycle_stays_op_by_op() {
         // a → (CPU) host → b, and a → b: one program would read its own output.
         let mut host = node("host", "Identity", &["a"]);

@@ -105,7 +105,21 @@ pub fn supported(node: &NodeDef) -> bool {
         "Reshape" => return float && attr_of(node, SHAPE_ATTR).is_some(),
         _ => {}
     }
-    static_op(&node.op).is_some() && float && kind(node).is_some()
+    // One float32 type, and the arity of its command: an op whose kernel
+    // shares a family but takes more (`SparseSoftmaxCrossEntropyWithLogits`
+    // is a softmax with int labels and two outputs) stays op by op.
+    let one_type = node
+        .attr
+        .iter()
+        .all(|(k, v)| k == "T" || !matches!(v.value, Some(Value::Type(_))));
+    let data_inputs = node.input.iter().filter(|i| !i.starts_with('^')).count();
+    let arity = match kind(node) {
+        Some(OpKind::Unary(_) | OpKind::Softmax | OpKind::LogSoftmax) => 1,
+        Some(OpKind::Binary(_) | OpKind::MatMul { .. } | OpKind::BiasAdd) => 2,
+        Some(OpKind::FusedMatMul { .. }) => 3,
+        _ => return false,
+    };
+    static_op(&node.op).is_some() && float && one_type && data_inputs == arity
 }
 
 /// The node's catalogue op with its attributes (shapes aside).
