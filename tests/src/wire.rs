@@ -10,6 +10,7 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tensorplug_core::link::{Decoder, FeedResult, MessageClass, MessageId};
 
 /// How often a pump checks that its connection still stands.
 const POLL: Duration = Duration::from_millis(100);
@@ -36,13 +37,53 @@ pub struct Recording {
     pub from_host: Vec<u8>,
     /// What the device sent (answers and notifications).
     pub from_device: Vec<u8>,
-    /// Each time the host sent again after the device had answered: the
-    /// offset in `from_host` where it did. A host that waits for each
-    /// answer turns once per round trip; one that pipelines, less.
-    pub turns: Vec<usize>,
+    /// Each time the host sent again after the device had spoken: the
+    /// offsets in `from_host` and `from_device` at that moment
+    /// ([`round_trips`](Self::round_trips) reads them).
+    pub turns: Vec<(usize, usize)>,
     /// Who sent last.
     device_last: bool,
     cap: usize,
+}
+
+impl Recording {
+    /// The offsets in `from_host` where the host sent again after every
+    /// request it had sent was answered: it had waited a whole round trip
+    /// (a host that keeps a window of requests in flight resumes before
+    /// that, and those turns do not count).
+    pub fn round_trips(&self) -> Vec<usize> {
+        let sent = frame_ends(&self.from_host, Decoder::requests(), MessageClass::Request);
+        let answered = frame_ends(&self.from_device, Decoder::new(), MessageClass::Response);
+        self.turns
+            .iter()
+            .filter(|&&(host, device)| {
+                let asked = sent.iter().take_while(|&&end| end <= host).count();
+                let got = answered.iter().take_while(|&&end| end <= device).count();
+                got >= asked
+            })
+            .map(|&(host, _)| host)
+            .collect()
+    }
+}
+
+/// The end offset of each frame of `class` in `bytes`; for answers, a
+/// `Completion` (a queued command's end, which follows its `Ack`) is none.
+fn frame_ends(bytes: &[u8], mut decoder: Decoder, class: MessageClass) -> Vec<usize> {
+    let mut ends = Vec::new();
+    let mut rest = bytes;
+    loop {
+        match decoder.feed(rest) {
+            FeedResult::Consumed => return ends,
+            FeedResult::Error { remaining, .. } => rest = remaining,
+            FeedResult::Frame { frame, remaining } => {
+                let id = frame.message.id();
+                if id.class() == class && id != MessageId::Completion {
+                    ends.push(bytes.len() - remaining.len());
+                }
+                rest = remaining;
+            }
+        }
+    }
 }
 
 impl Control {
@@ -52,7 +93,7 @@ impl Control {
         {
             let cap = r.cap;
             if from_host && std::mem::replace(&mut r.device_last, false) {
-                r.turns.push(r.from_host.len());
+                r.turns.push((r.from_host.len(), r.from_device.len()));
             }
             r.device_last |= !from_host;
             let log = if from_host {

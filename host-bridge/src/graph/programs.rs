@@ -264,17 +264,27 @@ fn contract(
             outputs.push(format!("{}:0", node.name));
         }
     }
-    // Host weights go last: the program node takes them in host memory.
+    // Host inputs go last, in host memory: data made off the device, then
+    // weights.
     let by_name: HashMap<&str, &NodeDef> =
         graph.node.iter().map(|n| (n.name.as_str(), n)).collect();
-    let (weights, mut inputs): (Vec<String>, Vec<String>) = inputs
+    let off_device = |edge: &String| {
+        by_name
+            .get(Input::parse(edge).node())
+            .is_some_and(|n| !is_ours(&n.device, device))
+    };
+    let (weights, inputs): (Vec<String>, Vec<String>) = inputs
         .into_iter()
         .partition(|edge| host_weight(&by_name, edge, device));
-    let n_weights = weights.len();
+    let (streamed, mut inputs): (Vec<String>, Vec<String>) =
+        inputs.into_iter().partition(off_device);
+    let (n_streamed, n_weights) = (streamed.len(), weights.len());
+    inputs.extend(streamed);
     inputs.extend(weights);
     let segment = Segment {
         nodes: held,
         inputs,
+        streamed: n_streamed,
         weights: n_weights,
         outputs,
     };
@@ -420,7 +430,8 @@ fn program_node(name: &str, op: &str, device: &str, segment: &Segment) -> NodeDe
             ..Default::default()
         })),
     };
-    let args = segment.inputs.len() - segment.weights;
+    let host = segment.streamed + segment.weights;
+    let args = segment.inputs.len() - host;
     let mut node = NodeDef {
         name: name.into(),
         op: op.into(),
@@ -429,7 +440,7 @@ fn program_node(name: &str, op: &str, device: &str, segment: &Segment) -> NodeDe
         ..Default::default()
     };
     node.attr.insert("Tin".into(), types(args));
-    node.attr.insert("Tw".into(), types(segment.weights));
+    node.attr.insert("Th".into(), types(host));
     node.attr
         .insert("Tout".into(), types(segment.outputs.len()));
     node.attr.insert(
@@ -505,7 +516,8 @@ mod tests {
         );
         let p = find(&g, name);
         assert_eq!((p.op.as_str(), p.device.as_str()), (OP, FPGA));
-        assert_eq!(p.input, ["x:0", "w1:0", "b1:0", "w2:0", "b2:0"]);
+        // x, from the CPU, is host data: taken last, in host memory.
+        assert_eq!(p.input, ["w1:0", "b1:0", "w2:0", "b2:0", "x:0"]);
         // The fetch reads the program; its wait on a member waits on it.
         assert_eq!(
             find(&g, "out").input,
@@ -524,7 +536,7 @@ mod tests {
 
         // Compiled for a batch of 4: six commands, the arena shared.
         let s = |d: &[u64]| Shape::new(d).unwrap();
-        let shapes = [s(&[4, 8]), s(&[8, 16]), s(&[16]), s(&[16, 3]), s(&[3])];
+        let shapes = [s(&[8, 16]), s(&[16]), s(&[16, 3]), s(&[3]), s(&[4, 8])];
         let c = compile(&segment, &shapes).unwrap();
         assert_eq!(c.steps.len(), 6);
         assert_eq!(c.outputs, [s(&[4, 3])]);
@@ -538,7 +550,7 @@ mod tests {
         assert_eq!(names[5], "d2/Softmax");
         let error = compile(
             &segment,
-            &[s(&[4, 7]), s(&[8, 16]), s(&[16]), s(&[16, 3]), s(&[3])],
+            &[s(&[8, 16]), s(&[16]), s(&[16, 3]), s(&[3]), s(&[4, 7])],
         );
         assert!(error.unwrap_err().contains("MatMul 'd1/MatMul'"));
     }
@@ -618,7 +630,7 @@ mod tests {
     }
 
     #[test]
-    fn cpu_variable_reads_and_cpu_constants_are_host_weights_taken_last() {
+    fn host_data_then_host_weights_are_taken_last() {
         let mut g = mlp();
         for n in &mut g.node {
             match n.name.as_str() {
@@ -629,19 +641,22 @@ mod tests {
         }
         form_programs(&mut g, &preserve(), "FPGA", OP);
         let p = find(&g, "d1/MatMul/tensorplug_program");
-        // x is data from the CPU (a Placeholder), not a weight; b1 and w2
-        // are on the FPGA already.
-        assert_eq!(p.input, ["x:0", "b1:0", "w2:0", "w1:0", "b2:0"]);
+        // b1 and w2 are on the FPGA already; x is data from the CPU (a
+        // Placeholder), uploaded each step; w1 and b2 are weights, kept.
+        assert_eq!(p.input, ["b1:0", "w2:0", "x:0", "w1:0", "b2:0"]);
         let count = |attr: &str| match p.attr[attr].value.as_ref() {
             Some(attr_value::Value::List(l)) => l.r#type.len(),
             other => panic!("{attr}: {other:?}"),
         };
-        assert_eq!((count("Tin"), count("Tw")), (3, 2));
+        assert_eq!((count("Tin"), count("Th")), (2, 3));
         let Some(attr_value::Value::S(bytes)) = p.attr["segment"].value.as_ref() else {
             panic!("no segment");
         };
         let segment = Segment::decode(bytes).unwrap();
-        assert_eq!((segment.inputs.len(), segment.weights), (5, 2));
+        assert_eq!(
+            (segment.inputs.len(), segment.streamed, segment.weights),
+            (5, 1, 2)
+        );
         assert_eq!(segment.inputs, p.input);
     }
 

@@ -225,6 +225,26 @@ impl<'a> Launcher<'a> {
         Ok(())
     }
 
+    /// Enqueues a write of `len` bytes at `src` into `dst`; returns its
+    /// fence without waiting.
+    ///
+    /// # Safety
+    /// `src` stays readable for `len` bytes until the fence is done.
+    pub(crate) unsafe fn write_async(
+        &mut self,
+        dst: TensorDesc,
+        src: *const u8,
+        len: usize,
+    ) -> KernelResult<Fence> {
+        let queue = self.stream.queue();
+        let fence = self.stream.enqueue_op(Some(self.label.clone()), |accel| {
+            // SAFETY: the caller keeps `src` readable until the fence.
+            unsafe { accel.copy_to_device(queue, dst.addr, src, len) }
+        })?;
+        self.last = Some(fence);
+        Ok(fence)
+    }
+
     /// Ends the kernel call without waiting, also while profiling: the
     /// op's fence is remembered by the device with its label; a failure
     /// surfaces at a later wait.

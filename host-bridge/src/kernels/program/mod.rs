@@ -5,9 +5,9 @@
 //! under the name of the TF node it came from. `docs/device-programs.md`.
 
 mod compile;
+mod host_inputs;
 pub mod lower;
 pub mod segment;
-mod weights;
 
 use super::failure::{Failure, KernelResult};
 use super::launch::Launcher;
@@ -17,12 +17,12 @@ use super::tf::{Construction, Context};
 use crate::graph::fallback::Mode;
 use crate::{identity, log};
 use compile::{Compiled, compile};
+use host_inputs::HostInputs;
 use segment::Segment;
 use std::ffi::CStr;
 use std::sync::{Arc, Mutex, OnceLock};
 use tensorplug_core::accelerator::{DeviceAddr, Shape, TensorDesc};
 use tensorplug_core::program::{BufferKind, Step};
-use weights::Weights;
 
 #[cfg(test)]
 pub(crate) use compile::compile as compile_for_tests;
@@ -45,8 +45,8 @@ pub static PROGRAM: ProgramKernel = ProgramKernel;
 pub struct ProgramAttrs {
     segment: Segment,
     compiled: Mutex<Vec<(Vec<Shape>, Arc<Compiled>)>>,
-    /// The host weights kept on the device.
-    weights: Weights,
+    /// The host inputs' uploads: the weights kept, the data's staging.
+    host: HostInputs,
     /// `TENSORPLUG_FALLBACK=error`: a program the device refuses fails the
     /// step (read once, at construction).
     refusal_fails: bool,
@@ -59,11 +59,11 @@ pub fn define_op() -> KernelResult<()> {
         .get_or_init(|| {
             define(
                 op_name(identity::device_type(), SUFFIX),
-                &[c"args: Tin", c"weights: Tw"],
+                &[c"args: Tin", c"host: Th"],
                 &[c"results: Tout"],
                 &[
                     c"Tin: list(type) >= 0",
-                    c"Tw: list(type) >= 0",
+                    c"Th: list(type) >= 0",
                     c"Tout: list(type) >= 1",
                     c"segment: string",
                 ],
@@ -144,7 +144,7 @@ impl Op for ProgramKernel {
     }
 
     fn host_memory(&self) -> &'static [&'static CStr] {
-        &[c"weights"]
+        &[c"host"]
     }
 
     fn construct(&self, ctx: &Construction) -> KernelResult<ProgramAttrs> {
@@ -152,7 +152,7 @@ impl Op for ProgramKernel {
         Ok(ProgramAttrs {
             segment,
             compiled: Mutex::default(),
-            weights: Weights::default(),
+            host: HostInputs::default(),
             refusal_fails: Mode::from_env()? == Mode::Error,
         })
     }
@@ -173,30 +173,38 @@ impl Op for ProgramKernel {
             .enumerate()
             .map(|(k, s)| ctx.output_at(k as i32, s, &[]))
             .collect::<KernelResult<Vec<_>>>()?;
-        let arena = if program.arena == 0 {
-            DeviceAddr(0)
+        // The arena's temporary lives to the end of the call: freed sooner,
+        // a later temporary of this call (a host input's) could reuse it.
+        let (arena, _arena) = if program.arena == 0 {
+            (DeviceAddr(0), None)
         } else {
             let words =
                 Shape::new(&[program.arena / 4]).ok_or_else(|| Failure::invalid("arena"))?;
-            run.desc(&ctx.temp(&words)?, words)?.addr
+            let temp = ctx.temp(&words)?;
+            (run.desc(&temp, words)?.addr, Some(temp))
         };
         let n_in = inputs.len();
-        // Host weights (the last inputs) are bound to the copies the node
-        // keeps on the device; the lock holds them through the step.
-        let first_weight = n_in - a.segment.weights.min(n_in);
-        let mut kept = a.weights.lock();
-        let weights = inputs[first_weight..]
+        // Host inputs (the last ones): the data is uploaded, the weights
+        // bound to the copies the node keeps; the lock holds both through
+        // the step.
+        let (streamed, weights) = (a.segment.streamed, a.segment.weights);
+        let first_host = n_in.saturating_sub(streamed + weights);
+        let mut kept = a.host.lock();
+        let host = inputs[first_host..]
             .iter()
             .enumerate()
-            .map(|(k, (t, shape))| kept.bind(k, t, *shape, ctx, run))
+            .map(|(k, (t, shape))| match k.checked_sub(streamed) {
+                None => kept.stream(k, t, *shape, ctx, run),
+                Some(w) => kept.bind(w, t, *shape, ctx, run),
+            })
             .collect::<KernelResult<Vec<_>>>()?;
         let descs = program
             .buffers
             .iter()
             .map(|b| match b.kind {
                 BufferKind::Scratch => Ok(b.at(DeviceAddr(arena.0 + u64::from(b.place)))),
-                BufferKind::Input => match (b.place as usize).checked_sub(first_weight) {
-                    Some(k) => Ok(weights[k].desc),
+                BufferKind::Input => match (b.place as usize).checked_sub(first_host) {
+                    Some(k) => Ok(host[k].desc),
                     None => run.desc(&inputs[b.place as usize].0, b.shape),
                 },
                 _ => run.desc(&outputs[b.place as usize - n_in], b.shape),

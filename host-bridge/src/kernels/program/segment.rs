@@ -1,7 +1,8 @@
 //! A segment as the program node carries it (its `segment` attribute): a
 //! `GraphDef` of the segment's nodes in topological order, then two marker
 //! nodes whose inputs list the program's input and output edges (the
-//! inputs' marker counts the host weights in its `weights` attribute).
+//! inputs' marker counts the host inputs in its `streamed` and `weights`
+//! attributes).
 
 use crate::graph::edges::Input;
 use crate::graph::proto::{AttrValue, GraphDef, NodeDef, attr_value};
@@ -10,6 +11,7 @@ use prost::Message as _;
 const INPUTS: &str = "_tensorplug_program_inputs";
 const OUTPUTS: &str = "_tensorplug_program_outputs";
 const WEIGHTS: &str = "weights";
+const STREAMED: &str = "streamed";
 
 /// A program's TF nodes and its edges to the rest of the graph.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -19,6 +21,10 @@ pub struct Segment {
     /// Input `i` of the program node: the edge (`node:port`) the segment's
     /// nodes name it by.
     pub inputs: Vec<String>,
+    /// How many of `inputs`, after the device's, are host data: tensors
+    /// made on the CPU (a batch from `tf.data`, a feed) that the kernel
+    /// takes in host memory and uploads each step without waiting.
+    pub streamed: usize,
     /// How many of `inputs`, at their end, are host weights: tensors in
     /// host memory (a CPU variable's read, a CPU constant) that the kernel
     /// keeps on the device and uploads again only when they change.
@@ -46,12 +52,14 @@ impl Segment {
         };
         let mut node = self.nodes.clone();
         let mut inputs = marker(INPUTS, &self.inputs);
-        inputs.attr.insert(
-            WEIGHTS.into(),
-            AttrValue {
-                value: Some(attr_value::Value::I(self.weights as i64)),
-            },
-        );
+        for (key, n) in [(STREAMED, self.streamed), (WEIGHTS, self.weights)] {
+            inputs.attr.insert(
+                key.into(),
+                AttrValue {
+                    value: Some(attr_value::Value::I(n as i64)),
+                },
+            );
+        }
         node.push(inputs);
         node.push(marker(OUTPUTS, &self.outputs));
         GraphDef {
@@ -75,16 +83,23 @@ impl Segment {
         if outputs.input.is_empty() {
             return Err("segment: no outputs".into());
         }
-        let weights = match inputs.attr.get(WEIGHTS).and_then(|a| a.value.as_ref()) {
-            Some(attr_value::Value::I(n)) => usize::try_from(*n)
-                .ok()
-                .filter(|&n| n <= inputs.input.len())
-                .ok_or_else(|| format!("segment: {n} weights of {} inputs", inputs.input.len()))?,
-            _ => 0,
+        let count = |key: &str| match inputs.attr.get(key).and_then(|a| a.value.as_ref()) {
+            Some(attr_value::Value::I(n)) => {
+                usize::try_from(*n).map_err(|_| format!("segment: {n} {key} inputs"))
+            }
+            _ => Ok(0),
         };
+        let (streamed, weights) = (count(STREAMED)?, count(WEIGHTS)?);
+        if streamed.saturating_add(weights) > inputs.input.len() {
+            return Err(format!(
+                "segment: {streamed} streamed and {weights} weights of {} inputs",
+                inputs.input.len()
+            ));
+        }
         Ok(Self {
             nodes: graph.node,
             inputs: inputs.input,
+            streamed,
             weights,
             outputs: outputs.input,
         })

@@ -1,11 +1,17 @@
-//! Host weights a program node keeps on its device: a CPU variable's read
-//! or a CPU constant, taken in host memory (the op's `weights` inputs).
-//! Each is uploaded once into an allocation of the node's own and again
-//! only when its bytes change: a step compares them with the copy the
-//! node kept (an exact comparison, no hash to collide), so a model built
-//! under `tf.device("/CPU:0")` sends its weights once, not every step,
-//! and `fit` on CPU variables uploads what each step changed.
-//! `docs/device-programs.md`, "Host weights".
+//! A program node's host inputs (its `host` argument, in host memory).
+//!
+//! - **Host data** (a batch made on the CPU) is copied into a staging
+//!   buffer of the node's and uploaded into a TF temporary each step
+//!   without waiting, so the program's start follows it on the link at
+//!   once (TF's own copy would wait for the upload to finish first).
+//! - **Host weights** (a CPU variable's read, a CPU constant) are uploaded
+//!   once into an allocation of the node's own and again only when their
+//!   bytes change: a step compares them with the copy the node kept (an
+//!   exact comparison, no hash to collide), so a model built under
+//!   `tf.device("/CPU:0")` sends its weights once, not every step, and
+//!   `fit` on CPU variables uploads what each step changed.
+//!
+//! `docs/device-programs.md`, "Host inputs".
 
 use super::super::failure::{Failure, KernelResult};
 use super::super::launch::Launcher;
@@ -14,20 +20,26 @@ use crate::log;
 use crate::registry::Device;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, MutexGuard};
-use tensorplug_core::accelerator::{DType, DeviceAddr, Shape, TensorDesc};
+use tensorplug_core::accelerator::{DType, DeviceAddr, Fence, Shape, TensorDesc};
 
-/// A node's host weights on its device, by weight index.
+/// A node's host inputs on its device.
 #[derive(Default)]
-pub struct Weights(Mutex<Kept>);
+pub struct HostInputs(Mutex<Kept>);
 
 /// The node's uploads; held locked through a step so that no other call
-/// of the node rewrites a weight its program still reads.
+/// of the node rewrites a weight or a staging buffer still in use.
 #[derive(Default)]
 pub struct Kept {
+    /// The weights, by weight index.
     slots: Vec<Option<Resident>>,
+    /// The host data's staging buffers, by index.
+    staging: Vec<Staging>,
     /// A weight did not fit on the device: said once.
     said_full: bool,
 }
+
+/// A host data's staging buffer, with the upload that last read it.
+type Staging = (Vec<u8>, Option<(Arc<Device>, Fence)>);
 
 /// One weight on the device, with the bytes it holds.
 struct Resident {
@@ -46,7 +58,20 @@ impl Drop for Resident {
     }
 }
 
-impl Weights {
+impl Drop for Kept {
+    fn drop(&mut self) {
+        // A staging buffer outlives the upload that reads it.
+        for (_, last) in &mut self.staging {
+            if let Some((device, fence)) = last.take()
+                && let Err(e) = device.core().wait(fence, "a program's input upload")
+            {
+                log::warn(format_args!("a program's input upload: {e}"));
+            }
+        }
+    }
+}
+
+impl HostInputs {
     /// The node's uploads, locked for one step.
     pub fn lock(&self) -> MutexGuard<'_, Kept> {
         self.0
@@ -64,6 +89,39 @@ pub struct Bound {
 }
 
 impl Kept {
+    /// Host data `k` (`tensor`, in host memory, of `shape`): copied into
+    /// its staging buffer and uploaded into a temporary, without waiting.
+    pub fn stream(
+        &mut self,
+        k: usize,
+        tensor: &Tensor,
+        shape: Shape,
+        ctx: &Context,
+        run: &mut Launcher<'_>,
+    ) -> KernelResult<Bound> {
+        let bytes = host_bytes(tensor, shape)?;
+        if self.staging.len() <= k {
+            self.staging.resize_with(k + 1, Default::default);
+        }
+        let (buffer, last) = &mut self.staging[k];
+        // The buffer is reused once the upload that last read it is done
+        // (long since, in a steady stream of steps).
+        if let Some((device, fence)) = last.take() {
+            device
+                .core()
+                .wait(fence, "a program's earlier input upload")?;
+        }
+        buffer.clear();
+        buffer.extend_from_slice(bytes);
+        let temp = ctx.temp(&shape)?;
+        let desc = run.desc(&temp, shape)?;
+        // SAFETY: `buffer` is neither written nor freed before `fence` is
+        // done: the next step waits for it above, and `Kept`'s drop.
+        let fence = unsafe { run.write_async(desc, buffer.as_ptr(), buffer.len()) }?;
+        *last = Some((run.device().clone(), fence));
+        Ok(bound(desc.addr, shape, Some(temp)))
+    }
+
     /// Weight `k` (`tensor`, in host memory, of `shape`) on the device of
     /// `run`: uploaded unless the device holds these very bytes.
     pub fn bind(
