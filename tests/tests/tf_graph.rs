@@ -339,6 +339,22 @@ fn half_precision_predictions_are_as_close_to_float32_as_the_cpus() {
     }
 }
 
+/// TF did not refuse a function the graph pass rewrote: it would run the
+/// graph as it was, without any of the plugin's rewrites, and say so only
+/// as a warning (`tf_programs.py` turns TF's warnings on).
+fn tf_took_the_rewrite(output: &std::process::Output) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let refused: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("optimization failure") || l.contains("Failed to apply optimizer"))
+        .collect();
+    assert!(
+        refused.is_empty(),
+        "TF refused a rewritten graph:\n{}",
+        refused.join("\n")
+    );
+}
+
 /// Device programs in TF (`TENSORPLUG_GRAPH_PROGRAMS=1`): a Keras MLP's
 /// dense stack becomes one program node, `predict` equals the CPU's, the
 /// report names the program, the compiled program is dumped, and the
@@ -350,6 +366,7 @@ fn a_keras_mlp_predicts_through_a_device_program_equal_to_the_cpu() {
     let dir = work.path().to_str().expect("utf-8 path");
     let output = run_tf_with_plugin("tf_programs.py", &[dir], None);
     let stdout = check(&output, "tf_programs.py");
+    tf_took_the_rewrite(&output);
     assert!(stdout.contains("5 commands"), "{stdout}");
     println!("{stdout}");
 }
@@ -363,6 +380,7 @@ fn keras_fit_through_device_programs_is_bit_equal_to_op_by_op() {
     let dir = work.path().to_str().expect("utf-8 path");
     let output = run_tf_with_plugin("tf_programs.py", &[dir, "fit"], None);
     let stdout = check(&output, "tf_programs.py fit");
+    tf_took_the_rewrite(&output);
     for scope in ["FPGA", "CPU"] {
         assert!(
             stdout.contains(&format!("fit, variables on /device:{scope}:0")),
@@ -383,6 +401,7 @@ fn a_keras_convnet_predicts_through_device_programs_equal_to_the_cpu() {
     let dir = work.path().to_str().expect("utf-8 path");
     let output = run_tf_with_plugin("tf_programs.py", &[dir, "convnet"], None);
     let stdout = check(&output, "tf_programs.py convnet");
+    tf_took_the_rewrite(&output);
     assert!(stdout.contains("convnet: equal to the CPU"), "{stdout}");
     assert!(
         stdout.contains("convnet with CPU variables: equal to the CPU"),

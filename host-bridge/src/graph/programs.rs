@@ -54,7 +54,7 @@ pub fn form_programs(
         let Some(group) = next_group(graph, preserve, device, &skipped, &shapes) else {
             return decisions;
         };
-        match contract(graph, &group, device, op, &shapes) {
+        match contract_or_split(graph, &group, device, op, &shapes) {
             Ok(decision) => decisions.push(decision),
             Err(decision) => {
                 skipped.extend(group.iter().map(|&i| graph.node[i].name.clone()));
@@ -220,6 +220,54 @@ fn next_group(
         .collect();
     groups.sort();
     groups.into_iter().next()
+}
+
+/// Contracts `group`, or, where that would close a cycle through a node
+/// outside, the part of it that does not depend on that node: the members
+/// downstream of it stay candidates for the next groups. Says why not when
+/// no part of at least [`MIN_NODES`] can be contracted.
+fn contract_or_split(
+    graph: &mut GraphDef,
+    group: &[usize],
+    device: &str,
+    op: &str,
+    shapes: &Shapes,
+) -> Result<Decision, Decision> {
+    let mut part = group.to_vec();
+    loop {
+        let why = match contract(graph, &part, device, op, shapes) {
+            Err(Decision::Cycle { first, via }) => Decision::Cycle { first, via },
+            done => return done,
+        };
+        let Decision::Cycle { via, .. } = &why else {
+            return Err(why);
+        };
+        let downstream = reached_from(graph, via);
+        let rest: Vec<usize> = part
+            .iter()
+            .copied()
+            .filter(|i| !downstream.contains(i))
+            .collect();
+        if rest.len() < MIN_NODES || rest.len() == part.len() {
+            return Err(why);
+        }
+        part = rest;
+    }
+}
+
+/// The nodes `name`'s outputs reach, by index.
+fn reached_from(graph: &GraphDef, name: &str) -> HashSet<usize> {
+    let uses = Uses::index(&graph.node);
+    let mut seen = HashSet::new();
+    let mut queue: VecDeque<&str> = VecDeque::from([name]);
+    while let Some(n) = queue.pop_front() {
+        for u in uses.of(n) {
+            if seen.insert(u.consumer) {
+                queue.push_back(&graph.node[u.consumer].name);
+            }
+        }
+    }
+    seen
 }
 
 /// Replaces `group` with one program node, or says why not.
@@ -718,7 +766,7 @@ mod tests {
     }
 
     #[test]
-    fn an_op_of_a_family_with_other_types_or_inputs_stays_out() {
+    fn an_op_of_a_family_with_other_types_inputs_or_commands_stays_out() {
         // Keras 2's sparse cross-entropy: a softmax by its kernel's family,
         // but with int64 labels and two outputs.
         let mut loss = float(node(
@@ -736,17 +784,23 @@ mod tests {
                 float(node("d1", "MatMul", &["x", "w"])),
                 float(node("d2", "Relu", &["d1"])),
                 loss,
+                // A comparison: a binary op by family, but its kernel casts
+                // the mask to bool, a second command and another type.
+                float(node("gt", "Greater", &["d2", "x"])),
                 node("out", "Identity", &["xent"]),
+                node("out2", "Identity", &["gt"]),
             ],
             ..Default::default()
         };
-        form_programs(&mut g, &["out".to_string()].into(), "FPGA", OP);
+        let preserve = ["out".to_string(), "out2".to_string()].into();
+        form_programs(&mut g, &preserve, "FPGA", OP);
         let p = find(&g, "d1/tensorplug_program");
         assert_eq!(p.input, ["x:0", "w:0"]);
         assert_eq!(
             find(&g, "xent").input,
             ["d1/tensorplug_program:0", "labels"]
         );
+        assert_eq!(find(&g, "gt").input, ["d1/tensorplug_program:0", "x"]);
     }
 
     #[test]
@@ -774,6 +828,44 @@ mod tests {
             }]
         );
         assert_eq!(g, before);
+    }
+
+    #[test]
+    fn a_group_that_would_close_a_cycle_is_split_before_the_node_outside() {
+        // a → c, and a → (CPU) host → b ← c, b → d: one program would read
+        // its own output through `host`; {a, c} and {b, d} do not.
+        let mut host = node("host", "Identity", &["a"]);
+        host.device = CPU.into();
+        let mut g = GraphDef {
+            node: vec![
+                node("x", "Const", &[]),
+                float(node("a", "Relu", &["x"])),
+                float(node("c", "Tanh", &["a"])),
+                host,
+                float(node("b", "AddV2", &["c", "host"])),
+                float(node("d", "Relu", &["b"])),
+                node("out", "Identity", &["d"]),
+            ],
+            ..Default::default()
+        };
+        let decisions = form_programs(&mut g, &["out".to_string()].into(), "FPGA", OP);
+        assert_eq!(
+            decisions,
+            [
+                Decision::Program {
+                    program: "a/tensorplug_program".into(),
+                    nodes: 2
+                },
+                Decision::Program {
+                    program: "b/tensorplug_program".into(),
+                    nodes: 2
+                }
+            ]
+        );
+        // The second program reads the first's output and the host's.
+        let second = find(&g, "b/tensorplug_program");
+        assert_eq!(second.input, ["a/tensorplug_program:1", "host:0"]);
+        assert_eq!(find(&g, "host").input, ["a/tensorplug_program:0"]);
     }
 
     #[test]

@@ -82,10 +82,12 @@ pub fn static_op(op: &str) -> Option<&'static str> {
 }
 
 /// The kernel of an element-wise or softmax op `op`: one command whose
-/// attributes are its [`TfKernel::family`].
+/// attributes are its [`TfKernel::family`] (a kernel that launches more,
+/// as a comparison's cast of its mask to bool, is not one command).
 fn elementwise(op: &str) -> Option<&'static dyn TfKernel> {
     ops::builtin().find(|k| {
         k.op().to_bytes() == op.as_bytes()
+            && k.also_launches().is_empty()
             && matches!(
                 k.family(),
                 Some(OpKind::Unary(_) | OpKind::Binary(_) | OpKind::Softmax | OpKind::LogSoftmax)
