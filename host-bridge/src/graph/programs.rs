@@ -94,7 +94,11 @@ fn candidate(node: &NodeDef, preserve: &HashSet<String>, device: &str, shapes: &
     is_ours(&node.device, device)
         && !preserve.contains(&node.name)
         && node.input.iter().all(|i| !i.starts_with('^'))
-        && supported(&in_segment(node, shapes))
+        && if shapes.contains_key(&node.name) {
+            supported(&in_segment(node, shapes))
+        } else {
+            supported(node)
+        }
 }
 
 /// Each `Reshape`'s shape, where a `Const` gives it.

@@ -80,9 +80,9 @@ impl HostInputs {
     }
 }
 
-/// A weight bound for one step: its descriptor, and the temporary that
-/// holds it when it did not fit in an allocation of its own (dropped after
-/// the step's commands are queued, as the arena is).
+/// A host input bound for one step: its descriptor, and the temporary
+/// that holds it on the device when it has no allocation of its own (host
+/// data, or a weight that did not fit), dropped with the step's call.
 pub struct Bound {
     pub desc: TensorDesc,
     _temp: Option<Tensor>,
@@ -192,11 +192,11 @@ fn host_bytes(tensor: &Tensor, shape: Shape) -> KernelResult<&[u8]> {
         .elements()
         .and_then(|n| n.checked_mul(4))
         .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(|| Failure::invalid("a weight's size overflows"))?;
+        .ok_or_else(|| Failure::invalid("a host input's size overflows"))?;
     let data = tensor.data().cast::<u8>();
     if len > tensor.byte_size() || (len > 0 && data.is_null()) {
         return Err(Failure::invalid(format!(
-            "a {len}-byte weight in a {}-byte host tensor",
+            "a {len}-byte host input in a {}-byte tensor",
             tensor.byte_size()
         )));
     }
