@@ -27,6 +27,7 @@ mod kernels;
 mod log;
 mod profiler;
 mod registry;
+mod report;
 mod se;
 pub mod settings;
 #[cfg(test)]

@@ -602,7 +602,8 @@ fn a_keras_convnet_on_the_mcu_runs_as_one_stored_program_and_its_cpu_weights_cro
 
 /// A program larger than the firmware's 8 KiB store (a stack of 60 Dense
 /// layers) is refused when it is loaded; the program node then runs its
-/// commands one by one, says so once, and `predict` still equals the CPU.
+/// commands one by one, says so once on stderr and in the report, and
+/// `predict` still equals the CPU.
 #[test]
 fn a_program_the_firmware_cannot_store_runs_its_commands_one_by_one() {
     let qemu = boot();
@@ -631,4 +632,11 @@ fn a_program_the_firmware_cannot_store_runs_its_commands_one_by_one() {
     let said = stderr.matches("the device did not store it").count();
     assert_eq!(said, 1, "said once:\n{stderr}");
     assert!(stderr.contains("Bytes limit"), "{stderr}");
+    // And in the report, beside the pass's decision.
+    let report = std::fs::read_to_string(work.join("report.txt")).expect("the report");
+    assert_eq!(
+        report.matches("the device did not store it").count(),
+        1,
+        "{report}"
+    );
 }

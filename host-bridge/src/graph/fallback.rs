@@ -244,7 +244,7 @@ pub fn report(cx: &mut Context<'_>) -> Result<usize> {
         return Ok(0);
     }
     if let Some(file) = file {
-        append(&file, &found);
+        crate::report::append(&file, &found);
     }
     if mode == Mode::Off {
         return Ok(0);
@@ -272,21 +272,6 @@ pub fn report(cx: &mut Context<'_>) -> Result<usize> {
         return Ok(1);
     }
     Ok(0)
-}
-
-/// Appends one line per item to the report file `file` (a failure to
-/// write is said, not fatal).
-pub fn append(file: &settings::Value, items: &[impl std::fmt::Display]) {
-    use std::io::Write;
-    let lines: String = items.iter().map(|f| format!("{f}\n")).collect();
-    let written = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&file.text)
-        .and_then(|mut out| out.write_all(lines.as_bytes()));
-    if let Err(e) = written {
-        log::warn(format_args!("{}: {e}", file.var));
-    }
 }
 
 fn string_constant(name: &str, device: &str, text: &str) -> NodeDef {

@@ -85,7 +85,7 @@ pub fn report(decisions: &[Decision]) -> Result<()> {
     if let Some(file) = settings::get(settings::FALLBACK_FILE)?
         && !decisions.is_empty()
     {
-        super::fallback::append(&file, decisions);
+        crate::report::append(&file, decisions);
     }
     Ok(())
 }

@@ -143,11 +143,14 @@ impl<'a> Launcher<'a> {
                         if refusal_fails {
                             return Err(error);
                         }
-                        crate::log::warn(format_args!(
+                        let said = format!(
                             "program '{}': the device did not store it ({}); its commands run one \
                              by one (TENSORPLUG_FALLBACK=error fails instead)",
                             self.label.node, error.cause
-                        ));
+                        );
+                        crate::log::warn(format_args!("{said}"));
+                        // The report says it beside the pass's decisions.
+                        crate::report::say(&[said]);
                         None
                     }
                 };
