@@ -5,6 +5,13 @@ device scope (the FPGA is the default device) each runs in a tf.function,
 equals numpy, and the fallback report names it `(not with these attributes)`. Before
 the graph pass knew these values, each step failed with UnimplementedError.
 
+Then, in eager mode: GatherV2 is registered for batch_dims = 0 only, so TF
+places batch_dims = 1 on the CPU (`eager_gather_batch_dims_1 ok on CPU`)
+and batch_dims = 0 on the FPGA; before, it failed with UnimplementedError.
+ThreeFry (alg 2) has no CPU kernel either: the FPGA fails it with the
+CPU's error class (`threefry <case> same error as the CPU: <class>`).
+Last, with TENSORPLUG_FALLBACK=error the graph gather fails the step.
+
 Prints `<case> ok <report line>` per case, then `done`.
 """
 import os
@@ -48,4 +55,51 @@ for name, fn, want, op in CASES:
     lines = [line for line in lines if line.startswith(f"{op} ")]
     assert lines and all(line.endswith("(not with these attributes)") for line in lines), (name, lines)
     print(f"{name} ok {lines[0]}")
+
+# Eager: TF itself picks the device from the kernels' attribute constraints.
+eager_idx = tf.constant(idx)
+for name, batch_dims, axis, device, want in [
+    ("eager_gather_batch_dims_1", 1, 1, "CPU:0", CASES[3][2]),
+    ("eager_gather_batch_dims_0", 0, 0, "FPGA:0", params[[1, 0]]),
+]:
+    indices = eager_idx if batch_dims else tf.constant([1, 0])
+    got = tf.gather(tparams, indices, axis=axis, batch_dims=batch_dims)
+    assert got.device.endswith(device), (name, got.device)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+    print(f"{name} ok on {device}")
+
+
+def threefry_cases():
+    key, counter = tf.constant([1], tf.uint64), tf.constant([0, 0], tf.uint64)
+    return [
+        ("stateless_uniform",
+         lambda: tf.random.stateless_uniform([3], seed=[1, 2], alg="threefry")),
+        ("raw_alg_2", lambda: tf.raw_ops.StatelessRandomUniformV2(
+            shape=[3], key=key, counter=counter, alg=2)),
+    ]
+
+
+def error_class(fn):
+    try:
+        fn().numpy()
+    except tf.errors.OpError as e:
+        return type(e).__name__, e.message
+    return "no error", ""
+
+
+for name, fn in threefry_cases():
+    ours, message = error_class(fn)
+    with tf.device("/CPU:0"):
+        cpu, cpu_message = error_class(fn)
+    assert ours == cpu != "no error", (name, ours, message, cpu, cpu_message)
+    print(f"threefry {name} same error as the CPU: {ours}")
+
+os.environ["TENSORPLUG_FALLBACK"] = "error"
+try:
+    tf.function(CASES[3][1])().numpy()
+except tf.errors.InvalidArgumentError as e:
+    assert "GatherV2 node" in e.message and "TENSORPLUG_FALLBACK=error" in e.message, e.message
+    print("fallback error ok")
+else:
+    raise AssertionError("TENSORPLUG_FALLBACK=error: the gather ran")
 print("done")
