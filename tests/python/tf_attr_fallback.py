@@ -1,9 +1,13 @@
 """Attribute values the FPGA cannot run fall back to the CPU in a graph:
-Einsum equations it does not lower (a label summed in one operand, a
-repeated label) and GatherV2 with batch_dims != 0. With no
-device scope (the FPGA is the default device) each runs in a tf.function,
-equals numpy, and the fallback report names it `(not with these attributes)`. Before
-the graph pass knew these values, each step failed with UnimplementedError.
+Einsum equations it does not lower (a repeated label) and GatherV2 with
+batch_dims != 0. With no device scope (the FPGA is the default device)
+each runs in a tf.function, equals numpy, and the fallback report names it
+`(not with these attributes)`. Before the graph pass knew these values,
+each step failed with UnimplementedError. A label summed within one
+operand (`ij->i`) runs on the device (a device ReduceSum first): in a
+graph the report names nothing, and eagerly too (`eager_einsum_summed_in_one_operand
+ok on FPGA:0`; it failed with UnimplementedError). An eager repeated label
+still fails, naming the equation: TF cannot place by a string attribute.
 
 Then, in eager mode: GatherV2 is registered for batch_dims = 0 only, so TF
 places batch_dims = 1 on the CPU (`eager_gather_batch_dims_1 ok on CPU`)
@@ -34,7 +38,7 @@ idx = np.array([[0, 5, 2], [1, 1, 4]], np.int32)
 # be folded into the graph's constants before any op runs.
 ta, tsq, tb, tc, tparams = (tf.constant(v) for v in (a, sq, b, c, params))
 CASES = [
-    ("einsum_summed_in_one_operand", lambda: tf.einsum("ij->i", ta), a.sum(axis=1), "Einsum"),
+    ("einsum_summed_in_one_operand", lambda: tf.einsum("ij->i", ta), a.sum(axis=1), None),
     ("einsum_repeated_label", lambda: tf.einsum("ii->i", tsq), np.diagonal(sq), "Einsum"),
     # TF splits three operands into two-operand Einsums, which the FPGA
     # lowers: no fallback.
@@ -58,6 +62,23 @@ for name, fn, want, op in CASES:
 
 # Eager: TF itself picks the device from the kernels' attribute constraints.
 eager_idx = tf.constant(idx)
+for name, fn, device, want in [
+    ("eager_einsum_summed_in_one_operand", lambda: tf.einsum("ij->i", ta), "FPGA:0", a.sum(1)),
+    ("eager_einsum_two_operands_each_summing", lambda: tf.einsum("ij,kl->ik", ta, tc),
+     "FPGA:0", np.einsum("ij,kl->ik", a, c)),
+]:
+    got = fn()
+    assert got.device.endswith(device), (name, got.device)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
+    print(f"{name} ok on {device}")
+try:
+    tf.einsum("ii->i", tsq).numpy()
+except tf.errors.UnimplementedError as e:
+    assert "'ii->i'" in e.message, e.message
+    print("eager_einsum_repeated_label: UnimplementedError naming the equation")
+else:
+    raise AssertionError("eager ii->i ran")
+
 for name, batch_dims, axis, device, want in [
     ("eager_gather_batch_dims_1", 1, 1, "CPU:0", CASES[3][2]),
     ("eager_gather_batch_dims_0", 0, 0, "FPGA:0", params[[1, 0]]),

@@ -251,7 +251,9 @@ fn a_bidirectional_lstm_trains_with_no_float_op_on_the_cpu() {
 /// lower, `GatherV2` with `batch_dims` ≠ 0) run on the CPU in a graph with
 /// the right answer and a fallback report entry, instead of failing the step
 /// with `UnimplementedError`; `GatherV2` with `batch_dims` ≠ 0 also in eager
-/// mode (TF places it: the kernel allows `batch_dims` 0 only); ThreeFry,
+/// mode (TF places it: the kernel allows `batch_dims` 0 only); an Einsum
+/// label summed within one operand runs on the device, eager and in a
+/// graph (an eager repeated label still fails, naming it); ThreeFry,
 /// which TF's CPU refuses too, fails with the CPU's error class; and
 /// `TENSORPLUG_FALLBACK=error` fails the graph gather
 /// (`tests/python/tf_attr_fallback.py`).
@@ -260,7 +262,10 @@ fn attribute_values_the_device_cannot_run_fall_back_to_the_cpu() {
     let output = run_tf_with_plugin("tf_attr_fallback.py", &[], None);
     let stdout = check(&output, "tf_attr_fallback.py");
     for case in [
-        "einsum_summed_in_one_operand ok Einsum",
+        "einsum_summed_in_one_operand ok on the device",
+        "eager_einsum_summed_in_one_operand ok on FPGA:0",
+        "eager_einsum_two_operands_each_summing ok on FPGA:0",
+        "eager_einsum_repeated_label: UnimplementedError naming the equation",
         "einsum_repeated_label ok Einsum",
         "einsum_three_operands ok on the device",
         "gather_batch_dims_1 ok GatherV2",
