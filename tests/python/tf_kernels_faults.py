@@ -9,11 +9,14 @@ six device commands — faults on its first command, halting the device with the
 other five still queued: that must be a prompt InternalError, not a timeout.
 
 With also "fault_next_command@mul,lose_next_completion@maximum,
-reset_mid_command@sub", each fault kind in a tf.function: a Mul that faults
-and a Sub whose command resets the device fail with InternalError naming the
-op; a Maximum that loses its completion, never read, is not the error of
-the unrelated constant after it (it was: DeadlineExceededError at the
-constant's host-to-device copy); after each, unrelated ops succeed.
+reset_mid_command@sub,reset_mid_command@bias_add,lose_next_completion@reduce_sum",
+each fault kind in a tf.function: a Mul that faults and a Sub whose command
+resets the device fail with InternalError naming the op, a Sum that loses
+its completion with DeadlineExceededError naming it; a BiasAdd whose
+command resets the device, eagerly, with InternalError; a Maximum that
+loses its completion, never read, is not the error of the unrelated
+constant after it (it was: DeadlineExceededError at the constant's
+host-to-device copy); after each, unrelated ops succeed.
 """
 import time
 
@@ -86,6 +89,8 @@ def unrelated_ops_succeed():
 for name, fn, error_type, needle in [
     ("fault", lambda t: t * 3.0, tf.errors.InternalError, "FPGA Mul 'mul'"),
     ("reset", lambda t: t - 1.0, tf.errors.InternalError, "FPGA Sub 'sub'"),
+    ("timeout", lambda t: tf.reduce_sum(t, axis=1), tf.errors.DeadlineExceededError,
+     "FPGA Sum 'Sum'"),
 ]:
     try:
         graph_on_fpga(fn)
@@ -96,6 +101,13 @@ for name, fn, error_type, needle in [
     unrelated_ops_succeed()
     np.testing.assert_allclose(graph_on_fpga(fn), fn(x), rtol=1e-6)
     print(f"graph {name}: named {needle}, then unrelated ops ran")
+
+# (After the Mul case: `tf.fill` launches a Mul, which would take its fault.)
+bias = np.arange(6, dtype=np.float32)
+expect(tf.errors.InternalError, lambda t: tf.nn.bias_add(t, tf.constant(bias)),
+       "FPGA BiasAdd 'BiasAdd'", "(DeviceFault)")
+unrelated_ops_succeed()
+print("eager reset: named FPGA BiasAdd 'BiasAdd', then unrelated ops ran")
 
 # A lost completion never read: the host-to-device copy of a new constant
 # waits for the device to be idle and finds it, but it is not the copy's

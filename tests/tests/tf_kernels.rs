@@ -70,6 +70,10 @@ fn keras_mlp_runs_on_the_fpga_and_matches_the_cpu() {
     );
 }
 
+/// Each one-shot fault of the model (a faulted command, a lost completion,
+/// a reset mid-command) fails the op's result with its error naming the
+/// op, eagerly and in a `tf.function`; unrelated ops after it succeed, a
+/// lost completion never read included (`tests/python/tf_kernels_faults.py`).
 #[test]
 fn device_faults_name_the_op_and_the_process_keeps_working() {
     let out = run(
@@ -78,7 +82,8 @@ fn device_faults_name_the_op_and_the_process_keeps_working() {
             (
                 "TENSORPLUG_SIM_FAULTS",
                 "fault_next_command@softmax,lose_next_completion@relu,fault_next_command@add,\
-                 fault_next_command@mul,lose_next_completion@maximum,reset_mid_command@sub",
+                 fault_next_command@mul,lose_next_completion@maximum,reset_mid_command@sub,\
+                 reset_mid_command@bias_add,lose_next_completion@reduce_sum",
             ),
             ("TENSORPLUG_TIMEOUT_MS", "2000"),
         ],
@@ -95,6 +100,8 @@ fn device_faults_name_the_op_and_the_process_keeps_working() {
             "a fault in a multi-command op surfaced in",
             "graph fault: named FPGA Mul 'mul', then unrelated ops ran",
             "graph reset: named FPGA Sub 'sub', then unrelated ops ran",
+            "graph timeout: named FPGA Sum 'Sum', then unrelated ops ran",
+            "eager reset: named FPGA BiasAdd 'BiasAdd', then unrelated ops ran",
             "graph timeout never read: unrelated ops ran",
         ],
     );
