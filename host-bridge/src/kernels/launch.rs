@@ -13,7 +13,7 @@ use super::tf::Tensor;
 use crate::error::Error;
 use crate::host_spans::{HostSpan, SpanKind};
 use crate::profiler::op_tag;
-use crate::registry::{Access, OpLabel, Range, Stream};
+use crate::registry::{Access, OpLabel, Range, Ranges, Stream};
 use tensorplug_core::accelerator::{DType, DeviceAddr, Fence, OpDesc, OpKind, Shape, TensorDesc};
 
 /// The device work of one kernel call.
@@ -158,7 +158,7 @@ impl<'a> Launcher<'a> {
         let slots = slots();
         // Which slots a program reads or writes is its own: all of them,
         // both ways (a failed program poisons its inputs too).
-        let all: Vec<Range> = slots.iter().map(|&a| Range::new(a, 1)).collect();
+        let all: Ranges = slots.iter().map(|&a| Range::new(a, 1)).collect();
         let access = Access {
             reads: all.clone(),
             writes: all,
@@ -284,6 +284,6 @@ fn touches(inputs: &[TensorDesc], output: TensorDesc) -> Access {
     let range = |t: &TensorDesc| Range::new(t.addr, t.byte_len().unwrap_or(0) as u64);
     Access {
         reads: inputs.iter().map(range).collect(),
-        writes: vec![range(&output)],
+        writes: [range(&output)].into(),
     }
 }

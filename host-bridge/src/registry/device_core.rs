@@ -580,12 +580,12 @@ mod tests {
             })
         };
         let writes = |a| Access {
-            reads: Vec::new(),
-            writes: vec![range(a)],
+            reads: Default::default(),
+            writes: [range(a)].into(),
         };
         let copies = |from, to| Access {
-            reads: vec![range(from)],
-            writes: vec![range(to)],
+            reads: [range(from)].into(),
+            writes: [range(to)].into(),
         };
         let mut state = core.lock();
         let refused = crate::testing::REFUSED_FILL;

@@ -16,7 +16,7 @@ mod poison;
 mod stream;
 mod worker;
 
-pub use access::{Access, Range};
+pub use access::{Access, Range, Ranges};
 pub use device::Device;
 #[cfg(feature = "internals")]
 pub use device_core::DeviceCore;

@@ -89,15 +89,15 @@ mod tests {
         assert!(poison.error(range(64, 128)).is_none(), "after it");
         // A consumer of the failed output: its output is poisoned too.
         poison.follow(&Access {
-            reads: vec![range(0, 64)],
-            writes: vec![range(256, 320)],
+            reads: [range(0, 64)].into(),
+            writes: [range(256, 320)].into(),
         });
         let error = poison.error(range(256, 320)).expect("inherited");
         assert!(error.to_string().contains("GatherV2 'g'"), "{error}");
         // Unrelated work writes the first range anew: valid again.
         poison.follow(&Access {
-            reads: vec![range(512, 576)],
-            writes: vec![range(0, 64)],
+            reads: [range(512, 576)].into(),
+            writes: [range(0, 64)].into(),
         });
         assert!(poison.error(range(0, 64)).is_none());
         assert!(poison.error(range(256, 320)).is_some());

@@ -10,7 +10,7 @@ use super::handles;
 use crate::error::{Error, Result};
 use crate::ffi;
 use crate::host_spans::{HostSpan, SpanKind, arg32};
-use crate::registry::{Access, Device, Range, Stream};
+use crate::registry::{Access, Device, Range, Ranges, Stream};
 use std::ffi::c_void;
 use tensorplug_abi::tf::*;
 use tensorplug_core::accelerator::{DeviceAddr, QueueId};
@@ -30,16 +30,16 @@ impl Transfer {
         let range = |addr| Range::new(addr, len as u64);
         match self {
             Self::ToDevice { dst, .. } | Self::Fill { dst, .. } => Access {
-                reads: Vec::new(),
-                writes: vec![range(dst)],
+                reads: Ranges::default(),
+                writes: [range(dst)].into(),
             },
             Self::FromDevice { src, .. } => Access {
-                reads: vec![range(src)],
-                writes: Vec::new(),
+                reads: [range(src)].into(),
+                writes: Ranges::default(),
             },
             Self::OnDevice { dst, src } => Access {
-                reads: vec![range(src)],
-                writes: vec![range(dst)],
+                reads: [range(src)].into(),
+                writes: [range(dst)].into(),
             },
         }
     }
