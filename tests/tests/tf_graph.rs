@@ -253,7 +253,8 @@ fn a_bidirectional_lstm_trains_with_no_float_op_on_the_cpu() {
 /// with `UnimplementedError`; `GatherV2` with `batch_dims` ≠ 0 also in eager
 /// mode (TF places it: the kernel allows `batch_dims` 0 only); an Einsum
 /// label summed within one operand runs on the device, eager and in a
-/// graph (an eager repeated label still fails, naming it); ThreeFry,
+/// graph, and so does an eager repeated label (a graph's goes to the CPU,
+/// reported); ThreeFry,
 /// which TF's CPU refuses too, fails with the CPU's error class; and
 /// `TENSORPLUG_FALLBACK=error` fails the graph gather
 /// (`tests/python/tf_attr_fallback.py`).
@@ -265,7 +266,8 @@ fn attribute_values_the_device_cannot_run_fall_back_to_the_cpu() {
         "einsum_summed_in_one_operand ok on the device",
         "eager_einsum_summed_in_one_operand ok on FPGA:0",
         "eager_einsum_two_operands_each_summing ok on FPGA:0",
-        "eager_einsum_repeated_label: UnimplementedError naming the equation",
+        "eager_einsum_repeated_label ok on FPGA:0",
+        "eager_einsum_trace ok on FPGA:0",
         "einsum_repeated_label ok Einsum",
         "einsum_three_operands ok on the device",
         "gather_batch_dims_1 ok GatherV2",

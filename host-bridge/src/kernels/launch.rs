@@ -68,6 +68,12 @@ impl<'a> Launcher<'a> {
         Ok(TensorDesc::new(addr, dtype, shape))
     }
 
+    /// Whether the device declares `kind` on float32.
+    pub fn supports(&self, kind: OpKind) -> bool {
+        let caps = &self.stream.device().info().capabilities;
+        caps.supports(kind, DType::F32)
+    }
+
     /// Enqueues `kind` over `inputs` into `output`.
     pub fn launch(
         &mut self,

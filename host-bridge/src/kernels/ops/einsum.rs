@@ -7,8 +7,8 @@
 //! axes that broadcast, as in TF). One operand:
 //! a permutation of its axes. A label summed within one operand (in no
 //! other operand, not in the output: `ij->i`) is summed first, by a device
-//! `ReduceSum` over that operand's summed axes moved last. A repeated label
-//! (`ii->i`) fails and names the equation.
+//! `ReduceSum` over that operand's summed axes moved last. A label repeated
+//! within an operand (`ii->i`) takes its diagonal first ([`diagonal`]).
 
 use super::batch_matmul::{Batched, MATMUL};
 use super::kernel::{Op, flat, is_empty};
@@ -18,6 +18,7 @@ use crate::kernels::launch::Launcher;
 use crate::kernels::tf::{Construction, Context, Tensor};
 use std::ffi::CStr;
 use tensorplug_core::accelerator::{MAX_RANK, OpKind, Shape, TensorDesc};
+use transposed::transposed;
 
 /// The `Einsum` kernel.
 pub struct Einsum;
@@ -71,6 +72,10 @@ impl Op for Einsum {
         let mut operands = Vec::new();
         for (i, reduction) in plan.reductions.iter().enumerate() {
             let x = run.desc(&tensors[i], shapes[i])?;
+            let x = match &plan.diagonals[i] {
+                Some(d) => diagonal::take(ctx, run, x, d, &mut held)?,
+                None => x,
+            };
             operands.push(match reduction {
                 Some(r) => summed(ctx, run, x, r, &mut held)?,
                 None => x,
@@ -86,7 +91,7 @@ impl Op for Einsum {
             Ok(desc)
         };
         let Some(mm) = &plan.matmul else {
-            let x = operand_zero(&plan, run, &tensors[0], shapes[0], &mut held, ctx)?;
+            let x = operands[0];
             return match plan.transposes[0] {
                 Some(perm) => run.launch(OpKind::Transpose(perm), &[x], out),
                 None => run.copy(out, x),
@@ -102,22 +107,6 @@ impl Op for Einsum {
         let result = run.desc(&result_tensor, result_shape)?;
         mm.launch(run, a, b, result)?;
         run.launch(OpKind::Transpose(perm), &[result], out)
-    }
-}
-
-/// Operand 0 of a one-operand equation, its summed labels summed.
-fn operand_zero(
-    plan: &Plan,
-    run: &mut Launcher<'_>,
-    tensor: &Tensor,
-    shape: Shape,
-    held: &mut Vec<Tensor>,
-    ctx: &Context,
-) -> KernelResult<TensorDesc> {
-    let x = run.desc(tensor, shape)?;
-    match &plan.reductions[0] {
-        Some(r) => summed(ctx, run, x, r, held),
-        None => Ok(x),
     }
 }
 
@@ -155,24 +144,6 @@ fn summed(
     Ok(out)
 }
 
-/// `x` transposed by `perm` into a temp (held by the caller until launched).
-fn transposed(
-    ctx: &Context,
-    run: &mut Launcher<'_>,
-    x: TensorDesc,
-    perm: &[u8; MAX_RANK],
-) -> KernelResult<(TensorDesc, Tensor)> {
-    let rank = x.shape.dims().len();
-    let dims: Vec<u64> = (0..rank)
-        .map(|i| x.shape.dims()[usize::from(perm[i])])
-        .collect();
-    let shape = flat(&dims)?;
-    let tensor = ctx.temp(&shape)?;
-    let desc = run.desc(&tensor, shape)?;
-    run.launch(OpKind::Transpose(*perm), &[x], desc)?;
-    Ok((desc, tensor))
-}
-
 /// The operands' labels, the output's, and each label's size (by byte).
 type Labels = (Vec<Vec<u8>>, Vec<u8>, [u64; 128]);
 
@@ -190,7 +161,9 @@ pub(super) struct Reduction {
 #[derive(Debug)]
 pub(super) struct Plan {
     out_dims: Vec<u64>,
-    /// Per operand, the sum of its own labels first, if it has any.
+    /// Per operand, its diagonal first, if a label repeats in it.
+    diagonals: Vec<Option<diagonal::Diagonal>>,
+    /// Per operand, the sum of its own labels next, if it has any.
     reductions: Vec<Option<Reduction>>,
     /// Per operand, the transpose into its MatMul order, if it needs one.
     transposes: Vec<Option<[u8; MAX_RANK]>>,
@@ -317,9 +290,6 @@ impl Equation {
         };
         let mut size = [u64::MAX; 128];
         for (t, s) in inputs.iter().zip(shapes) {
-            if repeated(t) {
-                return Err(self.unsupported("a label repeats within an operand"));
-            }
             for (&l, &d) in t.iter().zip(s.dims()) {
                 // Only the axes of `...` broadcast, as in TF.
                 let known = &mut size[usize::from(l)];
@@ -346,7 +316,24 @@ impl Equation {
 
     /// The lowering for operands of `shapes`.
     pub(super) fn plan(&self, shapes: &[Shape]) -> KernelResult<Plan> {
-        let (inputs, out, size) = self.labels(shapes)?;
+        let (spelled, out, size) = self.labels(shapes)?;
+        let mut diagonals = Vec::new();
+        let (mut inputs, mut diagonal_shapes) = (Vec::new(), Vec::new());
+        for (t, shape) in spelled.iter().zip(shapes) {
+            let d = diagonal::plan(t, shape.dims(), |why| self.unsupported(why))?;
+            match &d {
+                Some(d) => {
+                    inputs.push(d.labels.clone());
+                    diagonal_shapes.push(flat(&d.dims)?);
+                }
+                None => {
+                    inputs.push(t.clone());
+                    diagonal_shapes.push(*shape);
+                }
+            }
+            diagonals.push(d);
+        }
+        let shapes = diagonal_shapes.as_slice();
         let mut reductions = Vec::new();
         let (mut kept_inputs, mut kept_shapes) = (Vec::new(), Vec::new());
         for (i, (t, shape)) in inputs.iter().zip(shapes).enumerate() {
@@ -390,7 +377,11 @@ impl Equation {
             kept_inputs.push(kept);
         }
         let plan = self.lower(&kept_inputs, &kept_shapes, out, &size)?;
-        Ok(Plan { reductions, ..plan })
+        Ok(Plan {
+            diagonals,
+            reductions,
+            ..plan
+        })
     }
 
     /// The lowering of operands (`inputs`, of `shapes`) with no label summed
@@ -413,6 +404,7 @@ impl Equation {
             }
             return Ok(Plan {
                 out_dims,
+                diagonals: Vec::new(),
                 reductions: Vec::new(),
                 transposes: vec![permutation(a, &out)],
                 matmul: None,
@@ -519,6 +511,7 @@ impl Equation {
         let result = concat(&[&batch, lm, rn]);
         Ok(Plan {
             out_dims,
+            diagonals: Vec::new(),
             reductions: Vec::new(),
             transposes,
             matmul: Some(matmul),
@@ -549,5 +542,7 @@ fn permutation(from: &[u8], to: &[u8]) -> Option<[u8; MAX_RANK]> {
     .then_some(perm)
 }
 
+mod diagonal;
 #[cfg(test)]
 mod tests;
+mod transposed;
