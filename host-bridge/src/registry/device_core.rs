@@ -190,9 +190,6 @@ impl DeviceCore {
         if let Some(incident) = state.covering(fence) {
             return Err(incident.error());
         }
-        if state.refused_covers(fence) && state.in_flight.oldest_up_to(fence).is_none() {
-            return Ok(true);
-        }
         while let Some(oldest) = state.in_flight.oldest_up_to(fence) {
             match state.accel().poll(oldest) {
                 Ok(true) => {
@@ -206,11 +203,12 @@ impl DeviceCore {
                 }
             }
         }
-        if state.refused_covers(fence) {
-            return Ok(true);
-        }
+        let refused = state.refused_covers(fence);
         match state.accel().poll(fence) {
             Ok(done) => Ok(done),
+            // Work of a refused op's finding, polled again: its failure is
+            // recorded (poisoned), not this wait's.
+            Err(error) if refused && error.kind == ErrorKind::InvalidArgument => Ok(true),
             Err(error) => Err(self.fail(
                 &mut state,
                 fence,
@@ -589,7 +587,7 @@ mod tests {
         };
         let mut state = core.lock();
         let refused = crate::testing::REFUSED_FILL;
-        state
+        let gather = state
             .enqueue_op(q, op("GatherV2", "g"), writes(x), |a| {
                 a.fill(q, x, 64, refused)
             })
@@ -612,7 +610,10 @@ mod tests {
             let error = named(read).expect("the failed op's result, or one computed from it");
             assert!(error.contains("GatherV2 'g'") && error.contains("a refused fill"));
         }
-        // Found: later waits pass, and work reading z inherits the failure.
+        // Found: later waits pass, on the op too, and work reading z
+        // inherits the failure.
+        core.wait(gather, "the op")
+            .expect("recorded, not this wait's");
         let next = core
             .lock()
             .enqueue_op(q, op("Neg", "n"), copies(z, w), |a| {
