@@ -108,8 +108,15 @@ enum Op {
     Fill(usize, usize, u32),
 }
 
+/// A fill with this pattern is refused by a [`GatedDevice`] when it runs:
+/// its fence completes `InvalidArgument` (bad input, no reset), nothing is
+/// written, and later work runs.
+pub const REFUSED_FILL: u32 = 0xBAD0_BAD0;
+
 /// A 1 MiB host-array device whose work runs when `released` passes its fence.
 pub struct GatedDevice {
+    /// The fence of a refused fill not yet reported by a poll.
+    refused: Option<u64>,
     mem: Vec<u8>,
     next: u64,
     issued: u64,
@@ -159,6 +166,9 @@ impl GatedDevice {
                         std::ptr::copy_nonoverlapping(self.mem[src..].as_ptr(), dst, n)
                     }
                     Op::OnDevice(dst, src, n) => self.mem.copy_within(src..src + n, dst),
+                    Op::Fill(..) if matches!(op, Op::Fill(_, _, REFUSED_FILL)) => {
+                        self.refused = Some(id)
+                    }
                     Op::Fill(dst, n, pattern) => {
                         for (i, b) in self.mem[dst..dst + n].iter_mut().enumerate() {
                             *b = pattern.to_le_bytes()[i % 4];
@@ -251,6 +261,13 @@ impl Transfer for GatedDevice {
     }
     fn poll(&mut self, fence: Fence) -> Result<bool, DeviceError> {
         self.run_released();
+        if self.refused.is_some_and(|f| f <= fence.0) {
+            self.refused = None;
+            return Err(DeviceError::new(
+                ErrorKind::InvalidArgument,
+                "a refused fill",
+            ));
+        }
         Ok(fence.0 <= self.done)
     }
     fn wait(&mut self, fence: Fence, _timeout: Duration) -> Result<(), DeviceError> {
@@ -298,6 +315,7 @@ impl Profiling for GatedDevice {
 /// A [`GatedDevice`] whose work completes up to `released`.
 fn gated(released: Arc<AtomicU64>, resets: Arc<AtomicU64>, reset_fails: bool) -> GatedDevice {
     GatedDevice {
+        refused: None,
         mem: vec![0; GatedDevice::MEMORY],
         next: 0,
         issued: 0,

@@ -250,16 +250,32 @@ fn a_bidirectional_lstm_trains_with_no_float_op_on_the_cpu() {
 /// Attribute values the FPGA cannot run (Einsum equations it does not
 /// lower, `GatherV2` with `batch_dims` ≠ 0) run on the CPU in a graph with
 /// the right answer and a fallback report entry, instead of failing the step
-/// with `UnimplementedError` (`tests/python/tf_attr_fallback.py`).
+/// with `UnimplementedError`; `GatherV2` with `batch_dims` ≠ 0 also in eager
+/// mode (TF places it: the kernel allows `batch_dims` 0 only); an Einsum
+/// label summed within one operand runs on the device, eager and in a
+/// graph, and so does an eager repeated label (a graph's goes to the CPU,
+/// reported); ThreeFry,
+/// which TF's CPU refuses too, fails with the CPU's error class; and
+/// `TENSORPLUG_FALLBACK=error` fails the graph gather
+/// (`tests/python/tf_attr_fallback.py`).
 #[test]
 fn attribute_values_the_device_cannot_run_fall_back_to_the_cpu() {
     let output = run_tf_with_plugin("tf_attr_fallback.py", &[], None);
     let stdout = check(&output, "tf_attr_fallback.py");
     for case in [
-        "einsum_summed_in_one_operand ok Einsum",
+        "einsum_summed_in_one_operand ok on the device",
+        "eager_einsum_summed_in_one_operand ok on FPGA:0",
+        "eager_einsum_two_operands_each_summing ok on FPGA:0",
+        "eager_einsum_repeated_label ok on FPGA:0",
+        "eager_einsum_trace ok on FPGA:0",
         "einsum_repeated_label ok Einsum",
         "einsum_three_operands ok on the device",
         "gather_batch_dims_1 ok GatherV2",
+        "eager_gather_batch_dims_1 ok on CPU:0",
+        "eager_gather_batch_dims_0 ok on FPGA:0",
+        "threefry stateless_uniform same error as the CPU: InvalidArgumentError",
+        "threefry raw_alg_2 same error as the CPU: InvalidArgumentError",
+        "fallback error ok",
     ] {
         assert!(stdout.contains(case), "no `{case}` in:\n{stdout}");
     }

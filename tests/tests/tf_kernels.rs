@@ -70,6 +70,10 @@ fn keras_mlp_runs_on_the_fpga_and_matches_the_cpu() {
     );
 }
 
+/// Each one-shot fault of the model (a faulted command, a lost completion,
+/// a reset mid-command) fails the op's result with its error naming the
+/// op, eagerly and in a `tf.function`; unrelated ops after it succeed, a
+/// lost completion never read included (`tests/python/tf_kernels_faults.py`).
 #[test]
 fn device_faults_name_the_op_and_the_process_keeps_working() {
     let out = run(
@@ -77,7 +81,9 @@ fn device_faults_name_the_op_and_the_process_keeps_working() {
         &[
             (
                 "TENSORPLUG_SIM_FAULTS",
-                "fault_next_command@softmax,lose_next_completion@relu,fault_next_command@add",
+                "fault_next_command@softmax,lose_next_completion@relu,fault_next_command@add,\
+                 fault_next_command@mul,lose_next_completion@maximum,reset_mid_command@sub,\
+                 reset_mid_command@bias_add,lose_next_completion@reduce_sum",
             ),
             ("TENSORPLUG_TIMEOUT_MS", "2000"),
         ],
@@ -92,6 +98,11 @@ fn device_faults_name_the_op_and_the_process_keeps_working() {
             "after both faults the device keeps working",
             "FPGA AddV2 'AddV2': FPGA:0 (sim): command (tag 0) failed: DEVICE_FAULT",
             "a fault in a multi-command op surfaced in",
+            "graph fault: named FPGA Mul 'mul', then unrelated ops ran",
+            "graph reset: named FPGA Sub 'sub', then unrelated ops ran",
+            "graph timeout: named FPGA Sum 'Sum', then unrelated ops ran",
+            "eager reset: named FPGA BiasAdd 'BiasAdd', then unrelated ops ran",
+            "graph timeout never read: unrelated ops ran",
         ],
     );
 }
@@ -99,7 +110,11 @@ fn device_faults_name_the_op_and_the_process_keeps_working() {
 /// Input the device refuses (an index out of range: `GATHER` and
 /// `SEGMENT_SUM` complete `INVALID_ARGUMENT`) fails at the op's result with
 /// `InvalidArgumentError` naming the op and node, in eager mode and in a
-/// `tf.function`, not with TF's "SyncAll failed"; the next ops succeed
+/// `tf.function`, not with TF's "SyncAll failed"; the next ops succeed.
+/// The failure is the result's, not the queue's: an unrelated op after a
+/// failed one that is never read succeeds (it failed with the stale error),
+/// an op that reads the failed result fails naming the first op (it read
+/// stale memory), and a later copy with no device work before it is clean
 /// (`tests/python/tf_op_errors.py`).
 #[test]
 fn input_errors_the_device_finds_name_the_op_and_the_next_ops_succeed() {
@@ -111,6 +126,12 @@ fn input_errors_the_device_finds_name_the_op_and_the_next_ops_succeed() {
             "graph_gather: ",
             "eager_segment_sum: ",
             "graph_segment_sum: ",
+            "after eager_unread ok",
+            "after eager_consumer ok",
+            "after eager_folded ok",
+            "after graph_unread ok",
+            "after graph_consumer ok",
+            "after graph_folded ok",
             "done",
         ],
     );

@@ -119,6 +119,11 @@ pub struct KernelApi {
     pub host_memory: unsafe extern "C" fn(*mut TF_KernelBuilder, *const c_char),
     pub register_kernel_builder:
         unsafe extern "C" fn(*const c_char, *mut TF_KernelBuilder, *mut TF_Status),
+    /// `TF_RegisterKernelBuilderWithKernelDef` (a kernel with integer
+    /// attribute constraints; `None` if TF lacks it).
+    pub register_with_kernel_def: Option<
+        unsafe extern "C" fn(*const c_char, *const c_char, *mut TF_KernelBuilder, *mut TF_Status),
+    >,
     pub delete_kernel_builder: unsafe extern "C" fn(*mut TF_KernelBuilder),
     pub construction_failure: unsafe extern "C" fn(*mut TF_OpKernelConstruction, *mut TF_Status),
     pub construction_name: unsafe extern "C" fn(*mut TF_OpKernelConstruction) -> TF_StringView,
@@ -221,6 +226,7 @@ fn resolve_kernel_api() -> std::result::Result<KernelApi, String> {
             type_constraint: symbol(c"TF_KernelBuilder_TypeConstraint")?,
             host_memory: symbol(c"TF_KernelBuilder_HostMemory")?,
             register_kernel_builder: symbol(c"TF_RegisterKernelBuilder")?,
+            register_with_kernel_def: symbol(c"TF_RegisterKernelBuilderWithKernelDef").ok(),
             delete_kernel_builder: symbol(c"TF_DeleteKernelBuilder")?,
             construction_failure: symbol(c"TF_OpKernelConstruction_Failure")?,
             construction_name: symbol(c"TF_OpKernelConstruction_GetName")?,

@@ -13,7 +13,7 @@ use super::tf::Tensor;
 use crate::error::Error;
 use crate::host_spans::{HostSpan, SpanKind};
 use crate::profiler::op_tag;
-use crate::registry::{OpLabel, Stream};
+use crate::registry::{Access, OpLabel, Range, Ranges, Stream};
 use tensorplug_core::accelerator::{DType, DeviceAddr, Fence, OpDesc, OpKind, Shape, TensorDesc};
 
 /// The device work of one kernel call.
@@ -71,6 +71,12 @@ impl<'a> Launcher<'a> {
                 .device_addr(tensor.data(), bytes, "a kernel tensor")?
         };
         Ok(TensorDesc::new(addr, dtype, shape))
+    }
+
+    /// Whether the device declares `kind` on float32.
+    pub fn supports(&self, kind: OpKind) -> bool {
+        let caps = &self.stream.device().info().capabilities;
+        caps.supports(kind, DType::F32)
     }
 
     /// Enqueues `kind` over `inputs` into `output`.
@@ -164,16 +170,25 @@ impl<'a> Launcher<'a> {
         };
         let queue = self.stream.queue();
         let slots = slots();
-        let fence = self.stream.enqueue_op(Some(self.label.clone()), |accel| {
-            accel
-                .run_program(queue, id, &slots, arena)
-                .unwrap_or_else(|| {
-                    Err(crate::error::DeviceError::new(
-                        tensorplug_core::accelerator::ErrorKind::Unsupported,
-                        "the device stored a program but runs none",
-                    ))
-                })
-        })?;
+        // Which slots a program reads or writes is its own: all of them,
+        // both ways (a failed program poisons its inputs too).
+        let all: Ranges = slots.iter().map(|&a| Range::new(a, 1)).collect();
+        let access = Access {
+            reads: all.clone(),
+            writes: all,
+        };
+        let fence = self
+            .stream
+            .enqueue_op(Some(self.label.clone()), access, |accel| {
+                accel
+                    .run_program(queue, id, &slots, arena)
+                    .unwrap_or_else(|| {
+                        Err(crate::error::DeviceError::new(
+                            tensorplug_core::accelerator::ErrorKind::Unsupported,
+                            "the device stored a program but runs none",
+                        ))
+                    })
+            })?;
         self.last = Some(fence);
         Ok(true)
     }
@@ -182,9 +197,12 @@ impl<'a> Launcher<'a> {
     pub fn fill(&mut self, dst: TensorDesc, pattern: u32) -> KernelResult<()> {
         let len = dst.byte_len().unwrap_or(0);
         let queue = self.stream.queue();
-        let fence = self.stream.enqueue_op(Some(self.label.clone()), |accel| {
-            accel.fill(queue, dst.addr, len, pattern)
-        })?;
+        let access = touches(&[], dst);
+        let fence = self
+            .stream
+            .enqueue_op(Some(self.label.clone()), access, |accel| {
+                accel.fill(queue, dst.addr, len, pattern)
+            })?;
         self.last = Some(fence);
         Ok(())
     }
@@ -193,9 +211,12 @@ impl<'a> Launcher<'a> {
     pub fn copy(&mut self, dst: TensorDesc, src: TensorDesc) -> KernelResult<()> {
         let len = dst.byte_len().unwrap_or(0);
         let queue = self.stream.queue();
-        let fence = self.stream.enqueue_op(Some(self.label.clone()), |accel| {
-            accel.copy_on_device(queue, dst.addr, src.addr, len)
-        })?;
+        let access = touches(&[src], dst);
+        let fence = self
+            .stream
+            .enqueue_op(Some(self.label.clone()), access, |accel| {
+                accel.copy_on_device(queue, dst.addr, src.addr, len)
+            })?;
         self.last = Some(fence);
         Ok(())
     }
@@ -206,11 +227,17 @@ impl<'a> Launcher<'a> {
     pub fn read(&mut self, src: TensorDesc, dst: &mut [u8]) -> KernelResult<()> {
         let core = self.stream.device().core();
         core.wait_until_idle("work before a kernel's host read")?;
+        if let Some(error) = core.poisoned(src.addr, dst.len() as u64) {
+            return Err(error.into());
+        }
         let (queue, ptr, len) = (self.stream.queue(), dst.as_mut_ptr(), dst.len());
-        let fence = self.stream.enqueue_op(Some(self.label.clone()), |accel| {
-            // SAFETY: `dst` outlives the wait below (or its reset).
-            unsafe { accel.copy_from_device(queue, ptr, src.addr, len) }
-        })?;
+        let access = Access::default();
+        let fence = self
+            .stream
+            .enqueue_op(Some(self.label.clone()), access, |accel| {
+                // SAFETY: `dst` outlives the wait below (or its reset).
+                unsafe { accel.copy_from_device(queue, ptr, src.addr, len) }
+            })?;
         Ok(core.wait(fence, "a kernel's host read")?)
     }
 
@@ -219,10 +246,13 @@ impl<'a> Launcher<'a> {
         let core = self.stream.device().core();
         core.wait_until_idle("work before a kernel's host write")?;
         let (queue, ptr, len) = (self.stream.queue(), src.as_ptr(), src.len());
-        let fence = self.stream.enqueue_op(Some(self.label.clone()), |accel| {
-            // SAFETY: `src` outlives the wait below (or its reset).
-            unsafe { accel.copy_to_device(queue, dst.addr, ptr, len) }
-        })?;
+        let access = touches(&[], dst);
+        let fence = self
+            .stream
+            .enqueue_op(Some(self.label.clone()), access, |accel| {
+                // SAFETY: `src` outlives the wait below (or its reset).
+                unsafe { accel.copy_to_device(queue, dst.addr, ptr, len) }
+            })?;
         core.wait(fence, "a kernel's host write")?;
         self.last = Some(fence);
         Ok(())
@@ -277,5 +307,17 @@ fn enqueue_launch(
         stream.device().ordinal(),
         u32::from(op.op_id),
     );
-    Ok(stream.enqueue_op(Some(label.clone()), |accel| accel.launch(queue, &op))?)
+    let access = touches(inputs, output);
+    Ok(stream.enqueue_op(Some(label.clone()), access, |accel| {
+        accel.launch(queue, &op)
+    })?)
+}
+
+/// The device memory of a command that reads `inputs` into `output`.
+fn touches(inputs: &[TensorDesc], output: TensorDesc) -> Access {
+    let range = |t: &TensorDesc| Range::new(t.addr, t.byte_len().unwrap_or(0) as u64);
+    Access {
+        reads: inputs.iter().map(range).collect(),
+        writes: [range(&output)].into(),
+    }
 }

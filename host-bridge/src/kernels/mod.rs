@@ -13,6 +13,7 @@
 //! Coverage, fallbacks and tolerances: `docs/ops.md`.
 
 mod failure;
+mod kernel_def;
 mod launch;
 mod op_def;
 pub mod ops;
@@ -267,6 +268,23 @@ fn register_for(
         def.op().to_string_lossy()
     );
     let name = CString::new(name).map_err(|_| Failure::invalid("op name with NUL"))?;
+    let with_ints = kernel_def::Constraints {
+        op: def.op(),
+        device,
+        types: constraints,
+        ints: def.int_constraints(),
+        host_memory: def.host_memory(),
+    };
+    let register_with_def = api.register_with_kernel_def;
+    if let (false, Some(register), Some(bytes)) = (
+        def.int_constraints().is_empty(),
+        register_with_def,
+        with_ints.encode(),
+    ) {
+        // SAFETY: TF takes ownership of the builder; it copies the def.
+        unsafe { register(bytes.as_ptr(), name.as_ptr(), builder, status.fresh()) };
+        return status.check("TF_RegisterKernelBuilderWithKernelDef");
+    }
     // SAFETY: TF takes ownership of the builder, whatever the outcome.
     unsafe { (api.register_kernel_builder)(name.as_ptr(), builder, status.fresh()) };
     status.check("TF_RegisterKernelBuilder")

@@ -50,7 +50,7 @@ fn relu(device: &Device, input: DeviceAddr, output: DeviceAddr, node: &str) {
     let fence = device
         .core()
         .lock()
-        .enqueue(queue, |accel| accel.launch(queue, &op))
+        .enqueue(queue, Default::default(), |accel| accel.launch(queue, &op))
         .expect("launch");
     device.core().wait(fence, "relu").expect("wait");
 }

@@ -200,6 +200,7 @@ impl Device {
                 ))
             })?;
         self.lock_allocations().stats.bytes_in_use -= size;
+        self.core.unpoison(addr, size);
         self.core
             .lock()
             .accel()

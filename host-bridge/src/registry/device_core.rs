@@ -7,9 +7,13 @@
 //! oldest first, so the failure is caught at the fence of the op that
 //! caused it and reported as `FPGA <op> '<node>': <device>: <cause>`; after
 //! the recovery reset every wait on a fence of that incident reports the
-//! same error (a sticky, attributed error, like CUDA's).
+//! same error (a sticky, attributed error, like CUDA's). The memory the
+//! failure left invalid is poisoned (`poison.rs`): a copy that reads it
+//! reports the failure; copies of other results do not.
 
+use super::access::{Access, Range};
 use super::inflight::{Cause, InFlight, Incident, OpLabel};
+use super::poison::Poison;
 use crate::devices::{DeviceError, DynAccelerator};
 use crate::error::{Error, RESET, RESET_FAILED, Result};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -32,8 +36,11 @@ pub struct DeviceState {
     /// one of its fences.
     incident: Option<Incident>,
     /// The last op the device refused without a reset (bad input), with
-    /// the work queued up to then, reported to every wait on them.
+    /// the work queued up to then: waits on them pass (the failure is
+    /// in `poison`, reported where the results are read).
     refused: Option<Incident>,
+    /// Device memory failed work left invalid, reported when read.
+    poison: Poison,
     /// Until when waits fail at once and failures reset nothing: a reset
     /// failed (a dead or frozen device process).
     unresponsive_until: Option<Instant>,
@@ -49,17 +56,19 @@ impl DeviceState {
     pub fn enqueue(
         &mut self,
         queue: QueueId,
+        access: Access,
         submit: impl FnOnce(&mut DynAccelerator) -> Result<Fence, DeviceError>,
     ) -> Result<Fence, DeviceError> {
-        self.enqueue_op(queue, None, submit)
+        self.enqueue_op(queue, None, access, submit)
     }
 
     /// Runs one enqueue on `queue` for the op `label` (`None`: not an op)
-    /// and remembers its fence and op.
+    /// that touches `access`, and remembers its fence and op.
     pub fn enqueue_op(
         &mut self,
         queue: QueueId,
         label: Option<OpLabel>,
+        access: Access,
         submit: impl FnOnce(&mut DynAccelerator) -> Result<Fence, DeviceError>,
     ) -> Result<Fence, DeviceError> {
         let fence = submit(&mut *self.accel)?;
@@ -67,16 +76,22 @@ impl DeviceState {
             *slot = Some(fence);
         }
         self.newest_fence = self.newest_fence.max(fence);
-        self.in_flight.push(fence, label);
+        self.poison.follow(&access);
+        self.in_flight.push(fence, label, access);
         Ok(fence)
     }
 
-    /// The incident whose waits `fence` is among, if any.
+    /// The reset incident whose waits `fence` is among, if any.
     fn covering(&self, fence: Fence) -> Option<&Incident> {
-        [&self.incident, &self.refused]
-            .into_iter()
-            .flatten()
-            .find(|incident| incident.covers(fence))
+        self.incident
+            .as_ref()
+            .filter(|incident| incident.covers(fence))
+    }
+
+    /// Whether `fence` is work of (or queued before the finding of) an op
+    /// the device refused: done, its failure is in the poison.
+    fn refused_covers(&self, fence: Fence) -> bool {
+        self.refused.as_ref().is_some_and(|r| r.covers(fence))
     }
 
     /// The newest fence of `queue` (`None`: nothing enqueued yet).
@@ -133,6 +148,7 @@ impl DeviceCore {
                 in_flight: InFlight::default(),
                 incident: None,
                 refused: None,
+                poison: Poison::default(),
                 unresponsive_until: None,
             }),
         }
@@ -181,25 +197,37 @@ impl DeviceCore {
                 }
                 Ok(false) => return Ok(false),
                 Err(error) => {
-                    let label = state.in_flight.pop();
-                    return Err(self.fail(&mut state, oldest, label, Cause::Device(error)));
+                    let (label, access) = state.in_flight.pop();
+                    let cause = Cause::Device(error);
+                    return Err(self.fail(&mut state, oldest, (label, access), cause));
                 }
             }
         }
+        let refused = state.refused_covers(fence);
         match state.accel().poll(fence) {
             Ok(done) => Ok(done),
-            Err(error) => Err(self.fail(&mut state, fence, None, Cause::Device(error))),
+            // Work of a refused op's finding, polled again: its failure is
+            // recorded (poisoned), not this wait's.
+            Err(error) if refused && error.kind == ErrorKind::InvalidArgument => Ok(true),
+            Err(error) => Err(self.fail(
+                &mut state,
+                fence,
+                (None, Access::default()),
+                Cause::Device(error),
+            )),
         }
     }
 
-    /// The error of the work of `fence` (the op `label`) failing with
-    /// `cause`. A device fault or a timeout resets the device (once per
-    /// incident) and records the incident for the other waits.
+    /// The error of the work of `fence` (the op `label`, touching
+    /// `access`) failing with `cause`. A device fault or a timeout resets
+    /// the device (once per incident) and records the incident for the
+    /// other waits. Where a failed copy does not abort TF, the memory the
+    /// failed work (and work that read it) left invalid is poisoned.
     fn fail(
         &self,
         state: &mut DeviceState,
         fence: Fence,
-        label: Option<OpLabel>,
+        (label, access): (Option<OpLabel>, Access),
         cause: Cause,
     ) -> Error {
         let at = match &label {
@@ -248,26 +276,64 @@ impl DeviceCore {
             cause,
         };
         let error = incident.error();
+        let poisons = !crate::tf_versions::copy_failure_aborts();
         if let Some(recovered) = recovered {
             state.unresponsive_until = (!recovered).then(|| Instant::now() + self.timeout);
-            state.in_flight.clear();
-            state.incident = Some(Incident {
+            let incident = Incident {
                 last: state.recovered_through,
                 ..incident
-            });
-        } else if incident.names_op && !crate::tf_versions::copy_failure_aborts() {
+            };
+            if poisons {
+                // The reset aborted all work in flight: none wrote its result.
+                let DeviceState {
+                    poison, in_flight, ..
+                } = &mut *state;
+                poison.mark(&access.writes, &incident);
+                in_flight
+                    .accesses()
+                    .for_each(|a| poison.mark(&a.writes, &incident));
+            }
+            state.in_flight.clear();
+            state.incident = Some(incident);
+        } else if incident.names_op && poisons {
             // An op the device refused (bad input, no reset needed): the
             // work queued after it may read its output, so every wait on it
             // reports the op again, the device-to-host copy after a SyncAll
             // (which TF reports without our message) among them. Work
             // enqueued from now on is not covered. (Where a failed copy
             // aborts TF, every kernel waits: the op itself reports it.)
-            state.refused = Some(Incident {
+            let incident = Incident {
                 last: state.newest_fence(),
                 ..incident
-            });
+            };
+            // The work after it ran: what read its output is invalid too.
+            let DeviceState {
+                poison, in_flight, ..
+            } = &mut *state;
+            poison.mark(&access.writes, &incident);
+            for later in in_flight.accesses() {
+                if later.reads.iter().any(|r| poison.find(*r).is_some()) {
+                    poison.mark(&later.writes, &incident);
+                }
+            }
+            state.refused = Some(incident);
         }
         error
+    }
+
+    /// The failure that left `len` bytes at `addr` invalid, if any: a read
+    /// of them (the copy of a result) reports it, naming the op.
+    pub fn poisoned(
+        &self,
+        addr: tensorplug_core::accelerator::DeviceAddr,
+        len: u64,
+    ) -> Option<Error> {
+        self.lock().poison.error(Range::new(addr, len))
+    }
+
+    /// Forgets poison in freed memory.
+    pub fn unpoison(&self, addr: tensorplug_core::accelerator::DeviceAddr, len: u64) {
+        self.lock().poison.clear(Range::new(addr, len));
     }
 
     /// Resets the device after a fault or timeout seen by a wait on
@@ -307,7 +373,7 @@ impl DeviceCore {
         let what = if label.is_some() { "the op" } else { what };
         let timeout_ms = self.timeout.as_millis().try_into().unwrap_or(u64::MAX);
         let cause = Cause::Unresponsive { what, timeout_ms };
-        Some(self.fail(&mut state, stuck, label, cause))
+        Some(self.fail(&mut state, stuck, (label, Access::default()), cause))
     }
 
     /// Waits for `fence` within the timeout, polling with back-off and
@@ -339,7 +405,7 @@ impl DeviceCore {
                     timeout_ms,
                     then: "",
                 };
-                return Err(self.fail(&mut state, stuck, label, cause));
+                return Err(self.fail(&mut state, stuck, (label, Access::default()), cause));
             }
             backoff.pause();
         }
@@ -348,19 +414,30 @@ impl DeviceCore {
     /// Waits, without holding the lock between polls, until the device has
     /// nothing outstanding: everything submitted so far on every queue has
     /// completed, or failed in an incident already handled (the device was
-    /// reset; that failure was reported to the waits on its own work). A
-    /// failure this wait finds is returned, naming the op.
+    /// reset; that failure was reported to the waits on its own work). An
+    /// op's failure this wait finds is not the caller's (a host copy waits
+    /// only for the device to be idle): it is recorded, and reported where
+    /// that op's results are read; other failures are returned.
     pub fn wait_until_idle(&self, what: &'static str) -> Result<()> {
-        let newest = {
-            let state = self.lock();
-            let newest = state.newest_fence();
-            let handled = state.covering(newest).is_some();
-            if newest == Fence(0) || handled {
-                return Ok(());
+        loop {
+            let newest = {
+                let state = self.lock();
+                let newest = state.newest_fence();
+                let handled = state.covering(newest).is_some();
+                if newest == Fence(0) || handled {
+                    return Ok(());
+                }
+                newest
+            };
+            match self.wait(newest, what) {
+                Err(error) if self.is_incident(&error) => {
+                    crate::log::warn(format_args!(
+                        "{error} (found by a wait for {what}; reported where its results are read)"
+                    ));
+                }
+                outcome => return outcome,
             }
-            newest
-        };
-        self.wait(newest, what)
+        }
     }
 
     /// Waits up to `budget` for everything enqueued so far to complete,
@@ -388,6 +465,22 @@ impl DeviceCore {
     /// was reset, and every wait on the op or on work after it (such as the
     /// device-to-host copy that reads its result) reports it again.
     pub fn is_op_incident(&self, error: &Error) -> bool {
+        self.is_recorded(error, true)
+    }
+
+    /// Whether `error` is the current incident of failed work, an op's or
+    /// not, after which the device works (it was reset, or the op refused):
+    /// recorded, so a wait that only needed the device idle can go on. Not
+    /// while a reset has failed: later work would fail too.
+    pub fn is_incident(&self, error: &Error) -> bool {
+        let unresponsive = self
+            .lock()
+            .unresponsive_until
+            .is_some_and(|until| Instant::now() < until);
+        !unresponsive && self.is_recorded(error, false)
+    }
+
+    fn is_recorded(&self, error: &Error, of_an_op: bool) -> bool {
         let at = match error {
             Error::Device { device, .. } | Error::Timeout { device, .. } => device,
             _ => return false,
@@ -396,7 +489,7 @@ impl DeviceCore {
         [&state.incident, &state.refused]
             .into_iter()
             .flatten()
-            .any(|incident| incident.names_op && incident.at == *at)
+            .any(|incident| (incident.names_op || !of_an_op) && incident.at == *at)
     }
 
     /// Waits until everything enqueued so far, on every queue, has completed.
@@ -435,7 +528,7 @@ mod tests {
     fn fill(core: &DeviceCore) -> Fence {
         let q = QueueId(0);
         core.lock()
-            .enqueue(q, |a| a.fill(q, DeviceAddr(0), 64, 1))
+            .enqueue(q, Access::default(), |a| a.fill(q, DeviceAddr(0), 64, 1))
             .expect("enqueue")
     }
 
@@ -467,6 +560,75 @@ mod tests {
         let error = core.wait(third, "a fill").expect_err("still dead");
         assert!(matches!(error, Error::Timeout { .. }), "{error}");
         assert_eq!(resets.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn a_refused_ops_failure_is_reported_where_its_results_are_read() {
+        use crate::registry::inflight::OpLabel;
+        let (device, released) = crate::testing::gated_device(Duration::from_secs(5));
+        let core = device.core();
+        let q = QueueId(0);
+        let alloc = |n| core.lock().accel().allocate(n, 64).expect("memory");
+        let (x, y, z, w) = (alloc(64), alloc(64), alloc(64), alloc(64));
+        let range = |a| Range::new(a, 64);
+        let op = |op_type, node: &str| {
+            Some(OpLabel {
+                op_type,
+                node: node.into(),
+            })
+        };
+        let writes = |a| Access {
+            reads: Default::default(),
+            writes: [range(a)].into(),
+        };
+        let copies = |from, to| Access {
+            reads: [range(from)].into(),
+            writes: [range(to)].into(),
+        };
+        let mut state = core.lock();
+        let refused = crate::testing::REFUSED_FILL;
+        let gather = state
+            .enqueue_op(q, op("GatherV2", "g"), writes(x), |a| {
+                a.fill(q, x, 64, refused)
+            })
+            .expect("enqueue");
+        state
+            .enqueue(q, writes(y), |a| a.fill(q, y, 64, 1))
+            .expect("enqueue");
+        state
+            .enqueue_op(q, op("Mul", "m"), copies(x, z), |a| {
+                a.copy_on_device(q, z, x, 64)
+            })
+            .expect("enqueue");
+        drop(state);
+        released.store(u64::MAX, Ordering::Release);
+        // A host copy only needs the device idle: not its failure.
+        core.wait_until_idle("a copy").expect("idle");
+        let named = |a| core.poisoned(a, 64).map(|e| e.to_string());
+        assert_eq!(named(y), None, "unrelated work is valid");
+        for read in [x, z] {
+            let error = named(read).expect("the failed op's result, or one computed from it");
+            assert!(error.contains("GatherV2 'g'") && error.contains("a refused fill"));
+        }
+        // Found: later waits pass, on the op too, and work reading z
+        // inherits the failure.
+        core.wait(gather, "the op")
+            .expect("recorded, not this wait's");
+        let next = core
+            .lock()
+            .enqueue_op(q, op("Neg", "n"), copies(z, w), |a| {
+                a.copy_on_device(q, w, z, 64)
+            })
+            .expect("enqueue");
+        core.wait(next, "the op").expect("the device works");
+        assert!(named(w).expect("inherited").contains("GatherV2 'g'"));
+        // Written anew by valid work: valid again.
+        let fill = core
+            .lock()
+            .enqueue(q, writes(x), |a| a.fill(q, x, 64, 2))
+            .expect("enqueue");
+        core.wait(fill, "a fill").expect("done");
+        assert_eq!(named(x), None);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! [`InFlight`]: which op each outstanding fence belongs to, so a failure
 //! observed later (by a copy, a sync, an event) names the op that caused it.
 
+use super::access::Access;
 use crate::devices::DeviceError;
 use crate::error::Error;
 use std::collections::VecDeque;
@@ -32,36 +33,51 @@ impl OpLabel {
     }
 }
 
-/// The labelled fences not yet seen complete, oldest first.
+/// The labelled fences not yet seen complete, oldest first, with the
+/// device memory their work reads and writes.
 #[derive(Default)]
 pub struct InFlight {
-    fences: VecDeque<(Fence, Option<OpLabel>)>,
+    fences: VecDeque<(Fence, Option<OpLabel>, Access)>,
 }
 
 impl InFlight {
     /// Remembers that `fence` completes the op `label` (`None`: a copy or
-    /// fill, not an op).
-    pub fn push(&mut self, fence: Fence, label: Option<OpLabel>) {
+    /// fill, not an op), which touches `access`.
+    pub fn push(&mut self, fence: Fence, label: Option<OpLabel>, access: Access) {
         if self.fences.len() == MAX_IN_FLIGHT {
             self.fences.pop_front();
         }
-        self.fences.push_back((fence, label));
+        self.fences.push_back((fence, label, access));
     }
 
     /// The oldest remembered fence, if it is at most `fence`.
     pub fn oldest_up_to(&self, fence: Fence) -> Option<Fence> {
-        self.fences.front().map(|&(f, _)| f).filter(|&f| f <= fence)
+        self.fences
+            .front()
+            .map(|&(f, ..)| f)
+            .filter(|&f| f <= fence)
     }
 
-    /// Forgets the oldest fence; returns its label.
-    pub fn pop(&mut self) -> Option<OpLabel> {
-        self.fences.pop_front().and_then(|(_, label)| label)
+    /// Forgets the oldest fence; returns its label and access.
+    pub fn pop(&mut self) -> (Option<OpLabel>, Access) {
+        self.fences
+            .pop_front()
+            .map(|(_, label, access)| (label, access))
+            .unwrap_or_default()
     }
 
     /// The oldest fence at most `fence` and its label (a wait on `fence`
     /// that times out is stuck there).
     pub fn stuck_up_to(&self, fence: Fence) -> Option<(Fence, Option<OpLabel>)> {
-        self.fences.front().filter(|&&(f, _)| f <= fence).cloned()
+        self.fences
+            .front()
+            .filter(|&&(f, ..)| f <= fence)
+            .map(|(f, label, _)| (*f, label.clone()))
+    }
+
+    /// What the remembered work touches, oldest first.
+    pub fn accesses(&self) -> impl Iterator<Item = &Access> {
+        self.fences.iter().map(|(_, _, access)| access)
     }
 
     /// Forgets every fence (after a reset they all failed).

@@ -6,14 +6,17 @@
 //! ([`Stream::from_raw`](crate::se::stream_from_raw)), the profiler walks
 //! [`devices`].
 
+mod access;
 mod device;
 mod device_core;
 mod handles;
 mod inflight;
 mod list;
+mod poison;
 mod stream;
 mod worker;
 
+pub use access::{Access, Range, Ranges};
 pub use device::Device;
 #[cfg(feature = "internals")]
 pub use device_core::DeviceCore;

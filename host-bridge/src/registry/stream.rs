@@ -6,6 +6,7 @@
 //! - A failure seen while waiting makes the stream fail for good
 //!   (`get_stream_status`), as TF expects of a broken stream.
 
+use super::access::Access;
 use super::device::Device;
 use super::inflight::OpLabel;
 use super::worker::Completion;
@@ -84,9 +85,10 @@ impl Stream {
     /// Enqueues device work on this stream's queue; returns without waiting.
     pub fn enqueue(
         &self,
+        access: Access,
         submit: impl FnOnce(&mut DynAccelerator) -> Result<Fence, DeviceError>,
     ) -> Result<Fence> {
-        self.enqueue_op(None, submit)
+        self.enqueue_op(None, access, submit)
     }
 
     /// Enqueues the work of the op `label` (`None`: not an op, e.g. a
@@ -100,12 +102,13 @@ impl Stream {
     pub fn enqueue_op(
         &self,
         label: Option<OpLabel>,
+        access: Access,
         submit: impl FnOnce(&mut DynAccelerator) -> Result<Fence, DeviceError>,
     ) -> Result<Fence> {
         self.status()?;
         let core = self.device.core();
         let mut state = core.lock();
-        match state.enqueue_op(self.queue, label, submit) {
+        match state.enqueue_op(self.queue, label, access, submit) {
             Ok(fence) => {
                 // Still under the device lock: the stream's fences stay in order.
                 *lock(&self.last_fence) = Some(fence);

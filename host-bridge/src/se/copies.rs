@@ -10,7 +10,7 @@ use super::handles;
 use crate::error::{Error, Result};
 use crate::ffi;
 use crate::host_spans::{HostSpan, SpanKind, arg32};
-use crate::registry::{Device, Stream};
+use crate::registry::{Access, Device, Range, Ranges, Stream};
 use std::ffi::c_void;
 use tensorplug_abi::tf::*;
 use tensorplug_core::accelerator::{DeviceAddr, QueueId};
@@ -25,6 +25,25 @@ enum Transfer {
 }
 
 impl Transfer {
+    /// The device memory it reads and writes (`len` bytes each).
+    fn access(self, len: usize) -> Access {
+        let range = |addr| Range::new(addr, len as u64);
+        match self {
+            Self::ToDevice { dst, .. } | Self::Fill { dst, .. } => Access {
+                reads: Ranges::default(),
+                writes: [range(dst)].into(),
+            },
+            Self::FromDevice { src, .. } => Access {
+                reads: [range(src)].into(),
+                writes: Ranges::default(),
+            },
+            Self::OnDevice { dst, src } => Access {
+                reads: [range(src)].into(),
+                writes: [range(dst)].into(),
+            },
+        }
+    }
+
     /// Enqueues the transfer of `len` bytes on `queue`.
     ///
     /// # Safety
@@ -87,7 +106,9 @@ unsafe fn on_stream(stream: &Stream, transfer: Transfer, size: u64) -> Result<()
         wait_before_host_copy(stream)?;
     }
     // SAFETY: caller's contract.
-    stream.enqueue(|accel| unsafe { transfer.submit(accel, queue, len) })?;
+    stream.enqueue(transfer.access(len), |accel| unsafe {
+        transfer.submit(accel, queue, len)
+    })?;
     Ok(())
 }
 
@@ -103,14 +124,21 @@ fn wait_before_host_copy(stream: &Stream) -> Result<()> {
         .wait_until_idle("work before a host-device copy")
 }
 
-/// Waits for the work queued so far on `stream`'s device queue, so that a
-/// failure of an earlier op is returned here, naming the op, even if an
-/// earlier wait already found it: kernels do not wait for their ops, and a
-/// device-to-host copy is where TF reads their results and checks the
-/// status (a failed event only aborts TF). The stream stays usable: the
-/// wait resets a faulted device.
-fn report_earlier_failures(stream: &Stream) -> Result<()> {
-    stream.wait_queued("work before a device-to-host copy")
+/// Waits for the work queued so far on `stream`'s device queue, then
+/// returns the failure of the op that left `src` (`size` bytes) invalid,
+/// naming it, even if an earlier wait found it: kernels do not wait for
+/// their ops, and a device-to-host copy is where TF reads their results
+/// and checks the status (a failed event only aborts TF). An op failure
+/// the wait finds whose results are elsewhere is not this copy's: the
+/// result of another op copies fine. The stream stays usable: the wait
+/// resets a faulted device.
+fn report_earlier_failures(stream: &Stream, src: DeviceAddr, size: u64) -> Result<()> {
+    let core = stream.device().core();
+    match stream.wait_queued("work before a device-to-host copy") {
+        Err(error) if !core.is_incident(&error) => return Err(error),
+        _ => {}
+    }
+    core.poisoned(src, size).map_or(Ok(()), Err)
 }
 
 /// Runs after all earlier device work and waits for completion.
@@ -129,7 +157,9 @@ unsafe fn synchronous(device: &Device, transfer: Transfer, size: u64) -> Result<
     let fence = core
         .lock()
         // SAFETY: caller's contract; the wait below (or its reset) ends all access.
-        .enqueue(queue, |accel| unsafe { transfer.submit(accel, queue, len) })
+        .enqueue(queue, transfer.access(len), |accel| unsafe {
+            transfer.submit(accel, queue, len)
+        })
         .map_err(|e| core.error(e))?;
     core.wait(fence, "a synchronous copy")
 }
@@ -156,7 +186,7 @@ pub(super) unsafe extern "C" fn memcpy_dtoh(
         let stream = unsafe { handles::stream(device, stream) }?;
         host_ptr(host_dst, "host_dst")?;
         let src = unsafe { device_range(device, device_src, size, "device_src") }?;
-        report_earlier_failures(stream)?;
+        report_earlier_failures(stream, src, size)?;
         unsafe {
             on_stream(
                 stream,

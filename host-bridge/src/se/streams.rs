@@ -113,10 +113,10 @@ pub(super) unsafe extern "C" fn synchronize_all_activity(
         match device.synchronize_all() {
             // TF replaces a failed sync's message with "PluggableDevice
             // SyncAll failed."; the failed op is reported, by name, by the
-            // device-to-host copy that follows (`copies::memcpy_dtoh`).
+            // device-to-host copy of its result (`copies::memcpy_dtoh`).
             Err(error) if device.core().is_op_incident(&error) => {
                 crate::log::warn(format_args!(
-                    "synchronize_all_activity: {error} (reported to the next copy of a result)"
+                    "synchronize_all_activity: {error} (reported where its results are read)"
                 ));
                 Ok(())
             }

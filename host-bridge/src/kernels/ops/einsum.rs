@@ -5,8 +5,10 @@
 //! Keras' `EinsumDense` and `MultiHeadAttention` write, and their
 //! gradients', are all of this form; so are `...` broadcasts (the only
 //! axes that broadcast, as in TF). One operand:
-//! a permutation of its axes. Anything else (a label summed in one operand
-//! only, a repeated label) fails and names the equation.
+//! a permutation of its axes. A label summed within one operand (in no
+//! other operand, not in the output: `ij->i`) is summed first, by a device
+//! `ReduceSum` over that operand's summed axes moved last. A label repeated
+//! within an operand (`ii->i`) takes its diagonal first ([`diagonal`]).
 
 use super::batch_matmul::{Batched, MATMUL};
 use super::kernel::{Op, flat, is_empty};
@@ -16,6 +18,7 @@ use crate::kernels::launch::Launcher;
 use crate::kernels::tf::{Construction, Context, Tensor};
 use std::ffi::CStr;
 use tensorplug_core::accelerator::{MAX_RANK, OpKind, Shape, TensorDesc};
+use transposed::transposed;
 
 /// The `Einsum` kernel.
 pub struct Einsum;
@@ -42,7 +45,7 @@ impl Op for Einsum {
     }
 
     fn also_launches(&self) -> &'static [OpKind] {
-        &[TRANSPOSE]
+        &[TRANSPOSE, OpKind::ReduceSum]
     }
 
     fn construct(&self, ctx: &Construction) -> KernelResult<Equation> {
@@ -65,8 +68,21 @@ impl Op for Einsum {
         }
         let out = run.desc(&out, out_shape)?;
         let mut held = Vec::new();
-        let mut operand = |i: usize, run: &mut Launcher<'_>| -> KernelResult<TensorDesc> {
+        // Each operand with the labels summed within it summed away.
+        let mut operands = Vec::new();
+        for (i, reduction) in plan.reductions.iter().enumerate() {
             let x = run.desc(&tensors[i], shapes[i])?;
+            let x = match &plan.diagonals[i] {
+                Some(d) => diagonal::take(ctx, run, x, d, &mut held)?,
+                None => x,
+            };
+            operands.push(match reduction {
+                Some(r) => summed(ctx, run, x, r, &mut held)?,
+                None => x,
+            });
+        }
+        let mut operand = |i: usize, run: &mut Launcher<'_>| -> KernelResult<TensorDesc> {
+            let x = operands[i];
             let Some(perm) = plan.transposes[i] else {
                 return Ok(x);
             };
@@ -75,7 +91,7 @@ impl Op for Einsum {
             Ok(desc)
         };
         let Some(mm) = &plan.matmul else {
-            let x = run.desc(&tensors[0], shapes[0])?;
+            let x = operands[0];
             return match plan.transposes[0] {
                 Some(perm) => run.launch(OpKind::Transpose(perm), &[x], out),
                 None => run.copy(out, x),
@@ -94,31 +110,61 @@ impl Op for Einsum {
     }
 }
 
-/// `x` transposed by `perm` into a temp (held by the caller until launched).
-fn transposed(
+/// `x` with the labels of `r` summed: transposed last, then one device
+/// `ReduceSum` of `[rows, len]` rows into a temp of the kept dims.
+fn summed(
     ctx: &Context,
     run: &mut Launcher<'_>,
     x: TensorDesc,
-    perm: &[u8; MAX_RANK],
-) -> KernelResult<(TensorDesc, Tensor)> {
-    let rank = x.shape.dims().len();
-    let dims: Vec<u64> = (0..rank)
-        .map(|i| x.shape.dims()[usize::from(perm[i])])
-        .collect();
-    let shape = flat(&dims)?;
-    let tensor = ctx.temp(&shape)?;
-    let desc = run.desc(&tensor, shape)?;
-    run.launch(OpKind::Transpose(*perm), &[x], desc)?;
-    Ok((desc, tensor))
+    r: &Reduction,
+    held: &mut Vec<Tensor>,
+) -> KernelResult<TensorDesc> {
+    let x = match &r.perm {
+        Some(perm) => {
+            let (desc, tensor) = transposed(ctx, run, x, perm)?;
+            held.push(tensor);
+            desc
+        }
+        None => x,
+    };
+    let kept = flat(&r.kept)?;
+    let tensor = ctx.temp(&kept)?;
+    let out = run.desc(&tensor, kept)?;
+    held.push(tensor);
+    let rows = TensorDesc::new(out.addr, out.dtype, flat(&[r.rows])?);
+    if r.rows == 0 {
+        return Ok(out);
+    }
+    if r.len == 0 {
+        run.fill(rows, 0)?; // a sum of nothing: 0.0
+        return Ok(out);
+    }
+    let input = TensorDesc::new(x.addr, x.dtype, flat(&[r.rows, r.len])?);
+    run.launch(OpKind::ReduceSum, &[input], rows)?;
+    Ok(out)
 }
 
 /// The operands' labels, the output's, and each label's size (by byte).
 type Labels = (Vec<Vec<u8>>, Vec<u8>, [u64; 128]);
 
+/// The labels summed within one operand: moved last by `perm`, then the
+/// operand, as `[rows, len]`, summed into `[rows]`: the `kept` dims.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Reduction {
+    perm: Option<[u8; MAX_RANK]>,
+    kept: Vec<u64>,
+    rows: u64,
+    len: u64,
+}
+
 /// What one compute call enqueues.
 #[derive(Debug)]
 pub(super) struct Plan {
     out_dims: Vec<u64>,
+    /// Per operand, its diagonal first, if a label repeats in it.
+    diagonals: Vec<Option<diagonal::Diagonal>>,
+    /// Per operand, the sum of its own labels next, if it has any.
+    reductions: Vec<Option<Reduction>>,
     /// Per operand, the transpose into its MatMul order, if it needs one.
     transposes: Vec<Option<[u8; MAX_RANK]>>,
     /// The MatMuls (`None`: one operand, a transpose or a copy).
@@ -175,16 +221,10 @@ impl Equation {
             // Implicit: the ellipsis and every label seen once are kept.
             return true;
         };
-        let kept = |l: &u8| out.contains(l);
+        // Every other label is kept, contracted, or summed within its
+        // operand; the axes of `...` only broadcast.
         let dots = self.inputs.iter().any(|t| t.contains(&b'.'));
-        let shared = |l: &u8| self.inputs.len() == 2 && self.inputs.iter().all(|t| t.contains(l));
-        !repeated(out)
-            && (!dots || out.contains(&b'.'))
-            && self
-                .inputs
-                .iter()
-                .flatten()
-                .all(|l| *l == b'.' || kept(l) || shared(l))
+        !repeated(out) && (!dots || out.contains(&b'.'))
     }
 
     fn unsupported(&self, why: &str) -> Failure {
@@ -250,9 +290,6 @@ impl Equation {
         };
         let mut size = [u64::MAX; 128];
         for (t, s) in inputs.iter().zip(shapes) {
-            if repeated(t) {
-                return Err(self.unsupported("a label repeats within an operand"));
-            }
             for (&l, &d) in t.iter().zip(s.dims()) {
                 // Only the axes of `...` broadcast, as in TF.
                 let known = &mut size[usize::from(l)];
@@ -279,18 +316,96 @@ impl Equation {
 
     /// The lowering for operands of `shapes`.
     pub(super) fn plan(&self, shapes: &[Shape]) -> KernelResult<Plan> {
-        let (inputs, out, size) = self.labels(shapes)?;
+        let (spelled, out, size) = self.labels(shapes)?;
+        let mut diagonals = Vec::new();
+        let (mut inputs, mut diagonal_shapes) = (Vec::new(), Vec::new());
+        for (t, shape) in spelled.iter().zip(shapes) {
+            let d = diagonal::plan(t, shape.dims(), |why| self.unsupported(why))?;
+            match &d {
+                Some(d) => {
+                    inputs.push(d.labels.clone());
+                    diagonal_shapes.push(flat(&d.dims)?);
+                }
+                None => {
+                    inputs.push(t.clone());
+                    diagonal_shapes.push(*shape);
+                }
+            }
+            diagonals.push(d);
+        }
+        let shapes = diagonal_shapes.as_slice();
+        let mut reductions = Vec::new();
+        let (mut kept_inputs, mut kept_shapes) = (Vec::new(), Vec::new());
+        for (i, (t, shape)) in inputs.iter().zip(shapes).enumerate() {
+            let elsewhere = |l: &u8| {
+                out.contains(l)
+                    || inputs
+                        .iter()
+                        .enumerate()
+                        .any(|(j, o)| j != i && o.contains(l))
+            };
+            let (kept, own): (Vec<u8>, Vec<u8>) = t.iter().partition(|l| elsewhere(l));
+            if own.is_empty() {
+                reductions.push(None);
+                kept_inputs.push(t.clone());
+                kept_shapes.push(*shape);
+                continue;
+            }
+            if own.iter().any(u8::is_ascii_digit) {
+                return Err(self.unsupported("an axis of '...' is summed"));
+            }
+            let local = |ls: &[u8]| -> Vec<u64> {
+                ls.iter()
+                    .map(|l| shape.dims()[t.iter().position(|x| x == l).unwrap_or(0)])
+                    .collect()
+            };
+            let product = |ls: &[u8]| {
+                local(ls)
+                    .iter()
+                    .try_fold(1u64, |p, &d| p.checked_mul(d))
+                    .ok_or_else(|| self.unsupported("a dimension product over 2^64"))
+            };
+            let (rows, len) = (product(&kept)?, product(&own)?);
+            let kept_dims = local(&kept);
+            kept_shapes.push(flat(&kept_dims)?);
+            reductions.push(Some(Reduction {
+                perm: permutation(t, &[kept.as_slice(), &own].concat()),
+                kept: kept_dims,
+                rows,
+                len,
+            }));
+            kept_inputs.push(kept);
+        }
+        let plan = self.lower(&kept_inputs, &kept_shapes, out, &size)?;
+        Ok(Plan {
+            diagonals,
+            reductions,
+            ..plan
+        })
+    }
+
+    /// The lowering of operands (`inputs`, of `shapes`) with no label summed
+    /// within one.
+    fn lower(
+        &self,
+        inputs: &[Vec<u8>],
+        shapes: &[Shape],
+        out: Vec<u8>,
+        size: &[u64; 128],
+    ) -> KernelResult<Plan> {
         let dims = |ls: &[u8]| -> Vec<u64> { ls.iter().map(|&l| size[usize::from(l)]).collect() };
         let out_dims = dims(&out);
         if out.len() > MAX_RANK {
             return Err(self.unsupported("an output of rank above 6"));
         }
-        if let [a] = inputs.as_slice() {
+        if let [a] = inputs {
             if a.len() != out.len() {
                 return Err(self.unsupported("one operand whose labels are not all kept"));
             }
             return Ok(Plan {
                 out_dims,
+                diagonals: Vec::new(),
+                reductions: Vec::new(),
                 transposes: vec![permutation(a, &out)],
                 matmul: None,
                 swap: false,
@@ -396,6 +511,8 @@ impl Equation {
         let result = concat(&[&batch, lm, rn]);
         Ok(Plan {
             out_dims,
+            diagonals: Vec::new(),
+            reductions: Vec::new(),
             transposes,
             matmul: Some(matmul),
             swap,
@@ -425,114 +542,7 @@ fn permutation(from: &[u8], to: &[u8]) -> Option<[u8; MAX_RANK]> {
     .then_some(perm)
 }
 
+mod diagonal;
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn plan(eq: &str, shapes: &[&[u64]]) -> KernelResult<Plan> {
-        let shapes: Vec<Shape> = shapes.iter().map(|d| Shape::new(d).unwrap()).collect();
-        Equation::parse(eq)?.plan(&shapes)
-    }
-
-    #[test]
-    fn einsum_dense_projections_are_one_matmul() {
-        let p = plan("abc,cde->abde", &[&[8, 16, 32], &[32, 2, 4]]).unwrap();
-        assert_eq!(p.out_dims, [8, 16, 2, 4]);
-        assert_eq!(p.transposes, [None, None]);
-        let mm = p.matmul.unwrap();
-        assert_eq!((mm.a, mm.b, mm.a_batch.len()), ([128, 32], [32, 8], 0));
-        assert!(p.out_perm.is_none() && !p.swap);
-        let p = plan("abcd,cde->abe", &[&[8, 16, 2, 4], &[2, 4, 32]]).unwrap();
-        assert_eq!(p.matmul.unwrap().a, [128, 8]);
-    }
-
-    #[test]
-    fn attention_scores_transpose_what_they_must() {
-        // key [a,e,c,d], query [a,b,c,d] → scores [a,c,b,e]: query is the
-        // left-hand side (swapped), key a transposed right-hand side.
-        let p = plan("aecd,abcd->acbe", &[&[2, 5, 3, 4], &[2, 6, 3, 4]]).unwrap();
-        assert!(p.swap);
-        assert_eq!(p.out_dims, [2, 3, 6, 5]);
-        let mm = p.matmul.unwrap();
-        assert_eq!((mm.a_batch, mm.b_batch), (vec![2, 3], vec![2, 3]));
-        assert_eq!(p.transposes[1].unwrap()[..4], [0, 2, 1, 3]);
-        assert_eq!(p.transposes[0].unwrap()[..4], [0, 2, 1, 3]);
-        assert!(mm.t.b && !mm.t.a && p.out_perm.is_none());
-        // scores [a,c,b,e] · value [a,e,c,d] → [a,b,c,d]: the result is
-        // [a,c,b,d], transposed into the output.
-        let p = plan("acbe,aecd->abcd", &[&[2, 3, 6, 5], &[2, 5, 3, 4]]).unwrap();
-        assert_eq!(p.out_perm.unwrap()[..4], [0, 2, 1, 3]);
-        assert_eq!(p.transposes[0], None);
-    }
-
-    #[test]
-    fn ellipsis_broadcast_and_one_operand() {
-        let p = plan("...ij,jk->...ik", &[&[2, 3, 4, 5], &[5, 6]]).unwrap();
-        assert_eq!(p.out_dims, [2, 3, 4, 6]);
-        let p = plan("...ij,...jk->...ik", &[&[1, 4, 5], &[3, 5, 6]]).unwrap();
-        assert_eq!(p.out_dims, [3, 4, 6]);
-        assert!(plan("bij,bjk->bik", &[&[1, 4, 5], &[3, 5, 6]]).is_err());
-        let p = plan("ij->ji", &[&[2, 3]]).unwrap();
-        assert!(p.transposes[0].is_some() && p.matmul.is_none());
-        assert_eq!(plan("ij,jk", &[&[2, 3], &[3, 4]]).unwrap().out_dims, [2, 4]);
-    }
-
-    #[test]
-    fn other_equations_fail_naming_themselves() {
-        for (eq, shapes) in [
-            ("ii->i", vec![&[3u64, 3][..]]),
-            ("ij->i", vec![&[3, 4][..]]),
-            ("ij,jk->k", vec![&[2, 3][..], &[3, 4][..]]),
-            ("ij,jk,kl->il", vec![&[2, 3][..], &[3, 4][..], &[4, 5][..]]),
-        ] {
-            let err = format!("{:?}", plan(eq, &shapes).unwrap_err());
-            assert!(err.contains(eq), "{eq}: {err}");
-        }
-        assert!(plan("ij,jk->ik", &[&[2, 3], &[4, 5]]).is_err());
-    }
-
-    /// `lowers` (what the graph pass asks, without shapes) agrees with the
-    /// lowering itself on shapes that fit each equation.
-    #[test]
-    fn lowers_says_without_shapes_what_plan_does() {
-        for (eq, shapes, ok) in [
-            (
-                "abc,cde->abde",
-                vec![&[8u64, 16, 32][..], &[32, 2, 4][..]],
-                true,
-            ),
-            ("bij,bjk->bik", vec![&[2, 3, 4][..], &[2, 4, 5][..]], true),
-            (
-                "...ij,...jk->...ik",
-                vec![&[2, 3, 4][..], &[4, 5][..]],
-                true,
-            ),
-            ("ij,jk", vec![&[2, 3][..], &[3, 4][..]], true),
-            ("ij->ji", vec![&[2, 3][..]], true),
-            ("ij", vec![&[2, 3][..]], true),
-            ("ii->i", vec![&[3, 3][..]], false),
-            ("ij->i", vec![&[3, 4][..]], false),
-            ("ij,jk->k", vec![&[2, 3][..], &[3, 4][..]], false),
-            ("...ij->ij", vec![&[2, 3, 4][..]], false),
-            (
-                "ij,jk,kl->il",
-                vec![&[2, 3][..], &[3, 4][..], &[4, 5][..]],
-                false,
-            ),
-        ] {
-            let lowers = Equation::parse(eq).is_ok_and(|e| e.lowers());
-            assert_eq!(lowers, ok, "{eq}");
-            assert_eq!(plan(eq, &shapes).is_ok(), ok, "{eq}");
-        }
-    }
-
-    /// Found by fuzzing (`kernel_attrs`): these panicked or overflowed.
-    #[test]
-    fn an_output_above_rank_6_and_huge_empty_operands_are_refused() {
-        let one = [1u64; 4];
-        assert!(plan("abcd,efgh->abcdefgh", &[&one, &one]).is_err());
-        let huge = 1u64 << 40;
-        let err = plan("abc,cd->abd", &[&[huge, huge, 0], &[0, 5]]).unwrap_err();
-        assert!(format!("{err:?}").contains("2^64"), "{err:?}");
-    }
-}
+mod tests;
+mod transposed;

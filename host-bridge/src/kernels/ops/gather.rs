@@ -37,7 +37,10 @@ fn index_type(t: &crate::kernels::tf::Tensor) -> DType {
     }
 }
 
-/// `GatherV2(params, indices, axis)`, `batch_dims` 0.
+/// `GatherV2(params, indices, axis)`, `batch_dims` 0: registered for that
+/// value only, so TF places other values on the CPU, eager ops too
+/// (`kernels/kernel_def.rs`); `construct` still refuses them where TF
+/// lacks `TF_RegisterKernelBuilderWithKernelDef`.
 pub struct GatherV2;
 
 impl Op for GatherV2 {
@@ -57,6 +60,10 @@ impl Op for GatherV2 {
 
     fn host_memory(&self) -> &'static [&'static CStr] {
         &[c"axis"]
+    }
+
+    fn int_constraints(&self) -> &'static [(&'static CStr, i64)] {
+        &[(c"batch_dims", 0)]
     }
 
     fn construct(&self, ctx: &Construction) -> KernelResult<()> {

@@ -60,6 +60,12 @@ pub trait Op: Sync + 'static {
     fn type_pairs(&self) -> &'static [TypePair] {
         &[]
     }
+    /// Integer attributes and the one value each registration allows
+    /// (`GatherV2`'s `batch_dims`: 0): TF then places other values on the
+    /// CPU, in eager mode too, instead of failing at construction.
+    fn int_constraints(&self) -> &'static [(&'static CStr, i64)] {
+        &[]
+    }
     /// Reads and checks the attributes; an unsupported value is a failure
     /// that names the attribute. The default reads none.
     fn construct(&self, _ctx: &Construction) -> KernelResult<Self::Attrs> {
@@ -95,6 +101,8 @@ pub trait TfKernel: Sync {
     fn registers_f32(&self) -> bool;
     /// See [`Op::type_pairs`].
     fn type_pairs(&self) -> &'static [TypePair];
+    /// See [`Op::int_constraints`].
+    fn int_constraints(&self) -> &'static [(&'static CStr, i64)];
     /// See [`Op::construct`].
     fn construct(&self, ctx: &Construction) -> KernelResult<Box<dyn Any + Send + Sync>>;
     /// See [`Op::compute`]; `attrs` is what [`Self::construct`] returned.
@@ -167,6 +175,10 @@ impl<T: Op> TfKernel for T {
 
     fn type_pairs(&self) -> &'static [TypePair] {
         Op::type_pairs(self)
+    }
+
+    fn int_constraints(&self) -> &'static [(&'static CStr, i64)] {
+        Op::int_constraints(self)
     }
 
     fn construct(&self, ctx: &Construction) -> KernelResult<Box<dyn Any + Send + Sync>> {

@@ -1,7 +1,8 @@
 //! `StatelessRandomUniformV2(shape, key, counter, alg)` on float32, the
 //! four inputs in host memory: one device `RandomUniform` with the key and
 //! counter, TF's Philox floats bit for bit (Keras' dropout masks). The
-//! algorithm must be Philox (1) or auto-select (3, Philox on TF's CPU).
+//! algorithm must be Philox (1) or auto-select (3, Philox on TF's CPU);
+//! ThreeFry (2) fails as on TF's CPU, `InvalidArgument`.
 
 use super::kernel::{Op, flat, is_empty};
 use super::sum::read_host_ints;
@@ -43,8 +44,12 @@ impl Op for StatelessUniform {
         let (key, counter) = (ctx.input(1, true)?, ctx.input(2, true)?);
         let alg = read_host_ints(&ctx.input(3, true)?, "alg")?;
         if alg.as_slice() != [1] && alg.as_slice() != [3] {
-            return Err(Failure::unimplemented(format!(
-                "random algorithm {alg:?} (the FPGA runs Philox: 1, or auto-select: 3)"
+            // TF's CPU kernel refuses ThreeFry (2) too, with this error:
+            // there is no CPU to fall back to (only XLA runs it).
+            let id = alg.first().copied().unwrap_or_default();
+            return Err(Failure::invalid(format!(
+                "Unsupported algorithm id: {id} (as on TF's CPU, which runs ThreeFry only under \
+                 XLA; the FPGA runs Philox: 1, or auto-select: 3)"
             )));
         }
         let key = match words(&key, "key")?.as_slice() {
