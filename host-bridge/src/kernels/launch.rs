@@ -270,10 +270,13 @@ impl<'a> Launcher<'a> {
         len: usize,
     ) -> KernelResult<Fence> {
         let queue = self.stream.queue();
-        let fence = self.stream.enqueue_op(Some(self.label.clone()), |accel| {
-            // SAFETY: the caller keeps `src` readable until the fence.
-            unsafe { accel.copy_to_device(queue, dst.addr, src, len) }
-        })?;
+        let access = touches(&[], dst);
+        let fence = self
+            .stream
+            .enqueue_op(Some(self.label.clone()), access, |accel| {
+                // SAFETY: the caller keeps `src` readable until the fence.
+                unsafe { accel.copy_to_device(queue, dst.addr, src, len) }
+            })?;
         self.last = Some(fence);
         Ok(fence)
     }
