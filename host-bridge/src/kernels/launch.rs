@@ -243,19 +243,12 @@ impl<'a> Launcher<'a> {
 
     /// Writes `src` (its byte length) into `dst` and waits for the copy.
     pub fn write(&mut self, dst: TensorDesc, src: &[u8]) -> KernelResult<()> {
-        let core = self.stream.device().core();
+        let stream = self.stream;
+        let core = stream.device().core();
         core.wait_until_idle("work before a kernel's host write")?;
-        let (queue, ptr, len) = (self.stream.queue(), src.as_ptr(), src.len());
-        let access = touches(&[], dst);
-        let fence = self
-            .stream
-            .enqueue_op(Some(self.label.clone()), access, |accel| {
-                // SAFETY: `src` outlives the wait below (or its reset).
-                unsafe { accel.copy_to_device(queue, dst.addr, ptr, len) }
-            })?;
-        core.wait(fence, "a kernel's host write")?;
-        self.last = Some(fence);
-        Ok(())
+        // SAFETY: `src` outlives the wait below (or its reset).
+        let fence = unsafe { self.write_async(dst, src.as_ptr(), src.len()) }?;
+        Ok(core.wait(fence, "a kernel's host write")?)
     }
 
     /// Enqueues a write of `len` bytes at `src` into `dst`; returns its
