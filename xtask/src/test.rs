@@ -195,7 +195,7 @@ fn checks(env: Option<&setup::Env>, miri_seeds: u32) -> Result<()> {
         })?;
     }
     step(
-        "cargo xtask fuzz: every target, 20k runs each",
+        "cargo xtask fuzz: every target, 10k runs each",
         crate::fuzz::run_all,
     )?;
     Ok(())
