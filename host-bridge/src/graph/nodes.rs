@@ -114,6 +114,45 @@ pub fn is_nhwc(node: &NodeDef) -> bool {
     }
 }
 
+/// The values of an int32 or int64 `Const` (a lone value repeated, as TF
+/// reads it).
+pub fn int_constant(node: &NodeDef) -> Option<Vec<i64>> {
+    if node.op != "Const" {
+        return None;
+    }
+    let Some(attr_value::Value::Tensor(t)) = node.attr.get("value").and_then(|a| a.value.as_ref())
+    else {
+        return None;
+    };
+    let count: i64 = t
+        .tensor_shape
+        .as_ref()?
+        .dim
+        .iter()
+        .map(|d| d.size)
+        .product();
+    let count = usize::try_from(count).ok()?;
+    let content = &t.tensor_content;
+    let values: Vec<i64> = match DataType::try_from(t.dtype).ok()? {
+        DataType::DtInt32 if content.is_empty() => t.int_val.iter().map(|&v| v.into()).collect(),
+        DataType::DtInt64 if content.is_empty() => t.int64_val.clone(),
+        DataType::DtInt32 => content
+            .chunks_exact(4)
+            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]).into())
+            .collect(),
+        DataType::DtInt64 => content
+            .chunks_exact(8)
+            .map(|b| i64::from_le_bytes(b.try_into().unwrap_or_default()))
+            .collect(),
+        _ => return None,
+    };
+    let values = match values.as_slice() {
+        &[one] if count > 1 => vec![one; count],
+        _ => values,
+    };
+    (values.len() == count).then_some(values)
+}
+
 #[cfg(test)]
 mod tests {
     use super::waits_of;

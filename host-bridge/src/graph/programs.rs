@@ -7,7 +7,7 @@
 
 use super::device::is_ours;
 use super::edges::{Input, Uses};
-use super::nodes::unique;
+use super::nodes::{int_constant, unique};
 use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
 use crate::error::Result;
 use crate::kernels::program::lower::{SHAPE_ATTR, supported};
@@ -119,41 +119,19 @@ fn reshape_shapes(graph: &GraphDef) -> Shapes {
             let Input::Data { node, port: 0 } = Input::parse(&n.input[1]) else {
                 return None;
             };
-            Some((n.name.clone(), const_ints(consts.get(node)?)?))
+            let shape = consts.get(node)?;
+            let rank_1 = matches!(shape_rank(shape), Some(1));
+            Some((n.name.clone(), int_constant(shape).filter(|_| rank_1)?))
         })
         .collect()
 }
 
-/// A rank-1 int32 or int64 `Const`'s values.
-fn const_ints(node: &NodeDef) -> Option<Vec<i64>> {
-    let Some(attr_value::Value::Tensor(t)) = node.attr.get("value").and_then(|a| a.value.as_ref())
-    else {
-        return None;
-    };
-    let len = match t.tensor_shape.as_ref()?.dim.as_slice() {
-        [d] => usize::try_from(d.size).ok()?,
-        _ => return None,
-    };
-    let content = &t.tensor_content;
-    let values: Vec<i64> = match DataType::try_from(t.dtype).ok()? {
-        DataType::DtInt32 if content.is_empty() => t.int_val.iter().map(|&v| v.into()).collect(),
-        DataType::DtInt64 if content.is_empty() => t.int64_val.clone(),
-        DataType::DtInt32 => content
-            .chunks_exact(4)
-            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]).into())
-            .collect(),
-        DataType::DtInt64 => content
-            .chunks_exact(8)
-            .map(|b| i64::from_le_bytes(b.try_into().unwrap_or_default()))
-            .collect(),
-        _ => return None,
-    };
-    // TF repeats a lone value.
-    let values = match values.as_slice() {
-        &[one] if len > 1 => vec![one; len],
-        _ => values,
-    };
-    (values.len() == len).then_some(values)
+/// The rank of a `Const`'s tensor.
+fn shape_rank(node: &NodeDef) -> Option<usize> {
+    match node.attr.get("value")?.value.as_ref()? {
+        attr_value::Value::Tensor(t) => Some(t.tensor_shape.as_ref()?.dim.len()),
+        _ => None,
+    }
 }
 
 /// `node` as its segment holds it: a `Reshape` with a constant shape
@@ -239,21 +217,18 @@ fn contract_or_split(
 ) -> Result<Decision, Decision> {
     let mut part = group.to_vec();
     loop {
-        let why = match contract(graph, &part, device, op, shapes) {
-            Err(Decision::Cycle { first, via }) => Decision::Cycle { first, via },
+        let (first, via) = match contract(graph, &part, device, op, shapes) {
+            Err(Decision::Cycle { first, via }) => (first, via),
             done => return done,
         };
-        let Decision::Cycle { via, .. } = &why else {
-            return Err(why);
-        };
-        let downstream = reached_from(graph, via);
+        let downstream = reached_from(graph, &via);
         let rest: Vec<usize> = part
             .iter()
             .copied()
             .filter(|i| !downstream.contains(i))
             .collect();
         if rest.len() < MIN_NODES || rest.len() == part.len() {
-            return Err(why);
+            return Err(Decision::Cycle { first, via });
         }
         part = rest;
     }

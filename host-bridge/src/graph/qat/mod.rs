@@ -489,7 +489,7 @@ impl<'a> Index<'a> {
         let inputs = self.data_inputs(pad);
         let padded = inputs.first()?.to_string();
         self.quantized_root(&padded)?;
-        let values = int_constant(&self.nodes[self.producer(inputs.get(1)?)?])?;
+        let values = super::nodes::int_constant(&self.nodes[self.producer(inputs.get(1)?)?])?;
         match values[..] {
             [0, 0, top, bottom, left, right, 0, 0] => {
                 Some((padded, [top, bottom, left, right], pad))
@@ -515,45 +515,6 @@ fn bool_attr(node: &NodeDef, key: &str) -> Option<bool> {
 
 fn scaled(node: &NodeDef) -> bool {
     matches!(attr_of(node, "mode"), Some(attr_value::Value::S(m)) if m == b"SCALED")
-}
-
-/// The values of an int32 or int64 `Const`.
-fn int_constant(node: &NodeDef) -> Option<Vec<i64>> {
-    if node.op != "Const" {
-        return None;
-    }
-    let Some(attr_value::Value::Tensor(t)) = attr_of(node, "value") else {
-        return None;
-    };
-    let count: i64 = t
-        .tensor_shape
-        .as_ref()?
-        .dim
-        .iter()
-        .map(|d| d.size)
-        .product();
-    let values: Vec<i64> = if t.dtype == DataType::DtInt32 as i32 {
-        if t.tensor_content.is_empty() {
-            t.int_val.iter().map(|&v| i64::from(v)).collect()
-        } else {
-            t.tensor_content
-                .chunks_exact(4)
-                .map(|b| i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])))
-                .collect()
-        }
-    } else if t.dtype == DataType::DtInt64 as i32 {
-        if t.tensor_content.is_empty() {
-            t.int64_val.clone()
-        } else {
-            t.tensor_content
-                .chunks_exact(8)
-                .map(|b| i64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-                .collect()
-        }
-    } else {
-        return None;
-    };
-    (values.len() as i64 == count).then_some(values)
 }
 
 #[cfg(test)]
