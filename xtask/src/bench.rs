@@ -178,6 +178,38 @@ const EXPECTED_FIGURES: &[(&str, &str)] = &[
         "BiLSTM(32) training step, batch 32x40, FPGA(sim) vs TF CPU",
     ),
     (
+        "tf_programs_mlp_predict_ratio",
+        "MLP forward: device programs vs op by op, FPGA(sim)",
+    ),
+    (
+        "tf_programs_mlp_predict_vs_cpu",
+        "MLP forward: device programs on FPGA(sim) vs TF CPU",
+    ),
+    (
+        "tf_programs_convnet_predict_ratio",
+        "small convnet forward: device programs vs op by op, FPGA(sim)",
+    ),
+    (
+        "tf_programs_convnet_predict_vs_cpu",
+        "small convnet forward: device programs on FPGA(sim) vs TF CPU",
+    ),
+    (
+        "tf_programs_transformer_forward_ratio",
+        "transformer block forward: device programs vs op by op, FPGA(sim)",
+    ),
+    (
+        "tf_programs_transformer_forward_vs_cpu",
+        "transformer block forward: device programs on FPGA(sim) vs TF CPU",
+    ),
+    (
+        "tf_programs_mlp_fit_step_ratio",
+        "MLP SGD step: device programs vs op by op, FPGA(sim)",
+    ),
+    (
+        "tf_programs_mlp_fit_step_vs_cpu",
+        "MLP SGD step: device programs on FPGA(sim) vs TF CPU",
+    ),
+    (
         "tf_profiler_overhead",
         "MNIST MLP predict, profiler on / off",
     ),
@@ -421,6 +453,7 @@ fn run_tf_benches(target: &Path, bench_args: &[String], venv: PathBuf) -> Result
         "bench_int8_mobilenet",
         "bench_int8_qat",
         "bench_sequence",
+        "bench_programs",
         "bench_clock_sync",
     ];
     let filter = filter_of(bench_args);

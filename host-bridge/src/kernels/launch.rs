@@ -10,11 +10,14 @@
 
 use super::failure::{Failure, KernelResult};
 use super::tf::Tensor;
-use crate::error::Error;
+use crate::devices::DynAccelerator;
+use crate::error::{DeviceError, Error};
 use crate::host_spans::{HostSpan, SpanKind};
 use crate::profiler::op_tag;
 use crate::registry::{Access, OpLabel, Range, Ranges, Stream};
-use tensorplug_core::accelerator::{DType, DeviceAddr, Fence, OpDesc, OpKind, Shape, TensorDesc};
+use tensorplug_core::accelerator::{
+    DType, DeviceAddr, Fence, OpDesc, OpKind, QueueId, Shape, TensorDesc,
+};
 
 /// The device work of one kernel call.
 pub struct Launcher<'a> {
@@ -191,6 +194,25 @@ impl<'a> Launcher<'a> {
             })?;
         self.last = Some(fence);
         Ok(true)
+    }
+
+    /// Enqueues the commands `submit` issues as one op of this kernel's, under
+    /// one device lock: the host's replay of a program on a device that
+    /// keeps none. `access` covers every command; `submit` returns the last
+    /// command's fence.
+    pub(crate) fn enqueue_batch(
+        &mut self,
+        access: Access,
+        submit: impl FnOnce(&mut DynAccelerator, QueueId) -> Result<Fence, DeviceError>,
+    ) -> KernelResult<()> {
+        let queue = self.stream.queue();
+        let fence = self
+            .stream
+            .enqueue_op(Some(self.label.clone()), access, |accel| {
+                submit(accel, queue)
+            })?;
+        self.last = Some(fence);
+        Ok(())
     }
 
     /// Enqueues a fill of `dst` with the 32-bit `pattern`.

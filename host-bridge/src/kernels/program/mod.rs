@@ -7,6 +7,7 @@
 mod compile;
 mod host_inputs;
 pub mod lower;
+mod replay;
 pub mod segment;
 
 use super::failure::{Failure, KernelResult};
@@ -223,9 +224,10 @@ impl Op for ProgramKernel {
             bound.sort_by_key(|(slot, _)| *slot);
             bound.into_iter().map(|(_, addr)| addr).collect::<Vec<_>>()
         };
-        // Under the profiler its commands are launched one by one instead,
-        // each under its TF node's tag of this session (a stored program's
-        // ids are those of the session it was compiled in).
+        // A device that keeps none has them replayed as one enqueue. Under
+        // the profiler they are launched one by one instead, each under its
+        // TF node's tag of this session (a stored program's ids are those of
+        // the session it was compiled in).
         let profiling = crate::host_spans::RECORDING.is_enabled();
         if !profiling
             && run.run_program(
@@ -237,6 +239,9 @@ impl Op for ProgramKernel {
             )?
         {
             return Ok(());
+        }
+        if !profiling {
+            return replay::replay(run, &program.steps, &descs);
         }
         for (step, label) in &program.steps {
             match *step {
