@@ -17,7 +17,8 @@ use tensorplug_tests::{helper_target_dir, plugin_path, python, workspace_root};
 
 /// Imports TF from the fresh venv, checks where the plugin came from, the
 /// device list, a bit-exact round trip, that the wheel's int8 module imports
-/// and the int8 ops are defined, and that the wheel's RECORD matches the
+/// and the int8 ops are defined, that a TF1 callable fetching into FPGA
+/// memory is refused clearly, and that the wheel's RECORD matches the
 /// installed files (sha256 + size).
 const CHECK_INSTALLED: &str = r#"
 import base64, hashlib, os, sys, sysconfig
@@ -38,6 +39,25 @@ import tensorplug_fpga_int8
 assert tensorplug_fpga_int8.DEVICE_TYPE == "FPGA"
 from tensorflow.python.framework import op_def_registry
 assert op_def_registry.get("_TensorplugFPGAConv2DInt8") is not None
+# A TF1 callable fetching into FPGA memory fails clearly (the wheel's
+# session guard); Python read that memory as host memory and crashed.
+from tensorflow.core.protobuf import config_pb2
+g = tf.Graph()
+with g.as_default():
+    with tf.device("/device:FPGA:0"):
+        a = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+        b = tf.matmul(a, a)
+    sess = tf.compat.v1.Session(graph=g)
+    opts = config_pb2.CallableOptions(fetch=[b.name], fetch_skip_sync=True)
+    opts.fetch_devices[b.name] = "/job:localhost/replica:0/task:0/device:FPGA:0"
+    try:
+        sess._make_callable_from_options(opts)
+        raise AssertionError("a callable fetching into FPGA memory was made")
+    except tf.errors.UnimplementedError as e:
+        assert "fetch_devices" in str(e), e
+    del opts.fetch_devices[b.name]
+    got = sess._make_callable_from_options(opts)()[0]
+    assert np.array_equal(got, [[7.0, 10.0], [15.0, 22.0]]), got
 info = [d for d in os.listdir(site) if d.startswith("tensorplug_fpga-") and d.endswith(".dist-info")]
 assert len(info) == 1, info
 checked = 0

@@ -226,6 +226,16 @@ fn wheel_bytes(krate: &PluginCrate, so: &[u8], tag: &str) -> Result<Vec<u8>> {
             mode: 0o644,
         },
         Entry {
+            name: format!("_{}_session.py", krate.lib),
+            data: session_guard(krate).into_bytes(),
+            mode: 0o644,
+        },
+        Entry {
+            name: format!("{}_session.pth", krate.lib),
+            data: format!("import _{}_session\n", krate.lib).into_bytes(),
+            mode: 0o644,
+        },
+        Entry {
             name: format!("{dist_info}/METADATA"),
             data: metadata(krate).into_bytes(),
             mode: 0o644,
@@ -261,6 +271,15 @@ fn wheel_bytes(krate: &PluginCrate, so: &[u8], tag: &str) -> Result<Vec<u8>> {
 /// the wheel's `.pth`; `docs/wheel.md`, "Keras and XLA").
 pub fn keras_hook(krate: &PluginCrate) -> String {
     include_str!("../python/keras_auto_jit.py")
+        .replace("{lib}", krate.lib)
+        .replace("{device_type}", krate.device_type)
+}
+
+/// The module that makes a TF1 callable fetching into this plugin's device
+/// memory fail clearly instead of crashing Python (`xtask/python/session_guard.py`,
+/// run at start by the wheel's `.pth`; `docs/wheel.md`, "TF1 callables").
+pub fn session_guard(krate: &PluginCrate) -> String {
+    include_str!("../python/session_guard.py")
         .replace("{lib}", krate.lib)
         .replace("{device_type}", krate.device_type)
 }
@@ -481,7 +500,7 @@ mod tests {
                 base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(&data));
             assert_eq!(hash, format!("sha256={want}"), "{name}");
         }
-        assert_eq!(record.lines().count(), 8);
+        assert_eq!(record.lines().count(), 10);
         let fallback = String::from_utf8(read("tensorplug_fpga_fallback.py")).unwrap();
         assert!(fallback.contains("TENSORPLUG_FPGA_FALLBACK_FILE"));
         assert!(!fallback.contains("{device_type}") && !fallback.contains("{lib}"));
@@ -495,6 +514,13 @@ mod tests {
         assert_eq!(
             read("tensorplug_fpga_keras.pth"),
             b"import _tensorplug_fpga_keras\n"
+        );
+        let guard = String::from_utf8(read("_tensorplug_fpga_session.py")).unwrap();
+        assert!(guard.contains("DEVICE_TYPE = \"FPGA\""), "{guard}");
+        assert!(!guard.contains("{device_type}") && !guard.contains("{lib}"));
+        assert_eq!(
+            read("tensorplug_fpga_session.pth"),
+            b"import _tensorplug_fpga_session\n"
         );
     }
 
