@@ -110,8 +110,9 @@ def scopes_in_order(names):
 # reported, not bounded: it is the sim model thread's scheduling on a loaded
 # machine (docs/profiler-plugin.md, "Launch to op").
 LAUNCH_SLACK_NS = 10_000
-# Tag 0 ("unprofiled op") is what fills and on-device copies carry: the
-# device runs them without a launch span.
+# Tag 0 ("unprofiled op") is what a command enqueued while no profile was
+# recorded carries, or one through a device that drops the tags of fills and
+# copies (the MCU link's): no launch span of this profile is its.
 UNLAUNCHED_TAG = 0
 OP_METADATA_BASE = 1000
 
@@ -329,7 +330,31 @@ def scenario_model():
     print(f"ok: {len(names)} device ops in {RUNS} runs, {len(copies)} host copies, "
           f"xprof shows {len(shown)} ops on {plane_name(0)} in the trace viewer and "
           f"{tools}, also beside a made-up /device:GPU:0; {describe(offsets)}; "
-          f"ops: {sorted(set(names))}")
+          f"ops: {sorted(set(names))}; fit: {check_fit_named()} device commands, all named")
+
+
+def check_fit_named():
+    """A Keras `fit` with Adam under the profiler: every device command,
+    the fills and copies of its kernels too (Adam's slots, the optimizer's
+    reads), carries its TF node's name; none is "unprofiled op"; and each
+    has its launch span."""
+    import keras
+
+    model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(32, activation="relu"),
+                              keras.layers.Dense(4, activation="softmax")])
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", jit_compile=False)
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((64, 16)).astype(np.float32), rng.integers(0, 4, 64)
+    with tf.device(FPGA):
+        model.fit(x, y, batch_size=32, epochs=1, verbose=0)
+        _, space = profile(lambda: model.fit(x, y, batch_size=32, epochs=1, verbose=0))
+    plane = [p for p in space.planes if p.name.startswith(PLANE_PREFIX)][0]
+    queue = [line for line in plane.lines if line.name == "Queue 0"][0]
+    names = [plane.event_metadata[e.metadata_id].name for e in queue.events]
+    unnamed = sum(n == "unprofiled op" for n in names)
+    check(names and not unnamed, f"fit: {unnamed} of {len(names)} device commands unnamed")
+    launch_offsets(plane, slack_ns=5_000_000)
+    return len(names)
 
 
 def xprof_tool(path, tool):

@@ -74,6 +74,33 @@ pub trait Transfer: Device {
         len: usize,
         pattern: u32,
     ) -> Result<Fence, Self::Error>;
+    /// [`copy_on_device`](Self::copy_on_device) on behalf of the profiler's
+    /// op `op_id` ([`OpDesc::op_id`]): a device that records events tags
+    /// the copy's with it. The default drops the tag.
+    fn copy_on_device_tagged(
+        &mut self,
+        queue: QueueId,
+        dst: DeviceAddr,
+        src: DeviceAddr,
+        len: usize,
+        op_id: u16,
+    ) -> Result<Fence, Self::Error> {
+        let _ = op_id;
+        self.copy_on_device(queue, dst, src, len)
+    }
+    /// [`fill`](Self::fill) on behalf of the profiler's op `op_id`, as
+    /// [`copy_on_device_tagged`](Self::copy_on_device_tagged).
+    fn fill_tagged(
+        &mut self,
+        queue: QueueId,
+        dst: DeviceAddr,
+        len: usize,
+        pattern: u32,
+        op_id: u16,
+    ) -> Result<Fence, Self::Error> {
+        let _ = op_id;
+        self.fill(queue, dst, len, pattern)
+    }
     /// True once `fence` has completed. Never blocks.
     fn poll(&mut self, fence: Fence) -> Result<bool, Self::Error>;
     /// Blocks until `fence` completes, or fails with

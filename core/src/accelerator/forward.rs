@@ -104,6 +104,32 @@ macro_rules! forward_capabilities {
                 $crate::accelerator::Transfer::fill(&mut self.$field, queue, dst, len, pattern)
                     .map_err($map)
             }
+            fn copy_on_device_tagged(
+                &mut self,
+                queue: $crate::accelerator::QueueId,
+                dst: $crate::accelerator::DeviceAddr,
+                src: $crate::accelerator::DeviceAddr,
+                len: usize,
+                op_id: u16,
+            ) -> ::core::result::Result<$crate::accelerator::Fence, Self::Error> {
+                $crate::accelerator::Transfer::copy_on_device_tagged(
+                    &mut self.$field, queue, dst, src, len, op_id,
+                )
+                .map_err($map)
+            }
+            fn fill_tagged(
+                &mut self,
+                queue: $crate::accelerator::QueueId,
+                dst: $crate::accelerator::DeviceAddr,
+                len: usize,
+                pattern: u32,
+                op_id: u16,
+            ) -> ::core::result::Result<$crate::accelerator::Fence, Self::Error> {
+                $crate::accelerator::Transfer::fill_tagged(
+                    &mut self.$field, queue, dst, len, pattern, op_id,
+                )
+                .map_err($map)
+            }
             fn poll(
                 &mut self,
                 fence: $crate::accelerator::Fence,

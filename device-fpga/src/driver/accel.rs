@@ -150,6 +150,16 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Transfer for Driver<T, C, ALLO
         src: DeviceAddr,
         len: usize,
     ) -> Result<Fence, Error> {
+        self.copy_on_device_tagged(queue, dst, src, len, 0)
+    }
+    fn copy_on_device_tagged(
+        &mut self,
+        queue: QueueId,
+        dst: DeviceAddr,
+        src: DeviceAddr,
+        len: usize,
+        op_id: u16,
+    ) -> Result<Fence, Error> {
         if len == 0 {
             return Ok(self.current_fence());
         }
@@ -160,7 +170,7 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Transfer for Driver<T, C, ALLO
             dst: dst.0,
             len: len as u64,
             opcode: Opcode::COPY_D2D,
-            ..self.base_command(queue, 0)
+            ..self.base_command(queue, op_id)
         })
     }
     fn fill(
@@ -169,6 +179,16 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Transfer for Driver<T, C, ALLO
         dst: DeviceAddr,
         len: usize,
         pattern: u32,
+    ) -> Result<Fence, Error> {
+        self.fill_tagged(queue, dst, len, pattern, 0)
+    }
+    fn fill_tagged(
+        &mut self,
+        queue: QueueId,
+        dst: DeviceAddr,
+        len: usize,
+        pattern: u32,
+        op_id: u16,
     ) -> Result<Fence, Error> {
         if len == 0 {
             return Ok(self.current_fence());
@@ -179,7 +199,7 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Transfer for Driver<T, C, ALLO
             len: len as u64,
             imm: pattern,
             opcode: Opcode::FILL,
-            ..self.base_command(queue, 0)
+            ..self.base_command(queue, op_id)
         })
     }
     fn poll(&mut self, fence: Fence) -> Result<bool, Error> {

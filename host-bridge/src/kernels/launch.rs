@@ -215,15 +215,30 @@ impl<'a> Launcher<'a> {
         Ok(())
     }
 
+    /// The profiler's tag of this kernel's node, for a command of `flops`
+    /// and `bytes` (0 while no profile is recorded).
+    fn tag(&self, flops: u64, bytes: u64) -> u16 {
+        op_tag(&self.label.node, self.label.op_type, flops, bytes)
+    }
+
+    /// The Host API span of enqueuing a device command tagged `tag` (a
+    /// fill or copy on the device is launched as an op is).
+    fn launch_span(&self, tag: u16) -> HostSpan {
+        let ordinal = self.stream.device().ordinal();
+        HostSpan::begin(SpanKind::Launch, ordinal, u32::from(tag))
+    }
+
     /// Enqueues a fill of `dst` with the 32-bit `pattern`.
     pub fn fill(&mut self, dst: TensorDesc, pattern: u32) -> KernelResult<()> {
         let len = dst.byte_len().unwrap_or(0);
         let queue = self.stream.queue();
         let access = touches(&[], dst);
+        let tag = self.tag(0, len as u64);
+        let _span = self.launch_span(tag);
         let fence = self
             .stream
             .enqueue_op(Some(self.label.clone()), access, |accel| {
-                accel.fill(queue, dst.addr, len, pattern)
+                accel.fill_tagged(queue, dst.addr, len, pattern, tag)
             })?;
         self.last = Some(fence);
         Ok(())
@@ -234,10 +249,12 @@ impl<'a> Launcher<'a> {
         let len = dst.byte_len().unwrap_or(0);
         let queue = self.stream.queue();
         let access = touches(&[src], dst);
+        let tag = self.tag(0, 2 * len as u64);
+        let _span = self.launch_span(tag);
         let fence = self
             .stream
             .enqueue_op(Some(self.label.clone()), access, |accel| {
-                accel.copy_on_device(queue, dst.addr, src.addr, len)
+                accel.copy_on_device_tagged(queue, dst.addr, src.addr, len, tag)
             })?;
         self.last = Some(fence);
         Ok(())

@@ -296,7 +296,11 @@ pub fn events_have_kinds_tags_and_order(f: &mut impl Fixture) {
         op_id: 42,
     };
     dev.launch(QueueId(3), &op).unwrap();
-    let fence = dev.copy_on_device(QueueId(2), x, y, 200).unwrap();
+    dev.copy_on_device(QueueId(2), x, y, 200).unwrap();
+    // A copy and a fill on behalf of a profiled op carry its tag.
+    dev.copy_on_device_tagged(QueueId(2), x, y, 100, 43)
+        .unwrap();
+    let fence = dev.fill_tagged(QueueId(2), y, 64, 0, 44).unwrap();
     dev.wait(fence, TIMEOUT).unwrap();
     dev.set_profiling(false).unwrap();
 
@@ -307,7 +311,7 @@ pub fn events_have_kinds_tags_and_order(f: &mut impl Fixture) {
         .iter()
         .map(|e| (e.kind, e.op_id, e.queue, e.arg))
         .collect();
-    let relu = u32::from(Opcode::UNARY.0);
+    let (relu, fill) = (u32::from(Opcode::UNARY.0), u32::from(Opcode::FILL.0));
     assert_eq!(
         kinds,
         [
@@ -315,6 +319,10 @@ pub fn events_have_kinds_tags_and_order(f: &mut impl Fixture) {
             (EventKind::OpEnd as u8, 42, 3, relu),
             (EventKind::CopyD2DBegin as u8, 0, 2, 200),
             (EventKind::CopyD2DEnd as u8, 0, 2, 200),
+            (EventKind::CopyD2DBegin as u8, 43, 2, 100),
+            (EventKind::CopyD2DEnd as u8, 43, 2, 100),
+            (EventKind::OpBegin as u8, 44, 2, fill),
+            (EventKind::OpEnd as u8, 44, 2, fill),
         ]
     );
     assert!(got.windows(2).all(|w| w[0].timestamp <= w[1].timestamp));
