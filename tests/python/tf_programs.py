@@ -25,8 +25,8 @@ the bytes on the link against the `bytes:` line printed here).
 
 `fit`: Keras `fit` of an MLP through programs, its variables on the FPGA
 and, built under a CPU scope, on the CPU (the programs' host weights then
-change every step): losses and trained weights bit-equal to the same
-`fit` op by op, in the same process.
+change every step), and of a small convnet: losses and trained weights
+bit-equal to the same `fit` op by op, in the same process.
 """
 
 import os
@@ -87,28 +87,44 @@ if fit:
     xs = rng.standard_normal((128, 16)).astype(np.float32)
     ys = rng.integers(0, 4, 128)
 
-    def train(programs, scope):
+    images = rng.standard_normal((64, 12, 12, 3)).astype(np.float32)
+
+    def train(programs, scope, conv=False):
         # The pass reads the setting at each graph it rewrites.
         os.environ["TENSORPLUG_GRAPH_PROGRAMS"] = programs
         tf.keras.utils.set_random_seed(1)
         with tf.device(scope):
-            m = keras.Sequential(
-                [
-                    keras.Input(shape=(16,)),
-                    keras.layers.Dense(32, activation="relu"),
-                    keras.layers.Dense(4, activation="softmax"),
-                ]
-            )
+            if conv:
+                m = keras.Sequential(
+                    [
+                        keras.Input(shape=(12, 12, 3)),
+                        keras.layers.Conv2D(4, 3, activation="relu"),
+                        keras.layers.MaxPooling2D(),
+                        keras.layers.Flatten(),
+                        keras.layers.Dense(4, activation="softmax"),
+                    ]
+                )
+            else:
+                m = keras.Sequential(
+                    [
+                        keras.Input(shape=(16,)),
+                        keras.layers.Dense(32, activation="relu"),
+                        keras.layers.Dense(4, activation="softmax"),
+                    ]
+                )
         m.compile(optimizer="sgd", loss="sparse_categorical_crossentropy", jit_compile=False)
-        losses = m.fit(xs, ys, batch_size=32, epochs=3, verbose=0, shuffle=False).history["loss"]
+        data = (images, ys[:64]) if conv else (xs, ys)
+        losses = m.fit(*data, batch_size=32, epochs=3, verbose=0, shuffle=False).history["loss"]
         return losses, m.get_weights()
 
-    for scope in ("/device:FPGA:0", "/device:CPU:0"):
-        (want, w_want), (got, w_got) = train("0", scope), train("1", scope)
-        assert got == want, (scope, got, want)
+    for scope, conv in (("/device:FPGA:0", False), ("/device:CPU:0", False),
+                        ("/device:FPGA:0", True)):
+        (want, w_want), (got, w_got) = train("0", scope, conv), train("1", scope, conv)
+        assert got == want, (scope, conv, got, want)
         for a, b in zip(w_got, w_want):
             np.testing.assert_array_equal(a, b)
-        print(f"fit, variables on {scope}: losses {got} bit-equal op by op")
+        what = "a convnet" if conv else "an MLP"
+        print(f"fit of {what}, variables on {scope}: losses {got} bit-equal op by op")
     report = (work / "report.txt").read_text()
     assert "program " in report, report
     print("done")

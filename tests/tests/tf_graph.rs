@@ -388,8 +388,8 @@ fn a_keras_mlp_predicts_through_a_device_program_equal_to_the_cpu() {
 }
 
 /// Keras `fit` of an MLP through device programs on `sim`, its variables
-/// on the FPGA and on the CPU: losses and trained weights bit-equal to op
-/// by op (`tests/python/tf_programs.py fit`).
+/// on the FPGA and on the CPU, and of a small convnet: losses and trained
+/// weights bit-equal to op by op (`tests/python/tf_programs.py fit`).
 #[test]
 fn keras_fit_through_device_programs_is_bit_equal_to_op_by_op() {
     let work = scratch("programs-fit");
@@ -397,11 +397,12 @@ fn keras_fit_through_device_programs_is_bit_equal_to_op_by_op() {
     let output = run_tf_with_plugin("tf_programs.py", &[dir, "fit"], None);
     let stdout = check(&output, "tf_programs.py fit");
     tf_took_the_rewrite(&output);
-    for scope in ["FPGA", "CPU"] {
-        assert!(
-            stdout.contains(&format!("fit, variables on /device:{scope}:0")),
-            "{stdout}"
-        );
+    for what in [
+        "an MLP, variables on /device:FPGA:0",
+        "an MLP, variables on /device:CPU:0",
+        "a convnet, variables on /device:FPGA:0",
+    ] {
+        assert!(stdout.contains(&format!("fit of {what}")), "{stdout}");
     }
     println!("{stdout}");
 }
