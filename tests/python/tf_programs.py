@@ -13,7 +13,8 @@ commands are launched one by one, each under its node's tag).
 
 `deep`: a stack of 60 Dense layers instead, whose one program (about
 8.7 KiB) is more than the firmware's 8 KiB store takes: it must still
-predict equal to the CPU, its commands run one by one.
+predict equal to the CPU, its commands run one by one; on an MCU, the same
+model made again under `TENSORPLUG_FALLBACK=error` fails its step instead.
 
 `convnet`: a small Keras convnet (Conv2D with ReLU, max pooling, another
 Conv2D, Flatten, Dense with softmax) on 32×32×3 images: its convolution
@@ -181,6 +182,19 @@ if deep:
     report = (work / "report.txt").read_text()
     assert "program " in report, report
     print(f"deep: equal to the CPU; {report.strip()}")
+    if os.environ.get("TENSORPLUG_DEVICE", "").startswith("mcu"):
+        # With TENSORPLUG_FALLBACK=error (read when a kernel is made), the
+        # refused program fails the step instead of running one by one.
+        os.environ["TENSORPLUG_FALLBACK"] = "error"
+        strict = mlp()
+        strict.set_weights(cpu.get_weights())
+        strict.compile(jit_compile=False)
+        try:
+            strict.predict(x, batch_size=32, verbose=0)
+            raise AssertionError("TENSORPLUG_FALLBACK=error: the refused program ran anyway")
+        except tf.errors.OpError as e:
+            assert "Bytes limit" in e.message, e.message
+            print(f"deep, TENSORPLUG_FALLBACK=error: {type(e).__name__}: {e.message.splitlines()[0]}")
     print("done")
     sys.exit(0)
 

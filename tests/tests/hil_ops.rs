@@ -603,7 +603,8 @@ fn a_keras_convnet_on_the_mcu_runs_as_one_stored_program_and_its_cpu_weights_cro
 /// A program larger than the firmware's 8 KiB store (a stack of 60 Dense
 /// layers) is refused when it is loaded; the program node then runs its
 /// commands one by one, says so once on stderr and in the report, and
-/// `predict` still equals the CPU.
+/// `predict` still equals the CPU; with `TENSORPLUG_FALLBACK=error` the
+/// step fails instead, naming the device's refusal.
 #[test]
 fn a_program_the_firmware_cannot_store_runs_its_commands_one_by_one() {
     let qemu = boot();
@@ -629,6 +630,10 @@ fn a_program_the_firmware_cannot_store_runs_its_commands_one_by_one() {
         &stderr[stderr.len().saturating_sub(4000)..]
     );
     assert!(stdout.contains("deep: equal to the CPU"), "{stdout}");
+    assert!(
+        stdout.contains("deep, TENSORPLUG_FALLBACK=error: "),
+        "{stdout}"
+    );
     let said = stderr.matches("the device did not store it").count();
     assert_eq!(said, 1, "said once:\n{stderr}");
     assert!(stderr.contains("Bytes limit"), "{stderr}");
