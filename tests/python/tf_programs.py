@@ -198,6 +198,12 @@ if deep:
     print("done")
     sys.exit(0)
 
+# An empty batch through the program: empty outputs, as op by op (it
+# failed with "a program runs no empty tensors").
+call = tf.function(lambda t: fpga(t, training=False), jit_compile=False, reduce_retracing=True)
+with tf.device("/device:FPGA:0"):
+    call(tf.constant(x[:8]))
+    assert call(tf.constant(x[:0])).shape == (0, 10)
 device, on_cpu = profiled_ops(lambda: fpga.predict(x, batch_size=32, verbose=0))
 # Once more after the profile: a device that keeps programs runs it again.
 np.testing.assert_allclose(fpga.predict(x, batch_size=32, verbose=0), want, rtol=1e-5, atol=1e-6)

@@ -580,6 +580,15 @@ mod tests {
             &[s(&[8, 16]), s(&[16]), s(&[16, 3]), s(&[3]), s(&[4, 7])],
         );
         assert!(error.unwrap_err().contains("MatMul 'd1/MatMul'"));
+        // An empty batch: nothing to run, the output empty too.
+        let empty = [s(&[8, 16]), s(&[16]), s(&[16, 3]), s(&[3]), s(&[0, 8])];
+        let c = compile(&segment, &empty).unwrap();
+        assert!(c.is_nothing() && c.steps.is_empty());
+        assert_eq!(c.outputs, [s(&[0, 3])]);
+        // An empty contraction makes a non-empty output: refused, named.
+        let k0 = [s(&[0, 16]), s(&[16]), s(&[16, 3]), s(&[3]), s(&[4, 0])];
+        let error = compile(&segment, &k0).unwrap_err();
+        assert!(error.contains("'d1/MatMul': an empty input"), "{error}");
     }
 
     fn list(ints: &[i64]) -> AttrValue {

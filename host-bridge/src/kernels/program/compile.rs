@@ -31,6 +31,26 @@ pub struct Compiled {
     pub loaded: std::sync::Mutex<Vec<(i32, Option<u32>)>>,
 }
 
+impl Compiled {
+    /// A program of no commands that makes `outputs`, all empty.
+    fn nothing(outputs: Vec<Shape>) -> Self {
+        Self {
+            bytes: Vec::new(),
+            buffers: Vec::new(),
+            steps: Vec::new(),
+            outputs,
+            arena: 0,
+            scratch_total: 0,
+            loaded: Default::default(),
+        }
+    }
+
+    /// Whether running it does nothing (its outputs are all empty).
+    pub fn is_nothing(&self) -> bool {
+        self.bytes.is_empty()
+    }
+}
+
 /// Lowers `segment` for inputs of `shapes`.
 ///
 /// # Errors
@@ -51,6 +71,8 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
         .zip(shapes.iter().copied())
         .collect();
     let mut lowered = Vec::with_capacity(segment.nodes.len());
+    // The first node with an empty input (an empty batch).
+    let mut empty_at = None;
     for node in &segment.nodes {
         let ins: Vec<String> = node
             .input
@@ -66,11 +88,8 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
                     .ok_or_else(|| format!("'{}': no edge {e}", node.name))
             })
             .collect::<Result<_, _>>()?;
-        if in_shapes.iter().any(|s| s.elements() == Some(0)) {
-            return Err(format!(
-                "'{}': an empty input (a program runs no empty tensors)",
-                node.name
-            ));
+        if in_shapes.iter().any(|s| s.elements() == Some(0)) && empty_at.is_none() {
+            empty_at = Some(node.name.clone());
         }
         // A view is a copy into its new shape; anything else one launch.
         let view = match in_shapes.as_slice() {
@@ -86,6 +105,26 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
         };
         shape_of.insert(format!("{}:0", node.name), out);
         lowered.push((ins, kind, out));
+    }
+    // An empty batch: nothing to run when every output is empty too (as
+    // TF's kernels do); a program runs no empty tensors otherwise.
+    if let Some(node) = empty_at {
+        let outputs = segment
+            .outputs
+            .iter()
+            .map(|e| {
+                shape_of
+                    .get(e)
+                    .copied()
+                    .ok_or(format!("output {e} is not made"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if outputs.iter().all(|s| s.elements() == Some(0)) {
+            return Ok(Compiled::nothing(outputs));
+        }
+        return Err(format!(
+            "'{node}': an empty input to a non-empty output (a program runs no empty tensors)"
+        ));
     }
     // Pass 2: inputs, then outputs, are the binding slots in order.
     let mut b = ProgramBuilder::new();

@@ -108,6 +108,9 @@ fn dump(node: &str, program: &Compiled, n: usize) {
     let Ok(Some(dir)) = crate::settings::get(crate::settings::GRAPH_DUMP_DIR) else {
         return;
     };
+    if program.is_nothing() {
+        return;
+    }
     let stem = format!("program_{}_{n}", node.replace('/', "_"));
     let dir = std::path::Path::new(&dir.text);
     let summary = format!(
@@ -174,6 +177,9 @@ impl Op for ProgramKernel {
             .enumerate()
             .map(|(k, s)| ctx.output_at(k as i32, s, &[]))
             .collect::<KernelResult<Vec<_>>>()?;
+        if program.is_nothing() {
+            return Ok(());
+        }
         // The arena's temporary lives to the end of the call: freed sooner,
         // a later temporary of this call (a host input's) could reuse it.
         let (arena, _arena) = if program.arena == 0 {
