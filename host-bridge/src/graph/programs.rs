@@ -8,6 +8,7 @@
 use super::device::is_ours;
 use super::edges::{Input, Uses};
 use super::nodes::{int_constant, unique};
+use super::program_size;
 use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
 use crate::error::Result;
 use crate::kernels::program::lower::{SHAPE_ATTR, supported};
@@ -37,6 +38,9 @@ pub enum Decision {
     Program { program: String, nodes: usize },
     /// Left op by op: contracting it would close a cycle through `via`.
     Cycle { first: String, via: String },
+    /// Left op by op: its first nodes alone need more buffers than a
+    /// program has.
+    TooLarge { first: String },
 }
 
 /// Replaces every segment with a program node of type `op`; returns what
@@ -71,6 +75,10 @@ impl std::fmt::Display for Decision {
             Self::Cycle { first, via } => write!(
                 f,
                 "no program for the group of {first}: it would close a cycle through {via}"
+            ),
+            Self::TooLarge { first } => write!(
+                f,
+                "no program for the group of {first}: it needs more buffers than a program has"
             ),
         }
     }
@@ -215,7 +223,13 @@ fn contract_or_split(
     op: &str,
     shapes: &Shapes,
 ) -> Result<Decision, Decision> {
-    let mut part = group.to_vec();
+    // A group past one program's buffers: its first part now, the rest
+    // stays for the next groups.
+    let mut part = program_size::fitting(graph, group);
+    if part.len() < MIN_NODES {
+        let first = graph.node[group[0]].name.clone();
+        return Err(Decision::TooLarge { first });
+    }
     loop {
         let (first, via) = match contract(graph, &part, device, op, shapes) {
             Err(Decision::Cycle { first, via }) => (first, via),
@@ -589,6 +603,51 @@ mod tests {
         let k0 = [s(&[0, 16]), s(&[16]), s(&[16, 3]), s(&[3]), s(&[4, 0])];
         let error = compile(&segment, &k0).unwrap_err();
         assert!(error.contains("'d1/MatMul': an empty input"), "{error}");
+    }
+
+    #[test]
+    fn a_group_past_a_programs_buffers_becomes_several_programs() {
+        // x → 200 AddV2s in a chain, each adding a constant of its own:
+        // 401 buffers as one program, past the format's 256.
+        let mut x = node("x", "Placeholder", &[]);
+        x.device = CPU.into();
+        let mut nodes = vec![x];
+        for k in 0..200 {
+            nodes.push(node(&format!("w{k}"), "Const", &[]));
+            let prev = if k == 0 {
+                "x".to_string()
+            } else {
+                format!("a{}", k - 1)
+            };
+            let w = format!("w{k}");
+            nodes.push(float(node(&format!("a{k}"), "AddV2", &[&prev, &w])));
+        }
+        nodes.push(float(node("out", "Identity", &["a199"])));
+        let mut g = GraphDef {
+            node: nodes,
+            ..Default::default()
+        };
+        let decisions = form_programs(&mut g, &preserve(), "FPGA", OP);
+        let sizes: Vec<usize> = decisions
+            .iter()
+            .map(|d| match d {
+                Decision::Program { nodes, .. } => *nodes,
+                other => panic!("{other}"),
+            })
+            .collect();
+        assert_eq!(sizes.iter().sum::<usize>(), 200, "{sizes:?}");
+        assert!(sizes.len() >= 2, "{sizes:?}");
+        for p in g.node.iter().filter(|n| n.op == OP) {
+            let Some(attr_value::Value::S(bytes)) = p.attr["segment"].value.as_ref() else {
+                panic!("no segment");
+            };
+            let segment = Segment::decode(bytes).unwrap();
+            let buffers = segment.inputs.len() + segment.nodes.len();
+            assert!(
+                buffers <= tensorplug_core::program::MAX_BUFFERS,
+                "{buffers}"
+            );
+        }
     }
 
     fn list(ints: &[i64]) -> AttrValue {
