@@ -10,7 +10,10 @@ fallback report"); this asks for it in a notebook:
         print(op)                            # Erfc 'model/…/Erfc' (no kernel)
 
 `report` runs the callable once, as a new `tf.function`, with the pass told
-to append what it finds to a temporary file, and returns those lines.
+to append what it finds to a temporary file, and returns those lines. The
+file also holds the device-program decisions (`program …`, `no program
+…`, with TENSORPLUG_GRAPH_PROGRAMS on): their ops run on the device, so
+`report` leaves them out; `programs` returns them.
 """
 import os
 import tempfile
@@ -21,9 +24,23 @@ DEVICE_TYPE = "{device_type}"
 _FILE_VARS = ("TENSORPLUG_{device_type}_FALLBACK_FILE", "TENSORPLUG_FALLBACK_FILE")
 
 
+PROGRAM_LINES = ("program ", "no program ")
+
+
 def report(fn, *args, **kwargs):
     """The float ops of `fn(*args, **kwargs)` that run on the CPU, as
     `<op> '<node>' (<why>)` strings, in graph order (empty: none)."""
+    return [line for line in _lines(fn, *args, **kwargs) if not line.startswith(PROGRAM_LINES)]
+
+
+def programs(fn, *args, **kwargs):
+    """What the graph pass made of `fn(*args, **kwargs)`'s device segments
+    (TENSORPLUG_GRAPH_PROGRAMS on): `program <node>: <n> nodes`, or why a
+    group stays op by op."""
+    return [line for line in _lines(fn, *args, **kwargs) if line.startswith(PROGRAM_LINES)]
+
+
+def _lines(fn, *args, **kwargs):
     saved = {var: os.environ.get(var) for var in _FILE_VARS}
     fd, path = tempfile.mkstemp(prefix="tensorplug-fallback-", suffix=".txt")
     os.close(fd)
