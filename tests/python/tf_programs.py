@@ -24,6 +24,10 @@ with no scope: its ops run on the FPGA, its variables stay on the CPU, and
 the programs take them as host weights, uploaded once (the HIL test counts
 the bytes on the link against the `bytes:` line printed here).
 
+`reduce`: a Keras model with LayerNormalization, GlobalAveragePooling2D
+and a `reduce_sum` over a middle axis, its reductions held by programs,
+equal to the CPU.
+
 `fit`: Keras `fit` of an MLP through programs, its variables on the FPGA
 and, built under a CPU scope, on the CPU (the programs' host weights then
 change every step), and of a small convnet: losses and trained weights
@@ -35,6 +39,7 @@ import pathlib
 import sys
 
 work = pathlib.Path(sys.argv[1])
+reduce = sys.argv[2:] == ["reduce"]
 deep = sys.argv[2:] == ["deep"]
 convnet = sys.argv[2:] == ["convnet"]
 fit = sys.argv[2:] == ["fit"]
@@ -82,6 +87,42 @@ def mlp():
         ]
     )
 
+
+if reduce:
+    # Reductions in programs: LayerNormalization's Mean over the last axis
+    # (keep_dims), GlobalAveragePooling2D's over [1, 2] (moved last and
+    # merged), and a Sum over a middle axis without keep_dims.
+    inputs = keras.Input((8, 8, 4))
+    h = keras.layers.Conv2D(6, 3, padding="same", activation="relu")(inputs)
+    h = keras.layers.LayerNormalization()(h)
+    pooled = keras.layers.GlobalAveragePooling2D()(h)
+    summed = keras.layers.Lambda(lambda t: tf.reduce_sum(t, axis=1))(h)
+    out = keras.layers.Concatenate()([keras.layers.Dense(3)(pooled),
+                                      keras.layers.Flatten()(summed)])
+    tf.keras.utils.set_random_seed(4)
+    with tf.device("/device:CPU:0"):
+        model = keras.Model(inputs, out)
+    x = np.random.default_rng(2).standard_normal((4, 8, 8, 4)).astype(np.float32)
+    with tf.device("/device:CPU:0"):
+        want = model(x).numpy()
+    call = tf.function(lambda t: model(t, training=False), jit_compile=False)
+    with tf.device("/device:FPGA:0"):
+        got = call(tf.constant(x)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    held = []
+    for path in sorted(work.glob("graph-*-out.pb")):
+        graph = graph_pb2.GraphDef()
+        graph.ParseFromString(path.read_bytes())
+        for n in list(graph.node) + [m for f in graph.library.function for m in f.node_def]:
+            if n.op == "_TensorplugFPGAProgram":
+                seg = graph_pb2.GraphDef()
+                seg.ParseFromString(n.attr["segment"].s)
+                held += [m.op for m in seg.node]
+    assert held.count("Mean") >= 3 and "Sum" in held, sorted(held)
+    print(f"reduce: equal to the CPU; programs hold {held.count('Mean')} Mean and "
+          f"{held.count('Sum')} Sum among {len(held)} nodes")
+    print("done")
+    sys.exit(0)
 
 if fit:
     rng = np.random.default_rng(0)

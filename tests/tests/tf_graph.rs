@@ -387,6 +387,21 @@ fn a_keras_mlp_predicts_through_a_device_program_equal_to_the_cpu() {
     println!("{stdout}");
 }
 
+/// Reductions in device programs on `sim`: LayerNormalization's `Mean`,
+/// GlobalAveragePooling2D's over two axes and a `Sum` over a middle axis
+/// are held by programs, and the model equals the CPU
+/// (`tests/python/tf_programs.py reduce`).
+#[test]
+fn reductions_in_device_programs_equal_the_cpu() {
+    let work = scratch("programs-reduce");
+    let dir = work.path().to_str().expect("utf-8 path");
+    let output = run_tf_with_plugin("tf_programs.py", &[dir, "reduce"], None);
+    let stdout = check(&output, "tf_programs.py reduce");
+    tf_took_the_rewrite(&output);
+    assert!(stdout.contains("reduce: equal to the CPU"), "{stdout}");
+    println!("{stdout}");
+}
+
 /// Keras `fit` of an MLP through device programs on `sim`, its variables
 /// on the FPGA and on the CPU, and of a small convnet: losses and trained
 /// weights bit-equal to op by op (`tests/python/tf_programs.py fit`).

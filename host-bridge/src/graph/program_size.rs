@@ -1,16 +1,17 @@
 //! How much of a group of nodes one device program can hold: a program
-//! has one buffer per input it takes and one per node's output, at most
-//! the format's [`MAX_BUFFERS`]. A larger group is cut: its first part in
+//! has one buffer per input it takes, one per node's output and each
+//! node's temporaries, at most the format's [`MAX_BUFFERS`]. A larger group is cut: its first part in
 //! the order of its own edges becomes one program, the rest is left for
 //! the next ones.
 
 use super::edges::Input;
 use super::proto::GraphDef;
+use crate::kernels::program::reduce::max_temps;
 use std::collections::{HashMap, HashSet};
 use tensorplug_core::program::MAX_BUFFERS;
 
 /// The buffers of a program holding `part`: its distinct inputs from
-/// outside, and one output each.
+/// outside, one output each, and each node's temporaries at most.
 pub fn buffers(graph: &GraphDef, part: &[usize]) -> usize {
     let members: HashSet<&str> = part.iter().map(|&i| graph.node[i].name.as_str()).collect();
     let mut inputs = HashSet::new();
@@ -23,7 +24,8 @@ pub fn buffers(graph: &GraphDef, part: &[usize]) -> usize {
             }
         }
     }
-    inputs.len() + part.len()
+    let temps: usize = part.iter().map(|&i| max_temps(&graph.node[i])).sum();
+    inputs.len() + part.len() + temps
 }
 
 /// The first nodes of `group`, producers before consumers, that fit one

@@ -11,7 +11,7 @@ use super::nodes::{int_constant, unique};
 use super::program_size;
 use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
 use crate::error::Result;
-use crate::kernels::program::lower::{SHAPE_ATTR, supported};
+use crate::kernels::program::lower::{AXES_ATTR, REDUCE_OPS, SHAPE_ATTR, supported};
 use crate::kernels::program::segment::{Segment, canonical};
 use crate::settings;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -109,8 +109,19 @@ fn candidate(node: &NodeDef, preserve: &HashSet<String>, device: &str, shapes: &
         }
 }
 
-/// Each `Reshape`'s shape, where a `Const` gives it.
-type Shapes = HashMap<String, Vec<i64>>;
+/// Each `Reshape`'s shape and each reduction's axes, where a `Const` gives
+/// them: the attribute the segment's copy of the node carries them in.
+type Shapes = HashMap<String, (&'static str, Vec<i64>)>;
+
+/// The attribute `op`'s constant second input becomes in a segment, and
+/// the ranks that input may have.
+fn constant_operand(op: &str) -> Option<(&'static str, &'static [usize])> {
+    match op {
+        "Reshape" => Some((SHAPE_ATTR, &[1])),
+        op if REDUCE_OPS.contains(&op) => Some((AXES_ATTR, &[0, 1])),
+        _ => None,
+    }
+}
 
 fn reshape_shapes(graph: &GraphDef) -> Shapes {
     let consts: HashMap<&str, &NodeDef> = graph
@@ -122,14 +133,16 @@ fn reshape_shapes(graph: &GraphDef) -> Shapes {
     graph
         .node
         .iter()
-        .filter(|n| n.op == "Reshape" && n.input.len() == 2)
+        .filter(|n| n.input.len() == 2)
         .filter_map(|n| {
+            let (attr, ranks) = constant_operand(&n.op)?;
             let Input::Data { node, port: 0 } = Input::parse(&n.input[1]) else {
                 return None;
             };
-            let shape = consts.get(node)?;
-            let rank_1 = matches!(shape_rank(shape), Some(1));
-            Some((n.name.clone(), int_constant(shape).filter(|_| rank_1)?))
+            let value = consts.get(node)?;
+            let rank = shape_rank(value)?;
+            let ints = int_constant(value).filter(|_| ranks.contains(&rank))?;
+            Some((n.name.clone(), (attr, ints)))
         })
         .collect()
 }
@@ -142,14 +155,15 @@ fn shape_rank(node: &NodeDef) -> Option<usize> {
     }
 }
 
-/// `node` as its segment holds it: a `Reshape` with a constant shape
-/// carries it as an attribute ([`SHAPE_ATTR`]) and takes one input.
+/// `node` as its segment holds it: a `Reshape` with a constant shape, or
+/// a reduction with constant axes, carries them as an attribute
+/// ([`SHAPE_ATTR`], [`AXES_ATTR`]) and takes one input.
 fn in_segment(node: &NodeDef, shapes: &Shapes) -> NodeDef {
     let mut node = node.clone();
-    if let Some(dims) = shapes.get(&node.name) {
+    if let Some((attr, dims)) = shapes.get(&node.name) {
         node.input.truncate(1);
         node.attr.insert(
-            SHAPE_ATTR.into(),
+            (*attr).into(),
             AttrValue {
                 value: Some(attr_value::Value::List(attr_value::ListValue {
                     i: dims.clone(),

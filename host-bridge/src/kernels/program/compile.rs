@@ -1,7 +1,8 @@
 //! A segment compiled for one set of input shapes: its nodes lowered to a
 //! device program (`tensorplug_core::program`), with the arena planned.
 
-use super::lower::{VIEW_OPS, lower, static_op, view_shape};
+use super::lower::{lower_node, static_op};
+use super::pieces::{Cmd, Operand};
 use super::segment::{Segment, canonical};
 use crate::registry::OpLabel;
 use std::collections::HashMap;
@@ -91,20 +92,9 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
         if in_shapes.iter().any(|s| s.elements() == Some(0)) && empty_at.is_none() {
             empty_at = Some(node.name.clone());
         }
-        // A view is a copy into its new shape; anything else one launch.
-        let view = match in_shapes.as_slice() {
-            [one] => view_shape(node, *one),
-            _ if VIEW_OPS.contains(&node.op.as_str()) => {
-                return Err(format!("'{}': a view takes one input", node.name));
-            }
-            _ => None,
-        };
-        let (kind, out) = match view {
-            Some(out) => (None, out?),
-            None => lower(node, &in_shapes).map(|(k, out)| (Some(k), out))?,
-        };
-        shape_of.insert(format!("{}:0", node.name), out);
-        lowered.push((ins, kind, out));
+        let lowering = lower_node(node, &in_shapes)?;
+        shape_of.insert(format!("{}:0", node.name), lowering.out);
+        lowered.push((ins, in_shapes, lowering));
     }
     // An empty batch: nothing to run when every output is empty too (as
     // TF's kernels do); a program runs no empty tensors otherwise.
@@ -149,30 +139,54 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
         );
         outputs.push(shape);
     }
-    for (node, (ins, kind, out)) in segment.nodes.iter().zip(&lowered) {
+    // The node each command comes from.
+    let mut owners = Vec::new();
+    for (n, (node, (ins, in_shapes, low))) in segment.nodes.iter().zip(&lowered).enumerate() {
         let edge = format!("{}:0", node.name);
         let output = match id_of.get(&edge) {
             Some(&id) => id,
             None => {
                 let id = b
-                    .buffer(BufferKind::Scratch, DType::F32, *out)
+                    .buffer(BufferKind::Scratch, DType::F32, low.out)
                     .map_err(error)?;
                 id_of.insert(edge, id);
                 id
             }
         };
-        let inputs: Vec<_> = ins.iter().map(|e| id_of[e]).collect();
-        match kind {
-            Some(kind) => {
-                let op_id = tag(node, *kind, ins, &shape_of, *out);
-                b.launch(*kind, op_id, &inputs, output).map_err(error)?;
+        let temps = low
+            .temps
+            .iter()
+            .map(|&t| b.buffer(BufferKind::Scratch, DType::F32, t))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(error)?;
+        let id = |o: Operand| match o {
+            Operand::Input(i) => id_of[&ins[i]],
+            Operand::Temp(t) => temps[t],
+            Operand::Output => output,
+        };
+        for piece in &low.pieces {
+            let dst = id(piece.output);
+            match piece.cmd {
+                Cmd::Launch(kind) => {
+                    let inputs: Vec<_> = piece.inputs.iter().map(|&o| id(o)).collect();
+                    let shapes: Vec<Shape> = piece
+                        .inputs
+                        .iter()
+                        .map(|&o| low.shape(o, in_shapes))
+                        .collect();
+                    let op_id = tag(node, kind, &shapes, low.shape(piece.output, in_shapes));
+                    b.launch(kind, op_id, &inputs, dst).map_err(error)?;
+                }
+                Cmd::Copy => b.copy(dst, id(piece.inputs[0])).map_err(error)?,
+                Cmd::Fill(pattern) => b.fill(dst, pattern).map_err(error)?,
             }
-            None => b.copy(output, inputs[0]).map_err(error)?,
+            owners.push(n);
         }
     }
     let built = b.finish(&VendorOps::NONE).map_err(error)?;
     decode(
         segment,
+        &owners,
         built.bytes,
         outputs,
         built.plan.arena,
@@ -185,13 +199,12 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
 fn tag(
     node: &crate::graph::proto::NodeDef,
     kind: tensorplug_core::accelerator::OpKind,
-    inputs: &[String],
-    shape_of: &HashMap<String, Shape>,
+    inputs: &[Shape],
     out: Shape,
 ) -> u16 {
     use tensorplug_core::accelerator::{DeviceAddr, OpDesc, TensorDesc};
     let desc = |s: Shape| TensorDesc::new(DeviceAddr(0), DType::F32, s);
-    let ins: Vec<TensorDesc> = inputs.iter().map(|e| desc(shape_of[e])).collect();
+    let ins: Vec<TensorDesc> = inputs.iter().map(|&s| desc(s)).collect();
     let op = OpDesc {
         kind,
         inputs: &ins,
@@ -210,6 +223,7 @@ fn tag(
 /// validator, so what runs is what a device would accept.
 fn decode(
     segment: &Segment,
+    owners: &[usize],
     bytes: Vec<u8>,
     outputs: Vec<Shape>,
     arena: u64,
@@ -229,7 +243,7 @@ fn decode(
     for (c, record) in p.commands().enumerate() {
         let step =
             Step::decode(&record, &VendorOps::NONE, buffers.len()).map_err(|e| format!("{e:?}"))?;
-        let node = &segment.nodes[c];
+        let node = &segment.nodes[owners[c]];
         let label = OpLabel {
             op_type: static_op(&node.op).unwrap_or("Program"),
             node: Arc::from(node.name.as_str()),

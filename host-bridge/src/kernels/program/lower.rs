@@ -8,6 +8,9 @@ use super::super::failure::{Failure, KernelResult};
 use super::super::ops::window::{lower_for_program, program_holds};
 use super::super::ops::{self, TfKernel};
 use super::super::tf::AttrSource;
+use super::pieces::Lowering;
+use super::reduce;
+pub use super::reduce::{AXES_ATTR, REDUCE_OPS};
 use crate::graph::nodes::{attr_of, type_attr};
 use crate::graph::proto::{DataType, NodeDef, attr_value::Value};
 use std::ffi::CStr;
@@ -76,6 +79,7 @@ pub fn static_op(op: &str) -> Option<&'static str> {
         .iter()
         .chain(&WINDOW_OPS)
         .chain(&VIEW_OPS)
+        .chain(&REDUCE_OPS)
         .copied()
         .find(|&n| n == op)
         .or_else(|| elementwise(op).and_then(|k| k.op().to_str().ok()))
@@ -105,6 +109,7 @@ pub fn supported(node: &NodeDef) -> bool {
     match node.op.as_str() {
         "Squeeze" => return float,
         "Reshape" => return float && attr_of(node, SHAPE_ATTR).is_some(),
+        op if REDUCE_OPS.contains(&op) => return float && attr_of(node, AXES_ATTR).is_some(),
         _ => {}
     }
     // One float32 type, and the arity of its command: an op whose kernel
@@ -168,6 +173,34 @@ fn kind(node: &NodeDef) -> Option<OpKind> {
         }
         op => elementwise(op)?.family()?,
     })
+}
+
+/// What `node` becomes for inputs of `shapes`: a view's copy, a
+/// reduction's commands, or one launch.
+///
+/// # Errors
+/// A node a program does not hold, or shapes its op refuses.
+pub fn lower_node(node: &NodeDef, shapes: &[Shape]) -> Result<Lowering, String> {
+    let named = |e: String| format!("{} '{}': {e}", node.op, node.name);
+    if REDUCE_OPS.contains(&node.op.as_str()) {
+        return match shapes {
+            [x] => reduce::reduction(node, *x).map_err(named),
+            _ => Err(named("takes one input in a program".into())),
+        };
+    }
+    match shapes {
+        [one] => {
+            if let Some(out) = view_shape(node, *one) {
+                return out.map(Lowering::view);
+            }
+        }
+        _ if VIEW_OPS.contains(&node.op.as_str()) => {
+            return Err(named("a view takes one input".into()));
+        }
+        _ => {}
+    }
+    let (kind, out) = lower(node, shapes)?;
+    Ok(Lowering::launch(kind, shapes.len(), out))
 }
 
 /// `node`'s command for inputs of `shapes`: its op and output shape.

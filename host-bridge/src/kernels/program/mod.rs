@@ -7,6 +7,8 @@
 mod compile;
 mod host_inputs;
 pub mod lower;
+mod pieces;
+pub mod reduce;
 mod replay;
 pub mod segment;
 
@@ -171,6 +173,21 @@ impl Op for ProgramKernel {
             .collect::<KernelResult<Vec<_>>>()?;
         let shapes: Vec<Shape> = inputs.iter().map(|(_, s)| *s).collect();
         let program = a.program(ctx.node_name(), &shapes)?;
+        // A node's lowering may launch ops its own kernel does not (a
+        // reduction's `Transpose`): each must be one the device declares.
+        for (step, label) in &program.steps {
+            if let Step::Launch { kind, .. } = step
+                && !run.supports(*kind)
+            {
+                return Err(Failure::unimplemented(format!(
+                    "program '{}': {} '{}' needs {}, which the device does not declare",
+                    ctx.node_name(),
+                    label.op_type,
+                    label.node,
+                    kind.name()
+                )));
+            }
+        }
         let outputs = program
             .outputs
             .iter()
