@@ -8,6 +8,7 @@
 //! resets the device after a fault or a timeout so that later ops run;
 //! allocations survive a reset.
 
+use super::commands::{Commands, Queued};
 use super::failure::{Failure, KernelResult};
 use super::tf::Tensor;
 use crate::devices::DynAccelerator;
@@ -226,6 +227,45 @@ impl<'a> Launcher<'a> {
     fn launch_span(&self, tag: u16) -> HostSpan {
         let ordinal = self.stream.device().ordinal();
         HostSpan::begin(SpanKind::Launch, ordinal, u32::from(tag))
+    }
+
+    /// Enqueues `commands` as one op of this kernel's: one device lock, one
+    /// in-flight record and launch span, each command tagged with this node.
+    /// A command the device refuses fails the call; those before it are
+    /// queued.
+    pub fn enqueue_all(&mut self, commands: Commands) -> KernelResult<()> {
+        if commands.is_empty() {
+            return Ok(());
+        }
+        let access = commands.access();
+        let tag = self.tag(commands.flops, commands.bytes);
+        let _span = self.launch_span(tag);
+        self.enqueue_batch(access, |accel, queue| {
+            let mut last = Fence::default();
+            for q in &commands.list {
+                last = match *q {
+                    Queued::Launch {
+                        kind,
+                        inputs,
+                        count,
+                        output,
+                    } => {
+                        let op = OpDesc {
+                            kind,
+                            inputs: &inputs[..count],
+                            output,
+                            op_id: tag,
+                        };
+                        accel.launch(queue, &op)?
+                    }
+                    Queued::Copy { dst, src } => {
+                        let len = dst.byte_len().unwrap_or(0);
+                        accel.copy_on_device_tagged(queue, dst.addr, src.addr, len, tag)?
+                    }
+                };
+            }
+            Ok(last)
+        })
     }
 
     /// Enqueues a fill of `dst` with the 32-bit `pattern`.

@@ -12,6 +12,7 @@
 //!
 //! Coverage, fallbacks and tolerances: `docs/ops.md`.
 
+mod commands;
 mod failure;
 mod kernel_def;
 mod launch;

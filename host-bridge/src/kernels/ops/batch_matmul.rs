@@ -1,11 +1,13 @@
 //! `BatchMatMul` and `BatchMatMulV2` (`adj_x`, `adj_y`; V2 broadcasts the
 //! batch axes): one device `MatMul` per batch element, on views of the
-//! operands (as TF's CPU kernel, which also loops over the batch).
+//! operands (as TF's CPU kernel, which also loops over the batch), all of
+//! them one enqueue.
 //! [`Batched`] is shared with `Einsum`.
 
 use super::blocks::MAX_RUNS;
 use super::kernel::{Op, flat, is_empty};
 use super::matmul::Transposes;
+use crate::kernels::commands::Commands;
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes::show;
@@ -191,16 +193,19 @@ impl Batched {
                 .zip(index)
                 .fold(0, |at, (&d, &i)| at * d + if d == 1 { 0 } else { i })
         };
+        let kind = OpKind::MatMul {
+            transpose_a: self.t.a,
+            transpose_b: self.t.b,
+        };
+        let mut gemms = Commands::default();
         let mut index = vec![0u64; batch.len()];
         for i in 0..count {
             let (ia, ib) = (offset(&self.a_batch, &index), offset(&self.b_batch, &index));
-            launch_one(
-                run,
-                self.t,
+            let inputs = [
                 view(a, ia * self.a[0] * self.a[1], self.a)?,
                 view(b, ib * self.b[0] * self.b[1], self.b)?,
-                view(out, i * m * n, [m, n])?,
-            )?;
+            ];
+            gemms.launch(kind, &inputs, view(out, i * m * n, [m, n])?)?;
             for axis in (0..batch.len()).rev() {
                 index[axis] += 1;
                 if index[axis] < batch[axis] {
@@ -209,7 +214,7 @@ impl Batched {
                 index[axis] = 0;
             }
         }
-        Ok(())
+        run.enqueue_all(gemms)
     }
 }
 

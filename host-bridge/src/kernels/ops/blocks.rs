@@ -1,8 +1,10 @@
 //! Rectangular block copies between dense row-major tensors on the device:
-//! one device-to-device copy per contiguous run (`Slice`, `ConcatV2`, and
+//! one device-to-device copy per contiguous run, all of a call's as one
+//! enqueue (`Slice`, `ConcatV2`, and
 //! `StridedSlice` with a step per source axis).
 //! Exact for every value, signed zeros and NaN included.
 
+use crate::kernels::commands::Commands;
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use tensorplug_core::accelerator::{DeviceAddr, Shape, TensorDesc};
@@ -114,9 +116,10 @@ impl Block<'_> {
     ) -> KernelResult<()> {
         let (len, offsets) = self.runs()?;
         let run_shape = Shape::new(&[len]).ok_or_else(|| Failure::invalid("bad rank"))?;
+        let mut copies = Commands::default();
         for (s, d) in offsets {
             let (to, from) = ends(s, d);
-            run.copy(
+            copies.copy(
                 TensorDesc {
                     shape: run_shape,
                     ..to
@@ -125,9 +128,9 @@ impl Block<'_> {
                     shape: run_shape,
                     ..from
                 },
-            )?;
+            );
         }
-        Ok(())
+        run.enqueue_all(copies)
     }
 }
 

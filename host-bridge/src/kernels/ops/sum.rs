@@ -4,6 +4,7 @@
 //! divides by the count in place (`Div` by a scalar, as TF divides).
 
 use super::kernel::{Op, flat};
+use crate::kernels::commands::Commands;
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes::{self, SumPlan};
@@ -127,15 +128,16 @@ fn blocks(
     run.fill(ones, 1.0f32.to_bits())?;
     let x = run.desc(x, flat(&[outer * len * inner])?)?;
     let out = run.desc(out, flat(&[outer * inner])?)?;
+    let mut gemms = Commands::default();
     for b in 0..outer {
         let at = |t: TensorDesc, elements: u64, dims: &[u64]| -> KernelResult<TensorDesc> {
             let addr = DeviceAddr(t.addr.0 + b * elements * 4);
             Ok(TensorDesc::new(addr, t.dtype, flat(dims)?))
         };
         let inputs = [ones, at(x, len * inner, &[len, inner])?];
-        run.launch(MATMUL, &inputs, at(out, inner, &[1, inner])?)?;
+        gemms.launch(MATMUL, &inputs, at(out, inner, &[1, inner])?)?;
     }
-    Ok(())
+    run.enqueue_all(gemms)
 }
 
 const MATMUL: OpKind = OpKind::MatMul {
