@@ -119,6 +119,12 @@ if reduce:
                 seg.ParseFromString(n.attr["segment"].s)
                 held += [m.op for m in seg.node]
     assert held.count("Mean") >= 3 and "Sum" in held, sorted(held)
+    # Under the profiler every command, a reduction's fill and copies too,
+    # shows under its TF node's own op type, none under the program's.
+    with tf.device("/device:FPGA:0"):
+        device, _ = profiled_ops(lambda: call(tf.constant(x)).numpy())
+    assert "Mean" in device and "Sum" in device, device
+    assert not [op for op in device if op.endswith("Program")], device
     print(f"reduce: equal to the CPU; programs hold {held.count('Mean')} Mean and "
           f"{held.count('Sum')} Sum among {len(held)} nodes")
     print("done")

@@ -270,14 +270,21 @@ impl<'a> Launcher<'a> {
 
     /// Enqueues a fill of `dst` with the 32-bit `pattern`.
     pub fn fill(&mut self, dst: TensorDesc, pattern: u32) -> KernelResult<()> {
+        let label = self.label.clone();
+        self.fill_as(&label, dst, pattern)
+    }
+
+    /// [`fill`](Self::fill) on behalf of another node (`label`): a
+    /// program's command, as [`launch_as`](Self::launch_as).
+    pub fn fill_as(&mut self, label: &OpLabel, dst: TensorDesc, pattern: u32) -> KernelResult<()> {
         let len = dst.byte_len().unwrap_or(0);
         let queue = self.stream.queue();
         let access = touches(&[], dst);
-        let tag = self.tag(0, len as u64);
+        let tag = op_tag(&label.node, label.op_type, 0, len as u64);
         let _span = self.launch_span(tag);
         let fence = self
             .stream
-            .enqueue_op(Some(self.label.clone()), access, |accel| {
+            .enqueue_op(Some(label.clone()), access, |accel| {
                 accel.fill_tagged(queue, dst.addr, len, pattern, tag)
             })?;
         self.last = Some(fence);
@@ -286,14 +293,25 @@ impl<'a> Launcher<'a> {
 
     /// Enqueues a device-side copy of `src` into `dst` (same size).
     pub fn copy(&mut self, dst: TensorDesc, src: TensorDesc) -> KernelResult<()> {
+        let label = self.label.clone();
+        self.copy_as(&label, dst, src)
+    }
+
+    /// [`copy`](Self::copy) on behalf of another node (`label`).
+    pub fn copy_as(
+        &mut self,
+        label: &OpLabel,
+        dst: TensorDesc,
+        src: TensorDesc,
+    ) -> KernelResult<()> {
         let len = dst.byte_len().unwrap_or(0);
         let queue = self.stream.queue();
         let access = touches(&[src], dst);
-        let tag = self.tag(0, 2 * len as u64);
+        let tag = op_tag(&label.node, label.op_type, 0, 2 * len as u64);
         let _span = self.launch_span(tag);
         let fence = self
             .stream
-            .enqueue_op(Some(self.label.clone()), access, |accel| {
+            .enqueue_op(Some(label.clone()), access, |accel| {
                 accel.copy_on_device_tagged(queue, dst.addr, src.addr, len, tag)
             })?;
         self.last = Some(fence);

@@ -282,9 +282,11 @@ impl Op for ProgramKernel {
                     run.launch_as(label, kind, &ins, descs[usize::from(output)])?;
                 }
                 Step::Copy { dst, src } => {
-                    run.copy(descs[usize::from(dst)], descs[usize::from(src)])?
+                    run.copy_as(label, descs[usize::from(dst)], descs[usize::from(src)])?
                 }
-                Step::Fill { dst, pattern } => run.fill(descs[usize::from(dst)], pattern)?,
+                Step::Fill { dst, pattern } => {
+                    run.fill_as(label, descs[usize::from(dst)], pattern)?
+                }
             }
         }
         Ok(())
