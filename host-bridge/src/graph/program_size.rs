@@ -6,7 +6,7 @@
 
 use super::edges::Input;
 use super::proto::GraphDef;
-use crate::kernels::program::reduce::max_temps;
+use crate::kernels::program::lower::max_temps;
 use std::collections::{HashMap, HashSet};
 use tensorplug_core::program::MAX_BUFFERS;
 

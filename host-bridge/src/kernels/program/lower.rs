@@ -110,6 +110,10 @@ pub fn supported(node: &NodeDef) -> bool {
         "Squeeze" => return float,
         "Reshape" => return float && attr_of(node, SHAPE_ATTR).is_some(),
         op if REDUCE_OPS.contains(&op) => return float && attr_of(node, AXES_ATTR).is_some(),
+        "Neg" | "Square" => {
+            let data_inputs = node.input.iter().filter(|i| !i.starts_with('^')).count();
+            return float && data_inputs == 1;
+        }
         _ => {}
     }
     // One float32 type, and the arity of its command: an op whose kernel
@@ -175,6 +179,18 @@ fn kind(node: &NodeDef) -> Option<OpKind> {
     })
 }
 
+/// The most temporaries a node's lowering makes (a reduction's moved,
+/// merged and summed rows, its divisor and quotient; `Neg`'s −1), for the
+/// graph pass to keep a program within its buffers.
+pub fn max_temps(node: &NodeDef) -> usize {
+    match node.op.as_str() {
+        op if REDUCE_OPS.contains(&op) => 5,
+        // `Neg`'s −1.
+        "Neg" => 1,
+        _ => 0,
+    }
+}
+
 /// What `node` becomes for inputs of `shapes`: a view's copy, a
 /// reduction's commands, or one launch.
 ///
@@ -188,13 +204,17 @@ pub fn lower_node(node: &NodeDef, shapes: &[Shape]) -> Result<Lowering, String> 
             _ => Err(named("takes one input in a program".into())),
         };
     }
-    match shapes {
-        [one] => {
+    match (node.op.as_str(), shapes) {
+        // `x · x`, and `x · (−1)` with the −1 filled: exact, as TF's `x * x`
+        // and `-x` (the kernels' own lowering, `ops/neg_square.rs`).
+        ("Square", [x]) => return Ok(Lowering::mul_by(*x, None)),
+        ("Neg", [x]) => return Ok(Lowering::mul_by(*x, Some((-1f32).to_bits()))),
+        (_, [one]) => {
             if let Some(out) = view_shape(node, *one) {
                 return out.map(Lowering::view);
             }
         }
-        _ if VIEW_OPS.contains(&node.op.as_str()) => {
+        (op, _) if VIEW_OPS.contains(&op) => {
             return Err(named("a view takes one input".into()));
         }
         _ => {}

@@ -1,7 +1,7 @@
 //! What one TF node of a segment becomes: its commands, over its inputs,
 //! its output and temporaries of its own (a `Mean`'s divisor).
 
-use tensorplug_core::accelerator::{OpKind, Shape};
+use tensorplug_core::accelerator::{Binary, OpKind, Shape};
 
 /// One command of a node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +71,38 @@ impl Lowering {
                 inputs: vec![Operand::Input(0)],
                 output: Operand::Output,
             }],
+        }
+    }
+
+    /// `x · x` (no `factor`), or `x · factor` with the scalar filled.
+    pub fn mul_by(x: Shape, factor: Option<u32>) -> Self {
+        let mul = Cmd::Launch(OpKind::Binary(Binary::MUL));
+        let Some(bits) = factor else {
+            return Self {
+                out: x,
+                temps: Vec::new(),
+                pieces: vec![Piece {
+                    cmd: mul,
+                    inputs: vec![Operand::Input(0), Operand::Input(0)],
+                    output: Operand::Output,
+                }],
+            };
+        };
+        Self {
+            out: x,
+            temps: vec![Shape::SCALAR],
+            pieces: vec![
+                Piece {
+                    cmd: Cmd::Fill(bits),
+                    inputs: Vec::new(),
+                    output: Operand::Temp(0),
+                },
+                Piece {
+                    cmd: mul,
+                    inputs: vec![Operand::Input(0), Operand::Temp(0)],
+                    output: Operand::Output,
+                },
+            ],
         }
     }
 

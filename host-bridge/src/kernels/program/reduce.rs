@@ -13,17 +13,6 @@ pub const REDUCE_OPS: [&str; 2] = ["Sum", "Mean"];
 /// A segment reduction's constant axes.
 pub const AXES_ATTR: &str = "_tensorplug_axes";
 
-/// The most temporaries a node's lowering makes (a reduction's moved,
-/// merged and summed rows, its divisor and quotient), for the graph pass
-/// to keep a program within its buffers.
-pub fn max_temps(node: &NodeDef) -> usize {
-    if REDUCE_OPS.contains(&node.op.as_str()) {
-        5
-    } else {
-        0
-    }
-}
-
 /// `Sum` or `Mean` of `x` over the node's axes: the reduced axes moved
 /// last (`Transpose`) and merged (`Copy` into their product), a row sum
 /// (`ReduceSum`) into the kept shape, then, for `Mean`, a division by the
@@ -146,7 +135,7 @@ pub fn reduction(node: &NodeDef, x: Shape) -> Result<Lowering, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::lower::lower_node;
+    use super::super::lower::{lower_node, max_temps};
     use super::*;
     use crate::graph::proto::NodeDef;
     use crate::graph::proto::{AttrValue, attr_value};
