@@ -8,8 +8,8 @@ use critical_section::Mutex;
 use tensorplug_device_fpga::driver::Clock;
 use tensorplug_model_fpga::model::TickSource;
 
-/// The core and APB clock of mps2-an386 under QEMU.
-pub const CORE_HZ: u64 = 25_000_000;
+/// The core and APB clock (mps2-an386 under QEMU: 25 MHz), from the board file.
+pub const CORE_HZ: u64 = crate::board::CORE_HZ;
 
 const TIMER0: usize = 0x4000_0000;
 const CTRL: usize = 0x00;

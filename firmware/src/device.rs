@@ -16,8 +16,9 @@ use tensorplug_model_fpga::model::{Faults, Model, ModelConfig, ModelError, NoHos
 
 use crate::clock::{DeviceTicks, DriverClock};
 
-/// Device memory of the modelled FPGA: 3 MiB of the board's 4 MiB of RAM.
-pub const DEVICE_MEMORY: usize = 3 << 20;
+/// Device memory of the modelled FPGA, from the board's `ram_budget`
+/// (mps2-an386: 3 MiB of its 4 MiB of RAM).
+pub const DEVICE_MEMORY: usize = crate::board::DEVICE_MEMORY;
 
 #[repr(C, align(64))]
 struct DeviceMemory([u8; DEVICE_MEMORY]);

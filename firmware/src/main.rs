@@ -10,6 +10,12 @@
 #![no_std]
 #![no_main]
 
+/// The board this image is built for: constants generated from its file
+/// `firmware/boards/<name>.toml` by `build.rs` (`docs/boards.md`).
+#[allow(dead_code)] // every board file's facts, not all of which each glue reads
+mod board {
+    include!(concat!(env!("OUT_DIR"), "/board.rs"));
+}
 mod clock;
 mod debug_faults;
 mod device;
@@ -36,9 +42,10 @@ use crate::events::McuEvents;
 
 /// Commands the op-level server keeps outstanding.
 const PENDING: usize = 16;
-/// RAM for device programs (`LoadProgram`): a larger one is refused with
-/// `ProgramRefused` / `TooLarge(Bytes)`. `docs/firmware.md`.
-const PROGRAM_BYTES: usize = 8 * 1024;
+/// RAM for device programs (`LoadProgram`), from the board's `ram_budget`:
+/// a larger one is refused with `ProgramRefused` / `TooLarge(Bytes)`.
+/// `docs/firmware.md`.
+const PROGRAM_BYTES: usize = board::PROGRAM_BYTES;
 /// Requests the host may send before it sees the oldest answered (link
 /// protocol 2.1). This firmware polls a UART with a one-byte buffer, so
 /// it may say more than 1 only because QEMU's chardev holds the host's
@@ -74,7 +81,7 @@ fn main() -> ! {
     let peripherals = cortex_m::Peripherals::take().expect("main runs once");
     let events = events::start(peripherals.SYST);
     // SAFETY: UART0 is this firmware's; nothing else drives it.
-    let mut uart = unsafe { uart::Uart::new(uart::UART0, uart::BAUDDIV_115200) };
+    let mut uart = unsafe { uart::Uart::new(uart::UART0, uart::LINK_BAUDDIV) };
     if cfg!(feature = "bench-echo") {
         defmt::info!("bench-echo: every byte comes back, no link protocol");
         uart.echo();

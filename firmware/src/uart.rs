@@ -8,12 +8,13 @@
 
 use core::ptr::{read_volatile, write_volatile};
 
-/// UART0 of mps2-an385/an386.
-pub const UART0: usize = 0x4000_4000;
+/// The link's UART (UART0 of mps2-an385/an386), from the board file.
+pub const UART0: usize = crate::board::LINK_BASE;
 
-/// 115200 baud from the 25 MHz APB clock: the host's default `SERIAL_BAUD`.
-/// (QEMU does not pace its UART at this rate; a real board does.)
-pub const BAUDDIV_115200: u32 = 217;
+/// The board's line rate from the APB clock (115200 from 25 MHz: 217),
+/// the host's default `SERIAL_BAUD`. (QEMU does not pace its UART at this
+/// rate; a real board does.)
+pub const LINK_BAUDDIV: u32 = (crate::board::CORE_HZ / crate::board::LINK_BAUD as u64) as u32;
 
 const DATA: usize = 0x0;
 const STATE: usize = 0x4;

@@ -141,11 +141,23 @@ impl Qemu {
 
     /// [`Qemu::boot`] with extra QEMU arguments (e.g. `-d` tracing).
     pub fn boot_with(elf: &Path, extra: &[String]) -> std::io::Result<Self> {
+        Self::boot_machine("mps2-an386", "cortex-m4", elf, extra)
+    }
+
+    /// Boots `elf` on another QEMU machine (an emulated board's
+    /// `[emulator]`, `firmware/boards/*.toml`), its first serial port on
+    /// the UART connection.
+    pub fn boot_machine(
+        machine: &str,
+        cpu: &str,
+        elf: &Path,
+        extra: &[String],
+    ) -> std::io::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let port = listener.local_addr()?.port();
         let controls = control::Controls::new()?;
         let mut child = Command::new("qemu-system-arm")
-            .args(["-cpu", "cortex-m4", "-machine", "mps2-an386"])
+            .args(["-cpu", cpu, "-machine", machine])
             .arg("-nographic")
             .args(controls.args())
             .args(["-semihosting-config", "enable=on,target=native"])
