@@ -243,7 +243,7 @@ impl fmt::Display for BoardError {
                 asked,
             } => write!(
                 f,
-                "board `{board}` is a {board_chip} (probe-rs chip `{board_chip}`), not `{asked}`: \
+                "board `{board}` is built for probe-rs chip `{board_chip}`, not `{asked}`: \
                  refusing to flash its image into another chip"
             ),
             Self::EmulatedOnly { board, machine } => write!(

@@ -114,31 +114,48 @@ pub fn build() -> Result<PathBuf> {
 /// `cargo build --release --locked` in `firmware/` for `board`; the ELF's
 /// path. The default board builds with the crate's default features into
 /// `firmware/target` (where the HIL tests build it too); every other board
-/// into `firmware/target/board-<name>`, so that switching boards does not
-/// rebuild the other's dependencies.
+/// with its feature into `firmware/target/variants`, the target dir of the
+/// HIL tests' feature variants, whose dependencies it shares, its ELF
+/// copied out to `firmware/target/variants/tensorplug-firmware-<name>`
+/// (`tensorplug_tests::qemu::build_in_variants`).
 pub fn build_board(board: &Board) -> Result<PathBuf> {
+    if board.name != DEFAULT_BOARD {
+        let feature = board.feature();
+        let args = ["--no-default-features", "--features", &feature];
+        eprintln!(
+            "    building the firmware for board `{}` ({})",
+            board.name,
+            args.join(" ")
+        );
+        return tensorplug_tests::qemu::build_in_variants(&args, &board.target, &board.name)
+            .map_err(|e| anyhow::anyhow!("board `{}`: {e}", board.name));
+    }
     let dir = root().join("firmware");
     let mut cmd = cargo();
     cmd.current_dir(&dir)
-        .args(["build", "--release", "--locked", "--target", &board.target])
+        .args(["build", "--release", "--locked"])
         .env_remove("CARGO_TARGET_DIR");
-    let target_dir = if board.name == DEFAULT_BOARD {
-        dir.join("target")
-    } else {
-        let target_dir = dir.join("target").join(board.feature());
-        cmd.args(["--no-default-features", "--features", &board.feature()])
-            .arg("--target-dir")
-            .arg(&target_dir);
-        target_dir
-    };
+    select_board(&mut cmd, board);
     run(&mut cmd).with_context(|| format!("building the firmware for board `{}`", board.name))?;
-    let elf = target_dir
+    let elf = dir
+        .join("target")
         .join(&board.target)
         .join("release/tensorplug-firmware");
     if !elf.is_file() {
         bail!("cargo built no {}", elf.display());
     }
     Ok(elf)
+}
+
+/// Adds to a cargo command in `firmware/` what selects `board`: its target
+/// and, for any board but the default, its feature instead of the
+/// default ones (the target dir stays `firmware/target`: fine for checks,
+/// which write no ELF).
+pub fn select_board(cmd: &mut Command, board: &Board) {
+    cmd.args(["--target", &board.target]);
+    if board.name != DEFAULT_BOARD {
+        cmd.args(["--no-default-features", "--features", &board.feature()]);
+    }
 }
 
 pub fn run_task(args: &FirmwareArgs) -> Result<()> {

@@ -1,20 +1,13 @@
-//! The FPGA next to the MCU, and the driver that runs it.
-//!
-//! The FPGA is its behavioural model in this MCU's RAM, reached only
-//! through its SPI port: the driver's `SpiTransport` clocks frames into an
+//! The emulated FPGA: its behavioural model in this MCU's RAM, reached only
+//! through its SPI port. The driver's `SpiTransport` clocks frames into an
 //! `embedded_hal::spi::SpiDevice` whose far end is the model's SPI slave, so
-//! the driver puts on SPI exactly the bytes a real FPGA receives. Both live
-//! in critical-section mutexes: the main loop and the tick interrupt share
-//! them.
+//! the driver puts on SPI exactly the bytes a real FPGA receives.
 
-use core::cell::RefCell;
-use critical_section::{CriticalSection, Mutex};
-use tensorplug_device_fpga::driver::{Driver, DriverConfig, Error};
 use tensorplug_device_fpga::transport::spi::slave::{SpiSlave, SpiTarget, TargetError};
-use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
-use tensorplug_model_fpga::model::{Faults, Model, ModelConfig, ModelError, NoHostBus};
+use tensorplug_model_fpga::model::{Faults, Model, ModelConfig, ModelError, NoHostBus, TickSource};
 
-use crate::clock::{DeviceTicks, DriverClock};
+use super::slot::{self, Slot};
+use crate::glue::clock::{self, TICK_HZ};
 
 /// Device memory of the modelled FPGA, from the board's `ram_budget`
 /// (mps2-an386: 3 MiB of its 4 MiB of RAM).
@@ -30,16 +23,36 @@ static mut TENSORPLUG_DEVICE_MEMORY: DeviceMemory = DeviceMemory([0; DEVICE_MEMO
 
 type Fpga = Model<&'static mut [u8], NoHostBus, DeviceTicks>;
 
-/// The driver the op-level mode runs: the reference FPGA driver over SPI.
-pub type FpgaDriver = Driver<SpiTransport<SpiSlave<FpgaPort>>, DriverClock, 64>;
+/// What the driver's SPI transport talks to: the model's SPI slave.
+pub type Bus = SpiSlave<FpgaPort>;
 
-/// A slot for one value whose empty state is all zeros, so that the static
-/// lands in `.bss`: an `Option`'s `None` is a niche value, which would put
-/// the whole static (3.7 KB for the driver) into flash as `.data`.
-type Slot<T> = Mutex<RefCell<heapless::Vec<T, 1>>>;
+/// A new handle on the bus.
+pub fn bus() -> Bus {
+    SpiSlave::new(FpgaPort)
+}
 
-static MODEL: Slot<Fpga> = Mutex::new(RefCell::new(heapless::Vec::new()));
-static DRIVER: Slot<FpgaDriver> = Mutex::new(RefCell::new(heapless::Vec::new()));
+static MODEL: Slot<Fpga> = slot::empty();
+
+/// The model's timestamp counter, at its configured frequency, from the
+/// board's free-running clock.
+pub struct DeviceTicks {
+    freq_hz: u64,
+}
+
+impl DeviceTicks {
+    /// Ticks at `freq_hz`.
+    pub const fn new(freq_hz: u32) -> Self {
+        Self {
+            freq_hz: freq_hz as u64,
+        }
+    }
+}
+
+impl TickSource for DeviceTicks {
+    fn now_ticks(&mut self) -> u64 {
+        (u128::from(clock::now()) * u128::from(self.freq_hz) / u128::from(TICK_HZ)) as u64
+    }
+}
 
 /// Builds the model over the device memory. Call once, at boot.
 pub fn init() -> Result<(), ModelError> {
@@ -92,40 +105,4 @@ impl SpiTarget for FpgaPort {
     fn write_mem(&mut self, addr: u64, data: &[u8]) -> Result<(), TargetError> {
         Self::with(|m| SpiTarget::write_mem(m, addr, data))
     }
-}
-
-/// Runs `f` on the driver, bringing the device up first if it is not.
-pub fn with_driver<R>(
-    cs: CriticalSection<'_>,
-    f: impl FnOnce(&mut FpgaDriver) -> R,
-) -> Result<R, Error> {
-    let mut slot = DRIVER.borrow_ref_mut(cs);
-    if slot.is_empty() {
-        let transport = SpiTransport::new(SpiSlave::new(FpgaPort), SpiConfig::default());
-        let driver = Driver::new(transport, DriverClock, DriverConfig::default())?;
-        defmt::info!("driver up: the FPGA over SPI, op-level mode");
-        // Cannot fail: the slot is empty.
-        let _ = slot.push(driver);
-    }
-    match slot.first_mut() {
-        Some(driver) => Ok(f(driver)),
-        None => Err(Error::DeviceReset),
-    }
-}
-
-/// Runs `f` on the driver if it is up (the tick interrupt).
-pub fn if_driver(cs: CriticalSection<'_>, f: impl FnOnce(&mut FpgaDriver)) {
-    if let Some(driver) = DRIVER.borrow_ref_mut(cs).first_mut() {
-        f(driver);
-    }
-}
-
-/// Drops the driver: the host's own driver takes the device over (remote-bus
-/// mode) and will reset it.
-pub fn release_driver() {
-    critical_section::with(|cs| {
-        if DRIVER.borrow_ref_mut(cs).pop().is_some() {
-            defmt::info!("driver released: remote-bus mode");
-        }
-    });
 }

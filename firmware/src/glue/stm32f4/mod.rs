@@ -1,0 +1,129 @@
+//! The STM32F4 glue, through `stm32f4xx-hal`: the clock tree from the
+//! board's crystal, a free-running timer, the link on a USART, the
+//! independent watchdog, and the FPGA on an SPI bus as an `embedded-hal`
+//! 1.0 `SpiDevice` (the HAL's `Spi` with a GPIO chip select, through
+//! `embedded-hal-bus`'s `ExclusiveDevice`).
+//!
+//! It wires fixed peripherals and pins (`USART6` on PC6/PC7, `SPI1` on
+//! PA5/PA6/PA7 with PA4 as chip select); the `const` checks below fail the
+//! build when the board file (`firmware/boards/*.toml`) names others, so a
+//! board and its glue never disagree silently.
+
+pub mod clock;
+pub mod uart;
+pub mod watchdog;
+
+use crate::board;
+use embedded_hal_bus::spi::{ExclusiveDevice, NoDelay};
+use stm32f4xx_hal::gpio::{Output, PA4, PinState, PushPull, Speed};
+use stm32f4xx_hal::pac;
+use stm32f4xx_hal::prelude::*;
+use stm32f4xx_hal::rcc::Config;
+use stm32f4xx_hal::spi::{Mode, Phase, Polarity, Spi};
+
+/// The FPGA's SPI device: the HAL's `SPI1` bus, chip select on `PA4`.
+pub type FpgaSpiDevice = ExclusiveDevice<Spi<pac::SPI1>, PA4<Output<PushPull>>, NoDelay>;
+
+/// SPI mode 0, as the FPGA's SPI port is specified (`docs/transports.md`).
+const SPI_MODE: Mode = Mode {
+    polarity: Polarity::IdleLow,
+    phase: Phase::CaptureOnFirstTransition,
+};
+
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+const _: () = {
+    assert!(
+        same(board::LINK_UART, "USART6"),
+        "this glue's link is USART6"
+    );
+    assert!(same(board::LINK_TX, "PC6"), "this glue's USART6 TX is PC6");
+    assert!(same(board::LINK_RX, "PC7"), "this glue's USART6 RX is PC7");
+    assert!(
+        same(board::FPGA_SPI_BUS, "SPI1"),
+        "this glue's FPGA bus is SPI1"
+    );
+    assert!(
+        same(board::FPGA_SPI_SCK, "PA5"),
+        "this glue's SPI1 SCK is PA5"
+    );
+    assert!(
+        same(board::FPGA_SPI_MISO, "PA6"),
+        "this glue's SPI1 MISO is PA6"
+    );
+    assert!(
+        same(board::FPGA_SPI_MOSI, "PA7"),
+        "this glue's SPI1 MOSI is PA7"
+    );
+    assert!(
+        same(board::FPGA_SPI_CS, "PA4"),
+        "this glue's chip select is PA4"
+    );
+    assert!(
+        board::CORE_HZ <= 168_000_000,
+        "an STM32F405/407 runs at most 168 MHz"
+    );
+};
+
+/// What `main` gets from the board.
+pub struct Hardware {
+    /// The host link.
+    pub uart: uart::Uart,
+    /// The FPGA's SPI device, for `crate::device::install`.
+    pub fpga_spi: FpgaSpiDevice,
+}
+
+/// Brings the chip up: the clock tree (the board's crystal to
+/// `clocks.core_hz`), the free-running timer, the watchdog (not yet
+/// started), the link's USART and the FPGA's SPI bus.
+pub fn init() -> Hardware {
+    let Some(dp) = pac::Peripherals::take() else {
+        defmt::panic!("the chip's peripherals were taken twice");
+    };
+    // Why the last boot ended, before the clock set-up clears nothing of it.
+    watchdog::read_reset_cause(&dp.RCC);
+    let mut rcc = dp
+        .RCC
+        .freeze(Config::hse(board::HSE_HZ.Hz()).sysclk((board::CORE_HZ as u32).Hz()));
+    let sysclk = u64::from(rcc.clocks.sysclk().raw());
+    if sysclk != board::CORE_HZ {
+        defmt::warn!(
+            "the clock tree gives {=u64} Hz, the board file says {=u64}",
+            sysclk,
+            board::CORE_HZ
+        );
+    }
+    clock::start(dp.TIM2, &mut rcc);
+    watchdog::install(dp.IWDG);
+    let gpioa = dp.GPIOA.split(&mut rcc);
+    let gpioc = dp.GPIOC.split(&mut rcc);
+    let uart = uart::Uart::new(dp.USART6, gpioc.pc6, gpioc.pc7, &mut rcc);
+    let sck = gpioa.pa5.into_alternate().speed(Speed::VeryHigh);
+    let mosi = gpioa.pa7.into_alternate().speed(Speed::VeryHigh);
+    let spi = Spi::new(
+        dp.SPI1,
+        (Some(sck), Some(gpioa.pa6), Some(mosi)),
+        SPI_MODE,
+        board::FPGA_SPI_HZ.Hz(),
+        &mut rcc,
+    );
+    let cs = gpioa.pa4.into_push_pull_output_in_state(PinState::High);
+    let fpga_spi = match ExclusiveDevice::new_no_delay(spi, cs) {
+        Ok(device) => device,
+        Err(never) => match never {},
+    };
+    Hardware { uart, fpga_spi }
+}
