@@ -1,8 +1,9 @@
 //! Builds the firmware for one board: the board file
 //! (`boards/<name>.toml`, selected by the cargo feature `board-<name>`)
 //! becomes cortex-m-rt's `memory.x`, the constants of `src/main.rs`'s
-//! `board` module, and the `cfg`s `tp_hal` (which glue) and `tp_fpga`
-//! (the FPGA model or a real FPGA on SPI). `docs/boards.md`.
+//! `board` module, and the `cfg`s `tp_hal` (which glue), `tp_fpga` (the
+//! FPGA model or a real FPGA on SPI) and `tp_log` (defmt over semihosting
+//! on an emulated board, over RTT on a real one). `docs/boards.md`.
 
 use std::path::PathBuf;
 use tensorplug_boards::Board;
@@ -14,6 +15,7 @@ fn main() {
     println!("cargo::rerun-if-changed=boards");
     println!("cargo::rustc-check-cfg=cfg(tp_hal, values(\"cmsdk\", \"stm32f4\"))");
     println!("cargo::rustc-check-cfg=cfg(tp_fpga, values(\"model\", \"spi\"))");
+    println!("cargo::rustc-check-cfg=cfg(tp_log, values(\"semihosting\", \"rtt\"))");
     let names = tensorplug_boards::names(&dir).unwrap_or_else(|e| panic!("{e}"));
     let feature = |name: &str| {
         format!(
@@ -52,4 +54,12 @@ fn main() {
     println!("cargo::rustc-link-search={}", out.display());
     println!("cargo::rustc-cfg=tp_hal=\"{}\"", board.hal.cfg_name());
     println!("cargo::rustc-cfg=tp_fpga=\"{}\"", board.fpga.cfg_name());
+    // An emulator prints semihosting; a board on a desk has a probe for RTT
+    // (semihosting without a debugger attached would fault).
+    let log = if board.is_emulated() {
+        "semihosting"
+    } else {
+        "rtt"
+    };
+    println!("cargo::rustc-cfg=tp_log=\"{log}\"");
 }

@@ -192,13 +192,18 @@ fn the_fpga_and_its_bus_must_agree() {
 
 #[test]
 fn the_ram_budget_must_fit_the_ram() {
-    // 128 KiB of RAM: a 96 KiB program store leaves less than the firmware needs.
-    let greedy = edited(REAL, "program_bytes = 8192", "program_bytes = 98304");
+    // 128 KiB of RAM: a 64 KiB program store leaves less than the firmware needs.
+    let greedy = edited(REAL, "program_bytes = 8192", "program_bytes = 65536");
     let reason = invalid("desk", &greedy);
     assert!(
-        reason.contains("98304") && reason.contains("131072"),
+        reason.contains("65536") && reason.contains("131072"),
         "{reason}"
     );
+    // The overflow measured on QEMU: 64 KiB of device memory on the
+    // emulated Netduino left the stack too little.
+    let text = std::fs::read_to_string(workspace_boards().join("netduinoplus2-qemu.toml")).unwrap();
+    let overflowing = edited(&text, "device_memory = 0xC000", "device_memory = 0x1_0000");
+    assert!(invalid("netduinoplus2-qemu", &overflowing).contains("ram_budget needs"));
     let just = format!("program_bytes = {}", 0x2_0000 - FIRMWARE_RAM);
     assert!(Board::parse("desk", &edited(REAL, "program_bytes = 8192", &just)).is_ok());
 }
@@ -298,6 +303,26 @@ fn the_generated_constants_carry_the_board() {
         assert!(consts.contains(line), "no `{line}` in\n{consts}");
     }
     assert!(!consts.contains("LINK_BASE"), "{consts}");
+    assert!(
+        consts.contains("pub const HSE_HZ: Option<u32> = None;"),
+        "{consts}"
+    );
+    let emulated_stm32 = edited(
+        &edited(
+            &edited(REAL, "probe_rs_chip = \"STM32F405RGTx\"", ""),
+            "[memory]",
+            "[emulator]\nqemu_machine = \"netduinoplus2\"\nqemu_cpu = \"cortex-m4\"\nserial = 5\n[memory]",
+        ),
+        "core_hz = 168_000_000",
+        "core_hz = 16_000_000\ntimer_hz = 1_000_000_000",
+    );
+    let board = Board::parse("desk", &emulated_stm32).unwrap();
+    assert_eq!(board.emulator().unwrap().serial, 5);
+    let consts = board.rust_consts();
+    assert!(
+        consts.contains("pub const TIMER_HZ: Option<u64> = Some(1000000000);"),
+        "{consts}"
+    );
     let emu = Board::parse("emu", EMULATED).unwrap().rust_consts();
     assert!(
         emu.contains("pub const LINK_BASE: usize = 0x40004000;"),

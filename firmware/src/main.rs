@@ -30,9 +30,9 @@ mod selftest;
 use core::sync::atomic::Ordering;
 use cortex_m as _;
 use cortex_m_rt::entry;
-#[cfg(tp_hal = "stm32f4")]
+#[cfg(tp_log = "rtt")]
 use defmt_rtt as _;
-#[cfg(tp_hal = "cmsdk")]
+#[cfg(tp_log = "semihosting")]
 use defmt_semihosting as _;
 use tensorplug_core::link::ops::error_code;
 use tensorplug_core::link::{
@@ -232,8 +232,8 @@ impl Servers {
 }
 
 /// A panic prints its message and where it happened, and ends QEMU with a
-/// failure exit code (an emulated board) or resets the MCU (a board: the
-/// host sees the boot announcement). A message with arguments prints its
+/// failure exit code (an emulated board) or resets the MCU (a board on a
+/// desk: the host sees the boot announcement). A message with arguments prints its
 /// location only: formatting it would link `core::fmt` (about 2.5 KB of
 /// flash).
 #[panic_handler]
@@ -258,7 +258,7 @@ unsafe fn HardFault(frame: &cortex_m_rt::ExceptionFrame) -> ! {
 }
 
 /// After a panic or a fault: QEMU exits with a failure code.
-#[cfg(tp_hal = "cmsdk")]
+#[cfg(tp_log = "semihosting")]
 fn stop() -> ! {
     cortex_m_semihosting::debug::exit(cortex_m_semihosting::debug::EXIT_FAILURE);
     loop {
@@ -268,7 +268,7 @@ fn stop() -> ! {
 
 /// After a panic or a fault: the MCU resets (semihosting would fault
 /// without a debugger attached).
-#[cfg(not(tp_hal = "cmsdk"))]
+#[cfg(tp_log = "rtt")]
 fn stop() -> ! {
     cortex_m::peripheral::SCB::sys_reset()
 }

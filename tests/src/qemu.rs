@@ -166,15 +166,17 @@ impl Qemu {
 
     /// [`Qemu::boot`] with extra QEMU arguments (e.g. `-d` tracing).
     pub fn boot_with(elf: &Path, extra: &[String]) -> std::io::Result<Self> {
-        Self::boot_machine("mps2-an386", "cortex-m4", elf, extra)
+        Self::boot_machine("mps2-an386", "cortex-m4", 0, elf, extra)
     }
 
     /// Boots `elf` on another QEMU machine (an emulated board's
-    /// `[emulator]`, `firmware/boards/*.toml`), its first serial port on
-    /// the UART connection.
+    /// `[emulator]`, `firmware/boards/*.toml`), its serial port number
+    /// `serial` (from 0; the ones before it unconnected) on the UART
+    /// connection.
     pub fn boot_machine(
         machine: &str,
         cpu: &str,
+        serial: u32,
         elf: &Path,
         extra: &[String],
     ) -> std::io::Result<Self> {
@@ -186,6 +188,7 @@ impl Qemu {
             .arg("-nographic")
             .args(controls.args())
             .args(["-semihosting-config", "enable=on,target=native"])
+            .args((0..serial).flat_map(|_| ["-serial", "null"]))
             .arg("-chardev")
             .arg(format!(
                 "socket,id=uart0,server=off,telnet=off,nodelay=on,host=127.0.0.1,port={port}"

@@ -36,8 +36,12 @@ pub struct FirmwareArgs {
 /// Where an image goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Destination {
-    /// Boot it on QEMU (`-machine`, `-cpu`).
-    Qemu { machine: String, cpu: String },
+    /// Boot it on QEMU (`-machine`, `-cpu`, the link UART's `-serial` index).
+    Qemu {
+        machine: String,
+        cpu: String,
+        serial: u32,
+    },
     /// Program it with `probe-rs download --chip <chip>`.
     ProbeRs { chip: String },
 }
@@ -101,6 +105,7 @@ fn qemu(board: &Board) -> Result<Destination> {
     Ok(Destination::Qemu {
         machine: emulator.qemu_machine.clone(),
         cpu: emulator.qemu_cpu.clone(),
+        serial: emulator.serial,
     })
 }
 
@@ -163,13 +168,17 @@ pub fn run_task(args: &FirmwareArgs) -> Result<()> {
     let elf = build_board(&plan.board)?;
     eprintln!("built {} for board `{}`", elf.display(), plan.board.name);
     match &plan.destination {
-        Destination::Qemu { machine, cpu } => boot_on_qemu(&elf, machine, cpu, args.seconds),
+        Destination::Qemu {
+            machine,
+            cpu,
+            serial,
+        } => boot_on_qemu(&elf, machine, cpu, *serial, args.seconds),
         Destination::ProbeRs { chip } => with_probe_rs(&elf, chip),
     }
 }
 
-fn boot_on_qemu(elf: &Path, machine: &str, cpu: &str, seconds: u64) -> Result<()> {
-    let qemu = tensorplug_tests::qemu::Qemu::boot_machine(machine, cpu, elf, &[])
+fn boot_on_qemu(elf: &Path, machine: &str, cpu: &str, serial: u32, seconds: u64) -> Result<()> {
+    let qemu = tensorplug_tests::qemu::Qemu::boot_machine(machine, cpu, serial, elf, &[])
         .context("booting the firmware on QEMU")?;
     let booted = qemu.wait_for_log("tensorplug firmware", Duration::from_secs(seconds.max(1)));
     std::thread::sleep(Duration::from_secs(seconds));
@@ -223,7 +232,8 @@ mod tests {
             plan.destination,
             Destination::Qemu {
                 machine: "mps2-an386".into(),
-                cpu: "cortex-m4".into()
+                cpu: "cortex-m4".into(),
+                serial: 0,
             }
         );
         let qemu = plan_for(Some(DEFAULT_BOARD), Some("qemu")).unwrap();

@@ -21,7 +21,10 @@ static WIDE: Mutex<Cell<(u32, u64)>> = Mutex::new(Cell::new((0, 0)));
 pub fn start(tim: pac::TIM2, rcc: &mut Rcc) {
     pac::TIM2::enable(rcc);
     pac::TIM2::reset(rcc);
-    let prescale = rcc.clocks.timclk1().raw() / TICK_HZ as u32;
+    // The board file's `timer_hz` where the clock tree does not give the
+    // timers' clock (QEMU: 1 GHz), else the HAL's APB1 timer clock.
+    let timer_hz = crate::board::TIMER_HZ.unwrap_or(u64::from(rcc.clocks.timclk1().raw()));
+    let prescale = (timer_hz / TICK_HZ) as u32;
     tim.psc()
         .write(|w| w.psc().set(prescale.saturating_sub(1) as u16));
     tim.arr().write(|w| w.arr().set(u32::MAX));

@@ -14,17 +14,22 @@ pub mod uart;
 pub mod watchdog;
 
 use crate::board;
+#[cfg(tp_fpga = "spi")]
 use embedded_hal_bus::spi::{ExclusiveDevice, NoDelay};
+#[cfg(tp_fpga = "spi")]
 use stm32f4xx_hal::gpio::{Output, PA4, PinState, PushPull, Speed};
 use stm32f4xx_hal::pac;
 use stm32f4xx_hal::prelude::*;
 use stm32f4xx_hal::rcc::Config;
+#[cfg(tp_fpga = "spi")]
 use stm32f4xx_hal::spi::{Mode, Phase, Polarity, Spi};
 
 /// The FPGA's SPI device: the HAL's `SPI1` bus, chip select on `PA4`.
+#[cfg(tp_fpga = "spi")]
 pub type FpgaSpiDevice = ExclusiveDevice<Spi<pac::SPI1>, PA4<Output<PushPull>>, NoDelay>;
 
 /// SPI mode 0, as the FPGA's SPI port is specified (`docs/transports.md`).
+#[cfg(tp_fpga = "spi")]
 const SPI_MODE: Mode = Mode {
     polarity: Polarity::IdleLow,
     phase: Phase::CaptureOnFirstTransition,
@@ -53,6 +58,14 @@ const _: () = {
     assert!(same(board::LINK_TX, "PC6"), "this glue's USART6 TX is PC6");
     assert!(same(board::LINK_RX, "PC7"), "this glue's USART6 RX is PC7");
     assert!(
+        board::CORE_HZ <= 168_000_000,
+        "an STM32F405/407 runs at most 168 MHz"
+    );
+};
+
+#[cfg(tp_fpga = "spi")]
+const _: () = {
+    assert!(
         same(board::FPGA_SPI_BUS, "SPI1"),
         "this glue's FPGA bus is SPI1"
     );
@@ -72,10 +85,6 @@ const _: () = {
         same(board::FPGA_SPI_CS, "PA4"),
         "this glue's chip select is PA4"
     );
-    assert!(
-        board::CORE_HZ <= 168_000_000,
-        "an STM32F405/407 runs at most 168 MHz"
-    );
 };
 
 /// What `main` gets from the board.
@@ -83,21 +92,26 @@ pub struct Hardware {
     /// The host link.
     pub uart: uart::Uart,
     /// The FPGA's SPI device, for `crate::device::install`.
+    #[cfg(tp_fpga = "spi")]
     pub fpga_spi: FpgaSpiDevice,
 }
 
-/// Brings the chip up: the clock tree (the board's crystal to
-/// `clocks.core_hz`), the free-running timer, the watchdog (not yet
-/// started), the link's USART and the FPGA's SPI bus.
+/// Brings the chip up: the clock tree (from the board's crystal, or the
+/// HSI, to `clocks.core_hz`), the free-running timer, the watchdog (not yet
+/// started), the link's USART and, with a real FPGA, its SPI bus.
 pub fn init() -> Hardware {
     let Some(dp) = pac::Peripherals::take() else {
         defmt::panic!("the chip's peripherals were taken twice");
     };
     // Why the last boot ended, before the clock set-up clears nothing of it.
     watchdog::read_reset_cause(&dp.RCC);
-    let mut rcc = dp
-        .RCC
-        .freeze(Config::hse(board::HSE_HZ.Hz()).sysclk((board::CORE_HZ as u32).Hz()));
+    let config = match board::HSE_HZ {
+        Some(hse) => Config::hse(hse.Hz()),
+        // The 16 MHz HSI; at that core clock the PLL stays off (QEMU models
+        // no RCC: a wait for the PLL or the crystal would never end).
+        None => Config::hsi(),
+    };
+    let mut rcc = dp.RCC.freeze(config.sysclk((board::CORE_HZ as u32).Hz()));
     let sysclk = u64::from(rcc.clocks.sysclk().raw());
     if sysclk != board::CORE_HZ {
         defmt::warn!(
@@ -108,22 +122,36 @@ pub fn init() -> Hardware {
     }
     clock::start(dp.TIM2, &mut rcc);
     watchdog::install(dp.IWDG);
-    let gpioa = dp.GPIOA.split(&mut rcc);
     let gpioc = dp.GPIOC.split(&mut rcc);
     let uart = uart::Uart::new(dp.USART6, gpioc.pc6, gpioc.pc7, &mut rcc);
+    #[cfg(tp_fpga = "spi")]
+    let fpga_spi = fpga_spi(dp.SPI1, dp.GPIOA.split(&mut rcc), &mut rcc);
+    Hardware {
+        uart,
+        #[cfg(tp_fpga = "spi")]
+        fpga_spi,
+    }
+}
+
+/// SPI1 (mode 0, the board's clock) with PA4 as the chip select.
+#[cfg(tp_fpga = "spi")]
+fn fpga_spi(
+    spi1: pac::SPI1,
+    gpioa: stm32f4xx_hal::gpio::gpioa::Parts,
+    rcc: &mut stm32f4xx_hal::rcc::Rcc,
+) -> FpgaSpiDevice {
     let sck = gpioa.pa5.into_alternate().speed(Speed::VeryHigh);
     let mosi = gpioa.pa7.into_alternate().speed(Speed::VeryHigh);
     let spi = Spi::new(
-        dp.SPI1,
+        spi1,
         (Some(sck), Some(gpioa.pa6), Some(mosi)),
         SPI_MODE,
         board::FPGA_SPI_HZ.Hz(),
-        &mut rcc,
+        rcc,
     );
     let cs = gpioa.pa4.into_push_pull_output_in_state(PinState::High);
-    let fpga_spi = match ExclusiveDevice::new_no_delay(spi, cs) {
+    match ExclusiveDevice::new_no_delay(spi, cs) {
         Ok(device) => device,
         Err(never) => match never {},
-    };
-    Hardware { uart, fpga_spi }
+    }
 }

@@ -1,8 +1,8 @@
 //! The host link on the STM32F4's USART6, through `stm32f4xx-hal`, polled.
 //!
 //! Like the CMSDK glue, the main loop polls the receive register; the
-//! receive interrupt only wakes a sleeping core (`idle.rs`) and is masked
-//! before its handler could run. The USART holds one byte: a byte that
+//! receive interrupt only wakes a sleeping core (`idle.rs`) and is disabled
+//! again before its handler could run. The USART holds one byte: a byte that
 //! comes while another waits unread is lost (an overrun, logged and
 //! counted), which the link's CRC turns into a `BadFrame`. So this board's
 //! link window is 1 (the host sends a request only once the previous one
@@ -50,21 +50,27 @@ impl Uart {
         }
     }
 
-    /// Lets the receive interrupt wake a sleeping core ([`Uart::with_receive_interrupt`]).
-    pub fn enable_wakeup() {
-        // SAFETY: the interrupt is raised only inside
-        // `with_receive_interrupt`, with interrupts masked, and is cleared
-        // there before they are unmasked; its handler never runs.
-        unsafe { NVIC::unmask(Interrupt::USART6) };
-    }
+    /// The receive interrupt wakes a sleeping core only inside
+    /// [`Uart::with_receive_interrupt`], which unmasks it itself.
+    pub fn enable_wakeup() {}
 
     /// Runs `sleep` with the receive interrupt raised by the next byte, and
-    /// not at all if a byte already waits. Call it with interrupts masked.
+    /// not at all if a byte already waits. Call it with interrupts masked
+    /// (PRIMASK): the USART's interrupt is enabled in the NVIC only for the
+    /// sleep, so it wakes the WFI but its handler never runs. (QEMU's USART
+    /// model keeps its interrupt line up until the byte is read, even once
+    /// the interrupt is disabled in the USART, so leaving it enabled in the
+    /// NVIC would run the handler.)
     pub fn with_receive_interrupt(&mut self, sleep: impl FnOnce()) {
         self.rx.listen();
+        NVIC::unpend(Interrupt::USART6);
+        // SAFETY: interrupts are masked by the caller, and the interrupt is
+        // disabled in the NVIC again before they are unmasked.
+        unsafe { NVIC::unmask(Interrupt::USART6) };
         if !self.rx.is_rx_not_empty() {
             sleep();
         }
+        NVIC::mask(Interrupt::USART6);
         self.rx.unlisten();
         NVIC::unpend(Interrupt::USART6);
     }
