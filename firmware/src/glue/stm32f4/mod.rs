@@ -1,8 +1,9 @@
 //! The STM32F4 glue, through `stm32f4xx-hal`: the clock tree from the
-//! board's crystal, a free-running timer, the link on a USART, the
-//! independent watchdog, and the FPGA on an SPI bus as an `embedded-hal`
-//! 1.0 `SpiDevice` (the HAL's `Spi` with a GPIO chip select, through
-//! `embedded-hal-bus`'s `ExclusiveDevice`).
+//! board's crystal (or the HSI), a free-running timer, the link on a USART,
+//! the independent watchdog, and, with a real FPGA, its SPI bus as an
+//! `embedded-hal` 1.0 `SpiDevice` (the HAL's `Spi` with a GPIO chip
+//! select, through `embedded-hal-bus`'s `ExclusiveDevice`). Boards:
+//! `netduinoplus2` (a real FPGA) and `netduinoplus2-qemu` (the model).
 //!
 //! It wires fixed peripherals and pins (`USART6` on PC6/PC7, `SPI1` on
 //! PA5/PA6/PA7 with PA4 as chip select); the `const` checks below fail the
