@@ -16,8 +16,9 @@ use tensorplug_core::event::{Event, EventKind};
 use tensorplug_core::link::server::{EventSource, RingEvents};
 use tensorplug_core::ring::{Producer, Ring};
 
-use crate::clock::{self, CORE_HZ};
+use crate::board::CORE_HZ;
 use crate::device;
+use crate::glue::clock;
 
 /// Events the MCU buffers between two batches (16 bytes each).
 pub const RING_EVENTS: usize = 512;
@@ -70,7 +71,7 @@ pub fn start(mut syst: SYST) -> McuEvents {
 #[exception]
 fn SysTick() {
     // Keeps the 64-bit clock seeing every wrap of the 32-bit timer.
-    clock::cycles();
+    clock::now();
     if !PROFILING.load(Ordering::Relaxed) {
         return;
     }

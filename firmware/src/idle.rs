@@ -1,34 +1,19 @@
 //! Sleeping while the link is quiet. The main loop polls the UART; once no
 //! byte has come for [`QUIET`] and no command is in flight, it waits for an
-//! interrupt (WFI): UART0's receive interrupt or the 1 kHz tick. On a board
-//! that saves power; under QEMU it frees the host's CPU, which a polling
-//! core keeps fully busy.
+//! interrupt (WFI): the link UART's receive interrupt or the 1 kHz tick. On
+//! a board that saves power; under QEMU it frees the host's CPU, which a
+//! polling core keeps fully busy.
 
-use cortex_m::interrupt::InterruptNumber;
-use cortex_m::peripheral::NVIC;
-use cortex_m_rt::exception;
-
-use crate::clock::{self, CORE_HZ};
-use crate::uart::{self, Uart};
+use crate::glue::clock::{self, TICK_HZ};
+use crate::glue::uart::Uart;
 
 /// Quiet time before the core sleeps. The bytes of one frame and the
 /// frames of one burst come closer together than this.
-const QUIET: u64 = CORE_HZ / 1000;
+const QUIET: u64 = TICK_HZ / 1000;
 
 /// Quiet loop turns between clock reads (a read is an MMIO access and a
 /// critical section; the loop turns many times between two bytes).
 const TURNS: u32 = 64;
-
-/// An external interrupt of this board, by number.
-#[derive(Clone, Copy)]
-struct Irq(u16);
-
-// SAFETY: `number` returns the external interrupt's own number.
-unsafe impl InterruptNumber for Irq {
-    fn number(self) -> u16 {
-        self.0
-    }
-}
 
 /// When the main loop may sleep.
 pub struct Idle {
@@ -38,11 +23,9 @@ pub struct Idle {
 }
 
 impl Idle {
-    /// Lets UART0's receive interrupt wake the core.
+    /// Lets the link UART's receive interrupt wake the core.
     pub fn start() -> Self {
-        // SAFETY: the handler below only acknowledges the interrupt; no
-        // critical section relies on it staying masked.
-        unsafe { NVIC::unmask(Irq(uart::UART0_RX_IRQ as u16)) };
+        Uart::enable_wakeup();
         Self {
             quiet_turns: 0,
             quiet_since: 0,
@@ -63,7 +46,7 @@ impl Idle {
             if !self.quiet_turns.is_multiple_of(TURNS) {
                 return;
             }
-            let now = clock::cycles();
+            let now = clock::now();
             if self.quiet_turns == TURNS {
                 self.quiet_since = now;
                 return;
@@ -75,15 +58,5 @@ impl Idle {
         }
         // Masked, an interrupt still wakes the WFI; its handler runs after.
         cortex_m::interrupt::free(|_| uart.with_receive_interrupt(cortex_m::asm::wfi));
-    }
-}
-
-/// External interrupts: UART0's receive interrupt only wakes the core.
-#[exception]
-unsafe fn DefaultHandler(irqn: i16) {
-    if irqn == uart::UART0_RX_IRQ {
-        uart::acknowledge_received();
-    } else {
-        defmt::panic!("unexpected interrupt {=i16}", irqn);
     }
 }

@@ -1,28 +1,38 @@
-//! tensorplug firmware for a Cortex-M4 next to the FPGA (QEMU mps2-an386).
+//! tensorplug firmware for a Cortex-M MCU next to the FPGA, built for one
+//! board (`firmware/boards/<name>.toml`, `docs/boards.md`).
 //!
-//! It answers the link protocol (`docs/link-protocol.md`) on UART0 in both
-//! modes: op-level requests run on the reference FPGA driver here, which
-//! drives the FPGA over SPI; remote-bus requests go straight to the FPGA's
-//! registers and memory for a driver on the host. The FPGA is its
-//! behavioural model, in this MCU's RAM (`docs/firmware.md`). A tick
-//! interrupt moves device events into an event ring. A quiet link lets the
-//! core sleep. Logs are defmt over semihosting.
+//! It answers the link protocol (`docs/link-protocol.md`) on the board's
+//! link UART in both modes: op-level requests run on the reference FPGA
+//! driver here, which drives the FPGA over SPI; remote-bus requests go
+//! straight to the FPGA's registers and memory for a driver on the host.
+//! The FPGA is its behavioural model in this MCU's RAM on an emulated board
+//! (QEMU mps2-an386), a real FPGA on the board's SPI bus in a production
+//! image (`docs/firmware.md`). A tick interrupt moves device events into an
+//! event ring. A quiet link lets the core sleep. Logs are defmt, over
+//! semihosting under QEMU and over RTT on a board.
 #![no_std]
 #![no_main]
 
-mod clock;
+/// The board this image is built for: constants generated from its file
+/// `firmware/boards/<name>.toml` by `build.rs` (`docs/boards.md`).
+#[allow(dead_code)] // every board file's facts, not all of which each glue reads
+mod board {
+    include!(concat!(env!("OUT_DIR"), "/board.rs"));
+}
 mod debug_faults;
 mod device;
 mod events;
+mod glue;
 mod idle;
 #[cfg(feature = "selftest-requantize")]
 mod selftest;
-mod uart;
-mod watchdog;
 
 use core::sync::atomic::Ordering;
 use cortex_m as _;
 use cortex_m_rt::entry;
+#[cfg(tp_log = "rtt")]
+use defmt_rtt as _;
+#[cfg(tp_log = "semihosting")]
 use defmt_semihosting as _;
 use tensorplug_core::link::ops::error_code;
 use tensorplug_core::link::{
@@ -33,18 +43,15 @@ use tensorplug_device_fpga::transport::link::LinkServer;
 
 use crate::device::FpgaPort;
 use crate::events::McuEvents;
+use crate::glue::uart::{LINK_WINDOW, Uart};
+use crate::glue::watchdog;
 
 /// Commands the op-level server keeps outstanding.
 const PENDING: usize = 16;
-/// RAM for device programs (`LoadProgram`): a larger one is refused with
-/// `ProgramRefused` / `TooLarge(Bytes)`. `docs/firmware.md`.
-const PROGRAM_BYTES: usize = 8 * 1024;
-/// Requests the host may send before it sees the oldest answered (link
-/// protocol 2.1). This firmware polls a UART with a one-byte buffer, so
-/// it may say more than 1 only because QEMU's chardev holds the host's
-/// bytes while that buffer is full (flow control). On a board whose UART
-/// drops bytes while the MCU is busy, say 1, or receive into a ring first.
-const LINK_WINDOW: u16 = 8;
+/// RAM for device programs (`LoadProgram`), from the board's `ram_budget`:
+/// a larger one is refused with `ProgramRefused` / `TooLarge(Bytes)`.
+/// `docs/firmware.md`.
+const PROGRAM_BYTES: usize = board::PROGRAM_BYTES;
 
 /// Both servers and the one session they answer in.
 struct Servers {
@@ -57,24 +64,39 @@ struct Servers {
 
 #[entry]
 fn main() -> ! {
+    #[cfg(tp_fpga = "model")]
     defmt::info!(
-        "tensorplug firmware {=str}: link protocol on UART0, FPGA model with {=usize} KiB",
+        "tensorplug firmware {=str}: link protocol on {=str}, FPGA model with {=usize} KiB",
         env!("CARGO_PKG_VERSION"),
+        board::LINK_UART,
         device::DEVICE_MEMORY / 1024
+    );
+    #[cfg(tp_fpga = "spi")]
+    defmt::info!(
+        "tensorplug firmware {=str} for {=str} ({=str}): link protocol on {=str}, the FPGA on {=str}",
+        env!("CARGO_PKG_VERSION"),
+        board::NAME,
+        board::CHIP,
+        board::LINK_UART,
+        board::FPGA_SPI_BUS
     );
     if cfg!(feature = "selftest-panic") {
         panic!("selftest-panic: this build panics on purpose");
     }
     #[cfg(feature = "selftest-requantize")]
     selftest::requantize();
-    clock::start();
+    let Some(peripherals) = cortex_m::Peripherals::take() else {
+        defmt::panic!("the core peripherals were taken twice");
+    };
+    let hardware = glue::init();
+    #[cfg(tp_fpga = "model")]
     if let Err(error) = device::init() {
         defmt::panic!("the model refused its memory: {}", error);
     }
-    let peripherals = cortex_m::Peripherals::take().expect("main runs once");
+    #[cfg(tp_fpga = "spi")]
+    device::install(hardware.fpga_spi);
     let events = events::start(peripherals.SYST);
-    // SAFETY: UART0 is this firmware's; nothing else drives it.
-    let mut uart = unsafe { uart::Uart::new(uart::UART0, uart::BAUDDIV_115200) };
+    let mut uart = hardware.uart;
     if cfg!(feature = "bench-echo") {
         defmt::info!("bench-echo: every byte comes back, no link protocol");
         uart.echo();
@@ -132,7 +154,7 @@ impl Servers {
     /// Says, unasked, that this device has no session: a host that was in
     /// one learns at once that the MCU restarted (`docs/link-protocol.md`,
     /// "Handshake").
-    fn announce_boot(&mut self, uart: &mut uart::Uart) {
+    fn announce_boot(&mut self, uart: &mut Uart) {
         let code = RemoteErrorCode::HandshakeRequired as u16;
         match self.session.error(NO_REQUEST, code, 0, &mut self.out) {
             Ok(len) => uart.write_all(&self.out[..len]),
@@ -142,7 +164,7 @@ impl Servers {
 
     /// Answers one frame: remote-bus requests on the FPGA's port, everything
     /// else on the driver.
-    fn answer(&mut self, frame: &Frame<'_>, uart: &mut uart::Uart) {
+    fn answer(&mut self, frame: &Frame<'_>, uart: &mut Uart) {
         let remote_bus = frame.message.is_remote_bus();
         if let Message::Hello(_) = frame.message {
             // A new host session starts from a device it brings up itself.
@@ -194,7 +216,7 @@ impl Servers {
     }
 
     /// No byte waiting: completes finished commands and streams events.
-    fn idle(&mut self, uart: &mut uart::Uart) {
+    fn idle(&mut self, uart: &mut Uart) {
         let mut send = |bytes: &[u8]| uart.write_all(bytes);
         critical_section::with(|cs| {
             device::if_driver(cs, |driver| {
@@ -210,8 +232,10 @@ impl Servers {
 }
 
 /// A panic prints its message and where it happened, and ends QEMU with a
-/// failure exit code. A message with arguments prints its location only:
-/// formatting it would link `core::fmt` (about 2.5 KB of flash).
+/// failure exit code (an emulated board) or resets the MCU (a board on a
+/// desk: the host sees the boot announcement). A message with arguments prints its
+/// location only: formatting it would link `core::fmt` (about 2.5 KB of
+/// flash).
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo) -> ! {
     let message = info.message().as_str().unwrap_or("(a formatted message)");
@@ -224,17 +248,27 @@ fn panic(info: &core::panic::PanicInfo) -> ! {
         ),
         None => defmt::error!("panic: {=str}", message),
     }
+    stop()
+}
+
+#[cortex_m_rt::exception]
+unsafe fn HardFault(frame: &cortex_m_rt::ExceptionFrame) -> ! {
+    defmt::error!("hard fault at pc {=u32:#010x}", frame.pc());
+    stop()
+}
+
+/// After a panic or a fault: QEMU exits with a failure code.
+#[cfg(tp_log = "semihosting")]
+fn stop() -> ! {
     cortex_m_semihosting::debug::exit(cortex_m_semihosting::debug::EXIT_FAILURE);
     loop {
         cortex_m::asm::bkpt();
     }
 }
 
-#[cortex_m_rt::exception]
-unsafe fn HardFault(frame: &cortex_m_rt::ExceptionFrame) -> ! {
-    defmt::error!("hard fault at pc {=u32:#010x}", frame.pc());
-    cortex_m_semihosting::debug::exit(cortex_m_semihosting::debug::EXIT_FAILURE);
-    loop {
-        cortex_m::asm::bkpt();
-    }
+/// After a panic or a fault: the MCU resets (semihosting would fault
+/// without a debugger attached).
+#[cfg(tp_log = "rtt")]
+fn stop() -> ! {
+    cortex_m::peripheral::SCB::sys_reset()
 }

@@ -52,32 +52,52 @@ pub fn echo_firmware_elf() -> PathBuf {
     ELF.get_or_init(|| build_variant("bench-echo")).clone()
 }
 
-/// The firmware built with `feature`, copied to a path of its own. The
-/// variants share one target dir, `firmware/target/variants`, so their
-/// dependencies build once; cargo writes each variant's ELF to the same
-/// path, so a file lock holds other test processes off from the build to
-/// the copy (renamed into place: a QEMU reading the old copy keeps it).
+/// The firmware built with `feature`, copied to a path of its own
+/// ([`build_in_variants`]).
 fn build_variant(feature: &str) -> PathBuf {
+    build_in_variants(&["--features", feature], "thumbv7em-none-eabihf", feature)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Builds the firmware with cargo `args` (features) for `target`, and copies
+/// its ELF to `firmware/target/variants/tensorplug-firmware-<name>`. The
+/// feature variants and the other boards' images (`cargo xtask flash
+/// --firmware --board`, `cargo xtask size`) share one target dir,
+/// `firmware/target/variants`, so their dependencies build once; cargo
+/// writes each build's ELF to the same path, so a file lock holds other
+/// processes off from the build to the copy (renamed into place: a QEMU
+/// reading the old copy keeps it).
+///
+/// # Errors
+/// Cargo could not run, or the build failed.
+pub fn build_in_variants(args: &[&str], target: &str, name: &str) -> Result<PathBuf, String> {
     let dir = crate::workspace_root().join("firmware/target/variants");
-    std::fs::create_dir_all(&dir).expect("creating firmware/target/variants");
-    let lock = std::fs::File::create(dir.join(".build-lock")).expect("the variants' lock file");
-    lock.lock().expect("locking the firmware variants' build");
-    let built = build_firmware(&["--features", feature], "target/variants");
-    let copy = dir.join(format!("tensorplug-firmware-{feature}"));
+    let io = |what: &str, e: std::io::Error| format!("{what}: {e}");
+    std::fs::create_dir_all(&dir).map_err(|e| io("creating firmware/target/variants", e))?;
+    let lock = std::fs::File::create(dir.join(".build-lock"))
+        .map_err(|e| io("the variants' lock file", e))?;
+    lock.lock()
+        .map_err(|e| io("locking the firmware variants' build", e))?;
+    let built = try_build_firmware(args, "target/variants", target)?;
+    let copy = dir.join(format!("tensorplug-firmware-{name}"));
     let partial = dir.join(format!(
-        ".tensorplug-firmware-{feature}.{}",
+        ".tensorplug-firmware-{name}.{}",
         std::process::id()
     ));
-    std::fs::copy(&built, &partial).expect("copying the firmware variant");
-    std::fs::rename(&partial, &copy).expect("renaming the firmware variant into place");
-    copy
+    std::fs::copy(&built, &partial).map_err(|e| io("copying the firmware", e))?;
+    std::fs::rename(&partial, &copy).map_err(|e| io("renaming the firmware into place", e))?;
+    Ok(copy)
 }
 
 fn build_firmware(args: &[&str], target_dir: &str) -> PathBuf {
+    try_build_firmware(args, target_dir, "thumbv7em-none-eabihf").unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn try_build_firmware(args: &[&str], target_dir: &str, target: &str) -> Result<PathBuf, String> {
     let dir = crate::workspace_root().join("firmware");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
-        .args(["build", "--release", "--locked"])
+        .args(["build", "--release", "--locked", "--target", target])
         .args(args)
         .arg("--target-dir")
         .arg(dir.join(target_dir))
@@ -85,13 +105,18 @@ fn build_firmware(args: &[&str], target_dir: &str) -> PathBuf {
         .env_remove("CARGO_TARGET_DIR")
         .env_remove("RUSTFLAGS")
         .status()
-        .expect("cannot run cargo to build the firmware");
-    assert!(status.success(), "building the firmware failed");
+        .map_err(|e| format!("cannot run cargo to build the firmware: {e}"))?;
+    if !status.success() {
+        return Err(format!("building the firmware ({}) failed", args.join(" ")));
+    }
     let elf = dir
         .join(target_dir)
-        .join("thumbv7em-none-eabihf/release/tensorplug-firmware");
-    assert!(elf.is_file(), "cargo built no {}", elf.display());
-    elf
+        .join(target)
+        .join("release/tensorplug-firmware");
+    if !elf.is_file() {
+        return Err(format!("cargo built no {}", elf.display()));
+    }
+    Ok(elf)
 }
 
 /// The decoded log lines so far.
@@ -141,14 +166,29 @@ impl Qemu {
 
     /// [`Qemu::boot`] with extra QEMU arguments (e.g. `-d` tracing).
     pub fn boot_with(elf: &Path, extra: &[String]) -> std::io::Result<Self> {
+        Self::boot_machine("mps2-an386", "cortex-m4", 0, elf, extra)
+    }
+
+    /// Boots `elf` on another QEMU machine (an emulated board's
+    /// `[emulator]`, `firmware/boards/*.toml`), its serial port number
+    /// `serial` (from 0; the ones before it unconnected) on the UART
+    /// connection.
+    pub fn boot_machine(
+        machine: &str,
+        cpu: &str,
+        serial: u32,
+        elf: &Path,
+        extra: &[String],
+    ) -> std::io::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let port = listener.local_addr()?.port();
         let controls = control::Controls::new()?;
         let mut child = Command::new("qemu-system-arm")
-            .args(["-cpu", "cortex-m4", "-machine", "mps2-an386"])
+            .args(["-cpu", cpu, "-machine", machine])
             .arg("-nographic")
             .args(controls.args())
             .args(["-semihosting-config", "enable=on,target=native"])
+            .args((0..serial).flat_map(|_| ["-serial", "null"]))
             .arg("-chardev")
             .arg(format!(
                 "socket,id=uart0,server=off,telnet=off,nodelay=on,host=127.0.0.1,port={port}"

@@ -1,8 +1,8 @@
 //! `cargo xtask flash`: seals a bitstream into an image, programs it into
 //! the reference FPGA's configuration flash (simulated, or over Linux
 //! spidev) through `tensorplug_device_fpga::flash`, and shows the slots;
-//! `--firmware` builds the MCU firmware and boots it on QEMU or hands it to
-//! probe-rs. Commands, formats and wiring: `docs/flashing.md`.
+//! `--firmware` builds the MCU firmware for a board and boots it on QEMU or
+//! hands it to probe-rs. Commands, formats and wiring: `docs/flashing.md`.
 
 mod bus;
 pub mod firmware;
@@ -33,8 +33,9 @@ const DEFAULT_SIM_FILE: &str = "target/sim-config-flash.bin";
 
 #[derive(clap::Args)]
 #[command(
-    after_help = "`--firmware [--device qemu|probe-rs:<chip>]` builds the MCU firmware and \
-    boots or programs it; the subcommands handle FPGA bitstreams. Interrupting `program` is \
+    after_help = "`--firmware [--board <name>] [--device qemu|probe-rs:<chip>]` builds the MCU \
+    firmware for a board (firmware/boards/<name>.toml) and boots or programs it; the \
+    subcommands handle FPGA bitstreams. Interrupting `program` is \
     safe (two slots, header written last). See docs/flashing.md.",
     subcommand_required = false,
     args_conflicts_with_subcommands = true

@@ -1,6 +1,8 @@
 //! `cargo xtask hil`: the firmware under QEMU (`mps2-an386`), driven over its
 //! UART by the HIL tests (`tests/tests/hil.rs`, remote-bus mode and the
-//! firmware itself; `tests/tests/hil_ops.rs`, op-level mode); each test boots its own
+//! firmware itself; `tests/tests/hil_ops.rs`, op-level mode), and on the
+//! emulated STM32 board (`tests/tests/hil_stm32.rs`, `netduinoplus2-qemu`,
+//! which the test builds); each test boots its own
 //! QEMU, bounded by timeouts, and a failure shows the firmware's decoded
 //! defmt log. It first installs what they need (the target, QEMU, the TF
 //! venv of the TF-over-firmware test). `cargo xtask test` runs the same
@@ -23,7 +25,7 @@ pub fn run_task() -> Result<()> {
         || crate::flash::firmware::build().map(drop),
     )?;
     step(
-        "HIL tests under QEMU (tests/tests/hil.rs, hil_ops.rs)",
+        "HIL tests under QEMU (tests/tests/hil.rs, hil_ops.rs, hil_stm32.rs)",
         || {
             let mut cmd = cargo();
             if let Some(python) = &python {
@@ -37,6 +39,8 @@ pub fn run_task() -> Result<()> {
                 "hil",
                 "--test",
                 "hil_ops",
+                "--test",
+                "hil_stm32",
                 "--",
                 "--nocapture",
             ]))

@@ -17,6 +17,7 @@ use syn::visit::{self, Visit};
 /// The crates checked, relative to the workspace root.
 const CRATES: &[&str] = &[
     "abi",
+    "boards",
     "core",
     "device-fpga",
     "model-fpga",

@@ -68,19 +68,34 @@ pub fn run(args: &TestArgs) -> Result<()> {
             "warnings",
         ]))
     })?;
-    step("firmware: cargo fmt --check, clippy -D warnings", || {
-        let firmware = || {
-            let mut cmd = cargo();
-            cmd.current_dir(crate::util::root().join("firmware"))
-                .env_remove("CARGO_TARGET_DIR");
-            cmd
-        };
-        run_cmd(firmware().args(["fmt", "--", "--check"]))?;
-        run_cmd(firmware().args(["clippy", "--release", "--locked", "--", "-D", "warnings"]))
-    })?;
     step(
-        "firmware size vs. firmware/size.json (fails on > 10 % growth)",
-        || crate::size::run_task(&crate::size::SizeArgs { update: false }),
+        "firmware: cargo fmt --check, clippy -D warnings for every board",
+        || {
+            let firmware = || {
+                let mut cmd = cargo();
+                cmd.current_dir(crate::util::root().join("firmware"))
+                    .env_remove("CARGO_TARGET_DIR");
+                cmd
+            };
+            run_cmd(firmware().args(["fmt", "--", "--check"]))?;
+            let boards = tensorplug_boards::all(&crate::flash::firmware::boards_dir())?;
+            for board in &boards {
+                let mut cmd = firmware();
+                cmd.args(["clippy", "--release", "--locked"]);
+                crate::flash::firmware::select_board(&mut cmd, board);
+                run_cmd(cmd.args(["--", "-D", "warnings"]))?;
+            }
+            Ok(())
+        },
+    )?;
+    step(
+        "firmware size of every board vs. firmware/size.json (fails on > 10 % growth)",
+        || {
+            crate::size::run_task(&crate::size::SizeArgs {
+                update: false,
+                board: None,
+            })
+        },
     )?;
     let mut prebuilt = Vec::new();
     step(

@@ -81,15 +81,26 @@ fn cli_parses_every_subcommand() {
             _ => panic!("not the flash task"),
         }
     };
-    let Task::Flash(top) =
-        Cli::try_parse_from(["cargo xtask", "flash", "--firmware", "--device", "qemu"])
-            .expect("`flash --firmware` parses")
-            .command
+    let Task::Flash(top) = Cli::try_parse_from([
+        "cargo xtask",
+        "flash",
+        "--firmware",
+        "--board",
+        "netduinoplus2",
+        "--device",
+        "probe-rs:STM32F405RGTx",
+    ])
+    .expect("`flash --firmware` parses")
+    .command
     else {
         panic!("not the flash task");
     };
     assert!(top.firmware && top.command.is_none());
-    assert_eq!(top.firmware_args.device, "qemu");
+    assert_eq!(top.firmware_args.board.as_deref(), Some("netduinoplus2"));
+    assert_eq!(
+        top.firmware_args.device.as_deref(),
+        Some("probe-rs:STM32F405RGTx")
+    );
 
     let FlashCommand::Image(image) = flash_args(&[
         "image",

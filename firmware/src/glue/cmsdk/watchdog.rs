@@ -11,7 +11,7 @@
 use core::ptr::{read_volatile, write_volatile};
 use core::time::Duration;
 
-use crate::clock;
+use super::clock;
 
 const BASE: usize = 0x4000_8000;
 const LOAD: usize = 0x000;
@@ -71,13 +71,13 @@ pub struct Feeder {
 const TURNS: u32 = 64;
 
 /// How often [`Feeder::alive`] actually feeds.
-const FEED_EVERY: u64 = clock::CORE_HZ / 4;
+const FEED_EVERY: u64 = clock::TICK_HZ / 4;
 
 impl Feeder {
     /// A feeder for a watchdog [`start`]ed just now.
     pub fn new() -> Self {
         Self {
-            fed_at: clock::cycles(),
+            fed_at: clock::now(),
             turns: 0,
         }
     }
@@ -94,7 +94,7 @@ impl Feeder {
     /// if it is time to.
     pub fn answered(&mut self) {
         self.turns = 0;
-        let now = clock::cycles();
+        let now = clock::now();
         if now.wrapping_sub(self.fed_at) >= FEED_EVERY {
             self.fed_at = now;
             write(LOCK, UNLOCK);

@@ -7,13 +7,24 @@
 //! 1 kHz tick wakes it too, so a stalled interrupt costs a millisecond.
 
 use core::ptr::{read_volatile, write_volatile};
+use cortex_m::interrupt::InterruptNumber;
+use cortex_m::peripheral::NVIC;
+use cortex_m_rt::exception;
 
-/// UART0 of mps2-an385/an386.
-pub const UART0: usize = 0x4000_4000;
+/// Requests the host may send before it sees the oldest answered (link
+/// protocol 2.1). This glue polls a UART with a one-byte buffer, so it may
+/// say more than 1 only because QEMU's chardev holds the host's bytes while
+/// that buffer is full (flow control). On a board whose UART drops bytes
+/// while the MCU is busy, say 1, or receive into a ring first.
+pub const LINK_WINDOW: u16 = 8;
 
-/// 115200 baud from the 25 MHz APB clock: the host's default `SERIAL_BAUD`.
-/// (QEMU does not pace its UART at this rate; a real board does.)
-pub const BAUDDIV_115200: u32 = 217;
+/// The link's UART (UART0 of mps2-an385/an386), from the board file.
+pub const UART0: usize = crate::board::LINK_BASE;
+
+/// The board's line rate from the APB clock (115200 from 25 MHz: 217),
+/// the host's default `SERIAL_BAUD`. (QEMU does not pace its UART at this
+/// rate; a real board does.)
+pub const LINK_BAUDDIV: u32 = (crate::board::CORE_HZ / crate::board::LINK_BAUD as u64) as u32;
 
 const DATA: usize = 0x0;
 const STATE: usize = 0x4;
@@ -30,6 +41,17 @@ const INT_RX: u32 = 1 << 1;
 
 /// UART0's receive interrupt on mps2-an385/an386 (external interrupt 0).
 pub const UART0_RX_IRQ: i16 = 0;
+
+/// An external interrupt of this board, by number.
+#[derive(Clone, Copy)]
+struct Irq(u16);
+
+// SAFETY: `number` returns the external interrupt's own number.
+unsafe impl InterruptNumber for Irq {
+    fn number(self) -> u16 {
+        self.0
+    }
+}
 
 /// One CMSDK UART.
 pub struct Uart {
@@ -57,6 +79,14 @@ impl Uart {
     fn write(&self, offset: usize, value: u32) {
         // SAFETY: as above.
         unsafe { write_volatile((self.base + offset) as *mut u32, value) }
+    }
+
+    /// Lets UART0's receive interrupt wake a sleeping core
+    /// ([`Uart::with_receive_interrupt`]).
+    pub fn enable_wakeup() {
+        // SAFETY: the handler below only acknowledges the interrupt; no
+        // critical section relies on it staying masked.
+        unsafe { NVIC::unmask(Irq(UART0_RX_IRQ as u16)) };
     }
 
     /// Runs `sleep` with the receive interrupt raised by the next byte, and
@@ -108,4 +138,14 @@ pub fn acknowledge_received() {
     // SAFETY: a write-one-to-clear register of UART0; clearing the receive
     // bit touches nothing the main loop reads.
     unsafe { write_volatile((UART0 + INTCLEAR) as *mut u32, INT_RX) }
+}
+
+/// External interrupts: UART0's receive interrupt only wakes the core.
+#[exception]
+unsafe fn DefaultHandler(irqn: i16) {
+    if irqn == UART0_RX_IRQ {
+        acknowledge_received();
+    } else {
+        defmt::panic!("unexpected interrupt {=i16}", irqn);
+    }
 }

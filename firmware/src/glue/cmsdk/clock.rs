@@ -6,10 +6,12 @@
 use core::cell::Cell;
 use critical_section::Mutex;
 use tensorplug_device_fpga::driver::Clock;
-use tensorplug_model_fpga::model::TickSource;
 
-/// The core and APB clock of mps2-an386 under QEMU.
-pub const CORE_HZ: u64 = 25_000_000;
+/// The core and APB clock (mps2-an386 under QEMU: 25 MHz), from the board file.
+pub const CORE_HZ: u64 = crate::board::CORE_HZ;
+
+/// The rate of [`now`]: TIMER0 counts the core clock.
+pub const TICK_HZ: u64 = CORE_HZ;
 
 const TIMER0: usize = 0x4000_0000;
 const CTRL: usize = 0x00;
@@ -29,9 +31,10 @@ pub fn start() {
     }
 }
 
-/// Core cycles since [`start`]. Must be called at least once per 2³² cycles
-/// (171 s) to see every wrap; the 1 kHz tick interrupt does.
-pub fn cycles() -> u64 {
+/// Core cycles since [`start`] (ticks at [`TICK_HZ`]). Must be called at
+/// least once per 2³² cycles (171 s) to see every wrap; the 1 kHz tick
+/// interrupt does.
+pub fn now() -> u64 {
     // SAFETY: a read of TIMER0's counter.
     let down = unsafe { core::ptr::read_volatile((TIMER0 + VALUE) as *const u32) };
     let up = u32::MAX - down;
@@ -46,32 +49,12 @@ pub fn cycles() -> u64 {
     })
 }
 
-/// The model's timestamp counter, at its configured frequency.
-pub struct DeviceTicks {
-    freq_hz: u64,
-}
-
-impl DeviceTicks {
-    /// Ticks at `freq_hz`.
-    pub const fn new(freq_hz: u32) -> Self {
-        Self {
-            freq_hz: freq_hz as u64,
-        }
-    }
-}
-
-impl TickSource for DeviceTicks {
-    fn now_ticks(&mut self) -> u64 {
-        (u128::from(cycles()) * u128::from(self.freq_hz) / u128::from(CORE_HZ)) as u64
-    }
-}
-
 /// The driver's clock for bounded waits.
 pub struct DriverClock;
 
 impl Clock for DriverClock {
     fn now_ns(&mut self) -> u64 {
-        cycles() * (1_000_000_000 / CORE_HZ)
+        now() * (1_000_000_000 / TICK_HZ)
     }
 
     fn relax(&mut self, _polls: u32) {
