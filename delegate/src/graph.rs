@@ -1,0 +1,393 @@
+//! The runtime's graph, read through `TfLiteContext`: every pointer the
+//! runtime hands us is checked before it is read, and the runtime itself
+//! is checked against our mirrors before anything else ([`Graph::new`]).
+
+use core::ffi::{CStr, c_int};
+use std::ffi::CString;
+use tensorplug_abi::tflite::{
+    TfLiteAllocationType, TfLiteContext, TfLiteIntArray, TfLiteNode, TfLiteRegistration,
+    TfLiteStatus, TfLiteTensor, TfLiteType,
+};
+
+/// The largest builtin code a runtime of TF 2.15 … 2.21 uses is about 210;
+/// a registration whose code is beyond this was not read at the right offset.
+const MAX_BUILTIN_CODE: i32 = 4096;
+
+/// A runtime context, checked.
+pub struct Graph {
+    ctx: *mut TfLiteContext,
+}
+
+/// One tensor as the delegate needs it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorView {
+    pub index: i32,
+    pub name: String,
+    pub dtype: TfLiteType,
+    pub dims: Vec<usize>,
+    pub bytes: usize,
+    /// The model's read-only data (weights): `kTfLiteMmapRo`.
+    pub constant: bool,
+    pub data: *mut u8,
+    pub scale: f32,
+    pub zero_point: i32,
+}
+
+/// One node: its op and tensors.
+#[derive(Clone, Debug)]
+pub struct NodeView {
+    pub builtin_code: i32,
+    pub version: i32,
+    pub inputs: Vec<i32>,
+    pub outputs: Vec<i32>,
+    pub builtin_data: *const core::ffi::c_void,
+}
+
+impl Graph {
+    /// Checks `ctx` (non-null, every function we call present) and that the
+    /// runtime's `TfLiteTensor` is the size we mirror: `GetTensor(i)` must be
+    /// `&tensors[i]` at our stride. A runtime that fails is one whose
+    /// version the delegate does not know; the error says so.
+    ///
+    /// # Safety
+    /// `ctx` is null or the runtime's live context, for as long as `self`.
+    pub unsafe fn new(ctx: *mut TfLiteContext) -> Result<Self, String> {
+        if ctx.is_null() {
+            return Err("the runtime passed a null TfLiteContext".into());
+        }
+        // SAFETY: non-null and live (caller).
+        let c = unsafe { &*ctx };
+        let missing: Vec<&str> = [
+            ("GetExecutionPlan", c.GetExecutionPlan.is_none()),
+            ("GetNodeAndRegistration", c.GetNodeAndRegistration.is_none()),
+            (
+                "ReplaceNodeSubsetsWithDelegateKernels",
+                c.ReplaceNodeSubsetsWithDelegateKernels.is_none(),
+            ),
+            ("ReportError", c.ReportError.is_none()),
+            ("ResizeTensor", c.ResizeTensor.is_none()),
+            (
+                "PreviewDelegatePartitioning",
+                c.PreviewDelegatePartitioning.is_none(),
+            ),
+        ]
+        .into_iter()
+        .filter(|(_, absent)| *absent)
+        .map(|(name, _)| name)
+        .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "this TFLite runtime's TfLiteContext lacks {}: its version is not one the \
+                 delegate supports (TF 2.15 … 2.21's TFLite)",
+                missing.join(", ")
+            ));
+        }
+        let graph = Self { ctx };
+        graph.check_tensor_stride()?;
+        Ok(graph)
+    }
+
+    /// The raw context, for the runtime's callbacks.
+    pub fn raw(&self) -> *mut TfLiteContext {
+        self.ctx
+    }
+
+    fn c(&self) -> &TfLiteContext {
+        // SAFETY: checked non-null and live in `new`.
+        unsafe { &*self.ctx }
+    }
+
+    /// Our `TfLiteTensor` against the runtime's: when the runtime has
+    /// `GetTensor` (TFLite Micro-style runtimes; TFLite's own leaves it
+    /// null), `GetTensor(i)` must be `&tensors[i]` at our stride; and in
+    /// every tensor of a fixed-size element type, `bytes` must be its
+    /// elements times the element size, which a wrong stride or a moved
+    /// field breaks at the first tensor it shifts.
+    fn check_tensor_stride(&self) -> Result<(), String> {
+        let c = self.c();
+        let n = c.tensors_size;
+        if n == 0 {
+            return Ok(());
+        }
+        if c.tensors.is_null() {
+            return Err("the runtime has tensors but a null tensor array".into());
+        }
+        let unsupported = "its version is not one the delegate supports (TF 2.15 … 2.21's TFLite)";
+        if let Some(get) = c.GetTensor {
+            for i in [0, n - 1] {
+                let i_c = c_int::try_from(i).map_err(|_| format!("{n} tensors"))?;
+                // SAFETY: the runtime's function, with its context and an
+                // index below `tensors_size`.
+                let theirs = unsafe { get(self.ctx, i_c) };
+                if theirs != c.tensors.wrapping_add(i) {
+                    return Err(format!(
+                        "this TFLite runtime's TfLiteTensor is not {} bytes: {unsupported}",
+                        size_of::<TfLiteTensor>()
+                    ));
+                }
+            }
+        }
+        for i in 0..n {
+            // SAFETY: below `tensors_size`; a stride error shows at the
+            // first tensor it shifts, checked before the next is read.
+            let t = unsafe { &*c.tensors.add(i) };
+            let Some(size) = element_size(t.r#type) else {
+                continue;
+            };
+            if t.dims.is_null() || t.bytes == 0 {
+                continue;
+            }
+            // SAFETY: the tensor's live dims.
+            let dims = unsafe { (*t.dims).as_slice() };
+            let elements = dims
+                .iter()
+                .try_fold(1usize, |acc, &d| acc.checked_mul(usize::try_from(d).ok()?));
+            if elements.and_then(|e| e.checked_mul(size)) != Some(t.bytes) {
+                return Err(format!(
+                    "tensor {i} reads as {:?} of dims {dims:?} in {} bytes through the \
+                     delegate's TfLiteTensor: this runtime's TfLiteTensor differs; {unsupported}",
+                    t.r#type, t.bytes
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The node indices of the execution plan, in order.
+    pub fn plan(&self) -> Result<Vec<i32>, String> {
+        let get = self
+            .c()
+            .GetExecutionPlan
+            .ok_or("GetExecutionPlan is null")?;
+        let mut plan: *mut TfLiteIntArray = core::ptr::null_mut();
+        // SAFETY: the runtime's function with its context and an out pointer.
+        let status = unsafe { get(self.ctx, &mut plan) };
+        if status != TfLiteStatus::kTfLiteOk || plan.is_null() {
+            return Err(format!("GetExecutionPlan failed ({status:?})"));
+        }
+        // SAFETY: the runtime's array, valid until the next call.
+        Ok(unsafe { (*plan).as_slice() }.to_vec())
+    }
+
+    /// Node `index` and its registration's code and version.
+    pub fn node(&self, index: i32) -> Result<NodeView, String> {
+        let get = self
+            .c()
+            .GetNodeAndRegistration
+            .ok_or("GetNodeAndRegistration is null")?;
+        let mut node: *mut TfLiteNode = core::ptr::null_mut();
+        let mut reg: *mut TfLiteRegistration = core::ptr::null_mut();
+        // SAFETY: the runtime's function with its context and out pointers.
+        let status = unsafe { get(self.ctx, index, &mut node, &mut reg) };
+        if status != TfLiteStatus::kTfLiteOk || node.is_null() || reg.is_null() {
+            return Err(format!(
+                "GetNodeAndRegistration({index}) failed ({status:?})"
+            ));
+        }
+        // SAFETY: the runtime's live node and registration.
+        let (node, reg) = unsafe { (&*node, &*reg) };
+        if !(0..MAX_BUILTIN_CODE).contains(&reg.builtin_code) {
+            return Err(format!(
+                "node {index}'s registration has builtin code {}: this runtime's \
+                 TfLiteRegistration does not match the delegate's (TF 2.15 … 2.21's TFLite)",
+                reg.builtin_code
+            ));
+        }
+        Ok(NodeView {
+            builtin_code: reg.builtin_code,
+            version: reg.version,
+            // SAFETY: the node's live index arrays (null: none).
+            inputs: unsafe { int_array(node.inputs) },
+            // SAFETY: as above.
+            outputs: unsafe { int_array(node.outputs) },
+            builtin_data: node.builtin_data,
+        })
+    }
+
+    /// How many tensors the context has.
+    pub fn tensor_count(&self) -> usize {
+        self.c().tensors_size
+    }
+
+    fn tensor_ptr(&self, index: i32) -> Result<*mut TfLiteTensor, String> {
+        let c = self.c();
+        match usize::try_from(index) {
+            Ok(i) if i < c.tensors_size => Ok(c.tensors.wrapping_add(i)),
+            _ => Err(format!(
+                "tensor index {index} out of range ({} tensors)",
+                c.tensors_size
+            )),
+        }
+    }
+
+    /// Tensor `index`.
+    pub fn tensor(&self, index: i32) -> Result<TensorView, String> {
+        // SAFETY: in range of the runtime's array, whose stride `new` checked.
+        let t = unsafe { &*self.tensor_ptr(index)? };
+        let name = if t.name.is_null() {
+            String::new()
+        } else {
+            // SAFETY: the runtime's NUL-terminated name.
+            unsafe { CStr::from_ptr(t.name) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        // SAFETY: the tensor's live dims (null: unknown).
+        let dims = unsafe { int_array(t.dims) };
+        let dims = dims
+            .iter()
+            .map(|&d| usize::try_from(d).map_err(|_| format!("tensor {index} has dim {d}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(TensorView {
+            index,
+            name,
+            dtype: t.r#type,
+            dims,
+            bytes: t.bytes,
+            constant: t.allocation_type == TfLiteAllocationType::kTfLiteMmapRo,
+            data: t.data.cast(),
+            scale: t.params.scale,
+            zero_point: t.params.zero_point,
+        })
+    }
+}
+
+/// The byte size of a fixed-size element type (`None`: strings,
+/// resources, variants, sub-byte types, unknown ones).
+fn element_size(t: TfLiteType) -> Option<usize> {
+    Some(match t {
+        TfLiteType::kTfLiteUInt8 | TfLiteType::kTfLiteInt8 | TfLiteType::kTfLiteBool => 1,
+        TfLiteType::kTfLiteInt16
+        | TfLiteType::kTfLiteUInt16
+        | TfLiteType::kTfLiteFloat16
+        | TfLiteType::kTfLiteBFloat16 => 2,
+        TfLiteType::kTfLiteFloat32 | TfLiteType::kTfLiteInt32 | TfLiteType::kTfLiteUInt32 => 4,
+        TfLiteType::kTfLiteInt64
+        | TfLiteType::kTfLiteUInt64
+        | TfLiteType::kTfLiteFloat64
+        | TfLiteType::kTfLiteComplex64 => 8,
+        TfLiteType::kTfLiteComplex128 => 16,
+        _ => return None,
+    })
+}
+
+/// The ints of a runtime array; empty for null.
+///
+/// # Safety
+/// `a` is null or a live `TfLiteIntArray`.
+pub unsafe fn int_array(a: *const TfLiteIntArray) -> Vec<i32> {
+    if a.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: the caller's contract.
+    unsafe { (*a).as_slice() }.to_vec()
+}
+
+/// `context->ReportError(context, "%s", msg)`, if the context has one.
+pub fn report_error(ctx: *mut TfLiteContext, msg: &str) {
+    if ctx.is_null() {
+        return;
+    }
+    // SAFETY: the runtime's live context (callers pass what the runtime gave).
+    let Some(report) = (unsafe { (*ctx).ReportError }) else {
+        return;
+    };
+    let msg = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+    // SAFETY: a printf-style call with one `%s` and a C string.
+    unsafe { report(ctx, c"%s".as_ptr(), msg.as_ptr()) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tensorplug_abi::tf::layout::CStruct;
+
+    unsafe extern "C" fn plan(_: *mut TfLiteContext, _: *mut *mut TfLiteIntArray) -> TfLiteStatus {
+        TfLiteStatus::kTfLiteError
+    }
+    unsafe extern "C" fn node(
+        _: *mut TfLiteContext,
+        _: c_int,
+        _: *mut *mut TfLiteNode,
+        _: *mut *mut TfLiteRegistration,
+    ) -> TfLiteStatus {
+        TfLiteStatus::kTfLiteError
+    }
+    unsafe extern "C" fn replace(
+        _: *mut TfLiteContext,
+        _: TfLiteRegistration,
+        _: *const TfLiteIntArray,
+        _: *mut tensorplug_abi::tflite::TfLiteDelegate,
+    ) -> TfLiteStatus {
+        TfLiteStatus::kTfLiteError
+    }
+    unsafe extern "C" fn report(_: *mut TfLiteContext, _: *const core::ffi::c_char) {}
+    unsafe extern "C" fn resize(
+        _: *mut TfLiteContext,
+        _: *mut TfLiteTensor,
+        _: *mut TfLiteIntArray,
+    ) -> TfLiteStatus {
+        TfLiteStatus::kTfLiteError
+    }
+    unsafe extern "C" fn preview(
+        _: *mut TfLiteContext,
+        _: *const TfLiteIntArray,
+        _: *mut *mut tensorplug_abi::tflite::TfLiteDelegateParams,
+        _: *mut c_int,
+    ) -> TfLiteStatus {
+        TfLiteStatus::kTfLiteError
+    }
+
+    fn context(tensors: &mut [TfLiteTensor]) -> TfLiteContext {
+        let mut c = TfLiteContext::zeroed();
+        c.GetExecutionPlan = Some(plan);
+        c.GetNodeAndRegistration = Some(node);
+        c.ReplaceNodeSubsetsWithDelegateKernels = Some(replace);
+        // SAFETY: only stored, never called by these tests (Rust cannot
+        // define a C-variadic function on stable).
+        c.ReportError = Some(unsafe {
+            core::mem::transmute::<
+                unsafe extern "C" fn(*mut TfLiteContext, *const core::ffi::c_char),
+                unsafe extern "C" fn(*mut TfLiteContext, *const core::ffi::c_char, ...),
+            >(report)
+        });
+        c.ResizeTensor = Some(resize);
+        c.PreviewDelegatePartitioning = Some(preview);
+        c.tensors = tensors.as_mut_ptr();
+        c.tensors_size = tensors.len();
+        c
+    }
+
+    #[test]
+    fn a_context_without_a_function_we_call_is_an_unknown_runtime() {
+        let mut c = context(&mut []);
+        c.PreviewDelegatePartitioning = None;
+        // SAFETY: a live context.
+        let err = unsafe { Graph::new(&mut c) }.err().unwrap();
+        assert!(err.contains("lacks PreviewDelegatePartitioning"), "{err}");
+        assert!(err.contains("TF 2.15 … 2.21"), "{err}");
+        // SAFETY: null is allowed.
+        assert!(unsafe { Graph::new(core::ptr::null_mut()) }.is_err());
+    }
+
+    #[test]
+    fn tensors_that_do_not_read_consistently_are_an_unknown_runtime() {
+        let dims: [c_int; 3] = [2, 3, 4];
+        let mut t = TfLiteTensor::zeroed();
+        t.r#type = TfLiteType::kTfLiteFloat32;
+        t.dims = dims.as_ptr().cast_mut().cast();
+        t.bytes = 3 * 4 * 4;
+        let mut tensors = [t, t];
+        let mut c = context(&mut tensors);
+        // SAFETY: a live context whose tensors outlive the graph.
+        let graph = unsafe { Graph::new(&mut c) }.unwrap();
+        assert_eq!(graph.tensor(1).unwrap().dims, [3, 4]);
+        assert!(graph.tensor(2).is_err());
+        // A layout that shifts `bytes` (or the stride) reads inconsistently.
+        tensors[1].bytes = 40;
+        let mut c = context(&mut tensors);
+        // SAFETY: as above.
+        let err = unsafe { Graph::new(&mut c) }.err().unwrap();
+        assert!(err.contains("tensor 1 reads as"), "{err}");
+    }
+}

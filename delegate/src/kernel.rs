@@ -1,0 +1,328 @@
+//! One delegated partition: built at `init` (device buffers for every
+//! tensor it touches, constants uploaded once), checked at `prepare`, and
+//! run at `invoke`: its inputs in, every launch enqueued on one queue, one
+//! wait, its outputs out. Intermediate tensors never leave the device.
+
+use crate::graph::{Graph, TensorView, int_array};
+use crate::ops::{DeviceOp, decide};
+use crate::shared::{DEVICE_TIMEOUT, Shared, lock};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tensorplug_abi::tflite::TfLiteDelegateParams;
+use tensorplug_core::accelerator::{
+    Binary, DType, DeviceAddr, Fence, OpDesc, OpKind, QueueId, Shape, TensorDesc, Unary,
+};
+use tensorplug_host_bridge::prelude::DynAccelerator;
+
+const QUEUE: QueueId = QueueId(0);
+const ALIGN: u64 = 64;
+
+/// A tensor's device copy.
+#[derive(Debug)]
+struct Buffer {
+    addr: DeviceAddr,
+    bytes: usize,
+    dims: Vec<usize>,
+}
+
+/// One partition's device plan.
+pub struct Kernel {
+    shared: Arc<Shared>,
+    graph_id: usize,
+    nodes: Vec<i32>,
+    steps: Vec<(i32, DeviceOp)>,
+    buffers: BTreeMap<i32, Buffer>,
+    /// Pre-activation results, by node.
+    temps: BTreeMap<i32, DeviceAddr>,
+    /// Non-constant partition inputs, copied in at every invoke.
+    inputs: Vec<i32>,
+    outputs: Vec<i32>,
+}
+
+impl Kernel {
+    /// Builds the plan of the partition `params` describes.
+    pub fn new(
+        shared: Arc<Shared>,
+        graph_id: usize,
+        graph: &Graph,
+        params: &TfLiteDelegateParams,
+    ) -> Result<Self, String> {
+        // SAFETY: the runtime's live arrays of this partition.
+        let (nodes, inputs, outputs) = unsafe {
+            (
+                int_array(params.nodes_to_replace),
+                int_array(params.input_tensors),
+                int_array(params.output_tensors),
+            )
+        };
+        let mut steps = Vec::with_capacity(nodes.len());
+        for &index in &nodes {
+            let node = graph.node(index)?;
+            let op = decide(graph, &node, &shared.capabilities)
+                .map_err(|why| format!("node {index} cannot run on the device: {why}"))?;
+            steps.push((index, op));
+        }
+        let mut kernel = Self {
+            shared,
+            graph_id,
+            nodes,
+            steps,
+            buffers: BTreeMap::new(),
+            temps: BTreeMap::new(),
+            inputs: Vec::new(),
+            outputs,
+        };
+        let result = kernel.allocate(graph, &inputs);
+        result.map(|()| kernel)
+    }
+
+    fn allocate(&mut self, graph: &Graph, partition_inputs: &[i32]) -> Result<(), String> {
+        let mut tensors: Vec<i32> = Vec::new();
+        for (_, op) in &self.steps {
+            match *op {
+                DeviceOp::FullyConnected {
+                    x, w, bias, out, ..
+                } => {
+                    tensors.extend([x, w, out]);
+                    tensors.extend(bias);
+                }
+                DeviceOp::Add { a, b, out, .. } => tensors.extend([a, b, out]),
+                DeviceOp::Relu { x, out } => tensors.extend([x, out]),
+            }
+        }
+        tensors.sort_unstable();
+        tensors.dedup();
+        let shared = Arc::clone(&self.shared);
+        let mut dev = lock(&shared.device);
+        for index in tensors {
+            let t = graph.tensor(index)?;
+            let addr = alloc(&mut **dev, t.bytes)?;
+            if t.constant {
+                upload(&mut **dev, addr, &t)?;
+            } else if partition_inputs.contains(&index) {
+                self.inputs.push(index);
+            }
+            self.buffers.insert(
+                index,
+                Buffer {
+                    addr,
+                    bytes: t.bytes,
+                    dims: t.dims.clone(),
+                },
+            );
+        }
+        for (node, op) in &self.steps {
+            let needs_temp = match *op {
+                DeviceOp::FullyConnected {
+                    bias: None,
+                    relu: true,
+                    out,
+                    ..
+                }
+                | DeviceOp::Add {
+                    relu: true, out, ..
+                } => Some(out),
+                _ => None,
+            };
+            if let Some(out) = needs_temp {
+                let bytes = self.buffer(out)?.bytes;
+                self.temps.insert(*node, alloc(&mut **dev, bytes)?);
+            }
+        }
+        Ok(())
+    }
+
+    fn buffer(&self, tensor: i32) -> Result<&Buffer, String> {
+        self.buffers
+            .get(&tensor)
+            .ok_or_else(|| format!("tensor {tensor} has no device buffer"))
+    }
+
+    /// `prepare`: the partition's tensors must still have the shapes it
+    /// was built for (resizing is refused, with the reason).
+    pub fn prepare(&self, graph: &Graph) -> Result<(), String> {
+        for (&index, buffer) in &self.buffers {
+            let t = graph.tensor(index)?;
+            if t.dims != buffer.dims || t.bytes != buffer.bytes {
+                return Err(format!(
+                    "tensor {index} (`{}`) is now {:?}, the delegated partition was built for \
+                     {:?}: resizing a delegated partition is not supported yet; create the \
+                     interpreter again for the new shape",
+                    t.name, t.dims, buffer.dims
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `invoke`: inputs in, every launch, one wait, outputs out.
+    pub fn invoke(&self, graph: &Graph) -> Result<(), String> {
+        let shared = Arc::clone(&self.shared);
+        {
+            let mut dev = lock(&shared.device);
+            let dev: &mut DynAccelerator = &mut **dev;
+            for &index in &self.inputs {
+                let t = graph.tensor(index)?;
+                upload(dev, self.buffer(index)?.addr, &t)?;
+            }
+            let mut last: Option<Fence> = None;
+            for (node, op) in &self.steps {
+                last = Some(self.launch(dev, *node, op)?);
+            }
+            if let Some(fence) = last {
+                dev.wait_or_reset(fence, DEVICE_TIMEOUT)
+                    .map_err(|e| format!("the device failed the partition: {e}"))?;
+            }
+            for &index in &self.outputs {
+                let t = graph.tensor(index)?;
+                let b = self.buffer(index)?;
+                if t.data.is_null() || t.bytes != b.bytes {
+                    return Err(format!(
+                        "output tensor {index} has no buffer of {} bytes",
+                        b.bytes
+                    ));
+                }
+                // SAFETY: the runtime's output buffer of `bytes` bytes, not
+                // read by anyone during our invoke.
+                let host = unsafe { std::slice::from_raw_parts_mut(t.data, t.bytes) };
+                dev.read_blocking(QUEUE, host, b.addr, DEVICE_TIMEOUT)
+                    .map_err(|e| format!("reading tensor {index} from the device: {e}"))?;
+            }
+        }
+        lock(&shared.report).count_runs(self.graph_id, &self.nodes);
+        shared.write_report();
+        Ok(())
+    }
+
+    fn desc(&self, tensor: i32, dims: &[u64]) -> Result<TensorDesc, String> {
+        let shape =
+            Shape::new(dims).ok_or_else(|| format!("tensor {tensor}: rank {}", dims.len()))?;
+        Ok(TensorDesc::new(
+            self.buffer(tensor)?.addr,
+            DType::F32,
+            shape,
+        ))
+    }
+
+    fn full_desc(&self, tensor: i32) -> Result<TensorDesc, String> {
+        let dims: Vec<u64> = self
+            .buffer(tensor)?
+            .dims
+            .iter()
+            .map(|&d| d as u64)
+            .collect();
+        self.desc(tensor, &dims)
+    }
+
+    fn launch(&self, dev: &mut DynAccelerator, node: i32, op: &DeviceOp) -> Result<Fence, String> {
+        let op_id = u16::try_from(node).unwrap_or(u16::MAX);
+        let temp = self.temps.get(&node).copied();
+        let mut run = |kind: OpKind, inputs: &[TensorDesc], output: TensorDesc| {
+            dev.launch(
+                QUEUE,
+                &OpDesc {
+                    kind,
+                    inputs,
+                    output,
+                    op_id,
+                },
+            )
+            .map_err(|e| format!("node {node}: the device refused {kind:?}: {e}"))
+        };
+        match *op {
+            DeviceOp::FullyConnected {
+                x,
+                w,
+                bias,
+                out,
+                m,
+                k,
+                n,
+                relu,
+            } => {
+                let (xd, wd, od) = (
+                    self.desc(x, &[m, k])?,
+                    self.desc(w, &[n, k])?,
+                    self.desc(out, &[m, n])?,
+                );
+                match (bias, temp) {
+                    (Some(b), _) => run(
+                        OpKind::FusedMatMul {
+                            transpose_a: false,
+                            transpose_b: true,
+                            relu,
+                        },
+                        &[xd, wd, self.desc(b, &[n])?],
+                        od,
+                    ),
+                    (None, None) => run(
+                        OpKind::MatMul {
+                            transpose_a: false,
+                            transpose_b: true,
+                        },
+                        &[xd, wd],
+                        od,
+                    ),
+                    (None, Some(t)) => {
+                        let td = TensorDesc { addr: t, ..od };
+                        run(
+                            OpKind::MatMul {
+                                transpose_a: false,
+                                transpose_b: true,
+                            },
+                            &[xd, wd],
+                            td,
+                        )?;
+                        run(OpKind::Unary(Unary::RELU), &[td], od)
+                    }
+                }
+            }
+            DeviceOp::Add { a, b, out, .. } => {
+                let (ad, bd, od) = (self.full_desc(a)?, self.full_desc(b)?, self.full_desc(out)?);
+                match temp {
+                    None => run(OpKind::Binary(Binary::ADD), &[ad, bd], od),
+                    Some(t) => {
+                        let td = TensorDesc { addr: t, ..od };
+                        run(OpKind::Binary(Binary::ADD), &[ad, bd], td)?;
+                        run(OpKind::Unary(Unary::RELU), &[td], od)
+                    }
+                }
+            }
+            DeviceOp::Relu { x, out } => run(
+                OpKind::Unary(Unary::RELU),
+                &[self.full_desc(x)?],
+                self.full_desc(out)?,
+            ),
+        }
+    }
+}
+
+impl Drop for Kernel {
+    fn drop(&mut self) {
+        let mut dev = lock(&self.shared.device);
+        for addr in self
+            .buffers
+            .values()
+            .map(|b| b.addr)
+            .chain(self.temps.values().copied())
+        {
+            // A failed free leaks device memory only; nothing to report it to.
+            let _ = dev.deallocate(addr);
+        }
+    }
+}
+
+fn alloc(dev: &mut DynAccelerator, bytes: usize) -> Result<DeviceAddr, String> {
+    dev.allocate(bytes.max(1) as u64, ALIGN)
+        .map_err(|e| format!("allocating {bytes} bytes on the device: {e}"))
+}
+
+fn upload(dev: &mut DynAccelerator, addr: DeviceAddr, t: &TensorView) -> Result<(), String> {
+    if t.data.is_null() {
+        return Err(format!("tensor {} (`{}`) has no data", t.index, t.name));
+    }
+    // SAFETY: the runtime's buffer of `bytes` bytes, alive during the call.
+    let host = unsafe { std::slice::from_raw_parts(t.data, t.bytes) };
+    dev.write_blocking(QUEUE, addr, host, DEVICE_TIMEOUT)
+        .map_err(|e| format!("writing tensor {} to the device: {e}", t.index))
+}

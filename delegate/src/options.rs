@@ -1,0 +1,98 @@
+//! The delegate's options, as `load_delegate(path, {key: value})` passes
+//! them. An unknown key or a bad value is an error that names it.
+
+use std::path::PathBuf;
+
+/// Every option the delegate knows, for the error on an unknown one.
+pub const KNOWN: &str = "`device`, `report_file`, `min_nodes`";
+
+/// The parsed options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// One item of the backend's device list (`sim`, `pcie:<file>`, …);
+    /// `None`: the first of the backend's default list.
+    pub device: Option<String>,
+    /// Where the per-node report goes (JSON, rewritten after every
+    /// partitioning and every invoke).
+    pub report_file: Option<PathBuf>,
+    /// A partition of fewer nodes stays on the CPU.
+    pub min_nodes: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            device: None,
+            report_file: None,
+            min_nodes: 1,
+        }
+    }
+}
+
+impl Options {
+    /// Parses `key=value` pairs; the first problem is the error.
+    pub fn parse<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self, String> {
+        let mut options = Self::default();
+        for (key, value) in pairs {
+            match key {
+                "device" => {
+                    let item = value.trim();
+                    if item.is_empty() || item.contains(',') {
+                        return Err(format!(
+                            "option `device` must name one device (e.g. `sim`), got `{value}`"
+                        ));
+                    }
+                    options.device = Some(item.to_owned());
+                }
+                "report_file" => {
+                    if value.is_empty() {
+                        return Err("option `report_file` is empty".into());
+                    }
+                    options.report_file = Some(PathBuf::from(value));
+                }
+                "min_nodes" => {
+                    options.min_nodes = value
+                        .trim()
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|&n| n >= 1)
+                        .ok_or_else(|| {
+                            format!("option `min_nodes` must be an integer ≥ 1, got `{value}`")
+                        })?;
+                }
+                other => return Err(format!("unknown option `{other}` (known: {KNOWN})")),
+            }
+        }
+        Ok(options)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_known_options_and_names_bad_ones() {
+        let o = Options::parse([
+            ("device", "sim"),
+            ("min_nodes", "2"),
+            ("report_file", "/tmp/r"),
+        ])
+        .unwrap();
+        assert_eq!(o.device.as_deref(), Some("sim"));
+        assert_eq!(o.min_nodes, 2);
+        assert_eq!(Options::parse([]).unwrap(), Options::default());
+        let err = Options::parse([("devcie", "sim")]).unwrap_err();
+        assert!(err.contains("unknown option `devcie`"), "{err}");
+        assert!(
+            Options::parse([("min_nodes", "0")])
+                .unwrap_err()
+                .contains("min_nodes")
+        );
+        assert!(
+            Options::parse([("device", "sim,sim")])
+                .unwrap_err()
+                .contains("one device")
+        );
+    }
+}
