@@ -1,0 +1,255 @@
+"""The LiteRT external delegate (`export_delegate!`) under the real
+`tf.lite.Interpreter`: a Keras model converted by TF's TFLite converter,
+run with and without `tf.lite.experimental.load_delegate(<plugin>)`.
+
+Prints one `check <name> ok ...` line per check and exits 1 on the first
+failure. The plugin is loaded by `load_delegate` only (not as a TF
+pluggable device): the converter crashes with a plugin device registered
+(FACTS.md), and LiteRT users have no TF.
+
+usage: tflite_delegate.py --plugin <lib.so> --out <dir>
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+BATCH = 4
+# Float tolerance of the model's output: the device's GEMM is within
+# (k+2)·ε·Σ|a·b| of the exact result (docs/device-numerics.md) with
+# k <= 16 here, ADD and RELU are exact; 1e-5 relative + 1e-6 absolute is
+# above that bound through three layers and a softmax.
+RTOL, ATOL = 1e-5, 1e-6
+
+
+def fail(msg):
+    print(f"FAIL {msg}", flush=True)
+    sys.exit(1)
+
+
+def model_bytes():
+    """FC(relu) -> TANH -> RELU -> FC -> ADD(relu, with the input) -> FC
+    -> SOFTMAX: TANH and SOFTMAX are not in the delegate's op set, so the
+    float nodes around TANH form two partitions, of 1 and 4 nodes."""
+    tf.keras.utils.set_random_seed(7)
+    layers = tf.keras.layers
+    x = tf.keras.Input((8,), batch_size=BATCH)
+    h = layers.Dense(16, activation="relu")(x)
+    t = layers.ReLU()(layers.Activation("tanh")(h))
+    z = layers.ReLU()(layers.Add()([layers.Dense(8)(t), x]))
+    y = layers.Softmax()(layers.Dense(4)(z))
+    model = tf.keras.Model(x, y)
+    return tf.lite.TFLiteConverter.from_keras_model(model).convert()
+
+
+def int8_case(plugin, out):
+    """The converter's full-integer model of the same network: every
+    FULLY_CONNECTED and ADD should run on the device (not built yet: the
+    delegate's op set is float32 only, so this fails; the Rust test that
+    runs it is ignored with that reason)."""
+    tf.keras.utils.set_random_seed(7)
+    layers = tf.keras.layers
+    x = tf.keras.Input((8,), batch_size=BATCH)
+    h = layers.Dense(16, activation="relu")(x)
+    z = layers.ReLU()(layers.Add()([layers.Dense(8)(h), x]))
+    model = tf.keras.Model(x, layers.Dense(4)(z))
+    conv = tf.lite.TFLiteConverter.from_keras_model(model)
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    rng = np.random.default_rng(5)
+    conv.representative_dataset = lambda: (
+        [rng.standard_normal((BATCH, 8)).astype(np.float32)] for _ in range(16)
+    )
+    conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    conv.inference_input_type = tf.int8
+    conv.inference_output_type = tf.int8
+    model = conv.convert()
+    report_path = os.path.join(out, "report_int8.json")
+    xq = rng.integers(-128, 128, (BATCH, 8), dtype=np.int8)
+    want = run(interpreter(model), [xq])[0]
+    got = run(interpreter(model, [tf.lite.experimental.load_delegate(plugin, {"report_file": report_path})]), [xq])[0]
+    if not np.array_equal(got, want):
+        fail("int8 output differs")
+    with open(report_path) as f:
+        nodes = json.load(f)["graphs"][0]["nodes"]
+    cpu = [(n["op"], n["reason"]) for n in nodes if n["op"] in ("FULLY_CONNECTED", "ADD") and n["decision"] != "device"]
+    if cpu:
+        fail(f"int8 nodes on the CPU: {cpu}")
+    print("check int8 ok", flush=True)
+
+
+def interpreter(model, delegates=None):
+    return tf.lite.Interpreter(
+        model_content=model,
+        experimental_delegates=delegates or [],
+        # TFLite's builtin kernels only (no XNNPACK): the reference.
+        experimental_op_resolver_type=tf.lite.experimental.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+    )
+
+
+def run(interp, xs):
+    interp.allocate_tensors()
+    inp = interp.get_input_details()[0]["index"]
+    out = interp.get_output_details()[0]["index"]
+    results = []
+    for x in xs:
+        interp.set_tensor(inp, x)
+        interp.invoke()
+        results.append(interp.get_tensor(out).copy())
+    return results
+
+
+def expect_value_error(plugin, options, needle):
+    try:
+        tf.lite.experimental.load_delegate(plugin, options)
+    except ValueError as e:
+        if needle not in str(e):
+            fail(f"load_delegate({options}) raised {e!r}, without {needle!r}")
+        return str(e).strip().splitlines()[-1]
+    fail(f"load_delegate({options}) did not raise")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--plugin", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--case", default="float", choices=["float", "int8"])
+    args = ap.parse_args()
+    print(f"tf {tf.__version__}", flush=True)
+    if args.case == "int8":
+        return int8_case(args.plugin, args.out)
+
+    model = model_bytes()
+    rng = np.random.default_rng(3)
+    xs = [rng.standard_normal((BATCH, 8)).astype(np.float32) for _ in range(3)]
+
+    ref = interpreter(model)
+    want = run(ref, xs)
+    ops = {d["index"]: d["op_name"] for d in ref._get_ops_details()}
+
+    report_path = os.path.join(args.out, "report.json")
+    delegate = tf.lite.experimental.load_delegate(
+        args.plugin, {"device": "sim", "report_file": report_path}
+    )
+    dev = interpreter(model, [delegate])
+    got = run(dev, xs)
+    worst = max(float(np.max(np.abs(g - w))) for g, w in zip(got, want))
+    for g, w in zip(got, want):
+        if not np.allclose(g, w, rtol=RTOL, atol=ATOL):
+            fail(f"delegate output differs: max |diff| {worst}\n{g}\n{w}")
+    print(f"check outputs ok max_abs_diff={worst:.3g} invokes={len(xs)}", flush=True)
+
+    with open(report_path) as f:
+        report = json.load(f)
+    graph = report["graphs"][0]
+    nodes = {n["index"]: n for n in graph["nodes"]}
+    # The report's view of the nodes (read through abi's TfLiteRegistration)
+    # is the runtime's own view.
+    if {i: n["op"] for i, n in nodes.items()} != ops:
+        fail(f"report ops {nodes} != runtime ops {ops}")
+    on_device = sorted(n["op"] for n in nodes.values() if n["decision"] == "device")
+    on_cpu = sorted(n["op"] for n in nodes.values() if n["decision"] == "cpu")
+    if on_device != ["ADD", "FULLY_CONNECTED", "FULLY_CONNECTED", "FULLY_CONNECTED", "RELU"]:
+        fail(f"device nodes {on_device}")
+    if on_cpu != ["SOFTMAX", "TANH"]:
+        fail(f"cpu nodes {on_cpu}")
+    for n in nodes.values():
+        if n["decision"] == "cpu" and not n["reason"]:
+            fail(f"node {n} stays on the CPU without a reason")
+        runs = len(xs) if n["decision"] == "device" else 0
+        if n["device_runs"] != runs:
+            fail(f"node {n} ran {n['device_runs']} times on the device, expected {runs}")
+    if sorted(map(len, graph["partitions"])) != [1, 4]:
+        fail(f"partitions {graph['partitions']}")
+    # TFLite's own plan: the delegated nodes are gone, DELEGATE nodes run.
+    plan = [d["op_name"] for d in dev._get_ops_details()]
+    delegate_nodes = [d for d in dev._get_ops_details() if d["op_name"] == "DELEGATE"]
+    print(
+        f"check report ok device={on_device} cpu={on_cpu} partitions={graph['partitions']} "
+        f"runtime_delegate_nodes={len(delegate_nodes)}",
+        flush=True,
+    )
+    for n in sorted(nodes.values(), key=lambda n: n["index"]):
+        print(f"  node {n['index']} {n['op']} {n['decision']} partition={n['partition']} "
+              f"reason={n['reason']}", flush=True)
+    if len(delegate_nodes) != len(graph["partitions"]):
+        fail(f"runtime plan {plan} has {len(delegate_nodes)} DELEGATE nodes")
+
+    # The report's tensors (read through abi's TfLiteTensor) against the
+    # runtime's: name, shape, type, quantization.
+    type_codes = {np.float32: 1, np.int32: 2, np.int8: 9, np.int64: 4, np.uint8: 3}
+    details = {d["index"]: d for d in ref.get_tensor_details()}
+    checked = 0
+    for t in graph["tensors"]:
+        d = details.get(t["index"])
+        if d is None:
+            continue
+        if t["name"] != d["name"] or t["dims"] != list(d["shape"]):
+            fail(f"tensor {t} != runtime {d}")
+        if type_codes.get(d["dtype"]) not in (None, t["type"]):
+            fail(f"tensor {t} type != runtime {d['dtype']}")
+        scale, zp = d["quantization"]
+        if (t["scale"], t["zero_point"]) != (scale, zp):
+            fail(f"tensor {t} quantization != runtime {d['quantization']}")
+        checked += 1
+    if checked != len(details):
+        fail(f"checked {checked} of {len(details)} tensors")
+    print(f"check layout ok tensors={checked} nodes={len(nodes)}", flush=True)
+    del dev
+    del delegate
+
+    # A partition below min_nodes stays on the CPU, with the reason.
+    report2 = os.path.join(args.out, "report2.json")
+    d2 = tf.lite.experimental.load_delegate(
+        args.plugin, {"min_nodes": "3", "report_file": report2}
+    )
+    got2 = run(interpreter(model, [d2]), xs[:1])
+    if not np.allclose(got2[0], want[0], rtol=RTOL, atol=ATOL):
+        fail("min_nodes=3 output differs")
+    with open(report2) as f:
+        g2 = json.load(f)["graphs"][0]
+    small = [n for n in g2["nodes"] if n["reason"] and "min_nodes=3" in n["reason"]]
+    big = [p for p in graph["partitions"] if len(p) >= 3]
+    if len(small) != 1 or g2["partitions"] != big:
+        fail(f"min_nodes=3: {g2}")
+    print(f"check min_nodes ok cpu_by_min_nodes={[n['op'] for n in small]}", flush=True)
+
+    # A resized input: without kTfLiteDelegateFlagsAllowDynamicTensors the
+    # runtime undoes the delegation and prepares the delegate again, so
+    # the partitions are rebuilt for the new shape (a second graph in the
+    # report).
+    report3 = os.path.join(args.out, "report3.json")
+    x2 = xs[0][:2]
+    def resized(delegates):
+        it = interpreter(model, delegates)
+        it.allocate_tensors()
+        inp = it.get_input_details()[0]["index"]
+        it.resize_tensor_input(inp, [2, 8])
+        return run(it, [x2])[0]
+    want3 = resized([])
+    got3 = resized([tf.lite.experimental.load_delegate(args.plugin, {"report_file": report3})])
+    with open(report3) as f:
+        graphs3 = json.load(f)["graphs"]
+    runs3 = [n["device_runs"] for n in graphs3[-1]["nodes"] if n["decision"] == "device"]
+    if got3.shape != (2, 4) or not np.allclose(got3, want3, rtol=RTOL, atol=ATOL):
+        fail(f"resized output differs:\n{got3}\n{want3}")
+    if len(graphs3) != 2 or runs3 != [1] * 5:
+        fail(f"resize: {len(graphs3)} graphs, device runs {runs3}")
+    print(f"check resize ok graphs={len(graphs3)}", flush=True)
+
+    # Bad options and devices: a ValueError with the reason, no crash.
+    e1 = expect_value_error(args.plugin, {"devcie": "sim"}, "unknown option `devcie`")
+    e2 = expect_value_error(args.plugin, {"device": "nosuch:x"}, "cannot open device `nosuch:x`")
+    e3 = expect_value_error(args.plugin, {"min_nodes": "zero"}, "min_nodes")
+    print(f"check errors ok\n  {e1}\n  {e2}\n  {e3}", flush=True)
+    again = run(interpreter(model), xs[:1])
+    if not np.array_equal(again[0], want[0]):
+        fail("the interpreter without the delegate changed after the errors")
+    print("check after_errors ok", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+//! The LiteRT external delegate of the reference FPGA's plugin
+//! (`export_delegate!`, `docs/delegate.md`) under the real
+//! `tf.lite.Interpreter` (`tests/python/tflite_delegate.py`): a small Keras
+//! model converted by TF's TFLite converter runs with and without
+//! `load_delegate(libtensorplug_fpga.so, {"device": "sim"})`; the outputs
+//! agree within the float tolerance, and the delegate's report shows that
+//! the FULLY_CONNECTED, ADD and RELU nodes ran on the device (once per
+//! invoke) in the two partitions TFLite formed around the TANH the device
+//! lacks, while TANH and SOFTMAX stayed on the CPU with their reason. The
+//! report's tensors and ops, read through `abi::tflite`'s mirrors, equal the
+//! runtime's own (`get_tensor_details`, `_get_ops_details`): the layout
+//! check against the runtime binary. Then `min_nodes`, a resized input, and
+//! bad options (a `ValueError` naming the reason; the interpreter without
+//! the delegate still works).
+//!
+//! `cargo xtask test` runs it on TF 2.21 and again on TF 2.15
+//! (`TENSORPLUG_PYTHON`). The plugin is loaded by `load_delegate` only, not
+//! as a TF pluggable device.
+
+use tensorplug_tests::{expect_success, plugin_path, run_python, scratch_dir};
+
+#[test]
+fn delegate_runs_its_partitions_on_the_device_and_matches_the_interpreter() {
+    let dir = scratch_dir("tflite-delegate");
+    let plugin = plugin_path();
+    let args = [
+        "--plugin",
+        plugin.to_str().expect("utf-8 plugin path"),
+        "--out",
+        dir.to_str().expect("utf-8 scratch dir"),
+    ];
+    let output = run_python("tflite_delegate.py", &args);
+    let stdout = expect_success(&output, "tflite_delegate.py");
+    for check in [
+        "outputs",
+        "report",
+        "layout",
+        "min_nodes",
+        "resize",
+        "errors",
+        "after_errors",
+    ] {
+        let line = format!("check {check} ok");
+        assert!(
+            stdout.lines().any(|l| l.starts_with(&line)),
+            "no `{line}` line:\n{stdout}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `tflite_delegate.py --case int8`: the converter's int8 model of a
+/// similar network, bit-exact with the interpreter and its FULLY_CONNECTED
+/// and ADD nodes on the device. It fails today (they stay on the CPU, with
+/// the reason in the report), hence ignored.
+#[test]
+#[ignore = "not built yet (issue 44, step 5): the delegate's op set is float32 only; an int8 \
+            model's FULLY_CONNECTED/ADD stay on the CPU (the device's int8 kernels are not \
+            wired to the delegate)"]
+fn int8_model_runs_on_the_device() {
+    let dir = scratch_dir("tflite-delegate-int8");
+    let plugin = plugin_path();
+    let args = [
+        "--plugin",
+        plugin.to_str().expect("utf-8 plugin path"),
+        "--out",
+        dir.to_str().expect("utf-8 scratch dir"),
+        "--case",
+        "int8",
+    ];
+    let output = run_python("tflite_delegate.py", &args);
+    let stdout = expect_success(&output, "tflite_delegate.py --case int8");
+    assert!(stdout.contains("check int8 ok"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
