@@ -117,6 +117,7 @@ def main():
     ap.add_argument("--plugin", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--case", default="float", choices=["float", "int8"])
+    ap.add_argument("--npu-plugin", help="the example NPU's plugin, a second backend")
     args = ap.parse_args()
     print(f"tf {tf.__version__}", flush=True)
     if args.case == "int8":
@@ -249,6 +250,39 @@ def main():
     if not np.array_equal(again[0], want[0]):
         fail("the interpreter without the delegate changed after the errors")
     print("check after_errors ok", flush=True)
+
+    if args.npu_plugin:
+        npu_case(args.npu_plugin, args.out, model, xs, want)
+
+
+def npu_case(plugin, out, model, xs, want):
+    """The example NPU's delegate (`export_delegate!(NpuBackend)`, no other
+    code): the same model, split by what the NPU declares. It has no
+    float Add, so the ADD node stays on the CPU with that reason."""
+    report_path = os.path.join(out, "report_npu.json")
+    d = tf.lite.experimental.load_delegate(plugin, {"report_file": report_path})
+    got = run(interpreter(model, [d]), xs)
+    for g, w in zip(got, want):
+        if not np.allclose(g, w, rtol=RTOL, atol=ATOL):
+            fail(f"NPU delegate output differs:\n{g}\n{w}")
+    with open(report_path) as f:
+        report = json.load(f)
+    nodes = report["graphs"][0]["nodes"]
+    by_op = {}
+    for n in nodes:
+        by_op.setdefault(n["op"], set()).add(n["decision"])
+    add = [n for n in nodes if n["op"] == "ADD"]
+    if (
+        by_op.get("FULLY_CONNECTED") != {"device"}
+        or by_op.get("RELU") != {"device"}
+        or len(add) != 1
+        or add[0]["decision"] != "cpu"
+        or "does not declare Binary(Add)" not in add[0]["reason"]
+        or any(n["device_runs"] != len(xs) for n in nodes if n["decision"] == "device")
+    ):
+        fail(f"NPU decisions: {nodes}")
+    print(f"check npu ok device_name={report['device_name']!r} add_reason={add[0]['reason']!r}",
+          flush=True)
 
 
 if __name__ == "__main__":

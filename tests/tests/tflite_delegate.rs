@@ -11,21 +11,26 @@
 //! runtime's own (`get_tensor_details`, `_get_ops_details`): the layout
 //! check against the runtime binary. Then `min_nodes`, a resized input, and
 //! bad options (a `ValueError` naming the reason; the interpreter without
-//! the delegate still works).
+//! the delegate still works). Last, the example NPU's delegate
+//! (`export_delegate!(NpuBackend)`, nothing else) on the same model: the
+//! split follows what that device declares (no float Add: the ADD node
+//! stays on the CPU, with that reason).
 //!
 //! `cargo xtask test` runs it on TF 2.21 and again on TF 2.15
 //! (`TENSORPLUG_PYTHON`). The plugin is loaded by `load_delegate` only, not
 //! as a TF pluggable device.
 
-use tensorplug_tests::{expect_success, plugin_path, run_python, scratch_dir};
+use tensorplug_tests::{expect_success, npu_plugin_path, plugin_path, run_python, scratch_dir};
 
 #[test]
 fn delegate_runs_its_partitions_on_the_device_and_matches_the_interpreter() {
     let dir = scratch_dir("tflite-delegate");
-    let plugin = plugin_path();
+    let (plugin, npu) = (plugin_path(), npu_plugin_path());
     let args = [
         "--plugin",
         plugin.to_str().expect("utf-8 plugin path"),
+        "--npu-plugin",
+        npu.to_str().expect("utf-8 plugin path"),
         "--out",
         dir.to_str().expect("utf-8 scratch dir"),
     ];
@@ -39,6 +44,7 @@ fn delegate_runs_its_partitions_on_the_device_and_matches_the_interpreter() {
         "resize",
         "errors",
         "after_errors",
+        "npu",
     ] {
         let line = format!("check {check} ok");
         assert!(
