@@ -222,6 +222,7 @@ unsafe extern "C" fn delegate_prepare(
     guarded(ctx, || {
         // SAFETY: the runtime passes its live context and our delegate.
         let (graph, shared) = unsafe { (Graph::new(ctx)?, shared_of(delegate)?) };
+        graph.check_tensor_layout()?;
         partition(&graph, &shared, delegate)
     })
 }

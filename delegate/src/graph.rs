@@ -1,6 +1,7 @@
 //! The runtime's graph, read through `TfLiteContext`: every pointer the
 //! runtime hands us is checked before it is read, and the runtime itself
-//! is checked against our mirrors before anything else ([`Graph::new`]).
+//! is checked against our mirrors before the delegate claims any node
+//! ([`Graph::new`], then [`Graph::check_tensor_layout`] in `Prepare`).
 
 use core::ffi::{CStr, c_int};
 use std::ffi::CString;
@@ -44,10 +45,11 @@ pub struct NodeView {
 }
 
 impl Graph {
-    /// Checks `ctx` (non-null, every function we call present) and that the
-    /// runtime's `TfLiteTensor` is the size we mirror: `GetTensor(i)` must be
-    /// `&tensors[i]` at our stride. A runtime that fails is one whose
-    /// version the delegate does not know; the error says so.
+    /// Checks `ctx`: non-null, and every function we call present. A
+    /// runtime that fails is one whose version the delegate does not know;
+    /// the error says so. The delegate's `Prepare` also runs
+    /// [`Self::check_tensor_layout`] before it claims any node; the kernel
+    /// callbacks, on the same context afterwards, do not repeat it.
     ///
     /// # Safety
     /// `ctx` is null or the runtime's live context, for as long as `self`.
@@ -82,9 +84,7 @@ impl Graph {
                 missing.join(", ")
             ));
         }
-        let graph = Self { ctx };
-        graph.check_tensor_stride()?;
-        Ok(graph)
+        Ok(Self { ctx })
     }
 
     /// The raw context, for the runtime's callbacks.
@@ -103,7 +103,7 @@ impl Graph {
     /// every tensor of a fixed-size element type, `bytes` must be its
     /// elements times the element size, which a wrong stride or a moved
     /// field breaks at the first tensor it shifts.
-    fn check_tensor_stride(&self) -> Result<(), String> {
+    pub fn check_tensor_layout(&self) -> Result<(), String> {
         let c = self.c();
         let n = c.tensors_size;
         if n == 0 {
@@ -381,13 +381,15 @@ mod tests {
         let mut c = context(&mut tensors);
         // SAFETY: a live context whose tensors outlive the graph.
         let graph = unsafe { Graph::new(&mut c) }.unwrap();
+        graph.check_tensor_layout().unwrap();
         assert_eq!(graph.tensor(1).unwrap().dims, [3, 4]);
         assert!(graph.tensor(2).is_err());
         // A layout that shifts `bytes` (or the stride) reads inconsistently.
         tensors[1].bytes = 40;
         let mut c = context(&mut tensors);
         // SAFETY: as above.
-        let err = unsafe { Graph::new(&mut c) }.err().unwrap();
+        let graph = unsafe { Graph::new(&mut c) }.unwrap();
+        let err = graph.check_tensor_layout().unwrap_err();
         assert!(err.contains("tensor 1 reads as"), "{err}");
     }
 }

@@ -1,13 +1,17 @@
-"""The LiteRT external delegate (`export_delegate!`) under the real
-`tf.lite.Interpreter`: a Keras model converted by TF's TFLite converter,
-run with and without `tf.lite.experimental.load_delegate(<plugin>)`.
+"""The LiteRT external delegate (`export_delegate!`) under a real TFLite
+runtime: a Keras model converted by TF's TFLite converter, run with and
+without `load_delegate(<plugin>)`, in TF's `tf.lite.Interpreter`
+(`--runtime tf`, the default) or in `ai_edge_litert.interpreter`
+(`--runtime litert`, with the model TF converted, `--model`: LiteRT's venv
+has no TF; `--save-model` writes it from a TF run).
 
 Prints one `check <name> ok ...` line per check and exits 1 on the first
 failure. The plugin is loaded by `load_delegate` only (not as a TF
 pluggable device): the converter crashes with a plugin device registered
 (FACTS.md), and LiteRT users have no TF.
 
-usage: tflite_delegate.py --plugin <lib.so> --out <dir>
+usage: tflite_delegate.py --plugin <lib.so> --out <dir> [--npu-plugin <lib.so>]
+       [--save-model <file>] [--runtime litert --model <file>] [--case int8]
 """
 
 import argparse
@@ -16,7 +20,35 @@ import os
 import sys
 
 import numpy as np
-import tensorflow as tf
+
+# The runtime under test: TF's `tf.lite` (and the converter), or LiteRT's.
+tf = None
+rt = None
+
+
+def use_runtime(name):
+    global tf, rt
+    if name == "tf":
+        import tensorflow
+
+        tf = tensorflow
+        rt = argparse.Namespace(
+            Interpreter=tf.lite.Interpreter,
+            load_delegate=tf.lite.experimental.load_delegate,
+            OpResolverType=tf.lite.experimental.OpResolverType,
+            version=f"tf {tf.__version__}",
+        )
+    else:
+        import importlib.metadata
+
+        from ai_edge_litert import interpreter as litert
+
+        rt = argparse.Namespace(
+            Interpreter=litert.Interpreter,
+            load_delegate=litert.load_delegate,
+            OpResolverType=litert.OpResolverType,
+            version=f"ai-edge-litert {importlib.metadata.version('ai-edge-litert')}",
+        )
 
 BATCH = 4
 # Float tolerance of the model's output: the device's GEMM is within
@@ -70,7 +102,7 @@ def int8_case(plugin, out):
     report_path = os.path.join(out, "report_int8.json")
     xq = rng.integers(-128, 128, (BATCH, 8), dtype=np.int8)
     want = run(interpreter(model), [xq])[0]
-    got = run(interpreter(model, [tf.lite.experimental.load_delegate(plugin, {"report_file": report_path})]), [xq])[0]
+    got = run(interpreter(model, [rt.load_delegate(plugin, {"report_file": report_path})]), [xq])[0]
     if not np.array_equal(got, want):
         fail("int8 output differs")
     with open(report_path) as f:
@@ -82,11 +114,11 @@ def int8_case(plugin, out):
 
 
 def interpreter(model, delegates=None):
-    return tf.lite.Interpreter(
+    return rt.Interpreter(
         model_content=model,
         experimental_delegates=delegates or [],
         # TFLite's builtin kernels only (no XNNPACK): the reference.
-        experimental_op_resolver_type=tf.lite.experimental.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+        experimental_op_resolver_type=rt.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
     )
 
 
@@ -104,7 +136,7 @@ def run(interp, xs):
 
 def expect_value_error(plugin, options, needle):
     try:
-        tf.lite.experimental.load_delegate(plugin, options)
+        rt.load_delegate(plugin, options)
     except ValueError as e:
         if needle not in str(e):
             fail(f"load_delegate({options}) raised {e!r}, without {needle!r}")
@@ -118,12 +150,23 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--case", default="float", choices=["float", "int8"])
     ap.add_argument("--npu-plugin", help="the example NPU's plugin, a second backend")
+    ap.add_argument("--runtime", default="tf", choices=["tf", "litert"])
+    ap.add_argument("--model", help="the converted model (with --runtime litert)")
+    ap.add_argument("--save-model", help="write the converted model here (a TF run)")
     args = ap.parse_args()
-    print(f"tf {tf.__version__}", flush=True)
+    use_runtime(args.runtime)
+    print(rt.version, flush=True)
     if args.case == "int8":
         return int8_case(args.plugin, args.out)
 
-    model = model_bytes()
+    if args.runtime == "litert":
+        with open(args.model, "rb") as f:
+            model = f.read()
+    else:
+        model = model_bytes()
+        if args.save_model:
+            with open(args.save_model, "wb") as f:
+                f.write(model)
     rng = np.random.default_rng(3)
     xs = [rng.standard_normal((BATCH, 8)).astype(np.float32) for _ in range(3)]
 
@@ -132,7 +175,7 @@ def main():
     ops = {d["index"]: d["op_name"] for d in ref._get_ops_details()}
 
     report_path = os.path.join(args.out, "report.json")
-    delegate = tf.lite.experimental.load_delegate(
+    delegate = rt.load_delegate(
         args.plugin, {"device": "sim", "report_file": report_path}
     )
     dev = interpreter(model, [delegate])
@@ -204,7 +247,7 @@ def main():
 
     # A partition below min_nodes stays on the CPU, with the reason.
     report2 = os.path.join(args.out, "report2.json")
-    d2 = tf.lite.experimental.load_delegate(
+    d2 = rt.load_delegate(
         args.plugin, {"min_nodes": "3", "report_file": report2}
     )
     got2 = run(interpreter(model, [d2]), xs[:1])
@@ -231,7 +274,7 @@ def main():
         it.resize_tensor_input(inp, [2, 8])
         return run(it, [x2])[0]
     want3 = resized([])
-    got3 = resized([tf.lite.experimental.load_delegate(args.plugin, {"report_file": report3})])
+    got3 = resized([rt.load_delegate(args.plugin, {"report_file": report3})])
     with open(report3) as f:
         graphs3 = json.load(f)["graphs"]
     runs3 = [n["device_runs"] for n in graphs3[-1]["nodes"] if n["decision"] == "device"]
@@ -260,7 +303,7 @@ def npu_case(plugin, out, model, xs, want):
     code): the same model, split by what the NPU declares. It has no
     float Add, so the ADD node stays on the CPU with that reason."""
     report_path = os.path.join(out, "report_npu.json")
-    d = tf.lite.experimental.load_delegate(plugin, {"report_file": report_path})
+    d = rt.load_delegate(plugin, {"report_file": report_path})
     got = run(interpreter(model, [d]), xs)
     for g, w in zip(got, want):
         if not np.allclose(g, w, rtol=RTOL, atol=ATOL):

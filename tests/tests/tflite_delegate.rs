@@ -16,42 +16,70 @@
 //! split follows what that device declares (no float Add: the ADD node
 //! stays on the CPU, with that reason).
 //!
-//! `cargo xtask test` runs it on TF 2.21 and again on TF 2.15
-//! (`TENSORPLUG_PYTHON`). The plugin is loaded by `load_delegate` only, not
-//! as a TF pluggable device.
+//! Then the same checks on the model that TF converted, under
+//! `ai_edge_litert.interpreter` (ai-edge-litert 2.3.0, a venv without TF:
+//! [`litert_python`]). `cargo xtask test` runs it on TF 2.21 and again on
+//! TF 2.15 (`TENSORPLUG_PYTHON`). The plugin is loaded by `load_delegate`
+//! only, not as a TF pluggable device.
 
-use tensorplug_tests::{expect_success, npu_plugin_path, plugin_path, run_python, scratch_dir};
+use std::process::Command;
+use tensorplug_tests::{
+    expect_success, litert_python, npu_plugin_path, plugin_path, run_python, scratch_dir,
+    workspace_root,
+};
 
-#[test]
-fn delegate_runs_its_partitions_on_the_device_and_matches_the_interpreter() {
-    let dir = scratch_dir("tflite-delegate");
-    let (plugin, npu) = (plugin_path(), npu_plugin_path());
-    let args = [
-        "--plugin",
-        plugin.to_str().expect("utf-8 plugin path"),
-        "--npu-plugin",
-        npu.to_str().expect("utf-8 plugin path"),
-        "--out",
-        dir.to_str().expect("utf-8 scratch dir"),
-    ];
-    let output = run_python("tflite_delegate.py", &args);
-    let stdout = expect_success(&output, "tflite_delegate.py");
-    for check in [
-        "outputs",
-        "report",
-        "layout",
-        "min_nodes",
-        "resize",
-        "errors",
-        "after_errors",
-        "npu",
-    ] {
+/// Every check the script prints for the float model.
+const CHECKS: [&str; 8] = [
+    "outputs",
+    "report",
+    "layout",
+    "min_nodes",
+    "resize",
+    "errors",
+    "after_errors",
+    "npu",
+];
+
+fn assert_checks(stdout: &str) {
+    for check in CHECKS {
         let line = format!("check {check} ok");
         assert!(
             stdout.lines().any(|l| l.starts_with(&line)),
             "no `{line}` line:\n{stdout}"
         );
     }
+}
+
+#[test]
+fn delegate_runs_its_partitions_on_the_device_and_matches_the_interpreter() {
+    let dir = scratch_dir("tflite-delegate");
+    let (plugin, npu) = (plugin_path(), npu_plugin_path());
+    let model = dir.join("model.tflite");
+    let (plugin, npu, model_s, out) = (
+        plugin.to_str().expect("utf-8 plugin path"),
+        npu.to_str().expect("utf-8 plugin path"),
+        model.to_str().expect("utf-8 scratch dir"),
+        dir.to_str().expect("utf-8 scratch dir"),
+    );
+    let common = ["--plugin", plugin, "--npu-plugin", npu, "--out", out];
+    let mut args = common.to_vec();
+    args.extend(["--save-model", model_s]);
+    let output = run_python("tflite_delegate.py", &args);
+    assert_checks(&expect_success(&output, "tflite_delegate.py (tf.lite)"));
+
+    // The same model, converted by that TF, under ai-edge-litert's
+    // interpreter (no TF in its process).
+    let script = workspace_root().join("tests/python/tflite_delegate.py");
+    let output = Command::new(litert_python())
+        .arg(&script)
+        .args(common)
+        .args(["--runtime", "litert", "--model", model_s])
+        .output()
+        .expect("cannot start the LiteRT venv's python");
+    assert_checks(&expect_success(
+        &output,
+        "tflite_delegate.py (ai-edge-litert)",
+    ));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
