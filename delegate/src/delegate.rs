@@ -309,15 +309,30 @@ fn partition(
     // SAFETY: the runtime's function with its context, a full registration
     // by value, an int array that outlives the call, and our delegate.
     let status = unsafe { replace(graph.raw(), registration(), nodes.as_ptr(), delegate) };
-    if let Some(e) = lock(&shared.init_error).take() {
-        return Err(e);
-    }
-    if status != TfLiteStatus::kTfLiteOk {
-        return Err(format!(
+    let failure = match lock(&shared.init_error).take() {
+        Some(e) => Some(e),
+        None if status != TfLiteStatus::kTfLiteOk => Some(format!(
             "ReplaceNodeSubsetsWithDelegateKernels failed ({status:?})"
-        ));
+        )),
+        None => None,
+    };
+    let Some(e) = failure else {
+        return Ok(());
+    };
+    // The runtime keeps its own plan: the report must not say "device".
+    {
+        let mut r = lock(&shared.report);
+        if let Some(g) = r.graphs.get_mut(graph_id) {
+            for n in g.nodes.iter_mut().filter(|n| kept.contains(&n.index)) {
+                n.decision = Decision::Cpu {
+                    reason: format!("the delegation failed: {e}"),
+                };
+            }
+            g.partitions.clear();
+        }
     }
-    Ok(())
+    shared.write_report();
+    Err(e)
 }
 
 std::thread_local! {
@@ -392,7 +407,7 @@ fn registration() -> TfLiteRegistration {
 }
 
 /// `init`: `buffer` is the partition's `TfLiteDelegateParams`. A failure
-/// is kept for `Prepare` to return, and the kernel is null.
+/// is kept for `Prepare` to report and return, and the kernel is null.
 unsafe extern "C" fn kernel_init(
     ctx: *mut TfLiteContext,
     buffer: *const c_char,
@@ -419,9 +434,13 @@ unsafe extern "C" fn kernel_init(
     match built {
         Ok(Ok(kernel)) => Box::into_raw(kernel).cast(),
         Ok(Err((shared, e))) => {
-            report_error(ctx, &format!("tensorplug delegate: {e}"));
-            if let Some(shared) = shared {
-                lock(&shared.init_error).get_or_insert(e);
+            // With the delegate known, its `Prepare` reports the first
+            // failure once; otherwise report it here.
+            match shared {
+                Some(shared) => {
+                    lock(&shared.init_error).get_or_insert(e);
+                }
+                None => report_error(ctx, &format!("tensorplug delegate: {e}")),
             }
             core::ptr::null_mut()
         }

@@ -5,6 +5,7 @@
 
 use crate::graph::{Graph, TensorView, int_array};
 use crate::ops::{DeviceOp, decide};
+use crate::options::Fault;
 use crate::shared::{DEVICE_TIMEOUT, Shared, lock};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -55,6 +56,9 @@ impl Kernel {
                 int_array(params.output_tensors),
             )
         };
+        if shared.options.fault == Fault::Init {
+            return Err("injected fault: kernel init (option `fault=init`)".into());
+        }
         let mut steps = Vec::with_capacity(nodes.len());
         for &index in &nodes {
             let node = graph.node(index)?;
@@ -158,6 +162,9 @@ impl Kernel {
     /// `invoke`: inputs in, every launch, one wait, outputs out.
     pub fn invoke(&self, graph: &Graph) -> Result<(), String> {
         let shared = Arc::clone(&self.shared);
+        if shared.options.fault == Fault::Invoke {
+            return Err("injected fault: invoke (option `fault=invoke`)".into());
+        }
         {
             let mut dev = lock(&shared.device);
             let dev: &mut DynAccelerator = &mut **dev;

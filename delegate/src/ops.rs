@@ -55,7 +55,15 @@ pub fn decide(graph: &Graph, node: &NodeView, caps: &Capabilities) -> Result<Dev
         kTfLiteBuiltinAdd => add(node, &tensor, caps),
         kTfLiteBuiltinRelu => {
             let (x, out) = one_in_one_out(node)?;
-            all_f32(&[&tensor(x)?, &tensor(out)?])?;
+            let (xt, ot) = (tensor(x)?, tensor(out)?);
+            all_f32(&[&xt, &ot])?;
+            if xt.dims != ot.dims {
+                return Err(format!(
+                    "output {:?} is not the input's {:?}",
+                    ot.dims, xt.dims
+                ));
+            }
+            shape(&xt)?;
             need(caps, OpKind::Unary(Unary::RELU))?;
             Ok(DeviceOp::Relu { x, out })
         }
@@ -169,10 +177,6 @@ fn add(
     let relu = activation(params.activation)?;
     let (at, bt, ot) = (tensor(*a)?, tensor(*b)?, tensor(*out)?);
     all_f32(&[&at, &bt, &ot])?;
-    let shape = |t: &TensorView| {
-        let dims: Vec<u64> = t.dims.iter().map(|&d| d as u64).collect();
-        Shape::new(&dims).ok_or_else(|| format!("tensor {} of rank {}", t.index, t.dims.len()))
-    };
     let result = broadcast_shapes(&shape(&at)?, &shape(&bt)?)
         .map_err(|e| format!("shapes {:?} and {:?}: {e:?}", at.dims, bt.dims))?;
     if result != shape(&ot)? {
@@ -188,6 +192,13 @@ fn add(
         out: *out,
         relu,
     })
+}
+
+/// A tensor's shape as the device takes it (`Err`: a rank above its
+/// maximum).
+fn shape(t: &TensorView) -> Result<Shape, String> {
+    let dims: Vec<u64> = t.dims.iter().map(|&d| d as u64).collect();
+    Shape::new(&dims).ok_or_else(|| format!("tensor {} of rank {}", t.index, t.dims.len()))
 }
 
 fn one_in_one_out(node: &NodeView) -> Result<(i32, i32), String> {

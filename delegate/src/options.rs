@@ -4,7 +4,21 @@
 use std::path::PathBuf;
 
 /// Every option the delegate knows, for the error on an unknown one.
-pub const KNOWN: &str = "`device`, `report_file`, `min_nodes`";
+pub const KNOWN: &str = "`device`, `report_file`, `min_nodes`, `fault`";
+
+/// A failure the delegate injects into itself, for tests of the error
+/// paths (the `fault` option).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Fault {
+    /// None: the default.
+    #[default]
+    None,
+    /// Every partition's kernel `init` fails (so `Prepare` fails and the
+    /// runtime keeps its CPU plan).
+    Init,
+    /// Every partition's `invoke` fails.
+    Invoke,
+}
 
 /// The parsed options.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -17,6 +31,8 @@ pub struct Options {
     pub report_file: Option<PathBuf>,
     /// A partition of fewer nodes stays on the CPU.
     pub min_nodes: usize,
+    /// An injected failure, for tests.
+    pub fault: Fault,
 }
 
 impl Default for Options {
@@ -25,6 +41,7 @@ impl Default for Options {
             device: None,
             report_file: None,
             min_nodes: 1,
+            fault: Fault::None,
         }
     }
 }
@@ -59,6 +76,18 @@ impl Options {
                         .ok_or_else(|| {
                             format!("option `min_nodes` must be an integer ≥ 1, got `{value}`")
                         })?;
+                }
+                "fault" => {
+                    options.fault = match value {
+                        "none" => Fault::None,
+                        "init" => Fault::Init,
+                        "invoke" => Fault::Invoke,
+                        _ => {
+                            return Err(format!(
+                                "option `fault` must be `none`, `init` or `invoke`, got `{value}`"
+                            ));
+                        }
+                    }
                 }
                 other => return Err(format!("unknown option `{other}` (known: {KNOWN})")),
             }

@@ -289,6 +289,35 @@ def main():
     e2 = expect_value_error(args.plugin, {"device": "nosuch:x"}, "cannot open device `nosuch:x`")
     e3 = expect_value_error(args.plugin, {"min_nodes": "zero"}, "min_nodes")
     print(f"check errors ok\n  {e1}\n  {e2}\n  {e3}", flush=True)
+
+    # Injected failures (`fault`): a failed kernel init fails the
+    # delegation (the runtime keeps its CPU plan, the report says why); a
+    # failed invoke is an error of that invoke. Neither crashes.
+    report4 = os.path.join(args.out, "report4.json")
+    d4 = rt.load_delegate(args.plugin, {"fault": "init", "report_file": report4})
+    try:
+        interpreter(model, [d4])
+        fail("fault=init: the interpreter was created")
+    except (RuntimeError, ValueError) as e:
+        if "injected fault: kernel init" not in str(e):
+            fail(f"fault=init raised {e!r}")
+        f4 = str(e).splitlines()[0]
+    with open(report4) as f:
+        g4 = json.load(f)["graphs"][0]
+    if g4["partitions"] or any(n["decision"] != "cpu" for n in g4["nodes"]) or not any(
+        "the delegation failed" in (n["reason"] or "") for n in g4["nodes"]
+    ):
+        fail(f"fault=init report: {g4}")
+    d5 = rt.load_delegate(args.plugin, {"fault": "invoke"})
+    it5 = interpreter(model, [d5])
+    try:
+        run(it5, xs[:1])
+        fail("fault=invoke: invoke succeeded")
+    except RuntimeError as e:
+        if "injected fault: invoke" not in str(e):
+            fail(f"fault=invoke raised {e!r}")
+        f5 = str(e).splitlines()[0]
+    print(f"check faults ok\n  {f4}\n  {f5}", flush=True)
     again = run(interpreter(model), xs[:1])
     if not np.array_equal(again[0], want[0]):
         fail("the interpreter without the delegate changed after the errors")

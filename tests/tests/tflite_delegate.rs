@@ -10,8 +10,10 @@
 //! report's tensors and ops, read through `abi::tflite`'s mirrors, equal the
 //! runtime's own (`get_tensor_details`, `_get_ops_details`): the layout
 //! check against the runtime binary. Then `min_nodes`, a resized input, and
-//! bad options (a `ValueError` naming the reason; the interpreter without
-//! the delegate still works). Last, the example NPU's delegate
+//! bad options (a `ValueError` naming the reason), injected faults (a
+//! failed kernel init fails the delegation with the reason in the report,
+//! a failed invoke fails that invoke; nothing crashes), and the
+//! interpreter without the delegate still works. Last, the example NPU's delegate
 //! (`export_delegate!(NpuBackend)`, nothing else) on the same model: the
 //! split follows what that device declares (no float Add: the ADD node
 //! stays on the CPU, with that reason).
@@ -29,13 +31,14 @@ use tensorplug_tests::{
 };
 
 /// Every check the script prints for the float model.
-const CHECKS: [&str; 8] = [
+const CHECKS: [&str; 9] = [
     "outputs",
     "report",
     "layout",
     "min_nodes",
     "resize",
     "errors",
+    "faults",
     "after_errors",
     "npu",
 ];
