@@ -16,11 +16,13 @@
 //!   `ReplaceNodeSubsetsWithDelegateKernels`, so its size is part of the
 //!   call. It grew over versions: [`TfLiteRegistration_V1`] (up to
 //!   `version`), `_V2` (+`registration_external`), `_V3` (+`async_kernel`),
-//!   and today's (+`inplace_operator`, 88 bytes on LP64). TF 2.15 … 2.21
-//!   all pass today's. A delegate built against a prefix would have the
-//!   runtime read past the struct it pushed; `tensorplug-delegate` always
-//!   passes the full 88-byte struct with the new fields zeroed (their
-//!   "absent" value), which an older runtime reads a prefix of.
+//!   and today's (+`inplace_operator`, 88 bytes on LP64). A delegate built
+//!   against a prefix would have the runtime read past the struct it
+//!   pushed; `tensorplug-delegate` always passes the full 88-byte struct
+//!   with the new fields zeroed (their "absent" value), which an older
+//!   runtime reads a prefix of. Verified to work on the runtimes of TF
+//!   2.15.1, 2.21.0 and ai-edge-litert 2.3.0; that every header from 2.15
+//!   on ends at `inplace_operator` is believed, not checked against them.
 //! - [`TfLiteContext`] only grew at its end (on Windows only, since 2023);
 //!   we read it and never allocate one, so a longer runtime struct is fine,
 //!   a shorter one is not: the delegate checks the function pointers it
@@ -301,8 +303,8 @@ pub type ProfilingStringFn =
 pub type AsyncKernelFn = unsafe extern "C" fn(context: Ctx, node: *mut TfLiteNode) -> *mut c_void;
 
 c_struct! {
-    /// `TfLiteRegistration` as TF 2.15 … 2.21 define it (`inplace_operator`
-    /// last); passed by value (module docs).
+    /// `TfLiteRegistration` as the newest sources define it
+    /// (`inplace_operator` last); passed by value (module docs).
     pub struct TfLiteRegistration {
         pub init: Option<InitFn>,
         pub free: Option<FreeFn>,
