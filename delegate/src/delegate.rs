@@ -8,7 +8,7 @@
 use crate::graph::{Graph, report_error};
 use crate::kernel::Kernel;
 use crate::ops::{decide, op_name};
-use crate::options::Options;
+use crate::options::{Options, device_item};
 use crate::report::{Decision, GraphReport, NodeEntry, Report, TensorEntry};
 use crate::shared::{Shared, lock};
 use core::ffi::{CStr, c_char, c_int, c_void};
@@ -31,6 +31,8 @@ pub struct Source {
     pub default_devices: &'static str,
     /// `Backend::DEVICE_KINDS`.
     pub device_kinds: &'static str,
+    /// `Backend::DEVICE_TYPE`, for `TENSORPLUG_<TYPE>_DEVICE`.
+    pub device_type: &'static CStr,
 }
 
 /// What a delegate pointer handed out points to: the C struct first.
@@ -114,16 +116,12 @@ unsafe fn read_options(
 }
 
 fn new_delegate(source: Source, options: Options) -> Result<*mut TfLiteDelegate, String> {
-    let item = match &options.device {
-        Some(item) => item.clone(),
-        None => source
-            .default_devices
-            .split(',')
-            .map(str::trim)
-            .find(|s| !s.is_empty())
-            .ok_or("the backend has no default device; pass the option `device`")?
-            .to_owned(),
-    };
+    let (item, device_source) = device_item(
+        options.device.as_deref(),
+        &source.device_type.to_string_lossy(),
+        source.default_devices,
+        |var| std::env::var(var).ok(),
+    )?;
     let device = (source.open)(&item).map_err(|e| {
         let e = e.to_string();
         match e.contains(source.device_kinds) {
@@ -137,6 +135,7 @@ fn new_delegate(source: Source, options: Options) -> Result<*mut TfLiteDelegate,
     let info = device.info();
     let report = Report {
         device: item,
+        device_source,
         device_name: info.name.as_str().to_owned(),
         min_nodes: options.min_nodes,
         graphs: Vec::new(),

@@ -39,6 +39,7 @@ macro_rules! export_delegate {
                 open: <$backend as $crate::__private::Backend>::open,
                 default_devices: <$backend as $crate::__private::Backend>::DEFAULT_DEVICES,
                 device_kinds: <$backend as $crate::__private::Backend>::DEVICE_KINDS,
+                device_type: <$backend as $crate::__private::Backend>::DEVICE_TYPE,
             };
             // SAFETY: the caller's contract.
             unsafe {

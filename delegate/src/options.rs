@@ -96,6 +96,43 @@ impl Options {
     }
 }
 
+/// The device item to open, and where it came from: the `device` option;
+/// else the first item of the backend's device setting
+/// (`TENSORPLUG_<TYPE>_DEVICE`, else `TENSORPLUG_DEVICE`, as the TF plugin
+/// reads it; unset or blank: skipped); else the first of the backend's
+/// default list. `env` reads a variable.
+pub fn device_item(
+    option: Option<&str>,
+    device_type: &str,
+    default_devices: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<(String, String), String> {
+    if let Some(item) = option {
+        return Ok((item.to_owned(), "the option `device`".into()));
+    }
+    let first = |list: &str| {
+        list.split(',')
+            .map(str::trim)
+            .find(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    for var in [
+        format!("TENSORPLUG_{device_type}_DEVICE"),
+        "TENSORPLUG_DEVICE".to_owned(),
+    ] {
+        if let Some(text) = env(&var).filter(|t| !t.trim().is_empty()) {
+            let item = first(&text).ok_or_else(|| format!("{var}={text:?} names no device"))?;
+            return Ok((item, format!("the first item of {var}={text:?}")));
+        }
+    }
+    let item = first(default_devices)
+        .ok_or("the backend has no default device; pass the option `device`")?;
+    Ok((
+        item,
+        format!("the first item of the default list {default_devices:?}"),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,5 +160,37 @@ mod tests {
                 .unwrap_err()
                 .contains("one device")
         );
+    }
+
+    #[test]
+    fn fault_values() {
+        let fault = |v| Options::parse([("fault", v)]).map(|o| o.fault);
+        assert_eq!(fault("none"), Ok(Fault::None));
+        assert_eq!(fault("init"), Ok(Fault::Init));
+        assert_eq!(fault("invoke"), Ok(Fault::Invoke));
+        assert!(fault("x").unwrap_err().contains("`fault`"));
+    }
+
+    #[test]
+    fn the_device_comes_from_the_option_then_the_setting_then_the_default() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let item = |option, vars| device_item(option, "FPGA", "sim,sim", env(vars)).unwrap().0;
+        let pcie = &[("TENSORPLUG_DEVICE", " pcie:/x , sim")];
+        assert_eq!(item(Some("tcp:h:1"), pcie), "tcp:h:1");
+        assert_eq!(item(None, pcie), "pcie:/x");
+        let both = &[
+            ("TENSORPLUG_DEVICE", "sim"),
+            ("TENSORPLUG_FPGA_DEVICE", "spidev:/d"),
+        ];
+        assert_eq!(item(None, both), "spidev:/d");
+        assert_eq!(item(None, &[("TENSORPLUG_DEVICE", "  ")]), "sim");
+        assert!(device_item(None, "FPGA", "sim", env(&[("TENSORPLUG_DEVICE", ",")])).is_err());
+        assert!(device_item(None, "FPGA", "", env(&[])).is_err());
     }
 }

@@ -53,6 +53,8 @@ pub struct GraphReport {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Report {
     pub device: String,
+    /// Where `device` came from (the option, a setting, the default).
+    pub device_source: String,
     pub device_name: String,
     pub min_nodes: usize,
     pub graphs: Vec<GraphReport>,
@@ -117,6 +119,7 @@ impl Report {
         json!({
             "delegate": "tensorplug",
             "device": self.device,
+            "device_source": self.device_source,
             "device_name": self.device_name,
             "min_nodes": self.min_nodes,
             "graphs": graphs,

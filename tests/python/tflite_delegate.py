@@ -288,7 +288,11 @@ def main():
     e1 = expect_value_error(args.plugin, {"devcie": "sim"}, "unknown option `devcie`")
     e2 = expect_value_error(args.plugin, {"device": "nosuch:x"}, "cannot open device `nosuch:x`")
     e3 = expect_value_error(args.plugin, {"min_nodes": "zero"}, "min_nodes")
-    print(f"check errors ok\n  {e1}\n  {e2}\n  {e3}", flush=True)
+    # Without the option, the device comes from the plugin's own setting.
+    os.environ["TENSORPLUG_FPGA_DEVICE"] = "nosuch:y, sim"
+    e4 = expect_value_error(args.plugin, {}, "cannot open device `nosuch:y`")
+    del os.environ["TENSORPLUG_FPGA_DEVICE"]
+    print(f"check errors ok\n  {e1}\n  {e2}\n  {e3}\n  {e4}", flush=True)
 
     # Injected failures (`fault`): a failed kernel init fails the
     # delegation (the runtime keeps its CPU plan, the report says why); a

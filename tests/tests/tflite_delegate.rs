@@ -24,9 +24,10 @@
 //! TF 2.15 (`TENSORPLUG_PYTHON`). The plugin is loaded by `load_delegate`
 //! only, not as a TF pluggable device.
 
-use std::process::Command;
+use std::path::Path;
+use std::process::{Command, Output};
 use tensorplug_tests::{
-    expect_success, litert_python, npu_plugin_path, plugin_path, run_python, scratch_dir,
+    expect_success, litert_python, npu_plugin_path, plugin_path, python, scratch_dir,
     workspace_root,
 };
 
@@ -53,6 +54,21 @@ fn assert_checks(stdout: &str) {
     }
 }
 
+/// `tflite_delegate.py <args>` in `python`'s venv, with no device setting
+/// inherited (the delegate reads `TENSORPLUG_<TYPE>_DEVICE` and
+/// `TENSORPLUG_DEVICE` when the `device` option is absent).
+fn script(python: &Path, args: &[&str]) -> Output {
+    Command::new(python)
+        .arg(workspace_root().join("tests/python/tflite_delegate.py"))
+        .args(args)
+        .env("TF_CPP_MIN_LOG_LEVEL", "2")
+        .env_remove("TENSORPLUG_DEVICE")
+        .env_remove("TENSORPLUG_FPGA_DEVICE")
+        .env_remove("TENSORPLUG_NPU_DEVICE")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", python.display()))
+}
+
 #[test]
 fn delegate_runs_its_partitions_on_the_device_and_matches_the_interpreter() {
     let dir = scratch_dir("tflite-delegate");
@@ -67,18 +83,14 @@ fn delegate_runs_its_partitions_on_the_device_and_matches_the_interpreter() {
     let common = ["--plugin", plugin, "--npu-plugin", npu, "--out", out];
     let mut args = common.to_vec();
     args.extend(["--save-model", model_s]);
-    let output = run_python("tflite_delegate.py", &args);
+    let output = script(&python(), &args);
     assert_checks(&expect_success(&output, "tflite_delegate.py (tf.lite)"));
 
     // The same model, converted by that TF, under ai-edge-litert's
     // interpreter (no TF in its process).
-    let script = workspace_root().join("tests/python/tflite_delegate.py");
-    let output = Command::new(litert_python())
-        .arg(&script)
-        .args(common)
-        .args(["--runtime", "litert", "--model", model_s])
-        .output()
-        .expect("cannot start the LiteRT venv's python");
+    let mut args = common.to_vec();
+    args.extend(["--runtime", "litert", "--model", model_s]);
+    let output = script(&litert_python(), &args);
     assert_checks(&expect_success(
         &output,
         "tflite_delegate.py (ai-edge-litert)",
@@ -105,7 +117,7 @@ fn int8_model_runs_on_the_device() {
         "--case",
         "int8",
     ];
-    let output = run_python("tflite_delegate.py", &args);
+    let output = script(&python(), &args);
     let stdout = expect_success(&output, "tflite_delegate.py --case int8");
     assert!(stdout.contains("check int8 ok"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
