@@ -235,7 +235,12 @@ fn partition(
     let mut supported = Vec::new();
     for index in graph.plan()? {
         let node = graph.node(index)?;
-        let decision = match decide(graph, &node, &shared.capabilities) {
+        let decision = match decide(
+            graph,
+            &node,
+            &shared.capabilities,
+            shared.options.fc_rounding,
+        ) {
             Ok(_) => {
                 supported.push(index);
                 Decision::Device {

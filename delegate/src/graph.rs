@@ -6,8 +6,8 @@
 use core::ffi::{CStr, c_int};
 use std::ffi::CString;
 use tensorplug_abi::tflite::{
-    TfLiteAllocationType, TfLiteContext, TfLiteIntArray, TfLiteNode, TfLiteRegistration,
-    TfLiteStatus, TfLiteTensor, TfLiteType,
+    TfLiteAffineQuantization, TfLiteAllocationType, TfLiteContext, TfLiteIntArray, TfLiteNode,
+    TfLiteQuantizationType, TfLiteRegistration, TfLiteStatus, TfLiteTensor, TfLiteType,
 };
 
 /// The largest builtin code a runtime of TF 2.15 … 2.21 uses is about 210;
@@ -32,6 +32,11 @@ pub struct TensorView {
     pub data: *mut u8,
     pub scale: f32,
     pub zero_point: i32,
+    /// How many (scale, zero point) pairs its affine quantization has: 0
+    /// without one, 1 per tensor, more per channel. Counted from the
+    /// zero points (`TfLiteIntArray`, whose layout every runtime shares),
+    /// not the scales (`TfLiteFloatArray`, whose does not).
+    pub quant_channels: usize,
 }
 
 /// One node: its op and tensors.
@@ -234,6 +239,18 @@ impl Graph {
         };
         // SAFETY: the tensor's live dims (null: unknown).
         let dims = unsafe { int_array(t.dims) };
+        let quant_channels = if t.quantization.r#type
+            == TfLiteQuantizationType::kTfLiteAffineQuantization
+            && !t.quantization.params.is_null()
+        {
+            // SAFETY: an affine quantization's params are the runtime's
+            // TfLiteAffineQuantization.
+            let affine = unsafe { &*t.quantization.params.cast::<TfLiteAffineQuantization>() };
+            // SAFETY: its live zero point array (null: none).
+            unsafe { int_array(affine.zero_point) }.len()
+        } else {
+            0
+        };
         let dims = dims
             .iter()
             .map(|&d| usize::try_from(d).map_err(|_| format!("tensor {index} has dim {d}")))
@@ -248,6 +265,7 @@ impl Graph {
             data: t.data.cast(),
             scale: t.params.scale,
             zero_point: t.params.zero_point,
+            quant_channels,
         })
     }
 }

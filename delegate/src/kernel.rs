@@ -35,6 +35,9 @@ pub struct Kernel {
     buffers: BTreeMap<i32, Buffer>,
     /// Pre-activation results, by node.
     temps: BTreeMap<i32, DeviceAddr>,
+    /// int8 nodes' quantization blocks on the device, by node: address
+    /// and length in words.
+    blocks: BTreeMap<i32, (DeviceAddr, u64)>,
     /// Non-constant partition inputs, copied in at every invoke.
     inputs: Vec<i32>,
     outputs: Vec<i32>,
@@ -62,8 +65,13 @@ impl Kernel {
         let mut steps = Vec::with_capacity(nodes.len());
         for &index in &nodes {
             let node = graph.node(index)?;
-            let op = decide(graph, &node, &shared.capabilities)
-                .map_err(|why| format!("node {index} cannot run on the device: {why}"))?;
+            let op = decide(
+                graph,
+                &node,
+                &shared.capabilities,
+                shared.options.fc_rounding,
+            )
+            .map_err(|why| format!("node {index} cannot run on the device: {why}"))?;
             steps.push((index, op));
         }
         let mut kernel = Self {
@@ -73,6 +81,7 @@ impl Kernel {
             steps,
             buffers: BTreeMap::new(),
             temps: BTreeMap::new(),
+            blocks: BTreeMap::new(),
             inputs: Vec::new(),
             outputs,
         };
@@ -92,6 +101,8 @@ impl Kernel {
                 }
                 DeviceOp::Add { a, b, out, .. } => tensors.extend([a, b, out]),
                 DeviceOp::Relu { x, out } => tensors.extend([x, out]),
+                DeviceOp::FullyConnectedInt8 { x, w, out, .. } => tensors.extend([x, w, out]),
+                DeviceOp::AddInt8 { a, b, out, .. } => tensors.extend([a, b, out]),
             }
         }
         tensors.sort_unstable();
@@ -131,6 +142,14 @@ impl Kernel {
             if let Some(out) = needs_temp {
                 let bytes = self.buffer(out)?.bytes;
                 self.temps.insert(*node, alloc(&mut **dev, bytes)?);
+            }
+            if let DeviceOp::FullyConnectedInt8 { block, .. } | DeviceOp::AddInt8 { block, .. } = op
+            {
+                let bytes: Vec<u8> = block.iter().flat_map(|w| w.to_le_bytes()).collect();
+                let addr = alloc(&mut **dev, bytes.len())?;
+                self.blocks.insert(*node, (addr, block.len() as u64));
+                dev.write_blocking(QUEUE, addr, &bytes, DEVICE_TIMEOUT)
+                    .map_err(|e| format!("writing node {node}'s quantization block: {e}"))?;
             }
         }
         Ok(())
@@ -202,23 +221,37 @@ impl Kernel {
     }
 
     fn desc(&self, tensor: i32, dims: &[u64]) -> Result<TensorDesc, String> {
+        self.typed_desc(tensor, dims, DType::F32)
+    }
+
+    fn typed_desc(&self, tensor: i32, dims: &[u64], dtype: DType) -> Result<TensorDesc, String> {
         let shape =
             Shape::new(dims).ok_or_else(|| format!("tensor {tensor}: rank {}", dims.len()))?;
-        Ok(TensorDesc::new(
-            self.buffer(tensor)?.addr,
-            DType::F32,
-            shape,
-        ))
+        Ok(TensorDesc::new(self.buffer(tensor)?.addr, dtype, shape))
     }
 
     fn full_desc(&self, tensor: i32) -> Result<TensorDesc, String> {
+        self.full_typed_desc(tensor, DType::F32)
+    }
+
+    fn full_typed_desc(&self, tensor: i32, dtype: DType) -> Result<TensorDesc, String> {
         let dims: Vec<u64> = self
             .buffer(tensor)?
             .dims
             .iter()
             .map(|&d| d as u64)
             .collect();
-        self.desc(tensor, &dims)
+        self.typed_desc(tensor, &dims, dtype)
+    }
+
+    /// Node `node`'s quantization block as an int32 operand.
+    fn block_desc(&self, node: i32) -> Result<TensorDesc, String> {
+        let (addr, words) = *self
+            .blocks
+            .get(&node)
+            .ok_or_else(|| format!("node {node} has no quantization block"))?;
+        let shape = Shape::new(&[words]).ok_or("block shape")?;
+        Ok(TensorDesc::new(addr, DType::I32, shape))
     }
 
     fn launch(&self, dev: &mut DynAccelerator, node: i32, op: &DeviceOp) -> Result<Fence, String> {
@@ -295,6 +328,22 @@ impl Kernel {
                     }
                 }
             }
+            DeviceOp::FullyConnectedInt8 {
+                x, w, out, m, k, n, ..
+            } => {
+                let i8d = |t, dims: &[u64]| self.typed_desc(t, dims, DType::I8);
+                let inputs = [i8d(x, &[m, k])?, i8d(w, &[n, k])?, self.block_desc(node)?];
+                run(
+                    OpKind::MatMulInt8 { transpose_b: true },
+                    &inputs,
+                    i8d(out, &[m, n])?,
+                )
+            }
+            DeviceOp::AddInt8 { a, b, out, .. } => {
+                let i8d = |t| self.full_typed_desc(t, DType::I8);
+                let inputs = [i8d(a)?, i8d(b)?, self.block_desc(node)?];
+                run(OpKind::AddInt8, &inputs, i8d(out)?)
+            }
             DeviceOp::Relu { x, out } => run(
                 OpKind::Unary(Unary::RELU),
                 &[self.full_desc(x)?],
@@ -307,12 +356,10 @@ impl Kernel {
 impl Drop for Kernel {
     fn drop(&mut self) {
         let mut dev = lock(&self.shared.device);
-        for addr in self
-            .buffers
-            .values()
-            .map(|b| b.addr)
-            .chain(self.temps.values().copied())
-        {
+        let buffers = self.buffers.values().map(|b| b.addr);
+        let temps = self.temps.values().copied();
+        let blocks = self.blocks.values().map(|&(addr, _)| addr);
+        for addr in buffers.chain(temps).chain(blocks) {
             // A failed free leaks device memory only; nothing to report it to.
             let _ = dev.deallocate(addr);
         }

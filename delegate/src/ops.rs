@@ -9,12 +9,22 @@ use tensorplug_abi::tflite::{
     kTfLiteBuiltinAdd, kTfLiteBuiltinFullyConnected, kTfLiteBuiltinRelu, kTfLiteOptionalTensor,
 };
 use tensorplug_core::accelerator::{
-    Binary, Capabilities, DType, OpKind, Shape, Unary, broadcast_shapes,
+    Activation, Binary, Capabilities, DType, OpKind, Shape, Unary, broadcast_shapes,
 };
+use tensorplug_core::quant::block::QuantHeader;
+use tensorplug_core::quant::{Requantize, Rounding};
+use tensorplug_core::reference::int8::{AddQuant, activation_range};
 
 /// The ops the delegate can hand to a device, as the report names them.
 pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none or RELU), ADD (activation \
-                          none or RELU), RELU";
+                          none or RELU), RELU; int8 FULLY_CONNECTED with per-tensor weights and \
+                          ADD of one shape (activation none or RELU)";
+
+/// How TFLite's reference `ADD` requantizes: twice, on TF 2.15.1, TF
+/// 2.21.0 and ai-edge-litert 2.3.0 (measured bit for bit by the test).
+/// `FULLY_CONNECTED`'s rounding differs between runtimes: the option
+/// `fc_rounding` (`docs/delegate.md`, "int8").
+const ADD_ROUNDING: Rounding = Rounding::Double;
 
 /// A node the device runs: one or two device launches.
 #[derive(Clone, Debug, PartialEq)]
@@ -39,6 +49,24 @@ pub enum DeviceOp {
     },
     /// `out = max(x, 0)`.
     Relu { x: i32, out: i32 },
+    /// int8 `out[m,n] = x[m,k] · w[n,k]ᵀ` requantized (`MatMulInt8`), with
+    /// its quantization block (bias, multipliers, clamp).
+    FullyConnectedInt8 {
+        x: i32,
+        w: i32,
+        out: i32,
+        m: u64,
+        k: u64,
+        n: u64,
+        block: Vec<i32>,
+    },
+    /// int8 `out = a + b` of one shape (`AddInt8`), with its block.
+    AddInt8 {
+        a: i32,
+        b: i32,
+        out: i32,
+        block: Vec<i32>,
+    },
 }
 
 /// The schema name of a node's op (`BUILTIN_<code>` when the table lacks it).
@@ -48,10 +76,15 @@ pub fn op_name(code: i32) -> String {
 
 /// What the device does with `node`, or why it stays on the CPU.
 #[allow(non_upper_case_globals)] // TFLite's C names
-pub fn decide(graph: &Graph, node: &NodeView, caps: &Capabilities) -> Result<DeviceOp, String> {
+pub fn decide(
+    graph: &Graph,
+    node: &NodeView,
+    caps: &Capabilities,
+    fc_rounding: Rounding,
+) -> Result<DeviceOp, String> {
     let tensor = |i: i32| graph.tensor(i);
     match node.builtin_code {
-        kTfLiteBuiltinFullyConnected => fully_connected(node, &tensor, caps),
+        kTfLiteBuiltinFullyConnected => fully_connected(node, &tensor, caps, fc_rounding),
         kTfLiteBuiltinAdd => add(node, &tensor, caps),
         kTfLiteBuiltinRelu => {
             let (x, out) = one_in_one_out(node)?;
@@ -78,6 +111,7 @@ fn fully_connected(
     node: &NodeView,
     tensor: &dyn Fn(i32) -> Result<TensorView, String>,
     caps: &Capabilities,
+    fc_rounding: Rounding,
 ) -> Result<DeviceOp, String> {
     let [x, w, rest @ ..] = node.inputs.as_slice() else {
         return Err(format!("{} inputs, expected 2 or 3", node.inputs.len()));
@@ -105,8 +139,11 @@ fn fully_connected(
     }
     let relu = activation(params.activation)?;
     let (xt, wt, ot) = (tensor(*x)?, tensor(*w)?, tensor(*out)?);
-    let mut ts = vec![&xt, &wt, &ot];
     let bt = bias.map(tensor).transpose()?;
+    if xt.dtype == TfLiteType::kTfLiteInt8 {
+        return fully_connected_int8(&xt, &wt, bt.as_ref(), &ot, relu, caps, fc_rounding);
+    }
+    let mut ts = vec![&xt, &wt, &ot];
     if let Some(bt) = &bt {
         ts.push(bt);
     }
@@ -161,6 +198,108 @@ fn fully_connected(
     })
 }
 
+/// `[m, k, n]` of a fully-connected node: the input flattens to rows of
+/// the weights' `k`, the output is `m × n`.
+fn fc_dims(xt: &TensorView, wt: &TensorView, ot: &TensorView) -> Result<[usize; 3], String> {
+    let [n, k] = wt.dims[..] else {
+        return Err(format!("weights of rank {}, expected 2", wt.dims.len()));
+    };
+    let elements: usize = xt.dims.iter().product();
+    if k == 0 || !elements.is_multiple_of(k) {
+        return Err(format!(
+            "input {:?} does not flatten to rows of {k}",
+            xt.dims
+        ));
+    }
+    let m = elements / k;
+    if ot.dims.iter().product::<usize>() != m * n {
+        return Err(format!("output {:?} is not {m}×{n}", ot.dims));
+    }
+    Ok([m, k, n])
+}
+
+/// int8 FULLY_CONNECTED: per-tensor scales (input, weights with zero point
+/// 0, output), an optional int32 bias, all constant but the input.
+fn fully_connected_int8(
+    xt: &TensorView,
+    wt: &TensorView,
+    bt: Option<&TensorView>,
+    ot: &TensorView,
+    relu: bool,
+    caps: &Capabilities,
+    rounding: Rounding,
+) -> Result<DeviceOp, String> {
+    for (t, want) in [
+        (xt, TfLiteType::kTfLiteInt8),
+        (wt, TfLiteType::kTfLiteInt8),
+        (ot, TfLiteType::kTfLiteInt8),
+    ]
+    .into_iter()
+    .chain(bt.map(|b| (b, TfLiteType::kTfLiteInt32)))
+    {
+        if t.dtype != want {
+            return Err(format!(
+                "tensor {} is {:?}, expected {want:?} (int8 FULLY_CONNECTED)",
+                t.index, t.dtype
+            ));
+        }
+    }
+    if !wt.constant || bt.is_some_and(|b| !b.constant) {
+        return Err("weights or bias are not constant tensors".into());
+    }
+    if wt.quant_channels > 1 {
+        return Err(format!(
+            "per-channel weight scales ({}): not read yet (TfLiteFloatArray's layout differs \
+             between runtimes; docs/delegate.md)",
+            wt.quant_channels
+        ));
+    }
+    if wt.zero_point != 0 {
+        return Err(format!("weights zero point {}, expected 0", wt.zero_point));
+    }
+    let [m, k, n] = fc_dims(xt, wt, ot)?;
+    let bias: Vec<i32> = match bt {
+        None => vec![0; n],
+        Some(b) if b.dims == [n] && !b.data.is_null() && b.bytes == 4 * n => {
+            // SAFETY: the runtime's constant int32 bias of `n` elements.
+            unsafe { core::slice::from_raw_parts(b.data.cast::<i32>(), n) }.to_vec()
+        }
+        Some(b) => return Err(format!("bias {:?}, expected [{n}] int32", b.dims)),
+    };
+    // TFLite's GetQuantizedConvolutionMultipler: in double.
+    let real = f64::from(xt.scale) * f64::from(wt.scale) / f64::from(ot.scale);
+    let r = Requantize::from_real(real).map_err(|e| format!("multiplier {real}: {e:?}"))?;
+    let act = if relu {
+        Activation::Relu
+    } else {
+        Activation::None
+    };
+    let (min, max) = activation_range(act, ot.scale, ot.zero_point);
+    let header = QuantHeader {
+        zero_points: [xt.zero_point, 0],
+        output_zero_point: ot.zero_point,
+        min,
+        max,
+        rounding,
+        channels: u32::try_from(n).map_err(|_| "too many channels")?,
+    };
+    let mut block = header.words().to_vec();
+    block.extend(&bias);
+    block.extend(std::iter::repeat_n(r.multiplier, n));
+    block.extend(std::iter::repeat_n(i32::from(r.shift), n));
+    need_typed(caps, OpKind::MatMulInt8 { transpose_b: true }, DType::I8)?;
+    let u = |v: usize| v as u64;
+    Ok(DeviceOp::FullyConnectedInt8 {
+        x: xt.index,
+        w: wt.index,
+        out: ot.index,
+        m: u(m),
+        k: u(k),
+        n: u(n),
+        block,
+    })
+}
+
 fn add(
     node: &NodeView,
     tensor: &dyn Fn(i32) -> Result<TensorView, String>,
@@ -176,6 +315,9 @@ fn add(
     let params = unsafe { *node.builtin_data.cast::<TfLiteAddParams>() };
     let relu = activation(params.activation)?;
     let (at, bt, ot) = (tensor(*a)?, tensor(*b)?, tensor(*out)?);
+    if at.dtype == TfLiteType::kTfLiteInt8 {
+        return add_int8(&at, &bt, &ot, relu, caps);
+    }
     all_f32(&[&at, &bt, &ot])?;
     let result = broadcast_shapes(&shape(&at)?, &shape(&bt)?)
         .map_err(|e| format!("shapes {:?} and {:?}: {e:?}", at.dims, bt.dims))?;
@@ -199,6 +341,65 @@ fn add(
 fn shape(t: &TensorView) -> Result<Shape, String> {
     let dims: Vec<u64> = t.dims.iter().map(|&d| d as u64).collect();
     Shape::new(&dims).ok_or_else(|| format!("tensor {} of rank {}", t.index, t.dims.len()))
+}
+
+/// int8 ADD: one shape, per-tensor scales.
+fn add_int8(
+    at: &TensorView,
+    bt: &TensorView,
+    ot: &TensorView,
+    relu: bool,
+    caps: &Capabilities,
+) -> Result<DeviceOp, String> {
+    if let Some(t) = [at, bt, ot]
+        .into_iter()
+        .find(|t| t.dtype != TfLiteType::kTfLiteInt8)
+    {
+        return Err(format!(
+            "tensor {} is {:?}, expected int8 (int8 ADD)",
+            t.index, t.dtype
+        ));
+    }
+    if at.dims != bt.dims || at.dims != ot.dims {
+        return Err(format!(
+            "int8 ADD of shapes {:?} and {:?} (the device's AddInt8 takes one shape)",
+            at.dims, bt.dims
+        ));
+    }
+    if let Some(t) = [at, bt, ot].into_iter().find(|t| t.quant_channels > 1) {
+        return Err(format!("tensor {} has per-channel scales", t.index));
+    }
+    let act = if relu {
+        Activation::Relu
+    } else {
+        Activation::None
+    };
+    let q = AddQuant::new(
+        [(at.scale, at.zero_point), (bt.scale, bt.zero_point)],
+        (ot.scale, ot.zero_point),
+        act,
+        ADD_ROUNDING,
+    )
+    .map_err(|e| format!("int8 ADD scales: {e:?}"))?;
+    let header = QuantHeader {
+        zero_points: [q.zero_points[0], q.zero_points[1]],
+        output_zero_point: q.zero_points[2],
+        min: q.min,
+        max: q.max,
+        rounding: q.rounding,
+        channels: 0,
+    };
+    let mut block = header.words().to_vec();
+    for r in q.requantize {
+        block.extend([r.multiplier, i32::from(r.shift)]);
+    }
+    need_typed(caps, OpKind::AddInt8, DType::I8)?;
+    Ok(DeviceOp::AddInt8 {
+        a: at.index,
+        b: bt.index,
+        out: ot.index,
+        block,
+    })
 }
 
 fn one_in_one_out(node: &NodeView) -> Result<(i32, i32), String> {
@@ -228,9 +429,18 @@ fn all_f32(tensors: &[&TensorView]) -> Result<(), String> {
 }
 
 fn need(caps: &Capabilities, kind: OpKind) -> Result<(), String> {
-    if caps.supports(kind, DType::F32) {
+    need_typed(caps, kind, DType::F32)
+}
+
+fn need_typed(caps: &Capabilities, kind: OpKind, dtype: DType) -> Result<(), String> {
+    if caps.supports(kind, dtype) {
         Ok(())
     } else {
-        Err(format!("the device does not declare {kind:?} in float32"))
+        let name = match dtype {
+            DType::F32 => "float32".to_owned(),
+            DType::I8 => "int8".to_owned(),
+            other => format!("{other:?}"),
+        };
+        Err(format!("the device does not declare {kind:?} in {name}"))
     }
 }

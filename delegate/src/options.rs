@@ -2,9 +2,10 @@
 //! them. An unknown key or a bad value is an error that names it.
 
 use std::path::PathBuf;
+use tensorplug_core::quant::Rounding;
 
 /// Every option the delegate knows, for the error on an unknown one.
-pub const KNOWN: &str = "`device`, `report_file`, `min_nodes`, `fault`";
+pub const KNOWN: &str = "`device`, `report_file`, `min_nodes`, `fc_rounding`, `fault`";
 
 /// A failure the delegate injects into itself, for tests of the error
 /// paths (the `fault` option).
@@ -33,6 +34,10 @@ pub struct Options {
     pub min_nodes: usize,
     /// An injected failure, for tests.
     pub fault: Fault,
+    /// How int8 `FULLY_CONNECTED` requantizes, to match the runtime's
+    /// reference kernel: `single` (TF 2.21, ai-edge-litert 2.3.0; the
+    /// default) or `double` (TF 2.15). `docs/delegate.md`, "int8".
+    pub fc_rounding: Rounding,
 }
 
 impl Default for Options {
@@ -42,6 +47,7 @@ impl Default for Options {
             report_file: None,
             min_nodes: 1,
             fault: Fault::None,
+            fc_rounding: Rounding::Single,
         }
     }
 }
@@ -76,6 +82,17 @@ impl Options {
                         .ok_or_else(|| {
                             format!("option `min_nodes` must be an integer ≥ 1, got `{value}`")
                         })?;
+                }
+                "fc_rounding" => {
+                    options.fc_rounding = match value {
+                        "single" => Rounding::Single,
+                        "double" => Rounding::Double,
+                        _ => {
+                            return Err(format!(
+                                "option `fc_rounding` must be `single` or `double`, got `{value}`"
+                            ));
+                        }
+                    }
                 }
                 "fault" => {
                     options.fault = match value {
@@ -160,6 +177,14 @@ mod tests {
                 .unwrap_err()
                 .contains("one device")
         );
+    }
+
+    #[test]
+    fn fc_rounding_values() {
+        let r = |v| Options::parse([("fc_rounding", v)]).map(|o| o.fc_rounding);
+        assert_eq!(Options::default().fc_rounding, Rounding::Single);
+        assert_eq!(r("double"), Ok(Rounding::Double));
+        assert!(r("twice").unwrap_err().contains("`fc_rounding`"));
     }
 
     #[test]
