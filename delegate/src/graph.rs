@@ -37,6 +37,9 @@ pub struct TensorView {
     /// zero points (`TfLiteIntArray`, whose layout every runtime shares),
     /// not the scales (`TfLiteFloatArray`, whose does not).
     pub quant_channels: usize,
+    /// Per-channel (scale, zero point) pairs when `quant_channels > 1`:
+    /// read with [`channel_scales`]'s layout check, or why they could not be.
+    pub channels: Result<Vec<(f32, i32)>, String>,
 }
 
 /// One node: its op and tensors.
@@ -239,7 +242,7 @@ impl Graph {
         };
         // SAFETY: the tensor's live dims (null: unknown).
         let dims = unsafe { int_array(t.dims) };
-        let quant_channels = if t.quantization.r#type
+        let (quant_channels, channels) = if t.quantization.r#type
             == TfLiteQuantizationType::kTfLiteAffineQuantization
             && !t.quantization.params.is_null()
         {
@@ -247,9 +250,20 @@ impl Graph {
             // TfLiteAffineQuantization.
             let affine = unsafe { &*t.quantization.params.cast::<TfLiteAffineQuantization>() };
             // SAFETY: its live zero point array (null: none).
-            unsafe { int_array(affine.zero_point) }.len()
+            let zero_points = unsafe { int_array(affine.zero_point) };
+            let channels = match zero_points.len() {
+                0 | 1 => Ok(Vec::new()),
+                // SAFETY: the runtime's scale array of this quantization.
+                n => unsafe { channel_scales(affine.scale.cast_const(), n) }.map(|scales| {
+                    scales
+                        .into_iter()
+                        .zip(zero_points.iter().copied())
+                        .collect()
+                }),
+            };
+            (zero_points.len(), channels)
         } else {
-            0
+            (0, Ok(Vec::new()))
         };
         let dims = dims
             .iter()
@@ -266,7 +280,69 @@ impl Graph {
             scale: t.params.scale,
             zero_point: t.params.zero_point,
             quant_channels,
+            channels,
         })
+    }
+}
+
+/// The `n ≥ 2` per-channel scales of a `TfLiteFloatArray`, whose layout
+/// differs between runtimes: `{int size; float data[]}` up to some
+/// version, `{float* data; int size; bool owning}` in the newest sources.
+/// Which one this runtime has is read off the array itself: `size` must
+/// be `n` at offset 0 (flexible) or at offset 8 (pointer), and not both.
+/// The first 12 bytes exist in either layout for `n ≥ 2`. With the
+/// flexible layout, offset 8 holds `data[1]`, a positive normal float,
+/// whose bits are never a channel count; with the pointer layout, offset
+/// 0 holds the low half of a heap pointer, which equals `n` only by a
+/// coincidence the check then refuses as ambiguous. Every scale must be
+/// finite and positive.
+///
+/// # Safety
+/// `array` is null or the runtime's live `TfLiteFloatArray` of `n`
+/// scales (the zero-point array's length).
+pub unsafe fn channel_scales(
+    array: *const core::ffi::c_void,
+    n: usize,
+) -> Result<Vec<f32>, String> {
+    if array.is_null() || n < 2 {
+        return Err("no per-channel scale array".into());
+    }
+    let base = array.cast::<u8>();
+    // SAFETY: 12 bytes exist in either layout for n >= 2 (caller).
+    let (at0, at8) = unsafe {
+        (
+            base.cast::<c_int>().read_unaligned(),
+            base.add(8).cast::<c_int>().read_unaligned(),
+        )
+    };
+    let want = c_int::try_from(n).map_err(|_| format!("{n} channels"))?;
+    let data: *const f32 = match (at0 == want, at8 == want) {
+        // SAFETY: the flexible layout: the floats follow `size`.
+        (true, false) => unsafe { base.add(4).cast() },
+        (false, true) => {
+            // SAFETY: the pointer layout: `data` first.
+            let p = unsafe { base.cast::<*const f32>().read_unaligned() };
+            if p.is_null() || !p.is_aligned() {
+                return Err("the scale array's data pointer is null or misaligned".into());
+            }
+            p
+        }
+        _ => {
+            return Err(format!(
+                "this runtime's TfLiteFloatArray is neither known layout (size {n} found at \
+                 offset 0: {}, at offset 8: {})",
+                at0 == want,
+                at8 == want
+            ));
+        }
+    };
+    // SAFETY: `n` floats at `data` in the layout just identified.
+    let scales: Vec<f32> = (0..n)
+        .map(|i| unsafe { data.add(i).read_unaligned() })
+        .collect();
+    match scales.iter().find(|s| !(s.is_finite() && **s > 0.0)) {
+        Some(bad) => Err(format!("per-channel scale {bad} read: not a scale")),
+        None => Ok(scales),
     }
 }
 

@@ -17,8 +17,8 @@ use tensorplug_core::reference::int8::{AddQuant, activation_range};
 
 /// The ops the delegate can hand to a device, as the report names them.
 pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none or RELU), ADD (activation \
-                          none or RELU), RELU; int8 FULLY_CONNECTED with per-tensor weights and \
-                          ADD of one shape (activation none or RELU)";
+                          none or RELU), RELU; int8 FULLY_CONNECTED and ADD of one shape \
+                          (activation none or RELU)";
 
 /// How TFLite's reference `ADD` requantizes: twice, on TF 2.15.1, TF
 /// 2.21.0 and ai-edge-litert 2.3.0 (measured bit for bit by the test).
@@ -247,17 +247,26 @@ fn fully_connected_int8(
     if !wt.constant || bt.is_some_and(|b| !b.constant) {
         return Err("weights or bias are not constant tensors".into());
     }
-    if wt.quant_channels > 1 {
-        return Err(format!(
-            "per-channel weight scales ({}): not read yet (TfLiteFloatArray's layout differs \
-             between runtimes; docs/delegate.md)",
-            wt.quant_channels
-        ));
-    }
-    if wt.zero_point != 0 {
-        return Err(format!("weights zero point {}, expected 0", wt.zero_point));
-    }
     let [m, k, n] = fc_dims(xt, wt, ot)?;
+    // (scale, zero point) of each output channel's weights.
+    let weights: Vec<(f32, i32)> = if wt.quant_channels > 1 {
+        let channels = wt
+            .channels
+            .clone()
+            .map_err(|why| format!("per-channel weight scales: {why}"))?;
+        if channels.len() != n {
+            return Err(format!(
+                "{} weight scales for {n} output channels",
+                channels.len()
+            ));
+        }
+        channels
+    } else {
+        vec![(wt.scale, wt.zero_point); n]
+    };
+    if let Some((_, zp)) = weights.iter().find(|(_, zp)| *zp != 0) {
+        return Err(format!("weights zero point {zp}, expected 0"));
+    }
     let bias: Vec<i32> = match bt {
         None => vec![0; n],
         Some(b) if b.dims == [n] && !b.data.is_null() && b.bytes == 4 * n => {
@@ -266,9 +275,15 @@ fn fully_connected_int8(
         }
         Some(b) => return Err(format!("bias {:?}, expected [{n}] int32", b.dims)),
     };
-    // TFLite's GetQuantizedConvolutionMultipler: in double.
-    let real = f64::from(xt.scale) * f64::from(wt.scale) / f64::from(ot.scale);
-    let r = Requantize::from_real(real).map_err(|e| format!("multiplier {real}: {e:?}"))?;
+    // TFLite's GetQuantizedConvolutionMultipler / per-channel
+    // PopulateConvolutionQuantizationParams: in double.
+    let requantize = weights
+        .iter()
+        .map(|&(w_scale, _)| {
+            let real = f64::from(xt.scale) * f64::from(w_scale) / f64::from(ot.scale);
+            Requantize::from_real(real).map_err(|e| format!("multiplier {real}: {e:?}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let act = if relu {
         Activation::Relu
     } else {
@@ -285,8 +300,8 @@ fn fully_connected_int8(
     };
     let mut block = header.words().to_vec();
     block.extend(&bias);
-    block.extend(std::iter::repeat_n(r.multiplier, n));
-    block.extend(std::iter::repeat_n(i32::from(r.shift), n));
+    block.extend(requantize.iter().map(|r| r.multiplier));
+    block.extend(requantize.iter().map(|r| i32::from(r.shift)));
     need_typed(caps, OpKind::MatMulInt8 { transpose_b: true }, DType::I8)?;
     let u = |v: usize| v as u64;
     Ok(DeviceOp::FullyConnectedInt8 {

@@ -11,7 +11,7 @@ pluggable device): the converter crashes with a plugin device registered
 (FACTS.md), and LiteRT users have no TF.
 
 usage: tflite_delegate.py --plugin <lib.so> --out <dir> [--npu-plugin <lib.so>]
-       [--runtime tf|litert] [--case all|per_channel]
+       [--runtime tf|litert]
 """
 
 import argparse
@@ -116,12 +116,10 @@ def fc_rounding():
     return "single"
 
 
-def int8_check(plugin, out, name, model, require_all):
-    """`model` with and without the delegate: bit-exact over 16 invokes;
-    every ADD on the device, and every FULLY_CONNECTED whose weights have
-    one scale (the runtime's own tensor details say), the others on the
-    CPU with the reason. `require_all`: every FULLY_CONNECTED on the
-    device (per-channel too: not built yet)."""
+def int8_check(plugin, out, name, model):
+    """`model` with and without the delegate: bit-exact over 16 invokes
+    with TFLite's reference kernels, and every FULLY_CONNECTED and ADD ran
+    on the device on every invoke."""
     rng = np.random.default_rng(11)
     xs = [rng.integers(-128, 128, (BATCH, 8), dtype=np.int8) for _ in range(16)]
     ref = interpreter(model, reference=True)
@@ -137,15 +135,15 @@ def int8_check(plugin, out, name, model, require_all):
     scales = {d["index"]: len(d["quantization_parameters"]["scales"]) for d in ref.get_tensor_details()}
     weights = {d["index"]: d["inputs"][1] for d in ref._get_ops_details() if d["op_name"] == "FULLY_CONNECTED"}
     for n in nodes:
-        if n["op"] == "ADD" or (n["op"] == "FULLY_CONNECTED" and (require_all or scales[weights[n["index"]]] == 1)):
-            if n["decision"] != "device" or n["device_runs"] != len(xs):
-                fail(f"int8 {name}: {n} should have run on the device {len(xs)} times")
-        elif n["op"] == "FULLY_CONNECTED" and "per-channel weight scales" not in (n["reason"] or ""):
-            fail(f"int8 {name}: {n} stays on the CPU without the per-channel reason")
+        if n["op"] in ("ADD", "FULLY_CONNECTED") and (
+            n["decision"] != "device" or n["device_runs"] != len(xs)
+        ):
+            fail(f"int8 {name}: {n} should have run on the device {len(xs)} times")
+    per_channel = sorted({scales[w] for w in weights.values()})
     on_device = [n["op"] for n in nodes if n["decision"] == "device"]
     print(
         f"check int8_{name} ok bit_exact_outputs={len(xs) * want[0].size} "
-        f"fc_rounding={fc_rounding()} device={on_device}",
+        f"fc_rounding={fc_rounding()} fc_weight_scales={per_channel} device={on_device}",
         flush=True,
     )
 
@@ -192,7 +190,6 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--plugin", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--case", default="all", choices=["all", "per_channel"])
     ap.add_argument("--npu-plugin", help="the example NPU's plugin, a second backend")
     ap.add_argument("--runtime", default="tf", choices=["tf", "litert"])
     args = ap.parse_args()
@@ -213,8 +210,6 @@ def main():
         for n in names:
             with open(paths[n], "rb") as f:
                 models[n] = f.read()
-    if args.case == "per_channel":
-        return int8_check(args.plugin, args.out, "default", models["int8_default"], True)
     model = models["model"]
 
     rng = np.random.default_rng(3)
@@ -381,7 +376,7 @@ def main():
         npu_case(args.npu_plugin, args.out, model, xs, want)
 
     for name in ["per_tensor", "default"]:
-        int8_check(args.plugin, args.out, name, models[f"int8_{name}"], False)
+        int8_check(args.plugin, args.out, name, models[f"int8_{name}"])
 
 
 def npu_case(plugin, out, model, xs, want):
