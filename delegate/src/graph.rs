@@ -486,4 +486,40 @@ mod tests {
         let err = graph.check_tensor_layout().unwrap_err();
         assert!(err.contains("tensor 1 reads as"), "{err}");
     }
+
+    #[test]
+    fn per_channel_scales_in_either_layout_and_nothing_else() {
+        // `{int size; float data[]}`.
+        let flexible: [u32; 4] = [3, 0.5f32.to_bits(), 0.25f32.to_bits(), 2.0f32.to_bits()];
+        // SAFETY: 16 readable bytes.
+        let got = unsafe { channel_scales(flexible.as_ptr().cast(), 3) };
+        assert_eq!(got, Ok(vec![0.5, 0.25, 2.0]));
+        // `{float* data; int size; bool owning}`.
+        #[repr(C)]
+        struct Pointer {
+            data: *const f32,
+            size: c_int,
+            owning: bool,
+        }
+        let scales = [0.5f32, 0.125];
+        let pointer = Pointer {
+            data: scales.as_ptr(),
+            size: 2,
+            owning: false,
+        };
+        // SAFETY: a live struct of that layout.
+        let got = unsafe { channel_scales((&raw const pointer).cast(), 2) };
+        assert_eq!(got, Ok(vec![0.5, 0.125]));
+        assert!(!pointer.owning);
+        // Neither layout (the count is nowhere), or a scale that is none.
+        // SAFETY: 16 readable bytes.
+        let err = unsafe { channel_scales(flexible.as_ptr().cast(), 2) }.unwrap_err();
+        assert!(err.contains("neither known layout"), "{err}");
+        let negative: [u32; 3] = [2, 0.5f32.to_bits(), (-1.0f32).to_bits()];
+        // SAFETY: 12 readable bytes.
+        let err = unsafe { channel_scales(negative.as_ptr().cast(), 2) }.unwrap_err();
+        assert!(err.contains("not a scale"), "{err}");
+        // SAFETY: null is allowed.
+        assert!(unsafe { channel_scales(core::ptr::null(), 2) }.is_err());
+    }
 }
