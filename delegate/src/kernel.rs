@@ -38,6 +38,8 @@ pub struct Kernel {
     /// int8 nodes' quantization blocks on the device, by node: address
     /// and length in words.
     blocks: BTreeMap<i32, (DeviceAddr, u64)>,
+    /// int8 convolutions' filters in the device's layout, by node.
+    filters: BTreeMap<i32, DeviceAddr>,
     /// Non-constant partition inputs, copied in at every invoke.
     inputs: Vec<i32>,
     outputs: Vec<i32>,
@@ -82,6 +84,7 @@ impl Kernel {
             buffers: BTreeMap::new(),
             temps: BTreeMap::new(),
             blocks: BTreeMap::new(),
+            filters: BTreeMap::new(),
             inputs: Vec::new(),
             outputs,
         };
@@ -103,6 +106,7 @@ impl Kernel {
                 DeviceOp::Relu { x, out } => tensors.extend([x, out]),
                 DeviceOp::FullyConnectedInt8 { x, w, out, .. } => tensors.extend([x, w, out]),
                 DeviceOp::AddInt8 { a, b, out, .. } => tensors.extend([a, b, out]),
+                DeviceOp::ConvInt8 { x, out, .. } => tensors.extend([x, out]),
             }
         }
         tensors.sort_unstable();
@@ -143,7 +147,15 @@ impl Kernel {
                 let bytes = self.buffer(out)?.bytes;
                 self.temps.insert(*node, alloc(&mut **dev, bytes)?);
             }
-            if let DeviceOp::FullyConnectedInt8 { block, .. } | DeviceOp::AddInt8 { block, .. } = op
+            if let DeviceOp::ConvInt8 { filter, .. } = op {
+                let addr = alloc(&mut **dev, filter.len())?;
+                self.filters.insert(*node, addr);
+                dev.write_blocking(QUEUE, addr, filter, DEVICE_TIMEOUT)
+                    .map_err(|e| format!("writing node {node}'s filter: {e}"))?;
+            }
+            if let DeviceOp::FullyConnectedInt8 { block, .. }
+            | DeviceOp::AddInt8 { block, .. }
+            | DeviceOp::ConvInt8 { block, .. } = op
             {
                 let bytes: Vec<u8> = block.iter().flat_map(|w| w.to_le_bytes()).collect();
                 let addr = alloc(&mut **dev, bytes.len())?;
@@ -339,6 +351,28 @@ impl Kernel {
                     i8d(out, &[m, n])?,
                 )
             }
+            DeviceOp::ConvInt8 {
+                x,
+                out,
+                kind,
+                x_dims,
+                filter_dims,
+                out_dims,
+                ..
+            } => {
+                let filter = *self
+                    .filters
+                    .get(&node)
+                    .ok_or_else(|| format!("node {node} has no filter"))?;
+                let shape =
+                    |d: [u64; 4]| Shape::new(&d).ok_or_else(|| format!("node {node}: shape {d:?}"));
+                let inputs = [
+                    self.typed_desc(x, &x_dims, DType::I8)?,
+                    TensorDesc::new(filter, DType::I8, shape(filter_dims)?),
+                    self.block_desc(node)?,
+                ];
+                run(kind, &inputs, self.typed_desc(out, &out_dims, DType::I8)?)
+            }
             DeviceOp::AddInt8 { a, b, out, .. } => {
                 let i8d = |t| self.full_typed_desc(t, DType::I8);
                 let inputs = [i8d(a)?, i8d(b)?, self.block_desc(node)?];
@@ -359,7 +393,8 @@ impl Drop for Kernel {
         let buffers = self.buffers.values().map(|b| b.addr);
         let temps = self.temps.values().copied();
         let blocks = self.blocks.values().map(|&(addr, _)| addr);
-        for addr in buffers.chain(temps).chain(blocks) {
+        let filters = self.filters.values().copied();
+        for addr in buffers.chain(temps).chain(blocks).chain(filters) {
             // A failed free leaks device memory only; nothing to report it to.
             let _ = dev.deallocate(addr);
         }

@@ -84,18 +84,30 @@ def int8_models():
     per FULLY_CONNECTED) and `default` (TF 2.21's converter gives
     FULLY_CONNECTED per-channel weight scales, TF 2.15's per-tensor)."""
     models = {}
-    for name, per_tensor in [("per_tensor", True), ("default", False)]:
+    layers = tf.keras.layers
+    for name, per_tensor in [("per_tensor", True), ("default", False), ("conv", False)]:
         tf.keras.utils.set_random_seed(7)
-        layers = tf.keras.layers
-        x = tf.keras.Input((8,), batch_size=BATCH)
-        h = layers.Dense(16, activation="relu")(x)
-        z = layers.ReLU()(layers.Add()([layers.Dense(8)(h), x]))
-        model = tf.keras.Model(x, layers.Dense(4)(z))
+        if name == "conv":
+            # CONV_2D SAME + RELU, DEPTHWISE_CONV_2D stride 2 SAME + RELU6,
+            # a 1×1 CONV_2D VALID, DEPTHWISE_CONV_2D ×2 VALID: the last
+            # one's 2×4×4×12 values are the output (nothing after it to
+            # hide a one-off).
+            x = tf.keras.Input((12, 12, 3), batch_size=2)
+            h = layers.Conv2D(8, 3, padding="same", activation="relu")(x)
+            h = layers.DepthwiseConv2D(3, strides=2, padding="same", activation=tf.nn.relu6)(h)
+            h = layers.Conv2D(6, 1, padding="valid")(h)
+            model = tf.keras.Model(x, layers.DepthwiseConv2D(3, depth_multiplier=2)(h))
+        else:
+            x = tf.keras.Input((8,), batch_size=BATCH)
+            h = layers.Dense(16, activation="relu")(x)
+            z = layers.ReLU()(layers.Add()([layers.Dense(8)(h), x]))
+            model = tf.keras.Model(x, layers.Dense(4)(z))
         conv = tf.lite.TFLiteConverter.from_keras_model(model)
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
         rng = np.random.default_rng(5)
+        shape = tuple(model.inputs[0].shape)
         conv.representative_dataset = lambda: (
-            [rng.standard_normal((BATCH, 8)).astype(np.float32)] for _ in range(16)
+            [rng.standard_normal(shape).astype(np.float32)] for _ in range(16)
         )
         conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
         conv.inference_input_type = tf.int8
@@ -121,8 +133,9 @@ def int8_check(plugin, out, name, model):
     with TFLite's reference kernels, and every FULLY_CONNECTED and ADD ran
     on the device on every invoke."""
     rng = np.random.default_rng(11)
-    xs = [rng.integers(-128, 128, (BATCH, 8), dtype=np.int8) for _ in range(16)]
     ref = interpreter(model, reference=True)
+    shape = tuple(ref.get_input_details()[0]["shape"])
+    xs = [rng.integers(-128, 128, shape, dtype=np.int8) for _ in range(16)]
     want = run(ref, xs)
     report_path = os.path.join(out, f"report_int8_{name}.json")
     d = rt.load_delegate(plugin, {"report_file": report_path, "fc_rounding": fc_rounding()})
@@ -135,11 +148,13 @@ def int8_check(plugin, out, name, model):
     scales = {d["index"]: len(d["quantization_parameters"]["scales"]) for d in ref.get_tensor_details()}
     weights = {d["index"]: d["inputs"][1] for d in ref._get_ops_details() if d["op_name"] == "FULLY_CONNECTED"}
     for n in nodes:
-        if n["op"] in ("ADD", "FULLY_CONNECTED") and (
+        if n["op"] in ("ADD", "FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D") and (
             n["decision"] != "device" or n["device_runs"] != len(xs)
         ):
             fail(f"int8 {name}: {n} should have run on the device {len(xs)} times")
     per_channel = sorted({scales[w] for w in weights.values()})
+    if name == "conv" and any(n["op"] == "RELU6" for n in nodes):
+        fail("int8 conv: the converter left RELU6 unfused; the fused RELU6 is not tested")
     on_device = [n["op"] for n in nodes if n["decision"] == "device"]
     print(
         f"check int8_{name} ok bit_exact_outputs={len(xs) * want[0].size} "
@@ -197,7 +212,7 @@ def main():
     print(rt.version, flush=True)
     # A TF run converts the models and leaves them in --out; a LiteRT run
     # (no TF) reads them from there.
-    names = ["model", "int8_per_tensor", "int8_default"]
+    names = ["model", "int8_per_tensor", "int8_default", "int8_conv"]
     paths = {n: os.path.join(args.out, f"{n}.tflite") for n in names}
     if args.runtime == "tf":
         models = {"model": model_bytes()}
@@ -375,7 +390,7 @@ def main():
     if args.npu_plugin:
         npu_case(args.npu_plugin, args.out, model, xs, want)
 
-    for name in ["per_tensor", "default"]:
+    for name in ["per_tensor", "default", "conv"]:
         int8_check(args.plugin, args.out, name, models[f"int8_{name}"])
 
 

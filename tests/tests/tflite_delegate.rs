@@ -32,7 +32,7 @@ use tensorplug_tests::{
 };
 
 /// Every check the script prints for the float model.
-const CHECKS: [&str; 11] = [
+const CHECKS: [&str; 12] = [
     "outputs",
     "report",
     "layout",
@@ -44,6 +44,7 @@ const CHECKS: [&str; 11] = [
     "npu",
     "int8_per_tensor",
     "int8_default",
+    "int8_conv",
 ];
 
 fn assert_checks(stdout: &str) {

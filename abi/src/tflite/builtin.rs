@@ -90,3 +90,38 @@ c_struct! {
         pub pot_scale_int16: bool,
     }
 }
+
+c_enum! {
+    /// `TfLitePadding` (builtin_op_data.h).
+    pub struct TfLitePadding(i32) {
+        kTfLitePaddingUnknown = 0,
+        kTfLitePaddingSame = 1,
+        kTfLitePaddingValid = 2,
+    }
+}
+
+c_struct! {
+    /// The first fields of `TfLiteConvParams` (newer runtimes append
+    /// `quantized_bias_type`).
+    pub struct TfLiteConvParams {
+        pub padding: TfLitePadding,
+        pub stride_width: i32,
+        pub stride_height: i32,
+        pub activation: TfLiteFusedActivation,
+        pub dilation_width_factor: i32,
+        pub dilation_height_factor: i32,
+    }
+}
+
+c_struct! {
+    /// `TfLiteDepthwiseConvParams`.
+    pub struct TfLiteDepthwiseConvParams {
+        pub padding: TfLitePadding,
+        pub stride_width: i32,
+        pub stride_height: i32,
+        pub depth_multiplier: i32,
+        pub activation: TfLiteFusedActivation,
+        pub dilation_width_factor: i32,
+        pub dilation_height_factor: i32,
+    }
+}

@@ -413,6 +413,8 @@ pub const STRUCTS: &[StructLayout] = &[
     TfLiteDelegate::LAYOUT,
     TfLiteFullyConnectedParams::LAYOUT,
     TfLiteAddParams::LAYOUT,
+    TfLiteConvParams::LAYOUT,
+    TfLiteDepthwiseConvParams::LAYOUT,
 ];
 
 /// Every mirrored TFLite enum.
@@ -422,6 +424,7 @@ pub const ENUMS: &[EnumLayout] = &[
     TfLiteAllocationType::LAYOUT,
     TfLiteQuantizationType::LAYOUT,
     TfLiteFusedActivation::LAYOUT,
+    TfLitePadding::LAYOUT,
 ];
 
 /// LP64 facts read off `common.h` by hand (offsets of the fields the
@@ -455,4 +458,6 @@ const _: () = {
     assert!(size_of::<TfLiteDelegate>() == 56);
     assert!(offset_of!(TfLiteDelegate, flags) == 40);
     assert!(size_of::<TfLiteDelegateParams>() == 32);
+    assert!(size_of::<TfLiteConvParams>() == 24);
+    assert!(size_of::<TfLiteDepthwiseConvParams>() == 28);
 };
