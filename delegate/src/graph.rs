@@ -40,6 +40,8 @@ pub struct TensorView {
     /// Per-channel (scale, zero point) pairs when `quant_channels > 1`:
     /// read with [`channel_scales`]'s layout check, or why they could not be.
     pub channels: Result<Vec<(f32, i32)>, String>,
+    /// The axis the per-channel pairs run along (`quantized_dimension`).
+    pub quant_axis: i32,
 }
 
 /// One node: its op and tensors.
@@ -242,7 +244,7 @@ impl Graph {
         };
         // SAFETY: the tensor's live dims (null: unknown).
         let dims = unsafe { int_array(t.dims) };
-        let (quant_channels, channels) = if t.quantization.r#type
+        let (quant_channels, channels, quant_axis) = if t.quantization.r#type
             == TfLiteQuantizationType::kTfLiteAffineQuantization
             && !t.quantization.params.is_null()
         {
@@ -261,9 +263,9 @@ impl Graph {
                         .collect()
                 }),
             };
-            (zero_points.len(), channels)
+            (zero_points.len(), channels, affine.quantized_dimension)
         } else {
-            (0, Ok(Vec::new()))
+            (0, Ok(Vec::new()), 0)
         };
         let dims = dims
             .iter()
@@ -281,6 +283,7 @@ impl Graph {
             zero_point: t.params.zero_point,
             quant_channels,
             channels,
+            quant_axis,
         })
     }
 }

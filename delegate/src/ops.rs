@@ -271,6 +271,12 @@ fn fully_connected_int8(
     let [m, k, n] = fc_dims(xt, wt, ot)?;
     // (scale, zero point) of each output channel's weights.
     let weights: Vec<(f32, i32)> = if wt.quant_channels > 1 {
+        if wt.quant_axis != 0 {
+            return Err(format!(
+                "weight scales along axis {}, expected 0",
+                wt.quant_axis
+            ));
+        }
         let channels = wt
             .channels
             .clone()
@@ -544,6 +550,14 @@ fn conv_int8(
         return Err(format!("the window gives {hw:?}, the output is {oh}×{ow}"));
     }
     let weights: Vec<(f32, i32)> = if wt.quant_channels > 1 {
+        // The output channel's axis: 0 of [oc, kh, kw, c], 3 of [1, kh, kw, c·m].
+        let axis = if depthwise { 3 } else { 0 };
+        if wt.quant_axis != axis {
+            return Err(format!(
+                "weight scales along axis {}, expected {axis}",
+                wt.quant_axis
+            ));
+        }
         let channels = wt
             .channels
             .clone()
