@@ -6,4 +6,5 @@
 
 pub mod device;
 pub mod tf;
+pub mod tflite;
 pub mod validate;

@@ -42,3 +42,5 @@ impl Backend for Fpga {
 }
 
 tensorplug_host_bridge::export_plugin!(Fpga);
+// The same devices for LiteRT: `load_delegate("libtensorplug_fpga.so", {"device": "sim"})`.
+tensorplug_delegate::export_delegate!(Fpga);

@@ -106,6 +106,22 @@ pub fn unsupported_tf_python() -> PathBuf {
     default
 }
 
+/// The Python of the `ai-edge-litert` venv (LiteRT without TF; `cargo
+/// xtask test` sets `TENSORPLUG_LITERT_PYTHON`; else `target/litert-venv`).
+pub fn litert_python() -> PathBuf {
+    if let Some(p) = std::env::var_os("TENSORPLUG_LITERT_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let default = workspace_root().join("target/litert-venv/bin/python");
+    assert!(
+        default.exists(),
+        "no LiteRT venv at {}: run `cargo xtask test` once (it creates it), or set \
+         TENSORPLUG_LITERT_PYTHON to a python with ai-edge-litert==2.3.0",
+        default.display()
+    );
+    default
+}
+
 /// Runs a TF scenario with our plugin loaded through
 /// `TF_PLUGGABLE_DEVICE_LIBRARY_PATH` and `TENSORPLUG_DEVICE=<devices>`
 /// (`None`: unset, i.e. one `sim` device).

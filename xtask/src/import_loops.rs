@@ -22,6 +22,7 @@ const CRATES: &[&str] = &[
     "device-fpga",
     "model-fpga",
     "host-bridge",
+    "delegate",
     "link-host",
     "plugin-fpga",
     "examples/device-npu",

@@ -31,6 +31,10 @@ pub const TF_VERSIONS: &[&str] = &[
 /// A TF outside the range, on which the plugin must decline (not abort).
 pub const TF_UNSUPPORTED: &str = "2.14.1";
 
+/// The LiteRT runtime the delegate is tested on (`docs/delegate.md`):
+/// `target/litert-venv`, without TF.
+pub const LITERT_VERSION: &str = "2.3.0";
+
 /// What set-up produced for the later steps.
 pub struct Env {
     /// The newest TF's venv Python (`target/venv`, with xprof).
@@ -40,6 +44,8 @@ pub struct Env {
     pub older: Vec<(String, PathBuf)>,
     /// The venv of [`TF_UNSUPPORTED`].
     pub unsupported: PathBuf,
+    /// The `ai-edge-litert` venv's Python ([`LITERT_VERSION`]).
+    pub litert: PathBuf,
 }
 
 /// What the builds need, now: the embedded targets and the apt packages
@@ -119,10 +125,12 @@ fn ensure_tests(matrix: bool) -> Result<Env> {
     let mut venvs = venvs.into_iter().collect::<Result<Vec<_>>>()?;
     let unsupported = venvs.pop().context("the unsupported TF's venv")?;
     let older = older.iter().map(|v| (*v).to_owned()).zip(venvs).collect();
+    let litert = ensure_litert_venv()?;
     Ok(Env {
         python,
         older,
         unsupported,
+        litert,
     })
 }
 
@@ -145,6 +153,20 @@ pub fn ensure_tf_venv(version: &str) -> Result<PathBuf> {
     std::fs::write(
         &requirements,
         format!("# written by cargo xtask\ntensorflow-cpu=={version}\n"),
+    )
+    .with_context(|| format!("writing {}", requirements.display()))?;
+    ensure_venv_at(&dir, &requirements, &|_, cmd| run(cmd))
+}
+
+/// `target/litert-venv` with `ai-edge-litert==<LITERT_VERSION>` (about
+/// 12 s of pip on a new machine; cached like the TF venvs); its Python.
+pub fn ensure_litert_venv() -> Result<PathBuf> {
+    let dir = root().join("target/litert-venv");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let requirements = root().join("target/litert-venv.txt");
+    std::fs::write(
+        &requirements,
+        format!("# written by cargo xtask\nai-edge-litert=={LITERT_VERSION}\n"),
     )
     .with_context(|| format!("writing {}", requirements.display()))?;
     ensure_venv_at(&dir, &requirements, &|_, cmd| run(cmd))

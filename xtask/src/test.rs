@@ -123,6 +123,7 @@ pub fn run(args: &TestArgs) -> Result<()> {
     if let Some(env) = &env {
         envs.push(("TENSORPLUG_PYTHON", env.python.clone()));
         envs.push(("TENSORPLUG_PYTHON_UNSUPPORTED_TF", env.unsupported.clone()));
+        envs.push(("TENSORPLUG_LITERT_PYTHON", env.litert.clone()));
     }
     step(
         &format!("the workspace's tests (TF {newest}), two binaries at a time"),

@@ -33,6 +33,7 @@ pub const REAL_TF_TESTS: &[&str] = &[
     "op_sweep",
     "xspace_tf",
     "wheel",
+    "tflite_delegate",
 ];
 
 /// One TF's run.

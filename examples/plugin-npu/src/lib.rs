@@ -34,3 +34,5 @@ impl Backend for NpuBackend {
 }
 
 export_plugin!(NpuBackend);
+// And the LiteRT delegate of the same devices: no code beyond the backend.
+tensorplug_delegate::export_delegate!(NpuBackend);

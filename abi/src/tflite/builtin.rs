@@ -1,0 +1,127 @@
+//! Builtin operator codes (TFLite's schema, `builtin_ops.h`) and the
+//! `builtin_op_data.h` structs the delegate reads.
+
+use crate::tf::layout::{c_enum, c_struct};
+
+/// `TfLiteBuiltinOperator` values used by name in tensorplug (the schema's
+/// `BuiltinOperator`; codes are never renumbered).
+pub const kTfLiteBuiltinAdd: i32 = 0;
+pub const kTfLiteBuiltinAveragePool2d: i32 = 1;
+pub const kTfLiteBuiltinConcatenation: i32 = 2;
+pub const kTfLiteBuiltinConv2d: i32 = 3;
+pub const kTfLiteBuiltinDepthwiseConv2d: i32 = 4;
+pub const kTfLiteBuiltinDequantize: i32 = 6;
+pub const kTfLiteBuiltinFullyConnected: i32 = 9;
+pub const kTfLiteBuiltinLogistic: i32 = 14;
+pub const kTfLiteBuiltinMaxPool2d: i32 = 17;
+pub const kTfLiteBuiltinMul: i32 = 18;
+pub const kTfLiteBuiltinRelu: i32 = 19;
+pub const kTfLiteBuiltinRelu6: i32 = 21;
+pub const kTfLiteBuiltinReshape: i32 = 22;
+pub const kTfLiteBuiltinSoftmax: i32 = 25;
+pub const kTfLiteBuiltinTanh: i32 = 28;
+pub const kTfLiteBuiltinPad: i32 = 34;
+pub const kTfLiteBuiltinMean: i32 = 40;
+pub const kTfLiteBuiltinSub: i32 = 41;
+/// The code of a delegate kernel's node.
+pub const kTfLiteBuiltinDelegate: i32 = 51;
+pub const kTfLiteBuiltinQuantize: i32 = 114;
+pub const kTfLiteBuiltinHardSwish: i32 = 117;
+
+/// The schema name of a builtin code, for reports (`None`: not in this
+/// table, not unknown to TFLite).
+pub const fn builtin_name(code: i32) -> Option<&'static str> {
+    Some(match code {
+        kTfLiteBuiltinAdd => "ADD",
+        kTfLiteBuiltinAveragePool2d => "AVERAGE_POOL_2D",
+        kTfLiteBuiltinConcatenation => "CONCATENATION",
+        kTfLiteBuiltinConv2d => "CONV_2D",
+        kTfLiteBuiltinDepthwiseConv2d => "DEPTHWISE_CONV_2D",
+        kTfLiteBuiltinDequantize => "DEQUANTIZE",
+        kTfLiteBuiltinFullyConnected => "FULLY_CONNECTED",
+        kTfLiteBuiltinLogistic => "LOGISTIC",
+        kTfLiteBuiltinMaxPool2d => "MAX_POOL_2D",
+        kTfLiteBuiltinMul => "MUL",
+        kTfLiteBuiltinRelu => "RELU",
+        kTfLiteBuiltinRelu6 => "RELU6",
+        kTfLiteBuiltinReshape => "RESHAPE",
+        kTfLiteBuiltinSoftmax => "SOFTMAX",
+        kTfLiteBuiltinTanh => "TANH",
+        kTfLiteBuiltinPad => "PAD",
+        kTfLiteBuiltinMean => "MEAN",
+        kTfLiteBuiltinSub => "SUB",
+        kTfLiteBuiltinDelegate => "DELEGATE",
+        kTfLiteBuiltinQuantize => "QUANTIZE",
+        kTfLiteBuiltinHardSwish => "HARD_SWISH",
+        _ => return None,
+    })
+}
+
+c_enum! {
+    /// `TfLiteFusedActivation` (builtin_op_data.h).
+    pub struct TfLiteFusedActivation(i32) {
+        kTfLiteActNone = 0,
+        kTfLiteActRelu = 1,
+        kTfLiteActReluN1To1 = 2,
+        kTfLiteActRelu6 = 3,
+        kTfLiteActTanh = 4,
+        kTfLiteActSignBit = 5,
+        kTfLiteActSigmoid = 6,
+    }
+}
+
+c_struct! {
+    /// The first fields of `TfLiteFullyConnectedParams`, which every
+    /// runtime from TF 2.15 on has; newer ones append
+    /// (`quantized_bias_type`). Only ever read through the runtime's pointer.
+    pub struct TfLiteFullyConnectedParams {
+        pub activation: TfLiteFusedActivation,
+        /// `TfLiteFullyConnectedWeightsFormat`: 0 is the default layout.
+        pub weights_format: i32,
+        pub keep_num_dims: bool,
+        pub asymmetric_quantize_inputs: bool,
+    }
+}
+
+c_struct! {
+    /// `TfLiteAddParams`.
+    pub struct TfLiteAddParams {
+        pub activation: TfLiteFusedActivation,
+        pub pot_scale_int16: bool,
+    }
+}
+
+c_enum! {
+    /// `TfLitePadding` (builtin_op_data.h).
+    pub struct TfLitePadding(i32) {
+        kTfLitePaddingUnknown = 0,
+        kTfLitePaddingSame = 1,
+        kTfLitePaddingValid = 2,
+    }
+}
+
+c_struct! {
+    /// The first fields of `TfLiteConvParams` (newer runtimes append
+    /// `quantized_bias_type`).
+    pub struct TfLiteConvParams {
+        pub padding: TfLitePadding,
+        pub stride_width: i32,
+        pub stride_height: i32,
+        pub activation: TfLiteFusedActivation,
+        pub dilation_width_factor: i32,
+        pub dilation_height_factor: i32,
+    }
+}
+
+c_struct! {
+    /// `TfLiteDepthwiseConvParams`.
+    pub struct TfLiteDepthwiseConvParams {
+        pub padding: TfLitePadding,
+        pub stride_width: i32,
+        pub stride_height: i32,
+        pub depth_multiplier: i32,
+        pub activation: TfLiteFusedActivation,
+        pub dilation_width_factor: i32,
+        pub dilation_height_factor: i32,
+    }
+}

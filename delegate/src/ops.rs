@@ -1,0 +1,733 @@
+//! Which nodes the device takes: each node's op, version, element types,
+//! fused activation and shapes, checked against what the device declares
+//! ([`Capabilities`]). The same function decides at partitioning and
+//! rebuilds the plan in the kernel, so the two cannot disagree.
+
+use crate::graph::{Graph, NodeView, TensorView};
+use tensorplug_abi::tflite::{
+    TfLiteAddParams, TfLiteConvParams, TfLiteDepthwiseConvParams, TfLiteFullyConnectedParams,
+    TfLiteFusedActivation, TfLitePadding, TfLiteType, builtin_name, kTfLiteBuiltinAdd,
+    kTfLiteBuiltinConv2d, kTfLiteBuiltinDepthwiseConv2d, kTfLiteBuiltinFullyConnected,
+    kTfLiteBuiltinRelu, kTfLiteOptionalTensor,
+};
+use tensorplug_core::accelerator::{
+    Activation, Binary, Capabilities, DType, OpKind, Shape, Unary, Window, broadcast_shapes,
+};
+use tensorplug_core::quant::block::QuantHeader;
+use tensorplug_core::quant::{Requantize, Rounding};
+use tensorplug_core::reference::int8::{AddQuant, activation_range};
+
+/// The ops the delegate can hand to a device, as the report names them.
+pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none or RELU), ADD (activation \
+                          none or RELU), RELU; int8 FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D \
+                          and ADD of one shape (activation none, RELU or RELU6)";
+
+/// How TFLite's reference int8 convolutions requantize: twice (TF 2.21,
+/// `docs/device-numerics.md`; the test measures every runtime it runs).
+const CONV_ROUNDING: Rounding = Rounding::Double;
+
+/// How TFLite's reference `ADD` requantizes: twice, on TF 2.15.1, TF
+/// 2.21.0 and ai-edge-litert 2.3.0 (measured bit for bit by the test).
+/// `FULLY_CONNECTED`'s rounding differs between runtimes: the option
+/// `fc_rounding` (`docs/delegate.md`, "int8").
+const ADD_ROUNDING: Rounding = Rounding::Double;
+
+/// A node the device runs: one or two device launches.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DeviceOp {
+    /// `out[m,n] = x[m,k] · w[n,k]ᵀ (+ bias[n]) (then ReLU)`.
+    FullyConnected {
+        x: i32,
+        w: i32,
+        bias: Option<i32>,
+        out: i32,
+        m: u64,
+        k: u64,
+        n: u64,
+        relu: bool,
+    },
+    /// `out = a + b` with broadcasting (then ReLU).
+    Add {
+        a: i32,
+        b: i32,
+        out: i32,
+        relu: bool,
+    },
+    /// `out = max(x, 0)`.
+    Relu { x: i32, out: i32 },
+    /// int8 `out[m,n] = x[m,k] · w[n,k]ᵀ` requantized (`MatMulInt8`), with
+    /// its quantization block (bias, multipliers, clamp).
+    FullyConnectedInt8 {
+        x: i32,
+        w: i32,
+        out: i32,
+        m: u64,
+        k: u64,
+        n: u64,
+        block: Vec<i32>,
+    },
+    /// int8 `CONV_2D` (`Conv2DInt8`) or `DEPTHWISE_CONV_2D`
+    /// (`DepthwiseConv2DInt8`): `filter` is the weights in the device's
+    /// layout (`[kh, kw, c, oc]`, or `[kh, kw, c, m]`), uploaded at init.
+    ConvInt8 {
+        x: i32,
+        out: i32,
+        kind: OpKind,
+        x_dims: [u64; 4],
+        filter_dims: [u64; 4],
+        out_dims: [u64; 4],
+        filter: Vec<u8>,
+        block: Vec<i32>,
+    },
+    /// int8 `out = a + b` of one shape (`AddInt8`), with its block.
+    AddInt8 {
+        a: i32,
+        b: i32,
+        out: i32,
+        block: Vec<i32>,
+    },
+}
+
+/// The schema name of a node's op (`BUILTIN_<code>` when the table lacks it).
+pub fn op_name(code: i32) -> String {
+    builtin_name(code).map_or_else(|| format!("BUILTIN_{code}"), str::to_owned)
+}
+
+/// What the device does with `node`, or why it stays on the CPU.
+#[allow(non_upper_case_globals)] // TFLite's C names
+pub fn decide(
+    graph: &Graph,
+    node: &NodeView,
+    caps: &Capabilities,
+    fc_rounding: Rounding,
+) -> Result<DeviceOp, String> {
+    let tensor = |i: i32| graph.tensor(i);
+    match node.builtin_code {
+        kTfLiteBuiltinFullyConnected => fully_connected(node, &tensor, caps, fc_rounding),
+        kTfLiteBuiltinAdd => add(node, &tensor, caps),
+        kTfLiteBuiltinConv2d | kTfLiteBuiltinDepthwiseConv2d => conv_int8(node, &tensor, caps),
+        kTfLiteBuiltinRelu => {
+            let (x, out) = one_in_one_out(node)?;
+            let (xt, ot) = (tensor(x)?, tensor(out)?);
+            all_f32(&[&xt, &ot])?;
+            if xt.dims != ot.dims {
+                return Err(format!(
+                    "output {:?} is not the input's {:?}",
+                    ot.dims, xt.dims
+                ));
+            }
+            shape(&xt)?;
+            need(caps, OpKind::Unary(Unary::RELU))?;
+            Ok(DeviceOp::Relu { x, out })
+        }
+        code => Err(format!(
+            "{} is not in the delegate's op set ({OP_SET})",
+            op_name(code)
+        )),
+    }
+}
+
+fn fully_connected(
+    node: &NodeView,
+    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
+    caps: &Capabilities,
+    fc_rounding: Rounding,
+) -> Result<DeviceOp, String> {
+    let [x, w, rest @ ..] = node.inputs.as_slice() else {
+        return Err(format!("{} inputs, expected 2 or 3", node.inputs.len()));
+    };
+    let bias = match rest {
+        [] => None,
+        [b] if *b == kTfLiteOptionalTensor => None,
+        [b] => Some(*b),
+        _ => return Err(format!("{} inputs, expected 2 or 3", node.inputs.len())),
+    };
+    let [out] = node.outputs.as_slice() else {
+        return Err(format!("{} outputs, expected 1", node.outputs.len()));
+    };
+    if node.builtin_data.is_null() {
+        return Err("no FullyConnected parameters".into());
+    }
+    // SAFETY: a FULLY_CONNECTED node's builtin data is the runtime's
+    // TfLiteFullyConnectedParams, whose first fields we mirror.
+    let params = unsafe { *node.builtin_data.cast::<TfLiteFullyConnectedParams>() };
+    if params.weights_format != 0 {
+        return Err(format!(
+            "weights format {} (only the default)",
+            params.weights_format
+        ));
+    }
+    let (xt, wt, ot) = (tensor(*x)?, tensor(*w)?, tensor(*out)?);
+    let bt = bias.map(tensor).transpose()?;
+    if xt.dtype == TfLiteType::kTfLiteInt8 {
+        let act = int8_activation(params.activation)?;
+        return fully_connected_int8(&xt, &wt, bt.as_ref(), &ot, act, caps, fc_rounding);
+    }
+    let relu = activation(params.activation)?;
+    let mut ts = vec![&xt, &wt, &ot];
+    if let Some(bt) = &bt {
+        ts.push(bt);
+    }
+    all_f32(&ts)?;
+    if !wt.constant || bt.as_ref().is_some_and(|b| !b.constant) {
+        return Err("weights or bias are not constant tensors".into());
+    }
+    let [n, k] = wt.dims[..] else {
+        return Err(format!("weights of rank {}, expected 2", wt.dims.len()));
+    };
+    let elements: usize = xt.dims.iter().product();
+    if k == 0 || !elements.is_multiple_of(k) {
+        return Err(format!(
+            "input {:?} does not flatten to rows of {k}",
+            xt.dims
+        ));
+    }
+    let m = elements / k;
+    if ot.dims.iter().product::<usize>() != m * n {
+        return Err(format!("output {:?} is not {m}×{n}", ot.dims));
+    }
+    if let Some(bt) = &bt
+        && bt.dims != [n]
+    {
+        return Err(format!("bias {:?}, expected [{n}]", bt.dims));
+    }
+    let kind = match bias {
+        Some(_) => OpKind::FusedMatMul {
+            transpose_a: false,
+            transpose_b: true,
+            relu,
+        },
+        None => OpKind::MatMul {
+            transpose_a: false,
+            transpose_b: true,
+        },
+    };
+    need(caps, kind)?;
+    if relu && bias.is_none() {
+        need(caps, OpKind::Unary(Unary::RELU))?;
+    }
+    let u = |v: usize| v as u64;
+    Ok(DeviceOp::FullyConnected {
+        x: *x,
+        w: *w,
+        bias,
+        out: *out,
+        m: u(m),
+        k: u(k),
+        n: u(n),
+        relu,
+    })
+}
+
+/// `[m, k, n]` of a fully-connected node: the input flattens to rows of
+/// the weights' `k`, the output is `m × n`.
+fn fc_dims(xt: &TensorView, wt: &TensorView, ot: &TensorView) -> Result<[usize; 3], String> {
+    let [n, k] = wt.dims[..] else {
+        return Err(format!("weights of rank {}, expected 2", wt.dims.len()));
+    };
+    let elements: usize = xt.dims.iter().product();
+    if k == 0 || !elements.is_multiple_of(k) {
+        return Err(format!(
+            "input {:?} does not flatten to rows of {k}",
+            xt.dims
+        ));
+    }
+    let m = elements / k;
+    if ot.dims.iter().product::<usize>() != m * n {
+        return Err(format!("output {:?} is not {m}×{n}", ot.dims));
+    }
+    Ok([m, k, n])
+}
+
+/// int8 FULLY_CONNECTED: per-tensor scales (input, weights with zero point
+/// 0, output), an optional int32 bias, all constant but the input.
+fn fully_connected_int8(
+    xt: &TensorView,
+    wt: &TensorView,
+    bt: Option<&TensorView>,
+    ot: &TensorView,
+    act: Activation,
+    caps: &Capabilities,
+    rounding: Rounding,
+) -> Result<DeviceOp, String> {
+    for (t, want) in [
+        (xt, TfLiteType::kTfLiteInt8),
+        (wt, TfLiteType::kTfLiteInt8),
+        (ot, TfLiteType::kTfLiteInt8),
+    ]
+    .into_iter()
+    .chain(bt.map(|b| (b, TfLiteType::kTfLiteInt32)))
+    {
+        if t.dtype != want {
+            return Err(format!(
+                "tensor {} is {:?}, expected {want:?} (int8 FULLY_CONNECTED)",
+                t.index, t.dtype
+            ));
+        }
+    }
+    if !wt.constant || bt.is_some_and(|b| !b.constant) {
+        return Err("weights or bias are not constant tensors".into());
+    }
+    let [m, k, n] = fc_dims(xt, wt, ot)?;
+    // (scale, zero point) of each output channel's weights.
+    let weights: Vec<(f32, i32)> = if wt.quant_channels > 1 {
+        if wt.quant_axis != 0 {
+            return Err(format!(
+                "weight scales along axis {}, expected 0",
+                wt.quant_axis
+            ));
+        }
+        let channels = wt
+            .channels
+            .clone()
+            .map_err(|why| format!("per-channel weight scales: {why}"))?;
+        if channels.len() != n {
+            return Err(format!(
+                "{} weight scales for {n} output channels",
+                channels.len()
+            ));
+        }
+        channels
+    } else {
+        vec![(wt.scale, wt.zero_point); n]
+    };
+    if let Some((_, zp)) = weights.iter().find(|(_, zp)| *zp != 0) {
+        return Err(format!("weights zero point {zp}, expected 0"));
+    }
+    let bias: Vec<i32> = match bt {
+        None => vec![0; n],
+        Some(b) if b.dims == [n] && !b.data.is_null() && b.bytes == 4 * n => {
+            // SAFETY: the runtime's constant int32 bias of `n` elements.
+            unsafe { core::slice::from_raw_parts(b.data.cast::<i32>(), n) }.to_vec()
+        }
+        Some(b) => return Err(format!("bias {:?}, expected [{n}] int32", b.dims)),
+    };
+    // TFLite's GetQuantizedConvolutionMultipler / per-channel
+    // PopulateConvolutionQuantizationParams: in double.
+    let requantize = weights
+        .iter()
+        .map(|&(w_scale, _)| {
+            let real = f64::from(xt.scale) * f64::from(w_scale) / f64::from(ot.scale);
+            Requantize::from_real(real).map_err(|e| format!("multiplier {real}: {e:?}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let (min, max) = activation_range(act, ot.scale, ot.zero_point);
+    let header = QuantHeader {
+        zero_points: [xt.zero_point, 0],
+        output_zero_point: ot.zero_point,
+        min,
+        max,
+        rounding,
+        channels: u32::try_from(n).map_err(|_| "too many channels")?,
+    };
+    let mut block = header.words().to_vec();
+    block.extend(&bias);
+    block.extend(requantize.iter().map(|r| r.multiplier));
+    block.extend(requantize.iter().map(|r| i32::from(r.shift)));
+    need_typed(caps, OpKind::MatMulInt8 { transpose_b: true }, DType::I8)?;
+    let u = |v: usize| v as u64;
+    Ok(DeviceOp::FullyConnectedInt8 {
+        x: xt.index,
+        w: wt.index,
+        out: ot.index,
+        m: u(m),
+        k: u(k),
+        n: u(n),
+        block,
+    })
+}
+
+fn add(
+    node: &NodeView,
+    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
+    caps: &Capabilities,
+) -> Result<DeviceOp, String> {
+    let ([a, b], [out]) = (node.inputs.as_slice(), node.outputs.as_slice()) else {
+        return Err("expected 2 inputs and 1 output".into());
+    };
+    if node.builtin_data.is_null() {
+        return Err("no Add parameters".into());
+    }
+    // SAFETY: an ADD node's builtin data is the runtime's TfLiteAddParams.
+    let params = unsafe { *node.builtin_data.cast::<TfLiteAddParams>() };
+    let (at, bt, ot) = (tensor(*a)?, tensor(*b)?, tensor(*out)?);
+    if at.dtype == TfLiteType::kTfLiteInt8 {
+        return add_int8(&at, &bt, &ot, int8_activation(params.activation)?, caps);
+    }
+    let relu = activation(params.activation)?;
+    all_f32(&[&at, &bt, &ot])?;
+    let result = broadcast_shapes(&shape(&at)?, &shape(&bt)?)
+        .map_err(|e| format!("shapes {:?} and {:?}: {e:?}", at.dims, bt.dims))?;
+    if result != shape(&ot)? {
+        return Err(format!("output {:?} is not the broadcast shape", ot.dims));
+    }
+    need(caps, OpKind::Binary(Binary::ADD))?;
+    if relu {
+        need(caps, OpKind::Unary(Unary::RELU))?;
+    }
+    Ok(DeviceOp::Add {
+        a: *a,
+        b: *b,
+        out: *out,
+        relu,
+    })
+}
+
+/// A tensor's shape as the device takes it (`Err`: a rank above its
+/// maximum).
+fn shape(t: &TensorView) -> Result<Shape, String> {
+    let dims: Vec<u64> = t.dims.iter().map(|&d| d as u64).collect();
+    Shape::new(&dims).ok_or_else(|| format!("tensor {} of rank {}", t.index, t.dims.len()))
+}
+
+/// int8 CONV_2D / DEPTHWISE_CONV_2D: NHWC int8 input and output,
+/// constant int8 weights (per-channel or per-tensor, zero point 0),
+/// optional constant int32 bias; TFLite's SAME/VALID padding resolved into
+/// the device's window as TFLite pads (the odd row or column after).
+fn conv_int8(
+    node: &NodeView,
+    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
+    caps: &Capabilities,
+) -> Result<DeviceOp, String> {
+    let depthwise = node.builtin_code == kTfLiteBuiltinDepthwiseConv2d;
+    let ([x, w, rest @ ..], [out]) = (node.inputs.as_slice(), node.outputs.as_slice()) else {
+        return Err("expected 2 or 3 inputs and 1 output".into());
+    };
+    let bias = match rest {
+        [] => None,
+        [b] if *b == kTfLiteOptionalTensor => None,
+        [b] => Some(*b),
+        _ => return Err(format!("{} inputs, expected 2 or 3", node.inputs.len())),
+    };
+    if node.builtin_data.is_null() {
+        return Err("no convolution parameters".into());
+    }
+    // SAFETY: a CONV_2D's builtin data is the runtime's TfLiteConvParams
+    // (first fields mirrored), a DEPTHWISE_CONV_2D's TfLiteDepthwiseConvParams.
+    let (padding, stride, dilation, act, multiplier) = unsafe {
+        if depthwise {
+            let p = *node.builtin_data.cast::<TfLiteDepthwiseConvParams>();
+            let d = [p.dilation_height_factor, p.dilation_width_factor];
+            (
+                p.padding,
+                [p.stride_height, p.stride_width],
+                d,
+                p.activation,
+                p.depth_multiplier,
+            )
+        } else {
+            let p = *node.builtin_data.cast::<TfLiteConvParams>();
+            let d = [p.dilation_height_factor, p.dilation_width_factor];
+            (
+                p.padding,
+                [p.stride_height, p.stride_width],
+                d,
+                p.activation,
+                1,
+            )
+        }
+    };
+    let act = int8_activation(act)?;
+    let (xt, wt, ot) = (tensor(*x)?, tensor(*w)?, tensor(*out)?);
+    let bt = bias.map(tensor).transpose()?;
+    if xt.dtype != TfLiteType::kTfLiteInt8 {
+        return Err(format!(
+            "tensor {} is {:?}: only int8 convolutions run on the device",
+            xt.index, xt.dtype
+        ));
+    }
+    for (t, want) in [
+        (&wt, TfLiteType::kTfLiteInt8),
+        (&ot, TfLiteType::kTfLiteInt8),
+    ]
+    .into_iter()
+    .chain(bt.as_ref().map(|b| (b, TfLiteType::kTfLiteInt32)))
+    {
+        if t.dtype != want {
+            return Err(format!(
+                "tensor {} is {:?}, expected {want:?}",
+                t.index, t.dtype
+            ));
+        }
+    }
+    if !wt.constant || bt.as_ref().is_some_and(|b| !b.constant) || wt.data.is_null() {
+        return Err("weights or bias are not constant tensors".into());
+    }
+    let (&[n, h, wd, c], &[on, oh, ow, oc]) = (xt.dims.as_slice(), ot.dims.as_slice()) else {
+        return Err(format!(
+            "input {:?} / output {:?} are not NHWC",
+            xt.dims, ot.dims
+        ));
+    };
+    let (kh, kw, filter, filter_dims) = if depthwise {
+        let &[1, kh, kw, cm] = wt.dims.as_slice() else {
+            return Err(format!(
+                "depthwise weights {:?}, expected [1, kh, kw, c·m]",
+                wt.dims
+            ));
+        };
+        let m = usize::try_from(multiplier).map_err(|_| "depth multiplier")?;
+        if c == 0 || cm != c * m || oc != cm {
+            return Err(format!(
+                "depthwise shapes: input channels {c}, weights {cm}, output {oc}, multiplier {m}"
+            ));
+        }
+        // TFLite's [1, kh, kw, c·m] is the device's [kh, kw, c, m], byte for byte.
+        // SAFETY: the runtime's constant int8 weights of `bytes` bytes.
+        let raw = unsafe { core::slice::from_raw_parts(wt.data, wt.bytes) }.to_vec();
+        (kh, kw, raw, [kh, kw, c, m])
+    } else {
+        let &[foc, kh, kw, fc] = wt.dims.as_slice() else {
+            return Err(format!("weights {:?}, expected [oc, kh, kw, c]", wt.dims));
+        };
+        if foc != oc || fc != c {
+            return Err(format!(
+                "weights {:?} for input channels {c}, output {oc}",
+                wt.dims
+            ));
+        }
+        // SAFETY: as above.
+        let raw = unsafe { core::slice::from_raw_parts(wt.data, wt.bytes) };
+        if raw.len() != oc * kh * kw * c {
+            return Err(format!("weights hold {} bytes", raw.len()));
+        }
+        // OHWI (TFLite) to HWIO (the device).
+        let mut hwio = vec![0u8; raw.len()];
+        for o in 0..oc {
+            for y in 0..kh {
+                for xx in 0..kw {
+                    for i in 0..c {
+                        hwio[((y * kw + xx) * c + i) * oc + o] =
+                            raw[((o * kh + y) * kw + xx) * c + i];
+                    }
+                }
+            }
+        }
+        (kh, kw, hwio, [kh, kw, c, oc])
+    };
+    if on != n {
+        return Err(format!("output batch {on}, input batch {n}"));
+    }
+    let u16_of = |v: i32, what: &str| {
+        u16::try_from(v)
+            .ok()
+            .filter(|&v| v >= 1)
+            .ok_or(format!("{what} {v}"))
+    };
+    let stride = [u16_of(stride[0], "stride")?, u16_of(stride[1], "stride")?];
+    let dilation = [
+        u16_of(dilation[0], "dilation")?,
+        u16_of(dilation[1], "dilation")?,
+    ];
+    let size = [
+        u16::try_from(kh).map_err(|_| "filter height")?,
+        u16::try_from(kw).map_err(|_| "filter width")?,
+    ];
+    let mut pad = [0u16; 4];
+    match padding {
+        TfLitePadding::kTfLitePaddingValid => {}
+        TfLitePadding::kTfLitePaddingSame => {
+            for (axis, (input, output)) in [(h, oh), (wd, ow)].into_iter().enumerate() {
+                let span = usize::from(dilation[axis]) * (usize::from(size[axis]) - 1) + 1;
+                let need = (output.max(1) - 1) * usize::from(stride[axis]) + span;
+                let total = u16::try_from(need.saturating_sub(input)).map_err(|_| "padding")?;
+                pad[2 * axis] = total / 2;
+                pad[2 * axis + 1] = total - total / 2;
+            }
+        }
+        other => return Err(format!("padding {other:?}")),
+    }
+    let window = Window {
+        size,
+        stride,
+        dilation,
+        pad,
+    };
+    let hw = window
+        .output_hw(h as u64, wd as u64)
+        .map_err(|e| format!("window {window:?}: {e:?}"))?;
+    if hw != [oh as u64, ow as u64] {
+        return Err(format!("the window gives {hw:?}, the output is {oh}×{ow}"));
+    }
+    let weights: Vec<(f32, i32)> = if wt.quant_channels > 1 {
+        // The output channel's axis: 0 of [oc, kh, kw, c], 3 of [1, kh, kw, c·m].
+        let axis = if depthwise { 3 } else { 0 };
+        if wt.quant_axis != axis {
+            return Err(format!(
+                "weight scales along axis {}, expected {axis}",
+                wt.quant_axis
+            ));
+        }
+        let channels = wt
+            .channels
+            .clone()
+            .map_err(|why| format!("per-channel weight scales: {why}"))?;
+        if channels.len() != oc {
+            return Err(format!(
+                "{} weight scales for {oc} output channels",
+                channels.len()
+            ));
+        }
+        channels
+    } else {
+        vec![(wt.scale, wt.zero_point); oc]
+    };
+    if let Some((_, zp)) = weights.iter().find(|(_, zp)| *zp != 0) {
+        return Err(format!("weights zero point {zp}, expected 0"));
+    }
+    let bias: Vec<i32> = match &bt {
+        None => vec![0; oc],
+        Some(b) if b.dims == [oc] && !b.data.is_null() && b.bytes == 4 * oc => {
+            // SAFETY: the runtime's constant int32 bias of `oc` elements.
+            unsafe { core::slice::from_raw_parts(b.data.cast::<i32>(), oc) }.to_vec()
+        }
+        Some(b) => return Err(format!("bias {:?}, expected [{oc}] int32", b.dims)),
+    };
+    let requantize = weights
+        .iter()
+        .map(|&(w_scale, _)| {
+            let real = f64::from(xt.scale) * f64::from(w_scale) / f64::from(ot.scale);
+            Requantize::from_real(real).map_err(|e| format!("multiplier {real}: {e:?}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let (min, max) = activation_range(act, ot.scale, ot.zero_point);
+    let header = QuantHeader {
+        zero_points: [xt.zero_point, 0],
+        output_zero_point: ot.zero_point,
+        min,
+        max,
+        rounding: CONV_ROUNDING,
+        channels: u32::try_from(oc).map_err(|_| "too many channels")?,
+    };
+    let mut block = header.words().to_vec();
+    block.extend(&bias);
+    block.extend(requantize.iter().map(|r| r.multiplier));
+    block.extend(requantize.iter().map(|r| i32::from(r.shift)));
+    let kind = if depthwise {
+        OpKind::DepthwiseConv2DInt8(window)
+    } else {
+        OpKind::Conv2DInt8(window)
+    };
+    need_typed(caps, kind, DType::I8)?;
+    let u4 = |d: [usize; 4]| d.map(|v| v as u64);
+    Ok(DeviceOp::ConvInt8 {
+        x: xt.index,
+        out: ot.index,
+        kind,
+        x_dims: u4([n, h, wd, c]),
+        filter_dims: u4(filter_dims),
+        out_dims: u4([n, oh, ow, oc]),
+        filter,
+        block,
+    })
+}
+
+/// int8 ADD: one shape, per-tensor scales.
+fn add_int8(
+    at: &TensorView,
+    bt: &TensorView,
+    ot: &TensorView,
+    act: Activation,
+    caps: &Capabilities,
+) -> Result<DeviceOp, String> {
+    if let Some(t) = [at, bt, ot]
+        .into_iter()
+        .find(|t| t.dtype != TfLiteType::kTfLiteInt8)
+    {
+        return Err(format!(
+            "tensor {} is {:?}, expected int8 (int8 ADD)",
+            t.index, t.dtype
+        ));
+    }
+    if at.dims != bt.dims || at.dims != ot.dims {
+        return Err(format!(
+            "int8 ADD of shapes {:?} and {:?} (the device's AddInt8 takes one shape)",
+            at.dims, bt.dims
+        ));
+    }
+    if let Some(t) = [at, bt, ot].into_iter().find(|t| t.quant_channels > 1) {
+        return Err(format!("tensor {} has per-channel scales", t.index));
+    }
+    let q = AddQuant::new(
+        [(at.scale, at.zero_point), (bt.scale, bt.zero_point)],
+        (ot.scale, ot.zero_point),
+        act,
+        ADD_ROUNDING,
+    )
+    .map_err(|e| format!("int8 ADD scales: {e:?}"))?;
+    let header = QuantHeader {
+        zero_points: [q.zero_points[0], q.zero_points[1]],
+        output_zero_point: q.zero_points[2],
+        min: q.min,
+        max: q.max,
+        rounding: q.rounding,
+        channels: 0,
+    };
+    let mut block = header.words().to_vec();
+    for r in q.requantize {
+        block.extend([r.multiplier, i32::from(r.shift)]);
+    }
+    need_typed(caps, OpKind::AddInt8, DType::I8)?;
+    Ok(DeviceOp::AddInt8 {
+        a: at.index,
+        b: bt.index,
+        out: ot.index,
+        block,
+    })
+}
+
+fn one_in_one_out(node: &NodeView) -> Result<(i32, i32), String> {
+    match (node.inputs.as_slice(), node.outputs.as_slice()) {
+        ([x], [out]) => Ok((*x, *out)),
+        _ => Err("expected 1 input and 1 output".into()),
+    }
+}
+
+/// Whether a fused activation is ReLU (`Err`: one the delegate lacks).
+/// An int8 op's fused activation, which the device applies as the output
+/// clamp (`activation_range`): none, RELU or RELU6.
+fn int8_activation(act: TfLiteFusedActivation) -> Result<Activation, String> {
+    match act {
+        TfLiteFusedActivation::kTfLiteActNone => Ok(Activation::None),
+        TfLiteFusedActivation::kTfLiteActRelu => Ok(Activation::Relu),
+        TfLiteFusedActivation::kTfLiteActRelu6 => Ok(Activation::Relu6),
+        other => Err(format!(
+            "fused activation {other:?} (int8: none, RELU or RELU6)"
+        )),
+    }
+}
+
+fn activation(act: TfLiteFusedActivation) -> Result<bool, String> {
+    match act {
+        TfLiteFusedActivation::kTfLiteActNone => Ok(false),
+        TfLiteFusedActivation::kTfLiteActRelu => Ok(true),
+        other => Err(format!("fused activation {other:?} (only none or RELU)")),
+    }
+}
+
+fn all_f32(tensors: &[&TensorView]) -> Result<(), String> {
+    match tensors
+        .iter()
+        .find(|t| t.dtype != TfLiteType::kTfLiteFloat32)
+    {
+        Some(t) => Err(format!("tensor {} is {:?}, not float32", t.index, t.dtype)),
+        None => Ok(()),
+    }
+}
+
+fn need(caps: &Capabilities, kind: OpKind) -> Result<(), String> {
+    need_typed(caps, kind, DType::F32)
+}
+
+fn need_typed(caps: &Capabilities, kind: OpKind, dtype: DType) -> Result<(), String> {
+    if caps.supports(kind, dtype) {
+        Ok(())
+    } else {
+        let name = match dtype {
+            DType::F32 => "float32".to_owned(),
+            DType::I8 => "int8".to_owned(),
+            other => format!("{other:?}"),
+        };
+        Err(format!("the device does not declare {kind:?} in {name}"))
+    }
+}

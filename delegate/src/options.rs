@@ -1,0 +1,221 @@
+//! The delegate's options, as `load_delegate(path, {key: value})` passes
+//! them. An unknown key or a bad value is an error that names it.
+
+use std::path::PathBuf;
+use tensorplug_core::quant::Rounding;
+
+/// Every option the delegate knows, for the error on an unknown one.
+pub const KNOWN: &str = "`device`, `report_file`, `min_nodes`, `fc_rounding`, `fault`";
+
+/// A failure the delegate injects into itself, for tests of the error
+/// paths (the `fault` option).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Fault {
+    /// None: the default.
+    #[default]
+    None,
+    /// Every partition's kernel `init` fails (so `Prepare` fails and the
+    /// runtime keeps its CPU plan).
+    Init,
+    /// Every partition's `invoke` fails.
+    Invoke,
+}
+
+/// The parsed options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// One item of the backend's device list (`sim`, `pcie:<file>`, …);
+    /// `None`: the first of the backend's default list.
+    pub device: Option<String>,
+    /// Where the per-node report goes (JSON, rewritten after every
+    /// partitioning and every invoke).
+    pub report_file: Option<PathBuf>,
+    /// A partition of fewer nodes stays on the CPU.
+    pub min_nodes: usize,
+    /// An injected failure, for tests.
+    pub fault: Fault,
+    /// How int8 `FULLY_CONNECTED` requantizes, to match the runtime's
+    /// reference kernel: `single` (TF 2.21, ai-edge-litert 2.3.0; the
+    /// default) or `double` (TF 2.15). `docs/delegate.md`, "int8".
+    pub fc_rounding: Rounding,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            device: None,
+            report_file: None,
+            min_nodes: 1,
+            fault: Fault::None,
+            fc_rounding: Rounding::Single,
+        }
+    }
+}
+
+impl Options {
+    /// Parses `key=value` pairs; the first problem is the error.
+    pub fn parse<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self, String> {
+        let mut options = Self::default();
+        for (key, value) in pairs {
+            match key {
+                "device" => {
+                    let item = value.trim();
+                    if item.is_empty() || item.contains(',') {
+                        return Err(format!(
+                            "option `device` must name one device (e.g. `sim`), got `{value}`"
+                        ));
+                    }
+                    options.device = Some(item.to_owned());
+                }
+                "report_file" => {
+                    if value.is_empty() {
+                        return Err("option `report_file` is empty".into());
+                    }
+                    options.report_file = Some(PathBuf::from(value));
+                }
+                "min_nodes" => {
+                    options.min_nodes = value
+                        .trim()
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|&n| n >= 1)
+                        .ok_or_else(|| {
+                            format!("option `min_nodes` must be an integer ≥ 1, got `{value}`")
+                        })?;
+                }
+                "fc_rounding" => {
+                    options.fc_rounding = match value {
+                        "single" => Rounding::Single,
+                        "double" => Rounding::Double,
+                        _ => {
+                            return Err(format!(
+                                "option `fc_rounding` must be `single` or `double`, got `{value}`"
+                            ));
+                        }
+                    }
+                }
+                "fault" => {
+                    options.fault = match value {
+                        "none" => Fault::None,
+                        "init" => Fault::Init,
+                        "invoke" => Fault::Invoke,
+                        _ => {
+                            return Err(format!(
+                                "option `fault` must be `none`, `init` or `invoke`, got `{value}`"
+                            ));
+                        }
+                    }
+                }
+                other => return Err(format!("unknown option `{other}` (known: {KNOWN})")),
+            }
+        }
+        Ok(options)
+    }
+}
+
+/// The device item to open, and where it came from: the `device` option;
+/// else the first item of the backend's device setting
+/// (`TENSORPLUG_<TYPE>_DEVICE`, else `TENSORPLUG_DEVICE`, as the TF plugin
+/// reads it; unset or blank: skipped); else the first of the backend's
+/// default list. `env` reads a variable.
+pub fn device_item(
+    option: Option<&str>,
+    device_type: &str,
+    default_devices: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<(String, String), String> {
+    if let Some(item) = option {
+        return Ok((item.to_owned(), "the option `device`".into()));
+    }
+    let first = |list: &str| {
+        list.split(',')
+            .map(str::trim)
+            .find(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    for var in [
+        format!("TENSORPLUG_{device_type}_DEVICE"),
+        "TENSORPLUG_DEVICE".to_owned(),
+    ] {
+        if let Some(text) = env(&var).filter(|t| !t.trim().is_empty()) {
+            let item = first(&text).ok_or_else(|| format!("{var}={text:?} names no device"))?;
+            return Ok((item, format!("the first item of {var}={text:?}")));
+        }
+    }
+    let item = first(default_devices)
+        .ok_or("the backend has no default device; pass the option `device`")?;
+    Ok((
+        item,
+        format!("the first item of the default list {default_devices:?}"),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_known_options_and_names_bad_ones() {
+        let o = Options::parse([
+            ("device", "sim"),
+            ("min_nodes", "2"),
+            ("report_file", "/tmp/r"),
+        ])
+        .unwrap();
+        assert_eq!(o.device.as_deref(), Some("sim"));
+        assert_eq!(o.min_nodes, 2);
+        assert_eq!(Options::parse([]).unwrap(), Options::default());
+        let err = Options::parse([("devcie", "sim")]).unwrap_err();
+        assert!(err.contains("unknown option `devcie`"), "{err}");
+        assert!(
+            Options::parse([("min_nodes", "0")])
+                .unwrap_err()
+                .contains("min_nodes")
+        );
+        assert!(
+            Options::parse([("device", "sim,sim")])
+                .unwrap_err()
+                .contains("one device")
+        );
+    }
+
+    #[test]
+    fn fc_rounding_values() {
+        let r = |v| Options::parse([("fc_rounding", v)]).map(|o| o.fc_rounding);
+        assert_eq!(Options::default().fc_rounding, Rounding::Single);
+        assert_eq!(r("double"), Ok(Rounding::Double));
+        assert!(r("twice").unwrap_err().contains("`fc_rounding`"));
+    }
+
+    #[test]
+    fn fault_values() {
+        let fault = |v| Options::parse([("fault", v)]).map(|o| o.fault);
+        assert_eq!(fault("none"), Ok(Fault::None));
+        assert_eq!(fault("init"), Ok(Fault::Init));
+        assert_eq!(fault("invoke"), Ok(Fault::Invoke));
+        assert!(fault("x").unwrap_err().contains("`fault`"));
+    }
+
+    #[test]
+    fn the_device_comes_from_the_option_then_the_setting_then_the_default() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let item = |option, vars| device_item(option, "FPGA", "sim,sim", env(vars)).unwrap().0;
+        let pcie = &[("TENSORPLUG_DEVICE", " pcie:/x , sim")];
+        assert_eq!(item(Some("tcp:h:1"), pcie), "tcp:h:1");
+        assert_eq!(item(None, pcie), "pcie:/x");
+        let both = &[
+            ("TENSORPLUG_DEVICE", "sim"),
+            ("TENSORPLUG_FPGA_DEVICE", "spidev:/d"),
+        ];
+        assert_eq!(item(None, both), "spidev:/d");
+        assert_eq!(item(None, &[("TENSORPLUG_DEVICE", "  ")]), "sim");
+        assert!(device_item(None, "FPGA", "sim", env(&[("TENSORPLUG_DEVICE", ",")])).is_err());
+        assert!(device_item(None, "FPGA", "", env(&[])).is_err());
+    }
+}

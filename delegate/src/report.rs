@@ -1,0 +1,181 @@
+//! The per-node report (`report_file`): every node of every graph the
+//! delegate was asked about, its op, the decision, its partition, the
+//! reason when it stays on the CPU, and how often the device ran it.
+//! Format: `docs/delegate.md`, "The report".
+
+use serde_json::{Value, json};
+use std::path::Path;
+
+/// Where one node runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decision {
+    /// In partition `partition` on the device.
+    Device { partition: usize },
+    /// On the runtime's CPU kernels, and why.
+    Cpu { reason: String },
+}
+
+/// One node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeEntry {
+    pub index: i32,
+    pub op: String,
+    pub version: i32,
+    pub decision: Decision,
+    /// Completed device runs of this node (its partition's invokes).
+    pub device_runs: u64,
+}
+
+/// One tensor, as the delegate read it through its mirrors (so the report
+/// can be checked against the runtime's own view).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorEntry {
+    pub index: i32,
+    pub name: String,
+    pub dtype: i32,
+    pub dims: Vec<usize>,
+    pub bytes: usize,
+    pub constant: bool,
+    pub scale: f32,
+    pub zero_point: i32,
+}
+
+/// One graph (one `Prepare` call).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GraphReport {
+    pub nodes: Vec<NodeEntry>,
+    /// The node indices of each delegated partition.
+    pub partitions: Vec<Vec<i32>>,
+    pub tensors: Vec<TensorEntry>,
+}
+
+/// The whole report.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Report {
+    pub device: String,
+    /// Where `device` came from (the option, a setting, the default).
+    pub device_source: String,
+    pub device_name: String,
+    pub min_nodes: usize,
+    pub graphs: Vec<GraphReport>,
+}
+
+impl Report {
+    /// Counts one completed device run of `nodes` of graph `graph`.
+    pub fn count_runs(&mut self, graph: usize, nodes: &[i32]) {
+        if let Some(g) = self.graphs.get_mut(graph) {
+            for n in g.nodes.iter_mut().filter(|n| nodes.contains(&n.index)) {
+                n.device_runs += 1;
+            }
+        }
+    }
+
+    /// The report as JSON.
+    pub fn to_json(&self) -> Value {
+        let graphs: Vec<Value> = self
+            .graphs
+            .iter()
+            .map(|g| {
+                let nodes: Vec<Value> = g
+                    .nodes
+                    .iter()
+                    .map(|n| {
+                        let (decision, partition, reason) = match &n.decision {
+                            Decision::Device { partition } => {
+                                ("device", json!(partition), Value::Null)
+                            }
+                            Decision::Cpu { reason } => ("cpu", Value::Null, json!(reason)),
+                        };
+                        json!({
+                            "index": n.index,
+                            "op": n.op,
+                            "version": n.version,
+                            "decision": decision,
+                            "partition": partition,
+                            "reason": reason,
+                            "device_runs": n.device_runs,
+                        })
+                    })
+                    .collect();
+                let tensors: Vec<Value> = g
+                    .tensors
+                    .iter()
+                    .map(|t| {
+                        json!({
+                            "index": t.index,
+                            "name": t.name,
+                            "type": t.dtype,
+                            "dims": t.dims,
+                            "bytes": t.bytes,
+                            "constant": t.constant,
+                            "scale": t.scale,
+                            "zero_point": t.zero_point,
+                        })
+                    })
+                    .collect();
+                json!({ "nodes": nodes, "partitions": g.partitions, "tensors": tensors })
+            })
+            .collect();
+        json!({
+            "delegate": "tensorplug",
+            "device": self.device,
+            "device_source": self.device_source,
+            "device_name": self.device_name,
+            "min_nodes": self.min_nodes,
+            "graphs": graphs,
+        })
+    }
+
+    /// Writes the JSON to `path` (through a temporary file, so a reader
+    /// never sees half a report).
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, serde_json::to_vec_pretty(&self.to_json())?)?;
+        std::fs::rename(&tmp, path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_names_decision_partition_and_reason() {
+        let mut r = Report {
+            device: "sim".into(),
+            min_nodes: 1,
+            ..Report::default()
+        };
+        r.graphs.push(GraphReport {
+            nodes: vec![
+                NodeEntry {
+                    index: 0,
+                    op: "FULLY_CONNECTED".into(),
+                    version: 1,
+                    decision: Decision::Device { partition: 0 },
+                    device_runs: 0,
+                },
+                NodeEntry {
+                    index: 1,
+                    op: "TANH".into(),
+                    version: 1,
+                    decision: Decision::Cpu {
+                        reason: "not in the op set".into(),
+                    },
+                    device_runs: 0,
+                },
+            ],
+            partitions: vec![vec![0]],
+            tensors: vec![],
+        });
+        r.count_runs(0, &[0]);
+        let j = r.to_json();
+        let n = &j["graphs"][0]["nodes"];
+        assert_eq!(n[0]["decision"], "device");
+        assert_eq!(n[0]["partition"], 0);
+        assert_eq!(n[0]["device_runs"], 1);
+        assert_eq!(n[1]["decision"], "cpu");
+        assert_eq!(n[1]["reason"], "not in the op set");
+        assert_eq!(n[1]["device_runs"], 0);
+    }
+}

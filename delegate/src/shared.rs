@@ -1,0 +1,43 @@
+//! What the delegate and its kernels share: the device, what it declares,
+//! the options and the report.
+
+use crate::options::Options;
+use crate::report::Report;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+use tensorplug_core::accelerator::Capabilities;
+use tensorplug_host_bridge::prelude::DynAccelerator;
+
+/// How long one invoke may wait for the device.
+pub const DEVICE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The delegate's state; kernels hold it by `Arc`, so the device outlives
+/// every kernel even if the delegate is destroyed first.
+pub struct Shared {
+    pub device: Mutex<Box<DynAccelerator>>,
+    pub capabilities: Capabilities,
+    pub options: Options,
+    pub report: Mutex<Report>,
+    /// The first kernel `init` failure of the current `Prepare`.
+    pub init_error: Mutex<Option<String>>,
+}
+
+/// Locks `m`, also after a panic elsewhere (the data is plain state).
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Shared {
+    /// Writes the report if `report_file` is set; a failure goes to stderr
+    /// (the report is a diagnostic: it never fails an invoke).
+    pub fn write_report(&self) {
+        if let Some(path) = &self.options.report_file
+            && let Err(e) = lock(&self.report).write(path)
+        {
+            eprintln!(
+                "tensorplug delegate: cannot write the report {}: {e}",
+                path.display()
+            );
+        }
+    }
+}

@@ -1,0 +1,428 @@
+"""The LiteRT external delegate (`export_delegate!`) under a real TFLite
+runtime: a Keras model converted by TF's TFLite converter, run with and
+without `load_delegate(<plugin>)`, in TF's `tf.lite.Interpreter`
+(`--runtime tf`, the default) or in `ai_edge_litert.interpreter`
+(`--runtime litert`, on the models a TF run left in `--out`: LiteRT's
+venv has no TF). Float model first, then the int8 models (bit-exact).
+
+Prints one `check <name> ok ...` line per check and exits 1 on the first
+failure. The plugin is loaded by `load_delegate` only (not as a TF
+pluggable device): the converter crashes with a plugin device registered
+(FACTS.md), and LiteRT users have no TF.
+
+usage: tflite_delegate.py --plugin <lib.so> --out <dir> [--npu-plugin <lib.so>]
+       [--runtime tf|litert]
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+# The runtime under test: TF's `tf.lite` (and the converter), or LiteRT's.
+tf = None
+rt = None
+
+
+def use_runtime(name):
+    global tf, rt
+    if name == "tf":
+        import tensorflow
+
+        tf = tensorflow
+        rt = argparse.Namespace(
+            Interpreter=tf.lite.Interpreter,
+            load_delegate=tf.lite.experimental.load_delegate,
+            OpResolverType=tf.lite.experimental.OpResolverType,
+            version=f"tf {tf.__version__}",
+        )
+    else:
+        import importlib.metadata
+
+        from ai_edge_litert import interpreter as litert
+
+        rt = argparse.Namespace(
+            Interpreter=litert.Interpreter,
+            load_delegate=litert.load_delegate,
+            OpResolverType=litert.OpResolverType,
+            version=f"ai-edge-litert {importlib.metadata.version('ai-edge-litert')}",
+        )
+
+BATCH = 4
+# Float tolerance of the model's output: the device's GEMM is within
+# (k+2)·ε·Σ|a·b| of the exact result (docs/device-numerics.md) with
+# k <= 16 here, ADD and RELU are exact; 1e-5 relative + 1e-6 absolute is
+# above that bound through three layers and a softmax.
+RTOL, ATOL = 1e-5, 1e-6
+
+
+def fail(msg):
+    print(f"FAIL {msg}", flush=True)
+    sys.exit(1)
+
+
+def model_bytes():
+    """FC(relu) -> TANH -> RELU -> FC -> ADD(relu, with the input) -> FC
+    -> SOFTMAX: TANH and SOFTMAX are not in the delegate's op set, so the
+    float nodes around TANH form two partitions, of 1 and 4 nodes."""
+    tf.keras.utils.set_random_seed(7)
+    layers = tf.keras.layers
+    x = tf.keras.Input((8,), batch_size=BATCH)
+    h = layers.Dense(16, activation="relu")(x)
+    t = layers.ReLU()(layers.Activation("tanh")(h))
+    z = layers.ReLU()(layers.Add()([layers.Dense(8)(t), x]))
+    y = layers.Softmax()(layers.Dense(4)(z))
+    model = tf.keras.Model(x, y)
+    return tf.lite.TFLiteConverter.from_keras_model(model).convert()
+
+
+def int8_models():
+    """The converter's full-integer models of an MLP with a residual ADD:
+    `per_tensor` (`_experimental_disable_per_channel`: one weight scale
+    per FULLY_CONNECTED) and `default` (TF 2.21's converter gives
+    FULLY_CONNECTED per-channel weight scales, TF 2.15's per-tensor)."""
+    models = {}
+    layers = tf.keras.layers
+    for name, per_tensor in [("per_tensor", True), ("default", False), ("conv", False)]:
+        tf.keras.utils.set_random_seed(7)
+        if name == "conv":
+            # CONV_2D SAME + RELU, DEPTHWISE_CONV_2D stride 2 SAME + RELU6,
+            # a 1×1 CONV_2D VALID, DEPTHWISE_CONV_2D ×2 VALID: the last
+            # one's 2×4×4×12 values are the output (nothing after it to
+            # hide a one-off).
+            x = tf.keras.Input((12, 12, 3), batch_size=2)
+            h = layers.Conv2D(8, 3, padding="same", activation="relu")(x)
+            h = layers.DepthwiseConv2D(3, strides=2, padding="same", activation=tf.nn.relu6)(h)
+            h = layers.Conv2D(6, 1, padding="valid")(h)
+            model = tf.keras.Model(x, layers.DepthwiseConv2D(3, depth_multiplier=2)(h))
+        else:
+            x = tf.keras.Input((8,), batch_size=BATCH)
+            h = layers.Dense(16, activation="relu")(x)
+            z = layers.ReLU()(layers.Add()([layers.Dense(8)(h), x]))
+            model = tf.keras.Model(x, layers.Dense(4)(z))
+        conv = tf.lite.TFLiteConverter.from_keras_model(model)
+        conv.optimizations = [tf.lite.Optimize.DEFAULT]
+        rng = np.random.default_rng(5)
+        shape = tuple(model.inputs[0].shape)
+        conv.representative_dataset = lambda: (
+            [rng.standard_normal(shape).astype(np.float32)] for _ in range(16)
+        )
+        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        conv.inference_input_type = tf.int8
+        conv.inference_output_type = tf.int8
+        if per_tensor:
+            conv._experimental_disable_per_channel = True
+        models[name] = conv.convert()
+    return models
+
+
+def fc_rounding():
+    """How this runtime's reference int8 FULLY_CONNECTED rounds, as
+    measured: twice on TF 2.15.1, once on TF 2.21.0 and ai-edge-litert
+    2.3.0 (the delegate's default). TF 2.16 … 2.20 are not measured: this
+    says once, and the bit-exact check tells."""
+    if tf is not None and tf.__version__.startswith("2.15."):
+        return "double"
+    return "single"
+
+
+def int8_check(plugin, out, name, model):
+    """`model` with and without the delegate: bit-exact over 16 invokes
+    with TFLite's reference kernels, and every FULLY_CONNECTED and ADD ran
+    on the device on every invoke."""
+    rng = np.random.default_rng(11)
+    ref = interpreter(model, reference=True)
+    shape = tuple(ref.get_input_details()[0]["shape"])
+    xs = [rng.integers(-128, 128, shape, dtype=np.int8) for _ in range(16)]
+    want = run(ref, xs)
+    report_path = os.path.join(out, f"report_int8_{name}.json")
+    d = rt.load_delegate(plugin, {"report_file": report_path, "fc_rounding": fc_rounding()})
+    got = run(interpreter(model, [d], reference=True), xs)
+    differ = sum(int(np.sum(g != w)) for g, w in zip(got, want))
+    if differ:
+        fail(f"int8 {name}: {differ} of {len(xs) * want[0].size} outputs differ from the interpreter's")
+    with open(report_path) as f:
+        nodes = json.load(f)["graphs"][0]["nodes"]
+    scales = {d["index"]: len(d["quantization_parameters"]["scales"]) for d in ref.get_tensor_details()}
+    weights = {d["index"]: d["inputs"][1] for d in ref._get_ops_details() if d["op_name"] == "FULLY_CONNECTED"}
+    for n in nodes:
+        if n["op"] in ("ADD", "FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D") and (
+            n["decision"] != "device" or n["device_runs"] != len(xs)
+        ):
+            fail(f"int8 {name}: {n} should have run on the device {len(xs)} times")
+    per_channel = sorted({scales[w] for w in weights.values()})
+    if name == "conv" and any(n["op"] == "RELU6" for n in nodes):
+        fail("int8 conv: the converter left RELU6 unfused; the fused RELU6 is not tested")
+    on_device = [n["op"] for n in nodes if n["decision"] == "device"]
+    print(
+        f"check int8_{name} ok bit_exact_outputs={len(xs) * want[0].size} "
+        f"fc_rounding={fc_rounding()} fc_weight_scales={per_channel} device={on_device}",
+        flush=True,
+    )
+
+
+def interpreter(model, delegates=None, reference=False):
+    """TFLite's builtin kernels, without XNNPACK (the default delegate):
+    the optimized ones, or with `reference` its reference kernels (what
+    int8 results must equal bit for bit)."""
+    resolver = (
+        rt.OpResolverType.BUILTIN_REF
+        if reference
+        else rt.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+    )
+    return rt.Interpreter(
+        model_content=model,
+        experimental_delegates=delegates or [],
+        experimental_op_resolver_type=resolver,
+    )
+
+
+def run(interp, xs):
+    interp.allocate_tensors()
+    inp = interp.get_input_details()[0]["index"]
+    out = interp.get_output_details()[0]["index"]
+    results = []
+    for x in xs:
+        interp.set_tensor(inp, x)
+        interp.invoke()
+        results.append(interp.get_tensor(out).copy())
+    return results
+
+
+def expect_value_error(plugin, options, needle):
+    try:
+        rt.load_delegate(plugin, options)
+    except ValueError as e:
+        if needle not in str(e):
+            fail(f"load_delegate({options}) raised {e!r}, without {needle!r}")
+        return str(e).strip().splitlines()[-1]
+    fail(f"load_delegate({options}) did not raise")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--plugin", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--npu-plugin", help="the example NPU's plugin, a second backend")
+    ap.add_argument("--runtime", default="tf", choices=["tf", "litert"])
+    args = ap.parse_args()
+    use_runtime(args.runtime)
+    print(rt.version, flush=True)
+    # A TF run converts the models and leaves them in --out; a LiteRT run
+    # (no TF) reads them from there.
+    names = ["model", "int8_per_tensor", "int8_default", "int8_conv"]
+    paths = {n: os.path.join(args.out, f"{n}.tflite") for n in names}
+    if args.runtime == "tf":
+        models = {"model": model_bytes()}
+        models.update({f"int8_{k}": v for k, v in int8_models().items()})
+        for n in names:
+            with open(paths[n], "wb") as f:
+                f.write(models[n])
+    else:
+        models = {}
+        for n in names:
+            with open(paths[n], "rb") as f:
+                models[n] = f.read()
+    model = models["model"]
+
+    rng = np.random.default_rng(3)
+    xs = [rng.standard_normal((BATCH, 8)).astype(np.float32) for _ in range(3)]
+
+    ref = interpreter(model)
+    want = run(ref, xs)
+    ops = {d["index"]: d["op_name"] for d in ref._get_ops_details()}
+
+    report_path = os.path.join(args.out, "report.json")
+    delegate = rt.load_delegate(
+        args.plugin, {"device": "sim", "report_file": report_path}
+    )
+    dev = interpreter(model, [delegate])
+    got = run(dev, xs)
+    worst = max(float(np.max(np.abs(g - w))) for g, w in zip(got, want))
+    for g, w in zip(got, want):
+        if not np.allclose(g, w, rtol=RTOL, atol=ATOL):
+            fail(f"delegate output differs: max |diff| {worst}\n{g}\n{w}")
+    print(f"check outputs ok max_abs_diff={worst:.3g} invokes={len(xs)}", flush=True)
+
+    with open(report_path) as f:
+        report = json.load(f)
+    graph = report["graphs"][0]
+    nodes = {n["index"]: n for n in graph["nodes"]}
+    # The report's view of the nodes (read through abi's TfLiteRegistration)
+    # is the runtime's own view.
+    if {i: n["op"] for i, n in nodes.items()} != ops:
+        fail(f"report ops {nodes} != runtime ops {ops}")
+    on_device = sorted(n["op"] for n in nodes.values() if n["decision"] == "device")
+    on_cpu = sorted(n["op"] for n in nodes.values() if n["decision"] == "cpu")
+    if on_device != ["ADD", "FULLY_CONNECTED", "FULLY_CONNECTED", "FULLY_CONNECTED", "RELU"]:
+        fail(f"device nodes {on_device}")
+    if on_cpu != ["SOFTMAX", "TANH"]:
+        fail(f"cpu nodes {on_cpu}")
+    for n in nodes.values():
+        if n["decision"] == "cpu" and not n["reason"]:
+            fail(f"node {n} stays on the CPU without a reason")
+        runs = len(xs) if n["decision"] == "device" else 0
+        if n["device_runs"] != runs:
+            fail(f"node {n} ran {n['device_runs']} times on the device, expected {runs}")
+    if sorted(map(len, graph["partitions"])) != [1, 4]:
+        fail(f"partitions {graph['partitions']}")
+    # TFLite's own plan: the delegated nodes are gone, DELEGATE nodes run.
+    plan = [d["op_name"] for d in dev._get_ops_details()]
+    delegate_nodes = [d for d in dev._get_ops_details() if d["op_name"] == "DELEGATE"]
+    print(
+        f"check report ok device={on_device} cpu={on_cpu} partitions={graph['partitions']} "
+        f"runtime_delegate_nodes={len(delegate_nodes)}",
+        flush=True,
+    )
+    for n in sorted(nodes.values(), key=lambda n: n["index"]):
+        print(f"  node {n['index']} {n['op']} {n['decision']} partition={n['partition']} "
+              f"reason={n['reason']}", flush=True)
+    if len(delegate_nodes) != len(graph["partitions"]):
+        fail(f"runtime plan {plan} has {len(delegate_nodes)} DELEGATE nodes")
+
+    # The report's tensors (read through abi's TfLiteTensor) against the
+    # runtime's: name, shape, type, quantization.
+    type_codes = {np.float32: 1, np.int32: 2, np.int8: 9, np.int64: 4, np.uint8: 3}
+    details = {d["index"]: d for d in ref.get_tensor_details()}
+    checked = 0
+    for t in graph["tensors"]:
+        d = details.get(t["index"])
+        if d is None:
+            continue
+        if t["name"] != d["name"] or t["dims"] != list(d["shape"]):
+            fail(f"tensor {t} != runtime {d}")
+        if type_codes.get(d["dtype"]) not in (None, t["type"]):
+            fail(f"tensor {t} type != runtime {d['dtype']}")
+        scale, zp = d["quantization"]
+        if (t["scale"], t["zero_point"]) != (scale, zp):
+            fail(f"tensor {t} quantization != runtime {d['quantization']}")
+        checked += 1
+    if checked != len(details):
+        fail(f"checked {checked} of {len(details)} tensors")
+    print(f"check layout ok tensors={checked} nodes={len(nodes)}", flush=True)
+    del dev
+    del delegate
+
+    # A partition below min_nodes stays on the CPU, with the reason.
+    report2 = os.path.join(args.out, "report2.json")
+    d2 = rt.load_delegate(
+        args.plugin, {"min_nodes": "3", "report_file": report2}
+    )
+    got2 = run(interpreter(model, [d2]), xs[:1])
+    if not np.allclose(got2[0], want[0], rtol=RTOL, atol=ATOL):
+        fail("min_nodes=3 output differs")
+    with open(report2) as f:
+        g2 = json.load(f)["graphs"][0]
+    small = [n for n in g2["nodes"] if n["reason"] and "min_nodes=3" in n["reason"]]
+    big = [p for p in graph["partitions"] if len(p) >= 3]
+    if len(small) != 1 or g2["partitions"] != big:
+        fail(f"min_nodes=3: {g2}")
+    print(f"check min_nodes ok cpu_by_min_nodes={[n['op'] for n in small]}", flush=True)
+
+    # A resized input: without kTfLiteDelegateFlagsAllowDynamicTensors the
+    # runtime undoes the delegation and prepares the delegate again, so
+    # the partitions are rebuilt for the new shape (a second graph in the
+    # report).
+    report3 = os.path.join(args.out, "report3.json")
+    x2 = xs[0][:2]
+    def resized(delegates):
+        it = interpreter(model, delegates)
+        it.allocate_tensors()
+        inp = it.get_input_details()[0]["index"]
+        it.resize_tensor_input(inp, [2, 8])
+        return run(it, [x2])[0]
+    want3 = resized([])
+    got3 = resized([rt.load_delegate(args.plugin, {"report_file": report3})])
+    with open(report3) as f:
+        graphs3 = json.load(f)["graphs"]
+    runs3 = [n["device_runs"] for n in graphs3[-1]["nodes"] if n["decision"] == "device"]
+    if got3.shape != (2, 4) or not np.allclose(got3, want3, rtol=RTOL, atol=ATOL):
+        fail(f"resized output differs:\n{got3}\n{want3}")
+    if len(graphs3) != 2 or runs3 != [1] * 5:
+        fail(f"resize: {len(graphs3)} graphs, device runs {runs3}")
+    print(f"check resize ok graphs={len(graphs3)}", flush=True)
+
+    # Bad options and devices: a ValueError with the reason, no crash.
+    e1 = expect_value_error(args.plugin, {"devcie": "sim"}, "unknown option `devcie`")
+    e2 = expect_value_error(args.plugin, {"device": "nosuch:x"}, "cannot open device `nosuch:x`")
+    e3 = expect_value_error(args.plugin, {"min_nodes": "zero"}, "min_nodes")
+    # Without the option, the device comes from the plugin's own setting.
+    os.environ["TENSORPLUG_FPGA_DEVICE"] = "nosuch:y, sim"
+    e4 = expect_value_error(args.plugin, {}, "cannot open device `nosuch:y`")
+    del os.environ["TENSORPLUG_FPGA_DEVICE"]
+    print(f"check errors ok\n  {e1}\n  {e2}\n  {e3}\n  {e4}", flush=True)
+
+    # Injected failures (`fault`): a failed kernel init fails the
+    # delegation (the runtime keeps its CPU plan, the report says why); a
+    # failed invoke is an error of that invoke. Neither crashes.
+    report4 = os.path.join(args.out, "report4.json")
+    d4 = rt.load_delegate(args.plugin, {"fault": "init", "report_file": report4})
+    try:
+        interpreter(model, [d4])
+        fail("fault=init: the interpreter was created")
+    except (RuntimeError, ValueError) as e:
+        if "injected fault: kernel init" not in str(e):
+            fail(f"fault=init raised {e!r}")
+        f4 = str(e).splitlines()[0]
+    with open(report4) as f:
+        g4 = json.load(f)["graphs"][0]
+    if g4["partitions"] or any(n["decision"] != "cpu" for n in g4["nodes"]) or not any(
+        "the delegation failed" in (n["reason"] or "") for n in g4["nodes"]
+    ):
+        fail(f"fault=init report: {g4}")
+    d5 = rt.load_delegate(args.plugin, {"fault": "invoke"})
+    it5 = interpreter(model, [d5])
+    try:
+        run(it5, xs[:1])
+        fail("fault=invoke: invoke succeeded")
+    except RuntimeError as e:
+        if "injected fault: invoke" not in str(e):
+            fail(f"fault=invoke raised {e!r}")
+        f5 = str(e).splitlines()[0]
+    print(f"check faults ok\n  {f4}\n  {f5}", flush=True)
+    again = run(interpreter(model), xs[:1])
+    if not np.array_equal(again[0], want[0]):
+        fail("the interpreter without the delegate changed after the errors")
+    print("check after_errors ok", flush=True)
+
+    if args.npu_plugin:
+        npu_case(args.npu_plugin, args.out, model, xs, want)
+
+    for name in ["per_tensor", "default", "conv"]:
+        int8_check(args.plugin, args.out, name, models[f"int8_{name}"])
+
+
+def npu_case(plugin, out, model, xs, want):
+    """The example NPU's delegate (`export_delegate!(NpuBackend)`, no other
+    code): the same model, split by what the NPU declares. It has no
+    float Add, so the ADD node stays on the CPU with that reason."""
+    report_path = os.path.join(out, "report_npu.json")
+    d = rt.load_delegate(plugin, {"report_file": report_path})
+    got = run(interpreter(model, [d]), xs)
+    for g, w in zip(got, want):
+        if not np.allclose(g, w, rtol=RTOL, atol=ATOL):
+            fail(f"NPU delegate output differs:\n{g}\n{w}")
+    with open(report_path) as f:
+        report = json.load(f)
+    nodes = report["graphs"][0]["nodes"]
+    by_op = {}
+    for n in nodes:
+        by_op.setdefault(n["op"], set()).add(n["decision"])
+    add = [n for n in nodes if n["op"] == "ADD"]
+    if (
+        by_op.get("FULLY_CONNECTED") != {"device"}
+        or by_op.get("RELU") != {"device"}
+        or len(add) != 1
+        or add[0]["decision"] != "cpu"
+        or "does not declare Binary(Add)" not in add[0]["reason"]
+        or any(n["device_runs"] != len(xs) for n in nodes if n["decision"] == "device")
+    ):
+        fail(f"NPU decisions: {nodes}")
+    print(f"check npu ok device_name={report['device_name']!r} add_reason={add[0]['reason']!r}",
+          flush=True)
+
+
+if __name__ == "__main__":
+    main()
