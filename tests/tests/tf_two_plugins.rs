@@ -184,10 +184,12 @@ fn the_npu_plugin_builds_outside_the_workspace_and_its_own_op_runs_in_tf() {
         format!(
             "{}\n[lib]\nname = \"tensorplug_npu\"\ncrate-type = [\"cdylib\"]\n\n[dependencies]\n\
              tensorplug-core = {{ path = \"{}\" }}\ntensorplug-host-bridge = {{ path = \"{}\" }}\n\
+             tensorplug-delegate = {{ path = \"{}\" }}\n\
              tensorplug-device-npu = {{ path = \"../device-npu\", features = [\"std\"] }}\n",
             package("tensorplug-plugin-npu"),
             path("core"),
-            path("host-bridge")
+            path("host-bridge"),
+            path("delegate")
         ),
     )
     .unwrap();

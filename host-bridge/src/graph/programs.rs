@@ -664,6 +664,59 @@ mod tests {
         }
     }
 
+    #[test]
+    fn an_empty_batch_computes_only_the_outputs_it_does_not_empty() {
+        // A batch's MatMul plus a weight's Neg, both read outside: with an
+        // empty batch the sum is empty and only the Neg runs.
+        let mut x = node("x", "Placeholder", &[]);
+        x.device = CPU.into();
+        let mut g = GraphDef {
+            node: vec![
+                x,
+                node("w", "Const", &[]),
+                node("b", "Const", &[]),
+                float(node("mm", "MatMul", &["x", "w"])),
+                float(node("nb", "Neg", &["b"])),
+                float(node("add", "AddV2", &["mm", "nb"])),
+                float(node("out", "Identity", &["add"])),
+                float(node("out2", "Identity", &["nb"])),
+            ],
+            ..Default::default()
+        };
+        let keep: HashSet<String> = ["out".to_string(), "out2".to_string()].into();
+        let decisions = form_programs(&mut g, &keep, "FPGA", OP);
+        assert_eq!(decisions.len(), 1, "{decisions:?}");
+        let p = g.node.iter().find(|n| n.op == OP).unwrap();
+        let Some(attr_value::Value::S(bytes)) = p.attr["segment"].value.as_ref() else {
+            panic!("no segment");
+        };
+        let segment = Segment::decode(bytes).unwrap();
+        let s = |d: &[u64]| Shape::new(d).unwrap();
+        let shapes: Vec<Shape> = segment
+            .inputs
+            .iter()
+            .map(|e| match e.as_str() {
+                "x:0" => s(&[0, 8]),
+                "w:0" => s(&[8, 3]),
+                _ => s(&[3]),
+            })
+            .collect();
+        let c = compile(&segment, &shapes).unwrap();
+        assert!(!c.is_nothing());
+        let names: Vec<&str> = c.steps.iter().map(|(_, l)| &*l.node).collect();
+        // The Neg's fill and Mul; empty fills for the MatMul and the sum.
+        assert_eq!(names, ["mm", "nb", "nb", "add"]);
+        let writes: Vec<bool> = c
+            .steps
+            .iter()
+            .map(|(step, _)| matches!(step, Step::Fill { pattern: 0, .. }))
+            .collect();
+        assert_eq!(writes, [true, false, false, true]);
+        let mut outputs = c.outputs.clone();
+        outputs.sort_by_key(|o| o.dims().len());
+        assert_eq!(outputs, [s(&[3]), s(&[0, 3])]);
+    }
+
     fn list(ints: &[i64]) -> AttrValue {
         AttrValue {
             value: Some(attr_value::Value::List(attr_value::ListValue {

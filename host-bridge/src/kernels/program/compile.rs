@@ -2,7 +2,7 @@
 //! device program (`tensorplug_core::program`), with the arena planned.
 
 use super::lower::{lower_node, static_op};
-use super::pieces::{Cmd, Operand};
+use super::pieces::{Cmd, Operand, Piece};
 use super::segment::{Segment, canonical};
 use crate::registry::OpLabel;
 use std::collections::HashMap;
@@ -89,32 +89,35 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
                     .ok_or_else(|| format!("'{}': no edge {e}", node.name))
             })
             .collect::<Result<_, _>>()?;
-        if in_shapes.iter().any(|s| s.elements() == Some(0)) && empty_at.is_none() {
+        let lowering = lower_node(node, &in_shapes)?;
+        // An empty input (an empty batch) makes an empty output, which no
+        // command writes; an empty input to a non-empty output is refused.
+        let empty_in = in_shapes.iter().any(|s| s.elements() == Some(0));
+        if empty_in && lowering.out.elements() != Some(0) && empty_at.is_none() {
             empty_at = Some(node.name.clone());
         }
-        let lowering = lower_node(node, &in_shapes)?;
         shape_of.insert(format!("{}:0", node.name), lowering.out);
         lowered.push((ins, in_shapes, lowering));
     }
-    // An empty batch: nothing to run when every output is empty too (as
-    // TF's kernels do); a program runs no empty tensors otherwise.
     if let Some(node) = empty_at {
-        let outputs = segment
-            .outputs
-            .iter()
-            .map(|e| {
-                shape_of
-                    .get(e)
-                    .copied()
-                    .ok_or(format!("output {e} is not made"))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        if outputs.iter().all(|s| s.elements() == Some(0)) {
-            return Ok(Compiled::nothing(outputs));
-        }
         return Err(format!(
             "'{node}': an empty input to a non-empty output (a program runs no empty tensors)"
         ));
+    }
+    // An empty batch: nothing to run when every output is empty too (as
+    // TF's kernels do).
+    let outputs = segment
+        .outputs
+        .iter()
+        .map(|e| {
+            shape_of
+                .get(e)
+                .copied()
+                .ok_or(format!("output {e} is not made"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if outputs.iter().all(|s| s.elements() == Some(0)) {
+        return Ok(Compiled::nothing(outputs));
     }
     // Pass 2: inputs, then outputs, are the binding slots in order.
     let mut b = ProgramBuilder::new();
@@ -164,7 +167,19 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
             Operand::Temp(t) => temps[t],
             Operand::Output => output,
         };
-        for piece in &low.pieces {
+        // An empty output (its node had an empty input): a fill of no
+        // bytes, so that every buffer is written.
+        let empty = [Piece {
+            cmd: Cmd::Fill(0),
+            inputs: Vec::new(),
+            output: Operand::Output,
+        }];
+        let pieces = if low.out.elements() == Some(0) {
+            &empty[..]
+        } else {
+            &low.pieces[..]
+        };
+        for piece in pieces {
             let dst = id(piece.output);
             match piece.cmd {
                 Cmd::Launch(kind) => {
