@@ -118,7 +118,10 @@ if reduce:
                 seg = graph_pb2.GraphDef()
                 seg.ParseFromString(n.attr["segment"].s)
                 held += [m.op for m in seg.node]
-    assert held.count("Mean") >= 3 and "Sum" in held, sorted(held)
+    # GlobalAveragePooling2D's Mean, and LayerNormalization's where Keras
+    # computes it with Mean (Keras 3; Keras 2 on TF 2.15 uses one
+    # FusedBatchNormV3).
+    assert "Mean" in held and "Sum" in held, sorted(held)
     # An empty batch through the programs: empty outputs, as op by op (it
     # failed with "a program runs no empty tensors").
     relaxed = tf.function(lambda t: model(t, training=False), jit_compile=False,

@@ -679,11 +679,14 @@ mod tests {
                 float(node("nb", "Neg", &["b"])),
                 float(node("add", "AddV2", &["mm", "nb"])),
                 float(node("out", "Identity", &["add"])),
+                // A Neg of the empty sum: its −1 is a temporary it skips.
+                float(node("neg_add", "Neg", &["add"])),
+                float(node("out3", "Identity", &["neg_add"])),
                 float(node("out2", "Identity", &["nb"])),
             ],
             ..Default::default()
         };
-        let keep: HashSet<String> = ["out".to_string(), "out2".to_string()].into();
+        let keep: HashSet<String> = ["out", "out2", "out3"].map(String::from).into();
         let decisions = form_programs(&mut g, &keep, "FPGA", OP);
         assert_eq!(decisions.len(), 1, "{decisions:?}");
         let p = g.node.iter().find(|n| n.op == OP).unwrap();
@@ -704,17 +707,18 @@ mod tests {
         let c = compile(&segment, &shapes).unwrap();
         assert!(!c.is_nothing());
         let names: Vec<&str> = c.steps.iter().map(|(_, l)| &*l.node).collect();
-        // The Neg's fill and Mul; empty fills for the MatMul and the sum.
-        assert_eq!(names, ["mm", "nb", "nb", "add"]);
+        // The Neg's fill and Mul; empty fills for the MatMul, the sum and
+        // the sum's Neg.
+        assert_eq!(names, ["mm", "nb", "nb", "add", "neg_add"]);
         let writes: Vec<bool> = c
             .steps
             .iter()
             .map(|(step, _)| matches!(step, Step::Fill { pattern: 0, .. }))
             .collect();
-        assert_eq!(writes, [true, false, false, true]);
+        assert_eq!(writes, [true, false, false, true, true]);
         let mut outputs = c.outputs.clone();
         outputs.sort_by_key(|o| o.dims().len());
-        assert_eq!(outputs, [s(&[3]), s(&[0, 3])]);
+        assert_eq!(outputs, [s(&[3]), s(&[0, 3]), s(&[0, 3])]);
     }
 
     fn list(ints: &[i64]) -> AttrValue {

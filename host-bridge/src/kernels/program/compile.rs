@@ -156,9 +156,13 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
                 id
             }
         };
+        // An empty output (its node had an empty input): a fill of no
+        // bytes, so that every buffer is written, and no temporaries.
+        let empty_out = low.out.elements() == Some(0);
         let temps = low
             .temps
             .iter()
+            .filter(|_| !empty_out)
             .map(|&t| b.buffer(BufferKind::Scratch, DType::F32, t))
             .collect::<Result<Vec<_>, _>>()
             .map_err(error)?;
@@ -167,14 +171,12 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
             Operand::Temp(t) => temps[t],
             Operand::Output => output,
         };
-        // An empty output (its node had an empty input): a fill of no
-        // bytes, so that every buffer is written.
         let empty = [Piece {
             cmd: Cmd::Fill(0),
             inputs: Vec::new(),
             output: Operand::Output,
         }];
-        let pieces = if low.out.elements() == Some(0) {
+        let pieces = if empty_out {
             &empty[..]
         } else {
             &low.pieces[..]
