@@ -1,6 +1,7 @@
-//! [`Commands`]: device commands of one kernel call collected to go as one
-//! enqueue ([`Launcher::enqueue_all`](super::launch::Launcher::enqueue_all)):
-//! a loop of per-matrix GEMMs or of block copies takes the device lock, the
+//! [`Commands`]: device commands collected to go as one enqueue
+//! ([`Launcher::enqueue_all`](super::launch::Launcher::enqueue_all)): a
+//! kernel's loop of per-matrix GEMMs or of block copies, or a program the
+//! host replays for a device that keeps none, takes the device lock, the
 //! in-flight record and the profiler's launch span once, not per command.
 
 use super::failure::{Failure, KernelResult};
@@ -19,6 +20,8 @@ pub enum Queued {
     },
     /// A device-to-device copy of `src` into `dst` (`dst`'s length).
     Copy { dst: TensorDesc, src: TensorDesc },
+    /// A fill of `dst` with the 32-bit `pattern`.
+    Fill { dst: TensorDesc, pattern: u32 },
 }
 
 /// The commands, in order, with their cost for the profiler.
@@ -64,6 +67,12 @@ impl Commands {
         self.list.push(Queued::Copy { dst, src });
     }
 
+    /// Adds a fill of `dst` with the 32-bit `pattern`.
+    pub fn fill(&mut self, dst: TensorDesc, pattern: u32) {
+        self.bytes += dst.byte_len().unwrap_or(0) as u64;
+        self.list.push(Queued::Fill { dst, pattern });
+    }
+
     /// Whether nothing was added.
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
@@ -89,6 +98,7 @@ impl Commands {
                     reads.push(range(src));
                     writes.push(range(dst));
                 }
+                Queued::Fill { dst, .. } => writes.push(range(dst)),
             }
         }
         Access {
@@ -128,12 +138,13 @@ mod tests {
             c.copy(t(1000 + 16 * i, 4), t(16 * i, 4));
         }
         c.copy(t(5000, 1), t(9000, 1));
+        c.fill(t(5004, 2), 0);
         let a = c.access();
         let reads: Vec<(u64, u64)> = a.reads.iter().map(|r| (r.start, r.end)).collect();
         let writes: Vec<(u64, u64)> = a.writes.iter().map(|r| (r.start, r.end)).collect();
         assert_eq!(reads, [(0, 64), (9000, 9004)]);
-        assert_eq!(writes, [(1000, 1064), (5000, 5004)]);
-        assert_eq!(c.bytes, 2 * (4 * 16 + 4));
+        assert_eq!(writes, [(1000, 1064), (5000, 5012)]);
+        assert_eq!(c.bytes, 2 * (4 * 16 + 4) + 8);
     }
 
     #[test]

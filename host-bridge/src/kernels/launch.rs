@@ -11,14 +11,11 @@
 use super::commands::{Commands, Queued};
 use super::failure::{Failure, KernelResult};
 use super::tf::Tensor;
-use crate::devices::DynAccelerator;
 use crate::error::{DeviceError, Error};
 use crate::host_spans::{HostSpan, SpanKind};
 use crate::profiler::op_tag;
 use crate::registry::{Access, OpLabel, Range, Ranges, Stream};
-use tensorplug_core::accelerator::{
-    DType, DeviceAddr, Fence, OpDesc, OpKind, QueueId, Shape, TensorDesc,
-};
+use tensorplug_core::accelerator::{DType, DeviceAddr, Fence, OpDesc, OpKind, Shape, TensorDesc};
 
 /// The device work of one kernel call.
 pub struct Launcher<'a> {
@@ -197,25 +194,6 @@ impl<'a> Launcher<'a> {
         Ok(true)
     }
 
-    /// Enqueues the commands `submit` issues as one op of this kernel's, under
-    /// one device lock: the host's replay of a program on a device that
-    /// keeps none. `access` covers every command; `submit` returns the last
-    /// command's fence.
-    pub(crate) fn enqueue_batch(
-        &mut self,
-        access: Access,
-        submit: impl FnOnce(&mut DynAccelerator, QueueId) -> Result<Fence, DeviceError>,
-    ) -> KernelResult<()> {
-        let queue = self.stream.queue();
-        let fence = self
-            .stream
-            .enqueue_op(Some(self.label.clone()), access, |accel| {
-                submit(accel, queue)
-            })?;
-        self.last = Some(fence);
-        Ok(())
-    }
-
     /// The profiler's tag of this kernel's node, for a command of `flops`
     /// and `bytes` (0 while no profile is recorded).
     fn tag(&self, flops: u64, bytes: u64) -> u16 {
@@ -234,38 +212,62 @@ impl<'a> Launcher<'a> {
     /// A command the device refuses fails the call; those before it are
     /// queued.
     pub fn enqueue_all(&mut self, commands: Commands) -> KernelResult<()> {
+        self.enqueue_all_from(commands, |_| None)
+    }
+
+    /// [`enqueue_all`](Self::enqueue_all), where a refused command's error
+    /// also says where command `c` came from (`origin(c)`): a program's
+    /// commands, each from a TF node of its own.
+    pub(crate) fn enqueue_all_from(
+        &mut self,
+        commands: Commands,
+        origin: impl Fn(usize) -> Option<String>,
+    ) -> KernelResult<()> {
         if commands.is_empty() {
             return Ok(());
         }
         let access = commands.access();
         let tag = self.tag(commands.flops, commands.bytes);
         let _span = self.launch_span(tag);
-        self.enqueue_batch(access, |accel, queue| {
-            let mut last = Fence::default();
-            for q in &commands.list {
-                last = match *q {
-                    Queued::Launch {
-                        kind,
-                        inputs,
-                        count,
-                        output,
-                    } => {
-                        let op = OpDesc {
+        let queue = self.stream.queue();
+        let fence = self
+            .stream
+            .enqueue_op(Some(self.label.clone()), access, |accel| {
+                let mut last = Fence::default();
+                for (c, q) in commands.list.iter().enumerate() {
+                    let issued = match *q {
+                        Queued::Launch {
                             kind,
-                            inputs: &inputs[..count],
+                            inputs,
+                            count,
                             output,
-                            op_id: tag,
-                        };
-                        accel.launch(queue, &op)?
-                    }
-                    Queued::Copy { dst, src } => {
-                        let len = dst.byte_len().unwrap_or(0);
-                        accel.copy_on_device_tagged(queue, dst.addr, src.addr, len, tag)?
-                    }
-                };
-            }
-            Ok(last)
-        })
+                        } => {
+                            let op = OpDesc {
+                                kind,
+                                inputs: &inputs[..count],
+                                output,
+                                op_id: tag,
+                            };
+                            accel.launch(queue, &op)
+                        }
+                        Queued::Copy { dst, src } => {
+                            let len = dst.byte_len().unwrap_or(0);
+                            accel.copy_on_device_tagged(queue, dst.addr, src.addr, len, tag)
+                        }
+                        Queued::Fill { dst, pattern } => {
+                            let len = dst.byte_len().unwrap_or(0);
+                            accel.fill_tagged(queue, dst.addr, len, pattern, tag)
+                        }
+                    };
+                    last = issued.map_err(|e| match origin(c) {
+                        Some(from) => DeviceError::new(e.kind, format!("{} ({from})", e.message)),
+                        None => e,
+                    })?;
+                }
+                Ok(last)
+            })?;
+        self.last = Some(fence);
+        Ok(())
     }
 
     /// Enqueues a fill of `dst` with the 32-bit `pattern`.

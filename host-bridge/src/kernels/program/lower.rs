@@ -184,7 +184,7 @@ fn kind(node: &NodeDef) -> Option<OpKind> {
 /// graph pass to keep a program within its buffers.
 pub fn max_temps(node: &NodeDef) -> usize {
     match node.op.as_str() {
-        op if REDUCE_OPS.contains(&op) => 5,
+        op if REDUCE_OPS.contains(&op) => reduce::MAX_TEMPS,
         // `Neg`'s −1.
         "Neg" => 1,
         _ => 0,

@@ -24,7 +24,7 @@ use host_inputs::HostInputs;
 use segment::Segment;
 use std::ffi::CStr;
 use std::sync::{Arc, Mutex, OnceLock};
-use tensorplug_core::accelerator::{DeviceAddr, Shape, TensorDesc};
+use tensorplug_core::accelerator::{DeviceAddr, OpKind, Shape, TensorDesc};
 use tensorplug_core::program::{BufferKind, Step};
 
 #[cfg(test)]
@@ -78,8 +78,15 @@ pub fn define_op() -> KernelResult<()> {
 }
 
 impl ProgramAttrs {
-    /// The program for inputs of `shapes`, compiled on first use.
-    fn program(&self, node: &str, shapes: &[Shape]) -> KernelResult<Arc<Compiled>> {
+    /// The program for inputs of `shapes`, compiled on first use, for a
+    /// device that `supports` the op kinds it declares (a kernel instance
+    /// runs on one device, so this is checked once per program).
+    fn program(
+        &self,
+        node: &str,
+        shapes: &[Shape],
+        supports: impl Fn(OpKind) -> bool,
+    ) -> KernelResult<Arc<Compiled>> {
         let mut cache = self
             .compiled
             .lock()
@@ -91,6 +98,20 @@ impl ProgramAttrs {
             compile(&self.segment, shapes)
                 .map_err(|e| Failure::invalid(format!("program '{node}': {e}")))?,
         );
+        // A node's lowering may launch ops its own kernel does not (a
+        // reduction's `Transpose`): each must be one the device declares.
+        for (step, label) in &compiled.steps {
+            if let Step::Launch { kind, .. } = step
+                && !supports(*kind)
+            {
+                return Err(Failure::unimplemented(format!(
+                    "program '{node}': {} '{}' needs {}, which the device does not declare",
+                    label.op_type,
+                    label.node,
+                    kind.name()
+                )));
+            }
+        }
         if cache.len() == CACHED {
             log::warn(format_args!(
                 "program '{node}': more than {CACHED} input shapes; the oldest program is \
@@ -172,22 +193,7 @@ impl Op for ProgramKernel {
             })
             .collect::<KernelResult<Vec<_>>>()?;
         let shapes: Vec<Shape> = inputs.iter().map(|(_, s)| *s).collect();
-        let program = a.program(ctx.node_name(), &shapes)?;
-        // A node's lowering may launch ops its own kernel does not (a
-        // reduction's `Transpose`): each must be one the device declares.
-        for (step, label) in &program.steps {
-            if let Step::Launch { kind, .. } = step
-                && !run.supports(*kind)
-            {
-                return Err(Failure::unimplemented(format!(
-                    "program '{}': {} '{}' needs {}, which the device does not declare",
-                    ctx.node_name(),
-                    label.op_type,
-                    label.node,
-                    kind.name()
-                )));
-            }
-        }
+        let program = a.program(ctx.node_name(), &shapes, |kind| run.supports(kind))?;
         let outputs = program
             .outputs
             .iter()

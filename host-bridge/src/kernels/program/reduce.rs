@@ -13,6 +13,11 @@ pub const REDUCE_OPS: [&str; 2] = ["Sum", "Mean"];
 /// A segment reduction's constant axes.
 pub const AXES_ATTR: &str = "_tensorplug_axes";
 
+/// The most temporaries [`reduction`] makes: the moved rows, the merged
+/// rows, the sum, the divisor and the quotient (a test tries every rank,
+/// axis set and `keep_dims`).
+pub const MAX_TEMPS: usize = 5;
+
 /// `Sum` or `Mean` of `x` over the node's axes: the reduced axes moved
 /// last (`Transpose`) and merged (`Copy` into their product), a row sum
 /// (`ReduceSum`) into the kept shape, then, for `Mean`, a division by the
@@ -205,5 +210,33 @@ mod tests {
         assert!(low.temps.len() <= max_temps(&mean(&[1, 2], true)));
         let error = lower_node(&mean(&[4], true), &[x]).unwrap_err();
         assert!(error.contains("axis 4 of a rank-4 input"), "{error}");
+    }
+
+    #[test]
+    fn no_reduction_of_any_rank_axes_or_keep_dims_makes_more_than_max_temps() {
+        let mut most = 0;
+        for rank in 1..=MAX_RANK {
+            let dims: Vec<u64> = (2..2 + rank as u64).collect();
+            let x = Shape::new(&dims).unwrap();
+            for set in 1u32..(1 << rank) {
+                let axes: Vec<i64> = (0..rank as i64).filter(|a| set & (1 << a) != 0).collect();
+                for (op, keep) in [
+                    ("Sum", false),
+                    ("Sum", true),
+                    ("Mean", false),
+                    ("Mean", true),
+                ] {
+                    let mut node = mean(&axes, keep);
+                    node.op = op.into();
+                    let low = lower_node(&node, &[x]).unwrap();
+                    assert!(
+                        low.temps.len() <= max_temps(&node),
+                        "{op} {axes:?} of {dims:?}"
+                    );
+                    most = most.max(low.temps.len());
+                }
+            }
+        }
+        assert_eq!(most, MAX_TEMPS, "the bound is the most any reduction makes");
     }
 }
