@@ -104,7 +104,7 @@ fn main() -> ! {
     if watchdog::start() {
         defmt::warn!("the watchdog reset the MCU: the main loop had stalled");
     }
-    let mut feeder = watchdog::Feeder::new();
+    let mut feeder = glue::Feeder::new();
     let mut idle = idle::Idle::start();
     let mut servers = Servers {
         session: Session::new(),

@@ -32,7 +32,7 @@ use slot::Slot;
 use tensorplug_device_fpga::driver::{Driver, DriverConfig, Error};
 use tensorplug_device_fpga::transport::spi::{SpiConfig, SpiTransport};
 
-use crate::glue::clock::DriverClock;
+use crate::glue::DriverClock;
 
 /// The driver the op-level mode runs: the reference FPGA driver over SPI.
 pub type FpgaDriver = Driver<SpiTransport<Bus>, DriverClock, 64>;
@@ -47,7 +47,7 @@ pub fn with_driver<R>(
     let mut slot = DRIVER.borrow_ref_mut(cs);
     if slot.is_empty() {
         let transport = SpiTransport::new(bus(), SpiConfig::default());
-        let driver = Driver::new(transport, DriverClock, DriverConfig::default())?;
+        let driver = Driver::new(transport, DriverClock::new(), DriverConfig::default())?;
         defmt::info!("driver up: the FPGA over SPI, op-level mode");
         // Cannot fail: the slot is empty.
         let _ = slot.push(driver);

@@ -1,7 +1,9 @@
 //! The board's chip: the glue the board file's `hal` names (`build.rs`
 //! sets `cfg(tp_hal)`), each with the same items: `init()` and its
-//! `Hardware`, `clock` (`TICK_HZ`, `now`, `DriverClock`), `uart` (`Uart`,
-//! `LINK_WINDOW`) and `watchdog` (`start`, `Feeder`). `docs/boards.md`.
+//! `Hardware`, `Chip`, `clock` (`TICK_HZ`, `now`), `uart` (`Uart`,
+//! `LINK_WINDOW`) and `watchdog` (`start`, `feed`). What they share is in
+//! `shared`, over their `Chip`: [`Feeder`], [`DriverClock`], the widened
+//! clock. `docs/boards.md`.
 
 #[cfg(tp_hal = "cmsdk")]
 mod cmsdk;
@@ -12,3 +14,9 @@ pub use cmsdk::*;
 mod stm32f4;
 #[cfg(tp_hal = "stm32f4")]
 pub use stm32f4::*;
+
+mod shared;
+/// The main loop's watchdog feeder.
+pub type Feeder = shared::Feeder<Chip>;
+/// The driver's clock for bounded waits.
+pub type DriverClock = shared::DriverClock<Chip>;

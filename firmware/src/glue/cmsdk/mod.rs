@@ -20,3 +20,16 @@ pub fn init() -> Hardware {
     let uart = unsafe { uart::Uart::new(uart::UART0, uart::LINK_BAUDDIV) };
     Hardware { uart }
 }
+
+/// This board's clock and watchdog, for the shared glue.
+pub struct Chip;
+
+impl super::shared::Chip for Chip {
+    const TICK_HZ: u64 = clock::TICK_HZ;
+    fn now() -> u64 {
+        clock::now()
+    }
+    fn feed_watchdog() {
+        watchdog::feed();
+    }
+}

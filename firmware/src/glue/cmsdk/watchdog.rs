@@ -57,51 +57,11 @@ pub fn start() -> bool {
     }
 }
 
-/// Feeds the watchdog from the main loop, at most every [`FEED_EVERY`]
-/// (three register writes each time). The clock is read only every
-/// [`TURNS`] calls: a read is an MMIO access and a critical section, and
-/// the loop turns once per UART byte.
-pub struct Feeder {
-    fed_at: u64,
-    turns: u32,
-}
-
-/// Loop turns between clock reads. A turn is one byte polled, or one frame
-/// answered ([`Feeder::answered`] reads the clock at once).
-const TURNS: u32 = 64;
-
-/// How often [`Feeder::alive`] actually feeds.
-const FEED_EVERY: u64 = clock::TICK_HZ / 4;
-
-impl Feeder {
-    /// A feeder for a watchdog [`start`]ed just now.
-    pub fn new() -> Self {
-        Self {
-            fed_at: clock::now(),
-            turns: 0,
-        }
-    }
-
-    /// One turn of the main loop.
-    pub fn alive(&mut self) {
-        self.turns += 1;
-        if self.turns >= TURNS {
-            self.answered();
-        }
-    }
-
-    /// After a frame was answered (which may take long): feeds the watchdog
-    /// if it is time to.
-    pub fn answered(&mut self) {
-        self.turns = 0;
-        let now = clock::now();
-        if now.wrapping_sub(self.fed_at) >= FEED_EVERY {
-            self.fed_at = now;
-            write(LOCK, UNLOCK);
-            write(INTCLR, 1);
-            write(LOCK, 0);
-        }
-    }
+/// Clears the interrupt and reloads the counter (three register writes).
+pub fn feed() {
+    write(LOCK, UNLOCK);
+    write(INTCLR, 1);
+    write(LOCK, 0);
 }
 
 /// The watchdog's first expiry. Logging here could interleave with a log

@@ -4,17 +4,12 @@
 //! the core sleeps, which the core's cycle counter would not. The driver
 //! bounds its waits by it.
 
-use core::cell::Cell;
-use critical_section::Mutex;
+use super::super::shared::widen;
 use stm32f4xx_hal::pac;
 use stm32f4xx_hal::rcc::{Enable, Rcc, Reset};
-use tensorplug_device_fpga::driver::Clock;
 
 /// The rate of [`now`].
 pub const TICK_HZ: u64 = 1_000_000;
-
-/// (last 32-bit reading, high bits) of the widened counter.
-static WIDE: Mutex<Cell<(u32, u64)>> = Mutex::new(Cell::new((0, 0)));
 
 /// Starts TIM2 counting up at [`TICK_HZ`] over its whole 32 bits, without
 /// interrupts.
@@ -38,26 +33,5 @@ pub fn start(tim: pac::TIM2, rcc: &mut Rcc) {
 pub fn now() -> u64 {
     // SAFETY: a read of TIM2's counter, which only `start` configures.
     let up = unsafe { (*pac::TIM2::ptr()).cnt().read().bits() };
-    critical_section::with(|cs| {
-        let cell = WIDE.borrow(cs);
-        let (last, mut high) = cell.get();
-        if up < last {
-            high += 1 << 32;
-        }
-        cell.set((up, high));
-        high + u64::from(up)
-    })
-}
-
-/// The driver's clock for bounded waits.
-pub struct DriverClock;
-
-impl Clock for DriverClock {
-    fn now_ns(&mut self) -> u64 {
-        now() * (1_000_000_000 / TICK_HZ)
-    }
-
-    fn relax(&mut self, _polls: u32) {
-        cortex_m::asm::nop();
-    }
+    widen(up)
 }

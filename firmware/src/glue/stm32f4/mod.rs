@@ -156,3 +156,16 @@ fn fpga_spi(
         Err(never) => match never {},
     }
 }
+
+/// This board's clock and watchdog, for the shared glue.
+pub struct Chip;
+
+impl super::shared::Chip for Chip {
+    const TICK_HZ: u64 = clock::TICK_HZ;
+    fn now() -> u64 {
+        clock::now()
+    }
+    fn feed_watchdog() {
+        watchdog::feed();
+    }
+}

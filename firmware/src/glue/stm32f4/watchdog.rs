@@ -10,8 +10,6 @@ use stm32f4xx_hal::pac;
 use stm32f4xx_hal::prelude::*;
 use stm32f4xx_hal::watchdog::IndependentWatchdog;
 
-use super::clock;
-
 /// How long the main loop may go without feeding before the reset.
 /// The FPGA computes on silicon: the loop only waits on it, and is fed
 /// between frames and every 64 polls.
@@ -49,51 +47,11 @@ pub fn start() -> bool {
     BITTEN.load(Ordering::Relaxed)
 }
 
-fn feed() {
+/// Reloads the IWDG's counter.
+pub fn feed() {
     critical_section::with(|cs| {
         if let Some(dog) = DOG.borrow_ref_mut(cs).first_mut() {
             dog.feed();
         }
     });
-}
-
-/// Feeds the watchdog from the main loop, at most every [`FEED_EVERY`];
-/// the clock is read only every [`TURNS`] calls.
-pub struct Feeder {
-    fed_at: u64,
-    turns: u32,
-}
-
-/// Loop turns between clock reads.
-const TURNS: u32 = 64;
-
-/// How often [`Feeder::alive`] actually feeds.
-const FEED_EVERY: u64 = clock::TICK_HZ / 4;
-
-impl Feeder {
-    /// A feeder for a watchdog [`start`]ed just now.
-    pub fn new() -> Self {
-        Self {
-            fed_at: clock::now(),
-            turns: 0,
-        }
-    }
-
-    /// One turn of the main loop.
-    pub fn alive(&mut self) {
-        self.turns += 1;
-        if self.turns >= TURNS {
-            self.answered();
-        }
-    }
-
-    /// After a frame was answered: feeds the watchdog if it is time to.
-    pub fn answered(&mut self) {
-        self.turns = 0;
-        let now = clock::now();
-        if now.wrapping_sub(self.fed_at) >= FEED_EVERY {
-            self.fed_at = now;
-            feed();
-        }
-    }
 }
