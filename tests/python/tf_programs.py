@@ -17,7 +17,7 @@ predict equal to the CPU, its commands run one by one; on an MCU, the same
 model made again under `TENSORPLUG_FALLBACK=error` fails its step instead.
 
 `convnet`: a small Keras convnet (Conv2D with ReLU, max pooling, another
-Conv2D, Flatten, Dense with softmax) on 32×32×3 images: its convolution
+Conv2D, Flatten, Dense with softmax) on 16×16×3 images: its convolution
 block, Flatten and its dense head become one program, equal to the CPU. Then the same
 model built under `tf.device("/CPU:0")`, as many examples do, predicts
 with no scope: its ops run on the FPGA, its variables stay on the CPU, and
@@ -70,7 +70,7 @@ def mlp():
     if convnet:
         return keras.Sequential(
             [
-                keras.Input(shape=(32, 32, 3)),
+                keras.Input(shape=(16, 16, 3)),
                 keras.layers.Conv2D(8, 3, padding="same", activation="relu"),
                 keras.layers.MaxPooling2D(),
                 keras.layers.Conv2D(8, 3, activation="relu"),
@@ -189,7 +189,7 @@ if fit:
     print("done")
     sys.exit(0)
 
-shape = [8, 32, 32, 3] if convnet else [64, 16]
+shape = [8, 16, 16, 3] if convnet else [64, 16]
 x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
 with tf.device("/device:CPU:0"):
     cpu = mlp()

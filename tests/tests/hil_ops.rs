@@ -569,10 +569,16 @@ fn a_keras_convnet_on_the_mcu_runs_as_one_stored_program_and_its_cpu_weights_cro
     let step_input = figure("inputs") / figure("steps");
     // Each predict's second step: between its two RunPrograms (the first
     // step also carries Keras's own copy of the whole array and, once,
-    // the CPU model's weights, 66 kB, which op by op crossed every step).
+    // the CPU model's weights, 15 kB, more than a step's input, which op
+    // by op crossed every step).
     let steps: Vec<usize> = sent.between_runs.iter().copied().step_by(2).collect();
     assert_eq!(steps.len(), 4, "{:?}", sent.between_runs);
     let bound = step_input + step_input / 10 + 512;
+    // Weights that crossed every step would break the bound.
+    assert!(
+        step_input + figure("weights") > bound,
+        "the weights ({line}) are within the bound's margin: the check would not see them cross"
+    );
     for (k, &bytes) in steps.iter().enumerate() {
         assert!(
             bytes <= bound,

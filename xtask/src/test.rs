@@ -11,7 +11,8 @@ pub struct TestArgs {
     #[arg(long)]
     pub no_setup: bool,
     /// Run the real-TF suite on every TF of the tested range (2.15 to
-    /// 2.21), not only the oldest and the newest.
+    /// 2.21), not only the oldest and the newest, and every real-TF test
+    /// on each (the default leaves `tf_suite::NEWEST_ONLY` to the newest).
     #[arg(long)]
     pub tf_matrix: bool,
     /// Also run the fault matrix's cases left out of the default run
@@ -20,7 +21,7 @@ pub struct TestArgs {
     pub fault_matrix: bool,
     /// Thread schedules Miri tries per `sim` test (seeds `0..N`); CI's
     /// default keeps its time, more explore more interleavings.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     pub miri_seeds: u32,
 }
 
@@ -153,7 +154,12 @@ pub fn run(args: &TestArgs) -> Result<()> {
     // The real-TF tests again on the older TFs, beside the checks below,
     // which yield the CPU to them.
     let suite = match env.as_ref().filter(|env| !env.older.is_empty()) {
-        Some(env) => Some(crate::tf_suite::start(env, &prebuilt, &binaries)?),
+        Some(env) => Some(crate::tf_suite::start(
+            env,
+            &prebuilt,
+            &binaries,
+            args.tf_matrix,
+        )?),
         None => None,
     };
     if suite.is_some() {

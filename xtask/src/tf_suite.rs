@@ -36,6 +36,15 @@ pub const REAL_TF_TESTS: &[&str] = &[
     "tflite_delegate",
 ];
 
+/// Real-TF tests the default run leaves to the newest TF (`--tf-matrix`
+/// runs them on every TF): `tf_multi_worker`, two TF workers training on
+/// their devices (36 s of the 2.15 run's 359 s), checks TF's distributed
+/// runtime over our device, through the same C API calls on every TF.
+/// What depends on the TF version stays: the C API and its structs,
+/// Keras 2's graphs, the kernels against that TF's CPU, the profiler's
+/// protos, the wheel, TF's own tools, TFLite.
+pub const NEWEST_ONLY: &[&str] = &["tf_multi_worker"];
+
 /// One TF's run.
 pub struct Outcome {
     version: String,
@@ -53,13 +62,16 @@ pub struct Background(JoinHandle<Vec<Outcome>>);
 /// the caller's checks run beside them. `prebuilt`: the variables that
 /// name what the tests load (`test::prebuild`).
 /// `built`: the workspace's test binaries (`lanes::build`).
+/// `every_test`: [`NEWEST_ONLY`]'s too (`--tf-matrix`).
 pub fn start(
     env: &Env,
     prebuilt: &[(&'static str, PathBuf)],
     built: &[crate::lanes::Binary],
+    every_test: bool,
 ) -> Result<Background> {
     let (sensitive, rest): (Vec<_>, Vec<_>) = binaries(built)?
         .into_iter()
+        .filter(|(name, _)| every_test || !NEWEST_ONLY.contains(&name.as_str()))
         .partition(|(name, _)| LOAD_SENSITIVE.contains(&name.as_str()));
     let prebuilt = prebuilt.to_vec();
     let runs = env.older.clone();
@@ -157,26 +169,35 @@ fn run_all(
     log: &PathBuf,
 ) -> Vec<String> {
     let mut failed = Vec::new();
-    for (name, exe) in binaries {
-        let status = std::fs::OpenOptions::new()
+    let open = || {
+        std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(log)
-            .and_then(|file| {
-                let err = file.try_clone()?;
-                Command::new(exe)
-                    .current_dir(root().join("tests"))
-                    .env("TENSORPLUG_PYTHON", python)
-                    // xprof does not install beside TF 2.15-2.18 (protobuf
-                    // pins): the profiler tests run its converters here.
-                    .env("TENSORPLUG_XPROF_PYTHON", xprof)
-                    .env("TENSORPLUG_PYTHON_UNSUPPORTED_TF", unsupported)
-                    .envs(prebuilt.iter().cloned())
-                    .stdin(Stdio::null())
-                    .stdout(file)
-                    .stderr(err)
-                    .status()
-            });
+    };
+    for (name, exe) in binaries {
+        let started = Instant::now();
+        let status = open().and_then(|file| {
+            let err = file.try_clone()?;
+            Command::new(exe)
+                .current_dir(root().join("tests"))
+                .env("TENSORPLUG_PYTHON", python)
+                // xprof does not install beside TF 2.15-2.18 (protobuf
+                // pins): the profiler tests run its converters here.
+                .env("TENSORPLUG_XPROF_PYTHON", xprof)
+                .env("TENSORPLUG_PYTHON_UNSUPPORTED_TF", unsupported)
+                .envs(prebuilt.iter().cloned())
+                .stdin(Stdio::null())
+                .stdout(file)
+                .stderr(err)
+                .status()
+        });
+        // Each binary's time, for `docs/ci.md`'s accounting.
+        if let Ok(mut file) = open() {
+            use std::io::Write;
+            let secs = started.elapsed().as_secs_f64();
+            let _ = writeln!(file, "tf-suite: {name} took {secs:.1}s");
+        }
         match status {
             Ok(status) if status.success() => {}
             Ok(status) => failed.push(format!("{name} ({status})")),

@@ -69,8 +69,9 @@ cases! {
     /// at offsets 0 and 3, touch exactly the bytes they name.
     copies_round_trip => copies_body;
     /// `copy_on_device` between two buffers and within one, at odd offsets
-    /// and lengths, moves exactly the bytes it names and leaves its source
-    /// alone.
+    /// and lengths (1, 3, 4099 and 65 537 bytes, the last no more than
+    /// [`Config::large_copy`] + 1), moves exactly the bytes it names and
+    /// leaves its source alone.
     copy_on_device_moves_bytes => copy_on_device_body;
     /// `fill` writes byte `i` as `pattern.to_le_bytes()[i % 4]`, for odd
     /// offsets and lengths, and nothing outside its range.
@@ -377,7 +378,11 @@ fn copies_body<F: Fixture>(s: &mut Scope<'_, F>) -> Check<Outcome> {
 fn copy_on_device_body<F: Fixture>(s: &mut Scope<'_, F>) -> Check<Outcome> {
     const GUARD: u8 = 0x5A;
     let q = s.cfg.queue;
-    let sizes = [1usize, 3, 4099, 65_537];
+    let mut sizes = vec![1usize, 3, 4099];
+    let large = 65_537.min(s.cfg.large_copy + 1);
+    if large > 4099 {
+        sizes.push(large);
+    }
     for (i, &n) in sizes.iter().enumerate() {
         // Between two buffers: src + 3 -> dst + 1.
         let src_data = bytes(n + 8, 50 + i as u32);

@@ -19,7 +19,9 @@ pub struct Config {
     /// The queue every case uses (default queue 0).
     pub queue: QueueId,
     /// The largest copy of the round-trip case, in bytes (default 1 MiB);
-    /// capped at a quarter of the device's allocatable memory.
+    /// capped at a quarter of the device's allocatable memory. The
+    /// on-device copy case's largest copy is 64 KiB + 1 at most, and no
+    /// more than this + 1 (a slow link: a few KiB).
     pub large_copy: usize,
 }
 
