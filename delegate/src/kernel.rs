@@ -106,7 +106,9 @@ impl Kernel {
                 DeviceOp::Relu { x, out } => tensors.extend([x, out]),
                 DeviceOp::FullyConnectedInt8 { x, w, out, .. } => tensors.extend([x, w, out]),
                 DeviceOp::AddInt8 { a, b, out, .. } => tensors.extend([a, b, out]),
-                DeviceOp::ConvInt8 { x, out, .. } => tensors.extend([x, out]),
+                DeviceOp::ConvInt8 { x, out, .. } | DeviceOp::PoolInt8 { x, out, .. } => {
+                    tensors.extend([x, out]);
+                }
             }
         }
         tensors.sort_unstable();
@@ -155,7 +157,8 @@ impl Kernel {
             }
             if let DeviceOp::FullyConnectedInt8 { block, .. }
             | DeviceOp::AddInt8 { block, .. }
-            | DeviceOp::ConvInt8 { block, .. } = op
+            | DeviceOp::ConvInt8 { block, .. }
+            | DeviceOp::PoolInt8 { block, .. } = op
             {
                 let bytes: Vec<u8> = block.iter().flat_map(|w| w.to_le_bytes()).collect();
                 let addr = alloc(&mut **dev, bytes.len())?;
@@ -369,6 +372,20 @@ impl Kernel {
                 let inputs = [
                     self.typed_desc(x, &x_dims, DType::I8)?,
                     TensorDesc::new(filter, DType::I8, shape(filter_dims)?),
+                    self.block_desc(node)?,
+                ];
+                run(kind, &inputs, self.typed_desc(out, &out_dims, DType::I8)?)
+            }
+            DeviceOp::PoolInt8 {
+                x,
+                out,
+                kind,
+                x_dims,
+                out_dims,
+                ..
+            } => {
+                let inputs = [
+                    self.typed_desc(x, &x_dims, DType::I8)?,
                     self.block_desc(node)?,
                 ];
                 run(kind, &inputs, self.typed_desc(out, &out_dims, DType::I8)?)

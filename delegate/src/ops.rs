@@ -6,8 +6,9 @@
 use crate::graph::{Graph, NodeView, TensorView};
 use tensorplug_abi::tflite::{
     TfLiteAddParams, TfLiteConvParams, TfLiteDepthwiseConvParams, TfLiteFullyConnectedParams,
-    TfLiteFusedActivation, TfLitePadding, TfLiteType, builtin_name, kTfLiteBuiltinAdd,
-    kTfLiteBuiltinConv2d, kTfLiteBuiltinDepthwiseConv2d, kTfLiteBuiltinFullyConnected,
+    TfLiteFusedActivation, TfLitePadding, TfLitePoolParams, TfLiteType, builtin_name,
+    kTfLiteBuiltinAdd, kTfLiteBuiltinAveragePool2d, kTfLiteBuiltinConv2d,
+    kTfLiteBuiltinDepthwiseConv2d, kTfLiteBuiltinFullyConnected, kTfLiteBuiltinMaxPool2d,
     kTfLiteBuiltinRelu, kTfLiteOptionalTensor,
 };
 use tensorplug_core::accelerator::{
@@ -19,8 +20,9 @@ use tensorplug_core::reference::int8::{AddQuant, activation_range};
 
 /// The ops the delegate can hand to a device, as the report names them.
 pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none or RELU), ADD (activation \
-                          none or RELU), RELU; int8 FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D \
-                          and ADD of one shape (activation none, RELU or RELU6)";
+                          none or RELU), RELU; int8 FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D, \
+                          MAX_POOL_2D, AVERAGE_POOL_2D and ADD of one shape \
+                          (activation none, RELU or RELU6)";
 
 /// How TFLite's reference int8 convolutions requantize: twice (TF 2.21,
 /// `docs/device-numerics.md`; the test measures every runtime it runs).
@@ -79,6 +81,16 @@ pub enum DeviceOp {
         filter: Vec<u8>,
         block: Vec<i32>,
     },
+    /// int8 `MAX_POOL_2D` (`MaxPoolInt8`) or `AVERAGE_POOL_2D`
+    /// (`AvgPoolInt8`), with its block (the activation's clamp).
+    PoolInt8 {
+        x: i32,
+        out: i32,
+        kind: OpKind,
+        x_dims: [u64; 4],
+        out_dims: [u64; 4],
+        block: Vec<i32>,
+    },
     /// int8 `out = a + b` of one shape (`AddInt8`), with its block.
     AddInt8 {
         a: i32,
@@ -106,6 +118,7 @@ pub fn decide(
         kTfLiteBuiltinFullyConnected => fully_connected(node, &tensor, caps, fc_rounding),
         kTfLiteBuiltinAdd => add(node, &tensor, caps),
         kTfLiteBuiltinConv2d | kTfLiteBuiltinDepthwiseConv2d => conv_int8(node, &tensor, caps),
+        kTfLiteBuiltinMaxPool2d | kTfLiteBuiltinAveragePool2d => pool_int8(node, &tensor, caps),
         kTfLiteBuiltinRelu => {
             let (x, out) = one_in_one_out(node)?;
             let (xt, ot) = (tensor(x)?, tensor(out)?);
@@ -508,12 +521,6 @@ fn conv_int8(
     if on != n {
         return Err(format!("output batch {on}, input batch {n}"));
     }
-    let u16_of = |v: i32, what: &str| {
-        u16::try_from(v)
-            .ok()
-            .filter(|&v| v >= 1)
-            .ok_or(format!("{what} {v}"))
-    };
     let stride = [u16_of(stride[0], "stride")?, u16_of(stride[1], "stride")?];
     let dilation = [
         u16_of(dilation[0], "dilation")?,
@@ -523,32 +530,7 @@ fn conv_int8(
         u16::try_from(kh).map_err(|_| "filter height")?,
         u16::try_from(kw).map_err(|_| "filter width")?,
     ];
-    let mut pad = [0u16; 4];
-    match padding {
-        TfLitePadding::kTfLitePaddingValid => {}
-        TfLitePadding::kTfLitePaddingSame => {
-            for (axis, (input, output)) in [(h, oh), (wd, ow)].into_iter().enumerate() {
-                let span = usize::from(dilation[axis]) * (usize::from(size[axis]) - 1) + 1;
-                let need = (output.max(1) - 1) * usize::from(stride[axis]) + span;
-                let total = u16::try_from(need.saturating_sub(input)).map_err(|_| "padding")?;
-                pad[2 * axis] = total / 2;
-                pad[2 * axis + 1] = total - total / 2;
-            }
-        }
-        other => return Err(format!("padding {other:?}")),
-    }
-    let window = Window {
-        size,
-        stride,
-        dilation,
-        pad,
-    };
-    let hw = window
-        .output_hw(h as u64, wd as u64)
-        .map_err(|e| format!("window {window:?}: {e:?}"))?;
-    if hw != [oh as u64, ow as u64] {
-        return Err(format!("the window gives {hw:?}, the output is {oh}×{ow}"));
-    }
+    let window = window(padding, size, stride, dilation, [h, wd], [oh, ow])?;
     let weights: Vec<(f32, i32)> = if wt.quant_channels > 1 {
         // The output channel's axis: 0 of [oc, kh, kw, c], 3 of [1, kh, kw, c·m].
         let axis = if depthwise { 3 } else { 0 };
@@ -619,6 +601,135 @@ fn conv_int8(
         out_dims: u4([n, oh, ow, oc]),
         filter,
         block,
+    })
+}
+
+/// A positive TFLite parameter as the device's `u16`.
+fn u16_of(v: i32, what: &str) -> Result<u16, String> {
+    u16::try_from(v)
+        .ok()
+        .filter(|&v| v >= 1)
+        .ok_or(format!("{what} {v}"))
+}
+
+/// The device's window for TFLite's `padding` (SAME pads as TFLite does:
+/// the odd row or column after), checked to give the output's `[oh, ow]`
+/// from the input's `[h, w]`.
+fn window(
+    padding: TfLitePadding,
+    size: [u16; 2],
+    stride: [u16; 2],
+    dilation: [u16; 2],
+    input: [usize; 2],
+    output: [usize; 2],
+) -> Result<Window, String> {
+    let mut pad = [0u16; 4];
+    match padding {
+        TfLitePadding::kTfLitePaddingValid => {}
+        TfLitePadding::kTfLitePaddingSame => {
+            for axis in 0..2 {
+                let span = usize::from(dilation[axis]) * (usize::from(size[axis]) - 1) + 1;
+                let need = (output[axis].max(1) - 1) * usize::from(stride[axis]) + span;
+                let total =
+                    u16::try_from(need.saturating_sub(input[axis])).map_err(|_| "padding")?;
+                pad[2 * axis] = total / 2;
+                pad[2 * axis + 1] = total - total / 2;
+            }
+        }
+        other => return Err(format!("padding {other:?}")),
+    }
+    let window = Window {
+        size,
+        stride,
+        dilation,
+        pad,
+    };
+    let hw = window
+        .output_hw(input[0] as u64, input[1] as u64)
+        .map_err(|e| format!("window {window:?}: {e:?}"))?;
+    if hw != [output[0] as u64, output[1] as u64] {
+        return Err(format!(
+            "the window gives {hw:?}, the output is {}×{}",
+            output[0], output[1]
+        ));
+    }
+    Ok(window)
+}
+
+/// int8 MAX_POOL_2D and AVERAGE_POOL_2D: NHWC, input and output of one
+/// scale and zero point (TFLite requires it), the fused activation a
+/// clamp. The device's average counts the taps inside the input, as
+/// TFLite's reference kernel does, and rounds half away from zero.
+fn pool_int8(
+    node: &NodeView,
+    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
+    caps: &Capabilities,
+) -> Result<DeviceOp, String> {
+    let (x, out) = one_in_one_out(node)?;
+    if node.builtin_data.is_null() {
+        return Err("no pooling parameters".into());
+    }
+    // SAFETY: a pool's builtin data is the runtime's TfLitePoolParams
+    // (first fields mirrored).
+    let p = unsafe { *node.builtin_data.cast::<TfLitePoolParams>() };
+    let act = int8_activation(p.activation)?;
+    let (xt, ot) = (tensor(x)?, tensor(out)?);
+    if let Some(t) = [&xt, &ot]
+        .into_iter()
+        .find(|t| t.dtype != TfLiteType::kTfLiteInt8)
+    {
+        return Err(format!(
+            "tensor {} is {:?}: only int8 pools run on the device",
+            t.index, t.dtype
+        ));
+    }
+    if (xt.scale, xt.zero_point) != (ot.scale, ot.zero_point) {
+        return Err(format!(
+            "input and output quantization differ ({} {} / {} {})",
+            xt.scale, xt.zero_point, ot.scale, ot.zero_point
+        ));
+    }
+    let (&[n, h, wd, c], &[on, oh, ow, oc]) = (xt.dims.as_slice(), ot.dims.as_slice()) else {
+        return Err(format!(
+            "input {:?} / output {:?} are not NHWC",
+            xt.dims, ot.dims
+        ));
+    };
+    if (on, oc) != (n, c) {
+        return Err(format!("output {:?} for input {:?}", ot.dims, xt.dims));
+    }
+    let size = [
+        u16_of(p.filter_height, "filter height")?,
+        u16_of(p.filter_width, "filter width")?,
+    ];
+    let stride = [
+        u16_of(p.stride_height, "stride")?,
+        u16_of(p.stride_width, "stride")?,
+    ];
+    let window = window(p.padding, size, stride, [1, 1], [h, wd], [oh, ow])?;
+    let kind = if node.builtin_code == kTfLiteBuiltinMaxPool2d {
+        OpKind::MaxPoolInt8(window)
+    } else {
+        OpKind::AvgPoolInt8(window)
+    };
+    need_typed(caps, kind, DType::I8)?;
+    let (min, max) = activation_range(act, ot.scale, ot.zero_point);
+    let header = QuantHeader {
+        zero_points: [xt.zero_point, 0],
+        output_zero_point: ot.zero_point,
+        min,
+        max,
+        rounding: Rounding::Double,
+        channels: 0,
+    };
+    let u4 = |d: [usize; 4]| d.map(|v| v as u64);
+    Ok(DeviceOp::PoolInt8 {
+        x,
+        out,
+        kind,
+        x_dims: u4([n, h, wd, c]),
+        out_dims: u4([n, oh, ow, c]),
+        block: header.words().to_vec(),
     })
 }
 

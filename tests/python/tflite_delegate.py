@@ -88,14 +88,18 @@ def int8_models():
     for name, per_tensor in [("per_tensor", True), ("default", False), ("conv", False)]:
         tf.keras.utils.set_random_seed(7)
         if name == "conv":
-            # CONV_2D SAME + RELU, DEPTHWISE_CONV_2D stride 2 SAME + RELU6,
-            # a 1×1 CONV_2D VALID, DEPTHWISE_CONV_2D ×2 VALID: the last
-            # one's 2×4×4×12 values are the output (nothing after it to
-            # hide a one-off).
+            # CONV_2D SAME + RELU, MAX_POOL_2D 2×2 stride 1 SAME (its
+            # padding after), DEPTHWISE_CONV_2D stride 2 SAME + RELU6, a
+            # 1×1 CONV_2D VALID, AVERAGE_POOL_2D 3×3 stride 1 SAME (border
+            # averages over fewer taps), DEPTHWISE_CONV_2D ×2 VALID: the
+            # last one's 2×4×4×12 values are the output (nothing after it
+            # to hide a one-off).
             x = tf.keras.Input((12, 12, 3), batch_size=2)
             h = layers.Conv2D(8, 3, padding="same", activation="relu")(x)
+            h = layers.MaxPooling2D(2, strides=1, padding="same")(h)
             h = layers.DepthwiseConv2D(3, strides=2, padding="same", activation=tf.nn.relu6)(h)
             h = layers.Conv2D(6, 1, padding="valid")(h)
+            h = layers.AveragePooling2D(3, strides=1, padding="same")(h)
             model = tf.keras.Model(x, layers.DepthwiseConv2D(3, depth_multiplier=2)(h))
         else:
             x = tf.keras.Input((8,), batch_size=BATCH)
@@ -128,10 +132,21 @@ def fc_rounding():
     return "single"
 
 
+# The int8 ops every int8 model must run on the device, every invoke.
+DEVICE_INT8_OPS = (
+    "ADD",
+    "FULLY_CONNECTED",
+    "CONV_2D",
+    "DEPTHWISE_CONV_2D",
+    "MAX_POOL_2D",
+    "AVERAGE_POOL_2D",
+)
+
+
 def int8_check(plugin, out, name, model):
     """`model` with and without the delegate: bit-exact over 16 invokes
-    with TFLite's reference kernels, and every FULLY_CONNECTED and ADD ran
-    on the device on every invoke."""
+    with TFLite's reference kernels, and every node of `DEVICE_INT8_OPS`
+    ran on the device on every invoke."""
     rng = np.random.default_rng(11)
     ref = interpreter(model, reference=True)
     shape = tuple(ref.get_input_details()[0]["shape"])
@@ -148,13 +163,17 @@ def int8_check(plugin, out, name, model):
     scales = {d["index"]: len(d["quantization_parameters"]["scales"]) for d in ref.get_tensor_details()}
     weights = {d["index"]: d["inputs"][1] for d in ref._get_ops_details() if d["op_name"] == "FULLY_CONNECTED"}
     for n in nodes:
-        if n["op"] in ("ADD", "FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D") and (
+        if n["op"] in DEVICE_INT8_OPS and (
             n["decision"] != "device" or n["device_runs"] != len(xs)
         ):
             fail(f"int8 {name}: {n} should have run on the device {len(xs)} times")
     per_channel = sorted({scales[w] for w in weights.values()})
     if name == "conv" and any(n["op"] == "RELU6" for n in nodes):
         fail("int8 conv: the converter left RELU6 unfused; the fused RELU6 is not tested")
+    if name == "conv":
+        pools = sorted(n["op"] for n in nodes if "POOL" in n["op"])
+        if pools != ["AVERAGE_POOL_2D", "MAX_POOL_2D"]:
+            fail(f"int8 conv: the model's pools are {pools}, not one of each")
     on_device = [n["op"] for n in nodes if n["decision"] == "device"]
     print(
         f"check int8_{name} ok bit_exact_outputs={len(xs) * want[0].size} "

@@ -125,3 +125,16 @@ c_struct! {
         pub dilation_height_factor: i32,
     }
 }
+
+c_struct! {
+    /// The first fields of `TfLitePoolParams` (the runtime's own padding,
+    /// `computed`, follows): `MAX_POOL_2D`, `AVERAGE_POOL_2D`.
+    pub struct TfLitePoolParams {
+        pub padding: TfLitePadding,
+        pub stride_width: i32,
+        pub stride_height: i32,
+        pub filter_width: i32,
+        pub filter_height: i32,
+        pub activation: TfLiteFusedActivation,
+    }
+}

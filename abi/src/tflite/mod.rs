@@ -415,6 +415,7 @@ pub const STRUCTS: &[StructLayout] = &[
     TfLiteAddParams::LAYOUT,
     TfLiteConvParams::LAYOUT,
     TfLiteDepthwiseConvParams::LAYOUT,
+    TfLitePoolParams::LAYOUT,
 ];
 
 /// Every mirrored TFLite enum.
@@ -460,4 +461,5 @@ const _: () = {
     assert!(size_of::<TfLiteDelegateParams>() == 32);
     assert!(size_of::<TfLiteConvParams>() == 24);
     assert!(size_of::<TfLiteDepthwiseConvParams>() == 28);
+    assert!(size_of::<TfLitePoolParams>() == 24);
 };
