@@ -73,6 +73,26 @@ impl Commands {
         self.list.push(Queued::Fill { dst, pattern });
     }
 
+    /// Adds `command`.
+    pub fn push(&mut self, command: Queued) -> KernelResult<()> {
+        match command {
+            Queued::Launch {
+                kind,
+                inputs,
+                count,
+                output,
+            } => self.launch(kind, &inputs[..count], output),
+            Queued::Copy { dst, src } => {
+                self.copy(dst, src);
+                Ok(())
+            }
+            Queued::Fill { dst, pattern } => {
+                self.fill(dst, pattern);
+                Ok(())
+            }
+        }
+    }
+
     /// Whether nothing was added.
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()

@@ -269,32 +269,10 @@ impl Op for ProgramKernel {
         {
             return Ok(());
         }
-        if !profiling {
-            return replay::replay(run, &program.steps, &descs);
+        if profiling {
+            replay::one_by_one(run, &program.steps, &descs)
+        } else {
+            replay::replay(run, &program.steps, &descs)
         }
-        for (step, label) in &program.steps {
-            match *step {
-                Step::Launch {
-                    kind,
-                    inputs,
-                    count,
-                    output,
-                    ..
-                } => {
-                    let ins: Vec<TensorDesc> = inputs[..count]
-                        .iter()
-                        .map(|&i| descs[usize::from(i)])
-                        .collect();
-                    run.launch_as(label, kind, &ins, descs[usize::from(output)])?;
-                }
-                Step::Copy { dst, src } => {
-                    run.copy_as(label, descs[usize::from(dst)], descs[usize::from(src)])?
-                }
-                Step::Fill { dst, pattern } => {
-                    run.fill_as(label, descs[usize::from(dst)], pattern)?
-                }
-            }
-        }
-        Ok(())
     }
 }

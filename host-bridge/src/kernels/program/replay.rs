@@ -1,17 +1,50 @@
-//! A program's commands replayed by the host for a device that keeps no
-//! programs: one enqueue under one device lock, one fence for them all
-//! ([`Launcher::enqueue_all_from`]).
+//! A program's commands run by the host, for a device that keeps no
+//! programs: as one enqueue under one device lock, one fence for them all
+//! ([`Launcher::enqueue_all_from`]), or under the profiler one by one,
+//! each under its TF node's tag.
 
-use super::super::commands::Commands;
+use super::super::commands::{Commands, Queued};
 use super::super::failure::KernelResult;
 use super::super::launch::Launcher;
 use crate::registry::OpLabel;
 use tensorplug_core::accelerator::TensorDesc;
 use tensorplug_core::program::Step;
 
-/// Enqueues `steps` over `descs` (the program's buffers, bound) as one op.
-/// A command the device refuses fails the call, naming the TF node it came
-/// from; the commands before it are queued.
+/// `step` over `descs` (the program's buffers, bound).
+fn bound(step: Step, descs: &[TensorDesc]) -> Queued {
+    match step {
+        Step::Launch {
+            kind,
+            inputs,
+            count,
+            output,
+            ..
+        } => {
+            let mut ins = [descs[0]; 3];
+            for (slot, &i) in ins.iter_mut().zip(&inputs[..count]) {
+                *slot = descs[usize::from(i)];
+            }
+            Queued::Launch {
+                kind,
+                inputs: ins,
+                count,
+                output: descs[usize::from(output)],
+            }
+        }
+        Step::Copy { dst, src } => Queued::Copy {
+            dst: descs[usize::from(dst)],
+            src: descs[usize::from(src)],
+        },
+        Step::Fill { dst, pattern } => Queued::Fill {
+            dst: descs[usize::from(dst)],
+            pattern,
+        },
+    }
+}
+
+/// Enqueues `steps` over `descs` as one op. A command the device refuses
+/// fails the call, naming the TF node it came from; the commands before it
+/// are queued.
 pub fn replay(
     run: &mut Launcher<'_>,
     steps: &[(Step, OpLabel)],
@@ -19,25 +52,7 @@ pub fn replay(
 ) -> KernelResult<()> {
     let mut commands = Commands::default();
     for (step, _) in steps {
-        match *step {
-            Step::Launch {
-                kind,
-                inputs,
-                count,
-                output,
-                ..
-            } => {
-                let mut ins = [descs[0]; 3];
-                for (slot, &i) in ins.iter_mut().zip(&inputs[..count]) {
-                    *slot = descs[usize::from(i)];
-                }
-                commands.launch(kind, &ins[..count], descs[usize::from(output)])?;
-            }
-            Step::Copy { dst, src } => {
-                commands.copy(descs[usize::from(dst)], descs[usize::from(src)]);
-            }
-            Step::Fill { dst, pattern } => commands.fill(descs[usize::from(dst)], pattern),
-        }
+        commands.push(bound(*step, descs))?;
     }
     run.enqueue_all_from(commands, |c| {
         let (_, label) = &steps[c];
@@ -46,4 +61,26 @@ pub fn replay(
             label.op_type, label.node
         ))
     })
+}
+
+/// Launches `steps` over `descs` one by one, each under its TF node's tag
+/// (the profiler's view of a program).
+pub fn one_by_one(
+    run: &mut Launcher<'_>,
+    steps: &[(Step, OpLabel)],
+    descs: &[TensorDesc],
+) -> KernelResult<()> {
+    for (step, label) in steps {
+        match bound(*step, descs) {
+            Queued::Launch {
+                kind,
+                inputs,
+                count,
+                output,
+            } => run.launch_as(label, kind, &inputs[..count], output)?,
+            Queued::Copy { dst, src } => run.copy_as(label, dst, src)?,
+            Queued::Fill { dst, pattern } => run.fill_as(label, dst, pattern)?,
+        }
+    }
+    Ok(())
 }
