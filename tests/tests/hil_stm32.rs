@@ -1,4 +1,4 @@
-//! Hardware in the loop under QEMU on a second chip (issue 45, item 3):
+//! Hardware in the loop under QEMU on a second chip (`docs/boards.md`):
 //! the `netduinoplus2-qemu` board (`firmware/boards/netduinoplus2-qemu.toml`,
 //! QEMU's STM32F405), the firmware on its `stm32f4xx-hal` glue, the link on
 //! the STM32's USART6 model, the FPGA's behavioural model in the MCU's
