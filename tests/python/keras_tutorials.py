@@ -134,6 +134,20 @@ def functional_guide(**compile_args):
 
 PROGRAMS = {"Sequential guide": sequential_guide, "Functional guide": functional_guide}
 
+
+def grouped_convnet():
+    """ConvNeXt's depthwise convolution (`groups` = channels, 7×7), a
+    grouped one with stride 2 and a dilated depthwise one: Keras 3 asks
+    XLA for each (grouped convolutions are "broken on CPU without XLA")."""
+    keras.utils.set_random_seed(3)
+    x = keras.Input((16, 16, 8))
+    h = layers.Conv2D(8, 7, padding="same", groups=8)(x)
+    h = layers.Conv2D(12, 3, strides=2, padding="same", groups=2)(h)
+    return keras.Model(x, layers.Conv2D(12, 3, dilation_rate=2, groups=12)(h))
+
+
+GROUPED_X = rng.standard_normal((4, 16, 16, 8)).astype("float32")
+
 if mode == "unchanged":
     for name, program in PROGRAMS.items():
         keras.utils.set_random_seed(11)
@@ -183,6 +197,23 @@ if mode == "unchanged":
     finally:
         tf.config.list_physical_devices = real
     print("auto decisions: CPU only -> no XLA, FPGA -> no XLA, FPGA+GPU -> XLA, GPU -> XLA")
+    # Grouped convolutions without XLA: the hook computes them with TF ops
+    # (a depthwise convolution, or a Conv2D per group), placed on FPGA:0.
+    with tf.device("/CPU:0"):
+        cpu = grouped_convnet()
+        want = cpu.predict(GROUPED_X, verbose=0)
+    fpga = grouped_convnet()
+    fpga.set_weights(cpu.get_weights())
+    with StderrCapture() as log:
+        got = fpga.predict(GROUPED_X, verbose=0)
+    convs = {(op, dev) for _, op, dev in placements(log.text)
+             if op in ("Conv2D", "DepthwiseConv2dNative")}
+    assert {op for op, _ in convs} == {"Conv2D", "DepthwiseConv2dNative"}, convs
+    assert all(dev.endswith("FPGA:0") for _, dev in convs), convs
+    diff = float(np.abs(got - want).max())
+    assert diff <= 1e-5 * float(np.abs(want).max()), diff
+    print(f"grouped convolutions: no XLA, Conv2D and DepthwiseConv2dNative on FPGA:0, "
+          f"max |fpga - cpu| = {diff:.2g}")
 elif mode == "keras-decides" and KERAS_2:
     model, _ = sequential_guide()
     assert all(tf_variable(v).device.endswith("FPGA:0") for v in model.variables)
@@ -203,6 +234,15 @@ elif mode == "keras-decides":
         print("keras decides: XLA, No JIT device registered for FPGA")
     else:
         raise AssertionError("Keras' own auto decision did not pick XLA")
+    # Keras' own grouped convolution asks XLA too (what the hook avoids).
+    model = grouped_convnet()
+    try:
+        model.predict(GROUPED_X, verbose=0)
+    except tf.errors.InvalidArgumentError as error:
+        assert "No JIT device registered for FPGA" in str(error), error
+        print("keras decides: grouped convolutions through XLA, No JIT device registered")
+    else:
+        raise AssertionError("Keras' own grouped convolution did not ask XLA")
 elif mode == "explicit-jit":
     try:
         sequential_guide(jit_compile=True)

@@ -328,11 +328,15 @@ fn keras_guide_programs_run_unchanged_on_the_fpga() {
     } else {
         "auto decisions: CPU only -> no XLA, FPGA -> no XLA, FPGA+GPU -> XLA"
     };
-    for marker in [
+    let mut markers = vec![
         "Sequential guide: unchanged program on FPGA:0",
         "Functional guide: unchanged program on FPGA:0",
         auto,
-    ] {
+    ];
+    if !keras_2 {
+        markers.push("grouped convolutions: no XLA, Conv2D and DepthwiseConv2dNative on FPGA:0");
+    }
+    for marker in markers {
         assert!(unchanged.contains(marker), "no `{marker}` in:\n{unchanged}");
     }
     println!("{unchanged}");
@@ -343,6 +347,10 @@ fn keras_guide_programs_run_unchanged_on_the_fpga() {
         "keras decides: XLA"
     };
     assert!(decides.contains(decided), "{decides}");
+    assert!(
+        keras_2 || decides.contains("keras decides: grouped convolutions through XLA"),
+        "{decides}"
+    );
     let explicit = scenario("explicit-jit", false);
     assert!(explicit.contains("explicit jit_compile=True"), "{explicit}");
     println!("{decides}\n{explicit}");

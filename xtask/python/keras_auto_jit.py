@@ -14,6 +14,11 @@ imported:
   devices register as GPU, so GPU counts as one of them.
 - An explicit `jit_compile=True` that reaches a {device_type} device fails
   with an error that says what to do.
+- Keras computes a grouped 2-D convolution (`Conv2D(groups=...)`, as
+  ConvNeXt's depthwise ones) through XLA, which TensorFlow's CPU kernels
+  lack; on the same machines it is computed with TensorFlow ops instead: a
+  depthwise convolution when each group is one channel (and no dilation),
+  else one convolution per group.
 
 Set TENSORPLUG_KERAS_AUTO_JIT=keras to leave Keras untouched. Installed by
 the {lib} wheel; tensorplug's docs/wheel.md, "Keras and XLA".
@@ -26,6 +31,7 @@ DEVICE_TYPE = "{device_type}"
 SWITCH = "TENSORPLUG_KERAS_AUTO_JIT"
 TRAINER = "keras.src.trainers.trainer"
 TF_TRAINER = "keras.src.backend.tensorflow.trainer"
+TF_NN = "keras.src.backend.tensorflow.nn"
 NO_JIT = "No JIT device registered for "
 
 
@@ -35,20 +41,23 @@ def _no_jit_types():
     return sys.__dict__.setdefault("_tensorplug_no_jit_device_types", set())
 
 
+def _only_no_jit_devices():
+    """Whether every non-CPU device TensorFlow lists is one without XLA."""
+    import tensorflow as tf
+
+    others = {d.device_type for d in tf.config.list_physical_devices()} - {"CPU"}
+    return bool(others) and others <= _no_jit_types()
+
+
 def patch_trainer(module):
-    types = _no_jit_types()
     trainer = module.Trainer
     if getattr(trainer._resolve_auto_jit_compile, "_tensorplug", False):
         return
     keras_decision = trainer._resolve_auto_jit_compile
 
     def _resolve_auto_jit_compile(self):
-        if module.backend.backend() == "tensorflow":
-            import tensorflow as tf
-
-            others = {d.device_type for d in tf.config.list_physical_devices()} - {"CPU"}
-            if others and others <= types:
-                return False
+        if module.backend.backend() == "tensorflow" and _only_no_jit_devices():
+            return False
         return keras_decision(self)
 
     _resolve_auto_jit_compile._tensorplug = True
@@ -92,7 +101,48 @@ def patch_tf_trainer(module):
         setattr(trainer, name, wrapper)
 
 
-PATCHES = {TRAINER: patch_trainer, TF_TRAINER: patch_tf_trainer}
+def _pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+def _grouped_conv_2d(inputs, kernel, strides, padding, dilation_rate):
+    """A grouped NHWC convolution with TensorFlow ops, no XLA."""
+    import tensorflow as tf
+
+    channels, per_group, out = inputs.shape[-1], kernel.shape[-2], kernel.shape[-1]
+    groups = channels // per_group
+    (sh, sw), (dh, dw) = _pair(strides), _pair(dilation_rate)
+    # TF dilates a depthwise convolution through SpaceToBatchND, which our
+    # devices lack: then one dilated Conv2D per group instead.
+    depthwise = per_group == 1 and sh == sw and (dh, dw) == (1, 1)
+    if depthwise:
+        # [kh, kw, 1, C·m] is [kh, kw, C, m]: group c's outputs c·m … c·m+m-1.
+        filters = tf.reshape(kernel, (kernel.shape[0], kernel.shape[1], channels, out // channels))
+        return tf.nn.depthwise_conv2d(inputs, filters, (1, sh, sw, 1), padding.upper())
+    pairs = zip(tf.split(inputs, groups, axis=-1), tf.split(kernel, groups, axis=-1))
+    # `conv2d`, not `convolution`, which dilates through SpaceToBatchND.
+    return tf.concat([tf.nn.conv2d(x, k, (sh, sw), padding.upper(), dilations=(dh, dw))
+                      for x, k in pairs], axis=-1)
+
+
+def patch_nn(module):
+    keras_conv = module.conv
+    if getattr(keras_conv, "_tensorplug", False):
+        return
+
+    def conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1):
+        last = module.backend.standardize_data_format(data_format) == "channels_last"
+        if (last and len(inputs.shape) == 4 and inputs.shape[-1] is not None
+                and inputs.shape[-1] != kernel.shape[-2] and _only_no_jit_devices()):
+            return _grouped_conv_2d(inputs, kernel, strides, padding, dilation_rate)
+        return keras_conv(inputs, kernel, strides, padding, data_format, dilation_rate)
+
+    conv.__name__, conv.__doc__ = keras_conv.__name__, keras_conv.__doc__
+    conv._tensorplug = True
+    module.conv = conv
+
+
+PATCHES = {TRAINER: patch_trainer, TF_TRAINER: patch_tf_trainer, TF_NN: patch_nn}
 
 
 def _apply(name, module):
