@@ -186,6 +186,24 @@ pub fn helper_target_dir() -> PathBuf {
         .join("tensorplug-plugin")
 }
 
+/// A command that runs `cargo xtask`, at the workspace's root: the binary
+/// `cargo xtask test` names (`TENSORPLUG_XTASK`), else `cargo run` into
+/// [`helper_target_dir`] (the running `cargo test` locks ours).
+pub fn xtask() -> Command {
+    let mut cmd = match std::env::var_os("TENSORPLUG_XTASK") {
+        Some(xtask) => Command::new(xtask),
+        None => {
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let mut cmd = Command::new(cargo);
+            cmd.args(["run", "--quiet", "--package", "xtask", "--"])
+                .env("CARGO_TARGET_DIR", helper_target_dir());
+            cmd
+        }
+    };
+    cmd.current_dir(workspace_root());
+    cmd
+}
+
 /// A prebuilt artifact named by an environment variable (`cargo xtask
 /// test` builds them before the tests, so no test process builds them into
 /// [`helper_target_dir`]).

@@ -263,8 +263,14 @@ impl Qemu {
     /// time, bytes forwarded both ways), so that a process such as
     /// TensorFlow with `TENSORPLUG_DEVICE=tcp:127.0.0.1:<port>` can reach it.
     pub fn serve_uart(&self) -> std::io::Result<u16> {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
-        let port = listener.local_addr()?.port();
+        Ok(self.serve_uart_on("127.0.0.1:0")?.port())
+    }
+
+    /// [`serve_uart`](Self::serve_uart) on `addr` (`host:port`; port 0
+    /// picks one); the address it listens on.
+    pub fn serve_uart_on(&self, addr: &str) -> std::io::Result<std::net::SocketAddr> {
+        let listener = TcpListener::bind(addr)?;
+        let bound = listener.local_addr()?;
         let uart = self.uart.try_clone()?;
         std::thread::spawn(move || {
             while let Ok((client, _)) = listener.accept() {
@@ -283,7 +289,7 @@ impl Qemu {
                 let _ = upstream.join();
             }
         });
-        Ok(port)
+        Ok(bound)
     }
 
     /// Waits (bounded) for the link firmware's boot announcement on the UART,

@@ -272,3 +272,64 @@ fn tensorflow_predicts_on_the_fpga_behind_the_firmware() {
     let stdout = tensorplug_tests::qemu::tf_mlp_scenario(&qemu, "tcp:");
     println!("{stdout}");
 }
+
+/// `cargo xtask qemu --board mps2-an386 --serve tcp:0`, as a person runs
+/// it to try TF against the firmware: it prints where the link UART is
+/// served, and a TF process started apart from it predicts a Keras MLP
+/// over `mcu-tcp:` on that address, equal to the CPU, with the firmware's
+/// device ops in its profile. The task then stops with its QEMU when its
+/// standard input closes (`--until-stdin-closes`).
+#[test]
+fn xtask_qemu_keeps_a_board_running_that_tf_reaches_over_mcu_tcp() {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let mut task = tensorplug_tests::xtask()
+        .args(["qemu", "--board", "mps2-an386", "--serve", "tcp:0"])
+        .args(["--seconds", "600", "--until-stdin-closes"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("cargo xtask qemu starts");
+    let mut lines = std::io::BufReader::new(task.stdout.take().expect("piped")).lines();
+    let served = lines.by_ref().map_while(Result::ok).find_map(|l| {
+        let rest = l.split("TENSORPLUG_DEVICE=mcu-tcp:").nth(1)?;
+        Some(rest.split(';').next()?.trim().to_owned())
+    });
+    // Keep reading its log, so that its pipe never fills.
+    let log = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
+    let out = served.map(|addr| {
+        let logdir = tensorplug_tests::scratch_dir("hil-xtask-qemu");
+        let out = std::process::Command::new(tensorplug_tests::python())
+            .arg(tensorplug_tests::workspace_root().join("tests/python/tf_qemu_mlp.py"))
+            .arg(&logdir)
+            .env("TF_CPP_MIN_LOG_LEVEL", "0")
+            .env(
+                "TF_PLUGGABLE_DEVICE_LIBRARY_PATH",
+                tensorplug_tests::plugin_path(),
+            )
+            .env("TENSORPLUG_DEVICE", format!("mcu-tcp:{addr}"))
+            .output()
+            .expect("python runs");
+        (addr, out)
+    });
+    drop(task.stdin.take());
+    let status = task.wait().expect("cargo xtask qemu ends");
+    let log = log.join().unwrap_or_default().join("\n");
+    let Some((addr, out)) = out else {
+        panic!("cargo xtask qemu printed no mcu-tcp: address ({status}):\n{log}");
+    };
+    assert!(status.success(), "cargo xtask qemu: {status}\n{log}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "TF over mcu-tcp:{addr} failed:\n{stdout}\n{}\nfirmware log:\n{log}",
+        &stderr[stderr.len().saturating_sub(4000)..]
+    );
+    for marker in [
+        "predict on the firmware's FPGA",
+        "profile: /device:GPU:1000 device ops",
+    ] {
+        assert!(stdout.contains(marker), "no `{marker}` in:\n{stdout}");
+    }
+}

@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use tensorplug_tests::{helper_target_dir, plugin_path, python, workspace_root};
+use tensorplug_tests::{plugin_path, python, workspace_root};
 
 /// Imports TF from the fresh venv, checks where the plugin came from, the
 /// device list, a bit-exact round trip, that the wheel's int8 module imports
@@ -101,21 +101,9 @@ fn build_wheel(plugin: &Path, dir: &Path) -> PathBuf {
 
 /// [`build_wheel`] for the plugin crate `package` whose lib is `lib`.
 fn build_wheel_of(package: &str, lib: &str, plugin: &Path, dir: &Path) -> PathBuf {
-    // `cargo xtask test` names its own binary; otherwise xtask is built
-    // into the helpers' target dir (the running `cargo test` locks ours).
-    let mut cmd = match std::env::var_os("TENSORPLUG_XTASK") {
-        Some(xtask) => Command::new(xtask),
-        None => {
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let mut cmd = Command::new(cargo);
-            cmd.args(["run", "--quiet", "--package", "xtask", "--"])
-                .env("CARGO_TARGET_DIR", helper_target_dir());
-            cmd
-        }
-    };
     let stdout = run(
         "cargo xtask dist",
-        cmd.current_dir(workspace_root())
+        tensorplug_tests::xtask()
             .arg("dist")
             .args(["--plugin-crate", package])
             .arg("--plugin")

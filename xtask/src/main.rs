@@ -13,6 +13,7 @@ mod lanes;
 mod layout;
 mod op_sweep;
 mod protos;
+mod qemu_serve;
 mod setup;
 mod size;
 mod soak;
@@ -39,6 +40,8 @@ enum Task {
     Flash(flash::FlashArgs),
     /// Hardware-in-the-loop tests: the firmware under QEMU, driven over its UART.
     Hil,
+    /// Keep an emulated board's firmware running, its UART served on TCP (mcu-tcp:).
+    Qemu(qemu_serve::QemuArgs),
     /// Criterion benchmarks, printed as ratios against same-run baselines.
     Bench(bench::BenchArgs),
     /// Build the TensorFlow plugin wheel.
@@ -86,6 +89,7 @@ fn run(task: Task) -> anyhow::Result<()> {
         Task::Demo => demo::run_task(),
         Task::Flash(args) => flash::run_task(&args),
         Task::Hil => hil::run_task(),
+        Task::Qemu(args) => qemu_serve::run_task(&args),
         Task::Bench(args) => bench::run_task(&args),
         Task::Dist(args) => dist::run_task(&args),
         Task::Header => header::run(),
