@@ -30,6 +30,9 @@ pub struct Commands {
     pub(super) list: Vec<Queued>,
     pub(super) flops: u64,
     pub(super) bytes: u64,
+    /// What they read and write, when the caller knows it better
+    /// ([`covering`](Self::covering)).
+    covered: Option<Access>,
 }
 
 impl Commands {
@@ -93,6 +96,17 @@ impl Commands {
         }
     }
 
+    /// Says that the commands read and write `ranges`, both ways, instead
+    /// of working it out command by command (a program's buffers: a failed
+    /// program poisons its inputs too, as a stored one does, and no sort
+    /// per step).
+    pub fn covering(&mut self, ranges: Ranges) {
+        self.covered = Some(Access {
+            reads: ranges.clone(),
+            writes: ranges,
+        });
+    }
+
     /// Whether nothing was added.
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
@@ -100,7 +114,10 @@ impl Commands {
 
     /// What the commands read and write, as few ranges as cover them
     /// (touching and overlapping ranges merged).
-    pub(super) fn access(&self) -> Access {
+    pub(super) fn access(&mut self) -> Access {
+        if let Some(access) = self.covered.take() {
+            return access;
+        }
         let (mut reads, mut writes) = (Vec::new(), Vec::new());
         let range = |t: &TensorDesc| Range::new(t.addr, t.byte_len().unwrap_or(0) as u64);
         for q in &self.list {
@@ -174,5 +191,17 @@ mod tests {
         assert!(c.launch(kind, &[t(0, 4); 4], t(64, 4)).is_err());
         c.launch(kind, &[t(0, 4)], t(64, 4)).unwrap();
         assert!(!c.is_empty());
+    }
+
+    #[test]
+    fn a_program_covers_all_its_buffers_both_ways() {
+        let mut c = Commands::default();
+        c.copy(t(1000, 4), t(0, 4));
+        let at = |a: u64| Range::new(DeviceAddr(a), 16);
+        c.covering([at(0), at(1000)].into_iter().collect());
+        let a = c.access();
+        let both = |r: &Ranges| r.iter().map(|r| (r.start, r.end)).collect::<Vec<_>>();
+        assert_eq!(both(&a.reads), [(0, 16), (1000, 1016)]);
+        assert_eq!(both(&a.writes), both(&a.reads));
     }
 }

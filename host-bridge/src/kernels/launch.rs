@@ -220,7 +220,7 @@ impl<'a> Launcher<'a> {
     /// commands, each from a TF node of its own.
     pub(crate) fn enqueue_all_from(
         &mut self,
-        commands: Commands,
+        mut commands: Commands,
         origin: impl Fn(usize) -> Option<String>,
     ) -> KernelResult<()> {
         if commands.is_empty() {

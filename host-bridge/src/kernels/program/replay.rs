@@ -6,7 +6,7 @@
 use super::super::commands::{Commands, Queued};
 use super::super::failure::KernelResult;
 use super::super::launch::Launcher;
-use crate::registry::OpLabel;
+use crate::registry::{OpLabel, Range};
 use tensorplug_core::accelerator::TensorDesc;
 use tensorplug_core::program::Step;
 
@@ -51,6 +51,12 @@ pub fn replay(
     descs: &[TensorDesc],
 ) -> KernelResult<()> {
     let mut commands = Commands::default();
+    commands.covering(
+        descs
+            .iter()
+            .map(|d| Range::new(d.addr, d.byte_len().unwrap_or(0) as u64))
+            .collect(),
+    );
     for (step, _) in steps {
         commands.push(bound(*step, descs))?;
     }
