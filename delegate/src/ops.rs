@@ -719,6 +719,7 @@ fn pool_int8(
         output_zero_point: ot.zero_point,
         min,
         max,
+        // A pool compares or averages, never requantizes: the field is unread.
         rounding: Rounding::Double,
         channels: 0,
     };
