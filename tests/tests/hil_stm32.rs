@@ -78,10 +78,14 @@ fn f32s(values: &[f32]) -> Vec<u8> {
 #[test]
 fn the_stm32_board_boots_and_logs_its_link_and_model() {
     let qemu = boot();
-    let logs = qemu.logs().join("\n");
+    // The log arrives on its own channel, possibly after the announcement.
     assert!(
-        logs.contains("link protocol on USART6, FPGA model with 48 KiB"),
-        "{logs}"
+        qemu.wait_for_log(
+            "link protocol on USART6, FPGA model with 48 KiB",
+            Duration::from_secs(10)
+        ),
+        "{}",
+        qemu.logs().join("\n")
     );
 }
 
