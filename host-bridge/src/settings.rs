@@ -27,8 +27,8 @@ pub const PROFILER: &str = "PROFILER";
 pub const GRAPH_FUSION: &str = "GRAPH_FUSION";
 /// `TENSORPLUG_GRAPH_INT8`: whether the pass runs quantization-aware graphs in int8.
 pub const GRAPH_INT8: &str = "GRAPH_INT8";
-/// `TENSORPLUG_GRAPH_HALF`: whether the pass runs half-precision ops in
-/// float32 on the device.
+/// `TENSORPLUG_GRAPH_HALF`: whether the pass lowers half-precision ops on
+/// the device to float32 ops between casts.
 pub const GRAPH_HALF: &str = "GRAPH_HALF";
 /// `TENSORPLUG_GRAPH_PROGRAMS`: whether device segments become program
 /// nodes (default off while programs cover a few ops).

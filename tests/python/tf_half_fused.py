@@ -1,14 +1,15 @@
 """A Keras convnet under `mixed_bfloat16`, as a user writes it: no device
 scope. On a CPU with oneDNN's bfloat16 support (AVX512_BF16), TF's
 remapper fuses the CPU's bfloat16 `Conv2D → BiasAdd → Relu` into
-`_FusedConv2D` (and `MatMul → BiasAdd` into `_FusedMatMul`) before the
-plugin's pass runs; the pass must take them back to the device in float32
+`_FusedConv2D` (and `MatMul → BiasAdd` into `_FusedMatMul`), which then
+run as oneDNN's kernels. The half-precision kernels on our device let TF's
+placer put the block there first, so the CPU has nothing to fuse
 (`docs/graph-optimizer.md`, "Half precision").
 
 Reads the profile's device plane, not TF's placement log (which shows the
 graph before the plugin's pass). Prints:
 
-  fused_by_tf <yes|no>     (whether the graph our pass saw had the fusions)
+  fused_by_tf <yes|no>     (whether the graph our pass saw had CPU fusions)
   device_ops <op>=<n>…     (the FPGA's plane, one predict)
   cpu_compute <op>=<n>…    (the convolution and matmul ops on TF's CPU executor)
   max_diff <d>             (against the same model on /CPU:0)

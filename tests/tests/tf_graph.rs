@@ -285,10 +285,10 @@ fn attribute_values_the_device_cannot_run_fall_back_to_the_cpu() {
 /// A `mixed_bfloat16` Keras convnet with no device scope runs its
 /// convolution block and its `Dense` on the device, read from the profile's
 /// device plane. On a CPU with oneDNN's bfloat16 support TF's remapper
-/// fuses them on the CPU before our pass (`fused_by_tf yes`), which then
-/// took them nowhere: they ran as `_MklNativeFusedConv2D` and
-/// `_MklNativeFusedMatMul`. On other CPUs TF does not fuse them and the
-/// test checks the plain path (`tests/python/tf_half_fused.py`).
+/// fused them on the CPU (`_MklNativeFusedConv2D`, `_MklNativeFusedMatMul`)
+/// while they were placed there; with the half-precision kernels TF's
+/// placer puts them on our device first, so the graph our pass sees has no
+/// CPU fusion (`fused_by_tf no`) on any CPU (`tests/python/tf_half_fused.py`).
 #[test]
 fn a_bfloat16_convnet_runs_its_fused_blocks_on_the_device() {
     let output = run_tf_with_plugin("tf_half_fused.py", &[], None);
@@ -317,7 +317,59 @@ fn a_bfloat16_convnet_runs_its_fused_blocks_on_the_device() {
     assert_eq!(line("cpu_compute"), "", "compute on the CPU:\n{stdout}");
     let diff: f64 = line("max_diff").parse().expect("max_diff is a number");
     assert!(diff <= 1e-2, "predictions differ from the CPU's by {diff}");
-    println!("TF's remapper fused on this CPU: {}", line("fused_by_tf"));
+    assert_eq!(line("fused_by_tf"), "no", "TF fused on the CPU:\n{stdout}");
+}
+
+/// Half ops follow the user's device scope: in a function that uses the
+/// FPGA, a bfloat16 `MatMul` with no scope runs on the device and one
+/// under `tf.device("/CPU:0")` on the CPU (read from the profile's planes,
+/// where oneDNN's `_MklMatMul` counts too). Before the half kernels the
+/// graph pass took the pinned one to the device, and eager half ops ran on
+/// the CPU. Eager bfloat16 and float16 ops run on the device, within one
+/// of the type's ulps of the float32 op rounded once (TF's CPU rounds more
+/// often on TF 2.15) (`tests/python/tf_half_scope.py`).
+#[test]
+fn half_ops_with_no_scope_run_on_the_device_and_pinned_ones_on_the_cpu() {
+    let output = run_tf_with_plugin("tf_half_scope.py", &[], None);
+    let stdout = check(&output, "tf_half_scope.py");
+    let line = |key: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(key).map(str::trim))
+            .unwrap_or_else(|| panic!("no `{key}` in:\n{stdout}"))
+            .to_owned()
+    };
+    let count = |ops: &str, op: &str| -> u32 {
+        ops.split_whitespace()
+            .filter_map(|kv| kv.split_once('='))
+            .filter(|(k, _)| *k == op || (op == "*MatMul" && k.ends_with("MatMul")))
+            .map(|(_, v)| v.parse::<u32>().unwrap())
+            .sum()
+    };
+    let device = line("graph_device");
+    assert_eq!(count(&device, "MatMul"), 1, "device plane: {device}");
+    assert_eq!(count(&device, "Relu"), 1, "device plane: {device}");
+    let cpu = line("graph_cpu");
+    assert_eq!(count(&cpu, "*MatMul"), 1, "CPU plane: {cpu}");
+    assert_eq!(line("pinned_exact"), "True", "{stdout}");
+    let eager: Vec<&str> = stdout.lines().filter(|l| l.starts_with("eager ")).collect();
+    assert_eq!(eager.len(), 6, "{stdout}");
+    for row in eager {
+        let [_, name, device, diff, _cpu] = row.split_whitespace().collect::<Vec<_>>()[..] else {
+            panic!("bad row `{row}`");
+        };
+        assert_eq!(device, "device:FPGA:0", "{row}");
+        let ulp = if name.ends_with("bfloat16") {
+            2f64.powi(-8)
+        } else {
+            2f64.powi(-11)
+        };
+        let diff: f64 = diff.parse().expect("a number");
+        assert!(
+            diff <= ulp,
+            "{row}: more than an ulp from float32 rounded once"
+        );
+    }
 }
 
 /// A convnet's `predict` under `mixed_float16` and `mixed_bfloat16`, against

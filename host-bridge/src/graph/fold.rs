@@ -427,7 +427,14 @@ mod tests {
         let bn = g.node.iter().find(|n| n.name == "bn").unwrap();
         assert_eq!((bn.op.as_str(), bn.input[0].as_str()), ("BiasAdd", "conv"));
         assert_eq!(values(&g, &bn.input[1]), [-0.5, -5.0]);
-        let fusions = fuse_chains(&mut g, &HashSet::new(), "FPGA", Heads::ALL).unwrap();
+        let fusions = fuse_chains(
+            &mut g,
+            &HashSet::new(),
+            "FPGA",
+            Heads::ALL,
+            &[DataType::DtFloat],
+        )
+        .unwrap();
         assert_eq!(fusions.with_relu, 1);
         let fused = g.node.iter().find(|n| n.name == "relu").unwrap();
         assert_eq!(fused.op, "_FusedConv2D");

@@ -50,6 +50,19 @@ impl Fusions {
     pub fn any(self) -> bool {
         self.with_relu + self.bias_only > 0
     }
+
+    /// How many chains were fused.
+    pub fn count(self) -> usize {
+        self.with_relu + self.bias_only
+    }
+}
+
+impl std::ops::AddAssign for Fusions {
+    fn add_assign(&mut self, other: Self) {
+        self.with_relu += other.with_relu;
+        self.bias_only += other.bias_only;
+        self.conv2d += other.conv2d;
+    }
 }
 
 /// One matched chain (indices into `GraphDef.node`).
@@ -80,18 +93,19 @@ impl Chain {
 /// keeps its name, so a preserved root is still fused, as in TF's remapper.
 ///
 /// Errors only on graphs TF itself would reject (duplicate node names).
-/// Fuses the f32 chains of `heads` placed on devices of `device_type`
-/// (the plugin's, e.g. `FPGA`).
+/// Fuses the chains of `heads` of a type `T` in `types` placed on devices
+/// of `device_type` (the plugin's, e.g. `FPGA`).
 pub fn fuse_chains(
     graph: &mut GraphDef,
     preserve: &HashSet<String>,
     device_type: &str,
     heads: Heads,
+    types: &[DataType],
 ) -> Result<Fusions> {
     check_unique_names(&graph.node)?;
     let chains = {
         let uses = Uses::index(&graph.node);
-        find_chains(&graph.node, &uses, preserve, device_type, heads)
+        find_chains(&graph.node, &uses, preserve, device_type, heads, types)
     };
     let mut fusions = Fusions::default();
     let mut removed = vec![false; graph.node.len()];
@@ -134,13 +148,14 @@ fn find_chains(
     preserve: &HashSet<String>,
     device_type: &str,
     heads: Heads,
+    types: &[DataType],
 ) -> Vec<Chain> {
     let removable = |node: &NodeDef| !preserve.contains(&node.name);
     let mut chains = Vec::new();
     for (matmul, node) in nodes.iter().enumerate() {
         let conv = node.op == "Conv2D";
         let head = (heads.matmul && node.op == "MatMul") || (heads.conv2d && conv && is_nhwc(node));
-        if !head || !is_f32_on(node, device_type) || !removable(node) {
+        if !head || !is_typed_on(node, device_type, types) || !removable(node) {
             continue;
         }
         if data_inputs(node).count() != 2 {
@@ -180,11 +195,11 @@ fn follows(next: &NodeDef, matmul: &NodeDef) -> bool {
     next.device == matmul.device && next.attr.get("T") == matmul.attr.get("T")
 }
 
-fn is_f32_on(node: &NodeDef, device_type: &str) -> bool {
+fn is_typed_on(node: &NodeDef, device_type: &str, types: &[DataType]) -> bool {
     device::is_ours(&node.device, device_type)
         && matches!(
             node.attr.get("T").and_then(|t| t.value.as_ref()),
-            Some(attr_value::Value::Type(t)) if *t == DataType::DtFloat as i32
+            Some(attr_value::Value::Type(t)) if types.iter().any(|&d| *t == d as i32)
         )
 }
 
@@ -244,7 +259,7 @@ fn fused_node(nodes: &[NodeDef], chain: Chain) -> NodeDef {
 }
 
 /// `_FusedConv2D`'s attributes from the `Conv2D`'s, TF's defaults where it
-/// has none, and the ones `_FusedConv2D` adds (one f32 bias argument).
+/// has none, and the ones `_FusedConv2D` adds (one bias argument of `T`).
 fn conv_attrs(conv: &NodeDef) -> std::collections::HashMap<String, AttrValue> {
     use attr_value::Value;
     let ints = |i: Vec<i64>| {
@@ -267,8 +282,12 @@ fn conv_attrs(conv: &NodeDef) -> std::collections::HashMap<String, AttrValue> {
         let given = conv.attr.get(key).cloned();
         attr.insert(key.into(), given.unwrap_or_else(|| value(default)));
     }
+    let t = match conv.attr.get("T").and_then(|t| t.value.as_ref()) {
+        Some(Value::Type(t)) => *t,
+        _ => DataType::DtFloat as i32,
+    };
     let args = attr_value::ListValue {
-        r#type: vec![DataType::DtFloat as i32],
+        r#type: vec![t],
         ..Default::default()
     };
     attr.insert("TArgs".into(), value(Value::List(args)));

@@ -1,11 +1,13 @@
-//! bfloat16 and float16 ops of a graph that runs on our device, which TF
-//! placed on the CPU for want of a kernel of that type, run on our device
-//! in float32: each such node gets `Cast`s to float32 on its half-precision
-//! inputs and one back on its output, all on our device, and its `T`
-//! becomes float32. The result is the float32 op's rounded once to the
-//! half type, as TF's CPU kernels compute these types (in float32, then
-//! rounded). Keras' `mixed_bfloat16` and `mixed_float16` policies write
-//! such graphs. `docs/graph-optimizer.md`, "Half precision".
+//! bfloat16 and float16 ops that TF's placer put on our device (through
+//! the half-precision kernels, `kernels/ops/half.rs`) become float32 ops
+//! between casts: each such node gets `Cast`s to float32 on its half
+//! inputs and one back on its output, all on its device, and its `T`
+//! becomes float32, so the later passes see the float32 op. The result is
+//! the float32 op's rounded once to the half type, as the kernel computes
+//! it and as TF's CPU kernels compute these types. Half ops on the CPU are
+//! left there: a user's scope put them there, or our device lacks them.
+//! Keras' `mixed_bfloat16` and `mixed_float16` policies write such graphs.
+//! `docs/graph-optimizer.md`, "Half precision".
 
 use super::device::is_ours;
 use super::edges::Input;
@@ -18,11 +20,10 @@ const TO_F32: &str = "tensorplug_to_f32";
 const FROM_F32: &str = "tensorplug_from_f32";
 
 /// The ops the pass lowers and which of their inputs are of type `T` (the
-/// others are shapes or axes); output 0 is of type `T`. The fused forms
-/// are TF's remapper's on the CPU, which fuses before our pass runs when
-/// oneDNN has the CPU's bfloat16 support (AVX512_BF16); our device fuses one
-/// bias (`num_args` 1, which `runs_f32` checks), so their `T` inputs are
-/// the first three.
+/// others are shapes or axes); output 0 is of type `T`. The same ops as
+/// the half-precision kernels' (a test checks). The fused forms are the
+/// chains the pass fuses first; our device fuses one bias (`num_args` 1,
+/// which `runs_f32` checks), so their `T` inputs are the first three.
 const LOWERED: &[(&str, &[usize])] = &[
     ("Conv2D", &[0, 1]),
     ("_FusedConv2D", &[0, 1, 2]),
@@ -56,29 +57,48 @@ const LOWERED: &[(&str, &[usize])] = &[
     ("Mean", &[0]),
 ];
 
+/// The half types whose `Conv2D`/`MatMul → BiasAdd (→ Relu)` chains TF's
+/// remapper fuses on this machine's CPU, where they round once: with
+/// oneDNN on (`TF_ENABLE_ONEDNN_OPTS`, on by default on x86-64) and the
+/// CPU features of TF's `IsDataTypeSupportedByOneDNNOnThisCPU`
+/// (`tensorflow/core/util/util.cc`). The pass fuses the same chains on our
+/// device, so the device rounds where TF's CPU does.
+pub fn fused_by_tf_on_this_cpu() -> Vec<DataType> {
+    let onednn = std::env::var("TF_ENABLE_ONEDNN_OPTS")
+        .map(|v| !matches!(v.to_ascii_lowercase().as_str(), "0" | "false"))
+        .unwrap_or(true);
+    let mut types = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    if onednn {
+        let ne_convert = std::arch::is_x86_feature_detected!("avxneconvert");
+        if std::arch::is_x86_feature_detected!("avx512f") || ne_convert {
+            types.push(DataType::DtBfloat16);
+        }
+        let fp16 = std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512fp16");
+        if fp16 || ne_convert {
+            types.push(DataType::DtHalf);
+        }
+    }
+    let _ = onednn;
+    types
+}
+
 /// The half-precision types.
 fn is_half(t: i32) -> bool {
     t == DataType::DtBfloat16 as i32 || t == DataType::DtHalf as i32
 }
 
-/// Lowers the half-precision nodes on the CPU of a graph that has nodes on
-/// a `device_type` device; `runs_f32(node)` says whether our device runs
-/// `node` with `T` float32. Nodes named in `preserve` (fetched) are left
-/// alone. Returns how many nodes it lowered.
+/// Lowers the half-precision nodes on a `device_type` device;
+/// `runs_f32(node)` says whether our device runs `node` with `T` float32.
+/// Nodes named in `preserve` (fetched) are left alone: their kernels cast.
+/// Returns how many nodes it lowered.
 pub fn lower_half_precision(
     graph: &mut GraphDef,
     preserve: &HashSet<String>,
     device_type: &str,
     mut runs_f32: impl FnMut(&NodeDef) -> bool,
 ) -> usize {
-    let Some(device) = graph
-        .node
-        .iter()
-        .find(|n| is_ours(&n.device, device_type))
-        .map(|n| n.device.clone())
-    else {
-        return 0;
-    };
     let mut names: HashSet<String> = graph.node.iter().map(|n| n.name.clone()).collect();
     let mut added = Vec::new();
     // The float32 producer of each lowered node's output, by its name.
@@ -90,9 +110,10 @@ pub fn lower_half_precision(
         let Some(half) = type_attr(node, "T").filter(|&t| is_half(t)) else {
             continue;
         };
-        if is_ours(&node.device, device_type) || preserve.contains(&node.name) {
+        if !is_ours(&node.device, device_type) || preserve.contains(&node.name) {
             continue;
         }
+        let device = node.device.clone();
         let mut f32_node = node.clone();
         f32_node
             .attr
@@ -119,7 +140,6 @@ pub fn lower_half_precision(
             node.input[i] = name;
         }
         node.attr = f32_node.attr;
-        node.device = device.clone();
         let back = unique(&mut names, &node.name, FROM_F32);
         added.push(cast(
             &back,
@@ -181,13 +201,13 @@ mod tests {
     }
 
     #[test]
-    fn a_bfloat16_chain_on_the_cpu_runs_in_float32_on_our_device_between_casts() {
+    fn a_bfloat16_chain_on_our_device_runs_in_float32_between_casts() {
         let bf16 = DataType::DtBfloat16;
         let mut graph = GraphDef {
             node: vec![
                 node("x", "Cast", &[]),
-                typed(node("conv", "Conv2D", &["x", "w"]), CPU, bf16),
-                typed(node("relu", "Relu", &["conv", "^x"]), CPU, bf16),
+                typed(node("conv", "Conv2D", &["x", "w"]), FPGA, bf16),
+                typed(node("relu", "Relu", &["conv", "^x"]), FPGA, bf16),
                 typed(node("out", "Identity", &["relu:0"]), CPU, bf16),
             ],
             ..Default::default()
@@ -203,6 +223,7 @@ mod tests {
         );
         let to = find(&graph, "conv/tensorplug_to_f32_1");
         assert_eq!((to.op.as_str(), to.input[0].as_str()), ("Cast", "w"));
+        assert_eq!(to.device, FPGA);
         assert_eq!(type_attr(to, "SrcT"), Some(bf16 as i32));
         // The Relu reads the conv's cast back, then casts it up again; the
         // Identity (not lowered) reads the Relu's cast back; control edges stay.
@@ -221,12 +242,12 @@ mod tests {
         assert_eq!(type_attr(back, "DstT"), Some(bf16 as i32));
     }
 
-    /// TF's remapper's bfloat16 fusions on the CPU (AVX512_BF16 hosts): the
-    /// bias is cast too, and `_FusedConv2D`'s `TArgs` becomes float32.
+    /// The chains the pass fuses in the half type: the bias is cast too,
+    /// and `_FusedConv2D`'s `TArgs` becomes float32.
     #[test]
-    fn a_bfloat16_fused_conv_on_the_cpu_runs_in_float32_with_its_bias() {
+    fn a_bfloat16_fused_conv_on_our_device_runs_in_float32_with_its_bias() {
         let bf16 = DataType::DtBfloat16;
-        let mut conv = typed(node("conv", "_FusedConv2D", &["x", "w", "b"]), CPU, bf16);
+        let mut conv = typed(node("conv", "_FusedConv2D", &["x", "w", "b"]), FPGA, bf16);
         let targs = attr_value::ListValue {
             r#type: vec![bf16 as i32],
             ..Default::default()
@@ -243,7 +264,7 @@ mod tests {
                 conv,
                 typed(
                     node("dense", "_FusedMatMul", &["conv", "v", "c"]),
-                    CPU,
+                    FPGA,
                     bf16,
                 ),
             ],
@@ -252,7 +273,6 @@ mod tests {
         let n = lower_half_precision(&mut graph, &HashSet::new(), "FPGA", |_| true);
         assert_eq!(n, 2);
         let conv = find(&graph, "conv");
-        assert_eq!(conv.device, FPGA);
         assert_eq!(conv.input[2], "conv/tensorplug_to_f32_2");
         let Some(attr_value::Value::List(targs)) = conv.attr["TArgs"].value.as_ref() else {
             panic!("TArgs is a list");
@@ -273,16 +293,19 @@ mod tests {
         );
     }
 
+    /// A half op on the CPU is where a user's scope, or TF for want of our
+    /// kernel, put it: the pass leaves it there.
     #[test]
-    fn float32_fetched_unrunnable_and_device_less_graphs_are_left_alone() {
+    fn half_ops_on_the_cpu_fetched_unrunnable_and_float32_are_left_alone() {
         let bf16 = DataType::DtBfloat16;
         let graph = GraphDef {
             node: vec![
                 node("x", "Cast", &[]),
-                typed(node("f32", "Relu", &["x"]), CPU, DataType::DtFloat),
-                typed(node("fetched", "Relu", &["x"]), CPU, bf16),
-                typed(node("other", "Sin", &["x"]), CPU, bf16),
-                typed(node("refused", "Relu6", &["x"]), CPU, bf16),
+                typed(node("pinned", "MatMul", &["x", "x"]), CPU, bf16),
+                typed(node("f32", "Relu", &["x"]), FPGA, DataType::DtFloat),
+                typed(node("fetched", "Relu", &["x"]), FPGA, bf16),
+                typed(node("other", "Sin", &["x"]), FPGA, bf16),
+                typed(node("refused", "Relu6", &["x"]), FPGA, bf16),
             ],
             ..Default::default()
         };
@@ -290,12 +313,12 @@ mod tests {
         let mut g = graph.clone();
         let n = lower_half_precision(&mut g, &preserve, "FPGA", |n| n.op != "Relu6");
         assert_eq!((n, g.node.len()), (0, graph.node.len()));
-        let mut cpu_only = graph.clone();
-        cpu_only.node[0].device = CPU.into();
-        cpu_only.node[2].name = "free".into();
-        assert_eq!(
-            lower_half_precision(&mut cpu_only, &HashSet::new(), "FPGA", |_| true),
-            0
-        );
+        assert_eq!(g, graph);
+    }
+
+    #[test]
+    fn the_pass_lowers_the_ops_the_half_kernels_are_registered_for() {
+        let lowered: Vec<&str> = LOWERED.iter().map(|(op, _)| *op).collect();
+        assert_eq!(lowered, crate::kernels::ops::half::OPS);
     }
 }

@@ -116,6 +116,13 @@ impl Pass for HalfPrecision {
         if !cx.settings.half || !half_casts(cx) {
             return Ok(0);
         }
+        // Chains TF's CPU would fuse in the half type round once there;
+        // fused here, they round once on our device too.
+        let half = super::half::fused_by_tf_on_this_cpu();
+        let heads = heads(cx);
+        let fusions =
+            super::fuse::fuse_chains(&mut cx.graph, cx.preserve, cx.device, heads, &half)?;
+        cx.fusions += fusions;
         let Context {
             graph,
             preserve,
@@ -123,12 +130,10 @@ impl Pass for HalfPrecision {
             registry,
             ..
         } = cx;
-        Ok(super::half::lower_half_precision(
-            graph,
-            preserve,
-            device,
-            |node| Context::runs(&mut **registry, device, node),
-        ))
+        let lowered = super::half::lower_half_precision(graph, preserve, device, |node| {
+            Context::runs(&mut **registry, device, node)
+        });
+        Ok(fusions.count() + lowered)
     }
 }
 
@@ -201,15 +206,20 @@ impl Pass for FuseChains {
         "MatMul/Conv2D → BiasAdd (→ Relu) chains fused"
     }
     fn run(&self, cx: &mut Context<'_>) -> Result<usize> {
-        let heads = Heads {
-            matmul: cx.settings.fusion
-                && fused_kernel(cx, FUSED_OP, "MatMul", "MatMul/BiasAdd/Relu"),
-            conv2d: cx.settings.fusion
-                && fused_kernel(cx, FUSED_CONV_OP, "Conv2D", "Conv2D/BiasAdd/Relu(6)"),
-        };
-        let fusions = super::fuse::fuse_chains(&mut cx.graph, cx.preserve, cx.device, heads)?;
-        cx.fusions = fusions;
-        Ok(fusions.with_relu + fusions.bias_only)
+        let f32 = [DataType::DtFloat];
+        let heads = heads(cx);
+        let fusions = super::fuse::fuse_chains(&mut cx.graph, cx.preserve, cx.device, heads, &f32)?;
+        cx.fusions += fusions;
+        Ok(fusions.count())
+    }
+}
+
+/// The chain heads whose fused kernels our device has, if fusion is on.
+fn heads(cx: &mut Context<'_>) -> Heads {
+    Heads {
+        matmul: cx.settings.fusion && fused_kernel(cx, FUSED_OP, "MatMul", "MatMul/BiasAdd/Relu"),
+        conv2d: cx.settings.fusion
+            && fused_kernel(cx, FUSED_CONV_OP, "Conv2D", "Conv2D/BiasAdd/Relu(6)"),
     }
 }
 

@@ -40,7 +40,7 @@ fn fixture(name: &str) -> GraphDef {
 
 fn fuse(graph: &mut GraphDef, preserve: &[&str]) -> Fusions {
     let preserve: HashSet<String> = preserve.iter().map(|s| (*s).to_owned()).collect();
-    fuse_chains(graph, &preserve, "FPGA", Heads::ALL).expect("valid graph")
+    fuse_chains(graph, &preserve, "FPGA", Heads::ALL, &[DataType::DtFloat]).expect("valid graph")
 }
 
 fn node<'a>(graph: &'a GraphDef, name: &str) -> &'a NodeDef {
@@ -379,7 +379,14 @@ fn duplicate_node_names_are_an_error() {
     let mut graph = fixture("dense_relu");
     let copy = graph.node[0].clone();
     graph.node.push(copy);
-    let error = fuse_chains(&mut graph, &HashSet::new(), "FPGA", Heads::ALL).unwrap_err();
+    let error = fuse_chains(
+        &mut graph,
+        &HashSet::new(),
+        "FPGA",
+        Heads::ALL,
+        &[DataType::DtFloat],
+    )
+    .unwrap_err();
     assert!(matches!(error, Error::InvalidArgument(_)));
     assert!(
         error.to_string().contains("two nodes are named `x`"),

@@ -173,10 +173,12 @@ fn kernel_at(index: usize) -> Option<&'static dyn TfKernel> {
 
 /// Registers every kernel the capabilities allow; returns how many succeeded.
 pub fn register_all(caps: &Capabilities) -> usize {
+    // The half-precision registrations cast on the device (`ops/half.rs`).
+    let casts = all_kernels().any(|def| def.op() == c"Cast" && def.runs_on(caps));
     all_kernels()
         .enumerate()
         .filter(|(_, def)| def.runs_on(caps))
-        .filter(|&(index, def)| match register(index, def) {
+        .filter(|&(index, def)| match register(index, def, casts) {
             Ok(()) => true,
             Err(failure) => {
                 log::error(format_args!(
@@ -191,7 +193,7 @@ pub fn register_all(caps: &Capabilities) -> usize {
         .count()
 }
 
-fn register(index: usize, def: &'static dyn TfKernel) -> KernelResult<()> {
+fn register(index: usize, def: &'static dyn TfKernel, casts: bool) -> KernelResult<()> {
     let Some(&create) = CREATE.get(index) else {
         return Err(Failure::invalid(format!(
             "the plugin has more than {MAX_KERNELS} kernels (tensorplug's and its own); raise \
@@ -210,7 +212,14 @@ fn register(index: usize, def: &'static dyn TfKernel) -> KernelResult<()> {
     } else {
         &[]
     };
-    for (i, &dtype) in f32_first.iter().chain(def.more_types()).enumerate() {
+    let half = match def.op().to_str() {
+        Ok(op) if casts && def.registers_f32() && ops::half::OPS.contains(&op) => {
+            &ops::half::TYPES[..]
+        }
+        _ => &[],
+    };
+    let types = f32_first.iter().chain(def.more_types()).chain(half);
+    for (i, &dtype) in types.enumerate() {
         let constraints: Vec<(&CStr, TF_DataType)> = def
             .type_attr()
             .map(|attr| (attr, dtype))

@@ -3,6 +3,7 @@
 
 use super::failure::{Failure, KernelResult};
 use crate::ffi::tf_api::{self, KernelApi, OwnedStatus, TfApi};
+use std::cell::RefCell;
 use std::ffi::{CStr, c_char, c_int, c_void};
 use tensorplug_abi::tf::{
     TF_ALLOCATOR_ATTRIBUTES_STRUCT_SIZE, TF_AllocatorAttributes, TF_Code, TF_DataType, TF_OK,
@@ -65,6 +66,8 @@ unsafe fn view_str<'a>(view: TF_StringView) -> &'a str {
 pub struct Tensor {
     api: &'static KernelApi,
     raw: *mut TF_Tensor,
+    /// False for a view of a tensor the [`Context`] holds (half precision).
+    owned: bool,
 }
 
 impl Tensor {
@@ -106,10 +109,31 @@ impl Tensor {
     }
 }
 
+impl Tensor {
+    fn owned(api: &'static KernelApi, raw: *mut TF_Tensor) -> Self {
+        Self {
+            api,
+            raw,
+            owned: true,
+        }
+    }
+
+    /// A view that the owner outlives.
+    fn view(&self) -> Self {
+        Self {
+            api: self.api,
+            raw: self.raw,
+            owned: false,
+        }
+    }
+}
+
 impl Drop for Tensor {
     fn drop(&mut self) {
-        // SAFETY: TF gave us ownership of `raw`; deleted once.
-        unsafe { (self.api.delete_tensor)(self.raw) }
+        if self.owned {
+            // SAFETY: TF gave us ownership of `raw`; deleted once.
+            unsafe { (self.api.delete_tensor)(self.raw) }
+        }
     }
 }
 
@@ -127,6 +151,20 @@ pub struct Context {
     api: &'static KernelApi,
     raw: *mut TF_OpKernelContext,
     status: Status,
+    half: RefCell<Half>,
+}
+
+/// A half-precision compute call (`ops/half.rs`): the float32 temporaries
+/// the kernel sees instead of its half inputs and outputs.
+#[derive(Default)]
+pub struct Half {
+    /// The half type, when the call is one.
+    pub dtype: Option<TF_DataType>,
+    /// Input index and its float32 copy.
+    pub inputs: Vec<(usize, Tensor)>,
+    /// The half output TF allocated, the float32 one the kernel wrote, and
+    /// their shape.
+    pub outputs: Vec<(Tensor, Tensor, Shape)>,
 }
 
 impl Context {
@@ -139,6 +177,7 @@ impl Context {
             api: tf_api::kernel_api()?,
             raw,
             status: Status::new()?,
+            half: RefCell::default(),
         })
     }
 
@@ -170,6 +209,9 @@ impl Context {
 
     /// `TF_GetInput(index)`, checked to be f32 unless `any_dtype`.
     pub fn input(&self, index: usize, any_dtype: bool) -> KernelResult<Tensor> {
+        if let Some((_, f32_copy)) = self.half.borrow().inputs.iter().find(|(i, _)| *i == index) {
+            return Ok(f32_copy.view());
+        }
         let mut raw = std::ptr::null_mut();
         let what = || format!("input {index}");
         let index_c = c_int::try_from(index).map_err(|_| Failure::invalid(what()))?;
@@ -179,7 +221,7 @@ impl Context {
         if raw.is_null() {
             return Err(Failure::invalid(format!("{} is missing", what())));
         }
-        let tensor = Tensor { api: self.api, raw };
+        let tensor = Tensor::owned(self.api, raw);
         if !any_dtype && tensor.dtype() != TF_DataType::TF_FLOAT {
             return Err(Failure::unimplemented(format!(
                 "{} is {:?}; the device computes float32 only",
@@ -197,6 +239,22 @@ impl Context {
 
     /// Output `index` of `shape`, reusing one of `candidates` when TF can.
     pub fn output_at(
+        &self,
+        index: c_int,
+        shape: &Shape,
+        candidates: &[c_int],
+    ) -> KernelResult<Tensor> {
+        if self.half.borrow().dtype.is_some() {
+            let half = self.allocate_output(index, shape, &[])?;
+            let f32_out = self.temp(shape)?;
+            let view = f32_out.view();
+            self.half.borrow_mut().outputs.push((half, f32_out, *shape));
+            return Ok(view);
+        }
+        self.allocate_output(index, shape, candidates)
+    }
+
+    fn allocate_output(
         &self,
         index: c_int,
         shape: &Shape,
@@ -221,7 +279,7 @@ impl Context {
         if raw.is_null() {
             return Err(Failure::invalid("TF allocated no output"));
         }
-        Ok(Tensor { api: self.api, raw })
+        Ok(Tensor::owned(self.api, raw))
     }
 
     /// A device temporary of `shape` (f32), valid during this call.
@@ -246,7 +304,7 @@ impl Context {
         if raw.is_null() {
             return Err(Failure::invalid("TF allocated no temporary"));
         }
-        Ok(Tensor { api: self.api, raw })
+        Ok(Tensor::owned(self.api, raw))
     }
 
     /// `TF_OpKernelContext_Failure` with `code` and `message`.
@@ -254,6 +312,11 @@ impl Context {
         let status = self.status.set(code, message);
         // SAFETY: live context and status (TF copies it).
         unsafe { (self.api.context_failure)(self.raw, status) };
+    }
+
+    /// The half-precision state of this call (`ops/half.rs`).
+    pub fn half(&self) -> std::cell::RefMut<'_, Half> {
+        self.half.borrow_mut()
     }
 }
 

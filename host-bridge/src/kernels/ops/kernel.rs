@@ -228,7 +228,9 @@ impl Kernel {
 pub fn compute(kernel: &Kernel, ctx: &Context) -> KernelResult<()> {
     let stream = ctx.stream()?;
     let mut run = Launcher::new(stream, kernel.op_type(), ctx.node_name());
+    super::half::widen_inputs(kernel.op_type(), ctx, &mut run)?;
     kernel.def.compute(kernel.attrs.as_ref(), ctx, &mut run)?;
+    super::half::narrow_outputs(ctx, &mut run)?;
     run.finish().map(drop)
 }
 

@@ -21,6 +21,7 @@ pub(crate) mod fused_matmul;
 #[cfg(feature = "internals")]
 pub mod fuzzing;
 mod gather;
+pub(crate) mod half;
 pub mod int8;
 mod int_add;
 pub(crate) mod kernel;

@@ -1,0 +1,115 @@
+//! bfloat16 and float16 kernels over the float32 ones: registered for the
+//! half types too, they cast each half input to float32 on the device, run
+//! the float32 kernel, and round each output once to the half type, as
+//! TF's CPU kernels compute these types. Registering them lets TF's placer
+//! put unscoped half ops on our device and leave the ones a user pinned to
+//! the CPU there (`docs/graph-optimizer.md`, "Half precision").
+
+use super::super::failure::KernelResult;
+use super::super::launch::Launcher;
+use super::super::tf::Context;
+use super::cast::device_type;
+use super::kernel::is_empty;
+use tensorplug_abi::tf::TF_DataType;
+use tensorplug_core::accelerator::{DType, OpKind};
+
+/// The TF ops whose float32 kernels are also registered for bfloat16 and
+/// float16: the graph pass's list (`graph/half.rs`), which lowers them in
+/// graphs so that the later passes see float32. The fused forms are the
+/// pass's own half-precision fusions, for when it leaves them to a kernel.
+pub const OPS: &[&str] = &[
+    "Conv2D",
+    "_FusedConv2D",
+    "_FusedMatMul",
+    "DepthwiseConv2dNative",
+    "Conv2DBackpropInput",
+    "Conv2DBackpropFilter",
+    "MatMul",
+    "BatchMatMulV2",
+    "BiasAdd",
+    "BiasAddGrad",
+    "Relu",
+    "Relu6",
+    "ReluGrad",
+    "Sigmoid",
+    "Tanh",
+    "Softmax",
+    "MaxPool",
+    "AvgPool",
+    "MaxPoolGrad",
+    "AvgPoolGrad",
+    "AddV2",
+    "Sub",
+    "Mul",
+    "RealDiv",
+    "Maximum",
+    "Minimum",
+    "Neg",
+    "Square",
+    "Sum",
+    "Mean",
+];
+
+/// The half types, as the registrations name them.
+pub const TYPES: [TF_DataType; 2] = [TF_DataType::TF_BFLOAT16, TF_DataType::TF_HALF];
+
+fn is_half(t: TF_DataType) -> bool {
+    TYPES.contains(&t)
+}
+
+/// Before a compute call of `op`: when its inputs are of a half type, each
+/// is cast to a float32 temporary that the kernel reads instead, and the
+/// kernel's outputs become float32 temporaries too ([`narrow_outputs`]).
+pub fn widen_inputs(op: &str, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
+    if !OPS.contains(&op) {
+        return Ok(());
+    }
+    for index in 0..ctx.num_inputs() {
+        let x = ctx.input(index, true)?;
+        if !is_half(x.dtype()) {
+            continue;
+        }
+        let from = device_type(x.dtype()).unwrap_or(DType::BF16);
+        let shape = x.shape()?;
+        let wide = ctx.temp(&shape)?;
+        if !is_empty(&shape) {
+            let to = OpKind::Cast {
+                from,
+                to: DType::F32,
+            };
+            run.launch(
+                to,
+                &[run.typed_desc(&x, shape, from)?],
+                run.desc(&wide, shape)?,
+            )?;
+        }
+        let mut half = ctx.half();
+        half.dtype = Some(x.dtype());
+        half.inputs.push((index, wide));
+    }
+    Ok(())
+}
+
+/// After the compute call: each float32 output rounded into the half one.
+/// The temporaries stay with `ctx` until the call ends, after the launches
+/// that read them are enqueued.
+pub fn narrow_outputs(ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
+    let half = ctx.half();
+    for (out, wide, shape) in &half.outputs {
+        let Some(to) = device_type(out.dtype()) else {
+            continue;
+        };
+        if !is_empty(shape) {
+            let cast = OpKind::Cast {
+                from: DType::F32,
+                to,
+            };
+            run.launch(
+                cast,
+                &[run.desc(wide, *shape)?],
+                run.typed_desc(out, *shape, to)?,
+            )?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,99 @@
+"""Half-precision ops and device scopes. In a `tf.function` that uses the
+FPGA, a bfloat16 `MatMul` with no scope runs on the device and one under
+`tf.device("/CPU:0")` stays on the CPU, read from the profile's planes
+(`docs/graph-optimizer.md`, "Half precision"). In eager mode, bfloat16 and
+float16 ops with no scope run on the device (their half kernels cast
+around the float32 ones) and equal the float32 op rounded once, to one of
+the type's ulps (TF's CPU kernels may round more often: TF 2.15's float16
+`MatMul` and bfloat16 `Mean` do).
+
+Prints:
+  graph_device <op>=<n>…   (the FPGA's plane, one call)
+  graph_cpu <op>=<n>…      (MatMuls on TF's CPU executor, oneDNN's too)
+  pinned_exact <bool>      (the pinned MatMul equals the CPU's bit for bit)
+  eager <name> <device> <device's and CPU's max relative diff from the
+        float32 op rounded once>
+  done
+"""
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tf_profiler_scenarios import profile, profiled_ops  # noqa: E402
+
+rng = np.random.default_rng(5)
+x = tf.cast(rng.standard_normal((8, 16)).astype("float32"), tf.bfloat16)
+w = tf.cast(rng.standard_normal((16, 16)).astype("float32"), tf.bfloat16)
+
+
+@tf.function
+def mixed(x, w):
+    y = tf.nn.relu(tf.matmul(x, w))
+    with tf.device("/CPU:0"):
+        z = tf.matmul(y, w)
+    return y, z
+
+
+y, z = mixed(x, w)
+device, _ = profiled_ops(lambda: mixed(x, w))
+
+
+def cpu_matmuls():
+    """The MatMul events of TF's CPU executor, oneDNN's `_MklMatMul` too
+    (which `profiled_ops` skips: it is no registered op)."""
+    _, space = profile(lambda: mixed(x, w))
+    out = {}
+    for plane in (p for p in space.planes if p.name == "/host:CPU"):
+        for line in plane.lines:
+            for event in line.events:
+                kind = plane.event_metadata[event.metadata_id].name.rsplit(":", 1)[-1]
+                if kind.endswith("MatMul"):
+                    out[kind] = out.get(kind, 0) + 1
+    return out
+
+
+cpu = cpu_matmuls()
+with tf.device("/CPU:0"):
+    want_z = tf.matmul(y, w)
+
+
+def counts(ops):
+    return " ".join(f"{k}={v}" for k, v in sorted(ops.items()))
+
+
+print("graph_device", counts(device))
+print("graph_cpu", counts(cpu))
+print("pinned_exact", bool(np.array_equal(z.numpy(), want_z.numpy())))
+
+
+def relative(got, want):
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    return float((np.abs(got - want) / np.maximum(np.abs(want), 1e-2)).max())
+
+
+images = rng.standard_normal((2, 9, 9, 3)).astype("float32")
+kernel = rng.standard_normal((3, 3, 3, 4)).astype("float32")
+for dtype in (tf.bfloat16, tf.float16):
+    cases = {
+        "matmul": (tf.matmul, (x, w)),
+        "conv2d": (
+            lambda a, b: tf.nn.conv2d(a, b, 1, "SAME"),
+            (tf.constant(images), tf.constant(kernel)),
+        ),
+        "mean": (lambda a: tf.reduce_mean(a, axis=1), (x,)),
+    }
+    for name, (fn, args) in cases.items():
+        args = [tf.cast(a, dtype) for a in args]
+        with tf.device("/CPU:0"):
+            args = [tf.identity(a) for a in args]
+            # The float32 op on the half inputs, rounded once.
+            want = tf.cast(fn(*[tf.cast(a, tf.float32) for a in args]), dtype)
+            cpu = fn(*args)
+        got = fn(*args)
+        print("eager", f"{name}_{dtype.name}", got.device.rsplit("/", 1)[-1],
+              relative(got.numpy(), want.numpy()), relative(cpu.numpy(), want.numpy()))
+print("done")
