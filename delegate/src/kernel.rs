@@ -106,7 +106,10 @@ impl Kernel {
                 DeviceOp::Relu { x, out } => tensors.extend([x, out]),
                 DeviceOp::FullyConnectedInt8 { x, w, out, .. } => tensors.extend([x, w, out]),
                 DeviceOp::AddInt8 { a, b, out, .. } => tensors.extend([a, b, out]),
-                DeviceOp::ConvInt8 { x, out, .. } | DeviceOp::PoolInt8 { x, out, .. } => {
+                DeviceOp::ConvInt8 { x, out, .. }
+                | DeviceOp::PoolInt8 { x, out, .. }
+                | DeviceOp::Requantize { x, out, .. }
+                | DeviceOp::Reshape { x, out, .. } => {
                     tensors.extend([x, out]);
                 }
             }
@@ -158,7 +161,8 @@ impl Kernel {
             if let DeviceOp::FullyConnectedInt8 { block, .. }
             | DeviceOp::AddInt8 { block, .. }
             | DeviceOp::ConvInt8 { block, .. }
-            | DeviceOp::PoolInt8 { block, .. } = op
+            | DeviceOp::PoolInt8 { block, .. }
+            | DeviceOp::Requantize { block, .. } = op
             {
                 let bytes: Vec<u8> = block.iter().flat_map(|w| w.to_le_bytes()).collect();
                 let addr = alloc(&mut **dev, bytes.len())?;
@@ -400,6 +404,21 @@ impl Kernel {
                 &[self.full_desc(x)?],
                 self.full_desc(out)?,
             ),
+            DeviceOp::Requantize { x, out, kind, .. } => {
+                let (from, to) = match kind {
+                    OpKind::Quantize => (DType::F32, DType::I8),
+                    _ => (DType::I8, DType::F32),
+                };
+                let inputs = [self.full_typed_desc(x, from)?, self.block_desc(node)?];
+                run(kind, &inputs, self.full_typed_desc(out, to)?)
+            }
+            DeviceOp::Reshape { x, out, bytes } => {
+                let (src, dst) = (self.buffer(x)?.addr, self.buffer(out)?.addr);
+                dev.copy_on_device_tagged(QUEUE, dst, src, bytes, op_id)
+                    .map_err(|e| {
+                        format!("node {node}: the device refused a {bytes}-byte copy: {e}")
+                    })
+            }
         }
     }
 }

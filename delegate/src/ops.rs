@@ -8,8 +8,9 @@ use tensorplug_abi::tflite::{
     TfLiteAddParams, TfLiteConvParams, TfLiteDepthwiseConvParams, TfLiteFullyConnectedParams,
     TfLiteFusedActivation, TfLitePadding, TfLitePoolParams, TfLiteType, builtin_name,
     kTfLiteBuiltinAdd, kTfLiteBuiltinAveragePool2d, kTfLiteBuiltinConv2d,
-    kTfLiteBuiltinDepthwiseConv2d, kTfLiteBuiltinFullyConnected, kTfLiteBuiltinMaxPool2d,
-    kTfLiteBuiltinRelu, kTfLiteOptionalTensor,
+    kTfLiteBuiltinDepthwiseConv2d, kTfLiteBuiltinDequantize, kTfLiteBuiltinFullyConnected,
+    kTfLiteBuiltinMaxPool2d, kTfLiteBuiltinQuantize, kTfLiteBuiltinRelu, kTfLiteBuiltinReshape,
+    kTfLiteOptionalTensor,
 };
 use tensorplug_core::accelerator::{
     Activation, Binary, Capabilities, DType, OpKind, Shape, Unary, Window, broadcast_shapes,
@@ -22,7 +23,9 @@ use tensorplug_core::reference::int8::{AddQuant, activation_range};
 pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none or RELU), ADD (activation \
                           none or RELU), RELU; int8 FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D, \
                           MAX_POOL_2D, AVERAGE_POOL_2D and ADD of one shape \
-                          (activation none, RELU or RELU6)";
+                          (activation none, RELU or RELU6); QUANTIZE (float32 to int8) and \
+                          DEQUANTIZE (int8 to float32), per tensor; RESHAPE of float32 or \
+                          int8 to a constant shape";
 
 /// How TFLite's reference int8 convolutions requantize: twice (TF 2.21,
 /// `docs/device-numerics.md`; the test measures every runtime it runs).
@@ -98,6 +101,16 @@ pub enum DeviceOp {
         out: i32,
         block: Vec<i32>,
     },
+    /// `Quantize` (float32 to int8) or `Dequantize` (int8 to float32), with
+    /// its block (the zero point and the scale).
+    Requantize {
+        x: i32,
+        out: i32,
+        kind: OpKind,
+        block: Vec<i32>,
+    },
+    /// `RESHAPE`: the bytes copied on the device as they are.
+    Reshape { x: i32, out: i32, bytes: usize },
 }
 
 /// The schema name of a node's op (`BUILTIN_<code>` when the table lacks it).
@@ -119,6 +132,8 @@ pub fn decide(
         kTfLiteBuiltinAdd => add(node, &tensor, caps),
         kTfLiteBuiltinConv2d | kTfLiteBuiltinDepthwiseConv2d => conv_int8(node, &tensor, caps),
         kTfLiteBuiltinMaxPool2d | kTfLiteBuiltinAveragePool2d => pool_int8(node, &tensor, caps),
+        kTfLiteBuiltinQuantize | kTfLiteBuiltinDequantize => requantize(node, &tensor, caps),
+        kTfLiteBuiltinReshape => reshape(node, &tensor),
         kTfLiteBuiltinRelu => {
             let (x, out) = one_in_one_out(node)?;
             let (xt, ot) = (tensor(x)?, tensor(out)?);
@@ -734,6 +749,105 @@ fn pool_int8(
     })
 }
 
+/// QUANTIZE from float32 and DEQUANTIZE to float32, one scale and zero
+/// point per tensor: TFLite's reference `AffineQuantize` (`round(x /
+/// scale)`, half away from zero, plus the zero point, clamped) and
+/// `Dequantize` (`scale · (q − zero point)` in double, rounded once), as
+/// the device's `Quantize` and `Dequantize` compute them.
+fn requantize(
+    node: &NodeView,
+    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
+    caps: &Capabilities,
+) -> Result<DeviceOp, String> {
+    let (x, out) = one_in_one_out(node)?;
+    let (xt, ot) = (tensor(x)?, tensor(out)?);
+    let quantize = node.builtin_code == kTfLiteBuiltinQuantize;
+    let (from, to, q) = if quantize {
+        (TfLiteType::kTfLiteFloat32, TfLiteType::kTfLiteInt8, &ot)
+    } else {
+        (TfLiteType::kTfLiteInt8, TfLiteType::kTfLiteFloat32, &xt)
+    };
+    if (xt.dtype, ot.dtype) != (from, to) {
+        return Err(format!(
+            "{:?} to {:?}: the device converts float32 to int8 and back",
+            xt.dtype, ot.dtype
+        ));
+    }
+    if xt.dims != ot.dims {
+        return Err(format!("output {:?} for input {:?}", ot.dims, xt.dims));
+    }
+    if q.quant_channels != 1 {
+        return Err(format!(
+            "tensor {} has {} scales: the delegate converts per tensor",
+            q.index, q.quant_channels
+        ));
+    }
+    if !(q.scale.is_finite() && q.scale > 0.0) {
+        return Err(format!("tensor {} has scale {}", q.index, q.scale));
+    }
+    shape(&xt)?;
+    let kind = if quantize {
+        OpKind::Quantize
+    } else {
+        OpKind::Dequantize
+    };
+    need_typed(caps, kind, DType::I8)?;
+    let header = QuantHeader {
+        zero_points: [if quantize { 0 } else { q.zero_point }, 0],
+        output_zero_point: if quantize { q.zero_point } else { 0 },
+        min: -128,
+        max: 127,
+        // Neither op requantizes: the field is unread.
+        rounding: Rounding::Double,
+        channels: 1,
+    };
+    let mut block = header.words().to_vec();
+    block.push(q.scale.to_bits() as i32);
+    Ok(DeviceOp::Requantize {
+        x,
+        out,
+        kind,
+        block,
+    })
+}
+
+/// RESHAPE of float32 or int8 to a constant shape (the second input, or
+/// none): the same bytes, as TFLite copies them.
+fn reshape(
+    node: &NodeView,
+    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
+) -> Result<DeviceOp, String> {
+    let (&x, &out) = match (node.inputs.as_slice(), node.outputs.as_slice()) {
+        ([x] | [x, _], [out]) => (x, out),
+        _ => return Err("expected 1 or 2 inputs and 1 output".into()),
+    };
+    if let Some(&new_shape) = node.inputs.get(1)
+        && new_shape != kTfLiteOptionalTensor
+        && !tensor(new_shape)?.constant
+    {
+        return Err("the new shape is computed at run time".into());
+    }
+    let (xt, ot) = (tensor(x)?, tensor(out)?);
+    if !matches!(
+        xt.dtype,
+        TfLiteType::kTfLiteFloat32 | TfLiteType::kTfLiteInt8
+    ) || xt.dtype != ot.dtype
+    {
+        return Err(format!(
+            "{:?} to {:?}: the delegate reshapes float32 or int8",
+            xt.dtype, ot.dtype
+        ));
+    }
+    if xt.bytes != ot.bytes || xt.bytes == 0 {
+        return Err(format!("{} bytes to {} bytes", xt.bytes, ot.bytes));
+    }
+    Ok(DeviceOp::Reshape {
+        x,
+        out,
+        bytes: xt.bytes,
+    })
+}
+
 /// int8 ADD: one shape, per-tensor scales.
 fn add_int8(
     at: &TensorView,
@@ -841,5 +955,124 @@ fn need_typed(caps: &Capabilities, kind: OpKind, dtype: DType) -> Result<(), Str
             other => format!("{other:?}"),
         };
         Err(format!("the device does not declare {kind:?} in {name}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tensorplug_core::accelerator::OpSet;
+
+    fn view(index: i32, dtype: TfLiteType, dims: &[usize], channels: usize) -> TensorView {
+        let size = match dtype {
+            TfLiteType::kTfLiteInt8 => 1,
+            _ => 4,
+        };
+        TensorView {
+            index,
+            name: format!("t{index}"),
+            dtype,
+            dims: dims.to_vec(),
+            bytes: dims.iter().product::<usize>() * size,
+            constant: false,
+            data: core::ptr::null_mut(),
+            scale: 0.5,
+            zero_point: -3,
+            quant_channels: channels,
+            channels: Ok(Vec::new()),
+            quant_axis: 0,
+        }
+    }
+
+    fn node(code: i32, inputs: &[i32]) -> NodeView {
+        NodeView {
+            builtin_code: code,
+            version: 1,
+            inputs: inputs.to_vec(),
+            outputs: vec![9],
+            builtin_data: core::ptr::null(),
+        }
+    }
+
+    fn caps() -> Capabilities {
+        Capabilities::f32(OpSet::of(&[OpKind::Quantize, OpKind::Dequantize]), false)
+            .with_dtype(DType::I8)
+    }
+
+    #[test]
+    fn quantize_carries_the_output_zero_point_and_scale_and_dequantize_the_input_s() {
+        let tensors = |x: TfLiteType, out: TfLiteType| {
+            move |i: i32| Ok(view(i, if i == 9 { out } else { x }, &[2, 3], 1))
+        };
+        let (f32_, i8_) = (TfLiteType::kTfLiteFloat32, TfLiteType::kTfLiteInt8);
+        let q = requantize(
+            &node(kTfLiteBuiltinQuantize, &[1]),
+            &tensors(f32_, i8_),
+            &caps(),
+        );
+        let Ok(DeviceOp::Requantize { kind, block, .. }) = q else {
+            panic!("{q:?}");
+        };
+        assert_eq!(kind, OpKind::Quantize);
+        let (header, scales) = tensorplug_core::quant::block::parse_scales(&block, 3).unwrap();
+        assert_eq!((header.output_zero_point, header.zero_points[0]), (-3, 0));
+        assert_eq!(scales, [0.5f32.to_bits() as i32]);
+        let d = requantize(
+            &node(kTfLiteBuiltinDequantize, &[1]),
+            &tensors(i8_, f32_),
+            &caps(),
+        );
+        let Ok(DeviceOp::Requantize { kind, block, .. }) = d else {
+            panic!("{d:?}");
+        };
+        assert_eq!(kind, OpKind::Dequantize);
+        assert_eq!(block[0], -3);
+        // int8 to int8 (a requantization) and a device without the op stay on the CPU.
+        let e = requantize(
+            &node(kTfLiteBuiltinQuantize, &[1]),
+            &tensors(i8_, i8_),
+            &caps(),
+        );
+        assert!(e.unwrap_err().contains("float32 to int8 and back"));
+        let none = Capabilities::f32(OpSet::EMPTY, false).with_dtype(DType::I8);
+        let e = requantize(
+            &node(kTfLiteBuiltinQuantize, &[1]),
+            &tensors(f32_, i8_),
+            &none,
+        );
+        assert!(e.unwrap_err().contains("does not declare Quantize"));
+    }
+
+    #[test]
+    fn per_channel_conversions_and_run_time_shapes_stay_on_the_cpu() {
+        let per_channel = |i: i32| {
+            let dtype = if i == 9 {
+                TfLiteType::kTfLiteFloat32
+            } else {
+                TfLiteType::kTfLiteInt8
+            };
+            Ok(view(i, dtype, &[2, 3], 3))
+        };
+        let e = requantize(&node(kTfLiteBuiltinDequantize, &[1]), &per_channel, &caps());
+        assert!(e.unwrap_err().contains("3 scales"));
+        let f32_view = |i: i32| Ok(view(i, TfLiteType::kTfLiteFloat32, &[6], 0));
+        let r = reshape(&node(kTfLiteBuiltinReshape, &[1, 2]), &f32_view);
+        assert!(r.unwrap_err().contains("computed at run time"));
+        let constant_shape = |i: i32| {
+            let mut t = view(i, TfLiteType::kTfLiteFloat32, &[6], 0);
+            t.constant = i == 2;
+            Ok(t)
+        };
+        let r = reshape(&node(kTfLiteBuiltinReshape, &[1, 2]), &constant_shape);
+        assert_eq!(
+            r,
+            Ok(DeviceOp::Reshape {
+                x: 1,
+                out: 9,
+                bytes: 24
+            })
+        );
+        let ints = |i: i32| Ok(view(i, TfLiteType::kTfLiteInt32, &[6], 0));
+        assert!(reshape(&node(kTfLiteBuiltinReshape, &[1]), &ints).is_err());
     }
 }

@@ -85,7 +85,8 @@ def int8_models():
     FULLY_CONNECTED per-channel weight scales, TF 2.15's per-tensor)."""
     models = {}
     layers = tf.keras.layers
-    for name, per_tensor in [("per_tensor", True), ("default", False), ("conv", False)]:
+    for name, per_tensor in [("per_tensor", True), ("default", False), ("conv", False),
+                             ("float_io", False)]:
         tf.keras.utils.set_random_seed(7)
         if name == "conv":
             # CONV_2D SAME + RELU, MAX_POOL_2D 2×2 stride 1 SAME (its
@@ -101,6 +102,13 @@ def int8_models():
             h = layers.Conv2D(6, 1, padding="valid")(h)
             h = layers.AveragePooling2D(3, strides=1, padding="same")(h)
             model = tf.keras.Model(x, layers.DepthwiseConv2D(3, depth_multiplier=2)(h))
+        elif name == "float_io":
+            # Float input and output, int8 inside: QUANTIZE, CONV_2D,
+            # RESHAPE (Flatten), FULLY_CONNECTED, DEQUANTIZE, all on the
+            # device, one partition.
+            x = tf.keras.Input((6, 6, 2), batch_size=2)
+            h = layers.Conv2D(4, 3, activation="relu")(x)
+            model = tf.keras.Model(x, layers.Dense(5)(layers.Flatten()(h)))
         else:
             x = tf.keras.Input((8,), batch_size=BATCH)
             h = layers.Dense(16, activation="relu")(x)
@@ -114,8 +122,9 @@ def int8_models():
             [rng.standard_normal(shape).astype(np.float32)] for _ in range(16)
         )
         conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        conv.inference_input_type = tf.int8
-        conv.inference_output_type = tf.int8
+        if name != "float_io":
+            conv.inference_input_type = tf.int8
+            conv.inference_output_type = tf.int8
         if per_tensor:
             conv._experimental_disable_per_channel = True
         models[name] = conv.convert()
@@ -134,6 +143,9 @@ def fc_rounding():
 
 # The int8 ops every int8 model must run on the device, every invoke.
 DEVICE_INT8_OPS = (
+    "QUANTIZE",
+    "DEQUANTIZE",
+    "RESHAPE",
     "ADD",
     "FULLY_CONNECTED",
     "CONV_2D",
@@ -150,12 +162,16 @@ def int8_check(plugin, out, name, model):
     rng = np.random.default_rng(11)
     ref = interpreter(model, reference=True)
     shape = tuple(ref.get_input_details()[0]["shape"])
-    xs = [rng.integers(-128, 128, shape, dtype=np.int8) for _ in range(16)]
+    if ref.get_input_details()[0]["dtype"] == np.float32:
+        # Past the calibrated range too, where QUANTIZE clamps.
+        xs = [3 * rng.standard_normal(shape).astype(np.float32) for _ in range(16)]
+    else:
+        xs = [rng.integers(-128, 128, shape, dtype=np.int8) for _ in range(16)]
     want = run(ref, xs)
     report_path = os.path.join(out, f"report_int8_{name}.json")
     d = rt.load_delegate(plugin, {"report_file": report_path, "fc_rounding": fc_rounding()})
     got = run(interpreter(model, [d], reference=True), xs)
-    differ = sum(int(np.sum(g != w)) for g, w in zip(got, want))
+    differ = sum(int(np.sum(g.view(np.uint8) != w.view(np.uint8))) for g, w in zip(got, want))
     if differ:
         fail(f"int8 {name}: {differ} of {len(xs) * want[0].size} outputs differ from the interpreter's")
     with open(report_path) as f:
@@ -170,6 +186,12 @@ def int8_check(plugin, out, name, model):
     per_channel = sorted({scales[w] for w in weights.values()})
     if name == "conv" and any(n["op"] == "RELU6" for n in nodes):
         fail("int8 conv: the converter left RELU6 unfused; the fused RELU6 is not tested")
+    if name == "float_io":
+        ops = sorted({n["op"] for n in nodes})
+        if ops != ["CONV_2D", "DEQUANTIZE", "FULLY_CONNECTED", "QUANTIZE", "RESHAPE"]:
+            fail(f"int8 float_io: the converter wrote {ops}")
+        if any(n["decision"] != "device" for n in nodes):
+            fail(f"int8 float_io: not every node ran on the device: {nodes}")
     if name == "conv":
         pools = sorted(n["op"] for n in nodes if "POOL" in n["op"])
         if pools != ["AVERAGE_POOL_2D", "MAX_POOL_2D"]:
@@ -231,7 +253,7 @@ def main():
     print(rt.version, flush=True)
     # A TF run converts the models and leaves them in --out; a LiteRT run
     # (no TF) reads them from there.
-    names = ["model", "int8_per_tensor", "int8_default", "int8_conv"]
+    names = ["model", "int8_per_tensor", "int8_default", "int8_conv", "int8_float_io"]
     paths = {n: os.path.join(args.out, f"{n}.tflite") for n in names}
     if args.runtime == "tf":
         models = {"model": model_bytes()}
@@ -409,7 +431,7 @@ def main():
     if args.npu_plugin:
         npu_case(args.npu_plugin, args.out, model, xs, want)
 
-    for name in ["per_tensor", "default", "conv"]:
+    for name in ["per_tensor", "default", "conv", "float_io"]:
         int8_check(args.plugin, args.out, name, models[f"int8_{name}"])
 
 

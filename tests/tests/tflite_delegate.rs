@@ -32,7 +32,7 @@ use tensorplug_tests::{
 };
 
 /// Every check the script prints for the float model.
-const CHECKS: [&str; 12] = [
+const CHECKS: &[&str] = &[
     "outputs",
     "report",
     "layout",
@@ -45,6 +45,7 @@ const CHECKS: [&str; 12] = [
     "int8_per_tensor",
     "int8_default",
     "int8_conv",
+    "int8_float_io",
 ];
 
 fn assert_checks(stdout: &str) {
