@@ -25,6 +25,7 @@ use tensorplug_core::link::{
 
 mod programs;
 mod refusal;
+mod restored;
 
 /// The first protocol version with the op-level mode as it is now (2.0:
 /// ops by catalogue identity and attribute block; 1.1 had per-op codes).
@@ -157,12 +158,9 @@ pub struct RemoteAccelerator<S> {
     dropped: u64,
     /// Where the session stands: the MCU forgets it when it restarts.
     session: SessionState,
-    /// Buffers allocated in this session and not yet freed.
-    live_buffers: usize,
-    /// Buffers of a session the MCU lost by restarting, not yet freed. No
-    /// new session opens while there are any: one of its allocations could
-    /// reuse their addresses, and a stale buffer would read another's data.
-    lost_buffers: usize,
+    /// This session's buffers, those a restart took, and the bytes it
+    /// left stale (`client/restored.rs`).
+    buffers: restored::Buffers,
 }
 
 /// The host's view of the link session.
@@ -172,7 +170,8 @@ enum SessionState {
     Opening,
     Open,
     /// The MCU restarted (it said so, or answered `HandshakeRequired`):
-    /// everything fails until [`Reset::reset`](tensorplug_core::accelerator::Reset::reset) opens a new session.
+    /// everything fails until [`Reset::reset`](tensorplug_core::accelerator::Reset::reset) opens a new session
+    /// (with the lost buffers back at their addresses, their bytes stale).
     Lost,
 }
 
@@ -271,8 +270,7 @@ impl<S: LinkStream> RemoteAccelerator<S> {
             events: VecDeque::new(),
             dropped: 0,
             session: SessionState::Opening,
-            live_buffers: 0,
-            lost_buffers: 0,
+            buffers: restored::Buffers::default(),
         };
         let ours = Hello::ours();
         let Answer::Hello(peer) = link.call(&Message::Hello(ours), "the handshake")? else {
@@ -337,7 +335,7 @@ impl<S: LinkStream> RemoteAccelerator<S> {
             Err(_) => SessionState::Lost,
         };
         self.usage.used = 0;
-        self.live_buffers = 0;
+        self.buffers.live.clear();
         opened?;
         self.reload_programs()
     }
@@ -346,7 +344,7 @@ impl<S: LinkStream> RemoteAccelerator<S> {
     fn lost_session(&mut self, what: &str) -> RemoteError {
         if self.session == SessionState::Open {
             self.session = SessionState::Lost;
-            self.lost_buffers += core::mem::take(&mut self.live_buffers);
+            self.buffers.lose();
             self.batch = None;
             self.in_flight.clear();
             self.unanswered.clear();
@@ -358,23 +356,44 @@ impl<S: LinkStream> RemoteAccelerator<S> {
             ErrorKind::DeviceFault,
             format!(
                 "the MCU restarted during {what}: its session, the commands in flight and \
-                 device memory are lost; free the buffers allocated before (in TF: restart \
-                 the process), then reset() opens a new session"
+                 device memory are lost; reset() opens a new session, where the buffers \
+                 allocated before read as lost until they are written again"
             ),
         )
     }
 
-    /// `reset()` of a lost session that still has buffers.
+    /// `reset()` of a lost session whose buffers could not be put back.
     fn buffers_outlive_session(&self) -> RemoteError {
         RemoteError::new(
             ErrorKind::DeviceFault,
             format!(
                 "the MCU restarted and lost device memory, and {} buffers allocated before \
-                 are still in use: free them (in TF: restart the process) before reset() \
-                 opens a new session, whose allocations could reuse their addresses",
-                self.lost_buffers
+                 could not be put back at their addresses: free them (in TF: restart the \
+                 process) before reset() opens a new session, whose allocations could reuse \
+                 their addresses",
+                self.buffers.lost.len()
             ),
         )
+    }
+
+    /// A call after the one that met a restart opens a new session first
+    /// (`reset()`): the restart was reported once, and the buffers it took
+    /// read as lost until written again.
+    fn revive(&mut self) -> Result<(), RemoteError> {
+        if self.session == SessionState::Lost {
+            tensorplug_core::accelerator::Reset::reset(self)?;
+        }
+        Ok(())
+    }
+
+    /// A new session after a restart; `reset` then puts the lost buffers
+    /// back, unless that failed before and they are not all freed yet.
+    fn reopen_after_restart(&mut self) -> Result<(), RemoteError> {
+        if self.buffers.unrestorable && !self.buffers.lost.is_empty() {
+            return Err(self.buffers_outlive_session());
+        }
+        self.buffers.unrestorable = false;
+        self.reopen()
     }
 
     /// Requests that may be unanswered at once: the peer's window (at most
@@ -877,23 +896,24 @@ impl<S: LinkStream> Device for RemoteAccelerator<S> {
 
 impl<S: LinkStream> Memory for RemoteAccelerator<S> {
     fn allocate(&mut self, bytes: u64, align: u64) -> Result<DeviceAddr, RemoteError> {
+        self.revive()?;
         match self.call(
             &Message::Allocate(Allocate { bytes, align }),
             "an allocation",
         )? {
             Answer::Memory(addr, usage) => {
                 self.usage = usage;
-                self.live_buffers += 1;
+                self.buffers.live.insert(addr, bytes);
                 Ok(DeviceAddr(addr))
             }
             _ => unreachable!("read_some returns only answers"),
         }
     }
     fn deallocate(&mut self, addr: DeviceAddr) -> Result<(), RemoteError> {
-        // Buffers of a session the MCU lost were freed with its memory
-        // (this session's are all lost then, see `lost_session`).
-        if self.session == SessionState::Lost && self.lost_buffers > 0 {
-            self.lost_buffers -= 1;
+        // Buffers of a session the MCU lost were freed with its memory,
+        // unless a new session put them back.
+        if let Some(bytes) = self.buffers.lost.remove(&addr.0) {
+            self.buffers.freed(addr.0, bytes);
             return Ok(());
         }
         let request = Message::Deallocate(Deallocate { addr: addr.0 });
@@ -902,14 +922,13 @@ impl<S: LinkStream> Memory for RemoteAccelerator<S> {
                 if let Answer::Memory(_, usage) = answer {
                     self.usage = usage;
                 }
-                self.live_buffers = self.live_buffers.saturating_sub(1);
+                if let Some(bytes) = self.buffers.live.remove(&addr.0) {
+                    self.buffers.freed(addr.0, bytes);
+                }
                 Ok(())
             }
             // The restart this call found took the buffer's memory with it.
-            Err(_) if self.session == SessionState::Lost && self.lost_buffers > 0 => {
-                self.lost_buffers -= 1;
-                Ok(())
-            }
+            Err(_) if self.buffers.lost.remove(&addr.0).is_some() => Ok(()),
             Err(e) => Err(e),
         }
     }
@@ -926,8 +945,10 @@ impl<S: LinkStream> Transfer for RemoteAccelerator<S> {
         src: *const u8,
         len: usize,
     ) -> Result<Fence, RemoteError> {
+        self.revive()?;
         // SAFETY: the caller guarantees `src` is readable for `len` bytes.
         let data = unsafe { core::slice::from_raw_parts(src, len) };
+        self.buffers.written(dst.0, len as u64);
         if data.is_empty() {
             return self.submit(queue, Command::Fence, "an empty copy");
         }
@@ -948,6 +969,9 @@ impl<S: LinkStream> Transfer for RemoteAccelerator<S> {
         src: DeviceAddr,
         len: usize,
     ) -> Result<Fence, RemoteError> {
+        self.revive()?;
+        self.buffers
+            .check_read(src.0, len as u64, "a device-to-host copy")?;
         // SAFETY: the caller guarantees `dst` is writable for `len` bytes.
         let out = unsafe { core::slice::from_raw_parts_mut(dst, len) };
         if out.is_empty() {
@@ -967,6 +991,10 @@ impl<S: LinkStream> Transfer for RemoteAccelerator<S> {
         src: DeviceAddr,
         len: usize,
     ) -> Result<Fence, RemoteError> {
+        self.revive()?;
+        self.buffers
+            .check_read(src.0, len as u64, "a device-to-device copy")?;
+        self.buffers.written(dst.0, len as u64);
         let command = Command::Copy {
             dst: dst.0,
             src: src.0,
@@ -981,6 +1009,8 @@ impl<S: LinkStream> Transfer for RemoteAccelerator<S> {
         len: usize,
         pattern: u32,
     ) -> Result<Fence, RemoteError> {
+        self.revive()?;
+        self.buffers.written(dst.0, len as u64);
         let command = Command::Fill {
             dst: dst.0,
             len: len as u64,
@@ -1025,6 +1055,7 @@ impl<S: LinkStream> Transfer for RemoteAccelerator<S> {
 
 impl<S: LinkStream> Launch for RemoteAccelerator<S> {
     fn launch(&mut self, queue: QueueId, op: &OpDesc<'_>) -> Result<Fence, RemoteError> {
+        self.revive()?;
         op.validate()
             .map_err(|e| RemoteError::new(ErrorKind::InvalidArgument, format!("{e:?}")))?;
         // Refused here, not by a late answer: the device's info lists its ops.
@@ -1044,10 +1075,12 @@ impl<S: LinkStream> Launch for RemoteAccelerator<S> {
         let wire = WireOp::from_desc(op).map_err(|_| {
             RemoteError::new(ErrorKind::InvalidArgument, "an op with more than 3 inputs")
         })?;
+        self.launch_access(op.inputs, &op.output)?;
         self.submit(queue, Command::Launch(wire), "a launch")
     }
 
     fn load_program(&mut self, program: &[u8]) -> Result<Option<u32>, RemoteError> {
+        self.revive()?;
         self.store_program(program)
     }
 
@@ -1058,8 +1091,10 @@ impl<S: LinkStream> Launch for RemoteAccelerator<S> {
         slots: &[DeviceAddr],
         arena: DeviceAddr,
     ) -> Option<Result<Fence, RemoteError>> {
-        self.peer_programs
-            .then(|| self.run_stored(queue, program, slots, arena))
+        self.peer_programs.then(|| {
+            self.revive()?;
+            self.run_stored(queue, program, slots, arena)
+        })
     }
 }
 
@@ -1070,19 +1105,13 @@ impl<S: LinkStream> tensorplug_core::accelerator::Reset for RemoteAccelerator<S>
         // Gathered commands are cut off with the rest; not sent.
         self.batch = None;
         if self.session != SessionState::Open {
-            if self.lost_buffers > 0 {
-                return Err(self.buffers_outlive_session());
-            }
-            self.reopen()?;
+            self.reopen_after_restart()?;
         }
         match self.call(&Message::Reset(Reset), "a reset") {
             Ok(_) => {}
             // The MCU restarted unseen: it answered without a session.
             Err(_) if self.session == SessionState::Lost => {
-                if self.lost_buffers > 0 {
-                    return Err(self.buffers_outlive_session());
-                }
-                self.reopen()?;
+                self.reopen_after_restart()?;
                 self.call(&Message::Reset(Reset), "a reset")?;
             }
             Err(e) => return Err(e),
@@ -1092,18 +1121,23 @@ impl<S: LinkStream> tensorplug_core::accelerator::Reset for RemoteAccelerator<S>
         self.batches.clear();
         self.refused.clear();
         self.reset_mark = self.next_seq;
-        Ok(())
+        if self.buffers.lost.is_empty() {
+            return Ok(());
+        }
+        self.restore_buffers()
     }
 }
 
 impl<S: LinkStream> Profiling for RemoteAccelerator<S> {
     fn timestamp(&mut self) -> Result<u64, RemoteError> {
+        self.revive()?;
         match self.call(&Message::ReadClock(ReadClock), "a clock read")? {
             Answer::Clock(ticks) => Ok(ticks),
             _ => unreachable!("read_some returns only answers"),
         }
     }
     fn set_profiling(&mut self, enabled: bool) -> Result<(), RemoteError> {
+        self.revive()?;
         self.call(
             &Message::SetProfiling(SetProfiling { enabled }),
             "SetProfiling",

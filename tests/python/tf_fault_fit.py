@@ -12,6 +12,10 @@ holds its value from before the failed step or after it (the same step on
 the CPU), or fails to read with an error naming the device (its memory went
 with the device). It prints "variables: ..." with which.
 
+With TENSORPLUG_FAULT_SAME_PROCESS=1 (an MCU that restarts), the same
+process then assigns the weights again and predicts on the FPGA, equal to
+the CPU.
+
 `tf_fault_fit.py after`: a new process, the device back: predict on the
 FPGA equals the same model on the CPU.
 
@@ -132,7 +136,24 @@ def fit(stamp):
         a = tf.constant(x[:8, :8])
         product = tf.matmul(a, a).numpy()
     np.testing.assert_allclose(product, x[:8, :8] @ x[:8, :8], rtol=1e-4, atol=1e-5)
+    if os.environ.get("TENSORPLUG_FAULT_SAME_PROCESS") == "1":
+        same_process(model, snapshots.weights)
     print("ok: the fit failed, naming the op and the device; the CPU still computes")
+
+
+def same_process(model, weights):
+    """After an MCU restart, this process uses the device again: the
+    weights assigned again (the restart took them), predict on the FPGA
+    equals the CPU."""
+    model.set_weights(weights)
+    with tf.device(FPGA):
+        out = model.predict(x[:16], verbose=0)
+    with tf.device("/CPU:0"):
+        cpu = mlp()
+        cpu.set_weights(weights)
+        want = cpu.predict(x[:16], verbose=0)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
+    print("same process: predicts on the FPGA again, equal to the CPU", flush=True)
 
 
 def after():

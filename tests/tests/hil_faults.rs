@@ -2,9 +2,8 @@
 //! wedged main loop is reset by the firmware's watchdog, the board's reset
 //! is pressed mid-session (QEMU's monitor). Either way the firmware
 //! announces its new boot, the host's wait fails at once with a device
-//! fault instead of a timeout, and `reset()` opens a new session once the
-//! buffers of the lost one are freed (a new session's allocations could
-//! reuse their addresses).
+//! fault instead of a timeout, and `reset()` opens a new session with the
+//! lost buffers back at their addresses, reading as lost until written.
 //!
 //! Needs `qemu-system-arm` and the `thumbv7em-none-eabihf` target, which
 //! `cargo xtask test` installs.
@@ -55,23 +54,11 @@ fn wait_through(
     (error.to_string(), error.kind(), start.elapsed(), buf)
 }
 
-/// After a restart: `reset()` refuses while `stale` (buffers allocated
-/// before it) are allocated; once they are freed it opens a new session and
-/// the device computes.
+/// After a restart: `reset()` opens a new session with the buffers of the
+/// lost one (`stale`) back at their addresses. Reading one fails, naming
+/// the restart, until it is written again; a new allocation does not
+/// alias one; the device computes.
 fn recovers(qemu: &Qemu, dev: &mut RemoteAccelerator<TcpStream>, stale: &[DeviceAddr]) {
-    let refused = dev
-        .reset()
-        .expect_err("a new session while buffers of the lost one are in use");
-    assert_eq!(refused.kind(), ErrorKind::DeviceFault, "{refused}");
-    assert!(
-        refused
-            .to_string()
-            .contains(&format!("{} buffers allocated before", stale.len())),
-        "{refused}"
-    );
-    for &buf in stale {
-        dev.deallocate(buf).expect("a lost buffer frees");
-    }
     dev.reset().unwrap_or_else(|e| {
         panic!(
             "reset() after the restart: {e}\nlogs:\n{}",
@@ -79,23 +66,40 @@ fn recovers(qemu: &Qemu, dev: &mut RemoteAccelerator<TcpStream>, stale: &[Device
         )
     });
     let q = QueueId(0);
-    let buf = dev.allocate(64, 64).expect("allocate after the restart");
-    if stale.contains(&buf) {
-        // What freeing first guards against: the old handle would alias.
-        println!("the new session reused the lost buffer's address {buf:?}");
-    }
-    let pattern = 0xa5c3_0f96_u32;
-    let fence = dev
-        .fill(q, buf, 64, pattern)
-        .expect("fill after the restart");
-    dev.wait(fence, ANSWER).expect("the fill completes");
     let mut back = [0u8; 64];
-    dev.read_blocking(q, &mut back, buf, ANSWER)
-        .expect("read back");
+    for &old in stale {
+        let error = dev
+            .read_blocking(q, &mut back, old, ANSWER)
+            .expect_err("a lost buffer's bytes are not read");
+        assert_eq!(error.kind(), ErrorKind::DeviceFault, "{error}");
+        assert!(
+            error.to_string().contains("lost when it restarted"),
+            "{error}"
+        );
+    }
+    let buf = dev.allocate(64, 64).expect("allocate after the restart");
     assert!(
-        back.chunks(4).all(|w| w == pattern.to_le_bytes()),
-        "{back:02x?}"
+        stale
+            .iter()
+            .all(|old| buf.0 + 64 <= old.0 || old.0 + 64 <= buf.0),
+        "the new buffer {buf:?} aliases a lost one {stale:?}"
     );
+    let pattern = 0xa5c3_0f96_u32;
+    for &target in stale.iter().chain([&buf]) {
+        let fence = dev
+            .fill(q, target, 64, pattern)
+            .expect("fill after the restart");
+        dev.wait(fence, ANSWER).expect("the fill completes");
+        dev.read_blocking(q, &mut back, target, ANSWER)
+            .expect("read back");
+        assert!(
+            back.chunks(4).all(|w| w == pattern.to_le_bytes()),
+            "{back:02x?}"
+        );
+    }
+    for &old in stale {
+        dev.deallocate(old).expect("a restored buffer frees");
+    }
 }
 
 #[test]
@@ -137,10 +141,15 @@ fn a_board_reset_mid_session_fails_the_wait_at_once_and_reset_recovers() {
         "a pressed reset is not the watchdog's; logs:\n{logs}"
     );
     assert!(wait_for_boots(&qemu, 2), "no second boot; logs:\n{logs}");
-    // Until reset(), every call fails at once with the same error.
-    let again = dev.allocate(64, 64).expect_err("the session is gone");
-    assert_eq!(again.kind(), ErrorKind::DeviceFault, "{again}");
+    // The next call opens a new session by itself: the old buffer is
+    // back, lost until written, and the new one is elsewhere.
+    let fresh = dev.allocate(64, 64).expect("a new session");
+    assert!(
+        fresh.0 + 64 <= buf.0 || buf.0 + 256 <= fresh.0,
+        "{fresh:?} aliases {buf:?}"
+    );
     recovers(&qemu, &mut dev, &[buf]);
+    dev.deallocate(fresh).expect("free");
     println!("board reset: the wait failed after {took:?}: {error}");
 }
 

@@ -357,7 +357,14 @@ fn case(transport: Transport, fault: Fault) {
     let stamp = tensorplug_tests::scratch_dir("fault-matrix")
         .join(format!("{transport:?}-{fault:?}.stamp"));
     let stamp_arg = stamp.to_string_lossy().into_owned();
+    // An MCU that restarts comes back in the same session's process.
+    let restarts = matches!(transport, Transport::Mcu | Transport::McuSerial)
+        && matches!(fault, Fault::Reset | Fault::Wedge);
     let mut fit = tf(&["fit", &stamp_arg], &device.item())
+        .env(
+            "TENSORPLUG_FAULT_SAME_PROCESS",
+            if restarts { "1" } else { "0" },
+        )
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -427,6 +434,17 @@ fn case(transport: Transport, fault: Fault) {
         .cloned()
         .unwrap_or_else(|| panic!("{what}: the variables were not checked: {stdout:#?}"));
     eprintln!("{what}: {failed}; {variables}");
+    if restarts {
+        assert!(
+            stdout.iter().any(|l| l.starts_with("same process: ")),
+            "{what}: the same process did not use the device again: {stdout:#?}"
+        );
+        // The weights the restart took read as lost, naming it.
+        assert!(
+            fault != Fault::Reset || variables.contains("lost when it restarted"),
+            "{what}: {variables}"
+        );
+    }
     let message = stdout
         .iter()
         .find(|l| l.starts_with("message: "))

@@ -86,6 +86,12 @@ impl<S: LinkStream> RemoteAccelerator<S> {
                 format!("queue {} of a device with {}", queue.0, self.info.queues),
             ));
         }
+        if let Some(index) = self.programs.iter().position(|(c, _)| *c == program) {
+            let stored = core::mem::take(&mut self.programs[index].1);
+            let access = self.program_access(&stored, slots);
+            self.programs[index].1 = stored;
+            access?;
+        }
         let bytes: Vec<u8> = slots.iter().flat_map(|a| a.0.to_le_bytes()).collect();
         if bytes.len() > MAX_BULK_CHUNK {
             return Err(RemoteError::new(
