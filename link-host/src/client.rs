@@ -161,6 +161,9 @@ pub struct RemoteAccelerator<S> {
     /// This session's buffers, those a restart took, and the bytes it
     /// left stale (`client/restored.rs`).
     buffers: restored::Buffers,
+    /// Whether the host turned profiling on: a new session after a
+    /// restart turns it on again.
+    profiling: bool,
 }
 
 /// The host's view of the link session.
@@ -271,6 +274,7 @@ impl<S: LinkStream> RemoteAccelerator<S> {
             dropped: 0,
             session: SessionState::Opening,
             buffers: restored::Buffers::default(),
+            profiling: false,
         };
         let ours = Hello::ours();
         let Answer::Hello(peer) = link.call(&Message::Hello(ours), "the handshake")? else {
@@ -337,6 +341,10 @@ impl<S: LinkStream> RemoteAccelerator<S> {
         self.usage.used = 0;
         self.buffers.live.clear();
         opened?;
+        if self.profiling {
+            let on = Message::SetProfiling(SetProfiling { enabled: true });
+            self.call(&on, "SetProfiling")?;
+        }
         self.reload_programs()
     }
 
@@ -1141,8 +1149,9 @@ impl<S: LinkStream> Profiling for RemoteAccelerator<S> {
         self.call(
             &Message::SetProfiling(SetProfiling { enabled }),
             "SetProfiling",
-        )
-        .map(drop)
+        )?;
+        self.profiling = enabled;
+        Ok(())
     }
     fn drain_events(&mut self, out: &mut [Event]) -> Result<Drained, RemoteError> {
         while self.events.len() < out.len() {

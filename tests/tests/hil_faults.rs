@@ -11,7 +11,11 @@
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 use tensorplug_core::accelerator::prelude::*;
-use tensorplug_core::accelerator::{Accelerator, DeviceAddr, Error as _, ErrorKind, QueueId};
+use tensorplug_core::accelerator::{
+    Accelerator, DType, DeviceAddr, Error as _, ErrorKind, OpDesc, OpKind, QueueId, Shape,
+    TensorDesc, Unary,
+};
+use tensorplug_core::event::{Event, EventKind};
 use tensorplug_link_host::RemoteAccelerator;
 use tensorplug_tests::qemu::{Fault, Qemu};
 
@@ -158,6 +162,7 @@ fn a_restart_the_host_did_not_see_is_found_by_its_next_call() {
     let qemu = Qemu::boot_firmware().expect("QEMU boots the firmware");
     let mut dev = connect(&qemu);
     let held = dev.allocate(64, 64).expect("allocate");
+    dev.set_profiling(true).expect("profiling on");
     // The announcement arrives unread; the next request gets the
     // firmware's `HandshakeRequired` answer, or the announcement first.
     reset_and_reboot(&qemu);
@@ -166,6 +171,27 @@ fn a_restart_the_host_did_not_see_is_found_by_its_next_call() {
         .expect_err("the new boot has no session");
     assert_eq!(error.kind(), ErrorKind::DeviceFault, "{error}");
     recovers(&qemu, &mut dev, &[held]);
+    // The new session profiles as the old one did.
+    let (q, x) = (QueueId(0), dev.allocate(64, 64).expect("allocate"));
+    let fence = dev.fill(q, x, 64, 0).expect("fill");
+    dev.wait(fence, ANSWER).expect("fill");
+    let t = TensorDesc::new(x, DType::F32, Shape::new(&[16]).expect("shape"));
+    let op = OpDesc {
+        kind: OpKind::Unary(Unary::RELU),
+        inputs: &[t],
+        output: t,
+        op_id: 9,
+    };
+    let fence = dev.launch(q, &op).expect("launch");
+    dev.wait(fence, ANSWER).expect("relu");
+    std::thread::sleep(Duration::from_millis(50));
+    let mut events = [Event::new(EventKind::OpBegin, 0, 0, 0, 0); 16];
+    let drained = dev.drain_events(&mut events).expect("drain");
+    assert!(
+        events[..drained.events].iter().any(|e| e.op_id == 9),
+        "no event of op 9 after the restart: {:?}",
+        &events[..drained.events]
+    );
 }
 
 /// Presses the board's reset and waits for the second boot's log line.

@@ -210,10 +210,16 @@ mod tests {
         assert!(b.live.is_empty());
         assert_eq!(b.lost.get(&0x1000), Some(&256));
         b.stale.insert(0x1000..0x1100);
-        assert!(b.check_read(0x0f00, 0x100, "x").is_ok(), "ends where it starts");
+        assert!(
+            b.check_read(0x0f00, 0x100, "x").is_ok(),
+            "ends where it starts"
+        );
         let e = b.check_read(0x10f0, 0x40, "a launch").unwrap_err();
         assert_eq!(e.kind, ErrorKind::DeviceFault);
-        assert!(e.message.contains("a launch reads device memory at 0x10f0"), "{e}");
+        assert!(
+            e.message.contains("a launch reads device memory at 0x10f0"),
+            "{e}"
+        );
         // Half written: the other half still fails.
         b.written(0x1000, 0x80);
         assert!(b.check_read(0x1000, 0x80, "x").is_ok());
