@@ -1,17 +1,24 @@
 //! One delegated partition: built at `init` (device buffers for every
-//! tensor it touches, constants uploaded once), checked at `prepare`, and
-//! run at `invoke`: its inputs in, every launch enqueued on one queue, one
-//! wait, its outputs out. Intermediate tensors never leave the device.
+//! tensor it touches, constants uploaded once, the partition compiled into
+//! one device program and stored on a device that keeps programs),
+//! checked at `prepare`, and run at `invoke`: its inputs in, one program
+//! run (or, on a device that keeps none, its commands replayed on one
+//! queue), one wait, its outputs out. Intermediate tensors never leave the
+//! device.
 
 use crate::graph::{Graph, TensorView, int_array};
 use crate::ops::{DeviceOp, decide};
 use crate::options::Fault;
+use crate::report::ProgramEntry;
 use crate::shared::{DEVICE_TIMEOUT, Shared, lock};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tensorplug_abi::tflite::TfLiteDelegateParams;
 use tensorplug_core::accelerator::{
-    Binary, DType, DeviceAddr, Fence, OpDesc, OpKind, QueueId, Shape, TensorDesc, Unary,
+    Binary, DType, DeviceAddr, Fence, OpKind, QueueId, Shape, TensorDesc, Unary, VendorOps,
+};
+use tensorplug_core::program::{
+    Bindings, BufferId, BufferKind, Limits, Program, ProgramBuilder, RunError, replay, validate,
 };
 use tensorplug_host_bridge::prelude::DynAccelerator;
 
@@ -43,6 +50,31 @@ pub struct Kernel {
     /// Non-constant partition inputs, copied in at every invoke.
     inputs: Vec<i32>,
     outputs: Vec<i32>,
+    /// The partition as one device program.
+    program: Compiled,
+}
+
+/// One command of the partition, on device buffers.
+enum Command {
+    Launch {
+        node: i32,
+        kind: OpKind,
+        inputs: Vec<TensorDesc>,
+        output: TensorDesc,
+    },
+    Copy {
+        dst: TensorDesc,
+        src: TensorDesc,
+    },
+}
+
+/// The partition's program: its bytes, the device's name for it when it
+/// stores programs, and the address of each binding slot.
+#[derive(Default)]
+struct Compiled {
+    bytes: Vec<u8>,
+    stored: Option<u32>,
+    slots: Vec<DeviceAddr>,
 }
 
 impl Kernel {
@@ -87,9 +119,11 @@ impl Kernel {
             filters: BTreeMap::new(),
             inputs: Vec::new(),
             outputs,
+            program: Compiled::default(),
         };
-        let result = kernel.allocate(graph, &inputs);
-        result.map(|()| kernel)
+        kernel.allocate(graph, &inputs)?;
+        kernel.program = kernel.compile(graph)?;
+        Ok(kernel)
     }
 
     fn allocate(&mut self, graph: &Graph, partition_inputs: &[i32]) -> Result<(), String> {
@@ -206,37 +240,55 @@ impl Kernel {
         {
             let mut dev = lock(&shared.device);
             let dev: &mut DynAccelerator = &mut **dev;
-            for &index in &self.inputs {
-                let t = graph.tensor(index)?;
-                upload(dev, self.buffer(index)?.addr, &t)?;
-            }
-            let mut last: Option<Fence> = None;
-            for (node, op) in &self.steps {
-                last = Some(self.launch(dev, *node, op)?);
-            }
+            // Inputs in, the run, the outputs' reads, all on one queue,
+            // then one wait: on a link the reads' answers come as the run
+            // ends, one round trip; a failed run fails the wait. Anything
+            // enqueued before a failure is ended by a reset.
+            let last = match self.enqueue(graph, dev) {
+                Ok(last) => last,
+                Err(e) => {
+                    let _ = dev.reset();
+                    return Err(e);
+                }
+            };
             if let Some(fence) = last {
                 dev.wait_or_reset(fence, DEVICE_TIMEOUT)
                     .map_err(|e| format!("the device failed the partition: {e}"))?;
-            }
-            for &index in &self.outputs {
-                let t = graph.tensor(index)?;
-                let b = self.buffer(index)?;
-                if t.data.is_null() || t.bytes != b.bytes {
-                    return Err(format!(
-                        "output tensor {index} has no buffer of {} bytes",
-                        b.bytes
-                    ));
-                }
-                // SAFETY: the runtime's output buffer of `bytes` bytes, not
-                // read by anyone during our invoke.
-                let host = unsafe { std::slice::from_raw_parts_mut(t.data, t.bytes) };
-                dev.read_blocking(QUEUE, host, b.addr, DEVICE_TIMEOUT)
-                    .map_err(|e| format!("reading tensor {index} from the device: {e}"))?;
             }
         }
         lock(&shared.report).count_runs(self.graph_id, &self.nodes);
         shared.write_report();
         Ok(())
+    }
+
+    /// Enqueues an invoke's copies in, its run and its copies out; the
+    /// last fence.
+    fn enqueue(&self, graph: &Graph, dev: &mut DynAccelerator) -> Result<Option<Fence>, String> {
+        let host = |index: i32| -> Result<(*mut u8, usize), String> {
+            let t = graph.tensor(index)?;
+            let bytes = self.buffer(index)?.bytes;
+            if t.data.is_null() || t.bytes != bytes {
+                return Err(format!("tensor {index} has no buffer of {bytes} bytes"));
+            }
+            Ok((t.data, t.bytes))
+        };
+        for &index in &self.inputs {
+            let (data, bytes) = host(index)?;
+            // SAFETY: the runtime's input buffer, unchanged during our
+            // invoke, which waits for the copy or resets the device.
+            unsafe { dev.copy_to_device(QUEUE, self.buffer(index)?.addr, data, bytes) }
+                .map_err(|e| format!("writing tensor {index} to the device: {e}"))?;
+        }
+        let mut last = self.run(dev)?;
+        for &index in &self.outputs {
+            let (data, bytes) = host(index)?;
+            // SAFETY: the runtime's output buffer, not read by anyone during
+            // our invoke, which waits for the copy or resets the device.
+            let read =
+                unsafe { dev.copy_from_device(QUEUE, data, self.buffer(index)?.addr, bytes) };
+            last = Some(read.map_err(|e| format!("reading tensor {index} from the device: {e}"))?);
+        }
+        Ok(last)
     }
 
     fn desc(&self, tensor: i32, dims: &[u64]) -> Result<TensorDesc, String> {
@@ -273,22 +325,16 @@ impl Kernel {
         Ok(TensorDesc::new(addr, DType::I32, shape))
     }
 
-    fn launch(&self, dev: &mut DynAccelerator, node: i32, op: &DeviceOp) -> Result<Fence, String> {
-        let op_id = u16::try_from(node).unwrap_or(u16::MAX);
+    /// Node `node`'s commands: one or two launches, or a copy.
+    fn plan(&self, node: i32, op: &DeviceOp) -> Result<Vec<Command>, String> {
         let temp = self.temps.get(&node).copied();
-        let mut run = |kind: OpKind, inputs: &[TensorDesc], output: TensorDesc| {
-            dev.launch(
-                QUEUE,
-                &OpDesc {
-                    kind,
-                    inputs,
-                    output,
-                    op_id,
-                },
-            )
-            .map_err(|e| format!("node {node}: the device refused {kind:?}: {e}"))
+        let launch = |kind: OpKind, inputs: Vec<TensorDesc>, output: TensorDesc| Command::Launch {
+            node,
+            kind,
+            inputs,
+            output,
         };
-        match *op {
+        Ok(match *op {
             DeviceOp::FullyConnected {
                 x,
                 w,
@@ -304,46 +350,40 @@ impl Kernel {
                     self.desc(w, &[n, k])?,
                     self.desc(out, &[m, n])?,
                 );
+                let matmul = OpKind::MatMul {
+                    transpose_a: false,
+                    transpose_b: true,
+                };
                 match (bias, temp) {
-                    (Some(b), _) => run(
-                        OpKind::FusedMatMul {
+                    (Some(b), _) => {
+                        let fused = OpKind::FusedMatMul {
                             transpose_a: false,
                             transpose_b: true,
                             relu,
-                        },
-                        &[xd, wd, self.desc(b, &[n])?],
-                        od,
-                    ),
-                    (None, None) => run(
-                        OpKind::MatMul {
-                            transpose_a: false,
-                            transpose_b: true,
-                        },
-                        &[xd, wd],
-                        od,
-                    ),
+                        };
+                        vec![launch(fused, vec![xd, wd, self.desc(b, &[n])?], od)]
+                    }
+                    (None, None) => vec![launch(matmul, vec![xd, wd], od)],
                     (None, Some(t)) => {
                         let td = TensorDesc { addr: t, ..od };
-                        run(
-                            OpKind::MatMul {
-                                transpose_a: false,
-                                transpose_b: true,
-                            },
-                            &[xd, wd],
-                            td,
-                        )?;
-                        run(OpKind::Unary(Unary::RELU), &[td], od)
+                        vec![
+                            launch(matmul, vec![xd, wd], td),
+                            launch(OpKind::Unary(Unary::RELU), vec![td], od),
+                        ]
                     }
                 }
             }
             DeviceOp::Add { a, b, out, .. } => {
                 let (ad, bd, od) = (self.full_desc(a)?, self.full_desc(b)?, self.full_desc(out)?);
+                let add = OpKind::Binary(Binary::ADD);
                 match temp {
-                    None => run(OpKind::Binary(Binary::ADD), &[ad, bd], od),
+                    None => vec![launch(add, vec![ad, bd], od)],
                     Some(t) => {
                         let td = TensorDesc { addr: t, ..od };
-                        run(OpKind::Binary(Binary::ADD), &[ad, bd], td)?;
-                        run(OpKind::Unary(Unary::RELU), &[td], od)
+                        vec![
+                            launch(add, vec![ad, bd], td),
+                            launch(OpKind::Unary(Unary::RELU), vec![td], od),
+                        ]
                     }
                 }
             }
@@ -351,12 +391,9 @@ impl Kernel {
                 x, w, out, m, k, n, ..
             } => {
                 let i8d = |t, dims: &[u64]| self.typed_desc(t, dims, DType::I8);
-                let inputs = [i8d(x, &[m, k])?, i8d(w, &[n, k])?, self.block_desc(node)?];
-                run(
-                    OpKind::MatMulInt8 { transpose_b: true },
-                    &inputs,
-                    i8d(out, &[m, n])?,
-                )
+                let inputs = vec![i8d(x, &[m, k])?, i8d(w, &[n, k])?, self.block_desc(node)?];
+                let kind = OpKind::MatMulInt8 { transpose_b: true };
+                vec![launch(kind, inputs, i8d(out, &[m, n])?)]
             }
             DeviceOp::ConvInt8 {
                 x,
@@ -373,12 +410,16 @@ impl Kernel {
                     .ok_or_else(|| format!("node {node} has no filter"))?;
                 let shape =
                     |d: [u64; 4]| Shape::new(&d).ok_or_else(|| format!("node {node}: shape {d:?}"));
-                let inputs = [
+                let inputs = vec![
                     self.typed_desc(x, &x_dims, DType::I8)?,
                     TensorDesc::new(filter, DType::I8, shape(filter_dims)?),
                     self.block_desc(node)?,
                 ];
-                run(kind, &inputs, self.typed_desc(out, &out_dims, DType::I8)?)
+                vec![launch(
+                    kind,
+                    inputs,
+                    self.typed_desc(out, &out_dims, DType::I8)?,
+                )]
             }
             DeviceOp::PoolInt8 {
                 x,
@@ -388,38 +429,162 @@ impl Kernel {
                 out_dims,
                 ..
             } => {
-                let inputs = [
+                let inputs = vec![
                     self.typed_desc(x, &x_dims, DType::I8)?,
                     self.block_desc(node)?,
                 ];
-                run(kind, &inputs, self.typed_desc(out, &out_dims, DType::I8)?)
+                vec![launch(
+                    kind,
+                    inputs,
+                    self.typed_desc(out, &out_dims, DType::I8)?,
+                )]
             }
             DeviceOp::AddInt8 { a, b, out, .. } => {
                 let i8d = |t| self.full_typed_desc(t, DType::I8);
-                let inputs = [i8d(a)?, i8d(b)?, self.block_desc(node)?];
-                run(OpKind::AddInt8, &inputs, i8d(out)?)
+                let inputs = vec![i8d(a)?, i8d(b)?, self.block_desc(node)?];
+                vec![launch(OpKind::AddInt8, inputs, i8d(out)?)]
             }
-            DeviceOp::Relu { x, out } => run(
+            DeviceOp::Relu { x, out } => vec![launch(
                 OpKind::Unary(Unary::RELU),
-                &[self.full_desc(x)?],
+                vec![self.full_desc(x)?],
                 self.full_desc(out)?,
-            ),
+            )],
             DeviceOp::Requantize { x, out, kind, .. } => {
                 let (from, to) = match kind {
                     OpKind::Quantize => (DType::F32, DType::I8),
                     _ => (DType::I8, DType::F32),
                 };
-                let inputs = [self.full_typed_desc(x, from)?, self.block_desc(node)?];
-                run(kind, &inputs, self.full_typed_desc(out, to)?)
+                let inputs = vec![self.full_typed_desc(x, from)?, self.block_desc(node)?];
+                vec![launch(kind, inputs, self.full_typed_desc(out, to)?)]
             }
             DeviceOp::Reshape { x, out, bytes } => {
-                let (src, dst) = (self.buffer(x)?.addr, self.buffer(out)?.addr);
-                dev.copy_on_device_tagged(QUEUE, dst, src, bytes, op_id)
-                    .map_err(|e| {
-                        format!("node {node}: the device refused a {bytes}-byte copy: {e}")
-                    })
+                let flat = |t| self.typed_desc(t, &[bytes as u64], DType::I8);
+                vec![Command::Copy {
+                    dst: flat(out)?,
+                    src: flat(x)?,
+                }]
+            }
+        })
+    }
+
+    /// The partition as one program: a buffer per device tensor view (the
+    /// partition's inputs `Input`, constants, weights, blocks and filters
+    /// `Constant`, the rest `Variable`: read and written), bound to the
+    /// buffers `allocate` made, and its commands in the nodes' order. It is
+    /// stored on a device that keeps programs.
+    fn compile(&self, graph: &Graph) -> Result<Compiled, String> {
+        let mut constant: Vec<DeviceAddr> = Vec::new();
+        for (&index, buffer) in &self.buffers {
+            if graph.tensor(index)?.constant {
+                constant.push(buffer.addr);
             }
         }
+        constant.extend(self.blocks.values().map(|&(addr, _)| addr));
+        constant.extend(self.filters.values().copied());
+        let input: Vec<DeviceAddr> = self
+            .inputs
+            .iter()
+            .map(|&t| self.buffer(t).map(|b| b.addr))
+            .collect::<Result<_, _>>()?;
+        let mut b = ProgramBuilder::new();
+        let mut slots = Vec::new();
+        let mut ids: BTreeMap<(u64, u8, Vec<u64>), BufferId> = BTreeMap::new();
+        let mut bind = |b: &mut ProgramBuilder, d: TensorDesc| -> Result<BufferId, String> {
+            let key = (d.addr.0, d.dtype as u8, d.shape.dims().to_vec());
+            if let Some(&id) = ids.get(&key) {
+                return Ok(id);
+            }
+            let kind = if input.contains(&d.addr) {
+                BufferKind::Input
+            } else if constant.contains(&d.addr) {
+                BufferKind::Constant
+            } else {
+                BufferKind::Variable
+            };
+            let id = b
+                .buffer(kind, d.dtype, d.shape)
+                .map_err(|e| format!("the partition's program: {e}"))?;
+            slots.push(d.addr);
+            ids.insert(key, id);
+            Ok(id)
+        };
+        for (node, op) in &self.steps {
+            for command in self.plan(*node, op)? {
+                let built = match command {
+                    Command::Launch {
+                        node,
+                        kind,
+                        inputs,
+                        output,
+                    } => {
+                        let ins = inputs
+                            .into_iter()
+                            .map(|d| bind(&mut b, d))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        let out = bind(&mut b, output)?;
+                        let op_id = u16::try_from(node).unwrap_or(u16::MAX);
+                        b.launch(kind, op_id, &ins, out)
+                    }
+                    Command::Copy { dst, src } => {
+                        let (d, s) = (bind(&mut b, dst)?, bind(&mut b, src)?);
+                        b.copy(d, s)
+                    }
+                };
+                built.map_err(|e| format!("node {node} in the partition's program: {e}"))?;
+            }
+        }
+        let bytes = b
+            .finish(&VendorOps::NONE)
+            .map_err(|e| format!("the partition's program: {e}"))?
+            .bytes;
+        // A device that cannot store it (its store is full, the program
+        // too large) has its commands replayed: the report says why.
+        let (stored, reason) = match lock(&self.shared.device).load_program(&bytes) {
+            Ok(stored) => (stored, None),
+            Err(e) => (None, Some(format!("the device did not store it: {e}"))),
+        };
+        let commands = Program::parse(&bytes).map_or(0, |p| p.command_count());
+        let entry = ProgramEntry {
+            nodes: self.nodes.clone(),
+            commands,
+            bytes: bytes.len(),
+            runs: if stored.is_some() {
+                "stored"
+            } else {
+                "replayed"
+            },
+            reason,
+        };
+        if let Some(g) = lock(&self.shared.report).graphs.get_mut(self.graph_id) {
+            g.programs.push(entry);
+        }
+        Ok(Compiled {
+            bytes,
+            stored,
+            slots,
+        })
+    }
+
+    /// One run of the partition's program: one request on a device that
+    /// stores it, else its commands enqueued one by one. The last fence.
+    fn run(&self, dev: &mut DynAccelerator) -> Result<Option<Fence>, String> {
+        let p = &self.program;
+        if let Some(run) = p
+            .stored
+            .and_then(|name| dev.run_program(QUEUE, name, &p.slots, DeviceAddr(0)))
+        {
+            return run
+                .map(Some)
+                .map_err(|e| format!("the device refused the partition's program: {e}"));
+        }
+        let parsed = Program::parse(&p.bytes).map_err(|e| e.to_string())?;
+        let valid = validate(parsed, &VendorOps::NONE, &Limits::HOST).map_err(|e| e.to_string())?;
+        replay(dev, QUEUE, &valid, &Bindings::new(&p.slots, DeviceAddr(0))).map_err(|e| match e {
+            RunError::Program(e) => format!("the partition's program: {e}"),
+            RunError::Device { command, error } => {
+                format!("the device refused command {command} of the partition: {error}")
+            }
+        })
     }
 }
 

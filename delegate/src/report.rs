@@ -47,6 +47,22 @@ pub struct GraphReport {
     /// The node indices of each delegated partition.
     pub partitions: Vec<Vec<i32>>,
     pub tensors: Vec<TensorEntry>,
+    /// Each partition's device program, as its kernel built it.
+    pub programs: Vec<ProgramEntry>,
+}
+
+/// A partition's device program.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProgramEntry {
+    /// The partition's nodes.
+    pub nodes: Vec<i32>,
+    pub commands: usize,
+    pub bytes: usize,
+    /// `stored` (the device keeps it: one request per invoke) or
+    /// `replayed` (its commands enqueued one by one each invoke).
+    pub runs: &'static str,
+    /// Why it is replayed on a device that keeps programs.
+    pub reason: Option<String>,
 }
 
 /// The whole report.
@@ -113,7 +129,25 @@ impl Report {
                         })
                     })
                     .collect();
-                json!({ "nodes": nodes, "partitions": g.partitions, "tensors": tensors })
+                let programs: Vec<Value> = g
+                    .programs
+                    .iter()
+                    .map(|p| {
+                        json!({
+                            "nodes": p.nodes,
+                            "commands": p.commands,
+                            "bytes": p.bytes,
+                            "runs": p.runs,
+                            "reason": p.reason,
+                        })
+                    })
+                    .collect();
+                json!({
+                    "nodes": nodes,
+                    "partitions": g.partitions,
+                    "tensors": tensors,
+                    "programs": programs,
+                })
             })
             .collect();
         json!({
@@ -167,6 +201,13 @@ mod tests {
             ],
             partitions: vec![vec![0]],
             tensors: vec![],
+            programs: vec![ProgramEntry {
+                nodes: vec![0],
+                commands: 1,
+                bytes: 200,
+                runs: "replayed",
+                reason: None,
+            }],
         });
         r.count_runs(0, &[0]);
         let j = r.to_json();
@@ -177,5 +218,10 @@ mod tests {
         assert_eq!(n[1]["decision"], "cpu");
         assert_eq!(n[1]["reason"], "not in the op set");
         assert_eq!(n[1]["device_runs"], 0);
+        let p = &j["graphs"][0]["programs"][0];
+        assert_eq!(
+            (p["runs"].as_str(), p["commands"].as_u64()),
+            (Some("replayed"), Some(1))
+        );
     }
 }

@@ -405,21 +405,38 @@ struct Sent {
 /// recording wire; returns its stdout and what the host sent, counting
 /// the launches of ops `counts`.
 fn programs_on_the_mcu(mode: &[&str], counts: impl Fn(&OpKind) -> bool) -> (String, Sent) {
+    let name = format!("hil-programs-{}", mode.join("-"));
+    let python = |work: &std::path::Path| {
+        let mut command = std::process::Command::new(tensorplug_tests::python());
+        command
+            .arg(tensorplug_tests::workspace_root().join("tests/python/tf_programs.py"))
+            .arg(work)
+            .args(mode)
+            .env(
+                "TF_PLUGGABLE_DEVICE_LIBRARY_PATH",
+                tensorplug_tests::plugin_path(),
+            );
+        command
+    };
+    on_the_mcu(&name, python, counts)
+}
+
+/// Runs the command `python(work dir)` makes, with `TENSORPLUG_DEVICE` on
+/// the firmware through a recording wire; returns its stdout and what the
+/// host sent, counting the launches of ops `counts`.
+fn on_the_mcu(
+    name: &str,
+    python: impl Fn(&std::path::Path) -> std::process::Command,
+    counts: impl Fn(&OpKind) -> bool,
+) -> (String, Sent) {
     use tensorplug_core::link::{Decoder, FeedResult, Message, ops::Command};
     let qemu = boot();
     let uart = qemu.uart.try_clone().expect("the UART's socket");
     let wire = tensorplug_tests::wire::Wire::start(move || uart.try_clone()).expect("the wire");
     wire.record(1 << 22);
-    let work = tensorplug_tests::scratch_dir(&format!("hil-programs-{}", mode.join("-")));
-    let out = std::process::Command::new(tensorplug_tests::python())
-        .arg(tensorplug_tests::workspace_root().join("tests/python/tf_programs.py"))
-        .arg(&work)
-        .args(mode)
+    let work = tensorplug_tests::scratch_dir(name);
+    let out = python(&work)
         .env("TF_CPP_MIN_LOG_LEVEL", "2")
-        .env(
-            "TF_PLUGGABLE_DEVICE_LIBRARY_PATH",
-            tensorplug_tests::plugin_path(),
-        )
         .env(
             "TENSORPLUG_DEVICE",
             format!("mcu-tcp:127.0.0.1:{}", wire.port),
@@ -430,7 +447,7 @@ fn programs_on_the_mcu(mode: &[&str], counts: impl Fn(&OpKind) -> bool) -> (Stri
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "tf_programs.py {mode:?} on mcu-tcp failed:\n{stdout}\n{}\nfirmware logs:\n{}",
+        "{name} on mcu-tcp failed:\n{stdout}\n{}\nfirmware logs:\n{}",
         &stderr[stderr.len().saturating_sub(4000)..],
         qemu.logs().join("\n")
     );
@@ -493,6 +510,40 @@ fn programs_on_the_mcu(mode: &[&str], counts: impl Fn(&OpKind) -> bool) -> (Stri
         .collect();
     println!("{stdout}\nover the link: {seen:?}");
     (stdout, seen)
+}
+
+/// The LiteRT delegate on the MCU: the converter's int8 convnet with float
+/// input and output (`QUANTIZE` … `DEQUANTIZE`, 5 nodes) is one partition,
+/// compiled into one program the firmware stores once; each invoke is its
+/// input in, one `RunProgram` and the output's read, in one round trip,
+/// and none of its ops crosses the link alone; bit for bit equal to
+/// TFLite's reference kernels (`tests/python/tflite_delegate_mcu.py`).
+#[test]
+fn the_litert_delegate_on_the_mcu_invokes_one_stored_program_in_one_round_trip() {
+    let python = |work: &std::path::Path| {
+        let mut command = std::process::Command::new(tensorplug_tests::python());
+        command
+            .arg(tensorplug_tests::workspace_root().join("tests/python/tflite_delegate_mcu.py"))
+            .arg(work)
+            .arg(tensorplug_tests::plugin_path());
+        command
+    };
+    let any = |_: &OpKind| true;
+    let (stdout, sent) = on_the_mcu("hil-delegate", python, any);
+    assert!(stdout.contains("invokes 4 bit-exact"), "{stdout}");
+    assert!(stdout.contains("program stored 5"), "{stdout}");
+    assert_eq!(sent.loads, 1, "the program is stored once");
+    assert_eq!(sent.runs, 4, "one RunProgram per invoke");
+    assert_eq!(sent.launches, 0, "no op crossed the link alone");
+    assert!(
+        sent.round_trips_between_runs.iter().all(|&t| t <= 1),
+        "round trips per invoke: {:?}",
+        sent.round_trips_between_runs
+    );
+    println!(
+        "bytes between runs: {:?}; round trips: {:?}",
+        sent.between_runs, sent.round_trips_between_runs
+    );
 }
 
 /// Device programs in TF on the MCU (`TENSORPLUG_GRAPH_PROGRAMS=1`,

@@ -1,0 +1,42 @@
+"""The LiteRT delegate on the firmware (`TENSORPLUG_DEVICE=mcu-tcp:…`, set
+by the test): the converter's int8 convnet with float input and output
+(`tflite_delegate.py`'s `float_io`: QUANTIZE, CONV_2D, RESHAPE,
+FULLY_CONNECTED, DEQUANTIZE) as one partition, compiled into one device
+program that the firmware stores; INVOKES invokes, each bit for bit equal
+to TFLite's reference kernels.
+
+usage: tflite_delegate_mcu.py <work dir> <plugin>
+Prints `program <runs> <commands>` and `invokes <n> bit-exact`.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tflite_delegate as td  # noqa: E402
+
+INVOKES = 4
+
+work, plugin = sys.argv[1], sys.argv[2]
+td.use_runtime("tf")
+model = td.int8_models()["float_io"]
+ref = td.interpreter(model, reference=True)
+shape = tuple(ref.get_input_details()[0]["shape"])
+rng = np.random.default_rng(17)
+xs = [3 * rng.standard_normal(shape).astype(np.float32) for _ in range(INVOKES)]
+want = td.run(ref, xs)
+report_path = os.path.join(work, "report.json")
+delegate = td.rt.load_delegate(plugin, {"report_file": report_path})
+got = td.run(td.interpreter(model, [delegate], reference=True), xs)
+for g, w in zip(got, want):
+    if not np.array_equal(g.view(np.uint8), w.view(np.uint8)):
+        td.fail(f"the delegate on the MCU differs from the reference:\n{g}\n{w}")
+with open(report_path) as f:
+    graph = json.load(f)["graphs"][0]
+if any(n["decision"] != "device" or n["device_runs"] != INVOKES for n in graph["nodes"]):
+    td.fail(f"not every node ran on the device {INVOKES} times: {graph['nodes']}")
+(program,) = graph["programs"]
+print(f"program {program['runs']} {program['commands']}", flush=True)
+print(f"invokes {INVOKES} bit-exact", flush=True)
