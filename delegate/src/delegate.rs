@@ -271,23 +271,41 @@ fn partition(
         });
     }
     let min = shared.options.min_nodes;
+    let partitions = preview(graph, &supported)?;
+    // With `max_partitions`, the largest that many (the first of equals).
+    let mut by_size: Vec<usize> = (0..partitions.len()).collect();
+    by_size.sort_by_key(|&i| std::cmp::Reverse(partitions[i].len()));
+    let max = shared.options.max_partitions.unwrap_or(usize::MAX);
+    let allowed: Vec<usize> = by_size
+        .into_iter()
+        .filter(|&i| partitions[i].len() >= min)
+        .take(max)
+        .collect();
     let mut kept: Vec<i32> = Vec::new();
-    for nodes in preview(graph, &supported)? {
+    for (i, nodes) in partitions.into_iter().enumerate() {
         let id = report.partitions.len();
-        let small = nodes.len() < min;
+        let reason = if nodes.len() < min {
+            Some(format!(
+                "its partition has {} node(s), fewer than min_nodes={min}",
+                nodes.len()
+            ))
+        } else if !allowed.contains(&i) {
+            Some(format!(
+                "its partition of {} node(s) is not among the max_partitions={max} largest",
+                nodes.len()
+            ))
+        } else {
+            None
+        };
         for n in report.nodes.iter_mut().filter(|n| nodes.contains(&n.index)) {
-            n.decision = if small {
-                Decision::Cpu {
-                    reason: format!(
-                        "its partition has {} node(s), fewer than min_nodes={min}",
-                        nodes.len()
-                    ),
-                }
-            } else {
-                Decision::Device { partition: id }
+            n.decision = match &reason {
+                Some(reason) => Decision::Cpu {
+                    reason: reason.clone(),
+                },
+                None => Decision::Device { partition: id },
             };
         }
-        if !small {
+        if reason.is_none() {
             kept.extend(&nodes);
             report.partitions.push(nodes);
         }

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use tensorplug_core::quant::Rounding;
 
 /// Every option the delegate knows, for the error on an unknown one.
-pub const KNOWN: &str = "`device`, `report_file`, `min_nodes`, `fc_rounding`, `fault`";
+pub const KNOWN: &str =
+    "`device`, `report_file`, `min_nodes`, `max_partitions`, `fc_rounding`, `fault`";
 
 /// A failure the delegate injects into itself, for tests of the error
 /// paths (the `fault` option).
@@ -32,6 +33,9 @@ pub struct Options {
     pub report_file: Option<PathBuf>,
     /// A partition of fewer nodes stays on the CPU.
     pub min_nodes: usize,
+    /// At most this many partitions are delegated, the largest (`None`:
+    /// any number).
+    pub max_partitions: Option<usize>,
     /// An injected failure, for tests.
     pub fault: Fault,
     /// How int8 `FULLY_CONNECTED` requantizes, to match the runtime's
@@ -46,6 +50,7 @@ impl Default for Options {
             device: None,
             report_file: None,
             min_nodes: 1,
+            max_partitions: None,
             fault: Fault::None,
             fc_rounding: Rounding::Single,
         }
@@ -82,6 +87,20 @@ impl Options {
                         .ok_or_else(|| {
                             format!("option `min_nodes` must be an integer ≥ 1, got `{value}`")
                         })?;
+                }
+                "max_partitions" => {
+                    options.max_partitions = Some(
+                        value
+                            .trim()
+                            .parse::<usize>()
+                            .ok()
+                            .filter(|&n| n >= 1)
+                            .ok_or_else(|| {
+                                format!(
+                                    "option `max_partitions` must be an integer ≥ 1, got `{value}`"
+                                )
+                            })?,
+                    );
                 }
                 "fc_rounding" => {
                     options.fc_rounding = match value {
@@ -177,6 +196,9 @@ mod tests {
                 .unwrap_err()
                 .contains("one device")
         );
+        let max = |v| Options::parse([("max_partitions", v)]).map(|o| o.max_partitions);
+        assert_eq!(max("2"), Ok(Some(2)));
+        assert!(max("0").unwrap_err().contains("max_partitions"));
     }
 
     #[test]

@@ -362,6 +362,20 @@ def main():
         fail(f"min_nodes=3: {g2}")
     print(f"check min_nodes ok cpu_by_min_nodes={[n['op'] for n in small]}", flush=True)
 
+    # max_partitions=1: the larger partition only, the other on the CPU
+    # with the reason; the output unchanged.
+    report5 = os.path.join(args.out, "report5.json")
+    d6 = rt.load_delegate(args.plugin, {"max_partitions": "1", "report_file": report5})
+    got5 = run(interpreter(model, [d6]), xs)
+    if not all(np.allclose(g, w, rtol=RTOL, atol=ATOL) for g, w in zip(got5, want)):
+        fail("max_partitions=1 output differs")
+    with open(report5) as f:
+        g5 = json.load(f)["graphs"][0]
+    capped = [n for n in g5["nodes"] if n["reason"] and "max_partitions=1" in n["reason"]]
+    if len(g5["partitions"]) != 1 or len(g5["partitions"][0]) != 4 or len(capped) != 1:
+        fail(f"max_partitions=1: {g5}")
+    print(f"check max_partitions ok cpu_by_max_partitions={[n['op'] for n in capped]}", flush=True)
+
     # A resized input: without kTfLiteDelegateFlagsAllowDynamicTensors the
     # runtime undoes the delegation and prepares the delegate again, so
     # the partitions are rebuilt for the new shape (a second graph in the
@@ -389,6 +403,7 @@ def main():
     e1 = expect_value_error(args.plugin, {"devcie": "sim"}, "unknown option `devcie`")
     e2 = expect_value_error(args.plugin, {"device": "nosuch:x"}, "cannot open device `nosuch:x`")
     e3 = expect_value_error(args.plugin, {"min_nodes": "zero"}, "min_nodes")
+    expect_value_error(args.plugin, {"max_partitions": "0"}, "max_partitions")
     # Without the option, the device comes from the plugin's own setting.
     os.environ["TENSORPLUG_FPGA_DEVICE"] = "nosuch:y, sim"
     e4 = expect_value_error(args.plugin, {}, "cannot open device `nosuch:y`")

@@ -37,6 +37,7 @@ const CHECKS: &[&str] = &[
     "report",
     "layout",
     "min_nodes",
+    "max_partitions",
     "resize",
     "errors",
     "faults",
