@@ -132,7 +132,19 @@ fn new_delegate(source: Source, options: Options) -> Result<*mut TfLiteDelegate,
             ),
         }
     })?;
+    let mut device = device;
     let info = device.info();
+    if options.profile_file.is_some() {
+        if !info.capabilities.profiling {
+            return Err(format!(
+                "option `profile_file`: device `{item}` records no events (its capabilities \
+                 say profiling: false)"
+            ));
+        }
+        device
+            .set_profiling(true)
+            .map_err(|e| format!("option `profile_file`: turning profiling on: {e}"))?;
+    }
     let report = Report {
         device: item,
         device_source,
@@ -146,6 +158,7 @@ fn new_delegate(source: Source, options: Options) -> Result<*mut TfLiteDelegate,
         options,
         report: Mutex::new(report),
         init_error: Mutex::new(None),
+        trace: Mutex::new(crate::trace::Trace::new(info.clock_hz)),
     });
     let owned = Box::new(Owned {
         delegate: TfLiteDelegate {

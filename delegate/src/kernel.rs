@@ -17,6 +17,7 @@ use tensorplug_abi::tflite::TfLiteDelegateParams;
 use tensorplug_core::accelerator::{
     Binary, DType, DeviceAddr, Fence, OpKind, QueueId, Shape, TensorDesc, Unary, VendorOps,
 };
+use tensorplug_core::event::{Event, EventKind};
 use tensorplug_core::program::{
     Bindings, BufferId, BufferKind, Limits, Program, ProgramBuilder, RunError, replay, validate,
 };
@@ -52,6 +53,8 @@ pub struct Kernel {
     outputs: Vec<i32>,
     /// The partition as one device program.
     program: Compiled,
+    /// Each node's op, for the trace.
+    names: BTreeMap<i32, String>,
 }
 
 /// One command of the partition, on device buffers.
@@ -97,8 +100,10 @@ impl Kernel {
             return Err("injected fault: kernel init (option `fault=init`)".into());
         }
         let mut steps = Vec::with_capacity(nodes.len());
+        let mut names = BTreeMap::new();
         for &index in &nodes {
             let node = graph.node(index)?;
+            names.insert(index, crate::ops::op_name(node.builtin_code));
             let op = decide(
                 graph,
                 &node,
@@ -120,6 +125,7 @@ impl Kernel {
             inputs: Vec::new(),
             outputs,
             program: Compiled::default(),
+            names,
         };
         kernel.allocate(graph, &inputs)?;
         kernel.program = kernel.compile(graph)?;
@@ -255,9 +261,39 @@ impl Kernel {
                 dev.wait_or_reset(fence, DEVICE_TIMEOUT)
                     .map_err(|e| format!("the device failed the partition: {e}"))?;
             }
+            if shared.options.profile_file.is_some() {
+                self.trace(dev)?;
+            }
         }
         lock(&shared.report).count_runs(self.graph_id, &self.nodes);
         shared.write_report();
+        Ok(())
+    }
+
+    /// Drains the device's events into the trace, each named by its node.
+    fn trace(&self, dev: &mut DynAccelerator) -> Result<(), String> {
+        let mut events = [Event::new(EventKind::OpBegin, 0, 0, 0, 0); 64];
+        let name = |op_id: u16| {
+            let node = i32::from(op_id);
+            match self.names.get(&node) {
+                Some(op) => format!("{op} (node {node})"),
+                None => format!("tag {op_id}"),
+            }
+        };
+        loop {
+            let drained = dev
+                .drain_events(&mut events)
+                .map_err(|e| format!("reading the device's events: {e}"))?;
+            let mut trace = lock(&self.shared.trace);
+            trace.dropped += drained.dropped;
+            for e in &events[..drained.events] {
+                trace.add(e, name);
+            }
+            if drained.events < events.len() {
+                break;
+            }
+        }
+        self.shared.write_trace();
         Ok(())
     }
 

@@ -17,6 +17,7 @@ mod ops;
 mod options;
 mod report;
 mod shared;
+mod trace;
 
 #[doc(hidden)]
 pub use export::__private;

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use tensorplug_core::quant::Rounding;
 
 /// Every option the delegate knows, for the error on an unknown one.
-pub const KNOWN: &str =
-    "`device`, `report_file`, `min_nodes`, `max_partitions`, `fc_rounding`, `fault`";
+pub const KNOWN: &str = "`device`, `report_file`, `profile_file`, `min_nodes`, `max_partitions`, \
+                         `fc_rounding`, `fault`";
 
 /// A failure the delegate injects into itself, for tests of the error
 /// paths (the `fault` option).
@@ -31,6 +31,8 @@ pub struct Options {
     /// Where the per-node report goes (JSON, rewritten after every
     /// partitioning and every invoke).
     pub report_file: Option<PathBuf>,
+    /// Where the device's events go, as a Chrome trace (`trace.rs`).
+    pub profile_file: Option<PathBuf>,
     /// A partition of fewer nodes stays on the CPU.
     pub min_nodes: usize,
     /// At most this many partitions are delegated, the largest (`None`:
@@ -49,6 +51,7 @@ impl Default for Options {
         Self {
             device: None,
             report_file: None,
+            profile_file: None,
             min_nodes: 1,
             max_partitions: None,
             fault: Fault::None,
@@ -77,6 +80,12 @@ impl Options {
                         return Err("option `report_file` is empty".into());
                     }
                     options.report_file = Some(PathBuf::from(value));
+                }
+                "profile_file" => {
+                    if value.is_empty() {
+                        return Err("option `profile_file` is empty".into());
+                    }
+                    options.profile_file = Some(PathBuf::from(value));
                 }
                 "min_nodes" => {
                     options.min_nodes = value

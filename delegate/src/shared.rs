@@ -20,6 +20,8 @@ pub struct Shared {
     pub report: Mutex<Report>,
     /// The first kernel `init` failure of the current `Prepare`.
     pub init_error: Mutex<Option<String>>,
+    /// The device's events, with `profile_file`.
+    pub trace: Mutex<crate::trace::Trace>,
 }
 
 /// Locks `m`, also after a panic elsewhere (the data is plain state).
@@ -28,6 +30,18 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// Writes the trace if `profile_file` is set (a failure goes to stderr).
+    pub fn write_trace(&self) {
+        if let Some(path) = &self.options.profile_file
+            && let Err(e) = lock(&self.trace).write(path)
+        {
+            eprintln!(
+                "tensorplug delegate: cannot write the profile {}: {e}",
+                path.display()
+            );
+        }
+    }
+
     /// Writes the report if `report_file` is set; a failure goes to stderr
     /// (the report is a diagnostic: it never fails an invoke).
     pub fn write_report(&self) {

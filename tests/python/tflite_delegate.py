@@ -362,6 +362,24 @@ def main():
         fail(f"min_nodes=3: {g2}")
     print(f"check min_nodes ok cpu_by_min_nodes={[n['op'] for n in small]}", flush=True)
 
+    # profile_file: the device's launches as a Chrome trace, each named by
+    # its TFLite node, every delegated node on every invoke.
+    trace_path = os.path.join(args.out, "trace.json")
+    report7 = os.path.join(args.out, "report7.json")
+    d7 = rt.load_delegate(args.plugin, {"profile_file": trace_path, "report_file": report7})
+    run(interpreter(model, [d7]), xs)
+    with open(trace_path) as f:
+        events = json.load(f)["traceEvents"]
+    with open(report7) as f:
+        g7 = json.load(f)["graphs"][0]
+    for n in (n for n in g7["nodes"] if n["decision"] == "device"):
+        mine = [e for e in events if e["args"]["node"] == n["index"]]
+        if len(mine) < len(xs) or any(
+            e["dur"] < 0 or e["name"] != f"{n['op']} (node {n['index']})" for e in mine
+        ):
+            fail(f"profile_file: node {n['index']} ({n['op']}) has events {mine}")
+    print(f"check profile_file ok events={len(events)}", flush=True)
+
     # max_partitions=1: the larger partition only, the other on the CPU
     # with the reason; the output unchanged.
     report5 = os.path.join(args.out, "report5.json")

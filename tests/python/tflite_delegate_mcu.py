@@ -5,8 +5,9 @@ FULLY_CONNECTED, DEQUANTIZE) as one partition, compiled into one device
 program that the firmware stores; INVOKES invokes, each bit for bit equal
 to TFLite's reference kernels.
 
-usage: tflite_delegate_mcu.py <work dir> <plugin>
-Prints `program <runs> <commands>` and `invokes <n> bit-exact`.
+usage: tflite_delegate_mcu.py <work dir> <plugin> [--profile]
+Prints `program <runs> <commands>` and `invokes <n> bit-exact`; with
+`profile_file`, every node's launches are in the trace, named by node.
 """
 import json
 import os
@@ -20,6 +21,7 @@ import tflite_delegate as td  # noqa: E402
 INVOKES = 4
 
 work, plugin = sys.argv[1], sys.argv[2]
+profile = "--profile" in sys.argv[3:]
 td.use_runtime("tf")
 model = td.int8_models()["float_io"]
 ref = td.interpreter(model, reference=True)
@@ -28,7 +30,11 @@ rng = np.random.default_rng(17)
 xs = [3 * rng.standard_normal(shape).astype(np.float32) for _ in range(INVOKES)]
 want = td.run(ref, xs)
 report_path = os.path.join(work, "report.json")
-delegate = td.rt.load_delegate(plugin, {"report_file": report_path})
+trace_path = os.path.join(work, "trace.json")
+options = {"report_file": report_path}
+if profile:
+    options["profile_file"] = trace_path
+delegate = td.rt.load_delegate(plugin, options)
 got = td.run(td.interpreter(model, [delegate], reference=True), xs)
 for g, w in zip(got, want):
     if not np.array_equal(g.view(np.uint8), w.view(np.uint8)):
@@ -37,6 +43,14 @@ with open(report_path) as f:
     graph = json.load(f)["graphs"][0]
 if any(n["decision"] != "device" or n["device_runs"] != INVOKES for n in graph["nodes"]):
     td.fail(f"not every node ran on the device {INVOKES} times: {graph['nodes']}")
+if profile:
+    with open(trace_path) as f:
+        events = json.load(f)["traceEvents"]
+    for n in (n for n in graph["nodes"] if n["op"] != "RESHAPE"):  # a copy: not traced
+        named = [e for e in events if e["name"] == f"{n['op']} (node {n['index']})"]
+        if len(named) < INVOKES:
+            td.fail(f"node {n['index']} ({n['op']}): {len(named)} device events in {INVOKES} invokes")
+    print(f"trace: every launch named by its node, {len(events)} events", flush=True)
 (program,) = graph["programs"]
 print(f"program {program['runs']} {program['commands']}", flush=True)
 print(f"invokes {INVOKES} bit-exact", flush=True)

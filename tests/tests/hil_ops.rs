@@ -517,19 +517,30 @@ fn on_the_mcu(
 /// compiled into one program the firmware stores once; each invoke is its
 /// input in, one `RunProgram` and the output's read, in one round trip,
 /// and none of its ops crosses the link alone; bit for bit equal to
-/// TFLite's reference kernels (`tests/python/tflite_delegate_mcu.py`).
+/// TFLite's reference kernels; with `profile_file` the firmware's events
+/// are named by TFLite node (`tests/python/tflite_delegate_mcu.py`).
 #[test]
 fn the_litert_delegate_on_the_mcu_invokes_one_stored_program_in_one_round_trip() {
-    let python = |work: &std::path::Path| {
-        let mut command = std::process::Command::new(tensorplug_tests::python());
-        command
-            .arg(tensorplug_tests::workspace_root().join("tests/python/tflite_delegate_mcu.py"))
-            .arg(work)
-            .arg(tensorplug_tests::plugin_path());
-        command
+    let python = |profile: bool| {
+        move |work: &std::path::Path| {
+            let mut command = std::process::Command::new(tensorplug_tests::python());
+            command
+                .arg(tensorplug_tests::workspace_root().join("tests/python/tflite_delegate_mcu.py"))
+                .arg(work)
+                .arg(tensorplug_tests::plugin_path())
+                .args(profile.then_some("--profile"));
+            command
+        }
     };
     let any = |_: &OpKind| true;
-    let (stdout, sent) = on_the_mcu("hil-delegate", python, any);
+    // With `profile_file`, the firmware's events of the stored program's
+    // launches come back named by their TFLite nodes.
+    let (stdout, _) = on_the_mcu("hil-delegate-profile", python(true), any);
+    assert!(
+        stdout.contains("trace: every launch named by its node"),
+        "{stdout}"
+    );
+    let (stdout, sent) = on_the_mcu("hil-delegate", python(false), any);
     assert!(stdout.contains("invokes 4 bit-exact"), "{stdout}");
     assert!(stdout.contains("program stored 5"), "{stdout}");
     assert_eq!(sent.loads, 1, "the program is stored once");

@@ -38,6 +38,7 @@ const CHECKS: &[&str] = &[
     "layout",
     "min_nodes",
     "max_partitions",
+    "profile_file",
     "resize",
     "errors",
     "faults",
