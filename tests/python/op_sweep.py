@@ -101,6 +101,25 @@ def batch_matmul_cases(fn):
     return cases
 
 
+def int8_batch_matmul_cases():
+    """`BatchMatMulV3` of int8 into int32 (`tf.linalg.matmul(..., output_type=tf.int32)`):
+    exact, over the batch shapes of `BatchMatMulV2` and the longest sum the
+    device takes (1024 terms, of ±128·±128)."""
+    ints = np.random.default_rng(13)
+    for (sa, sb), ax, ay in grid([((2, 3, 4), (2, 4, 5)), ((2, 1, 3, 4), (5, 4, 6)), ((3, 4), (2, 4, 5)),
+                                  ((2, 0, 4), (2, 4, 3)), ((1, 2, 1024), (1, 1024, 2))],
+                                 (False, True), (False, True)):
+        a = ints.integers(-128, 128, (*sa[:-2], *(sa[-1:-3:-1] if ax else sa[-2:]))).astype(np.int8)
+        b = ints.integers(-128, 128, (*sb[:-2], *(sb[-1:-3:-1] if ay else sb[-2:]))).astype(np.int8)
+        if sa[-1] == 1024:
+            a[...] = -128
+            b[...] = -128
+        yield (f"{sa}x{sb} adj_x={ax} adj_y={ay} int8",
+               lambda x, y, ax=ax, ay=ay: tf.raw_ops.BatchMatMulV3(x=x, y=y, Tout=tf.int32,
+                                                                   adj_x=ax, adj_y=ay),
+               [a, b], None)
+
+
 # The equations Keras' EinsumDense and MultiHeadAttention write, their
 # gradients', and the general forms (ellipsis, broadcast, one operand).
 EINSUMS = [("abc,cde->abde", (8, 16, 32), (32, 2, 4)), ("abcd,cde->abe", (8, 16, 2, 4), (2, 4, 32)),
@@ -184,6 +203,7 @@ CAST_VALUES = {
     tf.int32: np.array([0, 1, -1, 16777217, -16777219, 2**31 - 1, -2**31], np.int32),
     tf.int64: np.array([0, 1, -1, 16777217, 2**40 + 7, -(2**35) - 3, 2**63 - 1, -2**63], np.int64),
     tf.bool: np.array([True, False, False, True]),
+    tf.int8: np.array([0, 1, -1, 127, -128, 64], np.int8),
 }
 # The half types: every value of the float list that TF's CPU keeps, and
 # ties, overflow and subnormal edges of the conversion (to nearest even).
@@ -196,7 +216,7 @@ CAST_VALUES[tf.float16] = HALF_EDGES.astype(np.float16)
 
 def cast_cases():
     pairs = [(tf.float32, t) for t in (tf.int32, tf.int64, tf.bool, tf.bfloat16, tf.float16)] + \
-            [(t, tf.float32) for t in (tf.int32, tf.int64, tf.bool, tf.bfloat16, tf.float16)] + \
+            [(t, tf.float32) for t in (tf.int32, tf.int64, tf.bool, tf.bfloat16, tf.float16, tf.int8)] + \
             [(tf.int32, tf.int64), (tf.int64, tf.int32)]
     for src, dst in pairs:
         yield f"{src.name} to {dst.name}", lambda x, dst=dst: tf.cast(x, dst), [CAST_VALUES[src]], None
@@ -776,6 +796,7 @@ SWEEPS = {
     "_FusedMatMul": fused_matmul_cases,
     "BatchMatMul": batch_matmul_cases(tf.raw_ops.BatchMatMul),
     "BatchMatMulV2": batch_matmul_cases(tf.raw_ops.BatchMatMulV2),
+    "BatchMatMulV3": int8_batch_matmul_cases,
     "Einsum": einsum_cases,
     "AddN": add_n_cases,
     "GatherV2": gather_cases,
@@ -918,6 +939,7 @@ SWEEPS = {
 # run, on the device: the kernels are float32 only today); default (2, 2).
 PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), (2, 2), (2,)], "BiasAdd": [(2, 2), (2,)],
                 "MatMul": [(2, 2), (2, 2)], "BatchMatMul": [(2, 2), (2, 2)], "BatchMatMulV2": [(2, 2), (2, 2)],
+                "BatchMatMulV3": [(2, 2), (2, 2)],
                 "Einsum": [(2, 2, 2), (2, 2, 2)], "AddN": [(2, 2), (2, 2)],
                 "Max": [(2, 2)], "Min": [(2, 2)], "Prod": [(2, 2)],
                 "GatherV2": [(2, 2), (2,)], "Select": [(2, 2), (2, 2), (2, 2)],

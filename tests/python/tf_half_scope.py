@@ -13,6 +13,8 @@ Prints:
   pinned_exact <bool>      (the pinned MatMul equals the CPU's bit for bit)
   eager <name> <device> <device's and CPU's max relative diff from the
         float32 op rounded once>
+  int8_matmul <device> <dtype> <equal> <equal, transposed in a function>
+  int8_matmul_long refused <names the limit>
   done
 """
 import os
@@ -96,4 +98,25 @@ for dtype in (tf.bfloat16, tf.float16):
         got = fn(*args)
         print("eager", f"{name}_{dtype.name}", got.device.rsplit("/", 1)[-1],
               relative(got.numpy(), want.numpy()), relative(cpu.numpy(), want.numpy()))
+# int8 x int8 -> int32 (BatchMatMulV3): on the device, exact; past 1024
+# terms it is refused, naming the limit.
+tf.config.set_soft_device_placement(False)
+ints = np.random.default_rng(9)
+a8 = tf.constant(ints.integers(-128, 128, (3, 5, 1000)), tf.int8)
+b8 = tf.constant(ints.integers(-128, 128, (1, 1000, 4)), tf.int8)
+b8_t = tf.transpose(b8, [0, 2, 1])
+with tf.device("/device:FPGA:0"):
+    got = tf.linalg.matmul(a8, b8, output_type=tf.int32)
+    got_t = tf.function(lambda a, b: tf.linalg.matmul(a, b, transpose_b=True,
+                                                       output_type=tf.int32))(a8, b8_t)
+want = np.matmul(a8.numpy().astype(np.int64), b8.numpy().astype(np.int64))
+print("int8_matmul", got.device.rsplit("/", 1)[-1], got.dtype.name,
+      bool(np.array_equal(got.numpy(), want)), bool(np.array_equal(got_t.numpy(), want)))
+long_a, long_b = tf.ones((2, 1100), tf.int8), tf.ones((1100, 2), tf.int8)
+try:
+    with tf.device("/device:FPGA:0"):
+        tf.linalg.matmul(long_a, long_b, output_type=tf.int32).numpy()
+    print("int8_matmul_long ran")
+except tf.errors.OpError as e:
+    print("int8_matmul_long refused", "exact up to 1024 terms" in e.message)
 print("done")

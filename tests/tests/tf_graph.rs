@@ -327,7 +327,9 @@ fn a_bfloat16_convnet_runs_its_fused_blocks_on_the_device() {
 /// graph pass took the pinned one to the device, and eager half ops ran on
 /// the CPU. Eager bfloat16 and float16 ops run on the device, within one
 /// of the type's ulps of the float32 op rounded once (TF's CPU rounds more
-/// often on TF 2.15) (`tests/python/tf_half_scope.py`).
+/// often on TF 2.15). The same casts around the float32 kernel run
+/// `tf.linalg.matmul` of int8 into int32 on the device, which ran on the
+/// CPU before (`tests/python/tf_half_scope.py`).
 #[test]
 fn half_ops_with_no_scope_run_on_the_device_and_pinned_ones_on_the_cpu() {
     let output = run_tf_with_plugin("tf_half_scope.py", &[], None);
@@ -370,6 +372,14 @@ fn half_ops_with_no_scope_run_on_the_device_and_pinned_ones_on_the_cpu() {
             "{row}: more than an ulp from float32 rounded once"
         );
     }
+    // int8 × int8 → int32 (`BatchMatMulV3`): on the device, exact over 1000
+    // terms, broadcast and transposed; past 1024 terms refused by name.
+    assert_eq!(
+        line("int8_matmul"),
+        "device:FPGA:0 int32 True True",
+        "{stdout}"
+    );
+    assert_eq!(line("int8_matmul_long"), "refused True", "{stdout}");
 }
 
 /// A convnet's `predict` under `mixed_float16` and `mixed_bfloat16`, against

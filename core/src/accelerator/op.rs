@@ -163,15 +163,16 @@ pub enum OpKind {
 }
 
 /// Whether [`OpKind::Cast`] converts `from` to `to`: f32 to and from i32,
-/// i64, bf16 and f16, f32 to bool and back, and i32 to and from i64.
+/// i64, bf16 and f16, f32 to bool and back, i8 to f32, and i32 to and from
+/// i64.
 pub const fn cast_supported(from: DType, to: DType) -> bool {
-    use DType::{BF16, Bool, F16, F32, I32, I64};
+    use DType::{BF16, Bool, F16, F32, I8, I32, I64};
     matches!(
         (from, to),
         (F32, I32 | I64 | Bool | BF16 | F16)
             | (I32, F32 | I64)
             | (I64, F32 | I32)
-            | (Bool | BF16 | F16, F32)
+            | (Bool | BF16 | F16 | I8, F32)
     )
 }
 

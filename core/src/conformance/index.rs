@@ -119,6 +119,7 @@ fn cast_cases() -> Vec<OpCase> {
             // Zeros, one, the largest, a subnormal, infinity, NaN.
             DType::BF16 => Values::Half(d, vec![0, 0x8000, 0x3f80, 0x7f7f, 0x0001, 0xff80, 0x7fc1]),
             DType::F16 => Values::Half(d, vec![0, 0x8000, 0x3c00, 0x7bff, 0x0001, 0xfc00, 0x7e01]),
+            DType::I8 => Values::I8(vec![0, 1, -1, 127, -128, 64]),
             _ => Values::Bool(vec![true, false, false, true]),
         }
     };
@@ -129,6 +130,7 @@ fn cast_cases() -> Vec<OpCase> {
         DType::Bool,
         DType::BF16,
         DType::F16,
+        DType::I8,
     ];
     let mut cases = Vec::new();
     for from in types {

@@ -42,6 +42,7 @@ fn load(from: DType, b: &[u8]) -> Value {
         DType::F16 => Value::Float(half_to_f32(u16::from_le_bytes([b[0], b[1]]))),
         DType::I32 => Value::Int(i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
         DType::I64 => Value::Int(i64::from_le_bytes(word(8))),
+        DType::I8 => Value::Int(i64::from(b[0] as i8)),
         _ => Value::Int(i64::from(b[0] != 0)),
     }
 }
@@ -212,6 +213,9 @@ mod tests {
         let big = (1i64 << 40) + 7;
         cast(DType::I64, DType::I32, &big.to_le_bytes(), &mut narrow).unwrap();
         assert_eq!(i32::from_le_bytes(narrow), 7);
-        assert!(cast(DType::I8, DType::F32, &[1], &mut [0u8; 4]).is_err());
+        let mut wide = [0u8; 8];
+        cast(DType::I8, DType::F32, &[0x80, 0x7f], &mut wide).unwrap();
+        assert_eq!(wide, *f32s(&[-128.0, 127.0]));
+        assert!(cast(DType::F32, DType::I8, &[0; 4], &mut [0u8; 1]).is_err());
     }
 }

@@ -2,9 +2,13 @@
 //! batch axes): one device `MatMul` per batch element, on views of the
 //! operands (as TF's CPU kernel, which also loops over the batch), all of
 //! them one enqueue.
-//! [`Batched`] is shared with `Einsum`.
+//! [`Batched`] is shared with `Einsum`. `BatchMatMulV3` of int8 into
+//! int32 (`tf.linalg.matmul(…, output_type=tf.int32)`) is the same on
+//! float32 copies of its operands (`ops/half.rs` casts around it), exact
+//! while a sum of products stays within float32's integers.
 
 use super::blocks::MAX_RUNS;
+use super::kernel::TypePair;
 use super::kernel::{Op, flat, is_empty};
 use super::matmul::Transposes;
 use crate::kernels::commands::Commands;
@@ -13,7 +17,8 @@ use crate::kernels::launch::Launcher;
 use crate::kernels::shapes::show;
 use crate::kernels::tf::{Construction, Context};
 use std::ffi::CStr;
-use tensorplug_core::accelerator::{DeviceAddr, OpKind, Shape, TensorDesc};
+use tensorplug_abi::tf::TF_DataType;
+use tensorplug_core::accelerator::{DType, DeviceAddr, OpKind, Shape, TensorDesc};
 
 /// `BatchMatMul` (equal batch axes) or `BatchMatMulV2` (broadcast).
 pub struct BatchMatMul {
@@ -32,6 +37,57 @@ pub static KERNELS: [BatchMatMul; 2] = [
         broadcast: true,
     },
 ];
+
+/// `BatchMatMulV3` with int8 operands and an int32 result.
+pub struct Int8BatchMatMul;
+
+/// The most terms of an int8 dot product float32 sums exactly: each
+/// product is at most 2¹⁴ in magnitude, and float32 holds every integer
+/// up to 2²⁴.
+pub const INT8_MAX_K: u64 = 1 << 10;
+
+static INT8_TYPES: [TypePair; 1] = [[(c"Ta", TF_DataType::TF_INT8), (c"Tb", TF_DataType::TF_INT8)]];
+
+impl Op for Int8BatchMatMul {
+    type Attrs = Transposes;
+
+    fn op(&self) -> &'static CStr {
+        c"BatchMatMulV3"
+    }
+
+    fn family(&self) -> Option<OpKind> {
+        Some(MATMUL)
+    }
+
+    fn also_launches(&self) -> &'static [OpKind] {
+        &[OpKind::Cast {
+            from: DType::F32,
+            to: DType::I32,
+        }]
+    }
+
+    fn type_pairs(&self) -> &'static [TypePair] {
+        &INT8_TYPES
+    }
+
+    fn construct(&self, ctx: &Construction) -> KernelResult<Transposes> {
+        BatchMatMul::construct(&KERNELS[1], ctx)
+    }
+
+    fn compute(&self, t: &Transposes, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
+        // The operands are float32 copies here (`ops/half.rs`).
+        let (sx, sy) = (ctx.input(0, false)?.shape()?, ctx.input(1, false)?.shape()?);
+        let plan = Batched::plan(sx.dims(), sy.dims(), *t, true)?;
+        if plan.k(0) > INT8_MAX_K {
+            return Err(Failure::unimplemented(format!(
+                "an int8 matmul over {} terms (the device computes it in float32, exact up to \
+                 {INT8_MAX_K} terms)",
+                plan.k(0)
+            )));
+        }
+        BatchMatMul::compute(&KERNELS[1], t, ctx, run)
+    }
+}
 
 pub(super) const MATMUL: OpKind = OpKind::MatMul {
     transpose_a: false,

@@ -1,6 +1,6 @@
-//! `Cast` between float32 and int32, int64, bool, bfloat16 or float16, and
-//! between int32 and int64: one device `Cast` (TF's CPU conversions bit for
-//! bit; to the half types rounding to nearest even).
+//! `Cast` between float32 and int32, int64, bool, bfloat16 or float16, from
+//! int8 to float32, and between int32 and int64: one device `Cast` (TF's
+//! CPU conversions bit for bit; to the half types rounding to nearest even).
 
 use super::kernel::{Op, TypePair, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
@@ -18,7 +18,7 @@ const fn pair(src: TF_DataType, dst: TF_DataType) -> TypePair {
 }
 
 /// The (`SrcT`, `DstT`) pairs the device converts.
-static PAIRS: [TypePair; 12] = {
+static PAIRS: [TypePair; 13] = {
     use TF_DataType as T;
     [
         pair(T::TF_FLOAT, T::TF_INT32),
@@ -33,6 +33,7 @@ static PAIRS: [TypePair; 12] = {
         pair(T::TF_BFLOAT16, T::TF_FLOAT),
         pair(T::TF_FLOAT, T::TF_HALF),
         pair(T::TF_HALF, T::TF_FLOAT),
+        pair(T::TF_INT8, T::TF_FLOAT),
     ]
 };
 
@@ -45,6 +46,7 @@ pub fn device_type(t: TF_DataType) -> Option<DType> {
         TF_DataType::TF_BOOL => Some(DType::Bool),
         TF_DataType::TF_BFLOAT16 => Some(DType::BF16),
         TF_DataType::TF_HALF => Some(DType::F16),
+        TF_DataType::TF_INT8 => Some(DType::I8),
         _ => None,
     }
 }

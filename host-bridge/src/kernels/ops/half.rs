@@ -57,16 +57,19 @@ fn is_half(t: TF_DataType) -> bool {
     TYPES.contains(&t)
 }
 
-/// Before a compute call of `op`: when its inputs are of a half type, each
-/// is cast to a float32 temporary that the kernel reads instead, and the
-/// kernel's outputs become float32 temporaries too ([`narrow_outputs`]).
+/// Before a compute call of `op`: when its inputs are of a half type (or
+/// int8, for `BatchMatMulV3`), each is cast to a float32 temporary that the
+/// kernel reads instead, and the kernel's outputs become float32
+/// temporaries too ([`narrow_outputs`]).
 pub fn widen_inputs(op: &str, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
-    if !OPS.contains(&op) {
+    let int8 = op == "BatchMatMulV3";
+    if !OPS.contains(&op) && !int8 {
         return Ok(());
     }
     for index in 0..ctx.num_inputs() {
         let x = ctx.input(index, true)?;
-        if !is_half(x.dtype()) {
+        let widened = is_half(x.dtype()) || (int8 && x.dtype() == TF_DataType::TF_INT8);
+        if !widened {
             continue;
         }
         let from = device_type(x.dtype()).unwrap_or(DType::BF16);
@@ -97,7 +100,11 @@ pub fn narrow_outputs(ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()>
     let half = ctx.half();
     for (out, wide, shape) in &half.outputs {
         let Some(to) = device_type(out.dtype()) else {
-            continue;
+            return Err(super::super::failure::Failure::unimplemented(format!(
+                "an output of {:?} (the device casts float32 to int32, int64, bool, bfloat16 \
+                 and float16)",
+                out.dtype()
+            )));
         };
         if !is_empty(shape) {
             let cast = OpKind::Cast {

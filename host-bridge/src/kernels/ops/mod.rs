@@ -48,7 +48,7 @@ mod xent;
 pub use kernel::{Kernel, Op, TfKernel, WAIT_ATTR, compute, elementwise};
 
 /// The f32 kernels besides the element-wise families'.
-static KERNELS: [&dyn TfKernel; 66] = [
+static KERNELS: [&dyn TfKernel; 67] = [
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
@@ -93,6 +93,7 @@ static KERNELS: [&dyn TfKernel; 66] = [
     &int_add::IntAdd,
     &batch_matmul::KERNELS[0],
     &batch_matmul::KERNELS[1],
+    &batch_matmul::Int8BatchMatMul,
     &einsum::Einsum,
     &add_n::AddN,
     &gather::GatherV2,
