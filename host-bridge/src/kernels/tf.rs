@@ -154,15 +154,16 @@ pub struct Context {
     half: RefCell<Half>,
 }
 
-/// A half-precision compute call (`ops/half.rs`): the float32 temporaries
-/// the kernel sees instead of its half inputs and outputs.
+/// A widened compute call (`ops/half.rs`: half-precision ops, int8
+/// `BatchMatMulV3`): the float32 temporaries the kernel sees instead of
+/// its inputs and outputs.
 #[derive(Default)]
 pub struct Half {
-    /// The half type, when the call is one.
+    /// The type widened (a half type, int8), when the call is one.
     pub dtype: Option<TF_DataType>,
     /// Input index and its float32 copy.
     pub inputs: Vec<(usize, Tensor)>,
-    /// The half output TF allocated, the float32 one the kernel wrote, and
+    /// The output TF allocated, the float32 one the kernel wrote, and
     /// their shape.
     pub outputs: Vec<(Tensor, Tensor, Shape)>,
 }
@@ -314,7 +315,7 @@ impl Context {
         unsafe { (self.api.context_failure)(self.raw, status) };
     }
 
-    /// The half-precision state of this call (`ops/half.rs`).
+    /// The widened state of this call (`ops/half.rs`).
     pub fn half(&self) -> std::cell::RefMut<'_, Half> {
         self.half.borrow_mut()
     }

@@ -3,7 +3,9 @@
 //! the float32 kernel, and round each output once to the half type, as
 //! TF's CPU kernels compute these types. Registering them lets TF's placer
 //! put unscoped half ops on our device and leave the ones a user pinned to
-//! the CPU there (`docs/graph-optimizer.md`, "Half precision").
+//! the CPU there (`docs/graph-optimizer.md`, "Half precision"). The same
+//! casts run int8 `BatchMatMulV3` on the float32 `BatchMatMulV2`
+//! (`batch_matmul.rs`).
 
 use super::super::failure::KernelResult;
 use super::super::launch::Launcher;
