@@ -23,6 +23,7 @@ use tensorplug_core::link::{
     ProtocolVersion, SetProfiling, negotiate,
 };
 
+mod buffers;
 mod programs;
 mod refusal;
 mod restored;
@@ -160,7 +161,7 @@ pub struct RemoteAccelerator<S> {
     session: SessionState,
     /// This session's buffers, those a restart took, and the bytes it
     /// left stale (`client/restored.rs`).
-    buffers: restored::Buffers,
+    buffers: buffers::Buffers,
     /// Whether the host turned profiling on: a new session after a
     /// restart turns it on again.
     profiling: bool,
@@ -273,7 +274,7 @@ impl<S: LinkStream> RemoteAccelerator<S> {
             events: VecDeque::new(),
             dropped: 0,
             session: SessionState::Opening,
-            buffers: restored::Buffers::default(),
+            buffers: buffers::Buffers::default(),
             profiling: false,
         };
         let ours = Hello::ours();
@@ -979,7 +980,8 @@ impl<S: LinkStream> Transfer for RemoteAccelerator<S> {
     ) -> Result<Fence, RemoteError> {
         self.revive()?;
         self.buffers
-            .check_read(src.0, len as u64, "a device-to-host copy")?;
+            .check_read(src.0, len as u64, "a device-to-host copy")
+            .map_err(RemoteError::stale)?;
         // SAFETY: the caller guarantees `dst` is writable for `len` bytes.
         let out = unsafe { core::slice::from_raw_parts_mut(dst, len) };
         if out.is_empty() {
@@ -1001,7 +1003,8 @@ impl<S: LinkStream> Transfer for RemoteAccelerator<S> {
     ) -> Result<Fence, RemoteError> {
         self.revive()?;
         self.buffers
-            .check_read(src.0, len as u64, "a device-to-device copy")?;
+            .check_read(src.0, len as u64, "a device-to-device copy")
+            .map_err(RemoteError::stale)?;
         self.buffers.written(dst.0, len as u64);
         let command = Command::Copy {
             dst: dst.0,

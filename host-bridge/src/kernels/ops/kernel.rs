@@ -224,16 +224,6 @@ impl Kernel {
     }
 }
 
-/// One compute call of `kernel`.
-pub fn compute(kernel: &Kernel, ctx: &Context) -> KernelResult<()> {
-    let stream = ctx.stream()?;
-    let mut run = Launcher::new(stream, kernel.op_type(), ctx.node_name());
-    super::half::widen_inputs(kernel.op_type(), ctx, &mut run)?;
-    kernel.def.compute(kernel.attrs.as_ref(), ctx, &mut run)?;
-    super::half::narrow_outputs(ctx, &mut run)?;
-    run.finish().map(drop)
-}
-
 /// An element-wise op's input 0 and its output, of the same shape (TF may
 /// hand input 0's buffer over as the output); `None` when it is empty.
 pub fn elementwise(ctx: &Context) -> KernelResult<Option<(Tensor, Shape, Tensor)>> {

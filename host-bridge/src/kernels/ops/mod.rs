@@ -45,7 +45,22 @@ mod window_geometry;
 mod window_grad;
 mod xent;
 
-pub use kernel::{Kernel, Op, TfKernel, WAIT_ATTR, compute, elementwise};
+pub use kernel::{Kernel, Op, TfKernel, WAIT_ATTR, elementwise};
+
+use super::failure::KernelResult;
+use super::launch::Launcher;
+use super::tf::Context;
+
+/// One compute call of `kernel`, its operands widened to float32 where it
+/// is one of the half-precision or int8 registrations (`half.rs`).
+pub fn compute(kernel: &Kernel, ctx: &Context) -> KernelResult<()> {
+    let stream = ctx.stream()?;
+    let mut run = Launcher::new(stream, kernel.op_type(), ctx.node_name());
+    half::widen_inputs(kernel.op_type(), ctx, &mut run)?;
+    kernel.def.compute(kernel.attrs.as_ref(), ctx, &mut run)?;
+    half::narrow_outputs(ctx, &mut run)?;
+    run.finish().map(drop)
+}
 
 /// The f32 kernels besides the element-wise families'.
 static KERNELS: [&dyn TfKernel; 67] = [
