@@ -792,22 +792,12 @@ fn requantize(
         OpKind::Dequantize
     };
     need_typed(caps, kind, DType::I8)?;
-    let header = QuantHeader {
-        zero_points: [if quantize { 0 } else { q.zero_point }, 0],
-        output_zero_point: if quantize { q.zero_point } else { 0 },
-        min: -128,
-        max: 127,
-        // Neither op requantizes: the field is unread.
-        rounding: Rounding::Double,
-        channels: 1,
-    };
-    let mut block = header.words().to_vec();
-    block.push(q.scale.to_bits() as i32);
+    let block = tensorplug_core::quant::block::per_tensor_scale(quantize, q.scale, q.zero_point);
     Ok(DeviceOp::Requantize {
         x,
         out,
         kind,
-        block,
+        block: block.to_vec(),
     })
 }
 

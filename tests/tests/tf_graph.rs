@@ -282,6 +282,15 @@ fn attribute_values_the_device_cannot_run_fall_back_to_the_cpu() {
     assert!(stdout.contains("done"), "{stdout}");
 }
 
+/// The rest of the line of `stdout` that starts with `key`.
+fn keyed(stdout: &str, key: &str) -> String {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(key).map(str::trim))
+        .unwrap_or_else(|| panic!("no `{key}` in:\n{stdout}"))
+        .to_owned()
+}
+
 /// A `mixed_bfloat16` Keras convnet with no device scope runs its
 /// convolution block and its `Dense` on the device, read from the profile's
 /// device plane. On a CPU with oneDNN's bfloat16 support TF's remapper
@@ -293,13 +302,7 @@ fn attribute_values_the_device_cannot_run_fall_back_to_the_cpu() {
 fn a_bfloat16_convnet_runs_its_fused_blocks_on_the_device() {
     let output = run_tf_with_plugin("tf_half_fused.py", &[], None);
     let stdout = check(&output, "tf_half_fused.py");
-    let line = |key: &str| {
-        stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(key).map(str::trim))
-            .unwrap_or_else(|| panic!("no `{key}` in:\n{stdout}"))
-            .to_owned()
-    };
+    let line = |key: &str| keyed(&stdout, key);
     let device = line("device_ops");
     let ran = |op: &str| {
         device
@@ -334,13 +337,7 @@ fn a_bfloat16_convnet_runs_its_fused_blocks_on_the_device() {
 fn half_ops_with_no_scope_run_on_the_device_and_pinned_ones_on_the_cpu() {
     let output = run_tf_with_plugin("tf_half_scope.py", &[], None);
     let stdout = check(&output, "tf_half_scope.py");
-    let line = |key: &str| {
-        stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(key).map(str::trim))
-            .unwrap_or_else(|| panic!("no `{key}` in:\n{stdout}"))
-            .to_owned()
-    };
+    let line = |key: &str| keyed(&stdout, key);
     let count = |ops: &str, op: &str| -> u32 {
         ops.split_whitespace()
             .filter_map(|kv| kv.split_once('='))

@@ -215,6 +215,28 @@ pub fn parse_add(block: &[i32]) -> Result<(QuantHeader, [Requantize; 3]), QuantE
     Ok((header, [r(0)?, r(1)?, r(2)?]))
 }
 
+/// `Quantize`'s block (`quantize`) or `Dequantize`'s for one per-tensor
+/// `scale` and `zero_point` (the int8 side's), over int8's whole range.
+pub fn per_tensor_scale(quantize: bool, scale: f32, zero_point: i32) -> [i32; HEADER_WORDS + 1] {
+    let (zero_points, output_zero_point) = match quantize {
+        true => ([0, 0], zero_point),
+        false => ([zero_point, 0], 0),
+    };
+    let header = QuantHeader {
+        zero_points,
+        output_zero_point,
+        min: -128,
+        max: 127,
+        // Neither op requantizes: the field is unread.
+        rounding: Rounding::Double,
+        channels: 1,
+    };
+    let mut words = [0; HEADER_WORDS + 1];
+    words[..HEADER_WORDS].copy_from_slice(&header.words());
+    words[HEADER_WORDS] = scale.to_bits() as i32;
+    words
+}
+
 /// `Quantize`'s or `Dequantize`'s block for a tensor whose last axis is
 /// `last`: one scale, or one per element of that axis; each finite and > 0.
 pub fn parse_scales(block: &[i32], last: usize) -> Result<(QuantHeader, &[i32]), QuantError> {

@@ -396,21 +396,8 @@ pub enum TensorBlock {
 
 /// The block of `Quantize` or `Dequantize` for one per-tensor quantization.
 pub fn tensor_block(kind: TensorBlock, q: Affine) -> Vec<i32> {
-    let (zero_points, output_zero_point) = match kind {
-        TensorBlock::Quantize => ([0, 0], q.zero_point),
-        TensorBlock::Dequantize => ([q.zero_point, 0], 0),
-    };
-    let header = QuantHeader {
-        zero_points,
-        output_zero_point,
-        min: -128,
-        max: 127,
-        rounding: Rounding::Double,
-        channels: 1,
-    };
-    let mut words = header.words().to_vec();
-    words.push(q.scale.to_bits() as i32);
-    words
+    let quantize = kind == TensorBlock::Quantize;
+    tensorplug_core::quant::block::per_tensor_scale(quantize, q.scale, q.zero_point).to_vec()
 }
 
 fn multiplier_error(real: f64, e: QuantError) -> String {
