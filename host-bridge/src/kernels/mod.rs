@@ -346,6 +346,7 @@ unsafe extern "C" fn create<const INDEX: usize>(raw: *mut TF_OpKernelConstructio
                 attrs,
                 node,
                 wait,
+                widens: std::sync::OnceLock::new(),
             }))
             .cast()),
             Err(failure) => {

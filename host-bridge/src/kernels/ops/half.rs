@@ -59,19 +59,34 @@ fn is_half(t: TF_DataType) -> bool {
     TYPES.contains(&t)
 }
 
-/// Before a compute call of `op`: when its inputs are of a half type (or
-/// int8, for `BatchMatMulV3`), each is cast to a float32 temporary that the
-/// kernel reads instead, and the kernel's outputs become float32
-/// temporaries too ([`narrow_outputs`]).
-pub fn widen_inputs(op: &str, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
-    let int8 = op == "BatchMatMulV3";
-    if !OPS.contains(&op) && !int8 {
-        return Ok(());
+/// The op whose int8 operands are widened too.
+const INT8_OP: &str = "BatchMatMulV3";
+
+/// Whether an input of this type is widened for `op`.
+fn widened(op_is_int8: bool, t: TF_DataType) -> bool {
+    is_half(t) || (op_is_int8 && t == TF_DataType::TF_INT8)
+}
+
+/// Whether a kernel of `op` whose inputs are `ctx`'s is widened: one of
+/// [`OPS`] on a half type, or int8 [`INT8_OP`]. A kernel's types are fixed,
+/// so its first call decides for all.
+pub fn widens(op: &str, ctx: &Context) -> bool {
+    let int8 = op == INT8_OP;
+    if !int8 && !OPS.contains(&op) {
+        return false;
     }
+    (0..ctx.num_inputs()).any(|i| ctx.input(i, true).is_ok_and(|x| widened(int8, x.dtype())))
+}
+
+/// Before a compute call of a kernel that [`widens`]: each half (or int8)
+/// input is cast to a float32 temporary that the kernel reads instead, and
+/// the kernel's outputs become float32 temporaries too
+/// ([`narrow_outputs`]).
+pub fn widen_inputs(ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
     for index in 0..ctx.num_inputs() {
         let x = ctx.input(index, true)?;
-        let widened = is_half(x.dtype()) || (int8 && x.dtype() == TF_DataType::TF_INT8);
-        if !widened {
+        // Any half or int8 input: only the kernels `widens` picked come here.
+        if !widened(true, x.dtype()) {
             continue;
         }
         let from = device_type(x.dtype()).unwrap_or(DType::BF16);

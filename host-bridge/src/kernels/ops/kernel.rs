@@ -210,6 +210,9 @@ pub struct Kernel {
     /// (the node has [`WAIT_ATTR`] set: a variable update's arithmetic; or
     /// every kernel on a TF that aborts on a failed copy, `support`).
     pub wait: bool,
+    /// Whether its operands are widened to float32 (`half.rs`): found at
+    /// its first compute call, as its types are fixed.
+    pub widens: std::sync::OnceLock<bool>,
 }
 
 /// A node attribute the graph pass sets on the arithmetic of a variable

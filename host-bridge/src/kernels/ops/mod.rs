@@ -56,9 +56,16 @@ use super::tf::Context;
 pub fn compute(kernel: &Kernel, ctx: &Context) -> KernelResult<()> {
     let stream = ctx.stream()?;
     let mut run = Launcher::new(stream, kernel.op_type(), ctx.node_name());
-    half::widen_inputs(kernel.op_type(), ctx, &mut run)?;
+    let widens = *kernel
+        .widens
+        .get_or_init(|| half::widens(kernel.op_type(), ctx));
+    if widens {
+        half::widen_inputs(ctx, &mut run)?;
+    }
     kernel.def.compute(kernel.attrs.as_ref(), ctx, &mut run)?;
-    half::narrow_outputs(ctx, &mut run)?;
+    if widens {
+        half::narrow_outputs(ctx, &mut run)?;
+    }
     run.finish().map(drop)
 }
 
