@@ -816,10 +816,10 @@ fn cast_checks_its_pair_and_runs_in_place_when_the_sizes_match() {
     let bad = |dtype: u8, imm: u32| CommandDescriptor { dtype, imm, ..cast };
     check(
         &mut rig,
-        "i8 → f32",
-        bad(4, 1),
+        "f32 → i8",
+        bad(1, 4),
         CompletionStatus::UNSUPPORTED,
-        4 << 8 | 1,
+        1 << 8 | 4,
     );
     check(
         &mut rig,
