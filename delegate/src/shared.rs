@@ -32,26 +32,31 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Shared {
     /// Writes the trace if `profile_file` is set (a failure goes to stderr).
     pub fn write_trace(&self) {
-        if let Some(path) = &self.options.profile_file
-            && let Err(e) = lock(&self.trace).write(path)
-        {
-            eprintln!(
-                "tensorplug delegate: cannot write the profile {}: {e}",
-                path.display()
-            );
-        }
+        let path = self.options.profile_file.as_deref();
+        diagnostic(path, "profile", |p| lock(&self.trace).write(p));
     }
 
     /// Writes the report if `report_file` is set; a failure goes to stderr
     /// (the report is a diagnostic: it never fails an invoke).
     pub fn write_report(&self) {
-        if let Some(path) = &self.options.report_file
-            && let Err(e) = lock(&self.report).write(path)
-        {
-            eprintln!(
-                "tensorplug delegate: cannot write the report {}: {e}",
-                path.display()
-            );
-        }
+        let path = self.options.report_file.as_deref();
+        diagnostic(path, "report", |p| lock(&self.report).write(p));
+    }
+}
+
+/// Writes a diagnostic file to `path` if one is set; a failure goes to
+/// stderr, never to the invoke.
+fn diagnostic(
+    path: Option<&std::path::Path>,
+    what: &str,
+    write: impl FnOnce(&std::path::Path) -> std::io::Result<()>,
+) {
+    if let Some(path) = path
+        && let Err(e) = write(path)
+    {
+        eprintln!(
+            "tensorplug delegate: cannot write the {what} {}: {e}",
+            path.display()
+        );
     }
 }
