@@ -18,14 +18,14 @@
 #define TPD_DEVICE_ABI_VERSION_MAJOR 1
 
 // Minor version: bumped for backwards-compatible additions.
-#define TPD_DEVICE_ABI_VERSION_MINOR 5
+#define TPD_DEVICE_ABI_VERSION_MINOR 6
 
 // Patch version: bumped for fixes that change no layout or meaning.
 #define TPD_DEVICE_ABI_VERSION_PATCH 0
 
 // `DEVICE_ABI_VERSION` as the `Register::ABI_VERSION`
 // word: `major << 16 | minor << 8 | patch`, bits 31..24 zero.
-#define TPD_DEVICE_ABI_VERSION_WORD 0x00010500
+#define TPD_DEVICE_ABI_VERSION_WORD 0x00010600
 
 // Ticks per second of the reference FPGA's timestamp counter (100 MHz).
 // A device reports its own in `Register::TIMESTAMP_FREQ_HZ`.
@@ -170,8 +170,10 @@ typedef uint32_t TPD_Features;
 #define TPD_FEATURES_TYPES (1 << 16)
 // ABI 1.5: `RANDOM_UNIFORM_F32` (TF's stateless Philox floats).
 #define TPD_FEATURES_RANDOM (1 << 17)
+// ABI 1.6: `SOFTMAX_I8` (TFLite's reference int8 `SOFTMAX`, bit for bit).
+#define TPD_FEATURES_INT8_SOFTMAX (1 << 18)
 // Every bit this ABI version defines.
-#define TPD_FEATURES_KNOWN 0x3FFFF
+#define TPD_FEATURES_KNOWN 0x7FFFF
 
 // A register's byte offset in the register space (PCIe BAR 0, or the
 // register address of an SPI frame).
@@ -443,6 +445,10 @@ typedef uint16_t TPD_Opcode;
 // the 64-bit key, `src1` and `src2` the counter's low and high words
 // (values, not addresses).
 #define TPD_OPCODE_RANDOM_UNIFORM_F32 148
+// ABI 1.6 (`INT8_SOFTMAX`): int8 `SOFTMAX` over rows of `n`: `src0`
+// `len` int8 values (`len` a multiple of `n`), `src2` the block
+// (`docs/device-numerics.md`), `dst` int8 of scale 1/256, zero point −128.
+#define TPD_OPCODE_SOFTMAX_I8 149
 
 // Bits of `CommandDescriptor::flags`. Bits not defined here must be 0
 // (else `CompletionStatus::INVALID_ARGUMENT`).
@@ -666,8 +672,8 @@ typedef uint8_t TPD_NorStatus;
 // What a driver written against this module needs (ABI 1.0 or newer 1.x).
 #define TPD_DRIVER_ABI_REQUIREMENT (TPD_AbiRequirement){ .major = TPD_DEVICE_ABI_VERSION_MAJOR, .min_minor = 0 }
 
-// What the reference FPGA implements: every feature of ABI 1.5.
-#define TPD_REFERENCE_FEATURES 0x3FFFF
+// What the reference FPGA implements: every feature of ABI 1.6.
+#define TPD_REFERENCE_FEATURES 0x7FFFF
 
 
 // The op catalogue (docs/ops.md), from tensorplug_core's `BUILTIN`: an
@@ -760,6 +766,7 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_OP_ARG_MIN 85
 #define TPD_OP_RANDOM_UNIFORM 86
 #define TPD_OP_IS_FINITE 87
+#define TPD_OP_SOFTMAX_INT8 88
 
 // Element types (`CommandDescriptor::dtype`), from tensorplug_core's `DType`.
 #define TPD_DTYPE_F32 1

@@ -16,6 +16,7 @@
 use core::fmt;
 
 pub mod block;
+pub mod softmax;
 
 /// A real multiplier as the device applies it: `multiplier · 2^(shift − 31)`,
 /// `multiplier` 0 or in `[2³⁰, 2³¹)`, `shift` in `[−31, 30]`.

@@ -382,7 +382,8 @@ pub fn run(
         | OpKind::MaxPoolInt8(_)
         | OpKind::AvgPoolInt8(_)
         | OpKind::Quantize
-        | OpKind::Dequantize => Err(Error::Shape(ShapeError::DType { operand: 0 })),
+        | OpKind::Dequantize
+        | OpKind::SoftmaxInt8 => Err(Error::Shape(ShapeError::DType { operand: 0 })),
         OpKind::Vendor(op) => {
             let rules = op.decl.rules().ok_or(Error::Shape(ShapeError::Overflow))?;
             let mut data: [&[f32]; 3] = [&[]; 3];
@@ -525,7 +526,8 @@ pub fn tolerance(
         | OpKind::MaxPoolInt8(_)
         | OpKind::AvgPoolInt8(_)
         | OpKind::Quantize
-        | OpKind::Dequantize => tol.fill(0.0),
+        | OpKind::Dequantize
+        | OpKind::SoftmaxInt8 => tol.fill(0.0),
         OpKind::Vendor(op) => {
             let bound = op.decl.rules().map_or(Tolerance::EXACT, |r| r.tolerance);
             for (t, &w) in tol.iter_mut().zip(want) {

@@ -842,3 +842,49 @@ fn cast_checks_its_pair_and_runs_in_place_when_the_sizes_match() {
     };
     check(&mut rig, "i32 → i64 in place", widen, INVALID, 32);
 }
+
+#[test]
+fn softmax_i8_checks_its_rows_and_block_and_matches_the_reference() {
+    use tensorplug_core::quant::Rounding;
+    use tensorplug_core::quant::block;
+    use tensorplug_core::quant::softmax::SoftmaxQuant;
+    let mut rig = Rig::standard();
+    let q = SoftmaxQuant::new(1.0, 0.1, Rounding::Double).unwrap();
+    let mut words = block::softmax(&q);
+    let bytes = |b: &[i32]| b.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>();
+    let x: [i8; 8] = [0, 10, 20, 30, -128, 127, 5, 5];
+    rig.write_bytes(DATA, &x.map(|v| v as u8));
+    rig.write_bytes(DATA + 0x300, &bytes(&words));
+    let softmax = || {
+        let mut c = CommandDescriptor::new(Opcode::SOFTMAX_I8, 1, 0);
+        (c.src0, c.src2, c.dst, c.len, c.n, c.dtype) = (DATA, DATA + 0x300, DATA + 0x200, 8, 4, 4);
+        c
+    };
+    check(&mut rig, "SOFTMAX_I8", softmax(), CompletionStatus::OK, 0);
+    let mut want = [0i8; 8];
+    for (x, o) in x.chunks(4).zip(want.chunks_mut(4)) {
+        q.row(x, o);
+    }
+    assert_eq!(rig.read_bytes(DATA + 0x200, 8), want.map(|v| v as u8));
+    let mut rows_of_3 = softmax();
+    rows_of_3.n = 3;
+    check(&mut rig, "rows of 3 in 8", rows_of_3, INVALID, 52);
+    // An output zero point other than TFLite's −128: refused when it runs.
+    words[2] = -127;
+    rig.write_bytes(DATA + 0x300, &bytes(&words));
+    let detail = 24 | 4 << 8 | ((-127i16) as u16 as u32) << 16;
+    check(&mut rig, "zero point -127", softmax(), INVALID, detail);
+    // A device of ABI 1.6 without INT8_SOFTMAX.
+    rig.dev = model_with(ModelConfig {
+        features: Features(REFERENCE_FEATURES.0 & !Features::INT8_SOFTMAX.0),
+        ..ModelConfig::default()
+    });
+    rig.bring_up(tensorplug_abi::device::Control(0));
+    check(
+        &mut rig,
+        "no INT8_SOFTMAX",
+        softmax(),
+        CompletionStatus::UNSUPPORTED,
+        Features::INT8_SOFTMAX.0,
+    );
+}

@@ -8,7 +8,7 @@ use super::version::Features;
 
 impl Opcode {
     /// Every opcode this ABI version defines.
-    pub const ALL: [Opcode; 56] = [
+    pub const ALL: [Opcode; 57] = [
         Self::NOP,
         Self::COPY_H2D,
         Self::COPY_D2H,
@@ -65,6 +65,7 @@ impl Opcode {
         Self::CAST,
         Self::SELECT,
         Self::RANDOM_UNIFORM_F32,
+        Self::SOFTMAX_I8,
     ];
 }
 

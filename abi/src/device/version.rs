@@ -9,12 +9,12 @@ pub const DEVICE_MAGIC: u32 = 0x4746_5054;
 /// Major version of the device ABI described by this module.
 pub const DEVICE_ABI_VERSION_MAJOR: u8 = 1;
 /// Minor version: bumped for backwards-compatible additions.
-pub const DEVICE_ABI_VERSION_MINOR: u8 = 5;
+pub const DEVICE_ABI_VERSION_MINOR: u8 = 6;
 /// Patch version: bumped for fixes that change no layout or meaning.
 pub const DEVICE_ABI_VERSION_PATCH: u8 = 0;
 /// [`DEVICE_ABI_VERSION`] as the [`Register::ABI_VERSION`](super::Register::ABI_VERSION)
 /// word: `major << 16 | minor << 8 | patch`, bits 31..24 zero.
-pub const DEVICE_ABI_VERSION_WORD: u32 = 0x0001_0500;
+pub const DEVICE_ABI_VERSION_WORD: u32 = 0x0001_0600;
 
 /// A device ABI version, `major.minor.patch`.
 #[repr(C)]
@@ -233,8 +233,10 @@ impl Features {
     pub const TYPES: Features = Features(1 << 16);
     /// ABI 1.5: `RANDOM_UNIFORM_F32` (TF's stateless Philox floats).
     pub const RANDOM: Features = Features(1 << 17);
+    /// ABI 1.6: `SOFTMAX_I8` (TFLite's reference int8 `SOFTMAX`, bit for bit).
+    pub const INT8_SOFTMAX: Features = Features(1 << 18);
     /// Every bit this ABI version defines.
-    pub const KNOWN: Features = Features(0x3_ffff);
+    pub const KNOWN: Features = Features(0x7_ffff);
 
     /// The raw register word.
     pub const fn bits(self) -> u32 {
@@ -257,8 +259,8 @@ impl Features {
     }
 }
 
-/// What the reference FPGA implements: every feature of ABI 1.5.
-pub const REFERENCE_FEATURES: Features = Features(0x3_ffff);
+/// What the reference FPGA implements: every feature of ABI 1.6.
+pub const REFERENCE_FEATURES: Features = Features(0x7_ffff);
 
 /// Ticks per second of the reference FPGA's timestamp counter (100 MHz).
 /// A device reports its own in [`Register::TIMESTAMP_FREQ_HZ`](super::Register::TIMESTAMP_FREQ_HZ).

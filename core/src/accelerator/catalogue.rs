@@ -210,6 +210,7 @@ pub const BUILTIN: &[OpDecl] = &[
     ),
     // A mask too: 1.0 where finite (`IsFinite` casts it to bool).
     unary("IsFinite", 87),
+    int8("SoftmaxInt8", 88, 2, OpKind::SoftmaxInt8),
 ];
 
 /// The element-wise ops that code names (any member can also be named in a
@@ -546,6 +547,7 @@ impl OpKind {
             Self::ArgMax(_) => 83,
             Self::ArgMin(_) => 84,
             Self::RandomUniform { .. } => 85,
+            Self::SoftmaxInt8 => 87,
         }
     }
 

@@ -110,6 +110,12 @@ pub enum OpKind {
     /// `x = scale · (q − zero_point)`, TFLite's `DEQUANTIZE`: inputs `[q i8,
     /// quant i32]`, output f32.
     Dequantize,
+    /// int8 softmax over the last axis, TFLite's reference `SOFTMAX` in
+    /// gemmlowp's fixed point: inputs `[x i8 [rows, n], quant i32]`, output
+    /// i8 of scale 1/256 and zero point −128. The block holds the input's
+    /// `β·scale` multiplier, its left shift and the smallest difference
+    /// from the row's maximum that counts ([`crate::quant::block`]).
+    SoftmaxInt8,
     /// `out[o, i, :] = params[o, indices[i], :]` (TF's `GatherV2`): inputs
     /// `[params [outer, n, inner], indices [count]]` of the index type (i32
     /// or i64), output `[outer, count, inner]`. An index outside `0..n`
@@ -304,7 +310,9 @@ impl OpKind {
                 Some((&[I8, I8, I32], I8))
             }
             Self::AddInt8 => Some((&[I8, I8, I32], I8)),
-            Self::MaxPoolInt8(_) | Self::AvgPoolInt8(_) => Some((&[I8, I32], I8)),
+            Self::MaxPoolInt8(_) | Self::AvgPoolInt8(_) | Self::SoftmaxInt8 => {
+                Some((&[I8, I32], I8))
+            }
             Self::Quantize => Some((&[F32, I32], I8)),
             Self::Dequantize => Some((&[I8, I32], F32)),
             Self::Gather(I64) | Self::SegmentSum(I64) => Some((&[F32, I64], F32)),
@@ -328,6 +336,7 @@ impl OpKind {
                 | Self::AvgPoolInt8(_)
                 | Self::Quantize
                 | Self::Dequantize
+                | Self::SoftmaxInt8
         )
     }
 }
@@ -534,6 +543,10 @@ impl OpDesc<'_> {
                 }
                 Ok(x)
             }
+            OpKind::SoftmaxInt8 => {
+                expect_block(1, &shape(1), block::SOFTMAX_WORDS as u64)?;
+                Ok(shape(0))
+            }
         }
     }
 
@@ -562,7 +575,7 @@ impl OpDesc<'_> {
                 };
                 out.saturating_mul(2u64.saturating_mul(k).saturating_add(extra))
             }
-            OpKind::Softmax | OpKind::LogSoftmax => input.saturating_mul(5),
+            OpKind::Softmax | OpKind::LogSoftmax | OpKind::SoftmaxInt8 => input.saturating_mul(5),
             OpKind::Conv2D(w) | OpKind::FusedConv2D(w, _) | OpKind::Conv2DInt8(w) => {
                 let channels = self.inputs.first().map_or(0, |t| t.shape.last());
                 out.saturating_mul(2 * taps(&w)).saturating_mul(channels)

@@ -13,7 +13,8 @@ use super::support::{Check, Fail, Scope, describe, ensure, fail, first_differenc
 use super::types::{Fixture, Outcome};
 use crate::accelerator::Activation;
 use crate::accelerator::{Accelerator, Error as _, ErrorKind, OpKind, Window};
-use crate::quant::block::{HEADER_WORDS, QuantHeader};
+use crate::quant::block::{self, HEADER_WORDS, QuantHeader};
+use crate::quant::softmax::SoftmaxQuant;
 use crate::quant::{Requantize, Rounding};
 use crate::reference::{
     self,
@@ -213,6 +214,32 @@ pub(crate) fn cases(kind: OpKind) -> Vec<OpCase> {
                 };
                 let inputs = vec![
                     (dims.clone(), x),
+                    (vec![words.len() as u64], Values::I32(words)),
+                ];
+                cases.push(block_case(kind, inputs, dims));
+            }
+        }
+        OpKind::SoftmaxInt8 => {
+            // Rows of 10 (a classifier) and of 37 with scale 1, where
+            // `diff_min` (−15) drops every ninth logit; both roundings.
+            for (i, (dims, scale, spread)) in [(vec![6u64, 10], 0.02f32, 40), (vec![2, 37], 1.0, 3)]
+                .into_iter()
+                .enumerate()
+            {
+                let Ok(q) = SoftmaxQuant::new(1.0, scale, roundings[i % 2]) else {
+                    continue;
+                };
+                let words = block::softmax(&q).to_vec();
+                // Logits within ±spread quanta, every ninth far below the rest.
+                let n: u64 = dims.iter().product();
+                let logits = (0..n)
+                    .map(|j| match j % 9 {
+                        8 => -128,
+                        _ => rng.int(-spread, spread) as i8,
+                    })
+                    .collect();
+                let inputs = vec![
+                    (dims.clone(), Values::I8(logits)),
                     (vec![words.len() as u64], Values::I32(words)),
                 ];
                 cases.push(block_case(kind, inputs, dims));

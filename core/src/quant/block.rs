@@ -16,15 +16,20 @@
 //! After the header: a convolution or `MatMulInt8` has `bias[C]`,
 //! `multiplier[C]`, `shift[C]` (`C` = output channels); `AddInt8` has
 //! `C` = 0 and six words (multiplier, shift) for input 0, input 1 and the
-//! output; the pools have nothing; `Quantize` and `Dequantize` have
+//! output; `SoftmaxInt8` has `C` = 0 and three words (the input's
+//! multiplier and left shift, `diff_min`) after a header whose output zero
+//! point is −128; the pools have nothing; `Quantize` and `Dequantize` have
 //! `scale[C]` as `f32` bits (`C` = 1 per tensor, or the last axis).
 
+use super::softmax::SoftmaxQuant;
 use super::{QuantError, Requantize, Rounding};
 
 /// Words in the header.
 pub const HEADER_WORDS: usize = 8;
 /// Words after `AddInt8`'s header.
 pub const ADD_WORDS: usize = 6;
+/// Words after `SoftmaxInt8`'s header: multiplier, left shift, `diff_min`.
+pub const SOFTMAX_WORDS: usize = 3;
 
 /// A refused block as a device's completion `detail` (`docs/device-abi.md`,
 /// "int8 commands"): bits 7..0 are 24 (`src2`'s descriptor offset), bits
@@ -213,6 +218,57 @@ pub fn parse_add(block: &[i32]) -> Result<(QuantHeader, [Requantize; 3]), QuantE
     let w = &block[HEADER_WORDS..];
     let r = |i: usize| Requantize::new(w[2 * i], w[2 * i + 1]);
     Ok((header, [r(0)?, r(1)?, r(2)?]))
+}
+
+/// `SoftmaxInt8`'s block: its output is TFLite's, scale 1/256 and zero
+/// point −128, over int8's whole range.
+pub fn softmax(q: &SoftmaxQuant) -> [i32; HEADER_WORDS + SOFTMAX_WORDS] {
+    let header = QuantHeader {
+        zero_points: [0, 0],
+        output_zero_point: -128,
+        min: -128,
+        max: 127,
+        rounding: q.rounding,
+        channels: 0,
+    };
+    let mut words = [0; HEADER_WORDS + SOFTMAX_WORDS];
+    words[..HEADER_WORDS].copy_from_slice(&header.words());
+    words[HEADER_WORDS..].copy_from_slice(&[
+        q.input.multiplier,
+        i32::from(q.input.shift),
+        q.diff_min,
+    ]);
+    words
+}
+
+/// `SoftmaxInt8`'s block, checked: the output's zero point −128 and
+/// clamp int8's range (the kernel assumes them), a left shift ≥ 0 and
+/// `diff_min ≤ 0`.
+pub fn parse_softmax(block: &[i32]) -> Result<SoftmaxQuant, QuantError> {
+    let header = QuantHeader::parse_sized(block, 0, 0, SOFTMAX_WORDS)?;
+    if header.output_zero_point != -128 {
+        return Err(QuantError::ZeroPoint {
+            value: header.output_zero_point,
+        });
+    }
+    if (header.min, header.max) != (-128, 127) {
+        return Err(QuantError::Clamp {
+            min: header.min,
+            max: header.max,
+        });
+    }
+    let w = &block[HEADER_WORDS..];
+    if w[1] < 0 {
+        return Err(QuantError::ShiftOutOfRange { shift: w[1] });
+    }
+    if w[2] > 0 {
+        return Err(QuantError::Reserved);
+    }
+    Ok(SoftmaxQuant {
+        input: Requantize::new(w[0], w[1])?,
+        diff_min: w[2],
+        rounding: header.rounding,
+    })
 }
 
 /// `Quantize`'s block (`quantize`) or `Dequantize`'s for one per-tensor

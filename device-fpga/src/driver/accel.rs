@@ -61,10 +61,12 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Driver<T, C, ALLOCS> {
     }
 }
 
-/// What a device declares: its ops, on f32, and on int8 with `INT8`.
+/// What a device declares: its ops, on f32, and on int8 with `INT8` or
+/// `INT8_SOFTMAX`.
 fn capabilities(facts: &DeviceFacts) -> Capabilities {
     let caps = Capabilities::f32(facts.ops, true);
-    match facts.features.contains(Features::INT8) {
+    let int8 = facts.features.0 & (Features::INT8.0 | Features::INT8_SOFTMAX.0) != 0;
+    match int8 {
         true => caps.with_dtype(DType::I8),
         false => caps,
     }

@@ -124,6 +124,10 @@ pub(super) fn lower_int8(
                 _ => Opcode::DEQUANTIZE_I8,
             })
         },
+        OpKind::SoftmaxInt8 => CommandDescriptor {
+            n: dim(x.shape.last())?,
+            ..flat(Opcode::SOFTMAX_I8)
+        },
         _ => return Err(Error::Undeclared { op: op.kind.name() }),
     };
     emit(&CommandDescriptor {

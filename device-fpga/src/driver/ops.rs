@@ -17,7 +17,7 @@ pub fn ops_of(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSet {
         relu: false,
     };
     let window = Window::new([1, 1]);
-    let groups: [(Features, &[OpKind]); 12] = [
+    let groups: [(Features, &[OpKind]); 13] = [
         (Features::GEMM, &[matmul, fused]),
         (Features::ELEMENTWISE, &[OpKind::BiasAdd]),
         (
@@ -89,6 +89,7 @@ pub fn ops_of(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSet {
                 counter: [0; 2],
             }],
         ),
+        (Features::INT8_SOFTMAX, &[OpKind::SoftmaxInt8]),
     ];
     let mut set = elementwise_ops(features, ops_words);
     for (bit, kinds) in groups {

@@ -187,6 +187,16 @@ pub fn run(
             }
             Ok(())
         }
+        (OpKind::SoftmaxInt8, DataMut::I8(out)) => {
+            let softmax = block::parse_softmax(quant).map_err(q)?;
+            let depth = usize::try_from(inputs[0].1.last()).map_err(|_| Error::Overflow)?;
+            if depth > 0 {
+                for (x, o) in i8s(0).chunks(depth).zip(out.chunks_mut(depth)) {
+                    softmax.row(x, o);
+                }
+            }
+            Ok(())
+        }
         // Validation matched the output's type to the op.
         _ => Err(Error::Shape(crate::accelerator::ShapeError::DType {
             operand: n as u8,

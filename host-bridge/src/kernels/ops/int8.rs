@@ -51,7 +51,7 @@ const ONE_INPUT: &[&CStr] = &[c"input: int8", c"quantization: int32"];
 const OUT_I8: &CStr = c"output: int8";
 
 /// The int8 kernels, one per int8 op of the catalogue.
-pub static KERNELS: [Int8Kernel; 8] = [
+pub static KERNELS: [Int8Kernel; 9] = [
     Int8Kernel {
         suffix: "Conv2DInt8",
         kind: OpKind::Conv2DInt8(WINDOW),
@@ -106,6 +106,13 @@ pub static KERNELS: [Int8Kernel; 8] = [
         kind: OpKind::Dequantize,
         inputs: ONE_INPUT,
         output: c"output: float",
+        attrs: &[],
+    },
+    Int8Kernel {
+        suffix: "SoftmaxInt8",
+        kind: OpKind::SoftmaxInt8,
+        inputs: &[c"logits: int8", c"quantization: int32"],
+        output: c"softmax: int8",
         attrs: &[],
     },
 ];

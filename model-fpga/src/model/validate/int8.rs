@@ -6,7 +6,7 @@
 use core::ops::Range;
 use tensorplug_abi::device::{CommandFlags, Opcode, WindowFields};
 use tensorplug_core::accelerator::{DType, DeviceAddr, OpDesc, OpKind, Shape, TensorDesc, Window};
-use tensorplug_core::quant::block::{ADD_WORDS, HEADER_WORDS};
+use tensorplug_core::quant::block::{ADD_WORDS, HEADER_WORDS, SOFTMAX_WORDS};
 
 use super::{Ctx, Rejection, TypedWork, Work, field, in_place_or_disjoint, invalid};
 
@@ -33,6 +33,16 @@ impl Ctx<'_> {
                 let x = shape(&[self.nonzero_len()?])?;
                 (OpKind::AddInt8, [Some(x), Some(x)], x)
             }
+            Opcode::SOFTMAX_I8 => {
+                let len = self.nonzero_len()?;
+                self.dims(&[(c.n, field::N)])?;
+                let n = u64::from(c.n);
+                if !len.is_multiple_of(n) {
+                    return Err(invalid(field::N));
+                }
+                let x = shape(&[len / n, n])?;
+                (OpKind::SoftmaxInt8, [Some(x), None], x)
+            }
             Opcode::QUANTIZE_I8 | Opcode::DEQUANTIZE_I8 => {
                 let len = self.nonzero_len()?;
                 self.dims(&[(c.n, field::N)])?;
@@ -52,6 +62,7 @@ impl Ctx<'_> {
         let scales = |x: &Shape| if c.n == 1 { 1 } else { x.last() };
         let block_words = match kind {
             OpKind::AddInt8 => ADD_WORDS as u64,
+            OpKind::SoftmaxInt8 => SOFTMAX_WORDS as u64,
             OpKind::MaxPoolInt8(_) | OpKind::AvgPoolInt8(_) => 0,
             OpKind::Quantize | OpKind::Dequantize => ins[0].as_ref().map_or(1, scales),
             _ => out.last().saturating_mul(3),
