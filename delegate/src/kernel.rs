@@ -7,7 +7,7 @@
 //! device.
 
 use crate::graph::{Graph, TensorView, int_array};
-use crate::ops::{DeviceOp, decide};
+use crate::ops::{DeviceOp, MeanInt8, decide};
 use crate::options::Fault;
 use crate::report::ProgramEntry;
 use crate::shared::{DEVICE_TIMEOUT, Shared, lock};
@@ -41,13 +41,14 @@ pub struct Kernel {
     nodes: Vec<i32>,
     steps: Vec<(i32, DeviceOp)>,
     buffers: BTreeMap<i32, Buffer>,
-    /// Pre-activation results, by node.
-    temps: BTreeMap<i32, DeviceAddr>,
+    /// A node's device temporaries (pre-activation results), by node.
+    temps: BTreeMap<i32, Vec<DeviceAddr>>,
     /// int8 nodes' quantization blocks on the device, by node: address
     /// and length in words.
     blocks: BTreeMap<i32, (DeviceAddr, u64)>,
-    /// int8 convolutions' filters in the device's layout, by node.
-    filters: BTreeMap<i32, DeviceAddr>,
+    /// A node's own constants, uploaded at init: an int8 convolution's
+    /// filter in the device's layout, a `MEAN`'s ones.
+    constants: BTreeMap<i32, Vec<DeviceAddr>>,
     /// Non-constant partition inputs, copied in at every invoke.
     inputs: Vec<i32>,
     outputs: Vec<i32>,
@@ -121,7 +122,7 @@ impl Kernel {
             buffers: BTreeMap::new(),
             temps: BTreeMap::new(),
             blocks: BTreeMap::new(),
-            filters: BTreeMap::new(),
+            constants: BTreeMap::new(),
             inputs: Vec::new(),
             outputs,
             program: Compiled::default(),
@@ -149,7 +150,9 @@ impl Kernel {
                 DeviceOp::ConvInt8 { x, out, .. }
                 | DeviceOp::PoolInt8 { x, out, .. }
                 | DeviceOp::Requantize { x, out, .. }
-                | DeviceOp::Reshape { x, out, .. } => {
+                | DeviceOp::Reshape { x, out, .. }
+                | DeviceOp::MeanInt8(MeanInt8 { x, out, .. })
+                | DeviceOp::SoftmaxInt8 { x, out, .. } => {
                     tensors.extend([x, out]);
                 }
             }
@@ -176,7 +179,7 @@ impl Kernel {
             );
         }
         for (node, op) in &self.steps {
-            let needs_temp = match *op {
+            let temps: Vec<usize> = match op {
                 DeviceOp::FullyConnected {
                     bias: None,
                     relu: true,
@@ -185,24 +188,34 @@ impl Kernel {
                 }
                 | DeviceOp::Add {
                     relu: true, out, ..
-                } => Some(out),
-                _ => None,
+                } => vec![self.buffer(*out)?.bytes],
+                _ => Vec::new(),
             };
-            if let Some(out) = needs_temp {
-                let bytes = self.buffer(out)?.bytes;
-                self.temps.insert(*node, alloc(&mut **dev, bytes)?);
+            if !temps.is_empty() {
+                let addrs = temps
+                    .into_iter()
+                    .map(|bytes| alloc(&mut **dev, bytes))
+                    .collect::<Result<_, _>>()?;
+                self.temps.insert(*node, addrs);
             }
-            if let DeviceOp::ConvInt8 { filter, .. } = op {
-                let addr = alloc(&mut **dev, filter.len())?;
-                self.filters.insert(*node, addr);
-                dev.write_blocking(QUEUE, addr, filter, DEVICE_TIMEOUT)
-                    .map_err(|e| format!("writing node {node}'s filter: {e}"))?;
+            let constants: Vec<Vec<u8>> = match op {
+                DeviceOp::ConvInt8 { filter, .. } => vec![filter.clone()],
+                DeviceOp::MeanInt8(m) => vec![m.ones()],
+                _ => Vec::new(),
+            };
+            for bytes in constants {
+                let addr = alloc(&mut **dev, bytes.len())?;
+                self.constants.entry(*node).or_default().push(addr);
+                dev.write_blocking(QUEUE, addr, &bytes, DEVICE_TIMEOUT)
+                    .map_err(|e| format!("writing node {node}'s constants: {e}"))?;
             }
             if let DeviceOp::FullyConnectedInt8 { block, .. }
             | DeviceOp::AddInt8 { block, .. }
             | DeviceOp::ConvInt8 { block, .. }
             | DeviceOp::PoolInt8 { block, .. }
-            | DeviceOp::Requantize { block, .. } = op
+            | DeviceOp::Requantize { block, .. }
+            | DeviceOp::MeanInt8(MeanInt8 { block, .. })
+            | DeviceOp::SoftmaxInt8 { block, .. } = op
             {
                 let bytes: Vec<u8> = block.iter().flat_map(|w| w.to_le_bytes()).collect();
                 let addr = alloc(&mut **dev, bytes.len())?;
@@ -363,7 +376,7 @@ impl Kernel {
 
     /// Node `node`'s commands: one or two launches, or a copy.
     fn plan(&self, node: i32, op: &DeviceOp) -> Result<Vec<Command>, String> {
-        let temp = self.temps.get(&node).copied();
+        let temp = self.temps.get(&node).and_then(|t| t.first().copied());
         let launch = |kind: OpKind, inputs: Vec<TensorDesc>, output: TensorDesc| Command::Launch {
             node,
             kind,
@@ -440,10 +453,7 @@ impl Kernel {
                 out_dims,
                 ..
             } => {
-                let filter = *self
-                    .filters
-                    .get(&node)
-                    .ok_or_else(|| format!("node {node} has no filter"))?;
+                let filter = self.constant(node, 0)?;
                 let shape =
                     |d: [u64; 4]| Shape::new(&d).ok_or_else(|| format!("node {node}: shape {d:?}"));
                 let inputs = vec![
@@ -500,11 +510,49 @@ impl Kernel {
                     src: flat(x)?,
                 }]
             }
+            DeviceOp::MeanInt8(ref m) => self.mean_plan(node, m)?,
+            DeviceOp::SoftmaxInt8 {
+                x,
+                out,
+                rows,
+                depth,
+                ..
+            } => {
+                let i8d = |t| self.typed_desc(t, &[rows, depth], DType::I8);
+                let inputs = vec![i8d(x)?, self.block_desc(node)?];
+                vec![launch(OpKind::SoftmaxInt8, inputs, i8d(out)?)]
+            }
         })
     }
 
+    /// A `MEAN`'s one command ([`crate::ops::MeanInt8`]): the ones
+    /// times `x`, requantized by its block.
+    fn mean_plan(&self, node: i32, m: &MeanInt8) -> Result<Vec<Command>, String> {
+        let (outer, reduced, inner) = (m.outer, m.reduced, m.inner);
+        let ones = Shape::new(&[outer, outer * reduced]).ok_or("shape")?;
+        let inputs = vec![
+            TensorDesc::new(self.constant(node, 0)?, DType::I8, ones),
+            self.typed_desc(m.x, &[outer * reduced, inner], DType::I8)?,
+            self.block_desc(node)?,
+        ];
+        Ok(vec![Command::Launch {
+            node,
+            kind: crate::ops::mean::KIND,
+            inputs,
+            output: self.typed_desc(m.out, &[outer, inner], DType::I8)?,
+        }])
+    }
+
+    /// Node `node`'s `i`th own constant.
+    fn constant(&self, node: i32, i: usize) -> Result<DeviceAddr, String> {
+        self.constants
+            .get(&node)
+            .and_then(|c| c.get(i).copied())
+            .ok_or_else(|| format!("node {node} has no constant {i}"))
+    }
+
     /// The partition as one program: a buffer per device tensor view (the
-    /// partition's inputs `Input`, constants, weights, blocks and filters
+    /// partition's inputs `Input`, constants, weights, blocks and node constants
     /// `Constant`, the rest `Variable`: read and written), bound to the
     /// buffers `allocate` made, and its commands in the nodes' order. It is
     /// stored on a device that keeps programs.
@@ -516,7 +564,7 @@ impl Kernel {
             }
         }
         constant.extend(self.blocks.values().map(|&(addr, _)| addr));
-        constant.extend(self.filters.values().copied());
+        constant.extend(self.constants.values().flatten().copied());
         let input: Vec<DeviceAddr> = self
             .inputs
             .iter()
@@ -628,10 +676,10 @@ impl Drop for Kernel {
     fn drop(&mut self) {
         let mut dev = lock(&self.shared.device);
         let buffers = self.buffers.values().map(|b| b.addr);
-        let temps = self.temps.values().copied();
+        let temps = self.temps.values().flatten().copied();
         let blocks = self.blocks.values().map(|&(addr, _)| addr);
-        let filters = self.filters.values().copied();
-        for addr in buffers.chain(temps).chain(blocks).chain(filters) {
+        let constants = self.constants.values().flatten().copied();
+        for addr in buffers.chain(temps).chain(blocks).chain(constants) {
             // A failed free leaks device memory only; nothing to report it to.
             let _ = dev.deallocate(addr);
         }

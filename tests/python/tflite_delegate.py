@@ -86,9 +86,34 @@ def int8_models():
     models = {}
     layers = tf.keras.layers
     for name, per_tensor in [("per_tensor", True), ("default", False), ("conv", False),
-                             ("float_io", False)]:
+                             ("float_io", False), ("mobilenet", False), ("softmax", False)]:
         tf.keras.utils.set_random_seed(7)
-        if name == "conv":
+        calibration = None
+        if name == "mobilenet":
+            # keras.applications' MobileNetV2-0.35 (untrained, 10 classes):
+            # CONV_2D, DEPTHWISE_CONV_2D, ADD, MEAN, FULLY_CONNECTED and
+            # SOFTMAX. Its batch norms take one batch's statistics first, so
+            # activations keep their scale through the 16 blocks (left at
+            # 0/1, the converter's softmax input scale is so small that
+            # TFLite's own reference kernel aborts on it).
+            model = tf.keras.applications.MobileNetV2(
+                input_shape=(96, 96, 3), alpha=0.35, weights=None, classes=10
+            )
+            calibration = np.random.default_rng(1).uniform(-1, 1, (8, 96, 96, 3)).astype(np.float32)
+            for layer in model.layers:
+                if isinstance(layer, layers.BatchNormalization):
+                    layer.momentum = 0.0
+            model(calibration, training=True)
+        elif name == "softmax":
+            # SOFTMAX over 37 classes of logits spread wide enough that
+            # `diff_min` drops the tail of some rows, and MEAN over the
+            # middle axis of a 3-D tensor (batch 3: the ones matrix is
+            # block-diagonal).
+            x = tf.keras.Input((5, 6), batch_size=3)
+            wide = tf.keras.initializers.RandomNormal(stddev=4.0)
+            h = layers.Dense(37, kernel_initializer=wide)(layers.GlobalAveragePooling1D()(x))
+            model = tf.keras.Model(x, layers.Softmax()(h))
+        elif name == "conv":
             # CONV_2D SAME + RELU, MAX_POOL_2D 2×2 stride 1 SAME (its
             # padding after), DEPTHWISE_CONV_2D stride 2 SAME + RELU6, a
             # 1×1 CONV_2D VALID, AVERAGE_POOL_2D 3×3 stride 1 SAME (border
@@ -118,9 +143,12 @@ def int8_models():
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
         rng = np.random.default_rng(5)
         shape = tuple(model.inputs[0].shape)
-        conv.representative_dataset = lambda: (
-            [rng.standard_normal(shape).astype(np.float32)] for _ in range(16)
-        )
+        if calibration is not None:
+            conv.representative_dataset = lambda: ([calibration[i:i + 1]] for i in range(8))
+        else:
+            conv.representative_dataset = lambda: (
+                [rng.standard_normal(shape).astype(np.float32)] for _ in range(16)
+            )
         conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
         if name != "float_io":
             conv.inference_input_type = tf.int8
@@ -152,6 +180,9 @@ DEVICE_INT8_OPS = (
     "DEPTHWISE_CONV_2D",
     "MAX_POOL_2D",
     "AVERAGE_POOL_2D",
+    "MEAN",
+    "SOFTMAX",
+    "PAD",
 )
 
 
@@ -192,11 +223,27 @@ def int8_check(plugin, out, name, model):
             fail(f"int8 float_io: the converter wrote {ops}")
         if any(n["decision"] != "device" for n in nodes):
             fail(f"int8 float_io: not every node ran on the device: {nodes}")
+    if name in ("mobilenet", "softmax"):
+        # Every node on the device: the issue's "100% delegated".
+        ops = sorted({n["op"] for n in nodes})
+        want_ops = {
+            "mobilenet": ["ADD", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "MEAN", "SOFTMAX"],
+            "softmax": ["FULLY_CONNECTED", "MEAN", "SOFTMAX"],
+        }[name]
+        # Keras 2's converter (TF 2.15) writes ZeroPadding2D as PAD; Keras
+        # 3's folds it into the convolutions.
+        if sorted(set(ops) - {"PAD"}) != want_ops:
+            fail(f"int8 {name}: the converter wrote {ops}, expected {want_ops} (and PAD)")
+        off = [(n["op"], n["reason"]) for n in nodes if n["decision"] != "device"]
+        if off:
+            fail(f"int8 {name}: not every node ran on the device: {off}")
     if name == "conv":
         pools = sorted(n["op"] for n in nodes if "POOL" in n["op"])
         if pools != ["AVERAGE_POOL_2D", "MAX_POOL_2D"]:
             fail(f"int8 conv: the model's pools are {pools}, not one of each")
     on_device = [n["op"] for n in nodes if n["decision"] == "device"]
+    if len(on_device) > 12:
+        on_device = f"{len(on_device)} of {len(nodes)} nodes"
     print(
         f"check int8_{name} ok bit_exact_outputs={len(xs) * want[0].size} "
         f"fc_rounding={fc_rounding()} fc_weight_scales={per_channel} device={on_device}",
@@ -253,7 +300,8 @@ def main():
     print(rt.version, flush=True)
     # A TF run converts the models and leaves them in --out; a LiteRT run
     # (no TF) reads them from there.
-    names = ["model", "int8_per_tensor", "int8_default", "int8_conv", "int8_float_io"]
+    names = ["model", "int8_per_tensor", "int8_default", "int8_conv", "int8_float_io",
+             "int8_mobilenet", "int8_softmax"]
     paths = {n: os.path.join(args.out, f"{n}.tflite") for n in names}
     if args.runtime == "tf":
         models = {"model": model_bytes()}
@@ -464,7 +512,7 @@ def main():
     if args.npu_plugin:
         npu_case(args.npu_plugin, args.out, model, xs, want)
 
-    for name in ["per_tensor", "default", "conv", "float_io"]:
+    for name in ["per_tensor", "default", "conv", "float_io", "mobilenet", "softmax"]:
         int8_check(args.plugin, args.out, name, models[f"int8_{name}"])
 
 

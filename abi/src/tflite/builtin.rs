@@ -23,6 +23,7 @@ pub const kTfLiteBuiltinTanh: i32 = 28;
 pub const kTfLiteBuiltinPad: i32 = 34;
 pub const kTfLiteBuiltinMean: i32 = 40;
 pub const kTfLiteBuiltinSub: i32 = 41;
+pub const kTfLiteBuiltinPadv2: i32 = 60;
 /// The code of a delegate kernel's node.
 pub const kTfLiteBuiltinDelegate: i32 = 51;
 pub const kTfLiteBuiltinQuantize: i32 = 114;
@@ -50,6 +51,7 @@ pub const fn builtin_name(code: i32) -> Option<&'static str> {
         kTfLiteBuiltinPad => "PAD",
         kTfLiteBuiltinMean => "MEAN",
         kTfLiteBuiltinSub => "SUB",
+        kTfLiteBuiltinPadv2 => "PADV2",
         kTfLiteBuiltinDelegate => "DELEGATE",
         kTfLiteBuiltinQuantize => "QUANTIZE",
         kTfLiteBuiltinHardSwish => "HARD_SWISH",
@@ -136,5 +138,19 @@ c_struct! {
         pub filter_width: i32,
         pub filter_height: i32,
         pub activation: TfLiteFusedActivation,
+    }
+}
+
+c_struct! {
+    /// `TfLiteReducerParams`: `MEAN`, `SUM` and the other reductions.
+    pub struct TfLiteReducerParams {
+        pub keep_dims: bool,
+    }
+}
+
+c_struct! {
+    /// `TfLiteSoftmaxParams`.
+    pub struct TfLiteSoftmaxParams {
+        pub beta: f32,
     }
 }

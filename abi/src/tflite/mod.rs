@@ -416,6 +416,8 @@ pub const STRUCTS: &[StructLayout] = &[
     TfLiteConvParams::LAYOUT,
     TfLiteDepthwiseConvParams::LAYOUT,
     TfLitePoolParams::LAYOUT,
+    TfLiteReducerParams::LAYOUT,
+    TfLiteSoftmaxParams::LAYOUT,
 ];
 
 /// Every mirrored TFLite enum.
@@ -462,4 +464,6 @@ const _: () = {
     assert!(size_of::<TfLiteConvParams>() == 24);
     assert!(size_of::<TfLiteDepthwiseConvParams>() == 28);
     assert!(size_of::<TfLitePoolParams>() == 24);
+    assert!(size_of::<TfLiteReducerParams>() == 1);
+    assert!(size_of::<TfLiteSoftmaxParams>() == 4);
 };

@@ -3,13 +3,20 @@
 //! ([`Capabilities`]). The same function decides at partitioning and
 //! rebuilds the plan in the kernel, so the two cannot disagree.
 
+pub(crate) mod mean;
+mod pad;
+mod softmax;
+
+pub use mean::MeanInt8;
+
 use crate::graph::{Graph, NodeView, TensorView};
 use tensorplug_abi::tflite::{
     TfLiteAddParams, TfLiteConvParams, TfLiteDepthwiseConvParams, TfLiteFullyConnectedParams,
     TfLiteFusedActivation, TfLitePadding, TfLitePoolParams, TfLiteType, builtin_name,
     kTfLiteBuiltinAdd, kTfLiteBuiltinAveragePool2d, kTfLiteBuiltinConv2d,
     kTfLiteBuiltinDepthwiseConv2d, kTfLiteBuiltinDequantize, kTfLiteBuiltinFullyConnected,
-    kTfLiteBuiltinMaxPool2d, kTfLiteBuiltinQuantize, kTfLiteBuiltinRelu, kTfLiteBuiltinReshape,
+    kTfLiteBuiltinMaxPool2d, kTfLiteBuiltinMean, kTfLiteBuiltinPad, kTfLiteBuiltinPadv2,
+    kTfLiteBuiltinQuantize, kTfLiteBuiltinRelu, kTfLiteBuiltinReshape, kTfLiteBuiltinSoftmax,
     kTfLiteOptionalTensor,
 };
 use tensorplug_core::accelerator::{
@@ -23,7 +30,7 @@ use tensorplug_core::reference::int8::{AddQuant, activation_range};
 pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none or RELU), ADD (activation \
                           none or RELU), RELU; int8 FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D, \
                           MAX_POOL_2D, AVERAGE_POOL_2D and ADD of one shape \
-                          (activation none, RELU or RELU6); QUANTIZE (float32 to int8) and \
+                          (activation none, RELU or RELU6), MEAN over adjacent axes, SOFTMAX, PAD of height and width; QUANTIZE (float32 to int8) and \
                           DEQUANTIZE (int8 to float32), per tensor; RESHAPE of float32 or \
                           int8 to a constant shape";
 
@@ -111,6 +118,16 @@ pub enum DeviceOp {
     },
     /// `RESHAPE`: the bytes copied on the device as they are.
     Reshape { x: i32, out: i32, bytes: usize },
+    /// int8 `MEAN` as one `MatMulInt8` ([`mean`]).
+    MeanInt8(MeanInt8),
+    /// int8 `SOFTMAX` over rows of `depth` (`SoftmaxInt8`), with its block.
+    SoftmaxInt8 {
+        x: i32,
+        out: i32,
+        rows: u64,
+        depth: u64,
+        block: Vec<i32>,
+    },
 }
 
 /// The schema name of a node's op (`BUILTIN_<code>` when the table lacks it).
@@ -134,6 +151,9 @@ pub fn decide(
         kTfLiteBuiltinMaxPool2d | kTfLiteBuiltinAveragePool2d => pool_int8(node, &tensor, caps),
         kTfLiteBuiltinQuantize | kTfLiteBuiltinDequantize => requantize(node, &tensor, caps),
         kTfLiteBuiltinReshape => reshape(node, &tensor),
+        kTfLiteBuiltinMean => mean::mean_int8(node, &tensor, caps),
+        kTfLiteBuiltinSoftmax => softmax::softmax_int8(node, &tensor, caps),
+        kTfLiteBuiltinPad | kTfLiteBuiltinPadv2 => pad::pad_int8(node, &tensor, caps),
         kTfLiteBuiltinRelu => {
             let (x, out) = one_in_one_out(node)?;
             let (xt, ot) = (tensor(x)?, tensor(out)?);
