@@ -166,6 +166,14 @@ const EXPECTED_FIGURES: &[(&str, &str)] = &[
         "int8 MobileNetV2-0.35 predict, batch 8, FPGA(sim) vs TFLite CPU",
     ),
     (
+        "tflite_delegate_mobilenet_vs_cpu",
+        "LiteRT delegate, int8 MobileNetV2-0.35 batch 8, FPGA(sim) vs TFLite CPU",
+    ),
+    (
+        "tflite_delegate_mobilenet_vs_int8model",
+        "LiteRT delegate vs the Int8Model route, int8 MobileNetV2-0.35 batch 8",
+    ),
+    (
         "tf_int8_qat_mobilenet_v2_predict_ratio",
         "QAT MobileNetV2-0.35 in int8 in the graph, batch 8, FPGA(sim) vs TFLite CPU",
     ),
@@ -452,6 +460,7 @@ fn run_tf_benches(target: &Path, bench_args: &[String], venv: PathBuf) -> Result
         "bench_mobilenet",
         "bench_int8_mobilenet",
         "bench_int8_qat",
+        "bench_delegate",
         "bench_sequence",
         "bench_programs",
         "bench_clock_sync",
