@@ -12,7 +12,8 @@
 //! the raw values, and the block's per-channel bias `−zp_in · n` makes them
 //! `Σ (x − zp_in)`, which the block's requantization then scales.
 
-use super::{DeviceOp, need_typed};
+use super::checks::need_typed;
+use super::plan::{DeviceOp, MeanInt8};
 use crate::graph::{NodeView, TensorView};
 use tensorplug_abi::tflite::{TfLiteReducerParams, TfLiteType};
 use tensorplug_core::accelerator::{DType, OpKind};
@@ -31,32 +32,6 @@ const MAX_ONES: usize = 1 << 20;
 
 /// The op the device runs.
 pub const KIND: OpKind = OpKind::MatMulInt8 { transpose_b: false };
-
-/// The plan of one int8 `MEAN`: `x` viewed as `[outer, reduced, inner]`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct MeanInt8 {
-    pub x: i32,
-    pub out: i32,
-    pub outer: u64,
-    pub reduced: u64,
-    pub inner: u64,
-    /// The `MatMulInt8` block: bias `−zp_in · n`, TFLite's multiplier.
-    pub block: Vec<i32>,
-}
-
-impl MeanInt8 {
-    /// The block-diagonal matrix of ones: row `o` sums rows `o·reduced ..
-    /// (o+1)·reduced` of the input.
-    pub fn ones(&self) -> Vec<u8> {
-        let (outer, reduced) = (self.outer as usize, self.reduced as usize);
-        let mut m = vec![0; outer * outer * reduced];
-        for o in 0..outer {
-            let row = o * outer * reduced + o * reduced;
-            m[row..row + reduced].fill(1);
-        }
-        m
-    }
-}
 
 /// int8 `MEAN` over constant axes that are one run of adjacent axes, or
 /// why it stays on the CPU.

@@ -3,11 +3,14 @@
 //! ([`Capabilities`]). The same function decides at partitioning and
 //! rebuilds the plan in the kernel, so the two cannot disagree.
 
+mod checks;
 pub(crate) mod mean;
 mod pad;
+mod plan;
 mod softmax;
 
-pub use mean::MeanInt8;
+use checks::{need, need_typed, one_in_one_out};
+pub use plan::{DeviceOp, MeanInt8};
 
 use crate::graph::{Graph, NodeView, TensorView};
 use tensorplug_abi::tflite::{
@@ -43,92 +46,6 @@ const CONV_ROUNDING: Rounding = Rounding::Double;
 /// `FULLY_CONNECTED`'s rounding differs between runtimes: the option
 /// `fc_rounding` (`docs/delegate.md`, "int8").
 const ADD_ROUNDING: Rounding = Rounding::Double;
-
-/// A node the device runs: one or two device launches.
-#[derive(Clone, Debug, PartialEq)]
-pub enum DeviceOp {
-    /// `out[m,n] = x[m,k] · w[n,k]ᵀ (+ bias[n]) (then ReLU)`.
-    FullyConnected {
-        x: i32,
-        w: i32,
-        bias: Option<i32>,
-        out: i32,
-        m: u64,
-        k: u64,
-        n: u64,
-        relu: bool,
-    },
-    /// `out = a + b` with broadcasting (then ReLU).
-    Add {
-        a: i32,
-        b: i32,
-        out: i32,
-        relu: bool,
-    },
-    /// `out = max(x, 0)`.
-    Relu { x: i32, out: i32 },
-    /// int8 `out[m,n] = x[m,k] · w[n,k]ᵀ` requantized (`MatMulInt8`), with
-    /// its quantization block (bias, multipliers, clamp).
-    FullyConnectedInt8 {
-        x: i32,
-        w: i32,
-        out: i32,
-        m: u64,
-        k: u64,
-        n: u64,
-        block: Vec<i32>,
-    },
-    /// int8 `CONV_2D` (`Conv2DInt8`) or `DEPTHWISE_CONV_2D`
-    /// (`DepthwiseConv2DInt8`): `filter` is the weights in the device's
-    /// layout (`[kh, kw, c, oc]`, or `[kh, kw, c, m]`), uploaded at init.
-    ConvInt8 {
-        x: i32,
-        out: i32,
-        kind: OpKind,
-        x_dims: [u64; 4],
-        filter_dims: [u64; 4],
-        out_dims: [u64; 4],
-        filter: Vec<u8>,
-        block: Vec<i32>,
-    },
-    /// int8 `MAX_POOL_2D` (`MaxPoolInt8`) or `AVERAGE_POOL_2D`
-    /// (`AvgPoolInt8`), with its block (the activation's clamp).
-    PoolInt8 {
-        x: i32,
-        out: i32,
-        kind: OpKind,
-        x_dims: [u64; 4],
-        out_dims: [u64; 4],
-        block: Vec<i32>,
-    },
-    /// int8 `out = a + b` of one shape (`AddInt8`), with its block.
-    AddInt8 {
-        a: i32,
-        b: i32,
-        out: i32,
-        block: Vec<i32>,
-    },
-    /// `Quantize` (float32 to int8) or `Dequantize` (int8 to float32), with
-    /// its block (the zero point and the scale).
-    Requantize {
-        x: i32,
-        out: i32,
-        kind: OpKind,
-        block: Vec<i32>,
-    },
-    /// `RESHAPE`: the bytes copied on the device as they are.
-    Reshape { x: i32, out: i32, bytes: usize },
-    /// int8 `MEAN` as one `MatMulInt8` ([`mean`]).
-    MeanInt8(MeanInt8),
-    /// int8 `SOFTMAX` over rows of `depth` (`SoftmaxInt8`), with its block.
-    SoftmaxInt8 {
-        x: i32,
-        out: i32,
-        rows: u64,
-        depth: u64,
-        block: Vec<i32>,
-    },
-}
 
 /// The schema name of a node's op (`BUILTIN_<code>` when the table lacks it).
 pub fn op_name(code: i32) -> String {
@@ -912,13 +829,6 @@ fn add_int8(
     })
 }
 
-fn one_in_one_out(node: &NodeView) -> Result<(i32, i32), String> {
-    match (node.inputs.as_slice(), node.outputs.as_slice()) {
-        ([x], [out]) => Ok((*x, *out)),
-        _ => Err("expected 1 input and 1 output".into()),
-    }
-}
-
 /// Whether a fused activation is ReLU (`Err`: one the delegate lacks).
 /// An int8 op's fused activation, which the device applies as the output
 /// clamp (`activation_range`): none, RELU or RELU6.
@@ -948,23 +858,6 @@ fn all_f32(tensors: &[&TensorView]) -> Result<(), String> {
     {
         Some(t) => Err(format!("tensor {} is {:?}, not float32", t.index, t.dtype)),
         None => Ok(()),
-    }
-}
-
-fn need(caps: &Capabilities, kind: OpKind) -> Result<(), String> {
-    need_typed(caps, kind, DType::F32)
-}
-
-fn need_typed(caps: &Capabilities, kind: OpKind, dtype: DType) -> Result<(), String> {
-    if caps.supports(kind, dtype) {
-        Ok(())
-    } else {
-        let name = match dtype {
-            DType::F32 => "float32".to_owned(),
-            DType::I8 => "int8".to_owned(),
-            other => format!("{other:?}"),
-        };
-        Err(format!("the device does not declare {kind:?} in {name}"))
     }
 }
 

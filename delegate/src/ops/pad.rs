@@ -5,7 +5,8 @@
 //! padded tap reads `x − zp = 0`, so it writes the zero point, which is
 //! what TFLite pads an int8 tensor with; the others are copied unchanged.
 
-use super::{DeviceOp, need_typed};
+use super::checks::need_typed;
+use super::plan::DeviceOp;
 use crate::graph::{NodeView, TensorView};
 use tensorplug_abi::tflite::{TfLiteType, kTfLiteBuiltinPadv2};
 use tensorplug_core::accelerator::{Capabilities, DType, OpKind, Window};

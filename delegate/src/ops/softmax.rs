@@ -1,7 +1,8 @@
 //! int8 `SOFTMAX` on the device's `SoftmaxInt8`: TFLite's reference
 //! kernel in gemmlowp's fixed point (`core::quant::softmax`), bit for bit.
 
-use super::{DeviceOp, need_typed, one_in_one_out};
+use super::checks::{need_typed, one_in_one_out};
+use super::plan::DeviceOp;
 use crate::graph::{NodeView, TensorView};
 use tensorplug_abi::tflite::{TfLiteSoftmaxParams, TfLiteType};
 use tensorplug_core::accelerator::{Capabilities, DType, OpKind};

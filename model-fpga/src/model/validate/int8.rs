@@ -33,17 +33,9 @@ impl Ctx<'_> {
                 let x = shape(&[self.nonzero_len()?])?;
                 (OpKind::AddInt8, [Some(x), Some(x)], x)
             }
-            Opcode::SOFTMAX_I8 => {
-                let len = self.nonzero_len()?;
-                self.dims(&[(c.n, field::N)])?;
-                let n = u64::from(c.n);
-                if !len.is_multiple_of(n) {
-                    return Err(invalid(field::N));
-                }
-                let x = shape(&[len / n, n])?;
-                (OpKind::SoftmaxInt8, [Some(x), None], x)
-            }
-            Opcode::QUANTIZE_I8 | Opcode::DEQUANTIZE_I8 => {
+            Opcode::SOFTMAX_I8 | Opcode::QUANTIZE_I8 | Opcode::DEQUANTIZE_I8 => {
+                // `len` elements in rows of `n` (a softmax's rows, or the
+                // (de)quantize's last axis, whose scales the block may hold).
                 let len = self.nonzero_len()?;
                 self.dims(&[(c.n, field::N)])?;
                 let n = u64::from(c.n);
@@ -52,6 +44,7 @@ impl Ctx<'_> {
                 }
                 let x = shape(&[len / n, n])?;
                 let kind = match c.opcode {
+                    Opcode::SOFTMAX_I8 => OpKind::SoftmaxInt8,
                     Opcode::QUANTIZE_I8 => OpKind::Quantize,
                     _ => OpKind::Dequantize,
                 };

@@ -1,0 +1,117 @@
+//! What the device runs for a node ([`DeviceOp`]): the decisions' result
+//! and the kernel's input, kept apart from both so neither imports the
+//! other.
+
+use tensorplug_core::accelerator::OpKind;
+
+/// A node the device runs: one or two device launches.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DeviceOp {
+    /// `out[m,n] = x[m,k] · w[n,k]ᵀ (+ bias[n]) (then ReLU)`.
+    FullyConnected {
+        x: i32,
+        w: i32,
+        bias: Option<i32>,
+        out: i32,
+        m: u64,
+        k: u64,
+        n: u64,
+        relu: bool,
+    },
+    /// `out = a + b` with broadcasting (then ReLU).
+    Add {
+        a: i32,
+        b: i32,
+        out: i32,
+        relu: bool,
+    },
+    /// `out = max(x, 0)`.
+    Relu { x: i32, out: i32 },
+    /// int8 `out[m,n] = x[m,k] · w[n,k]ᵀ` requantized (`MatMulInt8`), with
+    /// its quantization block (bias, multipliers, clamp).
+    FullyConnectedInt8 {
+        x: i32,
+        w: i32,
+        out: i32,
+        m: u64,
+        k: u64,
+        n: u64,
+        block: Vec<i32>,
+    },
+    /// int8 `CONV_2D` (`Conv2DInt8`) or `DEPTHWISE_CONV_2D`
+    /// (`DepthwiseConv2DInt8`): `filter` is the weights in the device's
+    /// layout (`[kh, kw, c, oc]`, or `[kh, kw, c, m]`), uploaded at init.
+    ConvInt8 {
+        x: i32,
+        out: i32,
+        kind: OpKind,
+        x_dims: [u64; 4],
+        filter_dims: [u64; 4],
+        out_dims: [u64; 4],
+        filter: Vec<u8>,
+        block: Vec<i32>,
+    },
+    /// int8 `MAX_POOL_2D` (`MaxPoolInt8`) or `AVERAGE_POOL_2D`
+    /// (`AvgPoolInt8`), with its block (the activation's clamp).
+    PoolInt8 {
+        x: i32,
+        out: i32,
+        kind: OpKind,
+        x_dims: [u64; 4],
+        out_dims: [u64; 4],
+        block: Vec<i32>,
+    },
+    /// int8 `out = a + b` of one shape (`AddInt8`), with its block.
+    AddInt8 {
+        a: i32,
+        b: i32,
+        out: i32,
+        block: Vec<i32>,
+    },
+    /// `Quantize` (float32 to int8) or `Dequantize` (int8 to float32), with
+    /// its block (the zero point and the scale).
+    Requantize {
+        x: i32,
+        out: i32,
+        kind: OpKind,
+        block: Vec<i32>,
+    },
+    /// `RESHAPE`: the bytes copied on the device as they are.
+    Reshape { x: i32, out: i32, bytes: usize },
+    /// int8 `MEAN` as one `MatMulInt8` (`ops::mean`).
+    MeanInt8(MeanInt8),
+    /// int8 `SOFTMAX` over rows of `depth` (`SoftmaxInt8`), with its block.
+    SoftmaxInt8 {
+        x: i32,
+        out: i32,
+        rows: u64,
+        depth: u64,
+        block: Vec<i32>,
+    },
+}
+
+/// The plan of one int8 `MEAN`: `x` viewed as `[outer, reduced, inner]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MeanInt8 {
+    pub x: i32,
+    pub out: i32,
+    pub outer: u64,
+    pub reduced: u64,
+    pub inner: u64,
+    /// The `MatMulInt8` block: bias `−zp_in · n`, TFLite's multiplier.
+    pub block: Vec<i32>,
+}
+
+impl MeanInt8 {
+    /// The block-diagonal matrix of ones: row `o` sums rows `o·reduced ..
+    /// (o+1)·reduced` of the input.
+    pub fn ones(&self) -> Vec<u8> {
+        let (outer, reduced) = (self.outer as usize, self.reduced as usize);
+        let mut m = vec![0; outer * outer * reduced];
+        for o in 0..outer {
+            let row = o * outer * reduced + o * reduced;
+            m[row..row + reduced].fill(1);
+        }
+        m
+    }
+}
