@@ -170,8 +170,9 @@ typedef uint32_t TPD_Features;
 #define TPD_FEATURES_TYPES (1 << 16)
 // ABI 1.5: `RANDOM_UNIFORM_F32` (TF's stateless Philox floats).
 #define TPD_FEATURES_RANDOM (1 << 17)
-// ABI 1.6: `SOFTMAX_I8` (TFLite's reference int8 `SOFTMAX`, bit for bit).
-#define TPD_FEATURES_INT8_SOFTMAX (1 << 18)
+// ABI 1.6: `SOFTMAX_I8` and `LOOKUP_I8` (int8 activations: TFLite's
+// `SOFTMAX` bit for bit, and any op of one int8 input by its table).
+#define TPD_FEATURES_INT8_ACTIVATIONS (1 << 18)
 // Every bit this ABI version defines.
 #define TPD_FEATURES_KNOWN 0x7FFFF
 
@@ -445,10 +446,15 @@ typedef uint16_t TPD_Opcode;
 // the 64-bit key, `src1` and `src2` the counter's low and high words
 // (values, not addresses).
 #define TPD_OPCODE_RANDOM_UNIFORM_F32 148
-// ABI 1.6 (`INT8_SOFTMAX`): int8 `SOFTMAX` over rows of `n`: `src0`
+// ABI 1.6 (`INT8_ACTIVATIONS`): int8 `SOFTMAX` over rows of `n`: `src0`
 // `len` int8 values (`len` a multiple of `n`), `src2` the block
 // (`docs/device-numerics.md`), `dst` int8 of scale 1/256, zero point −128.
 #define TPD_OPCODE_SOFTMAX_I8 149
+// ABI 1.6 (`INT8_ACTIVATIONS`): `dst[i] = table[src0[i] as u8]` for
+// `len` int8 elements, the 256-byte table after the block's header in
+// `src2` (`docs/device-numerics.md`): TFLite's int8 `LOGISTIC`, `TANH`
+// and other ops of one int8 input, as the host tabulates them.
+#define TPD_OPCODE_LOOKUP_I8 150
 
 // Bits of `CommandDescriptor::flags`. Bits not defined here must be 0
 // (else `CompletionStatus::INVALID_ARGUMENT`).
@@ -767,6 +773,7 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_OP_RANDOM_UNIFORM 86
 #define TPD_OP_IS_FINITE 87
 #define TPD_OP_SOFTMAX_INT8 88
+#define TPD_OP_LOOKUP_INT8 89
 
 // Element types (`CommandDescriptor::dtype`), from tensorplug_core's `DType`.
 #define TPD_DTYPE_F32 1

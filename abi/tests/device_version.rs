@@ -143,7 +143,7 @@ fn feature_bits_are_distinct_and_known_masks_unknown_bits() {
         Features::INDEX,
         Features::TYPES,
         Features::RANDOM,
-        Features::INT8_SOFTMAX,
+        Features::INT8_ACTIVATIONS,
     ];
     let mut union = Features::default();
     for f in all {

@@ -383,7 +383,8 @@ pub fn run(
         | OpKind::AvgPoolInt8(_)
         | OpKind::Quantize
         | OpKind::Dequantize
-        | OpKind::SoftmaxInt8 => Err(Error::Shape(ShapeError::DType { operand: 0 })),
+        | OpKind::SoftmaxInt8
+        | OpKind::LookupInt8 => Err(Error::Shape(ShapeError::DType { operand: 0 })),
         OpKind::Vendor(op) => {
             let rules = op.decl.rules().ok_or(Error::Shape(ShapeError::Overflow))?;
             let mut data: [&[f32]; 3] = [&[]; 3];
@@ -527,7 +528,8 @@ pub fn tolerance(
         | OpKind::AvgPoolInt8(_)
         | OpKind::Quantize
         | OpKind::Dequantize
-        | OpKind::SoftmaxInt8 => tol.fill(0.0),
+        | OpKind::SoftmaxInt8
+        | OpKind::LookupInt8 => tol.fill(0.0),
         OpKind::Vendor(op) => {
             let bound = op.decl.rules().map_or(Tolerance::EXACT, |r| r.tolerance);
             for (t, &w) in tol.iter_mut().zip(want) {

@@ -152,7 +152,8 @@ impl Kernel {
                 | DeviceOp::Requantize { x, out, .. }
                 | DeviceOp::Reshape { x, out, .. }
                 | DeviceOp::MeanInt8(MeanInt8 { x, out, .. })
-                | DeviceOp::SoftmaxInt8 { x, out, .. } => {
+                | DeviceOp::SoftmaxInt8 { x, out, .. }
+                | DeviceOp::LookupInt8 { x, out, .. } => {
                     tensors.extend([x, out]);
                 }
             }
@@ -215,7 +216,8 @@ impl Kernel {
             | DeviceOp::PoolInt8 { block, .. }
             | DeviceOp::Requantize { block, .. }
             | DeviceOp::MeanInt8(MeanInt8 { block, .. })
-            | DeviceOp::SoftmaxInt8 { block, .. } = op
+            | DeviceOp::SoftmaxInt8 { block, .. }
+            | DeviceOp::LookupInt8 { block, .. } = op
             {
                 let bytes: Vec<u8> = block.iter().flat_map(|w| w.to_le_bytes()).collect();
                 let addr = alloc(&mut **dev, bytes.len())?;
@@ -521,6 +523,11 @@ impl Kernel {
                 let i8d = |t| self.typed_desc(t, &[rows, depth], DType::I8);
                 let inputs = vec![i8d(x)?, self.block_desc(node)?];
                 vec![launch(OpKind::SoftmaxInt8, inputs, i8d(out)?)]
+            }
+            DeviceOp::LookupInt8 { x, out, len, .. } => {
+                let i8d = |t| self.typed_desc(t, &[len], DType::I8);
+                let inputs = vec![i8d(x)?, self.block_desc(node)?];
+                vec![launch(OpKind::LookupInt8, inputs, i8d(out)?)]
             }
         })
     }

@@ -874,17 +874,41 @@ fn softmax_i8_checks_its_rows_and_block_and_matches_the_reference() {
     rig.write_bytes(DATA + 0x300, &bytes(&words));
     let detail = 24 | 4 << 8 | ((-127i16) as u16 as u32) << 16;
     check(&mut rig, "zero point -127", softmax(), INVALID, detail);
-    // A device of ABI 1.6 without INT8_SOFTMAX.
+    // A device of ABI 1.6 without INT8_ACTIVATIONS.
     rig.dev = model_with(ModelConfig {
-        features: Features(REFERENCE_FEATURES.0 & !Features::INT8_SOFTMAX.0),
+        features: Features(REFERENCE_FEATURES.0 & !Features::INT8_ACTIVATIONS.0),
         ..ModelConfig::default()
     });
     rig.bring_up(tensorplug_abi::device::Control(0));
     check(
         &mut rig,
-        "no INT8_SOFTMAX",
+        "no INT8_ACTIVATIONS",
         softmax(),
         CompletionStatus::UNSUPPORTED,
-        Features::INT8_SOFTMAX.0,
+        Features::INT8_ACTIVATIONS.0,
     );
+}
+
+#[test]
+fn lookup_i8_looks_each_byte_up_and_checks_its_fields() {
+    use tensorplug_core::quant::block;
+    let mut rig = Rig::standard();
+    // The table negates (−128 stays −128).
+    let table: [i8; 256] = core::array::from_fn(|b| (b as u8 as i8).wrapping_neg());
+    let words = block::lookup(&table);
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let x: [i8; 6] = [0, 1, -1, 127, -128, 5];
+    rig.write_bytes(DATA, &x.map(|v| v as u8));
+    rig.write_bytes(DATA + 0x300, &bytes);
+    let lookup = || {
+        let mut c = CommandDescriptor::new(Opcode::LOOKUP_I8, 1, 0);
+        (c.src0, c.src2, c.dst, c.len, c.dtype) = (DATA, DATA + 0x300, DATA + 0x200, 6, 4);
+        c
+    };
+    check(&mut rig, "LOOKUP_I8", lookup(), CompletionStatus::OK, 0);
+    let want = x.map(|v| v.wrapping_neg() as u8);
+    assert_eq!(rig.read_bytes(DATA + 0x200, 6), want);
+    let mut stray_n = lookup();
+    stray_n.n = 4;
+    check(&mut rig, "a stray n", stray_n, INVALID, 52);
 }

@@ -86,7 +86,8 @@ def int8_models():
     models = {}
     layers = tf.keras.layers
     for name, per_tensor in [("per_tensor", True), ("default", False), ("conv", False),
-                             ("float_io", False), ("mobilenet", False), ("softmax", False)]:
+                             ("float_io", False), ("mobilenet", False), ("softmax", False),
+                             ("activations", False)]:
         tf.keras.utils.set_random_seed(7)
         calibration = None
         if name == "mobilenet":
@@ -113,6 +114,18 @@ def int8_models():
             wide = tf.keras.initializers.RandomNormal(stddev=4.0)
             h = layers.Dense(37, kernel_initializer=wide)(layers.GlobalAveragePooling1D()(x))
             model = tf.keras.Model(x, layers.Softmax()(h))
+        elif name == "activations":
+            # int8 LOGISTIC and TANH (Dense's sigmoid and tanh, which an
+            # int8 FULLY_CONNECTED cannot fuse): lookup tables.
+            x = tf.keras.Input((8,), batch_size=BATCH)
+            h = layers.Dense(16, activation="sigmoid")(x)
+            h = layers.Dense(8, activation="tanh")(h)
+            h = layers.Dense(8)(h)
+            # Keras 3's hard_swish converts to HARD_SWISH, here the output
+            # itself (Keras 2 has none: its model ends with the Dense).
+            if hasattr(tf.keras.activations, "hard_swish"):
+                h = layers.Activation("hard_swish")(h)
+            model = tf.keras.Model(x, h)
         elif name == "conv":
             # CONV_2D SAME + RELU, MAX_POOL_2D 2×2 stride 1 SAME (its
             # padding after), DEPTHWISE_CONV_2D stride 2 SAME + RELU6, a
@@ -183,6 +196,9 @@ DEVICE_INT8_OPS = (
     "MEAN",
     "SOFTMAX",
     "PAD",
+    "LOGISTIC",
+    "TANH",
+    "HARD_SWISH",
 )
 
 
@@ -223,13 +239,16 @@ def int8_check(plugin, out, name, model):
             fail(f"int8 float_io: the converter wrote {ops}")
         if any(n["decision"] != "device" for n in nodes):
             fail(f"int8 float_io: not every node ran on the device: {nodes}")
-    if name in ("mobilenet", "softmax"):
+    if name in ("mobilenet", "softmax", "activations"):
         # Every node on the device: the issue's "100% delegated".
         ops = sorted({n["op"] for n in nodes})
         want_ops = {
             "mobilenet": ["ADD", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "MEAN", "SOFTMAX"],
             "softmax": ["FULLY_CONNECTED", "MEAN", "SOFTMAX"],
+            "activations": ["FULLY_CONNECTED", "LOGISTIC", "TANH"],
         }[name]
+        if name == "activations" and "HARD_SWISH" in ops:
+            want_ops = ["FULLY_CONNECTED", "HARD_SWISH", "LOGISTIC", "TANH"]
         # Keras 2's converter (TF 2.15) writes ZeroPadding2D as PAD; Keras
         # 3's folds it into the convolutions.
         if sorted(set(ops) - {"PAD"}) != want_ops:
@@ -301,7 +320,7 @@ def main():
     # A TF run converts the models and leaves them in --out; a LiteRT run
     # (no TF) reads them from there.
     names = ["model", "int8_per_tensor", "int8_default", "int8_conv", "int8_float_io",
-             "int8_mobilenet", "int8_softmax"]
+             "int8_mobilenet", "int8_softmax", "int8_activations"]
     paths = {n: os.path.join(args.out, f"{n}.tflite") for n in names}
     if args.runtime == "tf":
         models = {"model": model_bytes()}
@@ -512,7 +531,7 @@ def main():
     if args.npu_plugin:
         npu_case(args.npu_plugin, args.out, model, xs, want)
 
-    for name in ["per_tensor", "default", "conv", "float_io", "mobilenet", "softmax"]:
+    for name in ["per_tensor", "default", "conv", "float_io", "mobilenet", "softmax", "activations"]:
         int8_check(args.plugin, args.out, name, models[f"int8_{name}"])
 
 

@@ -166,10 +166,15 @@ impl Opcode {
     /// the 64-bit key, `src1` and `src2` the counter's low and high words
     /// (values, not addresses).
     pub const RANDOM_UNIFORM_F32: Opcode = Opcode(0x94);
-    /// ABI 1.6 (`INT8_SOFTMAX`): int8 `SOFTMAX` over rows of `n`: `src0`
+    /// ABI 1.6 (`INT8_ACTIVATIONS`): int8 `SOFTMAX` over rows of `n`: `src0`
     /// `len` int8 values (`len` a multiple of `n`), `src2` the block
     /// (`docs/device-numerics.md`), `dst` int8 of scale 1/256, zero point −128.
     pub const SOFTMAX_I8: Opcode = Opcode(0x95);
+    /// ABI 1.6 (`INT8_ACTIVATIONS`): `dst[i] = table[src0[i] as u8]` for
+    /// `len` int8 elements, the 256-byte table after the block's header in
+    /// `src2` (`docs/device-numerics.md`): TFLite's int8 `LOGISTIC`, `TANH`
+    /// and other ops of one int8 input, as the host tabulates them.
+    pub const LOOKUP_I8: Opcode = Opcode(0x96);
 
     /// Wraps a raw value (any value is representable).
     pub const fn from_raw(raw: u16) -> Self {
@@ -244,6 +249,7 @@ impl Opcode {
             Self::SELECT => "SELECT",
             Self::RANDOM_UNIFORM_F32 => "RANDOM_UNIFORM_F32",
             Self::SOFTMAX_I8 => "SOFTMAX_I8",
+            Self::LOOKUP_I8 => "LOOKUP_I8",
             _ => return None,
         })
     }

@@ -233,8 +233,9 @@ impl Features {
     pub const TYPES: Features = Features(1 << 16);
     /// ABI 1.5: `RANDOM_UNIFORM_F32` (TF's stateless Philox floats).
     pub const RANDOM: Features = Features(1 << 17);
-    /// ABI 1.6: `SOFTMAX_I8` (TFLite's reference int8 `SOFTMAX`, bit for bit).
-    pub const INT8_SOFTMAX: Features = Features(1 << 18);
+    /// ABI 1.6: `SOFTMAX_I8` and `LOOKUP_I8` (int8 activations: TFLite's
+    /// `SOFTMAX` bit for bit, and any op of one int8 input by its table).
+    pub const INT8_ACTIVATIONS: Features = Features(1 << 18);
     /// Every bit this ABI version defines.
     pub const KNOWN: Features = Features(0x7_ffff);
 

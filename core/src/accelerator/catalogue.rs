@@ -211,6 +211,7 @@ pub const BUILTIN: &[OpDecl] = &[
     // A mask too: 1.0 where finite (`IsFinite` casts it to bool).
     unary("IsFinite", 87),
     int8("SoftmaxInt8", 88, 2, OpKind::SoftmaxInt8),
+    int8("LookupInt8", 89, 2, OpKind::LookupInt8),
 ];
 
 /// The element-wise ops that code names (any member can also be named in a
@@ -548,6 +549,7 @@ impl OpKind {
             Self::ArgMin(_) => 84,
             Self::RandomUniform { .. } => 85,
             Self::SoftmaxInt8 => 87,
+            Self::LookupInt8 => 88,
         }
     }
 

@@ -116,6 +116,11 @@ pub enum OpKind {
     /// `β·scale` multiplier, its left shift and the smallest difference
     /// from the row's maximum that counts ([`crate::quant::block`]).
     SoftmaxInt8,
+    /// `out[i] = table[x[i]]`: any op of one int8 input, tabulated by the
+    /// host (TFLite's int8 `LOGISTIC` and `TANH` are lookup tables):
+    /// inputs `[x i8, quant i32]`, output i8 of `x`'s shape; the block
+    /// holds the 256 entries, indexed by `x` as a byte.
+    LookupInt8,
     /// `out[o, i, :] = params[o, indices[i], :]` (TF's `GatherV2`): inputs
     /// `[params [outer, n, inner], indices [count]]` of the index type (i32
     /// or i64), output `[outer, count, inner]`. An index outside `0..n`
@@ -310,7 +315,7 @@ impl OpKind {
                 Some((&[I8, I8, I32], I8))
             }
             Self::AddInt8 => Some((&[I8, I8, I32], I8)),
-            Self::MaxPoolInt8(_) | Self::AvgPoolInt8(_) | Self::SoftmaxInt8 => {
+            Self::MaxPoolInt8(_) | Self::AvgPoolInt8(_) | Self::SoftmaxInt8 | Self::LookupInt8 => {
                 Some((&[I8, I32], I8))
             }
             Self::Quantize => Some((&[F32, I32], I8)),
@@ -337,6 +342,7 @@ impl OpKind {
                 | Self::Quantize
                 | Self::Dequantize
                 | Self::SoftmaxInt8
+                | Self::LookupInt8
         )
     }
 }
@@ -547,6 +553,10 @@ impl OpDesc<'_> {
                 expect_block(1, &shape(1), block::SOFTMAX_WORDS as u64)?;
                 Ok(shape(0))
             }
+            OpKind::LookupInt8 => {
+                expect_block(1, &shape(1), block::LOOKUP_WORDS as u64)?;
+                Ok(shape(0))
+            }
         }
     }
 
@@ -576,6 +586,7 @@ impl OpDesc<'_> {
                 out.saturating_mul(2u64.saturating_mul(k).saturating_add(extra))
             }
             OpKind::Softmax | OpKind::LogSoftmax | OpKind::SoftmaxInt8 => input.saturating_mul(5),
+            OpKind::LookupInt8 => input,
             OpKind::Conv2D(w) | OpKind::FusedConv2D(w, _) | OpKind::Conv2DInt8(w) => {
                 let channels = self.inputs.first().map_or(0, |t| t.shape.last());
                 out.saturating_mul(2 * taps(&w)).saturating_mul(channels)

@@ -245,6 +245,21 @@ pub(crate) fn cases(kind: OpKind) -> Vec<OpCase> {
                 cases.push(block_case(kind, inputs, dims));
             }
         }
+        OpKind::LookupInt8 => {
+            // A random table, looked up at every input byte.
+            let mut table = [0i8; 256];
+            for e in table.iter_mut() {
+                *e = rng.int(-128, 127) as i8;
+            }
+            let words = block::lookup(&table).to_vec();
+            let dims = vec![4u64, 64];
+            let x = (0..256).map(|b: i32| b as u8 as i8).collect();
+            let inputs = vec![
+                (dims.clone(), Values::I8(x)),
+                (vec![words.len() as u64], Values::I32(words)),
+            ];
+            cases.push(block_case(kind, inputs, dims));
+        }
         _ => {}
     }
     cases

@@ -16,7 +16,9 @@
 //! After the header: a convolution or `MatMulInt8` has `bias[C]`,
 //! `multiplier[C]`, `shift[C]` (`C` = output channels); `AddInt8` has
 //! `C` = 0 and six words (multiplier, shift) for input 0, input 1 and the
-//! output; `SoftmaxInt8` has `C` = 0 and three words (the input's
+//! output; `LookupInt8` has `C` = 0 and its 256 entries as 64 words (entry
+//! `b` is byte `b % 4` of word `b / 4`, little-endian, for the input byte
+//! `b`); `SoftmaxInt8` has `C` = 0 and three words (the input's
 //! multiplier and left shift, `diff_min`) after a header whose output zero
 //! point is −128; the pools have nothing; `Quantize` and `Dequantize` have
 //! `scale[C]` as `f32` bits (`C` = 1 per tensor, or the last axis).
@@ -30,6 +32,8 @@ pub const HEADER_WORDS: usize = 8;
 pub const ADD_WORDS: usize = 6;
 /// Words after `SoftmaxInt8`'s header: multiplier, left shift, `diff_min`.
 pub const SOFTMAX_WORDS: usize = 3;
+/// Words after `LookupInt8`'s header: its 256 one-byte entries.
+pub const LOOKUP_WORDS: usize = 64;
 
 /// A refused block as a device's completion `detail` (`docs/device-abi.md`,
 /// "int8 commands"): bits 7..0 are 24 (`src2`'s descriptor offset), bits
@@ -269,6 +273,43 @@ pub fn parse_softmax(block: &[i32]) -> Result<SoftmaxQuant, QuantError> {
         diff_min: w[2],
         rounding: header.rounding,
     })
+}
+
+/// `LookupInt8`'s block for `table` (entry `b` for the input whose byte is
+/// `b`: `table[128]` is the output for −128).
+pub fn lookup(table: &[i8; 256]) -> [i32; HEADER_WORDS + LOOKUP_WORDS] {
+    let header = QuantHeader {
+        zero_points: [0, 0],
+        output_zero_point: 0,
+        min: -128,
+        max: 127,
+        // A table requantizes nothing: the field is unread.
+        rounding: Rounding::Double,
+        channels: 0,
+    };
+    let mut words = [0; HEADER_WORDS + LOOKUP_WORDS];
+    words[..HEADER_WORDS].copy_from_slice(&header.words());
+    for (w, bytes) in words[HEADER_WORDS..].iter_mut().zip(table.chunks_exact(4)) {
+        *w = i32::from_le_bytes([
+            bytes[0] as u8,
+            bytes[1] as u8,
+            bytes[2] as u8,
+            bytes[3] as u8,
+        ]);
+    }
+    words
+}
+
+/// `LookupInt8`'s block, checked (its header as any block's): the table.
+pub fn parse_lookup(block: &[i32]) -> Result<[i8; 256], QuantError> {
+    QuantHeader::parse_sized(block, 0, 0, LOOKUP_WORDS)?;
+    let mut table = [0i8; 256];
+    for (entries, w) in table.chunks_exact_mut(4).zip(&block[HEADER_WORDS..]) {
+        for (e, b) in entries.iter_mut().zip(w.to_le_bytes()) {
+            *e = b as i8;
+        }
+    }
+    Ok(table)
 }
 
 /// `Quantize`'s block (`quantize`) or `Dequantize`'s for one per-tensor

@@ -4,6 +4,7 @@
 //! rebuilds the plan in the kernel, so the two cannot disagree.
 
 mod checks;
+mod lookup;
 pub(crate) mod mean;
 mod pad;
 mod plan;
@@ -18,9 +19,9 @@ use tensorplug_abi::tflite::{
     TfLiteFusedActivation, TfLitePadding, TfLitePoolParams, TfLiteType, builtin_name,
     kTfLiteBuiltinAdd, kTfLiteBuiltinAveragePool2d, kTfLiteBuiltinConv2d,
     kTfLiteBuiltinDepthwiseConv2d, kTfLiteBuiltinDequantize, kTfLiteBuiltinFullyConnected,
-    kTfLiteBuiltinMaxPool2d, kTfLiteBuiltinMean, kTfLiteBuiltinPad, kTfLiteBuiltinPadv2,
-    kTfLiteBuiltinQuantize, kTfLiteBuiltinRelu, kTfLiteBuiltinReshape, kTfLiteBuiltinSoftmax,
-    kTfLiteOptionalTensor,
+    kTfLiteBuiltinHardSwish, kTfLiteBuiltinLogistic, kTfLiteBuiltinMaxPool2d, kTfLiteBuiltinMean,
+    kTfLiteBuiltinPad, kTfLiteBuiltinPadv2, kTfLiteBuiltinQuantize, kTfLiteBuiltinRelu,
+    kTfLiteBuiltinReshape, kTfLiteBuiltinSoftmax, kTfLiteBuiltinTanh, kTfLiteOptionalTensor,
 };
 use tensorplug_core::accelerator::{
     Activation, Binary, Capabilities, DType, OpKind, Shape, Unary, Window, broadcast_shapes,
@@ -33,7 +34,7 @@ use tensorplug_core::reference::int8::{AddQuant, activation_range};
 pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none or RELU), ADD (activation \
                           none or RELU), RELU; int8 FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D, \
                           MAX_POOL_2D, AVERAGE_POOL_2D and ADD of one shape \
-                          (activation none, RELU or RELU6), MEAN over adjacent axes, SOFTMAX, PAD of height and width; QUANTIZE (float32 to int8) and \
+                          (activation none, RELU or RELU6), MEAN over adjacent axes, SOFTMAX, LOGISTIC, TANH, HARD_SWISH, PAD of height and width; QUANTIZE (float32 to int8) and \
                           DEQUANTIZE (int8 to float32), per tensor; RESHAPE of float32 or \
                           int8 to a constant shape";
 
@@ -71,6 +72,9 @@ pub fn decide(
         kTfLiteBuiltinMean => mean::mean_int8(node, &tensor, caps),
         kTfLiteBuiltinSoftmax => softmax::softmax_int8(node, &tensor, caps),
         kTfLiteBuiltinPad | kTfLiteBuiltinPadv2 => pad::pad_int8(node, &tensor, caps),
+        kTfLiteBuiltinLogistic | kTfLiteBuiltinTanh | kTfLiteBuiltinHardSwish => {
+            lookup::lookup_int8(node, &tensor, caps)
+        }
         kTfLiteBuiltinRelu => {
             let (x, out) = one_in_one_out(node)?;
             let (xt, ot) = (tensor(x)?, tensor(out)?);

@@ -128,6 +128,7 @@ pub(super) fn lower_int8(
             n: dim(x.shape.last())?,
             ..flat(Opcode::SOFTMAX_I8)
         },
+        OpKind::LookupInt8 => flat(Opcode::LOOKUP_I8),
         _ => return Err(Error::Undeclared { op: op.kind.name() }),
     };
     emit(&CommandDescriptor {

@@ -89,7 +89,10 @@ pub fn ops_of(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSet {
                 counter: [0; 2],
             }],
         ),
-        (Features::INT8_SOFTMAX, &[OpKind::SoftmaxInt8]),
+        (
+            Features::INT8_ACTIVATIONS,
+            &[OpKind::SoftmaxInt8, OpKind::LookupInt8],
+        ),
     ];
     let mut set = elementwise_ops(features, ops_words);
     for (bit, kinds) in groups {

@@ -401,8 +401,13 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
             0,
         ),
         Opcode::SOFTMAX_I8 => (
-            Features::INT8_SOFTMAX,
+            Features::INT8_ACTIVATIONS,
             Uses(Uses::SRC0 | Uses::SRC2 | Uses::DST | Uses::LEN | Uses::N),
+            0,
+        ),
+        Opcode::LOOKUP_I8 => (
+            Features::INT8_ACTIVATIONS,
+            Uses(Uses::SRC0 | Uses::SRC2 | Uses::DST | Uses::LEN),
             0,
         ),
         // The per-op element-wise opcodes of ABI 1.0–1.2.
@@ -445,7 +450,9 @@ pub(crate) fn validate(
     check_unused(
         cmd,
         uses,
-        needs == Features::INT8 || needs == Features::INT8_SOFTMAX || cmd.opcode == Opcode::CAST,
+        needs == Features::INT8
+            || needs == Features::INT8_ACTIVATIONS
+            || cmd.opcode == Opcode::CAST,
     )?;
     let ctx = Ctx { cmd, mem_len };
     match cmd.opcode {
@@ -550,7 +557,8 @@ pub(crate) fn validate(
         | Opcode::ADD_I8
         | Opcode::QUANTIZE_I8
         | Opcode::DEQUANTIZE_I8
-        | Opcode::SOFTMAX_I8 => ctx.int8(),
+        | Opcode::SOFTMAX_I8
+        | Opcode::LOOKUP_I8 => ctx.int8(),
         // `UNARY`, `BINARY` and the per-op element-wise opcodes.
         op => {
             let (code, unary) = match op.per_op_elementwise() {

@@ -197,6 +197,13 @@ pub fn run(
             }
             Ok(())
         }
+        (OpKind::LookupInt8, DataMut::I8(out)) => {
+            let table = block::parse_lookup(quant).map_err(q)?;
+            for (o, &x) in out.iter_mut().zip(i8s(0)) {
+                *o = table[x as u8 as usize];
+            }
+            Ok(())
+        }
         // Validation matched the output's type to the op.
         _ => Err(Error::Shape(crate::accelerator::ShapeError::DType {
             operand: n as u8,

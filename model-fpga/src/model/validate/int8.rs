@@ -6,7 +6,7 @@
 use core::ops::Range;
 use tensorplug_abi::device::{CommandFlags, Opcode, WindowFields};
 use tensorplug_core::accelerator::{DType, DeviceAddr, OpDesc, OpKind, Shape, TensorDesc, Window};
-use tensorplug_core::quant::block::{ADD_WORDS, HEADER_WORDS, SOFTMAX_WORDS};
+use tensorplug_core::quant::block::{ADD_WORDS, HEADER_WORDS, LOOKUP_WORDS, SOFTMAX_WORDS};
 
 use super::{Ctx, Rejection, TypedWork, Work, field, in_place_or_disjoint, invalid};
 
@@ -33,6 +33,10 @@ impl Ctx<'_> {
                 let x = shape(&[self.nonzero_len()?])?;
                 (OpKind::AddInt8, [Some(x), Some(x)], x)
             }
+            Opcode::LOOKUP_I8 => {
+                let x = shape(&[self.nonzero_len()?])?;
+                (OpKind::LookupInt8, [Some(x), None], x)
+            }
             Opcode::SOFTMAX_I8 | Opcode::QUANTIZE_I8 | Opcode::DEQUANTIZE_I8 => {
                 // `len` elements in rows of `n` (a softmax's rows, or the
                 // (de)quantize's last axis, whose scales the block may hold).
@@ -56,6 +60,7 @@ impl Ctx<'_> {
         let block_words = match kind {
             OpKind::AddInt8 => ADD_WORDS as u64,
             OpKind::SoftmaxInt8 => SOFTMAX_WORDS as u64,
+            OpKind::LookupInt8 => LOOKUP_WORDS as u64,
             OpKind::MaxPoolInt8(_) | OpKind::AvgPoolInt8(_) => 0,
             OpKind::Quantize | OpKind::Dequantize => ins[0].as_ref().map_or(1, scales),
             _ => out.last().saturating_mul(3),
