@@ -18,7 +18,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
 use tensorplug_abi::tflite::{
     TfLiteContext, TfLiteDelegate, TfLiteDelegateParams, TfLiteNode, TfLiteRegistration,
-    TfLiteStatus, kTfLiteBuiltinDelegate, kTfLiteDelegateFlagsNone,
+    TfLiteStatus, kTfLiteBuiltinDelegate, kTfLiteDelegateFlagsAllowDynamicTensors,
+    kTfLiteDelegateFlagsNone,
 };
 use tensorplug_host_bridge::prelude::{DynAccelerator, OpenError};
 
@@ -145,6 +146,12 @@ fn new_delegate(source: Source, options: Options) -> Result<*mut TfLiteDelegate,
             .set_profiling(true)
             .map_err(|e| format!("option `profile_file`: turning profiling on: {e}"))?;
     }
+    // A graph with a dynamic tensor needs the flag; without it the runtime
+    // re-applies the delegate after a resize (`docs/delegate.md`).
+    let flags = match options.allow_dynamic_tensors {
+        true => kTfLiteDelegateFlagsAllowDynamicTensors,
+        false => kTfLiteDelegateFlagsNone,
+    };
     let report = Report {
         device: item,
         device_source,
@@ -167,7 +174,7 @@ fn new_delegate(source: Source, options: Options) -> Result<*mut TfLiteDelegate,
             CopyFromBufferHandle: None,
             CopyToBufferHandle: None,
             FreeBufferHandle: None,
-            flags: kTfLiteDelegateFlagsNone,
+            flags,
             opaque_delegate_builder: core::ptr::null_mut(),
         },
         shared,

@@ -29,6 +29,8 @@ pub struct TensorView {
     pub bytes: usize,
     /// The model's read-only data (weights): `kTfLiteMmapRo`.
     pub constant: bool,
+    /// Its shape is known only when the op before it runs (`kTfLiteDynamic`).
+    pub dynamic: bool,
     pub data: *mut u8,
     pub scale: f32,
     pub zero_point: i32,
@@ -278,6 +280,7 @@ impl Graph {
             dims,
             bytes: t.bytes,
             constant: t.allocation_type == TfLiteAllocationType::kTfLiteMmapRo,
+            dynamic: t.allocation_type == TfLiteAllocationType::kTfLiteDynamic,
             data: t.data.cast(),
             scale: t.params.scale,
             zero_point: t.params.zero_point,

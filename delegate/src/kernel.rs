@@ -243,8 +243,8 @@ impl Kernel {
             if t.dims != buffer.dims || t.bytes != buffer.bytes {
                 return Err(format!(
                     "tensor {index} (`{}`) is now {:?}, the delegated partition was built for \
-                     {:?}: resizing a delegated partition is not supported yet; create the \
-                     interpreter again for the new shape",
+                     {:?}: with `allow_dynamic_tensors` the runtime does not re-apply the \
+                     delegate after a resize; create the interpreter again for the new shape",
                     t.name, t.dims, buffer.dims
                 ));
             }

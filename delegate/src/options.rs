@@ -6,7 +6,7 @@ use tensorplug_core::quant::Rounding;
 
 /// Every option the delegate knows, for the error on an unknown one.
 pub const KNOWN: &str = "`device`, `report_file`, `profile_file`, `min_nodes`, `max_partitions`, \
-                         `fc_rounding`, `fault`";
+                         `fc_rounding`, `allow_dynamic_tensors`, `fault`";
 
 /// A failure the delegate injects into itself, for tests of the error
 /// paths (the `fault` option).
@@ -40,6 +40,11 @@ pub struct Options {
     pub max_partitions: Option<usize>,
     /// An injected failure, for tests.
     pub fault: Fault,
+    /// Offer the runtime `kTfLiteDelegateFlagsAllowDynamicTensors`: needed
+    /// for a graph with a dynamic tensor (the runtime refuses the delegate
+    /// on one otherwise), at the price of resizes (the runtime no longer
+    /// re-applies the delegate; a resized partition input is refused).
+    pub allow_dynamic_tensors: bool,
     /// How int8 `FULLY_CONNECTED` requantizes, to match the runtime's
     /// reference kernel: `single` (TF 2.21, ai-edge-litert 2.3.0; the
     /// default) or `double` (TF 2.15). `docs/delegate.md`, "int8".
@@ -55,6 +60,7 @@ impl Default for Options {
             min_nodes: 1,
             max_partitions: None,
             fault: Fault::None,
+            allow_dynamic_tensors: false,
             fc_rounding: Rounding::Single,
         }
     }
@@ -110,6 +116,18 @@ impl Options {
                                 )
                             })?,
                     );
+                }
+                "allow_dynamic_tensors" => {
+                    options.allow_dynamic_tensors = match value {
+                        "true" | "1" => true,
+                        "false" | "0" => false,
+                        _ => {
+                            return Err(format!(
+                                "option `allow_dynamic_tensors` must be `true` or `false`, got \
+                                 `{value}`"
+                            ));
+                        }
+                    }
                 }
                 "fc_rounding" => {
                     options.fc_rounding = match value {
@@ -208,6 +226,15 @@ mod tests {
         let max = |v| Options::parse([("max_partitions", v)]).map(|o| o.max_partitions);
         assert_eq!(max("2"), Ok(Some(2)));
         assert!(max("0").unwrap_err().contains("max_partitions"));
+        let dynamic =
+            |v| Options::parse([("allow_dynamic_tensors", v)]).map(|o| o.allow_dynamic_tensors);
+        assert_eq!(dynamic("true"), Ok(true));
+        assert_eq!(dynamic("0"), Ok(false));
+        assert!(
+            dynamic("yes")
+                .unwrap_err()
+                .contains("allow_dynamic_tensors")
+        );
     }
 
     #[test]

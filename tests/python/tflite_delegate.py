@@ -87,7 +87,7 @@ def int8_models():
     layers = tf.keras.layers
     for name, per_tensor in [("per_tensor", True), ("default", False), ("conv", False),
                              ("float_io", False), ("mobilenet", False), ("softmax", False),
-                             ("activations", False)]:
+                             ("activations", False), ("dynamic", False)]:
         tf.keras.utils.set_random_seed(7)
         calibration = None
         if name == "mobilenet":
@@ -114,6 +114,12 @@ def int8_models():
             wide = tf.keras.initializers.RandomNormal(stddev=4.0)
             h = layers.Dense(37, kernel_initializer=wide)(layers.GlobalAveragePooling1D()(x))
             model = tf.keras.Model(x, layers.Softmax()(h))
+        elif name == "dynamic":
+            # No batch size: Flatten's shape is computed at run time (SHAPE,
+            # STRIDED_SLICE, PACK, RESHAPE), a dynamic tensor.
+            x = tf.keras.Input((4, 4, 2))
+            h = layers.Conv2D(4, 3, activation="relu")(x)
+            model = tf.keras.Model(x, layers.Dense(3)(layers.Flatten()(h)))
         elif name == "activations":
             # int8 LOGISTIC and TANH (Dense's sigmoid and tanh, which an
             # int8 FULLY_CONNECTED cannot fuse): lookup tables.
@@ -155,7 +161,7 @@ def int8_models():
         conv = tf.lite.TFLiteConverter.from_keras_model(model)
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
         rng = np.random.default_rng(5)
-        shape = tuple(model.inputs[0].shape)
+        shape = tuple(d or 2 for d in model.inputs[0].shape)
         if calibration is not None:
             conv.representative_dataset = lambda: ([calibration[i:i + 1]] for i in range(8))
         else:
@@ -320,7 +326,7 @@ def main():
     # A TF run converts the models and leaves them in --out; a LiteRT run
     # (no TF) reads them from there.
     names = ["model", "int8_per_tensor", "int8_default", "int8_conv", "int8_float_io",
-             "int8_mobilenet", "int8_softmax", "int8_activations"]
+             "int8_mobilenet", "int8_softmax", "int8_activations", "int8_dynamic"]
     paths = {n: os.path.join(args.out, f"{n}.tflite") for n in names}
     if args.runtime == "tf":
         models = {"model": model_bytes()}
@@ -533,6 +539,42 @@ def main():
 
     for name in ["per_tensor", "default", "conv", "float_io", "mobilenet", "softmax", "activations"]:
         int8_check(args.plugin, args.out, name, models[f"int8_{name}"])
+    dynamic_case(args.plugin, args.out, models["int8_dynamic"])
+
+
+def dynamic_case(plugin, out, model):
+    """A graph with a dynamic tensor (Flatten's shape computed at run
+    time): the runtime refuses a delegate that does not allow them (its
+    own error), and with `allow_dynamic_tensors` the delegate runs the
+    convolution and the FULLY_CONNECTED (their shapes are known at
+    prepare) and leaves the shape arithmetic and the RESHAPE, bit-exact."""
+    ops = {o["op_name"] for o in interpreter(model)._get_ops_details()}
+    # Keras 2's converter (TF 2.15) writes Flatten with a constant shape.
+    dynamic = "SHAPE" in ops
+    if dynamic:
+        try:
+            interpreter(model, [rt.load_delegate(plugin, {})], reference=True)
+            fail("dynamic: the runtime applied a delegate without allow_dynamic_tensors")
+        except (RuntimeError, ValueError):
+            pass
+    report_path = os.path.join(out, "report_dynamic.json")
+    d = rt.load_delegate(plugin, {"allow_dynamic_tensors": "true", "report_file": report_path})
+    rng = np.random.default_rng(13)
+    ref = interpreter(model, reference=True)
+    shape = tuple(ref.get_input_details()[0]["shape"])
+    xs = [rng.integers(-128, 128, shape, dtype=np.int8) for _ in range(4)]
+    want = run(ref, xs)
+    got = run(interpreter(model, [d], reference=True), xs)
+    if any(not np.array_equal(g, w) for g, w in zip(got, want)):
+        fail("dynamic: the outputs differ from the reference kernels'")
+    with open(report_path) as f:
+        nodes = json.load(f)["graphs"][0]["nodes"]
+    on_device = sorted(n["op"] for n in nodes if n["decision"] == "device")
+    reshape = [n for n in nodes if n["op"] == "RESHAPE"]
+    want = ["CONV_2D", "FULLY_CONNECTED"] if dynamic else ["CONV_2D", "FULLY_CONNECTED", "RESHAPE"]
+    if on_device != want or (dynamic and "run time" not in (reshape[0]["reason"] or "")):
+        fail(f"dynamic: device {on_device}: {nodes}")
+    print(f"check int8_dynamic ok dynamic_tensor={dynamic} device={on_device}", flush=True)
 
 
 def npu_case(plugin, out, model, xs, want):

@@ -23,7 +23,10 @@ pub const kTfLiteBuiltinTanh: i32 = 28;
 pub const kTfLiteBuiltinPad: i32 = 34;
 pub const kTfLiteBuiltinMean: i32 = 40;
 pub const kTfLiteBuiltinSub: i32 = 41;
+pub const kTfLiteBuiltinStridedSlice: i32 = 45;
 pub const kTfLiteBuiltinPadv2: i32 = 60;
+pub const kTfLiteBuiltinShape: i32 = 77;
+pub const kTfLiteBuiltinPack: i32 = 83;
 /// The code of a delegate kernel's node.
 pub const kTfLiteBuiltinDelegate: i32 = 51;
 pub const kTfLiteBuiltinQuantize: i32 = 114;
@@ -52,6 +55,9 @@ pub const fn builtin_name(code: i32) -> Option<&'static str> {
         kTfLiteBuiltinMean => "MEAN",
         kTfLiteBuiltinSub => "SUB",
         kTfLiteBuiltinPadv2 => "PADV2",
+        kTfLiteBuiltinStridedSlice => "STRIDED_SLICE",
+        kTfLiteBuiltinShape => "SHAPE",
+        kTfLiteBuiltinPack => "PACK",
         kTfLiteBuiltinDelegate => "DELEGATE",
         kTfLiteBuiltinQuantize => "QUANTIZE",
         kTfLiteBuiltinHardSwish => "HARD_SWISH",

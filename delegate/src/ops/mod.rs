@@ -62,6 +62,13 @@ pub fn decide(
     fc_rounding: Rounding,
 ) -> Result<DeviceOp, String> {
     let tensor = |i: i32| graph.tensor(i);
+    for &i in node.inputs.iter().chain(&node.outputs) {
+        if i != kTfLiteOptionalTensor && tensor(i)?.dynamic {
+            return Err(format!(
+                "tensor {i} is dynamic: its shape is known only when the op before it runs"
+            ));
+        }
+    }
     match node.builtin_code {
         kTfLiteBuiltinFullyConnected => fully_connected(node, &tensor, caps, fc_rounding),
         kTfLiteBuiltinAdd => add(node, &tensor, caps),
@@ -882,6 +889,7 @@ mod tests {
             dims: dims.to_vec(),
             bytes: dims.iter().product::<usize>() * size,
             constant: false,
+            dynamic: false,
             data: core::ptr::null_mut(),
             scale: 0.5,
             zero_point: -3,
