@@ -87,7 +87,7 @@ def int8_models():
     layers = tf.keras.layers
     for name, per_tensor in [("per_tensor", True), ("default", False), ("conv", False),
                              ("float_io", False), ("mobilenet", False), ("softmax", False),
-                             ("activations", False), ("dynamic", False)]:
+                             ("activations", False), ("dynamic", False), ("mean_keepdims", False)]:
         tf.keras.utils.set_random_seed(7)
         calibration = None
         if name == "mobilenet":
@@ -114,6 +114,12 @@ def int8_models():
             wide = tf.keras.initializers.RandomNormal(stddev=4.0)
             h = layers.Dense(37, kernel_initializer=wide)(layers.GlobalAveragePooling1D()(x))
             model = tf.keras.Model(x, layers.Softmax()(h))
+        elif name == "mean_keepdims":
+            # GlobalAveragePooling2D(keepdims=True): MEAN over axes 1 and 2
+            # keeping them, a batch of 2 (the SE blocks' form).
+            x = tf.keras.Input((7, 7, 5), batch_size=2)
+            h = layers.Conv2D(16, 3, padding="same", activation="relu")(x)
+            model = tf.keras.Model(x, layers.GlobalAveragePooling2D(keepdims=True)(h))
         elif name == "dynamic":
             # No batch size: Flatten's shape is computed at run time (SHAPE,
             # STRIDED_SLICE, PACK, RESHAPE), a dynamic tensor.
@@ -245,13 +251,14 @@ def int8_check(plugin, out, name, model):
             fail(f"int8 float_io: the converter wrote {ops}")
         if any(n["decision"] != "device" for n in nodes):
             fail(f"int8 float_io: not every node ran on the device: {nodes}")
-    if name in ("mobilenet", "softmax", "activations"):
+    if name in ("mobilenet", "softmax", "activations", "mean_keepdims"):
         # Every node on the device: the issue's "100% delegated".
         ops = sorted({n["op"] for n in nodes})
         want_ops = {
             "mobilenet": ["ADD", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "MEAN", "SOFTMAX"],
             "softmax": ["FULLY_CONNECTED", "MEAN", "SOFTMAX"],
             "activations": ["FULLY_CONNECTED", "LOGISTIC", "TANH"],
+            "mean_keepdims": ["CONV_2D", "MEAN"],
         }[name]
         if name == "activations" and "HARD_SWISH" in ops:
             want_ops = ["FULLY_CONNECTED", "HARD_SWISH", "LOGISTIC", "TANH"]
@@ -326,7 +333,8 @@ def main():
     # A TF run converts the models and leaves them in --out; a LiteRT run
     # (no TF) reads them from there.
     names = ["model", "int8_per_tensor", "int8_default", "int8_conv", "int8_float_io",
-             "int8_mobilenet", "int8_softmax", "int8_activations", "int8_dynamic"]
+             "int8_mobilenet", "int8_softmax", "int8_activations", "int8_dynamic",
+             "int8_mean_keepdims"]
     paths = {n: os.path.join(args.out, f"{n}.tflite") for n in names}
     if args.runtime == "tf":
         models = {"model": model_bytes()}
@@ -537,7 +545,8 @@ def main():
     if args.npu_plugin:
         npu_case(args.npu_plugin, args.out, model, xs, want)
 
-    for name in ["per_tensor", "default", "conv", "float_io", "mobilenet", "softmax", "activations"]:
+    for name in ["per_tensor", "default", "conv", "float_io", "mobilenet", "softmax", "activations",
+                 "mean_keepdims"]:
         int8_check(args.plugin, args.out, name, models[f"int8_{name}"])
     dynamic_case(args.plugin, args.out, models["int8_dynamic"])
 

@@ -1,7 +1,7 @@
-//! int8 `MEAN` as TFLite's reference kernel computes it when the output
-//! drops the reduced axes or its quantization differs from the input's
-//! (`reference_ops::QuantizedMeanOrSum`, the path of the converter's
-//! `GlobalAveragePooling2D`): the int32 sum of `x − zp_in` over the `n`
+//! int8 `MEAN` as TFLite's reference kernel computes it when its
+//! quantization differs from the input's (`QuantizedMeanOrSum`, the path
+//! of the converter's `GlobalAveragePooling2D`, with or without
+//! `keepdims`: the same arithmetic, measured): the int32 sum of `x − zp_in` over the `n`
 //! reduced values, requantized by `s_in / s_out` with `1/n` folded into
 //! the multiplier (`(m << log2 n) / n`, shift less `log2 n`), plus
 //! `zp_out`, clamped. Measured bit for bit on TF 2.15 and 2.21, whose
@@ -62,14 +62,6 @@ pub fn mean_int8(
         return Err(format!("tensor {} is not quantized per tensor", t.index));
     }
     let reduced_axes = axes_of(&at, xt.dims.len())?;
-    let rank = xt.dims.len();
-    if keep_dims && rank == 4 && reduced_axes == [1, 2] {
-        return Err(
-            "keep_dims over axes 1 and 2 of a 4-D tensor: TFLite's integer Mean path, \
-             which the device does not compose"
-                .into(),
-        );
-    }
     if (xt.scale, xt.zero_point) == (ot.scale, ot.zero_point) {
         return Err(
             "input and output share their quantization: TFLite then divides in integers, \
