@@ -173,8 +173,11 @@ typedef uint32_t TPD_Features;
 // ABI 1.6: `SOFTMAX_I8` and `LOOKUP_I8` (int8 activations: TFLite's
 // `SOFTMAX` bit for bit, and any op of one int8 input by its table).
 #define TPD_FEATURES_INT8_ACTIVATIONS (1 << 18)
+// ABI 1.6: `MUL_I8` (TFLite's int8 `MUL`, the second operand
+// broadcast along the first's leading axes).
+#define TPD_FEATURES_INT8_MUL (1 << 19)
 // Every bit this ABI version defines.
-#define TPD_FEATURES_KNOWN 0x7FFFF
+#define TPD_FEATURES_KNOWN 0xFFFFF
 
 // A register's byte offset in the register space (PCIe BAR 0, or the
 // register address of an SPI frame).
@@ -455,6 +458,10 @@ typedef uint16_t TPD_Opcode;
 // `src2` (`docs/device-numerics.md`): TFLite's int8 `LOGISTIC`, `TANH`
 // and other ops of one int8 input, as the host tabulates them.
 #define TPD_OPCODE_LOOKUP_I8 150
+// ABI 1.6 (`INT8_MUL`): int8 `dst[i] = src0[i] · src1[i % n]` requantized,
+// `len` elements, `n` (1, the last axis' size or `len`) dividing `len`,
+// `src2` the block (`docs/device-numerics.md`): TFLite's int8 `MUL`.
+#define TPD_OPCODE_MUL_I8 151
 
 // Bits of `CommandDescriptor::flags`. Bits not defined here must be 0
 // (else `CompletionStatus::INVALID_ARGUMENT`).
@@ -679,7 +686,7 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_DRIVER_ABI_REQUIREMENT (TPD_AbiRequirement){ .major = TPD_DEVICE_ABI_VERSION_MAJOR, .min_minor = 0 }
 
 // What the reference FPGA implements: every feature of ABI 1.6.
-#define TPD_REFERENCE_FEATURES 0x7FFFF
+#define TPD_REFERENCE_FEATURES 0xFFFFF
 
 
 // The op catalogue (docs/ops.md), from tensorplug_core's `BUILTIN`: an
@@ -774,6 +781,7 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_OP_IS_FINITE 87
 #define TPD_OP_SOFTMAX_INT8 88
 #define TPD_OP_LOOKUP_INT8 89
+#define TPD_OP_MUL_INT8 90
 
 // Element types (`CommandDescriptor::dtype`), from tensorplug_core's `DType`.
 #define TPD_DTYPE_F32 1

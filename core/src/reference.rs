@@ -384,7 +384,8 @@ pub fn run(
         | OpKind::Quantize
         | OpKind::Dequantize
         | OpKind::SoftmaxInt8
-        | OpKind::LookupInt8 => Err(Error::Shape(ShapeError::DType { operand: 0 })),
+        | OpKind::LookupInt8
+        | OpKind::MulInt8 => Err(Error::Shape(ShapeError::DType { operand: 0 })),
         OpKind::Vendor(op) => {
             let rules = op.decl.rules().ok_or(Error::Shape(ShapeError::Overflow))?;
             let mut data: [&[f32]; 3] = [&[]; 3];
@@ -529,7 +530,8 @@ pub fn tolerance(
         | OpKind::Quantize
         | OpKind::Dequantize
         | OpKind::SoftmaxInt8
-        | OpKind::LookupInt8 => tol.fill(0.0),
+        | OpKind::LookupInt8
+        | OpKind::MulInt8 => tol.fill(0.0),
         OpKind::Vendor(op) => {
             let bound = op.decl.rules().map_or(Tolerance::EXACT, |r| r.tolerance);
             for (t, &w) in tol.iter_mut().zip(want) {

@@ -19,7 +19,8 @@ use tensorplug_core::accelerator::{
 };
 use tensorplug_core::event::{Event, EventKind};
 use tensorplug_core::program::{
-    Bindings, BufferId, BufferKind, Limits, Program, ProgramBuilder, RunError, replay, validate,
+    Bindings, BufferId, BufferKind, Limits, MAX_BUFFERS, Program, ProgramBuilder, RunError, replay,
+    validate,
 };
 use tensorplug_host_bridge::prelude::DynAccelerator;
 
@@ -52,7 +53,7 @@ pub struct Kernel {
     /// Non-constant partition inputs, copied in at every invoke.
     inputs: Vec<i32>,
     outputs: Vec<i32>,
-    /// The partition as one device program.
+    /// The partition as device programs.
     program: Compiled,
     /// Each node's op, for the trace.
     names: BTreeMap<i32, String>,
@@ -72,10 +73,15 @@ enum Command {
     },
 }
 
-/// The partition's program: its bytes, the device's name for it when it
-/// stores programs, and the address of each binding slot.
+/// The partition's programs, run in order.
 #[derive(Default)]
 struct Compiled {
+    programs: Vec<Stored>,
+}
+
+/// One program: its bytes, the device's name for it when it stores
+/// programs, and the address of each binding slot.
+struct Stored {
     bytes: Vec<u8>,
     stored: Option<u32>,
     slots: Vec<DeviceAddr>,
@@ -146,7 +152,9 @@ impl Kernel {
                 DeviceOp::Add { a, b, out, .. } => tensors.extend([a, b, out]),
                 DeviceOp::Relu { x, out } => tensors.extend([x, out]),
                 DeviceOp::FullyConnectedInt8 { x, w, out, .. } => tensors.extend([x, w, out]),
-                DeviceOp::AddInt8 { a, b, out, .. } => tensors.extend([a, b, out]),
+                DeviceOp::AddInt8 { a, b, out, .. } | DeviceOp::MulInt8 { a, b, out, .. } => {
+                    tensors.extend([a, b, out])
+                }
                 DeviceOp::ConvInt8 { x, out, .. }
                 | DeviceOp::PoolInt8 { x, out, .. }
                 | DeviceOp::Requantize { x, out, .. }
@@ -217,7 +225,8 @@ impl Kernel {
             | DeviceOp::Requantize { block, .. }
             | DeviceOp::MeanInt8(MeanInt8 { block, .. })
             | DeviceOp::SoftmaxInt8 { block, .. }
-            | DeviceOp::LookupInt8 { block, .. } = op
+            | DeviceOp::LookupInt8 { block, .. }
+            | DeviceOp::MulInt8 { block, .. } = op
             {
                 let bytes: Vec<u8> = block.iter().flat_map(|w| w.to_le_bytes()).collect();
                 let addr = alloc(&mut **dev, bytes.len())?;
@@ -524,6 +533,20 @@ impl Kernel {
                 let inputs = vec![i8d(x)?, self.block_desc(node)?];
                 vec![launch(OpKind::SoftmaxInt8, inputs, i8d(out)?)]
             }
+            DeviceOp::MulInt8 {
+                a,
+                b,
+                out,
+                len,
+                b_len,
+                ..
+            } => {
+                // `a` as rows of `b`: `b` repeats along them.
+                let rows = [len / b_len, b_len];
+                let i8d = |t, dims: &[u64]| self.typed_desc(t, dims, DType::I8);
+                let inputs = vec![i8d(a, &rows)?, i8d(b, &[b_len])?, self.block_desc(node)?];
+                vec![launch(OpKind::MulInt8, inputs, i8d(out, &rows)?)]
+            }
             DeviceOp::LookupInt8 { x, out, len, .. } => {
                 let i8d = |t| self.typed_desc(t, &[len], DType::I8);
                 let inputs = vec![i8d(x)?, self.block_desc(node)?];
@@ -558,11 +581,13 @@ impl Kernel {
             .ok_or_else(|| format!("node {node} has no constant {i}"))
     }
 
-    /// The partition as one program: a buffer per device tensor view (the
-    /// partition's inputs `Input`, constants, weights, blocks and node constants
-    /// `Constant`, the rest `Variable`: read and written), bound to the
-    /// buffers `allocate` made, and its commands in the nodes' order. It is
-    /// stored on a device that keeps programs.
+    /// The partition as device programs: a buffer per device tensor view
+    /// (the partition's inputs `Input`, constants, weights, blocks and node
+    /// constants `Constant`, the rest `Variable`: read and written), bound
+    /// to the buffers `allocate` made, and its commands in the nodes'
+    /// order. One program while the format's buffers last ([`MAX_BUFFERS`]),
+    /// then the next (a large partition, e.g. MobileNetV3's 80 nodes, is a
+    /// few). Each is stored on a device that keeps programs.
     fn compile(&self, graph: &Graph) -> Result<Compiled, String> {
         let mut constant: Vec<DeviceAddr> = Vec::new();
         for (&index, buffer) in &self.buffers {
@@ -577,30 +602,29 @@ impl Kernel {
             .iter()
             .map(|&t| self.buffer(t).map(|b| b.addr))
             .collect::<Result<_, _>>()?;
-        let mut b = ProgramBuilder::new();
-        let mut slots = Vec::new();
-        let mut ids: BTreeMap<(u64, u8, Vec<u64>), BufferId> = BTreeMap::new();
-        let mut bind = |b: &mut ProgramBuilder, d: TensorDesc| -> Result<BufferId, String> {
-            let key = (d.addr.0, d.dtype as u8, d.shape.dims().to_vec());
-            if let Some(&id) = ids.get(&key) {
-                return Ok(id);
-            }
-            let kind = if input.contains(&d.addr) {
+        let kind_of = |addr: DeviceAddr| {
+            if input.contains(&addr) {
                 BufferKind::Input
-            } else if constant.contains(&d.addr) {
+            } else if constant.contains(&addr) {
                 BufferKind::Constant
             } else {
                 BufferKind::Variable
-            };
-            let id = b
-                .buffer(kind, d.dtype, d.shape)
-                .map_err(|e| format!("the partition's program: {e}"))?;
-            slots.push(d.addr);
-            ids.insert(key, id);
-            Ok(id)
+            }
         };
+        let mut pieces = Vec::new();
+        let mut piece = Piece::default();
         for (node, op) in &self.steps {
             for command in self.plan(*node, op)? {
+                let views = match &command {
+                    Command::Launch { inputs, output, .. } => {
+                        inputs.iter().chain([output]).copied().collect::<Vec<_>>()
+                    }
+                    Command::Copy { dst, src } => vec![*dst, *src],
+                };
+                if piece.buffers() + piece.unbound(&views) > MAX_BUFFERS {
+                    pieces.push(std::mem::take(&mut piece));
+                }
+                let mut bind = |d: TensorDesc| piece.bind(d, kind_of(d.addr));
                 let built = match command {
                     Command::Launch {
                         node,
@@ -610,72 +634,135 @@ impl Kernel {
                     } => {
                         let ins = inputs
                             .into_iter()
-                            .map(|d| bind(&mut b, d))
+                            .map(&mut bind)
                             .collect::<Result<Vec<_>, _>>()?;
-                        let out = bind(&mut b, output)?;
+                        let out = bind(output)?;
                         let op_id = u16::try_from(node).unwrap_or(u16::MAX);
-                        b.launch(kind, op_id, &ins, out)
+                        piece.builder.launch(kind, op_id, &ins, out)
                     }
                     Command::Copy { dst, src } => {
-                        let (d, s) = (bind(&mut b, dst)?, bind(&mut b, src)?);
-                        b.copy(d, s)
+                        let (d, s) = (bind(dst)?, bind(src)?);
+                        piece.builder.copy(d, s)
                     }
                 };
                 built.map_err(|e| format!("node {node} in the partition's program: {e}"))?;
             }
         }
-        let bytes = b
-            .finish(&VendorOps::NONE)
-            .map_err(|e| format!("the partition's program: {e}"))?
-            .bytes;
-        // A device that cannot store it (its store is full, the program
-        // too large) has its commands replayed: the report says why.
-        let (stored, reason) = match lock(&self.shared.device).load_program(&bytes) {
-            Ok(stored) => (stored, None),
-            Err(e) => (None, Some(format!("the device did not store it: {e}"))),
-        };
-        let commands = Program::parse(&bytes).map_or(0, |p| p.command_count());
-        let entry = ProgramEntry {
-            nodes: self.nodes.clone(),
-            commands,
-            bytes: bytes.len(),
-            runs: if stored.is_some() {
-                "stored"
-            } else {
-                "replayed"
-            },
-            reason,
-        };
-        if let Some(g) = lock(&self.shared.report).graphs.get_mut(self.graph_id) {
-            g.programs.push(entry);
+        pieces.push(piece);
+        let mut compiled = Compiled::default();
+        let count = pieces.len();
+        for (i, piece) in pieces.into_iter().enumerate() {
+            let bytes = piece
+                .builder
+                .finish(&VendorOps::NONE)
+                .map_err(|e| format!("the partition's program: {e}"))?
+                .bytes;
+            // A device that cannot store it (its store is full, the program
+            // too large) has its commands replayed: the report says why.
+            let (stored, reason) = match lock(&self.shared.device).load_program(&bytes) {
+                Ok(stored) => (stored, None),
+                Err(e) => (None, Some(format!("the device did not store it: {e}"))),
+            };
+            let commands = Program::parse(&bytes).map_or(0, |p| p.command_count());
+            let entry = ProgramEntry {
+                nodes: self.nodes.clone(),
+                commands,
+                bytes: bytes.len(),
+                runs: if stored.is_some() {
+                    "stored"
+                } else {
+                    "replayed"
+                },
+                reason: match count {
+                    1 => reason,
+                    _ => Some(format!(
+                        "program {} of {count} of the partition (past {MAX_BUFFERS} buffers){}",
+                        i + 1,
+                        reason.map(|r| format!("; {r}")).unwrap_or_default()
+                    )),
+                },
+            };
+            if let Some(g) = lock(&self.shared.report).graphs.get_mut(self.graph_id) {
+                g.programs.push(entry);
+            }
+            compiled.programs.push(Stored {
+                bytes,
+                stored,
+                slots: piece.slots,
+            });
         }
-        Ok(Compiled {
-            bytes,
-            stored,
-            slots,
-        })
+        Ok(compiled)
     }
 
-    /// One run of the partition's program: one request on a device that
-    /// stores it, else its commands enqueued one by one. The last fence.
+    /// One run of the partition's programs, in order on one queue: one
+    /// request each on a device that stores them, else their commands
+    /// enqueued. The last fence.
     fn run(&self, dev: &mut DynAccelerator) -> Result<Option<Fence>, String> {
-        let p = &self.program;
-        if let Some(run) = p
-            .stored
-            .and_then(|name| dev.run_program(QUEUE, name, &p.slots, DeviceAddr(0)))
-        {
-            return run
-                .map(Some)
-                .map_err(|e| format!("the device refused the partition's program: {e}"));
+        let mut last = None;
+        for p in &self.program.programs {
+            last = Some(run_one(dev, p)?);
         }
-        let parsed = Program::parse(&p.bytes).map_err(|e| e.to_string())?;
-        let valid = validate(parsed, &VendorOps::NONE, &Limits::HOST).map_err(|e| e.to_string())?;
-        replay(dev, QUEUE, &valid, &Bindings::new(&p.slots, DeviceAddr(0))).map_err(|e| match e {
-            RunError::Program(e) => format!("the partition's program: {e}"),
-            RunError::Device { command, error } => {
-                format!("the device refused command {command} of the partition: {error}")
-            }
-        })
+        Ok(last.flatten())
+    }
+}
+
+/// One program of a partition: stored on the device, or replayed.
+fn run_one(dev: &mut DynAccelerator, p: &Stored) -> Result<Option<Fence>, String> {
+    if let Some(run) = p
+        .stored
+        .and_then(|name| dev.run_program(QUEUE, name, &p.slots, DeviceAddr(0)))
+    {
+        return run
+            .map(Some)
+            .map_err(|e| format!("the device refused the partition's program: {e}"));
+    }
+    let parsed = Program::parse(&p.bytes).map_err(|e| e.to_string())?;
+    let valid = validate(parsed, &VendorOps::NONE, &Limits::HOST).map_err(|e| e.to_string())?;
+    replay(dev, QUEUE, &valid, &Bindings::new(&p.slots, DeviceAddr(0))).map_err(|e| match e {
+        RunError::Program(e) => format!("the partition's program: {e}"),
+        RunError::Device { command, error } => {
+            format!("the device refused command {command} of the partition: {error}")
+        }
+    })
+}
+
+/// A program being built: its buffers, keyed by the device view they bind.
+#[derive(Default)]
+struct Piece {
+    builder: ProgramBuilder,
+    ids: BTreeMap<(u64, u8, Vec<u64>), BufferId>,
+    slots: Vec<DeviceAddr>,
+}
+
+impl Piece {
+    fn key(d: &TensorDesc) -> (u64, u8, Vec<u64>) {
+        (d.addr.0, d.dtype as u8, d.shape.dims().to_vec())
+    }
+
+    fn buffers(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// How many of `views` would be new buffers.
+    fn unbound(&self, views: &[TensorDesc]) -> usize {
+        let mut keys: Vec<_> = views.iter().map(Self::key).collect();
+        keys.sort();
+        keys.dedup();
+        keys.iter().filter(|k| !self.ids.contains_key(*k)).count()
+    }
+
+    fn bind(&mut self, d: TensorDesc, kind: BufferKind) -> Result<BufferId, String> {
+        let key = Self::key(&d);
+        if let Some(&id) = self.ids.get(&key) {
+            return Ok(id);
+        }
+        let id = self
+            .builder
+            .buffer(kind, d.dtype, d.shape)
+            .map_err(|e| format!("the partition's program: {e}"))?;
+        self.slots.push(d.addr);
+        self.ids.insert(key, id);
+        Ok(id)
     }
 }
 

@@ -912,3 +912,47 @@ fn lookup_i8_looks_each_byte_up_and_checks_its_fields() {
     stray_n.n = 4;
     check(&mut rig, "a stray n", stray_n, INVALID, 52);
 }
+
+#[test]
+fn mul_i8_broadcasts_its_second_operand_and_checks_n() {
+    use tensorplug_core::quant::block::QuantHeader;
+    use tensorplug_core::quant::{Requantize, Rounding};
+    let mut rig = Rig::standard();
+    let header = QuantHeader {
+        zero_points: [1, -2],
+        output_zero_point: 3,
+        min: -128,
+        max: 127,
+        rounding: Rounding::Double,
+        channels: 0,
+    };
+    let half = Requantize::from_real(0.5).unwrap();
+    let mut block = header.words().to_vec();
+    block.extend([half.multiplier, i32::from(half.shift)]);
+    let bytes: Vec<u8> = block.iter().flat_map(|w| w.to_le_bytes()).collect();
+    // a: 2 rows of 3; b: one row of 3, broadcast.
+    let (a, b): ([i8; 6], [i8; 3]) = ([5, 7, 9, -1, 0, 1], [4, -2, 0]);
+    rig.write_bytes(DATA, &a.map(|v| v as u8));
+    rig.write_bytes(DATA + 0x100, &b.map(|v| v as u8));
+    rig.write_bytes(DATA + 0x300, &bytes);
+    let mul = || {
+        let mut c = CommandDescriptor::new(Opcode::MUL_I8, 1, 0);
+        (c.src0, c.src1, c.src2, c.dst) = (DATA, DATA + 0x100, DATA + 0x300, DATA + 0x200);
+        (c.len, c.n, c.dtype) = (6, 3, 4);
+        c
+    };
+    check(&mut rig, "MUL_I8", mul(), CompletionStatus::OK, 0);
+    // (a − 1)(b + 2) / 2 + 3, rounded half away from zero.
+    let want: Vec<u8> = a
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| {
+            let p = (i32::from(x) - 1) * (i32::from(b[i % 3]) + 2);
+            (half.apply(p, Rounding::Double) + 3) as i8 as u8
+        })
+        .collect();
+    assert_eq!(rig.read_bytes(DATA + 0x200, 6), want);
+    let mut n4 = mul();
+    n4.n = 4;
+    check(&mut rig, "b of 4 for a of 6", n4, INVALID, 52);
+}

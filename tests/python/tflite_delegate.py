@@ -87,19 +87,28 @@ def int8_models():
     layers = tf.keras.layers
     for name, per_tensor in [("per_tensor", True), ("default", False), ("conv", False),
                              ("float_io", False), ("mobilenet", False), ("softmax", False),
-                             ("activations", False), ("dynamic", False), ("mean_keepdims", False)]:
+                             ("activations", False), ("dynamic", False), ("mean_keepdims", False),
+                             ("mobilenet_v3", False)]:
         tf.keras.utils.set_random_seed(7)
         calibration = None
-        if name == "mobilenet":
+        if name in ("mobilenet", "mobilenet_v3"):
             # keras.applications' MobileNetV2-0.35 (untrained, 10 classes):
             # CONV_2D, DEPTHWISE_CONV_2D, ADD, MEAN, FULLY_CONNECTED and
-            # SOFTMAX. Its batch norms take one batch's statistics first, so
-            # activations keep their scale through the 16 blocks (left at
-            # 0/1, the converter's softmax input scale is so small that
-            # TFLite's own reference kernel aborts on it).
-            model = tf.keras.applications.MobileNetV2(
-                input_shape=(96, 96, 3), alpha=0.35, weights=None, classes=10
-            )
+            # SOFTMAX; MobileNetV3Small-0.75 adds HARD_SWISH, MUL (its
+            # squeeze-and-excitation blocks) and MEAN with keep_dims. Their
+            # batch norms take one batch's statistics first, so activations
+            # keep their scale through the blocks (left at 0/1, the
+            # converter's softmax input scale is so small that TFLite's own
+            # reference kernel aborts on it).
+            if name == "mobilenet":
+                model = tf.keras.applications.MobileNetV2(
+                    input_shape=(96, 96, 3), alpha=0.35, weights=None, classes=10
+                )
+            else:
+                model = tf.keras.applications.MobileNetV3Small(
+                    input_shape=(96, 96, 3), alpha=0.75, weights=None, classes=10,
+                    include_preprocessing=False,
+                )
             calibration = np.random.default_rng(1).uniform(-1, 1, (8, 96, 96, 3)).astype(np.float32)
             for layer in model.layers:
                 if isinstance(layer, layers.BatchNormalization):
@@ -211,6 +220,7 @@ DEVICE_INT8_OPS = (
     "LOGISTIC",
     "TANH",
     "HARD_SWISH",
+    "MUL",
 )
 
 
@@ -228,17 +238,24 @@ def int8_check(plugin, out, name, model):
         xs = [rng.integers(-128, 128, shape, dtype=np.int8) for _ in range(16)]
     want = run(ref, xs)
     report_path = os.path.join(out, f"report_int8_{name}.json")
-    d = rt.load_delegate(plugin, {"report_file": report_path, "fc_rounding": fc_rounding()})
+    options = {"report_file": report_path, "fc_rounding": fc_rounding()}
+    if name == "mobilenet_v3":
+        # Keras 3 flattens its classifier with a shape computed at run time.
+        options["allow_dynamic_tensors"] = "true"
+    d = rt.load_delegate(plugin, options)
     got = run(interpreter(model, [d], reference=True), xs)
     differ = sum(int(np.sum(g.view(np.uint8) != w.view(np.uint8))) for g, w in zip(got, want))
     if differ:
         fail(f"int8 {name}: {differ} of {len(xs) * want[0].size} outputs differ from the interpreter's")
     with open(report_path) as f:
-        nodes = json.load(f)["graphs"][0]["nodes"]
+        graph = json.load(f)["graphs"][0]
+    nodes, programs = graph["nodes"], graph["programs"]
     scales = {d["index"]: len(d["quantization_parameters"]["scales"]) for d in ref.get_tensor_details()}
     weights = {d["index"]: d["inputs"][1] for d in ref._get_ops_details() if d["op_name"] == "FULLY_CONNECTED"}
     for n in nodes:
-        if n["op"] in DEVICE_INT8_OPS and (
+        # MobileNetV3's RESHAPE takes a shape computed at run time (Keras 3).
+        dynamic_reshape = name == "mobilenet_v3" and n["op"] == "RESHAPE"
+        if n["op"] in DEVICE_INT8_OPS and not dynamic_reshape and (
             n["decision"] != "device" or n["device_runs"] != len(xs)
         ):
             fail(f"int8 {name}: {n} should have run on the device {len(xs)} times")
@@ -269,6 +286,22 @@ def int8_check(plugin, out, name, model):
         off = [(n["op"], n["reason"]) for n in nodes if n["decision"] != "device"]
         if off:
             fail(f"int8 {name}: not every node ran on the device: {off}")
+    if name == "mobilenet_v3":
+        # Every node but the run-time shape arithmetic before the classifier's
+        # RESHAPE (Keras 3: SHAPE, STRIDED_SLICE, PACK), which the device has
+        # no use for.
+        shape_ops = {"SHAPE", "STRIDED_SLICE", "PACK", "RESHAPE"}
+        ops = sorted({n["op"] for n in nodes} - shape_ops - {"PAD"})
+        want_ops = ["ADD", "CONV_2D", "DEPTHWISE_CONV_2D", "HARD_SWISH", "MEAN", "MUL", "SOFTMAX"]
+        if ops != want_ops:
+            fail(f"int8 mobilenet_v3: the converter wrote {ops}, expected {want_ops}")
+        off = [(n["op"], n["reason"]) for n in nodes
+               if n["decision"] != "device" and n["op"] not in shape_ops]
+        if off:
+            fail(f"int8 mobilenet_v3: not every node ran on the device: {off}")
+        # Past the format's 256 buffers a partition is several programs.
+        if len(programs) < 2:
+            fail(f"int8 mobilenet_v3: {len(programs)} program(s), expected the partition split")
     if name == "conv":
         pools = sorted(n["op"] for n in nodes if "POOL" in n["op"])
         if pools != ["AVERAGE_POOL_2D", "MAX_POOL_2D"]:
@@ -278,7 +311,8 @@ def int8_check(plugin, out, name, model):
         on_device = f"{len(on_device)} of {len(nodes)} nodes"
     print(
         f"check int8_{name} ok bit_exact_outputs={len(xs) * want[0].size} "
-        f"fc_rounding={fc_rounding()} fc_weight_scales={per_channel} device={on_device}",
+        f"fc_rounding={fc_rounding()} fc_weight_scales={per_channel} device={on_device} "
+        f"programs={len(programs)}",
         flush=True,
     )
 
@@ -334,7 +368,7 @@ def main():
     # (no TF) reads them from there.
     names = ["model", "int8_per_tensor", "int8_default", "int8_conv", "int8_float_io",
              "int8_mobilenet", "int8_softmax", "int8_activations", "int8_dynamic",
-             "int8_mean_keepdims"]
+             "int8_mean_keepdims", "int8_mobilenet_v3"]
     paths = {n: os.path.join(args.out, f"{n}.tflite") for n in names}
     if args.runtime == "tf":
         models = {"model": model_bytes()}
@@ -546,7 +580,7 @@ def main():
         npu_case(args.npu_plugin, args.out, model, xs, want)
 
     for name in ["per_tensor", "default", "conv", "float_io", "mobilenet", "softmax", "activations",
-                 "mean_keepdims"]:
+                 "mean_keepdims", "mobilenet_v3"]:
         int8_check(args.plugin, args.out, name, models[f"int8_{name}"])
     dynamic_case(args.plugin, args.out, models["int8_dynamic"])
 

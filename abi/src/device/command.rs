@@ -175,6 +175,10 @@ impl Opcode {
     /// `src2` (`docs/device-numerics.md`): TFLite's int8 `LOGISTIC`, `TANH`
     /// and other ops of one int8 input, as the host tabulates them.
     pub const LOOKUP_I8: Opcode = Opcode(0x96);
+    /// ABI 1.6 (`INT8_MUL`): int8 `dst[i] = src0[i] · src1[i % n]` requantized,
+    /// `len` elements, `n` (1, the last axis' size or `len`) dividing `len`,
+    /// `src2` the block (`docs/device-numerics.md`): TFLite's int8 `MUL`.
+    pub const MUL_I8: Opcode = Opcode(0x97);
 
     /// Wraps a raw value (any value is representable).
     pub const fn from_raw(raw: u16) -> Self {
@@ -250,6 +254,7 @@ impl Opcode {
             Self::RANDOM_UNIFORM_F32 => "RANDOM_UNIFORM_F32",
             Self::SOFTMAX_I8 => "SOFTMAX_I8",
             Self::LOOKUP_I8 => "LOOKUP_I8",
+            Self::MUL_I8 => "MUL_I8",
             _ => return None,
         })
     }

@@ -8,7 +8,7 @@ use super::version::Features;
 
 impl Opcode {
     /// Every opcode this ABI version defines.
-    pub const ALL: [Opcode; 58] = [
+    pub const ALL: [Opcode; 59] = [
         Self::NOP,
         Self::COPY_H2D,
         Self::COPY_D2H,
@@ -67,6 +67,7 @@ impl Opcode {
         Self::RANDOM_UNIFORM_F32,
         Self::SOFTMAX_I8,
         Self::LOOKUP_I8,
+        Self::MUL_I8,
     ];
 }
 

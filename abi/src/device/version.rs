@@ -236,8 +236,11 @@ impl Features {
     /// ABI 1.6: `SOFTMAX_I8` and `LOOKUP_I8` (int8 activations: TFLite's
     /// `SOFTMAX` bit for bit, and any op of one int8 input by its table).
     pub const INT8_ACTIVATIONS: Features = Features(1 << 18);
+    /// ABI 1.6: `MUL_I8` (TFLite's int8 `MUL`, the second operand
+    /// broadcast along the first's leading axes).
+    pub const INT8_MUL: Features = Features(1 << 19);
     /// Every bit this ABI version defines.
-    pub const KNOWN: Features = Features(0x7_ffff);
+    pub const KNOWN: Features = Features(0xf_ffff);
 
     /// The raw register word.
     pub const fn bits(self) -> u32 {
@@ -261,7 +264,7 @@ impl Features {
 }
 
 /// What the reference FPGA implements: every feature of ABI 1.6.
-pub const REFERENCE_FEATURES: Features = Features(0x7_ffff);
+pub const REFERENCE_FEATURES: Features = Features(0xf_ffff);
 
 /// Ticks per second of the reference FPGA's timestamp counter (100 MHz).
 /// A device reports its own in [`Register::TIMESTAMP_FREQ_HZ`](super::Register::TIMESTAMP_FREQ_HZ).

@@ -160,3 +160,10 @@ c_struct! {
         pub beta: f32,
     }
 }
+
+c_struct! {
+    /// `TfLiteMulParams`.
+    pub struct TfLiteMulParams {
+        pub activation: TfLiteFusedActivation,
+    }
+}

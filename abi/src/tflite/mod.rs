@@ -418,6 +418,7 @@ pub const STRUCTS: &[StructLayout] = &[
     TfLitePoolParams::LAYOUT,
     TfLiteReducerParams::LAYOUT,
     TfLiteSoftmaxParams::LAYOUT,
+    TfLiteMulParams::LAYOUT,
 ];
 
 /// Every mirrored TFLite enum.
@@ -466,4 +467,5 @@ const _: () = {
     assert!(size_of::<TfLitePoolParams>() == 24);
     assert!(size_of::<TfLiteReducerParams>() == 1);
     assert!(size_of::<TfLiteSoftmaxParams>() == 4);
+    assert!(size_of::<TfLiteMulParams>() == 4);
 };

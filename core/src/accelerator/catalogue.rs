@@ -212,6 +212,7 @@ pub const BUILTIN: &[OpDecl] = &[
     unary("IsFinite", 87),
     int8("SoftmaxInt8", 88, 2, OpKind::SoftmaxInt8),
     int8("LookupInt8", 89, 2, OpKind::LookupInt8),
+    int8("MulInt8", 90, 3, OpKind::MulInt8),
 ];
 
 /// The element-wise ops that code names (any member can also be named in a
@@ -550,6 +551,7 @@ impl OpKind {
             Self::RandomUniform { .. } => 85,
             Self::SoftmaxInt8 => 87,
             Self::LookupInt8 => 88,
+            Self::MulInt8 => 89,
         }
     }
 

@@ -121,6 +121,10 @@ pub enum OpKind {
     /// inputs `[x i8, quant i32]`, output i8 of `x`'s shape; the block
     /// holds the 256 entries, indexed by `x` as a byte.
     LookupInt8,
+    /// int8 `a · b` requantized, TFLite's `MUL`: inputs `[a i8, b i8, quant
+    /// i32]`, output i8 of `a`'s shape; `b` is `a`'s shape, its last axis,
+    /// or one value, broadcast along `a`'s leading axes (`b[i % |b|]`).
+    MulInt8,
     /// `out[o, i, :] = params[o, indices[i], :]` (TF's `GatherV2`): inputs
     /// `[params [outer, n, inner], indices [count]]` of the index type (i32
     /// or i64), output `[outer, count, inner]`. An index outside `0..n`
@@ -314,7 +318,7 @@ impl OpKind {
             Self::Conv2DInt8(_) | Self::DepthwiseConv2DInt8(_) | Self::MatMulInt8 { .. } => {
                 Some((&[I8, I8, I32], I8))
             }
-            Self::AddInt8 => Some((&[I8, I8, I32], I8)),
+            Self::AddInt8 | Self::MulInt8 => Some((&[I8, I8, I32], I8)),
             Self::MaxPoolInt8(_) | Self::AvgPoolInt8(_) | Self::SoftmaxInt8 | Self::LookupInt8 => {
                 Some((&[I8, I32], I8))
             }
@@ -343,6 +347,7 @@ impl OpKind {
                 | Self::Dequantize
                 | Self::SoftmaxInt8
                 | Self::LookupInt8
+                | Self::MulInt8
         )
     }
 }
@@ -557,6 +562,21 @@ impl OpDesc<'_> {
                 expect_block(1, &shape(1), block::LOOKUP_WORDS as u64)?;
                 Ok(shape(0))
             }
+            OpKind::MulInt8 => {
+                let (a, b) = (shape(0), shape(1));
+                let (n, m) = (a.elements().unwrap_or(0), b.elements().unwrap_or(0));
+                if !(m == n || m == 1 || (m == a.last() && b.last() == m)) {
+                    // `b` is one value, `a`'s last axis or `a`'s whole shape.
+                    return Err(ShapeError::Dim {
+                        operand: 1,
+                        axis: b.dims().len().saturating_sub(1) as u8,
+                        expected: a.last(),
+                        got: b.last(),
+                    });
+                }
+                expect_block(2, &shape(2), block::MUL_WORDS as u64)?;
+                Ok(a)
+            }
         }
     }
 
@@ -586,7 +606,7 @@ impl OpDesc<'_> {
                 out.saturating_mul(2u64.saturating_mul(k).saturating_add(extra))
             }
             OpKind::Softmax | OpKind::LogSoftmax | OpKind::SoftmaxInt8 => input.saturating_mul(5),
-            OpKind::LookupInt8 => input,
+            OpKind::LookupInt8 | OpKind::MulInt8 => input,
             OpKind::Conv2D(w) | OpKind::FusedConv2D(w, _) | OpKind::Conv2DInt8(w) => {
                 let channels = self.inputs.first().map_or(0, |t| t.shape.last());
                 out.saturating_mul(2 * taps(&w)).saturating_mul(channels)

@@ -245,6 +245,28 @@ pub(crate) fn cases(kind: OpKind) -> Vec<OpCase> {
                 cases.push(block_case(kind, inputs, dims));
             }
         }
+        OpKind::MulInt8 => {
+            // b of a's shape, of its last axis, and one value; both roundings.
+            for (i, (a, b)) in [
+                (vec![4u64, 6], vec![4u64, 6]),
+                (vec![3, 5], vec![5]),
+                (vec![7], vec![1]),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let h = header(&mut rng, 0, roundings[i % 2], i == 1);
+                let r = rng.multiplier(-9, -7);
+                let mut words = h.words().to_vec();
+                words.extend([r.multiplier, i32::from(r.shift)]);
+                let inputs = vec![
+                    (a.clone(), rng.i8s(a.iter().product())),
+                    (b.clone(), rng.i8s(b.iter().product())),
+                    (vec![words.len() as u64], Values::I32(words)),
+                ];
+                cases.push(block_case(kind, inputs, a));
+            }
+        }
         OpKind::LookupInt8 => {
             // A random table, looked up at every input byte.
             let mut table = [0i8; 256];

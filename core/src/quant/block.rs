@@ -16,7 +16,8 @@
 //! After the header: a convolution or `MatMulInt8` has `bias[C]`,
 //! `multiplier[C]`, `shift[C]` (`C` = output channels); `AddInt8` has
 //! `C` = 0 and six words (multiplier, shift) for input 0, input 1 and the
-//! output; `LookupInt8` has `C` = 0 and its 256 entries as 64 words (entry
+//! output; `MulInt8` has `C` = 0 and two words (the multiplier and shift of
+//! `s_a · s_b / s_out`); `LookupInt8` has `C` = 0 and its 256 entries as 64 words (entry
 //! `b` is byte `b % 4` of word `b / 4`, little-endian, for the input byte
 //! `b`); `SoftmaxInt8` has `C` = 0 and three words (the input's
 //! multiplier and left shift, `diff_min`) after a header whose output zero
@@ -34,6 +35,8 @@ pub const ADD_WORDS: usize = 6;
 pub const SOFTMAX_WORDS: usize = 3;
 /// Words after `LookupInt8`'s header: its 256 one-byte entries.
 pub const LOOKUP_WORDS: usize = 64;
+/// Words after `MulInt8`'s header: the product's multiplier and shift.
+pub const MUL_WORDS: usize = 2;
 
 /// A refused block as a device's completion `detail` (`docs/device-abi.md`,
 /// "int8 commands"): bits 7..0 are 24 (`src2`'s descriptor offset), bits
@@ -273,6 +276,13 @@ pub fn parse_softmax(block: &[i32]) -> Result<SoftmaxQuant, QuantError> {
         diff_min: w[2],
         rounding: header.rounding,
     })
+}
+
+/// `MulInt8`'s block, checked: the header and the product's requantization.
+pub fn parse_mul(block: &[i32]) -> Result<(QuantHeader, Requantize), QuantError> {
+    let header = QuantHeader::parse_sized(block, 0, 0, MUL_WORDS)?;
+    let w = &block[HEADER_WORDS..];
+    Ok((header, Requantize::new(w[0], w[1])?))
 }
 
 /// `LookupInt8`'s block for `table` (entry `b` for the input whose byte is

@@ -1,7 +1,8 @@
 //! Checks every op's decision makes.
 
 use crate::graph::NodeView;
-use tensorplug_core::accelerator::{Capabilities, DType, OpKind};
+use tensorplug_abi::tflite::TfLiteFusedActivation;
+use tensorplug_core::accelerator::{Activation, Capabilities, DType, OpKind};
 
 pub fn one_in_one_out(node: &NodeView) -> Result<(i32, i32), String> {
     match (node.inputs.as_slice(), node.outputs.as_slice()) {
@@ -26,5 +27,18 @@ pub fn need_typed(caps: &Capabilities, kind: OpKind, dtype: DType) -> Result<(),
             other => format!("{other:?}"),
         };
         Err(format!("the device does not declare {kind:?} in {name}"))
+    }
+}
+
+/// An int8 op's fused activation, which the device applies as the output
+/// clamp (`activation_range`): none, RELU or RELU6.
+pub fn int8_activation(act: TfLiteFusedActivation) -> Result<Activation, String> {
+    match act {
+        TfLiteFusedActivation::kTfLiteActNone => Ok(Activation::None),
+        TfLiteFusedActivation::kTfLiteActRelu => Ok(Activation::Relu),
+        TfLiteFusedActivation::kTfLiteActRelu6 => Ok(Activation::Relu6),
+        other => Err(format!(
+            "fused activation {other:?} (int8: none, RELU or RELU6)"
+        )),
     }
 }

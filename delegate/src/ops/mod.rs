@@ -6,11 +6,12 @@
 mod checks;
 mod lookup;
 pub(crate) mod mean;
+mod mul;
 mod pad;
 mod plan;
 mod softmax;
 
-use checks::{need, need_typed, one_in_one_out};
+use checks::{int8_activation, need, need_typed, one_in_one_out};
 pub use plan::{DeviceOp, MeanInt8};
 
 use crate::graph::{Graph, NodeView, TensorView};
@@ -20,8 +21,9 @@ use tensorplug_abi::tflite::{
     kTfLiteBuiltinAdd, kTfLiteBuiltinAveragePool2d, kTfLiteBuiltinConv2d,
     kTfLiteBuiltinDepthwiseConv2d, kTfLiteBuiltinDequantize, kTfLiteBuiltinFullyConnected,
     kTfLiteBuiltinHardSwish, kTfLiteBuiltinLogistic, kTfLiteBuiltinMaxPool2d, kTfLiteBuiltinMean,
-    kTfLiteBuiltinPad, kTfLiteBuiltinPadv2, kTfLiteBuiltinQuantize, kTfLiteBuiltinRelu,
-    kTfLiteBuiltinReshape, kTfLiteBuiltinSoftmax, kTfLiteBuiltinTanh, kTfLiteOptionalTensor,
+    kTfLiteBuiltinMul, kTfLiteBuiltinPad, kTfLiteBuiltinPadv2, kTfLiteBuiltinQuantize,
+    kTfLiteBuiltinRelu, kTfLiteBuiltinReshape, kTfLiteBuiltinSoftmax, kTfLiteBuiltinTanh,
+    kTfLiteOptionalTensor,
 };
 use tensorplug_core::accelerator::{
     Activation, Binary, Capabilities, DType, OpKind, Shape, Unary, Window, broadcast_shapes,
@@ -34,7 +36,7 @@ use tensorplug_core::reference::int8::{AddQuant, activation_range};
 pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none or RELU), ADD (activation \
                           none or RELU), RELU; int8 FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D, \
                           MAX_POOL_2D, AVERAGE_POOL_2D and ADD of one shape \
-                          (activation none, RELU or RELU6), MEAN over adjacent axes, SOFTMAX, LOGISTIC, TANH, HARD_SWISH, PAD of height and width; QUANTIZE (float32 to int8) and \
+                          (activation none, RELU or RELU6), MEAN over adjacent axes, SOFTMAX, LOGISTIC, TANH, HARD_SWISH, MUL (one shape, or one value or the last axis broadcast), PAD of height and width; QUANTIZE (float32 to int8) and \
                           DEQUANTIZE (int8 to float32), per tensor; RESHAPE of float32 or \
                           int8 to a constant shape";
 
@@ -79,6 +81,7 @@ pub fn decide(
         kTfLiteBuiltinMean => mean::mean_int8(node, &tensor, caps),
         kTfLiteBuiltinSoftmax => softmax::softmax_int8(node, &tensor, caps),
         kTfLiteBuiltinPad | kTfLiteBuiltinPadv2 => pad::pad_int8(node, &tensor, caps),
+        kTfLiteBuiltinMul => mul::mul_int8(node, &tensor, caps),
         kTfLiteBuiltinLogistic | kTfLiteBuiltinTanh | kTfLiteBuiltinHardSwish => {
             lookup::lookup_int8(node, &tensor, caps)
         }
@@ -840,20 +843,8 @@ fn add_int8(
     })
 }
 
-/// Whether a fused activation is ReLU (`Err`: one the delegate lacks).
-/// An int8 op's fused activation, which the device applies as the output
-/// clamp (`activation_range`): none, RELU or RELU6.
-fn int8_activation(act: TfLiteFusedActivation) -> Result<Activation, String> {
-    match act {
-        TfLiteFusedActivation::kTfLiteActNone => Ok(Activation::None),
-        TfLiteFusedActivation::kTfLiteActRelu => Ok(Activation::Relu),
-        TfLiteFusedActivation::kTfLiteActRelu6 => Ok(Activation::Relu6),
-        other => Err(format!(
-            "fused activation {other:?} (int8: none, RELU or RELU6)"
-        )),
-    }
-}
-
+/// Whether a float op's fused activation is ReLU (`Err`: one the delegate
+/// lacks).
 fn activation(act: TfLiteFusedActivation) -> Result<bool, String> {
     match act {
         TfLiteFusedActivation::kTfLiteActNone => Ok(false),

@@ -80,6 +80,15 @@ pub enum DeviceOp {
     Reshape { x: i32, out: i32, bytes: usize },
     /// int8 `MEAN` as one `MatMulInt8` (`ops::mean`).
     MeanInt8(MeanInt8),
+    /// int8 `a · b` (`MulInt8`), `b` broadcast along `a`'s leading axes.
+    MulInt8 {
+        a: i32,
+        b: i32,
+        out: i32,
+        len: u64,
+        b_len: u64,
+        block: Vec<i32>,
+    },
     /// int8 `LOGISTIC` or `TANH` as a table (`LookupInt8`) of `len` values.
     LookupInt8 {
         x: i32,

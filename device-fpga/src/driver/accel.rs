@@ -61,11 +61,12 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Driver<T, C, ALLOCS> {
     }
 }
 
-/// What a device declares: its ops, on f32, and on int8 with `INT8` or
-/// `INT8_ACTIVATIONS`.
+/// What a device declares: its ops, on f32, and on int8 with any int8
+/// feature.
 fn capabilities(facts: &DeviceFacts) -> Capabilities {
     let caps = Capabilities::f32(facts.ops, true);
-    let int8 = facts.features.0 & (Features::INT8.0 | Features::INT8_ACTIVATIONS.0) != 0;
+    let int8 = Features::INT8.0 | Features::INT8_ACTIVATIONS.0 | Features::INT8_MUL.0;
+    let int8 = facts.features.0 & int8 != 0;
     match int8 {
         true => caps.with_dtype(DType::I8),
         false => caps,

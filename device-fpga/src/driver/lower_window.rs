@@ -129,6 +129,14 @@ pub(super) fn lower_int8(
             ..flat(Opcode::SOFTMAX_I8)
         },
         OpKind::LookupInt8 => flat(Opcode::LOOKUP_I8),
+        OpKind::MulInt8 => CommandDescriptor {
+            src1: op.inputs[1].addr.0,
+            n: dim(op.inputs[1]
+                .shape
+                .elements()
+                .ok_or(Error::InvalidArgument)?)?,
+            ..flat(Opcode::MUL_I8)
+        },
         _ => return Err(Error::Undeclared { op: op.kind.name() }),
     };
     emit(&CommandDescriptor {

@@ -17,7 +17,7 @@ pub fn ops_of(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSet {
         relu: false,
     };
     let window = Window::new([1, 1]);
-    let groups: [(Features, &[OpKind]); 13] = [
+    let groups: [(Features, &[OpKind]); 14] = [
         (Features::GEMM, &[matmul, fused]),
         (Features::ELEMENTWISE, &[OpKind::BiasAdd]),
         (
@@ -93,6 +93,7 @@ pub fn ops_of(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSet {
             Features::INT8_ACTIVATIONS,
             &[OpKind::SoftmaxInt8, OpKind::LookupInt8],
         ),
+        (Features::INT8_MUL, &[OpKind::MulInt8]),
     ];
     let mut set = elementwise_ops(features, ops_words);
     for (bit, kinds) in groups {

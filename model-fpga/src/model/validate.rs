@@ -410,6 +410,11 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
             Uses(Uses::SRC0 | Uses::SRC2 | Uses::DST | Uses::LEN),
             0,
         ),
+        Opcode::MUL_I8 => (
+            Features::INT8_MUL,
+            Uses(Uses::SRC0 | Uses::SRC1 | Uses::SRC2 | Uses::DST | Uses::LEN | Uses::N),
+            0,
+        ),
         // The per-op element-wise opcodes of ABI 1.0–1.2.
         op => {
             let e = op.per_op_elementwise()?;
@@ -452,6 +457,7 @@ pub(crate) fn validate(
         uses,
         needs == Features::INT8
             || needs == Features::INT8_ACTIVATIONS
+            || needs == Features::INT8_MUL
             || cmd.opcode == Opcode::CAST,
     )?;
     let ctx = Ctx { cmd, mem_len };
@@ -558,7 +564,8 @@ pub(crate) fn validate(
         | Opcode::QUANTIZE_I8
         | Opcode::DEQUANTIZE_I8
         | Opcode::SOFTMAX_I8
-        | Opcode::LOOKUP_I8 => ctx.int8(),
+        | Opcode::LOOKUP_I8
+        | Opcode::MUL_I8 => ctx.int8(),
         // `UNARY`, `BINARY` and the per-op element-wise opcodes.
         op => {
             let (code, unary) = match op.per_op_elementwise() {

@@ -197,6 +197,19 @@ pub fn run(
             }
             Ok(())
         }
+        (OpKind::MulInt8, DataMut::I8(out)) => {
+            let (h, r) = block::parse_mul(quant).map_err(q)?;
+            let (a, b) = (i8s(0), i8s(1));
+            for (i, (o, &x)) in out.iter_mut().zip(a).enumerate() {
+                let y = b[i % b.len()];
+                let product = (i32::from(x) - h.zero_points[0]) * (i32::from(y) - h.zero_points[1]);
+                let v = r
+                    .apply(product, h.rounding)
+                    .saturating_add(h.output_zero_point);
+                *o = v.clamp(h.min, h.max) as i8;
+            }
+            Ok(())
+        }
         (OpKind::LookupInt8, DataMut::I8(out)) => {
             let table = block::parse_lookup(quant).map_err(q)?;
             for (o, &x) in out.iter_mut().zip(i8s(0)) {

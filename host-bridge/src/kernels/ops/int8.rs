@@ -51,7 +51,7 @@ const ONE_INPUT: &[&CStr] = &[c"input: int8", c"quantization: int32"];
 const OUT_I8: &CStr = c"output: int8";
 
 /// The int8 kernels, one per int8 op of the catalogue.
-pub static KERNELS: [Int8Kernel; 10] = [
+pub static KERNELS: [Int8Kernel; 11] = [
     Int8Kernel {
         suffix: "Conv2DInt8",
         kind: OpKind::Conv2DInt8(WINDOW),
@@ -119,6 +119,13 @@ pub static KERNELS: [Int8Kernel; 10] = [
         suffix: "LookupInt8",
         kind: OpKind::LookupInt8,
         inputs: ONE_INPUT,
+        output: OUT_I8,
+        attrs: &[],
+    },
+    Int8Kernel {
+        suffix: "MulInt8",
+        kind: OpKind::MulInt8,
+        inputs: TWO_INPUTS,
         output: OUT_I8,
         attrs: &[],
     },

@@ -6,7 +6,9 @@
 use core::ops::Range;
 use tensorplug_abi::device::{CommandFlags, Opcode, WindowFields};
 use tensorplug_core::accelerator::{DType, DeviceAddr, OpDesc, OpKind, Shape, TensorDesc, Window};
-use tensorplug_core::quant::block::{ADD_WORDS, HEADER_WORDS, LOOKUP_WORDS, SOFTMAX_WORDS};
+use tensorplug_core::quant::block::{
+    ADD_WORDS, HEADER_WORDS, LOOKUP_WORDS, MUL_WORDS, SOFTMAX_WORDS,
+};
 
 use super::{Ctx, Rejection, TypedWork, Work, field, in_place_or_disjoint, invalid};
 
@@ -32,6 +34,17 @@ impl Ctx<'_> {
             Opcode::ADD_I8 => {
                 let x = shape(&[self.nonzero_len()?])?;
                 (OpKind::AddInt8, [Some(x), Some(x)], x)
+            }
+            Opcode::MUL_I8 => {
+                // `src1` is `n` values broadcast along `src0`'s rows.
+                let len = self.nonzero_len()?;
+                self.dims(&[(c.n, field::N)])?;
+                let n = u64::from(c.n);
+                if !len.is_multiple_of(n) {
+                    return Err(invalid(field::N));
+                }
+                let (a, b) = (shape(&[len / n, n])?, shape(&[n])?);
+                (OpKind::MulInt8, [Some(a), Some(b)], a)
             }
             Opcode::LOOKUP_I8 => {
                 let x = shape(&[self.nonzero_len()?])?;
@@ -61,6 +74,7 @@ impl Ctx<'_> {
             OpKind::AddInt8 => ADD_WORDS as u64,
             OpKind::SoftmaxInt8 => SOFTMAX_WORDS as u64,
             OpKind::LookupInt8 => LOOKUP_WORDS as u64,
+            OpKind::MulInt8 => MUL_WORDS as u64,
             OpKind::MaxPoolInt8(_) | OpKind::AvgPoolInt8(_) => 0,
             OpKind::Quantize | OpKind::Dequantize => ins[0].as_ref().map_or(1, scales),
             _ => out.last().saturating_mul(3),
