@@ -1,7 +1,7 @@
 """Whole int8 models on the FPGA with the wheel's `<lib>_int8` module
 (xtask/python/int8.py), against TFLite's interpreter on the same int8 model.
 
-usage: int8_model_vs_tflite.py [convnet|convnet-float|mobilenet|bad] [images]
+usage: int8_model_vs_tflite.py [convnet|convnet-float|softmax|mobilenet|bad] [images]
 
 (`convnet-float`: the model keeps float input and output, so the graph
 starts with the plugin's Quantize and ends with its Dequantize, as a
@@ -87,8 +87,19 @@ def main():
         return bad()
     images = int(sys.argv[2]) if len(sys.argv) > 2 else 32
     tf.keras.utils.set_random_seed(7)
-    model, shape = mobilenet() if name == "mobilenet" else convnet()
+    if name == "mobilenet":
+        model, shape = mobilenet()
+    elif name == "softmax":
+        model, shape = classifier()
+    else:
+        model, shape = convnet()
     compare(name, convert(model, shape, int8_io=name != "convnet-float"), shape, images)
+
+
+def classifier():
+    """The convnet with a 5-way softmax on top: SOFTMAX on the device."""
+    model, shape = convnet()
+    return tf.keras.Model(model.inputs, tf.keras.layers.Softmax()(model.outputs[0])), shape
 
 
 def compare(name, flatbuffer, shape, images):

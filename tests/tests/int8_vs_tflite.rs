@@ -411,6 +411,21 @@ fn a_whole_int8_convnet_on_the_fpga_equals_tflite() {
     assert!(stdout.contains("float_ops -"), "{stdout}");
 }
 
+/// The convnet with a softmax on top: `Int8Model` runs the converter's int8
+/// `SOFTMAX` as the device's `SoftmaxInt8` (it used to compute it in float,
+/// a quantum off at times), so every output equals TFLite's.
+#[test]
+fn an_int8_softmax_classifier_on_the_fpga_equals_tflite() {
+    let stdout = run_model("softmax", "32");
+    let (images, agree, max_diff, differ) = model_line(&stdout);
+    assert_eq!(
+        (images, agree, max_diff, differ),
+        (32, 32, 0, 0),
+        "{stdout}"
+    );
+    assert!(stdout.contains("float_ops -"), "{stdout}");
+}
+
 /// The same convnet with float input and output: the graph starts with the
 /// plugin's `Quantize` and ends with its `Dequantize` (int8 only inside),
 /// and the float outputs equal TFLite's bit for bit.

@@ -18,11 +18,12 @@ the device, with the plugin's int8 ops (`docs/ops.md`, "int8"):
     logits_q = fpga_model(x_q)            # int8 in, int8 out, as the interpreter
 
 CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD (same shapes), MAX_POOL_2D,
-AVERAGE_POOL_2D, QUANTIZE (float to int8) and DEQUANTIZE run on the device
-as TFLite's reference kernels do; RESHAPE and PAD move bytes (exact). MEAN
-and SOFTMAX are computed in float between a Dequantize and a Quantize, so
-they may differ from TFLite by a quantum; `Int8Model.float_ops` lists the
-ones a model has. Any other op raises NotImplementedError naming it.
+AVERAGE_POOL_2D, QUANTIZE (float to int8), DEQUANTIZE and SOFTMAX (to
+TFLite's 1/256 output) run on the device as TFLite's reference kernels do;
+RESHAPE and PAD move bytes (exact). MEAN is computed in float between a
+Dequantize and a Quantize, so it may differ from TFLite by a quantum;
+`Int8Model.float_ops` lists the float ops a model has. Any other op raises
+NotImplementedError naming it.
 
 A model converted without `inference_input_type`/`inference_output_type`
 keeps float input and output: its graph then starts with the device's
@@ -42,7 +43,7 @@ DOUBLE, SINGLE = 0, 1
 # "int8 requantization"). tflite-micro rounds twice everywhere.
 TFLITE_2_21 = {"FULLY_CONNECTED": SINGLE}
 ACTIVATIONS = {0: None, 1: "RELU", 3: "RELU6"}
-FLOAT_OPS = {"MEAN", "SOFTMAX"}
+FLOAT_OPS = {"MEAN"}
 
 
 def int8_op(suffix, name=None, **inputs):
@@ -202,7 +203,7 @@ class Int8Model(tf.Module):
             "MAX_POOL_2D": self._pool, "AVERAGE_POOL_2D": self._pool,
             "QUANTIZE": self._quantize, "DEQUANTIZE": self._dequantize,
             "RESHAPE": self._reshape, "PAD": self._pad, "PADV2": self._pad,
-            "MEAN": self._float_op, "SOFTMAX": self._float_op,
+            "MEAN": self._float_op, "SOFTMAX": self._softmax,
             # The shape arithmetic before a RESHAPE (Keras' Flatten): RESHAPE
             # takes its output's static shape, so these compute nothing.
             "SHAPE": self._shape_op, "STRIDED_SLICE": self._shape_op, "PACK": self._shape_op,
@@ -319,15 +320,33 @@ class Int8Model(tf.Module):
         z = _quant(self._details[op["outputs"][0]])[1][0]
         return tf.pad(self._input(values, x_i), self._constants[pads_i], constant_values=int(z))
 
+    def _softmax(self, op, values):
+        """SOFTMAX on the device's SoftmaxInt8: TFLite's fixed-point kernel,
+        its input scaling as `PreprocessSoftmaxScaling` computes it (double
+        rounding, the build every runtime measured uses)."""
+        x_i, out = op["inputs"][0], op["outputs"][0]
+        for i in (x_i, out):
+            _check(op, self._details[i])
+        (s_in, _), (s_out, z_out) = _quant(self._details[x_i]), _quant(self._details[out])
+        if abs(float(s_out[0]) - 1 / 256) > 1e-9 or int(z_out[0]) != -128:
+            raise ValueError(f"SOFTMAX (output '{op['output_name']}'): output scale {s_out[0]} and "
+                             f"zero point {z_out[0]}, not TFLite's 1/256 and -128")
+        beta = float(getattr(self._options[out], "beta", 1.0))
+        real = min(beta * float(s_in[0]) * float(1 << 26), float((1 << 31) - 1))
+        if real <= 1.0:
+            raise ValueError(f"SOFTMAX (output '{op['output_name']}'): input scale {s_in[0]} is too "
+                             "small for TFLite's kernel (it aborts on it)")
+        multiplier, shift = quantize_multiplier(real)
+        diff_min = -int(np.floor(31.0 * float(1 << 26) / float(1 << shift)))
+        words = header([0, 0], -128, -128, 127, DOUBLE, 0) + [multiplier, shift, diff_min]
+        return int8_op("SoftmaxInt8", logits=self._input(values, x_i), quantization=self._block(words))
+
     def _float_op(self, op, values):
-        """MEAN, SOFTMAX: Dequantize, the float op, Quantize (not bit-exact)."""
+        """MEAN: Dequantize, the float op, Quantize (not bit-exact)."""
         x_i, out = op["inputs"][0], op["outputs"][0]
         x = int8_op("Dequantize", input=self._input(values, x_i),
                 quantization=self._scales_block(x_i, _quant(self._details[x_i])[1][0], 0))
-        if op["op_name"] == "MEAN":
-            keep = bool(getattr(self._options[out], "keepDims", False))
-            y = tf.reduce_mean(x, axis=self._constants[op["inputs"][1]].tolist(), keepdims=keep)
-        else:
-            y = tf.nn.softmax(x * float(getattr(self._options[out], "beta", 1.0)))
+        keep = bool(getattr(self._options[out], "keepDims", False))
+        y = tf.reduce_mean(x, axis=self._constants[op["inputs"][1]].tolist(), keepdims=keep)
         z = _quant(self._details[out])[1][0]
         return int8_op("Quantize", input=y, quantization=self._scales_block(out, 0, z))
