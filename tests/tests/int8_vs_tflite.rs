@@ -397,17 +397,22 @@ fn run_model(name: &str, images: &str) -> String {
     run_script("int8_model_vs_tflite.py", &[name, images])
 }
 
-/// The wheel's `Int8Model` runs TFLite's whole int8 convnet on the FPGA:
-/// every op is a device op, so every output equals TFLite's.
-#[test]
-fn a_whole_int8_convnet_on_the_fpga_equals_tflite() {
-    let stdout = run_model("convnet", "32");
-    let (images, agree, max_diff, differ) = model_line(&stdout);
+/// Every one of 32 images' outputs equals TFLite's.
+fn assert_every_output_equal(stdout: &str) {
+    let (images, agree, max_diff, differ) = model_line(stdout);
     assert_eq!(
         (images, agree, max_diff, differ),
         (32, 32, 0, 0),
         "{stdout}"
     );
+}
+
+/// The wheel's `Int8Model` runs TFLite's whole int8 convnet on the FPGA:
+/// every op is a device op, so every output equals TFLite's.
+#[test]
+fn a_whole_int8_convnet_on_the_fpga_equals_tflite() {
+    let stdout = run_model("convnet", "32");
+    assert_every_output_equal(&stdout);
     assert!(stdout.contains("float_ops -"), "{stdout}");
 }
 
@@ -417,12 +422,7 @@ fn a_whole_int8_convnet_on_the_fpga_equals_tflite() {
 #[test]
 fn an_int8_softmax_classifier_on_the_fpga_equals_tflite() {
     let stdout = run_model("softmax", "32");
-    let (images, agree, max_diff, differ) = model_line(&stdout);
-    assert_eq!(
-        (images, agree, max_diff, differ),
-        (32, 32, 0, 0),
-        "{stdout}"
-    );
+    assert_every_output_equal(&stdout);
     assert!(stdout.contains("float_ops -"), "{stdout}");
 }
 
@@ -432,12 +432,7 @@ fn an_int8_softmax_classifier_on_the_fpga_equals_tflite() {
 #[test]
 fn an_int8_convnet_with_float_edges_equals_tflite() {
     let stdout = run_model("convnet-float", "32");
-    let (images, agree, max_diff, differ) = model_line(&stdout);
-    assert_eq!(
-        (images, agree, max_diff, differ),
-        (32, 32, 0, 0),
-        "{stdout}"
-    );
+    assert_every_output_equal(&stdout);
 }
 
 /// The int8 bar for a real network: MobileNetV2-0.35 (96×96, 100 classes, seeded weights)
@@ -535,12 +530,7 @@ fn assert_weights_quantized_on_the_cpu(stdout: &str) {
 #[test]
 fn a_qat_convnet_runs_in_int8_on_the_fpga_equal_to_tflite() {
     let stdout = run_qat("convnet", "32");
-    let (images, agree, max_diff, differ) = model_line(&stdout);
-    assert_eq!(
-        (images, agree, max_diff, differ),
-        (32, 32, 0, 0),
-        "{stdout}"
-    );
+    assert_every_output_equal(&stdout);
     let in_graph = result_line(&stdout, "predict ");
     assert_eq!(in_graph, (32, 32, 0, 0), "{stdout}");
     assert_ran_in_int8(

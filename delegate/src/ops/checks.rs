@@ -1,7 +1,7 @@
 //! Checks every op's decision makes.
 
-use crate::graph::NodeView;
-use tensorplug_abi::tflite::TfLiteFusedActivation;
+use crate::graph::{NodeView, TensorView};
+use tensorplug_abi::tflite::{TfLiteFusedActivation, TfLiteType};
 use tensorplug_core::accelerator::{Activation, Capabilities, DType, OpKind};
 
 pub fn one_in_one_out(node: &NodeView) -> Result<(i32, i32), String> {
@@ -41,4 +41,35 @@ pub fn int8_activation(act: TfLiteFusedActivation) -> Result<Activation, String>
             "fused activation {other:?} (int8: none, RELU or RELU6)"
         )),
     }
+}
+
+/// `node`'s builtin parameters, read through the runtime's pointer, or
+/// an error naming `op` when it has none.
+///
+/// # Safety
+/// `T` mirrors the first fields of the struct the runtime keeps for this
+/// node's op (`abi::tflite`).
+pub unsafe fn params<T: Copy>(node: &NodeView, op: &str) -> Result<T, String> {
+    if node.builtin_data.is_null() {
+        return Err(format!("no {op} parameters"));
+    }
+    // SAFETY: the caller's contract; the runtime's live builtin data.
+    Ok(unsafe { *node.builtin_data.cast::<T>() })
+}
+
+/// Each of `tensors` int8 with one scale and zero point, or the first
+/// that is not.
+pub fn int8_per_tensor(tensors: &[&TensorView], op: &str) -> Result<(), String> {
+    for t in tensors {
+        if t.dtype != TfLiteType::kTfLiteInt8 {
+            return Err(format!(
+                "tensor {} is {:?}: the device's {op} is int8",
+                t.index, t.dtype
+            ));
+        }
+        if t.quant_channels != 1 {
+            return Err(format!("tensor {} is not quantized per tensor", t.index));
+        }
+    }
+    Ok(())
 }

@@ -7,10 +7,10 @@
 //! libm functions (`expf`, `tanhf`). `HARD_SWISH`'s reference kernel is
 //! 16-bit fixed point; the delegate runs that arithmetic on every input.
 
-use super::checks::{need_typed, one_in_one_out};
+use super::checks::{int8_per_tensor, need_typed, one_in_one_out};
 use super::plan::DeviceOp;
 use crate::graph::{NodeView, TensorView};
-use tensorplug_abi::tflite::{TfLiteType, kTfLiteBuiltinHardSwish, kTfLiteBuiltinLogistic};
+use tensorplug_abi::tflite::{kTfLiteBuiltinHardSwish, kTfLiteBuiltinLogistic};
 use tensorplug_core::accelerator::{Capabilities, DType, OpKind};
 use tensorplug_core::quant::{Requantize, block};
 
@@ -23,20 +23,9 @@ pub fn lookup_int8(
 ) -> Result<DeviceOp, String> {
     let (x, out) = one_in_one_out(node)?;
     let (xt, ot) = (tensor(x)?, tensor(out)?);
-    if [&xt, &ot]
-        .iter()
-        .any(|t| t.dtype != TfLiteType::kTfLiteInt8)
-    {
-        return Err(format!(
-            "{:?} to {:?}: the device's table is int8 to int8",
-            xt.dtype, ot.dtype
-        ));
-    }
+    int8_per_tensor(&[&xt, &ot], "table")?;
     if xt.dims != ot.dims || xt.bytes == 0 {
         return Err(format!("output {:?} for input {:?}", ot.dims, xt.dims));
-    }
-    if [&xt, &ot].iter().any(|t| t.quant_channels != 1) {
-        return Err("not quantized per tensor".into());
     }
     if !(xt.scale.is_finite() && xt.scale > 0.0 && ot.scale.is_finite() && ot.scale > 0.0) {
         return Err(format!("scales {} and {}", xt.scale, ot.scale));

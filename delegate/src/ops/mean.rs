@@ -12,7 +12,7 @@
 //! the raw values, and the block's per-channel bias `−zp_in · n` makes them
 //! `Σ (x − zp_in)`, which the block's requantization then scales.
 
-use super::checks::need_typed;
+use super::checks::{int8_per_tensor, need_typed, params};
 use super::plan::{DeviceOp, MeanInt8};
 use crate::graph::{NodeView, TensorView};
 use tensorplug_abi::tflite::{TfLiteReducerParams, TfLiteType};
@@ -43,24 +43,10 @@ pub fn mean_int8(
     let (&[x, axes], &[out]) = (node.inputs.as_slice(), node.outputs.as_slice()) else {
         return Err("expected 2 inputs and 1 output".into());
     };
-    if node.builtin_data.is_null() {
-        return Err("no reducer parameters".into());
-    }
     // SAFETY: a reduction's builtin data is the runtime's TfLiteReducerParams.
-    let keep_dims = unsafe { *node.builtin_data.cast::<TfLiteReducerParams>() }.keep_dims;
+    let keep_dims = unsafe { params::<TfLiteReducerParams>(node, "reducer") }?.keep_dims;
     let (xt, at, ot) = (tensor(x)?, tensor(axes)?, tensor(out)?);
-    if [&xt, &ot]
-        .iter()
-        .any(|t| t.dtype != TfLiteType::kTfLiteInt8)
-    {
-        return Err(format!(
-            "{:?} to {:?}: the device's MEAN is int8",
-            xt.dtype, ot.dtype
-        ));
-    }
-    if let Some(t) = [&xt, &ot].into_iter().find(|t| t.quant_channels != 1) {
-        return Err(format!("tensor {} is not quantized per tensor", t.index));
-    }
+    int8_per_tensor(&[&xt, &ot], "MEAN")?;
     let reduced_axes = axes_of(&at, xt.dims.len())?;
     if (xt.scale, xt.zero_point) == (ot.scale, ot.zero_point) {
         return Err(

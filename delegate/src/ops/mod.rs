@@ -11,7 +11,7 @@ mod pad;
 mod plan;
 mod softmax;
 
-use checks::{int8_activation, need, need_typed, one_in_one_out};
+use checks::{int8_activation, need, need_typed, one_in_one_out, params};
 pub use plan::{DeviceOp, MeanInt8};
 
 use crate::graph::{Graph, NodeView, TensorView};
@@ -124,12 +124,9 @@ fn fully_connected(
     let [out] = node.outputs.as_slice() else {
         return Err(format!("{} outputs, expected 1", node.outputs.len()));
     };
-    if node.builtin_data.is_null() {
-        return Err("no FullyConnected parameters".into());
-    }
     // SAFETY: a FULLY_CONNECTED node's builtin data is the runtime's
     // TfLiteFullyConnectedParams, whose first fields we mirror.
-    let params = unsafe { *node.builtin_data.cast::<TfLiteFullyConnectedParams>() };
+    let params = unsafe { params::<TfLiteFullyConnectedParams>(node, "FullyConnected") }?;
     if params.weights_format != 0 {
         return Err(format!(
             "weights format {} (only the default)",
@@ -324,11 +321,8 @@ fn add(
     let ([a, b], [out]) = (node.inputs.as_slice(), node.outputs.as_slice()) else {
         return Err("expected 2 inputs and 1 output".into());
     };
-    if node.builtin_data.is_null() {
-        return Err("no Add parameters".into());
-    }
     // SAFETY: an ADD node's builtin data is the runtime's TfLiteAddParams.
-    let params = unsafe { *node.builtin_data.cast::<TfLiteAddParams>() };
+    let params = unsafe { params::<TfLiteAddParams>(node, "Add") }?;
     let (at, bt, ot) = (tensor(*a)?, tensor(*b)?, tensor(*out)?);
     if at.dtype == TfLiteType::kTfLiteInt8 {
         return add_int8(&at, &bt, &ot, int8_activation(params.activation)?, caps);
@@ -632,12 +626,9 @@ fn pool_int8(
     caps: &Capabilities,
 ) -> Result<DeviceOp, String> {
     let (x, out) = one_in_one_out(node)?;
-    if node.builtin_data.is_null() {
-        return Err("no pooling parameters".into());
-    }
     // SAFETY: a pool's builtin data is the runtime's TfLitePoolParams
     // (first fields mirrored).
-    let p = unsafe { *node.builtin_data.cast::<TfLitePoolParams>() };
+    let p = unsafe { params::<TfLitePoolParams>(node, "pooling") }?;
     let act = int8_activation(p.activation)?;
     let (xt, ot) = (tensor(x)?, tensor(out)?);
     if let Some(t) = [&xt, &ot]

@@ -5,10 +5,10 @@
 //! one value or the larger's last axis (a squeeze-and-excitation block's
 //! `[1, 1, 1, C]`), broadcast along the larger's leading axes.
 
-use super::checks::{int8_activation, need_typed};
+use super::checks::{int8_activation, int8_per_tensor, need_typed, params};
 use super::plan::DeviceOp;
 use crate::graph::{NodeView, TensorView};
-use tensorplug_abi::tflite::{TfLiteMulParams, TfLiteType};
+use tensorplug_abi::tflite::TfLiteMulParams;
 use tensorplug_core::accelerator::{Capabilities, DType, OpKind};
 use tensorplug_core::quant::block::QuantHeader;
 use tensorplug_core::quant::{Requantize, Rounding};
@@ -27,22 +27,11 @@ pub fn mul_int8(
     let (&[a, b], &[out]) = (node.inputs.as_slice(), node.outputs.as_slice()) else {
         return Err("expected 2 inputs and 1 output".into());
     };
-    if node.builtin_data.is_null() {
-        return Err("no MUL parameters".into());
-    }
     // SAFETY: a MUL's builtin data is the runtime's TfLiteMulParams.
-    let p = unsafe { *node.builtin_data.cast::<TfLiteMulParams>() };
+    let p = unsafe { params::<TfLiteMulParams>(node, "MUL") }?;
     let act = int8_activation(p.activation)?;
     let (mut at, mut bt, ot) = (tensor(a)?, tensor(b)?, tensor(out)?);
-    if [&at, &bt, &ot]
-        .iter()
-        .any(|t| t.dtype != TfLiteType::kTfLiteInt8)
-    {
-        return Err("the device's MUL is int8".into());
-    }
-    if [&at, &bt, &ot].iter().any(|t| t.quant_channels != 1) {
-        return Err("not quantized per tensor".into());
-    }
+    int8_per_tensor(&[&at, &bt, &ot], "MUL")?;
     // The product is symmetric: the larger operand first.
     if bt.bytes > at.bytes {
         std::mem::swap(&mut at, &mut bt);

@@ -5,7 +5,7 @@
 //! padded tap reads `x − zp = 0`, so it writes the zero point, which is
 //! what TFLite pads an int8 tensor with; the others are copied unchanged.
 
-use super::checks::need_typed;
+use super::checks::{int8_per_tensor, need_typed};
 use super::plan::DeviceOp;
 use crate::graph::{NodeView, TensorView};
 use tensorplug_abi::tflite::{TfLiteType, kTfLiteBuiltinPadv2};
@@ -25,16 +25,8 @@ pub fn pad_int8(
         _ => return Err("expected 2 inputs (3 for PADV2) and 1 output".into()),
     };
     let (xt, pt, ot) = (tensor(x)?, tensor(paddings)?, tensor(out)?);
-    if [&xt, &ot]
-        .iter()
-        .any(|t| t.dtype != TfLiteType::kTfLiteInt8)
-    {
-        return Err(format!(
-            "{:?} to {:?}: the device pads int8",
-            xt.dtype, ot.dtype
-        ));
-    }
-    if (xt.scale, xt.zero_point) != (ot.scale, ot.zero_point) || xt.quant_channels != 1 {
+    int8_per_tensor(&[&xt, &ot], "PAD")?;
+    if (xt.scale, xt.zero_point) != (ot.scale, ot.zero_point) {
         return Err("input and output quantization differ".into());
     }
     if let Some(v) = value {

@@ -1,10 +1,10 @@
 //! int8 `SOFTMAX` on the device's `SoftmaxInt8`: TFLite's reference
 //! kernel in gemmlowp's fixed point (`core::quant::softmax`), bit for bit.
 
-use super::checks::{need_typed, one_in_one_out};
+use super::checks::{int8_per_tensor, need_typed, one_in_one_out, params};
 use super::plan::DeviceOp;
 use crate::graph::{NodeView, TensorView};
-use tensorplug_abi::tflite::{TfLiteSoftmaxParams, TfLiteType};
+use tensorplug_abi::tflite::TfLiteSoftmaxParams;
 use tensorplug_core::accelerator::{Capabilities, DType, OpKind};
 use tensorplug_core::quant::Rounding;
 use tensorplug_core::quant::block;
@@ -22,21 +22,10 @@ pub fn softmax_int8(
     caps: &Capabilities,
 ) -> Result<DeviceOp, String> {
     let (x, out) = one_in_one_out(node)?;
-    if node.builtin_data.is_null() {
-        return Err("no softmax parameters".into());
-    }
     // SAFETY: a softmax's builtin data is the runtime's TfLiteSoftmaxParams.
-    let beta = unsafe { *node.builtin_data.cast::<TfLiteSoftmaxParams>() }.beta;
+    let beta = unsafe { params::<TfLiteSoftmaxParams>(node, "softmax") }?.beta;
     let (xt, ot) = (tensor(x)?, tensor(out)?);
-    if [&xt, &ot]
-        .iter()
-        .any(|t| t.dtype != TfLiteType::kTfLiteInt8)
-    {
-        return Err(format!(
-            "{:?} to {:?}: the device's SOFTMAX is int8 to int8",
-            xt.dtype, ot.dtype
-        ));
-    }
+    int8_per_tensor(&[&xt, &ot], "SOFTMAX")?;
     if xt.dims != ot.dims || xt.dims.is_empty() {
         return Err(format!("output {:?} for input {:?}", ot.dims, xt.dims));
     }
