@@ -18,14 +18,14 @@
 #define TPD_DEVICE_ABI_VERSION_MAJOR 1
 
 // Minor version: bumped for backwards-compatible additions.
-#define TPD_DEVICE_ABI_VERSION_MINOR 6
+#define TPD_DEVICE_ABI_VERSION_MINOR 7
 
 // Patch version: bumped for fixes that change no layout or meaning.
 #define TPD_DEVICE_ABI_VERSION_PATCH 0
 
 // `DEVICE_ABI_VERSION` as the `Register::ABI_VERSION`
 // word: `major << 16 | minor << 8 | patch`, bits 31..24 zero.
-#define TPD_DEVICE_ABI_VERSION_WORD 0x00010600
+#define TPD_DEVICE_ABI_VERSION_WORD 0x00010700
 
 // Ticks per second of the reference FPGA's timestamp counter (100 MHz).
 // A device reports its own in `Register::TIMESTAMP_FREQ_HZ`.
@@ -176,8 +176,11 @@ typedef uint32_t TPD_Features;
 // ABI 1.6: `MUL_I8` (TFLite's int8 `MUL`, the second operand
 // broadcast along the first's leading axes).
 #define TPD_FEATURES_INT8_MUL (1 << 19)
+// ABI 1.7: `CONCAT` (two tensors side by side along their rows, f32
+// or int8).
+#define TPD_FEATURES_CONCAT (1 << 20)
 // Every bit this ABI version defines.
-#define TPD_FEATURES_KNOWN 0xFFFFF
+#define TPD_FEATURES_KNOWN 0x1FFFFF
 
 // A register's byte offset in the register space (PCIe BAR 0, or the
 // register address of an SPI frame).
@@ -462,6 +465,11 @@ typedef uint16_t TPD_Opcode;
 // `len` elements, `n` (1, the last axis' size or `len`) dividing `len`,
 // `src2` the block (`docs/device-numerics.md`): TFLite's int8 `MUL`.
 #define TPD_OPCODE_MUL_I8 151
+// ABI 1.7 (`CONCAT`): `dst[o, :] = src0[o, :] ++ src1[o, :]` for `m`
+// rows, `src0` `[m, n]` and `src1` `[m, k]` of `dtype` (f32 or int8),
+// `dst` `[m, n + k]`: a concatenation, exact. TFLite's `CONCATENATION`
+// and TF's `ConcatV2` of any axis, two inputs at a time.
+#define TPD_OPCODE_CONCAT 152
 
 // Bits of `CommandDescriptor::flags`. Bits not defined here must be 0
 // (else `CompletionStatus::INVALID_ARGUMENT`).
@@ -685,8 +693,8 @@ typedef uint8_t TPD_NorStatus;
 // What a driver written against this module needs (ABI 1.0 or newer 1.x).
 #define TPD_DRIVER_ABI_REQUIREMENT (TPD_AbiRequirement){ .major = TPD_DEVICE_ABI_VERSION_MAJOR, .min_minor = 0 }
 
-// What the reference FPGA implements: every feature of ABI 1.6.
-#define TPD_REFERENCE_FEATURES 0xFFFFF
+// What the reference FPGA implements: every feature of ABI 1.7.
+#define TPD_REFERENCE_FEATURES 0x1FFFFF
 
 
 // The op catalogue (docs/ops.md), from tensorplug_core's `BUILTIN`: an
@@ -782,6 +790,7 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_OP_SOFTMAX_INT8 88
 #define TPD_OP_LOOKUP_INT8 89
 #define TPD_OP_MUL_INT8 90
+#define TPD_OP_CONCAT 91
 
 // Element types (`CommandDescriptor::dtype`), from tensorplug_core's `DType`.
 #define TPD_DTYPE_F32 1

@@ -371,6 +371,7 @@ pub fn run(
         }
         // `check_op` refuses their operands; `int8::run` and `run_bytes` run them.
         OpKind::Gather(_)
+        | OpKind::Concat(_)
         | OpKind::SegmentSum(_)
         | OpKind::Cast { .. }
         | OpKind::ArgMax(_)
@@ -515,6 +516,7 @@ pub fn tolerance(
         | OpKind::ReduceMax
         | OpKind::ReduceMin
         | OpKind::Gather(_)
+        | OpKind::Concat(_)
         | OpKind::SegmentSum(_)
         | OpKind::Cast { .. }
         | OpKind::ArgMax(_)

@@ -7,7 +7,7 @@
 //! device.
 
 use crate::graph::{Graph, TensorView, int_array};
-use crate::ops::{DeviceOp, MeanInt8, decide};
+use crate::ops::{ConcatRows, DeviceOp, MeanInt8, decide};
 use crate::options::Fault;
 use crate::report::ProgramEntry;
 use crate::shared::{DEVICE_TIMEOUT, Shared, lock};
@@ -164,6 +164,10 @@ impl Kernel {
                 | DeviceOp::LookupInt8 { x, out, .. } => {
                     tensors.extend([x, out]);
                 }
+                DeviceOp::Concat(ref c) => {
+                    tensors.extend(&c.inputs);
+                    tensors.push(c.out);
+                }
             }
         }
         tensors.sort_unstable();
@@ -198,6 +202,7 @@ impl Kernel {
                 | DeviceOp::Add {
                     relu: true, out, ..
                 } => vec![self.buffer(*out)?.bytes],
+                DeviceOp::Concat(c) => c.temps(),
                 _ => Vec::new(),
             };
             if !temps.is_empty() {
@@ -522,6 +527,7 @@ impl Kernel {
                 }]
             }
             DeviceOp::MeanInt8(ref m) => self.mean_plan(node, m)?,
+            DeviceOp::Concat(ref c) => self.concat_plan(node, c)?,
             DeviceOp::SoftmaxInt8 {
                 x,
                 out,
@@ -571,6 +577,46 @@ impl Kernel {
             inputs,
             output: self.typed_desc(m.out, &[outer, inner], DType::I8)?,
         }])
+    }
+
+    /// A `CONCATENATION`'s commands ([`ConcatRows`]): one input is a
+    /// copy; more are joined left to right, each join into a temporary
+    /// but the last, into the output.
+    fn concat_plan(&self, node: i32, c: &ConcatRows) -> Result<Vec<Command>, String> {
+        let n = c.inputs.len();
+        if n == 1 {
+            let bytes = self.buffer(c.out)?.bytes as u64;
+            let flat = |t| self.typed_desc(t, &[bytes], DType::I8);
+            return Ok(vec![Command::Copy {
+                dst: flat(c.out)?,
+                src: flat(c.inputs[0])?,
+            }]);
+        }
+        let temps = self.temps.get(&node).map_or(&[][..], Vec::as_slice);
+        let view = |addr: DeviceAddr, width: u64| -> Result<TensorDesc, String> {
+            let shape = Shape::new(&[c.outer, width]).ok_or("concat shape")?;
+            Ok(TensorDesc::new(addr, c.dtype, shape))
+        };
+        let mut acc = view(self.buffer(c.inputs[0])?.addr, c.widths[0])?;
+        let mut commands = Vec::with_capacity(n - 1);
+        for i in 1..n {
+            let width = acc.shape.last() + c.widths[i];
+            let dst = match i + 1 == n {
+                true => self.buffer(c.out)?.addr,
+                false => *temps
+                    .get(i - 1)
+                    .ok_or_else(|| format!("node {node} has no temporary {i}"))?,
+            };
+            let output = view(dst, width)?;
+            commands.push(Command::Launch {
+                node,
+                kind: OpKind::Concat(c.dtype),
+                inputs: vec![acc, view(self.buffer(c.inputs[i])?.addr, c.widths[i])?],
+                output,
+            });
+            acc = output;
+        }
+        Ok(commands)
     }
 
     /// Node `node`'s `i`th own constant.

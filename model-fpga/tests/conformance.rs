@@ -192,6 +192,7 @@ fn whole_suite_on_a_device_without_the_catalogue_commands() {
                     | Features::INT8.0
                     | Features::INT8_ACTIVATIONS.0
                     | Features::INT8_MUL.0
+                    | Features::CONCAT.0
                     | Features::REDUCTIONS.0
                     | Features::INDEX.0
                     | Features::TYPES.0

@@ -956,3 +956,72 @@ fn mul_i8_broadcasts_its_second_operand_and_checks_n() {
     n4.n = 4;
     check(&mut rig, "b of 4 for a of 6", n4, INVALID, 52);
 }
+
+#[test]
+fn concat_puts_rows_side_by_side_and_checks_its_fields() {
+    let mut rig = Rig::standard();
+    // int8: 2 rows of 3, then 2 rows of 1.
+    let (a, b): ([i8; 6], [i8; 2]) = ([1, 2, 3, -4, -5, -6], [7, -8]);
+    rig.write_bytes(DATA + 1, &a.map(|v| v as u8));
+    rig.write_bytes(DATA + 0x101, &b.map(|v| v as u8));
+    let concat = || {
+        let mut c = CommandDescriptor::new(Opcode::CONCAT, 1, 0);
+        (c.src0, c.src1, c.dst) = (DATA + 1, DATA + 0x101, DATA + 0x201);
+        (c.m, c.n, c.k, c.dtype) = (2, 3, 1, 4);
+        c
+    };
+    check(
+        &mut rig,
+        "CONCAT of int8",
+        concat(),
+        CompletionStatus::OK,
+        0,
+    );
+    let want: Vec<u8> = [1i8, 2, 3, 7, -4, -5, -6, -8].map(|v| v as u8).to_vec();
+    assert_eq!(rig.read_bytes(DATA + 0x201, 8), want);
+    // f32, an empty first half: a copy of the second.
+    let floats: Vec<u8> = [1.5f32, -2.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    rig.write_bytes(DATA + 0x400, &floats);
+    let mut f32_only_b = concat();
+    (f32_only_b.src0, f32_only_b.src1, f32_only_b.dst) = (DATA, DATA + 0x400, DATA + 0x500);
+    (f32_only_b.n, f32_only_b.dtype) = (0, 1);
+    check(&mut rig, "f32, n = 0", f32_only_b, CompletionStatus::OK, 0);
+    assert_eq!(rig.read_bytes(DATA + 0x500, 8), floats);
+    let mut empty = concat();
+    (empty.n, empty.k) = (0, 0);
+    check(&mut rig, "n = k = 0", empty, INVALID, 52);
+    let mut no_rows = concat();
+    no_rows.m = 0;
+    check(&mut rig, "m = 0", no_rows, INVALID, 48);
+    let mut misaligned = concat();
+    misaligned.dtype = 1;
+    check(&mut rig, "f32 at an odd address", misaligned, MIS, 8);
+    let mut overlap = concat();
+    overlap.dst = DATA + 2;
+    check(&mut rig, "dst over src0", overlap, INVALID, 32);
+    let mut stray_len = concat();
+    stray_len.len = 8;
+    check(&mut rig, "a stray len", stray_len, INVALID, 40);
+    let mut i32s = concat();
+    i32s.dtype = 6;
+    check(&mut rig, "int32", i32s, CompletionStatus::UNSUPPORTED, 6);
+    let mut past_end = concat();
+    past_end.dst = END - 4;
+    check(&mut rig, "dst past the end", past_end, OOR, 32);
+    // A device of ABI 1.6: no CONCAT.
+    rig.dev = model_with(ModelConfig {
+        features: Features(REFERENCE_FEATURES.0 & !Features::CONCAT.0),
+        ..ModelConfig::default()
+    });
+    rig.bring_up(tensorplug_abi::device::Control(0));
+    check(
+        &mut rig,
+        "no CONCAT",
+        concat(),
+        CompletionStatus::UNSUPPORTED,
+        Features::CONCAT.0,
+    );
+}

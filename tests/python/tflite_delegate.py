@@ -88,7 +88,7 @@ def int8_models():
     for name, per_tensor in [("per_tensor", True), ("default", False), ("conv", False),
                              ("float_io", False), ("mobilenet", False), ("softmax", False),
                              ("activations", False), ("dynamic", False), ("mean_keepdims", False),
-                             ("mobilenet_v3", False)]:
+                             ("mobilenet_v3", False), ("concat", False)]:
         tf.keras.utils.set_random_seed(7)
         calibration = None
         if name in ("mobilenet", "mobilenet_v3"):
@@ -123,6 +123,16 @@ def int8_models():
             wide = tf.keras.initializers.RandomNormal(stddev=4.0)
             h = layers.Dense(37, kernel_initializer=wide)(layers.GlobalAveragePooling1D()(x))
             model = tf.keras.Model(x, layers.Softmax()(h))
+        elif name == "concat":
+            # CONCATENATION of two convolutions' channels (a U-Net's skip
+            # join: rows of 4 and 6 bytes, 128 rows), then of three tensors
+            # along the width (two joins, one through a temporary). The
+            # converter gives every input the output's quantization.
+            x = tf.keras.Input((8, 8, 3), batch_size=2)
+            a = layers.Conv2D(4, 3, padding="same", activation="relu")(x)
+            h = layers.Concatenate()([a, layers.Conv2D(6, 1)(x)])
+            c = layers.Conv2D(5, 3, padding="same")(h)
+            model = tf.keras.Model(x, layers.Concatenate(axis=2)([c, c, layers.Conv2D(5, 1)(c)]))
         elif name == "mean_keepdims":
             # GlobalAveragePooling2D(keepdims=True): MEAN over axes 1 and 2
             # keeping them, a batch of 2 (the SE blocks' form).
@@ -221,6 +231,7 @@ DEVICE_INT8_OPS = (
     "TANH",
     "HARD_SWISH",
     "MUL",
+    "CONCATENATION",
 )
 
 
@@ -268,7 +279,7 @@ def int8_check(plugin, out, name, model):
             fail(f"int8 float_io: the converter wrote {ops}")
         if any(n["decision"] != "device" for n in nodes):
             fail(f"int8 float_io: not every node ran on the device: {nodes}")
-    if name in ("mobilenet", "softmax", "activations", "mean_keepdims"):
+    if name in ("mobilenet", "softmax", "activations", "mean_keepdims", "concat"):
         # Every node on the device: the issue's "100% delegated".
         ops = sorted({n["op"] for n in nodes})
         want_ops = {
@@ -276,6 +287,7 @@ def int8_check(plugin, out, name, model):
             "softmax": ["FULLY_CONNECTED", "MEAN", "SOFTMAX"],
             "activations": ["FULLY_CONNECTED", "LOGISTIC", "TANH"],
             "mean_keepdims": ["CONV_2D", "MEAN"],
+            "concat": ["CONCATENATION", "CONV_2D"],
         }[name]
         if name == "activations" and "HARD_SWISH" in ops:
             want_ops = ["FULLY_CONNECTED", "HARD_SWISH", "LOGISTIC", "TANH"]
@@ -368,7 +380,7 @@ def main():
     # (no TF) reads them from there.
     names = ["model", "int8_per_tensor", "int8_default", "int8_conv", "int8_float_io",
              "int8_mobilenet", "int8_softmax", "int8_activations", "int8_dynamic",
-             "int8_mean_keepdims", "int8_mobilenet_v3"]
+             "int8_mean_keepdims", "int8_mobilenet_v3", "int8_concat"]
     paths = {n: os.path.join(args.out, f"{n}.tflite") for n in names}
     if args.runtime == "tf":
         models = {"model": model_bytes()}
@@ -580,7 +592,7 @@ def main():
         npu_case(args.npu_plugin, args.out, model, xs, want)
 
     for name in ["per_tensor", "default", "conv", "float_io", "mobilenet", "softmax", "activations",
-                 "mean_keepdims", "mobilenet_v3"]:
+                 "mean_keepdims", "mobilenet_v3", "concat"]:
         int8_check(args.plugin, args.out, name, models[f"int8_{name}"])
     dynamic_case(args.plugin, args.out, models["int8_dynamic"])
 

@@ -179,6 +179,11 @@ impl Opcode {
     /// `len` elements, `n` (1, the last axis' size or `len`) dividing `len`,
     /// `src2` the block (`docs/device-numerics.md`): TFLite's int8 `MUL`.
     pub const MUL_I8: Opcode = Opcode(0x97);
+    /// ABI 1.7 (`CONCAT`): `dst[o, :] = src0[o, :] ++ src1[o, :]` for `m`
+    /// rows, `src0` `[m, n]` and `src1` `[m, k]` of `dtype` (f32 or int8),
+    /// `dst` `[m, n + k]`: a concatenation, exact. TFLite's `CONCATENATION`
+    /// and TF's `ConcatV2` of any axis, two inputs at a time.
+    pub const CONCAT: Opcode = Opcode(0x98);
 
     /// Wraps a raw value (any value is representable).
     pub const fn from_raw(raw: u16) -> Self {
@@ -255,6 +260,7 @@ impl Opcode {
             Self::SOFTMAX_I8 => "SOFTMAX_I8",
             Self::LOOKUP_I8 => "LOOKUP_I8",
             Self::MUL_I8 => "MUL_I8",
+            Self::CONCAT => "CONCAT",
             _ => return None,
         })
     }

@@ -8,7 +8,7 @@ use super::version::Features;
 
 impl Opcode {
     /// Every opcode this ABI version defines.
-    pub const ALL: [Opcode; 59] = [
+    pub const ALL: [Opcode; 60] = [
         Self::NOP,
         Self::COPY_H2D,
         Self::COPY_D2H,
@@ -68,6 +68,7 @@ impl Opcode {
         Self::SOFTMAX_I8,
         Self::LOOKUP_I8,
         Self::MUL_I8,
+        Self::CONCAT,
     ];
 }
 

@@ -9,12 +9,12 @@ pub const DEVICE_MAGIC: u32 = 0x4746_5054;
 /// Major version of the device ABI described by this module.
 pub const DEVICE_ABI_VERSION_MAJOR: u8 = 1;
 /// Minor version: bumped for backwards-compatible additions.
-pub const DEVICE_ABI_VERSION_MINOR: u8 = 6;
+pub const DEVICE_ABI_VERSION_MINOR: u8 = 7;
 /// Patch version: bumped for fixes that change no layout or meaning.
 pub const DEVICE_ABI_VERSION_PATCH: u8 = 0;
 /// [`DEVICE_ABI_VERSION`] as the [`Register::ABI_VERSION`](super::Register::ABI_VERSION)
 /// word: `major << 16 | minor << 8 | patch`, bits 31..24 zero.
-pub const DEVICE_ABI_VERSION_WORD: u32 = 0x0001_0600;
+pub const DEVICE_ABI_VERSION_WORD: u32 = 0x0001_0700;
 
 /// A device ABI version, `major.minor.patch`.
 #[repr(C)]
@@ -239,8 +239,11 @@ impl Features {
     /// ABI 1.6: `MUL_I8` (TFLite's int8 `MUL`, the second operand
     /// broadcast along the first's leading axes).
     pub const INT8_MUL: Features = Features(1 << 19);
+    /// ABI 1.7: `CONCAT` (two tensors side by side along their rows, f32
+    /// or int8).
+    pub const CONCAT: Features = Features(1 << 20);
     /// Every bit this ABI version defines.
-    pub const KNOWN: Features = Features(0xf_ffff);
+    pub const KNOWN: Features = Features(0x1f_ffff);
 
     /// The raw register word.
     pub const fn bits(self) -> u32 {
@@ -263,8 +266,8 @@ impl Features {
     }
 }
 
-/// What the reference FPGA implements: every feature of ABI 1.6.
-pub const REFERENCE_FEATURES: Features = Features(0xf_ffff);
+/// What the reference FPGA implements: every feature of ABI 1.7.
+pub const REFERENCE_FEATURES: Features = Features(0x1f_ffff);
 
 /// Ticks per second of the reference FPGA's timestamp counter (100 MHz).
 /// A device reports its own in [`Register::TIMESTAMP_FREQ_HZ`](super::Register::TIMESTAMP_FREQ_HZ).

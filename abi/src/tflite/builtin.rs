@@ -167,3 +167,11 @@ c_struct! {
         pub activation: TfLiteFusedActivation,
     }
 }
+
+c_struct! {
+    /// `TfLiteConcatenationParams`.
+    pub struct TfLiteConcatenationParams {
+        pub axis: i32,
+        pub activation: TfLiteFusedActivation,
+    }
+}

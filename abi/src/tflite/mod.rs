@@ -419,6 +419,7 @@ pub const STRUCTS: &[StructLayout] = &[
     TfLiteReducerParams::LAYOUT,
     TfLiteSoftmaxParams::LAYOUT,
     TfLiteMulParams::LAYOUT,
+    TfLiteConcatenationParams::LAYOUT,
 ];
 
 /// Every mirrored TFLite enum.
@@ -468,4 +469,5 @@ const _: () = {
     assert!(size_of::<TfLiteReducerParams>() == 1);
     assert!(size_of::<TfLiteSoftmaxParams>() == 4);
     assert!(size_of::<TfLiteMulParams>() == 4);
+    assert!(size_of::<TfLiteConcatenationParams>() == 8);
 };

@@ -213,6 +213,11 @@ pub const BUILTIN: &[OpDecl] = &[
     int8("SoftmaxInt8", 88, 2, OpKind::SoftmaxInt8),
     int8("LookupInt8", 89, 2, OpKind::LookupInt8),
     int8("MulInt8", 90, 3, OpKind::MulInt8),
+    // Its element type is its attribute: f32 or int8.
+    OpDecl {
+        dtypes: F32.with(DType::I8),
+        ..op("Concat", 91, 2, OpKind::Concat(DType::F32))
+    },
 ];
 
 /// The element-wise ops that code names (any member can also be named in a
@@ -552,6 +557,7 @@ impl OpKind {
             Self::SoftmaxInt8 => 87,
             Self::LookupInt8 => 88,
             Self::MulInt8 => 89,
+            Self::Concat(_) => 90,
         }
     }
 
@@ -577,6 +583,7 @@ impl OpKind {
             Self::Cast { from, to } => a[..2].copy_from_slice(&[from as u8, to as u8]),
             Self::ArgMax(out) | Self::ArgMin(out) => a[0] = out as u8,
             Self::Gather(index) | Self::SegmentSum(index) => a[0] = index as u8,
+            Self::Concat(t) => a[0] = t as u8,
             Self::RandomUniform { key, counter } => {
                 for (slot, v) in a.chunks_exact_mut(8).zip([key, counter[0], counter[1]]) {
                     slot.copy_from_slice(&v.to_le_bytes());
@@ -769,6 +776,10 @@ impl OpDecl {
                 };
                 (kind, 1)
             }
+            OpKind::Concat(_) => match DType::from_code(a[0])? {
+                t @ (DType::F32 | DType::I8) => (OpKind::Concat(t), 1),
+                _ => return None,
+            },
             OpKind::Transpose(_) => {
                 let mut perm = [0u8; MAX_RANK];
                 perm.copy_from_slice(&a[..MAX_RANK]);

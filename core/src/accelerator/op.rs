@@ -125,6 +125,10 @@ pub enum OpKind {
     /// i32]`, output i8 of `a`'s shape; `b` is `a`'s shape, its last axis,
     /// or one value, broadcast along `a`'s leading axes (`b[i % |b|]`).
     MulInt8,
+    /// `out[o, :] = a[o, :] ++ b[o, :]`: inputs `[a [outer, p], b [outer,
+    /// q]]`, output `[outer, p + q]`, all of the element type (f32 or
+    /// int8). Any axis' concatenation of two tensors, viewed as rows (exact).
+    Concat(DType),
     /// `out[o, i, :] = params[o, indices[i], :]` (TF's `GatherV2`): inputs
     /// `[params [outer, n, inner], indices [count]]` of the index type (i32
     /// or i64), output `[outer, count, inner]`. An index outside `0..n`
@@ -324,6 +328,8 @@ impl OpKind {
             }
             Self::Quantize => Some((&[F32, I32], I8)),
             Self::Dequantize => Some((&[I8, I32], F32)),
+            Self::Concat(I8) => Some((&[I8, I8], I8)),
+            Self::Concat(_) => Some((&[F32, F32], F32)),
             Self::Gather(I64) | Self::SegmentSum(I64) => Some((&[F32, I64], F32)),
             Self::Gather(_) | Self::SegmentSum(_) => Some((&[F32, I32], F32)),
             Self::Cast { from, to } => Some((only(from), to)),
@@ -516,6 +522,12 @@ impl OpDesc<'_> {
                 let [outer, _, inner] = rank_dims::<3>(0, &p)?;
                 let [count] = rank_dims::<1>(1, &i)?;
                 Ok(dims(&[outer, count, inner]))
+            }
+            OpKind::Concat(_) => {
+                let [outer, p] = rank_dims::<2>(0, &shape(0))?;
+                let [_, q] = rank_dims::<2>(1, &shape(1))?;
+                expect_shape(1, &shape(1), &dims(&[outer, q]))?;
+                Ok(dims(&[outer, p.saturating_add(q)]))
             }
             OpKind::SegmentSum(_) => {
                 let [m, inner] = rank_dims::<2>(0, &shape(0))?;

@@ -146,6 +146,9 @@ cases! {
     op_arg_max => |s| check_family(s, OpKind::ArgMax(DType::I64));
     /// ArgMin, as ArgMax; or refused.
     op_arg_min => |s| check_family(s, OpKind::ArgMin(DType::I64));
+    /// Concat of f32 rows, and of int8 rows on a device of int8 (exact,
+    /// empty halves included); or refused.
+    op_concat => |s| ops::check_concat(s);
     /// RandomUniform: TF's Philox floats bit for bit; or refused.
     op_random_uniform => |s| check_family(s, OpKind::RandomUniform { key: 0, counter: [0; 2] });
     /// Every int8 op of the catalogue (`Conv2DInt8` … `Dequantize`), each

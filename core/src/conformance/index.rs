@@ -73,6 +73,7 @@ pub(crate) fn cases(kind: OpKind) -> Vec<OpCase> {
             })
             .collect(),
         OpKind::Cast { .. } => cast_cases(),
+        OpKind::Concat(_) => concat_cases(),
         OpKind::ArgMax(_) | OpKind::ArgMin(_) => arg_cases(kind),
         _ => Vec::new(),
     }
@@ -174,6 +175,36 @@ fn arg_cases(kind: OpKind) -> Vec<OpCase> {
             kind,
             inputs: vec![(vec![7, 3], Values::F32(special.clone()))],
             out: vec![7],
+        });
+    }
+    cases
+}
+
+/// `Concat` of f32 and of int8 rows: several rows, one row, an empty half.
+fn concat_cases() -> Vec<OpCase> {
+    let mut cases = Vec::new();
+    for (i, (outer, p, q)) in [(2u64, 3u64, 5u64), (1, 4, 1), (3, 0, 2)]
+        .into_iter()
+        .enumerate()
+    {
+        let (a, b) = ((outer * p) as usize, (outer * q) as usize);
+        let seed = 720 + 2 * i as u32;
+        cases.push(OpCase {
+            kind: OpKind::Concat(DType::F32),
+            inputs: vec![
+                (vec![outer, p], Values::F32(values(a, seed))),
+                (vec![outer, q], Values::F32(values(b, seed + 1))),
+            ],
+            out: vec![outer, p + q],
+        });
+        let bytes = |n: usize, k: usize| (0..n).map(|j| (j * 37 + k * 11) as u8 as i8).collect();
+        cases.push(OpCase {
+            kind: OpKind::Concat(DType::I8),
+            inputs: vec![
+                (vec![outer, p], Values::I8(bytes(a, i))),
+                (vec![outer, q], Values::I8(bytes(b, i + 5))),
+            ],
+            out: vec![outer, p + q],
         });
     }
     cases

@@ -220,6 +220,7 @@ macro_rules! __conformance_with_cases {
             op_select,
             op_arg_max,
             op_arg_min,
+            op_concat,
             op_random_uniform,
             op_int8,
             vendor_ops,

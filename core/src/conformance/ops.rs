@@ -418,7 +418,8 @@ pub(crate) fn cases_for(family: OpKind) -> Vec<OpCase> {
         | OpKind::SegmentSum(_)
         | OpKind::Cast { .. }
         | OpKind::ArgMax(_)
-        | OpKind::ArgMin(_) => super::index::cases(family),
+        | OpKind::ArgMin(_)
+        | OpKind::Concat(_) => super::index::cases(family),
         OpKind::Select => select_cases(),
         OpKind::RandomUniform { .. } => random_cases(),
         OpKind::Vendor(op) => vendor_cases(op),
@@ -536,6 +537,21 @@ pub(crate) fn compare(case: &OpCase, got: &[f32]) -> Check<f64> {
         );
     }
     Ok(worst)
+}
+
+/// `Concat`'s f32 cases, and its int8 ones on a device that computes
+/// int8; refused when undeclared.
+pub(crate) fn check_concat<F: Fixture>(s: &mut Scope<'_, F>) -> Check<Outcome> {
+    let caps = s.dev().info().capabilities;
+    let f32 = OpKind::Concat(DType::F32);
+    let cases: Vec<OpCase> = cases_for(f32)
+        .into_iter()
+        .filter(|c| caps.supports(c.kind, c.out_dtype()))
+        .collect();
+    if cases.is_empty() {
+        return refused(s, f32, &cases_for(f32)[0]);
+    }
+    super::int8::check(s, &cases)
 }
 
 /// The case of one op family: every shape against the reference when the

@@ -4,6 +4,7 @@
 //! rebuilds the plan in the kernel, so the two cannot disagree.
 
 mod checks;
+mod concat;
 mod lookup;
 pub(crate) mod mean;
 mod mul;
@@ -12,18 +13,18 @@ mod plan;
 mod softmax;
 
 use checks::{int8_activation, need, need_typed, one_in_one_out, params};
-pub use plan::{DeviceOp, MeanInt8};
+pub use plan::{ConcatRows, DeviceOp, MeanInt8};
 
 use crate::graph::{Graph, NodeView, TensorView};
 use tensorplug_abi::tflite::{
     TfLiteAddParams, TfLiteConvParams, TfLiteDepthwiseConvParams, TfLiteFullyConnectedParams,
     TfLiteFusedActivation, TfLitePadding, TfLitePoolParams, TfLiteType, builtin_name,
-    kTfLiteBuiltinAdd, kTfLiteBuiltinAveragePool2d, kTfLiteBuiltinConv2d,
-    kTfLiteBuiltinDepthwiseConv2d, kTfLiteBuiltinDequantize, kTfLiteBuiltinFullyConnected,
-    kTfLiteBuiltinHardSwish, kTfLiteBuiltinLogistic, kTfLiteBuiltinMaxPool2d, kTfLiteBuiltinMean,
-    kTfLiteBuiltinMul, kTfLiteBuiltinPad, kTfLiteBuiltinPadv2, kTfLiteBuiltinQuantize,
-    kTfLiteBuiltinRelu, kTfLiteBuiltinReshape, kTfLiteBuiltinSoftmax, kTfLiteBuiltinTanh,
-    kTfLiteOptionalTensor,
+    kTfLiteBuiltinAdd, kTfLiteBuiltinAveragePool2d, kTfLiteBuiltinConcatenation,
+    kTfLiteBuiltinConv2d, kTfLiteBuiltinDepthwiseConv2d, kTfLiteBuiltinDequantize,
+    kTfLiteBuiltinFullyConnected, kTfLiteBuiltinHardSwish, kTfLiteBuiltinLogistic,
+    kTfLiteBuiltinMaxPool2d, kTfLiteBuiltinMean, kTfLiteBuiltinMul, kTfLiteBuiltinPad,
+    kTfLiteBuiltinPadv2, kTfLiteBuiltinQuantize, kTfLiteBuiltinRelu, kTfLiteBuiltinReshape,
+    kTfLiteBuiltinSoftmax, kTfLiteBuiltinTanh, kTfLiteOptionalTensor,
 };
 use tensorplug_core::accelerator::{
     Activation, Binary, Capabilities, DType, OpKind, Shape, Unary, Window, broadcast_shapes,
@@ -36,7 +37,7 @@ use tensorplug_core::reference::int8::{AddQuant, activation_range};
 pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none or RELU), ADD (activation \
                           none or RELU), RELU; int8 FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D, \
                           MAX_POOL_2D, AVERAGE_POOL_2D and ADD of one shape \
-                          (activation none, RELU or RELU6), MEAN over adjacent axes, SOFTMAX, LOGISTIC, TANH, HARD_SWISH, MUL (one shape, or one value or the last axis broadcast), PAD of height and width; QUANTIZE (float32 to int8) and \
+                          (activation none, RELU or RELU6), MEAN over adjacent axes, SOFTMAX, LOGISTIC, TANH, HARD_SWISH, MUL (one shape, or one value or the last axis broadcast), PAD of height and width; float32 or int8 CONCATENATION (one quantization, activation none); QUANTIZE (float32 to int8) and \
                           DEQUANTIZE (int8 to float32), per tensor; RESHAPE of float32 or \
                           int8 to a constant shape";
 
@@ -82,6 +83,7 @@ pub fn decide(
         kTfLiteBuiltinSoftmax => softmax::softmax_int8(node, &tensor, caps),
         kTfLiteBuiltinPad | kTfLiteBuiltinPadv2 => pad::pad_int8(node, &tensor, caps),
         kTfLiteBuiltinMul => mul::mul_int8(node, &tensor, caps),
+        kTfLiteBuiltinConcatenation => concat::concat(node, &tensor, caps),
         kTfLiteBuiltinLogistic | kTfLiteBuiltinTanh | kTfLiteBuiltinHardSwish => {
             lookup::lookup_int8(node, &tensor, caps)
         }

@@ -2,7 +2,7 @@
 //! and the kernel's input, kept apart from both so neither imports the
 //! other.
 
-use tensorplug_core::accelerator::OpKind;
+use tensorplug_core::accelerator::{DType, OpKind};
 
 /// A node the device runs: one or two device launches.
 #[derive(Clone, Debug, PartialEq)]
@@ -96,6 +96,8 @@ pub enum DeviceOp {
         len: u64,
         block: Vec<i32>,
     },
+    /// `CONCATENATION` as the device's `Concat` ([`ConcatRows`]).
+    Concat(ConcatRows),
     /// int8 `SOFTMAX` over rows of `depth` (`SoftmaxInt8`), with its block.
     SoftmaxInt8 {
         x: i32,
@@ -129,5 +131,33 @@ impl MeanInt8 {
             m[row..row + reduced].fill(1);
         }
         m
+    }
+}
+
+/// The plan of one `CONCATENATION`: input `i` viewed as `[outer,
+/// widths[i]]`, the output as `[outer, Σ widths]`; joined left to right,
+/// two at a time, through temporaries.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConcatRows {
+    pub inputs: Vec<i32>,
+    pub out: i32,
+    pub dtype: DType,
+    pub outer: u64,
+    pub widths: Vec<u64>,
+}
+
+impl ConcatRows {
+    /// The bytes of each temporary: the first `i + 2` inputs joined, for
+    /// every join but the last.
+    pub fn temps(&self) -> Vec<usize> {
+        let size = self.dtype.size() as u64;
+        let mut width = self.widths.first().copied().unwrap_or(0);
+        let joins = self.widths.len().saturating_sub(1);
+        let mut temps = Vec::new();
+        for &w in self.widths.iter().skip(1).take(joins.saturating_sub(1)) {
+            width += w;
+            temps.push((self.outer * width * size) as usize);
+        }
+        temps
     }
 }

@@ -127,6 +127,20 @@ pub(crate) fn lower(
                 ..cmd(Opcode::GATHER)
             })
         }
+        OpKind::Concat(t) => {
+            // Validated: `[m, n]` and `[m, k]`.
+            let (a, b) = (input(0).shape, input(1).shape);
+            emit(&CommandDescriptor {
+                src0: input(0).addr.0,
+                src1: input(1).addr.0,
+                dst: out.addr.0,
+                m: dim(a.dims()[0])?,
+                n: dim(a.last())?,
+                k: dim(b.last())?,
+                dtype: t as u8,
+                ..cmd(Opcode::CONCAT)
+            })
+        }
         OpKind::Cast { from, to } => emit(&CommandDescriptor {
             src0: input(0).addr.0,
             dst: out.addr.0,

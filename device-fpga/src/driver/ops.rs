@@ -17,7 +17,7 @@ pub fn ops_of(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSet {
         relu: false,
     };
     let window = Window::new([1, 1]);
-    let groups: [(Features, &[OpKind]); 14] = [
+    let groups: [(Features, &[OpKind]); 15] = [
         (Features::GEMM, &[matmul, fused]),
         (Features::ELEMENTWISE, &[OpKind::BiasAdd]),
         (
@@ -94,6 +94,7 @@ pub fn ops_of(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSet {
             &[OpKind::SoftmaxInt8, OpKind::LookupInt8],
         ),
         (Features::INT8_MUL, &[OpKind::MulInt8]),
+        (Features::CONCAT, &[OpKind::Concat(DType::F32)]),
     ];
     let mut set = elementwise_ops(features, ops_words);
     for (bit, kinds) in groups {

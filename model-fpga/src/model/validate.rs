@@ -415,6 +415,11 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
             Uses(Uses::SRC0 | Uses::SRC1 | Uses::SRC2 | Uses::DST | Uses::LEN | Uses::N),
             0,
         ),
+        Opcode::CONCAT => (
+            Features::CONCAT,
+            Uses(Uses::SRC0 | Uses::SRC1 | Uses::DST | Uses::MNK),
+            0,
+        ),
         // The per-op element-wise opcodes of ABI 1.0–1.2.
         op => {
             let e = op.per_op_elementwise()?;
@@ -501,6 +506,7 @@ pub(crate) fn validate(
         | Opcode::REDUCE_MIN_F32
         | Opcode::REDUCE_PROD_F32 => ctx.rows(),
         Opcode::GATHER | Opcode::SEGMENT_SUM => ctx.index(),
+        Opcode::CONCAT => ctx.concat(),
         Opcode::CAST => ctx.cast(),
         Opcode::RANDOM_UNIFORM_F32 => {
             let len = ctx.nonzero_len()?;
@@ -588,7 +594,7 @@ fn check_unused(cmd: &CommandDescriptor, uses: Uses, typed: bool) -> Result<(), 
     let dtype_ok = match typed {
         true => cmd.dtype == DType::I8 as u8 || cmd.opcode == Opcode::CAST,
         false => cmd.dtype <= 1,
-    };
+    } || (cmd.opcode == Opcode::CONCAT && cmd.dtype == DType::I8 as u8);
     if !dtype_ok {
         return Err(reject(CompletionStatus::UNSUPPORTED, u32::from(cmd.dtype)));
     }

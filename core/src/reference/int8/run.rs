@@ -81,6 +81,9 @@ pub fn run(
     if let (OpKind::Gather(_) | OpKind::SegmentSum(_), DataMut::F32(out)) = (kind, &mut out) {
         return index(kind, inputs, out_shape, out);
     }
+    if let OpKind::Concat(_) = kind {
+        return concat(inputs, out);
+    }
     if !kind.is_int8() || inputs.len() != n {
         return Err(Error::Shape(crate::accelerator::ShapeError::DType {
             operand: 0,
@@ -286,6 +289,33 @@ fn index(
             usize::try_from(dims[0]).map_err(|_| Error::Overflow)?,
             out,
         ),
+    }
+}
+
+/// `Concat`: each output row is `a`'s row then `b`'s (validated shapes).
+fn concat(inputs: &[(Data<'_>, Shape)], out: DataMut<'_>) -> Result<(), Error> {
+    fn rows<T: Copy>(a: &[T], b: &[T], out: &mut [T], p: usize, q: usize) -> Result<(), Error> {
+        let outer = match p + q {
+            0 => 0,
+            w => out.len() / w,
+        };
+        check_len(0, outer * p, a.len())?;
+        check_len(1, outer * q, b.len())?;
+        for r in 0..outer {
+            let o = &mut out[r * (p + q)..(r + 1) * (p + q)];
+            o[..p].copy_from_slice(&a[r * p..(r + 1) * p]);
+            o[p..].copy_from_slice(&b[r * q..(r + 1) * q]);
+        }
+        Ok(())
+    }
+    let width = |i: usize| usize::try_from(inputs[i].1.last()).map_err(|_| Error::Overflow);
+    let (p, q) = (width(0)?, width(1)?);
+    match (inputs[0].0, inputs[1].0, out) {
+        (Data::F32(a), Data::F32(b), DataMut::F32(o)) => rows(a, b, o, p, q),
+        (Data::I8(a), Data::I8(b), DataMut::I8(o)) => rows(a, b, o, p, q),
+        _ => Err(Error::Shape(crate::accelerator::ShapeError::DType {
+            operand: 0,
+        })),
     }
 }
 

@@ -63,6 +63,44 @@ impl Ctx<'_> {
 }
 
 impl Ctx<'_> {
+    /// `CONCAT`: `m` rows of `n` then `k` elements of `dtype` (f32 or int8),
+    /// one of `n` and `k` may be 0.
+    pub(super) fn concat(&self) -> Result<Work, Rejection> {
+        let c = self.cmd;
+        self.dims(&[(c.m, field::M)])?;
+        if c.n == 0 && c.k == 0 {
+            return Err(invalid(field::N));
+        }
+        let t = match c.dtype == DType::I8 as u8 {
+            true => DType::I8,
+            false => DType::F32,
+        };
+        let (m, n, k) = (u64::from(c.m), u64::from(c.n), u64::from(c.k));
+        let bytes = |elements: u64| elements.saturating_mul(t.size() as u64);
+        let a = self.range(field::SRC0, bytes(m * n))?;
+        let b = self.range(field::SRC1, bytes(m * k))?;
+        let out = self.range(field::DST, bytes(m * (n + k)))?;
+        if t == DType::F32 {
+            self.aligned(&[field::SRC0, field::SRC1, field::DST])?;
+        }
+        for src in [&a, &b] {
+            if !src.is_empty() {
+                in_place_or_disjoint(src, &out, false)?;
+            }
+        }
+        let shape = |d: &[u64]| Shape::new(d).ok_or(invalid(field::M));
+        Ok(Work::Typed(TypedWork {
+            kind: OpKind::Concat(t),
+            inputs: [
+                (a, t, shape(&[m, n])?),
+                (b, t, shape(&[m, k])?),
+                (0..0, DType::I8, Shape::SCALAR),
+            ],
+            count: 2,
+            out: (out, t, shape(&[m, n + k])?),
+        }))
+    }
+
     /// `CAST`: `dtype` and `imm` name a pair `OpKind::Cast` converts.
     pub(super) fn cast(&self) -> Result<Work, Rejection> {
         let c = self.cmd;
