@@ -138,7 +138,12 @@ pub fn contradictions(caps: &Capabilities) -> Vec<String> {
         }
     }
     let lowered = |kind: OpKind| {
-        all_kernels().any(|def| def.family().map(|f| f.decl().id) == Some(kind.decl().id))
+        all_kernels().any(|def| {
+            def.family()
+                .iter()
+                .chain(def.may_launch())
+                .any(|f| f.decl().id == kind.decl().id)
+        })
     };
     for kind in caps
         .ops

@@ -1,5 +1,7 @@
 //! `ConcatV2(values..., axis)`, `axis` in host memory (int32 or int64,
-//! negative from the end): one block copy per input into its place.
+//! negative from the end): on a device of `Concat`, the inputs as rows
+//! joined two at a time (one launch per input after the first, instead of
+//! one copy per row); else one block copy per input into its place.
 
 use super::blocks::Block;
 use super::kernel::{Op, flat, is_empty};
@@ -9,7 +11,10 @@ use crate::kernels::launch::Launcher;
 use crate::kernels::shapes;
 use crate::kernels::tf::Context;
 use std::ffi::CStr;
-use tensorplug_core::accelerator::{OpKind, Shape};
+use tensorplug_core::accelerator::{DType, OpKind, Shape, TensorDesc};
+
+/// The device op the kernel joins rows with, when declared.
+const CONCAT: OpKind = OpKind::Concat(DType::F32);
 
 /// The `ConcatV2` kernel.
 pub struct ConcatV2;
@@ -23,6 +28,10 @@ impl Op for ConcatV2 {
 
     fn family(&self) -> Option<OpKind> {
         None
+    }
+
+    fn may_launch(&self) -> &'static [OpKind] {
+        &[CONCAT]
     }
 
     fn host_memory(&self) -> &'static [&'static CStr] {
@@ -46,6 +55,18 @@ impl Op for ConcatV2 {
             return Ok(());
         }
         let out = run.desc(&out, out_shape)?;
+        let outer: u64 = out_dims[..axis].iter().product();
+        let inner: u64 = out_dims[axis + 1..].iter().product();
+        let joined: Vec<usize> = (0..n).filter(|&i| !is_empty(&shapes[i])).collect();
+        // One row per copy: the device's joins are fewer launches.
+        if outer > 1 && joined.len() > 1 && run.supports(CONCAT) {
+            let rows = |i: usize| [outer, shapes[i].dims()[axis] * inner];
+            let mut inputs = Vec::with_capacity(joined.len());
+            for &i in &joined {
+                inputs.push(run.desc(&values[i], flat(&rows(i))?)?);
+            }
+            return join(ctx, run, &inputs, out);
+        }
         let mut dst_at = vec![0u64; out_dims.len()];
         for (value, shape) in values.iter().zip(&shapes) {
             let block = Block {
@@ -63,6 +84,32 @@ impl Op for ConcatV2 {
         }
         Ok(())
     }
+}
+
+/// `inputs` (`[outer, width]` each) joined left to right into `out`, the
+/// joins but the last into temporaries.
+fn join(
+    ctx: &Context,
+    run: &mut Launcher<'_>,
+    inputs: &[TensorDesc],
+    out: TensorDesc,
+) -> KernelResult<()> {
+    let outer = inputs[0].shape.dims()[0];
+    let mut temps = Vec::new();
+    let mut acc = inputs[0];
+    for (j, x) in inputs.iter().enumerate().skip(1) {
+        let shape = flat(&[outer, acc.shape.last() + x.shape.last()])?;
+        let dst = match j + 1 == inputs.len() {
+            true => TensorDesc { shape, ..out },
+            false => {
+                temps.push(ctx.temp(&shape)?);
+                run.desc(&temps[temps.len() - 1], shape)?
+            }
+        };
+        run.launch(CONCAT, &[acc, *x], dst)?;
+        acc = dst;
+    }
+    Ok(())
 }
 
 /// The concatenation axis (made non-negative) and the output's dims,

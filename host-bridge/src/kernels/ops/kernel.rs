@@ -29,6 +29,11 @@ pub trait Op: Sync + 'static {
     fn also_launches(&self) -> &'static [OpKind] {
         &[]
     }
+    /// Device op families compute launches when the device declares them,
+    /// doing without otherwise (`ConcatV2`'s row joins).
+    fn may_launch(&self) -> &'static [OpKind] {
+        &[]
+    }
     /// Device op families the kernel does not launch but is registered
     /// beside only (the collectives' int64 `Add`: where f32 `Add` runs).
     fn only_beside(&self) -> &'static [OpKind] {
@@ -89,6 +94,8 @@ pub trait TfKernel: Sync {
     fn family(&self) -> Option<OpKind>;
     /// See [`Op::also_launches`].
     fn also_launches(&self) -> &'static [OpKind];
+    /// See [`Op::may_launch`].
+    fn may_launch(&self) -> &'static [OpKind];
     /// See [`Op::only_beside`].
     fn only_beside(&self) -> &'static [OpKind];
     /// See [`Op::host_memory`].
@@ -151,6 +158,10 @@ impl<T: Op> TfKernel for T {
 
     fn also_launches(&self) -> &'static [OpKind] {
         Op::also_launches(self)
+    }
+
+    fn may_launch(&self) -> &'static [OpKind] {
+        Op::may_launch(self)
     }
 
     fn only_beside(&self) -> &'static [OpKind] {

@@ -174,6 +174,7 @@ mod tests {
                 k.family()
                     .iter()
                     .chain(k.also_launches())
+                    .chain(k.may_launch())
                     .any(|f| f.decl().id == id)
             });
             assert!(
