@@ -64,18 +64,85 @@ def fail(msg):
 
 
 def model_bytes():
-    """FC(relu) -> TANH -> RELU -> FC -> ADD(relu, with the input) -> FC
-    -> SOFTMAX: TANH and SOFTMAX are not in the delegate's op set, so the
-    float nodes around TANH form two partitions, of 1 and 4 nodes."""
+    """FC(relu) -> CUMSUM -> RELU -> FC -> ADD(relu, with the input) -> FC
+    -> SOFTMAX: CUMSUM is not in the delegate's op set, so the float nodes
+    around it form two partitions, of 1 and 5 nodes."""
     tf.keras.utils.set_random_seed(7)
     layers = tf.keras.layers
     x = tf.keras.Input((8,), batch_size=BATCH)
     h = layers.Dense(16, activation="relu")(x)
-    t = layers.ReLU()(layers.Activation("tanh")(h))
+    t = layers.ReLU()(layers.Lambda(lambda v: tf.math.cumsum(v, axis=1))(h))
     z = layers.ReLU()(layers.Add()([layers.Dense(8)(t), x]))
     y = layers.Softmax()(layers.Dense(4)(z))
     model = tf.keras.Model(x, y)
     return tf.lite.TFLiteConverter.from_keras_model(model).convert()
+
+
+def float_cnn_bytes():
+    """A float32 convnet of every float op the device takes: CONV_2D
+    (RELU6, and plain 1x1s with LOGISTIC and TANH after them),
+    DEPTHWISE_CONV_2D (stride 2 SAME + RELU, and 1x1), PAD, MAX_POOL_2D,
+    AVERAGE_POOL_2D, MUL (a sigmoid gate), CONCATENATION of channels,
+    SUB, MEAN over height and width, FULLY_CONNECTED and SOFTMAX."""
+    tf.keras.utils.set_random_seed(7)
+    layers = tf.keras.layers
+    x = tf.keras.Input((12, 12, 3), batch_size=2)
+    h = layers.Conv2D(8, 3, padding="same", activation="relu6")(x)
+    h = layers.DepthwiseConv2D(3, strides=2, padding="same", activation="relu")(h)
+    h = layers.MaxPooling2D(2, strides=1)(layers.ZeroPadding2D(((0, 1), (1, 0)))(h))
+    h = layers.Multiply()([h, layers.Conv2D(8, 1, activation="sigmoid")(h)])
+    h = layers.AveragePooling2D(3, strides=1, padding="same")(h)
+    c = layers.Concatenate()([h, layers.Conv2D(4, 1, activation="tanh")(h)])
+    c = layers.Subtract()([c, layers.DepthwiseConv2D(1)(c)])
+    y = layers.Softmax()(layers.Dense(5)(layers.GlobalAveragePooling2D()(c)))
+    model = tf.keras.Model(x, y)
+    return tf.lite.TFLiteConverter.from_keras_model(model).convert()
+
+
+def float_mobilenet_bytes():
+    """keras.applications' MobileNetV2-0.35 in float32 (batch norms as the
+    int8 one's, so its logits differ from image to image): CONV_2D and
+    DEPTHWISE_CONV_2D with RELU6, ADD, MEAN, FULLY_CONNECTED, SOFTMAX, and
+    on Keras 2 PAD."""
+    tf.keras.utils.set_random_seed(7)
+    model = tf.keras.applications.MobileNetV2(
+        input_shape=(96, 96, 3), alpha=0.35, weights=None, classes=10
+    )
+    calibration = np.random.default_rng(1).uniform(-1, 1, (8, 96, 96, 3)).astype(np.float32)
+    for layer in model.layers:
+        if isinstance(layer, tf.keras.layers.BatchNormalization):
+            layer.momentum = 0.0
+    model(calibration, training=True)
+    return tf.lite.TFLiteConverter.from_keras_model(model).convert()
+
+
+def float_check(plugin, out, name, model):
+    """Every node of a float model on the device, its outputs within the
+    float tolerance of TFLite's kernels over 8 invokes, and top-1 equal."""
+    rng = np.random.default_rng(13)
+    ref = interpreter(model)
+    shape = tuple(ref.get_input_details()[0]["shape"])
+    xs = [rng.uniform(-1, 1, shape).astype(np.float32) for _ in range(8)]
+    want = run(ref, xs)
+    report_path = os.path.join(out, f"report_{name}.json")
+    d = rt.load_delegate(plugin, {"report_file": report_path})
+    got = run(interpreter(model, [d]), xs)
+    worst = max(float(np.max(np.abs(g - w))) for g, w in zip(got, want))
+    if not all(np.allclose(g, w, rtol=1e-4, atol=1e-6) for g, w in zip(got, want)):
+        fail(f"{name}: max |diff| {worst} past rtol 1e-4")
+    top1 = sum(int(np.sum(g.argmax(-1) == w.argmax(-1))) for g, w in zip(got, want))
+    if top1 != sum(w.shape[0] for w in want):
+        fail(f"{name}: top-1 agrees on {top1} images only")
+    with open(report_path) as f:
+        nodes = json.load(f)["graphs"][0]["nodes"]
+    off = [(n["op"], n["reason"]) for n in nodes if n["decision"] != "device"]
+    if off:
+        fail(f"{name}: not every node ran on the device: {off}")
+    if any(n["device_runs"] != len(xs) for n in nodes):
+        fail(f"{name}: a node did not run on every invoke: {nodes}")
+    ops = sorted({n["op"] for n in nodes})
+    print(f"check {name} ok max_abs_diff={worst:.3g} top1_equal={top1} nodes={len(nodes)} "
+          f"ops={ops}", flush=True)
 
 
 def int8_models():
@@ -378,12 +445,13 @@ def main():
     print(rt.version, flush=True)
     # A TF run converts the models and leaves them in --out; a LiteRT run
     # (no TF) reads them from there.
-    names = ["model", "int8_per_tensor", "int8_default", "int8_conv", "int8_float_io",
+    names = ["model", "float_cnn", "float_mobilenet", "int8_per_tensor", "int8_default", "int8_conv", "int8_float_io",
              "int8_mobilenet", "int8_softmax", "int8_activations", "int8_dynamic",
              "int8_mean_keepdims", "int8_mobilenet_v3", "int8_concat"]
     paths = {n: os.path.join(args.out, f"{n}.tflite") for n in names}
     if args.runtime == "tf":
-        models = {"model": model_bytes()}
+        models = {"model": model_bytes(), "float_cnn": float_cnn_bytes(),
+                  "float_mobilenet": float_mobilenet_bytes()}
         models.update({f"int8_{k}": v for k, v in int8_models().items()})
         for n in names:
             with open(paths[n], "wb") as f:
@@ -424,9 +492,10 @@ def main():
         fail(f"report ops {nodes} != runtime ops {ops}")
     on_device = sorted(n["op"] for n in nodes.values() if n["decision"] == "device")
     on_cpu = sorted(n["op"] for n in nodes.values() if n["decision"] == "cpu")
-    if on_device != ["ADD", "FULLY_CONNECTED", "FULLY_CONNECTED", "FULLY_CONNECTED", "RELU"]:
+    if on_device != ["ADD", "FULLY_CONNECTED", "FULLY_CONNECTED", "FULLY_CONNECTED", "RELU",
+                     "SOFTMAX"]:
         fail(f"device nodes {on_device}")
-    if on_cpu != ["SOFTMAX", "TANH"]:
+    if on_cpu != ["CUMSUM"]:
         fail(f"cpu nodes {on_cpu}")
     for n in nodes.values():
         if n["decision"] == "cpu" and not n["reason"]:
@@ -434,7 +503,7 @@ def main():
         runs = len(xs) if n["decision"] == "device" else 0
         if n["device_runs"] != runs:
             fail(f"node {n} ran {n['device_runs']} times on the device, expected {runs}")
-    if sorted(map(len, graph["partitions"])) != [1, 4]:
+    if sorted(map(len, graph["partitions"])) != [1, 5]:
         fail(f"partitions {graph['partitions']}")
     # TFLite's own plan: the delegated nodes are gone, DELEGATE nodes run.
     plan = [d["op_name"] for d in dev._get_ops_details()]
@@ -517,7 +586,7 @@ def main():
     with open(report5) as f:
         g5 = json.load(f)["graphs"][0]
     capped = [n for n in g5["nodes"] if n["reason"] and "max_partitions=1" in n["reason"]]
-    if len(g5["partitions"]) != 1 or len(g5["partitions"][0]) != 4 or len(capped) != 1:
+    if len(g5["partitions"]) != 1 or len(g5["partitions"][0]) != 5 or len(capped) != 1:
         fail(f"max_partitions=1: {g5}")
     print(f"check max_partitions ok cpu_by_max_partitions={[n['op'] for n in capped]}", flush=True)
 
@@ -540,7 +609,7 @@ def main():
     runs3 = [n["device_runs"] for n in graphs3[-1]["nodes"] if n["decision"] == "device"]
     if got3.shape != (2, 4) or not np.allclose(got3, want3, rtol=RTOL, atol=ATOL):
         fail(f"resized output differs:\n{got3}\n{want3}")
-    if len(graphs3) != 2 or runs3 != [1] * 5:
+    if len(graphs3) != 2 or runs3 != [1] * 6:
         fail(f"resize: {len(graphs3)} graphs, device runs {runs3}")
     print(f"check resize ok graphs={len(graphs3)}", flush=True)
 
@@ -591,6 +660,8 @@ def main():
     if args.npu_plugin:
         npu_case(args.npu_plugin, args.out, model, xs, want)
 
+    for name in ["float_cnn", "float_mobilenet"]:
+        float_check(args.plugin, args.out, name, models[name])
     for name in ["per_tensor", "default", "conv", "float_io", "mobilenet", "softmax", "activations",
                  "mean_keepdims", "mobilenet_v3", "concat"]:
         int8_check(args.plugin, args.out, name, models[f"int8_{name}"])

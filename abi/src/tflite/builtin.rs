@@ -23,6 +23,7 @@ pub const kTfLiteBuiltinTanh: i32 = 28;
 pub const kTfLiteBuiltinPad: i32 = 34;
 pub const kTfLiteBuiltinMean: i32 = 40;
 pub const kTfLiteBuiltinSub: i32 = 41;
+pub const kTfLiteBuiltinDiv: i32 = 42;
 pub const kTfLiteBuiltinStridedSlice: i32 = 45;
 pub const kTfLiteBuiltinPadv2: i32 = 60;
 pub const kTfLiteBuiltinShape: i32 = 77;
@@ -31,6 +32,7 @@ pub const kTfLiteBuiltinPack: i32 = 83;
 pub const kTfLiteBuiltinDelegate: i32 = 51;
 pub const kTfLiteBuiltinQuantize: i32 = 114;
 pub const kTfLiteBuiltinHardSwish: i32 = 117;
+pub const kTfLiteBuiltinCumsum: i32 = 128;
 
 /// The schema name of a builtin code, for reports (`None`: not in this
 /// table, not unknown to TFLite).
@@ -54,6 +56,7 @@ pub const fn builtin_name(code: i32) -> Option<&'static str> {
         kTfLiteBuiltinPad => "PAD",
         kTfLiteBuiltinMean => "MEAN",
         kTfLiteBuiltinSub => "SUB",
+        kTfLiteBuiltinDiv => "DIV",
         kTfLiteBuiltinPadv2 => "PADV2",
         kTfLiteBuiltinStridedSlice => "STRIDED_SLICE",
         kTfLiteBuiltinShape => "SHAPE",
@@ -61,6 +64,7 @@ pub const fn builtin_name(code: i32) -> Option<&'static str> {
         kTfLiteBuiltinDelegate => "DELEGATE",
         kTfLiteBuiltinQuantize => "QUANTIZE",
         kTfLiteBuiltinHardSwish => "HARD_SWISH",
+        kTfLiteBuiltinCumsum => "CUMSUM",
         _ => return None,
     })
 }

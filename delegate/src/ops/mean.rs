@@ -130,7 +130,7 @@ fn mean_multiplier(s_in: f32, s_out: f32, n: usize) -> Result<Requantize, String
 }
 
 /// The constant axis tensor, each axis once, in `0..rank`, sorted.
-fn axes_of(at: &TensorView, rank: usize) -> Result<Vec<usize>, String> {
+pub(super) fn axes_of(at: &TensorView, rank: usize) -> Result<Vec<usize>, String> {
     if !at.constant || at.data.is_null() || at.dtype != TfLiteType::kTfLiteInt32 {
         return Err("the axes are not a constant int32 tensor".into());
     }

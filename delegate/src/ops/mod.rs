@@ -5,6 +5,8 @@
 
 mod checks;
 mod concat;
+mod conv;
+mod float;
 mod lookup;
 pub(crate) mod mean;
 mod mul;
@@ -13,33 +15,37 @@ mod plan;
 mod softmax;
 
 use checks::{int8_activation, need, need_typed, one_in_one_out, params};
+pub use conv::activation_op;
 pub use plan::{ConcatRows, DeviceOp, MeanInt8};
 
 use crate::graph::{Graph, NodeView, TensorView};
 use tensorplug_abi::tflite::{
-    TfLiteAddParams, TfLiteConvParams, TfLiteDepthwiseConvParams, TfLiteFullyConnectedParams,
-    TfLiteFusedActivation, TfLitePadding, TfLitePoolParams, TfLiteType, builtin_name,
-    kTfLiteBuiltinAdd, kTfLiteBuiltinAveragePool2d, kTfLiteBuiltinConcatenation,
-    kTfLiteBuiltinConv2d, kTfLiteBuiltinDepthwiseConv2d, kTfLiteBuiltinDequantize,
-    kTfLiteBuiltinFullyConnected, kTfLiteBuiltinHardSwish, kTfLiteBuiltinLogistic,
-    kTfLiteBuiltinMaxPool2d, kTfLiteBuiltinMean, kTfLiteBuiltinMul, kTfLiteBuiltinPad,
-    kTfLiteBuiltinPadv2, kTfLiteBuiltinQuantize, kTfLiteBuiltinRelu, kTfLiteBuiltinReshape,
-    kTfLiteBuiltinSoftmax, kTfLiteBuiltinTanh, kTfLiteOptionalTensor,
+    TfLiteAddParams, TfLiteFullyConnectedParams, TfLiteFusedActivation, TfLitePoolParams,
+    TfLiteType, builtin_name, kTfLiteBuiltinAdd, kTfLiteBuiltinAveragePool2d,
+    kTfLiteBuiltinConcatenation, kTfLiteBuiltinConv2d, kTfLiteBuiltinDepthwiseConv2d,
+    kTfLiteBuiltinDequantize, kTfLiteBuiltinDiv, kTfLiteBuiltinFullyConnected,
+    kTfLiteBuiltinHardSwish, kTfLiteBuiltinLogistic, kTfLiteBuiltinMaxPool2d, kTfLiteBuiltinMean,
+    kTfLiteBuiltinMul, kTfLiteBuiltinPad, kTfLiteBuiltinPadv2, kTfLiteBuiltinQuantize,
+    kTfLiteBuiltinRelu, kTfLiteBuiltinRelu6, kTfLiteBuiltinReshape, kTfLiteBuiltinSoftmax,
+    kTfLiteBuiltinSub, kTfLiteBuiltinTanh, kTfLiteOptionalTensor,
 };
-use tensorplug_core::accelerator::{
-    Activation, Binary, Capabilities, DType, OpKind, Shape, Unary, Window, broadcast_shapes,
-};
+use tensorplug_core::accelerator::{Activation, Binary, Capabilities, DType, OpKind, Shape, Unary};
 use tensorplug_core::quant::block::QuantHeader;
 use tensorplug_core::quant::{Requantize, Rounding};
 use tensorplug_core::reference::int8::{AddQuant, activation_range};
 
 /// The ops the delegate can hand to a device, as the report names them.
-pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none or RELU), ADD (activation \
-                          none or RELU), RELU; int8 FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D, \
-                          MAX_POOL_2D, AVERAGE_POOL_2D and ADD of one shape \
-                          (activation none, RELU or RELU6), MEAN over adjacent axes, SOFTMAX, LOGISTIC, TANH, HARD_SWISH, MUL (one shape, or one value or the last axis broadcast), PAD of height and width; float32 or int8 CONCATENATION (one quantization, activation none); QUANTIZE (float32 to int8) and \
-                          DEQUANTIZE (int8 to float32), per tensor; RESHAPE of float32 or \
-                          int8 to a constant shape";
+pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none or RELU), CONV_2D and \
+                          DEPTHWISE_CONV_2D, MAX_POOL_2D and AVERAGE_POOL_2D, broadcasting ADD, \
+                          SUB, MUL and DIV (activation none, RELU or RELU6), RELU, RELU6, \
+                          LOGISTIC, TANH, SOFTMAX (beta 1), MEAN over height and width; int8 \
+                          FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL_2D, \
+                          AVERAGE_POOL_2D and ADD of one shape (activation none, RELU or RELU6), \
+                          MEAN over adjacent axes, SOFTMAX, LOGISTIC, TANH, HARD_SWISH, MUL (one \
+                          shape, or one value or the last axis broadcast), PAD of height and \
+                          width; float32 or int8 CONCATENATION (one quantization, activation \
+                          none); QUANTIZE (float32 to int8) and DEQUANTIZE (int8 to float32), \
+                          per tensor; RESHAPE of float32 or int8 to a constant shape";
 
 /// How TFLite's reference int8 convolutions requantize: twice (TF 2.21,
 /// `docs/device-numerics.md`; the test measures every runtime it runs).
@@ -72,35 +78,40 @@ pub fn decide(
             ));
         }
     }
+    let int8 = match node.inputs.first() {
+        Some(&i) if i != kTfLiteOptionalTensor => tensor(i)?.dtype == TfLiteType::kTfLiteInt8,
+        _ => false,
+    };
     match node.builtin_code {
         kTfLiteBuiltinFullyConnected => fully_connected(node, &tensor, caps, fc_rounding),
-        kTfLiteBuiltinAdd => add(node, &tensor, caps),
+        kTfLiteBuiltinAdd if int8 => add_int8_node(node, &tensor, caps),
+        kTfLiteBuiltinAdd => float::binary_f32(node, &tensor, caps, Binary::ADD),
+        kTfLiteBuiltinSub => float::binary_f32(node, &tensor, caps, Binary::SUB),
+        kTfLiteBuiltinDiv => float::binary_f32(node, &tensor, caps, Binary::DIV),
+        kTfLiteBuiltinMul if int8 => mul::mul_int8(node, &tensor, caps),
+        kTfLiteBuiltinMul => float::binary_f32(node, &tensor, caps, Binary::MUL),
         kTfLiteBuiltinConv2d | kTfLiteBuiltinDepthwiseConv2d => conv_int8(node, &tensor, caps),
-        kTfLiteBuiltinMaxPool2d | kTfLiteBuiltinAveragePool2d => pool_int8(node, &tensor, caps),
+        kTfLiteBuiltinMaxPool2d | kTfLiteBuiltinAveragePool2d if int8 => {
+            pool_int8(node, &tensor, caps)
+        }
+        kTfLiteBuiltinMaxPool2d | kTfLiteBuiltinAveragePool2d => {
+            float::pool_f32(node, &tensor, caps)
+        }
         kTfLiteBuiltinQuantize | kTfLiteBuiltinDequantize => requantize(node, &tensor, caps),
         kTfLiteBuiltinReshape => reshape(node, &tensor),
-        kTfLiteBuiltinMean => mean::mean_int8(node, &tensor, caps),
-        kTfLiteBuiltinSoftmax => softmax::softmax_int8(node, &tensor, caps),
-        kTfLiteBuiltinPad | kTfLiteBuiltinPadv2 => pad::pad_int8(node, &tensor, caps),
-        kTfLiteBuiltinMul => mul::mul_int8(node, &tensor, caps),
+        kTfLiteBuiltinMean if int8 => mean::mean_int8(node, &tensor, caps),
+        kTfLiteBuiltinMean => float::mean_f32(node, &tensor, caps),
+        kTfLiteBuiltinSoftmax if int8 => softmax::softmax_int8(node, &tensor, caps),
+        kTfLiteBuiltinSoftmax => float::softmax_f32(node, &tensor, caps),
+        kTfLiteBuiltinPad | kTfLiteBuiltinPadv2 => pad::pad(node, &tensor, caps),
         kTfLiteBuiltinConcatenation => concat::concat(node, &tensor, caps),
-        kTfLiteBuiltinLogistic | kTfLiteBuiltinTanh | kTfLiteBuiltinHardSwish => {
+        kTfLiteBuiltinLogistic | kTfLiteBuiltinTanh | kTfLiteBuiltinHardSwish if int8 => {
             lookup::lookup_int8(node, &tensor, caps)
         }
-        kTfLiteBuiltinRelu => {
-            let (x, out) = one_in_one_out(node)?;
-            let (xt, ot) = (tensor(x)?, tensor(out)?);
-            all_f32(&[&xt, &ot])?;
-            if xt.dims != ot.dims {
-                return Err(format!(
-                    "output {:?} is not the input's {:?}",
-                    ot.dims, xt.dims
-                ));
-            }
-            shape(&xt)?;
-            need(caps, OpKind::Unary(Unary::RELU))?;
-            Ok(DeviceOp::Relu { x, out })
-        }
+        kTfLiteBuiltinLogistic => float::unary_f32(node, &tensor, caps, Unary::SIGMOID),
+        kTfLiteBuiltinTanh => float::unary_f32(node, &tensor, caps, Unary::TANH),
+        kTfLiteBuiltinRelu => float::unary_f32(node, &tensor, caps, Unary::RELU),
+        kTfLiteBuiltinRelu6 => float::unary_f32(node, &tensor, caps, Unary::RELU6),
         code => Err(format!(
             "{} is not in the delegate's op set ({OP_SET})",
             op_name(code)
@@ -315,7 +326,8 @@ fn fully_connected_int8(
     })
 }
 
-fn add(
+/// int8 `ADD` ([`add_int8`]).
+fn add_int8_node(
     node: &NodeView,
     tensor: &dyn Fn(i32) -> Result<TensorView, String>,
     caps: &Capabilities,
@@ -326,26 +338,7 @@ fn add(
     // SAFETY: an ADD node's builtin data is the runtime's TfLiteAddParams.
     let params = unsafe { params::<TfLiteAddParams>(node, "Add") }?;
     let (at, bt, ot) = (tensor(*a)?, tensor(*b)?, tensor(*out)?);
-    if at.dtype == TfLiteType::kTfLiteInt8 {
-        return add_int8(&at, &bt, &ot, int8_activation(params.activation)?, caps);
-    }
-    let relu = activation(params.activation)?;
-    all_f32(&[&at, &bt, &ot])?;
-    let result = broadcast_shapes(&shape(&at)?, &shape(&bt)?)
-        .map_err(|e| format!("shapes {:?} and {:?}: {e:?}", at.dims, bt.dims))?;
-    if result != shape(&ot)? {
-        return Err(format!("output {:?} is not the broadcast shape", ot.dims));
-    }
-    need(caps, OpKind::Binary(Binary::ADD))?;
-    if relu {
-        need(caps, OpKind::Unary(Unary::RELU))?;
-    }
-    Ok(DeviceOp::Add {
-        a: *a,
-        b: *b,
-        out: *out,
-        relu,
-    })
+    add_int8(&at, &bt, &ot, int8_activation(params.activation)?, caps)
 }
 
 /// A tensor's shape as the device takes it (`Err`: a rank above its
@@ -357,66 +350,26 @@ fn shape(t: &TensorView) -> Result<Shape, String> {
 
 /// int8 CONV_2D / DEPTHWISE_CONV_2D: NHWC int8 input and output,
 /// constant int8 weights (per-channel or per-tensor, zero point 0),
-/// optional constant int32 bias; TFLite's SAME/VALID padding resolved into
-/// the device's window as TFLite pads (the odd row or column after).
+/// optional constant int32 bias; the geometry as [`conv::Conv`] checks it.
 fn conv_int8(
     node: &NodeView,
     tensor: &dyn Fn(i32) -> Result<TensorView, String>,
     caps: &Capabilities,
 ) -> Result<DeviceOp, String> {
-    let depthwise = node.builtin_code == kTfLiteBuiltinDepthwiseConv2d;
-    let ([x, w, rest @ ..], [out]) = (node.inputs.as_slice(), node.outputs.as_slice()) else {
-        return Err("expected 2 or 3 inputs and 1 output".into());
-    };
-    let bias = match rest {
-        [] => None,
-        [b] if *b == kTfLiteOptionalTensor => None,
-        [b] => Some(*b),
-        _ => return Err(format!("{} inputs, expected 2 or 3", node.inputs.len())),
-    };
-    if node.builtin_data.is_null() {
-        return Err("no convolution parameters".into());
+    let conv = conv::Conv::of(node, tensor)?;
+    let (xt, wt, ot) = (&conv.x, &conv.w, &conv.out);
+    if xt.dtype == TfLiteType::kTfLiteFloat32 {
+        return conv::conv_f32(node, tensor, caps);
     }
-    // SAFETY: a CONV_2D's builtin data is the runtime's TfLiteConvParams
-    // (first fields mirrored), a DEPTHWISE_CONV_2D's TfLiteDepthwiseConvParams.
-    let (padding, stride, dilation, act, multiplier) = unsafe {
-        if depthwise {
-            let p = *node.builtin_data.cast::<TfLiteDepthwiseConvParams>();
-            let d = [p.dilation_height_factor, p.dilation_width_factor];
-            (
-                p.padding,
-                [p.stride_height, p.stride_width],
-                d,
-                p.activation,
-                p.depth_multiplier,
-            )
-        } else {
-            let p = *node.builtin_data.cast::<TfLiteConvParams>();
-            let d = [p.dilation_height_factor, p.dilation_width_factor];
-            (
-                p.padding,
-                [p.stride_height, p.stride_width],
-                d,
-                p.activation,
-                1,
-            )
-        }
-    };
-    let act = int8_activation(act)?;
-    let (xt, wt, ot) = (tensor(*x)?, tensor(*w)?, tensor(*out)?);
-    let bt = bias.map(tensor).transpose()?;
     if xt.dtype != TfLiteType::kTfLiteInt8 {
         return Err(format!(
-            "tensor {} is {:?}: only int8 convolutions run on the device",
+            "tensor {} is {:?}: the device's convolutions are int8 or float32",
             xt.index, xt.dtype
         ));
     }
-    for (t, want) in [
-        (&wt, TfLiteType::kTfLiteInt8),
-        (&ot, TfLiteType::kTfLiteInt8),
-    ]
-    .into_iter()
-    .chain(bt.as_ref().map(|b| (b, TfLiteType::kTfLiteInt32)))
+    for (t, want) in [(wt, TfLiteType::kTfLiteInt8), (ot, TfLiteType::kTfLiteInt8)]
+        .into_iter()
+        .chain(conv.bias.as_ref().map(|b| (b, TfLiteType::kTfLiteInt32)))
     {
         if t.dtype != want {
             return Err(format!(
@@ -425,77 +378,11 @@ fn conv_int8(
             ));
         }
     }
-    if !wt.constant || bt.as_ref().is_some_and(|b| !b.constant) || wt.data.is_null() {
-        return Err("weights or bias are not constant tensors".into());
-    }
-    let (&[n, h, wd, c], &[on, oh, ow, oc]) = (xt.dims.as_slice(), ot.dims.as_slice()) else {
-        return Err(format!(
-            "input {:?} / output {:?} are not NHWC",
-            xt.dims, ot.dims
-        ));
-    };
-    let (kh, kw, filter, filter_dims) = if depthwise {
-        let &[1, kh, kw, cm] = wt.dims.as_slice() else {
-            return Err(format!(
-                "depthwise weights {:?}, expected [1, kh, kw, c·m]",
-                wt.dims
-            ));
-        };
-        let m = usize::try_from(multiplier).map_err(|_| "depth multiplier")?;
-        if c == 0 || cm != c * m || oc != cm {
-            return Err(format!(
-                "depthwise shapes: input channels {c}, weights {cm}, output {oc}, multiplier {m}"
-            ));
-        }
-        // TFLite's [1, kh, kw, c·m] is the device's [kh, kw, c, m], byte for byte.
-        // SAFETY: the runtime's constant int8 weights of `bytes` bytes.
-        let raw = unsafe { core::slice::from_raw_parts(wt.data, wt.bytes) }.to_vec();
-        (kh, kw, raw, [kh, kw, c, m])
-    } else {
-        let &[foc, kh, kw, fc] = wt.dims.as_slice() else {
-            return Err(format!("weights {:?}, expected [oc, kh, kw, c]", wt.dims));
-        };
-        if foc != oc || fc != c {
-            return Err(format!(
-                "weights {:?} for input channels {c}, output {oc}",
-                wt.dims
-            ));
-        }
-        // SAFETY: as above.
-        let raw = unsafe { core::slice::from_raw_parts(wt.data, wt.bytes) };
-        if raw.len() != oc * kh * kw * c {
-            return Err(format!("weights hold {} bytes", raw.len()));
-        }
-        // OHWI (TFLite) to HWIO (the device).
-        let mut hwio = vec![0u8; raw.len()];
-        for o in 0..oc {
-            for y in 0..kh {
-                for xx in 0..kw {
-                    for i in 0..c {
-                        hwio[((y * kw + xx) * c + i) * oc + o] =
-                            raw[((o * kh + y) * kw + xx) * c + i];
-                    }
-                }
-            }
-        }
-        (kh, kw, hwio, [kh, kw, c, oc])
-    };
-    if on != n {
-        return Err(format!("output batch {on}, input batch {n}"));
-    }
-    let stride = [u16_of(stride[0], "stride")?, u16_of(stride[1], "stride")?];
-    let dilation = [
-        u16_of(dilation[0], "dilation")?,
-        u16_of(dilation[1], "dilation")?,
-    ];
-    let size = [
-        u16::try_from(kh).map_err(|_| "filter height")?,
-        u16::try_from(kw).map_err(|_| "filter width")?,
-    ];
-    let window = window(padding, size, stride, dilation, [h, wd], [oh, ow])?;
+    let act = int8_activation(conv.activation)?;
+    let oc = conv.out_dims[3];
     let weights: Vec<(f32, i32)> = if wt.quant_channels > 1 {
         // The output channel's axis: 0 of [oc, kh, kw, c], 3 of [1, kh, kw, c·m].
-        let axis = if depthwise { 3 } else { 0 };
+        let axis = if conv.depthwise { 3 } else { 0 };
         if wt.quant_axis != axis {
             return Err(format!(
                 "weight scales along axis {}, expected {axis}",
@@ -519,7 +406,7 @@ fn conv_int8(
     if let Some((_, zp)) = weights.iter().find(|(_, zp)| *zp != 0) {
         return Err(format!("weights zero point {zp}, expected 0"));
     }
-    let bias: Vec<i32> = match &bt {
+    let bias: Vec<i32> = match &conv.bias {
         None => vec![0; oc],
         Some(b) if b.dims == [oc] && !b.data.is_null() && b.bytes == 4 * oc => {
             // SAFETY: the runtime's constant int32 bias of `oc` elements.
@@ -547,10 +434,10 @@ fn conv_int8(
     block.extend(&bias);
     block.extend(requantize.iter().map(|r| r.multiplier));
     block.extend(requantize.iter().map(|r| i32::from(r.shift)));
-    let kind = if depthwise {
-        OpKind::DepthwiseConv2DInt8(window)
+    let kind = if conv.depthwise {
+        OpKind::DepthwiseConv2DInt8(conv.window)
     } else {
-        OpKind::Conv2DInt8(window)
+        OpKind::Conv2DInt8(conv.window)
     };
     need_typed(caps, kind, DType::I8)?;
     let u4 = |d: [usize; 4]| d.map(|v| v as u64);
@@ -558,64 +445,12 @@ fn conv_int8(
         x: xt.index,
         out: ot.index,
         kind,
-        x_dims: u4([n, h, wd, c]),
-        filter_dims: u4(filter_dims),
-        out_dims: u4([n, oh, ow, oc]),
-        filter,
+        x_dims: u4(conv.x_dims),
+        filter_dims: u4(conv.filter_dims),
+        out_dims: u4(conv.out_dims),
+        filter: conv.device_filter(1)?,
         block,
     })
-}
-
-/// A positive TFLite parameter as the device's `u16`.
-fn u16_of(v: i32, what: &str) -> Result<u16, String> {
-    u16::try_from(v)
-        .ok()
-        .filter(|&v| v >= 1)
-        .ok_or(format!("{what} {v}"))
-}
-
-/// The device's window for TFLite's `padding` (SAME pads as TFLite does:
-/// the odd row or column after), checked to give the output's `[oh, ow]`
-/// from the input's `[h, w]`.
-fn window(
-    padding: TfLitePadding,
-    size: [u16; 2],
-    stride: [u16; 2],
-    dilation: [u16; 2],
-    input: [usize; 2],
-    output: [usize; 2],
-) -> Result<Window, String> {
-    let mut pad = [0u16; 4];
-    match padding {
-        TfLitePadding::kTfLitePaddingValid => {}
-        TfLitePadding::kTfLitePaddingSame => {
-            for axis in 0..2 {
-                let span = usize::from(dilation[axis]) * (usize::from(size[axis]) - 1) + 1;
-                let need = (output[axis].max(1) - 1) * usize::from(stride[axis]) + span;
-                let total =
-                    u16::try_from(need.saturating_sub(input[axis])).map_err(|_| "padding")?;
-                pad[2 * axis] = total / 2;
-                pad[2 * axis + 1] = total - total / 2;
-            }
-        }
-        other => return Err(format!("padding {other:?}")),
-    }
-    let window = Window {
-        size,
-        stride,
-        dilation,
-        pad,
-    };
-    let hw = window
-        .output_hw(input[0] as u64, input[1] as u64)
-        .map_err(|e| format!("window {window:?}: {e:?}"))?;
-    if hw != [output[0] as u64, output[1] as u64] {
-        return Err(format!(
-            "the window gives {hw:?}, the output is {}×{}",
-            output[0], output[1]
-        ));
-    }
-    Ok(window)
 }
 
 /// int8 MAX_POOL_2D and AVERAGE_POOL_2D: NHWC, input and output of one
@@ -648,24 +483,7 @@ fn pool_int8(
             xt.scale, xt.zero_point, ot.scale, ot.zero_point
         ));
     }
-    let (&[n, h, wd, c], &[on, oh, ow, oc]) = (xt.dims.as_slice(), ot.dims.as_slice()) else {
-        return Err(format!(
-            "input {:?} / output {:?} are not NHWC",
-            xt.dims, ot.dims
-        ));
-    };
-    if (on, oc) != (n, c) {
-        return Err(format!("output {:?} for input {:?}", ot.dims, xt.dims));
-    }
-    let size = [
-        u16_of(p.filter_height, "filter height")?,
-        u16_of(p.filter_width, "filter width")?,
-    ];
-    let stride = [
-        u16_of(p.stride_height, "stride")?,
-        u16_of(p.stride_width, "stride")?,
-    ];
-    let window = window(p.padding, size, stride, [1, 1], [h, wd], [oh, ow])?;
+    let (x_dims, out_dims, window) = float::pool_geometry(&p, &xt, &ot)?;
     let kind = if node.builtin_code == kTfLiteBuiltinMaxPool2d {
         OpKind::MaxPoolInt8(window)
     } else {
@@ -687,8 +505,8 @@ fn pool_int8(
         x,
         out,
         kind,
-        x_dims: u4([n, h, wd, c]),
-        out_dims: u4([n, oh, ow, c]),
+        x_dims: u4(x_dims),
+        out_dims: u4(out_dims),
         block: header.words().to_vec(),
     })
 }

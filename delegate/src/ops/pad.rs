@@ -4,17 +4,19 @@
 //! window's, requantized by 1 (`2³⁰ · 2¹`, exact in both roundings). A
 //! padded tap reads `x − zp = 0`, so it writes the zero point, which is
 //! what TFLite pads an int8 tensor with; the others are copied unchanged.
+//! float32 `PAD` (value +0.0) is the f32 `DepthwiseConv2D` of the same
+//! window: `x · 1` is `x`, and a padded tap writes +0.0.
 
 use super::checks::{int8_per_tensor, need_typed};
 use super::plan::DeviceOp;
 use crate::graph::{NodeView, TensorView};
 use tensorplug_abi::tflite::{TfLiteType, kTfLiteBuiltinPadv2};
-use tensorplug_core::accelerator::{Capabilities, DType, OpKind, Window};
+use tensorplug_core::accelerator::{Activation, Capabilities, DType, OpKind, Window};
 use tensorplug_core::quant::block::QuantHeader;
 use tensorplug_core::quant::{Requantize, Rounding};
 
-/// `PAD` or `PADV2` of int8, or why it stays on the CPU.
-pub fn pad_int8(
+/// `PAD` or `PADV2` of int8 or float32, or why it stays on the CPU.
+pub fn pad(
     node: &NodeView,
     tensor: &dyn Fn(i32) -> Result<TensorView, String>,
     caps: &Capabilities,
@@ -25,6 +27,9 @@ pub fn pad_int8(
         _ => return Err("expected 2 inputs (3 for PADV2) and 1 output".into()),
     };
     let (xt, pt, ot) = (tensor(x)?, tensor(paddings)?, tensor(out)?);
+    if xt.dtype == TfLiteType::kTfLiteFloat32 {
+        return pad_f32(&xt, &pt, value.map(tensor).transpose()?.as_ref(), &ot, caps);
+    }
     int8_per_tensor(&[&xt, &ot], "PAD")?;
     if (xt.scale, xt.zero_point) != (ot.scale, ot.zero_point) {
         return Err("input and output quantization differ".into());
@@ -44,31 +49,7 @@ pub fn pad_int8(
             ));
         }
     }
-    let p = paddings_of(&pt)?;
-    let (&[n, h, w, c], &[on, oh, ow, oc]) = (xt.dims.as_slice(), ot.dims.as_slice()) else {
-        return Err(format!("input {:?} is not NHWC", xt.dims));
-    };
-    if p[0] != [0, 0] || p[3] != [0, 0] {
-        return Err(format!(
-            "paddings {p:?}: the device pads height and width only"
-        ));
-    }
-    let u16_of = |v: i64| u16::try_from(v).map_err(|_| format!("padding {v}"));
-    let window = Window {
-        pad: [
-            u16_of(p[1][0])?,
-            u16_of(p[1][1])?,
-            u16_of(p[2][0])?,
-            u16_of(p[2][1])?,
-        ],
-        ..Window::new([1, 1])
-    };
-    let hw = window
-        .output_hw(h as u64, w as u64)
-        .map_err(|e| format!("window {window:?}: {e:?}"))?;
-    if (on, oc) != (n, c) || hw != [oh as u64, ow as u64] {
-        return Err(format!("output {:?} for input {:?}", ot.dims, xt.dims));
-    }
+    let ([n, h, w, c], [oh, ow], window) = pad_window(&xt, &pt, &ot)?;
     let kind = OpKind::DepthwiseConv2DInt8(window);
     need_typed(caps, kind, DType::I8)?;
     let one = Requantize::from_real(1.0).map_err(|e| format!("{e:?}"))?;
@@ -95,6 +76,82 @@ pub fn pad_int8(
         filter: vec![1; c],
         block,
     })
+}
+
+/// float32 `PAD`, or `PADV2` of +0.0: the f32 depthwise 1×1 of ones.
+fn pad_f32(
+    xt: &TensorView,
+    pt: &TensorView,
+    value: Option<&TensorView>,
+    ot: &TensorView,
+    caps: &Capabilities,
+) -> Result<DeviceOp, String> {
+    if ot.dtype != TfLiteType::kTfLiteFloat32 {
+        return Err(format!("float32 input, {:?} output", ot.dtype));
+    }
+    if let Some(vt) = value {
+        if !vt.constant || vt.data.is_null() || vt.bytes != 4 || vt.dtype != ot.dtype {
+            return Err("the pad value is not a constant float32 scalar".into());
+        }
+        // SAFETY: the runtime's read-only 4 bytes.
+        let bits = unsafe { core::ptr::read_unaligned(vt.data.cast::<u32>()) };
+        if bits != 0 {
+            return Err(format!(
+                "pad value {} (the device pads +0.0)",
+                f32::from_bits(bits)
+            ));
+        }
+    }
+    let ([n, h, w, c], [oh, ow], window) = pad_window(xt, pt, ot)?;
+    let kind = OpKind::DepthwiseConv2D(window);
+    need_typed(caps, kind, DType::F32)?;
+    let u = |d: [usize; 4]| d.map(|v| v as u64);
+    Ok(DeviceOp::ConvF32 {
+        x: xt.index,
+        out: ot.index,
+        kind,
+        x_dims: u([n, h, w, c]),
+        filter_dims: u([1, 1, c, 1]),
+        out_dims: u([n, oh, ow, c]),
+        filter: 1f32.to_le_bytes().repeat(c),
+        bias: None,
+        activation: Activation::None,
+    })
+}
+
+/// The NHWC input's dims, the output's height and width, and the 1×1
+/// window whose padding is the node's (height and width only).
+fn pad_window(
+    xt: &TensorView,
+    pt: &TensorView,
+    ot: &TensorView,
+) -> Result<([usize; 4], [usize; 2], Window), String> {
+    let p = paddings_of(pt)?;
+    let (&[n, h, w, c], &[on, oh, ow, oc]) = (xt.dims.as_slice(), ot.dims.as_slice()) else {
+        return Err(format!("input {:?} is not NHWC", xt.dims));
+    };
+    if p[0] != [0, 0] || p[3] != [0, 0] {
+        return Err(format!(
+            "paddings {p:?}: the device pads height and width only"
+        ));
+    }
+    let u16_of = |v: i64| u16::try_from(v).map_err(|_| format!("padding {v}"));
+    let window = Window {
+        pad: [
+            u16_of(p[1][0])?,
+            u16_of(p[1][1])?,
+            u16_of(p[2][0])?,
+            u16_of(p[2][1])?,
+        ],
+        ..Window::new([1, 1])
+    };
+    let hw = window
+        .output_hw(h as u64, w as u64)
+        .map_err(|e| format!("window {window:?}: {e:?}"))?;
+    if (on, oc) != (n, c) || hw != [oh as u64, ow as u64] {
+        return Err(format!("output {:?} for input {:?}", ot.dims, xt.dims));
+    }
+    Ok(([n, h, w, c], [oh, ow], window))
 }
 
 /// The constant `[4, 2]` paddings (int32 or int64), as `[before, after]`

@@ -2,7 +2,7 @@
 //! and the kernel's input, kept apart from both so neither imports the
 //! other.
 
-use tensorplug_core::accelerator::{DType, OpKind};
+use tensorplug_core::accelerator::{Activation, Binary, DType, OpKind, Unary};
 
 /// A node the device runs: one or two device launches.
 #[derive(Clone, Debug, PartialEq)]
@@ -18,15 +18,51 @@ pub enum DeviceOp {
         n: u64,
         relu: bool,
     },
-    /// `out = a + b` with broadcasting (then ReLU).
-    Add {
+    /// float32 `out = a ∘ b` with broadcasting (`ADD`, `SUB`, `MUL`,
+    /// `DIV`), then the activation.
+    Binary {
+        op: Binary,
         a: i32,
         b: i32,
         out: i32,
-        relu: bool,
+        activation: Activation,
     },
-    /// `out = max(x, 0)`.
-    Relu { x: i32, out: i32 },
+    /// A float32 element-wise op of one input (`RELU`, `RELU6`,
+    /// `LOGISTIC`, `TANH`).
+    Unary { op: Unary, x: i32, out: i32 },
+    /// float32 `CONV_2D` (`FusedConv2D`: bias and activation in the
+    /// launch) or `DEPTHWISE_CONV_2D` (`DepthwiseConv2D`, then `BiasAdd`
+    /// when it has a bias, and the activation), or `PAD` (a depthwise 1×1
+    /// of ones): the weights in the device's layout and the bias are its
+    /// own constants, uploaded at init.
+    ConvF32 {
+        x: i32,
+        out: i32,
+        kind: OpKind,
+        x_dims: [u64; 4],
+        filter_dims: [u64; 4],
+        out_dims: [u64; 4],
+        filter: Vec<u8>,
+        bias: Option<Vec<u8>>,
+        activation: Activation,
+    },
+    /// float32 `MAX_POOL_2D`, `AVERAGE_POOL_2D` or `MEAN` of a plane
+    /// (`MaxPool`, `AvgPool`), then the activation.
+    PoolF32 {
+        x: i32,
+        out: i32,
+        kind: OpKind,
+        x_dims: [u64; 4],
+        out_dims: [u64; 4],
+        activation: Activation,
+    },
+    /// float32 `SOFTMAX` over rows of `depth` (`Softmax`).
+    SoftmaxF32 {
+        x: i32,
+        out: i32,
+        rows: u64,
+        depth: u64,
+    },
     /// int8 `out[m,n] = x[m,k] · w[n,k]ᵀ` requantized (`MatMulInt8`), with
     /// its quantization block (bias, multipliers, clamp).
     FullyConnectedInt8 {

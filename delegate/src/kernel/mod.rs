@@ -6,6 +6,8 @@
 //! queue), one wait, its outputs out. Intermediate tensors never leave the
 //! device.
 
+mod float;
+
 use crate::graph::{Graph, TensorView, int_array};
 use crate::ops::{ConcatRows, DeviceOp, MeanInt8, decide};
 use crate::options::Fault;
@@ -15,7 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use tensorplug_abi::tflite::TfLiteDelegateParams;
 use tensorplug_core::accelerator::{
-    Binary, DType, DeviceAddr, Fence, OpKind, QueueId, Shape, TensorDesc, Unary, VendorOps,
+    DType, DeviceAddr, Fence, OpKind, QueueId, Shape, TensorDesc, Unary, VendorOps,
 };
 use tensorplug_core::event::{Event, EventKind};
 use tensorplug_core::program::{
@@ -149,8 +151,11 @@ impl Kernel {
                     tensors.extend([x, w, out]);
                     tensors.extend(bias);
                 }
-                DeviceOp::Add { a, b, out, .. } => tensors.extend([a, b, out]),
-                DeviceOp::Relu { x, out } => tensors.extend([x, out]),
+                DeviceOp::Binary { a, b, out, .. } => tensors.extend([a, b, out]),
+                DeviceOp::Unary { x, out, .. }
+                | DeviceOp::ConvF32 { x, out, .. }
+                | DeviceOp::PoolF32 { x, out, .. }
+                | DeviceOp::SoftmaxF32 { x, out, .. } => tensors.extend([x, out]),
                 DeviceOp::FullyConnectedInt8 { x, w, out, .. } => tensors.extend([x, w, out]),
                 DeviceOp::AddInt8 { a, b, out, .. } | DeviceOp::MulInt8 { a, b, out, .. } => {
                     tensors.extend([a, b, out])
@@ -199,9 +204,11 @@ impl Kernel {
                     out,
                     ..
                 }
-                | DeviceOp::Add {
-                    relu: true, out, ..
-                } => vec![self.buffer(*out)?.bytes],
+                | DeviceOp::Binary { out, .. }
+                | DeviceOp::ConvF32 { out, .. }
+                | DeviceOp::PoolF32 { out, .. } => {
+                    vec![self.buffer(*out)?.bytes; float::temps(op)]
+                }
                 DeviceOp::Concat(c) => c.temps(),
                 _ => Vec::new(),
             };
@@ -214,6 +221,10 @@ impl Kernel {
             }
             let constants: Vec<Vec<u8>> = match op {
                 DeviceOp::ConvInt8 { filter, .. } => vec![filter.clone()],
+                DeviceOp::ConvF32 { filter, bias, .. } => [Some(filter.clone()), bias.clone()]
+                    .into_iter()
+                    .flatten()
+                    .collect(),
                 DeviceOp::MeanInt8(m) => vec![m.ones()],
                 _ => Vec::new(),
             };
@@ -438,20 +449,11 @@ impl Kernel {
                     }
                 }
             }
-            DeviceOp::Add { a, b, out, .. } => {
-                let (ad, bd, od) = (self.full_desc(a)?, self.full_desc(b)?, self.full_desc(out)?);
-                let add = OpKind::Binary(Binary::ADD);
-                match temp {
-                    None => vec![launch(add, vec![ad, bd], od)],
-                    Some(t) => {
-                        let td = TensorDesc { addr: t, ..od };
-                        vec![
-                            launch(add, vec![ad, bd], td),
-                            launch(OpKind::Unary(Unary::RELU), vec![td], od),
-                        ]
-                    }
-                }
-            }
+            DeviceOp::Binary { .. }
+            | DeviceOp::Unary { .. }
+            | DeviceOp::ConvF32 { .. }
+            | DeviceOp::PoolF32 { .. }
+            | DeviceOp::SoftmaxF32 { .. } => self.float_plan(node, op)?,
             DeviceOp::FullyConnectedInt8 {
                 x, w, out, m, k, n, ..
             } => {
@@ -506,11 +508,6 @@ impl Kernel {
                 let inputs = vec![i8d(a)?, i8d(b)?, self.block_desc(node)?];
                 vec![launch(OpKind::AddInt8, inputs, i8d(out)?)]
             }
-            DeviceOp::Relu { x, out } => vec![launch(
-                OpKind::Unary(Unary::RELU),
-                vec![self.full_desc(x)?],
-                self.full_desc(out)?,
-            )],
             DeviceOp::Requantize { x, out, kind, .. } => {
                 let (from, to) = match kind {
                     OpKind::Quantize => (DType::F32, DType::I8),

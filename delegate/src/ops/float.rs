@@ -1,0 +1,221 @@
+//! The float32 ops besides the convolutions (`super::conv`) and
+//! `FULLY_CONNECTED`: element-wise activations, broadcasting binary ops,
+//! pools, `SOFTMAX`, and `MEAN` over height and width (an average pool
+//! of the whole plane). Each is the device's f32 op of the same meaning,
+//! compared with TFLite's kernels within `docs/ops.md`'s tolerances.
+
+use super::checks::{need, one_in_one_out, params};
+use super::conv::{activation_op, float_activation, u16_of, window};
+use super::plan::DeviceOp;
+use super::{all_f32, shape};
+use crate::graph::{NodeView, TensorView};
+use tensorplug_abi::tflite::{
+    TfLiteMulParams, TfLitePadding, TfLitePoolParams, TfLiteReducerParams, TfLiteSoftmaxParams,
+    kTfLiteBuiltinMaxPool2d,
+};
+use tensorplug_core::accelerator::{Binary, Capabilities, OpKind, Unary, Window, broadcast_shapes};
+
+/// An element-wise op of one float32 input (`RELU`, `RELU6`, `LOGISTIC`,
+/// `TANH`).
+pub fn unary_f32(
+    node: &NodeView,
+    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
+    caps: &Capabilities,
+    op: Unary,
+) -> Result<DeviceOp, String> {
+    let (x, out) = one_in_one_out(node)?;
+    let (xt, ot) = (tensor(x)?, tensor(out)?);
+    all_f32(&[&xt, &ot])?;
+    if xt.dims != ot.dims {
+        return Err(format!(
+            "output {:?} is not the input's {:?}",
+            ot.dims, xt.dims
+        ));
+    }
+    shape(&xt)?;
+    need(caps, OpKind::Unary(op))?;
+    Ok(DeviceOp::Unary { op, x, out })
+}
+
+/// A broadcasting float32 `ADD`, `SUB`, `MUL` or `DIV` with a fused
+/// activation of none, RELU or RELU6.
+pub fn binary_f32(
+    node: &NodeView,
+    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
+    caps: &Capabilities,
+    op: Binary,
+) -> Result<DeviceOp, String> {
+    let ([a, b], [out]) = (node.inputs.as_slice(), node.outputs.as_slice()) else {
+        return Err("expected 2 inputs and 1 output".into());
+    };
+    // SAFETY: the builtin data of ADD, SUB, MUL and DIV is the runtime's
+    // TfLiteAddParams, TfLiteSubParams, TfLiteMulParams or TfLiteDivParams,
+    // each of which starts with the fused activation, as TfLiteMulParams.
+    let activation = unsafe { params::<TfLiteMulParams>(node, "arithmetic") }?.activation;
+    let act = float_activation(activation)?;
+    let (at, bt, ot) = (tensor(*a)?, tensor(*b)?, tensor(*out)?);
+    all_f32(&[&at, &bt, &ot])?;
+    let result = broadcast_shapes(&shape(&at)?, &shape(&bt)?)
+        .map_err(|e| format!("shapes {:?} and {:?}: {e:?}", at.dims, bt.dims))?;
+    if result != shape(&ot)? {
+        return Err(format!("output {:?} is not the broadcast shape", ot.dims));
+    }
+    need(caps, OpKind::Binary(op))?;
+    if let Some(op) = activation_op(act) {
+        need(caps, OpKind::Unary(op))?;
+    }
+    Ok(DeviceOp::Binary {
+        op,
+        a: *a,
+        b: *b,
+        out: *out,
+        activation: act,
+    })
+}
+
+/// The NHWC shapes and window of a pool node: `[n, h, w, c]`, `[n, oh,
+/// ow, c]`.
+pub fn pool_geometry(
+    p: &TfLitePoolParams,
+    xt: &TensorView,
+    ot: &TensorView,
+) -> Result<([usize; 4], [usize; 4], Window), String> {
+    let (&[n, h, wd, c], &[on, oh, ow, oc]) = (xt.dims.as_slice(), ot.dims.as_slice()) else {
+        return Err(format!(
+            "input {:?} / output {:?} are not NHWC",
+            xt.dims, ot.dims
+        ));
+    };
+    if (on, oc) != (n, c) {
+        return Err(format!("output {:?} for input {:?}", ot.dims, xt.dims));
+    }
+    let size = [
+        u16_of(p.filter_height, "filter height")?,
+        u16_of(p.filter_width, "filter width")?,
+    ];
+    let stride = [
+        u16_of(p.stride_height, "stride")?,
+        u16_of(p.stride_width, "stride")?,
+    ];
+    let window = window(p.padding, size, stride, [1, 1], [h, wd], [oh, ow])?;
+    Ok(([n, h, wd, c], [n, oh, ow, c], window))
+}
+
+/// float32 `MAX_POOL_2D` and `AVERAGE_POOL_2D` (the average over the
+/// taps inside the input, as TFLite's), with a fused activation.
+pub fn pool_f32(
+    node: &NodeView,
+    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
+    caps: &Capabilities,
+) -> Result<DeviceOp, String> {
+    let (x, out) = one_in_one_out(node)?;
+    // SAFETY: a pool's builtin data is the runtime's TfLitePoolParams
+    // (first fields mirrored).
+    let p = unsafe { params::<TfLitePoolParams>(node, "pooling") }?;
+    let act = float_activation(p.activation)?;
+    let (xt, ot) = (tensor(x)?, tensor(out)?);
+    all_f32(&[&xt, &ot])?;
+    let (x_dims, out_dims, window) = pool_geometry(&p, &xt, &ot)?;
+    let kind = if node.builtin_code == kTfLiteBuiltinMaxPool2d {
+        OpKind::MaxPool(window)
+    } else {
+        OpKind::AvgPool(window)
+    };
+    need(caps, kind)?;
+    if let Some(op) = activation_op(act) {
+        need(caps, OpKind::Unary(op))?;
+    }
+    let u4 = |d: [usize; 4]| d.map(|v| v as u64);
+    Ok(DeviceOp::PoolF32 {
+        x,
+        out,
+        kind,
+        x_dims: u4(x_dims),
+        out_dims: u4(out_dims),
+        activation: act,
+    })
+}
+
+/// float32 `MEAN` over axes 1 and 2 of an NHWC tensor (Keras'
+/// `GlobalAveragePooling2D`, either `keepdims`): an average pool whose
+/// window is the whole plane.
+pub fn mean_f32(
+    node: &NodeView,
+    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
+    caps: &Capabilities,
+) -> Result<DeviceOp, String> {
+    let (&[x, axes], &[out]) = (node.inputs.as_slice(), node.outputs.as_slice()) else {
+        return Err("expected 2 inputs and 1 output".into());
+    };
+    // SAFETY: a reduction's builtin data is the runtime's TfLiteReducerParams.
+    let keep_dims = unsafe { params::<TfLiteReducerParams>(node, "reducer") }?.keep_dims;
+    let (xt, at, ot) = (tensor(x)?, tensor(axes)?, tensor(out)?);
+    all_f32(&[&xt, &ot])?;
+    let axes = super::mean::axes_of(&at, xt.dims.len())?;
+    let &[n, h, w, c] = xt.dims.as_slice() else {
+        return Err(format!(
+            "input {:?}: the device averages NHWC planes",
+            xt.dims
+        ));
+    };
+    if axes != [1, 2] {
+        return Err(format!(
+            "axes {axes:?}: the device averages axes 1 and 2 (height and width)"
+        ));
+    }
+    let want = match keep_dims {
+        true => vec![n, 1, 1, c],
+        false => vec![n, c],
+    };
+    if ot.dims != want {
+        return Err(format!("output {:?} for input {:?}", ot.dims, xt.dims));
+    }
+    let size = [u16_of(h as i32, "height")?, u16_of(w as i32, "width")?];
+    let window = window(
+        TfLitePadding::kTfLitePaddingValid,
+        size,
+        [1, 1],
+        [1, 1],
+        [h, w],
+        [1, 1],
+    )?;
+    let kind = OpKind::AvgPool(window);
+    need(caps, kind)?;
+    let u4 = |d: [usize; 4]| d.map(|v| v as u64);
+    Ok(DeviceOp::PoolF32 {
+        x,
+        out,
+        kind,
+        x_dims: u4([n, h, w, c]),
+        out_dims: u4([n, 1, 1, c]),
+        activation: tensorplug_core::accelerator::Activation::None,
+    })
+}
+
+/// float32 `SOFTMAX` over the last axis, β = 1.
+pub fn softmax_f32(
+    node: &NodeView,
+    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
+    caps: &Capabilities,
+) -> Result<DeviceOp, String> {
+    let (x, out) = one_in_one_out(node)?;
+    // SAFETY: a SOFTMAX node's builtin data is the runtime's TfLiteSoftmaxParams.
+    let beta = unsafe { params::<TfLiteSoftmaxParams>(node, "Softmax") }?.beta;
+    if beta != 1.0 {
+        return Err(format!("beta {beta} (the device's softmax has β = 1)"));
+    }
+    let (xt, ot) = (tensor(x)?, tensor(out)?);
+    all_f32(&[&xt, &ot])?;
+    if xt.dims != ot.dims || xt.dims.is_empty() {
+        return Err(format!("output {:?} for input {:?}", ot.dims, xt.dims));
+    }
+    let depth = *xt.dims.last().unwrap_or(&1);
+    let rows = xt.dims.iter().product::<usize>() / depth.max(1);
+    need(caps, OpKind::Softmax)?;
+    Ok(DeviceOp::SoftmaxF32 {
+        x,
+        out,
+        rows: rows as u64,
+        depth: depth as u64,
+    })
+}
