@@ -141,9 +141,11 @@ pub struct RemoteAccelerator<S> {
     /// Whether the peer may store programs (protocol 2.3; a peer without a
     /// store answers `Unsupported`, which clears it).
     peer_programs: bool,
-    /// The programs stored on the MCU, by CRC: loaded again when a new
-    /// session opens after a restart.
+    /// The programs loaded through this link, by CRC, with their bytes.
     programs: Vec<(u32, Vec<u8>)>,
+    /// Those the MCU stores now. The rest were evicted to make room, or
+    /// lost in a restart, and are loaded again before their next run.
+    resident: Vec<u32>,
     /// Whether queued commands go in `SubmitBatch`es.
     batching: bool,
     /// Queued commands not sent yet: sent by the next call that is not one.
@@ -267,6 +269,7 @@ impl<S: LinkStream> RemoteAccelerator<S> {
             peer_batches: false,
             peer_programs: false,
             programs: Vec::new(),
+            resident: Vec::new(),
             batching: false,
             batch: None,
             batches: HashMap::new(),

@@ -32,6 +32,13 @@ fn floats(v: &[f32]) -> Vec<u8> {
 
 /// `y = exp(relu(x·w + b) · relu(x·w + b))` through four scratch buffers.
 fn program() -> Vec<u8> {
+    program_tagged(0)
+}
+
+/// [`program`] with its op ids moved by `8 · tag`: the same computation,
+/// another CRC.
+fn program_tagged(tag: u16) -> Vec<u8> {
+    let id = |k: u16| 8 * tag + k;
     let mut b = ProgramBuilder::new();
     let f = DType::F32;
     let x = b.buffer(BufferKind::Input, f, shape(&[4, 8])).unwrap();
@@ -45,13 +52,15 @@ fn program() -> Vec<u8> {
         transpose_a: false,
         transpose_b: false,
     };
-    b.launch(mm, 1, &[x, w], t[0]).unwrap();
-    b.launch(OpKind::BiasAdd, 2, &[t[0], bias], t[1]).unwrap();
-    b.launch(OpKind::Unary(Unary::RELU), 3, &[t[1]], t[2])
+    b.launch(mm, id(1), &[x, w], t[0]).unwrap();
+    b.launch(OpKind::BiasAdd, id(2), &[t[0], bias], t[1])
         .unwrap();
-    b.launch(OpKind::Binary(Binary::MUL), 4, &[t[2], t[2]], t[3])
+    b.launch(OpKind::Unary(Unary::RELU), id(3), &[t[1]], t[2])
         .unwrap();
-    b.launch(OpKind::Unary(Unary::EXP), 5, &[t[3]], y).unwrap();
+    b.launch(OpKind::Binary(Binary::MUL), id(4), &[t[2], t[2]], t[3])
+        .unwrap();
+    b.launch(OpKind::Unary(Unary::EXP), id(5), &[t[3]], y)
+        .unwrap();
     b.finish(&VendorOps::NONE).unwrap().bytes
 }
 
@@ -167,6 +176,53 @@ fn a_program_crosses_once_and_each_run_is_one_request() {
         assert_eq!(read(&mut dev, b.y, 64), want, "equal to the ops one by one");
         let cleared = dev.fill(Q, b.y, 256, 0).unwrap();
         dev.wait(cleared, T).unwrap();
+    }
+}
+
+/// The model server's store holds 8 programs: a ninth empties it (its
+/// programs stay known to the host), and each evicted one is loaded again
+/// before its next run; every run equals the ops one by one.
+#[test]
+fn a_full_store_makes_room_and_evicted_programs_load_again_before_they_run() {
+    let stream = Counting::new(TcpStream::connect(serve_model()).unwrap());
+    let frames = stream.frames.clone();
+    let mut dev = RemoteAccelerator::connect(stream, T).unwrap();
+    let b = upload(&mut dev);
+    let want = op_by_op(&mut dev, &b);
+    let mut names = Vec::new();
+    for tag in 0..9 {
+        let before = frames.load(Relaxed);
+        let name = dev
+            .load_program(&program_tagged(tag))
+            .unwrap()
+            .expect("the peer keeps programs");
+        let sent = frames.load(Relaxed) - before;
+        // The ninth: refused (the store is full), ForgetPrograms, loaded.
+        assert_eq!(sent, if tag < 8 { 1 } else { 3 }, "program {tag}");
+        names.push(name);
+    }
+    names.dedup();
+    assert_eq!(names.len(), 9, "nine programs");
+    let slots = [b.x, b.w, b.bias, b.y];
+    let mut run = |name: u32| {
+        let before = frames.load(Relaxed);
+        let fence = dev
+            .run_program(Q, name, &slots, b.arena)
+            .expect("the peer keeps programs")
+            .unwrap();
+        dev.wait(fence, T).unwrap();
+        let got = read(&mut dev, b.y, 64);
+        let cleared = dev.fill(Q, b.y, 256, 0).unwrap();
+        dev.wait(cleared, T).unwrap();
+        (frames.load(Relaxed) - before, got)
+    };
+    // The ninth is stored: one request. The first was evicted: loaded,
+    // then run (two); it is stored now (one).
+    for (name, sent) in [(names[8], 1), (names[0], 2), (names[0], 1)] {
+        let (frames_sent, got) = run(name);
+        // Each run also sends its fill and its read.
+        assert_eq!(frames_sent - 2, sent, "program {name:08x}");
+        assert_eq!(got, want, "equal to the ops one by one");
     }
 }
 

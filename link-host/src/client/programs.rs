@@ -20,11 +20,13 @@ impl<S: LinkStream> RemoteAccelerator<S> {
     /// stores `program` on the MCU, which validates it, and returns its
     /// name (its CRC-32); `None` if the MCU keeps no programs (protocol
     /// 2.2, or a firmware without a store). A program already stored is
-    /// not sent again.
+    /// not sent again. When the MCU's store is full, the programs it holds
+    /// are forgotten there (kept here, and loaded again before their next
+    /// run) to make room.
     ///
     /// # Errors
     /// A program that does not parse here; the MCU's refusal, naming the
-    /// fault (`OutOfMemory` when its store is full: [`forget_programs`](Self::forget_programs)).
+    /// fault (`OutOfMemory` for a program larger than the empty store).
     pub(super) fn store_program(&mut self, program: &[u8]) -> Result<Option<u32>, RemoteError> {
         if !self.peer_programs {
             return Ok(None);
@@ -34,24 +36,58 @@ impl<S: LinkStream> RemoteAccelerator<S> {
                 RemoteError::new(ErrorKind::InvalidArgument, format!("not a program: {e}"))
             })?
             .crc();
-        if self.programs.iter().any(|(c, _)| *c == crc) {
-            return Ok(Some(crc));
+        let new = !self.programs.iter().any(|(c, _)| *c == crc);
+        if new {
+            self.programs.push((crc, program.to_vec()));
         }
-        match self.send_program(program) {
-            Ok(()) => {}
-            Err(_) if !self.peer_programs => return Ok(None),
-            Err(e) => return Err(e),
+        let stored = self.make_resident(crc);
+        if stored.is_err() && new {
+            self.programs.retain(|(c, _)| *c != crc);
         }
-        self.programs.push((crc, program.to_vec()));
-        Ok(Some(crc))
+        match stored {
+            Ok(()) => Ok(Some(crc)),
+            Err(_) if !self.peer_programs => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
-    /// Drops every program the MCU stores.
+    /// Loads the known program `crc` on the MCU unless it is there; a full
+    /// store is emptied (its programs stay known here) and the load tried
+    /// once more.
+    fn make_resident(&mut self, crc: u32) -> Result<(), RemoteError> {
+        if self.resident.contains(&crc) {
+            return Ok(());
+        }
+        let Some(index) = self.programs.iter().position(|(c, _)| *c == crc) else {
+            return Err(RemoteError::new(
+                ErrorKind::InvalidArgument,
+                format!("program {crc:08x} was not loaded on this link"),
+            ));
+        };
+        let bytes = core::mem::take(&mut self.programs[index].1);
+        let mut sent = self.send_program(&bytes);
+        let full = matches!(&sent, Err(e) if e.kind == ErrorKind::OutOfMemory);
+        if full && !self.resident.is_empty() {
+            let forget = Message::ForgetPrograms(ForgetPrograms);
+            sent = self.call(&forget, "ForgetPrograms").and_then(|_| {
+                self.resident.clear();
+                self.send_program(&bytes)
+            });
+        }
+        self.programs[index].1 = bytes;
+        sent?;
+        self.resident.push(crc);
+        Ok(())
+    }
+
+    /// Drops every program the MCU stores, and forgets them here too: a
+    /// later run of one is refused until it is loaded again.
     ///
     /// # Errors
     /// The link's.
     pub fn forget_programs(&mut self) -> Result<(), RemoteError> {
         self.programs.clear();
+        self.resident.clear();
         if !self.peer_programs {
             return Ok(());
         }
@@ -86,6 +122,7 @@ impl<S: LinkStream> RemoteAccelerator<S> {
                 format!("queue {} of a device with {}", queue.0, self.info.queues),
             ));
         }
+        self.make_resident(program)?;
         if let Some(index) = self.programs.iter().position(|(c, _)| *c == program) {
             let stored = core::mem::take(&mut self.programs[index].1);
             let access = self.program_access(&stored, slots);
@@ -149,17 +186,11 @@ impl<S: LinkStream> RemoteAccelerator<S> {
         Ok(())
     }
 
-    /// Loads every known program again, in a new session after a restart.
+    /// A new session after a restart: the MCU's store is empty, so every
+    /// known program is loaded again before its next run.
     pub(super) fn reload_programs(&mut self) -> Result<(), RemoteError> {
         debug_assert_eq!(self.session, SessionState::Open);
-        let programs = core::mem::take(&mut self.programs);
-        let mut result = Ok(());
-        for (crc, bytes) in programs {
-            match self.send_program(&bytes) {
-                Ok(()) => self.programs.push((crc, bytes)),
-                Err(e) => result = result.and(Err(e)),
-            }
-        }
-        result
+        self.resident.clear();
+        Ok(())
     }
 }
