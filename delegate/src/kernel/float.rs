@@ -2,9 +2,25 @@
 //! and the fused activation after it through a temporary when the
 //! device's op does not apply it.
 
-use super::{Command, Kernel};
+use super::command::Command;
 use crate::ops::DeviceOp;
-use tensorplug_core::accelerator::{Activation, DType, OpKind, Shape, TensorDesc};
+use tensorplug_core::accelerator::{Activation, DType, DeviceAddr, OpKind, Shape, TensorDesc};
+
+type Lookup<'a, T> = &'a dyn Fn(T) -> Result<TensorDesc, String>;
+type Viewed<'a> = &'a dyn Fn(i32, &[u64]) -> Result<TensorDesc, String>;
+type Constant<'a> = &'a dyn Fn(usize) -> Result<DeviceAddr, String>;
+
+/// What a node's plan reads of its kernel: its temporaries, its tensors'
+/// device views, and its own constants.
+pub struct Views<'a> {
+    pub temps: &'a [DeviceAddr],
+    /// Tensor `t` viewed with `dims`.
+    pub desc: Viewed<'a>,
+    /// Tensor `t` with its own dims.
+    pub full_desc: Lookup<'a, i32>,
+    /// The node's `i`th own constant.
+    pub constant: Constant<'a>,
+}
 
 /// How many output-sized temporaries `op` needs.
 pub(super) fn temps(op: &DeviceOp) -> usize {
@@ -28,144 +44,141 @@ pub(super) fn temps(op: &DeviceOp) -> usize {
     }
 }
 
-impl Kernel {
-    /// A float32 op's commands.
-    pub(super) fn float_plan(&self, node: i32, op: &DeviceOp) -> Result<Vec<Command>, String> {
-        let temps = self.temps.get(&node).map_or(&[][..], Vec::as_slice);
-        let launch = |kind: OpKind, inputs: Vec<TensorDesc>, output: TensorDesc| Command::Launch {
-            node,
-            kind,
-            inputs,
-            output,
+/// A float32 op's commands.
+pub fn plan(node: i32, op: &DeviceOp, v: &Views<'_>) -> Result<Vec<Command>, String> {
+    let temps = v.temps;
+    let launch = |kind: OpKind, inputs: Vec<TensorDesc>, output: TensorDesc| Command::Launch {
+        node,
+        kind,
+        inputs,
+        output,
+    };
+    let shape = |d: &[u64]| Shape::new(d).ok_or_else(|| format!("node {node}: shape {d:?}"));
+    let mut commands = Vec::new();
+    // `kind` into `out`, or into the temporary `temps[at]` and the
+    // activation from there into `out`.
+    let then_activate =
+        |commands: &mut Vec<Command>, kind, inputs, out: TensorDesc, act, at: usize| {
+            match crate::ops::activation_op(act) {
+                None => commands.push(launch(kind, inputs, out)),
+                Some(op) => {
+                    let t = TensorDesc {
+                        addr: *temps.get(at).ok_or("a missing temporary")?,
+                        ..out
+                    };
+                    commands.push(launch(kind, inputs, t));
+                    commands.push(launch(OpKind::Unary(op), vec![t], out));
+                }
+            }
+            Ok::<(), String>(())
         };
-        let shape = |d: &[u64]| Shape::new(d).ok_or_else(|| format!("node {node}: shape {d:?}"));
-        let mut commands = Vec::new();
-        // `kind` into `out`, or into the temporary `temps[at]` and the
-        // activation from there into `out`.
-        let then_activate =
-            |commands: &mut Vec<Command>, kind, inputs, out: TensorDesc, act, at: usize| {
-                match crate::ops::activation_op(act) {
-                    None => commands.push(launch(kind, inputs, out)),
-                    Some(op) => {
-                        let t = TensorDesc {
-                            addr: *temps.get(at).ok_or("a missing temporary")?,
-                            ..out
-                        };
-                        commands.push(launch(kind, inputs, t));
-                        commands.push(launch(OpKind::Unary(op), vec![t], out));
-                    }
-                }
-                Ok::<(), String>(())
-            };
-        match *op {
-            DeviceOp::Binary {
-                op,
-                a,
-                b,
+    match *op {
+        DeviceOp::Binary {
+            op,
+            a,
+            b,
+            out,
+            activation,
+        } => {
+            let inputs = vec![(v.full_desc)(a)?, (v.full_desc)(b)?];
+            let out = (v.full_desc)(out)?;
+            then_activate(
+                &mut commands,
+                OpKind::Binary(op),
+                inputs,
                 out,
                 activation,
-            } => {
-                let inputs = vec![self.full_desc(a)?, self.full_desc(b)?];
-                let out = self.full_desc(out)?;
-                then_activate(
-                    &mut commands,
-                    OpKind::Binary(op),
-                    inputs,
-                    out,
-                    activation,
-                    0,
-                )?;
-            }
-            DeviceOp::Unary { op, x, out } => {
-                let inputs = vec![self.full_desc(x)?];
-                then_activate(
-                    &mut commands,
-                    OpKind::Unary(op),
-                    inputs,
-                    self.full_desc(out)?,
-                    Activation::None,
-                    0,
-                )?;
-            }
-            DeviceOp::PoolF32 {
-                x,
-                out,
-                kind,
-                x_dims,
-                out_dims,
-                activation,
-            } => {
-                let inputs = vec![self.desc(x, &x_dims)?];
-                then_activate(
-                    &mut commands,
-                    kind,
-                    inputs,
-                    self.desc(out, &out_dims)?,
-                    activation,
-                    0,
-                )?;
-            }
-            DeviceOp::SoftmaxF32 {
-                x,
-                out,
-                rows,
-                depth,
-            } => {
-                let inputs = vec![self.desc(x, &[rows, depth])?];
-                let out = self.desc(out, &[rows, depth])?;
-                then_activate(
-                    &mut commands,
-                    OpKind::Softmax,
-                    inputs,
-                    out,
-                    Activation::None,
-                    0,
-                )?;
-            }
-            DeviceOp::ConvF32 {
-                x,
-                out,
-                kind,
-                x_dims,
-                filter_dims,
-                out_dims,
-                ref bias,
-                activation,
-                ..
-            } => {
-                let filter =
-                    TensorDesc::new(self.constant(node, 0)?, DType::F32, shape(&filter_dims)?);
-                let (xd, od) = (self.desc(x, &x_dims)?, self.desc(out, &out_dims)?);
-                let bias = match bias {
-                    Some(_) => Some(TensorDesc::new(
-                        self.constant(node, 1)?,
-                        DType::F32,
-                        shape(&[out_dims[3]])?,
-                    )),
-                    None => None,
-                };
-                match (kind, bias) {
-                    (OpKind::FusedConv2D(..), Some(b)) => {
-                        commands.push(launch(kind, vec![xd, filter, b], od));
-                    }
-                    (_, Some(b)) => {
-                        // The depthwise result, then its bias (and activation).
-                        let t = TensorDesc {
-                            addr: *temps.first().ok_or("a missing temporary")?,
-                            ..od
-                        };
-                        commands.push(launch(kind, vec![xd, filter], t));
-                        let inputs = vec![t, b];
-                        then_activate(&mut commands, OpKind::BiasAdd, inputs, od, activation, 1)?;
-                    }
-                    (_, None) => {
-                        let inputs = vec![xd, filter];
-                        then_activate(&mut commands, kind, inputs, od, activation, 0)?;
-                    }
-                }
-            }
-            _ => return Err(format!("node {node} is not a float32 op")),
+                0,
+            )?;
         }
-        Ok(commands)
+        DeviceOp::Unary { op, x, out } => {
+            let inputs = vec![(v.full_desc)(x)?];
+            then_activate(
+                &mut commands,
+                OpKind::Unary(op),
+                inputs,
+                (v.full_desc)(out)?,
+                Activation::None,
+                0,
+            )?;
+        }
+        DeviceOp::PoolF32 {
+            x,
+            out,
+            kind,
+            x_dims,
+            out_dims,
+            activation,
+        } => {
+            let inputs = vec![(v.desc)(x, &x_dims)?];
+            then_activate(
+                &mut commands,
+                kind,
+                inputs,
+                (v.desc)(out, &out_dims)?,
+                activation,
+                0,
+            )?;
+        }
+        DeviceOp::SoftmaxF32 {
+            x,
+            out,
+            rows,
+            depth,
+        } => {
+            let inputs = vec![(v.desc)(x, &[rows, depth])?];
+            let out = (v.desc)(out, &[rows, depth])?;
+            then_activate(
+                &mut commands,
+                OpKind::Softmax,
+                inputs,
+                out,
+                Activation::None,
+                0,
+            )?;
+        }
+        DeviceOp::ConvF32 {
+            x,
+            out,
+            kind,
+            x_dims,
+            filter_dims,
+            out_dims,
+            ref bias,
+            activation,
+            ..
+        } => {
+            let filter = TensorDesc::new((v.constant)(0)?, DType::F32, shape(&filter_dims)?);
+            let (xd, od) = ((v.desc)(x, &x_dims)?, (v.desc)(out, &out_dims)?);
+            let bias = match bias {
+                Some(_) => Some(TensorDesc::new(
+                    (v.constant)(1)?,
+                    DType::F32,
+                    shape(&[out_dims[3]])?,
+                )),
+                None => None,
+            };
+            match (kind, bias) {
+                (OpKind::FusedConv2D(..), Some(b)) => {
+                    commands.push(launch(kind, vec![xd, filter, b], od));
+                }
+                (_, Some(b)) => {
+                    // The depthwise result, then its bias (and activation).
+                    let t = TensorDesc {
+                        addr: *temps.first().ok_or("a missing temporary")?,
+                        ..od
+                    };
+                    commands.push(launch(kind, vec![xd, filter], t));
+                    let inputs = vec![t, b];
+                    then_activate(&mut commands, OpKind::BiasAdd, inputs, od, activation, 1)?;
+                }
+                (_, None) => {
+                    let inputs = vec![xd, filter];
+                    then_activate(&mut commands, kind, inputs, od, activation, 0)?;
+                }
+            }
+        }
+        _ => return Err(format!("node {node} is not a float32 op")),
     }
+    Ok(commands)
 }

@@ -6,7 +6,10 @@
 //! queue), one wait, its outputs out. Intermediate tensors never leave the
 //! device.
 
+mod command;
 mod float;
+
+use command::Command;
 
 use crate::graph::{Graph, TensorView, int_array};
 use crate::ops::{ConcatRows, DeviceOp, MeanInt8, decide};
@@ -59,20 +62,6 @@ pub struct Kernel {
     program: Compiled,
     /// Each node's op, for the trace.
     names: BTreeMap<i32, String>,
-}
-
-/// One command of the partition, on device buffers.
-enum Command {
-    Launch {
-        node: i32,
-        kind: OpKind,
-        inputs: Vec<TensorDesc>,
-        output: TensorDesc,
-    },
-    Copy {
-        dst: TensorDesc,
-        src: TensorDesc,
-    },
 }
 
 /// The partition's programs, run in order.
@@ -453,7 +442,15 @@ impl Kernel {
             | DeviceOp::Unary { .. }
             | DeviceOp::ConvF32 { .. }
             | DeviceOp::PoolF32 { .. }
-            | DeviceOp::SoftmaxF32 { .. } => self.float_plan(node, op)?,
+            | DeviceOp::SoftmaxF32 { .. } => {
+                let views = float::Views {
+                    temps: self.temps.get(&node).map_or(&[][..], Vec::as_slice),
+                    desc: &|t, dims| self.desc(t, dims),
+                    full_desc: &|t| self.full_desc(t),
+                    constant: &|i| self.constant(node, i),
+                };
+                float::plan(node, op, &views)?
+            }
             DeviceOp::FullyConnectedInt8 {
                 x, w, out, m, k, n, ..
             } => {

@@ -2,7 +2,7 @@
 
 use crate::graph::{NodeView, TensorView};
 use tensorplug_abi::tflite::{TfLiteFusedActivation, TfLiteType};
-use tensorplug_core::accelerator::{Activation, Capabilities, DType, OpKind};
+use tensorplug_core::accelerator::{Activation, Capabilities, DType, OpKind, Shape};
 
 pub fn one_in_one_out(node: &NodeView) -> Result<(i32, i32), String> {
     match (node.inputs.as_slice(), node.outputs.as_slice()) {
@@ -72,4 +72,22 @@ pub fn int8_per_tensor(tensors: &[&TensorView], op: &str) -> Result<(), String> 
         }
     }
     Ok(())
+}
+
+/// A tensor's shape as the device takes it (`Err`: a rank above its
+/// maximum).
+pub fn shape(t: &TensorView) -> Result<Shape, String> {
+    let dims: Vec<u64> = t.dims.iter().map(|&d| d as u64).collect();
+    Shape::new(&dims).ok_or_else(|| format!("tensor {} of rank {}", t.index, t.dims.len()))
+}
+
+/// Each of `tensors` float32, or the first that is not.
+pub fn all_f32(tensors: &[&TensorView]) -> Result<(), String> {
+    match tensors
+        .iter()
+        .find(|t| t.dtype != TfLiteType::kTfLiteFloat32)
+    {
+        Some(t) => Err(format!("tensor {} is {:?}, not float32", t.index, t.dtype)),
+        None => Ok(()),
+    }
 }

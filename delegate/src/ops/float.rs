@@ -4,10 +4,9 @@
 //! of the whole plane). Each is the device's f32 op of the same meaning,
 //! compared with TFLite's kernels within `docs/ops.md`'s tolerances.
 
-use super::checks::{need, one_in_one_out, params};
+use super::checks::{all_f32, need, one_in_one_out, params, shape};
 use super::conv::{activation_op, float_activation, u16_of, window};
 use super::plan::DeviceOp;
-use super::{all_f32, shape};
 use crate::graph::{NodeView, TensorView};
 use tensorplug_abi::tflite::{
     TfLiteMulParams, TfLitePadding, TfLitePoolParams, TfLiteReducerParams, TfLiteSoftmaxParams,

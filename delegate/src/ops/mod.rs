@@ -14,7 +14,7 @@ mod pad;
 mod plan;
 mod softmax;
 
-use checks::{int8_activation, need, need_typed, one_in_one_out, params};
+use checks::{all_f32, int8_activation, need, need_typed, one_in_one_out, params, shape};
 pub use conv::activation_op;
 pub use plan::{ConcatRows, DeviceOp, MeanInt8};
 
@@ -29,7 +29,7 @@ use tensorplug_abi::tflite::{
     kTfLiteBuiltinRelu, kTfLiteBuiltinRelu6, kTfLiteBuiltinReshape, kTfLiteBuiltinSoftmax,
     kTfLiteBuiltinSub, kTfLiteBuiltinTanh, kTfLiteOptionalTensor,
 };
-use tensorplug_core::accelerator::{Activation, Binary, Capabilities, DType, OpKind, Shape, Unary};
+use tensorplug_core::accelerator::{Activation, Binary, Capabilities, DType, OpKind, Unary};
 use tensorplug_core::quant::block::QuantHeader;
 use tensorplug_core::quant::{Requantize, Rounding};
 use tensorplug_core::reference::int8::{AddQuant, activation_range};
@@ -339,13 +339,6 @@ fn add_int8_node(
     let params = unsafe { params::<TfLiteAddParams>(node, "Add") }?;
     let (at, bt, ot) = (tensor(*a)?, tensor(*b)?, tensor(*out)?);
     add_int8(&at, &bt, &ot, int8_activation(params.activation)?, caps)
-}
-
-/// A tensor's shape as the device takes it (`Err`: a rank above its
-/// maximum).
-fn shape(t: &TensorView) -> Result<Shape, String> {
-    let dims: Vec<u64> = t.dims.iter().map(|&d| d as u64).collect();
-    Shape::new(&dims).ok_or_else(|| format!("tensor {} of rank {}", t.index, t.dims.len()))
 }
 
 /// int8 CONV_2D / DEPTHWISE_CONV_2D: NHWC int8 input and output,
@@ -661,16 +654,6 @@ fn activation(act: TfLiteFusedActivation) -> Result<bool, String> {
         TfLiteFusedActivation::kTfLiteActNone => Ok(false),
         TfLiteFusedActivation::kTfLiteActRelu => Ok(true),
         other => Err(format!("fused activation {other:?} (only none or RELU)")),
-    }
-}
-
-fn all_f32(tensors: &[&TensorView]) -> Result<(), String> {
-    match tensors
-        .iter()
-        .find(|t| t.dtype != TfLiteType::kTfLiteFloat32)
-    {
-        Some(t) => Err(format!("tensor {} is {:?}, not float32", t.index, t.dtype)),
-        None => Ok(()),
     }
 }
 
