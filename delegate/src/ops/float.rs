@@ -218,3 +218,108 @@ pub fn softmax_f32(
         depth: depth as u64,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tensorplug_abi::tflite::{
+        TfLiteFusedActivation, TfLiteType, kTfLiteBuiltinMean, kTfLiteBuiltinSoftmax,
+    };
+    use tensorplug_core::accelerator::OpSet;
+
+    fn f32_view(index: i32, dims: &[usize]) -> TensorView {
+        TensorView {
+            index,
+            name: format!("t{index}"),
+            dtype: TfLiteType::kTfLiteFloat32,
+            dims: dims.to_vec(),
+            bytes: 4 * dims.iter().product::<usize>(),
+            constant: false,
+            dynamic: false,
+            data: core::ptr::null_mut(),
+            scale: 0.0,
+            zero_point: 0,
+            quant_channels: 0,
+            channels: Ok(Vec::new()),
+            quant_axis: 0,
+        }
+    }
+
+    fn node<T>(code: i32, inputs: &[i32], params: &T) -> NodeView {
+        NodeView {
+            builtin_code: code,
+            version: 1,
+            inputs: inputs.to_vec(),
+            outputs: vec![9],
+            builtin_data: (params as *const T).cast(),
+        }
+    }
+
+    fn all_ops() -> Capabilities {
+        Capabilities::f32(OpSet::ALL, false)
+    }
+
+    #[test]
+    fn a_softmax_of_another_beta_and_a_mean_of_other_axes_stay_on_the_cpu() {
+        let rows = |i: i32| Ok(f32_view(i, &[2, 5]));
+        let beta = TfLiteSoftmaxParams { beta: 2.0 };
+        let e = softmax_f32(&node(kTfLiteBuiltinSoftmax, &[1], &beta), &rows, &all_ops());
+        assert!(e.unwrap_err().contains("beta 2"));
+        let one = TfLiteSoftmaxParams { beta: 1.0 };
+        let ok = softmax_f32(&node(kTfLiteBuiltinSoftmax, &[1], &one), &rows, &all_ops());
+        assert!(matches!(
+            ok,
+            Ok(DeviceOp::SoftmaxF32 {
+                rows: 2,
+                depth: 5,
+                ..
+            })
+        ));
+
+        // MEAN over the channels of NHWC: its axes tensor holds [3].
+        let axis = std::cell::UnsafeCell::new(3i32);
+        let tensors = |i: i32| match i {
+            2 => Ok(TensorView {
+                dtype: TfLiteType::kTfLiteInt32,
+                constant: true,
+                data: axis.get().cast(),
+                ..f32_view(2, &[1])
+            }),
+            9 => Ok(f32_view(9, &[1, 4, 4])),
+            i => Ok(f32_view(i, &[1, 4, 4, 3])),
+        };
+        let keep = TfLiteReducerParams { keep_dims: false };
+        let e = mean_f32(
+            &node(kTfLiteBuiltinMean, &[1, 2], &keep),
+            &tensors,
+            &all_ops(),
+        );
+        assert!(e.unwrap_err().contains("axes [3]"));
+    }
+
+    #[test]
+    fn an_activation_the_device_does_not_fuse_stays_on_the_cpu() {
+        let t = |i: i32| Ok(f32_view(i, &[2, 3]));
+        let tanh = TfLiteMulParams {
+            activation: TfLiteFusedActivation::kTfLiteActTanh,
+        };
+        let add = node(tensorplug_abi::tflite::kTfLiteBuiltinAdd, &[1, 2], &tanh);
+        let e = binary_f32(&add, &t, &all_ops(), Binary::ADD);
+        assert!(e.unwrap_err().contains("kTfLiteActTanh"));
+        let relu6 = TfLiteMulParams {
+            activation: TfLiteFusedActivation::kTfLiteActRelu6,
+        };
+        let sub = node(tensorplug_abi::tflite::kTfLiteBuiltinSub, &[1, 2], &relu6);
+        let ok = binary_f32(&sub, &t, &all_ops(), Binary::SUB);
+        assert!(matches!(
+            ok,
+            Ok(DeviceOp::Binary {
+                op: Binary::SUB,
+                ..
+            })
+        ));
+        let none = Capabilities::f32(OpSet::of(&[OpKind::Binary(Binary::SUB)]), false);
+        let e = binary_f32(&sub, &t, &none, Binary::SUB);
+        assert!(e.unwrap_err().contains("Relu6"), "the activation's launch");
+    }
+}
