@@ -20,10 +20,13 @@ the device, with the plugin's int8 ops (`docs/ops.md`, "int8"):
 CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD (same shapes), MAX_POOL_2D,
 AVERAGE_POOL_2D, QUANTIZE (float to int8), DEQUANTIZE and SOFTMAX (to
 TFLite's 1/256 output) run on the device as TFLite's reference kernels do;
-RESHAPE and PAD move bytes (exact). MEAN is computed in float between a
-Dequantize and a Quantize, so it may differ from TFLite by a quantum;
-`Int8Model.float_ops` lists the float ops a model has. Any other op raises
-NotImplementedError naming it.
+RESHAPE and PAD move bytes (exact). MEAN over one run of axes after the
+batch, whose output is quantized unlike its input (Keras'
+GlobalAveragePooling), runs as TFLite's `QuantizedMeanOrSum`: one
+MatMulInt8 of a block-diagonal matrix of ones, made for the call's batch.
+Another MEAN is computed in float between a Dequantize and a Quantize, so
+it may differ from TFLite by a quantum; `Int8Model.float_ops` lists the
+float ops a model has. Any other op raises NotImplementedError naming it.
 
 A model converted without `inference_input_type`/`inference_output_type`
 keeps float input and output: its graph then starts with the device's
@@ -43,7 +46,6 @@ DOUBLE, SINGLE = 0, 1
 # "int8 requantization"). tflite-micro rounds twice everywhere.
 TFLITE_2_21 = {"FULLY_CONNECTED": SINGLE}
 ACTIVATIONS = {0: None, 1: "RELU", 3: "RELU6"}
-FLOAT_OPS = {"MEAN"}
 
 
 def int8_op(suffix, name=None, **inputs):
@@ -117,6 +119,15 @@ def activation_range(act, scale, zp):
     return lo, hi
 
 
+def mean_multiplier(s_in, s_out, n):
+    """TFLite's mean multiplier (`QuantizedMeanOrSum`): QuantizeMultiplier
+    of s_in / s_out in double, with 1/n folded in: (m << k) / n, the shift
+    less k, k = floor(log2 n)."""
+    m, shift = quantize_multiplier(float(s_in) / float(s_out))
+    k = min(n.bit_length() - 1, 32, 31 + shift)
+    return (m << k) // n, shift - k
+
+
 def header(zps, out_zp, lo, hi, rounding, channels):
     """The quantization block's eight header words (docs/device-numerics.md)."""
     return [int(zps[0]), int(zps[1]), int(out_zp), lo, hi, rounding, channels, 0]
@@ -181,7 +192,7 @@ class Int8Model(tf.Module):
             for i in op["inputs"]:
                 if i >= 0 and i not in produced and i not in self._inputs:
                     self._constants[i] = np.array(interpreter.get_tensor(i))
-        self.float_ops = sorted({op["op_name"] for op in self._ops if op["op_name"] in FLOAT_OPS})
+        self._float_ops = set()
         unsupported = sorted({op["op_name"] for op in self._ops} - set(self._builders()))
         if unsupported:
             raise NotImplementedError(f"ops this module cannot run: {', '.join(unsupported)}")
@@ -191,6 +202,7 @@ class Int8Model(tf.Module):
             specs.append(tf.TensorSpec([None, *d["shape"][1:]], d["dtype"]))
         self._call = tf.function(self._forward, input_signature=specs, autograph=False)
         self._call.get_concrete_function()  # bad quantization fails here
+        self.float_ops = sorted(self._float_ops)
 
     def __call__(self, *inputs):
         out = self._call(*inputs)
@@ -203,7 +215,7 @@ class Int8Model(tf.Module):
             "MAX_POOL_2D": self._pool, "AVERAGE_POOL_2D": self._pool,
             "QUANTIZE": self._quantize, "DEQUANTIZE": self._dequantize,
             "RESHAPE": self._reshape, "PAD": self._pad, "PADV2": self._pad,
-            "MEAN": self._float_op, "SOFTMAX": self._softmax,
+            "MEAN": self._mean, "SOFTMAX": self._softmax,
             # The shape arithmetic before a RESHAPE (Keras' Flatten): RESHAPE
             # takes its output's static shape, so these compute nothing.
             "SHAPE": self._shape_op, "STRIDED_SLICE": self._shape_op, "PACK": self._shape_op,
@@ -341,8 +353,43 @@ class Int8Model(tf.Module):
         words = header([0, 0], -128, -128, 127, DOUBLE, 0) + [multiplier, shift, diff_min]
         return int8_op("SoftmaxInt8", logits=self._input(values, x_i), quantization=self._block(words))
 
+    def _mean(self, op, values):
+        """MEAN as TFLite's `QuantizedMeanOrSum`, bit for bit: the int32 sum
+        of x - zp_in over the n reduced values, requantized with 1/n folded
+        into the multiplier, as one MatMulInt8 of a block-diagonal matrix
+        of int8 ones (a row per mean, made for the call's batch) times x
+        viewed as [outer * n, inner]; the block's bias -zp_in * n. Equal
+        input and output quantization (TFLite then divides in integers),
+        per-axis scales, or axes that are not one run after the batch:
+        in float."""
+        x_i, axes_i, out = op["inputs"][0], op["inputs"][1], op["outputs"][0]
+        xd, od = self._details[x_i], self._details[out]
+        (s_in, z_in), (s_out, z_out) = _quant(xd), _quant(od)
+        dims = [int(d) for d in xd["shape"]]
+        axes = sorted({int(a) % len(dims) for a in np.ravel(self._constants[axes_i])})
+        one_run = axes and axes[0] > 0 and axes == list(range(axes[0], axes[-1] + 1))
+        same = (s_in.size, s_out.size) == (1, 1) and (float(s_in[0]), int(z_in[0])) == (
+            float(s_out[0]), int(z_out[0]))
+        if not one_run or same or s_in.size != 1 or s_out.size != 1:
+            return self._float_op(op, values)
+        for i in (x_i, out):
+            _check(op, self._details[i])
+        n = int(np.prod([dims[a] for a in axes]))
+        inner = int(np.prod(dims[axes[-1] + 1:]))
+        m, shift = mean_multiplier(s_in[0], s_out[0], n)
+        rounding = self._rounding.get("MEAN", DOUBLE)
+        words = (header([0, 0], z_out[0], -128, 127, rounding, inner)
+                 + [-int(z_in[0]) * n] * inner + [m] * inner + [shift] * inner)
+        x = self._input(values, x_i)
+        outer = tf.shape(x)[0] * int(np.prod(dims[1:axes[0]]))
+        ones = tf.cast(tf.repeat(tf.eye(outer, dtype=tf.int32), n, axis=1), tf.int8)
+        y = int8_op("MatMulInt8", a=ones, b=tf.reshape(x, [-1, inner]),
+                    quantization=self._block(words), transpose_b=False)
+        return tf.reshape(y, [-1, *od["shape"][1:]])
+
     def _float_op(self, op, values):
         """MEAN: Dequantize, the float op, Quantize (not bit-exact)."""
+        self._float_ops.add(op["op_name"])
         x_i, out = op["inputs"][0], op["outputs"][0]
         x = int8_op("Dequantize", input=self._input(values, x_i),
                 quantization=self._scales_block(x_i, _quant(self._details[x_i])[1][0], 0))
