@@ -14,6 +14,12 @@
 //! - `firmware_bulk_copy_wire_efficiency`: payload bytes over the bytes the
 //!   copy put on the wire, both ways: the fraction of the line rate the
 //!   copy reaches on a UART-bound link;
+//! - `firmware_delegate_invoke_bytes` and `_round_trips`: the LiteRT
+//!   delegate on the firmware (`tests/python/tflite_delegate_mcu.py`, the
+//!   converter's int8 convnet with float input and output as one stored
+//!   program): the bytes the host sends per invoke against the input's
+//!   bytes, and the round trips per invoke, read from a recording of the
+//!   wire;
 //! - `firmware_ring_push_instructions`: Cortex-M4 instructions executed per
 //!   event-ring push, counted by QEMU (`-singlestep -d exec` filtered to
 //!   `tensorplug_ring_push`) while the tick interrupt records events;
@@ -537,6 +543,56 @@ fn main() {
         return;
     }
     round_trip_and_copies();
+    delegate_invoke();
     ring_push();
     int8_conv();
+}
+
+/// The LiteRT delegate's invokes on the firmware, as the HIL test runs
+/// them: bytes sent and round trips between one `RunProgram` and the next.
+fn delegate_invoke() {
+    let python = |work: &Path| {
+        let mut command = std::process::Command::new(tensorplug_tests::python());
+        command
+            .arg(tensorplug_tests::workspace_root().join("tests/python/tflite_delegate_mcu.py"))
+            .arg(work)
+            .arg(tensorplug_tests::plugin_path());
+        command
+    };
+    let (stdout, sent) = tensorplug_tests::mcu::on_the_mcu("bench-delegate", python, |_| true);
+    let input: f64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("input_bytes "))
+        .and_then(|n| n.parse().ok())
+        .expect("the script names its input's bytes");
+    assert!(
+        !sent.between_runs.is_empty(),
+        "no invoke between two runs: {sent:?}"
+    );
+    let bytes = median(sent.between_runs.iter().map(|&b| b as f64).collect());
+    let trips = sent
+        .round_trips_between_runs
+        .iter()
+        .copied()
+        .max()
+        .unwrap_or(0);
+    figure(
+        "firmware_delegate_invoke_bytes",
+        "LiteRT delegate invoke on the firmware: bytes sent / input bytes",
+        bytes,
+        Some(input),
+        "bytes",
+        &format!(
+            "value <= {} (1.1 x the input + 512)",
+            (1.1 * input + 512.0).floor()
+        ),
+    );
+    figure(
+        "firmware_delegate_invoke_round_trips",
+        "LiteRT delegate invoke on the firmware: round trips",
+        trips as f64,
+        None,
+        "round trips",
+        "value <= 1",
+    );
 }

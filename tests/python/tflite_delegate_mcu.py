@@ -6,7 +6,8 @@ program that the firmware stores; INVOKES invokes, each bit for bit equal
 to TFLite's reference kernels.
 
 usage: tflite_delegate_mcu.py <work dir> <plugin> [--profile]
-Prints `program <runs> <commands>` and `invokes <n> bit-exact`; with
+Prints `program <runs> <commands>`, `input_bytes <n>` and `invokes <n>
+bit-exact`; with
 `profile_file`, every node's launches are in the trace, named by node.
 """
 import json
@@ -53,4 +54,5 @@ if profile:
     print(f"trace: every launch named by its node, {len(events)} events", flush=True)
 (program,) = graph["programs"]
 print(f"program {program['runs']} {program['commands']}", flush=True)
+print(f"input_bytes {xs[0].nbytes}", flush=True)
 print(f"invokes {INVOKES} bit-exact", flush=True)

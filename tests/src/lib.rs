@@ -1,6 +1,7 @@
 //! Helpers for tensorplug's end-to-end tests: locating the TensorFlow venv
 //! that `cargo xtask test` manages and running Python scenarios in it.
 
+pub mod mcu;
 pub mod model_server;
 pub mod qemu;
 pub mod wire;

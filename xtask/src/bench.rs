@@ -291,6 +291,14 @@ const EXPECTED_FIGURES: &[(&str, &str)] = &[
         "a 16-command program over loopback TCP: RunProgram vs one SubmitBatch",
     ),
     (
+        "firmware_delegate_invoke_bytes",
+        "LiteRT delegate invoke on the firmware: bytes / input",
+    ),
+    (
+        "firmware_delegate_invoke_round_trips",
+        "LiteRT delegate invoke on the firmware: round trips",
+    ),
+    (
         "firmware_ring_push_instructions",
         "Cortex-M4 instructions per ring push",
     ),
