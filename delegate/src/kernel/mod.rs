@@ -52,8 +52,8 @@ pub struct Kernel {
     /// int8 nodes' quantization blocks on the device, by node: address
     /// and length in words.
     blocks: BTreeMap<i32, (DeviceAddr, u64)>,
-    /// A node's own constants, uploaded at init: an int8 convolution's
-    /// filter in the device's layout, a `MEAN`'s ones.
+    /// A node's own constants, uploaded at init: a convolution's filter in
+    /// the device's layout (and a float32 one's bias), a `MEAN`'s ones.
     constants: BTreeMap<i32, Vec<DeviceAddr>>,
     /// Non-constant partition inputs, copied in at every invoke.
     inputs: Vec<i32>,
