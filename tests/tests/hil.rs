@@ -24,13 +24,7 @@ use tensorplug_tests::qemu::{Qemu, assert_every_member_ran};
 const ANSWER_MS: u32 = 5_000;
 
 fn boot() -> Qemu {
-    let qemu = Qemu::boot_firmware().expect("QEMU boots the firmware");
-    assert!(
-        qemu.wait_for_log("tensorplug firmware", Duration::from_secs(10)),
-        "no boot log line; logs:\n{}",
-        qemu.logs().join("\n")
-    );
-    qemu
+    tensorplug_tests::mcu::boot()
 }
 
 /// The reference driver over the link to the firmware.
