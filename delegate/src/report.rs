@@ -63,6 +63,11 @@ pub struct ProgramEntry {
     pub runs: &'static str,
     /// Why it is replayed on a device that keeps programs.
     pub reason: Option<String>,
+    /// The partition's arena for its intermediate tensors and
+    /// temporaries, and what they would take one buffer each (the same
+    /// for every program of a partition).
+    pub arena_bytes: usize,
+    pub unshared_bytes: usize,
 }
 
 /// The whole report.
@@ -139,6 +144,8 @@ impl Report {
                             "bytes": p.bytes,
                             "runs": p.runs,
                             "reason": p.reason,
+                            "arena_bytes": p.arena_bytes,
+                            "unshared_bytes": p.unshared_bytes,
                         })
                     })
                     .collect();
@@ -207,6 +214,8 @@ mod tests {
                 bytes: 200,
                 runs: "replayed",
                 reason: None,
+                arena_bytes: 128,
+                unshared_bytes: 192,
             }],
         });
         r.count_runs(0, &[0]);
@@ -222,6 +231,10 @@ mod tests {
         assert_eq!(
             (p["runs"].as_str(), p["commands"].as_u64()),
             (Some("replayed"), Some(1))
+        );
+        assert_eq!(
+            (p["arena_bytes"].as_u64(), p["unshared_bytes"].as_u64()),
+            (Some(128), Some(192))
         );
     }
 }

@@ -385,13 +385,17 @@ def int8_check(plugin, out, name, model):
         pools = sorted(n["op"] for n in nodes if "POOL" in n["op"])
         if pools != ["AVERAGE_POOL_2D", "MAX_POOL_2D"]:
             fail(f"int8 conv: the model's pools are {pools}, not one of each")
+    # The partition's intermediates share one arena planned by liveness.
+    arena, unshared = programs[0]["arena_bytes"], programs[0]["unshared_bytes"]
+    if arena > unshared or (name.startswith("mobilenet") and 2 * arena > unshared):
+        fail(f"int8 {name}: an arena of {arena} bytes for {unshared} bytes of intermediates")
     on_device = [n["op"] for n in nodes if n["decision"] == "device"]
     if len(on_device) > 12:
         on_device = f"{len(on_device)} of {len(nodes)} nodes"
     print(
         f"check int8_{name} ok bit_exact_outputs={len(xs) * want[0].size} "
         f"fc_rounding={fc_rounding()} fc_weight_scales={per_channel} device={on_device} "
-        f"programs={len(programs)}",
+        f"programs={len(programs)} arena={arena} of {unshared}",
         flush=True,
     )
 

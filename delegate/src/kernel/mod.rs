@@ -6,6 +6,7 @@
 //! queue), one wait, its outputs out. Intermediate tensors never leave the
 //! device.
 
+mod arena;
 mod command;
 mod float;
 
@@ -40,6 +41,32 @@ struct Buffer {
     dims: Vec<usize>,
 }
 
+impl Buffer {
+    fn new(addr: DeviceAddr, t: &TensorView) -> Self {
+        Self {
+            addr,
+            bytes: t.bytes,
+            dims: t.dims.clone(),
+        }
+    }
+}
+
+/// Where an arena slot goes: a tensor, or a temporary of a node (its
+/// temporaries in order).
+#[derive(Clone, Copy)]
+enum Place {
+    Tensor(i32),
+    Temp(i32),
+}
+
+/// The partition's intermediates and temporaries: the arena's bytes, and
+/// what they would take one buffer each.
+#[derive(Clone, Copy, Debug, Default)]
+struct Memory {
+    arena: usize,
+    unshared: usize,
+}
+
 /// One partition's device plan.
 pub struct Kernel {
     shared: Arc<Shared>,
@@ -62,6 +89,10 @@ pub struct Kernel {
     program: Compiled,
     /// Each node's op, for the trace.
     names: BTreeMap<i32, String>,
+    /// Every device allocation the kernel made, freed when it drops.
+    owned: Vec<DeviceAddr>,
+    /// The arena's size against one buffer each.
+    memory: Memory,
 }
 
 /// The partition's programs, run in order.
@@ -124,90 +155,110 @@ impl Kernel {
             outputs,
             program: Compiled::default(),
             names,
+            owned: Vec::new(),
+            memory: Memory::default(),
         };
         kernel.allocate(graph, &inputs)?;
         kernel.program = kernel.compile(graph)?;
         Ok(kernel)
     }
 
+    /// Device memory for the partition: a buffer for each of its inputs,
+    /// outputs and constants (uploaded here), one arena for its
+    /// intermediate tensors and temporaries (planned by liveness,
+    /// [`arena`]), and each node's own constants and quantization block.
     fn allocate(&mut self, graph: &Graph, partition_inputs: &[i32]) -> Result<(), String> {
+        // Each tensor's first write and last read, by step.
+        let mut life: BTreeMap<i32, arena::Item> = BTreeMap::new();
         let mut tensors: Vec<i32> = Vec::new();
-        for (_, op) in &self.steps {
-            match *op {
-                DeviceOp::FullyConnected {
-                    x, w, bias, out, ..
-                } => {
-                    tensors.extend([x, w, out]);
-                    tensors.extend(bias);
-                }
-                DeviceOp::Binary { a, b, out, .. } => tensors.extend([a, b, out]),
-                DeviceOp::Unary { x, out, .. }
-                | DeviceOp::ConvF32 { x, out, .. }
-                | DeviceOp::PoolF32 { x, out, .. }
-                | DeviceOp::SoftmaxF32 { x, out, .. } => tensors.extend([x, out]),
-                DeviceOp::FullyConnectedInt8 { x, w, out, .. } => tensors.extend([x, w, out]),
-                DeviceOp::AddInt8 { a, b, out, .. } | DeviceOp::MulInt8 { a, b, out, .. } => {
-                    tensors.extend([a, b, out])
-                }
-                DeviceOp::ConvInt8 { x, out, .. }
-                | DeviceOp::PoolInt8 { x, out, .. }
-                | DeviceOp::Requantize { x, out, .. }
-                | DeviceOp::Reshape { x, out, .. }
-                | DeviceOp::MeanInt8(MeanInt8 { x, out, .. })
-                | DeviceOp::SoftmaxInt8 { x, out, .. }
-                | DeviceOp::LookupInt8 { x, out, .. } => {
-                    tensors.extend([x, out]);
-                }
-                DeviceOp::Concat(ref c) => {
-                    tensors.extend(&c.inputs);
-                    tensors.push(c.out);
+        for (step, (_, op)) in self.steps.iter().enumerate() {
+            let (reads, written) = op.io();
+            for t in &reads {
+                if let Some(item) = life.get_mut(t) {
+                    item.last = step;
                 }
             }
+            life.entry(written).or_insert(arena::Item {
+                bytes: graph.tensor(written)?.bytes,
+                first: step,
+                last: step,
+            });
+            tensors.extend(reads);
+            tensors.push(written);
         }
         tensors.sort_unstable();
         tensors.dedup();
         let shared = Arc::clone(&self.shared);
         let mut dev = lock(&shared.device);
-        for index in tensors {
+        // Intermediates, then the nodes' temporaries, share the arena.
+        let mut items: Vec<(Place, arena::Item)> = Vec::new();
+        for &index in &tensors {
             let t = graph.tensor(index)?;
-            let addr = alloc(&mut **dev, t.bytes)?;
-            if t.constant {
-                upload(&mut **dev, addr, &t)?;
-            } else if partition_inputs.contains(&index) {
-                self.inputs.push(index);
-            }
-            self.buffers.insert(
-                index,
-                Buffer {
-                    addr,
-                    bytes: t.bytes,
-                    dims: t.dims.clone(),
-                },
-            );
-        }
-        for (node, op) in &self.steps {
-            let temps: Vec<usize> = match op {
-                DeviceOp::FullyConnected {
-                    bias: None,
-                    relu: true,
-                    out,
-                    ..
+            let inner =
+                !t.constant && !partition_inputs.contains(&index) && !self.outputs.contains(&index);
+            match life.get(&index) {
+                Some(&item) if inner => items.push((Place::Tensor(index), item)),
+                _ => {
+                    let addr = alloc(&mut **dev, t.bytes)?;
+                    self.owned.push(addr);
+                    if t.constant {
+                        upload(&mut **dev, addr, &t)?;
+                    } else if partition_inputs.contains(&index) {
+                        self.inputs.push(index);
+                    }
+                    self.buffers.insert(index, Buffer::new(addr, &t));
                 }
-                | DeviceOp::Binary { out, .. }
-                | DeviceOp::ConvF32 { out, .. }
-                | DeviceOp::PoolF32 { out, .. } => {
-                    vec![self.buffer(*out)?.bytes; float::temps(op)]
+            }
+        }
+        for (step, (node, op)) in self.steps.iter().enumerate() {
+            let out = op.io().1;
+            let temps: Vec<usize> = match op {
+                DeviceOp::FullyConnected { .. }
+                | DeviceOp::Binary { .. }
+                | DeviceOp::ConvF32 { .. }
+                | DeviceOp::PoolF32 { .. } => {
+                    vec![graph.tensor(out)?.bytes; float::temps(op)]
                 }
                 DeviceOp::Concat(c) => c.temps(),
                 _ => Vec::new(),
             };
-            if !temps.is_empty() {
-                let addrs = temps
-                    .into_iter()
-                    .map(|bytes| alloc(&mut **dev, bytes))
-                    .collect::<Result<_, _>>()?;
-                self.temps.insert(*node, addrs);
+            for bytes in temps {
+                let item = arena::Item {
+                    bytes,
+                    first: step,
+                    last: step,
+                };
+                items.push((Place::Temp(*node), item));
             }
+        }
+        let (offsets, size) = arena::plan(
+            &items.iter().map(|(_, i)| *i).collect::<Vec<_>>(),
+            ALIGN as usize,
+        );
+        let base = match size {
+            0 => DeviceAddr(0),
+            _ => {
+                let base = alloc(&mut **dev, size)?;
+                self.owned.push(base);
+                base
+            }
+        };
+        self.memory.arena = size;
+        self.memory.unshared = items
+            .iter()
+            .map(|(_, i)| i.bytes.next_multiple_of(ALIGN as usize))
+            .sum();
+        for ((place, _), offset) in items.iter().zip(offsets) {
+            let addr = DeviceAddr(base.0 + offset as u64);
+            match *place {
+                Place::Tensor(index) => {
+                    let t = graph.tensor(index)?;
+                    self.buffers.insert(index, Buffer::new(addr, &t));
+                }
+                Place::Temp(node) => self.temps.entry(node).or_default().push(addr),
+            }
+        }
+        for (node, op) in &self.steps {
             let constants: Vec<Vec<u8>> = match op {
                 DeviceOp::ConvInt8 { filter, .. } => vec![filter.clone()],
                 DeviceOp::ConvF32 { filter, bias, .. } => [Some(filter.clone()), bias.clone()]
@@ -219,6 +270,7 @@ impl Kernel {
             };
             for bytes in constants {
                 let addr = alloc(&mut **dev, bytes.len())?;
+                self.owned.push(addr);
                 self.constants.entry(*node).or_default().push(addr);
                 dev.write_blocking(QUEUE, addr, &bytes, DEVICE_TIMEOUT)
                     .map_err(|e| format!("writing node {node}'s constants: {e}"))?;
@@ -235,6 +287,7 @@ impl Kernel {
             {
                 let bytes: Vec<u8> = block.iter().flat_map(|w| w.to_le_bytes()).collect();
                 let addr = alloc(&mut **dev, bytes.len())?;
+                self.owned.push(addr);
                 self.blocks.insert(*node, (addr, block.len() as u64));
                 dev.write_blocking(QUEUE, addr, &bytes, DEVICE_TIMEOUT)
                     .map_err(|e| format!("writing node {node}'s quantization block: {e}"))?;
@@ -708,6 +761,8 @@ impl Kernel {
                 nodes: self.nodes.clone(),
                 commands,
                 bytes: bytes.len(),
+                arena_bytes: self.memory.arena,
+                unshared_bytes: self.memory.unshared,
                 runs: if stored.is_some() {
                     "stored"
                 } else {
@@ -809,11 +864,7 @@ impl Piece {
 impl Drop for Kernel {
     fn drop(&mut self) {
         let mut dev = lock(&self.shared.device);
-        let buffers = self.buffers.values().map(|b| b.addr);
-        let temps = self.temps.values().flatten().copied();
-        let blocks = self.blocks.values().map(|&(addr, _)| addr);
-        let constants = self.constants.values().flatten().copied();
-        for addr in buffers.chain(temps).chain(blocks).chain(constants) {
+        for &addr in &self.owned {
             // A failed free leaks device memory only; nothing to report it to.
             let _ = dev.deallocate(addr);
         }

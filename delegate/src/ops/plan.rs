@@ -144,6 +144,33 @@ pub enum DeviceOp {
     },
 }
 
+impl DeviceOp {
+    /// The tensors the op reads, and the one it writes.
+    pub fn io(&self) -> (Vec<i32>, i32) {
+        match self {
+            Self::FullyConnected {
+                x, w, bias, out, ..
+            } => ([*x, *w].into_iter().chain(*bias).collect(), *out),
+            Self::FullyConnectedInt8 { x, w, out, .. } => (vec![*x, *w], *out),
+            Self::Binary { a, b, out, .. }
+            | Self::AddInt8 { a, b, out, .. }
+            | Self::MulInt8 { a, b, out, .. } => (vec![*a, *b], *out),
+            Self::Unary { x, out, .. }
+            | Self::ConvF32 { x, out, .. }
+            | Self::PoolF32 { x, out, .. }
+            | Self::SoftmaxF32 { x, out, .. }
+            | Self::ConvInt8 { x, out, .. }
+            | Self::PoolInt8 { x, out, .. }
+            | Self::Requantize { x, out, .. }
+            | Self::Reshape { x, out, .. }
+            | Self::MeanInt8(MeanInt8 { x, out, .. })
+            | Self::SoftmaxInt8 { x, out, .. }
+            | Self::LookupInt8 { x, out, .. } => (vec![*x], *out),
+            Self::Concat(c) => (c.inputs.clone(), c.out),
+        }
+    }
+}
+
 /// The plan of one int8 `MEAN`: `x` viewed as `[outer, reduced, inner]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MeanInt8 {
