@@ -21,6 +21,7 @@ use tensorplug_abi::tflite::{
     TfLiteStatus, kTfLiteBuiltinDelegate, kTfLiteDelegateFlagsAllowDynamicTensors,
     kTfLiteDelegateFlagsNone,
 };
+use tensorplug_core::quant::Rounding;
 use tensorplug_host_bridge::prelude::{DynAccelerator, OpenError};
 
 /// What the delegate needs of a vendor's backend (`Backend`'s items).
@@ -152,17 +153,33 @@ fn new_delegate(source: Source, options: Options) -> Result<*mut TfLiteDelegate,
         true => kTfLiteDelegateFlagsAllowDynamicTensors,
         false => kTfLiteDelegateFlagsNone,
     };
+    let (fc_rounding, fc_rounding_source) = match options.fc_rounding {
+        Some(r) => (r, "the option `fc_rounding`".to_owned()),
+        None => match crate::runtime::Runtime::detect() {
+            Some(runtime) => (runtime.fc_rounding(), runtime.to_string()),
+            None => (
+                Rounding::Single,
+                "the default (the runtime was not recognized)".to_owned(),
+            ),
+        },
+    };
     let report = Report {
         device: item,
         device_source,
         device_name: info.name.as_str().to_owned(),
         min_nodes: options.min_nodes,
+        fc_rounding: match fc_rounding {
+            Rounding::Single => "single",
+            Rounding::Double => "double",
+        },
+        fc_rounding_source,
         graphs: Vec::new(),
     };
     let shared = Arc::new(Shared {
         device: Mutex::new(device),
         capabilities: info.capabilities,
         options,
+        fc_rounding,
         report: Mutex::new(report),
         init_error: Mutex::new(None),
         trace: Mutex::new(crate::trace::Trace::new(info.clock_hz)),
@@ -255,12 +272,7 @@ fn partition(
     let mut supported = Vec::new();
     for index in graph.plan()? {
         let node = graph.node(index)?;
-        let decision = match decide(
-            graph,
-            &node,
-            &shared.capabilities,
-            shared.options.fc_rounding,
-        ) {
+        let decision = match decide(graph, &node, &shared.capabilities, shared.fc_rounding) {
             Ok(_) => {
                 supported.push(index);
                 Decision::Device {

@@ -37,7 +37,9 @@ pub struct TensorView {
     /// How many (scale, zero point) pairs its affine quantization has: 0
     /// without one, 1 per tensor, more per channel. Counted from the
     /// zero points (`TfLiteIntArray`, whose layout every runtime shares),
-    /// not the scales (`TfLiteFloatArray`, whose does not).
+    /// not the scales (`TfLiteFloatArray`, whose does not); but TF 2.20
+    /// keeps one zero point for a per-channel tensor, so one zero point
+    /// with a scale array the size of the quantized axis is per-channel.
     pub quant_channels: usize,
     /// Per-channel (scale, zero point) pairs when `quant_channels > 1`:
     /// read with [`channel_scales`]'s layout check, or why they could not be.
@@ -255,17 +257,36 @@ impl Graph {
             let affine = unsafe { &*t.quantization.params.cast::<TfLiteAffineQuantization>() };
             // SAFETY: its live zero point array (null: none).
             let zero_points = unsafe { int_array(affine.zero_point) };
-            let channels = match zero_points.len() {
+            // Per-channel: one scale per index of the quantized axis. TF
+            // 2.20 keeps one zero point for all of them (measured), the
+            // others one each; the scale array's size decides.
+            let along = usize::try_from(affine.quantized_dimension)
+                .ok()
+                .and_then(|a| dims.get(a))
+                .and_then(|&d| usize::try_from(d).ok())
+                .unwrap_or(0);
+            let count = match zero_points.len() {
+                // SAFETY: the runtime's scale array of this quantization.
+                1 if along > 1
+                    && unsafe { channel_scales(affine.scale.cast_const(), along) }.is_ok() =>
+                {
+                    along
+                }
+                n => n,
+            };
+            let channels = match count {
                 0 | 1 => Ok(Vec::new()),
                 // SAFETY: the runtime's scale array of this quantization.
                 n => unsafe { channel_scales(affine.scale.cast_const(), n) }.map(|scales| {
+                    let zero_point = |i: usize| zero_points.get(i).or(zero_points.first());
                     scales
                         .into_iter()
-                        .zip(zero_points.iter().copied())
+                        .enumerate()
+                        .map(|(i, s)| (s, zero_point(i).copied().unwrap_or(0)))
                         .collect()
                 }),
             };
-            (zero_points.len(), channels, affine.quantized_dimension)
+            (count, channels, affine.quantized_dimension)
         } else {
             (0, Ok(Vec::new()), 0)
         };

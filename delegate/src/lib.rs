@@ -16,6 +16,7 @@ mod kernel;
 mod ops;
 mod options;
 mod report;
+mod runtime;
 mod shared;
 mod trace;
 

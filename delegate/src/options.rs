@@ -46,9 +46,11 @@ pub struct Options {
     /// re-applies the delegate; a resized partition input is refused).
     pub allow_dynamic_tensors: bool,
     /// How int8 `FULLY_CONNECTED` requantizes, to match the runtime's
-    /// reference kernel: `single` (TF 2.21, ai-edge-litert 2.3.0; the
-    /// default) or `double` (TF 2.15). `docs/delegate.md`, "int8".
-    pub fc_rounding: Rounding,
+    /// reference kernel: `single` (TF 2.21, ai-edge-litert 2.3.0),
+    /// `double` (TF 2.15 … 2.20), or `None` (`auto`, the default): as the
+    /// runtime that loaded the delegate does ([`crate::runtime`]).
+    /// `docs/delegate.md`, "int8".
+    pub fc_rounding: Option<Rounding>,
 }
 
 impl Default for Options {
@@ -61,7 +63,7 @@ impl Default for Options {
             max_partitions: None,
             fault: Fault::None,
             allow_dynamic_tensors: false,
-            fc_rounding: Rounding::Single,
+            fc_rounding: None,
         }
     }
 }
@@ -131,11 +133,13 @@ impl Options {
                 }
                 "fc_rounding" => {
                     options.fc_rounding = match value {
-                        "single" => Rounding::Single,
-                        "double" => Rounding::Double,
+                        "auto" => None,
+                        "single" => Some(Rounding::Single),
+                        "double" => Some(Rounding::Double),
                         _ => {
                             return Err(format!(
-                                "option `fc_rounding` must be `single` or `double`, got `{value}`"
+                                "option `fc_rounding` must be `auto`, `single` or `double`, got \
+                                 `{value}`"
                             ));
                         }
                     }
@@ -240,8 +244,9 @@ mod tests {
     #[test]
     fn fc_rounding_values() {
         let r = |v| Options::parse([("fc_rounding", v)]).map(|o| o.fc_rounding);
-        assert_eq!(Options::default().fc_rounding, Rounding::Single);
-        assert_eq!(r("double"), Ok(Rounding::Double));
+        assert_eq!(Options::default().fc_rounding, None);
+        assert_eq!(r("double"), Ok(Some(Rounding::Double)));
+        assert_eq!(r("auto"), Ok(None));
         assert!(r("twice").unwrap_err().contains("`fc_rounding`"));
     }
 

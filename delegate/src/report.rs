@@ -78,6 +78,10 @@ pub struct Report {
     pub device_source: String,
     pub device_name: String,
     pub min_nodes: usize,
+    /// How int8 `FULLY_CONNECTED` requantizes, and why (the option, or
+    /// the runtime recognized).
+    pub fc_rounding: &'static str,
+    pub fc_rounding_source: String,
     pub graphs: Vec<GraphReport>,
 }
 
@@ -163,6 +167,8 @@ impl Report {
             "device_source": self.device_source,
             "device_name": self.device_name,
             "min_nodes": self.min_nodes,
+            "fc_rounding": self.fc_rounding,
+            "fc_rounding_source": self.fc_rounding_source,
             "graphs": graphs,
         })
     }

@@ -17,6 +17,9 @@ pub struct Shared {
     pub device: Mutex<Box<DynAccelerator>>,
     pub capabilities: Capabilities,
     pub options: Options,
+    /// How int8 `FULLY_CONNECTED` requantizes: the option, or the
+    /// runtime's own way.
+    pub fc_rounding: tensorplug_core::quant::Rounding,
     pub report: Mutex<Report>,
     /// The first kernel `init` failure of the current `Prepare`.
     pub init_error: Mutex<Option<String>>,

@@ -133,13 +133,8 @@ impl Kernel {
         for &index in &nodes {
             let node = graph.node(index)?;
             names.insert(index, crate::ops::op_name(node.builtin_code));
-            let op = decide(
-                graph,
-                &node,
-                &shared.capabilities,
-                shared.options.fc_rounding,
-            )
-            .map_err(|why| format!("node {index} cannot run on the device: {why}"))?;
+            let op = decide(graph, &node, &shared.capabilities, shared.fc_rounding)
+                .map_err(|why| format!("node {index} cannot run on the device: {why}"))?;
             steps.push((index, op));
         }
         let mut kernel = Self {
