@@ -42,9 +42,12 @@ from tensorflow.python.framework import op_def_library, op_def_registry
 
 DEVICE_TYPE = "{device_type}"
 DOUBLE, SINGLE = 0, 1
-# How TF 2.21's TFLite rounds each op (measured; docs/device-numerics.md,
-# "int8 requantization"). tflite-micro rounds twice everywhere.
-TFLITE_2_21 = {"FULLY_CONNECTED": SINGLE}
+# How this TF's TFLite rounds each op, as its reference kernels do
+# (measured; docs/device-numerics.md, "int8 requantization"): every op
+# twice, but FULLY_CONNECTED once from TF 2.20 on. tflite-micro rounds
+# twice everywhere.
+_TF_MINOR = tuple(int(p) for p in tf.__version__.split(".")[:2])
+TFLITE_ROUNDING = {"FULLY_CONNECTED": SINGLE} if _TF_MINOR >= (2, 20) else {}
 ACTIVATIONS = {0: None, 1: "RELU", 3: "RELU6"}
 
 
@@ -165,12 +168,13 @@ class Int8Model(tf.Module):
     """A TFLite int8 model as a TF graph of the plugin's int8 ops.
 
     `rounding` maps an op kind to its requantization (DOUBLE or SINGLE);
-    kinds not named round twice. The default is TF 2.21's TFLite."""
+    kinds not named round twice. The default is this TF's TFLite
+    (`TFLITE_ROUNDING`)."""
 
     def __init__(self, flatbuffer, rounding=None, device=f"/device:{DEVICE_TYPE}:0"):
         super().__init__()
         self._device = device
-        self._rounding = dict(TFLITE_2_21 if rounding is None else rounding)
+        self._rounding = dict(TFLITE_ROUNDING if rounding is None else rounding)
         interpreter = tf.lite.Interpreter(
             model_content=flatbuffer,
             experimental_op_resolver_type=tf.lite.experimental.OpResolverType.BUILTIN_REF)
