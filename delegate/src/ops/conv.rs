@@ -1,17 +1,23 @@
-//! What `CONV_2D` and `DEPTHWISE_CONV_2D` share in either element type:
-//! their parameters, NHWC shapes, TFLite's padding resolved into the
-//! device's window, and the weights in the device's layout. The float32
-//! convolutions are here too; the int8 ones add a quantization block
-//! (`super::conv_int8`).
+//! `CONV_2D` and `DEPTHWISE_CONV_2D` in either element type: what they
+//! share (their parameters, NHWC shapes, TFLite's padding resolved into
+//! the device's window, the weights in the device's layout), then the
+//! float32 convolutions and the int8 ones, which add a quantization block.
 
-use super::checks::{need, params};
+use super::checks::{int8_activation, need, need_typed, params};
 use super::plan::DeviceOp;
 use crate::graph::{NodeView, TensorView};
 use tensorplug_abi::tflite::{
     TfLiteConvParams, TfLiteDepthwiseConvParams, TfLiteFusedActivation, TfLitePadding, TfLiteType,
     kTfLiteBuiltinDepthwiseConv2d, kTfLiteOptionalTensor,
 };
-use tensorplug_core::accelerator::{Activation, Capabilities, OpKind, Unary, Window};
+use tensorplug_core::accelerator::{Activation, Capabilities, DType, OpKind, Unary, Window};
+use tensorplug_core::quant::block::QuantHeader;
+use tensorplug_core::quant::{Requantize, Rounding};
+use tensorplug_core::reference::int8::activation_range;
+
+/// How TFLite's reference int8 convolutions requantize: twice (TF 2.21,
+/// `docs/device-numerics.md`; the test measures every runtime it runs).
+const CONV_ROUNDING: Rounding = Rounding::Double;
 
 /// A convolution node, checked: its tensors, shapes, window and
 /// activation.
@@ -208,6 +214,111 @@ pub fn conv_f32(
         filter: conv.device_filter(4)?,
         bias,
         activation: act,
+    })
+}
+
+/// int8 CONV_2D / DEPTHWISE_CONV_2D: NHWC int8 input and output,
+/// constant int8 weights (per-channel or per-tensor, zero point 0),
+/// optional constant int32 bias; the geometry as [`Conv`] checks it.
+pub fn conv_int8(
+    node: &NodeView,
+    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
+    caps: &Capabilities,
+) -> Result<DeviceOp, String> {
+    let conv = Conv::of(node, tensor)?;
+    let (xt, wt, ot) = (&conv.x, &conv.w, &conv.out);
+    if xt.dtype == TfLiteType::kTfLiteFloat32 {
+        return conv_f32(node, tensor, caps);
+    }
+    if xt.dtype != TfLiteType::kTfLiteInt8 {
+        return Err(format!(
+            "tensor {} is {:?}: the device's convolutions are int8 or float32",
+            xt.index, xt.dtype
+        ));
+    }
+    for (t, want) in [(wt, TfLiteType::kTfLiteInt8), (ot, TfLiteType::kTfLiteInt8)]
+        .into_iter()
+        .chain(conv.bias.as_ref().map(|b| (b, TfLiteType::kTfLiteInt32)))
+    {
+        if t.dtype != want {
+            return Err(format!(
+                "tensor {} is {:?}, expected {want:?}",
+                t.index, t.dtype
+            ));
+        }
+    }
+    let act = int8_activation(conv.activation)?;
+    let oc = conv.out_dims[3];
+    let weights: Vec<(f32, i32)> = if wt.quant_channels > 1 {
+        // The output channel's axis: 0 of [oc, kh, kw, c], 3 of [1, kh, kw, c·m].
+        let axis = if conv.depthwise { 3 } else { 0 };
+        if wt.quant_axis != axis {
+            return Err(format!(
+                "weight scales along axis {}, expected {axis}",
+                wt.quant_axis
+            ));
+        }
+        let channels = wt
+            .channels
+            .clone()
+            .map_err(|why| format!("per-channel weight scales: {why}"))?;
+        if channels.len() != oc {
+            return Err(format!(
+                "{} weight scales for {oc} output channels",
+                channels.len()
+            ));
+        }
+        channels
+    } else {
+        vec![(wt.scale, wt.zero_point); oc]
+    };
+    if let Some((_, zp)) = weights.iter().find(|(_, zp)| *zp != 0) {
+        return Err(format!("weights zero point {zp}, expected 0"));
+    }
+    let bias: Vec<i32> = match &conv.bias {
+        None => vec![0; oc],
+        Some(b) if b.dims == [oc] && !b.data.is_null() && b.bytes == 4 * oc => {
+            // SAFETY: the runtime's constant int32 bias of `oc` elements.
+            unsafe { core::slice::from_raw_parts(b.data.cast::<i32>(), oc) }.to_vec()
+        }
+        Some(b) => return Err(format!("bias {:?}, expected [{oc}] int32", b.dims)),
+    };
+    let requantize = weights
+        .iter()
+        .map(|&(w_scale, _)| {
+            let real = f64::from(xt.scale) * f64::from(w_scale) / f64::from(ot.scale);
+            Requantize::from_real(real).map_err(|e| format!("multiplier {real}: {e:?}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let (min, max) = activation_range(act, ot.scale, ot.zero_point);
+    let header = QuantHeader {
+        zero_points: [xt.zero_point, 0],
+        output_zero_point: ot.zero_point,
+        min,
+        max,
+        rounding: CONV_ROUNDING,
+        channels: u32::try_from(oc).map_err(|_| "too many channels")?,
+    };
+    let mut block = header.words().to_vec();
+    block.extend(&bias);
+    block.extend(requantize.iter().map(|r| r.multiplier));
+    block.extend(requantize.iter().map(|r| i32::from(r.shift)));
+    let kind = if conv.depthwise {
+        OpKind::DepthwiseConv2DInt8(conv.window)
+    } else {
+        OpKind::Conv2DInt8(conv.window)
+    };
+    need_typed(caps, kind, DType::I8)?;
+    let u4 = |d: [usize; 4]| d.map(|v| v as u64);
+    Ok(DeviceOp::ConvInt8 {
+        x: xt.index,
+        out: ot.index,
+        kind,
+        x_dims: u4(conv.x_dims),
+        filter_dims: u4(conv.filter_dims),
+        out_dims: u4(conv.out_dims),
+        filter: conv.device_filter(1)?,
+        block,
     })
 }
 

@@ -1,18 +1,18 @@
-//! The float32 ops besides the convolutions (`super::conv`) and
-//! `FULLY_CONNECTED`: element-wise activations, broadcasting binary ops,
-//! pools, `SOFTMAX`, and `MEAN` over height and width (an average pool
-//! of the whole plane). Each is the device's f32 op of the same meaning,
-//! compared with TFLite's kernels within `docs/ops.md`'s tolerances.
+//! The float32 ops besides the convolutions (`super::conv`), the pools
+//! (`super::pool`) and `FULLY_CONNECTED`: element-wise activations,
+//! broadcasting binary ops, `SOFTMAX`, and `MEAN` over height and width
+//! (an average pool of the whole plane). Each is the device's f32 op of
+//! the same meaning, compared with TFLite's kernels within `docs/ops.md`'s
+//! tolerances.
 
 use super::checks::{all_f32, need, one_in_one_out, params, shape};
 use super::conv::{activation_op, float_activation, u16_of, window};
 use super::plan::DeviceOp;
 use crate::graph::{NodeView, TensorView};
 use tensorplug_abi::tflite::{
-    TfLiteMulParams, TfLitePadding, TfLitePoolParams, TfLiteReducerParams, TfLiteSoftmaxParams,
-    kTfLiteBuiltinMaxPool2d,
+    TfLiteMulParams, TfLitePadding, TfLiteReducerParams, TfLiteSoftmaxParams,
 };
-use tensorplug_core::accelerator::{Binary, Capabilities, OpKind, Unary, Window, broadcast_shapes};
+use tensorplug_core::accelerator::{Binary, Capabilities, OpKind, Unary, broadcast_shapes};
 
 /// An element-wise op of one float32 input (`RELU`, `RELU6`, `LOGISTIC`,
 /// `TANH`).
@@ -68,69 +68,6 @@ pub fn binary_f32(
         a: *a,
         b: *b,
         out: *out,
-        activation: act,
-    })
-}
-
-/// The NHWC shapes and window of a pool node: `[n, h, w, c]`, `[n, oh,
-/// ow, c]`.
-pub fn pool_geometry(
-    p: &TfLitePoolParams,
-    xt: &TensorView,
-    ot: &TensorView,
-) -> Result<([usize; 4], [usize; 4], Window), String> {
-    let (&[n, h, wd, c], &[on, oh, ow, oc]) = (xt.dims.as_slice(), ot.dims.as_slice()) else {
-        return Err(format!(
-            "input {:?} / output {:?} are not NHWC",
-            xt.dims, ot.dims
-        ));
-    };
-    if (on, oc) != (n, c) {
-        return Err(format!("output {:?} for input {:?}", ot.dims, xt.dims));
-    }
-    let size = [
-        u16_of(p.filter_height, "filter height")?,
-        u16_of(p.filter_width, "filter width")?,
-    ];
-    let stride = [
-        u16_of(p.stride_height, "stride")?,
-        u16_of(p.stride_width, "stride")?,
-    ];
-    let window = window(p.padding, size, stride, [1, 1], [h, wd], [oh, ow])?;
-    Ok(([n, h, wd, c], [n, oh, ow, c], window))
-}
-
-/// float32 `MAX_POOL_2D` and `AVERAGE_POOL_2D` (the average over the
-/// taps inside the input, as TFLite's), with a fused activation.
-pub fn pool_f32(
-    node: &NodeView,
-    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
-    caps: &Capabilities,
-) -> Result<DeviceOp, String> {
-    let (x, out) = one_in_one_out(node)?;
-    // SAFETY: a pool's builtin data is the runtime's TfLitePoolParams
-    // (first fields mirrored).
-    let p = unsafe { params::<TfLitePoolParams>(node, "pooling") }?;
-    let act = float_activation(p.activation)?;
-    let (xt, ot) = (tensor(x)?, tensor(out)?);
-    all_f32(&[&xt, &ot])?;
-    let (x_dims, out_dims, window) = pool_geometry(&p, &xt, &ot)?;
-    let kind = if node.builtin_code == kTfLiteBuiltinMaxPool2d {
-        OpKind::MaxPool(window)
-    } else {
-        OpKind::AvgPool(window)
-    };
-    need(caps, kind)?;
-    if let Some(op) = activation_op(act) {
-        need(caps, OpKind::Unary(op))?;
-    }
-    let u4 = |d: [usize; 4]| d.map(|v| v as u64);
-    Ok(DeviceOp::PoolF32 {
-        x,
-        out,
-        kind,
-        x_dims: u4(x_dims),
-        out_dims: u4(out_dims),
         activation: act,
     })
 }

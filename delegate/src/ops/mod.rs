@@ -12,6 +12,7 @@ pub(crate) mod mean;
 mod mul;
 mod pad;
 mod plan;
+mod pool;
 mod softmax;
 
 use checks::{all_f32, int8_activation, need, need_typed, one_in_one_out, params, shape};
@@ -20,14 +21,14 @@ pub use plan::{ConcatRows, DeviceOp, MeanInt8};
 
 use crate::graph::{Graph, NodeView, TensorView};
 use tensorplug_abi::tflite::{
-    TfLiteAddParams, TfLiteFullyConnectedParams, TfLiteFusedActivation, TfLitePoolParams,
-    TfLiteType, builtin_name, kTfLiteBuiltinAdd, kTfLiteBuiltinAveragePool2d,
-    kTfLiteBuiltinConcatenation, kTfLiteBuiltinConv2d, kTfLiteBuiltinDepthwiseConv2d,
-    kTfLiteBuiltinDequantize, kTfLiteBuiltinDiv, kTfLiteBuiltinFullyConnected,
-    kTfLiteBuiltinHardSwish, kTfLiteBuiltinLogistic, kTfLiteBuiltinMaxPool2d, kTfLiteBuiltinMean,
-    kTfLiteBuiltinMul, kTfLiteBuiltinPad, kTfLiteBuiltinPadv2, kTfLiteBuiltinQuantize,
-    kTfLiteBuiltinRelu, kTfLiteBuiltinRelu6, kTfLiteBuiltinReshape, kTfLiteBuiltinSoftmax,
-    kTfLiteBuiltinSub, kTfLiteBuiltinTanh, kTfLiteOptionalTensor,
+    TfLiteAddParams, TfLiteFullyConnectedParams, TfLiteFusedActivation, TfLiteType, builtin_name,
+    kTfLiteBuiltinAdd, kTfLiteBuiltinAveragePool2d, kTfLiteBuiltinConcatenation,
+    kTfLiteBuiltinConv2d, kTfLiteBuiltinDepthwiseConv2d, kTfLiteBuiltinDequantize,
+    kTfLiteBuiltinDiv, kTfLiteBuiltinFullyConnected, kTfLiteBuiltinHardSwish,
+    kTfLiteBuiltinLogistic, kTfLiteBuiltinMaxPool2d, kTfLiteBuiltinMean, kTfLiteBuiltinMul,
+    kTfLiteBuiltinPad, kTfLiteBuiltinPadv2, kTfLiteBuiltinQuantize, kTfLiteBuiltinRelu,
+    kTfLiteBuiltinRelu6, kTfLiteBuiltinReshape, kTfLiteBuiltinSoftmax, kTfLiteBuiltinSub,
+    kTfLiteBuiltinTanh, kTfLiteOptionalTensor,
 };
 use tensorplug_core::accelerator::{Activation, Binary, Capabilities, DType, OpKind, Unary};
 use tensorplug_core::quant::block::QuantHeader;
@@ -46,10 +47,6 @@ pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none or RELU), CON
                           width; float32 or int8 CONCATENATION (one quantization, activation \
                           none); QUANTIZE (float32 to int8) and DEQUANTIZE (int8 to float32), \
                           per tensor; RESHAPE of float32 or int8 to a constant shape";
-
-/// How TFLite's reference int8 convolutions requantize: twice (TF 2.21,
-/// `docs/device-numerics.md`; the test measures every runtime it runs).
-const CONV_ROUNDING: Rounding = Rounding::Double;
 
 /// How TFLite's reference `ADD` requantizes: twice, on TF 2.15.1, TF
 /// 2.21.0 and ai-edge-litert 2.3.0 (measured bit for bit by the test).
@@ -90,12 +87,14 @@ pub fn decide(
         kTfLiteBuiltinDiv => float::binary_f32(node, &tensor, caps, Binary::DIV),
         kTfLiteBuiltinMul if int8 => mul::mul_int8(node, &tensor, caps),
         kTfLiteBuiltinMul => float::binary_f32(node, &tensor, caps, Binary::MUL),
-        kTfLiteBuiltinConv2d | kTfLiteBuiltinDepthwiseConv2d => conv_int8(node, &tensor, caps),
+        kTfLiteBuiltinConv2d | kTfLiteBuiltinDepthwiseConv2d => {
+            conv::conv_int8(node, &tensor, caps)
+        }
         kTfLiteBuiltinMaxPool2d | kTfLiteBuiltinAveragePool2d if int8 => {
-            pool_int8(node, &tensor, caps)
+            pool::pool_int8(node, &tensor, caps)
         }
         kTfLiteBuiltinMaxPool2d | kTfLiteBuiltinAveragePool2d => {
-            float::pool_f32(node, &tensor, caps)
+            pool::pool_f32(node, &tensor, caps)
         }
         kTfLiteBuiltinQuantize | kTfLiteBuiltinDequantize => requantize(node, &tensor, caps),
         kTfLiteBuiltinReshape => reshape(node, &tensor),
@@ -339,169 +338,6 @@ fn add_int8_node(
     let params = unsafe { params::<TfLiteAddParams>(node, "Add") }?;
     let (at, bt, ot) = (tensor(*a)?, tensor(*b)?, tensor(*out)?);
     add_int8(&at, &bt, &ot, int8_activation(params.activation)?, caps)
-}
-
-/// int8 CONV_2D / DEPTHWISE_CONV_2D: NHWC int8 input and output,
-/// constant int8 weights (per-channel or per-tensor, zero point 0),
-/// optional constant int32 bias; the geometry as [`conv::Conv`] checks it.
-fn conv_int8(
-    node: &NodeView,
-    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
-    caps: &Capabilities,
-) -> Result<DeviceOp, String> {
-    let conv = conv::Conv::of(node, tensor)?;
-    let (xt, wt, ot) = (&conv.x, &conv.w, &conv.out);
-    if xt.dtype == TfLiteType::kTfLiteFloat32 {
-        return conv::conv_f32(node, tensor, caps);
-    }
-    if xt.dtype != TfLiteType::kTfLiteInt8 {
-        return Err(format!(
-            "tensor {} is {:?}: the device's convolutions are int8 or float32",
-            xt.index, xt.dtype
-        ));
-    }
-    for (t, want) in [(wt, TfLiteType::kTfLiteInt8), (ot, TfLiteType::kTfLiteInt8)]
-        .into_iter()
-        .chain(conv.bias.as_ref().map(|b| (b, TfLiteType::kTfLiteInt32)))
-    {
-        if t.dtype != want {
-            return Err(format!(
-                "tensor {} is {:?}, expected {want:?}",
-                t.index, t.dtype
-            ));
-        }
-    }
-    let act = int8_activation(conv.activation)?;
-    let oc = conv.out_dims[3];
-    let weights: Vec<(f32, i32)> = if wt.quant_channels > 1 {
-        // The output channel's axis: 0 of [oc, kh, kw, c], 3 of [1, kh, kw, c·m].
-        let axis = if conv.depthwise { 3 } else { 0 };
-        if wt.quant_axis != axis {
-            return Err(format!(
-                "weight scales along axis {}, expected {axis}",
-                wt.quant_axis
-            ));
-        }
-        let channels = wt
-            .channels
-            .clone()
-            .map_err(|why| format!("per-channel weight scales: {why}"))?;
-        if channels.len() != oc {
-            return Err(format!(
-                "{} weight scales for {oc} output channels",
-                channels.len()
-            ));
-        }
-        channels
-    } else {
-        vec![(wt.scale, wt.zero_point); oc]
-    };
-    if let Some((_, zp)) = weights.iter().find(|(_, zp)| *zp != 0) {
-        return Err(format!("weights zero point {zp}, expected 0"));
-    }
-    let bias: Vec<i32> = match &conv.bias {
-        None => vec![0; oc],
-        Some(b) if b.dims == [oc] && !b.data.is_null() && b.bytes == 4 * oc => {
-            // SAFETY: the runtime's constant int32 bias of `oc` elements.
-            unsafe { core::slice::from_raw_parts(b.data.cast::<i32>(), oc) }.to_vec()
-        }
-        Some(b) => return Err(format!("bias {:?}, expected [{oc}] int32", b.dims)),
-    };
-    let requantize = weights
-        .iter()
-        .map(|&(w_scale, _)| {
-            let real = f64::from(xt.scale) * f64::from(w_scale) / f64::from(ot.scale);
-            Requantize::from_real(real).map_err(|e| format!("multiplier {real}: {e:?}"))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let (min, max) = activation_range(act, ot.scale, ot.zero_point);
-    let header = QuantHeader {
-        zero_points: [xt.zero_point, 0],
-        output_zero_point: ot.zero_point,
-        min,
-        max,
-        rounding: CONV_ROUNDING,
-        channels: u32::try_from(oc).map_err(|_| "too many channels")?,
-    };
-    let mut block = header.words().to_vec();
-    block.extend(&bias);
-    block.extend(requantize.iter().map(|r| r.multiplier));
-    block.extend(requantize.iter().map(|r| i32::from(r.shift)));
-    let kind = if conv.depthwise {
-        OpKind::DepthwiseConv2DInt8(conv.window)
-    } else {
-        OpKind::Conv2DInt8(conv.window)
-    };
-    need_typed(caps, kind, DType::I8)?;
-    let u4 = |d: [usize; 4]| d.map(|v| v as u64);
-    Ok(DeviceOp::ConvInt8 {
-        x: xt.index,
-        out: ot.index,
-        kind,
-        x_dims: u4(conv.x_dims),
-        filter_dims: u4(conv.filter_dims),
-        out_dims: u4(conv.out_dims),
-        filter: conv.device_filter(1)?,
-        block,
-    })
-}
-
-/// int8 MAX_POOL_2D and AVERAGE_POOL_2D: NHWC, input and output of one
-/// scale and zero point (TFLite requires it), the fused activation a
-/// clamp. The device's average counts the taps inside the input, as
-/// TFLite's reference kernel does, and rounds half away from zero.
-fn pool_int8(
-    node: &NodeView,
-    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
-    caps: &Capabilities,
-) -> Result<DeviceOp, String> {
-    let (x, out) = one_in_one_out(node)?;
-    // SAFETY: a pool's builtin data is the runtime's TfLitePoolParams
-    // (first fields mirrored).
-    let p = unsafe { params::<TfLitePoolParams>(node, "pooling") }?;
-    let act = int8_activation(p.activation)?;
-    let (xt, ot) = (tensor(x)?, tensor(out)?);
-    if let Some(t) = [&xt, &ot]
-        .into_iter()
-        .find(|t| t.dtype != TfLiteType::kTfLiteInt8)
-    {
-        return Err(format!(
-            "tensor {} is {:?}: only int8 pools run on the device",
-            t.index, t.dtype
-        ));
-    }
-    if (xt.scale, xt.zero_point) != (ot.scale, ot.zero_point) {
-        return Err(format!(
-            "input and output quantization differ ({} {} / {} {})",
-            xt.scale, xt.zero_point, ot.scale, ot.zero_point
-        ));
-    }
-    let (x_dims, out_dims, window) = float::pool_geometry(&p, &xt, &ot)?;
-    let kind = if node.builtin_code == kTfLiteBuiltinMaxPool2d {
-        OpKind::MaxPoolInt8(window)
-    } else {
-        OpKind::AvgPoolInt8(window)
-    };
-    need_typed(caps, kind, DType::I8)?;
-    let (min, max) = activation_range(act, ot.scale, ot.zero_point);
-    let header = QuantHeader {
-        zero_points: [xt.zero_point, 0],
-        output_zero_point: ot.zero_point,
-        min,
-        max,
-        // A pool compares or averages, never requantizes: the field is unread.
-        rounding: Rounding::Double,
-        channels: 0,
-    };
-    let u4 = |d: [usize; 4]| d.map(|v| v as u64);
-    Ok(DeviceOp::PoolInt8 {
-        x,
-        out,
-        kind,
-        x_dims: u4(x_dims),
-        out_dims: u4(out_dims),
-        block: header.words().to_vec(),
-    })
 }
 
 /// QUANTIZE from float32 and DEQUANTIZE to float32, one scale and zero

@@ -1,0 +1,134 @@
+//! `MAX_POOL_2D` and `AVERAGE_POOL_2D` of float32 (`MaxPool`, `AvgPool`,
+//! then the activation) and of int8 (`MaxPoolInt8`, `AvgPoolInt8`, the
+//! activation a clamp), over one geometry.
+
+use super::checks::{all_f32, int8_activation, need, need_typed, one_in_one_out, params};
+use super::conv::{activation_op, float_activation, u16_of, window};
+use super::plan::DeviceOp;
+use crate::graph::{NodeView, TensorView};
+use tensorplug_abi::tflite::{TfLitePoolParams, TfLiteType, kTfLiteBuiltinMaxPool2d};
+use tensorplug_core::accelerator::{Capabilities, DType, OpKind, Window};
+use tensorplug_core::quant::Rounding;
+use tensorplug_core::quant::block::QuantHeader;
+use tensorplug_core::reference::int8::activation_range;
+
+/// The NHWC shapes and window of a pool node: `[n, h, w, c]`, `[n, oh,
+/// ow, c]`.
+pub fn pool_geometry(
+    p: &TfLitePoolParams,
+    xt: &TensorView,
+    ot: &TensorView,
+) -> Result<([usize; 4], [usize; 4], Window), String> {
+    let (&[n, h, wd, c], &[on, oh, ow, oc]) = (xt.dims.as_slice(), ot.dims.as_slice()) else {
+        return Err(format!(
+            "input {:?} / output {:?} are not NHWC",
+            xt.dims, ot.dims
+        ));
+    };
+    if (on, oc) != (n, c) {
+        return Err(format!("output {:?} for input {:?}", ot.dims, xt.dims));
+    }
+    let size = [
+        u16_of(p.filter_height, "filter height")?,
+        u16_of(p.filter_width, "filter width")?,
+    ];
+    let stride = [
+        u16_of(p.stride_height, "stride")?,
+        u16_of(p.stride_width, "stride")?,
+    ];
+    let window = window(p.padding, size, stride, [1, 1], [h, wd], [oh, ow])?;
+    Ok(([n, h, wd, c], [n, oh, ow, c], window))
+}
+
+/// float32 `MAX_POOL_2D` and `AVERAGE_POOL_2D` (the average over the
+/// taps inside the input, as TFLite's), with a fused activation.
+pub fn pool_f32(
+    node: &NodeView,
+    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
+    caps: &Capabilities,
+) -> Result<DeviceOp, String> {
+    let (x, out) = one_in_one_out(node)?;
+    // SAFETY: a pool's builtin data is the runtime's TfLitePoolParams
+    // (first fields mirrored).
+    let p = unsafe { params::<TfLitePoolParams>(node, "pooling") }?;
+    let act = float_activation(p.activation)?;
+    let (xt, ot) = (tensor(x)?, tensor(out)?);
+    all_f32(&[&xt, &ot])?;
+    let (x_dims, out_dims, window) = pool_geometry(&p, &xt, &ot)?;
+    let kind = if node.builtin_code == kTfLiteBuiltinMaxPool2d {
+        OpKind::MaxPool(window)
+    } else {
+        OpKind::AvgPool(window)
+    };
+    need(caps, kind)?;
+    if let Some(op) = activation_op(act) {
+        need(caps, OpKind::Unary(op))?;
+    }
+    let u4 = |d: [usize; 4]| d.map(|v| v as u64);
+    Ok(DeviceOp::PoolF32 {
+        x,
+        out,
+        kind,
+        x_dims: u4(x_dims),
+        out_dims: u4(out_dims),
+        activation: act,
+    })
+}
+
+/// int8 MAX_POOL_2D and AVERAGE_POOL_2D: NHWC, input and output of one
+/// scale and zero point (TFLite requires it), the fused activation a
+/// clamp. The device's average counts the taps inside the input, as
+/// TFLite's reference kernel does, and rounds half away from zero.
+pub fn pool_int8(
+    node: &NodeView,
+    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
+    caps: &Capabilities,
+) -> Result<DeviceOp, String> {
+    let (x, out) = one_in_one_out(node)?;
+    // SAFETY: a pool's builtin data is the runtime's TfLitePoolParams
+    // (first fields mirrored).
+    let p = unsafe { params::<TfLitePoolParams>(node, "pooling") }?;
+    let act = int8_activation(p.activation)?;
+    let (xt, ot) = (tensor(x)?, tensor(out)?);
+    if let Some(t) = [&xt, &ot]
+        .into_iter()
+        .find(|t| t.dtype != TfLiteType::kTfLiteInt8)
+    {
+        return Err(format!(
+            "tensor {} is {:?}: only int8 pools run on the device",
+            t.index, t.dtype
+        ));
+    }
+    if (xt.scale, xt.zero_point) != (ot.scale, ot.zero_point) {
+        return Err(format!(
+            "input and output quantization differ ({} {} / {} {})",
+            xt.scale, xt.zero_point, ot.scale, ot.zero_point
+        ));
+    }
+    let (x_dims, out_dims, window) = pool_geometry(&p, &xt, &ot)?;
+    let kind = if node.builtin_code == kTfLiteBuiltinMaxPool2d {
+        OpKind::MaxPoolInt8(window)
+    } else {
+        OpKind::AvgPoolInt8(window)
+    };
+    need_typed(caps, kind, DType::I8)?;
+    let (min, max) = activation_range(act, ot.scale, ot.zero_point);
+    let header = QuantHeader {
+        zero_points: [xt.zero_point, 0],
+        output_zero_point: ot.zero_point,
+        min,
+        max,
+        // A pool compares or averages, never requantizes: the field is unread.
+        rounding: Rounding::Double,
+        channels: 0,
+    };
+    let u4 = |d: [usize; 4]| d.map(|v| v as u64);
+    Ok(DeviceOp::PoolInt8 {
+        x,
+        out,
+        kind,
+        x_dims: u4(x_dims),
+        out_dims: u4(out_dims),
+        block: header.words().to_vec(),
+    })
+}
