@@ -9,8 +9,10 @@
 mod arena;
 mod command;
 mod float;
+mod program;
 
 use command::Command;
+use program::{Compiled, Piece, QUEUE, Stored, run_one};
 
 use crate::graph::{Graph, TensorView, int_array};
 use crate::ops::{ConcatRows, DeviceOp, MeanInt8, decide};
@@ -21,16 +23,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use tensorplug_abi::tflite::TfLiteDelegateParams;
 use tensorplug_core::accelerator::{
-    DType, DeviceAddr, Fence, OpKind, QueueId, Shape, TensorDesc, Unary, VendorOps,
+    DType, DeviceAddr, Fence, OpKind, Shape, TensorDesc, Unary, VendorOps,
 };
 use tensorplug_core::event::{Event, EventKind};
-use tensorplug_core::program::{
-    Bindings, BufferId, BufferKind, Limits, MAX_BUFFERS, Program, ProgramBuilder, RunError, replay,
-    validate,
-};
+use tensorplug_core::program::{BufferKind, MAX_BUFFERS, Program};
 use tensorplug_host_bridge::prelude::DynAccelerator;
 
-const QUEUE: QueueId = QueueId(0);
 const ALIGN: u64 = 64;
 
 /// A tensor's device copy.
@@ -93,20 +91,6 @@ pub struct Kernel {
     owned: Vec<DeviceAddr>,
     /// The arena's size against one buffer each.
     memory: Memory,
-}
-
-/// The partition's programs, run in order.
-#[derive(Default)]
-struct Compiled {
-    programs: Vec<Stored>,
-}
-
-/// One program: its bytes, the device's name for it when it stores
-/// programs, and the address of each binding slot.
-struct Stored {
-    bytes: Vec<u8>,
-    stored: Option<u32>,
-    slots: Vec<DeviceAddr>,
 }
 
 impl Kernel {
@@ -793,66 +777,6 @@ impl Kernel {
             last = Some(run_one(dev, p)?);
         }
         Ok(last.flatten())
-    }
-}
-
-/// One program of a partition: stored on the device, or replayed.
-fn run_one(dev: &mut DynAccelerator, p: &Stored) -> Result<Option<Fence>, String> {
-    if let Some(run) = p
-        .stored
-        .and_then(|name| dev.run_program(QUEUE, name, &p.slots, DeviceAddr(0)))
-    {
-        return run
-            .map(Some)
-            .map_err(|e| format!("the device refused the partition's program: {e}"));
-    }
-    let parsed = Program::parse(&p.bytes).map_err(|e| e.to_string())?;
-    let valid = validate(parsed, &VendorOps::NONE, &Limits::HOST).map_err(|e| e.to_string())?;
-    replay(dev, QUEUE, &valid, &Bindings::new(&p.slots, DeviceAddr(0))).map_err(|e| match e {
-        RunError::Program(e) => format!("the partition's program: {e}"),
-        RunError::Device { command, error } => {
-            format!("the device refused command {command} of the partition: {error}")
-        }
-    })
-}
-
-/// A program being built: its buffers, keyed by the device view they bind.
-#[derive(Default)]
-struct Piece {
-    builder: ProgramBuilder,
-    ids: BTreeMap<(u64, u8, Vec<u64>), BufferId>,
-    slots: Vec<DeviceAddr>,
-}
-
-impl Piece {
-    fn key(d: &TensorDesc) -> (u64, u8, Vec<u64>) {
-        (d.addr.0, d.dtype as u8, d.shape.dims().to_vec())
-    }
-
-    fn buffers(&self) -> usize {
-        self.ids.len()
-    }
-
-    /// How many of `views` would be new buffers.
-    fn unbound(&self, views: &[TensorDesc]) -> usize {
-        let mut keys: Vec<_> = views.iter().map(Self::key).collect();
-        keys.sort();
-        keys.dedup();
-        keys.iter().filter(|k| !self.ids.contains_key(*k)).count()
-    }
-
-    fn bind(&mut self, d: TensorDesc, kind: BufferKind) -> Result<BufferId, String> {
-        let key = Self::key(&d);
-        if let Some(&id) = self.ids.get(&key) {
-            return Ok(id);
-        }
-        let id = self
-            .builder
-            .buffer(kind, d.dtype, d.shape)
-            .map_err(|e| format!("the partition's program: {e}"))?;
-        self.slots.push(d.addr);
-        self.ids.insert(key, id);
-        Ok(id)
     }
 }
 
