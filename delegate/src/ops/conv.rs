@@ -11,9 +11,7 @@ use tensorplug_abi::tflite::{
     kTfLiteBuiltinDepthwiseConv2d, kTfLiteOptionalTensor,
 };
 use tensorplug_core::accelerator::{Activation, Capabilities, DType, OpKind, Unary, Window};
-use tensorplug_core::quant::block::QuantHeader;
-use tensorplug_core::quant::{Requantize, Rounding};
-use tensorplug_core::reference::int8::activation_range;
+use tensorplug_core::quant::Rounding;
 
 /// How TFLite's reference int8 convolutions requantize: twice (TF 2.21,
 /// `docs/device-numerics.md`; the test measures every runtime it runs).
@@ -248,61 +246,11 @@ pub fn conv_int8(
         }
     }
     let act = int8_activation(conv.activation)?;
-    let oc = conv.out_dims[3];
-    let weights: Vec<(f32, i32)> = if wt.quant_channels > 1 {
-        // The output channel's axis: 0 of [oc, kh, kw, c], 3 of [1, kh, kw, c·m].
-        let axis = if conv.depthwise { 3 } else { 0 };
-        if wt.quant_axis != axis {
-            return Err(format!(
-                "weight scales along axis {}, expected {axis}",
-                wt.quant_axis
-            ));
-        }
-        let channels = wt
-            .channels
-            .clone()
-            .map_err(|why| format!("per-channel weight scales: {why}"))?;
-        if channels.len() != oc {
-            return Err(format!(
-                "{} weight scales for {oc} output channels",
-                channels.len()
-            ));
-        }
-        channels
-    } else {
-        vec![(wt.scale, wt.zero_point); oc]
-    };
-    if let Some((_, zp)) = weights.iter().find(|(_, zp)| *zp != 0) {
-        return Err(format!("weights zero point {zp}, expected 0"));
-    }
-    let bias: Vec<i32> = match &conv.bias {
-        None => vec![0; oc],
-        Some(b) if b.dims == [oc] && !b.data.is_null() && b.bytes == 4 * oc => {
-            // SAFETY: the runtime's constant int32 bias of `oc` elements.
-            unsafe { core::slice::from_raw_parts(b.data.cast::<i32>(), oc) }.to_vec()
-        }
-        Some(b) => return Err(format!("bias {:?}, expected [{oc}] int32", b.dims)),
-    };
-    let requantize = weights
-        .iter()
-        .map(|&(w_scale, _)| {
-            let real = f64::from(xt.scale) * f64::from(w_scale) / f64::from(ot.scale);
-            Requantize::from_real(real).map_err(|e| format!("multiplier {real}: {e:?}"))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let (min, max) = activation_range(act, ot.scale, ot.zero_point);
-    let header = QuantHeader {
-        zero_points: [xt.zero_point, 0],
-        output_zero_point: ot.zero_point,
-        min,
-        max,
-        rounding: CONV_ROUNDING,
-        channels: u32::try_from(oc).map_err(|_| "too many channels")?,
-    };
-    let mut block = header.words().to_vec();
-    block.extend(&bias);
-    block.extend(requantize.iter().map(|r| r.multiplier));
-    block.extend(requantize.iter().map(|r| i32::from(r.shift)));
+    // The output channel's axis: 0 of [oc, kh, kw, c], 3 of [1, kh, kw, c·m].
+    let axis = if conv.depthwise { 3 } else { 0 };
+    let along = (axis, conv.out_dims[3]);
+    let block =
+        super::weights::weights_block(xt, wt, conv.bias.as_ref(), ot, act, along, CONV_ROUNDING)?;
     let kind = if conv.depthwise {
         OpKind::DepthwiseConv2DInt8(conv.window)
     } else {

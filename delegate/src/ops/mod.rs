@@ -14,6 +14,7 @@ mod pad;
 mod plan;
 mod pool;
 mod softmax;
+mod weights;
 
 use checks::{all_f32, int8_activation, need, need_typed, one_in_one_out, params, shape};
 pub use conv::activation_op;
@@ -31,9 +32,9 @@ use tensorplug_abi::tflite::{
     kTfLiteBuiltinTanh, kTfLiteOptionalTensor,
 };
 use tensorplug_core::accelerator::{Activation, Binary, Capabilities, DType, OpKind, Unary};
+use tensorplug_core::quant::Rounding;
 use tensorplug_core::quant::block::QuantHeader;
-use tensorplug_core::quant::{Requantize, Rounding};
-use tensorplug_core::reference::int8::{AddQuant, activation_range};
+use tensorplug_core::reference::int8::AddQuant;
 
 /// The ops the delegate can hand to a device, as the report names them.
 pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none or RELU), CONV_2D and \
@@ -90,12 +91,7 @@ pub fn decide(
         kTfLiteBuiltinConv2d | kTfLiteBuiltinDepthwiseConv2d => {
             conv::conv_int8(node, &tensor, caps)
         }
-        kTfLiteBuiltinMaxPool2d | kTfLiteBuiltinAveragePool2d if int8 => {
-            pool::pool_int8(node, &tensor, caps)
-        }
-        kTfLiteBuiltinMaxPool2d | kTfLiteBuiltinAveragePool2d => {
-            pool::pool_f32(node, &tensor, caps)
-        }
+        kTfLiteBuiltinMaxPool2d | kTfLiteBuiltinAveragePool2d => pool::pool(node, &tensor, caps),
         kTfLiteBuiltinQuantize | kTfLiteBuiltinDequantize => requantize(node, &tensor, caps),
         kTfLiteBuiltinReshape => reshape(node, &tensor),
         kTfLiteBuiltinMean if int8 => mean::mean_int8(node, &tensor, caps),
@@ -257,61 +253,7 @@ fn fully_connected_int8(
         return Err("weights or bias are not constant tensors".into());
     }
     let [m, k, n] = fc_dims(xt, wt, ot)?;
-    // (scale, zero point) of each output channel's weights.
-    let weights: Vec<(f32, i32)> = if wt.quant_channels > 1 {
-        if wt.quant_axis != 0 {
-            return Err(format!(
-                "weight scales along axis {}, expected 0",
-                wt.quant_axis
-            ));
-        }
-        let channels = wt
-            .channels
-            .clone()
-            .map_err(|why| format!("per-channel weight scales: {why}"))?;
-        if channels.len() != n {
-            return Err(format!(
-                "{} weight scales for {n} output channels",
-                channels.len()
-            ));
-        }
-        channels
-    } else {
-        vec![(wt.scale, wt.zero_point); n]
-    };
-    if let Some((_, zp)) = weights.iter().find(|(_, zp)| *zp != 0) {
-        return Err(format!("weights zero point {zp}, expected 0"));
-    }
-    let bias: Vec<i32> = match bt {
-        None => vec![0; n],
-        Some(b) if b.dims == [n] && !b.data.is_null() && b.bytes == 4 * n => {
-            // SAFETY: the runtime's constant int32 bias of `n` elements.
-            unsafe { core::slice::from_raw_parts(b.data.cast::<i32>(), n) }.to_vec()
-        }
-        Some(b) => return Err(format!("bias {:?}, expected [{n}] int32", b.dims)),
-    };
-    // TFLite's GetQuantizedConvolutionMultipler / per-channel
-    // PopulateConvolutionQuantizationParams: in double.
-    let requantize = weights
-        .iter()
-        .map(|&(w_scale, _)| {
-            let real = f64::from(xt.scale) * f64::from(w_scale) / f64::from(ot.scale);
-            Requantize::from_real(real).map_err(|e| format!("multiplier {real}: {e:?}"))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let (min, max) = activation_range(act, ot.scale, ot.zero_point);
-    let header = QuantHeader {
-        zero_points: [xt.zero_point, 0],
-        output_zero_point: ot.zero_point,
-        min,
-        max,
-        rounding,
-        channels: u32::try_from(n).map_err(|_| "too many channels")?,
-    };
-    let mut block = header.words().to_vec();
-    block.extend(&bias);
-    block.extend(requantize.iter().map(|r| r.multiplier));
-    block.extend(requantize.iter().map(|r| i32::from(r.shift)));
+    let block = weights::weights_block(xt, wt, bt, ot, act, (0, n), rounding)?;
     need_typed(caps, OpKind::MatMulInt8 { transpose_b: true }, DType::I8)?;
     let u = |v: usize| v as u64;
     Ok(DeviceOp::FullyConnectedInt8 {

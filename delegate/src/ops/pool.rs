@@ -40,9 +40,13 @@ pub fn pool_geometry(
     Ok(([n, h, wd, c], [n, oh, ow, c], window))
 }
 
-/// float32 `MAX_POOL_2D` and `AVERAGE_POOL_2D` (the average over the
-/// taps inside the input, as TFLite's), with a fused activation.
-pub fn pool_f32(
+/// `MAX_POOL_2D` or `AVERAGE_POOL_2D`, or why it stays on the CPU.
+/// float32: the average over the taps inside the input, as TFLite's, then
+/// the activation. int8: input and output of one scale and zero point
+/// (TFLite requires it), the activation a clamp; the device's average
+/// counts the taps inside the input, as TFLite's reference kernel does,
+/// and rounds half away from zero.
+pub fn pool(
     node: &NodeView,
     tensor: &dyn Fn(i32) -> Result<TensorView, String>,
     caps: &Capabilities,
@@ -51,51 +55,37 @@ pub fn pool_f32(
     // SAFETY: a pool's builtin data is the runtime's TfLitePoolParams
     // (first fields mirrored).
     let p = unsafe { params::<TfLitePoolParams>(node, "pooling") }?;
-    let act = float_activation(p.activation)?;
     let (xt, ot) = (tensor(x)?, tensor(out)?);
-    all_f32(&[&xt, &ot])?;
-    let (x_dims, out_dims, window) = pool_geometry(&p, &xt, &ot)?;
-    let kind = if node.builtin_code == kTfLiteBuiltinMaxPool2d {
-        OpKind::MaxPool(window)
-    } else {
-        OpKind::AvgPool(window)
-    };
-    need(caps, kind)?;
-    if let Some(op) = activation_op(act) {
-        need(caps, OpKind::Unary(op))?;
-    }
+    let max = node.builtin_code == kTfLiteBuiltinMaxPool2d;
     let u4 = |d: [usize; 4]| d.map(|v| v as u64);
-    Ok(DeviceOp::PoolF32 {
-        x,
-        out,
-        kind,
-        x_dims: u4(x_dims),
-        out_dims: u4(out_dims),
-        activation: act,
-    })
-}
-
-/// int8 MAX_POOL_2D and AVERAGE_POOL_2D: NHWC, input and output of one
-/// scale and zero point (TFLite requires it), the fused activation a
-/// clamp. The device's average counts the taps inside the input, as
-/// TFLite's reference kernel does, and rounds half away from zero.
-pub fn pool_int8(
-    node: &NodeView,
-    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
-    caps: &Capabilities,
-) -> Result<DeviceOp, String> {
-    let (x, out) = one_in_one_out(node)?;
-    // SAFETY: a pool's builtin data is the runtime's TfLitePoolParams
-    // (first fields mirrored).
-    let p = unsafe { params::<TfLitePoolParams>(node, "pooling") }?;
+    if xt.dtype == TfLiteType::kTfLiteFloat32 {
+        let act = float_activation(p.activation)?;
+        all_f32(&[&xt, &ot])?;
+        let (x_dims, out_dims, window) = pool_geometry(&p, &xt, &ot)?;
+        let kind = match max {
+            true => OpKind::MaxPool(window),
+            false => OpKind::AvgPool(window),
+        };
+        need(caps, kind)?;
+        if let Some(op) = activation_op(act) {
+            need(caps, OpKind::Unary(op))?;
+        }
+        return Ok(DeviceOp::PoolF32 {
+            x,
+            out,
+            kind,
+            x_dims: u4(x_dims),
+            out_dims: u4(out_dims),
+            activation: act,
+        });
+    }
     let act = int8_activation(p.activation)?;
-    let (xt, ot) = (tensor(x)?, tensor(out)?);
     if let Some(t) = [&xt, &ot]
         .into_iter()
         .find(|t| t.dtype != TfLiteType::kTfLiteInt8)
     {
         return Err(format!(
-            "tensor {} is {:?}: only int8 pools run on the device",
+            "tensor {} is {:?}: the device's pools are float32 or int8",
             t.index, t.dtype
         ));
     }
@@ -106,10 +96,9 @@ pub fn pool_int8(
         ));
     }
     let (x_dims, out_dims, window) = pool_geometry(&p, &xt, &ot)?;
-    let kind = if node.builtin_code == kTfLiteBuiltinMaxPool2d {
-        OpKind::MaxPoolInt8(window)
-    } else {
-        OpKind::AvgPoolInt8(window)
+    let kind = match max {
+        true => OpKind::MaxPoolInt8(window),
+        false => OpKind::AvgPoolInt8(window),
     };
     need_typed(caps, kind, DType::I8)?;
     let (min, max) = activation_range(act, ot.scale, ot.zero_point);
@@ -122,7 +111,6 @@ pub fn pool_int8(
         rounding: Rounding::Double,
         channels: 0,
     };
-    let u4 = |d: [usize; 4]| d.map(|v| v as u64);
     Ok(DeviceOp::PoolInt8 {
         x,
         out,
