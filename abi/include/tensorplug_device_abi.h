@@ -18,14 +18,14 @@
 #define TPD_DEVICE_ABI_VERSION_MAJOR 1
 
 // Minor version: bumped for backwards-compatible additions.
-#define TPD_DEVICE_ABI_VERSION_MINOR 7
+#define TPD_DEVICE_ABI_VERSION_MINOR 8
 
 // Patch version: bumped for fixes that change no layout or meaning.
 #define TPD_DEVICE_ABI_VERSION_PATCH 0
 
 // `DEVICE_ABI_VERSION` as the `Register::ABI_VERSION`
 // word: `major << 16 | minor << 8 | patch`, bits 31..24 zero.
-#define TPD_DEVICE_ABI_VERSION_WORD 0x00010700
+#define TPD_DEVICE_ABI_VERSION_WORD 0x00010800
 
 // Ticks per second of the reference FPGA's timestamp counter (100 MHz).
 // A device reports its own in `Register::TIMESTAMP_FREQ_HZ`.
@@ -397,6 +397,8 @@ typedef uint16_t TPD_Opcode;
 // elements, where `op` is the catalogue op of code `imm` (an element-wise
 // op of one operand, `docs/ops.md`) and the element type is `dtype`.
 // A code the device's `OPS` registers do not list completes `UNSUPPORTED`.
+// ABI 1.8: an op with a parameter (`LeakyRelu`'s `alpha`) takes it as
+// f32 bits in `src2` (bits 63..32 zero); `src2` is 0 for the others.
 #define TPD_OPCODE_UNARY 112
 // ABI 1.3 (`CATALOGUE`): `dst = src0 ∘ src1`, where `∘` is the catalogue
 // op of code `imm` (a broadcasting element-wise op of two operands), in
@@ -693,7 +695,8 @@ typedef uint8_t TPD_NorStatus;
 // What a driver written against this module needs (ABI 1.0 or newer 1.x).
 #define TPD_DRIVER_ABI_REQUIREMENT (TPD_AbiRequirement){ .major = TPD_DEVICE_ABI_VERSION_MAJOR, .min_minor = 0 }
 
-// What the reference FPGA implements: every feature of ABI 1.7.
+// What the reference FPGA implements: every feature of ABI 1.8 (1.8 adds
+// no bit: `UNARY` ops with a parameter, which the `OPS` registers list).
 #define TPD_REFERENCE_FEATURES 0x1FFFFF
 
 

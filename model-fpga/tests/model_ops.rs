@@ -324,18 +324,22 @@ fn catalogue_commands_run_every_listed_op_as_its_per_op_opcode_does() {
     let (x, y) = (values(64, 5), values(64, 9));
     rig.write_f32(A, &x);
     rig.write_f32(B, &y);
-    let run = |rig: &mut Rig, op: Opcode, imm: u32, binary: bool| {
+    let run_with = |rig: &mut Rig, op: Opcode, imm: u32, binary: bool, src2: u64| {
         let mut c = cmd(op);
-        (c.src0, c.dst, c.len, c.imm) = (A, OUT, 64, imm);
+        (c.src0, c.src2, c.dst, c.len, c.imm) = (A, src2, OUT, 64, imm);
         if binary {
             c.src1 = B;
         }
         ok(rig, c);
         rig.read_f32(OUT, 64)
     };
+    let run = |rig: &mut Rig, op: Opcode, imm: u32, binary: bool| run_with(rig, op, imm, binary, 0);
     for op in UnaryOp::ALL {
-        let got = run(&mut rig, Opcode::UNARY, op as u32, false);
-        let want: Vec<f32> = x.iter().map(|&v| op.apply(v)).collect();
+        // An op with a parameter takes it from `src2` (ABI 1.8).
+        let p = if op.takes_param() { -0.375f32 } else { 0.0 };
+        let src2 = u64::from(p.to_bits());
+        let got = run_with(&mut rig, Opcode::UNARY, op as u32, false, src2);
+        let want: Vec<f32> = x.iter().map(|&v| op.apply(v, p)).collect();
         assert_eq!(bits(&got), bits(&want), "{op:?}");
     }
     for op in BinaryOp::ALL {
@@ -363,6 +367,30 @@ fn bits(v: &[f32]) -> Vec<u32> {
 /// A code the `OPS` registers do not list, or one of the other family, is
 /// `UNSUPPORTED` with the code as detail; the registers list exactly the
 /// model's kernels, and read 0 on a device without `CATALOGUE`.
+/// `UNARY`'s `src2` is an op's parameter (ABI 1.8): bits 63..32 must be
+/// 0, and an op without a parameter must have 0 there.
+#[test]
+fn a_unary_parameter_is_checked() {
+    use tensorplug_model_fpga::kernels::UnaryOp;
+    let mut rig = Rig::standard();
+    let src2_field = 24;
+    let with = UnaryOp::ALL.into_iter().filter(|op| op.takes_param());
+    let cases = [
+        (UnaryOp::Exp, 1),
+        (UnaryOp::Exp, u64::from(0.5f32.to_bits())),
+    ];
+    for (op, src2) in cases.into_iter().chain(with.map(|op| (op, 1 << 32))) {
+        let mut c = cmd(Opcode::UNARY);
+        (c.src0, c.src2, c.dst, c.len, c.imm) = (A, src2, OUT, 4, op as u32);
+        let done = rig.run(c);
+        assert_eq!(
+            (done.status, done.detail),
+            (CompletionStatus::INVALID_ARGUMENT, src2_field),
+            "{op:?} {src2:#x}"
+        );
+    }
+}
+
 #[test]
 fn unlisted_codes_are_unsupported_and_the_ops_registers_list_the_kernels() {
     use tensorplug_abi::device::{Features, OPS_WORDS, REFERENCE_FEATURES, Register};

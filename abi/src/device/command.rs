@@ -111,6 +111,8 @@ impl Opcode {
     /// elements, where `op` is the catalogue op of code `imm` (an element-wise
     /// op of one operand, `docs/ops.md`) and the element type is `dtype`.
     /// A code the device's `OPS` registers do not list completes `UNSUPPORTED`.
+    /// ABI 1.8: an op with a parameter (`LeakyRelu`'s `alpha`) takes it as
+    /// f32 bits in `src2` (bits 63..32 zero); `src2` is 0 for the others.
     pub const UNARY: Opcode = Opcode(0x70);
     /// ABI 1.3 (`CATALOGUE`): `dst = src0 ∘ src1`, where `∘` is the catalogue
     /// op of code `imm` (a broadcasting element-wise op of two operands), in

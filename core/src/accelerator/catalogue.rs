@@ -25,7 +25,13 @@ const fn op(name: &'static str, code: u16, inputs: u8, kind: OpKind) -> OpDecl {
 
 /// An element-wise op of one operand; its rules are in [`ELEMENTWISE_RULES`].
 const fn unary(name: &'static str, code: u16) -> OpDecl {
-    decl(name, code, 1, Form::Unary(Unary(code)))
+    decl(name, code, 1, Form::Unary(Unary(code, 0), None))
+}
+
+/// As [`unary`], with the f32 TF attribute `param` as its parameter.
+#[allow(dead_code)] // until the catalogue's first such op
+const fn unary_with(name: &'static str, code: u16, param: &'static str) -> OpDecl {
+    decl(name, code, 1, Form::Unary(Unary(code, 0), Some(param)))
 }
 
 /// A broadcasting element-wise op of two operands; rules as for [`unary`].
@@ -288,6 +294,7 @@ pub(super) const ELEMENTWISE_RULES: &[(u16, Elementwise)] = &[
             reference: |a, b| libm::pow(f64::from(a), f64::from(b)) as f32,
             bound: pow_bound,
             flops: 1,
+            params: &[],
         },
     ),
     (14, near(|a, b| a * if b > 0.0 { 1.0 } else { 0.0 })),
@@ -450,6 +457,17 @@ const fn near(reference: fn(f32, f32) -> f32) -> Elementwise {
         reference,
         bound: elementwise_bound,
         flops: 1,
+        params: &[],
+    }
+}
+
+/// [`near`] for a unary op with a parameter (the reference's `b`), and the
+/// parameter values its conformance cases try.
+#[allow(dead_code)] // until the catalogue's first such op
+const fn near_with(reference: fn(f32, f32) -> f32, params: &'static [f32]) -> Elementwise {
+    Elementwise {
+        params,
+        ..near(reference)
     }
 }
 
@@ -584,6 +602,7 @@ impl OpKind {
             Self::ArgMax(out) | Self::ArgMin(out) => a[0] = out as u8,
             Self::Gather(index) | Self::SegmentSum(index) => a[0] = index as u8,
             Self::Concat(t) => a[0] = t as u8,
+            Self::Unary(op) => a[..4].copy_from_slice(&op.1.to_le_bytes()),
             Self::RandomUniform { key, counter } => {
                 for (slot, v) in a.chunks_exact_mut(8).zip([key, counter[0], counter[1]]) {
                     slot.copy_from_slice(&v.to_le_bytes());
@@ -660,6 +679,16 @@ impl OpDecl {
         }
     }
 
+    /// An element-wise op of one operand with a parameter: the name of the
+    /// f32 TF attribute it comes from (`LeakyRelu`'s `"alpha"`); its value
+    /// is [`Unary::param`], attribute bytes 0..4. `None` for the rest.
+    pub const fn param(&self) -> Option<&'static str> {
+        match self.form {
+            Form::Unary(_, param) => param,
+            _ => None,
+        }
+    }
+
     /// The vendor op's rules (`None` for a built-in op).
     pub const fn rules(&self) -> Option<&'static VendorRules> {
         match self.form {
@@ -672,7 +701,7 @@ impl OpDecl {
     pub fn default_kind(&'static self) -> OpKind {
         match self.form {
             Form::Builtin(kind) => kind,
-            Form::Unary(op) => OpKind::Unary(op),
+            Form::Unary(op, _) => OpKind::Unary(op),
             Form::Binary(op) => OpKind::Binary(op),
             Form::Vendor(_) => OpKind::Vendor(VendorOp {
                 decl: self,
@@ -688,7 +717,14 @@ impl OpDecl {
         let a = &attrs.0;
         let builtin = match self.form {
             Form::Builtin(kind) => kind,
-            Form::Unary(_) | Form::Binary(_) => {
+            Form::Unary(op, Some(_)) => {
+                let bits = u32::from_le_bytes([a[0], a[1], a[2], a[3]]);
+                return a[4..]
+                    .iter()
+                    .all(|&b| b == 0)
+                    .then_some(OpKind::Unary(Unary(op.0, bits)));
+            }
+            Form::Unary(..) | Form::Binary(_) => {
                 return a.iter().all(|&b| b == 0).then(|| self.default_kind());
             }
             Form::Vendor(_) => {

@@ -24,12 +24,17 @@ pub struct Elementwise {
     pub bound: fn(f32, f32, f32) -> f32,
     /// Floating-point operations per output element, for the profiler.
     pub flops: u8,
+    /// The parameter values the conformance cases try (a unary op with a
+    /// parameter takes it as the reference's `b`); empty for the others.
+    pub params: &'static [f32],
 }
 
 /// An element-wise op of one operand (`out[i] = op(x[i])`), by its
-/// catalogue code.
+/// catalogue code, with its parameter's bits: an f32 attribute for an op
+/// whose declaration names one ([`OpDecl::param`](super::OpDecl::param),
+/// e.g. `LeakyRelu`'s `alpha`), else 0.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Unary(pub(super) u16);
+pub struct Unary(pub(super) u16, pub(super) u32);
 
 /// An element-wise op of two operands with NumPy broadcasting
 /// (`out = a ∘ b`), by its catalogue code.
@@ -43,5 +48,6 @@ impl Elementwise {
         reference: |_, _| 0.0,
         bound: |_, _, _| -1.0,
         flops: 0,
+        params: &[],
     };
 }

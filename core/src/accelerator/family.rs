@@ -6,7 +6,7 @@ use super::elementwise::{Binary, Elementwise, Unary};
 use super::op::{Form, OpDecl};
 
 macro_rules! family {
-    ($name:ident, $form:ident, $what:literal) => {
+    ($name:ident, $what:literal) => {
         impl $name {
             /// The built-in op named `name` (its [`OpDecl::name`]); a
             /// compile-time error in a `const` if the catalogue has no such
@@ -15,20 +15,12 @@ macro_rules! family {
                 let mut i = 0;
                 while i < BUILTIN.len() {
                     let decl = &BUILTIN[i];
-                    if let (Form::$form(op), true) = (decl.form, str_eq(decl.name, name)) {
+                    if let (Some(op), true) = (Self::of(decl), str_eq(decl.name, name)) {
                         return op;
                     }
                     i += 1;
                 }
                 panic!(concat!("no ", $what, " op of that name in the catalogue"))
-            }
-
-            /// The member whose declaration is `decl`, if it is one.
-            pub const fn of(decl: &OpDecl) -> Option<Self> {
-                match decl.form {
-                    Form::$form(op) => Some(op),
-                    _ => None,
-                }
             }
 
             /// The member of catalogue code `code`, if there is one.
@@ -68,7 +60,11 @@ macro_rules! family {
 
         impl core::fmt::Debug for $name {
             fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-                f.write_str(self.name())
+                f.write_str(self.name())?;
+                match (self.decl().param(), self.shown_param()) {
+                    (Some(name), Some(value)) => write!(f, "({name}={value:?})"),
+                    _ => Ok(()),
+                }
             }
         }
 
@@ -81,8 +77,8 @@ macro_rules! family {
     };
 }
 
-family!(Unary, Unary, "unary");
-family!(Binary, Binary, "binary");
+family!(Unary, "unary");
+family!(Binary, "binary");
 
 fn rules_of(code: u16) -> &'static Elementwise {
     ELEMENTWISE_RULES
@@ -92,13 +88,53 @@ fn rules_of(code: u16) -> &'static Elementwise {
 }
 
 impl Unary {
-    /// The op on one element (its [`Elementwise::reference`]).
+    /// The member whose declaration is `decl`, if it is one.
+    pub const fn of(decl: &OpDecl) -> Option<Self> {
+        match decl.form {
+            Form::Unary(op, _) => Some(op),
+            _ => None,
+        }
+    }
+
+    /// The op on one element (its [`Elementwise::reference`], with the
+    /// parameter as `b`).
     pub fn apply(self, x: f32) -> f32 {
-        (self.rules().reference)(x, 0.0)
+        (self.rules().reference)(x, self.param())
+    }
+
+    /// The op with parameter `value`; `self` unchanged if its declaration
+    /// names no parameter ([`OpDecl::param`]).
+    pub const fn with_param(self, value: f32) -> Self {
+        match self.decl().param() {
+            Some(_) => Self(self.0, value.to_bits()),
+            None => self,
+        }
+    }
+
+    const fn shown_param(self) -> Option<f32> {
+        Some(self.param())
+    }
+
+    /// Its parameter (0.0 for an op without one).
+    pub const fn param(self) -> f32 {
+        f32::from_bits(self.1)
     }
 }
 
 impl Binary {
+    /// The member whose declaration is `decl`, if it is one.
+    pub const fn of(decl: &OpDecl) -> Option<Self> {
+        match decl.form {
+            Form::Binary(op) => Some(op),
+            _ => None,
+        }
+    }
+
+    /// No binary op takes a parameter (yet).
+    const fn shown_param(self) -> Option<f32> {
+        None
+    }
+
     /// The op on one pair of elements (its [`Elementwise::reference`]).
     pub fn apply(self, a: f32, b: f32) -> f32 {
         (self.rules().reference)(a, b)

@@ -236,8 +236,10 @@ pub enum Form {
     Builtin(OpKind),
     /// A member of the element-wise family of one operand; its scalar
     /// rules are the catalogue's `ELEMENTWISE_RULES` entry. Only `core`
-    /// makes a [`Unary`], so only the catalogue declares one.
-    Unary(Unary),
+    /// makes a [`Unary`], so only the catalogue declares one. With a
+    /// parameter, the name of the f32 TF attribute it comes from
+    /// ([`OpDecl::param`]).
+    Unary(Unary, Option<&'static str>),
     /// A member of the broadcasting element-wise family of two.
     Binary(Binary),
     /// A vendor's op and its rules.

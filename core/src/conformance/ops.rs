@@ -175,16 +175,35 @@ fn binary_cases(kind: OpKind) -> Vec<OpCase> {
     cases
 }
 
+/// A unary op with a parameter tries each of its rules' values in turn.
 fn unary_cases(kind: OpKind) -> Vec<OpCase> {
     let shapes: [&[u64]; 5] = [&[4, 6], &[], &[2, 3, 1, 5], &[1000], &[0]];
+    let with = |i: usize| match kind {
+        OpKind::Unary(op) => match op.rules().params {
+            [] => kind,
+            p => OpKind::Unary(op.with_param(p[i % p.len()])),
+        },
+        _ => kind,
+    };
     let mut cases: Vec<OpCase> = shapes
         .iter()
         .zip(400..)
-        .map(|(&x, seed)| OpCase::new(kind, vec![input(x, seed)], x.to_vec()))
+        .enumerate()
+        .map(|(i, (&x, seed))| OpCase::new(with(i), vec![input(x, seed)], x.to_vec()))
         .collect();
-    let specials = vec![(vec![12], SPECIAL_A.to_vec())];
-    cases.push(OpCase::new(kind, specials, vec![12]));
+    for i in 0..with_params(kind) {
+        let specials = vec![(vec![12], SPECIAL_A.to_vec())];
+        cases.push(OpCase::new(with(i), specials, vec![12]));
+    }
     cases
+}
+
+/// How many special-value cases a unary op gets: one per parameter value.
+fn with_params(kind: OpKind) -> usize {
+    match kind {
+        OpKind::Unary(op) => op.rules().params.len().max(1),
+        _ => 1,
+    }
 }
 
 /// `size`, `stride`, `dilation`, `pad` (top, bottom, left, right).

@@ -70,8 +70,10 @@ pub(crate) fn lower(
                 }
             };
             match op.kind {
-                OpKind::Unary(_) => emit(&CommandDescriptor {
+                // An op's parameter goes in `src2` (ABI 1.8; 0 for the rest).
+                OpKind::Unary(u) => emit(&CommandDescriptor {
                     src0: input(0).addr.0,
+                    src2: u64::from(u.param().to_bits()),
                     dst: out.addr.0,
                     len: elements,
                     ..cmd

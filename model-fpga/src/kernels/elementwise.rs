@@ -12,18 +12,23 @@ pub(crate) fn relu_scalar(x: f32) -> f32 {
 
 /// `out[i] = max(x[i], 0)`.
 pub fn relu(x: &[f32], out: &mut [f32]) -> Result<(), KernelError> {
-    unary(UnaryOp::Relu, x, out)
+    unary(UnaryOp::Relu, 0.0, x, out)
 }
 
 /// `x[i] = max(x[i], 0)` in place.
 pub fn relu_in_place(x: &mut [f32]) {
-    unary_in_place(UnaryOp::Relu, x);
+    unary_in_place(UnaryOp::Relu, 0.0, x);
 }
 
 /// Declares [`UnaryOp`]: one line per op, its catalogue op and its f32
-/// function.
+/// function; after the `;`, the ops with a parameter (`OpDecl::param`),
+/// whose function takes it second.
 macro_rules! unary_ops {
-    ($($(#[$doc:meta])* $name:ident = $op:expr => $f:expr,)*) => {
+    (
+        $($(#[$doc:meta])* $name:ident = $op:expr => $f:expr,)*
+        ;
+        $($(#[$pdoc:meta])* $pname:ident = $pop:expr => $pf:expr,)*
+    ) => {
         /// The element-wise ops of one operand the model runs: each
         /// discriminant is the op's catalogue code (`UNARY`'s `imm`).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -32,38 +37,62 @@ macro_rules! unary_ops {
         #[repr(u16)]
         pub enum UnaryOp {
             $($(#[$doc])* $name = $op.code(),)*
+            $($(#[$pdoc])* $pname = $pop.code(),)*
         }
 
         impl UnaryOp {
             /// Every op, the `OPS` registers' unary bits.
-            pub const ALL: [Self; [$(stringify!($name)),*].len()] = [$(Self::$name),*];
+            pub const ALL: [Self; [$(stringify!($name),)* $(stringify!($pname)),*].len()] =
+                [$(Self::$name,)* $(Self::$pname),*];
 
-            /// The op on one element.
+            /// True for an op with a parameter (`UNARY`'s `src2`).
+            pub const fn takes_param(self) -> bool {
+                match self {
+                    $(Self::$pname => true,)*
+                    _ => false,
+                }
+            }
+
+            /// The op on one element, with parameter `p` (unused by most).
             #[inline(always)]
-            pub fn apply(self, x: f32) -> f32 {
+            pub fn apply(self, x: f32, p: f32) -> f32 {
+                let _ = p;
                 match self {
                     $(Self::$name => ($f)(x),)*
+                    $(Self::$pname => ($pf)(x, p),)*
                 }
             }
 
             /// `out[i] = op(x[i])`, one loop per op (the match outside the
             /// loop, so each loop vectorizes; `out` and `x` of one length).
-            fn map(self, x: &[f32], out: &mut [f32]) {
+            fn map(self, p: f32, x: &[f32], out: &mut [f32]) {
+                let _ = p;
                 match self {
                     $(Self::$name => {
                         for (o, &v) in out.iter_mut().zip(x) {
                             *o = ($f)(v);
                         }
                     })*
+                    $(Self::$pname => {
+                        for (o, &v) in out.iter_mut().zip(x) {
+                            *o = ($pf)(v, p);
+                        }
+                    })*
                 }
             }
 
             /// `x[i] = op(x[i])`, one loop per op.
-            fn map_in_place(self, x: &mut [f32]) {
+            fn map_in_place(self, p: f32, x: &mut [f32]) {
+                let _ = p;
                 match self {
                     $(Self::$name => {
                         for v in x.iter_mut() {
                             *v = ($f)(*v);
+                        }
+                    })*
+                    $(Self::$pname => {
+                        for v in x.iter_mut() {
+                            *v = ($pf)(*v, p);
                         }
                     })*
                 }
@@ -119,6 +148,7 @@ unary_ops! {
     Softsign = Unary::named("Softsign") => |x: f32| x / (1.0 + x.abs()),
     /// 1.0 where `x` is finite, else 0.0 (a mask).
     IsFinite = Unary::named("IsFinite") => |x: f32| if x.is_finite() { 1.0 } else { 0.0 },
+    ;
 }
 
 fn selu(x: f32) -> f32 {
@@ -161,16 +191,16 @@ impl UnaryOp {
     }
 }
 
-/// `out[i] = op(x[i])`.
-pub fn unary(op: UnaryOp, x: &[f32], out: &mut [f32]) -> Result<(), KernelError> {
+/// `out[i] = op(x[i])`, `p` the op's parameter ([`UnaryOp::takes_param`]).
+pub fn unary(op: UnaryOp, p: f32, x: &[f32], out: &mut [f32]) -> Result<(), KernelError> {
     expect_len(Operand::Output, x.len(), out.len())?;
-    op.map(x, out);
+    op.map(p, x, out);
     Ok(())
 }
 
 /// `x[i] = op(x[i])` in place.
-pub fn unary_in_place(op: UnaryOp, x: &mut [f32]) {
-    op.map_in_place(x);
+pub fn unary_in_place(op: UnaryOp, p: f32, x: &mut [f32]) {
+    op.map_in_place(p, x);
 }
 
 /// `out = x + bias` along the last axis: `x` is `[.., c]` with

@@ -74,8 +74,8 @@ pub(crate) fn execute<B: HostBus>(
                 floats_mut(s.out)?,
             )?)
         }
-        Work::Unary { op, x, out } if x == out => {
-            kernels::unary_in_place(*op, floats_mut(get_mut(mem, out)?)?);
+        Work::Unary { op, param, x, out } if x == out => {
+            kernels::unary_in_place(*op, *param, floats_mut(get_mut(mem, out)?)?);
             Ok(())
         }
         Work::Transpose { dims, perm, x, out } => {
@@ -83,10 +83,11 @@ pub(crate) fn execute<B: HostBus>(
             let x = floats(src(&s, x)?)?;
             Ok(kernels::transpose4(*dims, *perm, x, floats_mut(s.out)?)?)
         }
-        Work::Unary { op, x, out } => {
+        Work::Unary { op, param, x, out } => {
             let s = split(mem, out)?;
             Ok(kernels::unary(
                 *op,
+                *param,
                 floats(src(&s, x)?)?,
                 floats_mut(s.out)?,
             )?)

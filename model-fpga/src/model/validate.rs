@@ -114,6 +114,8 @@ pub(crate) enum Work {
     },
     Unary {
         op: UnaryOp,
+        /// Its parameter (`src2`'s low word; 0.0 for an op without one).
+        param: f32,
         x: Range<usize>,
         out: Range<usize>,
     },
@@ -293,7 +295,12 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
             Uses(Uses::SRC0 | Uses::SRC1 | Uses::SRC2 | Uses::DST | Uses::MNK),
             t,
         ),
-        Opcode::UNARY => (Features::CATALOGUE, Uses(unary.0 | Uses::IMM), 0),
+        // `src2` is the op's parameter (ABI 1.8), checked by `unary`.
+        Opcode::UNARY => (
+            Features::CATALOGUE,
+            Uses(unary.0 | Uses::IMM | Uses::SRC2),
+            0,
+        ),
         Opcode::BINARY => (Features::CATALOGUE, Uses(binary.0 | Uses::IMM), BCAST_MASK),
         Opcode::LOG_SOFTMAX_F32 => (Features::MATH, Uses(Uses::SRC0 | Uses::DST | Uses::MN), 0),
         Opcode::CONV2D_F32 => (
@@ -773,7 +780,14 @@ impl Ctx<'_> {
         let out = self.f32_range(field::DST, len)?;
         self.aligned(&[field::SRC0, field::DST])?;
         in_place_or_disjoint(&x, &out, true)?;
-        Ok(Work::Unary { op, x, out })
+        // An op's parameter is an f32 in `src2`'s low word; others have 0.
+        let src2 = self.cmd.src2;
+        let param = match u32::try_from(src2) {
+            Ok(bits) if op.takes_param() => f32::from_bits(bits),
+            _ if src2 == 0 => 0.0,
+            _ => return Err(invalid(field::SRC2)),
+        };
+        Ok(Work::Unary { op, param, x, out })
     }
 
     fn binary(&self, op: BinaryOp) -> Result<Work, Rejection> {

@@ -106,17 +106,24 @@ fn docs_table() -> std::string::String {
     );
     for decl in BUILTIN {
         let kind = decl.default_kind();
+        let param = decl.param().map(|p| std::format!("{p}: f32 (4)"));
         let attrs = match kind {
+            _ if param.is_some() => param.as_deref().unwrap_or_default(),
             OpKind::MatMul { .. } => "flags: transpose a, b (1)",
             OpKind::FusedMatMul { .. } => "flags: transpose a, b, ReLU (1)",
             OpKind::MatMulInt8 { .. } => "flags: transpose b (1)",
             OpKind::FusedConv2D(..) => "window (20), activation (1)",
             OpKind::Transpose(_) => "perm (6)",
+            OpKind::Cast { .. } => "element types: from, to (2)",
+            OpKind::Gather(_) | OpKind::SegmentSum(_) => "index type (1)",
+            OpKind::ArgMax(_) | OpKind::ArgMin(_) => "output type (1)",
+            OpKind::RandomUniform { .. } => "key, counter (24)",
+            OpKind::Concat(_) => "element type (1)",
             k if k.window().is_some() => "window (20)",
             _ => "-",
         };
         let family = match decl.form {
-            Form::Unary(_) => "unary",
+            Form::Unary(..) => "unary",
             Form::Binary(_) => "binary",
             _ if kind.is_int8() => "int8",
             _ => "its own",
@@ -165,7 +172,7 @@ fn the_docs_catalogue_table_is_current() {
 #[test]
 fn every_elementwise_declaration_has_its_rules_and_only_those_do() {
     for decl in BUILTIN {
-        let elementwise = matches!(decl.form, Form::Unary(_) | Form::Binary(_));
+        let elementwise = matches!(decl.form, Form::Unary(..) | Form::Binary(_));
         let rules = ELEMENTWISE_RULES.iter().filter(|(c, _)| *c == decl.id.code);
         assert_eq!(rules.count(), usize::from(elementwise), "{}", decl.name);
     }

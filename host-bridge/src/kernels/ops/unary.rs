@@ -3,10 +3,10 @@
 //! the input's buffer.
 
 use super::kernel::{Op, elementwise};
-use crate::kernels::failure::KernelResult;
+use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
-use crate::kernels::tf::Context;
-use std::ffi::CStr;
+use crate::kernels::tf::{Construction, Context};
+use std::ffi::{CStr, CString};
 use tensorplug_core::accelerator::{OpKind, Unary};
 
 /// A TF op that lowers to one catalogue [`Unary`] op.
@@ -52,7 +52,9 @@ pub static KERNELS: &[UnaryKernel] = &[
 ];
 
 impl Op for UnaryKernel {
-    type Attrs = ();
+    /// The op's parameter: the TF attribute its declaration names
+    /// (`LeakyRelu`'s `alpha`), 0.0 for an op without one.
+    type Attrs = f32;
 
     fn op(&self) -> &'static CStr {
         self.op
@@ -62,10 +64,25 @@ impl Op for UnaryKernel {
         Some(self.kind)
     }
 
-    fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
+    fn construct(&self, ctx: &Construction) -> KernelResult<f32> {
+        match self.kind.decl().param() {
+            Some(name) => {
+                let name = CString::new(name)
+                    .map_err(|_| Failure::invalid("a NUL in an attribute name"))?;
+                ctx.float_attr(&name)
+            }
+            None => Ok(0.0),
+        }
+    }
+
+    fn compute(&self, param: &f32, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
         let Some((x, sx, out)) = elementwise(ctx)? else {
             return Ok(());
         };
-        run.launch(self.kind, &[run.desc(&x, sx)?], run.desc(&out, sx)?)
+        let kind = match self.kind {
+            OpKind::Unary(op) => OpKind::Unary(op.with_param(*param)),
+            kind => kind,
+        };
+        run.launch(kind, &[run.desc(&x, sx)?], run.desc(&out, sx)?)
     }
 }
