@@ -208,7 +208,7 @@ fn whole_suite_on_a_device_without_the_catalogue_commands() {
     assert!(!ops.contains(OpKind::Binary(Binary::named("SquaredDifference"))));
     let report = whole_suite(&mut dev, &Config::default());
     let unary = "Log, Erf, Erfc, Abs, Softplus, Log1p, Reciprocal, Expm1, Elu, Selu, Sign, Floor, \
-                 Ceil, Round, Softsign, IsFinite";
+                 Ceil, Round, Softsign, IsFinite, LeakyRelu";
     let binary = "SquaredDifference, Minimum, SigmoidGrad, TanhGrad, RsqrtGrad, EluGrad, SeluGrad, \
                   SoftplusGrad, SoftsignGrad, ReciprocalGrad, SqrtGrad, MulNoNan, Xdivy, Xlogy, \
                   FloorDiv, FloorMod, Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual";

@@ -889,6 +889,11 @@ SWEEPS = {
     "Round": unary_cases(tf.math.round),
     "Rint": unary_cases(tf.math.rint),
     "Softsign": unary_cases(tf.nn.softsign),
+    # Keras' LeakyReLU (0.3), TF's default (0.2), a tiny, a negative and a steep slope.
+    "LeakyRelu": lambda: (
+        (f"alpha={a} {label}", fn, args, None)
+        for a in (0.3, 0.2, 0.01, -1.5, 2.0)
+        for label, fn, args, _ in unary_cases(lambda x, a=a: tf.raw_ops.LeakyRelu(features=x, alpha=a))()),
     "EluGrad": grad_cases(lambda g, y: tf.raw_ops.EluGrad(gradients=g, outputs=y)),
     "SeluGrad": grad_cases(lambda g, y: tf.raw_ops.SeluGrad(gradients=g, outputs=y)),
     "SoftplusGrad": grad_cases(lambda g, x: tf.raw_ops.SoftplusGrad(gradients=g, features=x)),

@@ -29,7 +29,6 @@ const fn unary(name: &'static str, code: u16) -> OpDecl {
 }
 
 /// As [`unary`], with the f32 TF attribute `param` as its parameter.
-#[allow(dead_code)] // until the catalogue's first such op
 const fn unary_with(name: &'static str, code: u16, param: &'static str) -> OpDecl {
     decl(name, code, 1, Form::Unary(Unary(code, 0), Some(param)))
 }
@@ -224,6 +223,7 @@ pub const BUILTIN: &[OpDecl] = &[
         dtypes: F32.with(DType::I8),
         ..op("Concat", 91, 2, OpKind::Concat(DType::F32))
     },
+    unary_with("LeakyRelu", 92, "alpha"),
 ];
 
 /// The element-wise ops that code names (any member can also be named in a
@@ -412,6 +412,14 @@ pub(super) const ELEMENTWISE_RULES: &[(u16, Elementwise)] = &[
     (81, near(|a, b| mask(a > b))),
     (82, near(|a, b| mask(a >= b))),
     (87, near(|x, _| mask(x.is_finite()))),
+    // TF's select: `x` above 0, else `alpha·x` (NaN stays NaN, −0 scaled).
+    (
+        92,
+        near_with(
+            |x, alpha| if x > 0.0 { x } else { x * alpha },
+            &[0.2, 0.01, -1.5],
+        ),
+    ),
 ];
 
 /// A comparison's result as an f32 mask.
@@ -463,7 +471,6 @@ const fn near(reference: fn(f32, f32) -> f32) -> Elementwise {
 
 /// [`near`] for a unary op with a parameter (the reference's `b`), and the
 /// parameter values its conformance cases try.
-#[allow(dead_code)] // until the catalogue's first such op
 const fn near_with(reference: fn(f32, f32) -> f32, params: &'static [f32]) -> Elementwise {
     Elementwise {
         params,

@@ -149,6 +149,8 @@ unary_ops! {
     /// 1.0 where `x` is finite, else 0.0 (a mask).
     IsFinite = Unary::named("IsFinite") => |x: f32| if x.is_finite() { 1.0 } else { 0.0 },
     ;
+    /// `x` above 0, else `alpha·x`.
+    LeakyRelu = Unary::named("LeakyRelu") => |x: f32, alpha: f32| if x > 0.0 { x } else { x * alpha },
 }
 
 fn selu(x: f32) -> f32 {

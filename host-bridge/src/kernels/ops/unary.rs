@@ -49,6 +49,7 @@ pub static KERNELS: &[UnaryKernel] = &[
     unary(c"Round", "Round"),
     unary(c"Rint", "Round"),
     unary(c"Softsign", "Softsign"),
+    unary(c"LeakyRelu", "LeakyRelu"),
 ];
 
 impl Op for UnaryKernel {
