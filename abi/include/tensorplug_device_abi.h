@@ -403,6 +403,7 @@ typedef uint16_t TPD_Opcode;
 // ABI 1.3 (`CATALOGUE`): `dst = src0 ∘ src1`, where `∘` is the catalogue
 // op of code `imm` (a broadcasting element-wise op of two operands), in
 // the forms of `ADD_F32` (flat, or the 3-D broadcast form).
+// ABI 1.8: an op with a parameter takes it in `src2`, as for `UNARY`.
 #define TPD_OPCODE_BINARY 113
 // `dst = transpose(src0)` of a `[m, n, k, len]` tensor: output axis `i`
 // is input axis `imm` bits `2i+1..2i` (`LAYOUT`).

@@ -548,7 +548,7 @@ pub fn tolerance(
         OpKind::Unary(op) => {
             let bound = op.rules().bound;
             for ((t, &w), &a) in tol.iter_mut().zip(want).zip(x) {
-                *t = bound(a, op.param(), w);
+                *t = bound(a, 0.0, w);
             }
         }
         OpKind::Binary(op) => {

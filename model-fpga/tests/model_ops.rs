@@ -343,8 +343,14 @@ fn catalogue_commands_run_every_listed_op_as_its_per_op_opcode_does() {
         assert_eq!(bits(&got), bits(&want), "{op:?}");
     }
     for op in BinaryOp::ALL {
-        let got = run(&mut rig, Opcode::BINARY, op as u32, true);
-        let want: Vec<f32> = x.iter().zip(&y).map(|(&a, &b)| op.apply(a, b)).collect();
+        let p = if op.takes_param() { -0.375f32 } else { 0.0 };
+        let src2 = u64::from(p.to_bits());
+        let got = run_with(&mut rig, Opcode::BINARY, op as u32, true, src2);
+        let want: Vec<f32> = x
+            .iter()
+            .zip(&y)
+            .map(|(&a, &b)| op.apply_with(a, b, p))
+            .collect();
         assert_eq!(bits(&got), bits(&want), "{op:?}");
     }
     for e in Opcode::PER_OP_ELEMENTWISE {
@@ -367,26 +373,35 @@ fn bits(v: &[f32]) -> Vec<u32> {
 /// A code the `OPS` registers do not list, or one of the other family, is
 /// `UNSUPPORTED` with the code as detail; the registers list exactly the
 /// model's kernels, and read 0 on a device without `CATALOGUE`.
-/// `UNARY`'s `src2` is an op's parameter (ABI 1.8): bits 63..32 must be
-/// 0, and an op without a parameter must have 0 there.
+/// `UNARY`'s and `BINARY`'s `src2` is an op's parameter (ABI 1.8): bits
+/// 63..32 must be 0, and an op without a parameter must have 0 there.
 #[test]
-fn a_unary_parameter_is_checked() {
+fn an_elementwise_parameter_is_checked() {
     use tensorplug_model_fpga::kernels::UnaryOp;
     let mut rig = Rig::standard();
     let src2_field = 24;
-    let with = UnaryOp::ALL.into_iter().filter(|op| op.takes_param());
-    let cases = [
-        (UnaryOp::Exp, 1),
-        (UnaryOp::Exp, u64::from(0.5f32.to_bits())),
+    let half = u64::from(0.5f32.to_bits());
+    let unary = UnaryOp::ALL.into_iter().filter(|op| op.takes_param());
+    let binary = BinaryOp::ALL.into_iter().filter(|op| op.takes_param());
+    let mut cases = vec![
+        (Opcode::UNARY, UnaryOp::Exp as u32, 1),
+        (Opcode::UNARY, UnaryOp::Exp as u32, half),
+        (Opcode::BINARY, BinaryOp::Add as u32, half),
     ];
-    for (op, src2) in cases.into_iter().chain(with.map(|op| (op, 1 << 32))) {
-        let mut c = cmd(Opcode::UNARY);
-        (c.src0, c.src2, c.dst, c.len, c.imm) = (A, src2, OUT, 4, op as u32);
+    cases.extend(unary.map(|op| (Opcode::UNARY, op as u32, 1 << 32)));
+    cases.extend(binary.map(|op| (Opcode::BINARY, op as u32, 1 << 32)));
+    for (opcode, code, src2) in cases {
+        let mut c = cmd(opcode);
+        (c.src0, c.src2, c.dst, c.len, c.imm) = (A, src2, OUT, 4, code);
+        if opcode == Opcode::BINARY {
+            c.src1 = B;
+        }
         let done = rig.run(c);
         assert_eq!(
             (done.status, done.detail),
             (CompletionStatus::INVALID_ARGUMENT, src2_field),
-            "{op:?} {src2:#x}"
+            "{:?} {code} {src2:#x}",
+            opcode.name()
         );
     }
 }

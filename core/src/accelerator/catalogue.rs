@@ -35,7 +35,13 @@ const fn unary_with(name: &'static str, code: u16, param: &'static str) -> OpDec
 
 /// A broadcasting element-wise op of two operands; rules as for [`unary`].
 const fn binary(name: &'static str, code: u16) -> OpDecl {
-    decl(name, code, 2, Form::Binary(Binary(code)))
+    decl(name, code, 2, Form::Binary(Binary(code, 0), None))
+}
+
+/// As [`binary`], with the f32 TF attribute `param` as its parameter.
+#[allow(dead_code)] // until the catalogue's first such op
+const fn binary_with(name: &'static str, code: u16, param: &'static str) -> OpDecl {
+    decl(name, code, 2, Form::Binary(Binary(code, 0), Some(param)))
 }
 
 const fn decl(name: &'static str, code: u16, inputs: u8, form: Form) -> OpDecl {
@@ -292,6 +298,7 @@ pub(super) const ELEMENTWISE_RULES: &[(u16, Elementwise)] = &[
         13,
         Elementwise {
             reference: |a, b| libm::pow(f64::from(a), f64::from(b)) as f32,
+            reference_with: None,
             bound: pow_bound,
             flops: 1,
             params: &[],
@@ -416,7 +423,7 @@ pub(super) const ELEMENTWISE_RULES: &[(u16, Elementwise)] = &[
     (
         92,
         near_with(
-            |x, alpha| if x > 0.0 { x } else { x * alpha },
+            |x, _, alpha| if x > 0.0 { x } else { x * alpha },
             &[0.2, 0.01, -1.5],
         ),
     ),
@@ -463,18 +470,21 @@ fn softplus(x: f64) -> f64 {
 const fn near(reference: fn(f32, f32) -> f32) -> Elementwise {
     Elementwise {
         reference,
+        reference_with: None,
         bound: elementwise_bound,
         flops: 1,
         params: &[],
     }
 }
 
-/// [`near`] for a unary op with a parameter (the reference's `b`), and the
-/// parameter values its conformance cases try.
-const fn near_with(reference: fn(f32, f32) -> f32, params: &'static [f32]) -> Elementwise {
+/// [`near`] for an op with a parameter: the reference on `(a, b, p)` (`b`
+/// is 0 for a unary op), and the parameter values its conformance cases try.
+const fn near_with(reference: fn(f32, f32, f32) -> f32, params: &'static [f32]) -> Elementwise {
     Elementwise {
+        reference: |_, _| f32::NAN,
+        reference_with: Some(reference),
         params,
-        ..near(reference)
+        ..near(|_, _| f32::NAN)
     }
 }
 
@@ -610,6 +620,7 @@ impl OpKind {
             Self::Gather(index) | Self::SegmentSum(index) => a[0] = index as u8,
             Self::Concat(t) => a[0] = t as u8,
             Self::Unary(op) => a[..4].copy_from_slice(&op.1.to_le_bytes()),
+            Self::Binary(op) => a[..4].copy_from_slice(&op.1.to_le_bytes()),
             Self::RandomUniform { key, counter } => {
                 for (slot, v) in a.chunks_exact_mut(8).zip([key, counter[0], counter[1]]) {
                     slot.copy_from_slice(&v.to_le_bytes());
@@ -691,7 +702,7 @@ impl OpDecl {
     /// is [`Unary::param`], attribute bytes 0..4. `None` for the rest.
     pub const fn param(&self) -> Option<&'static str> {
         match self.form {
-            Form::Unary(_, param) => param,
+            Form::Unary(_, param) | Form::Binary(_, param) => param,
             _ => None,
         }
     }
@@ -709,7 +720,7 @@ impl OpDecl {
         match self.form {
             Form::Builtin(kind) => kind,
             Form::Unary(op, _) => OpKind::Unary(op),
-            Form::Binary(op) => OpKind::Binary(op),
+            Form::Binary(op, _) => OpKind::Binary(op),
             Form::Vendor(_) => OpKind::Vendor(VendorOp {
                 decl: self,
                 attrs: Attrs::default(),
@@ -724,14 +735,15 @@ impl OpDecl {
         let a = &attrs.0;
         let builtin = match self.form {
             Form::Builtin(kind) => kind,
-            Form::Unary(op, Some(_)) => {
+            Form::Unary(_, Some(_)) | Form::Binary(_, Some(_)) => {
                 let bits = u32::from_le_bytes([a[0], a[1], a[2], a[3]]);
-                return a[4..]
-                    .iter()
-                    .all(|&b| b == 0)
-                    .then_some(OpKind::Unary(Unary(op.0, bits)));
+                let kind = match self.form {
+                    Form::Unary(op, _) => OpKind::Unary(Unary(op.0, bits)),
+                    _ => OpKind::Binary(Binary(self.id.code, bits)),
+                };
+                return a[4..].iter().all(|&b| b == 0).then_some(kind);
             }
-            Form::Unary(..) | Form::Binary(_) => {
+            Form::Unary(..) | Form::Binary(..) => {
                 return a.iter().all(|&b| b == 0).then(|| self.default_kind());
             }
             Form::Vendor(_) => {

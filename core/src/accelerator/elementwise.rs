@@ -18,14 +18,17 @@ pub struct Elementwise {
     /// The reference kernel on one element: `reference(a, b)` (`b` is 0
     /// for a unary op), computed in `f64` where it matters and rounded once.
     pub reference: fn(f32, f32) -> f32,
+    /// For an op with a parameter, the reference instead:
+    /// `reference_with(a, b, parameter)`.
+    pub reference_with: Option<fn(f32, f32, f32) -> f32>,
     /// The bound on a device's error for operands `a`, `b` whose reference
     /// result is `want`: `|got − want| ≤ bound(a, b, want)` (NaN must give
     /// NaN and ±∞ the same ∞ whatever the bound).
     pub bound: fn(f32, f32, f32) -> f32,
     /// Floating-point operations per output element, for the profiler.
     pub flops: u8,
-    /// The parameter values the conformance cases try (a unary op with a
-    /// parameter takes it as the reference's `b`); empty for the others.
+    /// The parameter values the conformance cases try; empty for an op
+    /// without a parameter.
     pub params: &'static [f32],
 }
 
@@ -37,15 +40,25 @@ pub struct Elementwise {
 pub struct Unary(pub(super) u16, pub(super) u32);
 
 /// An element-wise op of two operands with NumPy broadcasting
-/// (`out = a ∘ b`), by its catalogue code.
+/// (`out = a ∘ b`), by its catalogue code, with its parameter's bits (as
+/// for [`Unary`]: `LeakyReluGrad`'s `alpha`).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Binary(pub(super) u16);
+pub struct Binary(pub(super) u16, pub(super) u32);
 
 impl Elementwise {
+    /// The reference on `a`, `b` (0 for a unary op) with parameter `p`.
+    pub fn eval(&self, a: f32, b: f32, p: f32) -> f32 {
+        match self.reference_with {
+            Some(f) => f(a, b, p),
+            None => (self.reference)(a, b),
+        }
+    }
+
     /// The rules of a member without an entry in `ELEMENTWISE_RULES`: a
     /// negative bound, so no device passes its cases.
     pub const MISSING: Self = Self {
         reference: |_, _| 0.0,
+        reference_with: None,
         bound: |_, _, _| -1.0,
         flops: 0,
         params: &[],

@@ -47,6 +47,20 @@ macro_rules! family {
                 rules_of(self.0)
             }
 
+            /// The op with parameter `value`; `self` unchanged if its
+            /// declaration names no parameter ([`OpDecl::param`]).
+            pub const fn with_param(self, value: f32) -> Self {
+                match self.decl().param() {
+                    Some(_) => Self(self.0, value.to_bits()),
+                    None => self,
+                }
+            }
+
+            /// Its parameter (0.0 for an op without one).
+            pub const fn param(self) -> f32 {
+                f32::from_bits(self.1)
+            }
+
             /// Its name, as in errors.
             pub const fn name(self) -> &'static str {
                 self.decl().name
@@ -61,9 +75,9 @@ macro_rules! family {
         impl core::fmt::Debug for $name {
             fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
                 f.write_str(self.name())?;
-                match (self.decl().param(), self.shown_param()) {
-                    (Some(name), Some(value)) => write!(f, "({name}={value:?})"),
-                    _ => Ok(()),
+                match self.decl().param() {
+                    Some(name) => write!(f, "({name}={:?})", self.param()),
+                    None => Ok(()),
                 }
             }
         }
@@ -96,28 +110,9 @@ impl Unary {
         }
     }
 
-    /// The op on one element (its [`Elementwise::reference`], with the
-    /// parameter as `b`).
+    /// The op on one element (its rules' [`Elementwise::eval`]).
     pub fn apply(self, x: f32) -> f32 {
-        (self.rules().reference)(x, self.param())
-    }
-
-    /// The op with parameter `value`; `self` unchanged if its declaration
-    /// names no parameter ([`OpDecl::param`]).
-    pub const fn with_param(self, value: f32) -> Self {
-        match self.decl().param() {
-            Some(_) => Self(self.0, value.to_bits()),
-            None => self,
-        }
-    }
-
-    const fn shown_param(self) -> Option<f32> {
-        Some(self.param())
-    }
-
-    /// Its parameter (0.0 for an op without one).
-    pub const fn param(self) -> f32 {
-        f32::from_bits(self.1)
+        self.rules().eval(x, 0.0, self.param())
     }
 }
 
@@ -125,19 +120,14 @@ impl Binary {
     /// The member whose declaration is `decl`, if it is one.
     pub const fn of(decl: &OpDecl) -> Option<Self> {
         match decl.form {
-            Form::Binary(op) => Some(op),
+            Form::Binary(op, _) => Some(op),
             _ => None,
         }
     }
 
-    /// No binary op takes a parameter (yet).
-    const fn shown_param(self) -> Option<f32> {
-        None
-    }
-
-    /// The op on one pair of elements (its [`Elementwise::reference`]).
+    /// The op on one pair of elements (its rules' [`Elementwise::eval`]).
     pub fn apply(self, a: f32, b: f32) -> f32 {
-        (self.rules().reference)(a, b)
+        self.rules().eval(a, b, self.param())
     }
 }
 

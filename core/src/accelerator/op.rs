@@ -240,8 +240,9 @@ pub enum Form {
     /// parameter, the name of the f32 TF attribute it comes from
     /// ([`OpDecl::param`]).
     Unary(Unary, Option<&'static str>),
-    /// A member of the broadcasting element-wise family of two.
-    Binary(Binary),
+    /// A member of the broadcasting element-wise family of two (with a
+    /// parameter's TF attribute name, as for `Unary`).
+    Binary(Binary, Option<&'static str>),
     /// A vendor's op and its rules.
     Vendor(&'static VendorRules),
 }

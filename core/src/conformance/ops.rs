@@ -157,16 +157,19 @@ fn binary_cases(kind: OpKind) -> Vec<OpCase> {
     let mut cases: Vec<OpCase> = pairs
         .iter()
         .zip(300..)
-        .map(|(&(a, b), seed)| {
+        .enumerate()
+        .map(|(i, (&(a, b), seed))| {
             let inputs = vec![input(a, seed), input(b, seed + 50)];
-            OpCase::new(kind, inputs, broadcast(a, b))
+            OpCase::new(with_param(kind, i), inputs, broadcast(a, b))
         })
         .collect();
-    let specials = vec![
-        (vec![12], SPECIAL_A.to_vec()),
-        (vec![12], SPECIAL_B.to_vec()),
-    ];
-    cases.push(OpCase::new(kind, specials, vec![12]));
+    for i in 0..param_count(kind) {
+        let specials = vec![
+            (vec![12], SPECIAL_A.to_vec()),
+            (vec![12], SPECIAL_B.to_vec()),
+        ];
+        cases.push(OpCase::new(with_param(kind, i), specials, vec![12]));
+    }
     let scalar = vec![
         (vec![3, 4], SPECIAL_A.to_vec()),
         (vec![], vec![f32::INFINITY]),
@@ -175,35 +178,44 @@ fn binary_cases(kind: OpKind) -> Vec<OpCase> {
     cases
 }
 
-/// A unary op with a parameter tries each of its rules' values in turn.
 fn unary_cases(kind: OpKind) -> Vec<OpCase> {
     let shapes: [&[u64]; 5] = [&[4, 6], &[], &[2, 3, 1, 5], &[1000], &[0]];
-    let with = |i: usize| match kind {
-        OpKind::Unary(op) => match op.rules().params {
-            [] => kind,
-            p => OpKind::Unary(op.with_param(p[i % p.len()])),
-        },
-        _ => kind,
-    };
     let mut cases: Vec<OpCase> = shapes
         .iter()
         .zip(400..)
         .enumerate()
-        .map(|(i, (&x, seed))| OpCase::new(with(i), vec![input(x, seed)], x.to_vec()))
+        .map(|(i, (&x, seed))| OpCase::new(with_param(kind, i), vec![input(x, seed)], x.to_vec()))
         .collect();
-    for i in 0..with_params(kind) {
+    for i in 0..param_count(kind) {
         let specials = vec![(vec![12], SPECIAL_A.to_vec())];
-        cases.push(OpCase::new(with(i), specials, vec![12]));
+        cases.push(OpCase::new(with_param(kind, i), specials, vec![12]));
     }
     cases
 }
 
-/// How many special-value cases a unary op gets: one per parameter value.
-fn with_params(kind: OpKind) -> usize {
+/// An element-wise op with a parameter tries its rules' values in turn:
+/// case `i` gets value `i` (cyclically); other ops are unchanged.
+fn with_param(kind: OpKind, i: usize) -> OpKind {
+    let pick = |p: &[f32]| p[i % p.len()];
     match kind {
-        OpKind::Unary(op) => op.rules().params.len().max(1),
-        _ => 1,
+        OpKind::Unary(op) if !op.rules().params.is_empty() => {
+            OpKind::Unary(op.with_param(pick(op.rules().params)))
+        }
+        OpKind::Binary(op) if !op.rules().params.is_empty() => {
+            OpKind::Binary(op.with_param(pick(op.rules().params)))
+        }
+        _ => kind,
     }
+}
+
+/// How many special-value cases an element-wise op gets: one per parameter value.
+fn param_count(kind: OpKind) -> usize {
+    let n = match kind {
+        OpKind::Unary(op) => op.rules().params.len(),
+        OpKind::Binary(op) => op.rules().params.len(),
+        _ => 0,
+    };
+    n.max(1)
 }
 
 /// `size`, `stride`, `dilation`, `pad` (top, bottom, left, right).

@@ -78,7 +78,11 @@ pub(crate) fn lower(
                     len: elements,
                     ..cmd
                 }),
-                _ => binary(op, cmd, emit),
+                OpKind::Binary(b) => {
+                    let src2 = u64::from(b.param().to_bits());
+                    binary(op, CommandDescriptor { src2, ..cmd }, emit)
+                }
+                _ => Err(Error::InvalidArgument),
             }
         }
         OpKind::Conv2D(_)

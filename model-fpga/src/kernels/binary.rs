@@ -6,9 +6,14 @@ use super::error::{KernelError, Operand, expect_len, mul};
 use tensorplug_core::accelerator::MAX_RANK;
 
 /// Declares [`BinaryOp`]: one line per op, its catalogue op and its f32
-/// function, which `apply` and [`binary`] (one loop per op) both use.
+/// function, which `apply` and [`binary`] (one loop per op) both use; after
+/// the `;`, the ops with a parameter, whose function takes it third.
 macro_rules! binary_ops {
-    ($($(#[$doc:meta])* $name:ident = $op:expr => $f:expr,)*) => {
+    (
+        $($(#[$doc:meta])* $name:ident = $op:expr => $f:expr,)*
+        ;
+        $($(#[$pdoc:meta])* $pname:ident = $pop:expr => $pf:expr,)*
+    ) => {
         /// The element-wise binary ops the model runs: each discriminant is
         /// the op's catalogue code (`BINARY`'s `imm`).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -17,24 +22,44 @@ macro_rules! binary_ops {
         #[repr(u16)]
         pub enum BinaryOp {
             $($(#[$doc])* $name = $op.code(),)*
+            $($(#[$pdoc])* $pname = $pop.code(),)*
         }
 
         impl BinaryOp {
             /// Every op, the `OPS` registers' binary bits.
-            pub const ALL: [Self; [$(stringify!($name)),*].len()] = [$(Self::$name),*];
+            pub const ALL: [Self; [$(stringify!($name),)* $(stringify!($pname)),*].len()] =
+                [$(Self::$name,)* $(Self::$pname),*];
 
-            /// The op on one pair of elements.
+            /// True for an op with a parameter (`BINARY`'s `src2`).
+            pub const fn takes_param(self) -> bool {
+                match self {
+                    $(Self::$pname => true,)*
+                    _ => false,
+                }
+            }
+
+            /// The op on one pair of elements (an op with a parameter: 0.0).
             #[inline(always)]
             pub fn apply(self, a: f32, b: f32) -> f32 {
+                self.apply_with(a, b, 0.0)
+            }
+
+            /// The op on one pair of elements with parameter `p` (unused by most).
+            #[inline(always)]
+            pub fn apply_with(self, a: f32, b: f32, p: f32) -> f32 {
+                let _ = p;
                 match self {
                     $(Self::$name => ($f)(a, b),)*
+                    $(Self::$pname => ($pf)(a, b, p),)*
                 }
             }
 
             /// `plan` over `a`, `b` into `out`, the op's function inlined.
-            fn run(self, plan: &Plan, a: &[f32], b: &[f32], out: &mut [f32]) {
+            fn run(self, p: f32, plan: &Plan, a: &[f32], b: &[f32], out: &mut [f32]) {
+                let _ = p;
                 match self {
                     $(Self::$name => plan.run(a, b, out, $f),)*
+                    $(Self::$pname => plan.run(a, b, out, |x, y| ($pf)(x, y, p)),)*
                 }
             }
         }
@@ -102,6 +127,7 @@ binary_ops! {
     Greater = Binary::named("Greater") => |a: f32, b: f32| mask(a > b),
     /// `a ≥ b`.
     GreaterEqual = Binary::named("GreaterEqual") => |a: f32, b: f32| mask(a >= b),
+    ;
 }
 
 #[inline(always)]
@@ -158,6 +184,19 @@ pub fn binary(
     b_shape: &[usize],
     out: &mut [f32],
 ) -> Result<(), KernelError> {
+    binary_with(op, 0.0, a, a_shape, b, b_shape, out)
+}
+
+/// [`binary`] with the op's parameter `p` ([`BinaryOp::takes_param`]).
+pub fn binary_with(
+    op: BinaryOp,
+    p: f32,
+    a: &[f32],
+    a_shape: &[usize],
+    b: &[f32],
+    b_shape: &[usize],
+    out: &mut [f32],
+) -> Result<(), KernelError> {
     let plan = Plan::new(a_shape, b_shape)?;
     expect_len(Operand::Lhs, elements(a_shape)?, a.len())?;
     expect_len(Operand::Rhs, elements(b_shape)?, b.len())?;
@@ -165,7 +204,7 @@ pub fn binary(
     if out.is_empty() {
         return Ok(());
     }
-    op.run(&plan, a, b, out);
+    op.run(p, &plan, a, b, out);
     Ok(())
 }
 

@@ -20,7 +20,7 @@ mod window;
 mod window_grad;
 mod window_spec;
 
-pub use binary::{BinaryOp, binary};
+pub use binary::{BinaryOp, binary, binary_with};
 pub use elementwise::{
     UnaryOp, bias_add, bias_add_in_place, fill, relu, relu_in_place, unary, unary_in_place,
 };

@@ -132,11 +132,12 @@ pub(crate) fn execute<B: HostBus>(
         }
         Work::Binary {
             op,
+            param,
             a,
             b,
             out,
             shape,
-        } => binary(*op, a, b, out, shape.as_ref(), mem),
+        } => binary((*op, *param), a, b, out, shape.as_ref(), mem),
         Work::Window {
             op,
             spec,
@@ -301,7 +302,7 @@ fn ints(bytes: &[u8]) -> Result<&[i32], ExecError> {
 }
 
 fn binary(
-    op: BinaryOp,
+    (op, p): (BinaryOp, f32),
     a: &Range<usize>,
     b: &Range<usize>,
     out: &Range<usize>,
@@ -315,14 +316,17 @@ fn binary(
     if a == out {
         // In place: src0 is the output itself (never broadcast, see validation).
         let dst = floats_mut(s.out)?;
-        for_each_3d(dims, rhs_bcast, |o, r| dst[o] = op.apply(dst[o], rhs[r]));
+        for_each_3d(dims, rhs_bcast, |o, r| {
+            dst[o] = op.apply_with(dst[o], rhs[r], p)
+        });
         return Ok(());
     }
     let lhs = floats(src(&s, a)?)?;
     let dst = floats_mut(s.out)?;
     match shape {
-        None => Ok(kernels::binary(
+        None => Ok(kernels::binary_with(
             op,
+            p,
             lhs,
             &[lhs.len()],
             rhs,
@@ -332,8 +336,9 @@ fn binary(
         // NumPy broadcasting of the two extents reproduces [m][n][k] unless
         // both sources are broadcast along an axis longer than 1.
         Some(sh) if (0..3).all(|i| !(sh.src0[i] && sh.src1[i]) || sh.dims[i] == 1) => {
-            Ok(kernels::binary(
+            Ok(kernels::binary_with(
                 op,
+                p,
                 lhs,
                 &sh.extents(sh.src0),
                 rhs,
@@ -343,7 +348,9 @@ fn binary(
         }
         Some(sh) => {
             for_each_3d(sh.dims, sh.src0, |o, l| dst[o] = lhs[l]);
-            for_each_3d(sh.dims, sh.src1, |o, r| dst[o] = op.apply(dst[o], rhs[r]));
+            for_each_3d(sh.dims, sh.src1, |o, r| {
+                dst[o] = op.apply_with(dst[o], rhs[r], p)
+            });
             Ok(())
         }
     }

@@ -107,6 +107,8 @@ pub(crate) enum Work {
     },
     Binary {
         op: BinaryOp,
+        /// Its parameter (`src2`'s low word; 0.0 for an op without one).
+        param: f32,
         a: Range<usize>,
         b: Range<usize>,
         out: Range<usize>,
@@ -295,13 +297,17 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
             Uses(Uses::SRC0 | Uses::SRC1 | Uses::SRC2 | Uses::DST | Uses::MNK),
             t,
         ),
-        // `src2` is the op's parameter (ABI 1.8), checked by `unary`.
+        // `src2` is the op's parameter (ABI 1.8), checked by `param`.
         Opcode::UNARY => (
             Features::CATALOGUE,
             Uses(unary.0 | Uses::IMM | Uses::SRC2),
             0,
         ),
-        Opcode::BINARY => (Features::CATALOGUE, Uses(binary.0 | Uses::IMM), BCAST_MASK),
+        Opcode::BINARY => (
+            Features::CATALOGUE,
+            Uses(binary.0 | Uses::IMM | Uses::SRC2),
+            BCAST_MASK,
+        ),
         Opcode::LOG_SOFTMAX_F32 => (Features::MATH, Uses(Uses::SRC0 | Uses::DST | Uses::MN), 0),
         Opcode::CONV2D_F32 => (
             Features::WINDOW,
@@ -780,14 +786,19 @@ impl Ctx<'_> {
         let out = self.f32_range(field::DST, len)?;
         self.aligned(&[field::SRC0, field::DST])?;
         in_place_or_disjoint(&x, &out, true)?;
-        // An op's parameter is an f32 in `src2`'s low word; others have 0.
-        let src2 = self.cmd.src2;
-        let param = match u32::try_from(src2) {
-            Ok(bits) if op.takes_param() => f32::from_bits(bits),
-            _ if src2 == 0 => 0.0,
-            _ => return Err(invalid(field::SRC2)),
-        };
+        let param = self.param(op.takes_param())?;
         Ok(Work::Unary { op, param, x, out })
+    }
+
+    /// `UNARY`'s and `BINARY`'s `src2` (ABI 1.8): an op's parameter, an
+    /// f32 in its low word; 0 for an op without one.
+    fn param(&self, takes: bool) -> Result<f32, Rejection> {
+        let src2 = self.cmd.src2;
+        match u32::try_from(src2) {
+            Ok(bits) if takes => Ok(f32::from_bits(bits)),
+            _ if src2 == 0 => Ok(0.0),
+            _ => Err(invalid(field::SRC2)),
+        }
     }
 
     fn binary(&self, op: BinaryOp) -> Result<Work, Rejection> {
@@ -821,7 +832,9 @@ impl Ctx<'_> {
         self.aligned(&[field::SRC0, field::SRC1, field::DST])?;
         in_place_or_disjoint(&a, &out, true)?;
         in_place_or_disjoint(&b, &out, false)?;
+        let param = self.param(op.takes_param())?;
         Ok(Work::Binary {
+            param,
             op,
             a,
             b,

@@ -124,7 +124,7 @@ fn docs_table() -> std::string::String {
         };
         let family = match decl.form {
             Form::Unary(..) => "unary",
-            Form::Binary(_) => "binary",
+            Form::Binary(..) => "binary",
             _ if kind.is_int8() => "int8",
             _ => "its own",
         };
@@ -172,7 +172,7 @@ fn the_docs_catalogue_table_is_current() {
 #[test]
 fn every_elementwise_declaration_has_its_rules_and_only_those_do() {
     for decl in BUILTIN {
-        let elementwise = matches!(decl.form, Form::Unary(..) | Form::Binary(_));
+        let elementwise = matches!(decl.form, Form::Unary(..) | Form::Binary(..));
         let rules = ELEMENTWISE_RULES.iter().filter(|(c, _)| *c == decl.id.code);
         assert_eq!(rules.count(), usize::from(elementwise), "{}", decl.name);
     }

@@ -1,11 +1,11 @@
 //! The TF ops that are one broadcasting catalogue op of two operands
 //! ([`Binary`]: `AddV2`, `Mul`, `Pow`, …), each a line of [`KERNELS`].
 
-use super::kernel::{Op, is_empty};
+use super::kernel::{Op, is_empty, param_attr, with_param};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::shapes;
-use crate::kernels::tf::Context;
+use crate::kernels::tf::{Construction, Context};
 use std::ffi::CStr;
 use tensorplug_core::accelerator::{Binary, OpKind};
 
@@ -55,7 +55,8 @@ pub static KERNELS: &[BinaryKernel] = &[
 ];
 
 impl Op for BinaryKernel {
-    type Attrs = ();
+    /// The op's parameter (as for the unary kernels).
+    type Attrs = f32;
 
     fn op(&self) -> &'static CStr {
         self.op
@@ -65,7 +66,11 @@ impl Op for BinaryKernel {
         Some(self.kind)
     }
 
-    fn compute(&self, (): &(), ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
+    fn construct(&self, ctx: &Construction) -> KernelResult<f32> {
+        param_attr(self.kind, ctx)
+    }
+
+    fn compute(&self, param: &f32, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
         let (a, b) = (ctx.input(0, false)?, ctx.input(1, false)?);
         let (sa, sb) = (a.shape()?, b.shape()?);
         // The gradient ops take operands of one shape, as TF's kernels do.
@@ -82,6 +87,7 @@ impl Op for BinaryKernel {
             return Ok(());
         }
         let inputs = [run.desc(&a, sa)?, run.desc(&b, sb)?];
-        run.launch(self.kind, &inputs, run.desc(&out, out_shape)?)
+        let kind = with_param(self.kind, *param);
+        run.launch(kind, &inputs, run.desc(&out, out_shape)?)
     }
 }

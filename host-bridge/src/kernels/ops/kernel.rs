@@ -277,3 +277,27 @@ pub(super) fn scalar(ctx: &Context, run: &mut Launcher<'_>, value: f32) -> Kerne
 pub(super) fn flat(dims: &[u64]) -> KernelResult<Shape> {
     Shape::new(dims).ok_or_else(|| Failure::invalid("bad rank"))
 }
+
+/// An element-wise op's parameter from its TF attribute ([`OpDecl::param`]:
+/// `LeakyRelu`'s `alpha`), 0.0 for an op without one.
+///
+/// [`OpDecl::param`]: tensorplug_core::accelerator::OpDecl::param
+pub(super) fn param_attr(kind: OpKind, ctx: &Construction) -> KernelResult<f32> {
+    match kind.decl().param() {
+        Some(name) => {
+            let name = std::ffi::CString::new(name)
+                .map_err(|_| Failure::invalid("a NUL in an attribute name"))?;
+            ctx.float_attr(&name)
+        }
+        None => Ok(0.0),
+    }
+}
+
+/// `kind` with its parameter set (an element-wise op that has one).
+pub(super) fn with_param(kind: OpKind, value: f32) -> OpKind {
+    match kind {
+        OpKind::Unary(op) => OpKind::Unary(op.with_param(value)),
+        OpKind::Binary(op) => OpKind::Binary(op.with_param(value)),
+        kind => kind,
+    }
+}

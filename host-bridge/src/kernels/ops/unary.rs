@@ -2,11 +2,11 @@
 //! `Relu`, `Exp`, …), each a line of [`KERNELS`]; the output may reuse
 //! the input's buffer.
 
-use super::kernel::{Op, elementwise};
-use crate::kernels::failure::{Failure, KernelResult};
+use super::kernel::{Op, elementwise, param_attr, with_param};
+use crate::kernels::failure::KernelResult;
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::{Construction, Context};
-use std::ffi::{CStr, CString};
+use std::ffi::CStr;
 use tensorplug_core::accelerator::{OpKind, Unary};
 
 /// A TF op that lowers to one catalogue [`Unary`] op.
@@ -66,24 +66,14 @@ impl Op for UnaryKernel {
     }
 
     fn construct(&self, ctx: &Construction) -> KernelResult<f32> {
-        match self.kind.decl().param() {
-            Some(name) => {
-                let name = CString::new(name)
-                    .map_err(|_| Failure::invalid("a NUL in an attribute name"))?;
-                ctx.float_attr(&name)
-            }
-            None => Ok(0.0),
-        }
+        param_attr(self.kind, ctx)
     }
 
     fn compute(&self, param: &f32, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
         let Some((x, sx, out)) = elementwise(ctx)? else {
             return Ok(());
         };
-        let kind = match self.kind {
-            OpKind::Unary(op) => OpKind::Unary(op.with_param(*param)),
-            kind => kind,
-        };
+        let kind = with_param(self.kind, *param);
         run.launch(kind, &[run.desc(&x, sx)?], run.desc(&out, sx)?)
     }
 }
