@@ -898,6 +898,12 @@ SWEEPS = {
     "SeluGrad": grad_cases(lambda g, y: tf.raw_ops.SeluGrad(gradients=g, outputs=y)),
     "SoftplusGrad": grad_cases(lambda g, x: tf.raw_ops.SoftplusGrad(gradients=g, features=x)),
     "SoftsignGrad": grad_cases(lambda g, x: tf.raw_ops.SoftsignGrad(gradients=g, features=x)),
+    # A select and a multiply: bit for bit, for Keras' slope and a negative one.
+    "LeakyReluGrad": lambda: (
+        (f"alpha={a} {label}", fn, args, None)
+        for a in (0.3, -1.5)
+        for label, fn, args, _ in grad_cases(
+            lambda g, x, a=a: tf.raw_ops.LeakyReluGrad(gradients=g, features=x, alpha=a))()),
     "ReciprocalGrad": grad_cases(lambda y, dy: tf.raw_ops.ReciprocalGrad(y=y, dy=dy)),
     "InvGrad": grad_cases(lambda y, dy: tf.raw_ops.InvGrad(y=y, dy=dy)),
     "SqrtGrad": grad_cases(lambda y, dy: tf.raw_ops.SqrtGrad(y=y, dy=dy)),
@@ -971,6 +977,7 @@ PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), 
                                                   "SquaredDifference", "Minimum", "SigmoidGrad",
                                                   "TanhGrad", "RsqrtGrad", "EluGrad", "SeluGrad",
                                                   "SoftplusGrad", "SoftsignGrad", "ReciprocalGrad",
+                                                  "LeakyReluGrad",
                                                   "InvGrad", "SqrtGrad", "MulNoNan", "Xdivy", "Xlogy",
                                                   "FloorDiv", "FloorMod", "Equal", "NotEqual",
                                                   "Less", "LessEqual", "Greater", "GreaterEqual")}}

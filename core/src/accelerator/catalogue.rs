@@ -39,7 +39,6 @@ const fn binary(name: &'static str, code: u16) -> OpDecl {
 }
 
 /// As [`binary`], with the f32 TF attribute `param` as its parameter.
-#[allow(dead_code)] // until the catalogue's first such op
 const fn binary_with(name: &'static str, code: u16, param: &'static str) -> OpDecl {
     decl(name, code, 2, Form::Binary(Binary(code, 0), Some(param)))
 }
@@ -230,6 +229,7 @@ pub const BUILTIN: &[OpDecl] = &[
         ..op("Concat", 91, 2, OpKind::Concat(DType::F32))
     },
     unary_with("LeakyRelu", 92, "alpha"),
+    binary_with("LeakyReluGrad", 93, "alpha"),
 ];
 
 /// The element-wise ops that code names (any member can also be named in a
@@ -425,6 +425,14 @@ pub(super) const ELEMENTWISE_RULES: &[(u16, Elementwise)] = &[
         near_with(
             |x, _, alpha| if x > 0.0 { x } else { x * alpha },
             &[0.2, 0.01, -1.5],
+        ),
+    ),
+    // (gradient, features): the gradient where the feature is above 0, else `alpha·gradient`.
+    (
+        93,
+        near_with(
+            |g, x, alpha| if x > 0.0 { g } else { g * alpha },
+            &[0.2, -1.5],
         ),
     ),
 ];

@@ -128,6 +128,8 @@ binary_ops! {
     /// `a ≥ b`.
     GreaterEqual = Binary::named("GreaterEqual") => |a: f32, b: f32| mask(a >= b),
     ;
+    /// The gradient `g` where the feature `x` is above 0, else `alpha·g`.
+    LeakyReluGrad = Binary::named("LeakyReluGrad") => |g: f32, x: f32, alpha: f32| if x > 0.0 { g } else { g * alpha },
 }
 
 #[inline(always)]

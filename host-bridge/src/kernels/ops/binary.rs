@@ -52,6 +52,7 @@ pub static KERNELS: &[BinaryKernel] = &[
     binary(c"Xlogy", "Xlogy"),
     binary(c"FloorDiv", "FloorDiv"),
     binary(c"FloorMod", "FloorMod"),
+    binary(c"LeakyReluGrad", "LeakyReluGrad"),
 ];
 
 impl Op for BinaryKernel {
