@@ -95,6 +95,8 @@ rng = np.random.default_rng(5)
 x_train = rng.standard_normal((512, 20)).astype("float32")
 y_train = rng.integers(0, 4, 512)
 x_val, y_val = x_train[-64:], y_train[-64:]
+images = rng.random((128, 16, 16, 3)).astype("float32")
+real = rng.integers(0, 2, (128, 1)).astype("float32")
 x_test = rng.standard_normal((128, 20)).astype("float32")
 y_test = rng.integers(0, 4, 128)
 
@@ -132,7 +134,30 @@ def functional_guide(**compile_args):
     return model, [*history.history["loss"], *results]
 
 
-PROGRAMS = {"Sequential guide": sequential_guide, "Functional guide": functional_guide}
+def dcgan_discriminator(**compile_args):
+    """The discriminator of keras.io's "DCGAN to generate face images",
+    smaller (16×16 images, 16 and 32 filters), trained as a classifier:
+    Conv2D and LeakyReLU(0.2) (`LeakyRelu`, and `LeakyReluGrad` in fit)."""
+    slope = {"alpha": 0.2} if KERAS_2 else {"negative_slope": 0.2}
+    model = keras.Sequential([
+        keras.Input(shape=(16, 16, 3)),
+        layers.Conv2D(16, kernel_size=4, strides=2, padding="same"),
+        layers.LeakyReLU(**slope),
+        layers.Conv2D(32, kernel_size=4, strides=2, padding="same"),
+        layers.LeakyReLU(**slope),
+        layers.Flatten(),
+        layers.Dropout(0.2),
+        layers.Dense(1, activation="sigmoid"),
+    ])
+    model.compile(optimizer=keras.optimizers.Adam(learning_rate=1e-4),
+                  loss=keras.losses.BinaryCrossentropy(), **compile_args)
+    history = model.fit(images, real, batch_size=32, epochs=1, verbose=0)
+    predictions = model.predict(images[:4], verbose=0)
+    return model, [*history.history["loss"], *predictions.ravel()]
+
+
+PROGRAMS = {"Sequential guide": sequential_guide, "Functional guide": functional_guide,
+            "DCGAN discriminator": dcgan_discriminator}
 
 
 def grouped_convnet():
@@ -164,13 +189,15 @@ if mode == "unchanged":
         placed = placements(log.text)
         cpu_float_ops = check_every_runnable_op_on_fpga(placed, dump_dir)
         assert set(cpu_float_ops) <= ON_CPU, f"{name}: float ops on the CPU: {cpu_float_ops}"
-        compute = [(op, dev) for _, op, dev in placed if op in ("MatMul", "BiasAdd", "Relu")]
+        compute = [(op, dev) for _, op, dev in placed
+                   if op in ("MatMul", "BiasAdd", "Relu", "LeakyRelu", "LeakyReluGrad")]
         off = {(op, dev) for op, dev in compute if not dev.endswith("FPGA:0")}
         assert compute and not off, off
         diff = float(np.abs(np.array(fpga) - np.array(cpu)).max())
         assert diff <= 1e-5, f"{name}: FPGA {fpga} vs CPU {cpu}"
-        print(f"{name}: unchanged program on FPGA:0, {len(compute)} MatMul/BiasAdd/Relu "
-              f"placements, max |fpga - cpu| = {diff:.2g}")
+        counts = {op: sum(1 for o, _ in compute if o == op) for op, _ in compute}
+        print(f"{name}: unchanged program on FPGA:0, placements {counts}, "
+              f"max |fpga - cpu| = {diff:.2g}")
         print(f"{name}: every op with an FPGA kernel for its dtype placed on FPGA:0; float "
               f"ops on the CPU after optimization: {cpu_float_ops}")
     if KERAS_2:  # TF 2.15: Keras 2 never turns XLA on by itself

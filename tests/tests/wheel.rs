@@ -319,6 +319,7 @@ fn keras_guide_programs_run_unchanged_on_the_fpga() {
     let mut markers = vec![
         "Sequential guide: unchanged program on FPGA:0",
         "Functional guide: unchanged program on FPGA:0",
+        "DCGAN discriminator: unchanged program on FPGA:0",
         auto,
     ];
     if !keras_2 {

@@ -27,6 +27,7 @@ pub static PASSES: &[&dyn Pass] = &[
     &VariableUpdates,
     &HostCopies,
     &UnfuseBatchNorms,
+    &UnfuseLeakyRelus,
     &HalfPrecision,
     &Qat,
     &FoldBatchNorms,
@@ -103,6 +104,21 @@ impl Pass for UnfuseBatchNorms {
             &mut cx.graph,
             cx.preserve,
             cx.device,
+        ))
+    }
+}
+
+struct UnfuseLeakyRelus;
+impl Pass for UnfuseLeakyRelus {
+    fn name(&self) -> &'static str {
+        "TF's fused LeakyRelu on our device split back"
+    }
+    fn run(&self, cx: &mut Context<'_>) -> Result<usize> {
+        let leaky_relu = cx.has("LeakyRelu");
+        Ok(super::unfuse::unfuse_leaky_relus(
+            &mut cx.graph,
+            cx.device,
+            leaky_relu,
         ))
     }
 }

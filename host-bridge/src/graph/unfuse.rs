@@ -12,7 +12,7 @@
 use super::device::is_ours;
 use super::edges::Input;
 use super::nodes::{type_attr, type_value, unique};
-use super::proto::{DataType, GraphDef, NodeDef, attr_value};
+use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
 use std::collections::{HashMap, HashSet};
 
 /// Suffix of the activation node a split adds.
@@ -105,10 +105,83 @@ fn splittable_activation(node: &NodeDef) -> Option<&'static str> {
     }
 }
 
+/// Splits every `_FusedConv2D` or `_FusedMatMul` on a `device_type` device
+/// whose `fused_ops` are `[BiasAdd, LeakyRelu]` (TF's remapper writes them,
+/// on our device too, from our `[BiasAdd]` fusion and the `LeakyRelu` after
+/// it) into the `[BiasAdd]` fusion and a `LeakyRelu` of its
+/// `leakyrelu_alpha`, when `leaky_relu` (our device runs `LeakyRelu`). The
+/// `LeakyRelu` keeps the node's name, so its readers and fetches are
+/// unchanged; returns how many.
+pub fn unfuse_leaky_relus(graph: &mut GraphDef, device_type: &str, leaky_relu: bool) -> usize {
+    if !leaky_relu {
+        return 0;
+    }
+    let mut names: HashSet<String> = graph.node.iter().map(|n| n.name.clone()).collect();
+    let mut added = Vec::new();
+    for node in &mut graph.node {
+        let fused = matches!(node.op.as_str(), "_FusedConv2D" | "_FusedMatMul");
+        if !fused
+            || !is_ours(&node.device, device_type)
+            || type_attr(node, "T") != Some(DataType::DtFloat as i32)
+            || fused_ops(node) != [b"BiasAdd".as_slice(), b"LeakyRelu"]
+        {
+            continue;
+        }
+        let alpha = match node
+            .attr
+            .get("leakyrelu_alpha")
+            .and_then(|v| v.value.as_ref())
+        {
+            Some(attr_value::Value::F(alpha)) => *alpha,
+            _ => 0.2, // TF's default
+        };
+        let inner = unique(&mut names, &node.name, FUSED);
+        let activation = NodeDef {
+            name: std::mem::replace(&mut node.name, inner.clone()),
+            op: "LeakyRelu".into(),
+            input: vec![inner],
+            device: node.device.clone(),
+            attr: HashMap::from([
+                ("T".into(), type_value(DataType::DtFloat as i32)),
+                ("alpha".into(), float_value(alpha)),
+            ]),
+            ..Default::default()
+        };
+        // Control inputs stay on the fused node; the activation waits for it.
+        node.attr.remove("leakyrelu_alpha");
+        if let Some(attr_value::Value::List(list)) = node
+            .attr
+            .get_mut("fused_ops")
+            .and_then(|v| v.value.as_mut())
+        {
+            list.s.truncate(1);
+        }
+        added.push(activation);
+    }
+    let count = added.len();
+    graph.node.extend(added);
+    count
+}
+
+/// Suffix of the fused node a `LeakyRelu` split renames.
+const FUSED: &str = "tensorplug_fused";
+
+fn fused_ops(node: &NodeDef) -> Vec<&[u8]> {
+    match node.attr.get("fused_ops").and_then(|v| v.value.as_ref()) {
+        Some(attr_value::Value::List(list)) => list.s.iter().map(Vec::as_slice).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn float_value(f: f32) -> AttrValue {
+    AttrValue {
+        value: Some(attr_value::Value::F(f)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::proto::AttrValue;
     use crate::graph::test_nodes::{find, node};
 
     /// A `_FusedBatchNormEx` attr set, for the tests.
@@ -196,5 +269,65 @@ mod tests {
         assert_eq!(unfuse_batch_norms(&mut graph, &HashSet::new(), "FPGA"), 1);
         assert_eq!(find(&graph, "bn").op, "FusedBatchNormV3");
         assert_eq!(find(&graph, "use").input, ["bn:0"]);
+    }
+
+    fn fused(name: &str, op: &str, ops: &[&str], alpha: Option<f32>) -> NodeDef {
+        let list = attr_value::ListValue {
+            s: ops.iter().map(|o| o.as_bytes().to_vec()).collect(),
+            ..Default::default()
+        };
+        let mut attr = HashMap::from([
+            ("T".into(), type_value(DataType::DtFloat as i32)),
+            (
+                "fused_ops".into(),
+                AttrValue {
+                    value: Some(attr_value::Value::List(list)),
+                },
+            ),
+        ]);
+        if let Some(alpha) = alpha {
+            attr.insert("leakyrelu_alpha".into(), float_value(alpha));
+        }
+        NodeDef {
+            attr,
+            ..node(name, op, &["x", "f", "b", "^init"])
+        }
+    }
+
+    #[test]
+    fn a_fused_leaky_relu_splits_and_keeps_its_name() {
+        let mut graph = GraphDef {
+            node: vec![
+                fused("conv", "_FusedConv2D", &["BiasAdd", "LeakyRelu"], Some(0.3)),
+                fused("dense", "_FusedMatMul", &["BiasAdd", "LeakyRelu"], None),
+                fused("relu", "_FusedConv2D", &["BiasAdd", "Relu"], None),
+                node("next", "Conv2D", &["conv", "f2"]),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(unfuse_leaky_relus(&mut graph, "FPGA", false), 0);
+        assert_eq!(unfuse_leaky_relus(&mut graph, "FPGA", true), 2);
+        let leaky = find(&graph, "conv");
+        assert_eq!(leaky.op, "LeakyRelu");
+        assert_eq!(leaky.input, ["conv/tensorplug_fused"]);
+        assert_eq!(leaky.attr["alpha"].value, Some(attr_value::Value::F(0.3)));
+        let inner = find(&graph, "conv/tensorplug_fused");
+        assert_eq!(inner.op, "_FusedConv2D");
+        assert_eq!(fused_ops(inner), [b"BiasAdd".as_slice()]);
+        assert_eq!(inner.input, ["x", "f", "b", "^init"]);
+        assert!(!inner.attr.contains_key("leakyrelu_alpha"));
+        // TF's default slope when the attribute is unset.
+        let dense = find(&graph, "dense");
+        assert_eq!(dense.attr["alpha"].value, Some(attr_value::Value::F(0.2)));
+        assert_eq!(find(&graph, "relu").op, "_FusedConv2D");
+        assert_eq!(find(&graph, "next").input, ["conv", "f2"]);
+        // Not on our device: untouched.
+        let mut cpu = fused("c", "_FusedConv2D", &["BiasAdd", "LeakyRelu"], None);
+        cpu.device = "/device:CPU:0".into();
+        let mut graph = GraphDef {
+            node: vec![cpu],
+            ..Default::default()
+        };
+        assert_eq!(unfuse_leaky_relus(&mut graph, "FPGA", true), 0);
     }
 }
