@@ -29,6 +29,7 @@ CASES = [
     ("Flatten()", L.Flatten(), (2, 4, 4)),
     ("Softmax()", L.Softmax(), (4, 16)),
     ("Activation(\"gelu\")", L.Activation("gelu"), (4, 16)),
+    ("LeakyReLU()", L.LeakyReLU(), (4, 16)),
     ("Embedding(100, 8)", L.Embedding(100, 8), None),
     ("Dropout(0.5) (inference)", L.Dropout(0.5), (4, 16)),
     ("Add()", "add", (4, 16)),
