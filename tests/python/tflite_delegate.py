@@ -83,7 +83,8 @@ def float_cnn_bytes():
     (RELU6, and plain 1x1s with LOGISTIC and TANH after them),
     DEPTHWISE_CONV_2D (stride 2 SAME + RELU, and 1x1), PAD, MAX_POOL_2D,
     AVERAGE_POOL_2D, MUL (a sigmoid gate), CONCATENATION of channels,
-    SUB, MEAN over height and width, FULLY_CONNECTED and SOFTMAX."""
+    SUB, LEAKY_RELU (Keras' 0.3), MEAN over height and width,
+    FULLY_CONNECTED and SOFTMAX."""
     tf.keras.utils.set_random_seed(7)
     layers = tf.keras.layers
     x = tf.keras.Input((12, 12, 3), batch_size=2)
@@ -93,7 +94,7 @@ def float_cnn_bytes():
     h = layers.Multiply()([h, layers.Conv2D(8, 1, activation="sigmoid")(h)])
     h = layers.AveragePooling2D(3, strides=1, padding="same")(h)
     c = layers.Concatenate()([h, layers.Conv2D(4, 1, activation="tanh")(h)])
-    c = layers.Subtract()([c, layers.DepthwiseConv2D(1)(c)])
+    c = layers.LeakyReLU()(layers.Subtract()([c, layers.DepthwiseConv2D(1)(c)]))
     y = layers.Softmax()(layers.Dense(5)(layers.GlobalAveragePooling2D()(c)))
     model = tf.keras.Model(x, y)
     return tf.lite.TFLiteConverter.from_keras_model(model).convert()

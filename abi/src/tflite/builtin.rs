@@ -23,6 +23,7 @@ pub const kTfLiteBuiltinTanh: i32 = 28;
 pub const kTfLiteBuiltinPad: i32 = 34;
 pub const kTfLiteBuiltinMean: i32 = 40;
 pub const kTfLiteBuiltinSub: i32 = 41;
+pub const kTfLiteBuiltinLeakyRelu: i32 = 98;
 pub const kTfLiteBuiltinDiv: i32 = 42;
 pub const kTfLiteBuiltinStridedSlice: i32 = 45;
 pub const kTfLiteBuiltinPadv2: i32 = 60;
@@ -56,6 +57,7 @@ pub const fn builtin_name(code: i32) -> Option<&'static str> {
         kTfLiteBuiltinPad => "PAD",
         kTfLiteBuiltinMean => "MEAN",
         kTfLiteBuiltinSub => "SUB",
+        kTfLiteBuiltinLeakyRelu => "LEAKY_RELU",
         kTfLiteBuiltinDiv => "DIV",
         kTfLiteBuiltinPadv2 => "PADV2",
         kTfLiteBuiltinStridedSlice => "STRIDED_SLICE",
@@ -169,6 +171,13 @@ c_struct! {
     /// `TfLiteMulParams`.
     pub struct TfLiteMulParams {
         pub activation: TfLiteFusedActivation,
+    }
+}
+
+c_struct! {
+    /// `TfLiteLeakyReluParams`.
+    pub struct TfLiteLeakyReluParams {
+        pub alpha: f32,
     }
 }
 

@@ -420,6 +420,7 @@ pub const STRUCTS: &[StructLayout] = &[
     TfLiteSoftmaxParams::LAYOUT,
     TfLiteMulParams::LAYOUT,
     TfLiteConcatenationParams::LAYOUT,
+    TfLiteLeakyReluParams::LAYOUT,
 ];
 
 /// Every mirrored TFLite enum.
@@ -470,4 +471,5 @@ const _: () = {
     assert!(size_of::<TfLiteSoftmaxParams>() == 4);
     assert!(size_of::<TfLiteMulParams>() == 4);
     assert!(size_of::<TfLiteConcatenationParams>() == 8);
+    assert!(size_of::<TfLiteLeakyReluParams>() == 4);
 };

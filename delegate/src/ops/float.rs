@@ -10,7 +10,7 @@ use super::conv::{activation_op, float_activation, u16_of, window};
 use super::plan::DeviceOp;
 use crate::graph::{NodeView, TensorView};
 use tensorplug_abi::tflite::{
-    TfLiteMulParams, TfLitePadding, TfLiteReducerParams, TfLiteSoftmaxParams,
+    TfLiteLeakyReluParams, TfLiteMulParams, TfLitePadding, TfLiteReducerParams, TfLiteSoftmaxParams,
 };
 use tensorplug_core::accelerator::{Binary, Capabilities, OpKind, Unary, broadcast_shapes};
 
@@ -34,6 +34,22 @@ pub fn unary_f32(
     shape(&xt)?;
     need(caps, OpKind::Unary(op))?;
     Ok(DeviceOp::Unary { op, x, out })
+}
+
+/// float32 `LEAKY_RELU`: the device's `LeakyRelu` with the node's `alpha`.
+pub fn leaky_relu_f32(
+    node: &NodeView,
+    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
+    caps: &Capabilities,
+) -> Result<DeviceOp, String> {
+    // SAFETY: LEAKY_RELU's builtin data is the runtime's TfLiteLeakyReluParams.
+    let alpha = unsafe { params::<TfLiteLeakyReluParams>(node, "LEAKY_RELU") }?.alpha;
+    unary_f32(
+        node,
+        tensor,
+        caps,
+        Unary::named("LeakyRelu").with_param(alpha),
+    )
 }
 
 /// A broadcasting float32 `ADD`, `SUB`, `MUL` or `DIV` with a fused

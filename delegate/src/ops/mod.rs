@@ -26,10 +26,10 @@ use tensorplug_abi::tflite::{
     kTfLiteBuiltinAdd, kTfLiteBuiltinAveragePool2d, kTfLiteBuiltinConcatenation,
     kTfLiteBuiltinConv2d, kTfLiteBuiltinDepthwiseConv2d, kTfLiteBuiltinDequantize,
     kTfLiteBuiltinDiv, kTfLiteBuiltinFullyConnected, kTfLiteBuiltinHardSwish,
-    kTfLiteBuiltinLogistic, kTfLiteBuiltinMaxPool2d, kTfLiteBuiltinMean, kTfLiteBuiltinMul,
-    kTfLiteBuiltinPad, kTfLiteBuiltinPadv2, kTfLiteBuiltinQuantize, kTfLiteBuiltinRelu,
-    kTfLiteBuiltinRelu6, kTfLiteBuiltinReshape, kTfLiteBuiltinSoftmax, kTfLiteBuiltinSub,
-    kTfLiteBuiltinTanh, kTfLiteOptionalTensor,
+    kTfLiteBuiltinLeakyRelu, kTfLiteBuiltinLogistic, kTfLiteBuiltinMaxPool2d, kTfLiteBuiltinMean,
+    kTfLiteBuiltinMul, kTfLiteBuiltinPad, kTfLiteBuiltinPadv2, kTfLiteBuiltinQuantize,
+    kTfLiteBuiltinRelu, kTfLiteBuiltinRelu6, kTfLiteBuiltinReshape, kTfLiteBuiltinSoftmax,
+    kTfLiteBuiltinSub, kTfLiteBuiltinTanh, kTfLiteOptionalTensor,
 };
 use tensorplug_core::accelerator::{Activation, Binary, Capabilities, DType, OpKind, Unary};
 use tensorplug_core::quant::Rounding;
@@ -40,7 +40,7 @@ use tensorplug_core::reference::int8::AddQuant;
 pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none or RELU), CONV_2D and \
                           DEPTHWISE_CONV_2D, MAX_POOL_2D and AVERAGE_POOL_2D, broadcasting ADD, \
                           SUB, MUL and DIV (activation none, RELU or RELU6), RELU, RELU6, \
-                          LOGISTIC, TANH, SOFTMAX (beta 1), MEAN over height and width; int8 \
+                          LEAKY_RELU, LOGISTIC, TANH, SOFTMAX (beta 1), MEAN over height and width; int8 \
                           FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL_2D, \
                           AVERAGE_POOL_2D and ADD of one shape (activation none, RELU or RELU6), \
                           MEAN over adjacent axes, SOFTMAX, LOGISTIC, TANH, HARD_SWISH, MUL (one \
@@ -107,6 +107,7 @@ pub fn decide(
         kTfLiteBuiltinTanh => float::unary_f32(node, &tensor, caps, Unary::TANH),
         kTfLiteBuiltinRelu => float::unary_f32(node, &tensor, caps, Unary::RELU),
         kTfLiteBuiltinRelu6 => float::unary_f32(node, &tensor, caps, Unary::RELU6),
+        kTfLiteBuiltinLeakyRelu => float::leaky_relu_f32(node, &tensor, caps),
         code => Err(format!(
             "{} is not in the delegate's op set ({OP_SET})",
             op_name(code)
