@@ -176,12 +176,28 @@ fn every_elementwise_declaration_has_its_rules_and_only_those_do() {
         let rules = ELEMENTWISE_RULES.iter().filter(|(c, _)| *c == decl.id.code);
         assert_eq!(rules.count(), usize::from(elementwise), "{}", decl.name);
     }
-    for (code, _) in ELEMENTWISE_RULES {
-        assert!(
-            builtin(OpId::builtin(*code)).is_some(),
-            "rules for code {code}"
-        );
+    for (code, rules) in ELEMENTWISE_RULES {
+        let decl = builtin(OpId::builtin(*code));
+        assert!(decl.is_some(), "rules for code {code}");
+        // An op with a parameter has the reference that takes it and the
+        // values its cases try; the others have neither.
+        let with = decl.and_then(OpDecl::param).is_some();
+        assert_eq!(rules.reference_with.is_some(), with, "code {code}");
+        assert_eq!(!rules.params.is_empty(), with, "code {code}");
     }
+    let leaky = Unary::named("LeakyRelu").with_param(0.25);
+    assert_eq!((leaky.apply(-2.0), leaky.apply(3.0)), (-0.5, 3.0));
+    assert_eq!(Unary::named("Exp").with_param(0.25), Unary::named("Exp"));
+    let attrs = OpKind::Unary(leaky).attrs();
+    assert_eq!(leaky.decl().kind(&attrs), Some(OpKind::Unary(leaky)));
+    let grad = Binary::named("LeakyReluGrad").with_param(-1.5);
+    assert_eq!((grad.apply(2.0, -1.0), grad.apply(2.0, 1.0)), (-3.0, 2.0));
+    let attrs = OpKind::Binary(grad).attrs();
+    assert_eq!(grad.decl().kind(&attrs), Some(OpKind::Binary(grad)));
+    let mut stray = attrs;
+    stray.0[4] = 1;
+    assert_eq!(grad.decl().kind(&stray), None);
+    assert_eq!(std::format!("{leaky:?}"), "LeakyRelu(alpha=0.25)");
     assert_eq!(Unary::named("Exp").apply(0.0), 1.0);
     assert_eq!(Binary::named("Pow").apply(2.0, 10.0), 1024.0);
     assert_eq!(
