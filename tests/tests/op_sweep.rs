@@ -28,7 +28,7 @@ fn every_registered_op_matches_the_cpu_on_the_ci_grid() {
 
 /// The example NPU's plugin through the same sweep: its ops (MatMul, Relu
 /// and the kernels that come with them) and its own op `LeakyRelu`, a
-/// vendor op tensorplug does not have, on `/device:NPU:0`.
+/// vendor op in the NPU's namespace (not the catalogue's), on `/device:NPU:0`.
 #[test]
 fn the_npu_plugin_and_its_own_op_match_the_cpu_on_the_ci_grid() {
     let output = std::process::Command::new(tensorplug_tests::python())

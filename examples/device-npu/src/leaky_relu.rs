@@ -1,9 +1,10 @@
-//! The NPU's own op, declared here and not in tensorplug: `LeakyRelu`,
+//! The NPU's own op, declared here in its own namespace: `LeakyRelu`,
 //! `x > 0 ? x : alpha · x` (TF's `LeakyRelu`, Keras' `LeakyReLU` layer),
 //! with `alpha` an f32 in attribute bytes 0..4 (little-endian).
 //!
 //! Its identity lives in the NPU's own namespace, so it never collides with
-//! tensorplug's ops or another vendor's. Its shape rule, cost, reference
+//! tensorplug's ops (the catalogue's own `LeakyRelu`, code 92, is another
+//! op) or another vendor's. Its shape rule, cost, reference
 //! kernel and conformance cases come with it; the conformance suite runs
 //! them on any device that declares it.
 

@@ -1,5 +1,5 @@
 //! An example second device: a small "NPU" that runs `MatMul`, `Relu` and
-//! its own op `LeakyRelu` ([`LEAKY_RELU`], declared here, not in tensorplug) on
+//! its own op `LeakyRelu` ([`LEAKY_RELU`], declared here in the NPU's namespace) on
 //! f32 tensors in its own memory. It exists to prove the vendor seam: it is
 //! written only against `tensorplug-core` (no FPGA code, no TensorFlow), and
 //! `tensorplug-plugin-npu` turns it into `/device:NPU:0` in a few lines.
