@@ -19,8 +19,9 @@ use super::window::{Activation, Window};
 const F32: DTypeSet = DTypeSet::EMPTY.with(DType::F32);
 const WINDOW: Window = Window::new([1, 1]);
 
-const fn op(name: &'static str, code: u16, inputs: u8, kind: OpKind) -> OpDecl {
-    decl(name, code, inputs, Form::Builtin(kind))
+/// An op of its own: its code is its variant's discriminant.
+const fn op(name: &'static str, inputs: u8, kind: OpKind) -> OpDecl {
+    decl(name, kind.discriminant(), inputs, Form::Builtin(kind))
 }
 
 /// An element-wise op of one operand; its rules are in [`ELEMENTWISE_RULES`].
@@ -55,18 +56,18 @@ const fn decl(name: &'static str, code: u16, inputs: u8, form: Form) -> OpDecl {
 
 /// An int8 op: its operands' types are [`OpKind::operand_types`]; its
 /// last input is a quantization block ([`crate::quant::block`]).
-const fn int8(name: &'static str, code: u16, inputs: u8, kind: OpKind) -> OpDecl {
+const fn int8(name: &'static str, inputs: u8, kind: OpKind) -> OpDecl {
     OpDecl {
         dtypes: I8,
-        ..decl(name, code, inputs, Form::Builtin(kind))
+        ..op(name, inputs, kind)
     }
 }
 
 const I8: DTypeSet = DTypeSet::EMPTY.with(DType::I8);
 
 /// An f32 op with int32 or int64 indices ([`OpKind::operand_types`]) of two inputs.
-const fn typed(name: &'static str, code: u16, kind: OpKind) -> OpDecl {
-    decl(name, code, 2, Form::Builtin(kind))
+const fn typed(name: &'static str, kind: OpKind) -> OpDecl {
+    op(name, 2, kind)
 }
 
 /// tensorplug's ops. An op's index is `code - 1`, its bit in an
@@ -74,7 +75,6 @@ const fn typed(name: &'static str, code: u16, kind: OpKind) -> OpDecl {
 pub const BUILTIN: &[OpDecl] = &[
     op(
         "MatMul",
-        1,
         2,
         OpKind::MatMul {
             transpose_a: false,
@@ -83,7 +83,6 @@ pub const BUILTIN: &[OpDecl] = &[
     ),
     op(
         "FusedMatMul",
-        2,
         3,
         OpKind::FusedMatMul {
             transpose_a: false,
@@ -91,70 +90,61 @@ pub const BUILTIN: &[OpDecl] = &[
             relu: false,
         },
     ),
-    op("BiasAdd", 3, 2, OpKind::BiasAdd),
+    op("BiasAdd", 2, OpKind::BiasAdd),
     binary("Add", 4),
     binary("Sub", 5),
     binary("Mul", 6),
     binary("Maximum", 7),
     unary("Relu", 8),
-    op("Softmax", 9, 1, OpKind::Softmax),
-    op("ReduceSum", 10, 1, OpKind::ReduceSum),
+    op("Softmax", 1, OpKind::Softmax),
+    op("ReduceSum", 1, OpKind::ReduceSum),
     binary("Div", 11),
     binary("DivNoNan", 12),
     binary("Pow", 13),
     binary("ReluGrad", 14),
     unary("Sqrt", 15),
     unary("Rsqrt", 16),
-    op("LogSoftmax", 17, 1, OpKind::LogSoftmax),
+    op("LogSoftmax", 1, OpKind::LogSoftmax),
     unary("Relu6", 18),
     unary("Sigmoid", 19),
     unary("Tanh", 20),
-    op("Conv2D", 21, 2, OpKind::Conv2D(WINDOW)),
-    op("DepthwiseConv2D", 22, 2, OpKind::DepthwiseConv2D(WINDOW)),
-    op("MaxPool", 23, 1, OpKind::MaxPool(WINDOW)),
-    op("AvgPool", 24, 1, OpKind::AvgPool(WINDOW)),
+    op("Conv2D", 2, OpKind::Conv2D(WINDOW)),
+    op("DepthwiseConv2D", 2, OpKind::DepthwiseConv2D(WINDOW)),
+    op("MaxPool", 1, OpKind::MaxPool(WINDOW)),
+    op("AvgPool", 1, OpKind::AvgPool(WINDOW)),
     op(
         "Conv2DBackpropInput",
-        25,
         2,
         OpKind::Conv2DBackpropInput(WINDOW),
     ),
     op(
         "Conv2DBackpropFilter",
-        26,
         2,
         OpKind::Conv2DBackpropFilter(WINDOW),
     ),
-    op("MaxPoolGrad", 27, 2, OpKind::MaxPoolGrad(WINDOW)),
-    op("AvgPoolGrad", 28, 1, OpKind::AvgPoolGrad(WINDOW)),
+    op("MaxPoolGrad", 2, OpKind::MaxPoolGrad(WINDOW)),
+    op("AvgPoolGrad", 1, OpKind::AvgPoolGrad(WINDOW)),
     op(
         "FusedConv2D",
-        29,
         3,
         OpKind::FusedConv2D(WINDOW, Activation::None),
     ),
-    op("Transpose", 30, 1, OpKind::Transpose([0; MAX_RANK])),
+    op("Transpose", 1, OpKind::Transpose([0; MAX_RANK])),
     unary("Exp", 31),
     unary("Log", 32),
     binary("SquaredDifference", 33),
-    int8("Conv2DInt8", 34, 3, OpKind::Conv2DInt8(WINDOW)),
+    int8("Conv2DInt8", 3, OpKind::Conv2DInt8(WINDOW)),
     int8(
         "DepthwiseConv2DInt8",
-        35,
         3,
         OpKind::DepthwiseConv2DInt8(WINDOW),
     ),
-    int8(
-        "MatMulInt8",
-        36,
-        3,
-        OpKind::MatMulInt8 { transpose_b: false },
-    ),
-    int8("AddInt8", 37, 3, OpKind::AddInt8),
-    int8("MaxPoolInt8", 38, 2, OpKind::MaxPoolInt8(WINDOW)),
-    int8("AvgPoolInt8", 39, 2, OpKind::AvgPoolInt8(WINDOW)),
-    int8("Quantize", 40, 2, OpKind::Quantize),
-    int8("Dequantize", 41, 2, OpKind::Dequantize),
+    int8("MatMulInt8", 3, OpKind::MatMulInt8 { transpose_b: false }),
+    int8("AddInt8", 3, OpKind::AddInt8),
+    int8("MaxPoolInt8", 2, OpKind::MaxPoolInt8(WINDOW)),
+    int8("AvgPoolInt8", 2, OpKind::AvgPoolInt8(WINDOW)),
+    int8("Quantize", 2, OpKind::Quantize),
+    int8("Dequantize", 2, OpKind::Dequantize),
     unary("Erf", 42),
     unary("Erfc", 43),
     unary("Abs", 44),
@@ -163,11 +153,11 @@ pub const BUILTIN: &[OpDecl] = &[
     binary("SigmoidGrad", 47),
     binary("TanhGrad", 48),
     binary("RsqrtGrad", 49),
-    typed("Gather", 50, OpKind::Gather(DType::I32)),
-    typed("SegmentSum", 51, OpKind::SegmentSum(DType::I32)),
-    op("ReduceMax", 52, 1, OpKind::ReduceMax),
-    op("ReduceMin", 53, 1, OpKind::ReduceMin),
-    op("ReduceProd", 54, 1, OpKind::ReduceProd),
+    typed("Gather", OpKind::Gather(DType::I32)),
+    typed("SegmentSum", OpKind::SegmentSum(DType::I32)),
+    op("ReduceMax", 1, OpKind::ReduceMax),
+    op("ReduceMin", 1, OpKind::ReduceMin),
+    op("ReduceProd", 1, OpKind::ReduceProd),
     unary("Log1p", 55),
     unary("Reciprocal", 56),
     unary("Expm1", 57),
@@ -189,14 +179,13 @@ pub const BUILTIN: &[OpDecl] = &[
     binary("Xlogy", 73),
     binary("FloorDiv", 74),
     binary("FloorMod", 75),
-    decl(
+    op(
         "Cast",
-        76,
         1,
-        Form::Builtin(OpKind::Cast {
+        OpKind::Cast {
             from: DType::F32,
             to: DType::I32,
-        }),
+        },
     ),
     // Comparisons as f32 masks (1.0 true, 0.0 false): a `Cast` to bool
     // makes TF's results; `Select` takes them as its condition.
@@ -206,12 +195,11 @@ pub const BUILTIN: &[OpDecl] = &[
     binary("LessEqual", 80),
     binary("Greater", 81),
     binary("GreaterEqual", 82),
-    op("Select", 83, 3, OpKind::Select),
-    op("ArgMax", 84, 1, OpKind::ArgMax(DType::I64)),
-    op("ArgMin", 85, 1, OpKind::ArgMin(DType::I64)),
+    op("Select", 3, OpKind::Select),
+    op("ArgMax", 1, OpKind::ArgMax(DType::I64)),
+    op("ArgMin", 1, OpKind::ArgMin(DType::I64)),
     op(
         "RandomUniform",
-        86,
         0,
         OpKind::RandomUniform {
             key: 0,
@@ -220,17 +208,30 @@ pub const BUILTIN: &[OpDecl] = &[
     ),
     // A mask too: 1.0 where finite (`IsFinite` casts it to bool).
     unary("IsFinite", 87),
-    int8("SoftmaxInt8", 88, 2, OpKind::SoftmaxInt8),
-    int8("LookupInt8", 89, 2, OpKind::LookupInt8),
-    int8("MulInt8", 90, 3, OpKind::MulInt8),
+    int8("SoftmaxInt8", 2, OpKind::SoftmaxInt8),
+    int8("LookupInt8", 2, OpKind::LookupInt8),
+    int8("MulInt8", 3, OpKind::MulInt8),
     // Its element type is its attribute: f32 or int8.
     OpDecl {
         dtypes: F32.with(DType::I8),
-        ..op("Concat", 91, 2, OpKind::Concat(DType::F32))
+        ..op("Concat", 2, OpKind::Concat(DType::F32))
     },
     unary_with("LeakyRelu", 92, "alpha"),
     binary_with("LeakyReluGrad", 93, "alpha"),
 ];
+
+// Each declaration sits at its code − 1 (an own op's code is its variant's
+// discriminant): a declaration out of place does not compile.
+const _: () = {
+    let mut i = 0;
+    while i < BUILTIN.len() {
+        assert!(
+            BUILTIN[i].id.code as usize == i + 1,
+            "a BUILTIN declaration is not at its code − 1"
+        );
+        i += 1;
+    }
+};
 
 /// The element-wise ops that code names (any member can also be named in a
 /// `const` with [`Unary::named`]).
@@ -556,51 +557,15 @@ impl OpKind {
         }
     }
 
-    /// The built-in op's index in [`BUILTIN`]: the one place that maps a
-    /// variant to its declaration (0 for a vendor op, never asked).
+    /// The built-in op's index in [`BUILTIN`]: its code − 1, the code its
+    /// variant's discriminant or, for the element-wise families, its
+    /// payload's (0 for a vendor op, never asked).
     const fn builtin_index(self) -> usize {
         match self {
             Self::Vendor(_) => 0,
             Self::Unary(op) => op.code() as usize - 1,
             Self::Binary(op) => op.code() as usize - 1,
-            Self::MatMul { .. } => 0,
-            Self::FusedMatMul { .. } => 1,
-            Self::BiasAdd => 2,
-            Self::Softmax => 8,
-            Self::ReduceSum => 9,
-            Self::LogSoftmax => 16,
-            Self::Conv2D(_) => 20,
-            Self::DepthwiseConv2D(_) => 21,
-            Self::MaxPool(_) => 22,
-            Self::AvgPool(_) => 23,
-            Self::Conv2DBackpropInput(_) => 24,
-            Self::Conv2DBackpropFilter(_) => 25,
-            Self::MaxPoolGrad(_) => 26,
-            Self::AvgPoolGrad(_) => 27,
-            Self::FusedConv2D(..) => 28,
-            Self::Transpose(_) => 29,
-            Self::Conv2DInt8(_) => 33,
-            Self::DepthwiseConv2DInt8(_) => 34,
-            Self::MatMulInt8 { .. } => 35,
-            Self::AddInt8 => 36,
-            Self::MaxPoolInt8(_) => 37,
-            Self::AvgPoolInt8(_) => 38,
-            Self::Quantize => 39,
-            Self::Dequantize => 40,
-            Self::Gather(_) => 49,
-            Self::SegmentSum(_) => 50,
-            Self::ReduceMax => 51,
-            Self::ReduceMin => 52,
-            Self::ReduceProd => 53,
-            Self::Cast { .. } => 75,
-            Self::Select => 82,
-            Self::ArgMax(_) => 83,
-            Self::ArgMin(_) => 84,
-            Self::RandomUniform { .. } => 85,
-            Self::SoftmaxInt8 => 87,
-            Self::LookupInt8 => 88,
-            Self::MulInt8 => 89,
-            Self::Concat(_) => 90,
+            _ => self.discriminant() as usize - 1,
         }
     }
 

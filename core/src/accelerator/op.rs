@@ -12,9 +12,16 @@ use crate::quant::block;
 /// attributes. Each declares its element types (`OpDecl::dtypes`): the float
 /// families take f32 (and f16/bf16 where declared), the int8 families i8.
 /// Softmax and reduce-sum work on the last axis.
+///
+/// A variant's discriminant is its catalogue code (its [`OpDecl::id`]'s,
+/// [`BUILTIN`](super::BUILTIN) index + 1), written once here: the
+/// catalogue reads it back (`u8`: built-in codes stay ≤ 255, within
+/// `OpSet`'s 256 bits). The element-wise families and vendor ops, whose
+/// codes are their payloads', take codes no op of its own has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
+#[repr(u8)]
 pub enum OpKind {
     /// `out[m,n] = op(a) · op(b)`, inputs `[a, b]`, both rank 2.
     MatMul {
@@ -22,7 +29,7 @@ pub enum OpKind {
         transpose_a: bool,
         /// Use `bᵀ` (`b` is `[n, k]`).
         transpose_b: bool,
-    },
+    } = 1,
     /// MatMul, then `+ bias[n]`, then optionally ReLU. Inputs `[a, b, bias]`.
     FusedMatMul {
         /// Use `aᵀ`.
@@ -31,123 +38,123 @@ pub enum OpKind {
         transpose_b: bool,
         /// Apply ReLU after the bias.
         relu: bool,
-    },
+    } = 2,
     /// `out = x + bias` along the last axis. Inputs `[x, bias[c]]`.
-    BiasAdd,
+    BiasAdd = 3,
     /// An element-wise op of one operand (`Relu`, `Exp`, …): its
     /// catalogue declaration says which.
-    Unary(Unary),
+    Unary(Unary) = FAMILY_UNARY,
     /// An element-wise op of two operands with NumPy broadcasting (`Add`,
     /// `Pow`, …).
-    Binary(Binary),
+    Binary(Binary) = FAMILY_BINARY,
     /// Softmax over the last axis.
-    Softmax,
+    Softmax = 9,
     /// Sum over the last axis; the output drops that axis or keeps it as 1.
-    ReduceSum,
+    ReduceSum = 10,
     /// `log(softmax(x))` over the last axis.
-    LogSoftmax,
+    LogSoftmax = 17,
     /// 2-D convolution: inputs `[x [n,h,w,c], filter [kh,kw,c,oc]]`, output
     /// `[n,oh,ow,oc]`; padding reads zeros.
-    Conv2D(Window),
+    Conv2D(Window) = 21,
     /// Depthwise 2-D convolution: filter `[kh,kw,c,m]`, output channel
     /// `c·m + j` is channel `c` convolved with filter column `j`.
-    DepthwiseConv2D(Window),
+    DepthwiseConv2D(Window) = 22,
     /// The largest tap of each window above `f32::MIN` (padding, NaN and
     /// −∞ never win, as in TF); output `[n,oh,ow,c]`.
-    MaxPool(Window),
+    MaxPool(Window) = 23,
     /// The mean of each window over its in-bounds taps (padding not counted).
-    AvgPool(Window),
+    AvgPool(Window) = 24,
     /// The gradient of [`Conv2D`](Self::Conv2D) by its input: inputs
     /// `[dy [n,oh,ow,oc], filter [kh,kw,c,oc]]`, output `[n,h,w,c]`, whose
     /// `h × w` the window maps to `oh × ow` (several sizes may: the output says which).
-    Conv2DBackpropInput(Window),
+    Conv2DBackpropInput(Window) = 25,
     /// The gradient of [`Conv2D`](Self::Conv2D) by its filter: inputs
     /// `[x [n,h,w,c], dy [n,oh,ow,oc]]`, output `[kh,kw,c,oc]`.
-    Conv2DBackpropFilter(Window),
+    Conv2DBackpropFilter(Window) = 26,
     /// The gradient of [`MaxPool`](Self::MaxPool): inputs `[x, dy]`, output
     /// like `x`. Each `dy` goes to its window's first in-bounds tap, or to
     /// a later one greater than every tap before it (TF's CPU `MaxPoolGrad`).
-    MaxPoolGrad(Window),
+    MaxPoolGrad(Window) = 27,
     /// The gradient of [`AvgPool`](Self::AvgPool): input `[dy [n,oh,ow,c]]`,
     /// output `[n,h,w,c]` (as for `Conv2DBackpropInput`); each `dy` over its
     /// window's in-bounds tap count is added to those taps.
-    AvgPoolGrad(Window),
+    AvgPoolGrad(Window) = 28,
     /// [`Conv2D`](Self::Conv2D), then `+ bias[oc]`, then the activation:
     /// inputs `[x, filter, bias [oc]]` (TF's `_FusedConv2D`).
-    FusedConv2D(Window, Activation),
+    FusedConv2D(Window, Activation) = 29,
     /// Output axis `i` is input axis `perm[i]`: input `[x]` of rank `r`,
     /// `perm[..r]` a permutation of `0..r`, `perm[r..]` unused (0).
-    Transpose([u8; MAX_RANK]),
+    Transpose([u8; MAX_RANK]) = 30,
     /// A vendor's op, declared in the vendor's crate ([`OpDecl::vendor`]).
-    Vendor(VendorOp),
+    Vendor(VendorOp) = VENDOR,
     /// int8 [`Conv2D`](Self::Conv2D), TFLite's `CONV_2D`: inputs `[x i8
     /// [n,h,w,c], filter i8 [kh,kw,c,oc] (zero point 0), quant i32]`,
     /// output i8 `[n,oh,ow,oc]`. The quantization block
     /// ([`crate::quant::block`]) holds the zero points, the clamp, and per
     /// output channel the int32 bias and requantization.
-    Conv2DInt8(Window),
+    Conv2DInt8(Window) = 34,
     /// int8 [`DepthwiseConv2D`](Self::DepthwiseConv2D), TFLite's
     /// `DEPTHWISE_CONV_2D`: filter `[kh,kw,c,m]`, block as `Conv2DInt8`.
-    DepthwiseConv2DInt8(Window),
+    DepthwiseConv2DInt8(Window) = 35,
     /// int8 `x · w`, TFLite's `FULLY_CONNECTED`: inputs `[x i8 [m,k], w i8
     /// [k,n] (or [n,k] transposed), quant i32]`, output i8 `[m,n]`.
     MatMulInt8 {
         /// `w` is stored `[n, k]` (TFLite's layout).
         transpose_b: bool,
-    },
+    } = 36,
     /// int8 `a + b` of one shape, TFLite's `ADD`: inputs `[a i8, b i8,
     /// quant i32]`.
-    AddInt8,
+    AddInt8 = 37,
     /// int8 [`MaxPool`](Self::MaxPool): inputs `[x i8, quant i32]`; input
     /// and output share a scale and zero point.
-    MaxPoolInt8(Window),
+    MaxPoolInt8(Window) = 38,
     /// int8 [`AvgPool`](Self::AvgPool), rounded half away from zero.
-    AvgPoolInt8(Window),
+    AvgPoolInt8(Window) = 39,
     /// `q = clamp(round(x / scale) + zero_point)`, TFLite's `QUANTIZE`:
     /// inputs `[x f32, quant i32]` (one scale, or one per last-axis
     /// element), output i8 of `x`'s shape.
-    Quantize,
+    Quantize = 40,
     /// `x = scale · (q − zero_point)`, TFLite's `DEQUANTIZE`: inputs `[q i8,
     /// quant i32]`, output f32.
-    Dequantize,
+    Dequantize = 41,
     /// int8 softmax over the last axis, TFLite's reference `SOFTMAX` in
     /// gemmlowp's fixed point: inputs `[x i8 [rows, n], quant i32]`, output
     /// i8 of scale 1/256 and zero point −128. The block holds the input's
     /// `β·scale` multiplier, its left shift and the smallest difference
     /// from the row's maximum that counts ([`crate::quant::block`]).
-    SoftmaxInt8,
+    SoftmaxInt8 = 88,
     /// `out[i] = table[x[i]]`: any op of one int8 input, tabulated by the
     /// host (TFLite's int8 `LOGISTIC` and `TANH` are lookup tables):
     /// inputs `[x i8, quant i32]`, output i8 of `x`'s shape; the block
     /// holds the 256 entries, indexed by `x` as a byte.
-    LookupInt8,
+    LookupInt8 = 89,
     /// int8 `a · b` requantized, TFLite's `MUL`: inputs `[a i8, b i8, quant
     /// i32]`, output i8 of `a`'s shape; `b` is `a`'s shape, its last axis,
     /// or one value, broadcast along `a`'s leading axes (`b[i % |b|]`).
-    MulInt8,
+    MulInt8 = 90,
     /// `out[o, :] = a[o, :] ++ b[o, :]`: inputs `[a [outer, p], b [outer,
     /// q]]`, output `[outer, p + q]`, all of the element type (f32 or
     /// int8). Any axis' concatenation of two tensors, viewed as rows (exact).
-    Concat(DType),
+    Concat(DType) = 91,
     /// `out[o, i, :] = params[o, indices[i], :]` (TF's `GatherV2`): inputs
     /// `[params [outer, n, inner], indices [count]]` of the index type (i32
     /// or i64), output `[outer, count, inner]`. An index outside `0..n`
     /// fails the op (exact).
-    Gather(DType),
+    Gather(DType) = 50,
     /// `out[s, :]` is the sum, in `f32` and row order, of the rows
     /// `data[i, :]` with `ids[i] = s`, `0` for a segment without rows (TF's
     /// `UnsortedSegmentSum`): inputs `[data [m, inner], ids [m]]` of the
     /// index type (i32 or i64), output `[segments, inner]`. A negative id
     /// drops its row; one ≥ `segments` fails the op.
-    SegmentSum(DType),
+    SegmentSum(DType) = 51,
     /// The largest element over the last axis, NaN if any is; `−∞` for an
     /// empty row; of equal elements the later one (signed zeros). Shapes as
     /// [`ReduceSum`](Self::ReduceSum).
-    ReduceMax,
+    ReduceMax = 52,
     /// The smallest element over the last axis, as [`ReduceMax`](Self::ReduceMax); `+∞` for an empty row.
-    ReduceMin,
+    ReduceMin = 53,
     /// The product over the last axis; `1` for an empty row.
-    ReduceProd,
+    ReduceProd = 54,
     /// Each element converted from `from` to `to` as TF's `Cast` does
     /// (exact): a float to an integer truncates, and NaN, ±∞ or a value
     /// out of range gives the integer's minimum; an integer to a float
@@ -160,17 +167,17 @@ pub enum OpKind {
         from: DType,
         /// The output's.
         to: DType,
-    },
+    } = 76,
     /// `out = cond ≠ 0 ? a : b` element by element (NaN counts as true):
     /// inputs `[cond, a, b]`, one shape (exact).
-    Select,
+    Select = 83,
     /// The index of the largest element over the last axis, as i32 or i64
     /// (`out`): the first of equal ones; NaN never wins, and a row without
     /// an element above `f32::MIN` gives 0 (TF's CPU kernel). The output
     /// drops the axis.
-    ArgMax(DType),
+    ArgMax(DType) = 84,
     /// The index of the smallest, as [`ArgMax`](Self::ArgMax) (below `f32::MAX`).
-    ArgMin(DType),
+    ArgMin(DType) = 85,
     /// Uniform floats in `[0, 1)`, TF's `StatelessRandomUniformV2` with
     /// Philox bit for bit: no inputs; the output of any shape.
     RandomUniform {
@@ -178,7 +185,29 @@ pub enum OpKind {
         key: u64,
         /// Its 128-bit counter, low word first.
         counter: [u64; 2],
-    },
+    } = 86,
+}
+
+/// [`OpKind::Unary`]'s discriminant: the code of the family's first member
+/// (`Relu`), which no op of its own can take (the member's code is its
+/// payload's). Within the catalogue's range, so `match`es stay jump tables.
+const FAMILY_UNARY: u8 = 8;
+/// [`OpKind::Binary`]'s discriminant: likewise, `Add`'s code.
+const FAMILY_BINARY: u8 = 4;
+/// [`OpKind::Vendor`]'s discriminant: 0, no catalogue code (its code is in
+/// its namespace).
+const VENDOR: u8 = 0;
+
+impl OpKind {
+    /// The discriminant: an op of its own's catalogue code (the families'
+    /// and vendor ops' are the constants above).
+    pub(super) const fn discriminant(&self) -> u16 {
+        // SAFETY: a `#[repr(u8)]` enum is laid out as a `repr(C)` union of
+        // `repr(C)` structs whose first field is the `u8` discriminant
+        // (the Reference, "Primitive representation of enums with fields").
+        let tag = unsafe { *(self as *const Self).cast::<u8>() };
+        tag as u16
+    }
 }
 
 /// Whether [`OpKind::Cast`] converts `from` to `to`: f32 to and from i32,
