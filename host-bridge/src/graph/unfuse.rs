@@ -6,7 +6,10 @@
 //! Our device has no kernel for it, so it would run on the CPU. An
 //! inference one without side inputs is split back, exactly, into
 //! `FusedBatchNormV3` and the activation; the batch-norm folding and the
-//! convolution fusion then apply as on other hosts. `docs/graph-optimizer.md`,
+//! convolution fusion then apply as on other hosts. Likewise the remapper
+//! fuses our `[BiasAdd]` fusion and a `LeakyRelu` after it into one node
+//! on our device (TF 2.21, a Keras `Conv2D → LeakyReLU`), which is split
+//! back the same way ([`unfuse_leaky_relus`]). `docs/graph-optimizer.md`,
 //! "TF's passes".
 
 use super::device::is_ours;
