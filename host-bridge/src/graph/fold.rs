@@ -15,8 +15,8 @@
 
 use super::device;
 use super::edges::{Input, Uses};
-use super::nodes::{attr_of, is_nhwc, type_value, unique};
-use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
+use super::nodes::{attr_of, is_nhwc, type_value, unique, value};
+use super::proto::{DataType, GraphDef, NodeDef, attr_value};
 use std::collections::{HashMap, HashSet};
 
 /// The batch-norm ops folded (same inputs and attributes as V3 for this).
@@ -268,7 +268,7 @@ fn apply(graph: &mut GraphDef, rewrites: Vec<Rewrite>) {
                     ("T".to_string(), type_value(DataType::DtFloat as i32)),
                     (
                         "data_format".to_string(),
-                        attr(attr_value::Value::S(b"NHWC".to_vec())),
+                        value(attr_value::Value::S(b"NHWC".to_vec())),
                     ),
                 ]
                 .into();
@@ -346,10 +346,6 @@ fn constant(name: &str, device: &str, dims: &[i64], values: &[f32]) -> NodeDef {
     super::nodes::constant(name, device, DataType::DtFloat, dims, bytes)
 }
 
-fn attr(value: attr_value::Value) -> AttrValue {
-    AttrValue { value: Some(value) }
-}
-
 fn f32_on(node: &NodeDef, device_type: &str) -> bool {
     device::is_ours(&node.device, device_type)
         && matches!(attr_of(node, "T"), Some(attr_value::Value::Type(t)) if *t == DataType::DtFloat as i32)
@@ -370,7 +366,7 @@ mod tests {
             device: FPGA.into(),
             attr: attrs
                 .iter()
-                .map(|(k, v)| ((*k).to_owned(), attr(v.clone())))
+                .map(|(k, v)| ((*k).to_owned(), value(v.clone())))
                 .chain([("T".to_owned(), type_value(DataType::DtFloat as i32))])
                 .collect(),
             ..Default::default()

@@ -5,7 +5,7 @@
 
 use super::device;
 use super::edges::{Input, Uses};
-use super::nodes::is_nhwc;
+use super::nodes::{is_nhwc, value};
 use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
 use crate::error::{Error, Result};
 use std::collections::HashSet;
@@ -295,8 +295,4 @@ fn conv_attrs(conv: &NodeDef) -> std::collections::HashMap<String, AttrValue> {
     attr.insert("filter_format".into(), value(Value::S(b"HWIO".to_vec())));
     attr.insert("leakyrelu_alpha".into(), value(Value::F(0.2)));
     attr
-}
-
-fn value(value: attr_value::Value) -> AttrValue {
-    AttrValue { value: Some(value) }
 }

@@ -14,6 +14,11 @@ pub fn type_attr(node: &NodeDef, key: &str) -> Option<i32> {
     }
 }
 
+/// An attr holding `value`.
+pub fn value(value: attr_value::Value) -> AttrValue {
+    AttrValue { value: Some(value) }
+}
+
 /// A `type` attr value.
 pub fn type_value(dtype: i32) -> AttrValue {
     AttrValue {

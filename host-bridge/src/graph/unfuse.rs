@@ -14,8 +14,8 @@
 
 use super::device::is_ours;
 use super::edges::Input;
-use super::nodes::{type_attr, type_value, unique};
-use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
+use super::nodes::{attr_of, type_attr, type_value, unique, value};
+use super::proto::{DataType, GraphDef, NodeDef, attr_value};
 use std::collections::{HashMap, HashSet};
 
 /// Suffix of the activation node a split adds.
@@ -130,11 +130,7 @@ pub fn unfuse_leaky_relus(graph: &mut GraphDef, device_type: &str, leaky_relu: b
         {
             continue;
         }
-        let alpha = match node
-            .attr
-            .get("leakyrelu_alpha")
-            .and_then(|v| v.value.as_ref())
-        {
+        let alpha = match attr_of(node, "leakyrelu_alpha") {
             Some(attr_value::Value::F(alpha)) => *alpha,
             _ => 0.2, // TF's default
         };
@@ -146,7 +142,7 @@ pub fn unfuse_leaky_relus(graph: &mut GraphDef, device_type: &str, leaky_relu: b
             device: node.device.clone(),
             attr: HashMap::from([
                 ("T".into(), type_value(DataType::DtFloat as i32)),
-                ("alpha".into(), float_value(alpha)),
+                ("alpha".into(), value(attr_value::Value::F(alpha))),
             ]),
             ..Default::default()
         };
@@ -170,21 +166,16 @@ pub fn unfuse_leaky_relus(graph: &mut GraphDef, device_type: &str, leaky_relu: b
 const FUSED: &str = "tensorplug_fused";
 
 fn fused_ops(node: &NodeDef) -> Vec<&[u8]> {
-    match node.attr.get("fused_ops").and_then(|v| v.value.as_ref()) {
+    match attr_of(node, "fused_ops") {
         Some(attr_value::Value::List(list)) => list.s.iter().map(Vec::as_slice).collect(),
         _ => Vec::new(),
-    }
-}
-
-fn float_value(f: f32) -> AttrValue {
-    AttrValue {
-        value: Some(attr_value::Value::F(f)),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::graph::proto::AttrValue;
     use crate::graph::test_nodes::{find, node};
 
     /// A `_FusedBatchNormEx` attr set, for the tests.
@@ -281,15 +272,10 @@ mod tests {
         };
         let mut attr = HashMap::from([
             ("T".into(), type_value(DataType::DtFloat as i32)),
-            (
-                "fused_ops".into(),
-                AttrValue {
-                    value: Some(attr_value::Value::List(list)),
-                },
-            ),
+            ("fused_ops".into(), value(attr_value::Value::List(list))),
         ]);
         if let Some(alpha) = alpha {
-            attr.insert("leakyrelu_alpha".into(), float_value(alpha));
+            attr.insert("leakyrelu_alpha".into(), value(attr_value::Value::F(alpha)));
         }
         NodeDef {
             attr,
