@@ -9,7 +9,7 @@
 //! kernels and conformance cases are still `match` arms beside it.
 //! `docs/ops.md`, "Adding a device op".
 
-use super::elementwise::{Binary, ELEMENTWISE_ABS, ELEMENTWISE_REL, Elementwise, Unary};
+use super::elementwise::{Binary, ELEMENTWISE_ABS, ELEMENTWISE_REL, Elementwise, Reference, Unary};
 use super::op::{Form, OpDecl, OpKind, VendorOp};
 use super::op_id::{ATTR_BYTES, Attrs, Namespace, OpId};
 use super::types::{DType, DTypeSet, MAX_RANK};
@@ -298,8 +298,7 @@ pub(super) const ELEMENTWISE_RULES: &[(u16, Elementwise)] = &[
     (
         13,
         Elementwise {
-            reference: |a, b| libm::pow(f64::from(a), f64::from(b)) as f32,
-            reference_with: None,
+            reference: Reference::Plain(|a, b| libm::pow(f64::from(a), f64::from(b)) as f32),
             bound: pow_bound,
             flops: 1,
             params: &[],
@@ -478,8 +477,7 @@ fn softplus(x: f64) -> f64 {
 /// Rules with the element-wise bound ([`ELEMENTWISE_ABS`] + [`ELEMENTWISE_REL`]·|want|).
 const fn near(reference: fn(f32, f32) -> f32) -> Elementwise {
     Elementwise {
-        reference,
-        reference_with: None,
+        reference: Reference::Plain(reference),
         bound: elementwise_bound,
         flops: 1,
         params: &[],
@@ -490,10 +488,10 @@ const fn near(reference: fn(f32, f32) -> f32) -> Elementwise {
 /// is 0 for a unary op), and the parameter values its conformance cases try.
 const fn near_with(reference: fn(f32, f32, f32) -> f32, params: &'static [f32]) -> Elementwise {
     Elementwise {
-        reference: |_, _| f32::NAN,
-        reference_with: Some(reference),
+        reference: Reference::WithParam(reference),
+        bound: elementwise_bound,
+        flops: 1,
         params,
-        ..near(|_, _| f32::NAN)
     }
 }
 

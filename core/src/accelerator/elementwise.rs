@@ -15,12 +15,9 @@ pub const ELEMENTWISE_REL: f32 = 1e-5;
 /// identity ([`ELEMENTWISE_RULES`](super::catalogue::ELEMENTWISE_RULES)).
 #[derive(Clone, Copy)]
 pub struct Elementwise {
-    /// The reference kernel on one element: `reference(a, b)` (`b` is 0
-    /// for a unary op), computed in `f64` where it matters and rounded once.
-    pub reference: fn(f32, f32) -> f32,
-    /// For an op with a parameter, the reference instead:
-    /// `reference_with(a, b, parameter)`.
-    pub reference_with: Option<fn(f32, f32, f32) -> f32>,
+    /// The reference kernel on one element, computed in `f64` where it
+    /// matters and rounded once.
+    pub reference: Reference,
     /// The bound on a device's error for operands `a`, `b` whose reference
     /// result is `want`: `|got − want| ≤ bound(a, b, want)` (NaN must give
     /// NaN and ±∞ the same ∞ whatever the bound).
@@ -30,6 +27,15 @@ pub struct Elementwise {
     /// The parameter values the conformance cases try; empty for an op
     /// without a parameter.
     pub params: &'static [f32],
+}
+
+/// An element-wise op's reference on one element (`b` is 0 for a unary op).
+#[derive(Clone, Copy)]
+pub enum Reference {
+    /// `f(a, b)`.
+    Plain(fn(f32, f32) -> f32),
+    /// `f(a, b, parameter)`, for an op with a parameter.
+    WithParam(fn(f32, f32, f32) -> f32),
 }
 
 /// An element-wise op of one operand (`out[i] = op(x[i])`), by its
@@ -48,17 +54,16 @@ pub struct Binary(pub(super) u16, pub(super) u32);
 impl Elementwise {
     /// The reference on `a`, `b` (0 for a unary op) with parameter `p`.
     pub fn eval(&self, a: f32, b: f32, p: f32) -> f32 {
-        match self.reference_with {
-            Some(f) => f(a, b, p),
-            None => (self.reference)(a, b),
+        match self.reference {
+            Reference::Plain(f) => f(a, b),
+            Reference::WithParam(f) => f(a, b, p),
         }
     }
 
     /// The rules of a member without an entry in `ELEMENTWISE_RULES`: a
     /// negative bound, so no device passes its cases.
     pub const MISSING: Self = Self {
-        reference: |_, _| 0.0,
-        reference_with: None,
+        reference: Reference::Plain(|_, _| 0.0),
         bound: |_, _, _| -1.0,
         flops: 0,
         params: &[],

@@ -147,7 +147,7 @@ pub use capability::{Accelerator, Device, Launch, Memory, Profiling, Reset, Tran
 pub use caps::{Capabilities, OP_SET_WORDS, OpSet, VendorOps};
 pub use catalogue::{BUILTIN, builtin};
 pub use device_info::DeviceInfo;
-pub use elementwise::{Binary, ELEMENTWISE_ABS, ELEMENTWISE_REL, Elementwise, Unary};
+pub use elementwise::{Binary, ELEMENTWISE_ABS, ELEMENTWISE_REL, Elementwise, Reference, Unary};
 pub use error::{Error, ErrorKind};
 pub use op::{
     Form, OpDecl, OpDesc, OpKind, VendorOp, broadcast_shapes, cast_supported, matmul_shape,

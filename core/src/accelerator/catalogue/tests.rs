@@ -182,7 +182,8 @@ fn every_elementwise_declaration_has_its_rules_and_only_those_do() {
         // An op with a parameter has the reference that takes it and the
         // values its cases try; the others have neither.
         let with = decl.and_then(OpDecl::param).is_some();
-        assert_eq!(rules.reference_with.is_some(), with, "code {code}");
+        let takes = matches!(rules.reference, Reference::WithParam(_));
+        assert_eq!(takes, with, "code {code}");
         assert_eq!(!rules.params.is_empty(), with, "code {code}");
     }
     let leaky = Unary::named("LeakyRelu").with_param(0.25);
