@@ -27,7 +27,7 @@ pub static PASSES: &[&dyn Pass] = &[
     &VariableUpdates,
     &HostCopies,
     &UnfuseBatchNorms,
-    &UnfuseLeakyRelus,
+    &UnfuseActivations,
     &HalfPrecision,
     &Qat,
     &FoldBatchNorms,
@@ -108,17 +108,17 @@ impl Pass for UnfuseBatchNorms {
     }
 }
 
-struct UnfuseLeakyRelus;
-impl Pass for UnfuseLeakyRelus {
+struct UnfuseActivations;
+impl Pass for UnfuseActivations {
     fn name(&self) -> &'static str {
-        "TF's fused LeakyRelu on our device split back"
+        "TF's fused activations on our device split back"
     }
     fn run(&self, cx: &mut Context<'_>) -> Result<usize> {
-        let leaky_relu = cx.has("LeakyRelu");
-        Ok(super::unfuse::unfuse_leaky_relus(
+        let (device, registry) = (cx.device, &mut *cx.registry);
+        Ok(super::unfuse::unfuse_activations(
             &mut cx.graph,
-            cx.device,
-            leaky_relu,
+            device,
+            |op| registry.registered(op, device),
         ))
     }
 }

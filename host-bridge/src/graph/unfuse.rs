@@ -7,13 +7,14 @@
 //! inference one without side inputs is split back, exactly, into
 //! `FusedBatchNormV3` and the activation; the batch-norm folding and the
 //! convolution fusion then apply as on other hosts. Likewise the remapper
-//! fuses our `[BiasAdd]` fusion and a `LeakyRelu` after it into one node
-//! on our device (TF 2.21, a Keras `Conv2D → LeakyReLU`), which is split
-//! back the same way ([`unfuse_leaky_relus`]). `docs/graph-optimizer.md`,
+//! fuses our `[BiasAdd]` fusion and an activation after it that our fused
+//! kernels lack into one node on our device (TF 2.21, a Keras `Conv2D →
+//! LeakyReLU`), which is split back the same way ([`unfuse_activations`]). `docs/graph-optimizer.md`,
 //! "TF's passes".
 
 use super::device::is_ours;
 use super::edges::Input;
+use super::kernel_list::takes_attrs;
 use super::nodes::{attr_of, type_attr, type_value, unique, value};
 use super::proto::{DataType, GraphDef, NodeDef, attr_value};
 use std::collections::{HashMap, HashSet};
@@ -109,16 +110,18 @@ fn splittable_activation(node: &NodeDef) -> Option<&'static str> {
 }
 
 /// Splits every `_FusedConv2D` or `_FusedMatMul` on a `device_type` device
-/// whose `fused_ops` are `[BiasAdd, LeakyRelu]` (TF's remapper writes them,
-/// on our device too, from our `[BiasAdd]` fusion and the `LeakyRelu` after
-/// it) into the `[BiasAdd]` fusion and a `LeakyRelu` of its
-/// `leakyrelu_alpha`, when `leaky_relu` (our device runs `LeakyRelu`). The
-/// `LeakyRelu` keeps the node's name, so its readers and fetches are
-/// unchanged; returns how many.
-pub fn unfuse_leaky_relus(graph: &mut GraphDef, device_type: &str, leaky_relu: bool) -> usize {
-    if !leaky_relu {
-        return 0;
-    }
+/// whose `fused_ops` are `[BiasAdd, A]` with an activation `A` our fused
+/// kernels do not take but our device runs alone (`runs(A)`: `LeakyRelu`,
+/// `Elu`, `Sigmoid`, `Tanh`). TF's remapper writes these on our device too,
+/// from our `[BiasAdd]` fusion and the activation after it. The split is the
+/// `[BiasAdd]` fusion and the activation (`LeakyRelu` with the node's
+/// `leakyrelu_alpha`), which keeps the node's name, so its readers and
+/// fetches are unchanged; returns how many.
+pub fn unfuse_activations(
+    graph: &mut GraphDef,
+    device_type: &str,
+    mut runs: impl FnMut(&str) -> bool,
+) -> usize {
     let mut names: HashSet<String> = graph.node.iter().map(|n| n.name.clone()).collect();
     let mut added = Vec::new();
     for node in &mut graph.node {
@@ -126,43 +129,51 @@ pub fn unfuse_leaky_relus(graph: &mut GraphDef, device_type: &str, leaky_relu: b
         if !fused
             || !is_ours(&node.device, device_type)
             || type_attr(node, "T") != Some(DataType::DtFloat as i32)
-            || fused_ops(node) != [b"BiasAdd".as_slice(), b"LeakyRelu"]
+            || takes_attrs(node)
         {
             continue;
         }
-        let alpha = match attr_of(node, "leakyrelu_alpha") {
-            Some(attr_value::Value::F(alpha)) => *alpha,
-            _ => 0.2, // TF's default
+        let activation = match fused_ops(node).as_slice() {
+            [b"BiasAdd", a] => String::from_utf8_lossy(a).into_owned(),
+            _ => continue,
         };
-        let inner = unique(&mut names, &node.name, FUSED);
-        let activation = NodeDef {
-            name: std::mem::replace(&mut node.name, inner.clone()),
-            op: "LeakyRelu".into(),
-            input: vec![inner],
-            device: node.device.clone(),
-            attr: HashMap::from([
-                ("T".into(), type_value(DataType::DtFloat as i32)),
-                ("alpha".into(), value(attr_value::Value::F(alpha))),
-            ]),
-            ..Default::default()
-        };
-        // Control inputs stay on the fused node; the activation waits for it.
-        node.attr.remove("leakyrelu_alpha");
-        if let Some(attr_value::Value::List(list)) = node
+        let mut inner = node.clone();
+        if let Some(attr_value::Value::List(list)) = inner
             .attr
             .get_mut("fused_ops")
             .and_then(|v| v.value.as_mut())
         {
             list.s.truncate(1);
         }
-        added.push(activation);
+        inner.attr.remove("leakyrelu_alpha");
+        if !takes_attrs(&inner) || !runs(&activation) {
+            continue;
+        }
+        let mut attr = HashMap::from([("T".into(), type_value(DataType::DtFloat as i32))]);
+        if activation == "LeakyRelu" {
+            let alpha = match attr_of(node, "leakyrelu_alpha") {
+                Some(attr_value::Value::F(alpha)) => *alpha,
+                _ => 0.2, // TF's default
+            };
+            attr.insert("alpha".into(), value(attr_value::Value::F(alpha)));
+        }
+        inner.name = unique(&mut names, &node.name, FUSED);
+        // Control inputs stay on the fused node; the activation waits for it.
+        added.push(NodeDef {
+            name: std::mem::replace(node, inner).name,
+            op: activation,
+            input: vec![node.name.clone()],
+            device: node.device.clone(),
+            attr,
+            ..Default::default()
+        });
     }
     let count = added.len();
     graph.node.extend(added);
     count
 }
 
-/// Suffix of the fused node a `LeakyRelu` split renames.
+/// Suffix of the fused node an activation split renames.
 const FUSED: &str = "tensorplug_fused";
 
 fn fused_ops(node: &NodeDef) -> Vec<&[u8]> {
@@ -273,6 +284,7 @@ mod tests {
         let mut attr = HashMap::from([
             ("T".into(), type_value(DataType::DtFloat as i32)),
             ("fused_ops".into(), value(attr_value::Value::List(list))),
+            ("num_args".into(), value(attr_value::Value::I(1))),
         ]);
         if let Some(alpha) = alpha {
             attr.insert("leakyrelu_alpha".into(), value(attr_value::Value::F(alpha)));
@@ -284,18 +296,21 @@ mod tests {
     }
 
     #[test]
-    fn a_fused_leaky_relu_splits_and_keeps_its_name() {
+    fn a_fused_activation_we_run_alone_splits_and_keeps_its_name() {
         let mut graph = GraphDef {
             node: vec![
                 fused("conv", "_FusedConv2D", &["BiasAdd", "LeakyRelu"], Some(0.3)),
                 fused("dense", "_FusedMatMul", &["BiasAdd", "LeakyRelu"], None),
+                fused("elu", "_FusedConv2D", &["BiasAdd", "Elu"], None),
+                fused("gelu", "_FusedMatMul", &["BiasAdd", "GeluExact"], None),
                 fused("relu", "_FusedConv2D", &["BiasAdd", "Relu"], None),
                 node("next", "Conv2D", &["conv", "f2"]),
             ],
             ..Default::default()
         };
-        assert_eq!(unfuse_leaky_relus(&mut graph, "FPGA", false), 0);
-        assert_eq!(unfuse_leaky_relus(&mut graph, "FPGA", true), 2);
+        assert_eq!(unfuse_activations(&mut graph, "FPGA", |_| false), 0);
+        let runs = |op: &str| matches!(op, "LeakyRelu" | "Elu" | "Relu");
+        assert_eq!(unfuse_activations(&mut graph, "FPGA", runs), 3);
         let leaky = find(&graph, "conv");
         assert_eq!(leaky.op, "LeakyRelu");
         assert_eq!(leaky.input, ["conv/tensorplug_fused"]);
@@ -308,6 +323,14 @@ mod tests {
         // TF's default slope when the attribute is unset.
         let dense = find(&graph, "dense");
         assert_eq!(dense.attr["alpha"].value, Some(attr_value::Value::F(0.2)));
+        let elu = find(&graph, "elu");
+        assert_eq!(
+            (elu.op.as_str(), elu.input.as_slice()),
+            ("Elu", ["elu/tensorplug_fused".to_string()].as_slice())
+        );
+        assert!(!elu.attr.contains_key("alpha"));
+        // No standalone kernel for it, or our fused kernel takes it: kept.
+        assert_eq!(find(&graph, "gelu").op, "_FusedMatMul");
         assert_eq!(find(&graph, "relu").op, "_FusedConv2D");
         assert_eq!(find(&graph, "next").input, ["conv", "f2"]);
         // Not on our device: untouched.
@@ -317,6 +340,6 @@ mod tests {
             node: vec![cpu],
             ..Default::default()
         };
-        assert_eq!(unfuse_leaky_relus(&mut graph, "FPGA", true), 0);
+        assert_eq!(unfuse_activations(&mut graph, "FPGA", runs), 0);
     }
 }
