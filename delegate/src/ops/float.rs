@@ -36,6 +36,9 @@ pub fn unary_f32(
     Ok(DeviceOp::Unary { op, x, out })
 }
 
+/// The device's `LeakyRelu` (found in the catalogue at compile time).
+const LEAKY_RELU: Unary = Unary::named("LeakyRelu");
+
 /// float32 `LEAKY_RELU`: the device's `LeakyRelu` with the node's `alpha`.
 pub fn leaky_relu_f32(
     node: &NodeView,
@@ -44,12 +47,7 @@ pub fn leaky_relu_f32(
 ) -> Result<DeviceOp, String> {
     // SAFETY: LEAKY_RELU's builtin data is the runtime's TfLiteLeakyReluParams.
     let alpha = unsafe { params::<TfLiteLeakyReluParams>(node, "LEAKY_RELU") }?.alpha;
-    unary_f32(
-        node,
-        tensor,
-        caps,
-        Unary::named("LeakyRelu").with_param(alpha),
-    )
+    unary_f32(node, tensor, caps, LEAKY_RELU.with_param(alpha))
 }
 
 /// A broadcasting float32 `ADD`, `SUB`, `MUL` or `DIV` with a fused
