@@ -22,6 +22,21 @@ pub fn transpose4(
     // Output dims and the input stride each output axis walks.
     let o = perm.map(|p| dims[p]);
     let s = perm.map(|p| in_stride[p]);
+    if s[3] == 1 {
+        // The last axis stays last: rows of `o[3]` contiguous elements.
+        let mut rows = out.chunks_exact_mut(o[3].max(1));
+        for i in 0..o[0] {
+            for j in 0..o[1] {
+                for k in 0..o[2] {
+                    let base = i * s[0] + j * s[1] + k * s[2];
+                    if let Some(row) = rows.next() {
+                        row.copy_from_slice(&x[base..base + row.len()]);
+                    }
+                }
+            }
+        }
+        return Ok(());
+    }
     let mut next = out.iter_mut();
     for i in 0..o[0] {
         for j in 0..o[1] {
@@ -36,4 +51,36 @@ pub fn transpose4(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::transpose4;
+
+    #[test]
+    fn every_permutation_moves_each_element_where_it_belongs() {
+        let dims = [2, 3, 4, 5];
+        let x: [f32; 120] = core::array::from_fn(|i| i as f32);
+        let mut perms = 0;
+        for p in 0..256usize {
+            let perm = [p & 3, (p >> 2) & 3, (p >> 4) & 3, p >> 6];
+            if (0..4).any(|a| !perm.contains(&a)) {
+                continue;
+            }
+            perms += 1;
+            let mut out = [0.0f32; 120];
+            transpose4(dims, perm, &x, &mut out).unwrap();
+            let o = perm.map(|a| dims[a]);
+            for (n, &got) in out.iter().enumerate() {
+                let idx = [n / (o[1] * o[2] * o[3]), n / (o[2] * o[3]) % o[1], n / o[3] % o[2], n % o[3]];
+                let mut at = [0; 4];
+                for (axis, &i) in perm.iter().zip(&idx) {
+                    at[*axis] = i;
+                }
+                let want = ((at[0] * 3 + at[1]) * 4 + at[2]) * 5 + at[3];
+                assert_eq!(got, want as f32, "perm {perm:?} at {idx:?}");
+            }
+        }
+        assert_eq!(perms, 24);
+    }
 }

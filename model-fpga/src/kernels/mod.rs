@@ -10,6 +10,7 @@ mod binary;
 mod conv_host;
 mod elementwise;
 mod error;
+mod exp;
 mod gemm;
 pub(crate) mod int8;
 mod layout;

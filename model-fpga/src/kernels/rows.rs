@@ -2,12 +2,14 @@
 //! viewed as rows of `c` contiguous elements.
 
 use super::error::{KernelError, Operand, expect_len, expect_whole_rows, mul};
+use super::exp::exp;
 
 /// Partial sums kept by [`sum`]: wide enough for the compiler to vectorize.
 const LANES: usize = 8;
 
 /// Sum of `x` in a fixed order: `LANES` interleaved partial sums (element `i`
 /// goes to lane `i % LANES`), combined pairwise, then the tail in order.
+#[inline(always)]
 pub(crate) fn sum(x: &[f32]) -> f32 {
     let mut lanes = [0.0f32; LANES];
     let chunks = x.chunks_exact(LANES);
@@ -65,14 +67,48 @@ pub fn log_softmax_last_axis_in_place(x: &mut [f32], row_len: usize) -> Result<(
 }
 
 fn log_softmax_rows(x: &mut [f32], row_len: usize) {
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2.
+        return unsafe { x86::log_softmax_rows(x, row_len) };
+    }
+    log_softmax_body(x, row_len);
+}
+
+fn softmax_rows(x: &mut [f32], row_len: usize) {
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2.
+        return unsafe { x86::softmax_rows(x, row_len) };
+    }
+    softmax_body(x, row_len);
+}
+
+/// The bodies compiled with AVX2 as well: the same operations in the same
+/// order (Rust never fuses a multiply and an add), so the same bits, twice
+/// as wide.
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+mod x86 {
+    #[target_feature(enable = "avx2")]
+    pub(super) fn softmax_rows(x: &mut [f32], row_len: usize) {
+        super::softmax_body(x, row_len);
+    }
+    #[target_feature(enable = "avx2")]
+    pub(super) fn log_softmax_rows(x: &mut [f32], row_len: usize) {
+        super::log_softmax_body(x, row_len);
+    }
+}
+
+#[inline(always)]
+fn log_softmax_body(x: &mut [f32], row_len: usize) {
     if row_len == 0 {
         return;
     }
     for row in x.chunks_exact_mut(row_len) {
-        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let max = row_max(row);
         let mut lanes = [0.0f32; LANES];
         for (i, &v) in row.iter().enumerate() {
-            lanes[i % LANES] += libm::expf(v - max);
+            lanes[i % LANES] += exp(v - max);
         }
         let log_total = libm::logf(sum(&lanes));
         for v in row.iter_mut() {
@@ -81,21 +117,39 @@ fn log_softmax_rows(x: &mut [f32], row_len: usize) {
     }
 }
 
-fn softmax_rows(x: &mut [f32], row_len: usize) {
+#[inline(always)]
+fn softmax_body(x: &mut [f32], row_len: usize) {
     if row_len == 0 {
         return;
     }
     for row in x.chunks_exact_mut(row_len) {
-        // `f32::max` ignores NaN; a NaN element still turns its row to NaN below.
-        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let max = row_max(row);
         for v in row.iter_mut() {
-            *v = libm::expf(*v - max);
+            *v = exp(*v - max);
         }
         let total = sum(row);
         for v in row.iter_mut() {
             *v /= total;
         }
     }
+}
+
+/// The row's largest element, NaN ignored (a NaN element still turns its
+/// row to NaN through `exp`). Kept in `LANES` partial maxima so it
+/// vectorizes; the order cannot change the result, up to the sign of a
+/// zero maximum, which `x − max` does not see.
+#[inline(always)]
+fn row_max(row: &[f32]) -> f32 {
+    let mut lanes = [f32::NEG_INFINITY; LANES];
+    let chunks = row.chunks_exact(LANES);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for (l, &v) in lanes.iter_mut().zip(chunk) {
+            *l = l.max(v);
+        }
+    }
+    let max = lanes.into_iter().fold(f32::NEG_INFINITY, f32::max);
+    tail.iter().copied().fold(max, f32::max)
 }
 
 /// `out[r] = Σ x[r, ..]` over rows of `row_len`; `out` has one element per
