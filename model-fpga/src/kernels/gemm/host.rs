@@ -2,9 +2,10 @@
 //! most [`NARROW`] columns (both runtime-detected SIMD, packing in heap
 //! buffers). Transposes are expressed as strides: nothing is copied.
 //!
-//! Why two: on the development machine (AVX-512), `gemm` is 1.1–2.2× faster
-//! than `matrixmultiply` for n ≤ 32 (2304×144×16: 82 vs 137 µs) and
-//! 0.6–0.9× for n ≥ 48 (512³: 2.1 vs 1.3 ms); `docs/benchmarks.md`.
+//! Why two: on the development machine (AVX-512), `gemm` takes 0.41–0.77×
+//! `matrixmultiply`'s time for n ≤ 64 (2304×144×16: 125 vs 305 µs;
+//! 2048×32×64: 81 vs 106 µs) and 1.1–1.3× for n ≥ 128 (512³: 3.2 vs
+//! 2.8 ms); `docs/benchmarks.md`.
 
 use super::spec::GemmSpec;
 use crate::kernels::error::KernelError;
@@ -41,7 +42,7 @@ pub(super) fn gemm(
 }
 
 /// Outputs up to this many columns go to the `gemm` crate.
-pub(crate) const NARROW: usize = 32;
+pub(crate) const NARROW: usize = 64;
 
 /// `c = a·b`, or `c += a·b` when `accumulate`; `(pointer, row stride,
 /// column stride)` per input, `c`'s columns contiguous.
