@@ -13,6 +13,9 @@ Prints:
   pinned_exact <bool>      (the pinned MatMul equals the CPU's bit for bit)
   eager <name> <device> <device's and CPU's max relative diff from the
         float32 op rounded once>
+  leaky <dtype> <devices of LeakyRelu, LeakyReluGrad> <both equal the
+        CPU's, eager and in a function> <LeakyRelu, LeakyReluGrad events
+        on the FPGA's plane, one call of the function>
   int8_matmul <device> <dtype> <equal> <equal, transposed in a function>
   int8_matmul_long refused <names the limit>
   done
@@ -98,6 +101,27 @@ for dtype in (tf.bfloat16, tf.float16):
         got = fn(*args)
         print("eager", f"{name}_{dtype.name}", got.device.rsplit("/", 1)[-1],
               relative(got.numpy(), want.numpy()), relative(cpu.numpy(), want.numpy()))
+# LeakyRelu and its gradient in the half types: alpha rounds to the type
+# first, as TF's kernels cast it, so the device equals the CPU bit for bit,
+# eager (the half kernels) and in a function (the graph pass's lowering).
+for dtype in (tf.bfloat16, tf.float16):
+    v = tf.cast(rng.standard_normal((4, 33)).astype("float32") * 4, dtype)
+    g = tf.cast(rng.standard_normal((4, 33)).astype("float32"), dtype)
+
+    def leaky(a, b):
+        return (tf.nn.leaky_relu(a, 0.3),
+                tf.raw_ops.LeakyReluGrad(gradients=b, features=a, alpha=0.3))
+
+    with tf.device("/CPU:0"):
+        v, g = tf.identity(v), tf.identity(g)
+        want = leaky(v, g)
+    eager = leaky(v, g)
+    in_graph = tf.function(leaky)
+    graph = in_graph(v, g)
+    ran, _ = profiled_ops(lambda: in_graph(v, g))
+    exact = [bool(np.array_equal(a.numpy(), b.numpy())) for a, b in zip(eager + graph, want + want)]
+    print("leaky", dtype.name, eager[0].device.rsplit("/", 1)[-1], eager[1].device.rsplit("/", 1)[-1],
+          all(exact), ran.get("LeakyRelu", 0), ran.get("LeakyReluGrad", 0))
 # int8 x int8 -> int32 (BatchMatMulV3): on the device, exact; past 1024
 # terms it is refused, naming the limit.
 tf.config.set_soft_device_placement(False)

@@ -369,6 +369,16 @@ fn half_ops_with_no_scope_run_on_the_device_and_pinned_ones_on_the_cpu() {
             "{row}: more than an ulp from float32 rounded once"
         );
     }
+    // LeakyRelu and LeakyReluGrad in both half types: on the device, eager
+    // and in a function, equal to TF's CPU bit for bit (`alpha` rounded to
+    // the type first, as TF's kernels do).
+    for dtype in ["bfloat16", "float16"] {
+        assert_eq!(
+            line(&format!("leaky {dtype}")),
+            "device:FPGA:0 device:FPGA:0 True 1 1",
+            "{stdout}"
+        );
+    }
     // int8 × int8 → int32 (`BatchMatMulV3`): on the device, exact over 1000
     // terms, broadcast and transposed; past 1024 terms refused by name.
     assert_eq!(

@@ -97,6 +97,17 @@ pub fn f32_to_half(x: f32) -> u16 {
     (out | (sign >> 16)) as u16
 }
 
+/// `x` rounded to the half type `to` and back (`x` itself for another
+/// type): the value TF's half kernels use for a float attribute they cast
+/// to `T` (`LeakyRelu`'s `alpha`).
+pub fn through_half(to: DType, x: f32) -> f32 {
+    match to {
+        DType::BF16 => f32::from_bits(u32::from(f32_to_bf16(x)) << 16),
+        DType::F16 => half_to_f32(f32_to_half(x)),
+        _ => x,
+    }
+}
+
 /// IEEE binary16 to f32 (exact).
 pub fn half_to_f32(h: u16) -> f32 {
     let h = u32::from(h);

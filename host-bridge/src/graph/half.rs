@@ -14,6 +14,8 @@ use super::edges::Input;
 use super::nodes::{type_attr, type_value, unique};
 use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
 use std::collections::{HashMap, HashSet};
+use tensorplug_core::accelerator::{BUILTIN, DType};
+use tensorplug_core::reference::cast::through_half;
 
 /// Suffixes of the casts the pass adds.
 const TO_F32: &str = "tensorplug_to_f32";
@@ -55,6 +57,8 @@ const LOWERED: &[(&str, &[usize])] = &[
     ("Square", &[0]),
     ("Sum", &[0]),
     ("Mean", &[0]),
+    ("LeakyRelu", &[0]),
+    ("LeakyReluGrad", &[0, 1]),
 ];
 
 /// The half types whose `Conv2D`/`MatMul → BiasAdd (→ Relu)` chains TF's
@@ -128,6 +132,7 @@ pub fn lower_half_precision(
                 .iter_mut()
                 .for_each(|t| *t = DataType::DtFloat as i32);
         }
+        round_param(&mut f32_node, half);
         if !runs_f32(&f32_node) {
             continue;
         }
@@ -167,6 +172,30 @@ pub fn lower_half_precision(
     let lowered = renamed.len();
     graph.node.extend(added);
     lowered
+}
+
+/// An element-wise op's float parameter (`LeakyRelu`'s `alpha`) rounded to
+/// the `half` type, as TF's half kernels cast it (`static_cast<T>`): the
+/// float32 op then multiplies two half values exactly and the result
+/// rounds once, as TF's does.
+fn round_param(node: &mut NodeDef, half: i32) {
+    let Some(name) = BUILTIN
+        .iter()
+        .find(|d| d.name == node.op)
+        .and_then(|d| d.param())
+    else {
+        return;
+    };
+    if let Some(attr_value::Value::F(alpha)) =
+        node.attr.get_mut(name).and_then(|v| v.value.as_mut())
+    {
+        let to = if half == DataType::DtBfloat16 as i32 {
+            DType::BF16
+        } else {
+            DType::F16
+        };
+        *alpha = through_half(to, *alpha);
+    }
 }
 
 fn cast(name: &str, input: &str, from: i32, to: i32, device: &str) -> NodeDef {
@@ -240,6 +269,33 @@ mod tests {
             ("relu", FPGA)
         );
         assert_eq!(type_attr(back, "DstT"), Some(bf16 as i32));
+    }
+
+    /// `alpha` rounds to the node's half type, as TF's half kernel casts it.
+    #[test]
+    fn a_half_leaky_relu_reads_alpha_rounded_to_its_type() {
+        for (t, want) in [
+            (DataType::DtBfloat16, 0.30078125),
+            (DataType::DtHalf, 0.300_048_83),
+        ] {
+            let mut leaky = typed(node("leaky", "LeakyRelu", &["x"]), FPGA, t);
+            leaky.attr.insert(
+                "alpha".into(),
+                AttrValue {
+                    value: Some(attr_value::Value::F(0.3)),
+                },
+            );
+            let mut graph = GraphDef {
+                node: vec![node("x", "Cast", &[]), leaky],
+                ..Default::default()
+            };
+            assert_eq!(
+                lower_half_precision(&mut graph, &HashSet::new(), "FPGA", |_| true),
+                1
+            );
+            let alpha = find(&graph, "leaky").attr["alpha"].value.clone();
+            assert_eq!(alpha, Some(attr_value::Value::F(want)), "{t:?}");
+        }
     }
 
     /// The chains the pass fuses in the half type: the bias is cast too,

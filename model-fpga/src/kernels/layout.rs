@@ -72,7 +72,12 @@ mod tests {
             transpose4(dims, perm, &x, &mut out).unwrap();
             let o = perm.map(|a| dims[a]);
             for (n, &got) in out.iter().enumerate() {
-                let idx = [n / (o[1] * o[2] * o[3]), n / (o[2] * o[3]) % o[1], n / o[3] % o[2], n % o[3]];
+                let idx = [
+                    n / (o[1] * o[2] * o[3]),
+                    n / (o[2] * o[3]) % o[1],
+                    n / o[3] % o[2],
+                    n % o[3],
+                ];
                 let mut at = [0; 4];
                 for (axis, &i) in perm.iter().zip(&idx) {
                     at[*axis] = i;

@@ -88,7 +88,7 @@ impl Op for BinaryKernel {
             return Ok(());
         }
         let inputs = [run.desc(&a, sa)?, run.desc(&b, sb)?];
-        let kind = with_param(self.kind, *param);
+        let kind = with_param(self.kind, *param, ctx);
         run.launch(kind, &inputs, run.desc(&out, out_shape)?)
     }
 }

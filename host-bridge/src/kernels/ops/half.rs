@@ -50,7 +50,21 @@ pub const OPS: &[&str] = &[
     "Square",
     "Sum",
     "Mean",
+    "LeakyRelu",
+    "LeakyReluGrad",
 ];
+
+/// An element-wise op's parameter as a kernel of `ctx`'s type reads it:
+/// TF's half kernels cast `alpha` to the half type first
+/// (`static_cast<T>(alpha)`), so a widened call rounds it the same way.
+/// Then the float32 product of two half values is exact and the result
+/// rounds once, as TF's does.
+pub fn param_as_typed(ctx: &Context, p: f32) -> f32 {
+    match ctx.half().dtype.and_then(device_type) {
+        Some(to) => tensorplug_core::reference::cast::through_half(to, p),
+        None => p,
+    }
+}
 
 /// The half types, as the registrations name them.
 pub const TYPES: [TF_DataType; 2] = [TF_DataType::TF_BFLOAT16, TF_DataType::TF_HALF];

@@ -73,7 +73,7 @@ impl Op for UnaryKernel {
         let Some((x, sx, out)) = elementwise(ctx)? else {
             return Ok(());
         };
-        let kind = with_param(self.kind, *param);
+        let kind = with_param(self.kind, *param, ctx);
         run.launch(kind, &[run.desc(&x, sx)?], run.desc(&out, sx)?)
     }
 }
