@@ -31,7 +31,9 @@ equal to the CPU.
 `fit`: Keras `fit` of an MLP through programs, its variables on the FPGA
 and, built under a CPU scope, on the CPU (the programs' host weights then
 change every step), and of a small convnet: losses and trained weights
-bit-equal to the same `fit` op by op, in the same process.
+bit-equal to the same `fit` op by op, in the same process; the convnet's
+window gradients (`MaxPoolGrad`, `AvgPoolGrad`, `Conv2DBackpropFilter`,
+`Conv2DBackpropInput`) are held by programs.
 """
 
 import os
@@ -60,6 +62,20 @@ from tf_profiler_scenarios import profiled_ops  # noqa: E402
 
 assert tf.config.list_logical_devices("FPGA"), "the plugin did not load"
 keras = tf.keras
+
+
+def held_by_programs():
+    """The op types the program nodes of every rewritten graph hold."""
+    held = []
+    for path in sorted(work.glob("graph-*-out.pb")):
+        graph = graph_pb2.GraphDef()
+        graph.ParseFromString(path.read_bytes())
+        for n in list(graph.node) + [m for f in graph.library.function for m in f.node_def]:
+            if n.op == "_TensorplugFPGAProgram":
+                seg = graph_pb2.GraphDef()
+                seg.ParseFromString(n.attr["segment"].s)
+                held += [m.op for m in seg.node]
+    return held
 
 
 def mlp():
@@ -109,15 +125,7 @@ if reduce:
     with tf.device("/device:FPGA:0"):
         got = call(tf.constant(x)).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-    held = []
-    for path in sorted(work.glob("graph-*-out.pb")):
-        graph = graph_pb2.GraphDef()
-        graph.ParseFromString(path.read_bytes())
-        for n in list(graph.node) + [m for f in graph.library.function for m in f.node_def]:
-            if n.op == "_TensorplugFPGAProgram":
-                seg = graph_pb2.GraphDef()
-                seg.ParseFromString(n.attr["segment"].s)
-                held += [m.op for m in seg.node]
+    held = held_by_programs()
     # GlobalAveragePooling2D's Mean, and LayerNormalization's where Keras
     # computes it with Mean (Keras 3; Keras 2 on TF 2.15 uses one
     # FusedBatchNormV3).
@@ -158,7 +166,9 @@ if fit:
                     [
                         keras.Input(shape=(12, 12, 3)),
                         keras.layers.Conv2D(4, 3, activation="relu"),
+                        keras.layers.Conv2D(4, 3, padding="same", activation="relu"),
                         keras.layers.MaxPooling2D(),
+                        keras.layers.AveragePooling2D(2),
                         keras.layers.Flatten(),
                         keras.layers.Dense(4, activation="softmax"),
                     ]
@@ -186,6 +196,12 @@ if fit:
         print(f"fit of {what}, variables on {scope}: losses {got} bit-equal op by op")
     report = (work / "report.txt").read_text()
     assert "program " in report, report
+    # The convnet's backward window ops are program commands too.
+    held = held_by_programs()
+    grads = {op: held.count(op) for op in ("MaxPoolGrad", "AvgPoolGrad", "Conv2DBackpropFilter",
+                                           "Conv2DBackpropInput")}
+    assert all(grads.values()), sorted(held)
+    print("fit: programs hold", " ".join(f"{k}={v}" for k, v in sorted(grads.items())))
     print("done")
     sys.exit(0)
 

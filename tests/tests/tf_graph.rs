@@ -472,8 +472,11 @@ fn reductions_in_device_programs_equal_the_cpu() {
 }
 
 /// Keras `fit` of an MLP through device programs on `sim`, its variables
-/// on the FPGA and on the CPU, and of a small convnet: losses and trained
-/// weights bit-equal to op by op (`tests/python/tf_programs.py fit`).
+/// on the FPGA and on the CPU, and of a small convnet, whose backward
+/// window ops (`MaxPoolGrad`, `AvgPoolGrad`, `Conv2DBackpropFilter`,
+/// `Conv2DBackpropInput`) programs hold too:
+/// losses and trained weights bit-equal to op by op
+/// (`tests/python/tf_programs.py fit`).
 #[test]
 fn keras_fit_through_device_programs_is_bit_equal_to_op_by_op() {
     let work = scratch("programs-fit");
@@ -487,6 +490,16 @@ fn keras_fit_through_device_programs_is_bit_equal_to_op_by_op() {
         "a convnet, variables on /device:FPGA:0",
     ] {
         assert!(stdout.contains(&format!("fit of {what}")), "{stdout}");
+    }
+    // The convnet's backward window ops run as program commands.
+    let held = keyed(&stdout, "fit: programs hold");
+    for op in [
+        "AvgPoolGrad",
+        "Conv2DBackpropFilter",
+        "Conv2DBackpropInput",
+        "MaxPoolGrad",
+    ] {
+        assert!(held.contains(&format!("{op}=")), "{stdout}");
     }
     println!("{stdout}");
 }

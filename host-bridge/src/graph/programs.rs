@@ -11,7 +11,8 @@ use super::nodes::{int_constant, unique};
 use super::program_size;
 use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
 use crate::error::Result;
-use crate::kernels::program::lower::{AXES_ATTR, REDUCE_OPS, SHAPE_ATTR, supported};
+use crate::kernels::ops::window::gradient_sizes_input;
+use crate::kernels::program::lower::{AXES_ATTR, REDUCE_OPS, SHAPE_ATTR, SIZES_ATTR, supported};
 use crate::kernels::program::segment::{Segment, canonical};
 use crate::settings;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -109,17 +110,20 @@ fn candidate(node: &NodeDef, preserve: &HashSet<String>, device: &str, shapes: &
         }
 }
 
-/// Each `Reshape`'s shape and each reduction's axes, where a `Const` gives
-/// them: the attribute the segment's copy of the node carries them in.
-type Shapes = HashMap<String, (&'static str, Vec<i64>)>;
+/// Each `Reshape`'s shape, each reduction's axes and each window
+/// gradient's sizes, where a `Const` gives them: the attribute the
+/// segment's copy of the node carries them in, and the input they replace.
+type Shapes = HashMap<String, (&'static str, usize, Vec<i64>)>;
 
-/// The attribute `op`'s constant second input becomes in a segment, and
-/// the ranks that input may have.
-fn constant_operand(op: &str) -> Option<(&'static str, &'static [usize])> {
+/// The attribute `op`'s constant input becomes in a segment, that input's
+/// index, and the ranks it may have.
+fn constant_operand(op: &str) -> Option<(&'static str, usize, &'static [usize])> {
     match op {
-        "Reshape" => Some((SHAPE_ATTR, &[1])),
-        op if REDUCE_OPS.contains(&op) => Some((AXES_ATTR, &[0, 1])),
-        _ => None,
+        "Reshape" => Some((SHAPE_ATTR, 1, &[1])),
+        op if REDUCE_OPS.contains(&op) => Some((AXES_ATTR, 1, &[0, 1])),
+        op => gradient_sizes_input(op)
+            .flatten()
+            .map(|i| (SIZES_ATTR, i, &[1][..])),
     }
 }
 
@@ -133,16 +137,15 @@ fn reshape_shapes(graph: &GraphDef) -> Shapes {
     graph
         .node
         .iter()
-        .filter(|n| n.input.len() == 2)
         .filter_map(|n| {
-            let (attr, ranks) = constant_operand(&n.op)?;
-            let Input::Data { node, port: 0 } = Input::parse(&n.input[1]) else {
+            let (attr, index, ranks) = constant_operand(&n.op)?;
+            let Input::Data { node, port: 0 } = Input::parse(n.input.get(index)?) else {
                 return None;
             };
             let value = consts.get(node)?;
             let rank = shape_rank(value)?;
             let ints = int_constant(value).filter(|_| ranks.contains(&rank))?;
-            Some((n.name.clone(), (attr, ints)))
+            Some((n.name.clone(), (attr, index, ints)))
         })
         .collect()
 }
@@ -155,13 +158,14 @@ fn shape_rank(node: &NodeDef) -> Option<usize> {
     }
 }
 
-/// `node` as its segment holds it: a `Reshape` with a constant shape, or
-/// a reduction with constant axes, carries them as an attribute
-/// ([`SHAPE_ATTR`], [`AXES_ATTR`]) and takes one input.
+/// `node` as its segment holds it: a `Reshape` with a constant shape, a
+/// reduction with constant axes or a window gradient with constant sizes
+/// carries them as an attribute ([`SHAPE_ATTR`], [`AXES_ATTR`],
+/// [`SIZES_ATTR`]) instead of that input.
 fn in_segment(node: &NodeDef, shapes: &Shapes) -> NodeDef {
     let mut node = node.clone();
-    if let Some((attr, dims)) = shapes.get(&node.name) {
-        node.input.truncate(1);
+    if let Some((attr, index, dims)) = shapes.get(&node.name) {
+        node.input.remove(*index);
         node.attr.insert(
             (*attr).into(),
             AttrValue {
@@ -881,6 +885,103 @@ mod tests {
         // 60 elements do not reshape to (-1, 1, 16).
         let error = compile(&segment, &[s(&[4, 8]), s(&[8, 15])]).unwrap_err();
         assert!(error.contains("Reshape 'r'"), "{error}");
+    }
+
+    /// A convnet's backward chain: `MaxPoolGrad`, then the convolution's
+    /// two gradients, their sizes given by `Const`s (as TF's constant
+    /// folding leaves them), join one program with one command each; a
+    /// sizes input computed at run time keeps its node out.
+    #[test]
+    fn window_gradients_with_constant_sizes_join_a_program() {
+        let ints = |v: &[i32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+        let window = |mut n: NodeDef, k: i64, padding: &str| {
+            n.attr.insert("strides".into(), list(&[1, k, k, 1]));
+            n.attr.insert("padding".into(), text(padding));
+            n.attr.insert("data_format".into(), text("NHWC"));
+            if k == 2 {
+                n.attr.insert("ksize".into(), list(&[1, 2, 2, 1]));
+            } else {
+                n.attr.insert("dilations".into(), list(&[1, 1, 1, 1]));
+            }
+            n
+        };
+        let constant = super::super::nodes::constant;
+        let mut computed = node("computed", "Shape", &["x"]);
+        computed.device = CPU.into();
+        let mut g = GraphDef {
+            node: vec![
+                node("x", "Const", &[]),
+                node("y", "Const", &[]),
+                node("dy", "Const", &[]),
+                node("f", "Const", &[]),
+                constant("fs", FPGA, DataType::DtInt32, &[4], ints(&[3, 3, 3, 3])),
+                constant("is", FPGA, DataType::DtInt32, &[4], ints(&[2, 8, 8, 3])),
+                window(
+                    float(node("pg", "MaxPoolGrad", &["x", "y", "dy"])),
+                    2,
+                    "VALID",
+                ),
+                window(
+                    float(node("fg", "Conv2DBackpropFilter", &["x", "fs", "pg"])),
+                    1,
+                    "SAME",
+                ),
+                window(
+                    float(node("ig", "Conv2DBackpropInput", &["is", "f", "pg"])),
+                    1,
+                    "SAME",
+                ),
+                window(
+                    float(node(
+                        "late",
+                        "Conv2DBackpropInput",
+                        &["computed", "f", "pg"],
+                    )),
+                    1,
+                    "SAME",
+                ),
+                node("out", "Identity", &["fg", "ig", "late"]),
+            ],
+            ..Default::default()
+        };
+        let decisions = form_programs(&mut g, &["out".to_string()].into(), "FPGA", OP);
+        assert_eq!(
+            decisions,
+            [Decision::Program {
+                program: "pg/tensorplug_program".into(),
+                nodes: 3
+            }]
+        );
+        let p = find(&g, "pg/tensorplug_program");
+        assert_eq!(
+            p.input,
+            ["x:0", "y:0", "dy:0", "f:0"],
+            "the sizes are no inputs"
+        );
+        assert_eq!(find(&g, "late").input[0], "computed");
+        let Some(attr_value::Value::S(bytes)) = p.attr["segment"].value.as_ref() else {
+            panic!("no segment");
+        };
+        let segment = Segment::decode(bytes).unwrap();
+        let s = |d: &[u64]| Shape::new(d).unwrap();
+        let (x, pooled) = (s(&[2, 8, 8, 3]), s(&[2, 4, 4, 3]));
+        let c = compile(&segment, &[x, pooled, pooled, s(&[3, 3, 3, 3])]).unwrap();
+        let mut outputs = c.outputs.clone();
+        outputs.sort_by_key(|o| o.dims().to_vec());
+        assert_eq!(outputs, [x, x, s(&[3, 3, 3, 3])]);
+        let kinds: Vec<&str> = c
+            .steps
+            .iter()
+            .filter_map(|(step, _)| match step {
+                Step::Launch { kind, .. } => Some(kind.name()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(kinds.len(), 3, "{kinds:?}");
+        // A gradient of the wrong shape is refused, naming the node.
+        let error =
+            compile(&segment, &[x, pooled, s(&[2, 4, 4, 2]), s(&[3, 3, 3, 3])]).unwrap_err();
+        assert!(error.contains("MaxPoolGrad 'pg'"), "{error}");
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub(crate) fn exp(x: f32) -> f32 {
     let poly = ((((1.987_569_2e-4 * r + 1.398_2e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
         + 1.666_666_5e-1)
         * r
-        + 5.000_000_1e-1;
+        + 0.5;
     let y = poly * z + r + 1.0;
     // 2ⁿ in two factors, each a normal float (n ∈ [−150, 129]).
     let half = n_int >> 1;

@@ -157,10 +157,82 @@ fn forward(op: &str) -> Option<&'static WindowKernel> {
         .find(|k| k.op.to_bytes() == op.as_bytes())
 }
 
-/// Whether `op` is a forward window op whose attributes (`attrs`) the
-/// device takes: what a program may hold of this family.
+/// Whether `op` is a window op a program holds (forward, or a gradient of
+/// [`GRADIENTS`]) and the device takes its attributes (`attrs`).
 pub(crate) fn program_holds(op: &str, attrs: &impl AttrSource) -> bool {
-    forward(op).is_some_and(|k| read_attrs(k.kind, attrs).is_ok())
+    forward(op)
+        .or_else(|| gradient(op).map(|(k, _)| k))
+        .is_some_and(|k| read_attrs(k.kind, attrs).is_ok())
+}
+
+/// The window gradients a device program holds, by TF op name, each with
+/// its host-memory sizes input (`input_sizes`, `filter_sizes`,
+/// `orig_input_shape`), if it has one: a program holds such a node only
+/// when a `Const` gives it (the graph pass writes it into the segment's
+/// copy of the node and drops the input). The depthwise gradients launch
+/// several commands and stay op by op.
+const GRADIENTS: [(&WindowKernel, Option<usize>); 4] = [
+    (&CONV2D_BACKPROP_INPUT, Some(0)),
+    (&CONV2D_BACKPROP_FILTER, Some(1)),
+    (&MAX_POOL_GRAD, None),
+    (&AVG_POOL_GRAD, Some(0)),
+];
+
+fn gradient(op: &str) -> Option<(&'static WindowKernel, Option<usize>)> {
+    GRADIENTS
+        .iter()
+        .copied()
+        .find(|(k, _)| k.op.to_bytes() == op.as_bytes())
+}
+
+/// The TF names of the window gradients a program holds.
+pub(crate) fn gradient_ops() -> impl Iterator<Item = &'static str> {
+    GRADIENTS.iter().filter_map(|(k, _)| k.op.to_str().ok())
+}
+
+/// For a window gradient a program holds: the index of its host-memory
+/// sizes input (`None`: it has none).
+pub(crate) fn gradient_sizes_input(op: &str) -> Option<Option<usize>> {
+    gradient(op).map(|(_, sizes)| sizes)
+}
+
+/// A window gradient node as one command of a device program, its sizes
+/// input (if any) given as `sizes` and dropped from `shapes` (the other
+/// inputs' shapes, in the node's order): its op, its output shape and
+/// which of those inputs the command reads, in its own order. The same
+/// geometry and checks as the kernel's (`window_grad.rs`).
+pub(crate) fn lower_gradient_for_program(
+    op: &str,
+    attrs: &impl AttrSource,
+    shapes: &[tensorplug_core::accelerator::Shape],
+    sizes: &[i64],
+) -> Option<KernelResult<(OpKind, tensorplug_core::accelerator::Shape, Vec<usize>)>> {
+    let (k, _) = gradient(op)?;
+    Some((|| {
+        let a = read_attrs(k.kind, attrs)?;
+        let input = |i: usize| {
+            shapes
+                .get(i)
+                .copied()
+                .ok_or_else(|| Failure::invalid(format!("{op} takes more inputs")))
+        };
+        let given = |name| window_grad::sizes_shape(sizes, name);
+        // The forward input's and filter's shapes, the gradient's input
+        // index, the output shape and the command's inputs.
+        let (sx, sf, dy, operands) = match k.kind {
+            Kind::ConvBackpropInput => (given("input_sizes")?, Some(input(0)?), 1, vec![1, 0]),
+            Kind::ConvBackpropFilter => (input(0)?, Some(given("filter_sizes")?), 1, vec![0, 1]),
+            Kind::MaxPoolGrad => (input(0)?, None, 2, vec![0, 2]),
+            _ => (given("orig_input_shape")?, None, 0, vec![0]),
+        };
+        let (window, forward) = geometry(k.kind, &a, &sx, sf.as_ref())?;
+        window_grad::same_as_forward(&input(dy)?, &forward)?;
+        let out = match (k.kind, sf) {
+            (Kind::ConvBackpropFilter, Some(sf)) => sf,
+            _ => sx,
+        };
+        Ok((k.kind.op(window), out, operands))
+    })())
 }
 
 /// A forward window node as one command of a device program: its op and

@@ -193,7 +193,7 @@ impl Diagonal {
 }
 
 /// The incoming gradient must have the forward op's output shape.
-fn same_as_forward(sdy: &Shape, forward: &Shape) -> KernelResult<()> {
+pub(super) fn same_as_forward(sdy: &Shape, forward: &Shape) -> KernelResult<()> {
     if sdy != forward {
         return Err(Failure::invalid(format!(
             "the gradient has shape {}, but the forward op's output has shape {}",
@@ -206,7 +206,11 @@ fn same_as_forward(sdy: &Shape, forward: &Shape) -> KernelResult<()> {
 
 /// A 4-entry shape from host-memory input `index` (TF's `*_sizes`).
 fn sizes(ctx: &Context, index: usize, name: &str) -> KernelResult<Shape> {
-    let values = read_host_ints(&ctx.input(index, true)?, name)?;
+    sizes_shape(&read_host_ints(&ctx.input(index, true)?, name)?, name)
+}
+
+/// TF's `*_sizes` values as a shape: 4 non-negative sizes.
+pub(super) fn sizes_shape(values: &[i64], name: &str) -> KernelResult<Shape> {
     let bad = || Failure::invalid(format!("{name} {values:?}: 4 non-negative sizes"));
     if values.len() != 4 {
         return Err(bad());

@@ -5,7 +5,10 @@
 //! [`view_shape`], once per input shapes.
 
 use super::super::failure::{Failure, KernelResult};
-use super::super::ops::window::{lower_for_program, program_holds};
+use super::super::ops::window::{
+    gradient_ops, gradient_sizes_input, lower_for_program, lower_gradient_for_program,
+    program_holds,
+};
 use super::super::ops::{self, TfKernel};
 use super::super::tf::AttrSource;
 use super::pieces::Lowering;
@@ -71,6 +74,10 @@ pub const VIEW_OPS: [&str; 2] = ["Reshape", "Squeeze"];
 /// A segment `Reshape`'s constant shape (TF's, with at most one -1).
 pub const SHAPE_ATTR: &str = "_tensorplug_shape";
 
+/// A segment window gradient's constant sizes (TF's `input_sizes`,
+/// `filter_sizes` or `orig_input_shape`).
+pub const SIZES_ATTR: &str = "_tensorplug_sizes";
+
 /// The TF op type of `node` as a `'static` name (a profiler label), if a
 /// program can hold it.
 pub fn static_op(op: &str) -> Option<&'static str> {
@@ -82,6 +89,7 @@ pub fn static_op(op: &str) -> Option<&'static str> {
         .chain(&REDUCE_OPS)
         .copied()
         .find(|&n| n == op)
+        .or_else(|| gradient_ops().find(|&n| n == op))
         .or_else(|| elementwise(op).and_then(|k| k.op().to_str().ok()))
 }
 
@@ -105,6 +113,10 @@ pub fn supported(node: &NodeDef) -> bool {
     let float = type_attr(node, "T") == Some(DataType::DtFloat as i32);
     if WINDOW_OPS.contains(&node.op.as_str()) {
         return float && program_holds(&node.op, &NodeAttrs(node));
+    }
+    if let Some(sizes) = gradient_sizes_input(&node.op) {
+        let constant = sizes.is_none() || attr_of(node, SIZES_ATTR).is_some();
+        return float && constant && program_holds(&node.op, &NodeAttrs(node));
     }
     match node.op.as_str() {
         "Squeeze" => return float,
@@ -198,6 +210,17 @@ pub fn max_temps(node: &NodeDef) -> usize {
 /// A node a program does not hold, or shapes its op refuses.
 pub fn lower_node(node: &NodeDef, shapes: &[Shape]) -> Result<Lowering, String> {
     let named = |e: String| format!("{} '{}': {e}", node.op, node.name);
+    if gradient_sizes_input(&node.op).is_some() {
+        let sizes = match attr_of(node, SIZES_ATTR) {
+            Some(Value::List(l)) => l.i.clone(),
+            _ => Vec::new(),
+        };
+        return match lower_gradient_for_program(&node.op, &NodeAttrs(node), shapes, &sizes) {
+            Some(Ok((kind, out, inputs))) => Ok(Lowering::launch_over(kind, inputs, out)),
+            Some(Err(f)) => Err(named(f.cause)),
+            None => Err(named("is not an op a program holds".into())),
+        };
+    }
     if REDUCE_OPS.contains(&node.op.as_str()) {
         return match shapes {
             [x] => reduce::reduction(node, *x).map_err(named),

@@ -50,12 +50,17 @@ pub struct Lowering {
 impl Lowering {
     /// One launch of `kind` over the node's `arity` inputs.
     pub fn launch(kind: OpKind, arity: usize, out: Shape) -> Self {
+        Self::launch_over(kind, (0..arity).collect(), out)
+    }
+
+    /// One launch of `kind` over the node's inputs `inputs`, in that order.
+    pub fn launch_over(kind: OpKind, inputs: Vec<usize>, out: Shape) -> Self {
         Self {
             out,
             temps: Vec::new(),
             pieces: vec![Piece {
                 cmd: Cmd::Launch(kind),
-                inputs: (0..arity).map(Operand::Input).collect(),
+                inputs: inputs.into_iter().map(Operand::Input).collect(),
                 output: Operand::Output,
             }],
         }
