@@ -6,8 +6,9 @@ the setting at each graph it rewrites), the op-by-op one without.
 
 Models: a Keras MLP's forward (784-256-256-10, batch 64), the small
 convnet of tf_programs.py (batch 32 of 32x32x3), the transformer block of
-bench_sequence.py (forward, batch 32x64x32) and an MLP training step (SGD,
-batch 64). Writes tf_programs_<model>_ratio (programs / op by op) and
+bench_sequence.py (forward, batch 32x64x32), an MLP training step (SGD,
+batch 64) and the convnet's (SGD, batch 32), whose backward window ops
+programs hold since stop 59. Writes tf_programs_<model>_ratio (programs / op by op) and
 tf_programs_<model>_vs_cpu (programs / TF CPU).
 
 Each programs function must really hold a program: its graph is read back
@@ -47,11 +48,7 @@ def mlp_predict():
 
 
 def convnet_predict():
-    model = keras.Sequential([keras.Input((32, 32, 3)),
-                              layers.Conv2D(8, 3, padding="same", activation="relu"),
-                              layers.MaxPooling2D(), layers.Conv2D(8, 3, activation="relu"),
-                              layers.Flatten(), layers.Dense(10, activation="softmax")])
-    return forward(model, rng.standard_normal((32, 32, 32, 3)).astype(np.float32))
+    return forward(convnet(), rng.standard_normal((32, 32, 32, 3)).astype(np.float32))
 
 
 def transformer_forward():
@@ -64,12 +61,25 @@ def transformer_forward():
     return forward(model, rng.standard_normal((32, 64, 32)).astype(np.float32))
 
 
+def convnet():
+    return keras.Sequential([keras.Input((32, 32, 3)),
+                             layers.Conv2D(8, 3, padding="same", activation="relu"),
+                             layers.MaxPooling2D(), layers.Conv2D(8, 3, activation="relu"),
+                             layers.Flatten(), layers.Dense(10, activation="softmax")])
+
+
 def mlp_fit_step():
-    model = mlp()
+    return fit_step(mlp(), rng.standard_normal((64, 784)).astype(np.float32), 64)
+
+
+def convnet_fit_step():
+    return fit_step(convnet(), rng.standard_normal((32, 32, 32, 3)).astype(np.float32), 32)
+
+
+def fit_step(model, x, batch):
     loss_fn = keras.losses.SparseCategoricalCrossentropy()
     optimizer = keras.optimizers.SGD(0.01)
-    x = rng.standard_normal((64, 784)).astype(np.float32)
-    y = rng.integers(0, 10, (64,)).astype(np.int32)
+    y = rng.integers(0, 10, (batch,)).astype(np.int32)
 
     def step(t, labels):
         with tf.GradientTape() as tape:
@@ -134,3 +144,4 @@ measure("mlp_predict", mlp_predict, "MLP 784-256-256-10 forward, batch 64")
 measure("convnet_predict", convnet_predict, "small convnet forward, batch 32 of 32x32x3")
 measure("transformer_forward", transformer_forward, "transformer block forward, batch 32x64x32")
 measure("mlp_fit_step", mlp_fit_step, "MLP 784-256-256-10 SGD step, batch 64")
+measure("convnet_fit_step", convnet_fit_step, "small convnet SGD step, batch 32 of 32x32x3")

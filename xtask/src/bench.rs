@@ -218,6 +218,14 @@ const EXPECTED_FIGURES: &[(&str, &str)] = &[
         "MLP SGD step: device programs on FPGA(sim) vs TF CPU",
     ),
     (
+        "tf_programs_convnet_fit_step_ratio",
+        "small convnet SGD step: device programs vs op by op, FPGA(sim)",
+    ),
+    (
+        "tf_programs_convnet_fit_step_vs_cpu",
+        "small convnet SGD step: device programs on FPGA(sim) vs TF CPU",
+    ),
+    (
         "tf_profiler_overhead",
         "MNIST MLP predict, profiler on / off",
     ),
