@@ -70,7 +70,7 @@ fn log_softmax_rows(x: &mut [f32], row_len: usize) {
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2.
-        return unsafe { x86::log_softmax_rows(x, row_len) };
+        return unsafe { log_softmax_rows_avx2(x, row_len) };
     }
     log_softmax_body(x, row_len);
 }
@@ -79,24 +79,23 @@ fn softmax_rows(x: &mut [f32], row_len: usize) {
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2.
-        return unsafe { x86::softmax_rows(x, row_len) };
+        return unsafe { softmax_rows_avx2(x, row_len) };
     }
     softmax_body(x, row_len);
 }
 
-/// The bodies compiled with AVX2 as well: the same operations in the same
-/// order (Rust never fuses a multiply and an add), so the same bits, twice
-/// as wide.
+// The bodies compiled with AVX2 as well: the same operations in the same
+// order (Rust never fuses a multiply and an add), so the same bits, twice
+// as wide.
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
-mod x86 {
-    #[target_feature(enable = "avx2")]
-    pub(super) fn softmax_rows(x: &mut [f32], row_len: usize) {
-        super::softmax_body(x, row_len);
-    }
-    #[target_feature(enable = "avx2")]
-    pub(super) fn log_softmax_rows(x: &mut [f32], row_len: usize) {
-        super::log_softmax_body(x, row_len);
-    }
+#[target_feature(enable = "avx2")]
+fn softmax_rows_avx2(x: &mut [f32], row_len: usize) {
+    softmax_body(x, row_len);
+}
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+#[target_feature(enable = "avx2")]
+fn log_softmax_rows_avx2(x: &mut [f32], row_len: usize) {
+    log_softmax_body(x, row_len);
 }
 
 #[inline(always)]

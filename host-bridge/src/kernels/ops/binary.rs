@@ -88,7 +88,8 @@ impl Op for BinaryKernel {
             return Ok(());
         }
         let inputs = [run.desc(&a, sa)?, run.desc(&b, sb)?];
-        let kind = with_param(self.kind, *param, ctx);
+        // A half kernel reads its parameter in its own type.
+        let kind = with_param(self.kind, super::half::param_as_typed(ctx, *param));
         run.launch(kind, &inputs, run.desc(&out, out_shape)?)
     }
 }

@@ -293,12 +293,8 @@ pub(super) fn param_attr(kind: OpKind, ctx: &Construction) -> KernelResult<f32> 
     }
 }
 
-/// `kind` with its parameter set (an element-wise op that has one), as a
-/// kernel of `ctx`'s type reads it ([`half::param_as_typed`]).
-///
-/// [`half::param_as_typed`]: super::half::param_as_typed
-pub(super) fn with_param(kind: OpKind, value: f32, ctx: &Context) -> OpKind {
-    let value = super::half::param_as_typed(ctx, value);
+/// `kind` with its parameter set (an element-wise op that has one).
+pub(super) fn with_param(kind: OpKind, value: f32) -> OpKind {
     match kind {
         OpKind::Unary(op) => OpKind::Unary(op.with_param(value)),
         OpKind::Binary(op) => OpKind::Binary(op.with_param(value)),

@@ -73,7 +73,8 @@ impl Op for UnaryKernel {
         let Some((x, sx, out)) = elementwise(ctx)? else {
             return Ok(());
         };
-        let kind = with_param(self.kind, *param, ctx);
+        // A half kernel reads its parameter in its own type.
+        let kind = with_param(self.kind, super::half::param_as_typed(ctx, *param));
         run.launch(kind, &[run.desc(&x, sx)?], run.desc(&out, sx)?)
     }
 }
