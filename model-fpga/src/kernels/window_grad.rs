@@ -77,20 +77,34 @@ pub(super) fn conv_backprop_filter(spec: &WindowSpec, x: &[f32], dy: &[f32], df:
 
 /// Each `dy` to its window's first in-bounds tap, or a later one greater
 /// than every tap before it (a NaN first tap keeps it; later NaNs never win).
+/// Channels are taken 16 at a time, each tap once for all of them
+/// (the same choice per channel as one channel at a time).
 pub(super) fn max_pool_grad(spec: &WindowSpec, x: &[f32], dy: &[f32], dx: &mut [f32]) {
+    const BLOCK: usize = 16;
     let c = spec.hwc[2];
     dx.fill(0.0);
     for_each_pixel(spec, |p, pixel| {
-        for ch in 0..c {
-            let mut best: Option<(usize, f32)> = None;
+        for first in (0..c).step_by(BLOCK) {
+            let width = BLOCK.min(c - first);
+            // Each channel's winning tap (its input pixel) and value.
+            let mut best_at = [0usize; BLOCK];
+            let mut best = [0.0f32; BLOCK];
+            let mut any = false;
             for_each_tap(spec, pixel, |_, ih, iw| {
-                let i = at(spec, pixel[0], ih, iw) + ch;
-                if best.is_none_or(|(_, m)| m < x[i]) {
-                    best = Some((i, x[i]));
+                let base = at(spec, pixel[0], ih, iw) + first;
+                for ch in 0..width {
+                    let v = x[base + ch];
+                    if !any || best[ch] < v {
+                        best[ch] = v;
+                        best_at[ch] = base + ch;
+                    }
                 }
+                any = true;
             });
-            if let Some((i, _)) = best {
-                dx[i] += dy[p * c + ch];
+            if any {
+                for ch in 0..width {
+                    dx[best_at[ch]] += dy[p * c + first + ch];
+                }
             }
         }
     });
