@@ -41,15 +41,9 @@ pub fn window(
         return Ok(());
     }
     let [oh_n, ow_n] = spec.out;
-    let mut rows = out.chunks_exact_mut(oc_n);
-    for n in 0..spec.n {
-        for oh in 0..oh_n {
-            for ow in 0..ow_n {
-                if let Some(out_row) = rows.next() {
-                    pixel(op, spec, x, filter, [n, oh, ow], out_row);
-                }
-            }
-        }
+    for (p, out_row) in out.chunks_exact_mut(oc_n).enumerate() {
+        let (n, oh, ow) = (p / (oh_n * ow_n), p / ow_n % oh_n, p % ow_n);
+        pixel(op, spec, x, filter, [n, oh, ow], out_row);
     }
     Ok(())
 }
