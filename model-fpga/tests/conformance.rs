@@ -219,7 +219,7 @@ fn whole_suite_on_a_device_without_the_catalogue_commands() {
     let unary = undeclared(&mut Unary::all().map(OpKind::Unary));
     let binary = undeclared(&mut Binary::all().map(OpKind::Binary));
     assert!(
-        unary.starts_with("Log, Erf, ") && unary.ends_with(", LeakyRelu"),
+        unary.starts_with("Log, Erf, ") && unary.contains(", LeakyRelu"),
         "{unary}"
     );
     assert!(
