@@ -9,7 +9,8 @@
 //! stays NaN, `+∞` and `x > 88.73` give `+∞`, `−∞` and `x < −103.98` give 0.
 
 const LOG2E: f32 = core::f32::consts::LOG2_E;
-/// `ln 2` split so `n·LN2_HI` is exact for `|n| ≤ 2⁹`.
+/// `ln 2` split so `n·LN2_HI` is exact for every `n` here (`|n| ≤ 150`;
+/// `LN2_HI` has 9 significant bits).
 const LN2_HI: f32 = 0.693_359_4;
 const LN2_LO: f32 = -2.121_944_4e-4;
 /// `1.5·2²³`: adding it rounds a float of magnitude below 2²² to an integer.
@@ -33,7 +34,7 @@ pub(crate) fn exp(x: f32) -> f32 {
         * r
         + 0.5;
     let y = poly * z + r + 1.0;
-    // 2ⁿ in two factors, each a normal float (n ∈ [−150, 129]).
+    // 2ⁿ in two factors, each a normal float (n ∈ [−150, 128]).
     let half = n_int >> 1;
     let y = y * pow2(half) * pow2(n_int - half);
     if x.is_nan() { x } else { y }
