@@ -48,7 +48,7 @@ pub struct Options {
     /// How int8 `FULLY_CONNECTED` requantizes, to match the runtime's
     /// reference kernel: `single` (TF 2.21, ai-edge-litert 2.3.0),
     /// `double` (TF 2.15 … 2.20), or `None` (`auto`, the default): as the
-    /// runtime that loaded the delegate does ([`crate::runtime`]).
+    /// runtime that loaded the delegate does (`runtime.rs`).
     /// `docs/delegate.md`, "int8".
     pub fc_rounding: Option<Rounding>,
 }

@@ -235,7 +235,7 @@ impl<S: LinkStream> RemoteAccelerator<S> {
     /// device's info declares those it lists ([`Info::to_info_with`]), and
     /// their launches cross the link by identity.
     ///
-    /// [`Info::to_info_with`]: super::ops::Info::to_info_with
+    /// [`Info::to_info_with`]: tensorplug_core::link::ops::Info::to_info_with
     ///
     /// # Errors
     /// As [`connect`](Self::connect).
@@ -409,7 +409,7 @@ impl<S: LinkStream> RemoteAccelerator<S> {
     }
 
     /// Requests that may be unanswered at once: the peer's window (at most
-    /// [`MAX_WINDOW`]), 1 for a 2.0 peer.
+    /// `MAX_WINDOW`), 1 for a 2.0 peer.
     pub fn window(&self) -> usize {
         self.window
     }

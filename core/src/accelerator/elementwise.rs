@@ -12,7 +12,7 @@ pub const ELEMENTWISE_ABS: f32 = 1e-5;
 pub const ELEMENTWISE_REL: f32 = 1e-5;
 
 /// What the catalogue declares about an element-wise op besides its
-/// identity ([`ELEMENTWISE_RULES`](super::catalogue::ELEMENTWISE_RULES)).
+/// identity (its line of the catalogue's `ELEMENTWISE_RULES`).
 #[derive(Clone, Copy)]
 pub struct Elementwise {
     /// The reference kernel on one element, computed in `f64` where it

@@ -41,7 +41,8 @@ pub trait EventSource<A: Accelerator + ?Sized> {
     }
 }
 
-/// Events straight from the driver's [`Profiling::drain_events`].
+/// Events straight from the driver's
+/// [`Profiling::drain_events`](crate::accelerator::Profiling::drain_events).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DriverEvents;
 

@@ -17,7 +17,7 @@ const HOST_READY_TIMEOUT_US: u64 = 5_000_000;
 
 /// Driver budgets for a host: queue waits get the bridge's timeout
 /// (`TENSORPLUG_TIMEOUT_MS`), and so does a reset's wait for `READY` when
-/// it is shorter than [`HOST_READY_TIMEOUT_US`]. A dead device then fails a
+/// it is shorter than `HOST_READY_TIMEOUT_US`. A dead device then fails a
 /// step within two budgets: its wait's and its reset's
 /// (`docs/reliability.md`).
 pub fn host_driver_config() -> Result<DriverConfig, OpenError> {
