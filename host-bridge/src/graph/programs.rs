@@ -830,6 +830,26 @@ mod tests {
         assert_eq!(segment.inputs, p.input);
     }
 
+    /// Forms `g`'s programs (`out` fetched) and expects exactly one, of
+    /// `nodes` nodes, named after `first`: its node and its segment.
+    fn the_one_program(g: &mut GraphDef, first: &str, nodes: usize) -> (NodeDef, Segment) {
+        let decisions = form_programs(g, &["out".to_string()].into(), "FPGA", OP);
+        let program = format!("{first}/tensorplug_program");
+        assert_eq!(
+            decisions,
+            [Decision::Program {
+                program: program.clone(),
+                nodes
+            }]
+        );
+        let p = find(g, &program).clone();
+        let Some(attr_value::Value::S(bytes)) = p.attr["segment"].value.as_ref() else {
+            panic!("no segment");
+        };
+        let segment = Segment::decode(bytes).unwrap();
+        (p, segment)
+    }
+
     #[test]
     fn views_with_a_constant_shape_join_a_program_as_copies() {
         let shape: Vec<u8> = [-1i32, 1, 16]
@@ -855,24 +875,12 @@ mod tests {
             ],
             ..Default::default()
         };
-        let decisions = form_programs(&mut g, &["out".to_string()].into(), "FPGA", OP);
-        assert_eq!(
-            decisions,
-            [Decision::Program {
-                program: "mm/tensorplug_program".into(),
-                nodes: 4
-            }]
-        );
-        let p = find(&g, "mm/tensorplug_program");
+        let (p, segment) = the_one_program(&mut g, "mm", 4);
         assert_eq!(p.input, ["x:0", "w:0"], "the shape is no input");
         assert_eq!(
             find(&g, "r2").input,
             ["mm/tensorplug_program:0", "computed"]
         );
-        let Some(attr_value::Value::S(bytes)) = p.attr["segment"].value.as_ref() else {
-            panic!("no segment");
-        };
-        let segment = Segment::decode(bytes).unwrap();
         let s = |d: &[u64]| Shape::new(d).unwrap();
         let c = compile(&segment, &[s(&[4, 8]), s(&[8, 16])]).unwrap();
         assert_eq!(c.outputs, [s(&[4, 16])]);
@@ -944,25 +952,13 @@ mod tests {
             ],
             ..Default::default()
         };
-        let decisions = form_programs(&mut g, &["out".to_string()].into(), "FPGA", OP);
-        assert_eq!(
-            decisions,
-            [Decision::Program {
-                program: "pg/tensorplug_program".into(),
-                nodes: 3
-            }]
-        );
-        let p = find(&g, "pg/tensorplug_program");
+        let (p, segment) = the_one_program(&mut g, "pg", 3);
         assert_eq!(
             p.input,
             ["x:0", "y:0", "dy:0", "f:0"],
             "the sizes are no inputs"
         );
         assert_eq!(find(&g, "late").input[0], "computed");
-        let Some(attr_value::Value::S(bytes)) = p.attr["segment"].value.as_ref() else {
-            panic!("no segment");
-        };
-        let segment = Segment::decode(bytes).unwrap();
         let s = |d: &[u64]| Shape::new(d).unwrap();
         let (x, pooled) = (s(&[2, 8, 8, 3]), s(&[2, 4, 4, 3]));
         let c = compile(&segment, &[x, pooled, pooled, s(&[3, 3, 3, 3])]).unwrap();
