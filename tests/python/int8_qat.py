@@ -32,7 +32,7 @@ import tensorflow_model_optimization as tfmot  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from int8_model_vs_tflite import compare  # noqa: E402
 from tflite_int8_dump import invoke  # noqa: E402
-from tf_profiler_scenarios import profiled_ops  # noqa: E402
+from tf_profiler_scenarios import PLANE_PREFIX, profile, profiled_ops, stats  # noqa: E402
 
 
 def convnet():
@@ -84,6 +84,15 @@ def main():
         x = rng.uniform(-1, 1, (64, *shape)).astype(np.float32)
         y = rng.integers(0, qat.output_shape[-1], 64)
         qat.fit(x, y, epochs=1, batch_size=16, verbose=0)
+    flatbuffer = convert(name, qat, shape)
+    compare(f"qat-{name}", flatbuffer, shape, images)
+    in_graph(f"qat-{name}", qat, flatbuffer, shape, images)
+    if name == "convnet":
+        changed_weights(qat, shape, images)
+
+
+def convert(name, qat, shape):
+    """TFLite's int8 model of `qat`'s current values."""
     traced = tf.function(qat).get_concrete_function(tf.TensorSpec([None, *shape], tf.float32))
     fake_quants = [n.op for n in traced.graph.as_graph_def().node if n.op.startswith("FakeQuant")]
     if not fake_quants:
@@ -97,9 +106,35 @@ def main():
     converter.inference_input_type = tf.int8
     converter.inference_output_type = tf.int8
     print(f"qat {name}: {len(fake_quants)} FakeQuant ops ({', '.join(sorted(set(fake_quants)))})")
-    flatbuffer = converter.convert()
-    compare(f"qat-{name}", flatbuffer, shape, images)
-    in_graph(f"qat-{name}", qat, flatbuffer, shape, images)
+    return converter.convert()
+
+
+def changed_weights(qat, shape, images):
+    """The int8 parameters are computed and uploaded when the variables
+    change, not every step: after one conv kernel is halved, the next step
+    uploads its int8 weights once more than a step on unchanged variables,
+    and predicts what TFLite does on the model converted anew.
+
+      copies steady=<sizes> changed=<sizes>   (the bytes of each host copy
+                                              on the FPGA's plane, sorted)
+      kernel <size in elements>
+    """
+    x = np.random.default_rng(11).uniform(-1, 1, (8, *shape)).astype(np.float32)
+
+    def copies():
+        _, space = profile(lambda: qat.predict(x, batch_size=8, verbose=0))
+        return sorted(stats(plane, e).get("bytes_transferred", 0)
+                      for plane in space.planes if plane.name.startswith(PLANE_PREFIX)
+                      for line in plane.lines for e in line.events
+                      if plane.event_metadata[e.metadata_id].name == "HostCopy")
+
+    steady = copies()
+    kernel = next(v for v in qat.trainable_variables if "conv2d/kernel" in v.name)
+    kernel.assign(kernel * 0.5)
+    changed = copies()
+    print(f"copies steady={','.join(map(str, steady))} changed={','.join(map(str, changed))}")
+    print(f"kernel {int(np.prod(kernel.shape))}")
+    in_graph("qat-convnet-changed", qat, convert("convnet-changed", qat, shape), shape, images)
 
 
 def in_graph(name, qat, flatbuffer, shape, images):

@@ -198,6 +198,8 @@ pub struct KernelApi {
         *mut TF_AllocatorAttributes,
         *mut TF_Status,
     ) -> *mut TF_Tensor,
+    pub set_output:
+        unsafe extern "C" fn(*mut TF_OpKernelContext, c_int, *const TF_Tensor, *mut TF_Status),
     pub context_failure: unsafe extern "C" fn(*mut TF_OpKernelContext, *mut TF_Status),
     pub op_kernel_name: unsafe extern "C" fn(*mut TF_OpKernelContext) -> TF_StringView,
     pub tensor_data: unsafe extern "C" fn(*const TF_Tensor) -> *mut c_void,
@@ -243,6 +245,7 @@ fn resolve_kernel_api() -> std::result::Result<KernelApi, String> {
             get_input: symbol(c"TF_GetInput")?,
             forward_input_or_allocate_output: symbol(c"TF_ForwardInputOrAllocateOutput")?,
             allocate_temp: symbol(c"TF_AllocateTemp")?,
+            set_output: symbol(c"TF_SetOutput")?,
             context_failure: symbol(c"TF_OpKernelContext_Failure")?,
             op_kernel_name: symbol(c"TF_GetOpKernelName")?,
             tensor_data: symbol(c"TF_TensorData")?,

@@ -12,7 +12,7 @@ use super::commands::{Commands, Queued};
 use super::failure::{Failure, KernelResult};
 use super::tf::Tensor;
 use crate::error::{DeviceError, Error};
-use crate::host_spans::{HostSpan, SpanKind};
+use crate::host_spans::{HostSpan, SpanKind, arg32};
 use crate::profiler::op_tag;
 use crate::registry::{Access, OpLabel, Range, Ranges, Stream};
 use tensorplug_core::accelerator::{DType, DeviceAddr, Fence, OpDesc, OpKind, Shape, TensorDesc};
@@ -330,6 +330,7 @@ impl<'a> Launcher<'a> {
             return Err(error.into());
         }
         let (queue, ptr, len) = (self.stream.queue(), dst.as_mut_ptr(), dst.len());
+        let _span = copy_span(self.stream, len);
         let access = Access::default();
         let fence = self
             .stream
@@ -362,6 +363,7 @@ impl<'a> Launcher<'a> {
         len: usize,
     ) -> KernelResult<Fence> {
         let queue = self.stream.queue();
+        let _span = copy_span(self.stream, len);
         let access = touches(&[], dst);
         let fence = self
             .stream
@@ -379,6 +381,11 @@ impl<'a> Launcher<'a> {
     pub fn finish(self) -> KernelResult<Option<Fence>> {
         Ok(self.last)
     }
+}
+
+/// A kernel's own copy on the profile's host line, as TF's copies are.
+fn copy_span(stream: &Stream, len: usize) -> HostSpan {
+    HostSpan::begin(SpanKind::Copy, stream.device().ordinal(), arg32(len as u64))
 }
 
 /// Enqueues one op on `stream` for node `label`, tagged for the profiler.

@@ -128,6 +128,29 @@ impl Tensor {
     }
 }
 
+/// A tensor a kernel keeps across compute calls (its buffer is TF's,
+/// reference-counted; it is only read once made).
+pub struct Held(Tensor);
+
+// SAFETY: a `TF_Tensor` may be read and deleted from any thread; `Held`
+// gives out only shared access.
+unsafe impl Send for Held {}
+// SAFETY: as above.
+unsafe impl Sync for Held {}
+
+impl Held {
+    /// Keeps `tensor` (an owned one: a view's owner would outlive it).
+    pub fn new(tensor: Tensor) -> Self {
+        debug_assert!(tensor.owned, "a held tensor owns its reference");
+        Self(tensor)
+    }
+
+    /// The tensor.
+    pub fn get(&self) -> &Tensor {
+        &self.0
+    }
+}
+
 impl Drop for Tensor {
     fn drop(&mut self) {
         if self.owned {
@@ -285,6 +308,12 @@ impl Context {
 
     /// A device temporary of `shape` (f32), valid during this call.
     pub fn temp(&self, shape: &Shape) -> KernelResult<Tensor> {
+        self.temp_of(TF_DataType::TF_FLOAT, shape)
+    }
+
+    /// A device temporary of `dtype` and `shape`; valid during this call,
+    /// or as long as it is held ([`Held`]).
+    pub fn temp_of(&self, dtype: TF_DataType, shape: &Shape) -> KernelResult<Tensor> {
         let (dims, rank) = tf_dims(shape);
         let mut attrs = TF_AllocatorAttributes {
             struct_size: TF_ALLOCATOR_ATTRIBUTES_STRUCT_SIZE,
@@ -294,7 +323,7 @@ impl Context {
         let raw = unsafe {
             (self.api.allocate_temp)(
                 self.raw,
-                TF_DataType::TF_FLOAT,
+                dtype,
                 dims.as_ptr(),
                 rank,
                 &mut attrs,
@@ -306,6 +335,14 @@ impl Context {
             return Err(Failure::invalid("TF allocated no temporary"));
         }
         Ok(Tensor::owned(self.api, raw))
+    }
+
+    /// `TF_SetOutput`: output `index` shares `tensor`'s buffer (no copy).
+    pub fn set_output(&self, index: usize, tensor: &Tensor) -> KernelResult<()> {
+        let index = c_int::try_from(index).map_err(|_| Failure::invalid("output index"))?;
+        // SAFETY: live context, tensor and status; TF takes its own reference.
+        unsafe { (self.api.set_output)(self.raw, index, tensor.raw, self.status.fresh()) };
+        self.status.check("TF_SetOutput")
     }
 
     /// `TF_OpKernelContext_Failure` with `code` and `message`.

@@ -1,5 +1,6 @@
-//! The nodes the matches become: per match its CPU parameter nodes and the
-//! int8 op; per quantized tensor an int8 version (`Quantize` of a float
+//! The nodes the matches become: per match its parameter nodes (the `Qat`
+//! ops on the int8 op's device, their inputs in host memory; a batch
+//! norm's folding on the CPU) and the int8 op; per quantized tensor an int8 version (`Quantize` of a float
 //! one, or the int8 `MaxPool`/`Reshape` of one); a `Dequantize` in place of
 //! each replaced fake-quant something float still reads.
 
@@ -164,7 +165,7 @@ impl Emitter<'_, '_> {
             self.add(node(
                 &block,
                 &self.op(ADD_BLOCK),
-                &cpu,
+                &device,
                 &[&x.min, &x.max, &y.min, &y.max, &out.min, &out.max],
                 &[activation, round, modes, names, ensure],
             ));
@@ -210,7 +211,7 @@ impl Emitter<'_, '_> {
         self.add(node(
             &quantized,
             &self.op(WEIGHTS),
-            &cpu,
+            &device,
             &[&weights.tensor, &factor, &range_min, &range_max],
             &weight_attrs,
         ));
@@ -221,7 +222,7 @@ impl Emitter<'_, '_> {
         self.add(node(
             &block,
             &self.op(CONV_BLOCK),
-            &cpu,
+            &device,
             &[&x.min, &x.max, &scales, &bias, &out.min, &out.max],
             &[activation, round, modes, names, ensure],
         ));
@@ -321,9 +322,8 @@ impl Emitter<'_, '_> {
         }
         let name = self.name(&n.name, "int8");
         self.int8.insert(n.name.clone(), name.clone());
-        let cpu = cpu_of(device, self.device_type);
         let made = if let Some(q) = self.index.quantizer(at) {
-            let block = self.tensor_block(at, "quantize", &name, &cpu);
+            let block = self.tensor_block(at, "quantize", &name, device);
             node(
                 &name,
                 &self.op("Quantize"),
@@ -341,7 +341,7 @@ impl Emitter<'_, '_> {
     }
 
     /// A `QatTensorBlock` of activation quantizer `fq`'s range.
-    fn tensor_block(&mut self, fq: usize, kind: &str, base: &str, cpu: &str) -> String {
+    fn tensor_block(&mut self, fq: usize, kind: &str, base: &str, device: &str) -> String {
         let q = self.index.range_of(fq);
         let block = self.name(base, &format!("{kind}_block"));
         let kind = ("kind", attr_value::Value::S(kind.as_bytes().to_vec()));
@@ -350,7 +350,7 @@ impl Emitter<'_, '_> {
         self.add(node(
             &block,
             &op,
-            cpu,
+            device,
             &[&q.min, &q.max],
             &[kind, modes, names, ensure],
         ))
@@ -361,9 +361,8 @@ impl Emitter<'_, '_> {
     fn dequantize(&mut self, m: &Match) -> NodeDef {
         let fq = &self.index.nodes[m.out_fq];
         let device = self.index.nodes[m.head].device.clone();
-        let cpu = cpu_of(&device, self.device_type);
         let int8 = self.int8[&fq.name].clone();
-        let block = self.tensor_block(m.out_fq, "dequantize", &int8, &cpu);
+        let block = self.tensor_block(m.out_fq, "dequantize", &int8, &device);
         let mut n = node(
             &fq.name,
             &self.op("Dequantize"),

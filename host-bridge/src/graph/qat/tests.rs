@@ -135,20 +135,22 @@ fn a_qat_conv_chain_becomes_an_int8_conv_with_float_edges() {
     let block = find(&graph, "fq_in/int8/quantize_block");
     assert_eq!(
         (block.op.as_str(), block.device.as_str()),
-        ("_TensorplugFPGAQatTensorBlock", CPU)
+        ("_TensorplugFPGAQatTensorBlock", FPGA)
     );
     assert_eq!(block.input, ["fq_in_min", "fq_in_max"]);
-    // Weights and block on the CPU, from the weight fake-quant's output
-    // and range, the bias, and both activation ranges.
+    // Weights and block on the device (their inputs in host memory), from
+    // the weight fake-quant's output and range, the bias, and both
+    // activation ranges.
     let w = find(&graph, "fq_out/int8/weights");
     assert_eq!(
         (w.op.as_str(), w.device.as_str()),
-        ("_TensorplugFPGAQatWeights", CPU)
+        ("_TensorplugFPGAQatWeights", FPGA)
     );
     assert_eq!(w.input, ["w_fq", "fq_out/int8/empty", "w_min", "w_max"]);
     assert_eq!(attr(w, "depthwise"), &Value::B(false));
     let block = find(&graph, "fq_out/int8/block");
     assert_eq!(block.op, "_TensorplugFPGAQatConvBlock");
+    assert_eq!(block.device, FPGA);
     assert_eq!(
         block.input,
         [

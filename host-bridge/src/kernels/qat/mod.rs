@@ -6,9 +6,13 @@
 //! `QuantizeV2`'s own for QDQ graphs ([`params`]).
 //!
 //! `_Tensorplug<DEVICE>Qat…`, defined with the int8 ops and registered for
-//! the CPU: they run beside the variables, every step, so a model that
-//! trains on keeps giving the parameters of its current values.
+//! the CPU and for the device. On the device their inputs are in host
+//! memory and their int8 outputs are kept on the device ([`kept`]): a step
+//! whose inputs are the bytes of the last one hands out the kept tensors,
+//! so `predict` computes and uploads the parameters once, and a model that
+//! trains on gets those of its current values at its next step.
 
+mod kept;
 pub mod params;
 
 use crate::ffi::{self, tf_api};
@@ -23,12 +27,15 @@ use tensorplug_abi::tf::{TF_DataType, TF_OpKernelConstruction, TF_OpKernelContex
 use tensorplug_core::accelerator::{Activation, Shape};
 use tensorplug_core::quant::Rounding;
 
-/// One CPU op: its name after `_Tensorplug<DEVICE>` and its definition.
+/// One op: its name after `_Tensorplug<DEVICE>` and its definition.
 struct QatOp {
     suffix: &'static str,
     inputs: &'static [&'static CStr],
     outputs: &'static [&'static CStr],
     attrs: &'static [&'static CStr],
+    /// The output that stays in host memory on the device (read by another
+    /// `Qat` op, not by an int8 op).
+    host_output: Option<&'static CStr>,
 }
 
 const ACT_ATTRS: &[&CStr] = &[
@@ -57,6 +64,7 @@ static OPS: [QatOp; 4] = [
             c"range_max: float",
         ],
         outputs: &[c"quantized: int8", c"scales: float"],
+        host_output: Some(c"scales"),
         attrs: &[
             c"depthwise: bool = false",
             c"mode: {'fake_quant', 'scaled'} = 'fake_quant'",
@@ -77,6 +85,7 @@ static OPS: [QatOp; 4] = [
         ],
         outputs: &[c"quantization: int32"],
         attrs: ACT_ATTRS,
+        host_output: None,
     },
     QatOp {
         suffix: "QatAddBlock",
@@ -90,6 +99,7 @@ static OPS: [QatOp; 4] = [
         ],
         outputs: &[c"quantization: int32"],
         attrs: ACT_ATTRS,
+        host_output: None,
     },
     QatOp {
         suffix: "QatTensorBlock",
@@ -101,6 +111,7 @@ static OPS: [QatOp; 4] = [
             RANGE_NAMES,
             ENSURE,
         ],
+        host_output: None,
     },
 ];
 
@@ -176,30 +187,53 @@ pub fn define_ops() -> KernelResult<()> {
 }
 
 type CreateFn = unsafe extern "C" fn(*mut TF_OpKernelConstruction) -> *mut c_void;
-const CREATE: [CreateFn; 4] = [create::<0>, create::<1>, create::<2>, create::<3>];
+const CREATE: [[CreateFn; 4]; 2] = [
+    [
+        create::<0, false>,
+        create::<1, false>,
+        create::<2, false>,
+        create::<3, false>,
+    ],
+    [
+        create::<0, true>,
+        create::<1, true>,
+        create::<2, true>,
+        create::<3, true>,
+    ],
+];
 
-/// Registers the CPU kernels of [`OPS`]; logs and skips any that fails.
+/// Registers the kernels of [`OPS`] for the CPU and for the device; logs
+/// and skips any that fails (without the device's, the graph pass's
+/// placement falls back to the CPU ones).
 pub fn register_all() {
     for (index, op) in OPS.iter().enumerate() {
-        if let Err(failure) = register(index, op) {
-            log::error(format_args!(
-                "TF_InitKernel: cannot register the CPU kernel of {}: {}",
-                op.suffix, failure.cause
-            ));
+        for on_device in [false, true] {
+            if let Err(failure) = register(index, op, on_device) {
+                let on = if on_device { "device" } else { "CPU" };
+                log::error(format_args!(
+                    "TF_InitKernel: cannot register the {on} kernel of {}: {}",
+                    op.suffix, failure.cause
+                ));
+            }
         }
     }
 }
 
-fn register(index: usize, op: &QatOp) -> KernelResult<()> {
+fn register(index: usize, op: &QatOp, on_device: bool) -> KernelResult<()> {
     let api = tf_api::kernel_api()?;
     let status = Status::new()?;
     let name = op_name(identity::device_type(), op.suffix);
-    // SAFETY: static NUL-terminated names; our callbacks have TF's signatures.
+    let device = if on_device {
+        CString::new(identity::device_type()).map_err(|_| Failure::invalid("NUL in type"))?
+    } else {
+        c"CPU".into()
+    };
+    // SAFETY: NUL-terminated names (TF copies them); our callbacks have TF's signatures.
     let builder = unsafe {
         (api.new_kernel_builder)(
             name.as_ptr(),
-            c"CPU".as_ptr(),
-            Some(CREATE[index]),
+            device.as_ptr(),
+            Some(CREATE[usize::from(on_device)][index]),
             Some(compute),
             Some(delete),
         )
@@ -207,14 +241,41 @@ fn register(index: usize, op: &QatOp) -> KernelResult<()> {
     if builder.is_null() {
         return Err(Failure::invalid("TF_NewKernelBuilder returned null"));
     }
-    let kernel_name = format!("tensorplug_cpu_{}", name.to_string_lossy());
+    if on_device {
+        let names = op
+            .inputs
+            .iter()
+            .chain(&op.host_output)
+            .map(|spec| arg_name(spec));
+        for arg in names {
+            let arg = CString::new(arg).map_err(|_| Failure::invalid("NUL in name"))?;
+            // SAFETY: live builder; TF copies the name.
+            unsafe { (api.host_memory)(builder, arg.as_ptr()) };
+        }
+    }
+    let on = if on_device { "device" } else { "cpu" };
+    let kernel_name = format!("tensorplug_{on}_{}", name.to_string_lossy());
     let kernel_name = CString::new(kernel_name).map_err(|_| Failure::invalid("NUL in name"))?;
     // SAFETY: TF takes ownership of the builder, whatever the outcome.
     unsafe { (api.register_kernel_builder)(kernel_name.as_ptr(), builder, status.fresh()) };
     status.check("TF_RegisterKernelBuilder")
 }
 
-unsafe extern "C" fn create<const INDEX: usize>(raw: *mut TF_OpKernelConstruction) -> *mut c_void {
+/// The name of an argument spec (`"weights: float"` → `"weights"`).
+fn arg_name(spec: &CStr) -> &str {
+    let text = spec.to_str().unwrap_or("");
+    text.split(':').next().unwrap_or(text).trim()
+}
+
+/// A kernel: its attributes and, on the device, what it keeps.
+struct QatKernel {
+    kernel: Kernel,
+    kept: Option<kept::Kept>,
+}
+
+unsafe extern "C" fn create<const INDEX: usize, const ON_DEVICE: bool>(
+    raw: *mut TF_OpKernelConstruction,
+) -> *mut c_void {
     ffi::swallow("qat kernel create", std::ptr::null_mut(), || {
         // SAFETY: TF's live construction context for this call.
         let ctx = match unsafe { Construction::new(raw) } {
@@ -225,7 +286,10 @@ unsafe extern "C" fn create<const INDEX: usize>(raw: *mut TF_OpKernelConstructio
             }
         };
         match construct(INDEX, &ctx) {
-            Ok(kernel) => Ok(Box::into_raw(Box::new(kernel)).cast()),
+            Ok(kernel) => {
+                let kept = ON_DEVICE.then(|| kept::Kept::new(OPS[INDEX].host_output_index()));
+                Ok(Box::into_raw(Box::new(QatKernel { kernel, kept })).cast())
+            }
             Err(failure) => {
                 let op = OPS[INDEX].suffix;
                 ctx.fail(failure.code, &failure.message(op, &ctx.node_name()));
@@ -233,6 +297,14 @@ unsafe extern "C" fn create<const INDEX: usize>(raw: *mut TF_OpKernelConstructio
             }
         }
     })
+}
+
+impl QatOp {
+    /// The index of [`QatOp::host_output`] among the outputs.
+    fn host_output_index(&self) -> Option<usize> {
+        let name = arg_name(self.host_output?);
+        self.outputs.iter().position(|spec| arg_name(spec) == name)
+    }
 }
 
 fn construct(index: usize, ctx: &Construction) -> KernelResult<Kernel> {
@@ -290,23 +362,27 @@ unsafe extern "C" fn compute(kernel: *mut c_void, raw: *mut TF_OpKernelContext) 
             }
         };
         // SAFETY: `kernel` is null or the box `create` made, alive until `delete`.
-        let Some(kernel) = (unsafe { kernel.cast::<Kernel>().as_ref() }) else {
+        let Some(QatKernel { kernel, kept }) = (unsafe { kernel.cast::<QatKernel>().as_ref() })
+        else {
             ctx.fail(
                 tensorplug_abi::tf::TF_INTERNAL,
                 "qat kernel: not constructed",
             );
             return Ok(());
         };
-        let outcome = ffi::run("qat kernel compute", || Ok(run(kernel, &ctx)))
-            .unwrap_or_else(|panic| Err(Failure::from(panic)));
+        let evaluate = || run(kernel, &ctx);
+        let outcome = ffi::run("qat kernel compute", || {
+            Ok(match kept {
+                Some(kept) => kept.compute(&ctx, op_suffix(kernel), evaluate),
+                None => evaluate().and_then(|outs| write_outputs(&ctx, &outs)),
+            })
+        })
+        .unwrap_or_else(|panic| Err(Failure::from(panic)));
         if let Err(failure) = outcome {
-            let op = match kernel {
-                Kernel::Weights { .. } => WEIGHTS,
-                Kernel::ConvBlock(..) => CONV_BLOCK,
-                Kernel::AddBlock(..) => ADD_BLOCK,
-                Kernel::TensorBlock(..) => TENSOR_BLOCK,
-            };
-            ctx.fail(failure.code, &failure.message(op, ctx.node_name()));
+            ctx.fail(
+                failure.code,
+                &failure.message(op_suffix(kernel), ctx.node_name()),
+            );
         }
         Ok(())
     });
@@ -315,8 +391,73 @@ unsafe extern "C" fn compute(kernel: *mut c_void, raw: *mut TF_OpKernelContext) 
 unsafe extern "C" fn delete(kernel: *mut c_void) {
     if !kernel.is_null() {
         // SAFETY: the box `create` made; TF calls delete once.
-        drop(unsafe { Box::from_raw(kernel.cast::<Kernel>()) });
+        drop(unsafe { Box::from_raw(kernel.cast::<QatKernel>()) });
     }
+}
+
+fn op_suffix(kernel: &Kernel) -> &'static str {
+    match kernel {
+        Kernel::Weights { .. } => WEIGHTS,
+        Kernel::ConvBlock(..) => CONV_BLOCK,
+        Kernel::AddBlock(..) => ADD_BLOCK,
+        Kernel::TensorBlock(..) => TENSOR_BLOCK,
+    }
+}
+
+/// One output, computed on the host.
+pub(crate) struct Out {
+    dtype: TF_DataType,
+    shape: Shape,
+    bytes: Vec<u8>,
+}
+
+impl Out {
+    fn new<T: Copy>(dtype: TF_DataType, values: &[T]) -> KernelResult<Self> {
+        let shape = Shape::new(&[values.len() as u64]).ok_or_else(|| Failure::invalid("shape"))?;
+        Self::shaped(dtype, shape, values)
+    }
+
+    fn shaped<T: Copy>(dtype: TF_DataType, shape: Shape, values: &[T]) -> KernelResult<Self> {
+        let len = std::mem::size_of_val(values);
+        // SAFETY: plain numbers (i8, i32, f32) viewed as their bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), len) };
+        Ok(Self {
+            dtype,
+            shape,
+            bytes: bytes.to_vec(),
+        })
+    }
+}
+
+/// Writes `outs` into the call's outputs (on the CPU).
+fn write_outputs(ctx: &Context, outs: &[Out]) -> KernelResult<()> {
+    for (index, out) in outs.iter().enumerate() {
+        write_output(ctx, index, out)?;
+    }
+    Ok(())
+}
+
+/// Writes `out` into host-memory output `index`.
+fn write_output(ctx: &Context, index: usize, out: &Out) -> KernelResult<()> {
+    let tensor = ctx.output_at(index as i32, &out.shape, &[])?;
+    if tensor.byte_size() != out.bytes.len() {
+        return Err(Failure::invalid(format!(
+            "a {}-byte output for {} bytes",
+            tensor.byte_size(),
+            out.bytes.len()
+        )));
+    }
+    if !out.bytes.is_empty() {
+        // SAFETY: TF allocated this host output of `out.bytes.len()` bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                out.bytes.as_ptr(),
+                tensor.data().cast::<u8>(),
+                out.bytes.len(),
+            )
+        };
+    }
+    Ok(())
 }
 
 /// A host tensor's f32 values.
@@ -353,15 +494,12 @@ fn range(ctx: &Context, first: usize, mode: RangeMode, what: &str) -> KernelResu
     params::activation(min, max, mode).map_err(|e| Failure::invalid(format!("{what}: {e}")))
 }
 
-fn write_block(ctx: &Context, index: i32, words: &[i32]) -> KernelResult<()> {
-    let shape = Shape::new(&[words.len() as u64]).ok_or_else(|| Failure::invalid("shape"))?;
-    let out = ctx.output_at(index, &shape, &[])?;
-    // SAFETY: TF allocated `words.len()` int32s on the host for this output.
-    unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), out.data().cast::<i32>(), words.len()) };
-    Ok(())
+fn block(words: &[i32]) -> KernelResult<Vec<Out>> {
+    Ok(vec![Out::new(TF_DataType::TF_INT32, words)?])
 }
 
-fn run(kernel: &Kernel, ctx: &Context) -> KernelResult<()> {
+/// The op's outputs for the call's inputs.
+fn run(kernel: &Kernel, ctx: &Context) -> KernelResult<Vec<Out>> {
     match *kernel {
         Kernel::Weights { depthwise, mode } => quantize_weights(ctx, depthwise, mode),
         Kernel::ConvBlock(activation, rounding, ref modes) => {
@@ -378,7 +516,7 @@ fn run(kernel: &Kernel, ctx: &Context) -> KernelResult<()> {
                 rounding,
             )
             .map_err(Failure::invalid)?;
-            write_block(ctx, 0, &words)
+            block(&words)
         }
         Kernel::AddBlock(activation, rounding, ref modes) => {
             let m = modes.0;
@@ -387,16 +525,16 @@ fn run(kernel: &Kernel, ctx: &Context) -> KernelResult<()> {
             let output = range(ctx, 4, m[2], &modes.describe(2, "the output's range"))?;
             let words = params::add_block([x, y], output, activation, rounding)
                 .map_err(Failure::invalid)?;
-            write_block(ctx, 0, &words)
+            block(&words)
         }
         Kernel::TensorBlock(kind, ref modes) => {
             let q = range(ctx, 0, modes.0[0], &modes.describe(0, "the range"))?;
-            write_block(ctx, 0, &params::tensor_block(kind, q))
+            block(&params::tensor_block(kind, q))
         }
     }
 }
 
-fn quantize_weights(ctx: &Context, depthwise: bool, mode: WeightMode) -> KernelResult<()> {
+fn quantize_weights(ctx: &Context, depthwise: bool, mode: WeightMode) -> KernelResult<Vec<Out>> {
     let w = ctx.input(0, true)?;
     let shape = w.shape()?;
     let dims = shape.dims();
@@ -416,17 +554,11 @@ fn quantize_weights(ctx: &Context, depthwise: bool, mode: WeightMode) -> KernelR
     if values.is_empty() {
         return Err(Failure::invalid("no weights"));
     }
-    let out = ctx.output_at(0, &shape, &[])?;
-    // SAFETY: TF allocated an int8 output of the weights' element count.
-    let q = unsafe { std::slice::from_raw_parts_mut(out.data().cast::<i8>(), values.len()) };
-    let scales = params::weights(values, channels, floats(&factor)?, range, mode, q)
+    let mut q = vec![0i8; values.len()];
+    let scales = params::weights(values, channels, floats(&factor)?, range, mode, &mut q)
         .map_err(Failure::invalid)?;
-    let scales_shape =
-        Shape::new(&[scales.len() as u64]).ok_or_else(|| Failure::invalid("shape"))?;
-    let out = ctx.output_at(1, &scales_shape, &[])?;
-    // SAFETY: TF allocated `scales.len()` floats on the host.
-    unsafe {
-        std::ptr::copy_nonoverlapping(scales.as_ptr(), out.data().cast::<f32>(), scales.len())
-    };
-    Ok(())
+    Ok(vec![
+        Out::shaped(TF_DataType::TF_INT8, shape, &q)?,
+        Out::new(TF_DataType::TF_FLOAT, &scales)?,
+    ])
 }
