@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use tensorplug_tests::{plugin_path, python, workspace_root};
+use tensorplug_tests::{litert_python, plugin_path, python, workspace_root};
 
 /// Imports TF from the fresh venv, checks where the plugin came from, the
 /// device list, a bit-exact round trip, that the wheel's int8 module imports
@@ -172,11 +172,16 @@ fn wheel_installs_into_tensorflow_plugins_and_tf_loads_it() {
 
 /// A fresh venv without pip (fast) that sees the test venv's
 /// `tensorflow-cpu` through a `.pth` file, and a pip command for it.
-fn fresh_venv_with_test_tf(dir: &Path) -> (PathBuf, impl Fn() -> Command) {
+fn fresh_venv_with_test_tf(dir: &Path) -> (PathBuf, impl Fn() -> Command + use<>) {
+    fresh_venv_over(&python(), dir)
+}
+
+/// [`fresh_venv_with_test_tf`] over the packages of `base`'s venv.
+fn fresh_venv_over(base: &Path, dir: &Path) -> (PathBuf, impl Fn() -> Command + use<>) {
     let venv = dir.join("venv");
     run(
         "python -m venv",
-        Command::new(python())
+        Command::new(base)
             .args(["-m", "venv", "--without-pip"])
             .arg(&venv),
     );
@@ -187,7 +192,7 @@ fn fresh_venv_with_test_tf(dir: &Path) -> (PathBuf, impl Fn() -> Command) {
     let fresh_python = venv.join("bin/python");
     std::fs::write(
         Path::new(site(&fresh_python).trim()).join("tensorflow-from-test-venv.pth"),
-        format!("{}\n", site(&python()).trim()),
+        format!("{}\n", site(base).trim()),
     )
     .expect("write .pth");
     let pip = move || {
@@ -198,6 +203,78 @@ fn fresh_venv_with_test_tf(dir: &Path) -> (PathBuf, impl Fn() -> Command) {
         cmd
     };
     (venv, pip)
+}
+
+/// A float MLP from TF's converter, written to `argv[1]` (in the test venv,
+/// without the plugin: the converter crashes with a plugin device, FACTS.md).
+const CONVERT: &str = r#"
+import sys
+import tensorflow as tf
+tf.keras.utils.set_random_seed(7)
+x = tf.keras.Input((8,), batch_size=4)
+h = tf.keras.layers.Dense(16, activation="relu")(x)
+model = tf.keras.Model(x, tf.keras.layers.Dense(4)(h))
+open(sys.argv[1], "wb").write(tf.lite.TFLiteConverter.from_keras_model(model).convert())
+"#;
+
+/// LiteRT (no TF) loads the installed wheel's `.so` as a delegate by the
+/// path the docs give; every node of model `argv[1]` runs on the device
+/// (report `argv[2]`), within the float tolerance of the plain interpreter.
+const LITERT_CHECK: &str = r#"
+import json, os, sys, sysconfig
+import numpy as np
+from ai_edge_litert.interpreter import Interpreter, load_delegate
+plugin = os.path.join(sysconfig.get_paths()["platlib"], "tensorflow-plugins", "libtensorplug_fpga.so")
+assert os.path.isfile(plugin), f"no {plugin}"
+model, report = open(sys.argv[1], "rb").read(), sys.argv[2]
+x = np.random.default_rng(3).uniform(-1, 1, (4, 8)).astype(np.float32)
+def run(delegates):
+    it = Interpreter(model_content=model, experimental_delegates=delegates)
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    return it.get_tensor(it.get_output_details()[0]["index"])
+want = run([])
+got = run([load_delegate(plugin, {"device": "sim", "report_file": report})])
+assert np.allclose(got, want, rtol=1e-5, atol=1e-6), (got, want)
+nodes = json.load(open(report))["graphs"][0]["nodes"]
+off = [(n["op"], n["reason"]) for n in nodes if n["decision"] != "device"]
+assert nodes and not off, off
+print(f"ok: {len(nodes)} nodes on the device from {plugin}")
+"#;
+
+/// The wheel is also the LiteRT delegate: installed (`--no-deps`) into a
+/// fresh venv over ai-edge-litert's, which has no TF (a LiteRT user's),
+/// `load_delegate` on the `.so` in `site-packages/tensorflow-plugins/`
+/// runs a converted model wholly on the device.
+#[test]
+fn the_installed_wheel_is_a_litert_delegate() {
+    let dir = tensorplug_tests::scratch_dir("wheel-delegate");
+    let wheel = build_wheel(&plugin_path(), &dir);
+    let model = dir.join("mlp.tflite");
+    run(
+        "convert a model",
+        Command::new(python()).args(["-c", CONVERT]).arg(&model),
+    );
+    let (venv, pip) = fresh_venv_over(&litert_python(), &dir);
+    run(
+        "pip install",
+        pip()
+            .args(["install", "--no-deps", "--no-index"])
+            .arg(&wheel),
+    );
+    let checked = run(
+        "load_delegate from the installed wheel",
+        Command::new(venv.join("bin/python"))
+            .args(["-c", LITERT_CHECK])
+            .arg(&model)
+            .arg(dir.join("report.json")),
+    );
+    assert!(
+        checked.contains("ok: ") && checked.contains(&*venv.to_string_lossy()),
+        "{checked}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Two vendors' wheels (the FPGA's and the example NPU's) install side by
