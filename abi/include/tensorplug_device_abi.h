@@ -18,14 +18,14 @@
 #define TPD_DEVICE_ABI_VERSION_MAJOR 1
 
 // Minor version: bumped for backwards-compatible additions.
-#define TPD_DEVICE_ABI_VERSION_MINOR 8
+#define TPD_DEVICE_ABI_VERSION_MINOR 9
 
 // Patch version: bumped for fixes that change no layout or meaning.
 #define TPD_DEVICE_ABI_VERSION_PATCH 0
 
 // `DEVICE_ABI_VERSION` as the `Register::ABI_VERSION`
 // word: `major << 16 | minor << 8 | patch`, bits 31..24 zero.
-#define TPD_DEVICE_ABI_VERSION_WORD 0x00010800
+#define TPD_DEVICE_ABI_VERSION_WORD 0x00010900
 
 // Ticks per second of the reference FPGA's timestamp counter (100 MHz).
 // A device reports its own in `Register::TIMESTAMP_FREQ_HZ`.
@@ -422,7 +422,9 @@ typedef uint16_t TPD_Opcode;
 // `[k×n]` (`[n×k]` with `TRANSPOSE_B`), `src2` the block, `dst` `[m×n]`.
 #define TPD_OPCODE_GEMM_I8 132
 // ABI 1.4 (`INT8`): int8 `ADD` of `len` elements: `src0`, `src1`, `src2`
-// the block, `dst`.
+// the block, `dst`. ABI 1.9: `n` is 0 (`src1` has `len` elements) or
+// the element count of `src1`, which then repeats along `src0`'s rows
+// of `n` (`dst[i] = src0[i] + src1[i % n]`; `n` divides `len`).
 #define TPD_OPCODE_ADD_I8 133
 // ABI 1.4 (`INT8`): f32 `src0` → int8 `dst`, `len` elements, `n` scales
 // in the block `src2` (1, or the last axis' size).
@@ -696,8 +698,9 @@ typedef uint8_t TPD_NorStatus;
 // What a driver written against this module needs (ABI 1.0 or newer 1.x).
 #define TPD_DRIVER_ABI_REQUIREMENT (TPD_AbiRequirement){ .major = TPD_DEVICE_ABI_VERSION_MAJOR, .min_minor = 0 }
 
-// What the reference FPGA implements: every feature of ABI 1.8 (1.8 adds
-// no bit: `UNARY` ops with a parameter, which the `OPS` registers list).
+// What the reference FPGA implements: every feature of ABI 1.9 (1.8 adds
+// no bit: `UNARY` ops with a parameter, which the `OPS` registers list;
+// 1.9 neither: `ADD_I8`'s broadcast `n`, known by the version).
 #define TPD_REFERENCE_FEATURES 0x1FFFFF
 
 

@@ -672,6 +672,31 @@ fn int8_commands_check_their_type_fields_and_block() {
     check(&mut rig, "ADD_I8", add_i8(), CompletionStatus::OK, 0);
     // ((7 − 1) + (9 + 2)) / 2 / 2 = 4.25 → 4, + 3.
     assert_eq!(rig.read_bytes(DATA + 0x200, 16), vec![7u8; 16]);
+    // ABI 1.9: `n` 4 repeats `src1`'s first 4 values along `src0`'s rows,
+    // as the same command on them written out 4 times.
+    let b = [9u8, 11, 13, 15];
+    rig.write_bytes(DATA + 0x100, &b.repeat(4));
+    check(&mut rig, "ADD_I8 of 16", add_i8(), CompletionStatus::OK, 0);
+    let whole = rig.read_bytes(DATA + 0x200, 16);
+    assert_ne!(whole, vec![7u8; 16], "the four values give four sums");
+    rig.write_bytes(DATA + 0x100, &[b.as_slice(), &[0xEE; 12]].concat());
+    rig.write_bytes(DATA + 0x200, &[0xAA; 16]);
+    let broadcast = |n: u32| {
+        let mut c = add_i8();
+        c.n = n;
+        c
+    };
+    check(
+        &mut rig,
+        "ADD_I8, n 4",
+        broadcast(4),
+        CompletionStatus::OK,
+        0,
+    );
+    assert_eq!(rig.read_bytes(DATA + 0x200, 16), whole);
+    // `n` must divide `len`: detail `n`'s offset, 52.
+    check(&mut rig, "ADD_I8, n 5", broadcast(5), INVALID, 52);
+    rig.write_bytes(DATA + 0x100, &[9u8; 16]);
     let bad = |f: fn(&mut CommandDescriptor)| {
         let mut c = add_i8();
         f(&mut c);

@@ -203,9 +203,14 @@ def int8_models():
             model = tf.keras.Model(x, layers.Concatenate(axis=2)([c, c, layers.Conv2D(5, 1)(c)]))
         elif name == "mean_keepdims":
             # GlobalAveragePooling2D(keepdims=True): MEAN over axes 1 and 2
-            # keeping them, a batch of 2 (the SE blocks' form).
+            # keeping them, a batch of 2 (the SE blocks' form). Before it
+            # an ADD of a constant per position and channel ([7, 7, 16],
+            # which no bias can fold), broadcast along the batch (device
+            # ABI 1.9).
             x = tf.keras.Input((7, 7, 5), batch_size=2)
             h = layers.Conv2D(16, 3, padding="same", activation="relu")(x)
+            table = np.random.default_rng(2).uniform(-1, 1, (7, 7, 16)).astype(np.float32)
+            h = layers.Lambda(lambda t: t + tf.constant(table))(h)
             model = tf.keras.Model(x, layers.GlobalAveragePooling2D(keepdims=True)(h))
         elif name == "dynamic":
             # No batch size: Flatten's shape is computed at run time (SHAPE,
@@ -361,7 +366,7 @@ def int8_check(plugin, out, name, model):
             "mobilenet": ["ADD", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "MEAN", "SOFTMAX"],
             "softmax": ["FULLY_CONNECTED", "MEAN", "SOFTMAX"],
             "activations": ["FULLY_CONNECTED", "LOGISTIC", "TANH"],
-            "mean_keepdims": ["CONV_2D", "MEAN"],
+            "mean_keepdims": ["ADD", "CONV_2D", "MEAN"],
             "concat": ["CONCATENATION", "CONV_2D"],
         }[name]
         if name == "activations" and "HARD_SWISH" in ops:

@@ -284,6 +284,10 @@ class Int8Model(tf.Module):
 
     def _add(self, op, values):
         a_i, b_i = op["inputs"]
+        # AddInt8 broadcasts its second addend along the first's leading
+        # axes; the sum is symmetric, so the larger goes first.
+        if np.prod(self._details[b_i]["shape"]) > np.prod(self._details[a_i]["shape"]):
+            a_i, b_i = b_i, a_i
         for i in (a_i, b_i, op["outputs"][0]):
             _check(op, self._details[i])
         words = add_block(self._details[a_i], self._details[b_i], self._details[op["outputs"][0]],

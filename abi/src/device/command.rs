@@ -136,7 +136,9 @@ impl Opcode {
     /// `[k×n]` (`[n×k]` with `TRANSPOSE_B`), `src2` the block, `dst` `[m×n]`.
     pub const GEMM_I8: Opcode = Opcode(0x84);
     /// ABI 1.4 (`INT8`): int8 `ADD` of `len` elements: `src0`, `src1`, `src2`
-    /// the block, `dst`.
+    /// the block, `dst`. ABI 1.9: `n` is 0 (`src1` has `len` elements) or
+    /// the element count of `src1`, which then repeats along `src0`'s rows
+    /// of `n` (`dst[i] = src0[i] + src1[i % n]`; `n` divides `len`).
     pub const ADD_I8: Opcode = Opcode(0x85);
     /// ABI 1.4 (`INT8`): f32 `src0` → int8 `dst`, `len` elements, `n` scales
     /// in the block `src2` (1, or the last axis' size).

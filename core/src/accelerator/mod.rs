@@ -150,7 +150,7 @@ pub use device_info::DeviceInfo;
 pub use elementwise::{Binary, ELEMENTWISE_ABS, ELEMENTWISE_REL, Elementwise, Reference, Unary};
 pub use error::{Error, ErrorKind};
 pub use op::{
-    Form, OpDecl, OpDesc, OpKind, VendorOp, broadcast_shapes, cast_supported, matmul_shape,
+    Form, OpDecl, OpDesc, OpKind, VendorOp, broadcast_shapes, cast_supported, matmul_shape, trails,
 };
 pub use op_id::{ATTR_BYTES, Attrs, Namespace, OpId};
 pub use shape_error::ShapeError;

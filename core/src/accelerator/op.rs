@@ -582,7 +582,8 @@ impl OpDesc<'_> {
                 Ok(dims(&[m, n]))
             }
             OpKind::AddInt8 => {
-                expect_shape(1, &shape(1), &shape(0))?;
+                // `b` is `a`'s shape or its trailing axes, after leading 1s.
+                expect_trailing(1, &shape(1), &shape(0))?;
                 expect_block(2, &shape(2), block::ADD_WORDS as u64)?;
                 Ok(shape(0))
             }
@@ -755,6 +756,39 @@ fn expect_block(operand: u8, got: &Shape, words: u64) -> Result<(), ShapeError> 
         got,
         &dims(&[words.saturating_add(block::HEADER_WORDS as u64)]),
     )
+}
+
+/// Whether `b` is `a`'s trailing axes after leading 1s (at most `a`'s
+/// rank): then `b[i % b.len()]` is `b` broadcast along `a`'s leading axes
+/// (`AddInt8`'s second operand).
+pub fn trails(b: &[u64], a: &[u64]) -> bool {
+    let lead = b.iter().take_while(|&&d| d == 1).count();
+    b.len() <= a.len() && b[lead..] == a[a.len() - (b.len() - lead)..]
+}
+
+/// [`trails`], or the first axis where it does not.
+fn expect_trailing(operand: u8, got: &Shape, want: &Shape) -> Result<(), ShapeError> {
+    let (g, w) = (got.dims(), want.dims());
+    if g.len() > w.len() {
+        return Err(ShapeError::Rank {
+            operand,
+            expected: w.len() as u8,
+            got: g.len() as u8,
+        });
+    }
+    let lead = g.iter().take_while(|&&d| d == 1).count();
+    let tail = &w[w.len() - (g.len() - lead)..];
+    for (axis, (&gd, &wd)) in g[lead..].iter().zip(tail).enumerate() {
+        if gd != wd {
+            return Err(ShapeError::Dim {
+                operand,
+                axis: (lead + axis) as u8,
+                expected: wd,
+                got: gd,
+            });
+        }
+    }
+    Ok(())
 }
 
 fn expect_shape(operand: u8, got: &Shape, want: &Shape) -> Result<(), ShapeError> {

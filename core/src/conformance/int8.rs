@@ -150,7 +150,16 @@ pub(crate) fn cases(kind: OpKind) -> Vec<OpCase> {
             }
         }
         OpKind::AddInt8 => {
-            for (i, dims) in [vec![2, 3, 4], vec![17]].into_iter().enumerate() {
+            // Same shapes, then `b` broadcast: the last axis, trailing
+            // axes after a leading 1, one value.
+            let shapes = [
+                (vec![2, 3, 4], vec![2, 3, 4]),
+                (vec![17], vec![17]),
+                (vec![2, 3, 4], vec![4]),
+                (vec![2, 3, 4], vec![1, 3, 4]),
+                (vec![5, 3], vec![1, 1]),
+            ];
+            for (i, (dims, b_dims)) in shapes.into_iter().enumerate() {
                 let h = header(&mut rng, 0, roundings[i % 2], i == 1);
                 let scales = [0.05f32, 0.02, 0.06];
                 let add = AddQuant::new(
@@ -165,9 +174,10 @@ pub(crate) fn cases(kind: OpKind) -> Vec<OpCase> {
                     words.extend([r.multiplier, i32::from(r.shift)]);
                 }
                 let n = dims.iter().product();
+                let m = b_dims.iter().product();
                 let inputs = vec![
                     (dims.clone(), rng.i8s(n)),
-                    (dims.clone(), rng.i8s(n)),
+                    (b_dims, rng.i8s(m)),
                     (vec![words.len() as u64], Values::I32(words)),
                 ];
                 cases.push(block_case(OpKind::AddInt8, inputs, dims));

@@ -31,7 +31,9 @@ use tensorplug_abi::tflite::{
     kTfLiteBuiltinRelu, kTfLiteBuiltinRelu6, kTfLiteBuiltinReshape, kTfLiteBuiltinSoftmax,
     kTfLiteBuiltinSub, kTfLiteBuiltinTanh, kTfLiteOptionalTensor,
 };
-use tensorplug_core::accelerator::{Activation, Binary, Capabilities, DType, OpKind, Unary};
+use tensorplug_core::accelerator::{
+    Activation, Binary, Capabilities, DType, OpKind, Unary, trails,
+};
 use tensorplug_core::quant::Rounding;
 use tensorplug_core::quant::block::QuantHeader;
 use tensorplug_core::reference::int8::AddQuant;
@@ -42,7 +44,8 @@ pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none or RELU), CON
                           SUB, MUL and DIV (activation none, RELU or RELU6), RELU, RELU6, \
                           LEAKY_RELU, LOGISTIC, TANH, SOFTMAX (beta 1), MEAN over height and width; int8 \
                           FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL_2D, \
-                          AVERAGE_POOL_2D and ADD of one shape (activation none, RELU or RELU6), \
+                          AVERAGE_POOL_2D and ADD (one shape, or the smaller the larger's \
+                          trailing axes; activation none, RELU or RELU6), \
                           MEAN over adjacent axes, SOFTMAX, LOGISTIC, TANH, HARD_SWISH, MUL (one \
                           shape, or one value or the last axis broadcast), PAD of height and \
                           width; float32 or int8 CONCATENATION (one quantization, activation \
@@ -372,10 +375,11 @@ fn reshape(
     })
 }
 
-/// int8 ADD: one shape, per-tensor scales.
-fn add_int8(
-    at: &TensorView,
-    bt: &TensorView,
+/// int8 ADD: per-tensor scales; one shape, or the smaller operand the
+/// larger's trailing axes (device ABI 1.9: `ADD_I8` broadcasts its second).
+fn add_int8<'t>(
+    mut at: &'t TensorView,
+    mut bt: &'t TensorView,
     ot: &TensorView,
     act: Activation,
     caps: &Capabilities,
@@ -389,9 +393,15 @@ fn add_int8(
             t.index, t.dtype
         ));
     }
-    if at.dims != bt.dims || at.dims != ot.dims {
+    // The sum is symmetric: the larger first, the block after the swap.
+    if bt.bytes > at.bytes {
+        std::mem::swap(&mut at, &mut bt);
+    }
+    let dims = |t: &TensorView| t.dims.iter().map(|&d| d as u64).collect::<Vec<u64>>();
+    if !trails(&dims(bt), &dims(at)) || at.dims != ot.dims {
         return Err(format!(
-            "int8 ADD of shapes {:?} and {:?} (the device's AddInt8 takes one shape)",
+            "int8 ADD of shapes {:?} and {:?} (the device broadcasts the smaller along the \
+             larger's leading axes only)",
             at.dims, bt.dims
         ));
     }

@@ -230,8 +230,11 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Launch for Driver<T, C, ALLOCS
             }
         }
         let base = self.base_command(queue, op.op_id);
-        let catalogue = self.facts.features.contains(Features::CATALOGUE);
-        lower::lower(op, base, catalogue, &mut |desc| self.push(desc).map(drop))?;
+        let abi = lower::Abi {
+            catalogue: self.facts.features.contains(Features::CATALOGUE),
+            add_i8_broadcast: self.facts.abi.minor >= 9 || self.facts.abi.major > 1,
+        };
+        lower::lower(op, base, abi, &mut |desc| self.push(desc).map(drop))?;
         self.ring_doorbell()?;
         Ok(self.current_fence())
     }

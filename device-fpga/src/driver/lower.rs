@@ -14,14 +14,22 @@ const SRC1_BCAST_M: CommandFlags = CommandFlags::SRC1_BCAST_M;
 const SRC1_BCAST_N: CommandFlags = CommandFlags::SRC1_BCAST_N;
 const SRC1_BCAST_K: CommandFlags = CommandFlags::SRC1_BCAST_K;
 
+/// What the device's ABI lets the lowering use.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Abi {
+    /// `Features::CATALOGUE`: element-wise ops go as `UNARY`/`BINARY` with
+    /// their catalogue code.
+    pub catalogue: bool,
+    /// ABI ≥ 1.9: `ADD_I8` broadcasts `src1` (`n`).
+    pub add_i8_broadcast: bool,
+}
+
 /// Emits the commands of `op` in execution order. `base` is the command
-/// every emitted one starts from (tag, stream, `NO_EVENTS`); `catalogue`
-/// says the device has `Features::CATALOGUE` (element-wise ops go as
-/// `UNARY`/`BINARY` with their catalogue code).
+/// every emitted one starts from (tag, stream, `NO_EVENTS`).
 pub(crate) fn lower(
     op: &OpDesc<'_>,
     base: CommandDescriptor,
-    catalogue: bool,
+    abi: Abi,
     emit: &mut impl FnMut(&CommandDescriptor) -> Result<(), Error>,
 ) -> Result<(), Error> {
     let out = op.output;
@@ -54,7 +62,7 @@ pub(crate) fn lower(
         }
         OpKind::Unary(_) | OpKind::Binary(_) => {
             let code = op.kind.decl().id.code;
-            let cmd = match catalogue {
+            let cmd = match abi.catalogue {
                 true => CommandDescriptor {
                     imm: u32::from(code),
                     ..cmd(match op.kind {
@@ -219,7 +227,7 @@ pub(crate) fn lower(
                 ..cmd(opcode)
             })
         }
-        kind if kind.is_int8() => super::lower_window::lower_int8(op, base, emit),
+        kind if kind.is_int8() => super::lower_window::lower_int8(op, base, abi, emit),
         // A kind added to `core` later: not lowered by this driver.
         _ => Err(Error::Undeclared { op: op.kind.name() }),
     }

@@ -67,6 +67,7 @@ pub(super) fn lower_window(
 pub(super) fn lower_int8(
     op: &OpDesc<'_>,
     base: CommandDescriptor,
+    abi: super::lower::Abi,
     emit: &mut impl FnMut(&CommandDescriptor) -> Result<(), Error>,
 ) -> Result<(), Error> {
     let base = CommandDescriptor {
@@ -112,10 +113,27 @@ pub(super) fn lower_int8(
                 ..cmd(Opcode::GEMM_I8)
             }
         }
-        OpKind::AddInt8 => CommandDescriptor {
-            src1: op.inputs[1].addr.0,
-            ..flat(Opcode::ADD_I8)
-        },
+        OpKind::AddInt8 => {
+            let b = op.inputs[1]
+                .shape
+                .elements()
+                .ok_or(Error::InvalidArgument)?;
+            // `n` 0: `b` has `len` elements, as before ABI 1.9.
+            let n = match b == elements {
+                true => 0,
+                false if abi.add_i8_broadcast => dim(b)?,
+                false => {
+                    return Err(Error::BeyondCommand {
+                        what: "a broadcast int8 Add (ADD_I8's `n`) on a device before ABI 1.9",
+                    });
+                }
+            };
+            CommandDescriptor {
+                src1: op.inputs[1].addr.0,
+                n,
+                ..flat(Opcode::ADD_I8)
+            }
+        }
         OpKind::Quantize | OpKind::Dequantize => CommandDescriptor {
             // The block's scales: 1, or the last axis' (validated).
             n: dim(block.shape.last().saturating_sub(HEADER_WORDS as u64))?,
@@ -196,4 +214,48 @@ fn window(
         dst: op.output.addr.0,
         ..fields.pack(base)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::lower::Abi;
+    use super::*;
+    use tensorplug_core::accelerator::{DeviceAddr, Shape, TensorDesc};
+
+    /// `ADD_I8`'s `n`: 0 for one shape; `b`'s count when it broadcasts,
+    /// and only on a device of ABI 1.9 or later.
+    #[test]
+    fn an_int8_add_sends_n_only_when_it_broadcasts_and_the_device_knows_it() {
+        let t = |addr: u64, dims: &[u64], dtype| {
+            TensorDesc::new(DeviceAddr(addr), dtype, Shape::new(dims).unwrap())
+        };
+        let block = t(0x300, &[14], DType::I32);
+        let n_of = |b: &[u64], add_i8_broadcast| {
+            let inputs = [t(0, &[2, 3, 4], DType::I8), t(0x100, b, DType::I8), block];
+            let op = OpDesc {
+                kind: OpKind::AddInt8,
+                inputs: &inputs,
+                output: t(0x200, &[2, 3, 4], DType::I8),
+                op_id: 0,
+            };
+            let abi = Abi {
+                catalogue: true,
+                add_i8_broadcast,
+            };
+            let mut sent = None;
+            let base = CommandDescriptor::new(Opcode::NOP, 1, 0);
+            lower_int8(&op, base, abi, &mut |c| {
+                sent = Some((c.opcode, c.len, c.n));
+                Ok(())
+            })
+            .map(|()| sent.unwrap())
+        };
+        assert_eq!(n_of(&[2, 3, 4], false), Ok((Opcode::ADD_I8, 24, 0)));
+        assert_eq!(n_of(&[1, 3, 4], true), Ok((Opcode::ADD_I8, 24, 12)));
+        assert_eq!(n_of(&[4], true), Ok((Opcode::ADD_I8, 24, 4)));
+        assert!(matches!(
+            n_of(&[4], false),
+            Err(Error::BeyondCommand { .. })
+        ));
+    }
 }

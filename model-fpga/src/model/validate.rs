@@ -368,9 +368,10 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
             Uses(Uses::SRC0 | Uses::SRC1 | Uses::SRC2 | Uses::DST | Uses::MNK),
             CommandFlags::TRANSPOSE_B.0,
         ),
+        // `n`: `src1`'s broadcast length (ABI 1.9; 0 for `len`).
         Opcode::ADD_I8 => (
             Features::INT8,
-            Uses(Uses::SRC0 | Uses::SRC1 | Uses::SRC2 | Uses::DST | Uses::LEN),
+            Uses(Uses::SRC0 | Uses::SRC1 | Uses::SRC2 | Uses::DST | Uses::LEN | Uses::N),
             0,
         ),
         Opcode::ARG_MAX_F32 | Opcode::ARG_MIN_F32 => (

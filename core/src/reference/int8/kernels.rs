@@ -407,12 +407,19 @@ impl AddQuant {
     }
 }
 
-/// TFLite's int8 `ADD` of two tensors of one shape.
+/// TFLite's int8 `ADD`: `out[i] = a[i] + b[i % b.len()]`, so `b` is `a`'s
+/// shape or its trailing axes, broadcast along `a`'s leading ones (as
+/// TFLite's `BroadcastAdd6DSlow` for such shapes: the same per-element
+/// arithmetic).
 pub fn add(quant: &AddQuant, a: &[i8], b: &[i8], out: &mut [i8]) -> Result<(), Error> {
-    check_len(1, a.len(), b.len())?;
+    if b.is_empty() || !a.len().is_multiple_of(b.len()) {
+        check_len(1, a.len(), b.len())?;
+    }
     check_len(2, a.len(), out.len())?;
-    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-        *o = quant.add(x, y);
+    for (row_a, row_o) in a.chunks(b.len().max(1)).zip(out.chunks_mut(b.len().max(1))) {
+        for ((o, &x), &y) in row_o.iter_mut().zip(row_a).zip(b) {
+            *o = quant.add(x, y);
+        }
     }
     Ok(())
 }

@@ -32,8 +32,16 @@ impl Ctx<'_> {
                 )
             }
             Opcode::ADD_I8 => {
-                let x = shape(&[self.nonzero_len()?])?;
-                (OpKind::AddInt8, [Some(x), Some(x)], x)
+                // `n` 0: `src1` is `len` elements; else `n` of them
+                // repeated along `src0`'s rows (ABI 1.9).
+                let len = self.nonzero_len()?;
+                let n = match u64::from(c.n) {
+                    0 => len,
+                    n if len.is_multiple_of(n) => n,
+                    _ => return Err(invalid(field::N)),
+                };
+                let (a, b) = (shape(&[len / n, n])?, shape(&[n])?);
+                (OpKind::AddInt8, [Some(a), Some(b)], a)
             }
             Opcode::MUL_I8 => {
                 // `src1` is `n` values broadcast along `src0`'s rows.
