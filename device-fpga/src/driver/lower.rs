@@ -227,7 +227,9 @@ pub(crate) fn lower(
                 ..cmd(opcode)
             })
         }
-        kind if kind.is_int8() => super::lower_window::lower_int8(op, base, abi, emit),
+        kind if kind.is_int8() => {
+            super::lower_window::lower_int8(op, base, abi.add_i8_broadcast, emit)
+        }
         // A kind added to `core` later: not lowered by this driver.
         _ => Err(Error::Undeclared { op: op.kind.name() }),
     }

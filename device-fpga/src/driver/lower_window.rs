@@ -67,7 +67,7 @@ pub(super) fn lower_window(
 pub(super) fn lower_int8(
     op: &OpDesc<'_>,
     base: CommandDescriptor,
-    abi: super::lower::Abi,
+    add_i8_broadcast: bool,
     emit: &mut impl FnMut(&CommandDescriptor) -> Result<(), Error>,
 ) -> Result<(), Error> {
     let base = CommandDescriptor {
@@ -121,7 +121,7 @@ pub(super) fn lower_int8(
             // `n` 0: `b` has `len` elements, as before ABI 1.9.
             let n = match b == elements {
                 true => 0,
-                false if abi.add_i8_broadcast => dim(b)?,
+                false if add_i8_broadcast => dim(b)?,
                 false => {
                     return Err(Error::BeyondCommand {
                         what: "a broadcast int8 Add (ADD_I8's `n`) on a device before ABI 1.9",
@@ -218,7 +218,6 @@ fn window(
 
 #[cfg(test)]
 mod tests {
-    use super::super::lower::Abi;
     use super::*;
     use tensorplug_core::accelerator::{DeviceAddr, Shape, TensorDesc};
 
@@ -238,13 +237,9 @@ mod tests {
                 output: t(0x200, &[2, 3, 4], DType::I8),
                 op_id: 0,
             };
-            let abi = Abi {
-                catalogue: true,
-                add_i8_broadcast,
-            };
             let mut sent = None;
             let base = CommandDescriptor::new(Opcode::NOP, 1, 0);
-            lower_int8(&op, base, abi, &mut |c| {
+            lower_int8(&op, base, add_i8_broadcast, &mut |c| {
                 sent = Some((c.opcode, c.len, c.n));
                 Ok(())
             })

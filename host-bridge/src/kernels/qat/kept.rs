@@ -6,7 +6,7 @@
 //! So a `predict` loop computes and uploads each weight once, and a model
 //! that trained in between gets its current values.
 
-use super::{Out, write_output};
+use super::out::{Out, write_output};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::{Context, Held, Tensor};

@@ -13,6 +13,7 @@
 //! trains on gets those of its current values at its next step.
 
 mod kept;
+mod out;
 pub mod params;
 
 use crate::ffi::{self, tf_api};
@@ -21,10 +22,11 @@ use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::op_def::{define, op_name};
 use crate::kernels::tf::{Construction, Context, Status, Tensor};
 use crate::log;
+use out::{Out, write_outputs};
 use params::{Affine, RangeMode, TensorBlock, WeightMode};
 use std::ffi::{CStr, CString, c_void};
 use tensorplug_abi::tf::{TF_DataType, TF_OpKernelConstruction, TF_OpKernelContext};
-use tensorplug_core::accelerator::{Activation, Shape};
+use tensorplug_core::accelerator::Activation;
 use tensorplug_core::quant::Rounding;
 
 /// One op: its name after `_Tensorplug<DEVICE>` and its definition.
@@ -402,62 +404,6 @@ fn op_suffix(kernel: &Kernel) -> &'static str {
         Kernel::AddBlock(..) => ADD_BLOCK,
         Kernel::TensorBlock(..) => TENSOR_BLOCK,
     }
-}
-
-/// One output, computed on the host.
-pub(crate) struct Out {
-    dtype: TF_DataType,
-    shape: Shape,
-    bytes: Vec<u8>,
-}
-
-impl Out {
-    fn new<T: Copy>(dtype: TF_DataType, values: &[T]) -> KernelResult<Self> {
-        let shape = Shape::new(&[values.len() as u64]).ok_or_else(|| Failure::invalid("shape"))?;
-        Self::shaped(dtype, shape, values)
-    }
-
-    fn shaped<T: Copy>(dtype: TF_DataType, shape: Shape, values: &[T]) -> KernelResult<Self> {
-        let len = std::mem::size_of_val(values);
-        // SAFETY: plain numbers (i8, i32, f32) viewed as their bytes.
-        let bytes = unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), len) };
-        Ok(Self {
-            dtype,
-            shape,
-            bytes: bytes.to_vec(),
-        })
-    }
-}
-
-/// Writes `outs` into the call's outputs (on the CPU).
-fn write_outputs(ctx: &Context, outs: &[Out]) -> KernelResult<()> {
-    for (index, out) in outs.iter().enumerate() {
-        write_output(ctx, index, out)?;
-    }
-    Ok(())
-}
-
-/// Writes `out` into host-memory output `index`.
-fn write_output(ctx: &Context, index: usize, out: &Out) -> KernelResult<()> {
-    let tensor = ctx.output_at(index as i32, &out.shape, &[])?;
-    if tensor.byte_size() != out.bytes.len() {
-        return Err(Failure::invalid(format!(
-            "a {}-byte output for {} bytes",
-            tensor.byte_size(),
-            out.bytes.len()
-        )));
-    }
-    if !out.bytes.is_empty() {
-        // SAFETY: TF allocated this host output of `out.bytes.len()` bytes.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                out.bytes.as_ptr(),
-                tensor.data().cast::<u8>(),
-                out.bytes.len(),
-            )
-        };
-    }
-    Ok(())
 }
 
 /// A host tensor's f32 values.
