@@ -456,6 +456,47 @@ fn a_keras_mlp_predicts_through_a_device_program_equal_to_the_cpu() {
     println!("{stdout}");
 }
 
+/// A program the device refuses falls back to its native segment: on an
+/// empty contraction (which a program refuses, naming the node) the
+/// segment's nodes run op by op on the FPGA, equal to TF's CPU; on a call
+/// the device runs as a program, they run nothing; the report says it
+/// once; with `TENSORPLUG_FALLBACK=error` the call fails naming the reason
+/// (`tests/python/tf_program_native.py`).
+#[test]
+fn a_refused_program_falls_back_to_its_native_segment() {
+    let work = scratch("programs-native");
+    let dir = work.path().to_str().expect("utf-8 path");
+    let output = run_tf_with_plugin("tf_program_native.py", &[dir], None);
+    let stdout = check(&output, "tf_program_native.py");
+    let field = |key: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap_or_else(|| panic!("no {key:?} line:\n{stdout}"))
+            .to_string()
+    };
+    for key in ["ran ok ", "native ok "] {
+        let diff: f64 = field(key).parse().expect("a number");
+        assert!(diff <= 1e-6, "{key}{diff}:\n{stdout}");
+    }
+    // (copies' ops, program's ops) on the FPGA plane: one or the other.
+    let counts = |key: &str| -> (u32, u32) {
+        let f = field(key);
+        let (a, b) = f.split_once(' ').expect("two counts");
+        (a.parse().expect("a count"), b.parse().expect("a count"))
+    };
+    let (native, program) = counts("device_native ");
+    assert!(native == 0 && program > 0, "{stdout}");
+    let (native, program) = counts("refused_native ");
+    assert!(native > 0 && program == 0, "{stdout}");
+    assert_eq!(field("report "), "1", "{stdout}");
+    let error = field("error ok ");
+    assert!(
+        error.starts_with("InvalidArgumentError") && error.contains("an empty input"),
+        "{error}"
+    );
+}
+
 /// Reductions in device programs on `sim`: LayerNormalization's `Mean`,
 /// GlobalAveragePooling2D's over two axes and a `Sum` over a middle axis
 /// are held by programs, and the model equals the CPU

@@ -30,6 +30,7 @@ mod kernel_list;
 pub(crate) mod nodes;
 mod optimize;
 mod passes;
+mod program_native;
 mod program_size;
 mod programs;
 pub mod proto;

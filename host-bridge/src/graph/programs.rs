@@ -8,8 +8,8 @@
 use super::device::is_ours;
 use super::edges::{Input, Uses};
 use super::nodes::{int_constant, unique};
-use super::program_size;
 use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
+use super::{program_native, program_size};
 use crate::error::Result;
 use crate::kernels::ops::window::gradient_sizes_input;
 use crate::kernels::program::lower::{AXES_ATTR, REDUCE_OPS, SHAPE_ATTR, SIZES_ATTR, supported};
@@ -351,6 +351,8 @@ fn contract(
     let first = &graph.node[order[0]];
     let name = unique(&mut names, &first.name, "tensorplug_program");
     let program = program_node(&name, op, &first.device, &segment);
+    let program_device = first.device.clone();
+    let originals: Vec<NodeDef> = order.iter().map(|&i| graph.node[i].clone()).collect();
     let output_of: HashMap<String, usize> = segment
         .outputs
         .iter()
@@ -381,6 +383,7 @@ fn contract(
         }
     }
     graph.node.push(program);
+    program_native::attach(graph, &name, &program_device, &originals, &segment.outputs);
     Ok(Decision::Program {
         program: name,
         nodes: segment.nodes.len(),
@@ -502,6 +505,7 @@ fn program_node(name: &str, op: &str, device: &str, segment: &Segment) -> NodeDe
     node.attr.insert("Th".into(), types(host));
     node.attr
         .insert("Tout".into(), types(segment.outputs.len()));
+    // `ran` (bool) follows the results: false when the device refused.
     node.attr.insert(
         "segment".into(),
         AttrValue {
@@ -568,10 +572,51 @@ mod tests {
                 nodes: 6
             }]
         );
+        let native = format!("{name}/native/");
         assert!(
-            g.node
-                .iter()
-                .all(|n| !n.name.starts_with("d1/") || n.name == name)
+            g.node.iter().all(|n| !n.name.starts_with("d1/")
+                || n.name == name
+                || n.name.starts_with(&native))
+        );
+        // The native segment: the members as they were, on the device, each
+        // gated by `ran` (output 1, after the one result) being false; the
+        // result merged.
+        let gate = find(&g, &format!("{native}gate"));
+        let gate_switch = find(&g, &format!("{native}gate_switch"));
+        assert_eq!(
+            gate_switch.input,
+            [format!("{native}gate_token"), format!("{name}:1")]
+        );
+        assert_eq!(find(&g, &format!("{native}gate_token")).device, FPGA);
+        assert_eq!(
+            (gate_switch.op.as_str(), gate_switch.device.as_str()),
+            ("Switch", FPGA)
+        );
+        assert_eq!(gate.input, [format!("{native}gate_switch:0")]);
+        let copies: Vec<&NodeDef> = g
+            .node
+            .iter()
+            .filter(|n| n.name.starts_with(&format!("{native}d")))
+            .collect();
+        assert_eq!(copies.len(), 6);
+        for c in &copies {
+            assert_eq!(c.device, FPGA, "{}", c.name);
+            assert_eq!(c.input.last(), Some(&format!("^{native}gate")));
+        }
+        let relu = find(&g, &format!("{native}d1/Relu"));
+        assert_eq!(relu.input[0], format!("{native}d1/BiasAdd:0"));
+        let merge = find(&g, &format!("{native}result_0"));
+        assert_eq!((merge.op.as_str(), merge.device.as_str()), ("Merge", FPGA));
+        assert_eq!(
+            merge.input,
+            [
+                format!("{native}result_0_switch:1"),
+                format!("{native}d2/Softmax:0")
+            ]
+        );
+        assert_eq!(
+            find(&g, &format!("{native}result_0_switch")).input,
+            [format!("{name}:0"), format!("{name}:1")]
         );
         let p = find(&g, name);
         assert_eq!((p.op.as_str(), p.device.as_str()), (OP, FPGA));
@@ -580,7 +625,7 @@ mod tests {
         // The fetch reads the program; its wait on a member waits on it.
         assert_eq!(
             find(&g, "out").input,
-            [format!("{name}:0"), format!("^{name}")]
+            [format!("{name}/native/result_0:0"), format!("^{name}")]
         );
         let Some(attr_value::Value::S(bytes)) = p.attr["segment"].value.as_ref() else {
             panic!("no segment");
@@ -879,7 +924,7 @@ mod tests {
         assert_eq!(p.input, ["x:0", "w:0"], "the shape is no input");
         assert_eq!(
             find(&g, "r2").input,
-            ["mm/tensorplug_program:0", "computed"]
+            ["mm/tensorplug_program/native/result_0:0", "computed"]
         );
         let s = |d: &[u64]| Shape::new(d).unwrap();
         let c = compile(&segment, &[s(&[4, 8]), s(&[8, 16])]).unwrap();
@@ -1013,9 +1058,12 @@ mod tests {
         assert_eq!(p.input, ["x:0", "w:0"]);
         assert_eq!(
             find(&g, "xent").input,
-            ["d1/tensorplug_program:0", "labels"]
+            ["d1/tensorplug_program/native/result_0:0", "labels"]
         );
-        assert_eq!(find(&g, "gt").input, ["d1/tensorplug_program:0", "x"]);
+        assert_eq!(
+            find(&g, "gt").input,
+            ["d1/tensorplug_program/native/result_0:0", "x"]
+        );
     }
 
     #[test]
@@ -1079,8 +1127,14 @@ mod tests {
         );
         // The second program reads the first's output and the host's.
         let second = find(&g, "b/tensorplug_program");
-        assert_eq!(second.input, ["a/tensorplug_program:1", "host:0"]);
-        assert_eq!(find(&g, "host").input, ["a/tensorplug_program:0"]);
+        assert_eq!(
+            second.input,
+            ["a/tensorplug_program/native/result_1:0", "host:0"]
+        );
+        assert_eq!(
+            find(&g, "host").input,
+            ["a/tensorplug_program/native/result_0:0"]
+        );
     }
 
     #[test]
@@ -1106,7 +1160,7 @@ mod tests {
         );
         assert_eq!(
             find(&g, "d1/Relu").input,
-            ["d1/MatMul/tensorplug_program:0"]
+            ["d1/MatMul/tensorplug_program/native/result_0:0"]
         );
         assert_eq!(form_programs(&mut g, &preserve, "NPU", OP), []);
     }

@@ -2,7 +2,9 @@
 //! graph pass's `programs.rs` writes it). It compiles its segment into a
 //! device program once per input shapes, then each call binds the inputs,
 //! the outputs and a scratch arena and runs the program's commands, each
-//! under the name of the TF node it came from. `docs/device-programs.md`.
+//! under the name of the TF node it came from; its last output, `ran`,
+//! says false when the device refused, and the segment's own nodes run
+//! instead (`graph/program_native.rs`). `docs/device-programs.md`.
 
 mod compile;
 mod host_inputs;
@@ -53,6 +55,8 @@ pub struct ProgramAttrs {
     /// `TENSORPLUG_FALLBACK=error`: a program the device refuses fails the
     /// step (read once, at construction).
     refusal_fails: bool,
+    /// The input shapes whose refusal was said (once each).
+    refused: Mutex<Vec<Vec<Shape>>>,
 }
 
 /// Defines the program op of the installed device type, once per process.
@@ -63,7 +67,7 @@ pub fn define_op() -> KernelResult<()> {
             define(
                 op_name(identity::device_type(), SUFFIX),
                 &[c"args: Tin", c"host: Th"],
-                &[c"results: Tout"],
+                &[c"results: Tout", c"ran: bool"],
                 &[
                     c"Tin: list(type) >= 0",
                     c"Th: list(type) >= 0",
@@ -125,6 +129,45 @@ impl ProgramAttrs {
     }
 }
 
+impl ProgramAttrs {
+    /// The device refused the program for these shapes: `ran` false and
+    /// empty results, so the graph's native segment (the segment's nodes,
+    /// `graph/program_native.rs`) computes them op by op; said once per
+    /// shapes, on stderr and in the report.
+    fn fall_back(&self, ctx: &Context, shapes: &[Shape], refusal: Failure) -> KernelResult<()> {
+        let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        if !refused.iter().any(|s| s.as_slice() == shapes) {
+            refused.push(shapes.to_vec());
+            // The cause names the program node already.
+            let said = format!(
+                "{}; its native segment runs op by op for these input shapes \
+                 (TENSORPLUG_FALLBACK=error fails instead)",
+                refusal.cause
+            );
+            log::warn(format_args!("{said}"));
+            crate::report::say(&[said]);
+        }
+        let empty = Shape::new(&[0]).ok_or_else(|| Failure::invalid("shape"))?;
+        for k in 0..self.segment.outputs.len() {
+            ctx.output_at(k as i32, &empty, &[])?;
+        }
+        set_ran(ctx, self.segment.outputs.len(), false)
+    }
+}
+
+/// Writes the `ran` output (after the `n_results` results, in host memory).
+fn set_ran(ctx: &Context, n_results: usize, ran: bool) -> KernelResult<()> {
+    let out = ctx.output_at(n_results as i32, &Shape::SCALAR, &[])?;
+    if out.byte_size() != 1 || out.data().is_null() {
+        return Err(Failure::invalid(
+            "the program's `ran` output is not one bool",
+        ));
+    }
+    // SAFETY: TF allocated this host-memory bool output of one byte.
+    unsafe { out.data().cast::<u8>().write(u8::from(ran)) };
+    Ok(())
+}
+
 /// With `TENSORPLUG_GRAPH_DUMP_DIR` set, writes each compiled program there
 /// (`program_<node>_<n>.tppg`) with a line about it (`.txt`).
 fn dump(node: &str, program: &Compiled, n: usize) {
@@ -171,7 +214,7 @@ impl Op for ProgramKernel {
     }
 
     fn host_memory(&self) -> &'static [&'static CStr] {
-        &[c"host"]
+        &[c"host", c"ran"]
     }
 
     fn construct(&self, ctx: &Construction) -> KernelResult<ProgramAttrs> {
@@ -181,6 +224,7 @@ impl Op for ProgramKernel {
             compiled: Mutex::default(),
             host: HostInputs::default(),
             refusal_fails: Mode::from_env()? == Mode::Error,
+            refused: Mutex::default(),
         })
     }
 
@@ -193,7 +237,12 @@ impl Op for ProgramKernel {
             })
             .collect::<KernelResult<Vec<_>>>()?;
         let shapes: Vec<Shape> = inputs.iter().map(|(_, s)| *s).collect();
-        let program = a.program(ctx.node_name(), &shapes, |kind| run.supports(kind))?;
+        let program = match a.program(ctx.node_name(), &shapes, |kind| run.supports(kind)) {
+            Ok(program) => program,
+            Err(refusal) if !a.refusal_fails => return a.fall_back(ctx, &shapes, refusal),
+            Err(refusal) => return Err(refusal),
+        };
+        set_ran(ctx, a.segment.outputs.len(), true)?;
         let outputs = program
             .outputs
             .iter()
