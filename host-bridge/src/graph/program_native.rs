@@ -5,8 +5,11 @@
 //!
 //! - `ran` gates every copy through a control edge from `Identity(
 //!   Switch(true, ran):0)`, live only when `ran` is false: otherwise the
-//!   copies are dead and run nothing (the copies read the program's
-//!   inputs where they are: no tensor crosses a device for them);
+//!   copies are dead and run nothing;
+//! - an input made off the program's device (host data, a CPU variable's
+//!   read) reaches the copies through `Switch(x, ran):0` on its own
+//!   device, so it crosses to the device only when they run (the program
+//!   uploads it itself, and a CPU weight once);
 //! - each result is `Merge(Switch(program:k, ran):1, copy)` on the
 //!   program's device, which the program's readers read.
 //!
@@ -33,9 +36,12 @@ pub fn attach(
     let mut added: Vec<NodeDef> = Vec::new();
     let base = format!("{program}/native");
     // TF places a `Switch` with its data input: a constant of the
-    // program's device keeps the gate there, beside `ran`.
+    // program's device keeps the gate there, beside `ran`. Its control
+    // input puts it in the program's frame (a `while` body's).
     let token = unique(&mut names, &base, "gate_token");
-    added.push(bool_constant(&token, device));
+    let mut constant = bool_constant(&token, device);
+    constant.input.push(format!("^{program}"));
+    added.push(constant);
     let gate_switch = unique(&mut names, &base, "gate_switch");
     added.push(switch(&gate_switch, device, &token, &ran, DataType::DtBool));
     let gate = unique(&mut names, &base, "gate");
@@ -47,6 +53,12 @@ pub fn attach(
         gate_input,
         DataType::DtBool,
     ));
+    let devices: HashMap<&str, (&str, &str)> = graph
+        .node
+        .iter()
+        .map(|n| (n.name.as_str(), (n.device.as_str(), n.op.as_str())))
+        .collect();
+    let mut gated: HashMap<String, String> = HashMap::new();
     let copy_of: HashMap<&str, String> = members
         .iter()
         .map(|m| (m.name.as_str(), unique(&mut names, &base, &m.name)))
@@ -55,11 +67,28 @@ pub fn attach(
         let mut copy = m.clone();
         copy.name = copy_of[m.name.as_str()].clone();
         for text in &mut copy.input {
-            if let Input::Data { node, port } = Input::parse(text)
-                && let Some(c) = copy_of.get(node)
-            {
+            let Input::Data { node, port } = Input::parse(text) else {
+                continue;
+            };
+            if let Some(c) = copy_of.get(node) {
                 *text = format!("{c}:{port}");
+                continue;
             }
+            let Some(&(at, op)) = devices.get(node) else {
+                continue;
+            };
+            if at == device || op == "Const" {
+                continue;
+            }
+            let edge = format!("{node}:{port}");
+            *text = gated
+                .entry(edge.clone())
+                .or_insert_with(|| {
+                    let name = unique(&mut names, &base, &format!("{node}_{port}_switch"));
+                    added.push(switch(&name, at, &edge, &ran, DataType::DtFloat));
+                    format!("{name}:0")
+                })
+                .clone();
         }
         copy.input.push(format!("^{gate}"));
         added.push(copy);

@@ -266,12 +266,24 @@ fn contract_or_split(
     }
 }
 
-/// The nodes `name`'s outputs reach, by index.
+/// The op that carries a loop's values to its next iteration.
+const NEXT_ITERATION: &str = "NextIteration";
+
+/// The nodes `name`'s outputs reach in the same iteration, by index.
 fn reached_from(graph: &GraphDef, name: &str) -> HashSet<usize> {
     let uses = Uses::index(&graph.node);
+    let next: HashSet<&str> = graph
+        .node
+        .iter()
+        .filter(|n| n.op == NEXT_ITERATION)
+        .map(|n| n.name.as_str())
+        .collect();
     let mut seen = HashSet::new();
     let mut queue: VecDeque<&str> = VecDeque::from([name]);
     while let Some(n) = queue.pop_front() {
+        if next.contains(n) {
+            continue;
+        }
         for u in uses.of(n) {
             if seen.insert(u.consumer) {
                 queue.push_back(&graph.node[u.consumer].name);
@@ -419,7 +431,10 @@ fn host_weight(index: &HashMap<&str, &NodeDef>, edge: &str, device: &str) -> boo
 }
 
 /// A node outside `members` that a member reaches and that reaches a
-/// member: contracting the group would close a cycle through it.
+/// member: contracting the group would close a cycle through it. A path
+/// through a loop's `NextIteration` is no such cycle: it reaches the
+/// members of the next iteration (a `while` body's group is contracted
+/// inside its frame, each iteration one program).
 fn leaves_and_returns(
     graph: &GraphDef,
     uses: &Uses<'_>,
@@ -435,6 +450,9 @@ fn leaves_and_returns(
         }
     }
     while let Some(i) = queue.pop_front() {
+        if graph.node[i].op == NEXT_ITERATION {
+            continue;
+        }
         let name = graph.node[i].name.as_str();
         for u in uses.of(name) {
             let next = graph.node[u.consumer].name.as_str();
@@ -605,6 +623,15 @@ mod tests {
         }
         let relu = find(&g, &format!("{native}d1/Relu"));
         assert_eq!(relu.input[0], format!("{native}d1/BiasAdd:0"));
+        // x, made on the CPU, reaches the copies through a switch there:
+        // it crosses to the device only when they run.
+        let matmul = find(&g, &format!("{native}d1/MatMul"));
+        assert_eq!(matmul.input[0], format!("{native}x_0_switch:0"));
+        let x_switch = find(&g, &format!("{native}x_0_switch"));
+        assert_eq!(
+            (x_switch.device.as_str(), x_switch.input[0].as_str()),
+            (CPU, "x:0")
+        );
         let merge = find(&g, &format!("{native}result_0"));
         assert_eq!((merge.op.as_str(), merge.device.as_str()), ("Merge", FPGA));
         assert_eq!(
@@ -1091,6 +1118,45 @@ mod tests {
             }]
         );
         assert_eq!(g, before);
+    }
+
+    #[test]
+    fn a_while_body_becomes_a_program_inside_its_frame() {
+        // A loop: Enter → Merge → Switch → Identity → a → b → NextIteration
+        // → Merge. The path from b back to a runs through NextIteration:
+        // the next iteration, no cycle; {a, b} is one program per
+        // iteration, and the gate's constant waits on it (its frame).
+        let mut g = GraphDef {
+            node: vec![
+                node("x", "Const", &[]),
+                node("enter", "Enter", &["x"]),
+                node("merge", "Merge", &["enter", "next"]),
+                node("pred", "Const", &[]),
+                node("switch", "Switch", &["merge", "pred"]),
+                node("body", "Identity", &["switch:1"]),
+                float(node("a", "Relu", &["body"])),
+                float(node("b", "Tanh", &["a"])),
+                node("next", "NextIteration", &["b"]),
+                node("exit", "Exit", &["switch:0"]),
+                node("out", "Identity", &["exit"]),
+            ],
+            ..Default::default()
+        };
+        let decisions = form_programs(&mut g, &["out".to_string()].into(), "FPGA", OP);
+        let name = "a/tensorplug_program";
+        assert_eq!(
+            decisions,
+            [Decision::Program {
+                program: name.into(),
+                nodes: 2
+            }]
+        );
+        assert_eq!(
+            find(&g, "next").input,
+            [format!("{name}/native/result_0:0")]
+        );
+        let token = find(&g, &format!("{name}/native/gate_token"));
+        assert_eq!(token.input, [format!("^{name}")]);
     }
 
     #[test]
