@@ -312,7 +312,7 @@ impl Context {
     }
 
     /// A device temporary of `dtype` and `shape`; valid during this call,
-    /// or as long as it is held ([`Held`]).
+    /// or as long as it is held (`Held`).
     pub fn temp_of(&self, dtype: TF_DataType, shape: &Shape) -> KernelResult<Tensor> {
         let (dims, rank) = tf_dims(shape);
         let mut attrs = TF_AllocatorAttributes {
