@@ -55,7 +55,8 @@ pub struct ProgramAttrs {
     /// `TENSORPLUG_FALLBACK=error`: a program the device refuses fails the
     /// step (read once, at construction).
     refusal_fails: bool,
-    /// The input shapes whose refusal was said (once each).
+    /// The input shapes the device refused (said once each; not compiled
+    /// again).
     refused: Mutex<Vec<Vec<Shape>>>,
 }
 
@@ -130,13 +131,24 @@ impl ProgramAttrs {
 }
 
 impl ProgramAttrs {
-    /// The device refused the program for these shapes: `ran` false and
-    /// empty results, so the graph's native segment (the segment's nodes,
-    /// `graph/program_native.rs`) computes them op by op; said once per
-    /// shapes, on stderr and in the report.
-    fn fall_back(&self, ctx: &Context, shapes: &[Shape], refusal: Failure) -> KernelResult<()> {
-        let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
-        if !refused.iter().any(|s| s.as_slice() == shapes) {
+    /// Whether the device refused the program for these shapes before.
+    fn refused_before(&self, shapes: &[Shape]) -> bool {
+        let refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        refused.iter().any(|s| s.as_slice() == shapes)
+    }
+
+    /// The device refused the program for these shapes (`refusal`, or
+    /// before): `ran` false and empty results, so the graph's native
+    /// segment (the segment's nodes, `graph/program_native.rs`) computes
+    /// them op by op; said once per shapes, on stderr and in the report.
+    fn fall_back(
+        &self,
+        ctx: &Context,
+        shapes: &[Shape],
+        refusal: Option<Failure>,
+    ) -> KernelResult<()> {
+        if let Some(refusal) = refusal {
+            let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
             refused.push(shapes.to_vec());
             // The cause names the program node already.
             let said = format!(
@@ -237,9 +249,12 @@ impl Op for ProgramKernel {
             })
             .collect::<KernelResult<Vec<_>>>()?;
         let shapes: Vec<Shape> = inputs.iter().map(|(_, s)| *s).collect();
+        if a.refused_before(&shapes) {
+            return a.fall_back(ctx, &shapes, None);
+        }
         let program = match a.program(ctx.node_name(), &shapes, |kind| run.supports(kind)) {
             Ok(program) => program,
-            Err(refusal) if !a.refusal_fails => return a.fall_back(ctx, &shapes, refusal),
+            Err(refusal) if !a.refusal_fails => return a.fall_back(ctx, &shapes, Some(refusal)),
             Err(refusal) => return Err(refusal),
         };
         set_ran(ctx, a.segment.outputs.len(), true)?;
