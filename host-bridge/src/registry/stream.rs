@@ -5,10 +5,6 @@
 //!   after everything enqueued before it on this stream has completed.
 //! - A failure seen while waiting makes the stream fail for good
 //!   (`get_stream_status`), as TF expects of a broken stream.
-//! - A wait for another queue ([`Stream::wait_for`], TF's `WaitFor`) is
-//!   owed, not made: the stream's next work waits first. TF makes a copy
-//!   stream wait for the compute stream before each device-to-host copy,
-//!   even one of no bytes (a dead tensor's), which nothing follows.
 
 use super::access::Access;
 use super::device::Device;
@@ -44,8 +40,6 @@ pub struct Stream {
     last_fence: Mutex<Option<Fence>>,
     failure: Arc<Mutex<Option<String>>>,
     host_work: Arc<HostWork>,
-    /// Fences of other queues the stream's next work waits for.
-    owed: Mutex<Vec<Fence>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -62,7 +56,6 @@ impl Stream {
             last_fence: Mutex::new(None),
             failure: Arc::default(),
             host_work: Arc::default(),
-            owed: Mutex::default(),
         }
     }
 
@@ -113,7 +106,6 @@ impl Stream {
         submit: impl FnOnce(&mut DynAccelerator) -> Result<Fence, DeviceError>,
     ) -> Result<Fence> {
         self.status()?;
-        self.settle()?;
         let core = self.device.core();
         let mut state = core.lock();
         match state.enqueue_op(self.queue, label, access, submit) {
@@ -134,8 +126,6 @@ impl Stream {
 
     /// Runs `run` on the completion thread after all work enqueued so far.
     pub fn then_host(&self, run: impl FnOnce(Result<()>) + Send + 'static) {
-        // A failed owed wait has failed the stream: `run` sees it.
-        let _ = self.settle();
         let host_work = self.host_work.clone();
         let failure = self.failure.clone();
         lock(&host_work.counts).0 += 1;
@@ -156,7 +146,6 @@ impl Stream {
 
     /// Blocks until all device work and host work enqueued so far is done.
     pub fn block_until_done(&self) -> Result<()> {
-        self.settle()?;
         let submitted = lock(&self.host_work.counts).0;
         if let Some(fence) = self.last_fence() {
             self.record(self.device.core().wait(fence, "stream work"))?;
@@ -196,45 +185,17 @@ impl Stream {
         }
     }
 
-    /// Makes later work on this stream wait for `fence` of `queue`, and
-    /// for what `queue`'s stream itself owed (`inherited`). Work on the
-    /// same queue is already ordered; across queues the host waits, before
-    /// the stream's next work.
-    pub fn wait_for(&self, queue: QueueId, fence: Fence, inherited: &[Fence]) -> Result<()> {
-        let mut owed = lock(&self.owed);
-        owed.extend_from_slice(inherited);
-        if queue != self.queue {
-            owed.push(fence);
-        }
-        Ok(())
-    }
-
-    /// What the stream owes (for a stream that waits for this one).
-    pub fn owed(&self) -> Vec<Fence> {
-        lock(&self.owed).clone()
-    }
-
-    /// Makes the waits the stream owes.
-    fn settle(&self) -> Result<()> {
-        let mut owed = std::mem::take(&mut *lock(&self.owed));
-        if owed.is_empty() {
+    /// Makes later work on this stream wait for `fence` of `queue`. Work on
+    /// the same queue is already ordered; across queues the host waits.
+    pub fn wait_for(&self, queue: QueueId, fence: Fence) -> Result<()> {
+        if queue == self.queue {
             return Ok(());
         }
-        owed.sort_unstable_by_key(|f| f.0);
-        owed.dedup();
-        let _span = crate::host_spans::HostSpan::begin(
-            crate::host_spans::SpanKind::Sync,
-            self.device.ordinal(),
-            0,
-        );
-        for fence in owed {
-            self.record(
-                self.device
-                    .core()
-                    .wait(fence, "work this stream depends on"),
-            )?;
-        }
-        Ok(())
+        self.record(
+            self.device
+                .core()
+                .wait(fence, "work this stream depends on"),
+        )
     }
 
     /// Marks the stream failed when `outcome` is an error; passes it on.

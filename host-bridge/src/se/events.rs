@@ -154,7 +154,10 @@ pub(super) unsafe extern "C" fn wait_for_event(
             EventState::Recorded {
                 queue,
                 fence: Some(fence),
-            } => stream.wait_for(queue, fence, &[]),
+            } => {
+                let _span = HostSpan::begin(SpanKind::Sync, device.ordinal(), 0);
+                stream.wait_for(queue, fence)
+            }
             _ => Ok(()),
         }
     };

@@ -54,18 +54,17 @@ pub(super) unsafe extern "C" fn create_stream_dependency(
         // `other` may be a stream of another of our devices (TF's copies
         // between MirroredStrategy replicas): the host waits for it.
         let other = unsafe { handles::any_stream(other) }?;
+        let _span = HostSpan::begin(SpanKind::Sync, device.ordinal(), 0);
         match other.last_fence() {
-            // Owed, not made: the dependent stream's next work waits.
             Some(fence) if std::ptr::eq(other.device().as_ref(), device) => {
-                dependent.wait_for(other.queue(), fence, &other.owed())
+                dependent.wait_for(other.queue(), fence)
             }
-            Some(fence) => dependent.record({
-                let _span = HostSpan::begin(SpanKind::Sync, device.ordinal(), 0);
+            Some(fence) => dependent.record(
                 other
                     .device()
                     .core()
-                    .wait(fence, "work on another device this stream depends on")
-            }),
+                    .wait(fence, "work on another device this stream depends on"),
+            ),
             None => Ok(()),
         }
     };
