@@ -38,8 +38,10 @@ const LONGEST_FIRST: &[&str] = &[
 
 /// Binaries run after the others, alone: the profiler tests' 10 µs
 /// launch bound (the sim device's clock sync, `docs/tf-abi.md`) does not
-/// hold beside another binary.
-pub const ALONE: &[&str] = &["tf_profiler"];
+/// hold beside another binary, and the fault matrix's healthy first epoch
+/// over QEMU's UART missed its 6000 ms waits beside `hil_ops` (three CI
+/// runs of stop 60 out of four).
+pub const ALONE: &[&str] = &["tf_profiler", "tf_fault_matrix"];
 
 /// One test executable.
 #[derive(Clone)]
