@@ -18,14 +18,14 @@
 #define TPD_DEVICE_ABI_VERSION_MAJOR 1
 
 // Minor version: bumped for backwards-compatible additions.
-#define TPD_DEVICE_ABI_VERSION_MINOR 9
+#define TPD_DEVICE_ABI_VERSION_MINOR 10
 
 // Patch version: bumped for fixes that change no layout or meaning.
 #define TPD_DEVICE_ABI_VERSION_PATCH 0
 
 // `DEVICE_ABI_VERSION` as the `Register::ABI_VERSION`
 // word: `major << 16 | minor << 8 | patch`, bits 31..24 zero.
-#define TPD_DEVICE_ABI_VERSION_WORD 0x00010900
+#define TPD_DEVICE_ABI_VERSION_WORD 0x00010A00
 
 // Ticks per second of the reference FPGA's timestamp counter (100 MHz).
 // A device reports its own in `Register::TIMESTAMP_FREQ_HZ`.
@@ -179,8 +179,11 @@ typedef uint32_t TPD_Features;
 // ABI 1.7: `CONCAT` (two tensors side by side along their rows, f32
 // or int8).
 #define TPD_FEATURES_CONCAT (1 << 20)
+// ABI 1.10: `RECORD` (the catalogue's ops declared as records, each
+// by its code, which the `OPS` registers list).
+#define TPD_FEATURES_RECORDS (1 << 21)
 // Every bit this ABI version defines.
-#define TPD_FEATURES_KNOWN 0x1FFFFF
+#define TPD_FEATURES_KNOWN 0x3FFFFF
 
 // A register's byte offset in the register space (PCIe BAR 0, or the
 // register address of an SPI frame).
@@ -475,6 +478,14 @@ typedef uint16_t TPD_Opcode;
 // `dst` `[m, n + k]`: a concatenation, exact. TFLite's `CONCATENATION`
 // and TF's `ConcatV2` of any axis, two inputs at a time.
 #define TPD_OPCODE_CONCAT 152
+// ABI 1.10 (`RECORDS`): an op the catalogue declares as a record, by
+// its code in `imm`'s low half: `src0`, `src1`, `src2` its inputs (0
+// past its count), `dst` its output, `m`, `n`, `k` its three extents
+// and `imm`'s high half its attribute bits (`tensorplug_core`'s
+// `DeviceArgs`), `dtype` its element type. The record documents each
+// op's meaning (`docs/ops.md`); a code the device's `OPS` registers do
+// not list completes `UNSUPPORTED`.
+#define TPD_OPCODE_RECORD 153
 
 // Bits of `CommandDescriptor::flags`. Bits not defined here must be 0
 // (else `CompletionStatus::INVALID_ARGUMENT`).
@@ -698,10 +709,10 @@ typedef uint8_t TPD_NorStatus;
 // What a driver written against this module needs (ABI 1.0 or newer 1.x).
 #define TPD_DRIVER_ABI_REQUIREMENT (TPD_AbiRequirement){ .major = TPD_DEVICE_ABI_VERSION_MAJOR, .min_minor = 0 }
 
-// What the reference FPGA implements: every feature of ABI 1.9 (1.8 adds
+// What the reference FPGA implements: every feature of ABI 1.10 (1.8 adds
 // no bit: `UNARY` ops with a parameter, which the `OPS` registers list;
 // 1.9 neither: `ADD_I8`'s broadcast `n`, known by the version).
-#define TPD_REFERENCE_FEATURES 0x1FFFFF
+#define TPD_REFERENCE_FEATURES 0x3FFFFF
 
 
 // The op catalogue (docs/ops.md), from tensorplug_core's `BUILTIN`: an

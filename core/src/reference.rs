@@ -387,7 +387,7 @@ pub fn run(
         | OpKind::SoftmaxInt8
         | OpKind::LookupInt8
         | OpKind::MulInt8 => Err(Error::Shape(ShapeError::DType { operand: 0 })),
-        OpKind::Vendor(op) => {
+        OpKind::Vendor(op) | OpKind::Record(op) => {
             let rules = op.decl.rules().ok_or(Error::Shape(ShapeError::Overflow))?;
             let mut data: [&[f32]; 3] = [&[]; 3];
             let mut shapes = [Shape::SCALAR; 3];
@@ -534,7 +534,7 @@ pub fn tolerance(
         | OpKind::SoftmaxInt8
         | OpKind::LookupInt8
         | OpKind::MulInt8 => tol.fill(0.0),
-        OpKind::Vendor(op) => {
+        OpKind::Vendor(op) | OpKind::Record(op) => {
             let bound = op.decl.rules().map_or(Tolerance::EXACT, |r| r.tolerance);
             for (t, &w) in tol.iter_mut().zip(want) {
                 *t = bound.abs + bound.rel * w.abs();

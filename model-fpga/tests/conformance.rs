@@ -158,6 +158,18 @@ fn whole_suite_on_one_sim_device() {
         }
         other => panic!("op_int8: {other}"),
     }
+    // Every record ran (ABI 1.10's `RECORDS`), against its record's cases.
+    let records = report
+        .cases
+        .iter()
+        .find(|c| c.name == "op_records")
+        .unwrap();
+    match &records.outcome {
+        tensorplug_core::conformance::Outcome::Passed(m) => {
+            assert!(m.ends_with("refused as undeclared: none"), "{m}")
+        }
+        other => panic!("op_records: {other}"),
+    }
     // Everything the cases allocated was freed.
     assert_eq!(
         tensorplug_core::accelerator::Memory::memory_usage(&sim.dev).used,
@@ -193,6 +205,7 @@ fn whole_suite_on_a_device_without_the_catalogue_commands() {
                     | Features::INT8_ACTIVATIONS.0
                     | Features::INT8_MUL.0
                     | Features::CONCAT.0
+                    | Features::RECORDS.0
                     | Features::REDUCTIONS.0
                     | Features::INDEX.0
                     | Features::TYPES.0
@@ -236,10 +249,12 @@ fn whole_suite_on_a_device_without_the_catalogue_commands() {
             other => panic!("{case}: {other}"),
         }
     }
-    let int8 = report.cases.iter().find(|c| c.name == "op_int8").unwrap();
-    match &int8.outcome {
-        Outcome::Passed(m) => assert!(m.starts_with("matched the reference: none;"), "{m}"),
-        other => panic!("op_int8: {other}"),
+    for case in ["op_int8", "op_records"] {
+        let c = report.cases.iter().find(|c| c.name == case).unwrap();
+        match &c.outcome {
+            Outcome::Passed(m) => assert!(m.starts_with("matched the reference: none;"), "{m}"),
+            other => panic!("{case}: {other}"),
+        }
     }
     for case in [
         "op_reduce_max",

@@ -5,6 +5,7 @@ mod model_support;
 
 use model_support::*;
 use tensorplug_abi::device::{CommandDescriptor, CommandFlags, CompletionStatus, Opcode};
+use tensorplug_model_fpga::kernels::records::RECORDS;
 use tensorplug_model_fpga::kernels::{BinaryOp, reference};
 use tensorplug_model_fpga::model::{
     HostBus, SRC0_BCAST_K, SRC0_BCAST_M, SRC0_BCAST_N, SRC1_BCAST_K, SRC1_BCAST_M, SRC1_BCAST_N,
@@ -446,6 +447,7 @@ fn unlisted_codes_are_unsupported_and_the_ops_registers_list_the_kernels() {
     }
     let mut kernels: Vec<u32> = UnaryOp::ALL.iter().map(|op| *op as u32).collect();
     kernels.extend(BinaryOp::ALL.iter().map(|op| *op as u32));
+    kernels.extend(RECORDS.iter().map(|r| u32::from(r.code)));
     kernels.sort();
     assert_eq!(listed, kernels);
 
@@ -461,5 +463,102 @@ fn unlisted_codes_are_unsupported_and_the_ops_registers_list_the_kernels() {
     assert_eq!(
         (done.status, done.detail),
         (CompletionStatus::UNSUPPORTED, Features::CATALOGUE.0)
+    );
+}
+
+/// `RECORD` runs each record of the catalogue on its record's cases, as
+/// the record's device arguments say, equal to core's reference bit for
+/// bit, and refuses what a record's kernel refuses.
+#[test]
+fn record_commands_run_the_records_and_check_their_arguments() {
+    use tensorplug_core::accelerator::{DType, DeviceAddr, OpDesc, Shape, TensorDesc, records};
+    use tensorplug_core::reference as core_ref;
+    let mut rig = Rig::standard();
+    let mut ran = Vec::new();
+    for kind in records() {
+        let (decl, record) = (kind.decl(), kind.decl().record().unwrap());
+        for case in record.rules.cases {
+            let kind = decl.kind(&case.attrs).unwrap();
+            let (dims, x) = case.inputs[0];
+            let (shape, out) = (Shape::new(dims).unwrap(), Shape::new(case.out).unwrap());
+            let mut want = vec![0.0; out.elements().unwrap() as usize];
+            core_ref::run(kind, &[(x, shape)], out, &mut want).unwrap();
+            if want.is_empty() {
+                continue;
+            }
+            let t = |addr: u64, shape| TensorDesc::new(DeviceAddr(addr), DType::F32, shape);
+            let op = OpDesc {
+                kind,
+                inputs: &[t(A, shape)],
+                output: t(OUT, out),
+                op_id: 0,
+            };
+            op.validate().unwrap();
+            let args = (record.args)(&case.attrs, op.inputs).unwrap();
+            rig.write_f32(A, x);
+            let mut c = cmd(Opcode::RECORD);
+            (c.src0, c.dst) = (A, OUT);
+            [c.m, c.n, c.k] = args.dims;
+            c.imm = u32::from(decl.id.code) | u32::from(args.bits) << 16;
+            ok(&mut rig, c);
+            assert_eq!(
+                bits(&rig.read_f32(OUT, want.len())),
+                bits(&want),
+                "{kind:?} {dims:?}"
+            );
+            ran.push(decl.name);
+        }
+    }
+    assert_eq!(
+        ran.len(),
+        records()
+            .map(|k| k
+                .decl()
+                .record()
+                .unwrap()
+                .rules
+                .cases
+                .iter()
+                .filter(|c| c.out.iter().product::<u64>() > 0)
+                .count())
+            .sum::<usize>()
+    );
+    let refused = |rig: &mut Rig, c: CommandDescriptor| {
+        let done = rig.run(c);
+        (done.status, done.detail)
+    };
+    let mut c = cmd(Opcode::RECORD);
+    (c.src0, c.dst, c.m, c.n, c.k, c.imm) = (A, OUT, 2, 5, 3, 0xFFFF);
+    assert_eq!(
+        refused(&mut rig, c),
+        (CompletionStatus::UNSUPPORTED, 0xFFFF)
+    );
+    // A one-input record of `m·n·k` elements (`Cumsum`'s form), if any.
+    let Some(kind) = records().find(|k| k.decl().inputs == 1) else {
+        return;
+    };
+    c.imm = u32::from(kind.decl().id.code);
+    let bad_bits = CommandDescriptor {
+        imm: c.imm | 0x8000 << 16,
+        ..c
+    };
+    assert_eq!(
+        refused(&mut rig, bad_bits),
+        (CompletionStatus::INVALID_ARGUMENT, 60)
+    );
+    let stray_src = CommandDescriptor { src1: B, ..c };
+    assert_eq!(
+        refused(&mut rig, stray_src),
+        (CompletionStatus::INVALID_ARGUMENT, 16)
+    );
+    let overlap = CommandDescriptor { dst: A + 4, ..c };
+    assert_eq!(
+        refused(&mut rig, overlap),
+        (CompletionStatus::INVALID_ARGUMENT, 32)
+    );
+    let empty = CommandDescriptor { n: 0, ..c };
+    assert_eq!(
+        refused(&mut rig, empty),
+        (CompletionStatus::INVALID_ARGUMENT, 60)
     );
 }

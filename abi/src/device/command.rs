@@ -189,6 +189,14 @@ impl Opcode {
     /// `dst` `[m, n + k]`: a concatenation, exact. TFLite's `CONCATENATION`
     /// and TF's `ConcatV2` of any axis, two inputs at a time.
     pub const CONCAT: Opcode = Opcode(0x98);
+    /// ABI 1.10 (`RECORDS`): an op the catalogue declares as a record, by
+    /// its code in `imm`'s low half: `src0`, `src1`, `src2` its inputs (0
+    /// past its count), `dst` its output, `m`, `n`, `k` its three extents
+    /// and `imm`'s high half its attribute bits (`tensorplug_core`'s
+    /// `DeviceArgs`), `dtype` its element type. The record documents each
+    /// op's meaning (`docs/ops.md`); a code the device's `OPS` registers do
+    /// not list completes `UNSUPPORTED`.
+    pub const RECORD: Opcode = Opcode(0x99);
 
     /// Wraps a raw value (any value is representable).
     pub const fn from_raw(raw: u16) -> Self {
@@ -266,6 +274,7 @@ impl Opcode {
             Self::LOOKUP_I8 => "LOOKUP_I8",
             Self::MUL_I8 => "MUL_I8",
             Self::CONCAT => "CONCAT",
+            Self::RECORD => "RECORD",
             _ => return None,
         })
     }

@@ -8,7 +8,7 @@ use super::version::Features;
 
 impl Opcode {
     /// Every opcode this ABI version defines.
-    pub const ALL: [Opcode; 60] = [
+    pub const ALL: [Opcode; 61] = [
         Self::NOP,
         Self::COPY_H2D,
         Self::COPY_D2H,
@@ -69,6 +69,7 @@ impl Opcode {
         Self::LOOKUP_I8,
         Self::MUL_I8,
         Self::CONCAT,
+        Self::RECORD,
     ];
 }
 

@@ -9,12 +9,12 @@ pub const DEVICE_MAGIC: u32 = 0x4746_5054;
 /// Major version of the device ABI described by this module.
 pub const DEVICE_ABI_VERSION_MAJOR: u8 = 1;
 /// Minor version: bumped for backwards-compatible additions.
-pub const DEVICE_ABI_VERSION_MINOR: u8 = 9;
+pub const DEVICE_ABI_VERSION_MINOR: u8 = 10;
 /// Patch version: bumped for fixes that change no layout or meaning.
 pub const DEVICE_ABI_VERSION_PATCH: u8 = 0;
 /// [`DEVICE_ABI_VERSION`] as the [`Register::ABI_VERSION`](super::Register::ABI_VERSION)
 /// word: `major << 16 | minor << 8 | patch`, bits 31..24 zero.
-pub const DEVICE_ABI_VERSION_WORD: u32 = 0x0001_0900;
+pub const DEVICE_ABI_VERSION_WORD: u32 = 0x0001_0A00;
 
 /// A device ABI version, `major.minor.patch`.
 #[repr(C)]
@@ -242,8 +242,11 @@ impl Features {
     /// ABI 1.7: `CONCAT` (two tensors side by side along their rows, f32
     /// or int8).
     pub const CONCAT: Features = Features(1 << 20);
+    /// ABI 1.10: `RECORD` (the catalogue's ops declared as records, each
+    /// by its code, which the `OPS` registers list).
+    pub const RECORDS: Features = Features(1 << 21);
     /// Every bit this ABI version defines.
-    pub const KNOWN: Features = Features(0x1f_ffff);
+    pub const KNOWN: Features = Features(0x3f_ffff);
 
     /// The raw register word.
     pub const fn bits(self) -> u32 {
@@ -266,10 +269,10 @@ impl Features {
     }
 }
 
-/// What the reference FPGA implements: every feature of ABI 1.9 (1.8 adds
+/// What the reference FPGA implements: every feature of ABI 1.10 (1.8 adds
 /// no bit: `UNARY` ops with a parameter, which the `OPS` registers list;
 /// 1.9 neither: `ADD_I8`'s broadcast `n`, known by the version).
-pub const REFERENCE_FEATURES: Features = Features(0x1f_ffff);
+pub const REFERENCE_FEATURES: Features = Features(0x3f_ffff);
 
 /// Ticks per second of the reference FPGA's timestamp counter (100 MHz).
 /// A device reports its own in [`Register::TIMESTAMP_FREQ_HZ`](super::Register::TIMESTAMP_FREQ_HZ).

@@ -5,13 +5,15 @@
 //! operand count and element types, and a representative [`OpKind`] whose
 //! attributes travel in a fixed-size block ([`Attrs`]). Capability sets,
 //! names, the link's op identities and `docs/ops.md`'s catalogue table are
-//! derived from [`BUILTIN`]; the built-in ops' shape rules, reference
-//! kernels and conformance cases are still `match` arms beside it.
-//! `docs/ops.md`, "Adding a device op".
+//! derived from [`BUILTIN`]. An op declared as a record ([`OpRecord`],
+//! `records.rs`) carries its shape rule, cost, reference kernel,
+//! conformance cases and device arguments with it; the older ops' are
+//! still `match` arms beside it. `docs/ops.md`, "Adding a device op".
 
 use super::elementwise::{Binary, ELEMENTWISE_ABS, ELEMENTWISE_REL, Elementwise, Reference, Unary};
 use super::op::{Form, OpDecl, OpKind, VendorOp};
 use super::op_id::{ATTR_BYTES, Attrs, Namespace, OpId};
+use super::record::OpRecord;
 use super::types::{DType, DTypeSet, MAX_RANK};
 use super::vendor::VendorRules;
 use super::window::{Activation, Window};
@@ -70,9 +72,33 @@ const fn typed(name: &'static str, kind: OpKind) -> OpDecl {
     op(name, 2, kind)
 }
 
-/// tensorplug's ops. An op's index is `code - 1`, its bit in an
-/// [`OpSet`](super::OpSet); append only.
-pub const BUILTIN: &[OpDecl] = &[
+/// tensorplug's ops: [`OWN`] and the records', each at its code − 1, its
+/// bit in an [`OpSet`](super::OpSet). Codes are appended, never reused.
+pub const BUILTIN: &[OpDecl] = &MERGED;
+
+const MERGED: [OpDecl; OWN.len() + records::RECORDS.len()] = by_code(OWN, records::RECORDS);
+
+/// `own` and `records` in one array, each declaration at its code − 1
+/// (the check below fails the build on a gap or a duplicate).
+const fn by_code<const N: usize>(own: &[OpDecl], records: &[OpDecl]) -> [OpDecl; N] {
+    let mut out = [own[0]; N];
+    let mut i = 0;
+    while i < own.len() + records.len() {
+        let d = if i < own.len() {
+            own[i]
+        } else {
+            records[i - own.len()]
+        };
+        let slot = d.id.code as usize - 1;
+        assert!(slot < N, "a BUILTIN code is past the catalogue's end");
+        out[slot] = d;
+        i += 1;
+    }
+    out
+}
+
+/// The ops declared here, in code order; a new op is a record instead.
+const OWN: &[OpDecl] = &[
     op(
         "MatMul",
         2,
@@ -221,7 +247,8 @@ pub const BUILTIN: &[OpDecl] = &[
 ];
 
 // Each declaration sits at its code − 1 (an own op's code is its variant's
-// discriminant): a declaration out of place does not compile.
+// discriminant): a declaration out of place, a gap or a code taken twice
+// does not compile.
 const _: () = {
     let mut i = 0;
     while i < BUILTIN.len() {
@@ -522,6 +549,51 @@ pub fn builtin(id: OpId) -> Option<&'static OpDecl> {
     BUILTIN.get(usize::from(id.code) - 1)
 }
 
+/// The built-in op named `name`, if any.
+pub const fn named(name: &str) -> Option<&'static OpDecl> {
+    let mut i = 0;
+    while i < BUILTIN.len() {
+        if str_eq(BUILTIN[i].name, name) {
+            return Some(&BUILTIN[i]);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The catalogue code of the built-in op `name`; in a `const`, a name the
+/// catalogue lacks fails the build (so a device's table names its ops
+/// and states no code twice).
+pub const fn code_of(name: &str) -> u16 {
+    match named(name) {
+        Some(decl) => decl.id.code,
+        None => panic!("no op of that name in the catalogue"),
+    }
+}
+
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The ops declared as records, with default attributes, in code order.
+pub fn records() -> impl Iterator<Item = OpKind> {
+    BUILTIN
+        .iter()
+        .filter(|d| d.record().is_some())
+        .map(OpDecl::default_kind)
+}
+
 const TRANSPOSE_A: u8 = 1;
 const TRANSPOSE_B: u8 = 2;
 const RELU: u8 = 4;
@@ -532,7 +604,7 @@ impl OpKind {
     /// This op's declaration.
     pub const fn decl(self) -> &'static OpDecl {
         match self {
-            Self::Vendor(op) => op.decl,
+            Self::Vendor(op) | Self::Record(op) => op.decl,
             _ => &BUILTIN[self.builtin_index()],
         }
     }
@@ -563,6 +635,7 @@ impl OpKind {
             Self::Vendor(_) => 0,
             Self::Unary(op) => op.code() as usize - 1,
             Self::Binary(op) => op.code() as usize - 1,
+            Self::Record(op) => op.decl.id.code as usize - 1,
             _ => self.discriminant() as usize - 1,
         }
     }
@@ -597,7 +670,7 @@ impl OpKind {
                     slot.copy_from_slice(&v.to_le_bytes());
                 }
             }
-            Self::Vendor(op) => return op.attrs,
+            Self::Vendor(op) | Self::Record(op) => return op.attrs,
             other => {
                 if let Some(w) = other.window() {
                     put_window(&mut a, &w);
@@ -678,10 +751,20 @@ impl OpDecl {
         }
     }
 
-    /// The vendor op's rules (`None` for a built-in op).
+    /// The rules of a vendor's op or a record's (`None` for the other
+    /// built-in ops).
     pub const fn rules(&self) -> Option<&'static VendorRules> {
         match self.form {
             Form::Vendor(rules) => Some(rules),
+            Form::Record(record) => Some(&record.rules),
+            _ => None,
+        }
+    }
+
+    /// The record of an op declared as one (`None` for the rest).
+    pub const fn record(&self) -> Option<&'static OpRecord> {
+        match self.form {
+            Form::Record(record) => Some(record),
             _ => None,
         }
     }
@@ -693,6 +776,10 @@ impl OpDecl {
             Form::Unary(op, _) => OpKind::Unary(op),
             Form::Binary(op, _) => OpKind::Binary(op),
             Form::Vendor(_) => OpKind::Vendor(VendorOp {
+                decl: self,
+                attrs: Attrs::default(),
+            }),
+            Form::Record(_) => OpKind::Record(VendorOp {
                 decl: self,
                 attrs: Attrs::default(),
             }),
@@ -719,6 +806,13 @@ impl OpDecl {
             }
             Form::Vendor(_) => {
                 return Some(OpKind::Vendor(VendorOp {
+                    decl: self,
+                    attrs: *attrs,
+                }));
+            }
+            // Its shape rule judges the block (`ShapeError::Attrs`).
+            Form::Record(_) => {
+                return Some(OpKind::Record(VendorOp {
                     decl: self,
                     attrs: *attrs,
                 }));
@@ -845,5 +939,6 @@ fn get_window(a: &[u8; ATTR_BYTES]) -> Window {
     }
 }
 
+mod records;
 #[cfg(test)]
 mod tests;

@@ -138,6 +138,7 @@ mod family;
 mod forward;
 mod op;
 mod op_id;
+mod record;
 mod shape_error;
 mod types;
 mod vendor;
@@ -145,7 +146,7 @@ mod window;
 
 pub use capability::{Accelerator, Device, Launch, Memory, Profiling, Reset, Transfer};
 pub use caps::{Capabilities, OP_SET_WORDS, OpSet, VendorOps};
-pub use catalogue::{BUILTIN, builtin};
+pub use catalogue::{BUILTIN, builtin, code_of, named, records};
 pub use device_info::DeviceInfo;
 pub use elementwise::{Binary, ELEMENTWISE_ABS, ELEMENTWISE_REL, Elementwise, Reference, Unary};
 pub use error::{Error, ErrorKind};
@@ -153,6 +154,7 @@ pub use op::{
     Form, OpDecl, OpDesc, OpKind, VendorOp, broadcast_shapes, cast_supported, matmul_shape, trails,
 };
 pub use op_id::{ATTR_BYTES, Attrs, Namespace, OpId};
+pub use record::{DeviceArgs, OpRecord};
 pub use shape_error::ShapeError;
 pub use types::{
     DType, DTypeSet, DeviceAddr, Drained, Fence, MAX_RANK, MemoryUsage, QueueId, Shape, TensorDesc,

@@ -2,6 +2,7 @@
 
 use super::elementwise::{Binary, Unary};
 use super::op_id::{Attrs, OpId};
+use super::record::OpRecord;
 use super::shape_error::ShapeError;
 use super::types::{DType, DTypeSet, MAX_RANK, Shape, TensorDesc};
 use super::vendor::VendorRules;
@@ -87,6 +88,9 @@ pub enum OpKind {
     Transpose([u8; MAX_RANK]) = 30,
     /// A vendor's op, declared in the vendor's crate ([`OpDecl::vendor`]).
     Vendor(VendorOp) = VENDOR,
+    /// A built-in op declared as one record ([`OpRecord`]): its
+    /// declaration and attributes; the record holds its rules.
+    Record(VendorOp) = FAMILY_RECORD,
     /// int8 [`Conv2D`](Self::Conv2D), TFLite's `CONV_2D`: inputs `[x i8
     /// [n,h,w,c], filter i8 [kh,kw,c,oc] (zero point 0), quant i32]`,
     /// output i8 `[n,oh,ow,oc]`. The quantization block
@@ -194,6 +198,9 @@ pub enum OpKind {
 const FAMILY_UNARY: u8 = 8;
 /// [`OpKind::Binary`]'s discriminant: likewise, `Add`'s code.
 const FAMILY_BINARY: u8 = 4;
+/// [`OpKind::Record`]'s discriminant: the code of the first op declared
+/// as a record (`Cumsum`).
+const FAMILY_RECORD: u8 = 94;
 /// [`OpKind::Vendor`]'s discriminant: 0, no catalogue code (its code is in
 /// its namespace).
 const VENDOR: u8 = 0;
@@ -274,9 +281,13 @@ pub enum Form {
     Binary(Binary, Option<&'static str>),
     /// A vendor's op and its rules.
     Vendor(&'static VendorRules),
+    /// A built-in op declared as one record.
+    Record(&'static OpRecord),
 }
 
-/// A vendor op with its attributes: the [`OpKind::Vendor`] payload.
+/// An op declared by its rules, with its attributes: the payload of
+/// [`OpKind::Vendor`] (a vendor's op) and of [`OpKind::Record`] (a
+/// built-in record's).
 #[derive(Clone, Copy)]
 pub struct VendorOp {
     /// Its declaration (a `static` in the vendor's crate).
@@ -506,9 +517,9 @@ impl OpDesc<'_> {
                 Ok(self.output.shape)
             }
             OpKind::Transpose(perm) => transpose_shape(&shape(0), &perm),
-            OpKind::Vendor(op) => match op.decl.rules() {
+            OpKind::Vendor(op) | OpKind::Record(op) => match op.decl.rules() {
                 Some(rules) => (rules.shape)(&op.attrs, self.inputs),
-                None => Err(ShapeError::Overflow),
+                None => Err(ShapeError::Attrs),
             },
             OpKind::Unary(_) | OpKind::Softmax | OpKind::LogSoftmax => Ok(shape(0)),
             OpKind::ReduceSum | OpKind::ReduceMax | OpKind::ReduceMin | OpKind::ReduceProd => {
@@ -691,7 +702,7 @@ impl OpDesc<'_> {
             OpKind::SegmentSum(_) => input,
             OpKind::Unary(op) => out.saturating_mul(op.rules().flops.into()),
             OpKind::Binary(op) => out.saturating_mul(op.rules().flops.into()),
-            OpKind::Vendor(op) => op.decl.rules().map_or(0, |rules| {
+            OpKind::Vendor(op) | OpKind::Record(op) => op.decl.rules().map_or(0, |rules| {
                 (rules.flops)(&op.attrs, self.inputs, &self.output)
             }),
             _ => out,

@@ -99,6 +99,9 @@ cases! {
     /// ([`Binary`]: Add, Pow, …), ranks 0 to 6, broadcast both ways, special
     /// values (`inf - inf`, `0 · inf`, `x / 0`); or refused, op by op.
     op_binary => |s| ops::check_members(s, Binary::all().map(OpKind::Binary));
+    /// Every op the catalogue declares as a record (`Cumsum`, …), each
+    /// against its record's cases and tolerance; or refused, op by op.
+    op_records => |s| ops::check_members(s, crate::accelerator::records());
     /// Softmax over the last axis (including logits whose `exp` overflows); or refused.
     op_softmax => |s| check_family(s, OpKind::Softmax);
     /// ReduceSum over the last axis, dropping or keeping it; or refused.

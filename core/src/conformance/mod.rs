@@ -198,6 +198,7 @@ macro_rules! __conformance_with_cases {
             op_bias_add,
             op_unary,
             op_binary,
+            op_records,
             op_softmax,
             op_reduce_sum,
             op_log_softmax,

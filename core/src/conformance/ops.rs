@@ -453,21 +453,22 @@ pub(crate) fn cases_for(family: OpKind) -> Vec<OpCase> {
         | OpKind::Concat(_) => super::index::cases(family),
         OpKind::Select => select_cases(),
         OpKind::RandomUniform { .. } => random_cases(),
-        OpKind::Vendor(op) => vendor_cases(op),
+        OpKind::Vendor(op) | OpKind::Record(op) => vendor_cases(op),
         _ => super::int8::cases(family),
     }
 }
 
-/// A vendor op's own cases ([`VendorRules::cases`]).
+/// A vendor op's or a record's own cases ([`VendorRules::cases`]).
 fn vendor_cases(op: VendorOp) -> Vec<OpCase> {
     let cases = op.decl.rules().map_or(&[][..], |r| r.cases);
     cases
         .iter()
         .map(|c| {
-            let kind = OpKind::Vendor(VendorOp {
+            // A vendor's op or a record, as declared.
+            let kind = op.decl.kind(&c.attrs).unwrap_or(OpKind::Vendor(VendorOp {
                 decl: op.decl,
                 attrs: c.attrs,
-            });
+            }));
             let inputs = c
                 .inputs
                 .iter()

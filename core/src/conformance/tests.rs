@@ -731,6 +731,7 @@ fn every_declared_op_has_its_case_cases_and_a_reference_kernel() {
         let family_case = match decl.form {
             Form::Unary(..) => Some("op_unary"),
             Form::Binary(..) => Some("op_binary"),
+            Form::Record(_) => Some("op_records"),
             _ if decl.default_kind().is_int8() => Some("op_int8"),
             _ => case_of(decl.name),
         };

@@ -233,6 +233,7 @@ impl<T: Transport, C: Clock, const ALLOCS: usize> Launch for Driver<T, C, ALLOCS
         let abi = lower::Abi {
             catalogue: self.facts.features.contains(Features::CATALOGUE),
             add_i8_broadcast: self.facts.abi.minor >= 9 || self.facts.abi.major > 1,
+            records: self.facts.features.contains(Features::RECORDS),
         };
         lower::lower(op, base, abi, &mut |desc| self.push(desc).map(drop))?;
         self.ring_doorbell()?;

@@ -22,6 +22,9 @@ pub(crate) struct Abi {
     pub catalogue: bool,
     /// ABI ≥ 1.9: `ADD_I8` broadcasts `src1` (`n`).
     pub add_i8_broadcast: bool,
+    /// `Features::RECORDS` (ABI 1.10): an op declared as a record goes as
+    /// `RECORD` with its code and its record's device arguments.
+    pub records: bool,
 }
 
 /// Emits the commands of `op` in execution order. `base` is the command
@@ -229,6 +232,26 @@ pub(crate) fn lower(
         }
         kind if kind.is_int8() => {
             super::lower_window::lower_int8(op, base, abi.add_i8_broadcast, emit)
+        }
+        OpKind::Record(r) if abi.records => {
+            let record = r.decl.record().ok_or(Error::InvalidArgument)?;
+            let args = (record.args)(&r.attrs, op.inputs).ok_or(Error::BeyondCommand {
+                what: "an extent over 2^32 - 1",
+            })?;
+            let src = |i: usize| op.inputs.get(i).map_or(0, |t| t.addr.0);
+            let [m, n, k] = args.dims;
+            emit(&CommandDescriptor {
+                src0: src(0),
+                src1: src(1),
+                src2: src(2),
+                dst: out.addr.0,
+                m,
+                n,
+                k,
+                imm: u32::from(r.decl.id.code) | u32::from(args.bits) << 16,
+                dtype: out.dtype as u8,
+                ..cmd(Opcode::RECORD)
+            })
         }
         // A kind added to `core` later: not lowered by this driver.
         _ => Err(Error::Undeclared { op: op.kind.name() }),

@@ -4,7 +4,7 @@ use tensorplug_abi::device::{Features, OPS_WORDS, Opcode};
 use tensorplug_core::accelerator::{Activation, Binary, DType, OpKind, OpSet, Unary, Window};
 
 /// The ops a device runs: each feature bit of `docs/device-abi.md` brings
-/// the ops its opcodes lower, and the element-wise ops are
+/// the ops its opcodes lower, and the element-wise ops and records are
 /// [`elementwise_ops`].
 pub fn ops_of(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSet {
     let matmul = OpKind::MatMul {
@@ -110,7 +110,8 @@ pub fn ops_of(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSet {
 /// The element-wise ops ([`Unary`], [`Binary`]) a device runs: with
 /// `Features::CATALOGUE` (ABI 1.3), those of this driver's catalogue that
 /// the `OPS` registers list; before, those of the per-op opcodes its
-/// feature bits bring ([`Opcode::PER_OP_ELEMENTWISE`]).
+/// feature bits bring ([`Opcode::PER_OP_ELEMENTWISE`]). With
+/// `Features::RECORDS` (ABI 1.10), also the records the `OPS` registers list.
 pub fn elementwise_ops(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSet {
     let listed = |code: u16| {
         let bit = usize::from(code).wrapping_sub(1);
@@ -120,9 +121,16 @@ pub fn elementwise_ops(features: Features, ops_words: &[u32; OPS_WORDS]) -> OpSe
     };
     let mut set = OpSet::EMPTY;
     if features.contains(Features::CATALOGUE) {
+        let records = features.contains(Features::RECORDS);
         for kind in Unary::all()
             .map(OpKind::Unary)
             .chain(Binary::all().map(OpKind::Binary))
+            .chain(
+                records
+                    .then(tensorplug_core::accelerator::records)
+                    .into_iter()
+                    .flatten(),
+            )
         {
             if listed(kind.decl().id.code) {
                 set = set.with(kind);

@@ -14,6 +14,7 @@ mod exp;
 mod gemm;
 pub(crate) mod int8;
 mod layout;
+pub mod records;
 #[doc(hidden)]
 pub mod reference;
 mod rows;

@@ -486,7 +486,7 @@ fn event_kinds(cmd: &CommandDescriptor) -> (EventKind, EventKind, u32) {
 }
 
 /// The `OPS` register at `offset` (0 for any other offset): the catalogue
-/// codes of the model's element-wise kernels.
+/// codes of the model's element-wise kernels and records.
 fn ops_word(offset: u32) -> u32 {
     let Some(word) = offset.checked_sub(Register::OPS0.0).map(|d| d / 4) else {
         return 0;
@@ -497,7 +497,8 @@ fn ops_word(offset: u32) -> u32 {
     let codes = UnaryOp::ALL
         .iter()
         .map(|op| *op as u16)
-        .chain(BinaryOp::ALL.iter().map(|op| *op as u16));
+        .chain(BinaryOp::ALL.iter().map(|op| *op as u16))
+        .chain(crate::kernels::records::RECORDS.iter().map(|r| r.code));
     codes
         .map(|code| u32::from(code) - 1)
         .filter(|bit| bit / 32 == word)

@@ -177,6 +177,23 @@ pub(crate) fn execute<B: HostBus>(
                 .map_err(|_| ExecError::Internal)
         }
         Work::Select { cond, a, b, out } => select([cond, a, b], out, mem),
+        Work::Record {
+            code,
+            args,
+            inputs,
+            out,
+        } => {
+            let kernel = crate::kernels::records::record(*code).ok_or(ExecError::Internal)?;
+            let s = split(mem, out)?;
+            let mut data: [&[f32]; 3] = [&[]; 3];
+            for (d, r) in data.iter_mut().zip(inputs) {
+                if !r.is_empty() {
+                    *d = floats(src(&s, r)?)?;
+                }
+            }
+            (kernel.run)(*args, data, floats_mut(s.out)?);
+            Ok(())
+        }
         Work::Random { key, counter, out } => {
             tensorplug_core::reference::random::uniform(
                 *key,

@@ -6,6 +6,7 @@ use core::ops::Range;
 
 use tensorplug_abi::device::{CommandDescriptor, CommandFlags, CompletionStatus, Features, Opcode};
 
+use crate::kernels::records;
 use crate::kernels::{BinaryOp, GemmSpec, RowReduce, UnaryOp, WindowOp, WindowSpec};
 use tensorplug_core::accelerator::{Activation, DType, OpKind, Shape};
 
@@ -186,6 +187,14 @@ pub(crate) enum Work {
         b: Range<usize>,
         out: Range<usize>,
     },
+    /// `RECORD`: a record's code (of a kernel of this model), its extents
+    /// and bits, its inputs (empty past its count) and output.
+    Record {
+        code: u16,
+        args: records::DeviceArgs,
+        inputs: [Range<usize>; 3],
+        out: Range<usize>,
+    },
 }
 
 /// An int8 command: the op, up to three inputs (range, dtype, shape) and
@@ -251,6 +260,10 @@ impl Work {
             Work::Arg { x, out, .. } => (0, n(x) + n(out), n(x) / 4),
             Work::Random { out, .. } => (0, n(out), n(out) * 10),
             Work::Select { a, out, .. } => (0, 3 * n(a) + n(out), 0),
+            Work::Record { inputs, out, .. } => {
+                let bytes = inputs.iter().map(n).sum::<u64>() + n(out);
+                (0, bytes, n(out) / 4)
+            }
         }
     }
 }
@@ -434,6 +447,11 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
             Uses(Uses::SRC0 | Uses::SRC1 | Uses::DST | Uses::MNK),
             0,
         ),
+        Opcode::RECORD => (
+            Features::RECORDS,
+            Uses(Uses::SRC0 | Uses::SRC1 | Uses::SRC2 | Uses::DST | Uses::MNK | Uses::IMM),
+            0,
+        ),
         // The per-op element-wise opcodes of ABI 1.0–1.2.
         op => {
             let e = op.per_op_elementwise()?;
@@ -521,6 +539,7 @@ pub(crate) fn validate(
         | Opcode::REDUCE_PROD_F32 => ctx.rows(),
         Opcode::GATHER | Opcode::SEGMENT_SUM => ctx.index(),
         Opcode::CONCAT => ctx.concat(),
+        Opcode::RECORD => ctx.record(),
         Opcode::CAST => ctx.cast(),
         Opcode::RANDOM_UNIFORM_F32 => {
             let len = ctx.nonzero_len()?;
@@ -779,6 +798,42 @@ impl Ctx<'_> {
                 Ok(Work::Reduce { op, x, out, row })
             }
         }
+    }
+
+    /// `RECORD`: the record's kernel by `imm`'s low half (`UNSUPPORTED`
+    /// for one this model lacks), its sizes for `m`, `n`, `k` and `imm`'s
+    /// high half (`INVALID_ARGUMENT` `imm` if refused), then each used
+    /// operand's range, alignment and disjointness; an unused source is 0.
+    fn record(&self) -> Result<Work, Rejection> {
+        let c = self.cmd;
+        let (code, bits) = (c.imm as u16, (c.imm >> 16) as u16);
+        let kernel = records::record(code).ok_or(reject(CompletionStatus::UNSUPPORTED, c.imm))?;
+        let args = records::DeviceArgs {
+            dims: [c.m, c.n, c.k],
+            bits,
+        };
+        let sizes = (kernel.sizes)(args).ok_or(invalid(field::IMM))?;
+        let out = self.f32_range(field::DST, sizes.output)?;
+        let mut inputs = [0..0, 0..0, 0..0];
+        let fields = [field::SRC0, field::SRC1, field::SRC2];
+        for ((slot, f), len) in inputs.iter_mut().zip(fields).zip(sizes.inputs) {
+            if len == 0 {
+                if self.addr(f) != 0 {
+                    return Err(invalid(f));
+                }
+                continue;
+            }
+            *slot = self.f32_range(f, len)?;
+            self.aligned(&[f])?;
+            in_place_or_disjoint(slot, &out, false)?;
+        }
+        self.aligned(&[field::DST])?;
+        Ok(Work::Record {
+            code,
+            args,
+            inputs,
+            out,
+        })
     }
 
     fn unary(&self, op: UnaryOp) -> Result<Work, Rejection> {

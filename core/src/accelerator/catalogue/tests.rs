@@ -109,6 +109,7 @@ fn docs_table() -> std::string::String {
         let param = decl.param().map(|p| std::format!("{p}: f32 (4)"));
         let attrs = match kind {
             _ if param.is_some() => param.as_deref().unwrap_or_default(),
+            _ if decl.record().is_some() => decl.record().map_or("", |r| r.attrs),
             OpKind::MatMul { .. } => "flags: transpose a, b (1)",
             OpKind::FusedMatMul { .. } => "flags: transpose a, b, ReLU (1)",
             OpKind::MatMulInt8 { .. } => "flags: transpose b (1)",
@@ -125,6 +126,7 @@ fn docs_table() -> std::string::String {
         let family = match decl.form {
             Form::Unary(..) => "unary",
             Form::Binary(..) => "binary",
+            Form::Record(_) => "record",
             _ if kind.is_int8() => "int8",
             _ => "its own",
         };

@@ -70,7 +70,7 @@ pub fn compute(kernel: &Kernel, ctx: &Context) -> KernelResult<()> {
 }
 
 /// The f32 kernels besides the element-wise families'.
-static KERNELS: [&dyn TfKernel; 67] = [
+static KERNELS: &[&dyn TfKernel] = &[
     &matmul::MatMul,
     &fused_matmul::FusedMatMul,
     &bias_add::BiasAdd,
