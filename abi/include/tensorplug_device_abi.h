@@ -811,6 +811,7 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_OP_CONCAT 91
 #define TPD_OP_LEAKY_RELU 92
 #define TPD_OP_LEAKY_RELU_GRAD 93
+#define TPD_OP_CUMSUM 94
 
 // Element types (`CommandDescriptor::dtype`), from tensorplug_core's `DType`.
 #define TPD_DTYPE_F32 1

@@ -718,6 +718,16 @@ def reverse_cases():
     yield "specials", lambda t: tf.reverse(t, [0]), [SPECIAL], None
 
 
+def cumsum_cases():
+    for (shape, axis), (exclusive, reverse) in grid(
+            [((5,), 0), ((3, 4), 0), ((3, 4), -1), ((2, 3, 4), 1), ((2, 0, 3), 1), ((300, 7), 0)],
+            [(False, False), (True, False), (False, True), (True, True)]):
+        yield (f"{shape} axis={axis} exclusive={exclusive} reverse={reverse}",
+               lambda t, a=axis, e=exclusive, r=reverse: tf.math.cumsum(t, axis=a, exclusive=e, reverse=r),
+               [rand(*shape) * 1000], None)
+    yield "specials", lambda t: tf.math.cumsum(t), [SPECIAL], None
+
+
 def like_cases(op):
     def cases():
         for shape in pick([(2, 3), (4,), (), (0, 5)]):
@@ -927,6 +937,7 @@ SWEEPS = {
     "Unpack": unpack_cases,
     "Pack": pack_cases,
     "ReverseV2": reverse_cases,
+    "Cumsum": cumsum_cases,
     "ZerosLike": like_cases(tf.raw_ops.ZerosLike),
     "OnesLike": like_cases(tf.raw_ops.OnesLike),
     "Transpose": transpose_cases,

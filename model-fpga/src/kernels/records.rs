@@ -5,6 +5,7 @@
 //! registers list it from here.
 
 pub use tensorplug_core::accelerator::DeviceArgs;
+use tensorplug_core::accelerator::code_of;
 
 /// One record's kernel.
 pub struct RecordKernel {
@@ -30,9 +31,48 @@ pub struct Sizes {
 pub type Inputs<'a> = [&'a [f32]; 3];
 
 /// The records this model runs.
-pub const RECORDS: &[RecordKernel] = &[];
+pub const RECORDS: &[RecordKernel] = &[RecordKernel {
+    code: code_of("Cumsum"),
+    sizes: cumsum_sizes,
+    run: cumsum,
+}];
 
 /// The kernel of record `code`.
 pub fn record(code: u16) -> Option<&'static RecordKernel> {
     RECORDS.iter().find(|r| r.code == code)
+}
+
+/// `Cumsum`: `[outer, n, inner]`, bits `exclusive | reverse << 1`.
+fn cumsum_sizes(a: DeviceArgs) -> Option<Sizes> {
+    let len = a.dims.iter().map(|&d| u64::from(d)).product();
+    (a.bits <= 3 && len > 0).then_some(Sizes {
+        inputs: [len, 0, 0],
+        output: len,
+    })
+}
+
+/// Row by row along `n`: each output row is the previous one plus an input
+/// row (the current one, or the previous when exclusive), the first is
+/// `0 + x` (or 0). The sums happen in the order TF's scan adds them.
+fn cumsum(a: DeviceArgs, [x, ..]: Inputs<'_>, out: &mut [f32]) {
+    let [outer, n, inner] = a.dims;
+    let (exclusive, reverse) = (a.bits & 1 != 0, a.bits & 2 != 0);
+    let (n, inner) = (n as usize, inner as usize);
+    for block in 0..outer as usize {
+        let row = |s: usize| {
+            let j = if reverse { n - 1 - s } else { s };
+            (block * n + j) * inner
+        };
+        for s in 0..n {
+            let (at, prev) = (row(s), s.checked_sub(1).map(row));
+            for c in 0..inner {
+                let carried = prev.map_or(0.0, |p| out[p + c]);
+                out[at + c] = match (exclusive, prev) {
+                    (true, None) => 0.0,
+                    (true, Some(p)) => carried + x[p + c],
+                    (false, _) => carried + x[at + c],
+                };
+            }
+        }
+    }
 }

@@ -3,16 +3,15 @@
 //! arguments, in one place. A new op is one entry of [`RECORDS`] and its
 //! record here (`docs/ops.md`, "Adding a device op").
 
-#![allow(dead_code)] // the helpers of the first records
-
 use crate::accelerator::op::{Form, OpDecl};
 use crate::accelerator::op_id::{ATTR_BYTES, Attrs, OpId};
-use crate::accelerator::record::OpRecord;
+use crate::accelerator::record::{DeviceArgs, OpRecord};
 use crate::accelerator::shape_error::ShapeError;
 use crate::accelerator::types::{DType, DTypeSet, Shape};
+use crate::accelerator::vendor::{Tolerance, VendorCase, VendorRules};
 
 /// The records, in code order (after the catalogue's own ops).
-pub(super) const RECORDS: &[OpDecl] = &[];
+pub(super) const RECORDS: &[OpDecl] = &[declare("Cumsum", 94, 1, &CUMSUM)];
 
 const fn declare(name: &'static str, code: u16, inputs: u8, record: &'static OpRecord) -> OpDecl {
     OpDecl {
@@ -52,3 +51,94 @@ fn rank3(operand: u8, s: &Shape) -> Result<[u64; 3], ShapeError> {
     })
 }
 
+/// `Cumsum` (TF's `Cumsum` over one axis): input `x [outer, n, inner]`,
+/// output of its shape, `out[o, j, i]` the f32 sum, in order, of `x[o, ·,
+/// i]` up to `j` (from the end when reversed; before `j`, without it, when
+/// exclusive; 0 for none). Attributes: byte 0 `exclusive`, byte 1
+/// `reverse` (0 or 1). Device arguments: `[outer, n, inner]`, bits
+/// `exclusive | reverse << 1`. Exact.
+const CUMSUM: OpRecord = OpRecord {
+    rules: VendorRules {
+        shape: |attrs, inputs| {
+            flag_bytes::<2>(attrs)?;
+            rank3(0, &inputs[0].shape)?;
+            Ok(inputs[0].shape)
+        },
+        flops: |_, _, out| out.shape.elements().unwrap_or(0),
+        reference: cumsum,
+        cases: &[
+            VendorCase {
+                attrs: flags([false, false]),
+                inputs: &[(&[1, 5, 1], &[0.1, 0.2, 0.3, 1e8, -1e8])],
+                out: &[1, 5, 1],
+            },
+            VendorCase {
+                attrs: flags([true, false]),
+                inputs: &[(
+                    &[2, 3, 2],
+                    &[
+                        1.5, -0.0, 2.0, 1e-8, -3.0, 7.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6,
+                    ],
+                )],
+                out: &[2, 3, 2],
+            },
+            VendorCase {
+                attrs: flags([false, true]),
+                inputs: &[(
+                    &[1, 4, 3],
+                    &[
+                        0.1, 1.0, -2.0, 0.2, 3e7, 4.0, 0.3, 1.0, -0.0, 0.4, -3e7, 8.0,
+                    ],
+                )],
+                out: &[1, 4, 3],
+            },
+            VendorCase {
+                attrs: flags([true, true]),
+                inputs: &[(&[3, 2, 1], &[1.0, 2.0, 3.0, 4.0, f32::INFINITY, 5.0])],
+                out: &[3, 2, 1],
+            },
+            VendorCase {
+                attrs: flags([false, false]),
+                inputs: &[(&[2, 0, 3], &[])],
+                out: &[2, 0, 3],
+            },
+        ],
+        tolerance: Tolerance::EXACT,
+    },
+    attrs: "exclusive, reverse: 0 or 1 (2)",
+    args: |attrs, inputs| {
+        let [exclusive, reverse] = flag_bytes::<2>(attrs).ok()?;
+        let [o, n, i] = rank3(0, &inputs[0].shape).ok()?;
+        Some(DeviceArgs {
+            dims: [o.try_into().ok()?, n.try_into().ok()?, i.try_into().ok()?],
+            bits: u16::from(exclusive) | u16::from(reverse) << 1,
+        })
+    },
+};
+
+/// [`CUMSUM`]'s reference kernel.
+fn cumsum(attrs: &Attrs, x: &[&[f32]], shapes: &[Shape], out: &mut [f32]) {
+    let Ok([exclusive, reverse]) = flag_bytes::<2>(attrs) else {
+        return;
+    };
+    let Ok([outer, n, inner]) = rank3(0, &shapes[0]) else {
+        return;
+    };
+    let (n, inner) = (n as usize, inner as usize);
+    for o in 0..outer as usize {
+        for i in 0..inner {
+            let mut sum = 0.0f32;
+            for s in 0..n {
+                let j = if reverse { n - 1 - s } else { s };
+                let at = (o * n + j) * inner + i;
+                if exclusive {
+                    out[at] = sum;
+                    sum += x[0][at];
+                } else {
+                    sum += x[0][at];
+                    out[at] = sum;
+                }
+            }
+        }
+    }
+}

@@ -15,6 +15,7 @@ mod broadcast_to;
 mod cast;
 mod compare;
 mod concat;
+mod cumsum;
 pub(crate) mod einsum;
 mod fill;
 pub(crate) mod fused_matmul;
@@ -138,6 +139,7 @@ static KERNELS: &[&dyn TfKernel] = &[
     &random::StatelessUniform,
     &random::StatefulUniform,
     &compare::IsFinite,
+    &cumsum::Cumsum,
 ];
 
 /// Every kernel the bridge can register for a device type: [`KERNELS`],
@@ -221,7 +223,7 @@ mod tests {
                 b"Fill" => &[c"dims"],
                 b"Split" => &[c"split_dim"],
                 b"SplitV" => &[c"size_splits", c"split_dim"],
-                b"ReverseV2" => &[c"axis"],
+                b"ReverseV2" | b"Cumsum" => &[c"axis"],
                 _ => &[],
             };
             assert_eq!(kernel.host_memory(), host, "{:?}", kernel.op());
