@@ -198,9 +198,10 @@ pub enum OpKind {
 const FAMILY_UNARY: u8 = 8;
 /// [`OpKind::Binary`]'s discriminant: likewise, `Add`'s code.
 const FAMILY_BINARY: u8 = 4;
-/// [`OpKind::Record`]'s discriminant: the code of the first op declared
-/// as a record (`Cumsum`).
-const FAMILY_RECORD: u8 = 94;
+/// [`OpKind::Record`]'s discriminant: `Sub`'s code, an element-wise
+/// member's, which no op of its own can take (a record's code is its
+/// declaration's).
+const FAMILY_RECORD: u8 = 5;
 /// [`OpKind::Vendor`]'s discriminant: 0, no catalogue code (its code is in
 /// its namespace).
 const VENDOR: u8 = 0;
