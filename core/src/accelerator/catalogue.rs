@@ -72,7 +72,7 @@ const fn typed(name: &'static str, kind: OpKind) -> OpDecl {
     op(name, 2, kind)
 }
 
-/// tensorplug's ops: [`OWN`] and the records', each at its code − 1, its
+/// tensorplug's ops: the catalogue's own and the records', each at its code − 1, its
 /// bit in an [`OpSet`](super::OpSet). Codes are appended, never reused.
 pub const BUILTIN: &[OpDecl] = &MERGED;
 

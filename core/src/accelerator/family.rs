@@ -12,13 +12,10 @@ macro_rules! family {
             /// compile-time error in a `const` if the catalogue has no such
             /// member of this family.
             pub const fn named(name: &str) -> Self {
-                let mut i = 0;
-                while i < BUILTIN.len() {
-                    let decl = &BUILTIN[i];
-                    if let (Some(op), true) = (Self::of(decl), str_eq(decl.name, name)) {
+                if let Some(decl) = super::catalogue::named(name) {
+                    if let Some(op) = Self::of(decl) {
                         return op;
                     }
-                    i += 1;
                 }
                 panic!(concat!("no ", $what, " op of that name in the catalogue"))
             }
@@ -129,19 +126,4 @@ impl Binary {
     pub fn apply(self, a: f32, b: f32) -> f32 {
         self.rules().eval(a, b, self.param())
     }
-}
-
-const fn str_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
 }
