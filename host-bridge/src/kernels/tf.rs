@@ -89,6 +89,24 @@ impl Tensor {
         unsafe { (self.api.tensor_byte_size)(self.raw) }
     }
 
+    /// The first `len` bytes of a host-memory tensor (all of them for
+    /// `None`); an error if it has fewer or no data.
+    pub fn host_bytes(&self, len: Option<usize>) -> KernelResult<&[u8]> {
+        let (data, size) = (self.data().cast::<u8>(), self.byte_size());
+        let len = len.unwrap_or(size);
+        if len > size || (len > 0 && data.is_null()) {
+            return Err(Failure::invalid(format!(
+                "a {len}-byte host input in a {size}-byte tensor"
+            )));
+        }
+        if len == 0 {
+            return Ok(&[]);
+        }
+        // SAFETY: a HostMemory input of at least `len` bytes, alive as long
+        // as `self` (the borrow).
+        Ok(unsafe { std::slice::from_raw_parts(data, len) })
+    }
+
     /// The shape; ranks above [`MAX_RANK`] are not supported on the device.
     pub fn shape(&self) -> KernelResult<Shape> {
         // SAFETY: live tensor.

@@ -193,17 +193,5 @@ fn host_bytes(tensor: &Tensor, shape: Shape) -> KernelResult<&[u8]> {
         .and_then(|n| n.checked_mul(4))
         .and_then(|n| usize::try_from(n).ok())
         .ok_or_else(|| Failure::invalid("a host input's size overflows"))?;
-    let data = tensor.data().cast::<u8>();
-    if len > tensor.byte_size() || (len > 0 && data.is_null()) {
-        return Err(Failure::invalid(format!(
-            "a {len}-byte host input in a {}-byte tensor",
-            tensor.byte_size()
-        )));
-    }
-    if len == 0 {
-        return Ok(&[]);
-    }
-    // SAFETY: a HostMemory input of at least `len` bytes, alive as long as
-    // `tensor` (the borrow).
-    Ok(unsafe { std::slice::from_raw_parts(data, len) })
+    tensor.host_bytes(Some(len))
 }

@@ -111,7 +111,7 @@ fn same(then: &[Input], now: &[Tensor]) -> KernelResult<bool> {
     for (kept, tensor) in then.iter().zip(now) {
         if kept.dtype != tensor.dtype()
             || kept.dims != tensor.shape()?.dims()
-            || kept.bytes != host_bytes(tensor)?
+            || kept.bytes != tensor.host_bytes(None)?
         {
             return Ok(false);
         }
@@ -123,19 +123,6 @@ fn snapshot(tensor: &Tensor) -> KernelResult<Input> {
     Ok(Input {
         dtype: tensor.dtype(),
         dims: tensor.shape()?.dims().to_vec(),
-        bytes: host_bytes(tensor)?.to_vec(),
+        bytes: tensor.host_bytes(None)?.to_vec(),
     })
-}
-
-/// A host-memory input's bytes.
-fn host_bytes(tensor: &Tensor) -> KernelResult<&[u8]> {
-    let (data, len) = (tensor.data().cast::<u8>(), tensor.byte_size());
-    if len == 0 {
-        return Ok(&[]);
-    }
-    if data.is_null() {
-        return Err(Failure::invalid("a host input without data"));
-    }
-    // SAFETY: a HostMemory input of `len` bytes, alive while `tensor` is.
-    Ok(unsafe { std::slice::from_raw_parts(data, len) })
 }
