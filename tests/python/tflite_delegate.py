@@ -64,14 +64,15 @@ def fail(msg):
 
 
 def model_bytes():
-    """FC(relu) -> CUMSUM -> RELU -> FC -> ADD(relu, with the input) -> FC
-    -> SOFTMAX: CUMSUM is not in the delegate's op set, so the float nodes
-    around it form two partitions, of 1 and 5 nodes."""
+    """FC(relu) -> SIN -> RELU -> FC -> ADD(relu, with the input) -> FC
+    -> SOFTMAX: SIN is not in the delegate's op set (the device has no
+    sine), so the float nodes around it form two partitions, of 1 and 5
+    nodes."""
     tf.keras.utils.set_random_seed(7)
     layers = tf.keras.layers
     x = tf.keras.Input((8,), batch_size=BATCH)
     h = layers.Dense(16, activation="relu")(x)
-    t = layers.ReLU()(layers.Lambda(lambda v: tf.math.cumsum(v, axis=1))(h))
+    t = layers.ReLU()(layers.Lambda(tf.math.sin)(h))
     z = layers.ReLU()(layers.Add()([layers.Dense(8)(t), x]))
     y = layers.Softmax()(layers.Dense(4)(z))
     model = tf.keras.Model(x, y)
@@ -83,8 +84,8 @@ def float_cnn_bytes():
     (RELU6, and plain 1x1s with LOGISTIC and TANH after them),
     DEPTHWISE_CONV_2D (stride 2 SAME + RELU, and 1x1), PAD, MAX_POOL_2D,
     AVERAGE_POOL_2D, MUL (a sigmoid gate), CONCATENATION of channels,
-    SUB, LEAKY_RELU (Keras' 0.3), MEAN over height and width,
-    FULLY_CONNECTED and SOFTMAX."""
+    SUB, LEAKY_RELU (Keras' 0.3), CUMSUM (exclusive, along the width),
+    MEAN over height and width, FULLY_CONNECTED and SOFTMAX."""
     tf.keras.utils.set_random_seed(7)
     layers = tf.keras.layers
     x = tf.keras.Input((12, 12, 3), batch_size=2)
@@ -95,6 +96,7 @@ def float_cnn_bytes():
     h = layers.AveragePooling2D(3, strides=1, padding="same")(h)
     c = layers.Concatenate()([h, layers.Conv2D(4, 1, activation="tanh")(h)])
     c = layers.LeakyReLU()(layers.Subtract()([c, layers.DepthwiseConv2D(1)(c)]))
+    c = layers.Lambda(lambda t: tf.math.cumsum(t, axis=2, exclusive=True))(c)
     y = layers.Softmax()(layers.Dense(5)(layers.GlobalAveragePooling2D()(c)))
     model = tf.keras.Model(x, y)
     return tf.lite.TFLiteConverter.from_keras_model(model).convert()
@@ -115,6 +117,33 @@ def float_mobilenet_bytes():
             layer.momentum = 0.0
     model(calibration, training=True)
     return tf.lite.TFLiteConverter.from_keras_model(model).convert()
+
+
+def float_cumsum_bytes():
+    """Two CUMSUMs (reverse along the rows, then exclusive along the
+    columns) of a [3, 5, 7] input: the device's `Cumsum` record."""
+    x = tf.keras.Input((5, 7), batch_size=3)
+    h = tf.keras.layers.Lambda(lambda t: tf.math.cumsum(t, axis=1, reverse=True))(x)
+    y = tf.keras.layers.Lambda(lambda t: tf.math.cumsum(t, axis=-1, exclusive=True))(h)
+    return tf.lite.TFLiteConverter.from_keras_model(tf.keras.Model(x, y)).convert()
+
+
+def cumsum_check(plugin, out, model):
+    """Both CUMSUMs on the device, bit for bit equal to TFLite's kernel on
+    values whose sums round differently in another order."""
+    rng = np.random.default_rng(5)
+    xs = [(rng.standard_normal((3, 5, 7)) * 10.0 ** rng.integers(-3, 6, (3, 5, 7)))
+          .astype(np.float32) for _ in range(3)]
+    want = run(interpreter(model), xs)
+    report_path = os.path.join(out, "report_cumsum.json")
+    got = run(interpreter(model, [rt.load_delegate(plugin, {"report_file": report_path})]), xs)
+    if not all(np.array_equal(g, w) for g, w in zip(got, want)):
+        fail(f"cumsum: max |diff| {max(float(np.max(np.abs(g - w))) for g, w in zip(got, want))}")
+    with open(report_path) as f:
+        nodes = json.load(f)["graphs"][0]["nodes"]
+    if [(n["op"], n["decision"]) for n in nodes] != [("CUMSUM", "device")] * 2:
+        fail(f"cumsum: nodes {nodes}")
+    print(f"check float_cumsum ok bit_exact_outputs={len(xs) * want[0].size}", flush=True)
 
 
 def float_check(plugin, out, name, model):
@@ -462,13 +491,13 @@ def main():
     print(rt.version, flush=True)
     # A TF run converts the models and leaves them in --out; a LiteRT run
     # (no TF) reads them from there.
-    names = ["model", "float_cnn", "float_mobilenet", "int8_per_tensor", "int8_default", "int8_conv", "int8_float_io",
+    names = ["model", "float_cnn", "float_mobilenet", "float_cumsum", "int8_per_tensor", "int8_default", "int8_conv", "int8_float_io",
              "int8_mobilenet", "int8_softmax", "int8_activations", "int8_dynamic",
              "int8_mean_keepdims", "int8_mobilenet_v3", "int8_concat"]
     paths = {n: os.path.join(args.out, f"{n}.tflite") for n in names}
     if args.runtime == "tf":
         models = {"model": model_bytes(), "float_cnn": float_cnn_bytes(),
-                  "float_mobilenet": float_mobilenet_bytes()}
+                  "float_mobilenet": float_mobilenet_bytes(), "float_cumsum": float_cumsum_bytes()}
         models.update({f"int8_{k}": v for k, v in int8_models().items()})
         for n in names:
             with open(paths[n], "wb") as f:
@@ -512,7 +541,7 @@ def main():
     if on_device != ["ADD", "FULLY_CONNECTED", "FULLY_CONNECTED", "FULLY_CONNECTED", "RELU",
                      "SOFTMAX"]:
         fail(f"device nodes {on_device}")
-    if on_cpu != ["CUMSUM"]:
+    if on_cpu != ["SIN"]:
         fail(f"cpu nodes {on_cpu}")
     for n in nodes.values():
         if n["decision"] == "cpu" and not n["reason"]:
@@ -679,6 +708,7 @@ def main():
 
     for name in ["float_cnn", "float_mobilenet"]:
         float_check(args.plugin, args.out, name, models[name])
+    cumsum_check(args.plugin, args.out, models["float_cumsum"])
     for name in ["per_tensor", "default", "conv", "float_io", "mobilenet", "softmax", "activations",
                  "mean_keepdims", "mobilenet_v3", "concat"]:
         int8_check(args.plugin, args.out, name, models[f"int8_{name}"])

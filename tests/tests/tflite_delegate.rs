@@ -44,6 +44,7 @@ const CHECKS: &[&str] = &[
     "faults",
     "after_errors",
     "npu",
+    "float_cumsum",
     "int8_per_tensor",
     "int8_default",
     "int8_conv",

@@ -27,6 +27,7 @@ pub const kTfLiteBuiltinLeakyRelu: i32 = 98;
 pub const kTfLiteBuiltinDiv: i32 = 42;
 pub const kTfLiteBuiltinStridedSlice: i32 = 45;
 pub const kTfLiteBuiltinPadv2: i32 = 60;
+pub const kTfLiteBuiltinSin: i32 = 66;
 pub const kTfLiteBuiltinShape: i32 = 77;
 pub const kTfLiteBuiltinPack: i32 = 83;
 /// The code of a delegate kernel's node.
@@ -60,6 +61,7 @@ pub const fn builtin_name(code: i32) -> Option<&'static str> {
         kTfLiteBuiltinLeakyRelu => "LEAKY_RELU",
         kTfLiteBuiltinDiv => "DIV",
         kTfLiteBuiltinPadv2 => "PADV2",
+        kTfLiteBuiltinSin => "SIN",
         kTfLiteBuiltinStridedSlice => "STRIDED_SLICE",
         kTfLiteBuiltinShape => "SHAPE",
         kTfLiteBuiltinPack => "PACK",
@@ -178,6 +180,14 @@ c_struct! {
     /// `TfLiteLeakyReluParams`.
     pub struct TfLiteLeakyReluParams {
         pub alpha: f32,
+    }
+}
+
+c_struct! {
+    /// `TfLiteCumsumParams`.
+    pub struct TfLiteCumsumParams {
+        pub exclusive: bool,
+        pub reverse: bool,
     }
 }
 

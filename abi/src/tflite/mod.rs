@@ -421,6 +421,7 @@ pub const STRUCTS: &[StructLayout] = &[
     TfLiteMulParams::LAYOUT,
     TfLiteConcatenationParams::LAYOUT,
     TfLiteLeakyReluParams::LAYOUT,
+    TfLiteCumsumParams::LAYOUT,
 ];
 
 /// Every mirrored TFLite enum.
@@ -472,4 +473,5 @@ const _: () = {
     assert!(size_of::<TfLiteMulParams>() == 4);
     assert!(size_of::<TfLiteConcatenationParams>() == 8);
     assert!(size_of::<TfLiteLeakyReluParams>() == 4);
+    assert!(size_of::<TfLiteCumsumParams>() == 2);
 };

@@ -102,6 +102,22 @@ pub fn plan(node: i32, op: &DeviceOp, v: &Views<'_>) -> Result<Vec<Command>, Str
                 0,
             )?;
         }
+        DeviceOp::ViewF32 {
+            kind,
+            x,
+            out,
+            ref dims,
+        } => {
+            let inputs = vec![(v.desc)(x, dims)?];
+            then_activate(
+                &mut commands,
+                kind,
+                inputs,
+                (v.desc)(out, dims)?,
+                Activation::None,
+                0,
+            )?;
+        }
         DeviceOp::PoolF32 {
             x,
             out,

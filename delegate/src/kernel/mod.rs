@@ -472,6 +472,7 @@ impl Kernel {
             }
             DeviceOp::Binary { .. }
             | DeviceOp::Unary { .. }
+            | DeviceOp::ViewF32 { .. }
             | DeviceOp::ConvF32 { .. }
             | DeviceOp::PoolF32 { .. }
             | DeviceOp::SoftmaxF32 { .. } => {

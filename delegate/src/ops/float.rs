@@ -10,9 +10,12 @@ use super::conv::{activation_op, float_activation, u16_of, window};
 use super::plan::DeviceOp;
 use crate::graph::{NodeView, TensorView};
 use tensorplug_abi::tflite::{
-    TfLiteLeakyReluParams, TfLiteMulParams, TfLitePadding, TfLiteReducerParams, TfLiteSoftmaxParams,
+    TfLiteCumsumParams, TfLiteLeakyReluParams, TfLiteMulParams, TfLitePadding, TfLiteReducerParams,
+    TfLiteSoftmaxParams,
 };
-use tensorplug_core::accelerator::{Binary, Capabilities, OpKind, Unary, broadcast_shapes};
+use tensorplug_core::accelerator::{
+    Attrs, Binary, Capabilities, OpKind, Unary, broadcast_shapes, named,
+};
 
 /// An element-wise op of one float32 input (`RELU`, `RELU6`, `LOGISTIC`,
 /// `TANH`).
@@ -48,6 +51,48 @@ pub fn leaky_relu_f32(
     // SAFETY: LEAKY_RELU's builtin data is the runtime's TfLiteLeakyReluParams.
     let alpha = unsafe { params::<TfLiteLeakyReluParams>(node, "LEAKY_RELU") }?.alpha;
     unary_f32(node, tensor, caps, LEAKY_RELU.with_param(alpha))
+}
+
+/// float32 `CUMSUM` over a constant axis: the device's `Cumsum` record
+/// (its attribute block: `exclusive`, `reverse`) over the input viewed as
+/// `[outer, n, inner]` around the axis.
+pub fn cumsum_f32(
+    node: &NodeView,
+    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
+    caps: &Capabilities,
+) -> Result<DeviceOp, String> {
+    let (&[x, axis], &[out]) = (node.inputs.as_slice(), node.outputs.as_slice()) else {
+        return Err("expected 2 inputs and 1 output".into());
+    };
+    // SAFETY: CUMSUM's builtin data is the runtime's TfLiteCumsumParams.
+    let p = unsafe { params::<TfLiteCumsumParams>(node, "CUMSUM") }?;
+    let (xt, at, ot) = (tensor(x)?, tensor(axis)?, tensor(out)?);
+    all_f32(&[&xt, &ot])?;
+    if xt.dims != ot.dims {
+        return Err(format!(
+            "output {:?} is not the input's {:?}",
+            ot.dims, xt.dims
+        ));
+    }
+    shape(&xt)?;
+    let &[a] = super::mean::axes_of(&at, xt.dims.len())?.as_slice() else {
+        return Err("more than one axis".into());
+    };
+    let dims: Vec<u64> = xt.dims.iter().map(|&d| d as u64).collect();
+    let product = |d: &[u64]| d.iter().product::<u64>();
+    let view = vec![product(&dims[..a]), dims[a], product(&dims[a + 1..])];
+    let mut attrs = Attrs::default();
+    attrs.0[..2].copy_from_slice(&[u8::from(p.exclusive), u8::from(p.reverse)]);
+    let kind = named("Cumsum")
+        .and_then(|d| d.kind(&attrs))
+        .ok_or("the catalogue has no Cumsum")?;
+    need(caps, kind)?;
+    Ok(DeviceOp::ViewF32 {
+        kind,
+        x,
+        out,
+        dims: view,
+    })
 }
 
 /// A broadcasting float32 `ADD`, `SUB`, `MUL` or `DIV` with a fused

@@ -24,12 +24,13 @@ use crate::graph::{Graph, NodeView, TensorView};
 use tensorplug_abi::tflite::{
     TfLiteAddParams, TfLiteFullyConnectedParams, TfLiteFusedActivation, TfLiteType, builtin_name,
     kTfLiteBuiltinAdd, kTfLiteBuiltinAveragePool2d, kTfLiteBuiltinConcatenation,
-    kTfLiteBuiltinConv2d, kTfLiteBuiltinDepthwiseConv2d, kTfLiteBuiltinDequantize,
-    kTfLiteBuiltinDiv, kTfLiteBuiltinFullyConnected, kTfLiteBuiltinHardSwish,
-    kTfLiteBuiltinLeakyRelu, kTfLiteBuiltinLogistic, kTfLiteBuiltinMaxPool2d, kTfLiteBuiltinMean,
-    kTfLiteBuiltinMul, kTfLiteBuiltinPad, kTfLiteBuiltinPadv2, kTfLiteBuiltinQuantize,
-    kTfLiteBuiltinRelu, kTfLiteBuiltinRelu6, kTfLiteBuiltinReshape, kTfLiteBuiltinSoftmax,
-    kTfLiteBuiltinSub, kTfLiteBuiltinTanh, kTfLiteOptionalTensor,
+    kTfLiteBuiltinConv2d, kTfLiteBuiltinCumsum, kTfLiteBuiltinDepthwiseConv2d,
+    kTfLiteBuiltinDequantize, kTfLiteBuiltinDiv, kTfLiteBuiltinFullyConnected,
+    kTfLiteBuiltinHardSwish, kTfLiteBuiltinLeakyRelu, kTfLiteBuiltinLogistic,
+    kTfLiteBuiltinMaxPool2d, kTfLiteBuiltinMean, kTfLiteBuiltinMul, kTfLiteBuiltinPad,
+    kTfLiteBuiltinPadv2, kTfLiteBuiltinQuantize, kTfLiteBuiltinRelu, kTfLiteBuiltinRelu6,
+    kTfLiteBuiltinReshape, kTfLiteBuiltinSoftmax, kTfLiteBuiltinSub, kTfLiteBuiltinTanh,
+    kTfLiteOptionalTensor,
 };
 use tensorplug_core::accelerator::{
     Activation, Binary, Capabilities, DType, OpKind, Unary, trails,
@@ -42,7 +43,8 @@ use tensorplug_core::reference::int8::AddQuant;
 pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none or RELU), CONV_2D and \
                           DEPTHWISE_CONV_2D, MAX_POOL_2D and AVERAGE_POOL_2D, broadcasting ADD, \
                           SUB, MUL and DIV (activation none, RELU or RELU6), RELU, RELU6, \
-                          LEAKY_RELU, LOGISTIC, TANH, SOFTMAX (beta 1), MEAN over height and width; int8 \
+                          LEAKY_RELU, LOGISTIC, TANH, SOFTMAX (beta 1), MEAN over height and width, \
+                          CUMSUM over a constant axis; int8 \
                           FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL_2D, \
                           AVERAGE_POOL_2D and ADD (one shape, or the smaller the larger's \
                           trailing axes; activation none, RELU or RELU6), \
@@ -111,6 +113,7 @@ pub fn decide(
         kTfLiteBuiltinRelu => float::unary_f32(node, &tensor, caps, Unary::RELU),
         kTfLiteBuiltinRelu6 => float::unary_f32(node, &tensor, caps, Unary::RELU6),
         kTfLiteBuiltinLeakyRelu => float::leaky_relu_f32(node, &tensor, caps),
+        kTfLiteBuiltinCumsum => float::cumsum_f32(node, &tensor, caps),
         code => Err(format!(
             "{} is not in the delegate's op set ({OP_SET})",
             op_name(code)

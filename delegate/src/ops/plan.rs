@@ -30,6 +30,15 @@ pub enum DeviceOp {
     /// A float32 element-wise op of one input (`RELU`, `RELU6`,
     /// `LOGISTIC`, `TANH`).
     Unary { op: Unary, x: i32, out: i32 },
+    /// A float32 op of one input whose input and output are one view
+    /// `dims` of their tensors (`CUMSUM`: the `Cumsum` record over
+    /// `[outer, n, inner]`).
+    ViewF32 {
+        kind: OpKind,
+        x: i32,
+        out: i32,
+        dims: Vec<u64>,
+    },
     /// float32 `CONV_2D` (`FusedConv2D`: bias and activation in the
     /// launch) or `DEPTHWISE_CONV_2D` (`DepthwiseConv2D`, then `BiasAdd`
     /// when it has a bias, and the activation), or `PAD` (a depthwise 1×1
@@ -156,6 +165,7 @@ impl DeviceOp {
             | Self::AddInt8 { a, b, out, .. }
             | Self::MulInt8 { a, b, out, .. } => (vec![*a, *b], *out),
             Self::Unary { x, out, .. }
+            | Self::ViewF32 { x, out, .. }
             | Self::ConvF32 { x, out, .. }
             | Self::PoolF32 { x, out, .. }
             | Self::SoftmaxF32 { x, out, .. }
