@@ -183,6 +183,7 @@ fn new_delegate(source: Source, options: Options) -> Result<*mut TfLiteDelegate,
         report: Mutex::new(report),
         init_error: Mutex::new(None),
         trace: Mutex::new(crate::trace::Trace::new(info.clock_hz)),
+        constants: Mutex::new(crate::constants::Constants::default()),
     });
     let owned = Box::new(Owned {
         delegate: TfLiteDelegate {

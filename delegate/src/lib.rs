@@ -9,6 +9,7 @@
 //! mirrors; no TFLite symbol is linked. Options, report, what runs on the
 //! device and what is missing: `docs/delegate.md`.
 
+mod constants;
 mod delegate;
 mod export;
 mod graph;

@@ -68,6 +68,10 @@ pub struct ProgramEntry {
     /// for every program of a partition).
     pub arena_bytes: usize,
     pub unshared_bytes: usize,
+    /// The partition's constant bytes it uploaded, and those it bound from
+    /// an earlier partition's upload (the same bytes: `constants.rs`).
+    pub constants_uploaded: usize,
+    pub constants_reused: usize,
 }
 
 /// The whole report.
@@ -150,6 +154,8 @@ impl Report {
                             "reason": p.reason,
                             "arena_bytes": p.arena_bytes,
                             "unshared_bytes": p.unshared_bytes,
+                            "constants_uploaded": p.constants_uploaded,
+                            "constants_reused": p.constants_reused,
                         })
                     })
                     .collect();
@@ -222,6 +228,8 @@ mod tests {
                 reason: None,
                 arena_bytes: 128,
                 unshared_bytes: 192,
+                constants_uploaded: 64,
+                constants_reused: 0,
             }],
         });
         r.count_runs(0, &[0]);

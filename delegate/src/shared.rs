@@ -25,6 +25,8 @@ pub struct Shared {
     pub init_error: Mutex<Option<String>>,
     /// The device's events, with `profile_file`.
     pub trace: Mutex<crate::trace::Trace>,
+    /// The constants on the device, by content (lock after `device`).
+    pub constants: Mutex<crate::constants::Constants>,
 }
 
 /// Locks `m`, also after a panic elsewhere (the data is plain state).

@@ -146,6 +146,38 @@ def cumsum_check(plugin, out, model):
     print(f"check float_cumsum ok bit_exact_outputs={len(xs) * want[0].size}", flush=True)
 
 
+def shared_constants_check(plugin, out, model):
+    """Two interpreters given one delegate: the second binds the first's
+    constants on the device (kept by content) and uploads none, both equal
+    the interpreter's results, and the second still runs after the first
+    is gone."""
+    rng = np.random.default_rng(21)
+    ref = interpreter(model)
+    shape = tuple(ref.get_input_details()[0]["shape"])
+    xs = [rng.uniform(-1, 1, shape).astype(np.float32) for _ in range(2)]
+    want = run(ref, xs)
+    path = os.path.join(out, "report_shared.json")
+    d = rt.load_delegate(plugin, {"report_file": path})
+    first, second = interpreter(model, [d]), interpreter(model, [d])
+    got = run(first, xs)
+    del first
+    again = run(second, xs)
+    if not all(np.allclose(g, w, rtol=1e-4, atol=1e-6) for g, w in zip(got, want)):
+        fail("shared_constants: outputs differ from the interpreter's")
+    if not all(np.array_equal(a, g) for a, g in zip(again, got)):
+        fail("shared_constants: the second interpreter's outputs differ from the first's")
+    with open(path) as f:
+        graphs = json.load(f)["graphs"]
+    sums = [(sum(p["constants_uploaded"] for p in g["programs"]),
+             sum(p["constants_reused"] for p in g["programs"])) for g in graphs]
+    # The first may reuse within the model (equal biases or blocks); the
+    # second binds all of its constants.
+    if len(sums) != 2 or sums[0][0] == 0 or sums[1] != (0, sum(sums[0])):
+        fail(f"shared_constants: (uploaded, reused) bytes per interpreter {sums}")
+    print(f"check shared_constants ok first=(uploaded {sums[0][0]}, reused {sums[0][1]}) "
+          f"second=(uploaded 0, reused {sums[1][1]})", flush=True)
+
+
 def float_check(plugin, out, name, model):
     """Every node of a float model on the device, its outputs within the
     float tolerance of TFLite's kernels over 8 invokes, and top-1 equal."""
@@ -709,6 +741,7 @@ def main():
     for name in ["float_cnn", "float_mobilenet"]:
         float_check(args.plugin, args.out, name, models[name])
     cumsum_check(args.plugin, args.out, models["float_cumsum"])
+    shared_constants_check(args.plugin, args.out, models["float_cnn"])
     for name in ["per_tensor", "default", "conv", "float_io", "mobilenet", "softmax", "activations",
                  "mean_keepdims", "mobilenet_v3", "concat"]:
         int8_check(args.plugin, args.out, name, models[f"int8_{name}"])

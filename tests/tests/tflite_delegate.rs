@@ -45,6 +45,7 @@ const CHECKS: &[&str] = &[
     "after_errors",
     "npu",
     "float_cumsum",
+    "shared_constants",
     "int8_per_tensor",
     "int8_default",
     "int8_conv",

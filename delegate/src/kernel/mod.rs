@@ -58,11 +58,14 @@ enum Place {
 }
 
 /// The partition's intermediates and temporaries: the arena's bytes, and
-/// what they would take one buffer each.
+/// what they would take one buffer each; its constants' bytes it uploaded,
+/// and those another partition had uploaded already.
 #[derive(Clone, Copy, Debug, Default)]
 struct Memory {
     arena: usize,
     unshared: usize,
+    uploaded: usize,
+    reused: usize,
 }
 
 /// One partition's device plan.
@@ -89,6 +92,9 @@ pub struct Kernel {
     names: BTreeMap<i32, String>,
     /// Every device allocation the kernel made, freed when it drops.
     owned: Vec<DeviceAddr>,
+    /// The constants it binds, kept by content in `Shared::constants`,
+    /// released when it drops.
+    kept: Vec<DeviceAddr>,
     /// The arena's size against one buffer each.
     memory: Memory,
 }
@@ -135,6 +141,7 @@ impl Kernel {
             program: Compiled::default(),
             names,
             owned: Vec::new(),
+            kept: Vec::new(),
             memory: Memory::default(),
         };
         kernel.allocate(graph, &inputs)?;
@@ -169,6 +176,18 @@ impl Kernel {
         tensors.dedup();
         let shared = Arc::clone(&self.shared);
         let mut dev = lock(&shared.device);
+        let mut constants = lock(&shared.constants);
+        let mut keep = |dev: &mut DynAccelerator, bytes: &[u8], what: &dyn Fn() -> String| {
+            let b = constants
+                .keep(dev, (QUEUE, DEVICE_TIMEOUT), ALIGN, bytes)
+                .map_err(|e| format!("{}: {e}", what()))?;
+            self.kept.push(b.addr);
+            match b.uploaded {
+                true => self.memory.uploaded += bytes.len(),
+                false => self.memory.reused += bytes.len(),
+            }
+            Ok::<_, String>(b.addr)
+        };
         // Intermediates, then the nodes' temporaries, share the arena.
         let mut items: Vec<(Place, arena::Item)> = Vec::new();
         for &index in &tensors {
@@ -177,12 +196,15 @@ impl Kernel {
                 !t.constant && !partition_inputs.contains(&index) && !self.outputs.contains(&index);
             match life.get(&index) {
                 Some(&item) if inner => items.push((Place::Tensor(index), item)),
+                _ if t.constant => {
+                    let what = || format!("tensor {index} (`{}`)", t.name);
+                    let addr = keep(&mut **dev, host_bytes(&t)?, &what)?;
+                    self.buffers.insert(index, Buffer::new(addr, &t));
+                }
                 _ => {
                     let addr = alloc(&mut **dev, t.bytes)?;
                     self.owned.push(addr);
-                    if t.constant {
-                        upload(&mut **dev, addr, &t)?;
-                    } else if partition_inputs.contains(&index) {
+                    if partition_inputs.contains(&index) {
                         self.inputs.push(index);
                     }
                     self.buffers.insert(index, Buffer::new(addr, &t));
@@ -238,7 +260,7 @@ impl Kernel {
             }
         }
         for (node, op) in &self.steps {
-            let constants: Vec<Vec<u8>> = match op {
+            let node_constants: Vec<Vec<u8>> = match op {
                 DeviceOp::ConvInt8 { filter, .. } => vec![filter.clone()],
                 DeviceOp::ConvF32 { filter, bias, .. } => [Some(filter.clone()), bias.clone()]
                     .into_iter()
@@ -247,12 +269,9 @@ impl Kernel {
                 DeviceOp::MeanInt8(m) => vec![m.ones()],
                 _ => Vec::new(),
             };
-            for bytes in constants {
-                let addr = alloc(&mut **dev, bytes.len())?;
-                self.owned.push(addr);
+            for bytes in node_constants {
+                let addr = keep(&mut **dev, &bytes, &|| format!("node {node}'s constants"))?;
                 self.constants.entry(*node).or_default().push(addr);
-                dev.write_blocking(QUEUE, addr, &bytes, DEVICE_TIMEOUT)
-                    .map_err(|e| format!("writing node {node}'s constants: {e}"))?;
             }
             if let DeviceOp::FullyConnectedInt8 { block, .. }
             | DeviceOp::AddInt8 { block, .. }
@@ -265,11 +284,9 @@ impl Kernel {
             | DeviceOp::MulInt8 { block, .. } = op
             {
                 let bytes: Vec<u8> = block.iter().flat_map(|w| w.to_le_bytes()).collect();
-                let addr = alloc(&mut **dev, bytes.len())?;
-                self.owned.push(addr);
+                let what = || format!("node {node}'s quantization block");
+                let addr = keep(&mut **dev, &bytes, &what)?;
                 self.blocks.insert(*node, (addr, block.len() as u64));
-                dev.write_blocking(QUEUE, addr, &bytes, DEVICE_TIMEOUT)
-                    .map_err(|e| format!("writing node {node}'s quantization block: {e}"))?;
             }
         }
         Ok(())
@@ -743,6 +760,8 @@ impl Kernel {
                 bytes: bytes.len(),
                 arena_bytes: self.memory.arena,
                 unshared_bytes: self.memory.unshared,
+                constants_uploaded: self.memory.uploaded,
+                constants_reused: self.memory.reused,
                 runs: if stored.is_some() {
                     "stored"
                 } else {
@@ -788,6 +807,10 @@ impl Drop for Kernel {
             // A failed free leaks device memory only; nothing to report it to.
             let _ = dev.deallocate(addr);
         }
+        let mut constants = lock(&self.shared.constants);
+        for &addr in &self.kept {
+            constants.release(&mut **dev, addr);
+        }
     }
 }
 
@@ -796,12 +819,12 @@ fn alloc(dev: &mut DynAccelerator, bytes: usize) -> Result<DeviceAddr, String> {
         .map_err(|e| format!("allocating {bytes} bytes on the device: {e}"))
 }
 
-fn upload(dev: &mut DynAccelerator, addr: DeviceAddr, t: &TensorView) -> Result<(), String> {
+/// A constant tensor's bytes in the runtime's read-only buffer.
+fn host_bytes(t: &TensorView) -> Result<&[u8], String> {
     if t.data.is_null() {
         return Err(format!("tensor {} (`{}`) has no data", t.index, t.name));
     }
-    // SAFETY: the runtime's buffer of `bytes` bytes, alive during the call.
-    let host = unsafe { std::slice::from_raw_parts(t.data, t.bytes) };
-    dev.write_blocking(QUEUE, addr, host, DEVICE_TIMEOUT)
-        .map_err(|e| format!("writing tensor {} to the device: {e}", t.index))
+    // SAFETY: the runtime's buffer of `bytes` bytes, alive with the model
+    // (the view borrows it for less).
+    Ok(unsafe { std::slice::from_raw_parts(t.data, t.bytes) })
 }
