@@ -388,7 +388,15 @@ pub fn run(
         | OpKind::LookupInt8
         | OpKind::MulInt8 => Err(Error::Shape(ShapeError::DType { operand: 0 })),
         OpKind::Vendor(op) | OpKind::Record(op) => {
-            let rules = op.decl.rules().ok_or(Error::Shape(ShapeError::Overflow))?;
+            let reference = match op.decl.reference() {
+                Some(r) => r.reference,
+                None => {
+                    op.decl
+                        .rules()
+                        .ok_or(Error::Shape(ShapeError::Attrs))?
+                        .reference
+                }
+            };
             let mut data: [&[f32]; 3] = [&[]; 3];
             let mut shapes = [Shape::SCALAR; 3];
             for (i, (d, s)) in inputs.iter().enumerate() {
@@ -396,7 +404,7 @@ pub fn run(
                 shapes[i] = *s;
             }
             let n = inputs.len();
-            (rules.reference)(&op.attrs, &data[..n], &shapes[..n], out);
+            reference(&op.attrs, &data[..n], &shapes[..n], out);
             Ok(())
         }
     }
@@ -535,7 +543,10 @@ pub fn tolerance(
         | OpKind::LookupInt8
         | OpKind::MulInt8 => tol.fill(0.0),
         OpKind::Vendor(op) | OpKind::Record(op) => {
-            let bound = op.decl.rules().map_or(Tolerance::EXACT, |r| r.tolerance);
+            let bound = match op.decl.reference() {
+                Some(r) => r.tolerance,
+                None => op.decl.rules().map_or(Tolerance::EXACT, |r| r.tolerance),
+            };
             for (t, &w) in tol.iter_mut().zip(want) {
                 *t = bound.abs + bound.rel * w.abs();
             }

@@ -13,7 +13,7 @@
 use super::elementwise::{Binary, ELEMENTWISE_ABS, ELEMENTWISE_REL, Elementwise, Reference, Unary};
 use super::op::{Form, OpDecl, OpKind, VendorOp};
 use super::op_id::{ATTR_BYTES, Attrs, Namespace, OpId};
-use super::record::OpRecord;
+use super::record::{OpRecord, RecordReference};
 use super::types::{DType, DTypeSet, MAX_RANK};
 use super::vendor::VendorRules;
 use super::window::{Activation, Window};
@@ -751,12 +751,20 @@ impl OpDecl {
         }
     }
 
-    /// The rules of a vendor's op or a record's (`None` for the other
-    /// built-in ops).
+    /// The vendor op's rules (`None` for a built-in op).
     pub const fn rules(&self) -> Option<&'static VendorRules> {
         match self.form {
             Form::Vendor(rules) => Some(rules),
-            Form::Record(record) => Some(&record.rules),
+            _ => None,
+        }
+    }
+
+    /// A record's reference side: its reference kernel, cases and
+    /// tolerance (`None` for the other ops). Host code only: a device
+    /// build that calls this links every record's.
+    pub fn reference(&self) -> Option<&'static RecordReference> {
+        match self.form {
+            Form::Record(_) => records::REFERENCES.iter().find(|r| r.code == self.id.code),
             _ => None,
         }
     }

@@ -154,7 +154,7 @@ pub use op::{
     Form, OpDecl, OpDesc, OpKind, VendorOp, broadcast_shapes, cast_supported, matmul_shape, trails,
 };
 pub use op_id::{ATTR_BYTES, Attrs, Namespace, OpId};
-pub use record::{DeviceArgs, OpRecord};
+pub use record::{DeviceArgs, OpRecord, RecordReference};
 pub use shape_error::ShapeError;
 pub use types::{
     DType, DTypeSet, DeviceAddr, Drained, Fence, MAX_RANK, MemoryUsage, QueueId, Shape, TensorDesc,

@@ -518,8 +518,12 @@ impl OpDesc<'_> {
                 Ok(self.output.shape)
             }
             OpKind::Transpose(perm) => transpose_shape(&shape(0), &perm),
-            OpKind::Vendor(op) | OpKind::Record(op) => match op.decl.rules() {
+            OpKind::Vendor(op) => match op.decl.rules() {
                 Some(rules) => (rules.shape)(&op.attrs, self.inputs),
+                None => Err(ShapeError::Attrs),
+            },
+            OpKind::Record(op) => match op.decl.record() {
+                Some(record) => (record.shape)(&op.attrs, self.inputs),
                 None => Err(ShapeError::Attrs),
             },
             OpKind::Unary(_) | OpKind::Softmax | OpKind::LogSoftmax => Ok(shape(0)),
@@ -703,8 +707,11 @@ impl OpDesc<'_> {
             OpKind::SegmentSum(_) => input,
             OpKind::Unary(op) => out.saturating_mul(op.rules().flops.into()),
             OpKind::Binary(op) => out.saturating_mul(op.rules().flops.into()),
-            OpKind::Vendor(op) | OpKind::Record(op) => op.decl.rules().map_or(0, |rules| {
+            OpKind::Vendor(op) => op.decl.rules().map_or(0, |rules| {
                 (rules.flops)(&op.attrs, self.inputs, &self.output)
+            }),
+            OpKind::Record(op) => op.decl.record().map_or(0, |record| {
+                (record.flops)(&op.attrs, self.inputs, &self.output)
             }),
             _ => out,
         }

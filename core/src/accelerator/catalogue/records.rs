@@ -1,17 +1,27 @@
 //! The built-in ops declared as records: each op's declaration, attribute
-//! block, shape rule, cost, reference kernel, conformance cases and device
-//! arguments, in one place. A new op is one entry of [`RECORDS`] and its
-//! record here (`docs/ops.md`, "Adding a device op").
+//! block, shape rule, cost and device arguments ([`RECORDS`]), and its
+//! reference kernel, conformance cases and tolerance ([`REFERENCES`],
+//! apart, so that a device build links none of them), in one place. A new
+//! op is an entry of each, here (`docs/ops.md`, "Adding a device op").
 
 use crate::accelerator::op::{Form, OpDecl};
 use crate::accelerator::op_id::{ATTR_BYTES, Attrs, OpId};
-use crate::accelerator::record::{DeviceArgs, OpRecord};
+use crate::accelerator::record::{DeviceArgs, OpRecord, RecordReference};
 use crate::accelerator::shape_error::ShapeError;
 use crate::accelerator::types::{DType, DTypeSet, Shape};
-use crate::accelerator::vendor::{Tolerance, VendorCase, VendorRules};
+use crate::accelerator::vendor::{Tolerance, VendorCase};
 
 /// The records, in code order (after the catalogue's own ops).
-pub(super) const RECORDS: &[OpDecl] = &[declare("Cumsum", 94, 1, &CUMSUM)];
+pub(super) const RECORDS: &[OpDecl] = &[CUMSUM_DECL];
+
+/// Their reference sides, each by its record's code (a catalogue test
+/// checks the two lists match).
+pub(super) const REFERENCES: &[RecordReference] = &[RecordReference {
+    code: CUMSUM_DECL.id.code,
+    reference: cumsum,
+    cases: CUMSUM_CASES,
+    tolerance: Tolerance::EXACT,
+}];
 
 const fn declare(name: &'static str, code: u16, inputs: u8, record: &'static OpRecord) -> OpDecl {
     OpDecl {
@@ -57,54 +67,15 @@ fn rank3(operand: u8, s: &Shape) -> Result<[u64; 3], ShapeError> {
 /// exclusive; 0 for none). Attributes: byte 0 `exclusive`, byte 1
 /// `reverse` (0 or 1). Device arguments: `[outer, n, inner]`, bits
 /// `exclusive | reverse << 1`. Exact.
+const CUMSUM_DECL: OpDecl = declare("Cumsum", 94, 1, &CUMSUM);
+
 const CUMSUM: OpRecord = OpRecord {
-    rules: VendorRules {
-        shape: |attrs, inputs| {
-            flag_bytes::<2>(attrs)?;
-            rank3(0, &inputs[0].shape)?;
-            Ok(inputs[0].shape)
-        },
-        flops: |_, _, out| out.shape.elements().unwrap_or(0),
-        reference: cumsum,
-        cases: &[
-            VendorCase {
-                attrs: flags([false, false]),
-                inputs: &[(&[1, 5, 1], &[0.1, 0.2, 0.3, 1e8, -1e8])],
-                out: &[1, 5, 1],
-            },
-            VendorCase {
-                attrs: flags([true, false]),
-                inputs: &[(
-                    &[2, 3, 2],
-                    &[
-                        1.5, -0.0, 2.0, 1e-8, -3.0, 7.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6,
-                    ],
-                )],
-                out: &[2, 3, 2],
-            },
-            VendorCase {
-                attrs: flags([false, true]),
-                inputs: &[(
-                    &[1, 4, 3],
-                    &[
-                        0.1, 1.0, -2.0, 0.2, 3e7, 4.0, 0.3, 1.0, -0.0, 0.4, -3e7, 8.0,
-                    ],
-                )],
-                out: &[1, 4, 3],
-            },
-            VendorCase {
-                attrs: flags([true, true]),
-                inputs: &[(&[3, 2, 1], &[1.0, 2.0, 3.0, 4.0, f32::INFINITY, 5.0])],
-                out: &[3, 2, 1],
-            },
-            VendorCase {
-                attrs: flags([false, false]),
-                inputs: &[(&[2, 0, 3], &[])],
-                out: &[2, 0, 3],
-            },
-        ],
-        tolerance: Tolerance::EXACT,
+    shape: |attrs, inputs| {
+        flag_bytes::<2>(attrs)?;
+        rank3(0, &inputs[0].shape)?;
+        Ok(inputs[0].shape)
     },
+    flops: |_, _, out| out.shape.elements().unwrap_or(0),
     attrs: "exclusive, reverse: 0 or 1 (2)",
     args: |attrs, inputs| {
         let [exclusive, reverse] = flag_bytes::<2>(attrs).ok()?;
@@ -115,6 +86,45 @@ const CUMSUM: OpRecord = OpRecord {
         })
     },
 };
+
+/// [`CUMSUM`]'s conformance cases: cancellation, −0, ∞, an empty axis.
+const CUMSUM_CASES: &[VendorCase] = &[
+    VendorCase {
+        attrs: flags([false, false]),
+        inputs: &[(&[1, 5, 1], &[0.1, 0.2, 0.3, 1e8, -1e8])],
+        out: &[1, 5, 1],
+    },
+    VendorCase {
+        attrs: flags([true, false]),
+        inputs: &[(
+            &[2, 3, 2],
+            &[
+                1.5, -0.0, 2.0, 1e-8, -3.0, 7.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6,
+            ],
+        )],
+        out: &[2, 3, 2],
+    },
+    VendorCase {
+        attrs: flags([false, true]),
+        inputs: &[(
+            &[1, 4, 3],
+            &[
+                0.1, 1.0, -2.0, 0.2, 3e7, 4.0, 0.3, 1.0, -0.0, 0.4, -3e7, 8.0,
+            ],
+        )],
+        out: &[1, 4, 3],
+    },
+    VendorCase {
+        attrs: flags([true, true]),
+        inputs: &[(&[3, 2, 1], &[1.0, 2.0, 3.0, 4.0, f32::INFINITY, 5.0])],
+        out: &[3, 2, 1],
+    },
+    VendorCase {
+        attrs: flags([false, false]),
+        inputs: &[(&[2, 0, 3], &[])],
+        out: &[2, 0, 3],
+    },
+];
 
 /// [`CUMSUM`]'s reference kernel.
 fn cumsum(attrs: &Attrs, x: &[&[f32]], shapes: &[Shape], out: &mut [f32]) {

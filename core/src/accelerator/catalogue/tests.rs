@@ -208,3 +208,51 @@ fn every_elementwise_declaration_has_its_rules_and_only_those_do() {
         ELEMENTWISE_RULES.len()
     );
 }
+
+#[test]
+fn every_record_has_one_reference_and_each_reference_a_record() {
+    use super::records::REFERENCES;
+    for decl in BUILTIN {
+        let record = matches!(decl.form, Form::Record(_));
+        let refs = REFERENCES.iter().filter(|r| r.code == decl.id.code);
+        assert_eq!(refs.count(), usize::from(record), "{}", decl.name);
+        assert_eq!(decl.reference().is_some(), record, "{}", decl.name);
+    }
+    for r in REFERENCES {
+        let decl = builtin(OpId::builtin(r.code));
+        assert!(
+            decl.is_some_and(|d| d.record().is_some()),
+            "code {}",
+            r.code
+        );
+        assert!(!r.cases.is_empty(), "code {}", r.code);
+    }
+    // A record's attribute block is judged by its shape rule, and the
+    // kind round-trips through it.
+    let cumsum = super::named("Cumsum").unwrap();
+    let mut attrs = Attrs::default();
+    attrs.0[..2].copy_from_slice(&[1, 0]);
+    let kind = cumsum.kind(&attrs).unwrap();
+    assert_eq!(kind.attrs(), attrs);
+    assert_eq!(cumsum.kind(&kind.attrs()), Some(kind));
+    let t = crate::accelerator::TensorDesc::new(
+        crate::accelerator::DeviceAddr(0),
+        DType::F32,
+        crate::accelerator::Shape::new(&[2, 3, 4]).unwrap(),
+    );
+    let inputs = [t];
+    let validate = |attrs: Attrs| {
+        let kind = cumsum.kind(&attrs).unwrap();
+        let op = crate::accelerator::OpDesc {
+            kind,
+            inputs: &inputs,
+            output: t,
+            op_id: 0,
+        };
+        op.validate()
+    };
+    assert_eq!(validate(attrs), Ok(()));
+    attrs.0[0] = 2;
+    let refused = crate::accelerator::ShapeError::Attrs;
+    assert_eq!(validate(attrs), Err(refused));
+}
