@@ -146,6 +146,7 @@ fn feature_bits_are_distinct_and_known_masks_unknown_bits() {
         Features::INT8_ACTIVATIONS,
         Features::INT8_MUL,
         Features::CONCAT,
+        Features::RECORDS,
     ];
     let mut union = Features::default();
     for f in all {

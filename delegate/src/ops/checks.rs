@@ -81,6 +81,18 @@ pub fn shape(t: &TensorView) -> Result<Shape, String> {
     Shape::new(&dims).ok_or_else(|| format!("tensor {} of rank {}", t.index, t.dims.len()))
 }
 
+/// The shape of an output `out` of its input `x`'s dims (an element-wise
+/// op's, a scan's), or why not.
+pub fn same_shape(x: &TensorView, out: &TensorView) -> Result<Shape, String> {
+    if x.dims != out.dims {
+        return Err(format!(
+            "output {:?} is not the input's {:?}",
+            out.dims, x.dims
+        ));
+    }
+    shape(x)
+}
+
 /// Each of `tensors` float32, or the first that is not.
 pub fn all_f32(tensors: &[&TensorView]) -> Result<(), String> {
     match tensors

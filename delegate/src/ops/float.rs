@@ -5,7 +5,7 @@
 //! the same meaning, compared with TFLite's kernels within `docs/ops.md`'s
 //! tolerances.
 
-use super::checks::{all_f32, need, one_in_one_out, params, shape};
+use super::checks::{all_f32, need, one_in_one_out, params, same_shape, shape};
 use super::conv::{activation_op, float_activation, u16_of, window};
 use super::plan::DeviceOp;
 use crate::graph::{NodeView, TensorView};
@@ -28,13 +28,7 @@ pub fn unary_f32(
     let (x, out) = one_in_one_out(node)?;
     let (xt, ot) = (tensor(x)?, tensor(out)?);
     all_f32(&[&xt, &ot])?;
-    if xt.dims != ot.dims {
-        return Err(format!(
-            "output {:?} is not the input's {:?}",
-            ot.dims, xt.dims
-        ));
-    }
-    shape(&xt)?;
+    same_shape(&xt, &ot)?;
     need(caps, OpKind::Unary(op))?;
     Ok(DeviceOp::Unary { op, x, out })
 }
@@ -68,13 +62,7 @@ pub fn cumsum_f32(
     let p = unsafe { params::<TfLiteCumsumParams>(node, "CUMSUM") }?;
     let (xt, at, ot) = (tensor(x)?, tensor(axis)?, tensor(out)?);
     all_f32(&[&xt, &ot])?;
-    if xt.dims != ot.dims {
-        return Err(format!(
-            "output {:?} is not the input's {:?}",
-            ot.dims, xt.dims
-        ));
-    }
-    shape(&xt)?;
+    same_shape(&xt, &ot)?;
     let &[a] = super::mean::axes_of(&at, xt.dims.len())?.as_slice() else {
         return Err("more than one axis".into());
     };
