@@ -557,4 +557,28 @@ fn record_commands_run_the_records_and_check_their_arguments() {
         refused(&mut rig, empty),
         (CompletionStatus::INVALID_ARGUMENT, 60)
     );
+    // Extents whose product overflows are refused, not wrapped.
+    let huge = CommandDescriptor {
+        m: u32::MAX,
+        n: u32::MAX,
+        k: u32::MAX,
+        ..c
+    };
+    assert_eq!(
+        refused(&mut rig, huge),
+        (CompletionStatus::INVALID_ARGUMENT, 60)
+    );
+    // Ranges before alignment: a misaligned source and an output past the
+    // memory's end report the range.
+    let (src0, dst) = (A + 2, MEM_SIZE as u64);
+    let order = CommandDescriptor { src0, dst, ..c };
+    assert_eq!(
+        refused(&mut rig, order),
+        (CompletionStatus::OUT_OF_RANGE, 32)
+    );
+    let misaligned = CommandDescriptor { src0, ..c };
+    assert_eq!(
+        refused(&mut rig, misaligned),
+        (CompletionStatus::MISALIGNED, 8)
+    );
 }

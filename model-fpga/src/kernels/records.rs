@@ -44,7 +44,9 @@ pub fn record(code: u16) -> Option<&'static RecordKernel> {
 
 /// `Cumsum`: `[outer, n, inner]`, bits `exclusive | reverse << 1`.
 fn cumsum_sizes(a: DeviceArgs) -> Option<Sizes> {
-    let len = a.dims.iter().map(|&d| u64::from(d)).product();
+    let [o, n, i] = a.dims.map(u64::from);
+    // Three u32 extents can overflow a u64: refused, not wrapped.
+    let len = o.checked_mul(n)?.checked_mul(i)?;
     (a.bits <= 3 && len > 0).then_some(Sizes {
         inputs: [len, 0, 0],
         output: len,

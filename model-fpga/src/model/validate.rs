@@ -800,10 +800,12 @@ impl Ctx<'_> {
         }
     }
 
-    /// `RECORD`: the record's kernel by `imm`'s low half (`UNSUPPORTED`
-    /// for one this model lacks), its sizes for `m`, `n`, `k` and `imm`'s
-    /// high half (`INVALID_ARGUMENT` `imm` if refused), then each used
-    /// operand's range, alignment and disjointness; an unused source is 0.
+    /// `RECORD`, in the documented order: the record's kernel by `imm`'s
+    /// low half (`UNSUPPORTED` for one this model lacks), its sizes for
+    /// `m`, `n`, `k` and `imm`'s high half (`INVALID_ARGUMENT` `imm` if
+    /// refused), a source past the op's inputs 0, then the operands'
+    /// ranges, their alignment and the output's disjointness, each in
+    /// field order.
     fn record(&self) -> Result<Work, Rejection> {
         let c = self.cmd;
         let (code, bits) = (c.imm as u16, (c.imm >> 16) as u16);
@@ -813,21 +815,23 @@ impl Ctx<'_> {
             bits,
         };
         let sizes = (kernel.sizes)(args).ok_or(invalid(field::IMM))?;
-        let out = self.f32_range(field::DST, sizes.output)?;
+        let sources = [field::SRC0, field::SRC1, field::SRC2];
+        let used = |i: usize| sizes.inputs[i] > 0;
+        if let Some(i) = (0..3).find(|&i| !used(i) && self.addr(sources[i]) != 0) {
+            return Err(invalid(sources[i]));
+        }
         let mut inputs = [0..0, 0..0, 0..0];
-        let fields = [field::SRC0, field::SRC1, field::SRC2];
-        for ((slot, f), len) in inputs.iter_mut().zip(fields).zip(sizes.inputs) {
-            if len == 0 {
-                if self.addr(f) != 0 {
-                    return Err(invalid(f));
-                }
-                continue;
-            }
-            *slot = self.f32_range(f, len)?;
-            self.aligned(&[f])?;
-            in_place_or_disjoint(slot, &out, false)?;
+        for i in (0..3).filter(|&i| used(i)) {
+            inputs[i] = self.f32_range(sources[i], sizes.inputs[i])?;
+        }
+        let out = self.f32_range(field::DST, sizes.output)?;
+        for i in (0..3).filter(|&i| used(i)) {
+            self.aligned(&[sources[i]])?;
         }
         self.aligned(&[field::DST])?;
+        for input in inputs.iter().filter(|r| !r.is_empty()) {
+            in_place_or_disjoint(input, &out, false)?;
+        }
         Ok(Work::Record {
             code,
             args,
