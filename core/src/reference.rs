@@ -388,15 +388,11 @@ pub fn run(
         | OpKind::LookupInt8
         | OpKind::MulInt8 => Err(Error::Shape(ShapeError::DType { operand: 0 })),
         OpKind::Vendor(op) | OpKind::Record(op) => {
-            let reference = match op.decl.reference() {
-                Some(r) => r.reference,
-                None => {
-                    op.decl
-                        .rules()
-                        .ok_or(Error::Shape(ShapeError::Attrs))?
-                        .reference
-                }
-            };
+            let reference = op
+                .decl
+                .reference()
+                .ok_or(Error::Shape(ShapeError::Attrs))?
+                .reference;
             let mut data: [&[f32]; 3] = [&[]; 3];
             let mut shapes = [Shape::SCALAR; 3];
             for (i, (d, s)) in inputs.iter().enumerate() {
@@ -543,10 +539,10 @@ pub fn tolerance(
         | OpKind::LookupInt8
         | OpKind::MulInt8 => tol.fill(0.0),
         OpKind::Vendor(op) | OpKind::Record(op) => {
-            let bound = match op.decl.reference() {
-                Some(r) => r.tolerance,
-                None => op.decl.rules().map_or(Tolerance::EXACT, |r| r.tolerance),
-            };
+            let bound = op
+                .decl
+                .reference()
+                .map_or(Tolerance::EXACT, |r| r.tolerance);
             for (t, &w) in tol.iter_mut().zip(want) {
                 *t = bound.abs + bound.rel * w.abs();
             }

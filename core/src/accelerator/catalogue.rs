@@ -759,12 +759,22 @@ impl OpDecl {
         }
     }
 
-    /// A record's reference side: its reference kernel, cases and
-    /// tolerance (`None` for the other ops). Host code only: a device
-    /// build that calls this links every record's.
-    pub fn reference(&self) -> Option<&'static RecordReference> {
+    /// The reference side of an op declared by its rules: a record's
+    /// entry in `REFERENCES`, or a vendor op's rules (`None` for the other
+    /// ops). Host code only: a device build that calls this links every
+    /// record's.
+    pub fn reference(&self) -> Option<RecordReference> {
         match self.form {
-            Form::Record(_) => records::REFERENCES.iter().find(|r| r.code == self.id.code),
+            Form::Record(_) => records::REFERENCES
+                .iter()
+                .find(|r| r.code == self.id.code)
+                .copied(),
+            Form::Vendor(rules) => Some(RecordReference {
+                code: self.id.code,
+                reference: rules.reference,
+                cases: rules.cases,
+                tolerance: rules.tolerance,
+            }),
             _ => None,
         }
     }

@@ -29,7 +29,8 @@ pub struct OpRecord {
 }
 
 /// A record's reference side, by its code: what a host checks a device
-/// against, and nothing a device runs.
+/// against, and nothing a device runs (`OpDecl::reference` gives a vendor
+/// op's in the same form, from its rules).
 #[derive(Clone, Copy, Debug)]
 pub struct RecordReference {
     /// The record's catalogue code.

@@ -460,10 +460,7 @@ pub(crate) fn cases_for(family: OpKind) -> Vec<OpCase> {
 
 /// A vendor op's or a record's own cases ([`VendorRules::cases`]).
 fn vendor_cases(op: VendorOp) -> Vec<OpCase> {
-    let cases = match op.decl.reference() {
-        Some(r) => r.cases,
-        None => op.decl.rules().map_or(&[][..], |r| r.cases),
-    };
+    let cases = op.decl.reference().map_or(&[][..], |r| r.cases);
     cases
         .iter()
         .map(|c| {
