@@ -30,6 +30,9 @@ pub const GRAPH_INT8: &str = "GRAPH_INT8";
 /// `TENSORPLUG_GRAPH_HALF`: whether the pass lowers half-precision ops on
 /// the device to float32 ops between casts.
 pub const GRAPH_HALF: &str = "GRAPH_HALF";
+/// `TENSORPLUG_GRAPH_LIST_GRADS`: whether a `while` loop's list gradients
+/// accumulate in place on the device (`graph/list_grads.rs`).
+pub const GRAPH_LIST_GRADS: &str = "GRAPH_LIST_GRADS";
 /// `TENSORPLUG_GRAPH_PROGRAMS`: whether device segments become program
 /// nodes (default off while programs cover a few ops).
 pub const GRAPH_PROGRAMS: &str = "GRAPH_PROGRAMS";

@@ -247,6 +247,47 @@ fn a_bidirectional_lstm_trains_with_no_float_op_on_the_cpu() {
     eprintln!("on the CPU: {cpu:?}");
 }
 
+/// A BiLSTM's gradient loop sums its input's list gradients on the FPGA:
+/// with `graph/list_grads.rs` no `AddN` of lists is left, on the CPU or
+/// the device; without it TF's `variant` `AddN` runs on the CPU (TF 2.19
+/// and later, which export no `TF_AddNVariant`) or on the FPGA through it
+/// (2.15–2.18, `kernels/ops/variant.rs`, with `ZerosLike` of lists). Three
+/// SGD steps each way: losses and weights bit-equal
+/// (`tests/python/tf_list_grads.py`).
+#[test]
+fn a_bidirectional_lstm_accumulates_its_list_gradients_on_the_device() {
+    let output = run_tf_with_plugin("tf_list_grads.py", &[], None);
+    let stdout = check(&output, "tf_list_grads.py");
+    let field = |key: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap_or_else(|| panic!("no {key:?} line:\n{stdout}"))
+            .trim()
+            .to_string()
+    };
+    assert_eq!(field("losses_equal "), "True", "{stdout}");
+    assert_eq!(field("weights_equal "), "True", "{stdout}");
+    let counts = |key: &str| tensorplug_tests::op_counts(&stdout, key);
+    let (off, on) = (counts("off "), counts("on "));
+    let n =
+        |ops: &std::collections::BTreeMap<String, u64>, op: &str| ops.get(op).copied().unwrap_or(0);
+    // Without the pass, each iteration's sum of lists runs somewhere.
+    assert!(
+        n(&off, "addn_cpu") + n(&off, "addn_device") > n(&on, "addn_device"),
+        "{stdout}"
+    );
+    assert_eq!(n(&on, "addn_cpu"), 0, "{stdout}");
+    if field("variant_kernels ") == "yes" {
+        // TF_AddNVariant and TF_ZerosLikeVariant keep the lists on the FPGA.
+        assert_eq!(n(&off, "addn_cpu"), 0, "{stdout}");
+        assert_eq!(n(&on, "zeros_cpu"), 0, "{stdout}");
+    } else {
+        assert!(n(&off, "addn_cpu") > 0, "{stdout}");
+    }
+    println!("{stdout}");
+}
+
 /// Attribute values the FPGA cannot run (Einsum equations it does not
 /// lower, `GatherV2` with `batch_dims` ≠ 0) run on the CPU in a graph with
 /// the right answer and a fallback report entry, instead of failing the step

@@ -208,6 +208,30 @@ pub struct KernelApi {
     pub tensor_type: unsafe extern "C" fn(*const TF_Tensor) -> TF_DataType,
     pub tensor_byte_size: unsafe extern "C" fn(*const TF_Tensor) -> usize,
     pub delete_tensor: unsafe extern "C" fn(*mut TF_Tensor),
+    /// `TF_AddNVariant` (`kernels_experimental.h`; `None` if TF lacks it:
+    /// no `AddN` of `variant` is registered then).
+    pub add_n_variant: Option<
+        unsafe extern "C" fn(
+            *mut TF_OpKernelContext,
+            Option<
+                unsafe extern "C" fn(
+                    *mut TF_OpKernelContext,
+                    *mut TF_Tensor,
+                    *mut TF_Tensor,
+                    *mut TF_Tensor,
+                ),
+            >,
+            *mut TF_Status,
+        ),
+    >,
+    /// `TF_ZerosLikeVariant`, likewise.
+    pub zeros_like_variant: Option<
+        unsafe extern "C" fn(
+            *mut TF_OpKernelContext,
+            Option<unsafe extern "C" fn(*mut TF_OpKernelContext, *mut TF_Tensor, *mut TF_Tensor)>,
+            *mut TF_Status,
+        ),
+    >,
 }
 
 static KERNEL_API: OnceLock<std::result::Result<KernelApi, String>> = OnceLock::new();
@@ -254,6 +278,8 @@ fn resolve_kernel_api() -> std::result::Result<KernelApi, String> {
             tensor_type: symbol(c"TF_TensorType")?,
             tensor_byte_size: symbol(c"TF_TensorByteSize")?,
             delete_tensor: symbol(c"TF_DeleteTensor")?,
+            add_n_variant: symbol(c"TF_AddNVariant").ok(),
+            zeros_like_variant: symbol(c"TF_ZerosLikeVariant").ok(),
         })
     }
 }

@@ -97,6 +97,9 @@ pub struct Settings {
     /// Setting `GRAPH_HALF` (`TENSORPLUG_GRAPH_HALF=off`) leaves bfloat16
     /// and float16 ops where TF placed them (default on).
     pub half: bool,
+    /// Setting `GRAPH_LIST_GRADS` (`TENSORPLUG_GRAPH_LIST_GRADS=off`)
+    /// leaves a loop's list gradients to TF's `variant` `AddN` (default on).
+    pub list_grads: bool,
     /// Setting `GRAPH_PROGRAMS` (`TENSORPLUG_GRAPH_PROGRAMS=on`) turns
     /// device segments into program nodes (default off).
     pub programs: bool,
@@ -110,6 +113,7 @@ impl Settings {
         let fusion = settings::flag(settings::GRAPH_FUSION, true)?;
         let int8 = settings::flag(settings::GRAPH_INT8, true)?;
         let half = settings::flag(settings::GRAPH_HALF, true)?;
+        let list_grads = settings::flag(settings::GRAPH_LIST_GRADS, true)?;
         let programs = settings::flag(settings::GRAPH_PROGRAMS, false)?;
         let dump_dir =
             settings::get(settings::GRAPH_DUMP_DIR)?.map(|value| PathBuf::from(value.text));
@@ -117,6 +121,7 @@ impl Settings {
             fusion,
             int8,
             half,
+            list_grads,
             programs,
             dump_dir,
         })
@@ -131,6 +136,7 @@ impl Settings {
             fusion: true,
             int8: true,
             half: true,
+            list_grads: true,
             programs: true,
             dump_dir: None,
         }

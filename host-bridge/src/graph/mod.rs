@@ -27,6 +27,7 @@ mod fuse;
 mod half;
 mod host_copy;
 mod kernel_list;
+mod list_grads;
 pub(crate) mod nodes;
 mod optimize;
 mod passes;

@@ -33,6 +33,7 @@ pub static PASSES: &[&dyn Pass] = &[
     &FoldBatchNorms,
     &FuseChains,
     &Programs,
+    &ListGradients,
     &KeepRunnable,
     &Fallbacks,
 ];
@@ -278,6 +279,31 @@ impl Pass for Programs {
             .iter()
             .filter(|d| matches!(d, super::programs::Decision::Program { .. }))
             .count())
+    }
+}
+
+struct ListGradients;
+impl Pass for ListGradients {
+    fn name(&self) -> &'static str {
+        "a while loop's list gradients accumulated in place on our device"
+    }
+    fn run(&self, cx: &mut Context<'_>) -> Result<usize> {
+        if !cx.settings.list_grads {
+            return Ok(0);
+        }
+        let Context {
+            graph,
+            preserve,
+            device,
+            registry,
+            ..
+        } = cx;
+        Ok(super::list_grads::accumulate_in_place(
+            graph,
+            preserve,
+            device,
+            |node| Context::runs(&mut **registry, device, node),
+        ))
     }
 }
 

@@ -136,6 +136,17 @@ impl Tensor {
         }
     }
 
+    /// Adopts a tensor TF handed over (deleted on drop).
+    ///
+    /// # Safety
+    /// `raw` is a live `TF_Tensor` whose ownership passes to the result.
+    pub unsafe fn adopt(raw: *mut TF_Tensor) -> KernelResult<Self> {
+        if raw.is_null() {
+            return Err(Failure::invalid("TensorFlow passed a null TF_Tensor"));
+        }
+        Ok(Self::owned(tf_api::kernel_api()?, raw))
+    }
+
     /// A view that the owner outlives.
     fn view(&self) -> Self {
         Self {
@@ -228,6 +239,11 @@ impl Context {
         // SAFETY: live context; the name lives as long as the kernel, which
         // outlives this compute call and so this borrow.
         unsafe { view_str((self.api.op_kernel_name)(self.raw)) }
+    }
+
+    /// The raw context, for TF's calls that take it whole (`TF_AddNVariant`).
+    pub fn raw(&self) -> *mut TF_OpKernelContext {
+        self.raw
     }
 
     /// `TF_GetStream`: the stream this kernel's device work goes to.

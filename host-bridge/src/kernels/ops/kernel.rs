@@ -71,6 +71,11 @@ pub trait Op: Sync + 'static {
     fn int_constraints(&self) -> &'static [(&'static CStr, i64)] {
         &[]
     }
+    /// Whether this TF has the C functions the kernel calls (`variant.rs`:
+    /// `TF_AddNVariant`); a kernel without them is not registered.
+    fn available(&self) -> bool {
+        true
+    }
     /// Reads and checks the attributes; an unsupported value is a failure
     /// that names the attribute. The default reads none.
     fn construct(&self, _ctx: &Construction) -> KernelResult<Self::Attrs> {
@@ -110,6 +115,8 @@ pub trait TfKernel: Sync {
     fn type_pairs(&self) -> &'static [TypePair];
     /// See [`Op::int_constraints`].
     fn int_constraints(&self) -> &'static [(&'static CStr, i64)];
+    /// See [`Op::available`].
+    fn available(&self) -> bool;
     /// See [`Op::construct`].
     fn construct(&self, ctx: &Construction) -> KernelResult<Box<dyn Any + Send + Sync>>;
     /// See [`Op::compute`]; `attrs` is what [`Self::construct`] returned.
@@ -190,6 +197,10 @@ impl<T: Op> TfKernel for T {
 
     fn int_constraints(&self) -> &'static [(&'static CStr, i64)] {
         Op::int_constraints(self)
+    }
+
+    fn available(&self) -> bool {
+        Op::available(self)
     }
 
     fn construct(&self, ctx: &Construction) -> KernelResult<Box<dyn Any + Send + Sync>> {

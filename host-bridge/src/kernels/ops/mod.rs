@@ -41,6 +41,7 @@ mod sum;
 mod tile;
 mod transpose;
 mod unary;
+mod variant;
 pub(crate) mod window;
 mod window_geometry;
 mod window_grad;
@@ -140,6 +141,8 @@ static KERNELS: &[&dyn TfKernel] = &[
     &random::StatefulUniform,
     &compare::IsFinite,
     &cumsum::Cumsum,
+    &variant::KERNELS[0],
+    &variant::KERNELS[1],
 ];
 
 /// Every kernel the bridge can register for a device type: [`KERNELS`],
@@ -193,8 +196,9 @@ mod tests {
         ops.sort();
         ops.dedup();
         // StridedSlice twice: float32 on the device, int32 on the host;
-        // Add twice: float32 (element-wise family) and int64 on the host.
-        assert_eq!(ops.len(), BUILTIN_COUNT - 2);
+        // Add twice: float32 (element-wise family) and int64 on the host;
+        // AddN and ZerosLike twice: float32 and variant (`variant.rs`).
+        assert_eq!(ops.len(), BUILTIN_COUNT - 4);
         for kernel in builtin() {
             let host: &[&CStr] = match kernel.op().to_bytes() {
                 b"Sum" | b"Mean" | b"Max" | b"Min" | b"Prod" => &[c"reduction_indices"],
