@@ -285,6 +285,17 @@ pub fn expect_success(output: &Output, what: &str) -> String {
     stdout
 }
 
+/// The rest of a script's line that starts with `prefix`, trimmed; panics
+/// showing `stdout` when there is none.
+pub fn field(stdout: &str, prefix: &str) -> String {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .unwrap_or_else(|| panic!("no {prefix:?} line:\n{stdout}"))
+        .trim()
+        .to_string()
+}
+
 /// A script's `<prefix> <op type>=<count>…` line (e.g. the op counts of a
 /// profile's planes) as a map.
 pub fn op_counts(stdout: &str, prefix: &str) -> BTreeMap<String, u64> {

@@ -258,14 +258,7 @@ fn a_bidirectional_lstm_trains_with_no_float_op_on_the_cpu() {
 fn a_bidirectional_lstm_accumulates_its_list_gradients_on_the_device() {
     let output = run_tf_with_plugin("tf_list_grads.py", &[], None);
     let stdout = check(&output, "tf_list_grads.py");
-    let field = |key: &str| {
-        stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(key))
-            .unwrap_or_else(|| panic!("no {key:?} line:\n{stdout}"))
-            .trim()
-            .to_string()
-    };
+    let field = |key: &str| tensorplug_tests::field(&stdout, key);
     assert_eq!(field("losses_equal "), "True", "{stdout}");
     assert_eq!(field("weights_equal "), "True", "{stdout}");
     let counts = |key: &str| tensorplug_tests::op_counts(&stdout, key);
@@ -509,13 +502,7 @@ fn a_refused_program_falls_back_to_its_native_segment() {
     let dir = work.path().to_str().expect("utf-8 path");
     let output = run_tf_with_plugin("tf_program_native.py", &[dir], None);
     let stdout = check(&output, "tf_program_native.py");
-    let field = |key: &str| {
-        stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(key))
-            .unwrap_or_else(|| panic!("no {key:?} line:\n{stdout}"))
-            .to_string()
-    };
+    let field = |key: &str| tensorplug_tests::field(&stdout, key);
     for key in ["ran ok ", "native ok "] {
         let diff: f64 = field(key).parse().expect("a number");
         assert!(diff <= 1e-6, "{key}{diff}:\n{stdout}");
