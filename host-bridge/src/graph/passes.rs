@@ -298,12 +298,13 @@ impl Pass for ListGradients {
             registry,
             ..
         } = cx;
-        Ok(super::list_grads::accumulate_in_place(
-            graph,
-            preserve,
-            device,
-            |node| Context::runs(&mut **registry, device, node),
-        ))
+        let sums = super::list_grads::accumulate_in_place(graph, preserve, device, |node| {
+            Context::runs(&mut **registry, device, node)
+        });
+        let zeros = super::list_zeros::zeros_of_read_only_lists(graph, preserve, device, |node| {
+            Context::runs(&mut **registry, device, node)
+        });
+        Ok(sums + zeros)
     }
 }
 
