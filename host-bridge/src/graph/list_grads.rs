@@ -190,12 +190,7 @@ fn find(graph: &GraphDef, preserve: &HashSet<String>, device_type: &str) -> Vec<
 mod tests {
     use super::*;
     use crate::graph::proto::attr_value::Value;
-    use crate::graph::test_nodes::{CPU, find as node_named, node};
-
-    fn typed(mut n: NodeDef, key: &str, dtype: DataType) -> NodeDef {
-        n.attr.insert(key.into(), type_value(dtype as i32));
-        n
-    }
+    use crate::graph::test_nodes::{CPU, find as node_named, node, typed};
 
     /// The body of a Keras LSTM's gradient loop, cut down.
     fn loop_body() -> GraphDef {

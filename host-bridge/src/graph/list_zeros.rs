@@ -112,12 +112,7 @@ fn read_only_source<'g>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::test_nodes::{CPU, FPGA, find, node};
-
-    fn typed(mut n: NodeDef, key: &str, dtype: DataType) -> NodeDef {
-        n.attr.insert(key.into(), type_value(dtype as i32));
-        n
-    }
+    use crate::graph::test_nodes::{CPU, FPGA, find, node, typed};
 
     /// A Keras RNN's forward loop over its input list, and the zeros its
     /// gradient starts from.

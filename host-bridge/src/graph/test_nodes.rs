@@ -18,6 +18,13 @@ pub fn node(name: &str, op: &str, input: &[&str]) -> NodeDef {
     }
 }
 
+/// `n` with the `type` attr `key` set to `dtype`.
+pub fn typed(mut n: NodeDef, key: &str, dtype: super::proto::DataType) -> NodeDef {
+    n.attr
+        .insert(key.into(), super::nodes::type_value(dtype as i32));
+    n
+}
+
 /// The node called `name`; panics naming it when there is none.
 pub fn find<'g>(graph: &'g GraphDef, name: &str) -> &'g NodeDef {
     graph.node.iter().find(|n| n.name == name).expect(name)
