@@ -41,17 +41,21 @@ pub fn zeros_of_read_only_lists(
             let Some(list) = read_only_source(&by_name, node, device_type) else {
                 continue;
             };
+            let mut list_inputs = list.input.iter().filter(|t| !t.starts_with('^'));
+            let (Some(tensor), Some(shape)) = (list_inputs.next(), list_inputs.next()) else {
+                continue;
+            };
             let zeros = NodeDef {
                 name: format!("{}/elements", node.name),
                 op: "ZerosLike".into(),
-                input: vec![list.input[0].clone()],
+                input: vec![tensor.clone()],
                 device: list.device.clone(),
                 attr: [("T".to_string(), type_value(DataType::DtFloat as i32))].into(),
                 ..Default::default()
             };
             let mut from = list.clone();
             from.name = node.name.clone();
-            from.input = vec![zeros.name.clone(), list.input[1].clone()];
+            from.input = vec![zeros.name.clone(), shape.clone()];
             from.input
                 .extend(node.input.iter().filter(|t| t.starts_with('^')).cloned());
             if by_name.contains_key(zeros.name.as_str()) || !runs(&zeros) || !runs(&from) {
@@ -94,6 +98,9 @@ fn read_only_source<'g>(
     let (exit, _) = one(zeros_like, 0, "Exit", 0)?;
     let (switch, _) = one(exit, 0, "Switch", 0)?;
     let (merge, _) = one(switch, 0, "Merge", 0)?;
+    if merge.input.iter().filter(|t| !t.starts_with('^')).count() != 2 {
+        return None;
+    }
     let (enter, _) = one(merge, 0, "Enter", 0)?;
     let (next, _) = one(merge, 1, "NextIteration", 0)?;
     let (mut back, mut port) = data(next, 0)?;
