@@ -348,9 +348,10 @@ def close(a, b, what, rtol=1e-5, atol=1e-6):
 def compare(kind, tmp):
     procs, outs = start_workers(kind, tmp)
     start = time.time()
-    for index, proc in enumerate(procs):
-        rc = proc.wait(timeout=600)
-        assert rc == 0, f"worker {index} failed ({rc}):\n{tail(tmp, kind, index)}"
+    codes = [proc.wait(timeout=600) for proc in procs]
+    # One worker's crash fails the other's collectives: show every log.
+    assert codes == [0] * len(procs), "workers failed (exit codes {}):\n{}".format(
+        codes, "\n".join(f"--- worker {i}:\n{tail(tmp, kind, i)}" for i in range(len(procs))))
     two = time.time() - start
     results = [json.load(open(o)) for o in outs]
     single_out = os.path.join(tmp, f"{kind}-single.json")
