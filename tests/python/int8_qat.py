@@ -9,6 +9,7 @@ the int8 model TFLite's converter makes from the same QAT model:
 
 usage: int8_qat.py [convnet|mobilenet] [images]
        int8_qat.py uncalibrated
+       int8_qat.py fake_quant
 
 tf_keras (TF_USE_LEGACY_KERAS=1) builds the model, tfmot's quantize_model
 wraps it (FakeQuant on weights and activations), one epoch of `fit` on
@@ -70,10 +71,62 @@ def uncalibrated():
     print(f"uncalibrated, int8 off: predict gave {out.shape}")
 
 
+def fake_quant():
+    """The weights op applying a weight fake-quant itself (what the pass
+    makes of a fake-quant only the convolution reads) against the same op
+    on TF's fake-quant output, per tensor and per channel, on weights
+    spread over the range and beyond it, with ranges TF nudges:
+
+      fake_quant <op> weights=<n> equal=<k> scales_equal=<bool>
+    """
+    from tensorflow.core.framework import node_def_pb2
+    rng = np.random.default_rng(5)
+    op = "_TensorplugFPGAQatWeights"
+    for fq_op, kind, channels in [("FakeQuantWithMinMaxVars", "per_tensor", 1),
+                                  ("FakeQuantWithMinMaxVarsPerChannel", "per_channel", 16)]:
+        hi = rng.uniform(0.01, 2, channels).astype(np.float32)
+        w = (rng.uniform(-1.2, 1.2, (3, 3, 8, 16)) * np.resize(hi, 16)).astype(np.float32)
+        # Values on and next to the grid's half steps, where rounding turns.
+        step = np.resize(hi / np.float32(127), 16)
+        w[0, 0] = (np.arange(-4, 4)[:, None] + np.float32(0.5)) * step
+        w[0, 1] = np.nextafter(w[0, 0], np.float32(1))
+        shape = [] if kind == "per_tensor" else [channels]
+
+        def graph():
+            def c(name, value):
+                return tf.constant(value, name=name)
+            wt, lo, up = c("w", w), c("lo", (-hi).reshape(shape)), c("hi", hi.reshape(shape))
+            empty = c("empty", np.zeros([0], np.float32))
+            fq = getattr(tf.quantization, {"per_tensor": "fake_quant_with_min_max_vars",
+                                           "per_channel": "fake_quant_with_min_max_vars_per_channel"}[kind])
+            fq(wt, lo, up, num_bits=8, narrow_range=True, name="fq")
+            gd = tf.compat.v1.get_default_graph().as_graph_def()
+            for name, src, attrs in [("by_tf", "fq", {}), ("by_op", "w", {"apply_fake_quant": kind})]:
+                n = node_def_pb2.NodeDef(name=name, op=op, input=[src, "empty", "lo", "hi"])
+                n.device = "/device:CPU:0"
+                for k, v in attrs.items():
+                    n.attr[k].s = v.encode()
+                gd.node.append(n)
+            return gd
+
+        with tf.Graph().as_default():
+            gd = graph()
+        wrapped = tf.compat.v1.wrap_function(lambda: tf.compat.v1.import_graph_def(gd, name=""), [])
+        g = wrapped.graph
+        fn = wrapped.prune([], [g.as_graph_element(t) for t in
+                                ["by_tf:0", "by_tf:1", "by_op:0", "by_op:1"]])
+        with tf.device("/device:CPU:0"):
+            q_tf, s_tf, q_op, s_op = [t.numpy() for t in fn()]
+        print(f"fake_quant {fq_op} weights={w.size} equal={int(np.sum(q_tf == q_op))} "
+              f"scales_equal={bool(np.array_equal(s_tf.view(np.uint32), s_op.view(np.uint32)))}")
+
+
 def main():
     name = sys.argv[1] if len(sys.argv) > 1 else "convnet"
     if name == "uncalibrated":
         return uncalibrated()
+    if name == "fake_quant":
+        return fake_quant()
     images = int(sys.argv[2]) if len(sys.argv) > 2 else 32
     tf.keras.utils.set_random_seed(7)
     with tf.device("/device:CPU:0"):

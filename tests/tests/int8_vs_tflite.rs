@@ -516,11 +516,22 @@ fn assert_ran_in_int8(stdout: &str, int8: &[(&str, u64)], float: &[(&str, u64)])
 
 /// A QAT model's weights are variables: the pass's `Qat` ops read them
 /// in host memory on the device, which keeps their int8 results, so no
-/// `Qat` op runs on TF's CPU executor.
-fn assert_weights_quantized_on_the_device(stdout: &str) {
+/// `Qat` op runs on TF's CPU executor but the packs that gather their CPU
+/// inputs (`packs` of them), and no weight fake-quant runs there: the
+/// weights op applies it.
+fn assert_weights_quantized_on_the_device(stdout: &str, packs: u64) {
     let cpu = op_counts(stdout, "cpu_ops ");
-    let qat: Vec<&String> = cpu.keys().filter(|op| op.contains("Qat")).collect();
+    let qat: Vec<&String> = cpu
+        .keys()
+        .filter(|op| op.contains("Qat") && !op.ends_with("QatPack"))
+        .collect();
     assert!(qat.is_empty(), "Qat ops ran on the CPU: {qat:?}");
+    assert_eq!(cpu.get("_TensorplugFPGAQatPack"), Some(&packs), "{cpu:?}");
+    let fake_quants: Vec<&String> = cpu
+        .keys()
+        .filter(|op| op.starts_with("FakeQuant"))
+        .collect();
+    assert!(fake_quants.is_empty(), "{fake_quants:?} ran on the CPU");
 }
 
 /// The sizes of one `copies` list (`int8_qat.py`, `changed_weights`).
@@ -559,7 +570,7 @@ fn a_qat_convnet_runs_in_int8_on_the_fpga_equal_to_tflite() {
         ],
         &[],
     );
-    assert_weights_quantized_on_the_device(&stdout);
+    assert_weights_quantized_on_the_device(&stdout, 1);
     // Kept, not uploaded each step: a step after one conv kernel was halved
     // copies exactly that kernel's int8 bytes more than a steady step, and
     // predicts what TFLite does on the model converted anew.
@@ -575,6 +586,10 @@ fn a_qat_convnet_runs_in_int8_on_the_fpga_equal_to_tflite() {
     let changed = result_line(&stdout, "predict qat-convnet-changed ");
     assert_eq!(changed, (32, 32, 0, 0), "{stdout}");
 }
+
+/// MobileNetV2-0.35's `Qat` ops (53 weights, 53 conv and 10 add blocks,
+/// 2 quantize and 2 dequantize blocks: 120) in packs of 16.
+const MOBILENET_PACKS: u64 = 120_u64.div_ceil(16);
 
 /// The same for MobileNetV2-0.35 (96×96, 100 classes): top-1 on ≥ 99 % of
 /// 64 inputs, logits ≤ 1 quantum apart. In the graph its 52 batch norms
@@ -608,7 +623,30 @@ fn a_qat_mobilenet_v2_0_35_runs_in_int8_on_the_fpga_and_agrees_with_tflite() {
         ],
         &[("Mean", mean)],
     );
-    assert_weights_quantized_on_the_device(&stdout);
+    assert_weights_quantized_on_the_device(&stdout, MOBILENET_PACKS);
+}
+
+/// The weights op applying a weight fake-quant itself (what the graph pass
+/// makes of one only the convolution reads, so it no longer runs on the
+/// CPU every step) gives the int8 weights and scales it gives on TF's own
+/// fake-quant output, per tensor and per channel, with weights on and next
+/// to the half steps where rounding turns.
+#[test]
+fn a_weight_fake_quant_applied_in_the_weights_op_equals_tfs() {
+    let stdout = run_script("int8_qat.py", &["fake_quant"]);
+    for op in [
+        "FakeQuantWithMinMaxVars ",
+        "FakeQuantWithMinMaxVarsPerChannel ",
+    ] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("fake_quant {op}")))
+            .unwrap_or_else(|| panic!("no {op}line:\n{stdout}"));
+        assert!(
+            line.ends_with("weights=1152 equal=1152 scales_equal=True"),
+            "{line}"
+        );
+    }
 }
 
 /// QDQ graphs: a graph in the form Intel Neural Compressor writes

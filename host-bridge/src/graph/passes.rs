@@ -192,11 +192,24 @@ impl Pass for Qat {
         if !cx.settings.int8 || !registered {
             return Ok(0);
         }
-        Ok(super::qat::emit::rewrite_qat(
-            &mut cx.graph,
-            cx.preserve,
-            cx.device,
-        ))
+        let count = super::qat::emit::rewrite_qat(&mut cx.graph, cx.preserve, cx.device);
+        // One crossing for the parameters' CPU inputs, when the packed
+        // forms are registered.
+        let packed = format!(
+            "{}{}",
+            crate::kernels::qat::WEIGHTS,
+            crate::kernels::qat::PACKED
+        );
+        let pack = crate::kernels::qat::PACK;
+        if count > 0
+            && cx.has(op_name(cx.device, &packed).to_str().unwrap_or(""))
+            && cx
+                .registry
+                .registered(op_name(cx.device, pack).to_str().unwrap_or(""), "CPU")
+        {
+            super::qat::pack::pack_host_inputs(&mut cx.graph, cx.device);
+        }
+        Ok(count)
     }
 }
 

@@ -197,6 +197,14 @@ impl Emitter<'_, '_> {
         let quantized = self.name(&int8_name, "weights");
         let depthwise = matches!(m.compute, Compute::Depthwise);
         let mut weight_attrs = vec![("depthwise", attr_value::Value::B(depthwise))];
+        if let Some(op) = &weights.fake_quant {
+            let kind: &[u8] = if op.ends_with("PerChannel") {
+                b"per_channel"
+            } else {
+                b"per_tensor"
+            };
+            weight_attrs.push(("apply_fake_quant", attr_value::Value::S(kind.to_vec())));
+        }
         if let Some((narrow, round_mode, ensure)) = &weights.scaled {
             weight_attrs.extend([
                 ("mode", attr_value::Value::S(b"scaled".to_vec())),

@@ -26,6 +26,7 @@
 //! rewritten at all.
 
 pub(super) mod emit;
+pub(super) mod pack;
 
 use super::device::is_ours;
 use super::edges::{Input, Uses};
@@ -71,6 +72,9 @@ pub(super) struct Weights {
     /// A QDQ pair's `QuantizeV2` attributes: `(narrow_range, round_mode,
     /// ensure_minimum_range)`.
     pub scaled: Option<(bool, String, f32)>,
+    /// The weight fake-quant's op, when `tensor` is its input and
+    /// `QatWeights` applies it (only the convolution read it).
+    pub fake_quant: Option<String>,
 }
 
 /// An inference batch norm's inputs, folded into the weights and bias.
@@ -459,21 +463,42 @@ impl<'a> Index<'a> {
                 tensor: inputs[0].clone(),
                 range: Some((inputs[1].clone(), inputs[2].clone())),
                 scaled: Some(scaled),
+                fake_quant: None,
             });
         }
-        let range = self.producer(w).and_then(|at| {
-            let n = &self.nodes[at];
-            let fq = WEIGHT_FAKE_QUANTS.contains(&n.op.as_str())
-                && int_attr(n, "num_bits").unwrap_or(8) == 8
-                && bool_attr(n, "narrow_range").unwrap_or(false);
-            let inputs = self.data_inputs(at);
-            (fq && inputs.len() == 3).then(|| (inputs[1].clone(), inputs[2].clone()))
-        });
-        Some(Weights {
+        let plain = Weights {
             tensor: w.to_string(),
-            range,
+            range: None,
             scaled: None,
-        })
+            fake_quant: None,
+        };
+        let Some(at) = self.producer(w) else {
+            return Some(plain);
+        };
+        let n = &self.nodes[at];
+        let inputs = self.data_inputs(at);
+        let fq = WEIGHT_FAKE_QUANTS.contains(&n.op.as_str())
+            && int_attr(n, "num_bits").unwrap_or(8) == 8
+            && bool_attr(n, "narrow_range").unwrap_or(false)
+            && inputs.len() == 3;
+        if !fq {
+            return Some(plain);
+        }
+        let range = Some((inputs[1].clone(), inputs[2].clone()));
+        // Read by this convolution alone: `QatWeights` applies it, so it
+        // no longer runs on the CPU every step.
+        let only_conv = !self.preserve.contains(&n.name)
+            && self.uses.of(&n.name).iter().all(|u| u.consumer == conv);
+        if only_conv {
+            chain.push(at);
+            return Some(Weights {
+                tensor: inputs[0].clone(),
+                range,
+                scaled: None,
+                fake_quant: Some(n.op.clone()),
+            });
+        }
+        Some(Weights { range, ..plain })
     }
 
     /// A `Pad` of a quantized tensor by constant spatial paddings, read

@@ -139,15 +139,17 @@ fn a_qat_conv_chain_becomes_an_int8_conv_with_float_edges() {
     );
     assert_eq!(block.input, ["fq_in_min", "fq_in_max"]);
     // Weights and block on the device (their inputs in host memory), from
-    // the weight fake-quant's output and range, the bias, and both
+    // the weights and their fake-quant's range (the weights op applies the
+    // fake-quant only the convolution read), the bias, and both
     // activation ranges.
     let w = find(&graph, "fq_out/int8/weights");
     assert_eq!(
         (w.op.as_str(), w.device.as_str()),
         ("_TensorplugFPGAQatWeights", FPGA)
     );
-    assert_eq!(w.input, ["w_fq", "fq_out/int8/empty", "w_min", "w_max"]);
+    assert_eq!(w.input, ["w", "fq_out/int8/empty", "w_min", "w_max"]);
     assert_eq!(attr(w, "depthwise"), &Value::B(false));
+    assert_eq!(attr(w, "apply_fake_quant"), &s("per_channel"));
     let block = find(&graph, "fq_out/int8/block");
     assert_eq!(block.op, "_TensorplugFPGAQatConvBlock");
     assert_eq!(block.device, FPGA);
@@ -168,13 +170,28 @@ fn a_qat_conv_chain_becomes_an_int8_conv_with_float_edges() {
     let out = find(&graph, "fq_out");
     assert_eq!(out.op, "_TensorplugFPGADequantize");
     assert_eq!(out.input, ["fq_out/int8", "fq_out/int8/dequantize_block"]);
-    for gone in ["conv", "bias_add", "relu", "fq_in"] {
+    for gone in ["conv", "bias_add", "relu", "fq_in", "w_fq"] {
         assert!(!has(&graph, gone), "{gone} is still there");
     }
-    assert!(
-        has(&graph, "w_fq"),
-        "the weight fake-quant feeds the weights"
-    );
+}
+
+#[test]
+fn a_weight_fake_quant_something_else_reads_stays_and_feeds_the_weights() {
+    for other_reader in ["w_fq", "^w_fq"] {
+        let mut graph = conv_graph();
+        graph.node.last_mut().unwrap().input.pop();
+        graph
+            .node
+            .push(on_cpu(node("also", "Identity", &[other_reader])));
+        assert_eq!(
+            rewrite_qat(&mut graph, &preserve(&["out", "also"]), "FPGA"),
+            1
+        );
+        let w = find(&graph, "fq_out/int8/weights");
+        assert_eq!(w.input, ["w_fq", "fq_out/int8/empty", "w_min", "w_max"]);
+        assert!(!w.attr.contains_key("apply_fake_quant"));
+        assert!(has(&graph, "w_fq"), "{other_reader}");
+    }
 }
 
 #[test]
@@ -445,4 +462,67 @@ fn a_qdq_graph_becomes_int8_ops_and_its_pairs_go() {
     ] {
         assert!(!has(&graph, gone), "{gone} is still there");
     }
+}
+
+#[test]
+fn the_parameters_cpu_inputs_cross_to_the_device_in_one_pack() {
+    use super::pack::pack_host_inputs;
+    let mut graph = conv_graph();
+    graph.node.last_mut().unwrap().input.pop();
+    assert_eq!(rewrite_qat(&mut graph, &preserve(&["out"]), "FPGA"), 1);
+    // The weights, their block and the two tensor blocks read a pack.
+    assert_eq!(pack_host_inputs(&mut graph, "FPGA"), 4);
+    let pack = find(&graph, "tensorplug_qat/pack");
+    assert_eq!(
+        (pack.op.as_str(), pack.device.as_str()),
+        ("_TensorplugFPGAQatPack", CPU)
+    );
+    let entry = |tensor: &str| pack.input.iter().position(|t| t == tensor).unwrap() as i64;
+    assert_eq!(attr(pack, "N"), &Value::I(pack.input.len() as i64));
+    let w = find(&graph, "fq_out/int8/weights");
+    assert_eq!(w.op, "_TensorplugFPGAQatWeightsPacked");
+    assert_eq!(w.input, ["tensorplug_qat/pack"]);
+    assert_eq!(attr(w, "M"), &Value::I(0));
+    let map = ["w:0", "fq_out/int8/empty:0", "w_min:0", "w_max:0"].map(entry);
+    assert_eq!(attr(w, "packed_inputs"), &ints(&map));
+    assert_eq!(attr(w, "apply_fake_quant"), &s("per_channel"));
+    // The scales the weights op makes stay a direct input.
+    let block = find(&graph, "fq_out/int8/block");
+    assert_eq!(block.op, "_TensorplugFPGAQatConvBlockPacked");
+    assert_eq!(
+        block.input,
+        ["tensorplug_qat/pack", "fq_out/int8/weights:1"]
+    );
+    assert_eq!(attr(block, "M"), &Value::I(1));
+    let map = [
+        entry("fq_in_min:0"),
+        entry("fq_in_max:0"),
+        -1,
+        entry("bias:0"),
+        entry("fq_out_min:0"),
+        entry("fq_out_max:0"),
+    ];
+    assert_eq!(attr(block, "packed_inputs"), &ints(&map));
+    // Each tensor once, whoever reads it.
+    let unique: HashSet<&String> = pack.input.iter().collect();
+    assert_eq!(unique.len(), pack.input.len());
+}
+
+#[test]
+fn loops_and_constant_only_parameters_are_not_packed() {
+    use super::pack::pack_host_inputs;
+    let mut graph = conv_graph();
+    graph.node.last_mut().unwrap().input.pop();
+    rewrite_qat(&mut graph, &preserve(&["out"]), "FPGA");
+    let mut looped = graph.clone();
+    looped.node.push(on_cpu(node("loop", "Merge", &["x", "x"])));
+    assert_eq!(pack_host_inputs(&mut looped, "FPGA"), 0);
+    // Every CPU input a constant: a frozen graph, folded by TF instead.
+    for n in &mut graph.node {
+        if n.device == CPU && n.op == "ReadVariableOp" {
+            n.op = "Const".into();
+        }
+    }
+    assert_eq!(pack_host_inputs(&mut graph, "FPGA"), 0);
+    assert!(!has(&graph, "tensorplug_qat/pack"));
 }

@@ -6,12 +6,13 @@
 //! So a `predict` loop computes and uploads each weight once, and a model
 //! that trained in between gets its current values.
 
+use super::inputs::Inputs;
 use super::out::{Out, write_output};
+use super::packed::Value;
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
-use crate::kernels::tf::{Context, Held, Tensor};
+use crate::kernels::tf::{Context, Held};
 use std::sync::Mutex;
-use tensorplug_abi::tf::TF_DataType;
 use tensorplug_core::accelerator::{DType, Shape};
 
 /// A device kernel's memory; locked through a call.
@@ -30,7 +31,7 @@ struct Last {
 
 #[derive(PartialEq)]
 struct Input {
-    dtype: TF_DataType,
+    dtype: u32,
     dims: Vec<u64>,
     bytes: Vec<u8>,
 }
@@ -53,18 +54,19 @@ impl Kept {
     pub(super) fn compute(
         &self,
         ctx: &Context,
+        inputs: &Inputs,
         op_type: &'static str,
         evaluate: impl FnOnce() -> KernelResult<Vec<Out>>,
     ) -> KernelResult<()> {
         let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-        let inputs = (0..ctx.num_inputs())
-            .map(|i| ctx.input(i, true))
+        let inputs = (0..inputs.len())
+            .map(|i| inputs.get(i))
             .collect::<KernelResult<Vec<_>>>()?;
-        if last.outputs.is_empty() || !same(&last.inputs, &inputs)? {
+        if last.outputs.is_empty() || !same(&last.inputs, &inputs) {
             *last = Last::default();
             let outputs = self.upload(ctx, op_type, evaluate()?)?;
             *last = Last {
-                inputs: inputs.iter().map(snapshot).collect::<KernelResult<_>>()?,
+                inputs: inputs.iter().map(snapshot).collect(),
                 outputs,
             };
         }
@@ -104,25 +106,18 @@ impl Kept {
 }
 
 /// Whether `now` holds the dtypes, shapes and bytes of `then`.
-fn same(then: &[Input], now: &[Tensor]) -> KernelResult<bool> {
-    if then.len() != now.len() {
-        return Ok(false);
-    }
-    for (kept, tensor) in then.iter().zip(now) {
-        if kept.dtype != tensor.dtype()
-            || kept.dims != tensor.shape()?.dims()
-            || kept.bytes != tensor.host_bytes(None)?
-        {
-            return Ok(false);
-        }
-    }
-    Ok(true)
+fn same(then: &[Input], now: &[Value]) -> bool {
+    then.len() == now.len()
+        && then
+            .iter()
+            .zip(now)
+            .all(|(kept, v)| kept.dtype == v.dtype && kept.dims == v.dims && kept.bytes == v.bytes)
 }
 
-fn snapshot(tensor: &Tensor) -> KernelResult<Input> {
-    Ok(Input {
-        dtype: tensor.dtype(),
-        dims: tensor.shape()?.dims().to_vec(),
-        bytes: tensor.host_bytes(None)?.to_vec(),
-    })
+fn snapshot(v: &Value) -> Input {
+    Input {
+        dtype: v.dtype,
+        dims: v.dims.clone(),
+        bytes: v.bytes.to_vec(),
+    }
 }

@@ -12,16 +12,22 @@
 //! so `predict` computes and uploads the parameters once, and a model that
 //! trains on gets those of its current values at its next step.
 
+mod fake_quant;
+mod inputs;
 mod kept;
 mod out;
+mod pack_op;
+mod packed;
 pub mod params;
 
 use crate::ffi::{self, tf_api};
 use crate::identity;
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::op_def::{define, op_name};
-use crate::kernels::tf::{Construction, Context, Status, Tensor};
+use crate::kernels::tf::{Construction, Context, Status};
 use crate::log;
+use fake_quant::{WeightFakeQuant, fake_quant};
+use inputs::Inputs;
 use out::{Out, write_outputs};
 use params::{Affine, RangeMode, TensorBlock, WeightMode};
 use std::ffi::{CStr, CString, c_void};
@@ -70,6 +76,9 @@ static OPS: [QatOp; 4] = [
         attrs: &[
             c"depthwise: bool = false",
             c"mode: {'fake_quant', 'scaled'} = 'fake_quant'",
+            // The weight fake-quant (8 bits, narrow range) the kernel
+            // applies to `weights` itself, over `range_min`/`range_max`.
+            c"apply_fake_quant: {'none', 'per_tensor', 'per_channel'} = 'none'",
             c"narrow_range: bool = false",
             c"round_mode: {'HALF_AWAY_FROM_ZERO', 'HALF_TO_EVEN'} = 'HALF_AWAY_FROM_ZERO'",
             ENSURE,
@@ -125,11 +134,21 @@ pub const CONV_BLOCK: &str = "QatConvBlock";
 pub const ADD_BLOCK: &str = "QatAddBlock";
 /// See [`WEIGHTS`].
 pub const TENSOR_BLOCK: &str = "QatTensorBlock";
+/// The suffix of each op's packed form (on the device only): inputs
+/// `packed: uint8` (a `QatPack` output), `direct: M * float`, and
+/// `packed_inputs: list(int)` mapping each declared input to an entry of
+/// the pack or (−1) to the next direct input.
+pub const PACKED: &str = "Packed";
+pub use pack_op::PACK;
 
 /// A kernel's attributes, read once.
 #[derive(Clone, Debug)]
 enum Kernel {
-    Weights { depthwise: bool, mode: WeightMode },
+    Weights {
+        depthwise: bool,
+        mode: WeightMode,
+        apply: Option<WeightFakeQuant>,
+    },
     ConvBlock(Activation, Rounding, Modes),
     AddBlock(Activation, Rounding, Modes),
     TensorBlock(TensorBlock, Modes),
@@ -179,39 +198,63 @@ fn modes(ctx: &Construction) -> KernelResult<Modes> {
     Ok(Modes(modes, ctx.string_list_attr(c"range_names")?))
 }
 
-/// Defines the ops (with the int8 ops, once per process).
+/// The inputs and extra attributes of an op's packed form.
+const PACKED_INPUTS: [&CStr; 2] = [c"packed: uint8", c"direct: M * float"];
+const PACKED_ATTRS: [&CStr; 2] = [c"M: int >= 0", c"packed_inputs: list(int)"];
+
+/// Defines the ops, their packed forms and `QatPack` (with the int8 ops,
+/// once per process).
 pub fn define_ops() -> KernelResult<()> {
+    let device = identity::device_type();
     for op in &OPS {
-        let name = op_name(identity::device_type(), op.suffix);
-        define(name, op.inputs, op.outputs, op.attrs)?;
+        define(op_name(device, op.suffix), op.inputs, op.outputs, op.attrs)?;
+        let attrs: Vec<&CStr> = op.attrs.iter().copied().chain(PACKED_ATTRS).collect();
+        let packed = op_name(device, &format!("{}{PACKED}", op.suffix));
+        define(packed, &PACKED_INPUTS, op.outputs, &attrs)?;
     }
-    Ok(())
+    pack_op::define_op()
 }
 
 type CreateFn = unsafe extern "C" fn(*mut TF_OpKernelConstruction) -> *mut c_void;
-const CREATE: [[CreateFn; 4]; 2] = [
+
+/// Where a kernel runs, and in which form.
+#[derive(Clone, Copy, PartialEq)]
+enum Form {
+    Cpu,
+    Device,
+    DevicePacked,
+}
+
+const CREATE: [[CreateFn; 4]; 3] = [
     [
-        create::<0, false>,
-        create::<1, false>,
-        create::<2, false>,
-        create::<3, false>,
+        create::<0, false, false>,
+        create::<1, false, false>,
+        create::<2, false, false>,
+        create::<3, false, false>,
     ],
     [
-        create::<0, true>,
-        create::<1, true>,
-        create::<2, true>,
-        create::<3, true>,
+        create::<0, true, false>,
+        create::<1, true, false>,
+        create::<2, true, false>,
+        create::<3, true, false>,
+    ],
+    [
+        create::<0, true, true>,
+        create::<1, true, true>,
+        create::<2, true, true>,
+        create::<3, true, true>,
     ],
 ];
 
-/// Registers the kernels of [`OPS`] for the CPU and for the device; logs
+/// Registers the kernels of [`OPS`] for the CPU and for the device (the
+/// packed forms for the device only), and `QatPack`'s for the CPU; logs
 /// and skips any that fails (without the device's, the graph pass's
 /// placement falls back to the CPU ones).
 pub fn register_all() {
     for (index, op) in OPS.iter().enumerate() {
-        for on_device in [false, true] {
-            if let Err(failure) = register(index, op, on_device) {
-                let on = if on_device { "device" } else { "CPU" };
+        for form in [Form::Cpu, Form::Device, Form::DevicePacked] {
+            if let Err(failure) = register(index, op, form) {
+                let on = if form == Form::Cpu { "CPU" } else { "device" };
                 log::error(format_args!(
                     "TF_InitKernel: cannot register the {on} kernel of {}: {}",
                     op.suffix, failure.cause
@@ -219,23 +262,33 @@ pub fn register_all() {
             }
         }
     }
+    if let Err(failure) = pack_op::register() {
+        log::error(format_args!(
+            "TF_InitKernel: cannot register the CPU kernel of {PACK}: {}",
+            failure.cause
+        ));
+    }
 }
 
-fn register(index: usize, op: &QatOp, on_device: bool) -> KernelResult<()> {
+fn register(index: usize, op: &QatOp, form: Form) -> KernelResult<()> {
     let api = tf_api::kernel_api()?;
     let status = Status::new()?;
-    let name = op_name(identity::device_type(), op.suffix);
-    let device = if on_device {
-        CString::new(identity::device_type()).map_err(|_| Failure::invalid("NUL in type"))?
-    } else {
+    let device_type = identity::device_type();
+    let name = match form {
+        Form::DevicePacked => op_name(device_type, &format!("{}{PACKED}", op.suffix)),
+        _ => op_name(device_type, op.suffix),
+    };
+    let device = if form == Form::Cpu {
         c"CPU".into()
+    } else {
+        CString::new(device_type).map_err(|_| Failure::invalid("NUL in type"))?
     };
     // SAFETY: NUL-terminated names (TF copies them); our callbacks have TF's signatures.
     let builder = unsafe {
         (api.new_kernel_builder)(
             name.as_ptr(),
             device.as_ptr(),
-            Some(CREATE[usize::from(on_device)][index]),
+            Some(CREATE[form as usize][index]),
             Some(compute),
             Some(delete),
         )
@@ -243,9 +296,12 @@ fn register(index: usize, op: &QatOp, on_device: bool) -> KernelResult<()> {
     if builder.is_null() {
         return Err(Failure::invalid("TF_NewKernelBuilder returned null"));
     }
-    if on_device {
-        let names = op
-            .inputs
+    if form != Form::Cpu {
+        let inputs: &[&CStr] = match form {
+            Form::DevicePacked => &PACKED_INPUTS,
+            _ => op.inputs,
+        };
+        let names = inputs
             .iter()
             .chain(&op.host_output)
             .map(|spec| arg_name(spec));
@@ -255,7 +311,7 @@ fn register(index: usize, op: &QatOp, on_device: bool) -> KernelResult<()> {
             unsafe { (api.host_memory)(builder, arg.as_ptr()) };
         }
     }
-    let on = if on_device { "device" } else { "cpu" };
+    let on = if form == Form::Cpu { "cpu" } else { "device" };
     let kernel_name = format!("tensorplug_{on}_{}", name.to_string_lossy());
     let kernel_name = CString::new(kernel_name).map_err(|_| Failure::invalid("NUL in name"))?;
     // SAFETY: TF takes ownership of the builder, whatever the outcome.
@@ -273,9 +329,11 @@ fn arg_name(spec: &CStr) -> &str {
 struct QatKernel {
     kernel: Kernel,
     kept: Option<kept::Kept>,
+    /// The packed form's `packed_inputs`.
+    packed: Option<Vec<i64>>,
 }
 
-unsafe extern "C" fn create<const INDEX: usize, const ON_DEVICE: bool>(
+unsafe extern "C" fn create<const INDEX: usize, const ON_DEVICE: bool, const PACKED: bool>(
     raw: *mut TF_OpKernelConstruction,
 ) -> *mut c_void {
     ffi::swallow("qat kernel create", std::ptr::null_mut(), || {
@@ -287,10 +345,20 @@ unsafe extern "C" fn create<const INDEX: usize, const ON_DEVICE: bool>(
                 return Ok(std::ptr::null_mut());
             }
         };
-        match construct(INDEX, &ctx) {
-            Ok(kernel) => {
+        let packed = || {
+            PACKED
+                .then(|| ctx.int_list_attr(c"packed_inputs"))
+                .transpose()
+        };
+        match construct(INDEX, &ctx).and_then(|kernel| Ok((kernel, packed()?))) {
+            Ok((kernel, packed)) => {
                 let kept = ON_DEVICE.then(|| kept::Kept::new(OPS[INDEX].host_output_index()));
-                Ok(Box::into_raw(Box::new(QatKernel { kernel, kept })).cast())
+                let kernel = QatKernel {
+                    kernel,
+                    kept,
+                    packed,
+                };
+                Ok(Box::into_raw(Box::new(kernel)).cast())
             }
             Err(failure) => {
                 let op = OPS[INDEX].suffix;
@@ -334,6 +402,11 @@ fn construct(index: usize, ctx: &Construction) -> KernelResult<Kernel> {
                 },
                 _ => WeightMode::FakeQuant,
             },
+            apply: match ctx.string_attr(c"apply_fake_quant")?.as_str() {
+                "per_tensor" => Some(WeightFakeQuant::PerTensor),
+                "per_channel" => Some(WeightFakeQuant::PerChannel),
+                _ => None,
+            },
         },
         1 => {
             let (a, r) = act()?;
@@ -364,7 +437,11 @@ unsafe extern "C" fn compute(kernel: *mut c_void, raw: *mut TF_OpKernelContext) 
             }
         };
         // SAFETY: `kernel` is null or the box `create` made, alive until `delete`.
-        let Some(QatKernel { kernel, kept }) = (unsafe { kernel.cast::<QatKernel>().as_ref() })
+        let Some(QatKernel {
+            kernel,
+            kept,
+            packed,
+        }) = (unsafe { kernel.cast::<QatKernel>().as_ref() })
         else {
             ctx.fail(
                 tensorplug_abi::tf::TF_INTERNAL,
@@ -372,10 +449,14 @@ unsafe extern "C" fn compute(kernel: *mut c_void, raw: *mut TF_OpKernelContext) 
             );
             return Ok(());
         };
-        let evaluate = || run(kernel, &ctx);
         let outcome = ffi::run("qat kernel compute", || {
+            let inputs = match Inputs::of(&ctx, packed.as_deref()) {
+                Ok(inputs) => inputs,
+                Err(failure) => return Ok(Err(failure)),
+            };
+            let evaluate = || run(kernel, &inputs);
             Ok(match kept {
-                Some(kept) => kept.compute(&ctx, op_suffix(kernel), evaluate),
+                Some(kept) => kept.compute(&ctx, &inputs, op_suffix(kernel), evaluate),
                 None => evaluate().and_then(|outs| write_outputs(&ctx, &outs)),
             })
         })
@@ -406,37 +487,9 @@ fn op_suffix(kernel: &Kernel) -> &'static str {
     }
 }
 
-/// A host tensor's f32 values.
-fn floats(t: &Tensor) -> KernelResult<&[f32]> {
-    if t.dtype() != TF_DataType::TF_FLOAT {
-        return Err(Failure::invalid(format!(
-            "{:?} input, expected float",
-            t.dtype()
-        )));
-    }
-    let len = t.byte_size() / 4;
-    if len == 0 {
-        return Ok(&[]);
-    }
-    // SAFETY: a live CPU tensor of `len` f32s, borrowed while `t` lives.
-    Ok(unsafe { std::slice::from_raw_parts(t.data().cast::<f32>(), len) })
-}
-
-/// One scalar input (a tensor of one element).
-fn scalar(ctx: &Context, index: usize, what: &str) -> KernelResult<f32> {
-    let t = ctx.input(index, true)?;
-    match floats(&t)? {
-        [v] => Ok(*v),
-        values => Err(Failure::invalid(format!(
-            "{what} has {} values, expected one",
-            values.len()
-        ))),
-    }
-}
-
-fn range(ctx: &Context, first: usize, mode: RangeMode, what: &str) -> KernelResult<Affine> {
-    let min = scalar(ctx, first, what)?;
-    let max = scalar(ctx, first + 1, what)?;
+fn range(inputs: &Inputs, first: usize, mode: RangeMode, what: &str) -> KernelResult<Affine> {
+    let min = inputs.scalar(first, what)?;
+    let max = inputs.scalar(first + 1, what)?;
     params::activation(min, max, mode).map_err(|e| Failure::invalid(format!("{what}: {e}")))
 }
 
@@ -445,18 +498,21 @@ fn block(words: &[i32]) -> KernelResult<Vec<Out>> {
 }
 
 /// The op's outputs for the call's inputs.
-fn run(kernel: &Kernel, ctx: &Context) -> KernelResult<Vec<Out>> {
+fn run(kernel: &Kernel, inputs: &Inputs) -> KernelResult<Vec<Out>> {
     match *kernel {
-        Kernel::Weights { depthwise, mode } => quantize_weights(ctx, depthwise, mode),
+        Kernel::Weights {
+            depthwise,
+            mode,
+            apply,
+        } => quantize_weights(inputs, depthwise, mode, apply),
         Kernel::ConvBlock(activation, rounding, ref modes) => {
             let m = modes.0;
-            let input = range(ctx, 0, m[0], &modes.describe(0, "the input's range"))?;
-            let output = range(ctx, 4, m[1], &modes.describe(1, "the output's range"))?;
-            let (scales, bias) = (ctx.input(2, true)?, ctx.input(3, true)?);
+            let input = range(inputs, 0, m[0], &modes.describe(0, "the input's range"))?;
+            let output = range(inputs, 4, m[1], &modes.describe(1, "the output's range"))?;
             let words = params::conv_block(
                 input,
-                floats(&scales)?,
-                floats(&bias)?,
+                inputs.floats(2)?,
+                inputs.floats(3)?,
                 output,
                 activation,
                 rounding,
@@ -466,43 +522,51 @@ fn run(kernel: &Kernel, ctx: &Context) -> KernelResult<Vec<Out>> {
         }
         Kernel::AddBlock(activation, rounding, ref modes) => {
             let m = modes.0;
-            let x = range(ctx, 0, m[0], &modes.describe(0, "x's range"))?;
-            let y = range(ctx, 2, m[1], &modes.describe(1, "y's range"))?;
-            let output = range(ctx, 4, m[2], &modes.describe(2, "the output's range"))?;
+            let x = range(inputs, 0, m[0], &modes.describe(0, "x's range"))?;
+            let y = range(inputs, 2, m[1], &modes.describe(1, "y's range"))?;
+            let output = range(inputs, 4, m[2], &modes.describe(2, "the output's range"))?;
             let words = params::add_block([x, y], output, activation, rounding)
                 .map_err(Failure::invalid)?;
             block(&words)
         }
         Kernel::TensorBlock(kind, ref modes) => {
-            let q = range(ctx, 0, modes.0[0], &modes.describe(0, "the range"))?;
+            let q = range(inputs, 0, modes.0[0], &modes.describe(0, "the range"))?;
             block(&params::tensor_block(kind, q))
         }
     }
 }
 
-fn quantize_weights(ctx: &Context, depthwise: bool, mode: WeightMode) -> KernelResult<Vec<Out>> {
-    let w = ctx.input(0, true)?;
-    let shape = w.shape()?;
+fn quantize_weights(
+    inputs: &Inputs,
+    depthwise: bool,
+    mode: WeightMode,
+    apply: Option<WeightFakeQuant>,
+) -> KernelResult<Vec<Out>> {
+    let w = inputs.get(0)?;
+    let shape = inputs::shape(&w)?;
     let dims = shape.dims();
     let channels = match (dims, depthwise) {
         ([.., c, m], true) => c * m,
         ([.., n], false) => *n,
         _ => return Err(Failure::invalid(format!("weights of shape {dims:?}"))),
     } as usize;
-    let (factor, min, max) = (
-        ctx.input(1, true)?,
-        ctx.input(2, true)?,
-        ctx.input(3, true)?,
-    );
-    let (min, max) = (floats(&min)?, floats(&max)?);
+    let (factor, min, max) = (inputs.floats(1)?, inputs.floats(2)?, inputs.floats(3)?);
     let range = (!max.is_empty() || !min.is_empty()).then_some((min, max));
-    let values = floats(&w)?;
+    let values = inputs::floats(w)?;
     if values.is_empty() {
         return Err(Failure::invalid("no weights"));
     }
+    let quantized;
+    let values = match apply {
+        Some(kind) => {
+            quantized = fake_quant(values, min, max, kind).map_err(Failure::invalid)?;
+            &quantized[..]
+        }
+        None => values,
+    };
     let mut q = vec![0i8; values.len()];
-    let scales = params::weights(values, channels, floats(&factor)?, range, mode, &mut q)
-        .map_err(Failure::invalid)?;
+    let scales =
+        params::weights(values, channels, factor, range, mode, &mut q).map_err(Failure::invalid)?;
     Ok(vec![
         Out::shaped(TF_DataType::TF_INT8, shape, &q)?,
         Out::new(TF_DataType::TF_FLOAT, &scales)?,
