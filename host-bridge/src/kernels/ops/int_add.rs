@@ -5,13 +5,14 @@
 //! integer arithmetic on the CPU. The tensors are a few elements: both are
 //! read to the host, added with TF's wrapping, and written back.
 
+use super::host_add::add_on_host;
 use super::kernel::{Op, is_empty};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::Context;
 use std::ffi::CStr;
 use tensorplug_abi::tf::TF_DataType;
-use tensorplug_core::accelerator::{Binary, DType, OpKind};
+use tensorplug_core::accelerator::{Binary, OpKind};
 
 /// The int64 `Add` kernel.
 pub struct IntAdd;
@@ -66,15 +67,6 @@ impl Op for IntAdd {
                 "int64 Add of {n} elements (the device adds at most {MAX_ELEMENTS}, on the host)"
             )));
         }
-        let bytes = n as usize * 8;
-        let (mut a, mut b) = (vec![0u8; bytes], vec![0u8; bytes]);
-        run.read(run.typed_desc(&x, shape, DType::I64)?, &mut a)?;
-        run.read(run.typed_desc(&y, shape, DType::I64)?, &mut b)?;
-        for (a, b) in a.chunks_exact_mut(8).zip(b.chunks_exact(8)) {
-            let sum = i64::from_ne_bytes(a[..8].try_into().unwrap_or_default())
-                .wrapping_add(i64::from_ne_bytes(b.try_into().unwrap_or_default()));
-            a.copy_from_slice(&sum.to_ne_bytes());
-        }
-        run.write(run.typed_desc(&out, shape, DType::I64)?, &a)
+        add_on_host(run, &x, &y, &out)
     }
 }

@@ -23,6 +23,7 @@ pub(crate) mod fused_matmul;
 pub mod fuzzing;
 mod gather;
 pub(crate) mod half;
+mod host_add;
 pub mod int8;
 mod int_add;
 pub(crate) mod kernel;
