@@ -29,7 +29,7 @@ const CONTROL_FLOW: [&str; 7] = [
 ];
 
 /// `Qat` ops per pack, in graph order: the first layers' parameters need
-/// not wait for the whole model's (measured on QAT MobileNetV2, 117 `Qat`
+/// not wait for the whole model's (measured on QAT MobileNetV2, 120 `Qat`
 /// ops: one pack or packs of 16 were within the noise of each other).
 const READERS_PER_PACK: usize = 16;
 

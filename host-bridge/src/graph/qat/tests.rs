@@ -526,3 +526,33 @@ fn loops_and_constant_only_parameters_are_not_packed() {
     assert_eq!(pack_host_inputs(&mut graph, "FPGA"), 0);
     assert!(!has(&graph, "tensorplug_qat/pack"));
 }
+
+#[test]
+fn every_sixteen_parameter_ops_share_a_pack_and_a_shared_value_goes_in_each() {
+    use super::pack::pack_host_inputs;
+    let mut graph = GraphDef::default();
+    graph
+        .node
+        .push(on_cpu(node("shared", "ReadVariableOp", &[])));
+    for i in 0..17 {
+        let read = format!("r{i}");
+        graph.node.push(on_cpu(node(&read, "ReadVariableOp", &[])));
+        let mut block = node(
+            &format!("b{i}"),
+            "_TensorplugFPGAQatTensorBlock",
+            &[&read, "shared"],
+        );
+        block.device = FPGA.into();
+        graph.node.push(block);
+    }
+    assert_eq!(pack_host_inputs(&mut graph, "FPGA"), 17);
+    let (first, second) = (
+        find(&graph, "tensorplug_qat/pack"),
+        find(&graph, "tensorplug_qat/pack_1"),
+    );
+    assert_eq!(first.input.len(), 17);
+    assert_eq!(second.input, ["r16:0", "shared:0"]);
+    assert_eq!(find(&graph, "b15").input, ["tensorplug_qat/pack"]);
+    assert_eq!(find(&graph, "b16").input, ["tensorplug_qat/pack_1"]);
+    assert_eq!(attr(find(&graph, "b16"), "packed_inputs"), &ints(&[0, 1]));
+}

@@ -10,7 +10,10 @@
 //! memory and their int8 outputs are kept on the device ([`kept`]): a step
 //! whose inputs are the bytes of the last one hands out the kept tensors,
 //! so `predict` computes and uploads the parameters once, and a model that
-//! trains on gets those of its current values at its next step.
+//! trains on gets those of its current values at its next step. Each op
+//! also has a packed form (device only) that reads its CPU values from a
+//! `QatPack` ([`packed`], [`inputs`]), and `QatWeights` can apply the
+//! weight fake-quant itself ([`fake_quant`]).
 
 mod fake_quant;
 mod inputs;
