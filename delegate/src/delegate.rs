@@ -7,7 +7,7 @@
 
 use crate::graph::{Graph, report_error};
 use crate::kernel::Kernel;
-use crate::ops::{decide, op_name};
+use crate::ops::{DeviceOp, decide, op_name};
 use crate::options::{Options, device_item};
 use crate::report::{Decision, GraphReport, NodeEntry, Report, TensorEntry};
 use crate::shared::{Shared, lock};
@@ -273,8 +273,12 @@ fn partition(
     let mut supported = Vec::new();
     for index in graph.plan()? {
         let node = graph.node(index)?;
+        let mut folded = None;
         let decision = match decide(graph, &node, &shared.capabilities, shared.fc_rounding) {
-            Ok(_) => {
+            Ok(op) => {
+                if let DeviceOp::Folded { value, .. } = op {
+                    folded = Some(value);
+                }
                 supported.push(index);
                 Decision::Device {
                     partition: usize::MAX,
@@ -288,6 +292,7 @@ fn partition(
             version: node.version,
             decision,
             device_runs: 0,
+            folded,
         });
     }
     for i in 0..graph.tensor_count() {
@@ -481,6 +486,13 @@ unsafe extern "C" fn kernel_init(
             // SAFETY: the runtime's live context.
             let graph = unsafe { Graph::new(ctx) }.map_err(|e| (Some(Arc::clone(&shared)), e))?;
             let graph_id = KERNEL_GRAPH.with(|g| g.get());
+            // The runtime has replaced the partition in its plan already.
+            let seen = lock(&shared.report)
+                .graphs
+                .get(graph_id)
+                .map(|g| g.nodes.iter().map(|n| n.index).collect())
+                .unwrap_or_default();
+            let graph = graph.with_nodes(seen);
             Kernel::new(Arc::clone(&shared), graph_id, &graph, params)
                 .map(Box::new)
                 .map_err(|e| (Some(shared), e))

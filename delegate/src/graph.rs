@@ -17,6 +17,9 @@ const MAX_BUILTIN_CODE: i32 = 4096;
 /// A runtime context, checked.
 pub struct Graph {
     ctx: *mut TfLiteContext,
+    /// The nodes [`Graph::producer`] searches: the graph's nodes as the
+    /// delegate's `Prepare` saw them (`None`: the current execution plan).
+    nodes: Option<Vec<i32>>,
 }
 
 /// One tensor as the delegate needs it.
@@ -98,7 +101,32 @@ impl Graph {
                 missing.join(", ")
             ));
         }
-        Ok(Self { ctx })
+        Ok(Self { ctx, nodes: None })
+    }
+
+    /// The same graph, with [`Graph::producer`] searching `nodes`: a
+    /// kernel's callbacks run after the runtime replaced the delegated
+    /// nodes in its plan, and must see the graph the partitioning saw.
+    pub fn with_nodes(self, nodes: Vec<i32>) -> Self {
+        Self {
+            nodes: Some(nodes),
+            ..self
+        }
+    }
+
+    /// The node that writes tensor `t`, if any.
+    pub fn producer(&self, t: i32) -> Result<Option<NodeView>, String> {
+        let plan = match &self.nodes {
+            Some(nodes) => nodes.clone(),
+            None => self.plan()?,
+        };
+        for index in plan {
+            let node = self.node(index)?;
+            if node.outputs.contains(&t) {
+                return Ok(Some(node));
+            }
+        }
+        Ok(None)
     }
 
     /// The raw context, for the runtime's callbacks.

@@ -24,6 +24,9 @@ pub struct NodeEntry {
     pub decision: Decision,
     /// Completed device runs of this node (its partition's invokes).
     pub device_runs: u64,
+    /// Its int32 output, when the delegate evaluated it at prepare
+    /// (`SHAPE`, `STRIDED_SLICE`, `PACK`): no device work.
+    pub folded: Option<Vec<i32>>,
 }
 
 /// One tensor, as the delegate read it through its mirrors (so the report
@@ -123,6 +126,7 @@ impl Report {
                             "partition": partition,
                             "reason": reason,
                             "device_runs": n.device_runs,
+                            "folded": n.folded,
                         })
                     })
                     .collect();
@@ -207,6 +211,7 @@ mod tests {
                     version: 1,
                     decision: Decision::Device { partition: 0 },
                     device_runs: 0,
+                    folded: None,
                 },
                 NodeEntry {
                     index: 1,
@@ -216,6 +221,7 @@ mod tests {
                         reason: "not in the op set".into(),
                     },
                     device_runs: 0,
+                    folded: None,
                 },
             ],
             partitions: vec![vec![0]],

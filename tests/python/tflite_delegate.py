@@ -405,9 +405,7 @@ def int8_check(plugin, out, name, model):
     scales = {d["index"]: len(d["quantization_parameters"]["scales"]) for d in ref.get_tensor_details()}
     weights = {d["index"]: d["inputs"][1] for d in ref._get_ops_details() if d["op_name"] == "FULLY_CONNECTED"}
     for n in nodes:
-        # MobileNetV3's RESHAPE takes a shape computed at run time (Keras 3).
-        dynamic_reshape = name == "mobilenet_v3" and n["op"] == "RESHAPE"
-        if n["op"] in DEVICE_INT8_OPS and not dynamic_reshape and (
+        if n["op"] in DEVICE_INT8_OPS and (
             n["decision"] != "device" or n["device_runs"] != len(xs)
         ):
             fail(f"int8 {name}: {n} should have run on the device {len(xs)} times")
@@ -440,18 +438,22 @@ def int8_check(plugin, out, name, model):
         if off:
             fail(f"int8 {name}: not every node ran on the device: {off}")
     if name == "mobilenet_v3":
-        # Every node but the run-time shape arithmetic before the classifier's
-        # RESHAPE (Keras 3: SHAPE, STRIDED_SLICE, PACK), which the device has
-        # no use for.
-        shape_ops = {"SHAPE", "STRIDED_SLICE", "PACK", "RESHAPE"}
-        ops = sorted({n["op"] for n in nodes} - shape_ops - {"PAD"})
+        # Every node, the shape arithmetic Keras 3 puts before the
+        # classifier's RESHAPE (SHAPE, STRIDED_SLICE, PACK) included: the
+        # delegate evaluates it at prepare, and the report gives its value.
+        shape_ops = {"SHAPE", "STRIDED_SLICE", "PACK"}
+        ops = sorted({n["op"] for n in nodes} - shape_ops - {"RESHAPE", "PAD"})
         want_ops = ["ADD", "CONV_2D", "DEPTHWISE_CONV_2D", "HARD_SWISH", "MEAN", "MUL", "SOFTMAX"]
         if ops != want_ops:
             fail(f"int8 mobilenet_v3: the converter wrote {ops}, expected {want_ops}")
-        off = [(n["op"], n["reason"]) for n in nodes
-               if n["decision"] != "device" and n["op"] not in shape_ops]
+        off = [(n["op"], n["reason"]) for n in nodes if n["decision"] != "device"]
         if off:
             fail(f"int8 mobilenet_v3: not every node ran on the device: {off}")
+        folded = {n["op"]: n["folded"] for n in nodes if n["op"] in shape_ops}
+        if folded and folded != {"SHAPE": [1, 1, 1, 10], "STRIDED_SLICE": [1], "PACK": [1, 10]}:
+            fail(f"int8 mobilenet_v3: the shape arithmetic folded to {folded}")
+        if len(graph["partitions"]) != 1:
+            fail(f"int8 mobilenet_v3: {len(graph['partitions'])} partitions, expected 1")
         # Past the format's 256 buffers a partition is several programs.
         if len(programs) < 2:
             fail(f"int8 mobilenet_v3: {len(programs)} program(s), expected the partition split")
@@ -751,9 +753,11 @@ def main():
 def dynamic_case(plugin, out, model):
     """A graph with a dynamic tensor (Flatten's shape computed at run
     time): the runtime refuses a delegate that does not allow them (its
-    own error), and with `allow_dynamic_tensors` the delegate runs the
-    convolution and the FULLY_CONNECTED (their shapes are known at
-    prepare) and leaves the shape arithmetic and the RESHAPE, bit-exact."""
+    own error), and with `allow_dynamic_tensors` the delegate takes every
+    node in one partition, bit-exact: the convolution and the
+    FULLY_CONNECTED run on the device, the shape arithmetic (SHAPE,
+    STRIDED_SLICE, PACK) is evaluated at prepare, so the RESHAPE has a
+    known shape. A resize is then refused, naming the tensor."""
     ops = {o["op_name"] for o in interpreter(model)._get_ops_details()}
     # Keras 2's converter (TF 2.15) writes Flatten with a constant shape.
     dynamic = "SHAPE" in ops
@@ -776,11 +780,28 @@ def dynamic_case(plugin, out, model):
     with open(report_path) as f:
         nodes = json.load(f)["graphs"][0]["nodes"]
     on_device = sorted(n["op"] for n in nodes if n["decision"] == "device")
-    reshape = [n for n in nodes if n["op"] == "RESHAPE"]
-    want = ["CONV_2D", "FULLY_CONNECTED"] if dynamic else ["CONV_2D", "FULLY_CONNECTED", "RESHAPE"]
-    if on_device != want or (dynamic and "run time" not in (reshape[0]["reason"] or "")):
+    want = ["CONV_2D", "FULLY_CONNECTED", "RESHAPE"]
+    if dynamic:
+        want = ["CONV_2D", "FULLY_CONNECTED", "PACK", "RESHAPE", "SHAPE", "STRIDED_SLICE"]
+    if on_device != want:
         fail(f"dynamic: device {on_device}: {nodes}")
-    print(f"check int8_dynamic ok dynamic_tensor={dynamic} device={on_device}", flush=True)
+    folded = {n["op"]: n["folded"] for n in nodes if n["folded"] is not None}
+    if dynamic and folded != {"SHAPE": [1, 2, 2, 4], "STRIDED_SLICE": [1], "PACK": [1, 16]}:
+        fail(f"dynamic: folded {folded}")
+    runs = {n["device_runs"] for n in nodes}
+    if runs != {len(xs)}:
+        fail(f"dynamic: device runs {runs}, expected {len(xs)} for every node")
+    # The folded shape holds for the shapes the partition was built for only.
+    resized = interpreter(model, [d], reference=True)
+    resized.resize_tensor_input(resized.get_input_details()[0]["index"], (2,) + shape[1:])
+    try:
+        resized.allocate_tensors()
+        fail("dynamic: a resize of the delegated partition's input was accepted")
+    except RuntimeError as e:
+        if "create the interpreter again" not in str(e):
+            fail(f"dynamic: the resize failed without the reason: {e}")
+    print(f"check int8_dynamic ok dynamic_tensor={dynamic} device={on_device} folded={folded}",
+          flush=True)
 
 
 def npu_case(plugin, out, model, xs, want):

@@ -192,6 +192,28 @@ c_struct! {
 }
 
 c_struct! {
+    /// The first fields of `TfLiteStridedSliceParams`, which every runtime
+    /// from TF 2.15 on has; the `bool offset` after them is read by
+    /// version 8 of the op only, which the delegate does not take. Only
+    /// ever read through the runtime's pointer.
+    pub struct TfLiteStridedSliceParams {
+        pub begin_mask: i32,
+        pub end_mask: i32,
+        pub ellipsis_mask: i32,
+        pub new_axis_mask: i32,
+        pub shrink_axis_mask: i32,
+    }
+}
+
+c_struct! {
+    /// `TfLitePackParams`.
+    pub struct TfLitePackParams {
+        pub values_count: i32,
+        pub axis: i32,
+    }
+}
+
+c_struct! {
     /// `TfLiteConcatenationParams`.
     pub struct TfLiteConcatenationParams {
         pub axis: i32,

@@ -422,6 +422,8 @@ pub const STRUCTS: &[StructLayout] = &[
     TfLiteConcatenationParams::LAYOUT,
     TfLiteLeakyReluParams::LAYOUT,
     TfLiteCumsumParams::LAYOUT,
+    TfLiteStridedSliceParams::LAYOUT,
+    TfLitePackParams::LAYOUT,
 ];
 
 /// Every mirrored TFLite enum.
@@ -474,4 +476,6 @@ const _: () = {
     assert!(size_of::<TfLiteConcatenationParams>() == 8);
     assert!(size_of::<TfLiteLeakyReluParams>() == 4);
     assert!(size_of::<TfLiteCumsumParams>() == 2);
+    assert!(size_of::<TfLitePackParams>() == 8);
+    assert!(size_of::<TfLiteStridedSliceParams>() == 20);
 };

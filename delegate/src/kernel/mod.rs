@@ -85,7 +85,13 @@ pub struct Kernel {
     constants: BTreeMap<i32, Vec<DeviceAddr>>,
     /// Non-constant partition inputs, copied in at every invoke.
     inputs: Vec<i32>,
+    /// The partition's outputs the device writes, read back at every invoke.
     outputs: Vec<i32>,
+    /// The tensors whose shapes the partition's folded values
+    /// (`DeviceOp::Folded`) came from, and those shapes.
+    folded_from: Vec<(i32, Vec<usize>)>,
+    /// The partition's outputs that are folded values, written by the host.
+    folded_outputs: Vec<(i32, Vec<i32>)>,
     /// The partition as device programs.
     program: Compiled,
     /// Each node's op, for the trace.
@@ -119,14 +125,28 @@ impl Kernel {
             return Err("injected fault: kernel init (option `fault=init`)".into());
         }
         let mut steps = Vec::with_capacity(nodes.len());
+        let mut folded = BTreeMap::new();
+        let mut folded_from = Vec::new();
         let mut names = BTreeMap::new();
         for &index in &nodes {
             let node = graph.node(index)?;
             names.insert(index, crate::ops::op_name(node.builtin_code));
             let op = decide(graph, &node, &shared.capabilities, shared.fc_rounding)
                 .map_err(|why| format!("node {index} cannot run on the device: {why}"))?;
-            steps.push((index, op));
+            match op {
+                DeviceOp::Folded { out, value, shapes } => {
+                    folded_from.extend(shapes);
+                    folded.insert(out, value);
+                }
+                op => steps.push((index, op)),
+            }
         }
+        let (folded_outputs, outputs): (Vec<i32>, Vec<i32>) =
+            outputs.into_iter().partition(|t| folded.contains_key(t));
+        let folded_outputs = folded_outputs
+            .into_iter()
+            .filter_map(|t| folded.remove(&t).map(|v| (t, v)))
+            .collect();
         let mut kernel = Self {
             shared,
             graph_id,
@@ -138,6 +158,8 @@ impl Kernel {
             constants: BTreeMap::new(),
             inputs: Vec::new(),
             outputs,
+            folded_from,
+            folded_outputs,
             program: Compiled::default(),
             names,
             owned: Vec::new(),
@@ -145,7 +167,9 @@ impl Kernel {
             memory: Memory::default(),
         };
         kernel.allocate(graph, &inputs)?;
-        kernel.program = kernel.compile(graph)?;
+        if !kernel.steps.is_empty() {
+            kernel.program = kernel.compile(graph)?;
+        }
         Ok(kernel)
     }
 
@@ -299,8 +323,21 @@ impl Kernel {
     }
 
     /// `prepare`: the partition's tensors must still have the shapes it
-    /// was built for (resizing is refused, with the reason).
+    /// was built for, and its folded values their values (resizing is
+    /// refused, with the reason).
     pub fn prepare(&self, graph: &Graph) -> Result<(), String> {
+        for (index, dims) in &self.folded_from {
+            let t = graph.tensor(*index)?;
+            if &t.dims != dims {
+                return Err(format!(
+                    "tensor {index} (`{}`) is now {:?}; the partition folded its shape {dims:?} \
+                     when it was built: with `allow_dynamic_tensors` the runtime does not \
+                     re-apply the delegate after a resize; create the interpreter again for \
+                     the new shape",
+                    t.name, t.dims
+                ));
+            }
+        }
         for (&index, buffer) in &self.buffers {
             let t = graph.tensor(index)?;
             if t.dims != buffer.dims || t.bytes != buffer.bytes {
@@ -342,6 +379,19 @@ impl Kernel {
             if shared.options.profile_file.is_some() {
                 self.trace(dev)?;
             }
+        }
+        for (index, value) in &self.folded_outputs {
+            let t = graph.tensor(*index)?;
+            let bytes: Vec<u8> = value.iter().flat_map(|v| v.to_le_bytes()).collect();
+            if t.data.is_null() || t.bytes != bytes.len() {
+                return Err(format!(
+                    "tensor {index} has no buffer of {} bytes",
+                    bytes.len()
+                ));
+            }
+            // SAFETY: the runtime's output buffer of `t.bytes` bytes, which
+            // no one else touches during our invoke.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), t.data, bytes.len()) };
         }
         lock(&shared.report).count_runs(self.graph_id, &self.nodes);
         shared.write_report();
@@ -571,6 +621,9 @@ impl Kernel {
                 }]
             }
             DeviceOp::MeanInt8(ref m) => self.mean_plan(node, m)?,
+            // Evaluated at prepare: no device work (`Kernel::new` keeps
+            // them out of the steps).
+            DeviceOp::Folded { .. } => Vec::new(),
             DeviceOp::Concat(ref c) => self.concat_plan(node, c)?,
             DeviceOp::SoftmaxInt8 {
                 x,

@@ -13,6 +13,7 @@ mod mul;
 mod pad;
 mod plan;
 mod pool;
+mod shape;
 mod softmax;
 mod weights;
 
@@ -27,10 +28,10 @@ use tensorplug_abi::tflite::{
     kTfLiteBuiltinConv2d, kTfLiteBuiltinCumsum, kTfLiteBuiltinDepthwiseConv2d,
     kTfLiteBuiltinDequantize, kTfLiteBuiltinDiv, kTfLiteBuiltinFullyConnected,
     kTfLiteBuiltinHardSwish, kTfLiteBuiltinLeakyRelu, kTfLiteBuiltinLogistic,
-    kTfLiteBuiltinMaxPool2d, kTfLiteBuiltinMean, kTfLiteBuiltinMul, kTfLiteBuiltinPad,
-    kTfLiteBuiltinPadv2, kTfLiteBuiltinQuantize, kTfLiteBuiltinRelu, kTfLiteBuiltinRelu6,
-    kTfLiteBuiltinReshape, kTfLiteBuiltinSoftmax, kTfLiteBuiltinSub, kTfLiteBuiltinTanh,
-    kTfLiteOptionalTensor,
+    kTfLiteBuiltinMaxPool2d, kTfLiteBuiltinMean, kTfLiteBuiltinMul, kTfLiteBuiltinPack,
+    kTfLiteBuiltinPad, kTfLiteBuiltinPadv2, kTfLiteBuiltinQuantize, kTfLiteBuiltinRelu,
+    kTfLiteBuiltinRelu6, kTfLiteBuiltinReshape, kTfLiteBuiltinShape, kTfLiteBuiltinSoftmax,
+    kTfLiteBuiltinStridedSlice, kTfLiteBuiltinSub, kTfLiteBuiltinTanh, kTfLiteOptionalTensor,
 };
 use tensorplug_core::accelerator::{
     Activation, Binary, Capabilities, DType, OpKind, Unary, trails,
@@ -52,7 +53,9 @@ pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none or RELU), CON
                           shape, or one value or the last axis broadcast), PAD of height and \
                           width; float32 or int8 CONCATENATION (one quantization, activation \
                           none); QUANTIZE (float32 to int8) and DEQUANTIZE (int8 to float32), \
-                          per tensor; RESHAPE of float32 or int8 to a constant shape";
+                          per tensor; RESHAPE of float32 or int8 to a shape known at prepare; \
+                          SHAPE, and int32 STRIDED_SLICE of one axis and PACK along axis 0, \
+                          evaluated at prepare";
 
 /// How TFLite's reference `ADD` requantizes: twice, on TF 2.15.1, TF
 /// 2.21.0 and ai-edge-litert 2.3.0 (measured bit for bit by the test).
@@ -74,6 +77,11 @@ pub fn decide(
     fc_rounding: Rounding,
 ) -> Result<DeviceOp, String> {
     let tensor = |i: i32| graph.tensor(i);
+    let producer = |t: i32| graph.producer(t);
+    let src = shape::Source {
+        tensor: &tensor,
+        producer: &producer,
+    };
     for &i in node.inputs.iter().chain(&node.outputs) {
         if i != kTfLiteOptionalTensor && tensor(i)?.dynamic {
             return Err(format!(
@@ -98,7 +106,10 @@ pub fn decide(
         }
         kTfLiteBuiltinMaxPool2d | kTfLiteBuiltinAveragePool2d => pool::pool(node, &tensor, caps),
         kTfLiteBuiltinQuantize | kTfLiteBuiltinDequantize => requantize(node, &tensor, caps),
-        kTfLiteBuiltinReshape => reshape(node, &tensor),
+        kTfLiteBuiltinReshape => reshape(node, &src),
+        kTfLiteBuiltinShape | kTfLiteBuiltinStridedSlice | kTfLiteBuiltinPack => {
+            shape::folded(&src, node)
+        }
         kTfLiteBuiltinMean if int8 => mean::mean_int8(node, &tensor, caps),
         kTfLiteBuiltinMean => float::mean_f32(node, &tensor, caps),
         kTfLiteBuiltinSoftmax if int8 => softmax::softmax_int8(node, &tensor, caps),
@@ -341,23 +352,29 @@ fn requantize(
     })
 }
 
-/// RESHAPE of float32 or int8 to a constant shape (the second input, or
-/// none): the same bytes, as TFLite copies them.
-fn reshape(
-    node: &NodeView,
-    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
-) -> Result<DeviceOp, String> {
+/// RESHAPE of float32 or int8 to a shape known at prepare (the second
+/// input a constant or [`shape::value`] folds, or none): the same bytes,
+/// as TFLite copies them.
+fn reshape(node: &NodeView, src: &shape::Source) -> Result<DeviceOp, String> {
+    let tensor = src.tensor;
     let (&x, &out) = match (node.inputs.as_slice(), node.outputs.as_slice()) {
         ([x] | [x, _], [out]) => (x, out),
         _ => return Err("expected 1 or 2 inputs and 1 output".into()),
     };
+    let (xt, ot) = (tensor(x)?, tensor(out)?);
     if let Some(&new_shape) = node.inputs.get(1)
         && new_shape != kTfLiteOptionalTensor
         && !tensor(new_shape)?.constant
     {
-        return Err("the new shape is computed at run time".into());
+        let v = shape::value(src, new_shape)
+            .map_err(|why| format!("the new shape is computed at run time ({why})"))?;
+        if !shape::resolves_to(&v.data, xt.dims.iter().product(), &ot.dims) {
+            return Err(format!(
+                "the new shape {:?} folded at prepare does not give the output's {:?}",
+                v.data, ot.dims
+            ));
+        }
     }
-    let (xt, ot) = (tensor(x)?, tensor(out)?);
     if !matches!(
         xt.dtype,
         TfLiteType::kTfLiteFloat32 | TfLiteType::kTfLiteInt8
@@ -548,14 +565,19 @@ mod tests {
         let e = requantize(&node(kTfLiteBuiltinDequantize, &[1]), &per_channel, &caps());
         assert!(e.unwrap_err().contains("3 scales"));
         let f32_view = |i: i32| Ok(view(i, TfLiteType::kTfLiteFloat32, &[6], 0));
-        let r = reshape(&node(kTfLiteBuiltinReshape, &[1, 2]), &f32_view);
+        let none = |_: i32| Ok(None);
+        let src = |tensor| shape::Source {
+            tensor,
+            producer: &none,
+        };
+        let r = reshape(&node(kTfLiteBuiltinReshape, &[1, 2]), &src(&f32_view));
         assert!(r.unwrap_err().contains("computed at run time"));
         let constant_shape = |i: i32| {
             let mut t = view(i, TfLiteType::kTfLiteFloat32, &[6], 0);
             t.constant = i == 2;
             Ok(t)
         };
-        let r = reshape(&node(kTfLiteBuiltinReshape, &[1, 2]), &constant_shape);
+        let r = reshape(&node(kTfLiteBuiltinReshape, &[1, 2]), &src(&constant_shape));
         assert_eq!(
             r,
             Ok(DeviceOp::Reshape {
@@ -565,6 +587,6 @@ mod tests {
             })
         );
         let ints = |i: i32| Ok(view(i, TfLiteType::kTfLiteInt32, &[6], 0));
-        assert!(reshape(&node(kTfLiteBuiltinReshape, &[1]), &ints).is_err());
+        assert!(reshape(&node(kTfLiteBuiltinReshape, &[1]), &src(&ints)).is_err());
     }
 }

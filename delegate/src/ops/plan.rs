@@ -123,6 +123,15 @@ pub enum DeviceOp {
     },
     /// `RESHAPE`: the bytes copied on the device as they are.
     Reshape { x: i32, out: i32, bytes: usize },
+    /// `SHAPE`, `STRIDED_SLICE` or `PACK` evaluated at prepare
+    /// (`ops::shape`): `out`'s int32 values, and the tensors whose shapes
+    /// they came from, with those shapes. No device work; the kernel
+    /// writes them only where the partition outputs `out`.
+    Folded {
+        out: i32,
+        value: Vec<i32>,
+        shapes: Vec<(i32, Vec<usize>)>,
+    },
     /// int8 `MEAN` as one `MatMulInt8` (`ops::mean`).
     MeanInt8(MeanInt8),
     /// int8 `a · b` (`MulInt8`), `b` broadcast along `a`'s leading axes.
@@ -177,6 +186,7 @@ impl DeviceOp {
             | Self::SoftmaxInt8 { x, out, .. }
             | Self::LookupInt8 { x, out, .. } => (vec![*x], *out),
             Self::Concat(c) => (c.inputs.clone(), c.out),
+            Self::Folded { out, .. } => (Vec::new(), *out),
         }
     }
 }
