@@ -11,6 +11,12 @@ pub fn one_in_one_out(node: &NodeView) -> Result<(i32, i32), String> {
     }
 }
 
+/// The schema name of a node's op (`BUILTIN_<code>` when the table lacks it).
+pub fn op_name(code: i32) -> String {
+    tensorplug_abi::tflite::builtin_name(code)
+        .map_or_else(|| format!("BUILTIN_{code}"), str::to_owned)
+}
+
 /// Whether the device declares `kind` on float32.
 pub fn need(caps: &Capabilities, kind: OpKind) -> Result<(), String> {
     need_typed(caps, kind, DType::F32)

@@ -17,13 +17,14 @@ mod shape;
 mod softmax;
 mod weights;
 
+pub use checks::op_name;
 use checks::{all_f32, int8_activation, need, need_typed, one_in_one_out, params, shape};
 pub use conv::activation_op;
 pub use plan::{ConcatRows, DeviceOp, MeanInt8};
 
 use crate::graph::{Graph, NodeView, TensorView};
 use tensorplug_abi::tflite::{
-    TfLiteAddParams, TfLiteFullyConnectedParams, TfLiteFusedActivation, TfLiteType, builtin_name,
+    TfLiteAddParams, TfLiteFullyConnectedParams, TfLiteFusedActivation, TfLiteType,
     kTfLiteBuiltinAdd, kTfLiteBuiltinAveragePool2d, kTfLiteBuiltinConcatenation,
     kTfLiteBuiltinConv2d, kTfLiteBuiltinCumsum, kTfLiteBuiltinDepthwiseConv2d,
     kTfLiteBuiltinDequantize, kTfLiteBuiltinDiv, kTfLiteBuiltinFullyConnected,
@@ -62,11 +63,6 @@ pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none or RELU), CON
 /// `FULLY_CONNECTED`'s rounding differs between runtimes: the option
 /// `fc_rounding` (`docs/delegate.md`, "int8").
 const ADD_ROUNDING: Rounding = Rounding::Double;
-
-/// The schema name of a node's op (`BUILTIN_<code>` when the table lacks it).
-pub fn op_name(code: i32) -> String {
-    builtin_name(code).map_or_else(|| format!("BUILTIN_{code}"), str::to_owned)
-}
 
 /// What the device does with `node`, or why it stays on the CPU.
 #[allow(non_upper_case_globals)] // TFLite's C names

@@ -5,7 +5,7 @@
 //! left open; folded, that `RESHAPE` has a known shape and the partition
 //! need not stop for it. The device does nothing for these nodes.
 
-use super::checks::params;
+use super::checks::{op_name, params};
 use super::plan::DeviceOp;
 use crate::graph::{NodeView, TensorView};
 use tensorplug_abi::tflite::{
@@ -125,7 +125,7 @@ fn eval(src: &Source, node: &NodeView, depth: usize) -> Result<Value, String> {
         code => {
             return Err(format!(
                 "tensor {out} is computed by {} at run time",
-                super::op_name(code)
+                op_name(code)
             ));
         }
     };
