@@ -207,17 +207,20 @@ def float_check(plugin, out, name, model):
           f"ops={ops}", flush=True)
 
 
-def int8_models():
+def int8_models(only=None):
     """The converter's full-integer models of an MLP with a residual ADD:
     `per_tensor` (`_experimental_disable_per_channel`: one weight scale
     per FULLY_CONNECTED) and `default` (TF 2.21's converter gives
-    FULLY_CONNECTED per-channel weight scales, TF 2.15's per-tensor)."""
+    FULLY_CONNECTED per-channel weight scales, TF 2.15's per-tensor), and
+    the others below; with `only`, just those named."""
     models = {}
     layers = tf.keras.layers
     for name, per_tensor in [("per_tensor", True), ("default", False), ("conv", False),
                              ("float_io", False), ("mobilenet", False), ("softmax", False),
                              ("activations", False), ("dynamic", False), ("mean_keepdims", False),
                              ("mobilenet_v3", False), ("concat", False)]:
+        if only is not None and name not in only:
+            continue
         tf.keras.utils.set_random_seed(7)
         calibration = None
         if name in ("mobilenet", "mobilenet_v3"):

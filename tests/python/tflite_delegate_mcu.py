@@ -3,9 +3,12 @@ by the test): the converter's int8 convnet with float input and output
 (`tflite_delegate.py`'s `float_io`: QUANTIZE, CONV_2D, RESHAPE,
 FULLY_CONNECTED, DEQUANTIZE) as one partition, compiled into one device
 program that the firmware stores; INVOKES invokes, each bit for bit equal
-to TFLite's reference kernels.
+to TFLite's reference kernels. With `--dynamic`, `tflite_delegate.py`'s
+`dynamic` model instead (Keras 3's Flatten without a batch size: its
+SHAPE, STRIDED_SLICE and PACK evaluated at prepare, with
+`allow_dynamic_tensors`), also one partition.
 
-usage: tflite_delegate_mcu.py <work dir> <plugin> [--profile]
+usage: tflite_delegate_mcu.py <work dir> <plugin> [--profile] [--dynamic]
 Prints `program <runs> <commands>`, `input_bytes <n>` and `invokes <n>
 bit-exact`; with
 `profile_file`, every node's launches are in the trace, named by node.
@@ -23,16 +26,23 @@ INVOKES = 4
 
 work, plugin = sys.argv[1], sys.argv[2]
 profile = "--profile" in sys.argv[3:]
+dynamic = "--dynamic" in sys.argv[3:]
 td.use_runtime("tf")
-model = td.int8_models()["float_io"]
+name = "dynamic" if dynamic else "float_io"
+model = td.int8_models(only={name})[name]
 ref = td.interpreter(model, reference=True)
 shape = tuple(ref.get_input_details()[0]["shape"])
 rng = np.random.default_rng(17)
-xs = [3 * rng.standard_normal(shape).astype(np.float32) for _ in range(INVOKES)]
+if dynamic:
+    xs = [rng.integers(-128, 128, shape, dtype=np.int8) for _ in range(INVOKES)]
+else:
+    xs = [3 * rng.standard_normal(shape).astype(np.float32) for _ in range(INVOKES)]
 want = td.run(ref, xs)
 report_path = os.path.join(work, "report.json")
 trace_path = os.path.join(work, "trace.json")
 options = {"report_file": report_path}
+if dynamic:
+    options["allow_dynamic_tensors"] = "true"
 if profile:
     options["profile_file"] = trace_path
 delegate = td.rt.load_delegate(plugin, options)
@@ -47,7 +57,8 @@ if any(n["decision"] != "device" or n["device_runs"] != INVOKES for n in graph["
 if profile:
     with open(trace_path) as f:
         events = json.load(f)["traceEvents"]
-    for n in (n for n in graph["nodes"] if n["op"] != "RESHAPE"):  # a copy: not traced
+    # A RESHAPE is a copy and a folded node no work: neither is traced.
+    for n in (n for n in graph["nodes"] if n["op"] != "RESHAPE" and n["folded"] is None):
         named = [e for e in events if e["name"] == f"{n['op']} (node {n['index']})"]
         if len(named) < INVOKES:
             td.fail(f"node {n['index']} ({n['op']}): {len(named)} device events in {INVOKES} invokes")

@@ -403,29 +403,42 @@ fn programs_on_the_mcu(mode: &[&str], counts: impl Fn(&OpKind) -> bool) -> (Stri
 /// input in, one `RunProgram` and the output's read, in one round trip,
 /// and none of its ops crosses the link alone; bit for bit equal to
 /// TFLite's reference kernels; with `profile_file` the firmware's events
-/// are named by TFLite node (`tests/python/tflite_delegate_mcu.py`).
+/// are named by TFLite node (`tests/python/tflite_delegate_mcu.py`). A
+/// Keras 3 convnet without a batch size (its `Flatten` a run-time shape,
+/// evaluated at prepare) is one partition too, in one round trip.
 #[test]
 fn the_litert_delegate_on_the_mcu_invokes_one_stored_program_in_one_round_trip() {
-    let python = |profile: bool| {
+    let python = |flag: Option<&'static str>| {
         move |work: &std::path::Path| {
             let mut command = std::process::Command::new(tensorplug_tests::python());
             command
                 .arg(tensorplug_tests::workspace_root().join("tests/python/tflite_delegate_mcu.py"))
                 .arg(work)
                 .arg(tensorplug_tests::plugin_path())
-                .args(profile.then_some("--profile"));
+                .args(flag);
             command
         }
     };
     let any = |_: &OpKind| true;
+    let (stdout, sent) = on_the_mcu("hil-delegate-dynamic", python(Some("--dynamic")), any);
+    assert!(stdout.contains("invokes 4 bit-exact"), "{stdout}");
+    // CONV_2D, RESHAPE (a copy) and FULLY_CONNECTED; SHAPE,
+    // STRIDED_SLICE and PACK were folded at prepare.
+    assert!(stdout.contains("program stored 3"), "{stdout}");
+    assert_eq!((sent.loads, sent.runs, sent.launches), (1, 4, 0));
+    assert!(
+        sent.round_trips_between_runs.iter().all(|&t| t <= 1),
+        "round trips per invoke: {:?}",
+        sent.round_trips_between_runs
+    );
     // With `profile_file`, the firmware's events of the stored program's
     // launches come back named by their TFLite nodes.
-    let (stdout, _) = on_the_mcu("hil-delegate-profile", python(true), any);
+    let (stdout, _) = on_the_mcu("hil-delegate-profile", python(Some("--profile")), any);
     assert!(
         stdout.contains("trace: every launch named by its node"),
         "{stdout}"
     );
-    let (stdout, sent) = on_the_mcu("hil-delegate", python(false), any);
+    let (stdout, sent) = on_the_mcu("hil-delegate", python(None), any);
     assert!(stdout.contains("invokes 4 bit-exact"), "{stdout}");
     assert!(stdout.contains("program stored 5"), "{stdout}");
     assert_eq!(sent.loads, 1, "the program is stored once");
