@@ -12,6 +12,7 @@
 //!
 //! Coverage, fallbacks and tolerances: `docs/ops.md`.
 
+mod builder;
 mod commands;
 mod failure;
 mod kernel_def;
@@ -29,13 +30,13 @@ pub use launch::Launcher;
 pub use ops::WAIT_ATTR;
 pub use tf::{Construction, Context};
 
-use crate::ffi::{self, tf_api};
+use crate::ffi;
 use crate::{backend, log, registry};
+use builder::{CreateFn, KernelBuilder};
 use ops::{BUILTIN_COUNT, Kernel, TfKernel};
-use std::ffi::{CStr, CString, c_void};
+use std::ffi::{CStr, c_void};
 use tensorplug_abi::tf::{TF_DataType, TF_OpKernelConstruction, TF_OpKernelContext};
 use tensorplug_core::accelerator::{Capabilities, DType, Namespace, OpDecl, OpKind};
-use tf::Status;
 
 /// `TF_InitKernel` (emitted by [`export_plugin!`](crate::export_plugin)):
 /// registers the kernels of `ops::KERNELS` that every open device declares. It
@@ -250,41 +251,19 @@ fn register_for(
     constraints: &[(&CStr, TF_DataType)],
     suffix: &str,
 ) -> KernelResult<()> {
-    let api = tf_api::kernel_api()?;
-    let status = Status::new()?;
     let device = backend::device_type_c();
-    // SAFETY: static NUL-terminated names; our callbacks have TF's signatures.
-    let builder = unsafe {
-        (api.new_kernel_builder)(
-            def.op().as_ptr(),
-            device.as_ptr(),
-            Some(create),
-            Some(compute),
-            Some(delete),
-        )
-    };
-    if builder.is_null() {
-        return Err(Failure::invalid("TF_NewKernelBuilder returned null"));
-    }
+    let mut builder = KernelBuilder::new(def.op(), device, create, compute, delete)?;
     for &(attr, dtype) in constraints {
-        // SAFETY: live builder and status; static names.
-        unsafe { (api.type_constraint)(builder, attr.as_ptr(), dtype, status.fresh()) };
-        if let Err(failure) = status.check("TF_KernelBuilder_TypeConstraint") {
-            // SAFETY: the builder was not registered, so it is still ours.
-            unsafe { (api.delete_kernel_builder)(builder) };
-            return Err(failure);
-        }
+        builder.type_constraint(attr, dtype)?;
     }
     for arg in def.host_memory() {
-        // SAFETY: live builder; static name.
-        unsafe { (api.host_memory)(builder, arg.as_ptr()) };
+        builder.host_memory(arg);
     }
     let name = format!(
         "tensorplug_{}_{}{suffix}",
         backend::device_type(),
         def.op().to_string_lossy()
     );
-    let name = CString::new(name).map_err(|_| Failure::invalid("op name with NUL"))?;
     let with_ints = kernel_def::Constraints {
         op: def.op(),
         device,
@@ -292,22 +271,13 @@ fn register_for(
         ints: def.int_constraints(),
         host_memory: def.host_memory(),
     };
-    let register_with_def = api.register_with_kernel_def;
-    if let (false, Some(register), Some(bytes)) = (
-        def.int_constraints().is_empty(),
-        register_with_def,
-        with_ints.encode(),
-    ) {
-        // SAFETY: TF takes ownership of the builder; it copies the def.
-        unsafe { register(bytes.as_ptr(), name.as_ptr(), builder, status.fresh()) };
-        return status.check("TF_RegisterKernelBuilderWithKernelDef");
-    }
-    // SAFETY: TF takes ownership of the builder, whatever the outcome.
-    unsafe { (api.register_kernel_builder)(name.as_ptr(), builder, status.fresh()) };
-    status.check("TF_RegisterKernelBuilder")
+    // Integer constraints need the KernelDef form (when TF has it).
+    let encoded = match def.int_constraints().is_empty() {
+        true => None,
+        false => with_ints.encode(),
+    };
+    builder.register(&name, encoded.as_deref())
 }
-
-type CreateFn = unsafe extern "C" fn(*mut TF_OpKernelConstruction) -> *mut c_void;
 
 /// `[create::<0>, create::<1>, ...]` for the listed indexes.
 macro_rules! create_fns {

@@ -22,9 +22,10 @@
 //! every dtype; where TF has a `DEVICE_DEFAULT` kernel for `DT_VARIANT`
 //! variables, ours take every other type. `docs/ops.md`.
 
+use super::builder::KernelBuilder;
 use super::failure::{Failure, KernelResult};
-use super::tf::{Context, Status};
-use crate::ffi::{self, tf_api};
+use super::tf::Context;
+use crate::ffi;
 use crate::log;
 use crate::variable_ops::VARIABLE_OPS;
 use std::ffi::{CString, c_void};
@@ -103,39 +104,15 @@ pub fn register_all() -> usize {
 }
 
 fn register(op: &str, constraint: Option<(&str, TF_DataType)>) -> KernelResult<()> {
-    let api = tf_api::kernel_api()?;
-    let status = Status::new()?;
     let c = |text: &str| CString::new(text).map_err(|_| Failure::invalid("name with NUL"));
-    let op_c = c(op)?;
-    // SAFETY: NUL-terminated names; our callbacks have TF's signatures.
-    let builder = unsafe {
-        (api.new_kernel_builder)(
-            op_c.as_ptr(),
-            crate::identity::device_type_c().as_ptr(),
-            Some(create),
-            Some(refuse),
-            Some(delete),
-        )
-    };
-    if builder.is_null() {
-        return Err(Failure::invalid("TF_NewKernelBuilder returned null"));
-    }
+    let device = crate::identity::device_type_c();
+    let mut builder = KernelBuilder::new(&c(op)?, device, create, refuse, delete)?;
     let mut name = format!("tensorplug_{}_refuse_{op}", crate::identity::device_type());
     if let Some((attr, dtype)) = constraint {
-        let attr_c = c(attr)?;
-        // SAFETY: live builder; NUL-terminated name; live status.
-        unsafe { (api.type_constraint)(builder, attr_c.as_ptr(), dtype, status.fresh()) };
-        if let Err(failure) = status.check("TF_KernelBuilder_TypeConstraint") {
-            // SAFETY: the builder was not handed to TF.
-            unsafe { (api.delete_kernel_builder)(builder) };
-            return Err(failure);
-        }
+        builder.type_constraint(&c(attr)?, dtype)?;
         name.push_str(&format!("_{}", dtype.0));
     }
-    let name = c(&name)?;
-    // SAFETY: TF takes ownership of the builder, whatever the outcome.
-    unsafe { (api.register_kernel_builder)(name.as_ptr(), builder, status.fresh()) };
-    status.check("TF_RegisterKernelBuilder")
+    builder.register(&name, None)
 }
 
 /// The kernel has no state: compute only reports the refusal.

@@ -23,11 +23,12 @@ mod pack_op;
 mod packed;
 pub mod params;
 
-use crate::ffi::{self, tf_api};
+use crate::ffi;
 use crate::identity;
+use crate::kernels::builder::{CreateFn, KernelBuilder};
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::op_def::{define, op_name};
-use crate::kernels::tf::{Construction, Context, Status};
+use crate::kernels::tf::{Construction, Context};
 use crate::log;
 use fake_quant::{WeightFakeQuant, fake_quant};
 use inputs::Inputs;
@@ -218,8 +219,6 @@ pub fn define_ops() -> KernelResult<()> {
     pack_op::define_op()
 }
 
-type CreateFn = unsafe extern "C" fn(*mut TF_OpKernelConstruction) -> *mut c_void;
-
 /// Where a kernel runs, and in which form.
 #[derive(Clone, Copy, PartialEq)]
 enum Form {
@@ -274,8 +273,6 @@ pub fn register_all() {
 }
 
 fn register(index: usize, op: &QatOp, form: Form) -> KernelResult<()> {
-    let api = tf_api::kernel_api()?;
-    let status = Status::new()?;
     let device_type = identity::device_type();
     let name = match form {
         Form::DevicePacked => op_name(device_type, &format!("{}{PACKED}", op.suffix)),
@@ -286,19 +283,8 @@ fn register(index: usize, op: &QatOp, form: Form) -> KernelResult<()> {
     } else {
         CString::new(device_type).map_err(|_| Failure::invalid("NUL in type"))?
     };
-    // SAFETY: NUL-terminated names (TF copies them); our callbacks have TF's signatures.
-    let builder = unsafe {
-        (api.new_kernel_builder)(
-            name.as_ptr(),
-            device.as_ptr(),
-            Some(CREATE[form as usize][index]),
-            Some(compute),
-            Some(delete),
-        )
-    };
-    if builder.is_null() {
-        return Err(Failure::invalid("TF_NewKernelBuilder returned null"));
-    }
+    let create = CREATE[form as usize][index];
+    let mut builder = KernelBuilder::new(name, &device, create, compute, delete)?;
     if form != Form::Cpu {
         let inputs: &[&CStr] = match form {
             Form::DevicePacked => &PACKED_INPUTS,
@@ -309,17 +295,11 @@ fn register(index: usize, op: &QatOp, form: Form) -> KernelResult<()> {
             .chain(&op.host_output)
             .map(|spec| arg_name(spec));
         for arg in names {
-            let arg = CString::new(arg).map_err(|_| Failure::invalid("NUL in name"))?;
-            // SAFETY: live builder; TF copies the name.
-            unsafe { (api.host_memory)(builder, arg.as_ptr()) };
+            builder.host_memory(&CString::new(arg).map_err(|_| Failure::invalid("NUL in name"))?);
         }
     }
     let on = if form == Form::Cpu { "cpu" } else { "device" };
-    let kernel_name = format!("tensorplug_{on}_{}", name.to_string_lossy());
-    let kernel_name = CString::new(kernel_name).map_err(|_| Failure::invalid("NUL in name"))?;
-    // SAFETY: TF takes ownership of the builder, whatever the outcome.
-    unsafe { (api.register_kernel_builder)(kernel_name.as_ptr(), builder, status.fresh()) };
-    status.check("TF_RegisterKernelBuilder")
+    builder.register(&format!("tensorplug_{on}_{}", name.to_string_lossy()), None)
 }
 
 /// The name of an argument spec (`"weights: float"` → `"weights"`).

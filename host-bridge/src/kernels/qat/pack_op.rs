@@ -3,11 +3,12 @@
 //! one `uint8` tensor ([`super::packed`]) that crosses to the device once.
 
 use super::packed::{self, Value};
-use crate::ffi::{self, tf_api};
+use crate::ffi;
 use crate::identity;
+use crate::kernels::builder::KernelBuilder;
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::op_def::{define, op_name};
-use crate::kernels::tf::{Context, Status};
+use crate::kernels::tf::Context;
 use crate::log;
 use std::ffi::c_void;
 use tensorplug_abi::tf::{TF_OpKernelConstruction, TF_OpKernelContext};
@@ -27,28 +28,9 @@ pub(super) fn define_op() -> KernelResult<()> {
 
 /// Registers the CPU kernel.
 pub(super) fn register() -> KernelResult<()> {
-    let api = tf_api::kernel_api()?;
-    let status = Status::new()?;
     let name = op_name(identity::device_type(), PACK);
-    // SAFETY: NUL-terminated names (TF copies them); our callbacks have TF's signatures.
-    let builder = unsafe {
-        (api.new_kernel_builder)(
-            name.as_ptr(),
-            c"CPU".as_ptr(),
-            Some(create),
-            Some(compute),
-            Some(delete),
-        )
-    };
-    if builder.is_null() {
-        return Err(Failure::invalid("TF_NewKernelBuilder returned null"));
-    }
-    let kernel_name = format!("tensorplug_cpu_{}", name.to_string_lossy());
-    let kernel_name =
-        std::ffi::CString::new(kernel_name).map_err(|_| Failure::invalid("NUL in name"))?;
-    // SAFETY: TF takes ownership of the builder, whatever the outcome.
-    unsafe { (api.register_kernel_builder)(kernel_name.as_ptr(), builder, status.fresh()) };
-    status.check("TF_RegisterKernelBuilder")
+    let builder = KernelBuilder::new(name, c"CPU", create, compute, delete)?;
+    builder.register(&format!("tensorplug_cpu_{}", name.to_string_lossy()), None)
 }
 
 /// The kernel has no state; TF wants a non-null pointer.
