@@ -119,6 +119,23 @@ def float_mobilenet_bytes():
     return tf.lite.TFLiteConverter.from_keras_model(model).convert()
 
 
+def float_transformer_bytes():
+    """The Keras guide's transformer block (MultiHeadAttention,
+    LayerNormalization, the feed-forward Dense pair) on a batch of 2 of 16
+    tokens of 32, then Dense(4) of the flattened block: FULLY_CONNECTED,
+    RESHAPE, TRANSPOSE, BATCH_MATMUL, MUL, SOFTMAX, ADD, MEAN over the last
+    axis, SQUARED_DIFFERENCE, RSQRT and (Keras 3) NEG."""
+    tf.keras.utils.set_random_seed(7)
+    layers = tf.keras.layers
+    x = tf.keras.Input((16, 32), batch_size=2)
+    attn = layers.MultiHeadAttention(num_heads=2, key_dim=16)(x, x)
+    h = layers.LayerNormalization(epsilon=1e-6)(x + attn)
+    ffn = layers.Dense(32)(layers.Dense(32, activation="relu")(h))
+    h = layers.LayerNormalization(epsilon=1e-6)(h + ffn)
+    model = tf.keras.Model(x, layers.Dense(4)(layers.Flatten()(h)))
+    return tf.lite.TFLiteConverter.from_keras_model(model).convert()
+
+
 def float_cumsum_bytes():
     """Two CUMSUMs (reverse along the rows, then exclusive along the
     columns) of a [3, 5, 7] input: the device's `Cumsum` record."""
@@ -528,13 +545,16 @@ def main():
     print(rt.version, flush=True)
     # A TF run converts the models and leaves them in --out; a LiteRT run
     # (no TF) reads them from there.
-    names = ["model", "float_cnn", "float_mobilenet", "float_cumsum", "int8_per_tensor", "int8_default", "int8_conv", "int8_float_io",
+    names = ["model", "float_cnn", "float_mobilenet", "float_transformer", "float_cumsum",
+             "int8_per_tensor", "int8_default", "int8_conv", "int8_float_io",
              "int8_mobilenet", "int8_softmax", "int8_activations", "int8_dynamic",
              "int8_mean_keepdims", "int8_mobilenet_v3", "int8_concat"]
     paths = {n: os.path.join(args.out, f"{n}.tflite") for n in names}
     if args.runtime == "tf":
         models = {"model": model_bytes(), "float_cnn": float_cnn_bytes(),
-                  "float_mobilenet": float_mobilenet_bytes(), "float_cumsum": float_cumsum_bytes()}
+                  "float_mobilenet": float_mobilenet_bytes(),
+                  "float_transformer": float_transformer_bytes(),
+                  "float_cumsum": float_cumsum_bytes()}
         models.update({f"int8_{k}": v for k, v in int8_models().items()})
         for n in names:
             with open(paths[n], "wb") as f:
@@ -743,7 +763,7 @@ def main():
     if args.npu_plugin:
         npu_case(args.npu_plugin, args.out, model, xs, want)
 
-    for name in ["float_cnn", "float_mobilenet"]:
+    for name in ["float_cnn", "float_mobilenet", "float_transformer"]:
         float_check(args.plugin, args.out, name, models[name])
     cumsum_check(args.plugin, args.out, models["float_cumsum"])
     shared_constants_check(args.plugin, args.out, models["float_cnn"])

@@ -11,6 +11,7 @@ pub const kTfLiteBuiltinConcatenation: i32 = 2;
 pub const kTfLiteBuiltinConv2d: i32 = 3;
 pub const kTfLiteBuiltinDepthwiseConv2d: i32 = 4;
 pub const kTfLiteBuiltinDequantize: i32 = 6;
+pub const kTfLiteBuiltinFloor: i32 = 8;
 pub const kTfLiteBuiltinFullyConnected: i32 = 9;
 pub const kTfLiteBuiltinLogistic: i32 = 14;
 pub const kTfLiteBuiltinMaxPool2d: i32 = 17;
@@ -21,19 +22,32 @@ pub const kTfLiteBuiltinReshape: i32 = 22;
 pub const kTfLiteBuiltinSoftmax: i32 = 25;
 pub const kTfLiteBuiltinTanh: i32 = 28;
 pub const kTfLiteBuiltinPad: i32 = 34;
+pub const kTfLiteBuiltinGather: i32 = 36;
+pub const kTfLiteBuiltinTranspose: i32 = 39;
 pub const kTfLiteBuiltinMean: i32 = 40;
 pub const kTfLiteBuiltinSub: i32 = 41;
 pub const kTfLiteBuiltinLeakyRelu: i32 = 98;
+pub const kTfLiteBuiltinSquaredDifference: i32 = 99;
+pub const kTfLiteBuiltinAbs: i32 = 101;
 pub const kTfLiteBuiltinDiv: i32 = 42;
 pub const kTfLiteBuiltinStridedSlice: i32 = 45;
+pub const kTfLiteBuiltinExp: i32 = 47;
+pub const kTfLiteBuiltinMaximum: i32 = 55;
+pub const kTfLiteBuiltinMinimum: i32 = 57;
+pub const kTfLiteBuiltinNeg: i32 = 59;
 pub const kTfLiteBuiltinPadv2: i32 = 60;
 pub const kTfLiteBuiltinSin: i32 = 66;
+pub const kTfLiteBuiltinLog: i32 = 73;
+pub const kTfLiteBuiltinSqrt: i32 = 75;
+pub const kTfLiteBuiltinRsqrt: i32 = 76;
 pub const kTfLiteBuiltinShape: i32 = 77;
+pub const kTfLiteBuiltinReduceProd: i32 = 81;
 pub const kTfLiteBuiltinPack: i32 = 83;
 /// The code of a delegate kernel's node.
 pub const kTfLiteBuiltinDelegate: i32 = 51;
 pub const kTfLiteBuiltinQuantize: i32 = 114;
 pub const kTfLiteBuiltinHardSwish: i32 = 117;
+pub const kTfLiteBuiltinBatchMatmul: i32 = 126;
 pub const kTfLiteBuiltinCumsum: i32 = 128;
 
 /// The schema name of a builtin code, for reports (`None`: not in this
@@ -46,6 +60,7 @@ pub const fn builtin_name(code: i32) -> Option<&'static str> {
         kTfLiteBuiltinConv2d => "CONV_2D",
         kTfLiteBuiltinDepthwiseConv2d => "DEPTHWISE_CONV_2D",
         kTfLiteBuiltinDequantize => "DEQUANTIZE",
+        kTfLiteBuiltinFloor => "FLOOR",
         kTfLiteBuiltinFullyConnected => "FULLY_CONNECTED",
         kTfLiteBuiltinLogistic => "LOGISTIC",
         kTfLiteBuiltinMaxPool2d => "MAX_POOL_2D",
@@ -56,6 +71,8 @@ pub const fn builtin_name(code: i32) -> Option<&'static str> {
         kTfLiteBuiltinSoftmax => "SOFTMAX",
         kTfLiteBuiltinTanh => "TANH",
         kTfLiteBuiltinPad => "PAD",
+        kTfLiteBuiltinGather => "GATHER",
+        kTfLiteBuiltinTranspose => "TRANSPOSE",
         kTfLiteBuiltinMean => "MEAN",
         kTfLiteBuiltinSub => "SUB",
         kTfLiteBuiltinLeakyRelu => "LEAKY_RELU",
@@ -63,6 +80,17 @@ pub const fn builtin_name(code: i32) -> Option<&'static str> {
         kTfLiteBuiltinPadv2 => "PADV2",
         kTfLiteBuiltinSin => "SIN",
         kTfLiteBuiltinStridedSlice => "STRIDED_SLICE",
+        kTfLiteBuiltinExp => "EXP",
+        kTfLiteBuiltinMaximum => "MAXIMUM",
+        kTfLiteBuiltinMinimum => "MINIMUM",
+        kTfLiteBuiltinNeg => "NEG",
+        kTfLiteBuiltinLog => "LOG",
+        kTfLiteBuiltinSqrt => "SQRT",
+        kTfLiteBuiltinRsqrt => "RSQRT",
+        kTfLiteBuiltinReduceProd => "REDUCE_PROD",
+        kTfLiteBuiltinSquaredDifference => "SQUARED_DIFFERENCE",
+        kTfLiteBuiltinAbs => "ABS",
+        kTfLiteBuiltinBatchMatmul => "BATCH_MATMUL",
         kTfLiteBuiltinShape => "SHAPE",
         kTfLiteBuiltinPack => "PACK",
         kTfLiteBuiltinDelegate => "DELEGATE",
@@ -202,6 +230,24 @@ c_struct! {
         pub ellipsis_mask: i32,
         pub new_axis_mask: i32,
         pub shrink_axis_mask: i32,
+    }
+}
+
+c_struct! {
+    /// The first fields of `TfLiteBatchMatMulParams`, which every runtime
+    /// from TF 2.15 on has (`asymmetric_quantize_inputs` follows, for
+    /// quantized weights). Only ever read through the runtime's pointer.
+    pub struct TfLiteBatchMatMulParams {
+        pub adj_x: bool,
+        pub adj_y: bool,
+    }
+}
+
+c_struct! {
+    /// `TfLiteGatherParams`.
+    pub struct TfLiteGatherParams {
+        pub axis: i32,
+        pub batch_dims: i32,
     }
 }
 

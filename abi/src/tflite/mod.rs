@@ -424,6 +424,8 @@ pub const STRUCTS: &[StructLayout] = &[
     TfLiteCumsumParams::LAYOUT,
     TfLiteStridedSliceParams::LAYOUT,
     TfLitePackParams::LAYOUT,
+    TfLiteBatchMatMulParams::LAYOUT,
+    TfLiteGatherParams::LAYOUT,
 ];
 
 /// Every mirrored TFLite enum.
@@ -478,4 +480,6 @@ const _: () = {
     assert!(size_of::<TfLiteCumsumParams>() == 2);
     assert!(size_of::<TfLitePackParams>() == 8);
     assert!(size_of::<TfLiteStridedSliceParams>() == 20);
+    assert!(size_of::<TfLiteBatchMatMulParams>() == 2);
+    assert!(size_of::<TfLiteGatherParams>() == 8);
 };

@@ -4,7 +4,9 @@
 
 use super::command::Command;
 use crate::ops::DeviceOp;
-use tensorplug_core::accelerator::{Activation, DType, DeviceAddr, OpKind, Shape, TensorDesc};
+use tensorplug_core::accelerator::{
+    Activation, Binary, DType, DeviceAddr, OpKind, Shape, TensorDesc,
+};
 
 type Lookup<'a, T> = &'a dyn Fn(T) -> Result<TensorDesc, String>;
 type Viewed<'a> = &'a dyn Fn(i32, &[u64]) -> Result<TensorDesc, String>;
@@ -33,7 +35,8 @@ pub(super) fn temps(op: &DeviceOp) -> usize {
             bias: None,
             relu: true,
             ..
-        } => 1,
+        }
+        | DeviceOp::MeanLastF32 { .. } => 1,
         DeviceOp::ConvF32 {
             kind: OpKind::DepthwiseConv2D(_),
             bias,
@@ -192,6 +195,61 @@ pub fn plan(node: i32, op: &DeviceOp, v: &Views<'_>) -> Result<Vec<Command>, Str
                     let inputs = vec![xd, filter];
                     then_activate(&mut commands, kind, inputs, od, activation, 0)?;
                 }
+            }
+        }
+        DeviceOp::ScaleF32 { x, out, .. } => {
+            let factor = TensorDesc::new((v.constant)(0)?, DType::F32, shape(&[1])?);
+            let (xd, od) = ((v.full_desc)(x)?, (v.full_desc)(out)?);
+            commands.push(launch(OpKind::Binary(Binary::MUL), vec![xd, factor], od));
+        }
+        DeviceOp::MeanLastF32 { x, out, rows, n } => {
+            let count = TensorDesc::new((v.constant)(0)?, DType::F32, shape(&[1])?);
+            let od = (v.desc)(out, &[rows])?;
+            let sums = TensorDesc {
+                addr: *temps.first().ok_or("a missing temporary")?,
+                ..od
+            };
+            commands.push(launch(
+                OpKind::ReduceSum,
+                vec![(v.desc)(x, &[rows, n])?],
+                sums,
+            ));
+            commands.push(launch(OpKind::Binary(Binary::DIV), vec![sums, count], od));
+        }
+        DeviceOp::TransposeF32 { x, out, perm } => {
+            let (xd, od) = ((v.full_desc)(x)?, (v.full_desc)(out)?);
+            commands.push(launch(OpKind::Transpose(perm), vec![xd], od));
+        }
+        DeviceOp::BatchMatMulF32 {
+            x,
+            y,
+            out,
+            batch,
+            m,
+            k,
+            n,
+            adj_x,
+            adj_y,
+        } => {
+            let kind = OpKind::MatMul {
+                transpose_a: adj_x,
+                transpose_b: adj_y,
+            };
+            let xs = if adj_x { [k, m] } else { [m, k] };
+            let ys = if adj_y { [n, k] } else { [k, n] };
+            let (xd, yd, od) = (
+                (v.desc)(x, &xs)?,
+                (v.desc)(y, &ys)?,
+                (v.desc)(out, &[m, n])?,
+            );
+            // Batch element `b` of a view: its bytes from `b` times its size.
+            let at = |d: TensorDesc, b: u64, elems: u64| TensorDesc {
+                addr: DeviceAddr(d.addr.0 + b * elems * 4),
+                ..d
+            };
+            for b in 0..batch {
+                let inputs = vec![at(xd, b, m * k), at(yd, b, k * n)];
+                commands.push(launch(kind, inputs, at(od, b, m * n)));
             }
         }
         _ => return Err(format!("node {node} is not a float32 op")),

@@ -241,7 +241,8 @@ impl Kernel {
                 DeviceOp::FullyConnected { .. }
                 | DeviceOp::Binary { .. }
                 | DeviceOp::ConvF32 { .. }
-                | DeviceOp::PoolF32 { .. } => {
+                | DeviceOp::PoolF32 { .. }
+                | DeviceOp::MeanLastF32 { .. } => {
                     vec![graph.tensor(out)?.bytes; float::temps(op)]
                 }
                 DeviceOp::Concat(c) => c.temps(),
@@ -291,6 +292,8 @@ impl Kernel {
                     .flatten()
                     .collect(),
                 DeviceOp::MeanInt8(m) => vec![m.ones()],
+                DeviceOp::ScaleF32 { factor, .. } => vec![factor.to_le_bytes().to_vec()],
+                DeviceOp::MeanLastF32 { n, .. } => vec![(*n as f32).to_le_bytes().to_vec()],
                 _ => Vec::new(),
             };
             for bytes in node_constants {
@@ -542,7 +545,11 @@ impl Kernel {
             | DeviceOp::ViewF32 { .. }
             | DeviceOp::ConvF32 { .. }
             | DeviceOp::PoolF32 { .. }
-            | DeviceOp::SoftmaxF32 { .. } => {
+            | DeviceOp::SoftmaxF32 { .. }
+            | DeviceOp::ScaleF32 { .. }
+            | DeviceOp::MeanLastF32 { .. }
+            | DeviceOp::TransposeF32 { .. }
+            | DeviceOp::BatchMatMulF32 { .. } => {
                 let views = float::Views {
                     temps: self.temps.get(&node).map_or(&[][..], Vec::as_slice),
                     desc: &|t, dims| self.desc(t, dims),

@@ -14,7 +14,7 @@ use tensorplug_abi::tflite::{
     TfLiteSoftmaxParams,
 };
 use tensorplug_core::accelerator::{
-    Attrs, Binary, Capabilities, OpKind, Unary, broadcast_shapes, named,
+    Activation, Attrs, Binary, Capabilities, OpKind, Unary, broadcast_shapes, named,
 };
 
 /// An element-wise op of one float32 input (`RELU`, `RELU6`, `LOGISTIC`,
@@ -91,14 +91,25 @@ pub fn binary_f32(
     caps: &Capabilities,
     op: Binary,
 ) -> Result<DeviceOp, String> {
-    let ([a, b], [out]) = (node.inputs.as_slice(), node.outputs.as_slice()) else {
-        return Err("expected 2 inputs and 1 output".into());
-    };
     // SAFETY: the builtin data of ADD, SUB, MUL and DIV is the runtime's
     // TfLiteAddParams, TfLiteSubParams, TfLiteMulParams or TfLiteDivParams,
     // each of which starts with the fused activation, as TfLiteMulParams.
     let activation = unsafe { params::<TfLiteMulParams>(node, "arithmetic") }?.activation;
-    let act = float_activation(activation)?;
+    binary_with(node, tensor, caps, op, float_activation(activation)?)
+}
+
+/// A broadcasting float32 op of two inputs then `act` (`SQUARED_DIFFERENCE`,
+/// `MAXIMUM`, `MINIMUM`: none).
+pub fn binary_with(
+    node: &NodeView,
+    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
+    caps: &Capabilities,
+    op: Binary,
+    act: Activation,
+) -> Result<DeviceOp, String> {
+    let ([a, b], [out]) = (node.inputs.as_slice(), node.outputs.as_slice()) else {
+        return Err("expected 2 inputs and 1 output".into());
+    };
     let (at, bt, ot) = (tensor(*a)?, tensor(*b)?, tensor(*out)?);
     all_f32(&[&at, &bt, &ot])?;
     let result = broadcast_shapes(&shape(&at)?, &shape(&bt)?)
@@ -135,6 +146,9 @@ pub fn mean_f32(
     let (xt, at, ot) = (tensor(x)?, tensor(axes)?, tensor(out)?);
     all_f32(&[&xt, &ot])?;
     let axes = super::mean::axes_of(&at, xt.dims.len())?;
+    if axes == [xt.dims.len() - 1] {
+        return mean_last_f32(x, out, &xt, &ot, caps);
+    }
     let &[n, h, w, c] = xt.dims.as_slice() else {
         return Err(format!(
             "input {:?}: the device averages NHWC planes",
@@ -171,7 +185,49 @@ pub fn mean_f32(
         kind,
         x_dims: u4([n, h, w, c]),
         out_dims: u4([n, 1, 1, c]),
-        activation: tensorplug_core::accelerator::Activation::None,
+        activation: Activation::None,
+    })
+}
+
+/// float32 `MEAN` over the last axis (Keras' `LayerNormalization`), either
+/// `keep_dims`: the device's row sums, divided by the row's length.
+fn mean_last_f32(
+    x: i32,
+    out: i32,
+    xt: &TensorView,
+    ot: &TensorView,
+    caps: &Capabilities,
+) -> Result<DeviceOp, String> {
+    let n = *xt.dims.last().ok_or("MEAN of a scalar")?;
+    let rows = xt.dims.iter().product::<usize>() / n.max(1);
+    if n == 0 || ot.dims.iter().product::<usize>() != rows {
+        return Err(format!("output {:?} for input {:?}", ot.dims, xt.dims));
+    }
+    need(caps, OpKind::ReduceSum)?;
+    need(caps, OpKind::Binary(Binary::DIV))?;
+    Ok(DeviceOp::MeanLastF32 {
+        x,
+        out,
+        rows: rows as u64,
+        n: n as u64,
+    })
+}
+
+/// float32 `NEG`: `x · −1`, exact.
+pub fn neg_f32(
+    node: &NodeView,
+    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
+    caps: &Capabilities,
+) -> Result<DeviceOp, String> {
+    let (x, out) = one_in_one_out(node)?;
+    let (xt, ot) = (tensor(x)?, tensor(out)?);
+    all_f32(&[&xt, &ot])?;
+    same_shape(&xt, &ot)?;
+    need(caps, OpKind::Binary(Binary::MUL))?;
+    Ok(DeviceOp::ScaleF32 {
+        x,
+        out,
+        factor: -1.0,
     })
 }
 
@@ -260,8 +316,8 @@ mod tests {
             })
         ));
 
-        // MEAN over the channels of NHWC: its axes tensor holds [3].
-        let axis = std::cell::UnsafeCell::new(3i32);
+        // MEAN over the batch of NHWC: its axes tensor holds [0].
+        let axis = std::cell::UnsafeCell::new(0i32);
         let tensors = |i: i32| match i {
             2 => Ok(TensorView {
                 dtype: TfLiteType::kTfLiteInt32,
@@ -269,7 +325,7 @@ mod tests {
                 data: axis.get().cast(),
                 ..f32_view(2, &[1])
             }),
-            9 => Ok(f32_view(9, &[1, 4, 4])),
+            9 => Ok(f32_view(9, &[4, 4, 3])),
             i => Ok(f32_view(i, &[1, 4, 4, 3])),
         };
         let keep = TfLiteReducerParams { keep_dims: false };
@@ -278,7 +334,26 @@ mod tests {
             &tensors,
             &all_ops(),
         );
-        assert!(e.unwrap_err().contains("axes [3]"));
+        assert!(e.unwrap_err().contains("axes [0]"));
+        // Over the last axis (LayerNormalization's): row sums, then a division.
+        let last = std::cell::UnsafeCell::new(3i32);
+        let tensors = |i: i32| match i {
+            2 => Ok(TensorView {
+                data: last.get().cast(),
+                ..tensors(2)?
+            }),
+            9 => Ok(f32_view(9, &[1, 4, 4])),
+            i => tensors(i),
+        };
+        let ok = mean_f32(
+            &node(kTfLiteBuiltinMean, &[1, 2], &keep),
+            &tensors,
+            &all_ops(),
+        );
+        assert!(matches!(
+            ok,
+            Ok(DeviceOp::MeanLastF32 { rows: 16, n: 3, .. })
+        ));
     }
 
     #[test]

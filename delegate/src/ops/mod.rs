@@ -3,6 +3,7 @@
 //! ([`Capabilities`]). The same function decides at partitioning and
 //! rebuilds the plan in the kernel, so the two cannot disagree.
 
+mod attention;
 mod checks;
 mod concat;
 mod conv;
@@ -25,14 +26,17 @@ pub use plan::{ConcatRows, DeviceOp, MeanInt8};
 use crate::graph::{Graph, NodeView, TensorView};
 use tensorplug_abi::tflite::{
     TfLiteAddParams, TfLiteFullyConnectedParams, TfLiteFusedActivation, TfLiteType,
-    kTfLiteBuiltinAdd, kTfLiteBuiltinAveragePool2d, kTfLiteBuiltinConcatenation,
-    kTfLiteBuiltinConv2d, kTfLiteBuiltinCumsum, kTfLiteBuiltinDepthwiseConv2d,
-    kTfLiteBuiltinDequantize, kTfLiteBuiltinDiv, kTfLiteBuiltinFullyConnected,
-    kTfLiteBuiltinHardSwish, kTfLiteBuiltinLeakyRelu, kTfLiteBuiltinLogistic,
-    kTfLiteBuiltinMaxPool2d, kTfLiteBuiltinMean, kTfLiteBuiltinMul, kTfLiteBuiltinPack,
-    kTfLiteBuiltinPad, kTfLiteBuiltinPadv2, kTfLiteBuiltinQuantize, kTfLiteBuiltinRelu,
-    kTfLiteBuiltinRelu6, kTfLiteBuiltinReshape, kTfLiteBuiltinShape, kTfLiteBuiltinSoftmax,
-    kTfLiteBuiltinStridedSlice, kTfLiteBuiltinSub, kTfLiteBuiltinTanh, kTfLiteOptionalTensor,
+    kTfLiteBuiltinAbs, kTfLiteBuiltinAdd, kTfLiteBuiltinAveragePool2d, kTfLiteBuiltinBatchMatmul,
+    kTfLiteBuiltinConcatenation, kTfLiteBuiltinConv2d, kTfLiteBuiltinCumsum,
+    kTfLiteBuiltinDepthwiseConv2d, kTfLiteBuiltinDequantize, kTfLiteBuiltinDiv, kTfLiteBuiltinExp,
+    kTfLiteBuiltinFullyConnected, kTfLiteBuiltinGather, kTfLiteBuiltinHardSwish,
+    kTfLiteBuiltinLeakyRelu, kTfLiteBuiltinLog, kTfLiteBuiltinLogistic, kTfLiteBuiltinMaxPool2d,
+    kTfLiteBuiltinMaximum, kTfLiteBuiltinMean, kTfLiteBuiltinMinimum, kTfLiteBuiltinMul,
+    kTfLiteBuiltinNeg, kTfLiteBuiltinPack, kTfLiteBuiltinPad, kTfLiteBuiltinPadv2,
+    kTfLiteBuiltinQuantize, kTfLiteBuiltinReduceProd, kTfLiteBuiltinRelu, kTfLiteBuiltinRelu6,
+    kTfLiteBuiltinReshape, kTfLiteBuiltinRsqrt, kTfLiteBuiltinShape, kTfLiteBuiltinSoftmax,
+    kTfLiteBuiltinSqrt, kTfLiteBuiltinSquaredDifference, kTfLiteBuiltinStridedSlice,
+    kTfLiteBuiltinSub, kTfLiteBuiltinTanh, kTfLiteBuiltinTranspose, kTfLiteOptionalTensor,
 };
 use tensorplug_core::accelerator::{
     Activation, Binary, Capabilities, DType, OpKind, Unary, trails,
@@ -44,9 +48,11 @@ use tensorplug_core::reference::int8::AddQuant;
 /// The ops the delegate can hand to a device, as the report names them.
 pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none or RELU), CONV_2D and \
                           DEPTHWISE_CONV_2D, MAX_POOL_2D and AVERAGE_POOL_2D, broadcasting ADD, \
-                          SUB, MUL and DIV (activation none, RELU or RELU6), RELU, RELU6, \
-                          LEAKY_RELU, LOGISTIC, TANH, SOFTMAX (beta 1), MEAN over height and width, \
-                          CUMSUM over a constant axis; int8 \
+                          SUB, MUL and DIV (activation none, RELU or RELU6), SQUARED_DIFFERENCE, \
+                          MAXIMUM and MINIMUM, RELU, RELU6, LEAKY_RELU, LOGISTIC, TANH, RSQRT, \
+                          SQRT, EXP, LOG, ABS, NEG, SOFTMAX (beta 1), MEAN over height and width \
+                          or the last axis, CUMSUM over a constant axis, TRANSPOSE, BATCH_MATMUL \
+                          of equal batch axes; int8 \
                           FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL_2D, \
                           AVERAGE_POOL_2D and ADD (one shape, or the smaller the larger's \
                           trailing axes; activation none, RELU or RELU6), \
@@ -55,8 +61,19 @@ pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none or RELU), CON
                           width; float32 or int8 CONCATENATION (one quantization, activation \
                           none); QUANTIZE (float32 to int8) and DEQUANTIZE (int8 to float32), \
                           per tensor; RESHAPE of float32 or int8 to a shape known at prepare; \
-                          SHAPE, and int32 STRIDED_SLICE of one axis and PACK along axis 0, \
-                          evaluated at prepare";
+                          SHAPE, and int32 STRIDED_SLICE of one axis, PACK along axis 0, \
+                          GATHER, REDUCE_PROD and CONCATENATION of 1-D values, evaluated at \
+                          prepare";
+
+// The device's element-wise ops the delegate maps by name (found in the
+// catalogue at compile time).
+const SQRT: Unary = Unary::named("Sqrt");
+const EXP: Unary = Unary::named("Exp");
+const LOG: Unary = Unary::named("Log");
+const ABS: Unary = Unary::named("Abs");
+const MAXIMUM: Binary = Binary::named("Maximum");
+const MINIMUM: Binary = Binary::named("Minimum");
+const SQUARED_DIFFERENCE: Binary = Binary::named("SquaredDifference");
 
 /// How TFLite's reference `ADD` requantizes: twice, on TF 2.15.1, TF
 /// 2.21.0 and ai-edge-litert 2.3.0 (measured bit for bit by the test).
@@ -85,10 +102,12 @@ pub fn decide(
             ));
         }
     }
-    let int8 = match node.inputs.first() {
-        Some(&i) if i != kTfLiteOptionalTensor => tensor(i)?.dtype == TfLiteType::kTfLiteInt8,
-        _ => false,
+    let first = match node.inputs.first() {
+        Some(&i) if i != kTfLiteOptionalTensor => Some(tensor(i)?.dtype),
+        _ => None,
     };
+    let int8 = first == Some(TfLiteType::kTfLiteInt8);
+    let int32 = first == Some(TfLiteType::kTfLiteInt32);
     match node.builtin_code {
         kTfLiteBuiltinFullyConnected => fully_connected(node, &tensor, caps, fc_rounding),
         kTfLiteBuiltinAdd if int8 => add_int8_node(node, &tensor, caps),
@@ -103,9 +122,12 @@ pub fn decide(
         kTfLiteBuiltinMaxPool2d | kTfLiteBuiltinAveragePool2d => pool::pool(node, &tensor, caps),
         kTfLiteBuiltinQuantize | kTfLiteBuiltinDequantize => requantize(node, &tensor, caps),
         kTfLiteBuiltinReshape => reshape(node, &src),
-        kTfLiteBuiltinShape | kTfLiteBuiltinStridedSlice | kTfLiteBuiltinPack => {
-            shape::folded(&src, node)
-        }
+        kTfLiteBuiltinShape
+        | kTfLiteBuiltinStridedSlice
+        | kTfLiteBuiltinPack
+        | kTfLiteBuiltinGather
+        | kTfLiteBuiltinReduceProd => shape::folded(&src, node),
+        kTfLiteBuiltinConcatenation if int32 => shape::folded(&src, node),
         kTfLiteBuiltinMean if int8 => mean::mean_int8(node, &tensor, caps),
         kTfLiteBuiltinMean => float::mean_f32(node, &tensor, caps),
         kTfLiteBuiltinSoftmax if int8 => softmax::softmax_int8(node, &tensor, caps),
@@ -121,6 +143,22 @@ pub fn decide(
         kTfLiteBuiltinRelu6 => float::unary_f32(node, &tensor, caps, Unary::RELU6),
         kTfLiteBuiltinLeakyRelu => float::leaky_relu_f32(node, &tensor, caps),
         kTfLiteBuiltinCumsum => float::cumsum_f32(node, &tensor, caps),
+        kTfLiteBuiltinRsqrt => float::unary_f32(node, &tensor, caps, Unary::RSQRT),
+        kTfLiteBuiltinSqrt => float::unary_f32(node, &tensor, caps, SQRT),
+        kTfLiteBuiltinExp => float::unary_f32(node, &tensor, caps, EXP),
+        kTfLiteBuiltinLog => float::unary_f32(node, &tensor, caps, LOG),
+        kTfLiteBuiltinAbs => float::unary_f32(node, &tensor, caps, ABS),
+        kTfLiteBuiltinNeg => float::neg_f32(node, &tensor, caps),
+        kTfLiteBuiltinSquaredDifference | kTfLiteBuiltinMaximum | kTfLiteBuiltinMinimum => {
+            let op = match node.builtin_code {
+                kTfLiteBuiltinMaximum => MAXIMUM,
+                kTfLiteBuiltinMinimum => MINIMUM,
+                _ => SQUARED_DIFFERENCE,
+            };
+            float::binary_with(node, &tensor, caps, op, Activation::None)
+        }
+        kTfLiteBuiltinTranspose => attention::transpose_f32(node, &tensor, caps),
+        kTfLiteBuiltinBatchMatmul => attention::batch_matmul_f32(node, &tensor, caps),
         code => Err(format!(
             "{} is not in the delegate's op set ({OP_SET})",
             op_name(code)
@@ -366,8 +404,10 @@ fn reshape(node: &NodeView, src: &shape::Source) -> Result<DeviceOp, String> {
             .map_err(|why| format!("the new shape is computed at run time ({why})"))?;
         if !shape::resolves_to(&v.data, xt.dims.iter().product(), &ot.dims) {
             return Err(format!(
-                "the new shape {:?} folded at prepare does not give the output's {:?}",
-                v.data, ot.dims
+                "the new shape {:?} folded at prepare does not reshape the input's {:?} to \
+                 the output's {:?} (shapes the converter left as placeholders, with no batch \
+                 size: convert with one)",
+                v.data, xt.dims, ot.dims
             ));
         }
     }

@@ -2,7 +2,7 @@
 //! and the kernel's input, kept apart from both so neither imports the
 //! other.
 
-use tensorplug_core::accelerator::{Activation, Binary, DType, OpKind, Unary};
+use tensorplug_core::accelerator::{Activation, Binary, DType, MAX_RANK, OpKind, Unary};
 
 /// A node the device runs: one or two device launches.
 #[derive(Clone, Debug, PartialEq)]
@@ -123,6 +123,33 @@ pub enum DeviceOp {
     },
     /// `RESHAPE`: the bytes copied on the device as they are.
     Reshape { x: i32, out: i32, bytes: usize },
+    /// float32 `out = x · factor` (`NEG`: −1, exact), `factor` a one-value
+    /// constant of the node.
+    ScaleF32 { x: i32, out: i32, factor: f32 },
+    /// float32 `MEAN` over the last axis: the device's `ReduceSum` of `x`
+    /// as `[rows, n]` into a temporary, then `Div` by `n`, a constant of
+    /// the node (TFLite's kernel divides the sum too).
+    MeanLastF32 { x: i32, out: i32, rows: u64, n: u64 },
+    /// float32 `TRANSPOSE` by a constant permutation (`Transpose`).
+    TransposeF32 {
+        x: i32,
+        out: i32,
+        perm: [u8; MAX_RANK],
+    },
+    /// float32 `BATCH_MATMUL` of equal batch axes: one `MatMul` per batch
+    /// element, on views of `[m, k]` (or `[k, m]`, `adj_x`) and `[k, n]`
+    /// (or `[n, k]`, `adj_y`) into `[m, n]`.
+    BatchMatMulF32 {
+        x: i32,
+        y: i32,
+        out: i32,
+        batch: u64,
+        m: u64,
+        k: u64,
+        n: u64,
+        adj_x: bool,
+        adj_y: bool,
+    },
     /// `SHAPE`, `STRIDED_SLICE` or `PACK` evaluated at prepare
     /// (`ops::shape`): `out`'s int32 values, and the tensors whose shapes
     /// they came from, with those shapes. No device work; the kernel
@@ -171,6 +198,9 @@ impl DeviceOp {
             } => ([*x, *w].into_iter().chain(*bias).collect(), *out),
             Self::FullyConnectedInt8 { x, w, out, .. } => (vec![*x, *w], *out),
             Self::Binary { a, b, out, .. }
+            | Self::BatchMatMulF32 {
+                x: a, y: b, out, ..
+            }
             | Self::AddInt8 { a, b, out, .. }
             | Self::MulInt8 { a, b, out, .. } => (vec![*a, *b], *out),
             Self::Unary { x, out, .. }
@@ -184,7 +214,10 @@ impl DeviceOp {
             | Self::Reshape { x, out, .. }
             | Self::MeanInt8(MeanInt8 { x, out, .. })
             | Self::SoftmaxInt8 { x, out, .. }
-            | Self::LookupInt8 { x, out, .. } => (vec![*x], *out),
+            | Self::LookupInt8 { x, out, .. }
+            | Self::ScaleF32 { x, out, .. }
+            | Self::MeanLastF32 { x, out, .. }
+            | Self::TransposeF32 { x, out, .. } => (vec![*x], *out),
             Self::Concat(c) => (c.inputs.clone(), c.out),
             Self::Folded { out, .. } => (Vec::new(), *out),
         }

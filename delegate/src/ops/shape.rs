@@ -1,6 +1,7 @@
 //! Shape arithmetic evaluated at prepare: `SHAPE` of a tensor whose shape
-//! is known then, and `STRIDED_SLICE` and `PACK` of int32 values known
-//! then (constants, or such an op's output). Keras 3 flattens with
+//! is known then, and `STRIDED_SLICE`, `PACK`, `GATHER`, `REDUCE_PROD` and
+//! `CONCATENATION` of int32 values known then (constants, or such an op's
+//! output). Keras 3 flattens with
 //! `RESHAPE(x, PACK(STRIDED_SLICE(SHAPE(x), 0, 1), -1))` when the batch is
 //! left open; folded, that `RESHAPE` has a known shape and the partition
 //! need not stop for it. The device does nothing for these nodes.
@@ -9,8 +10,10 @@ use super::checks::{op_name, params};
 use super::plan::DeviceOp;
 use crate::graph::{NodeView, TensorView};
 use tensorplug_abi::tflite::{
-    TfLitePackParams, TfLiteStridedSliceParams, TfLiteType, kTfLiteBuiltinPack,
-    kTfLiteBuiltinShape, kTfLiteBuiltinStridedSlice,
+    TfLiteConcatenationParams, TfLiteFusedActivation, TfLiteGatherParams, TfLitePackParams,
+    TfLiteReducerParams, TfLiteStridedSliceParams, TfLiteType, kTfLiteBuiltinConcatenation,
+    kTfLiteBuiltinGather, kTfLiteBuiltinPack, kTfLiteBuiltinReduceProd, kTfLiteBuiltinShape,
+    kTfLiteBuiltinStridedSlice,
 };
 
 /// How deep a chain of folded ops may be (a graph is acyclic; this only
@@ -32,8 +35,8 @@ pub struct Source<'a> {
     pub producer: &'a dyn Fn(i32) -> Result<Option<NodeView>, String>,
 }
 
-/// `node` (a `SHAPE`, `STRIDED_SLICE` or `PACK`) folded: its output's
-/// value, or why it cannot be known at prepare.
+/// `node` (one of the ops above) folded: its output's value, or why it
+/// cannot be known at prepare.
 pub fn folded(src: &Source, node: &NodeView) -> Result<DeviceOp, String> {
     let &[out] = node.outputs.as_slice() else {
         return Err("expected 1 output".into());
@@ -122,6 +125,9 @@ fn eval(src: &Source, node: &NodeView, depth: usize) -> Result<Value, String> {
         kTfLiteBuiltinShape => shape(src, node)?,
         kTfLiteBuiltinStridedSlice => strided_slice(src, node, depth)?,
         kTfLiteBuiltinPack => pack(src, node, depth)?,
+        kTfLiteBuiltinGather => gather(src, node, depth)?,
+        kTfLiteBuiltinReduceProd => reduce_prod(src, node, depth)?,
+        kTfLiteBuiltinConcatenation => concatenation(src, node, depth)?,
         code => {
             return Err(format!(
                 "tensor {out} is computed by {} at run time",
@@ -303,6 +309,97 @@ fn pack(src: &Source, node: &NodeView, depth: usize) -> Result<Value, String> {
     Ok(Value { dims, data, shapes })
 }
 
+/// The 1-D value of tensor `t`, and the shapes it came from.
+fn vector(src: &Source, t: i32, depth: usize, op: &str) -> Result<Value, String> {
+    let v = value_at(src, t, depth)?;
+    match v.dims.len() {
+        1 => Ok(v),
+        _ => Err(format!("{op} of a {:?} value", v.dims)),
+    }
+}
+
+/// `GATHER` along axis 0 of a 1-D value.
+fn gather(src: &Source, node: &NodeView, depth: usize) -> Result<Value, String> {
+    let &[params_t, indices] = node.inputs.as_slice() else {
+        return Err("GATHER: expected 2 inputs".into());
+    };
+    // SAFETY: TfLiteGatherParams, in every runtime.
+    let p: TfLiteGatherParams = unsafe { params(node, "GATHER")? };
+    if p.axis != 0 || p.batch_dims != 0 {
+        return Err(format!(
+            "GATHER along axis {} (batch_dims {})",
+            p.axis, p.batch_dims
+        ));
+    }
+    let from = vector(src, params_t, depth, "GATHER")?;
+    let at = value_at(src, indices, depth)?;
+    let data = at
+        .data
+        .iter()
+        .map(|&i| {
+            usize::try_from(i)
+                .ok()
+                .and_then(|i| from.data.get(i).copied())
+                .ok_or_else(|| format!("GATHER index {i} of {} values", from.data.len()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut shapes = from.shapes;
+    shapes.extend(at.shapes);
+    Ok(Value {
+        dims: at.dims,
+        data,
+        shapes,
+    })
+}
+
+/// `REDUCE_PROD` of a 1-D value over its axis.
+fn reduce_prod(src: &Source, node: &NodeView, depth: usize) -> Result<Value, String> {
+    let &[x, axes] = node.inputs.as_slice() else {
+        return Err("REDUCE_PROD: expected 2 inputs".into());
+    };
+    // SAFETY: TfLiteReducerParams, in every runtime.
+    let keep = unsafe { params::<TfLiteReducerParams>(node, "REDUCE_PROD")? }.keep_dims;
+    let xv = vector(src, x, depth, "REDUCE_PROD")?;
+    let axes = value_at(src, axes, depth)?;
+    if !matches!(axes.data.as_slice(), [0] | [-1]) {
+        return Err(format!(
+            "REDUCE_PROD over axes {:?} of a 1-D value",
+            axes.data
+        ));
+    }
+    let product = xv
+        .data
+        .iter()
+        .try_fold(1i32, |p, &d| p.checked_mul(d))
+        .ok_or("REDUCE_PROD past int32")?;
+    Ok(Value {
+        dims: if keep { vec![1] } else { vec![] },
+        data: vec![product],
+        shapes: xv.shapes,
+    })
+}
+
+/// `CONCATENATION` of 1-D int32 values.
+fn concatenation(src: &Source, node: &NodeView, depth: usize) -> Result<Value, String> {
+    // SAFETY: TfLiteConcatenationParams, in every runtime.
+    let p: TfLiteConcatenationParams = unsafe { params(node, "CONCATENATION")? };
+    if !matches!(p.axis, 0 | -1) || p.activation != TfLiteFusedActivation::kTfLiteActNone {
+        return Err(format!("CONCATENATION along axis {} of 1-D values", p.axis));
+    }
+    let mut data = Vec::new();
+    let mut shapes = Vec::new();
+    for &t in &node.inputs {
+        let v = vector(src, t, depth, "CONCATENATION")?;
+        data.extend(v.data);
+        shapes.extend(v.shapes);
+    }
+    Ok(Value {
+        dims: vec![data.len()],
+        data,
+        shapes,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -425,6 +522,98 @@ mod tests {
             folded(&src, &nodes[2])
                 .unwrap_err()
                 .contains("known only at run time")
+        );
+    }
+
+    /// Keras 3's `Dense` on a `[1, 16, 32]` tensor without a batch size:
+    /// `GATHER(SHAPE(x), [0, 1])`, its `REDUCE_PROD`, and the output shape
+    /// `CONCATENATION(GATHER(…), [8])`.
+    #[test]
+    fn a_dense_layer_s_shapes_fold_through_gather_prod_and_concatenation() {
+        let mut constants: Vec<Vec<u8>> = [vec![0i32, 1], vec![0], vec![8]]
+            .iter()
+            .map(|v| v.iter().flat_map(|x| x.to_le_bytes()).collect())
+            .collect();
+        let data: Vec<*mut u8> = constants.iter_mut().map(|c| c.as_mut_ptr()).collect();
+        let int32 = TfLiteType::kTfLiteInt32;
+        let view = |index: i32, dtype, dims: &[usize], data: *mut u8| TensorView {
+            index,
+            name: format!("t{index}"),
+            dtype,
+            dims: dims.to_vec(),
+            bytes: dims.iter().product::<usize>() * 4,
+            constant: !data.is_null(),
+            dynamic: false,
+            data,
+            scale: 0.0,
+            zero_point: 0,
+            quant_channels: 0,
+            channels: Ok(Vec::new()),
+            quant_axis: 0,
+        };
+        let none = core::ptr::null_mut();
+        let tensor = |i: i32| {
+            Ok(match i {
+                0 => view(0, TfLiteType::kTfLiteFloat32, &[1, 16, 32], none),
+                1 => view(1, int32, &[3], none),
+                2 => view(2, int32, &[2], data[0]),
+                3 => view(3, int32, &[2], none),
+                4 => view(4, int32, &[1], data[1]),
+                5 => view(5, int32, &[], none),
+                6 => view(6, int32, &[1], data[2]),
+                7 => view(7, int32, &[3], none),
+                _ => return Err(format!("no tensor {i}")),
+            })
+        };
+        let gather_p = TfLiteGatherParams {
+            axis: 0,
+            batch_dims: 0,
+        };
+        let prod_p = TfLiteReducerParams { keep_dims: false };
+        let concat_p = TfLiteConcatenationParams {
+            axis: 0,
+            activation: TfLiteFusedActivation::kTfLiteActNone,
+        };
+        let node = |code, inputs: &[i32], out, params: *const core::ffi::c_void| NodeView {
+            builtin_code: code,
+            version: 1,
+            inputs: inputs.to_vec(),
+            outputs: vec![out],
+            builtin_data: params,
+        };
+        let nodes = [
+            node(kTfLiteBuiltinShape, &[0], 1, core::ptr::null()),
+            node(
+                kTfLiteBuiltinGather,
+                &[1, 2],
+                3,
+                (&raw const gather_p).cast(),
+            ),
+            node(
+                kTfLiteBuiltinReduceProd,
+                &[3, 4],
+                5,
+                (&raw const prod_p).cast(),
+            ),
+            node(
+                kTfLiteBuiltinConcatenation,
+                &[3, 6],
+                7,
+                (&raw const concat_p).cast(),
+            ),
+        ];
+        let producer = |t: i32| Ok(nodes.iter().find(|n| n.outputs == [t]).cloned());
+        let src = Source {
+            tensor: &tensor,
+            producer: &producer,
+        };
+        assert_eq!(value(&src, 3).unwrap().data, [1, 16]);
+        let prod = value(&src, 5).unwrap();
+        assert_eq!((prod.dims, prod.data), (vec![], vec![16]));
+        let shape = value(&src, 7).unwrap();
+        assert_eq!(
+            (shape.data, shape.shapes),
+            (vec![1, 16, 8], vec![(0, vec![1, 16, 32])])
         );
     }
 
