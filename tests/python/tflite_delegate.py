@@ -136,6 +136,24 @@ def float_transformer_bytes():
     return tf.lite.TFLiteConverter.from_keras_model(model).convert()
 
 
+def float_elementwise_bytes():
+    """The float32 element-wise ops the transformer block does not use:
+    ABS, SQRT, EXP, LOG, MAXIMUM and MINIMUM (broadcasting a row)."""
+    tf.keras.utils.set_random_seed(7)
+    x = tf.keras.Input((8,), batch_size=2)
+    row = tf.constant(np.linspace(-0.5, 0.5, 8, dtype=np.float32))
+
+    def body(t):
+        a = tf.math.sqrt(tf.math.abs(t))
+        b = tf.math.exp(tf.math.minimum(t, row))
+        c = tf.math.log(tf.math.abs(t) + 1.0)
+        return tf.math.maximum(a - b, c)
+
+    h = tf.keras.layers.Lambda(body)(x)
+    model = tf.keras.Model(x, tf.keras.layers.Dense(3)(h))
+    return tf.lite.TFLiteConverter.from_keras_model(model).convert()
+
+
 def float_cumsum_bytes():
     """Two CUMSUMs (reverse along the rows, then exclusive along the
     columns) of a [3, 5, 7] input: the device's `Cumsum` record."""
@@ -545,7 +563,8 @@ def main():
     print(rt.version, flush=True)
     # A TF run converts the models and leaves them in --out; a LiteRT run
     # (no TF) reads them from there.
-    names = ["model", "float_cnn", "float_mobilenet", "float_transformer", "float_cumsum",
+    names = ["model", "float_cnn", "float_mobilenet", "float_transformer",
+             "float_elementwise", "float_cumsum",
              "int8_per_tensor", "int8_default", "int8_conv", "int8_float_io",
              "int8_mobilenet", "int8_softmax", "int8_activations", "int8_dynamic",
              "int8_mean_keepdims", "int8_mobilenet_v3", "int8_concat"]
@@ -554,6 +573,7 @@ def main():
         models = {"model": model_bytes(), "float_cnn": float_cnn_bytes(),
                   "float_mobilenet": float_mobilenet_bytes(),
                   "float_transformer": float_transformer_bytes(),
+                  "float_elementwise": float_elementwise_bytes(),
                   "float_cumsum": float_cumsum_bytes()}
         models.update({f"int8_{k}": v for k, v in int8_models().items()})
         for n in names:
@@ -763,7 +783,7 @@ def main():
     if args.npu_plugin:
         npu_case(args.npu_plugin, args.out, model, xs, want)
 
-    for name in ["float_cnn", "float_mobilenet", "float_transformer"]:
+    for name in ["float_cnn", "float_mobilenet", "float_transformer", "float_elementwise"]:
         float_check(args.plugin, args.out, name, models[name])
     cumsum_check(args.plugin, args.out, models["float_cumsum"])
     shared_constants_check(args.plugin, args.out, models["float_cnn"])
