@@ -174,6 +174,10 @@ const EXPECTED_FIGURES: &[(&str, &str)] = &[
         "LiteRT delegate vs the Int8Model route, int8 MobileNetV2-0.35 batch 8",
     ),
     (
+        "tflite_delegate_transformer_vs_cpu",
+        "LiteRT delegate, float32 transformer block batch 8, FPGA(sim) vs TFLite CPU",
+    ),
+    (
         "tf_int8_qat_mobilenet_v2_predict_ratio",
         "QAT MobileNetV2-0.35 in int8 in the graph, batch 8, FPGA(sim) vs TFLite CPU",
     ),
