@@ -138,7 +138,8 @@ def float_transformer_bytes():
 
 def float_elementwise_bytes():
     """The float32 element-wise ops the transformer block does not use:
-    ABS, SQRT, EXP, LOG, MAXIMUM and MINIMUM (broadcasting a row)."""
+    ABS, SQRT, EXP, LOG, MAXIMUM and MINIMUM (broadcasting a row), and a
+    hard swish, which the converter fuses into HARD_SWISH."""
     tf.keras.utils.set_random_seed(7)
     x = tf.keras.Input((8,), batch_size=2)
     row = tf.constant(np.linspace(-0.5, 0.5, 8, dtype=np.float32))
@@ -150,7 +151,26 @@ def float_elementwise_bytes():
         return tf.math.maximum(a - b, c)
 
     h = tf.keras.layers.Lambda(body)(x)
+    h = tf.keras.layers.Lambda(lambda t: t * tf.nn.relu6(t + 3.0) / 6.0)(h)
     model = tf.keras.Model(x, tf.keras.layers.Dense(3)(h))
+    return tf.lite.TFLiteConverter.from_keras_model(model).convert()
+
+
+def float_mobilenet_v3_bytes():
+    """keras.applications' MobileNetV3Small-0.75 in float32 (batch norms
+    as the int8 one's): HARD_SWISH (Keras 3; Keras 2 writes its parts),
+    the squeeze-and-excitation MULs, MEAN with keep_dims, and on Keras 3
+    the run-time shape of its classifier's Flatten."""
+    tf.keras.utils.set_random_seed(7)
+    model = tf.keras.applications.MobileNetV3Small(
+        input_shape=(96, 96, 3), alpha=0.75, weights=None, classes=10,
+        include_preprocessing=False,
+    )
+    calibration = np.random.default_rng(1).uniform(-1, 1, (8, 96, 96, 3)).astype(np.float32)
+    for layer in model.layers:
+        if isinstance(layer, tf.keras.layers.BatchNormalization):
+            layer.momentum = 0.0
+    model(calibration, training=True)
     return tf.lite.TFLiteConverter.from_keras_model(model).convert()
 
 
@@ -222,7 +242,11 @@ def float_check(plugin, out, name, model):
     xs = [rng.uniform(-1, 1, shape).astype(np.float32) for _ in range(8)]
     want = run(ref, xs)
     report_path = os.path.join(out, f"report_{name}.json")
-    d = rt.load_delegate(plugin, {"report_file": report_path})
+    options = {"report_file": report_path}
+    if name == "float_mobilenet_v3":
+        # Keras 3 flattens its classifier with a shape computed at run time.
+        options["allow_dynamic_tensors"] = "true"
+    d = rt.load_delegate(plugin, options)
     got = run(interpreter(model, [d]), xs)
     worst = max(float(np.max(np.abs(g - w))) for g, w in zip(got, want))
     if not all(np.allclose(g, w, rtol=1e-4, atol=1e-6) for g, w in zip(got, want)):
@@ -563,7 +587,7 @@ def main():
     print(rt.version, flush=True)
     # A TF run converts the models and leaves them in --out; a LiteRT run
     # (no TF) reads them from there.
-    names = ["model", "float_cnn", "float_mobilenet", "float_transformer",
+    names = ["model", "float_cnn", "float_mobilenet", "float_mobilenet_v3", "float_transformer",
              "float_elementwise", "float_cumsum",
              "int8_per_tensor", "int8_default", "int8_conv", "int8_float_io",
              "int8_mobilenet", "int8_softmax", "int8_activations", "int8_dynamic",
@@ -572,6 +596,7 @@ def main():
     if args.runtime == "tf":
         models = {"model": model_bytes(), "float_cnn": float_cnn_bytes(),
                   "float_mobilenet": float_mobilenet_bytes(),
+                  "float_mobilenet_v3": float_mobilenet_v3_bytes(),
                   "float_transformer": float_transformer_bytes(),
                   "float_elementwise": float_elementwise_bytes(),
                   "float_cumsum": float_cumsum_bytes()}
@@ -783,7 +808,8 @@ def main():
     if args.npu_plugin:
         npu_case(args.npu_plugin, args.out, model, xs, want)
 
-    for name in ["float_cnn", "float_mobilenet", "float_transformer", "float_elementwise"]:
+    for name in ["float_cnn", "float_mobilenet", "float_mobilenet_v3", "float_transformer",
+                 "float_elementwise"]:
         float_check(args.plugin, args.out, name, models[name])
     cumsum_check(args.plugin, args.out, models["float_cumsum"])
     shared_constants_check(args.plugin, args.out, models["float_cnn"])

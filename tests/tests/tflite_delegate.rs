@@ -17,7 +17,7 @@
 //! (`export_delegate!(NpuBackend)`, nothing else) on the same model: the
 //! split follows what that device declares (no float Add: the ADD node
 //! stays on the CPU, with that reason). The float models (a convnet,
-//! MobileNetV2, the Keras transformer block, the element-wise ops) run
+//! MobileNetV2 and V3, the Keras transformer block, the element-wise ops) run
 //! every node on the device within the float tolerance; the int8 ones bit
 //! for bit (`docs/delegate.md`, "Tests and their cost").
 //!
@@ -49,6 +49,7 @@ const CHECKS: &[&str] = &[
     "npu",
     "float_cnn",
     "float_mobilenet",
+    "float_mobilenet_v3",
     "float_transformer",
     "float_elementwise",
     "float_cumsum",

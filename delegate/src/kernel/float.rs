@@ -5,7 +5,7 @@
 use super::command::Command;
 use crate::ops::DeviceOp;
 use tensorplug_core::accelerator::{
-    Activation, Binary, DType, DeviceAddr, OpKind, Shape, TensorDesc,
+    Activation, Binary, DType, DeviceAddr, OpKind, Shape, TensorDesc, Unary,
 };
 
 type Lookup<'a, T> = &'a dyn Fn(T) -> Result<TensorDesc, String>;
@@ -37,6 +37,7 @@ pub(super) fn temps(op: &DeviceOp) -> usize {
             ..
         }
         | DeviceOp::MeanLastF32 { .. } => 1,
+        DeviceOp::HardSwishF32 { .. } => 2,
         DeviceOp::ConvF32 {
             kind: OpKind::DepthwiseConv2D(_),
             bias,
@@ -201,6 +202,23 @@ pub fn plan(node: i32, op: &DeviceOp, v: &Views<'_>) -> Result<Vec<Command>, Str
             let factor = TensorDesc::new((v.constant)(0)?, DType::F32, shape(&[1])?);
             let (xd, od) = ((v.full_desc)(x)?, (v.full_desc)(out)?);
             commands.push(launch(OpKind::Binary(Binary::MUL), vec![xd, factor], od));
+        }
+        DeviceOp::HardSwishF32 { x, out } => {
+            let one = shape(&[1])?;
+            let three = TensorDesc::new((v.constant)(0)?, DType::F32, one);
+            let six = TensorDesc::new((v.constant)(1)?, DType::F32, one);
+            let (xd, od) = ((v.full_desc)(x)?, (v.full_desc)(out)?);
+            let temp = |i: usize| {
+                temps
+                    .get(i)
+                    .map(|&addr| TensorDesc { addr, ..od })
+                    .ok_or("a missing temporary")
+            };
+            let (a, b) = (temp(0)?, temp(1)?);
+            commands.push(launch(OpKind::Binary(Binary::ADD), vec![xd, three], a));
+            commands.push(launch(OpKind::Unary(Unary::RELU6), vec![a], b));
+            commands.push(launch(OpKind::Binary(Binary::MUL), vec![xd, b], a));
+            commands.push(launch(OpKind::Binary(Binary::DIV), vec![a, six], od));
         }
         DeviceOp::MeanLastF32 { x, out, rows, n } => {
             let count = TensorDesc::new((v.constant)(0)?, DType::F32, shape(&[1])?);

@@ -242,7 +242,8 @@ impl Kernel {
                 | DeviceOp::Binary { .. }
                 | DeviceOp::ConvF32 { .. }
                 | DeviceOp::PoolF32 { .. }
-                | DeviceOp::MeanLastF32 { .. } => {
+                | DeviceOp::MeanLastF32 { .. }
+                | DeviceOp::HardSwishF32 { .. } => {
                     vec![graph.tensor(out)?.bytes; float::temps(op)]
                 }
                 DeviceOp::Concat(c) => c.temps(),
@@ -294,6 +295,9 @@ impl Kernel {
                 DeviceOp::MeanInt8(m) => vec![m.ones()],
                 DeviceOp::ScaleF32 { factor, .. } => vec![factor.to_le_bytes().to_vec()],
                 DeviceOp::MeanLastF32 { n, .. } => vec![(*n as f32).to_le_bytes().to_vec()],
+                DeviceOp::HardSwishF32 { .. } => {
+                    vec![3f32.to_le_bytes().to_vec(), 6f32.to_le_bytes().to_vec()]
+                }
                 _ => Vec::new(),
             };
             for bytes in node_constants {
@@ -547,6 +551,7 @@ impl Kernel {
             | DeviceOp::PoolF32 { .. }
             | DeviceOp::SoftmaxF32 { .. }
             | DeviceOp::ScaleF32 { .. }
+            | DeviceOp::HardSwishF32 { .. }
             | DeviceOp::MeanLastF32 { .. }
             | DeviceOp::TransposeF32 { .. }
             | DeviceOp::BatchMatMulF32 { .. } => {

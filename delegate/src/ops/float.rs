@@ -213,6 +213,28 @@ fn mean_last_f32(
     })
 }
 
+/// float32 `HARD_SWISH` (MobileNetV3's activation) from the device's
+/// `Add`, `Relu6`, `Mul` and `Div`, in the reference kernel's order.
+pub fn hard_swish_f32(
+    node: &NodeView,
+    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
+    caps: &Capabilities,
+) -> Result<DeviceOp, String> {
+    let (x, out) = one_in_one_out(node)?;
+    let (xt, ot) = (tensor(x)?, tensor(out)?);
+    all_f32(&[&xt, &ot])?;
+    same_shape(&xt, &ot)?;
+    for kind in [
+        OpKind::Binary(Binary::ADD),
+        OpKind::Unary(Unary::RELU6),
+        OpKind::Binary(Binary::MUL),
+        OpKind::Binary(Binary::DIV),
+    ] {
+        need(caps, kind)?;
+    }
+    Ok(DeviceOp::HardSwishF32 { x, out })
+}
+
 /// float32 `NEG`: `x · −1`, exact.
 pub fn neg_f32(
     node: &NodeView,

@@ -50,7 +50,8 @@ pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none or RELU), CON
                           DEPTHWISE_CONV_2D, MAX_POOL_2D and AVERAGE_POOL_2D, broadcasting ADD, \
                           SUB, MUL and DIV (activation none, RELU or RELU6), SQUARED_DIFFERENCE, \
                           MAXIMUM and MINIMUM, RELU, RELU6, LEAKY_RELU, LOGISTIC, TANH, RSQRT, \
-                          SQRT, EXP, LOG, ABS, NEG, SOFTMAX (beta 1), MEAN over height and width \
+                          SQRT, EXP, LOG, ABS, NEG, HARD_SWISH, SOFTMAX (beta 1), MEAN over \
+                          height and width \
                           or the last axis, CUMSUM over a constant axis, TRANSPOSE, BATCH_MATMUL \
                           of equal batch axes; int8 \
                           FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL_2D, \
@@ -137,6 +138,7 @@ pub fn decide(
         kTfLiteBuiltinLogistic | kTfLiteBuiltinTanh | kTfLiteBuiltinHardSwish if int8 => {
             lookup::lookup_int8(node, &tensor, caps)
         }
+        kTfLiteBuiltinHardSwish => float::hard_swish_f32(node, &tensor, caps),
         kTfLiteBuiltinLogistic => float::unary_f32(node, &tensor, caps, Unary::SIGMOID),
         kTfLiteBuiltinTanh => float::unary_f32(node, &tensor, caps, Unary::TANH),
         kTfLiteBuiltinRelu => float::unary_f32(node, &tensor, caps, Unary::RELU),

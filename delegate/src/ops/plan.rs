@@ -126,6 +126,10 @@ pub enum DeviceOp {
     /// float32 `out = x · factor` (`NEG`: −1, exact), `factor` a one-value
     /// constant of the node.
     ScaleF32 { x: i32, out: i32, factor: f32 },
+    /// float32 `HARD_SWISH` as TFLite's reference computes it, `x ·
+    /// min(6, max(0, x + 3)) / 6`: `Add` of the constant 3, `Relu6`, `Mul`
+    /// by `x`, `Div` by the constant 6, through two temporaries.
+    HardSwishF32 { x: i32, out: i32 },
     /// float32 `MEAN` over the last axis: the device's `ReduceSum` of `x`
     /// as `[rows, n]` into a temporary, then `Div` by `n`, a constant of
     /// the node (TFLite's kernel divides the sum too).
@@ -216,6 +220,7 @@ impl DeviceOp {
             | Self::SoftmaxInt8 { x, out, .. }
             | Self::LookupInt8 { x, out, .. }
             | Self::ScaleF32 { x, out, .. }
+            | Self::HardSwishF32 { x, out }
             | Self::MeanLastF32 { x, out, .. }
             | Self::TransposeF32 { x, out, .. } => (vec![*x], *out),
             Self::Concat(c) => (c.inputs.clone(), c.out),
