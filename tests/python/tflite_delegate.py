@@ -138,8 +138,9 @@ def float_transformer_bytes():
 
 def float_elementwise_bytes():
     """The float32 element-wise ops the transformer block does not use:
-    ABS, SQRT, EXP, LOG, MAXIMUM and MINIMUM (broadcasting a row), and a
-    hard swish, which the converter fuses into HARD_SWISH."""
+    ABS, SQRT, EXP, LOG, MAXIMUM and MINIMUM (broadcasting a row), a
+    hard swish, which the converter fuses into HARD_SWISH, and a Dense
+    with relu6, a FULLY_CONNECTED with the RELU6 fused."""
     tf.keras.utils.set_random_seed(7)
     x = tf.keras.Input((8,), batch_size=2)
     row = tf.constant(np.linspace(-0.5, 0.5, 8, dtype=np.float32))
@@ -152,6 +153,7 @@ def float_elementwise_bytes():
 
     h = tf.keras.layers.Lambda(body)(x)
     h = tf.keras.layers.Lambda(lambda t: t * tf.nn.relu6(t + 3.0) / 6.0)(h)
+    h = tf.keras.layers.Dense(8, activation="relu6")(h)
     model = tf.keras.Model(x, tf.keras.layers.Dense(3)(h))
     return tf.lite.TFLiteConverter.from_keras_model(model).convert()
 

@@ -32,11 +32,12 @@ pub(super) fn temps(op: &DeviceOp) -> usize {
             act(activation)
         }
         DeviceOp::FullyConnected {
-            bias: None,
-            relu: true,
-            ..
-        }
-        | DeviceOp::MeanLastF32 { .. } => 1,
+            bias, activation, ..
+        } => match (bias, activation) {
+            (_, Activation::None) | (Some(_), Activation::Relu) => 0,
+            _ => 1,
+        },
+        DeviceOp::MeanLastF32 { .. } => 1,
         DeviceOp::HardSwishF32 { .. } => 2,
         DeviceOp::ConvF32 {
             kind: OpKind::DepthwiseConv2D(_),

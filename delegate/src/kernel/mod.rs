@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use tensorplug_abi::tflite::TfLiteDelegateParams;
 use tensorplug_core::accelerator::{
-    DType, DeviceAddr, Fence, OpKind, Shape, TensorDesc, Unary, VendorOps,
+    Activation, DType, DeviceAddr, Fence, OpKind, Shape, TensorDesc, VendorOps,
 };
 use tensorplug_core::event::{Event, EventKind};
 use tensorplug_core::program::{BufferKind, MAX_BUFFERS, Program};
@@ -514,34 +514,44 @@ impl Kernel {
                 m,
                 k,
                 n,
-                relu,
+                activation,
             } => {
                 let (xd, wd, od) = (
                     self.desc(x, &[m, k])?,
                     self.desc(w, &[n, k])?,
                     self.desc(out, &[m, n])?,
                 );
-                let matmul = OpKind::MatMul {
-                    transpose_a: false,
-                    transpose_b: true,
-                };
-                match (bias, temp) {
-                    (Some(b), _) => {
+                let relu = activation == Activation::Relu && bias.is_some();
+                let (kind, inputs) = match bias {
+                    Some(b) => {
                         let fused = OpKind::FusedMatMul {
                             transpose_a: false,
                             transpose_b: true,
                             relu,
                         };
-                        vec![launch(fused, vec![xd, wd, self.desc(b, &[n])?], od)]
+                        (fused, vec![xd, wd, self.desc(b, &[n])?])
                     }
-                    (None, None) => vec![launch(matmul, vec![xd, wd], od)],
-                    (None, Some(t)) => {
+                    None => {
+                        let matmul = OpKind::MatMul {
+                            transpose_a: false,
+                            transpose_b: true,
+                        };
+                        (matmul, vec![xd, wd])
+                    }
+                };
+                match (
+                    crate::ops::activation_op(activation).filter(|_| !relu),
+                    temp,
+                ) {
+                    (None, _) => vec![launch(kind, inputs, od)],
+                    (Some(op), Some(t)) => {
                         let td = TensorDesc { addr: t, ..od };
                         vec![
-                            launch(matmul, vec![xd, wd], td),
-                            launch(OpKind::Unary(Unary::RELU), vec![td], od),
+                            launch(kind, inputs, td),
+                            launch(OpKind::Unary(op), vec![td], od),
                         ]
                     }
+                    (Some(_), None) => return Err(format!("node {node}: a missing temporary")),
                 }
             }
             DeviceOp::Binary { .. }

@@ -25,18 +25,18 @@ pub use plan::{ConcatRows, DeviceOp, MeanInt8};
 
 use crate::graph::{Graph, NodeView, TensorView};
 use tensorplug_abi::tflite::{
-    TfLiteAddParams, TfLiteFullyConnectedParams, TfLiteFusedActivation, TfLiteType,
-    kTfLiteBuiltinAbs, kTfLiteBuiltinAdd, kTfLiteBuiltinAveragePool2d, kTfLiteBuiltinBatchMatmul,
-    kTfLiteBuiltinConcatenation, kTfLiteBuiltinConv2d, kTfLiteBuiltinCumsum,
-    kTfLiteBuiltinDepthwiseConv2d, kTfLiteBuiltinDequantize, kTfLiteBuiltinDiv, kTfLiteBuiltinExp,
-    kTfLiteBuiltinFullyConnected, kTfLiteBuiltinGather, kTfLiteBuiltinHardSwish,
-    kTfLiteBuiltinLeakyRelu, kTfLiteBuiltinLog, kTfLiteBuiltinLogistic, kTfLiteBuiltinMaxPool2d,
-    kTfLiteBuiltinMaximum, kTfLiteBuiltinMean, kTfLiteBuiltinMinimum, kTfLiteBuiltinMul,
-    kTfLiteBuiltinNeg, kTfLiteBuiltinPack, kTfLiteBuiltinPad, kTfLiteBuiltinPadv2,
-    kTfLiteBuiltinQuantize, kTfLiteBuiltinReduceProd, kTfLiteBuiltinRelu, kTfLiteBuiltinRelu6,
-    kTfLiteBuiltinReshape, kTfLiteBuiltinRsqrt, kTfLiteBuiltinShape, kTfLiteBuiltinSoftmax,
-    kTfLiteBuiltinSqrt, kTfLiteBuiltinSquaredDifference, kTfLiteBuiltinStridedSlice,
-    kTfLiteBuiltinSub, kTfLiteBuiltinTanh, kTfLiteBuiltinTranspose, kTfLiteOptionalTensor,
+    TfLiteAddParams, TfLiteFullyConnectedParams, TfLiteType, kTfLiteBuiltinAbs, kTfLiteBuiltinAdd,
+    kTfLiteBuiltinAveragePool2d, kTfLiteBuiltinBatchMatmul, kTfLiteBuiltinConcatenation,
+    kTfLiteBuiltinConv2d, kTfLiteBuiltinCumsum, kTfLiteBuiltinDepthwiseConv2d,
+    kTfLiteBuiltinDequantize, kTfLiteBuiltinDiv, kTfLiteBuiltinExp, kTfLiteBuiltinFullyConnected,
+    kTfLiteBuiltinGather, kTfLiteBuiltinHardSwish, kTfLiteBuiltinLeakyRelu, kTfLiteBuiltinLog,
+    kTfLiteBuiltinLogistic, kTfLiteBuiltinMaxPool2d, kTfLiteBuiltinMaximum, kTfLiteBuiltinMean,
+    kTfLiteBuiltinMinimum, kTfLiteBuiltinMul, kTfLiteBuiltinNeg, kTfLiteBuiltinPack,
+    kTfLiteBuiltinPad, kTfLiteBuiltinPadv2, kTfLiteBuiltinQuantize, kTfLiteBuiltinReduceProd,
+    kTfLiteBuiltinRelu, kTfLiteBuiltinRelu6, kTfLiteBuiltinReshape, kTfLiteBuiltinRsqrt,
+    kTfLiteBuiltinShape, kTfLiteBuiltinSoftmax, kTfLiteBuiltinSqrt,
+    kTfLiteBuiltinSquaredDifference, kTfLiteBuiltinStridedSlice, kTfLiteBuiltinSub,
+    kTfLiteBuiltinTanh, kTfLiteBuiltinTranspose, kTfLiteOptionalTensor,
 };
 use tensorplug_core::accelerator::{
     Activation, Binary, Capabilities, DType, OpKind, Unary, trails,
@@ -46,7 +46,7 @@ use tensorplug_core::quant::block::QuantHeader;
 use tensorplug_core::reference::int8::AddQuant;
 
 /// The ops the delegate can hand to a device, as the report names them.
-pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none or RELU), CONV_2D and \
+pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none, RELU or RELU6), CONV_2D and \
                           DEPTHWISE_CONV_2D, MAX_POOL_2D and AVERAGE_POOL_2D, broadcasting ADD, \
                           SUB, MUL and DIV (activation none, RELU or RELU6), SQUARED_DIFFERENCE, \
                           MAXIMUM and MINIMUM, RELU, RELU6, LEAKY_RELU, LOGISTIC, TANH, RSQRT, \
@@ -201,7 +201,7 @@ fn fully_connected(
         let act = int8_activation(params.activation)?;
         return fully_connected_int8(&xt, &wt, bt.as_ref(), &ot, act, caps, fc_rounding);
     }
-    let relu = activation(params.activation)?;
+    let activation = conv::float_activation(params.activation)?;
     let mut ts = vec![&xt, &wt, &ot];
     if let Some(bt) = &bt {
         ts.push(bt);
@@ -229,6 +229,9 @@ fn fully_connected(
     {
         return Err(format!("bias {:?}, expected [{n}]", bt.dims));
     }
+    // With a bias, `FusedMatMul` applies a ReLU itself; other activations
+    // follow as their own launch.
+    let relu = activation == Activation::Relu && bias.is_some();
     let kind = match bias {
         Some(_) => OpKind::FusedMatMul {
             transpose_a: false,
@@ -241,8 +244,8 @@ fn fully_connected(
         },
     };
     need(caps, kind)?;
-    if relu && bias.is_none() {
-        need(caps, OpKind::Unary(Unary::RELU))?;
+    if let Some(op) = activation_op(activation).filter(|_| !relu) {
+        need(caps, OpKind::Unary(op))?;
     }
     let u = |v: usize| v as u64;
     Ok(DeviceOp::FullyConnected {
@@ -253,7 +256,7 @@ fn fully_connected(
         m: u(m),
         k: u(k),
         n: u(n),
-        relu,
+        activation,
     })
 }
 
@@ -492,16 +495,6 @@ fn add_int8<'t>(
         out: ot.index,
         block,
     })
-}
-
-/// Whether a float op's fused activation is ReLU (`Err`: one the delegate
-/// lacks).
-fn activation(act: TfLiteFusedActivation) -> Result<bool, String> {
-    match act {
-        TfLiteFusedActivation::kTfLiteActNone => Ok(false),
-        TfLiteFusedActivation::kTfLiteActRelu => Ok(true),
-        other => Err(format!("fused activation {other:?} (only none or RELU)")),
-    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use tensorplug_core::accelerator::{Activation, Binary, DType, MAX_RANK, OpKind, 
 /// A node the device runs: one or two device launches.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DeviceOp {
-    /// `out[m,n] = x[m,k] · w[n,k]ᵀ (+ bias[n]) (then ReLU)`.
+    /// `out[m,n] = x[m,k] · w[n,k]ᵀ (+ bias[n])`, then the activation.
     FullyConnected {
         x: i32,
         w: i32,
@@ -16,7 +16,7 @@ pub enum DeviceOp {
         m: u64,
         k: u64,
         n: u64,
-        relu: bool,
+        activation: Activation,
     },
     /// float32 `out = a ∘ b` with broadcasting (`ADD`, `SUB`, `MUL`,
     /// `DIV`), then the activation.
