@@ -176,6 +176,53 @@ def float_mobilenet_v3_bytes():
     return tf.lite.TFLiteConverter.from_keras_model(model).convert()
 
 
+def float_dense3d_bytes():
+    """A Dense on a rank-3 input without a batch size, and the input's
+    shape past the batch as a second output: on Keras 3 the shape
+    arithmetic (SHAPE, GATHER, REDUCE_PROD, CONCATENATION, PACK) feeds
+    RESHAPEs whose outputs the converter left as placeholders."""
+    tf.keras.utils.set_random_seed(7)
+    x = tf.keras.Input((4, 3))
+    h = tf.keras.layers.Dense(2)(x)
+    shape = tf.keras.layers.Lambda(lambda t: tf.shape(t)[1:])(h)
+    return tf.lite.TFLiteConverter.from_keras_model(tf.keras.Model(x, [h, shape])).convert()
+
+
+def folded_outputs_case(plugin, out, model):
+    """Folded values the CPU reads: on Keras 3 the delegate folds the
+    shape arithmetic at prepare into a partition of its own whose outputs
+    the kernel writes at every invoke for the CPU's RESHAPEs (which stay
+    on the CPU, the reason naming the placeholder shapes); the outputs
+    equal the interpreter's exactly."""
+    rng = np.random.default_rng(3)
+    xs = [rng.standard_normal((1, 4, 3)).astype(np.float32) for _ in range(2)]
+    want = [run_all(interpreter(model), x) for x in xs]
+    report_path = os.path.join(out, "report_dense3d.json")
+    d = rt.load_delegate(plugin, {"allow_dynamic_tensors": "true", "report_file": report_path})
+    dev = interpreter(model, [d])
+    got = [run_all(dev, x) for x in xs]
+    if any(not np.array_equal(g, w) for gs, ws in zip(got, want) for g, w in zip(gs, ws)):
+        fail(f"dense3d: outputs {got} differ from the interpreter's {want}")
+    with open(report_path) as f:
+        nodes = json.load(f)["graphs"][0]["nodes"]
+    folded = [n for n in nodes if n["folded"] is not None]
+    if folded:
+        reshapes = [n for n in nodes if n["op"] == "RESHAPE"]
+        if any(n["decision"] != "cpu" or "placeholders" not in n["reason"] for n in reshapes):
+            fail(f"dense3d: the RESHAPEs' decisions {reshapes}")
+        if any(n["device_runs"] != len(xs) for n in folded):
+            fail(f"dense3d: folded nodes did not run with their partition: {folded}")
+    print(f"check dense3d ok folded={len(folded)} of {len(nodes)}", flush=True)
+
+
+def run_all(interp, x):
+    """Every output of one invoke on `x`."""
+    interp.allocate_tensors()
+    interp.set_tensor(interp.get_input_details()[0]["index"], x)
+    interp.invoke()
+    return [interp.get_tensor(o["index"]).copy() for o in interp.get_output_details()]
+
+
 def float_cumsum_bytes():
     """Two CUMSUMs (reverse along the rows, then exclusive along the
     columns) of a [3, 5, 7] input: the device's `Cumsum` record."""
@@ -590,7 +637,7 @@ def main():
     # A TF run converts the models and leaves them in --out; a LiteRT run
     # (no TF) reads them from there.
     names = ["model", "float_cnn", "float_mobilenet", "float_mobilenet_v3", "float_transformer",
-             "float_elementwise", "float_cumsum",
+             "float_elementwise", "float_dense3d", "float_cumsum",
              "int8_per_tensor", "int8_default", "int8_conv", "int8_float_io",
              "int8_mobilenet", "int8_softmax", "int8_activations", "int8_dynamic",
              "int8_mean_keepdims", "int8_mobilenet_v3", "int8_concat"]
@@ -601,6 +648,7 @@ def main():
                   "float_mobilenet_v3": float_mobilenet_v3_bytes(),
                   "float_transformer": float_transformer_bytes(),
                   "float_elementwise": float_elementwise_bytes(),
+                  "float_dense3d": float_dense3d_bytes(),
                   "float_cumsum": float_cumsum_bytes()}
         models.update({f"int8_{k}": v for k, v in int8_models().items()})
         for n in names:
@@ -819,6 +867,7 @@ def main():
                  "mean_keepdims", "mobilenet_v3", "concat"]:
         int8_check(args.plugin, args.out, name, models[f"int8_{name}"])
     dynamic_case(args.plugin, args.out, models["int8_dynamic"])
+    folded_outputs_case(args.plugin, args.out, models["float_dense3d"])
 
 
 def dynamic_case(plugin, out, model):

@@ -60,6 +60,7 @@ const CHECKS: &[&str] = &[
     "int8_float_io",
     "int8_mobilenet_v3",
     "int8_dynamic",
+    "dense3d",
 ];
 
 fn assert_checks(stdout: &str) {
