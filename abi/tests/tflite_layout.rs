@@ -45,4 +45,53 @@ fn builtin_names() {
     );
     assert_eq!(builtin_name(kTfLiteBuiltinDelegate), Some("DELEGATE"));
     assert_eq!(builtin_name(9999), None);
+    assert_eq!(builtin_name(-1), None);
+    // Every code named in `abi::tflite` is the schema's op of that name.
+    for (code, name) in [
+        (kTfLiteBuiltinAdd, "ADD"),
+        (kTfLiteBuiltinAveragePool2d, "AVERAGE_POOL_2D"),
+        (kTfLiteBuiltinConcatenation, "CONCATENATION"),
+        (kTfLiteBuiltinConv2d, "CONV_2D"),
+        (kTfLiteBuiltinDepthwiseConv2d, "DEPTHWISE_CONV_2D"),
+        (kTfLiteBuiltinDequantize, "DEQUANTIZE"),
+        (kTfLiteBuiltinFloor, "FLOOR"),
+        (kTfLiteBuiltinFullyConnected, "FULLY_CONNECTED"),
+        (kTfLiteBuiltinLogistic, "LOGISTIC"),
+        (kTfLiteBuiltinMaxPool2d, "MAX_POOL_2D"),
+        (kTfLiteBuiltinMul, "MUL"),
+        (kTfLiteBuiltinRelu, "RELU"),
+        (kTfLiteBuiltinRelu6, "RELU6"),
+        (kTfLiteBuiltinReshape, "RESHAPE"),
+        (kTfLiteBuiltinSoftmax, "SOFTMAX"),
+        (kTfLiteBuiltinTanh, "TANH"),
+        (kTfLiteBuiltinPad, "PAD"),
+        (kTfLiteBuiltinGather, "GATHER"),
+        (kTfLiteBuiltinTranspose, "TRANSPOSE"),
+        (kTfLiteBuiltinMean, "MEAN"),
+        (kTfLiteBuiltinSub, "SUB"),
+        (kTfLiteBuiltinLeakyRelu, "LEAKY_RELU"),
+        (kTfLiteBuiltinSquaredDifference, "SQUARED_DIFFERENCE"),
+        (kTfLiteBuiltinAbs, "ABS"),
+        (kTfLiteBuiltinDiv, "DIV"),
+        (kTfLiteBuiltinStridedSlice, "STRIDED_SLICE"),
+        (kTfLiteBuiltinExp, "EXP"),
+        (kTfLiteBuiltinMaximum, "MAXIMUM"),
+        (kTfLiteBuiltinMinimum, "MINIMUM"),
+        (kTfLiteBuiltinNeg, "NEG"),
+        (kTfLiteBuiltinPadv2, "PADV2"),
+        (kTfLiteBuiltinSin, "SIN"),
+        (kTfLiteBuiltinLog, "LOG"),
+        (kTfLiteBuiltinSqrt, "SQRT"),
+        (kTfLiteBuiltinRsqrt, "RSQRT"),
+        (kTfLiteBuiltinShape, "SHAPE"),
+        (kTfLiteBuiltinReduceProd, "REDUCE_PROD"),
+        (kTfLiteBuiltinPack, "PACK"),
+        (kTfLiteBuiltinDelegate, "DELEGATE"),
+        (kTfLiteBuiltinQuantize, "QUANTIZE"),
+        (kTfLiteBuiltinHardSwish, "HARD_SWISH"),
+        (kTfLiteBuiltinBatchMatmul, "BATCH_MATMUL"),
+        (kTfLiteBuiltinCumsum, "CUMSUM"),
+    ] {
+        assert_eq!(builtin_name(code), Some(name), "code {code}");
+    }
 }

@@ -179,6 +179,7 @@ impl Report {
             "min_nodes": self.min_nodes,
             "fc_rounding": self.fc_rounding,
             "fc_rounding_source": self.fc_rounding_source,
+            "op_set": crate::ops::OP_SET,
             "graphs": graphs,
         })
     }

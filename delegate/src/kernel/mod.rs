@@ -31,6 +31,13 @@ use tensorplug_host_bridge::prelude::DynAccelerator;
 
 const ALIGN: u64 = 64;
 
+/// Why a resized partition fails `prepare`, and what to do.
+const RESIZE: &str = "with `allow_dynamic_tensors` the runtime does not re-apply the delegate \
+                      after a resize (and applies it before one made on a new interpreter): \
+                      convert the model with the shape it runs at, or, for a model without \
+                      dynamic tensors, leave `allow_dynamic_tensors` off so that the runtime \
+                      re-applies the delegate at the new shape";
+
 /// A tensor's device copy.
 #[derive(Debug)]
 struct Buffer {
@@ -338,9 +345,7 @@ impl Kernel {
             if &t.dims != dims {
                 return Err(format!(
                     "tensor {index} (`{}`) is now {:?}; the partition folded its shape {dims:?} \
-                     when it was built: with `allow_dynamic_tensors` the runtime does not \
-                     re-apply the delegate after a resize; create the interpreter again for \
-                     the new shape",
+                     when it was built: {RESIZE}",
                     t.name, t.dims
                 ));
             }
@@ -350,8 +355,7 @@ impl Kernel {
             if t.dims != buffer.dims || t.bytes != buffer.bytes {
                 return Err(format!(
                     "tensor {index} (`{}`) is now {:?}, the delegated partition was built for \
-                     {:?}: with `allow_dynamic_tensors` the runtime does not re-apply the \
-                     delegate after a resize; create the interpreter again for the new shape",
+                     {:?}: {RESIZE}",
                     t.name, t.dims, buffer.dims
                 ));
             }

@@ -10,8 +10,7 @@ use super::conv::{activation_op, float_activation, u16_of, window};
 use super::plan::DeviceOp;
 use crate::graph::{NodeView, TensorView};
 use tensorplug_abi::tflite::{
-    TfLiteCumsumParams, TfLiteLeakyReluParams, TfLiteMulParams, TfLitePadding, TfLiteReducerParams,
-    TfLiteSoftmaxParams,
+    TfLiteCumsumParams, TfLiteLeakyReluParams, TfLiteMulParams, TfLitePadding, TfLiteSoftmaxParams,
 };
 use tensorplug_core::accelerator::{
     Activation, Attrs, Binary, Capabilities, OpKind, Unary, broadcast_shapes, named,
@@ -130,9 +129,12 @@ pub fn binary_with(
     })
 }
 
-/// float32 `MEAN` over axes 1 and 2 of an NHWC tensor (Keras'
-/// `GlobalAveragePooling2D`, either `keepdims`): an average pool whose
-/// window is the whole plane.
+/// float32 `MEAN` over one run of adjacent axes, either `keep_dims`: over
+/// the last axes (Keras' `LayerNormalization`) row sums divided by the
+/// row's length ([`mean_last_f32`]); otherwise an average pool whose
+/// window is the reduced axes, of the input viewed as `[outer, h, w,
+/// inner]` (axes 1 and 2 of NHWC, Keras' `GlobalAveragePooling2D`, as
+/// they are; one axis as `h` with `w` 1, `GlobalAveragePooling1D`).
 pub fn mean_f32(
     node: &NodeView,
     tensor: &dyn Fn(i32) -> Result<TensorView, String>,
@@ -141,30 +143,26 @@ pub fn mean_f32(
     let (&[x, axes], &[out]) = (node.inputs.as_slice(), node.outputs.as_slice()) else {
         return Err("expected 2 inputs and 1 output".into());
     };
-    // SAFETY: a reduction's builtin data is the runtime's TfLiteReducerParams.
-    let keep_dims = unsafe { params::<TfLiteReducerParams>(node, "reducer") }?.keep_dims;
     let (xt, at, ot) = (tensor(x)?, tensor(axes)?, tensor(out)?);
     all_f32(&[&xt, &ot])?;
     let axes = super::mean::axes_of(&at, xt.dims.len())?;
-    if axes == [xt.dims.len() - 1] {
-        return mean_last_f32(x, out, &xt, &ot, caps);
-    }
-    let &[n, h, w, c] = xt.dims.as_slice() else {
+    let (first, last) = (axes[0], axes[axes.len() - 1]);
+    if last - first + 1 != axes.len() {
         return Err(format!(
-            "input {:?}: the device averages NHWC planes",
+            "axes {axes:?} of {:?}: float32 MEAN runs over one run of adjacent axes",
             xt.dims
         ));
-    };
-    if axes != [1, 2] {
-        return Err(format!(
-            "axes {axes:?}: the device averages axes 1 and 2 (height and width)"
-        ));
     }
-    let want = match keep_dims {
-        true => vec![n, 1, 1, c],
-        false => vec![n, c],
+    let product = |d: &[usize]| d.iter().product::<usize>();
+    let (outer, inner) = (product(&xt.dims[..first]), product(&xt.dims[last + 1..]));
+    if inner == 1 {
+        return mean_last_f32(x, out, &xt, &ot, caps);
+    }
+    let (h, w) = match xt.dims.len() {
+        4 if axes == [1, 2] => (xt.dims[1], xt.dims[2]),
+        _ => (product(&xt.dims[first..=last]), 1),
     };
-    if ot.dims != want {
+    if product(&ot.dims) != outer * inner || h * w == 0 {
         return Err(format!("output {:?} for input {:?}", ot.dims, xt.dims));
     }
     let size = [u16_of(h as i32, "height")?, u16_of(w as i32, "width")?];
@@ -183,8 +181,8 @@ pub fn mean_f32(
         x,
         out,
         kind,
-        x_dims: u4([n, h, w, c]),
-        out_dims: u4([n, 1, 1, c]),
+        x_dims: u4([outer, h, w, inner]),
+        out_dims: u4([outer, 1, 1, inner]),
         activation: Activation::None,
     })
 }
@@ -285,7 +283,8 @@ pub fn softmax_f32(
 mod tests {
     use super::*;
     use tensorplug_abi::tflite::{
-        TfLiteFusedActivation, TfLiteType, kTfLiteBuiltinMean, kTfLiteBuiltinSoftmax,
+        TfLiteFusedActivation, TfLiteReducerParams, TfLiteType, kTfLiteBuiltinMean,
+        kTfLiteBuiltinSoftmax,
     };
     use tensorplug_core::accelerator::OpSet;
 
@@ -338,16 +337,16 @@ mod tests {
             })
         ));
 
-        // MEAN over the batch of NHWC: its axes tensor holds [0].
-        let axis = std::cell::UnsafeCell::new(0i32);
+        // MEAN over axes 0 and 2 of NHWC, not adjacent.
+        let axis = std::cell::UnsafeCell::new([0i32, 2]);
         let tensors = |i: i32| match i {
             2 => Ok(TensorView {
                 dtype: TfLiteType::kTfLiteInt32,
                 constant: true,
                 data: axis.get().cast(),
-                ..f32_view(2, &[1])
+                ..f32_view(2, &[2])
             }),
-            9 => Ok(f32_view(9, &[4, 4, 3])),
+            9 => Ok(f32_view(9, &[4, 3])),
             i => Ok(f32_view(i, &[1, 4, 4, 3])),
         };
         let keep = TfLiteReducerParams { keep_dims: false };
@@ -356,13 +355,42 @@ mod tests {
             &tensors,
             &all_ops(),
         );
-        assert!(e.unwrap_err().contains("axes [0]"));
+        assert!(e.unwrap_err().contains("one run of adjacent axes"));
+        // Over axis 1 of [2, 5, 3] (GlobalAveragePooling1D): a pool of 5 × 1.
+        let one = std::cell::UnsafeCell::new([1i32, 0]);
+        let tensors_1d = |i: i32| -> Result<TensorView, String> {
+            Ok(match i {
+                2 => TensorView {
+                    dtype: TfLiteType::kTfLiteInt32,
+                    constant: true,
+                    data: one.get().cast(),
+                    ..f32_view(2, &[1])
+                },
+                9 => f32_view(9, &[2, 3]),
+                i => f32_view(i, &[2, 5, 3]),
+            })
+        };
+        let pooled = mean_f32(
+            &node(kTfLiteBuiltinMean, &[1, 2], &keep),
+            &tensors_1d,
+            &all_ops(),
+        );
+        assert!(matches!(
+            pooled,
+            Ok(DeviceOp::PoolF32 {
+                x_dims: [2, 5, 1, 3],
+                out_dims: [2, 1, 1, 3],
+                ..
+            })
+        ));
         // Over the last axis (LayerNormalization's): row sums, then a division.
         let last = std::cell::UnsafeCell::new(3i32);
         let tensors = |i: i32| match i {
             2 => Ok(TensorView {
+                dtype: TfLiteType::kTfLiteInt32,
+                constant: true,
                 data: last.get().cast(),
-                ..tensors(2)?
+                ..f32_view(2, &[1])
             }),
             9 => Ok(f32_view(9, &[1, 4, 4])),
             i => tensors(i),

@@ -127,8 +127,8 @@ pub fn decide(
         | kTfLiteBuiltinStridedSlice
         | kTfLiteBuiltinPack
         | kTfLiteBuiltinGather
-        | kTfLiteBuiltinReduceProd => shape::folded(&src, node),
-        kTfLiteBuiltinConcatenation if int32 => shape::folded(&src, node),
+        | kTfLiteBuiltinReduceProd => folded(&src, node),
+        kTfLiteBuiltinConcatenation if int32 => folded(&src, node),
         kTfLiteBuiltinMean if int8 => mean::mean_int8(node, &tensor, caps),
         kTfLiteBuiltinMean => float::mean_f32(node, &tensor, caps),
         kTfLiteBuiltinSoftmax if int8 => softmax::softmax_int8(node, &tensor, caps),
@@ -162,7 +162,7 @@ pub fn decide(
         kTfLiteBuiltinTranspose => attention::transpose_f32(node, &tensor, caps),
         kTfLiteBuiltinBatchMatmul => attention::batch_matmul_f32(node, &tensor, caps),
         code => Err(format!(
-            "{} is not in the delegate's op set ({OP_SET})",
+            "{} is not in the delegate's op set (the report's `op_set` lists it)",
             op_name(code)
         )),
     }
@@ -388,6 +388,18 @@ fn requantize(
         out,
         kind,
         block: block.to_vec(),
+    })
+}
+
+/// A shape op evaluated at prepare, or why not, saying that is all the
+/// delegate does with it (a `GATHER` of embeddings is not taken).
+fn folded(src: &shape::Source, node: &NodeView) -> Result<DeviceOp, String> {
+    shape::folded(src, node).map_err(|why| {
+        format!(
+            "{} is taken only as shape arithmetic, int32 values evaluated at prepare, and \
+             {why}",
+            op_name(node.builtin_code)
+        )
     })
 }
 
