@@ -51,6 +51,34 @@ pub struct TensorView {
     pub quant_axis: i32,
 }
 
+#[cfg(test)]
+impl TensorView {
+    /// A tensor for tests: int8 elements are 1 byte, the others 4; a
+    /// constant when `data` is set; no quantization.
+    pub fn for_test(index: i32, dtype: TfLiteType, dims: &[usize], data: *mut u8) -> Self {
+        let size = if dtype == TfLiteType::kTfLiteInt8 {
+            1
+        } else {
+            4
+        };
+        Self {
+            index,
+            name: format!("t{index}"),
+            dtype,
+            dims: dims.to_vec(),
+            bytes: dims.iter().product::<usize>() * size,
+            constant: !data.is_null(),
+            dynamic: false,
+            data,
+            scale: 0.0,
+            zero_point: 0,
+            quant_channels: 0,
+            channels: Ok(Vec::new()),
+            quant_axis: 0,
+        }
+    }
+}
+
 /// One node: its op and tensors.
 #[derive(Clone, Debug)]
 pub struct NodeView {

@@ -102,6 +102,18 @@ def float_cnn_bytes():
     return tf.lite.TFLiteConverter.from_keras_model(model).convert()
 
 
+def with_batch_statistics(model):
+    """Gives `model`'s batch norms one batch's statistics (left at 0/1, a
+    random-weight MobileNet's activations lose their scale through the
+    blocks); returns that batch, the int8 conversions' calibration."""
+    calibration = np.random.default_rng(1).uniform(-1, 1, (8, 96, 96, 3)).astype(np.float32)
+    for layer in model.layers:
+        if isinstance(layer, tf.keras.layers.BatchNormalization):
+            layer.momentum = 0.0
+    model(calibration, training=True)
+    return calibration
+
+
 def float_mobilenet_bytes():
     """keras.applications' MobileNetV2-0.35 in float32 (batch norms as the
     int8 one's, so its logits differ from image to image): CONV_2D and
@@ -111,11 +123,7 @@ def float_mobilenet_bytes():
     model = tf.keras.applications.MobileNetV2(
         input_shape=(96, 96, 3), alpha=0.35, weights=None, classes=10
     )
-    calibration = np.random.default_rng(1).uniform(-1, 1, (8, 96, 96, 3)).astype(np.float32)
-    for layer in model.layers:
-        if isinstance(layer, tf.keras.layers.BatchNormalization):
-            layer.momentum = 0.0
-    model(calibration, training=True)
+    with_batch_statistics(model)
     return tf.lite.TFLiteConverter.from_keras_model(model).convert()
 
 
@@ -169,11 +177,7 @@ def float_mobilenet_v3_bytes():
         input_shape=(96, 96, 3), alpha=0.75, weights=None, classes=10,
         include_preprocessing=False,
     )
-    calibration = np.random.default_rng(1).uniform(-1, 1, (8, 96, 96, 3)).astype(np.float32)
-    for layer in model.layers:
-        if isinstance(layer, tf.keras.layers.BatchNormalization):
-            layer.momentum = 0.0
-    model(calibration, training=True)
+    with_batch_statistics(model)
     return tf.lite.TFLiteConverter.from_keras_model(model).convert()
 
 
@@ -350,11 +354,7 @@ def int8_models(only=None):
                     input_shape=(96, 96, 3), alpha=0.75, weights=None, classes=10,
                     include_preprocessing=False,
                 )
-            calibration = np.random.default_rng(1).uniform(-1, 1, (8, 96, 96, 3)).astype(np.float32)
-            for layer in model.layers:
-                if isinstance(layer, layers.BatchNormalization):
-                    layer.momentum = 0.0
-            model(calibration, training=True)
+            calibration = with_batch_statistics(model)
         elif name == "softmax":
             # SOFTMAX over 37 classes of logits spread wide enough that
             # `diff_min` drops the tail of some rows, and MEAN over the

@@ -123,21 +123,12 @@ mod tests {
     use tensorplug_core::accelerator::OpSet;
 
     fn view(index: i32, dims: &[usize]) -> TensorView {
-        TensorView {
+        TensorView::for_test(
             index,
-            name: format!("t{index}"),
-            dtype: TfLiteType::kTfLiteFloat32,
-            dims: dims.to_vec(),
-            bytes: 4 * dims.iter().product::<usize>(),
-            constant: false,
-            dynamic: false,
-            data: core::ptr::null_mut(),
-            scale: 0.0,
-            zero_point: 0,
-            quant_channels: 0,
-            channels: Ok(Vec::new()),
-            quant_axis: 0,
-        }
+            TfLiteType::kTfLiteFloat32,
+            dims,
+            core::ptr::null_mut(),
+        )
     }
 
     fn node(code: i32, inputs: &[i32], params: *const core::ffi::c_void) -> NodeView {

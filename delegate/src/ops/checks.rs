@@ -11,6 +11,19 @@ pub fn one_in_one_out(node: &NodeView) -> Result<(i32, i32), String> {
     }
 }
 
+/// A float32 element-wise node of one input: its input and output, of one
+/// shape.
+pub fn one_f32_in_one_out(
+    node: &NodeView,
+    tensor: &dyn Fn(i32) -> Result<TensorView, String>,
+) -> Result<(i32, i32), String> {
+    let (x, out) = one_in_one_out(node)?;
+    let (xt, ot) = (tensor(x)?, tensor(out)?);
+    all_f32(&[&xt, &ot])?;
+    same_shape(&xt, &ot)?;
+    Ok((x, out))
+}
+
 /// The schema name of a node's op (`BUILTIN_<code>` when the table lacks it).
 pub fn op_name(code: i32) -> String {
     tensorplug_abi::tflite::builtin_name(code)

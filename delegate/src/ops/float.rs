@@ -5,7 +5,7 @@
 //! the same meaning, compared with TFLite's kernels within `docs/ops.md`'s
 //! tolerances.
 
-use super::checks::{all_f32, need, one_in_one_out, params, same_shape, shape};
+use super::checks::{all_f32, need, one_f32_in_one_out, one_in_one_out, params, same_shape, shape};
 use super::conv::{activation_op, float_activation, u16_of, window};
 use super::plan::DeviceOp;
 use crate::graph::{NodeView, TensorView};
@@ -24,10 +24,7 @@ pub fn unary_f32(
     caps: &Capabilities,
     op: Unary,
 ) -> Result<DeviceOp, String> {
-    let (x, out) = one_in_one_out(node)?;
-    let (xt, ot) = (tensor(x)?, tensor(out)?);
-    all_f32(&[&xt, &ot])?;
-    same_shape(&xt, &ot)?;
+    let (x, out) = one_f32_in_one_out(node, tensor)?;
     need(caps, OpKind::Unary(op))?;
     Ok(DeviceOp::Unary { op, x, out })
 }
@@ -218,10 +215,7 @@ pub fn hard_swish_f32(
     tensor: &dyn Fn(i32) -> Result<TensorView, String>,
     caps: &Capabilities,
 ) -> Result<DeviceOp, String> {
-    let (x, out) = one_in_one_out(node)?;
-    let (xt, ot) = (tensor(x)?, tensor(out)?);
-    all_f32(&[&xt, &ot])?;
-    same_shape(&xt, &ot)?;
+    let (x, out) = one_f32_in_one_out(node, tensor)?;
     for kind in [
         OpKind::Binary(Binary::ADD),
         OpKind::Unary(Unary::RELU6),
@@ -239,10 +233,7 @@ pub fn neg_f32(
     tensor: &dyn Fn(i32) -> Result<TensorView, String>,
     caps: &Capabilities,
 ) -> Result<DeviceOp, String> {
-    let (x, out) = one_in_one_out(node)?;
-    let (xt, ot) = (tensor(x)?, tensor(out)?);
-    all_f32(&[&xt, &ot])?;
-    same_shape(&xt, &ot)?;
+    let (x, out) = one_f32_in_one_out(node, tensor)?;
     need(caps, OpKind::Binary(Binary::MUL))?;
     Ok(DeviceOp::ScaleF32 {
         x,
@@ -289,21 +280,12 @@ mod tests {
     use tensorplug_core::accelerator::OpSet;
 
     fn f32_view(index: i32, dims: &[usize]) -> TensorView {
-        TensorView {
+        TensorView::for_test(
             index,
-            name: format!("t{index}"),
-            dtype: TfLiteType::kTfLiteFloat32,
-            dims: dims.to_vec(),
-            bytes: 4 * dims.iter().product::<usize>(),
-            constant: false,
-            dynamic: false,
-            data: core::ptr::null_mut(),
-            scale: 0.0,
-            zero_point: 0,
-            quant_channels: 0,
-            channels: Ok(Vec::new()),
-            quant_axis: 0,
-        }
+            TfLiteType::kTfLiteFloat32,
+            dims,
+            core::ptr::null_mut(),
+        )
     }
 
     fn node<T>(code: i32, inputs: &[i32], params: &T) -> NodeView {

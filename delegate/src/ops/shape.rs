@@ -404,6 +404,11 @@ fn concatenation(src: &Source, node: &NodeView, depth: usize) -> Result<Value, S
 mod tests {
     use super::*;
 
+    /// The node of `nodes` that writes a tensor.
+    fn producer_of(nodes: &[NodeView]) -> impl Fn(i32) -> Result<Option<NodeView>, String> + '_ {
+        move |t| Ok(nodes.iter().find(|n| n.outputs == [t]).cloned())
+    }
+
     fn slice(begin: i32, end: i32, stride: i32) -> Slice {
         Slice {
             begin,
@@ -426,21 +431,7 @@ mod tests {
             .map(|v| v.to_le_bytes().to_vec())
             .collect();
         let data: Vec<*mut u8> = constants.iter_mut().map(|c| c.as_mut_ptr()).collect();
-        let view = |index: i32, dtype, dims: &[usize], data: *mut u8| TensorView {
-            index,
-            name: format!("t{index}"),
-            dtype,
-            dims: dims.to_vec(),
-            bytes: dims.iter().product::<usize>() * 4,
-            constant: !data.is_null(),
-            dynamic: false,
-            data,
-            scale: 0.0,
-            zero_point: 0,
-            quant_channels: 0,
-            channels: Ok(Vec::new()),
-            quant_axis: 0,
-        };
+        let view = TensorView::for_test;
         let int32 = TfLiteType::kTfLiteInt32;
         let tensor = |i: i32| {
             Ok(match i {
@@ -491,7 +482,7 @@ mod tests {
                 (&raw const pack_params).cast(),
             ),
         ];
-        let producer = |t: i32| Ok(nodes.iter().find(|n| n.outputs == [t]).cloned());
+        let producer = producer_of(&nodes);
         let src = Source {
             tensor: &tensor,
             producer: &producer,
@@ -536,21 +527,7 @@ mod tests {
             .collect();
         let data: Vec<*mut u8> = constants.iter_mut().map(|c| c.as_mut_ptr()).collect();
         let int32 = TfLiteType::kTfLiteInt32;
-        let view = |index: i32, dtype, dims: &[usize], data: *mut u8| TensorView {
-            index,
-            name: format!("t{index}"),
-            dtype,
-            dims: dims.to_vec(),
-            bytes: dims.iter().product::<usize>() * 4,
-            constant: !data.is_null(),
-            dynamic: false,
-            data,
-            scale: 0.0,
-            zero_point: 0,
-            quant_channels: 0,
-            channels: Ok(Vec::new()),
-            quant_axis: 0,
-        };
+        let view = TensorView::for_test;
         let none = core::ptr::null_mut();
         let tensor = |i: i32| {
             Ok(match i {
@@ -602,7 +579,7 @@ mod tests {
                 (&raw const concat_p).cast(),
             ),
         ];
-        let producer = |t: i32| Ok(nodes.iter().find(|n| n.outputs == [t]).cloned());
+        let producer = producer_of(&nodes);
         let src = Source {
             tensor: &tensor,
             producer: &producer,
