@@ -153,7 +153,8 @@ pub fn mean_f32(
     let product = |d: &[usize]| d.iter().product::<usize>();
     let (outer, inner) = (product(&xt.dims[..first]), product(&xt.dims[last + 1..]));
     if inner == 1 {
-        return mean_last_f32(x, out, &xt, &ot, caps);
+        let reduced = product(&xt.dims[first..=last]);
+        return mean_last_f32(x, out, [outer, reduced], &ot, caps);
     }
     let (h, w) = match xt.dims.len() {
         4 if axes == [1, 2] => (xt.dims[1], xt.dims[2]),
@@ -184,19 +185,17 @@ pub fn mean_f32(
     })
 }
 
-/// float32 `MEAN` over the last axis (Keras' `LayerNormalization`), either
-/// `keep_dims`: the device's row sums, divided by the row's length.
+/// float32 `MEAN` over the last axes (Keras' `LayerNormalization`), the
+/// input viewed as `[rows, n]`: the device's row sums, divided by `n`.
 fn mean_last_f32(
     x: i32,
     out: i32,
-    xt: &TensorView,
+    [rows, n]: [usize; 2],
     ot: &TensorView,
     caps: &Capabilities,
 ) -> Result<DeviceOp, String> {
-    let n = *xt.dims.last().ok_or("MEAN of a scalar")?;
-    let rows = xt.dims.iter().product::<usize>() / n.max(1);
     if n == 0 || ot.dims.iter().product::<usize>() != rows {
-        return Err(format!("output {:?} for input {:?}", ot.dims, xt.dims));
+        return Err(format!("output {:?} for rows of {n}", ot.dims));
     }
     need(caps, OpKind::ReduceSum)?;
     need(caps, OpKind::Binary(Binary::DIV))?;
@@ -364,6 +363,29 @@ mod tests {
                 out_dims: [2, 1, 1, 3],
                 ..
             })
+        ));
+        // Over the last two axes of [2, 3, 4]: rows of 12.
+        let two = std::cell::UnsafeCell::new([1i32, 2]);
+        let trailing = |i: i32| -> Result<TensorView, String> {
+            Ok(match i {
+                2 => TensorView {
+                    dtype: TfLiteType::kTfLiteInt32,
+                    constant: true,
+                    data: two.get().cast(),
+                    ..f32_view(2, &[2])
+                },
+                9 => f32_view(9, &[2, 1, 1]),
+                i => f32_view(i, &[2, 3, 4]),
+            })
+        };
+        let rows = mean_f32(
+            &node(kTfLiteBuiltinMean, &[1, 2], &keep),
+            &trailing,
+            &all_ops(),
+        );
+        assert!(matches!(
+            rows,
+            Ok(DeviceOp::MeanLastF32 { rows: 2, n: 12, .. })
         ));
         // Over the last axis (LayerNormalization's): row sums, then a division.
         let last = std::cell::UnsafeCell::new(3i32);

@@ -51,9 +51,8 @@ pub const OP_SET: &str = "float32 FULLY_CONNECTED (activation none, RELU or RELU
                           SUB, MUL and DIV (activation none, RELU or RELU6), SQUARED_DIFFERENCE, \
                           MAXIMUM and MINIMUM, RELU, RELU6, LEAKY_RELU, LOGISTIC, TANH, RSQRT, \
                           SQRT, EXP, LOG, ABS, NEG, HARD_SWISH, SOFTMAX (beta 1), MEAN over \
-                          height and width \
-                          or the last axis, CUMSUM over a constant axis, TRANSPOSE, BATCH_MATMUL \
-                          of equal batch axes; int8 \
+                          one run of adjacent axes, CUMSUM over a constant axis, TRANSPOSE, \
+                          BATCH_MATMUL of equal batch axes; int8 \
                           FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL_2D, \
                           AVERAGE_POOL_2D and ADD (one shape, or the smaller the larger's \
                           trailing axes; activation none, RELU or RELU6), \
