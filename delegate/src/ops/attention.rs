@@ -160,12 +160,7 @@ mod tests {
             move |i: i32| {
                 Ok(match i {
                     1 => view(1, &[1, 16, 2, 8]),
-                    2 => TensorView {
-                        dtype: TfLiteType::kTfLiteInt32,
-                        constant: true,
-                        data,
-                        ..view(2, &[4])
-                    },
+                    2 => TensorView::for_test(2, TfLiteType::kTfLiteInt32, &[4], data),
                     _ => view(9, out),
                 })
             }

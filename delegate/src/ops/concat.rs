@@ -109,19 +109,10 @@ mod tests {
 
     fn view(index: i32, dims: &[usize], zero_point: i32) -> TensorView {
         TensorView {
-            index,
-            name: format!("t{index}"),
-            dtype: TfLiteType::kTfLiteInt8,
-            dims: dims.to_vec(),
-            bytes: dims.iter().product(),
-            constant: false,
-            dynamic: false,
-            data: core::ptr::null_mut(),
             scale: 0.25,
             zero_point,
             quant_channels: 1,
-            channels: Ok(Vec::new()),
-            quant_axis: 0,
+            ..TensorView::for_test(index, TfLiteType::kTfLiteInt8, dims, core::ptr::null_mut())
         }
     }
 

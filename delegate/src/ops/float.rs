@@ -319,45 +319,11 @@ mod tests {
         ));
 
         // MEAN over axes 0 and 2 of NHWC, not adjacent.
-        let axis = std::cell::UnsafeCell::new([0i32, 2]);
-        let tensors = |i: i32| match i {
-            2 => Ok(TensorView {
-                dtype: TfLiteType::kTfLiteInt32,
-                constant: true,
-                data: axis.get().cast(),
-                ..f32_view(2, &[2])
-            }),
-            9 => Ok(f32_view(9, &[4, 3])),
-            i => Ok(f32_view(i, &[1, 4, 4, 3])),
-        };
-        let keep = TfLiteReducerParams { keep_dims: false };
-        let e = mean_f32(
-            &node(kTfLiteBuiltinMean, &[1, 2], &keep),
-            &tensors,
-            &all_ops(),
-        );
+        let e = mean_of(&[0, 2], &[1, 4, 4, 3], &[4, 3]);
         assert!(e.unwrap_err().contains("one run of adjacent axes"));
         // Over axis 1 of [2, 5, 3] (GlobalAveragePooling1D): a pool of 5 × 1.
-        let one = std::cell::UnsafeCell::new([1i32, 0]);
-        let tensors_1d = |i: i32| -> Result<TensorView, String> {
-            Ok(match i {
-                2 => TensorView {
-                    dtype: TfLiteType::kTfLiteInt32,
-                    constant: true,
-                    data: one.get().cast(),
-                    ..f32_view(2, &[1])
-                },
-                9 => f32_view(9, &[2, 3]),
-                i => f32_view(i, &[2, 5, 3]),
-            })
-        };
-        let pooled = mean_f32(
-            &node(kTfLiteBuiltinMean, &[1, 2], &keep),
-            &tensors_1d,
-            &all_ops(),
-        );
         assert!(matches!(
-            pooled,
+            mean_of(&[1], &[2, 5, 3], &[2, 3]),
             Ok(DeviceOp::PoolF32 {
                 x_dims: [2, 5, 1, 3],
                 out_dims: [2, 1, 1, 3],
@@ -365,49 +331,35 @@ mod tests {
             })
         ));
         // Over the last two axes of [2, 3, 4]: rows of 12.
-        let two = std::cell::UnsafeCell::new([1i32, 2]);
-        let trailing = |i: i32| -> Result<TensorView, String> {
-            Ok(match i {
-                2 => TensorView {
-                    dtype: TfLiteType::kTfLiteInt32,
-                    constant: true,
-                    data: two.get().cast(),
-                    ..f32_view(2, &[2])
-                },
-                9 => f32_view(9, &[2, 1, 1]),
-                i => f32_view(i, &[2, 3, 4]),
-            })
-        };
-        let rows = mean_f32(
-            &node(kTfLiteBuiltinMean, &[1, 2], &keep),
-            &trailing,
-            &all_ops(),
-        );
         assert!(matches!(
-            rows,
+            mean_of(&[1, 2], &[2, 3, 4], &[2, 1, 1]),
             Ok(DeviceOp::MeanLastF32 { rows: 2, n: 12, .. })
         ));
         // Over the last axis (LayerNormalization's): row sums, then a division.
-        let last = std::cell::UnsafeCell::new(3i32);
-        let tensors = |i: i32| match i {
-            2 => Ok(TensorView {
-                dtype: TfLiteType::kTfLiteInt32,
-                constant: true,
-                data: last.get().cast(),
-                ..f32_view(2, &[1])
-            }),
-            9 => Ok(f32_view(9, &[1, 4, 4])),
-            i => tensors(i),
+        assert!(matches!(
+            mean_of(&[3], &[1, 4, 4, 3], &[1, 4, 4]),
+            Ok(DeviceOp::MeanLastF32 { rows: 16, n: 3, .. })
+        ));
+    }
+
+    /// float32 `MEAN` of an `x`-shaped input over the constant `axes`
+    /// into an `out`-shaped output.
+    fn mean_of(axes: &[i32], x: &[usize], out: &[usize]) -> Result<DeviceOp, String> {
+        let mut bytes: Vec<u8> = axes.iter().flat_map(|a| a.to_le_bytes()).collect();
+        let data = bytes.as_mut_ptr();
+        let tensors = |i: i32| {
+            Ok(match i {
+                2 => TensorView::for_test(2, TfLiteType::kTfLiteInt32, &[axes.len()], data),
+                9 => f32_view(9, out),
+                i => f32_view(i, x),
+            })
         };
-        let ok = mean_f32(
+        let keep = TfLiteReducerParams { keep_dims: false };
+        mean_f32(
             &node(kTfLiteBuiltinMean, &[1, 2], &keep),
             &tensors,
             &all_ops(),
-        );
-        assert!(matches!(
-            ok,
-            Ok(DeviceOp::MeanLastF32 { rows: 16, n: 3, .. })
-        ));
+        )
     }
 
     #[test]

@@ -514,24 +514,11 @@ mod tests {
     use tensorplug_core::accelerator::OpSet;
 
     fn view(index: i32, dtype: TfLiteType, dims: &[usize], channels: usize) -> TensorView {
-        let size = match dtype {
-            TfLiteType::kTfLiteInt8 => 1,
-            _ => 4,
-        };
         TensorView {
-            index,
-            name: format!("t{index}"),
-            dtype,
-            dims: dims.to_vec(),
-            bytes: dims.iter().product::<usize>() * size,
-            constant: false,
-            dynamic: false,
-            data: core::ptr::null_mut(),
             scale: 0.5,
             zero_point: -3,
             quant_channels: channels,
-            channels: Ok(Vec::new()),
-            quant_axis: 0,
+            ..TensorView::for_test(index, dtype, dims, core::ptr::null_mut())
         }
     }
 
