@@ -5,6 +5,7 @@
 //! and a failure becomes `ReportError` plus an error status (or a null
 //! delegate with the reason passed to `report_error`).
 
+use crate::cost::{self, Figures};
 use crate::graph::{Graph, report_error};
 use crate::kernel::Kernel;
 use crate::ops::{DeviceOp, decide, op_name};
@@ -173,6 +174,10 @@ fn new_delegate(source: Source, options: Options) -> Result<*mut TfLiteDelegate,
             Rounding::Double => "double",
         },
         fc_rounding_source,
+        cost_model: match options.cost.on {
+            true => serde_json::Value::Null,
+            false => "off".into(),
+        },
         graphs: Vec::new(),
     };
     let shared = Arc::new(Shared {
@@ -184,6 +189,7 @@ fn new_delegate(source: Source, options: Options) -> Result<*mut TfLiteDelegate,
         init_error: Mutex::new(None),
         trace: Mutex::new(crate::trace::Trace::new(info.clock_hz)),
         constants: Mutex::new(crate::constants::Constants::default()),
+        cost: Mutex::new(None),
     });
     let owned = Box::new(Owned {
         delegate: TfLiteDelegate {
@@ -309,7 +315,8 @@ fn partition(
         });
     }
     let min = shared.options.min_nodes;
-    let partitions = preview(graph, &supported)?;
+    let candidates = preview(graph, &supported)?;
+    let partitions: Vec<Vec<i32>> = candidates.iter().map(|c| c.nodes.clone()).collect();
     // With `max_partitions`, the largest that many (the first of equals).
     let mut by_size: Vec<usize> = (0..partitions.len()).collect();
     by_size.sort_by_key(|&i| std::cmp::Reverse(partitions[i].len()));
@@ -319,6 +326,7 @@ fn partition(
         .filter(|&i| partitions[i].len() >= min)
         .take(max)
         .collect();
+    let mut costly = cost_reasons(graph, shared, &candidates, &allowed, &mut report)?;
     let mut kept: Vec<i32> = Vec::new();
     for (i, nodes) in partitions.into_iter().enumerate() {
         let id = report.partitions.len();
@@ -333,7 +341,7 @@ fn partition(
                 nodes.len()
             ))
         } else {
-            None
+            costly.remove(&i)
         };
         for n in report.nodes.iter_mut().filter(|n| nodes.contains(&n.index)) {
             n.decision = match &reason {
@@ -401,8 +409,58 @@ std::thread_local! {
     static KERNEL_GRAPH: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
 }
 
+/// Why the cost model keeps some `allowed` partitions (indices into
+/// `candidates`, the largest first) on the CPU; every judged partition
+/// goes into the report's `partition_costs`. The largest is always kept.
+fn cost_reasons(
+    graph: &Graph,
+    shared: &Shared,
+    candidates: &[Candidate],
+    allowed: &[usize],
+    report: &mut GraphReport,
+) -> Result<std::collections::BTreeMap<usize, String>, String> {
+    let mut reasons = std::collections::BTreeMap::new();
+    if !shared.options.cost.on || allowed.len() < 2 {
+        return Ok(reasons);
+    }
+    let figures = {
+        let mut device = lock(&shared.device);
+        let mut cached = lock(&shared.cost);
+        match *cached {
+            Some(f) => f,
+            None => *cached.insert(Figures::get(&shared.options.cost, &mut **device)?),
+        }
+    };
+    lock(&shared.report).cost_model = figures.to_json();
+    for (rank, &i) in allowed.iter().enumerate() {
+        let c = &candidates[i];
+        let work = cost::work(graph, &c.nodes, &c.inputs, &c.outputs);
+        let estimate = cost::judge(&figures, &work);
+        let decision = if rank == 0 {
+            "device (the largest partition)"
+        } else if estimate.pays() {
+            "device"
+        } else {
+            reasons.insert(i, cost::reason(&work, &estimate, &figures));
+            "cpu"
+        };
+        report
+            .partition_costs
+            .push(cost::entry(&c.nodes, &work, &estimate, decision));
+    }
+    Ok(reasons)
+}
+
+/// One partition the runtime would make: its nodes, and the tensors that
+/// cross its boundary.
+struct Candidate {
+    nodes: Vec<i32>,
+    inputs: Vec<i32>,
+    outputs: Vec<i32>,
+}
+
 /// The runtime's partitions of `nodes` (`PreviewDelegatePartitioning`).
-fn preview(graph: &Graph, nodes: &[i32]) -> Result<Vec<Vec<i32>>, String> {
+fn preview(graph: &Graph, nodes: &[i32]) -> Result<Vec<Candidate>, String> {
     if nodes.is_empty() {
         return Ok(Vec::new());
     }
@@ -427,7 +485,14 @@ fn preview(graph: &Graph, nodes: &[i32]) -> Result<Vec<Vec<i32>>, String> {
     Ok((0..count)
         .map(|i| {
             // SAFETY: `count` params owned by the runtime, and their arrays.
-            unsafe { crate::graph::int_array((*params.add(i)).nodes_to_replace) }
+            unsafe {
+                let p = &*params.add(i);
+                Candidate {
+                    nodes: crate::graph::int_array(p.nodes_to_replace),
+                    inputs: crate::graph::int_array(p.input_tensors),
+                    outputs: crate::graph::int_array(p.output_tensors),
+                }
+            }
         })
         .collect())
 }

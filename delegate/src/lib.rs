@@ -10,6 +10,7 @@
 //! device and what is missing: `docs/delegate.md`.
 
 mod constants;
+mod cost;
 mod delegate;
 mod export;
 mod graph;

@@ -6,7 +6,8 @@ use tensorplug_core::quant::Rounding;
 
 /// Every option the delegate knows, for the error on an unknown one.
 pub const KNOWN: &str = "`device`, `report_file`, `profile_file`, `min_nodes`, `max_partitions`, \
-                         `fc_rounding`, `allow_dynamic_tensors`, `fault`";
+                         `fc_rounding`, `allow_dynamic_tensors`, `fault`, `cost_model`, \
+                         `link_round_trip_us`, `link_mbytes_per_s`, `host_gflops`, `device_gflops`";
 
 /// A failure the delegate injects into itself, for tests of the error
 /// paths (the `fault` option).
@@ -51,6 +52,51 @@ pub struct Options {
     /// runtime that loaded the delegate does (`runtime.rs`).
     /// `docs/delegate.md`, "int8".
     pub fc_rounding: Option<Rounding>,
+    /// The link-cost model (`cost.rs`) and the figures the user gives it.
+    pub cost: CostOptions,
+}
+
+/// The cost model's options; a figure not given is measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CostOptions {
+    /// `cost_model=on` (the default): a partition other than the largest
+    /// stays on the CPU when the model says the CPU is faster.
+    pub on: bool,
+    /// `link_round_trip_us`.
+    pub round_trip_ns: Option<u64>,
+    /// `link_mbytes_per_s`.
+    pub bytes_per_s: Option<u64>,
+    /// `host_gflops`.
+    pub host_flops_per_s: Option<u64>,
+    /// `device_gflops`; not given: the device's compute is not counted.
+    pub device_flops_per_s: Option<u64>,
+}
+
+impl Default for CostOptions {
+    fn default() -> Self {
+        Self {
+            on: true,
+            round_trip_ns: None,
+            bytes_per_s: None,
+            host_flops_per_s: None,
+            device_flops_per_s: None,
+        }
+    }
+}
+
+/// `value` as a number ≥ 0 (> 0 unless `zero_ok`) times `scale`, or the
+/// error naming `key`.
+fn scaled(key: &str, value: &str, scale: f64, zero_ok: bool) -> Result<Option<u64>, String> {
+    let x = value.trim().parse::<f64>().ok().filter(|x| {
+        x.is_finite() && (*x > 0.0 || (zero_ok && *x == 0.0)) && x * scale < u64::MAX as f64
+    });
+    match x {
+        Some(x) => Ok(Some((x * scale).round() as u64)),
+        None => Err(format!(
+            "option `{key}` must be a number {}, got `{value}`",
+            if zero_ok { "≥ 0" } else { "> 0" }
+        )),
+    }
 }
 
 impl Default for Options {
@@ -64,6 +110,7 @@ impl Default for Options {
             fault: Fault::None,
             allow_dynamic_tensors: false,
             fc_rounding: None,
+            cost: CostOptions::default(),
         }
     }
 }
@@ -155,6 +202,23 @@ impl Options {
                             ));
                         }
                     }
+                }
+                "cost_model" => {
+                    options.cost.on = match value {
+                        "on" => true,
+                        "off" => false,
+                        _ => {
+                            return Err(format!(
+                                "option `cost_model` must be `on` or `off`, got `{value}`"
+                            ));
+                        }
+                    }
+                }
+                "link_round_trip_us" => options.cost.round_trip_ns = scaled(key, value, 1e3, true)?,
+                "link_mbytes_per_s" => options.cost.bytes_per_s = scaled(key, value, 1e6, false)?,
+                "host_gflops" => options.cost.host_flops_per_s = scaled(key, value, 1e9, false)?,
+                "device_gflops" => {
+                    options.cost.device_flops_per_s = scaled(key, value, 1e9, false)?;
                 }
                 other => return Err(format!("unknown option `{other}` (known: {KNOWN})")),
             }
@@ -248,6 +312,43 @@ mod tests {
         assert_eq!(r("double"), Ok(Some(Rounding::Double)));
         assert_eq!(r("auto"), Ok(None));
         assert!(r("twice").unwrap_err().contains("`fc_rounding`"));
+    }
+
+    #[test]
+    fn cost_model_values_scale_to_integers_and_name_a_bad_one() {
+        let o = Options::parse([
+            ("cost_model", "off"),
+            ("link_round_trip_us", "2.5"),
+            ("link_mbytes_per_s", "0.1"),
+            ("host_gflops", "3"),
+            ("device_gflops", "1e3"),
+        ])
+        .unwrap();
+        let want = CostOptions {
+            on: false,
+            round_trip_ns: Some(2_500),
+            bytes_per_s: Some(100_000),
+            host_flops_per_s: Some(3_000_000_000),
+            device_flops_per_s: Some(1_000_000_000_000),
+        };
+        assert_eq!(o.cost, want);
+        assert!(Options::default().cost.on);
+        let one = |k, v| Options::parse([(k, v)]).map(|o| o.cost);
+        assert_eq!(
+            one("link_round_trip_us", "0").unwrap().round_trip_ns,
+            Some(0)
+        );
+        for (k, v) in [
+            ("cost_model", "yes"),
+            ("link_mbytes_per_s", "0"),
+            ("host_gflops", "-1"),
+            ("device_gflops", "inf"),
+            ("link_round_trip_us", "NaN"),
+            ("host_gflops", "1e30"),
+        ] {
+            let e = one(k, v).unwrap_err();
+            assert!(e.contains(&format!("`{k}`")) && e.contains(v), "{e}");
+        }
     }
 
     #[test]

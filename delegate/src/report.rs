@@ -52,6 +52,8 @@ pub struct GraphReport {
     pub tensors: Vec<TensorEntry>,
     /// Each partition's device program, as its kernel built it.
     pub programs: Vec<ProgramEntry>,
+    /// The cost model's estimate of each partition it judged (`cost.rs`).
+    pub partition_costs: Vec<Value>,
 }
 
 /// A partition's device program.
@@ -89,6 +91,9 @@ pub struct Report {
     /// the runtime recognized).
     pub fc_rounding: &'static str,
     pub fc_rounding_source: String,
+    /// The cost model's figures (`cost.rs`), `"off"`, or null until a
+    /// graph needed them.
+    pub cost_model: Value,
     pub graphs: Vec<GraphReport>,
 }
 
@@ -168,6 +173,7 @@ impl Report {
                     "partitions": g.partitions,
                     "tensors": tensors,
                     "programs": programs,
+                    "partition_costs": g.partition_costs,
                 })
             })
             .collect();
@@ -179,6 +185,7 @@ impl Report {
             "min_nodes": self.min_nodes,
             "fc_rounding": self.fc_rounding,
             "fc_rounding_source": self.fc_rounding_source,
+            "cost_model": self.cost_model,
             "op_set": crate::ops::OP_SET,
             "graphs": graphs,
         })
@@ -238,6 +245,7 @@ mod tests {
                 constants_uploaded: 64,
                 constants_reused: 0,
             }],
+            partition_costs: vec![json!({"nodes": [0], "decision": "cpu"})],
         });
         r.count_runs(0, &[0]);
         let j = r.to_json();
@@ -248,6 +256,8 @@ mod tests {
         assert_eq!(n[1]["decision"], "cpu");
         assert_eq!(n[1]["reason"], "not in the op set");
         assert_eq!(n[1]["device_runs"], 0);
+        assert_eq!(j["graphs"][0]["partition_costs"][0]["decision"], "cpu");
+        assert_eq!(j["cost_model"], Value::Null);
         let p = &j["graphs"][0]["programs"][0];
         assert_eq!(
             (p["runs"].as_str(), p["commands"].as_u64()),

@@ -27,6 +27,9 @@ pub struct Shared {
     pub trace: Mutex<crate::trace::Trace>,
     /// The constants on the device, by content (lock after `device`).
     pub constants: Mutex<crate::constants::Constants>,
+    /// The cost model's figures, measured at the first graph that needs
+    /// them (lock after `device`).
+    pub cost: Mutex<Option<crate::cost::Figures>>,
 }
 
 /// Locks `m`, also after a panic elsewhere (the data is plain state).

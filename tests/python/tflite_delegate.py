@@ -669,9 +669,11 @@ def main():
     want = run(ref, xs)
     ops = {d["index"]: d["op_name"] for d in ref._get_ops_details()}
 
+    # The cost model off: the 1-node partition is delegated too (the
+    # default keeps it on the CPU, `cost_model_case`).
     report_path = os.path.join(args.out, "report.json")
     delegate = rt.load_delegate(
-        args.plugin, {"device": "sim", "report_file": report_path}
+        args.plugin, {"device": "sim", "report_file": report_path, "cost_model": "off"}
     )
     dev = interpreter(model, [delegate])
     got = run(dev, xs)
@@ -761,6 +763,8 @@ def main():
         fail(f"min_nodes=3: {g2}")
     print(f"check min_nodes ok cpu_by_min_nodes={[n['op'] for n in small]}", flush=True)
 
+    cost_model_case(args.plugin, args.out, model, xs, want, graph)
+
     # profile_file: the device's launches as a Chrome trace, each named by
     # its TFLite node, every delegated node on every invoke.
     trace_path = os.path.join(args.out, "trace.json")
@@ -806,7 +810,8 @@ def main():
         it.resize_tensor_input(inp, [2, 8])
         return run(it, [x2])[0]
     want3 = resized([])
-    got3 = resized([rt.load_delegate(args.plugin, {"report_file": report3})])
+    got3 = resized([rt.load_delegate(args.plugin, {"report_file": report3,
+                                                    "cost_model": "off"})])
     with open(report3) as f:
         graphs3 = json.load(f)["graphs"]
     runs3 = [n["device_runs"] for n in graphs3[-1]["nodes"] if n["decision"] == "device"]
@@ -821,6 +826,7 @@ def main():
     e2 = expect_value_error(args.plugin, {"device": "nosuch:x"}, "cannot open device `nosuch:x`")
     e3 = expect_value_error(args.plugin, {"min_nodes": "zero"}, "min_nodes")
     expect_value_error(args.plugin, {"max_partitions": "0"}, "max_partitions")
+    expect_value_error(args.plugin, {"host_gflops": "fast"}, "host_gflops")
     # Without the option, the device comes from the plugin's own setting.
     os.environ["TENSORPLUG_FPGA_DEVICE"] = "nosuch:y, sim"
     e4 = expect_value_error(args.plugin, {}, "cannot open device `nosuch:y`")
@@ -873,6 +879,54 @@ def main():
         int8_check(args.plugin, args.out, name, models[f"int8_{name}"])
     dynamic_case(args.plugin, args.out, models["int8_dynamic"])
     folded_outputs_case(args.plugin, args.out, models["float_dense3d"])
+
+
+def cost_model_case(plugin, out, model, xs, want, graph):
+    """The cost model judges every partition but the largest. On `sim` it
+    measures a link of well under a microsecond, so its decision on the
+    split model's 1-node partition (a 512-flop FULLY_CONNECTED) may go
+    either way; the check is that it follows its own estimate. With a
+    100 µs round trip (a USB or SPI link) that partition stays on the CPU;
+    with a free link it is delegated."""
+    small = min(graph["partitions"], key=len)
+    big = max(graph["partitions"], key=len)
+
+    def load(name, options):
+        report = os.path.join(out, f"report_{name}.json")
+        d = rt.load_delegate(plugin, {"report_file": report, **options})
+        got = run(interpreter(model, [d]), xs)
+        if not all(np.allclose(g, w, rtol=RTOL, atol=ATOL) for g, w in zip(got, want)):
+            fail(f"cost model {name}: output differs")
+        with open(report) as f:
+            r = json.load(f)
+        g = r["graphs"][0]
+        costs = g["partition_costs"]
+        if [c["nodes"] for c in costs] != [big, small] or \
+                costs[0]["decision"] != "device (the largest partition)":
+            fail(f"cost model {name}: partition_costs {costs}")
+        c = costs[1]
+        on_cpu = [n["index"] for n in g["nodes"]
+                  if n["reason"] and "the cost model keeps" in n["reason"]]
+        kept = c["device_us"] < c["host_us"]
+        if c["decision"] != ("device" if kept else "cpu") or on_cpu != ([] if kept else small) \
+                or sorted(g["partitions"]) != sorted([big, small] if kept else [big]):
+            fail(f"cost model {name}: {c} but partitions {g['partitions']}, by cost {on_cpu}")
+        return r["cost_model"], c
+
+    measured, c = load("measured", {})
+    if measured["link_round_trip_source"] != "measured" or not measured["host_gflops"] > 0:
+        fail(f"cost model: figures {measured}")
+    usb, c_usb = load("usb", {"link_round_trip_us": "100"})
+    if c_usb["decision"] != "cpu" or usb["link_round_trip_source"] != "options" \
+            or usb["link_rate_source"] != "measured":
+        fail(f"cost model, 100 µs link: {c_usb} {usb}")
+    free, c_free = load("free", {"link_round_trip_us": "0", "link_mbytes_per_s": "1e9"})
+    if c_free["decision"] != "device":
+        fail(f"cost model, free link: {c_free} {free}")
+    print(f"check cost_model ok sim_round_trip_us={measured['link_round_trip_us']:.2f} "
+          f"sim_mbytes_per_s={measured['link_mbytes_per_s']:.0f} "
+          f"host_gflops={measured['host_gflops']:.2f} sim_small={c['decision']} "
+          f"usb_small={c_usb['device_us']:.1f}us_vs_{c_usb['host_us']:.2f}us", flush=True)
 
 
 def dynamic_case(plugin, out, model):

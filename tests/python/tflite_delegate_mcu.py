@@ -8,7 +8,13 @@ to TFLite's reference kernels. With `--dynamic`, `tflite_delegate.py`'s
 SHAPE, STRIDED_SLICE and PACK evaluated at prepare, with
 `allow_dynamic_tensors`), also one partition.
 
-usage: tflite_delegate_mcu.py <work dir> <plugin> [--profile] [--dynamic]
+With `--split`, `tflite_delegate.py`'s float model with SIN in the middle
+instead: the default cost model measures the link to the firmware and
+keeps the 1-node partition before SIN on the CPU (a round trip costs
+more than its 512 flops), the 5-node one on the device; the output
+within the float tolerance.
+
+usage: tflite_delegate_mcu.py <work dir> <plugin> [--profile] [--dynamic] [--split]
 Prints `program <runs> <commands>`, `input_bytes <n>` and `invokes <n>
 bit-exact`; with
 `profile_file`, every node's launches are in the trace, named by node.
@@ -28,6 +34,36 @@ work, plugin = sys.argv[1], sys.argv[2]
 profile = "--profile" in sys.argv[3:]
 dynamic = "--dynamic" in sys.argv[3:]
 td.use_runtime("tf")
+
+
+def split_case():
+    model = td.model_bytes()
+    xs = [np.random.default_rng(3).standard_normal((td.BATCH, 8)).astype(np.float32)]
+    want = td.run(td.interpreter(model), xs)
+    report_path = os.path.join(work, "report.json")
+    got = td.run(td.interpreter(model, [td.rt.load_delegate(plugin, {"report_file": report_path})]),
+                 xs)
+    if not np.allclose(got[0], want[0], rtol=td.RTOL, atol=td.ATOL):
+        td.fail(f"split model on the MCU differs:\n{got[0]}\n{want[0]}")
+    with open(report_path) as f:
+        report = json.load(f)
+    graph, figures = report["graphs"][0], report["cost_model"]
+    costs = graph["partition_costs"]
+    by_cost = [n["index"] for n in graph["nodes"]
+               if n["reason"] and "the cost model keeps" in n["reason"]]
+    if len(graph["partitions"]) != 1 or len(costs) != 2 or costs[1]["decision"] != "cpu" \
+            or by_cost != costs[1]["nodes"] or figures["link_round_trip_source"] != "measured":
+        td.fail(f"split model on the MCU: {graph['partitions']} {costs} {figures}")
+    print(f"split: 1 partition, the cost model keeps nodes {by_cost} on the CPU: "
+          f"round_trip_us={figures['link_round_trip_us']:.0f} "
+          f"mbytes_per_s={figures['link_mbytes_per_s']:.3f} "
+          f"estimate {costs[1]['device_us']:.0f} us on the device, {costs[1]['host_us']:.2f} us "
+          f"on the host", flush=True)
+
+
+if "--split" in sys.argv[3:]:
+    split_case()
+    sys.exit(0)
 name = "dynamic" if dynamic else "float_io"
 model = td.int8_models(only={name})[name]
 ref = td.interpreter(model, reference=True)

@@ -405,7 +405,9 @@ fn programs_on_the_mcu(mode: &[&str], counts: impl Fn(&OpKind) -> bool) -> (Stri
 /// TFLite's reference kernels; with `profile_file` the firmware's events
 /// are named by TFLite node (`tests/python/tflite_delegate_mcu.py`). A
 /// Keras 3 convnet without a batch size (its `Flatten` a run-time shape,
-/// evaluated at prepare) is one partition too, in one round trip.
+/// evaluated at prepare) is one partition too, in one round trip. A float
+/// model split by `SIN` keeps its 1-node partition on the CPU by the
+/// measured link's cost.
 #[test]
 fn the_litert_delegate_on_the_mcu_invokes_one_stored_program_in_one_round_trip() {
     let python = |flag: Option<&'static str>| {
@@ -452,6 +454,21 @@ fn the_litert_delegate_on_the_mcu_invokes_one_stored_program_in_one_round_trip()
     println!(
         "bytes between runs: {:?}; round trips: {:?}",
         sent.between_runs, sent.round_trips_between_runs
+    );
+    // The default cost model measures the link to the firmware and keeps
+    // a model's 1-node partition on the CPU: 1 program, not 2.
+    let (stdout, sent) = on_the_mcu("hil-delegate-split", python(Some("--split")), any);
+    assert!(stdout.contains("split: 1 partition"), "{stdout}");
+    assert_eq!(
+        sent.loads, 1,
+        "one program: the small partition stayed on the CPU"
+    );
+    println!(
+        "{}",
+        stdout
+            .lines()
+            .find(|l| l.starts_with("split:"))
+            .unwrap_or("")
     );
 }
 

@@ -40,6 +40,7 @@ const CHECKS: &[&str] = &[
     "report",
     "layout",
     "min_nodes",
+    "cost_model",
     "max_partitions",
     "profile_file",
     "resize",

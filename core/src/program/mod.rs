@@ -31,6 +31,7 @@
 
 #[cfg(feature = "alloc")]
 mod builder;
+pub mod cost;
 mod error;
 mod format;
 #[cfg(feature = "alloc")]

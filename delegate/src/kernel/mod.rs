@@ -11,8 +11,10 @@ mod command;
 mod float;
 mod program;
 
+pub use program::QUEUE;
+
 use command::Command;
-use program::{Compiled, Piece, QUEUE, Stored, run_one};
+use program::{Compiled, Piece, Stored, run_one};
 
 use crate::graph::{Graph, TensorView, int_array};
 use crate::ops::{ConcatRows, DeviceOp, MeanInt8, decide};
