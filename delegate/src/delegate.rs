@@ -427,8 +427,17 @@ fn cost_reasons(
         let mut device = lock(&shared.device);
         let mut cached = lock(&shared.cost);
         match *cached {
-            Some(f) => f,
-            None => *cached.insert(Figures::get(&shared.options.cost, &mut **device)?),
+            Some(f) => Ok(f),
+            None => Figures::get(&shared.options.cost, &mut **device).inspect(|f| *cached = Some(*f)),
+        }
+    };
+    let figures = match figures {
+        Ok(f) => f,
+        Err(e) => {
+            // A device the probe cannot measure (a copy it refuses) keeps
+            // every partition; the report says why.
+            lock(&shared.report).cost_model = serde_json::json!({ "error": e });
+            return Ok(reasons);
         }
     };
     lock(&shared.report).cost_model = figures.to_json();
