@@ -187,7 +187,23 @@ fn kind(node: &NodeDef) -> Option<OpKind> {
             }
             OpKind::BiasAdd
         }
-        op => elementwise(op)?.family()?,
+        op => with_param(node, elementwise(op)?.family()?)?,
+    })
+}
+
+/// `kind` with its parameter read from `node` (`LeakyRelu`'s `alpha`, as
+/// the op-by-op kernel reads it); `None` if the attribute is missing.
+fn with_param(node: &NodeDef, kind: OpKind) -> Option<OpKind> {
+    let Some(name) = kind.decl().param() else {
+        return Some(kind);
+    };
+    let &Value::F(value) = attr_of(node, name)? else {
+        return None;
+    };
+    Some(match kind {
+        OpKind::Unary(op) => OpKind::Unary(op.with_param(value)),
+        OpKind::Binary(op) => OpKind::Binary(op.with_param(value)),
+        other => other,
     })
 }
 
@@ -335,4 +351,43 @@ fn reshaped(input: Shape, shape: &[i64]) -> Result<Vec<u64>, String> {
         return Err(format!("{elements} elements into {shape:?}"));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::proto::AttrValue;
+
+    fn leaky(alpha: Option<f32>) -> NodeDef {
+        let mut n = NodeDef {
+            name: "l".into(),
+            op: "LeakyRelu".into(),
+            input: vec!["x".into()],
+            ..Default::default()
+        };
+        let t = Value::Type(DataType::DtFloat as i32);
+        n.attr.insert("T".into(), AttrValue { value: Some(t) });
+        if let Some(a) = alpha {
+            n.attr.insert(
+                "alpha".into(),
+                AttrValue {
+                    value: Some(Value::F(a)),
+                },
+            );
+        }
+        n
+    }
+
+    #[test]
+    fn an_elementwise_ops_parameter_comes_from_its_attribute() {
+        let x = Shape::new(&[2, 3]).unwrap();
+        let (kind, _) = lower(&leaky(Some(0.3)), &[x]).unwrap();
+        // Not the declaration's 0, which made a program's LeakyRelu a Relu.
+        assert_eq!(format!("{kind:?}"), "Unary(LeakyRelu(alpha=0.3))");
+        assert!(supported(&leaky(Some(0.3))));
+        assert!(
+            !supported(&leaky(None)),
+            "no alpha: op by op, as TF defaults it"
+        );
+    }
 }
