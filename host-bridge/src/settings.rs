@@ -34,7 +34,7 @@ pub const GRAPH_HALF: &str = "GRAPH_HALF";
 /// accumulate in place on the device (`graph/list_grads.rs`).
 pub const GRAPH_LIST_GRADS: &str = "GRAPH_LIST_GRADS";
 /// `TENSORPLUG_GRAPH_PROGRAMS`: whether device segments become program
-/// nodes (default off while programs cover a few ops).
+/// nodes (default on since stop 65; `off` runs them op by op).
 pub const GRAPH_PROGRAMS: &str = "GRAPH_PROGRAMS";
 /// `TENSORPLUG_FALLBACK`: `warn`, `off` or `error` for float ops placed on the CPU.
 pub const FALLBACK: &str = "FALLBACK";

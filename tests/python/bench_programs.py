@@ -2,7 +2,7 @@
 models op by op on /device:FPGA:0 (sim), and against TF's CPU, in the same
 process, interleaved. Each model is one tf.function per subject; the
 programs one is traced with TENSORPLUG_GRAPH_PROGRAMS=on (the pass reads
-the setting at each graph it rewrites), the op-by-op one without.
+the setting at each graph it rewrites), the op-by-op one with it off.
 
 Models: a Keras MLP's forward (784-256-256-10, batch 64), the small
 convnet of tf_programs.py (batch 32 of 32x32x3), the transformer block of

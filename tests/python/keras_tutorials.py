@@ -87,7 +87,11 @@ def check_every_runnable_op_on_fpga(placed, dump_dir):
 # results are bool or int64 (ArgMax, Equal), a bool select (SelectV2), a
 # reinterpretation (Bitcast), or metadata (Shape, _Arg); the device computes
 # float32 results only.
-ON_CPU = {"ArgMax", "Bitcast", "Equal", "SelectV2", "Shape", "_Arg"}
+# A device program's gate routes an input made on the CPU (the batch)
+# through a `Switch` there, so that it crosses only when the program's
+# native segment runs (docs/device-programs.md, "The native segment"):
+# routing, no arithmetic.
+ON_CPU = {"ArgMax", "Bitcast", "Equal", "SelectV2", "Shape", "_Arg", "Switch"}
 
 mode = sys.argv[1]
 tf.debugging.set_log_device_placement(mode == "unchanged" or (mode == "explicit-jit" and KERAS_2))

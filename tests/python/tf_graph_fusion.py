@@ -23,6 +23,9 @@ expect = sys.argv[2]
 assert expect in ("fused", "off"), expect
 os.environ["TENSORPLUG_GRAPH_DUMP_DIR"] = str(dump_dir)
 os.environ["TENSORPLUG_GRAPH_FUSION"] = "1" if expect == "fused" else "0"
+# The node lists below are the fusion pass's; device programs (on by
+# default) would contract them (`tf_programs.py` checks those).
+os.environ["TENSORPLUG_GRAPH_PROGRAMS"] = "0"
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402

@@ -114,7 +114,7 @@ impl Settings {
         let int8 = settings::flag(settings::GRAPH_INT8, true)?;
         let half = settings::flag(settings::GRAPH_HALF, true)?;
         let list_grads = settings::flag(settings::GRAPH_LIST_GRADS, true)?;
-        let programs = settings::flag(settings::GRAPH_PROGRAMS, false)?;
+        let programs = settings::flag(settings::GRAPH_PROGRAMS, true)?;
         let dump_dir =
             settings::get(settings::GRAPH_DUMP_DIR)?.map(|value| PathBuf::from(value.text));
         Ok(Self {
