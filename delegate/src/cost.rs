@@ -12,6 +12,7 @@ use tensorplug_abi::tflite::{
     kTfLiteBuiltinBatchMatmul, kTfLiteBuiltinConv2d, kTfLiteBuiltinDepthwiseConv2d,
     kTfLiteBuiltinFullyConnected,
 };
+use tensorplug_core::accelerator::QueueId;
 use tensorplug_core::program::cost::{
     Estimate, LinkCost, ProbeLimits, Rates, Work, estimate, probe,
 };
@@ -27,17 +28,20 @@ pub struct Figures {
 }
 
 impl Figures {
-    /// What the options give, the rest measured: the link on `device`
-    /// (through its own copies), the host by a small matrix product.
-    pub fn get(options: &CostOptions, device: &mut DynAccelerator) -> Result<Self, String> {
+    /// What the options give, the rest measured: the link on `device`'s
+    /// `queue` (through its own copies), the host by a small matrix product.
+    pub fn get(
+        options: &CostOptions,
+        device: &mut DynAccelerator,
+        queue: QueueId,
+    ) -> Result<Self, String> {
         let measured = match (options.round_trip_ns, options.bytes_per_s) {
             (Some(_), Some(_)) => None,
             _ => {
                 let start = Instant::now();
                 let mut now = || u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-                let q = crate::kernel::QUEUE;
                 Some(
-                    probe(device, q, &mut now, &ProbeLimits::DEFAULT)
+                    probe(device, queue, &mut now, &ProbeLimits::DEFAULT)
                         .map_err(|e| format!("the cost model's link probe failed: {e}"))?,
                 )
             }

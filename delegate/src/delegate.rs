@@ -428,9 +428,8 @@ fn cost_reasons(
         let mut cached = lock(&shared.cost);
         match *cached {
             Some(f) => Ok(f),
-            None => {
-                Figures::get(&shared.options.cost, &mut **device).inspect(|f| *cached = Some(*f))
-            }
+            None => Figures::get(&shared.options.cost, &mut **device, crate::kernel::QUEUE)
+                .inspect(|f| *cached = Some(*f)),
         }
     };
     let figures = match figures {
