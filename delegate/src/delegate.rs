@@ -326,7 +326,7 @@ fn partition(
         .filter(|&i| partitions[i].len() >= min)
         .take(max)
         .collect();
-    let mut costly = cost_reasons(graph, shared, &candidates, &allowed, &mut report)?;
+    let mut costly = cost_reasons(graph, shared, &candidates, &allowed, &mut report);
     let mut kept: Vec<i32> = Vec::new();
     for (i, nodes) in partitions.into_iter().enumerate() {
         let id = report.partitions.len();
@@ -418,10 +418,10 @@ fn cost_reasons(
     candidates: &[Candidate],
     allowed: &[usize],
     report: &mut GraphReport,
-) -> Result<std::collections::BTreeMap<usize, String>, String> {
+) -> std::collections::BTreeMap<usize, String> {
     let mut reasons = std::collections::BTreeMap::new();
     if !shared.options.cost.on || allowed.len() < 2 {
-        return Ok(reasons);
+        return reasons;
     }
     let figures = {
         let mut device = lock(&shared.device);
@@ -438,7 +438,7 @@ fn cost_reasons(
             // A device the probe cannot measure (a copy it refuses) keeps
             // every partition; the report says why.
             lock(&shared.report).cost_model = serde_json::json!({ "error": e });
-            return Ok(reasons);
+            return reasons;
         }
     };
     lock(&shared.report).cost_model = figures.to_json();
@@ -458,7 +458,7 @@ fn cost_reasons(
             .partition_costs
             .push(cost::entry(&c.nodes, &work, &estimate, decision));
     }
-    Ok(reasons)
+    reasons
 }
 
 /// One partition the runtime would make: its nodes, and the tensors that

@@ -2,7 +2,8 @@
 //! link it crosses? A segment run as a program costs, each step, its round
 //! trips, the bytes of its inputs and outputs, and its device time; left
 //! on the host it costs its host time. Weights are not counted: they cross
-//! once (`docs/device-programs.md`, "Cost model").
+//! once. The LiteRT delegate's partitioning uses it (`docs/delegate.md`,
+//! "The cost model").
 //!
 //! [`probe`] measures a link through the device's own `Memory` and
 //! `Transfer` calls; [`estimate`] is plain arithmetic on what it measured.
