@@ -125,26 +125,22 @@ pub fn host_flops_per_s() -> u64 {
 }
 
 /// A node's arithmetic: a product's multiply-adds (2 flops each), else
-/// one per element of its largest tensor.
-pub fn node_flops(graph: &Graph, node: &NodeView) -> u64 {
-    let elements = |t: i32| -> u64 {
-        graph
-            .tensor(t)
-            .map_or(0, |t| t.dims.iter().map(|&d| d as u64).product())
-    };
+/// one per element of its largest tensor. `dims` gives a tensor's shape.
+pub fn node_flops(node: &NodeView, dims: &dyn Fn(i32) -> Option<Vec<usize>>) -> u64 {
+    let elements = |t: i32| -> u64 { dims(t).map_or(0, |d| d.iter().map(|&d| d as u64).product()) };
     let out = node.outputs.first().map_or(0, |&t| elements(t));
     let input = |i: usize| node.inputs.get(i).copied().filter(|&t| t >= 0);
     // The output channels of a product's weights: its first axis (FC,
     // conv) or its last (depthwise, batch matmul's right side).
     let reduced = |weights: i32, channel_axis_last: bool| -> u64 {
-        let Ok(w) = graph.tensor(weights) else {
+        let Some(w) = dims(weights) else {
             return 1;
         };
         let channels = match channel_axis_last {
-            true => w.dims.last(),
-            false => w.dims.first(),
+            true => w.last(),
+            false => w.first(),
         };
-        let elements: u64 = w.dims.iter().map(|&d| d as u64).product();
+        let elements: u64 = w.iter().map(|&d| d as u64).product();
         elements / channels.map_or(1, |&c| (c as u64).max(1))
     };
     let product = match node.builtin_code {
@@ -175,7 +171,7 @@ pub fn work(graph: &Graph, nodes: &[i32], inputs: &[i32], outputs: &[i32]) -> Wo
     let flops = nodes
         .iter()
         .filter_map(|&n| graph.node(n).ok())
-        .map(|n| node_flops(graph, &n))
+        .map(|n| node_flops(&n, &|t| graph.tensor(t).ok().map(|t| t.dims)))
         .fold(0u64, u64::saturating_add);
     let bytes = inputs
         .iter()
@@ -239,6 +235,39 @@ mod tests {
         let r = host_flops_per_s();
         // Between 10 MFLOP/s (Miri-slow) and 1 TFLOP/s.
         assert!((10_000_000..1_000_000_000_000).contains(&r), "{r}");
+    }
+
+    fn node(code: i32, inputs: &[i32]) -> NodeView {
+        NodeView {
+            builtin_code: code,
+            version: 1,
+            inputs: inputs.to_vec(),
+            outputs: vec![9],
+            builtin_data: core::ptr::null(),
+        }
+    }
+
+    #[test]
+    fn a_products_flops_are_its_multiply_adds_and_anything_else_its_elements() {
+        let dims = |t: i32| -> Option<Vec<usize>> {
+            Some(match t {
+                0 => vec![4, 8, 8, 3],  // an NHWC input
+                1 => vec![16, 3, 3, 3], // conv filter [cout, kh, kw, cin]
+                2 => vec![1, 3, 3, 3],  // depthwise filter [1, kh, kw, c]
+                3 => vec![10, 192],     // FC weights [units, in]
+                9 => vec![4, 8, 8, 16], // the output
+                _ => return None,
+            })
+        };
+        // 2 × 4·8·8·16 outputs × 3·3·3 per output channel.
+        let flops = |code, inputs: &[i32]| node_flops(&node(code, inputs), &dims);
+        assert_eq!(flops(kTfLiteBuiltinConv2d, &[0, 1]), 2 * 4096 * 27);
+        assert_eq!(flops(kTfLiteBuiltinDepthwiseConv2d, &[0, 2]), 2 * 4096 * 9);
+        assert_eq!(flops(kTfLiteBuiltinFullyConnected, &[0, 3]), 2 * 4096 * 192);
+        // An element-wise node: its largest tensor; an absent input skipped.
+        assert_eq!(flops(0, &[0, -1]), 4096);
+        // Weights it cannot read count as one product per output.
+        assert_eq!(flops(kTfLiteBuiltinConv2d, &[0, 7]), 2 * 4096);
     }
 
     #[test]
