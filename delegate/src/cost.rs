@@ -200,24 +200,33 @@ pub fn entry(nodes: &[i32], work: &Work, e: &Estimate, decision: &str) -> Value 
     })
 }
 
+/// `x` with three significant digits (at least one decimal).
+fn sig(x: f64) -> String {
+    let digits = if x > 0.0 { x.log10().floor() as i32 } else { 0 };
+    format!(
+        "{x:.*}",
+        usize::try_from(2 - digits).unwrap_or(0).clamp(1, 9)
+    )
+}
+
 /// Why a partition stays on the CPU, with the figures.
 pub fn reason(work: &Work, e: &Estimate, f: &Figures) -> String {
     format!(
-        "the cost model keeps its partition on the CPU: about {:.1} µs a step on the device \
-         ({} round trip of {:.1} µs, {} B at {:.2} MB/s{}) against {:.1} µs on the host ({} \
-         flops at {:.2} GFLOP/s); `cost_model=off` delegates it anyway",
-        e.device_ns as f64 / 1e3,
+        "the cost model keeps its partition on the CPU: about {} µs a step on the device ({} \
+         round trip of {} µs, {} B at {} MB/s{}) against {} µs on the host ({} flops at {} \
+         GFLOP/s); `cost_model=off` delegates it anyway",
+        sig(e.device_ns as f64 / 1e3),
         work.round_trips,
-        f.link.round_trip_ns as f64 / 1e3,
+        sig(f.link.round_trip_ns as f64 / 1e3),
         work.bytes,
-        f.link.bytes_per_s as f64 / 1e6,
+        sig(f.link.bytes_per_s as f64 / 1e6),
         match f.rates.device_flops_per_s {
-            Some(r) => format!(", compute at {:.2} GFLOP/s", r as f64 / 1e9),
+            Some(r) => format!(", compute at {} GFLOP/s", sig(r as f64 / 1e9)),
             None => String::new(),
         },
-        e.host_ns as f64 / 1e3,
+        sig(e.host_ns as f64 / 1e3),
         work.flops,
-        f.rates.host_flops_per_s as f64 / 1e9,
+        sig(f.rates.host_flops_per_s as f64 / 1e9),
     )
 }
 
@@ -291,8 +300,21 @@ mod tests {
         let e = judge(&f, &w);
         assert!(!e.pays());
         let r = reason(&w, &e, &f);
-        assert!(r.contains("3920.0 µs") && r.contains("0.3 µs"), "{r}");
+        assert!(r.contains("3920.0 µs") && r.contains("0.256 µs"), "{r}");
         assert!(r.contains("2000.0 µs") && r.contains("192 B") && r.contains("cost_model=off"));
+        // A small rate keeps its digits (it printed 0.00).
+        let slow = Figures {
+            rates: Rates {
+                device_flops_per_s: Some(1_000_000),
+                ..f.rates
+            },
+            ..f
+        };
+        let r = reason(&w, &judge(&slow, &w), &slow);
+        assert!(
+            r.contains("compute at 0.00100 GFLOP/s") && r.contains("0.100 MB/s"),
+            "{r}"
+        );
         let j = f.to_json();
         assert_eq!(j["link_round_trip_us"], 2000.0);
         assert_eq!(j["device_gflops"], Value::Null);

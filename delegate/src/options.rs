@@ -93,7 +93,7 @@ fn scaled(key: &str, value: &str, scale: f64, zero_ok: bool) -> Result<Option<u6
     match x {
         Some(x) => Ok(Some((x * scale).round() as u64)),
         None => Err(format!(
-            "option `{key}` must be a number {}, got `{value}`",
+            "option `{key}` must be a finite number {}, got `{value}`",
             if zero_ok { "≥ 0" } else { "> 0" }
         )),
     }

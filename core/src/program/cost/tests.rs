@@ -81,6 +81,9 @@ mod probe {
     struct Wire {
         clock: Rc<Cell<u64>>,
         link: LinkCost,
+        /// Extra time each copy on the device takes (a slow spell while
+        /// the probe times its round trips).
+        spell_ns: u64,
         memory: u64,
         used: u64,
         blocks: alloc::vec::Vec<(u64, u64)>,
@@ -165,6 +168,7 @@ mod probe {
             _: DeviceAddr,
             _: usize,
         ) -> Result<Fence, Refused> {
+            self.clock.set(self.clock.get() + self.spell_ns);
             Ok(self.copy(0))
         }
         fn fill(&mut self, _: QueueId, _: DeviceAddr, _: usize, _: u32) -> Result<Fence, Refused> {
@@ -190,10 +194,15 @@ mod probe {
     }
 
     fn measure(link: LinkCost, memory: u64) -> (LinkCost, Wire) {
+        measure_with(link, memory, 0)
+    }
+
+    fn measure_with(link: LinkCost, memory: u64, spell_ns: u64) -> (LinkCost, Wire) {
         let clock = Rc::new(Cell::new(0));
         let mut wire = Wire {
             clock: clock.clone(),
             link,
+            spell_ns,
             memory,
             used: 0,
             blocks: alloc::vec::Vec::new(),
@@ -224,10 +233,29 @@ mod probe {
             round_trip_ns: 10_000,
             bytes_per_s: 1_000_000_000,
         };
-        // A quarter of 8 KiB: only the 1 KiB copy fits the probe's cap.
+        // A quarter of 8 KiB: only the 1 KiB copy fits the probe's cap. Its
+        // two round trips are most of it, so the rate is the whole copy's:
+        // a lower bound, 2 KiB in 22 µs.
         let (got, wire) = measure(fast, 8 * 1024);
         assert_eq!(got.round_trip_ns, fast.round_trip_ns);
-        assert!(got.bytes_per_s.abs_diff(fast.bytes_per_s) <= 1, "{got:?}");
+        assert_eq!(got.bytes_per_s, 2048 * 1_000_000_000 / 22_048);
         assert_eq!(wire.used, 0);
+        // With memory for larger copies, the 64 KiB one reads it back.
+        let (got, _) = measure(fast, 1 << 20);
+        assert!(got.bytes_per_s.abs_diff(fast.bytes_per_s) <= 1, "{got:?}");
+    }
+
+    #[test]
+    fn a_slow_spell_during_the_round_trips_gives_no_impossible_rate() {
+        // `sim`-like: 0.5 µs a turn, 5 GB/s; the round trips measured 67 µs.
+        let sim = LinkCost {
+            round_trip_ns: 500,
+            bytes_per_s: 5_000_000_000,
+        };
+        let (got, _) = measure_with(sim, 1 << 20, 66_500);
+        assert_eq!(got.round_trip_ns, 67_000);
+        // Before: 2 × 64 KiB in max(1, 27 µs − 134 µs) ns, 131 TB/s.
+        assert!(got.bytes_per_s <= sim.bytes_per_s, "{got:?}");
+        assert!(got.bytes_per_s > sim.bytes_per_s / 2, "{got:?}");
     }
 }
