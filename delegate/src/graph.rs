@@ -89,6 +89,20 @@ pub struct NodeView {
     pub builtin_data: *const core::ffi::c_void,
 }
 
+#[cfg(test)]
+impl NodeView {
+    /// A version-1 node for tests: `inputs`, output tensor 9, no params.
+    pub fn for_test(code: i32, inputs: &[i32]) -> Self {
+        Self {
+            builtin_code: code,
+            version: 1,
+            inputs: inputs.to_vec(),
+            outputs: vec![9],
+            builtin_data: core::ptr::null(),
+        }
+    }
+}
+
 impl Graph {
     /// Checks `ctx`: non-null, and every function we call present. A
     /// runtime that fails is one whose version the delegate does not know;

@@ -523,13 +523,7 @@ mod tests {
     }
 
     fn node(code: i32, inputs: &[i32]) -> NodeView {
-        NodeView {
-            builtin_code: code,
-            version: 1,
-            inputs: inputs.to_vec(),
-            outputs: vec![9],
-            builtin_data: core::ptr::null(),
-        }
+        NodeView::for_test(code, inputs)
     }
 
     fn caps() -> Capabilities {
