@@ -305,7 +305,7 @@ pub(super) fn param_attr(kind: OpKind, ctx: &Construction) -> KernelResult<f32> 
 }
 
 /// `kind` with its parameter set (an element-wise op that has one).
-pub(super) fn with_param(kind: OpKind, value: f32) -> OpKind {
+pub(crate) fn with_param(kind: OpKind, value: f32) -> OpKind {
     match kind {
         OpKind::Unary(op) => OpKind::Unary(op.with_param(value)),
         OpKind::Binary(op) => OpKind::Binary(op.with_param(value)),

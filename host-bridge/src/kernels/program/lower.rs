@@ -187,24 +187,20 @@ fn kind(node: &NodeDef) -> Option<OpKind> {
             }
             OpKind::BiasAdd
         }
-        op => with_param(node, elementwise(op)?.family()?)?,
+        op => param_from(node, elementwise(op)?.family()?)?,
     })
 }
 
 /// `kind` with its parameter read from `node` (`LeakyRelu`'s `alpha`, as
 /// the op-by-op kernel reads it); `None` if the attribute is missing.
-fn with_param(node: &NodeDef, kind: OpKind) -> Option<OpKind> {
+fn param_from(node: &NodeDef, kind: OpKind) -> Option<OpKind> {
     let Some(name) = kind.decl().param() else {
         return Some(kind);
     };
     let &Value::F(value) = attr_of(node, name)? else {
         return None;
     };
-    Some(match kind {
-        OpKind::Unary(op) => OpKind::Unary(op.with_param(value)),
-        OpKind::Binary(op) => OpKind::Binary(op.with_param(value)),
-        other => other,
-    })
+    Some(ops::kernel::with_param(kind, value))
 }
 
 /// The most temporaries a node's lowering makes (a reduction's moved,
