@@ -812,6 +812,7 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_OP_LEAKY_RELU 92
 #define TPD_OP_LEAKY_RELU_GRAD 93
 #define TPD_OP_CUMSUM 94
+#define TPD_OP_BATCH_MAT_MUL 95
 
 // Element types (`CommandDescriptor::dtype`), from tensorplug_core's `DType`.
 #define TPD_DTYPE_F32 1

@@ -468,46 +468,71 @@ fn unlisted_codes_are_unsupported_and_the_ops_registers_list_the_kernels() {
 
 /// `RECORD` runs each record of the catalogue on its record's cases, as
 /// the record's device arguments say, equal to core's reference bit for
-/// bit, and refuses what a record's kernel refuses.
+/// bit (within its tolerance for a record that has one), and refuses what
+/// a record's kernel refuses.
 #[test]
 fn record_commands_run_the_records_and_check_their_arguments() {
     use tensorplug_core::accelerator::{
-        DType, DeviceAddr, OpDesc, OpKind, Shape, TensorDesc, records,
+        DType, DeviceAddr, OpDesc, OpKind, Shape, TensorDesc, Tolerance, records,
     };
     use tensorplug_core::reference as core_ref;
     let mut rig = Rig::standard();
     let mut ran = Vec::new();
     for kind in records() {
         let (decl, record) = (kind.decl(), kind.decl().record().unwrap());
-        for case in decl.reference().unwrap().cases {
+        let reference = decl.reference().unwrap();
+        for case in reference.cases {
             let kind = decl.kind(&case.attrs).unwrap();
-            let (dims, x) = case.inputs[0];
-            let (shape, out) = (Shape::new(dims).unwrap(), Shape::new(case.out).unwrap());
+            let shapes: Vec<Shape> = case
+                .inputs
+                .iter()
+                .map(|(d, _)| Shape::new(d).unwrap())
+                .collect();
+            let data: Vec<(&[f32], Shape)> = case
+                .inputs
+                .iter()
+                .zip(&shapes)
+                .map(|((_, x), &s)| (*x, s))
+                .collect();
+            let out = Shape::new(case.out).unwrap();
             let mut want = vec![0.0; out.elements().unwrap() as usize];
-            core_ref::run(kind, &[(x, shape)], out, &mut want).unwrap();
+            core_ref::run(kind, &data, out, &mut want).unwrap();
             if want.is_empty() {
                 continue;
             }
             let t = |addr: u64, shape| TensorDesc::new(DeviceAddr(addr), DType::F32, shape);
+            let addrs = [A, B, C];
+            let inputs: Vec<TensorDesc> = shapes.iter().zip(addrs).map(|(&s, a)| t(a, s)).collect();
             let op = OpDesc {
                 kind,
-                inputs: &[t(A, shape)],
+                inputs: &inputs,
                 output: t(OUT, out),
                 op_id: 0,
             };
             op.validate().unwrap();
             let args = (record.args)(&case.attrs, op.inputs).unwrap();
-            rig.write_f32(A, x);
             let mut c = cmd(Opcode::RECORD);
-            (c.src0, c.dst) = (A, OUT);
-            [c.m, c.n, c.k] = args.dims;
+            for ((x, _), addr) in data.iter().zip(addrs) {
+                rig.write_f32(addr, x);
+            }
+            [c.src0, c.src1, c.src2] = [0, 1, 2].map(|i| if i < data.len() { addrs[i] } else { 0 });
+            c.dst = OUT;
+            [c.m, c.n, c.k] = [args.dims[0], args.dims[1], args.dims[2]];
+            c.len = u64::from(args.dims[3]);
             c.imm = u32::from(decl.id.code) | u32::from(args.bits) << 16;
             ok(&mut rig, c);
-            assert_eq!(
-                bits(&rig.read_f32(OUT, want.len())),
-                bits(&want),
-                "{kind:?} {dims:?}"
-            );
+            let got = rig.read_f32(OUT, want.len());
+            if reference.tolerance == Tolerance::EXACT {
+                assert_eq!(bits(&got), bits(&want), "{kind:?} {:?}", case.inputs[0].0);
+            } else {
+                let tol = reference.tolerance;
+                for (g, w) in got.iter().zip(&want) {
+                    assert!(
+                        (g - w).abs() <= tol.abs + tol.rel * w.abs(),
+                        "{kind:?}: {g} against {w}"
+                    );
+                }
+            }
             ran.push(decl.name);
         }
     }
@@ -540,6 +565,12 @@ fn record_commands_run_the_records_and_check_their_arguments() {
     };
     assert_eq!(
         refused(&mut rig, bad_bits),
+        (CompletionStatus::INVALID_ARGUMENT, 60)
+    );
+    // A fourth extent (`len`) the record does not have.
+    let stray_len = CommandDescriptor { len: 1, ..c };
+    assert_eq!(
+        refused(&mut rig, stray_len),
         (CompletionStatus::INVALID_ARGUMENT, 60)
     );
     let stray_src = CommandDescriptor { src1: B, ..c };

@@ -56,6 +56,22 @@ fn every_kernel_matches_the_cpu() {
     );
 }
 
+/// A batch of matrix products is one `BatchMatMul` record on the device's
+/// profile plane (issue 43: attention's products as one command), equal to
+/// the CPU; a broadcast `a` still runs one `MatMul` per matrix.
+#[test]
+fn a_batched_matmul_is_one_device_command() {
+    let out = run("tf_batched_matmul.py", &[]);
+    assert_ok(
+        &out,
+        &[
+            "equal batch: BatchMatMulV2 1 device command(s)",
+            "a broadcast: BatchMatMulV2 3 device command(s)",
+            "batched products: OK",
+        ],
+    );
+}
+
 #[test]
 fn keras_mlp_runs_on_the_fpga_and_matches_the_cpu() {
     // INFO level: the placement log is what the scenario checks.

@@ -44,15 +44,16 @@ pub struct RecordReference {
     pub tolerance: Tolerance,
 }
 
-/// A record op's arguments as a device command carries them: three
+/// A record op's arguments as a device command carries them: four
 /// extents and 16 bits of attributes, whose meaning the record documents
-/// (the reference FPGA's `RECORD` command: `m`, `n`, `k` and `imm`'s high
-/// half; `docs/device-abi.md`).
+/// (the reference FPGA's `RECORD` command: `m`, `n`, `k`, `len` and
+/// `imm`'s high half; `docs/device-abi.md`). A record with fewer extents
+/// leaves the last ones 0.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct DeviceArgs {
     /// The extents, outermost first.
-    pub dims: [u32; 3],
+    pub dims: [u32; 4],
     /// The attribute bits.
     pub bits: u16,
 }

@@ -239,12 +239,13 @@ pub(crate) fn lower(
                 what: "an extent over 2^32 - 1",
             })?;
             let src = |i: usize| op.inputs.get(i).map_or(0, |t| t.addr.0);
-            let [m, n, k] = args.dims;
+            let [m, n, k, len] = args.dims;
             emit(&CommandDescriptor {
                 src0: src(0),
                 src1: src(1),
                 src2: src(2),
                 dst: out.addr.0,
+                len: u64::from(len),
                 m,
                 n,
                 k,

@@ -31,11 +31,18 @@ pub struct Sizes {
 pub type Inputs<'a> = [&'a [f32]; 3];
 
 /// The records this model runs.
-pub const RECORDS: &[RecordKernel] = &[RecordKernel {
-    code: code_of("Cumsum"),
-    sizes: cumsum_sizes,
-    run: cumsum,
-}];
+pub const RECORDS: &[RecordKernel] = &[
+    RecordKernel {
+        code: code_of("Cumsum"),
+        sizes: cumsum_sizes,
+        run: cumsum,
+    },
+    RecordKernel {
+        code: code_of("BatchMatMul"),
+        sizes: batch_matmul_sizes,
+        run: batch_matmul,
+    },
+];
 
 /// The kernel of record `code`.
 pub fn record(code: u16) -> Option<&'static RecordKernel> {
@@ -44,10 +51,10 @@ pub fn record(code: u16) -> Option<&'static RecordKernel> {
 
 /// `Cumsum`: `[outer, n, inner]`, bits `exclusive | reverse << 1`.
 fn cumsum_sizes(a: DeviceArgs) -> Option<Sizes> {
-    let [o, n, i] = a.dims.map(u64::from);
+    let [o, n, i, none] = a.dims.map(u64::from);
     // Three u32 extents can overflow a u64: refused, not wrapped.
     let len = o.checked_mul(n)?.checked_mul(i)?;
-    (a.bits <= 3 && len > 0).then_some(Sizes {
+    (a.bits <= 3 && len > 0 && none == 0).then_some(Sizes {
         inputs: [len, 0, 0],
         output: len,
     })
@@ -57,7 +64,7 @@ fn cumsum_sizes(a: DeviceArgs) -> Option<Sizes> {
 /// row (the current one, or the previous when exclusive), the first is
 /// `0 + x` (or 0). The sums happen in the order TF's scan adds them.
 fn cumsum(a: DeviceArgs, [x, ..]: Inputs<'_>, out: &mut [f32]) {
-    let [outer, n, inner] = a.dims;
+    let [outer, n, inner, _] = a.dims;
     let (exclusive, reverse) = (a.bits & 1 != 0, a.bits & 2 != 0);
     let (n, inner) = (n as usize, inner as usize);
     for block in 0..outer as usize {
@@ -76,5 +83,55 @@ fn cumsum(a: DeviceArgs, [x, ..]: Inputs<'_>, out: &mut [f32]) {
                 };
             }
         }
+    }
+}
+
+/// `BatchMatMul`: `[batch, m, n, k]`, bits `transpose_a | transpose_b << 1
+/// | shared_b << 2` (one `b` for every batch).
+fn batch_matmul_sizes(a: DeviceArgs) -> Option<Sizes> {
+    let [batch, m, n, k] = a.dims.map(u64::from);
+    let shared = a.bits & 4 != 0;
+    let per_b = k.checked_mul(n)?;
+    let sizes = Sizes {
+        inputs: [
+            batch.checked_mul(m)?.checked_mul(k)?,
+            if shared {
+                per_b
+            } else {
+                batch.checked_mul(per_b)?
+            },
+            0,
+        ],
+        output: batch.checked_mul(m)?.checked_mul(n)?,
+    };
+    // Empty products and a zero `k` are the host's (a fill), not a command.
+    (a.bits <= 7 && sizes.inputs[0] > 0 && sizes.inputs[1] > 0 && sizes.output > 0).then_some(sizes)
+}
+
+/// Each batch's product with the model's `GEMM` kernel, so a batch equals
+/// the `MatMul`s it replaces bit for bit.
+fn batch_matmul(a: DeviceArgs, [x, y, _]: Inputs<'_>, out: &mut [f32]) {
+    let [batch, m, n, k] = a.dims.map(|d| d as usize);
+    let spec = crate::kernels::GemmSpec {
+        transpose_a: a.bits & 1 != 0,
+        transpose_b: a.bits & 2 != 0,
+        ..crate::kernels::GemmSpec::new(m, n, k)
+    };
+    let shared = a.bits & 4 != 0;
+    for g in 0..batch {
+        let b = if shared {
+            y
+        } else {
+            &y[g * k * n..(g + 1) * k * n]
+        };
+        let result = crate::kernels::gemm(
+            &spec,
+            &x[g * m * k..(g + 1) * m * k],
+            b,
+            None,
+            &mut out[g * m * n..(g + 1) * m * n],
+        );
+        // The sizes were checked against these extents.
+        debug_assert!(result.is_ok());
     }
 }

@@ -449,7 +449,15 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
         ),
         Opcode::RECORD => (
             Features::RECORDS,
-            Uses(Uses::SRC0 | Uses::SRC1 | Uses::SRC2 | Uses::DST | Uses::MNK | Uses::IMM),
+            Uses(
+                Uses::SRC0
+                    | Uses::SRC1
+                    | Uses::SRC2
+                    | Uses::DST
+                    | Uses::LEN
+                    | Uses::MNK
+                    | Uses::IMM,
+            ),
             0,
         ),
         // The per-op element-wise opcodes of ABI 1.0–1.2.
@@ -810,8 +818,9 @@ impl Ctx<'_> {
         let c = self.cmd;
         let (code, bits) = (c.imm as u16, (c.imm >> 16) as u16);
         let kernel = records::record(code).ok_or(reject(CompletionStatus::UNSUPPORTED, c.imm))?;
+        let len = u32::try_from(c.len).map_err(|_| invalid(field::LEN))?;
         let args = records::DeviceArgs {
-            dims: [c.m, c.n, c.k],
+            dims: [c.m, c.n, c.k, len],
             bits,
         };
         let sizes = (kernel.sizes)(args).ok_or(invalid(field::IMM))?;

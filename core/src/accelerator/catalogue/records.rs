@@ -12,16 +12,29 @@ use crate::accelerator::types::{DType, DTypeSet, Shape};
 use crate::accelerator::vendor::{Tolerance, VendorCase};
 
 /// The records, in code order (after the catalogue's own ops).
-pub(super) const RECORDS: &[OpDecl] = &[CUMSUM_DECL];
+pub(super) const RECORDS: &[OpDecl] = &[CUMSUM_DECL, BATCH_MATMUL_DECL];
 
 /// Their reference sides, each by its record's code (a catalogue test
 /// checks the two lists match).
-pub(super) const REFERENCES: &[RecordReference] = &[RecordReference {
-    code: CUMSUM_DECL.id.code,
-    reference: cumsum,
-    cases: CUMSUM_CASES,
-    tolerance: Tolerance::EXACT,
-}];
+pub(super) const REFERENCES: &[RecordReference] = &[
+    RecordReference {
+        code: CUMSUM_DECL.id.code,
+        reference: cumsum,
+        cases: CUMSUM_CASES,
+        tolerance: Tolerance::EXACT,
+    },
+    RecordReference {
+        code: BATCH_MATMUL_DECL.id.code,
+        reference: batch_matmul,
+        cases: BATCH_MATMUL_CASES,
+        // The cases' sums are of a few terms near 1: an f32 sum in any
+        // order, fused or not, is this close to the f64 one.
+        tolerance: Tolerance {
+            abs: 1e-6,
+            rel: 1e-6,
+        },
+    },
+];
 
 const fn declare(name: &'static str, code: u16, inputs: u8, record: &'static OpRecord) -> OpDecl {
     OpDecl {
@@ -81,7 +94,12 @@ const CUMSUM: OpRecord = OpRecord {
         let [exclusive, reverse] = flag_bytes::<2>(attrs).ok()?;
         let [o, n, i] = rank3(0, &inputs[0].shape).ok()?;
         Some(DeviceArgs {
-            dims: [o.try_into().ok()?, n.try_into().ok()?, i.try_into().ok()?],
+            dims: [
+                o.try_into().ok()?,
+                n.try_into().ok()?,
+                i.try_into().ok()?,
+                0,
+            ],
             bits: u16::from(exclusive) | u16::from(reverse) << 1,
         })
     },
@@ -148,6 +166,213 @@ fn cumsum(attrs: &Attrs, x: &[&[f32]], shapes: &[Shape], out: &mut [f32]) {
                     sum += x[0][at];
                     out[at] = sum;
                 }
+            }
+        }
+    }
+}
+
+/// `BatchMatMul`: a matrix product per batch. Inputs `a [B…, m, k]`
+/// (`[B…, k, m]` with `transpose_a`) and `b [B…, k, n]` (`[B…, n, k]` with
+/// `transpose_b`), or `b` of rank 2 or of batch axes of 1, one matrix for
+/// every batch; output
+/// `[B…, m, n]`, each `op(a)·op(b)` summed in f32. `B…` is one or more
+/// leading axes, equal in both. Attributes: byte 0 `transpose_a`, byte 1
+/// `transpose_b` (0 or 1). Device arguments: `[batch, m, n, k]` (the
+/// batch the product of `B…`), bits `transpose_a | transpose_b << 1 |
+/// shared_b << 2`. Attention's batched products as one command (issue 43)
+/// where TF's `BatchMatMulV2` launched one `MatMul` per matrix.
+const BATCH_MATMUL_DECL: OpDecl = declare("BatchMatMul", 95, 2, &BATCH_MATMUL);
+
+const BATCH_MATMUL: OpRecord = OpRecord {
+    shape: |attrs, inputs| {
+        let p = BatchPlan::of(attrs, &inputs[0].shape, &inputs[1].shape)?;
+        let a = inputs[0].shape.dims();
+        let mut out = [0u64; 8];
+        let lead = a.len() - 2;
+        out[..lead].copy_from_slice(&a[..lead]);
+        out[lead] = p.m;
+        out[lead + 1] = p.n;
+        Shape::new(&out[..a.len()]).ok_or(ShapeError::Overflow)
+    },
+    flops: |attrs, inputs, _| {
+        BatchPlan::of(attrs, &inputs[0].shape, &inputs[1].shape).map_or(0, |p| {
+            2u64.saturating_mul(p.batch)
+                .saturating_mul(p.m)
+                .saturating_mul(p.n)
+                .saturating_mul(p.k)
+        })
+    },
+    attrs: "transpose a, b: 0 or 1 (2)",
+    args: |attrs, inputs| {
+        let p = BatchPlan::of(attrs, &inputs[0].shape, &inputs[1].shape).ok()?;
+        let dim = |d: u64| u32::try_from(d).ok();
+        Some(DeviceArgs {
+            dims: [dim(p.batch)?, dim(p.m)?, dim(p.n)?, dim(p.k)?],
+            bits: u16::from(p.transpose[0])
+                | u16::from(p.transpose[1]) << 1
+                | u16::from(p.shared_b) << 2,
+        })
+    },
+};
+
+/// One [`BATCH_MATMUL`]'s extents, read from its operands' shapes.
+struct BatchPlan {
+    batch: u64,
+    m: u64,
+    n: u64,
+    k: u64,
+    transpose: [bool; 2],
+    shared_b: bool,
+}
+
+impl BatchPlan {
+    fn of(attrs: &Attrs, a: &Shape, b: &Shape) -> Result<Self, ShapeError> {
+        let transpose = flag_bytes::<2>(attrs)?;
+        let (a, b) = (a.dims(), b.dims());
+        if a.len() < 3 {
+            return Err(ShapeError::Rank {
+                operand: 0,
+                expected: 3,
+                got: a.len() as u8,
+            });
+        }
+        let lead = a.len() - 2;
+        // One matrix for every batch: rank 2, or `a`'s rank with batch axes of 1.
+        let shared_b = b.len() == 2 || (b.len() == a.len() && b[..lead].iter().all(|&d| d == 1));
+        if !shared_b && b.len() != a.len() {
+            return Err(ShapeError::Rank {
+                operand: 1,
+                expected: a.len() as u8,
+                got: b.len() as u8,
+            });
+        }
+        if let Some(axis) = (0..lead).find(|&i| !shared_b && a[i] != b[i]) {
+            return Err(ShapeError::Dim {
+                operand: 1,
+                axis: axis as u8,
+                expected: a[axis],
+                got: b[axis],
+            });
+        }
+        // Rows and columns of `op(x)`, and the axis of `x` its columns are.
+        let matrix = |d: &[u64], t: bool| {
+            let (r, c) = (d[d.len() - 2], d[d.len() - 1]);
+            if t { (c, r) } else { (r, c) }
+        };
+        let (m, k) = matrix(a, transpose[0]);
+        let (kb, n) = matrix(b, transpose[1]);
+        if k != kb {
+            let axis = b.len() - if transpose[1] { 1 } else { 2 };
+            return Err(ShapeError::Dim {
+                operand: 1,
+                axis: axis as u8,
+                expected: k,
+                got: kb,
+            });
+        }
+        let batch = a[..lead]
+            .iter()
+            .try_fold(1u64, |p, &d| p.checked_mul(d))
+            .ok_or(ShapeError::Overflow)?;
+        Ok(Self {
+            batch,
+            m,
+            n,
+            k,
+            transpose,
+            shared_b,
+        })
+    }
+}
+
+/// [`BATCH_MATMUL`]'s conformance cases: each transpose, a shared `b`, a
+/// rank-4 batch, cancellation.
+const BATCH_MATMUL_CASES: &[VendorCase] = &[
+    VendorCase {
+        attrs: flags([false, false]),
+        inputs: &[
+            (
+                &[2, 2, 3],
+                &[
+                    1.0, 2.0, 3.0, -1.0, 0.5, 0.25, 0.1, 0.2, 0.3, 1e3, -1e3, 2.0,
+                ],
+            ),
+            (
+                &[2, 3, 2],
+                &[
+                    1.0, 0.0, 0.0, 1.0, 1.0, 1.0, -0.5, 2.0, 0.75, 1.0, 0.5, -2.0,
+                ],
+            ),
+        ],
+        out: &[2, 2, 2],
+    },
+    VendorCase {
+        attrs: flags([true, false]),
+        inputs: &[
+            (&[1, 3, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),
+            (
+                &[1, 3, 4],
+                &[
+                    0.5, -1.0, 2.0, 0.0, 1.5, 0.25, -0.5, 1.0, -2.0, 3.0, 0.125, -1.0,
+                ],
+            ),
+        ],
+        out: &[1, 2, 4],
+    },
+    VendorCase {
+        attrs: flags([false, true]),
+        inputs: &[
+            (
+                &[2, 1, 2, 3],
+                &[
+                    1.0, 2.0, 3.0, 4.0, 5.0, 6.0, -1.0, -2.0, -3.0, 0.5, 0.5, 0.5,
+                ],
+            ),
+            (
+                &[2, 1, 2, 3],
+                &[1.0, 0.0, -1.0, 0.5, 0.5, 0.5, 2.0, 2.0, 2.0, -1.0, 1.0, 0.0],
+            ),
+        ],
+        out: &[2, 1, 2, 2],
+    },
+    VendorCase {
+        attrs: flags([true, true]),
+        inputs: &[
+            (&[2, 2, 2], &[1.0, 2.0, 3.0, 4.0, -1.0, 0.5, 0.25, 8.0]),
+            (&[2, 2], &[0.5, -1.0, 2.0, 1.0]),
+        ],
+        out: &[2, 2, 2],
+    },
+    VendorCase {
+        attrs: flags([false, false]),
+        inputs: &[
+            (&[3, 1, 2], &[1.0, 2.0, -3.0, 0.5, 1e-3, 1e3]),
+            (&[2, 3], &[1.0, 2.0, 3.0, -0.5, 0.25, 4.0]),
+        ],
+        out: &[3, 1, 3],
+    },
+];
+
+/// [`BATCH_MATMUL`]'s reference kernel: each sum in f64, rounded once.
+fn batch_matmul(attrs: &Attrs, x: &[&[f32]], shapes: &[Shape], out: &mut [f32]) {
+    let Ok(p) = BatchPlan::of(attrs, &shapes[0], &shapes[1]) else {
+        return;
+    };
+    let (m, n, k) = (p.m as usize, p.n as usize, p.k as usize);
+    let [ta, tb] = p.transpose;
+    for g in 0..p.batch as usize {
+        let a = &x[0][g * m * k..];
+        let b = if p.shared_b { x[1] } else { &x[1][g * k * n..] };
+        for i in 0..m {
+            for j in 0..n {
+                let sum: f64 = (0..k)
+                    .map(|q| {
+                        let av = if ta { a[q * m + i] } else { a[i * k + q] };
+                        let bv = if tb { b[j * k + q] } else { b[q * n + j] };
+                        f64::from(av) * f64::from(bv)
+                    })
+                    .sum();
+                out[(g * m + i) * n + j] = sum as f32;
             }
         }
     }

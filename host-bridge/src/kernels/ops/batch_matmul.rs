@@ -1,7 +1,8 @@
 //! `BatchMatMul` and `BatchMatMulV2` (`adj_x`, `adj_y`; V2 broadcasts the
-//! batch axes): one device `MatMul` per batch element, on views of the
-//! operands (as TF's CPU kernel, which also loops over the batch), all of
-//! them one enqueue.
+//! batch axes): one `BatchMatMul` record when the device has it and only
+//! `b`'s batch broadcasts, else one device `MatMul` per batch element, on
+//! views of the operands (as TF's CPU kernel, which also loops over the
+//! batch), all of them one enqueue.
 //! [`Batched`] is shared with `Einsum`. `BatchMatMulV3` of int8 into
 //! int32 (`tf.linalg.matmul(…, output_type=tf.int32)`) is the same on
 //! float32 copies of its operands (`ops/half.rs` casts around it), exact
@@ -18,7 +19,18 @@ use crate::kernels::shapes::show;
 use crate::kernels::tf::{Construction, Context};
 use std::ffi::CStr;
 use tensorplug_abi::tf::TF_DataType;
-use tensorplug_core::accelerator::{DType, DeviceAddr, OpKind, Shape, TensorDesc};
+use tensorplug_core::accelerator::{
+    ATTR_BYTES, Attrs, DType, DeviceAddr, OpKind, Shape, TensorDesc, VendorOp, named,
+};
+
+/// The catalogue's `BatchMatMul` record (its family; no transposes).
+pub(crate) const BATCH_MATMUL: OpKind = match named("BatchMatMul") {
+    Some(decl) => OpKind::Record(VendorOp {
+        decl,
+        attrs: Attrs([0; ATTR_BYTES]),
+    }),
+    None => panic!("no BatchMatMul record in the catalogue"),
+};
 
 /// `BatchMatMul` (equal batch axes) or `BatchMatMulV2` (broadcast).
 pub struct BatchMatMul {
@@ -103,6 +115,10 @@ impl Op for BatchMatMul {
 
     fn family(&self) -> Option<OpKind> {
         Some(MATMUL)
+    }
+
+    fn may_launch(&self) -> &'static [OpKind] {
+        &[BATCH_MATMUL]
     }
 
     fn construct(&self, ctx: &Construction) -> KernelResult<Transposes> {
@@ -238,6 +254,10 @@ impl Batched {
                 view(out, 0, [rows, n])?,
             );
         }
+        if let Some(kind) = self.record(run) {
+            let (a, b) = self.record_operands(a, b, count)?;
+            return run.launch(kind, &[a, b], view_as(out, 0, &[count, m, n])?);
+        }
         if count > MAX_RUNS {
             return Err(Failure::unimplemented(format!(
                 "a batch of {count} matrices (at most {MAX_RUNS}): {}",
@@ -274,6 +294,75 @@ impl Batched {
     }
 }
 
+impl Batched {
+    /// The `BatchMatMul` record for this product, if the device has it and
+    /// the product is its form: `a` not broadcast, `b` either of `a`'s
+    /// batch or one matrix for all.
+    fn record(&self, run: &Launcher<'_>) -> Option<OpKind> {
+        let batch = self.out_batch();
+        let shared = self.b_batch.iter().all(|&d| d == 1);
+        let (m, n) = self.mn();
+        if self.a_batch != batch || !(shared || self.b_batch == batch) || m == 0 || n == 0 {
+            return None;
+        }
+        let kind = record_kind(self.t)?;
+        run.supports(kind).then_some(kind)
+    }
+
+    /// `a` as `[count, ·, ·]`, and `b` as `[count, ·, ·]` or, shared, as
+    /// its one matrix.
+    fn record_operands(
+        &self,
+        a: TensorDesc,
+        b: TensorDesc,
+        count: u64,
+    ) -> KernelResult<(TensorDesc, TensorDesc)> {
+        let shared = self.b_batch.iter().all(|&d| d == 1);
+        let a = view_as(a, 0, &[count, self.a[0], self.a[1]])?;
+        let b = if shared {
+            view(b, 0, self.b)?
+        } else {
+            view_as(b, 0, &[count, self.b[0], self.b[1]])?
+        };
+        Ok((a, b))
+    }
+}
+
+impl Batched {
+    /// The one command a program runs this product as, and the shapes it
+    /// reads `a` and `b` in: a `MatMul` of two matrices, or the
+    /// `BatchMatMul` record; `None` for a broadcast `a`.
+    pub(super) fn as_one_command(&self) -> Option<(OpKind, Vec<u64>, Vec<u64>)> {
+        let batch = self.out_batch();
+        let shared = self.b_batch.iter().all(|&d| d == 1);
+        if self.a_batch != batch || !(shared || self.b_batch == batch) {
+            return None;
+        }
+        let kind = if batch.is_empty() {
+            OpKind::MatMul {
+                transpose_a: self.t.a,
+                transpose_b: self.t.b,
+            }
+        } else {
+            record_kind(self.t)?
+        };
+        let with = |lead: &[u64], m: [u64; 2]| [lead, &m[..]].concat();
+        Some((
+            kind,
+            with(&self.a_batch, self.a),
+            with(&self.b_batch, self.b),
+        ))
+    }
+}
+
+/// The catalogue's `BatchMatMul` record with transposes `t`.
+pub(crate) fn record_kind(t: Transposes) -> Option<OpKind> {
+    let mut attrs = Attrs::default();
+    attrs.0[0] = u8::from(t.a);
+    attrs.0[1] = u8::from(t.b);
+    named("BatchMatMul")?.kind(&attrs)
+}
+
 fn launch_one(
     run: &mut Launcher<'_>,
     t: Transposes,
@@ -290,11 +379,16 @@ fn launch_one(
 
 /// The matrix `dims` at element `at` of `t`.
 fn view(t: TensorDesc, at: u64, dims: [u64; 2]) -> KernelResult<TensorDesc> {
+    view_as(t, at, &dims)
+}
+
+/// `t`'s elements from `at` seen as `dims`.
+fn view_as(t: TensorDesc, at: u64, dims: &[u64]) -> KernelResult<TensorDesc> {
     let bytes = at * t.dtype.size() as u64;
     Ok(TensorDesc::new(
         DeviceAddr(t.addr.0 + bytes),
         t.dtype,
-        flat(&dims)?,
+        flat(dims)?,
     ))
 }
 

@@ -48,7 +48,9 @@ mod window_geometry;
 mod window_grad;
 mod xent;
 
+pub(crate) use batch_matmul::record_kind;
 pub use kernel::{Kernel, Op, TfKernel, WAIT_ATTR, elementwise};
+pub(crate) use matmul::Transposes;
 
 use super::failure::KernelResult;
 use super::launch::Launcher;
