@@ -12,10 +12,13 @@ use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
 use super::{program_native, program_size};
 use crate::error::Result;
 use crate::kernels::ops::window::gradient_sizes_input;
-use crate::kernels::program::lower::{AXES_ATTR, REDUCE_OPS, SHAPE_ATTR, SIZES_ATTR, supported};
+use crate::kernels::program::lower::{
+    AXES_ATTR, REDUCE_OPS, SHAPE_ATTR, SIZES_ATTR, needs_record, supported,
+};
 use crate::kernels::program::segment::{Segment, canonical};
 use crate::settings;
 use std::collections::{HashMap, HashSet, VecDeque};
+use tensorplug_core::accelerator::{DType, OpKind};
 
 /// The fewest nodes a program holds: one node gains nothing.
 pub const MIN_NODES: usize = 2;
@@ -99,15 +102,37 @@ pub fn report(decisions: &[Decision]) -> Result<()> {
     Ok(())
 }
 
+/// A program node's name: its first member's, then this.
+const PROGRAM: &str = "tensorplug_program";
+
+/// Whether `node` is a copy in a program's native segment
+/// (`program_native.rs`). TF runs the pass again on its own output, where
+/// Grappler may have dropped a copy's gate edge as redundant; a program
+/// made of such copies would only ever run when the outer one is refused.
+fn in_native_segment(node: &NodeDef) -> bool {
+    node.name.contains(&format!("/{PROGRAM}/native/"))
+}
+
 fn candidate(node: &NodeDef, preserve: &HashSet<String>, device: &str, shapes: &Shapes) -> bool {
     is_ours(&node.device, device)
         && !preserve.contains(&node.name)
+        && !in_native_segment(node)
+        && needs_record(node).is_none_or(every_device_has)
         && node.input.iter().all(|i| !i.starts_with('^'))
         && if shapes.contains_key(&node.name) {
             supported(&in_segment(node, shapes))
         } else {
             supported(node)
         }
+}
+
+/// Whether every open device declares `kind` (so a program holding it
+/// compiles on whichever of them runs it); none open, as in unit tests:
+/// yes.
+fn every_device_has(kind: OpKind) -> bool {
+    crate::registry::devices()
+        .iter()
+        .all(|d| d.info().capabilities.supports(kind, DType::F32))
 }
 
 /// Each `Reshape`'s shape, each reduction's axes and each window
@@ -361,7 +386,7 @@ fn contract(
     };
     let mut names: HashSet<String> = graph.node.iter().map(|n| n.name.clone()).collect();
     let first = &graph.node[order[0]];
-    let name = unique(&mut names, &first.name, "tensorplug_program");
+    let name = unique(&mut names, &first.name, PROGRAM);
     let program = program_node(&name, op, &first.device, &segment);
     let program_device = first.device.clone();
     let originals: Vec<NodeDef> = order.iter().map(|&i| graph.node[i].clone()).collect();
@@ -693,6 +718,23 @@ mod tests {
         let k0 = [s(&[0, 16]), s(&[16]), s(&[16, 3]), s(&[3]), s(&[4, 0])];
         let error = compile(&segment, &k0).unwrap_err();
         assert!(error.contains("'d1/MatMul': an empty input"), "{error}");
+    }
+
+    /// TF runs the pass again on its output; Grappler may have dropped the
+    /// copies' gate edges meanwhile. The native segment stays op by op.
+    #[test]
+    fn a_second_run_makes_no_program_of_a_native_segment() {
+        let mut g = mlp();
+        form_programs(&mut g, &preserve(), "FPGA", OP);
+        for n in &mut g.node {
+            if n.name.contains("/native/") && n.input.iter().any(|i| !i.starts_with('^')) {
+                n.input.retain(|i| !i.starts_with('^'));
+            }
+        }
+        let again = form_programs(&mut g, &preserve(), "FPGA", OP);
+        assert_eq!(again, []);
+        let programs = g.node.iter().filter(|n| n.op == OP).count();
+        assert_eq!(programs, 1);
     }
 
     #[test]

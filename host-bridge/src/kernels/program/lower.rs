@@ -5,13 +5,14 @@
 //! [`view_shape`], once per input shapes.
 
 use super::super::failure::{Failure, KernelResult};
+use super::super::ops::einsum::Equation;
 use super::super::ops::window::{
     gradient_ops, gradient_sizes_input, lower_for_program, lower_gradient_for_program,
     program_holds,
 };
-use super::super::ops::{self, TfKernel};
+use super::super::ops::{self, TfKernel, Transposes, record_kind};
 use super::super::tf::AttrSource;
-use super::pieces::Lowering;
+use super::pieces::{Cmd, Lowering, Operand, Piece};
 use super::reduce;
 pub use super::reduce::{AXES_ATTR, REDUCE_OPS};
 use crate::graph::nodes::{attr_of, type_attr};
@@ -81,7 +82,14 @@ pub const SIZES_ATTR: &str = "_tensorplug_sizes";
 /// The TF op type of `node` as a `'static` name (a profiler label), if a
 /// program can hold it.
 pub fn static_op(op: &str) -> Option<&'static str> {
-    const FIXED: [&str; 3] = ["MatMul", "_FusedMatMul", "BiasAdd"];
+    const FIXED: [&str; 6] = [
+        "MatMul",
+        "_FusedMatMul",
+        "BiasAdd",
+        "BatchMatMul",
+        "BatchMatMulV2",
+        "Einsum",
+    ];
     FIXED
         .iter()
         .chain(&WINDOW_OPS)
@@ -126,6 +134,14 @@ pub fn supported(node: &NodeDef) -> bool {
             let data_inputs = node.input.iter().filter(|i| !i.starts_with('^')).count();
             return float && data_inputs == 1;
         }
+        op if BATCHED.contains(&op) => {
+            let data_inputs = node.input.iter().filter(|i| !i.starts_with('^')).count();
+            return float && data_inputs == 2 && adjoints(node).is_some();
+        }
+        "Einsum" => {
+            let data_inputs = node.input.iter().filter(|i| !i.starts_with('^')).count();
+            return float && data_inputs == 2 && equation(node).is_some_and(|e| e.in_program());
+        }
         _ => {}
     }
     // One float32 type, and the arity of its command: an op whose kernel
@@ -143,6 +159,108 @@ pub fn supported(node: &NodeDef) -> bool {
         _ => return false,
     };
     static_op(&node.op).is_some() && float && one_type && data_inputs == arity
+}
+
+/// TF's batched products a program holds, as one `BatchMatMul` record
+/// (a `MatMul` for two matrices).
+pub const BATCHED: [&str; 2] = ["BatchMatMul", "BatchMatMulV2"];
+
+/// A batched product's `adj_x` and `adj_y` (absent: false).
+fn adjoints(node: &NodeDef) -> Option<Transposes> {
+    let flag = |key: &str| match attr_of(node, key) {
+        None => Some(false),
+        Some(&Value::B(b)) => Some(b),
+        Some(_) => None,
+    };
+    Some(Transposes {
+        a: flag("adj_x")?,
+        b: flag("adj_y")?,
+    })
+}
+
+/// The device op a batched product needs beyond the ops every program
+/// command has: its record, which the graph pass asks the device for.
+pub fn needs_record(node: &NodeDef) -> Option<OpKind> {
+    match node.op.as_str() {
+        op if BATCHED.contains(&op) => adjoints(node).and_then(record_kind),
+        "Einsum" => record_kind(Transposes::default()),
+        _ => None,
+    }
+}
+
+/// An `Einsum`'s equation, if it reads.
+fn equation(node: &NodeDef) -> Option<Equation> {
+    match attr_of(node, "equation") {
+        Some(Value::S(s)) => Equation::parse(std::str::from_utf8(s).ok()?).ok(),
+        _ => None,
+    }
+}
+
+/// An `Einsum` of inputs `a`, `b`: each operand transposed into place and
+/// copied into the shape the product reads (where either is needed), the
+/// product, then the result transposed or copied into the output.
+fn einsum(node: &NodeDef, shapes: &[Shape]) -> Result<Lowering, String> {
+    let e = equation(node)
+        .ok_or("no equation")?
+        .program(shapes)
+        .map_err(|f| f.cause)?;
+    let mut low = Lowering {
+        out: e.out,
+        temps: Vec::new(),
+        pieces: Vec::new(),
+    };
+    let step = |low: &mut Lowering, cmd: Cmd, inputs: Vec<Operand>, out: Option<Shape>| {
+        let output = match out {
+            Some(shape) => {
+                low.temps.push(shape);
+                Operand::Temp(low.temps.len() - 1)
+            }
+            None => Operand::Output,
+        };
+        low.pieces.push(Piece {
+            cmd,
+            inputs,
+            output,
+        });
+        output
+    };
+    let mut read = Vec::new();
+    for o in &e.operands {
+        let (mut at, mut shape) = (Operand::Input(o.input), shapes[o.input]);
+        if let Some((perm, moved)) = o.transpose {
+            at = step(
+                &mut low,
+                Cmd::Launch(OpKind::Transpose(perm)),
+                vec![at],
+                Some(moved),
+            );
+            shape = moved;
+        }
+        if shape != o.read_as {
+            at = step(&mut low, Cmd::Copy, vec![at], Some(o.read_as));
+        }
+        read.push(at);
+    }
+    let product = Cmd::Launch(e.kind);
+    match e.out_perm {
+        None if e.result == e.out => {
+            step(&mut low, product, read, None);
+        }
+        None => {
+            let result = step(&mut low, product, read, Some(e.result));
+            step(&mut low, Cmd::Copy, vec![result], None);
+        }
+        Some(perm) => {
+            let result = step(&mut low, product, read, Some(e.result));
+            step(
+                &mut low,
+                Cmd::Launch(OpKind::Transpose(perm)),
+                vec![result],
+                None,
+            );
+        }
+    }
+    Ok(low)
 }
 
 /// The node's catalogue op with its attributes (shapes aside).
@@ -211,6 +329,8 @@ pub fn max_temps(node: &NodeDef) -> usize {
         op if REDUCE_OPS.contains(&op) => reduce::MAX_TEMPS,
         // `Neg`'s −1.
         "Neg" => 1,
+        // Two transposed and two copied operands, and the product.
+        "Einsum" => 5,
         _ => 0,
     }
 }
@@ -238,6 +358,9 @@ pub fn lower_node(node: &NodeDef, shapes: &[Shape]) -> Result<Lowering, String> 
             [x] => reduce::reduction(node, *x).map_err(named),
             _ => Err(named("takes one input in a program".into())),
         };
+    }
+    if node.op == "Einsum" {
+        return einsum(node, shapes).map_err(named);
     }
     match (node.op.as_str(), shapes) {
         // `x · x`, and `x · (−1)` with the −1 filled: exact, as TF's `x * x`
@@ -267,7 +390,23 @@ pub fn lower(node: &NodeDef, shapes: &[Shape]) -> Result<(OpKind, Shape), String
     if let Some(lowered) = lower_for_program(&node.op, &NodeAttrs(node), shapes) {
         return lowered.map_err(|f| format!("{} '{}': {}", node.op, node.name, f.cause));
     }
-    let kind = kind(node).ok_or_else(|| format!("{} is not an op a program holds", node.op))?;
+    let kind = match (node.op.as_str(), shapes) {
+        // Two matrices: a `MatMul`; a broadcast `a` is refused by the
+        // record's rule below, and its segment runs op by op.
+        (op, [a, b]) if BATCHED.contains(&op) => {
+            let t = adjoints(node).ok_or_else(|| format!("{op} '{}': adjoints", node.name))?;
+            if a.dims().len() == 2 && b.dims().len() == 2 {
+                OpKind::MatMul {
+                    transpose_a: t.a,
+                    transpose_b: t.b,
+                }
+            } else {
+                record_kind(t)
+                    .ok_or_else(|| "no BatchMatMul record in the catalogue".to_string())?
+            }
+        }
+        _ => kind(node).ok_or_else(|| format!("{} is not an op a program holds", node.op))?,
+    };
     let desc = |s: Shape| TensorDesc::new(DeviceAddr(0), DType::F32, s);
     let inputs: Vec<TensorDesc> = shapes.iter().map(|&s| desc(s)).collect();
     let placeholder = desc(shapes.first().copied().unwrap_or(Shape::SCALAR));
@@ -385,5 +524,83 @@ mod tests {
             !supported(&leaky(None)),
             "no alpha: op by op, as TF defaults it"
         );
+    }
+
+    fn node(op: &str, attrs: &[(&str, Value)]) -> NodeDef {
+        let mut n = NodeDef {
+            name: "n".into(),
+            op: op.into(),
+            input: vec!["a".into(), "b".into()],
+            ..Default::default()
+        };
+        let t = Value::Type(DataType::DtFloat as i32);
+        n.attr.insert("T".into(), AttrValue { value: Some(t) });
+        for (k, v) in attrs {
+            n.attr.insert(
+                (*k).into(),
+                AttrValue {
+                    value: Some(v.clone()),
+                },
+            );
+        }
+        n
+    }
+
+    fn shape(d: &[u64]) -> Shape {
+        Shape::new(d).unwrap()
+    }
+
+    #[test]
+    fn a_batched_product_is_one_record_or_one_matmul() {
+        let bmm = node("BatchMatMulV2", &[("adj_y", Value::B(true))]);
+        assert!(supported(&bmm));
+        assert!(needs_record(&bmm).is_some());
+        let (kind, out) = lower(&bmm, &[shape(&[4, 3, 5, 6]), shape(&[4, 3, 7, 6])]).unwrap();
+        assert_eq!(kind, record_kind(Transposes { a: false, b: true }).unwrap());
+        assert_eq!(out, shape(&[4, 3, 5, 7]));
+        // One `b` for every batch.
+        let (_, out) = lower(&bmm, &[shape(&[4, 5, 6]), shape(&[1, 7, 6])]).unwrap();
+        assert_eq!(out, shape(&[4, 5, 7]));
+        let (kind, _) = lower(&bmm, &[shape(&[5, 6]), shape(&[7, 6])]).unwrap();
+        assert!(matches!(
+            kind,
+            OpKind::MatMul {
+                transpose_b: true,
+                ..
+            }
+        ));
+        // A broadcast `a` is no one command: its segment runs op by op.
+        assert!(lower(&bmm, &[shape(&[1, 5, 6]), shape(&[3, 7, 6])]).is_err());
+    }
+
+    #[test]
+    fn attentions_einsum_is_its_transposes_and_one_product() {
+        let eq = |e: &str| node("Einsum", &[("equation", Value::S(e.as_bytes().to_vec()))]);
+        // Keras' MultiHeadAttention: scores, then the weighted values.
+        let scores = eq("aecd,abcd->acbe");
+        assert!(supported(&scores));
+        let x = shape(&[2, 5, 3, 4]);
+        let low = lower_node(&scores, &[x, x]).unwrap();
+        assert_eq!(low.out, shape(&[2, 3, 5, 5]));
+        let cmds: Vec<Cmd> = low.pieces.iter().map(|p| p.cmd).collect();
+        let transposes = cmds
+            .iter()
+            .filter(|c| matches!(c, Cmd::Launch(OpKind::Transpose(_))))
+            .count();
+        let products: Vec<&Cmd> = cmds
+            .iter()
+            .filter(|c| matches!(c, Cmd::Launch(OpKind::Record(_))))
+            .collect();
+        assert_eq!((transposes, products.len()), (2, 1), "{cmds:?}");
+        assert_eq!(low.pieces.last().unwrap().output, Operand::Output);
+        assert!(low.temps.len() <= max_temps(&scores));
+        let values = eq("acbe,aecd->abcd");
+        let low = lower_node(&values, &[shape(&[2, 3, 5, 5]), x]).unwrap();
+        assert_eq!(low.out, x);
+        assert!(low.temps.len() <= max_temps(&values));
+        // Summed within an operand, a diagonal, `...`, one operand: op by op.
+        for e in ["ab,bc->a", "aa,ab->b", "...ab,bc->...ac", "ab->ba"] {
+            assert!(!supported(&eq(e)), "{e}");
+        }
     }
 }
