@@ -45,6 +45,7 @@ reduce = sys.argv[2:] == ["reduce"]
 deep = sys.argv[2:] == ["deep"]
 convnet = sys.argv[2:] == ["convnet"]
 fit = sys.argv[2:] == ["fit"]
+attention = sys.argv[2:] == ["attention"]
 os.environ["TENSORPLUG_GRAPH_PROGRAMS"] = "1"
 # TF's warnings on: a rewritten function TF refuses is only a warning
 # ("Ignoring multi-device function optimization failure"), after which TF
@@ -146,6 +147,35 @@ if reduce:
     assert not [op for op in device if op.endswith("Program")], device
     print(f"reduce: equal to the CPU; programs hold {held.count('Mean')} Mean and "
           f"{held.count('Sum')} Sum among {len(held)} nodes")
+    print("done")
+    sys.exit(0)
+
+if attention:
+    # Keras' MultiHeadAttention, a residual and a LayerNormalization: the
+    # projections (`BatchMatMulV2`) and the two `Einsum`s are one
+    # `BatchMatMul` record each, so the block is one program.
+    tf.keras.utils.set_random_seed(6)
+    inputs = keras.Input((6, 8))
+    attn = keras.layers.MultiHeadAttention(num_heads=2, key_dim=4)(inputs, inputs)
+    out = keras.layers.LayerNormalization(epsilon=1e-6)(inputs + attn)
+    model = keras.Model(inputs, out)
+    x = np.random.default_rng(8).standard_normal((4, 6, 8)).astype(np.float32)
+    with tf.device("/device:CPU:0"):
+        want = tf.function(lambda t: model(t, training=False), jit_compile=False)(x).numpy()
+    call = tf.function(lambda t: model(t, training=False), jit_compile=False)
+    with tf.device("/device:FPGA:0"):
+        for _ in range(3):
+            got = call(tf.constant(x)).numpy()
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    held = held_by_programs()
+    assert "Einsum" in held, sorted(set(held))
+    programs = sum(1 for path in sorted(work.glob("program_*.txt")))
+    with tf.device("/device:FPGA:0"):
+        device, on_cpu = profiled_ops(lambda: call(tf.constant(x)).numpy())
+    assert "Einsum" in device, device
+    assert not [op for op in on_cpu if op in ("Einsum", "BatchMatMulV2", "Softmax")], on_cpu
+    print(f"attention: equal to the CPU in 3 calls; {programs} program(s) compiled; programs "
+          f"hold {sorted(set(held) & {'Einsum', 'BatchMatMulV2', 'Softmax', 'Mean'})}")
     print("done")
     sys.exit(0)
 

@@ -23,6 +23,8 @@ pub fn boot() -> Qemu {
 /// What the host sent the firmware, read from a recording of the wire.
 #[derive(Debug, Default)]
 pub struct Sent {
+    /// Programs stored: `LoadProgram`s of a first chunk (a program past
+    /// 2 KiB crosses in several).
     pub loads: usize,
     pub runs: usize,
     /// Launches of the ops a test counts.
@@ -98,7 +100,7 @@ pub fn on_the_mcu(
                     *gap += len;
                 }
                 match &frame.message {
-                    Message::LoadProgram(_) => seen.loads += 1,
+                    Message::LoadProgram(l) => seen.loads += usize::from(l.offset == 0),
                     Message::RunProgram(_) => {
                         seen.runs += 1;
                         run_offsets.push(sent.len() - rest.len());

@@ -498,6 +498,27 @@ fn a_keras_mlp_on_the_mcu_runs_each_step_as_one_stored_program() {
     );
 }
 
+/// Keras' MultiHeadAttention with a residual and a LayerNormalization on
+/// the MCU: its products (four projections and two `Einsum`s, each a
+/// `BatchMatMul` record) run inside one stored program, one `RunProgram`
+/// per call; only the profiled call launches them one by one, and the
+/// result equals the CPU.
+#[test]
+fn an_attention_block_on_the_mcu_runs_as_one_stored_program() {
+    let records = |k: &OpKind| matches!(k, OpKind::Record(r) if r.decl.name == "BatchMatMul");
+    let (stdout, sent) = programs_on_the_mcu(&["attention"], records);
+    assert!(
+        stdout.contains("attention: equal to the CPU in 3 calls; 1 program(s) compiled"),
+        "{stdout}"
+    );
+    assert_eq!(sent.loads, 1, "the program is stored once");
+    assert_eq!(sent.runs, 3, "one RunProgram per call");
+    assert_eq!(
+        sent.launches, 6,
+        "only the profiled call's 4 projections and 2 Einsums"
+    );
+}
+
 /// A Keras convnet on the MCU as one stored program: its convolution
 /// block (`_FusedConv2D`, `MaxPool`, `_FusedConv2D`), Flatten's `Reshape`
 /// and its dense head (`_FusedMatMul`, `Softmax`), run with one

@@ -542,6 +542,26 @@ fn reductions_in_device_programs_equal_the_cpu() {
     println!("{stdout}");
 }
 
+/// Keras' MultiHeadAttention with a residual and a LayerNormalization on
+/// `sim`: its projections and `Einsum`s are `BatchMatMul` records inside
+/// one program, equal to the CPU, and its ops are on the FPGA's profile
+/// plane under their own names (`tests/python/tf_programs.py attention`).
+#[test]
+fn an_attention_block_is_one_device_program_equal_to_the_cpu() {
+    let work = scratch("programs-attention");
+    let dir = work.path().to_str().expect("utf-8 path");
+    let output = run_tf_with_plugin("tf_programs.py", &[dir, "attention"], None);
+    let stdout = check(&output, "tf_programs.py attention");
+    tf_took_the_rewrite(&output);
+    assert!(
+        stdout.contains("attention: equal to the CPU in 3 calls; 1 program(s) compiled"),
+        "{stdout}"
+    );
+    // Keras 3 writes the projections as BatchMatMulV2, Keras 2 as Einsums.
+    assert!(stdout.contains("'Einsum'"), "{stdout}");
+    println!("{stdout}");
+}
+
 /// Keras `fit` of an MLP through device programs on `sim`, its variables
 /// on the FPGA and on the CPU, and of a small convnet, whose backward
 /// window ops (`MaxPoolGrad`, `AvgPoolGrad`, `Conv2DBackpropFilter`,
