@@ -561,6 +561,20 @@ pub const fn named(name: &str) -> Option<&'static OpDecl> {
     None
 }
 
+/// The `BatchMatMul` record with its transposes (`docs/ops.md`, "A record
+/// of two inputs").
+pub fn batch_matmul(transpose_a: bool, transpose_b: bool) -> OpKind {
+    let mut attrs = Attrs::default();
+    attrs.0[0] = u8::from(transpose_a);
+    attrs.0[1] = u8::from(transpose_b);
+    // Looked up when this builds, not when it runs.
+    const DECL: &OpDecl = match named("BatchMatMul") {
+        Some(decl) => decl,
+        None => panic!("no BatchMatMul in the catalogue"),
+    };
+    OpKind::Record(VendorOp { decl: DECL, attrs })
+}
+
 /// The catalogue code of the built-in op `name`; in a `const`, a name the
 /// catalogue lacks fails the build (so a device's table names its ops
 /// and states no code twice).

@@ -5,7 +5,7 @@
 use super::command::Command;
 use crate::ops::DeviceOp;
 use tensorplug_core::accelerator::{
-    Activation, Binary, DType, DeviceAddr, OpKind, Shape, TensorDesc, Unary,
+    Activation, Binary, DType, DeviceAddr, OpKind, Shape, TensorDesc, Unary, batch_matmul,
 };
 
 type Lookup<'a, T> = &'a dyn Fn(T) -> Result<TensorDesc, String>;
@@ -249,6 +249,7 @@ pub fn plan(node: i32, op: &DeviceOp, v: &Views<'_>) -> Result<Vec<Command>, Str
             n,
             adj_x,
             adj_y,
+            record,
         } => {
             let kind = OpKind::MatMul {
                 transpose_a: adj_x,
@@ -256,6 +257,13 @@ pub fn plan(node: i32, op: &DeviceOp, v: &Views<'_>) -> Result<Vec<Command>, Str
             };
             let xs = if adj_x { [k, m] } else { [m, k] };
             let ys = if adj_y { [n, k] } else { [k, n] };
+            if record {
+                let batched = |t, d: [u64; 2]| (v.desc)(t, &[batch, d[0], d[1]]);
+                let inputs = vec![batched(x, xs)?, batched(y, ys)?];
+                let kind = batch_matmul(adj_x, adj_y);
+                commands.push(launch(kind, inputs, batched(out, [m, n])?));
+                return Ok(commands);
+            }
             let (xd, yd, od) = (
                 (v.desc)(x, &xs)?,
                 (v.desc)(y, &ys)?,

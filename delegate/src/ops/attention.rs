@@ -8,7 +8,7 @@ use super::checks::{all_f32, need, params};
 use super::plan::DeviceOp;
 use crate::graph::{NodeView, TensorView};
 use tensorplug_abi::tflite::{TfLiteBatchMatMulParams, TfLiteType};
-use tensorplug_core::accelerator::{Capabilities, MAX_RANK, OpKind};
+use tensorplug_core::accelerator::{Capabilities, DType, MAX_RANK, OpKind, batch_matmul};
 
 /// float32 `TRANSPOSE` by a constant int32 permutation.
 pub fn transpose_f32(
@@ -62,7 +62,8 @@ fn permutation(pt: &TensorView, rank: usize) -> Result<[u8; MAX_RANK], String> {
 }
 
 /// float32 `BATCH_MATMUL` of operands of one rank whose batch axes are
-/// equal (no broadcast): one device `MatMul` per batch element.
+/// equal (no broadcast): one `BatchMatMul` record where the device lists
+/// it, else one device `MatMul` per batch element.
 pub fn batch_matmul_f32(
     node: &NodeView,
     tensor: &dyn Fn(i32) -> Result<TensorView, String>,
@@ -101,6 +102,7 @@ pub fn batch_matmul_f32(
         transpose_b: p.adj_y,
     };
     need(caps, kind)?;
+    let record = rank > 2 && caps.supports(batch_matmul(p.adj_x, p.adj_y), DType::F32);
     let batch: usize = xt.dims[..rank - 2].iter().product();
     let u = |v: usize| v as u64;
     Ok(DeviceOp::BatchMatMulF32 {
@@ -113,6 +115,7 @@ pub fn batch_matmul_f32(
         n: u(n),
         adj_x: p.adj_x,
         adj_y: p.adj_y,
+        record,
     })
 }
 
@@ -207,8 +210,20 @@ mod tests {
                 n: 6,
                 adj_x: false,
                 adj_y: true,
+                record: true,
                 ..
             })
+        ));
+        // A device without the record: one MatMul per batch element.
+        let matmul = OpKind::MatMul {
+            transpose_a: false,
+            transpose_b: true,
+        };
+        let per_matrix = Capabilities::f32(OpSet::EMPTY.with(matmul), false);
+        let ok = batch_matmul_f32(&n, &shapes(&[2, 3, 6, 5]), &per_matrix);
+        assert!(matches!(
+            ok,
+            Ok(DeviceOp::BatchMatMulF32 { record: false, .. })
         ));
         let broadcast = batch_matmul_f32(&n, &shapes(&[1, 3, 6, 5]), &all());
         assert!(broadcast.unwrap_err().contains("equal batch axes"));

@@ -153,6 +153,9 @@ pub enum DeviceOp {
         n: u64,
         adj_x: bool,
         adj_y: bool,
+        /// One `BatchMatMul` record (the device lists it), else one
+        /// `MatMul` per batch element.
+        record: bool,
     },
     /// `SHAPE`, `STRIDED_SLICE` or `PACK` evaluated at prepare
     /// (`ops::shape`): `out`'s int32 values, and the tensors whose shapes

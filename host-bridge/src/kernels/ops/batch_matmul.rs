@@ -20,7 +20,7 @@ use crate::kernels::tf::{Construction, Context};
 use std::ffi::CStr;
 use tensorplug_abi::tf::TF_DataType;
 use tensorplug_core::accelerator::{
-    ATTR_BYTES, Attrs, DType, DeviceAddr, OpKind, Shape, TensorDesc, VendorOp, named,
+    ATTR_BYTES, Attrs, DType, DeviceAddr, OpKind, Shape, TensorDesc, VendorOp, batch_matmul, named,
 };
 
 /// The catalogue's `BatchMatMul` record (its family; no transposes).
@@ -305,7 +305,7 @@ impl Batched {
         if self.a_batch != batch || !(shared || self.b_batch == batch) || m == 0 || n == 0 {
             return None;
         }
-        let kind = record_kind(self.t)?;
+        let kind = record_kind(self.t);
         run.supports(kind).then_some(kind)
     }
 
@@ -344,7 +344,7 @@ impl Batched {
                 transpose_b: self.t.b,
             }
         } else {
-            record_kind(self.t)?
+            record_kind(self.t)
         };
         let with = |lead: &[u64], m: [u64; 2]| [lead, &m[..]].concat();
         Some((
@@ -356,11 +356,8 @@ impl Batched {
 }
 
 /// The catalogue's `BatchMatMul` record with transposes `t`.
-pub(crate) fn record_kind(t: Transposes) -> Option<OpKind> {
-    let mut attrs = Attrs::default();
-    attrs.0[0] = u8::from(t.a);
-    attrs.0[1] = u8::from(t.b);
-    named("BatchMatMul")?.kind(&attrs)
+pub(crate) fn record_kind(t: Transposes) -> OpKind {
+    batch_matmul(t.a, t.b)
 }
 
 fn launch_one(
