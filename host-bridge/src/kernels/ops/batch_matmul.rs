@@ -295,14 +295,22 @@ impl Batched {
 }
 
 impl Batched {
-    /// The `BatchMatMul` record for this product, if the device has it and
-    /// the product is its form: `a` not broadcast, `b` either of `a`'s
-    /// batch or one matrix for all.
-    fn record(&self, run: &Launcher<'_>) -> Option<OpKind> {
+    /// Whether one command computes this product: `a` not broadcast, and
+    /// `b` of `a`'s batch or one matrix for all.
+    fn is_one_command(&self) -> bool {
         let batch = self.out_batch();
-        let shared = self.b_batch.iter().all(|&d| d == 1);
+        self.a_batch == batch && (self.b_shared() || self.b_batch == batch)
+    }
+
+    fn b_shared(&self) -> bool {
+        self.b_batch.iter().all(|&d| d == 1)
+    }
+
+    /// The `BatchMatMul` record for this product, if it is one command's
+    /// and the device has the record.
+    fn record(&self, run: &Launcher<'_>) -> Option<OpKind> {
         let (m, n) = self.mn();
-        if self.a_batch != batch || !(shared || self.b_batch == batch) || m == 0 || n == 0 {
+        if !self.is_one_command() || m == 0 || n == 0 {
             return None;
         }
         let kind = record_kind(self.t);
@@ -317,28 +325,23 @@ impl Batched {
         b: TensorDesc,
         count: u64,
     ) -> KernelResult<(TensorDesc, TensorDesc)> {
-        let shared = self.b_batch.iter().all(|&d| d == 1);
         let a = view_as(a, 0, &[count, self.a[0], self.a[1]])?;
-        let b = if shared {
+        let b = if self.b_shared() {
             view(b, 0, self.b)?
         } else {
             view_as(b, 0, &[count, self.b[0], self.b[1]])?
         };
         Ok((a, b))
     }
-}
 
-impl Batched {
     /// The one command a program runs this product as, and the shapes it
     /// reads `a` and `b` in: a `MatMul` of two matrices, or the
     /// `BatchMatMul` record; `None` for a broadcast `a`.
     pub(super) fn as_one_command(&self) -> Option<(OpKind, Vec<u64>, Vec<u64>)> {
-        let batch = self.out_batch();
-        let shared = self.b_batch.iter().all(|&d| d == 1);
-        if self.a_batch != batch || !(shared || self.b_batch == batch) {
+        if !self.is_one_command() {
             return None;
         }
-        let kind = if batch.is_empty() {
+        let kind = if self.a_batch.is_empty() {
             OpKind::MatMul {
                 transpose_a: self.t.a,
                 transpose_b: self.t.b,

@@ -5,14 +5,15 @@
 //! [`view_shape`], once per input shapes.
 
 use super::super::failure::{Failure, KernelResult};
-use super::super::ops::einsum::Equation;
 use super::super::ops::window::{
     gradient_ops, gradient_sizes_input, lower_for_program, lower_gradient_for_program,
     program_holds,
 };
-use super::super::ops::{self, TfKernel, Transposes, record_kind};
+use super::super::ops::{self, TfKernel};
 use super::super::tf::AttrSource;
-use super::pieces::{Cmd, Lowering, Operand, Piece};
+pub use super::batched::needs_record;
+use super::batched::{self, BATCHED};
+use super::pieces::Lowering;
 use super::reduce;
 pub use super::reduce::{AXES_ATTR, REDUCE_OPS};
 use crate::graph::nodes::{attr_of, type_attr};
@@ -134,14 +135,7 @@ pub fn supported(node: &NodeDef) -> bool {
             let data_inputs = node.input.iter().filter(|i| !i.starts_with('^')).count();
             return float && data_inputs == 1;
         }
-        op if BATCHED.contains(&op) => {
-            let data_inputs = node.input.iter().filter(|i| !i.starts_with('^')).count();
-            return float && data_inputs == 2 && adjoints(node).is_some();
-        }
-        "Einsum" => {
-            let data_inputs = node.input.iter().filter(|i| !i.starts_with('^')).count();
-            return float && data_inputs == 2 && equation(node).is_some_and(|e| e.in_program());
-        }
+        op if BATCHED.contains(&op) || op == "Einsum" => return float && batched::holds(node),
         _ => {}
     }
     // One float32 type, and the arity of its command: an op whose kernel
@@ -159,108 +153,6 @@ pub fn supported(node: &NodeDef) -> bool {
         _ => return false,
     };
     static_op(&node.op).is_some() && float && one_type && data_inputs == arity
-}
-
-/// TF's batched products a program holds, as one `BatchMatMul` record
-/// (a `MatMul` for two matrices).
-pub const BATCHED: [&str; 2] = ["BatchMatMul", "BatchMatMulV2"];
-
-/// A batched product's `adj_x` and `adj_y` (absent: false).
-fn adjoints(node: &NodeDef) -> Option<Transposes> {
-    let flag = |key: &str| match attr_of(node, key) {
-        None => Some(false),
-        Some(&Value::B(b)) => Some(b),
-        Some(_) => None,
-    };
-    Some(Transposes {
-        a: flag("adj_x")?,
-        b: flag("adj_y")?,
-    })
-}
-
-/// The device op a batched product needs beyond the ops every program
-/// command has: its record, which the graph pass asks the device for.
-pub fn needs_record(node: &NodeDef) -> Option<OpKind> {
-    match node.op.as_str() {
-        op if BATCHED.contains(&op) => adjoints(node).map(record_kind),
-        "Einsum" => Some(record_kind(Transposes::default())),
-        _ => None,
-    }
-}
-
-/// An `Einsum`'s equation, if it reads.
-fn equation(node: &NodeDef) -> Option<Equation> {
-    match attr_of(node, "equation") {
-        Some(Value::S(s)) => Equation::parse(std::str::from_utf8(s).ok()?).ok(),
-        _ => None,
-    }
-}
-
-/// An `Einsum` of inputs `a`, `b`: each operand transposed into place and
-/// copied into the shape the product reads (where either is needed), the
-/// product, then the result transposed or copied into the output.
-fn einsum(node: &NodeDef, shapes: &[Shape]) -> Result<Lowering, String> {
-    let e = equation(node)
-        .ok_or("no equation")?
-        .program(shapes)
-        .map_err(|f| f.cause)?;
-    let mut low = Lowering {
-        out: e.out,
-        temps: Vec::new(),
-        pieces: Vec::new(),
-    };
-    let step = |low: &mut Lowering, cmd: Cmd, inputs: Vec<Operand>, out: Option<Shape>| {
-        let output = match out {
-            Some(shape) => {
-                low.temps.push(shape);
-                Operand::Temp(low.temps.len() - 1)
-            }
-            None => Operand::Output,
-        };
-        low.pieces.push(Piece {
-            cmd,
-            inputs,
-            output,
-        });
-        output
-    };
-    let mut read = Vec::new();
-    for o in &e.operands {
-        let (mut at, mut shape) = (Operand::Input(o.input), shapes[o.input]);
-        if let Some((perm, moved)) = o.transpose {
-            at = step(
-                &mut low,
-                Cmd::Launch(OpKind::Transpose(perm)),
-                vec![at],
-                Some(moved),
-            );
-            shape = moved;
-        }
-        if shape != o.read_as {
-            at = step(&mut low, Cmd::Copy, vec![at], Some(o.read_as));
-        }
-        read.push(at);
-    }
-    let product = Cmd::Launch(e.kind);
-    match e.out_perm {
-        None if e.result == e.out => {
-            step(&mut low, product, read, None);
-        }
-        None => {
-            let result = step(&mut low, product, read, Some(e.result));
-            step(&mut low, Cmd::Copy, vec![result], None);
-        }
-        Some(perm) => {
-            let result = step(&mut low, product, read, Some(e.result));
-            step(
-                &mut low,
-                Cmd::Launch(OpKind::Transpose(perm)),
-                vec![result],
-                None,
-            );
-        }
-    }
-    Ok(low)
 }
 
 /// The node's catalogue op with its attributes (shapes aside).
@@ -341,7 +233,7 @@ pub fn max_temps(node: &NodeDef) -> usize {
 /// # Errors
 /// A node a program does not hold, or shapes its op refuses.
 pub fn lower_node(node: &NodeDef, shapes: &[Shape]) -> Result<Lowering, String> {
-    let named = |e: String| format!("{} '{}': {e}", node.op, node.name);
+    let named = |e: String| named_error(node, e);
     if gradient_sizes_input(&node.op).is_some() {
         let sizes = match attr_of(node, SIZES_ATTR) {
             Some(Value::List(l)) => l.i.clone(),
@@ -360,7 +252,7 @@ pub fn lower_node(node: &NodeDef, shapes: &[Shape]) -> Result<Lowering, String> 
         };
     }
     if node.op == "Einsum" {
-        return einsum(node, shapes).map_err(named);
+        return batched::einsum(node, shapes).map_err(named);
     }
     match (node.op.as_str(), shapes) {
         // `x · x`, and `x · (−1)` with the −1 filled: exact, as TF's `x * x`
@@ -381,6 +273,11 @@ pub fn lower_node(node: &NodeDef, shapes: &[Shape]) -> Result<Lowering, String> 
     Ok(Lowering::launch(kind, shapes.len(), out))
 }
 
+/// `e` prefixed with `node`'s op and name.
+pub(super) fn named_error(node: &NodeDef, e: String) -> String {
+    format!("{} '{}': {e}", node.op, node.name)
+}
+
 /// `node`'s command for inputs of `shapes`: its op and output shape.
 ///
 /// # Errors
@@ -390,21 +287,9 @@ pub fn lower(node: &NodeDef, shapes: &[Shape]) -> Result<(OpKind, Shape), String
     if let Some(lowered) = lower_for_program(&node.op, &NodeAttrs(node), shapes) {
         return lowered.map_err(|f| format!("{} '{}': {}", node.op, node.name, f.cause));
     }
-    let kind = match (node.op.as_str(), shapes) {
-        // Two matrices: a `MatMul`; a broadcast `a` is refused by the
-        // record's rule below, and its segment runs op by op.
-        (op, [a, b]) if BATCHED.contains(&op) => {
-            let t = adjoints(node).ok_or_else(|| format!("{op} '{}': adjoints", node.name))?;
-            if a.dims().len() == 2 && b.dims().len() == 2 {
-                OpKind::MatMul {
-                    transpose_a: t.a,
-                    transpose_b: t.b,
-                }
-            } else {
-                record_kind(t)
-            }
-        }
-        _ => kind(node).ok_or_else(|| format!("{} is not an op a program holds", node.op))?,
+    let kind = match batched::product(node, shapes) {
+        Some(kind) => kind.map_err(|e| named_error(node, e))?,
+        None => kind(node).ok_or_else(|| format!("{} is not an op a program holds", node.op))?,
     };
     let desc = |s: Shape| TensorDesc::new(DeviceAddr(0), DType::F32, s);
     let inputs: Vec<TensorDesc> = shapes.iter().map(|&s| desc(s)).collect();
@@ -489,8 +374,10 @@ fn reshaped(input: Shape, shape: &[i64]) -> Result<Vec<u64>, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::pieces::{Cmd, Operand};
     use super::*;
     use crate::graph::proto::AttrValue;
+    use crate::kernels::ops::{Transposes, record_kind};
 
     fn leaky(alpha: Option<f32>) -> NodeDef {
         let mut n = NodeDef {

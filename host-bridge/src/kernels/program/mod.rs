@@ -6,6 +6,7 @@
 //! says false when the device refused, and the segment's own nodes run
 //! instead (`graph/program_native.rs`). `docs/device-programs.md`.
 
+mod batched;
 mod compile;
 mod host_inputs;
 pub mod lower;
