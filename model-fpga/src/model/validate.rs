@@ -291,7 +291,7 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
     let t = CommandFlags::TRANSPOSE_A.0 | CommandFlags::TRANSPOSE_B.0;
     let binary = Uses(Uses::SRC0 | Uses::SRC1 | Uses::DST | Uses::LEN | Uses::MNK);
     let unary = Uses(Uses::SRC0 | Uses::DST | Uses::LEN);
-    let window_i8 =
+    let every_field =
         Uses(Uses::SRC0 | Uses::SRC1 | Uses::SRC2 | Uses::DST | Uses::LEN | Uses::MNK | Uses::IMM);
     Some(match op {
         Opcode::NOP => (Features(0), Uses(0), 0),
@@ -372,9 +372,9 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
             Uses(Uses::SRC0 | Uses::DST | Uses::MN),
             0,
         ),
-        Opcode::CONV2D_I8 | Opcode::DEPTHWISE_CONV2D_I8 => (Features::INT8, window_i8, 0),
+        Opcode::CONV2D_I8 | Opcode::DEPTHWISE_CONV2D_I8 => (Features::INT8, every_field, 0),
         Opcode::MAX_POOL_I8 | Opcode::AVG_POOL_I8 => {
-            (Features::INT8, Uses(window_i8.0 & !Uses::SRC1), 0)
+            (Features::INT8, Uses(every_field.0 & !Uses::SRC1), 0)
         }
         Opcode::GEMM_I8 => (
             Features::INT8,
@@ -447,19 +447,7 @@ fn shape_of(op: Opcode) -> Option<(Features, Uses, u16)> {
             Uses(Uses::SRC0 | Uses::SRC1 | Uses::DST | Uses::MNK),
             0,
         ),
-        Opcode::RECORD => (
-            Features::RECORDS,
-            Uses(
-                Uses::SRC0
-                    | Uses::SRC1
-                    | Uses::SRC2
-                    | Uses::DST
-                    | Uses::LEN
-                    | Uses::MNK
-                    | Uses::IMM,
-            ),
-            0,
-        ),
+        Opcode::RECORD => (Features::RECORDS, every_field, 0),
         // The per-op element-wise opcodes of ABI 1.0–1.2.
         op => {
             let e = op.per_op_elementwise()?;
