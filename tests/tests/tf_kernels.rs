@@ -58,7 +58,9 @@ fn every_kernel_matches_the_cpu() {
 
 /// A batch of matrix products is one `BatchMatMul` record on the device's
 /// profile plane (issue 43: attention's products as one command), equal to
-/// the CPU; a broadcast `a` still runs one `MatMul` per matrix.
+/// the CPU; a broadcast `a` still runs one `MatMul` per matrix; `Einsum`s
+/// whose output interleaves the product's groups equal the CPU, eagerly
+/// and in a program.
 #[test]
 fn a_batched_matmul_is_one_device_command() {
     let out = run("tf_batched_matmul.py", &[]);
@@ -67,6 +69,7 @@ fn a_batched_matmul_is_one_device_command() {
         &[
             "equal batch: BatchMatMulV2 1 device command(s)",
             "a broadcast: BatchMatMulV2 3 device command(s)",
+            "5 interleaving Einsums equal the CPU, eagerly and in a program",
             "batched products: OK",
         ],
     );

@@ -110,7 +110,10 @@ impl Op for Einsum {
         let result_tensor = ctx.temp(&result_shape)?;
         let result = run.desc(&result_tensor, result_shape)?;
         mm.launch(run, a, b, result)?;
-        run.launch(OpKind::Transpose(perm), &[result], out)
+        // The permutation is of the result's labels, not of its merged
+        // groups (`ij,bjk->bik`: `[i, b·k]` seen as `[i, b, k]`).
+        let labelled = TensorDesc::new(result.addr, result.dtype, flat(&plan.result_dims)?);
+        run.launch(OpKind::Transpose(perm), &[labelled], out)
     }
 }
 
@@ -177,6 +180,9 @@ pub(super) struct Plan {
     swap: bool,
     /// The transpose of the MatMul result into the output, if it needs one.
     out_perm: Option<[u8; MAX_RANK]>,
+    /// The MatMul result's dims label by label (`[batch…, m…, n…]`), which
+    /// `out_perm` permutes; the MatMul writes them with each group merged.
+    result_dims: Vec<u64>,
 }
 
 impl Equation {
@@ -414,6 +420,7 @@ impl Equation {
                 matmul: None,
                 swap: false,
                 out_perm: None,
+                result_dims: Vec::new(),
             });
         }
         let (a, b) = (&inputs[0], &inputs[1]);
@@ -525,6 +532,7 @@ impl Equation {
             } else {
                 permutation(&result, &out)
             },
+            result_dims: dims(&result),
         })
     }
 }

@@ -99,8 +99,11 @@ pub fn einsum(node: &NodeDef, shapes: &[Shape]) -> Result<Lowering, String> {
             let result = step(&mut low, product, read, Some(e.result));
             step(&mut low, Cmd::Copy, vec![result], None);
         }
-        Some(perm) => {
-            let result = step(&mut low, product, read, Some(e.result));
+        Some((perm, labelled)) => {
+            let mut result = step(&mut low, product, read, Some(e.result));
+            if labelled != e.result {
+                result = step(&mut low, Cmd::Copy, vec![result], Some(labelled));
+            }
             step(
                 &mut low,
                 Cmd::Launch(OpKind::Transpose(perm)),
@@ -136,12 +139,23 @@ pub fn product(node: &NodeDef, shapes: &[Shape]) -> Option<Result<OpKind, String
     let Some(t) = adjoints(node) else {
         return Some(Err("adjoints".into()));
     };
-    Some(Ok(if a.dims().len() == 2 && b.dims().len() == 2 {
-        OpKind::MatMul {
+    let (ad, bd) = (a.dims(), b.dims());
+    if ad.len() == 2 && bd.len() == 2 {
+        return Some(Ok(OpKind::MatMul {
             transpose_a: t.a,
             transpose_b: t.b,
-        }
-    } else {
-        record_kind(t)
-    }))
+        }));
+    }
+    // The record's form, said in words before its rule says it in codes.
+    let lead = ad.len().saturating_sub(2);
+    let same_rank = bd.len() == ad.len();
+    let shared = bd.len() == 2 || (same_rank && bd[..lead].iter().all(|&d| d == 1));
+    if ad.len() < 3 || !(shared || (same_rank && ad[..lead] == bd[..lead])) {
+        return Some(Err(format!(
+            "operands {ad:?} and {bd:?} broadcast a batch axis of the left one or part of the \
+             right one's, which is no one command (one takes equal batch axes, or the right \
+             operand as one matrix for all)"
+        )));
+    }
+    Some(Ok(record_kind(t)))
 }

@@ -221,8 +221,9 @@ pub fn max_temps(node: &NodeDef) -> usize {
         op if REDUCE_OPS.contains(&op) => reduce::MAX_TEMPS,
         // `Neg`'s −1.
         "Neg" => 1,
-        // Two transposed and two copied operands, and the product.
-        "Einsum" => 5,
+        // Two transposed and two copied operands, the product and its
+        // result seen label by label.
+        "Einsum" => 6,
         _ => 0,
     }
 }
@@ -455,8 +456,15 @@ mod tests {
                 ..
             }
         ));
-        // A broadcast `a` is no one command: its segment runs op by op.
-        assert!(lower(&bmm, &[shape(&[1, 5, 6]), shape(&[3, 7, 6])]).is_err());
+        // A broadcast `a`, or part of `b`'s batch broadcast, is no one
+        // command: its segment runs op by op, and the warning says why.
+        let why = lower(&bmm, &[shape(&[1, 5, 6]), shape(&[3, 7, 6])]).unwrap_err();
+        assert!(
+            why.contains("operands [1, 5, 6] and [3, 7, 6] broadcast"),
+            "{why}"
+        );
+        assert!(lower(&bmm, &[shape(&[2, 3, 5, 6]), shape(&[2, 1, 7, 6])]).is_err());
+        assert!(lower(&bmm, &[shape(&[5, 6]), shape(&[3, 7, 6])]).is_err());
     }
 
     #[test]
@@ -484,6 +492,26 @@ mod tests {
         let low = lower_node(&values, &[shape(&[2, 3, 5, 5]), x]).unwrap();
         assert_eq!(low.out, x);
         assert!(low.temps.len() <= max_temps(&values));
+        // An output interleaving the groups: the product's [i, b·k] is
+        // copied into [i, b, k] before the transpose into [b, i, k].
+        let mixed = eq("ij,bjk->bik");
+        let low = lower_node(&mixed, &[shape(&[4, 5]), shape(&[3, 5, 6])]).unwrap();
+        let cmds: Vec<Cmd> = low.pieces.iter().map(|p| p.cmd).collect();
+        assert!(
+            matches!(
+                cmds.as_slice(),
+                [
+                    ..,
+                    Cmd::Launch(OpKind::MatMul { .. }),
+                    Cmd::Copy,
+                    Cmd::Launch(OpKind::Transpose(_))
+                ]
+            ),
+            "{cmds:?}"
+        );
+        assert_eq!(low.temps[low.temps.len() - 1], shape(&[4, 3, 6]));
+        assert_eq!(low.out, shape(&[3, 4, 6]));
+        assert!(low.temps.len() <= max_temps(&mixed));
         // Summed within an operand, a diagonal, `...`, one operand: op by op.
         for e in ["ab,bc->a", "aa,ab->b", "...ab,bc->...ac", "ab->ba"] {
             assert!(!supported(&eq(e)), "{e}");

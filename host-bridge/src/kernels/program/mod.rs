@@ -125,7 +125,7 @@ impl ProgramAttrs {
             ));
             cache.remove(0);
         }
-        dump(node, &compiled, cache.len());
+        dump(node, &compiled);
         cache.push((shapes.to_vec(), compiled.clone()));
         Ok(compiled)
     }
@@ -183,13 +183,17 @@ fn set_ran(ctx: &Context, n_results: usize, ran: bool) -> KernelResult<()> {
 
 /// With `TENSORPLUG_GRAPH_DUMP_DIR` set, writes each compiled program there
 /// (`program_<node>_<n>.tppg`) with a line about it (`.txt`).
-fn dump(node: &str, program: &Compiled, n: usize) {
+fn dump(node: &str, program: &Compiled) {
+    // Numbered in the process, not per kernel: two functions' program
+    // nodes of one name (a model traced twice) each keep their files.
+    static DUMPED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let Ok(Some(dir)) = crate::settings::get(crate::settings::GRAPH_DUMP_DIR) else {
         return;
     };
     if program.is_nothing() {
         return;
     }
+    let n = DUMPED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let stem = format!("program_{}_{n}", node.replace('/', "_"));
     let dir = std::path::Path::new(&dir.text);
     let summary = format!(

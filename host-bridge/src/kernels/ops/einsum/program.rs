@@ -30,8 +30,9 @@ pub struct ProgramEinsum {
     pub kind: OpKind,
     /// Its result's shape.
     pub result: Shape,
-    /// The transpose of the result into the output, if it needs one.
-    pub out_perm: Option<[u8; MAX_RANK]>,
+    /// The transpose of the result into the output, if it needs one, and
+    /// the result's shape label by label, which it permutes.
+    pub out_perm: Option<([u8; MAX_RANK], Shape)>,
     /// The output's shape.
     pub out: Shape,
 }
@@ -96,7 +97,10 @@ impl Equation {
             operands: [operand(li, &a)?, operand(ri, &b)?],
             kind,
             result: mm.out_shape()?,
-            out_perm: plan.out_perm,
+            out_perm: match plan.out_perm {
+                Some(perm) => Some((perm, flat(&plan.result_dims)?)),
+                None => None,
+            },
             out: flat(&plan.out_dims)?,
         })
     }

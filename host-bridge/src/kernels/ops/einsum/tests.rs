@@ -171,3 +171,20 @@ fn an_output_above_rank_6_and_huge_empty_operands_are_refused() {
     let err = plan("abc,cd->abd", &[&[huge, huge, 0], &[0, 5]]).unwrap_err();
     assert!(format!("{err:?}").contains("2^64"), "{err:?}");
 }
+
+#[test]
+fn an_output_that_interleaves_groups_is_permuted_label_by_label() {
+    // `ij,bjk->bik`: the product is [i, b·k] (b and k merged as the right
+    // operand's free labels); its transpose permutes [i, b, k]. Permuting
+    // the merged [i, b·k] by a 3-axis perm failed on the device.
+    let p = plan("ij,bjk->bik", &[&[4, 5], &[3, 5, 6]]).unwrap();
+    assert_eq!(p.out_dims, [3, 4, 6]);
+    assert_eq!(p.matmul.unwrap().out_shape().unwrap().dims(), [4, 18]);
+    assert_eq!(p.result_dims, [4, 3, 6]);
+    assert_eq!(p.out_perm.unwrap()[..3], [1, 0, 2]);
+    // `...` broadcasting the left operand's own axis: the same.
+    let p = plan("...ij,...jk->...ik", &[&[2, 3, 4, 5], &[3, 5, 6]]).unwrap();
+    assert_eq!(p.out_dims, [2, 3, 4, 6]);
+    assert_eq!(p.result_dims.iter().product::<u64>(), 2 * 3 * 4 * 6);
+    assert!(p.out_perm.is_some());
+}
