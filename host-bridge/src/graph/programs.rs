@@ -13,7 +13,7 @@ use super::{program_native, program_size};
 use crate::error::Result;
 use crate::kernels::ops::window::gradient_sizes_input;
 use crate::kernels::program::lower::{
-    AXES_ATTR, REDUCE_OPS, SHAPE_ATTR, SIZES_ATTR, needs_record, supported,
+    AXES_ATTR, PERM_ATTR, REDUCE_OPS, SHAPE_ATTR, SIZES_ATTR, needs_record, supported,
 };
 use crate::kernels::program::segment::{Segment, canonical};
 use crate::settings;
@@ -145,6 +145,7 @@ type Shapes = HashMap<String, (&'static str, usize, Vec<i64>)>;
 fn constant_operand(op: &str) -> Option<(&'static str, usize, &'static [usize])> {
     match op {
         "Reshape" => Some((SHAPE_ATTR, 1, &[1])),
+        "Transpose" => Some((PERM_ATTR, 1, &[1])),
         op if REDUCE_OPS.contains(&op) => Some((AXES_ATTR, 1, &[0, 1])),
         op => gradient_sizes_input(op)
             .flatten()

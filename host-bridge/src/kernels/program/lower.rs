@@ -19,7 +19,9 @@ pub use super::reduce::{AXES_ATTR, REDUCE_OPS};
 use crate::graph::nodes::{attr_of, type_attr};
 use crate::graph::proto::{DataType, NodeDef, attr_value::Value};
 use std::ffi::CStr;
-use tensorplug_core::accelerator::{DType, DeviceAddr, OpDesc, OpKind, Shape, TensorDesc};
+use tensorplug_core::accelerator::{
+    DType, DeviceAddr, MAX_RANK, OpDesc, OpKind, Shape, TensorDesc,
+};
 
 /// A node's attributes as a kernel reads them at construction.
 struct NodeAttrs<'a>(&'a NodeDef);
@@ -76,6 +78,27 @@ pub const VIEW_OPS: [&str; 2] = ["Reshape", "Squeeze"];
 /// A segment `Reshape`'s constant shape (TF's, with at most one -1).
 pub const SHAPE_ATTR: &str = "_tensorplug_shape";
 
+/// A segment `Transpose`'s constant permutation.
+pub const PERM_ATTR: &str = "_tensorplug_perm";
+
+/// A segment `Transpose`'s permutation ([`PERM_ATTR`]) and its length, if
+/// every entry is an axis.
+fn constant_perm(node: &NodeDef) -> Option<([u8; MAX_RANK], usize)> {
+    let Some(Value::List(l)) = attr_of(node, PERM_ATTR) else {
+        return None;
+    };
+    let mut perm = [0u8; MAX_RANK];
+    if l.i.len() > MAX_RANK {
+        return None;
+    }
+    for (p, &i) in perm.iter_mut().zip(&l.i) {
+        *p = u8::try_from(i)
+            .ok()
+            .filter(|&a| usize::from(a) < MAX_RANK)?;
+    }
+    Some((perm, l.i.len()))
+}
+
 /// A segment window gradient's constant sizes (TF's `input_sizes`,
 /// `filter_sizes` or `orig_input_shape`).
 pub const SIZES_ATTR: &str = "_tensorplug_sizes";
@@ -83,13 +106,14 @@ pub const SIZES_ATTR: &str = "_tensorplug_sizes";
 /// The TF op type of `node` as a `'static` name (a profiler label), if a
 /// program can hold it.
 pub fn static_op(op: &str) -> Option<&'static str> {
-    const FIXED: [&str; 6] = [
+    const FIXED: [&str; 7] = [
         "MatMul",
         "_FusedMatMul",
         "BiasAdd",
         "BatchMatMul",
         "BatchMatMulV2",
         "Einsum",
+        "Transpose",
     ];
     FIXED
         .iter()
@@ -129,6 +153,7 @@ pub fn supported(node: &NodeDef) -> bool {
     }
     match node.op.as_str() {
         "Squeeze" => return float,
+        "Transpose" => return float && constant_perm(node).is_some(),
         "Reshape" => return float && attr_of(node, SHAPE_ATTR).is_some(),
         op if REDUCE_OPS.contains(&op) => return float && attr_of(node, AXES_ATTR).is_some(),
         "Neg" | "Square" => {
@@ -186,6 +211,7 @@ fn kind(node: &NodeDef) -> Option<OpKind> {
                 relu,
             }
         }
+        "Transpose" => OpKind::Transpose(constant_perm(node)?.0),
         "BiasAdd" => {
             let nhwc = match attr_of(node, "data_format") {
                 None => true,
@@ -254,6 +280,15 @@ pub fn lower_node(node: &NodeDef, shapes: &[Shape]) -> Result<Lowering, String> 
     }
     if node.op == "Einsum" {
         return batched::einsum(node, shapes).map_err(named);
+    }
+    if let ("Transpose", [x]) = (node.op.as_str(), shapes) {
+        let (_, len) = constant_perm(node).ok_or_else(|| named("no permutation".into()))?;
+        if len != x.dims().len() {
+            return Err(named(format!(
+                "a permutation of {len} axes for an input of rank {}",
+                x.dims().len()
+            )));
+        }
     }
     match (node.op.as_str(), shapes) {
         // `x · x`, and `x · (−1)` with the −1 filled: exact, as TF's `x * x`
@@ -516,5 +551,31 @@ mod tests {
         for e in ["ab,bc->a", "aa,ab->b", "...ab,bc->...ac", "ab->ba"] {
             assert!(!supported(&eq(e)), "{e}");
         }
+    }
+
+    #[test]
+    fn a_transpose_by_a_constant_permutation_is_one_command() {
+        let perm = |p: &[i64]| {
+            let l = crate::graph::proto::attr_value::ListValue {
+                i: p.to_vec(),
+                ..Default::default()
+            };
+            node("Transpose", &[(PERM_ATTR, Value::List(l))])
+        };
+        let mut t = perm(&[0, 2, 1, 3]);
+        t.input.pop();
+        assert!(supported(&t));
+        let (kind, out) = lower(&t, &[shape(&[2, 3, 4, 5])]).unwrap();
+        assert!(matches!(kind, OpKind::Transpose(p) if p[..4] == [0, 2, 1, 3]));
+        assert_eq!(out, shape(&[2, 4, 3, 5]));
+        // A permutation of another rank, or not a permutation: refused.
+        assert!(lower_node(&t, &[shape(&[2, 3, 4])]).is_err());
+        let mut bad = perm(&[0, 0, 1, 3]);
+        bad.input.pop();
+        assert!(lower_node(&bad, &[shape(&[2, 3, 4, 5])]).is_err());
+        // Without the pass's attribute (a computed permutation): op by op.
+        let mut computed = node("Transpose", &[]);
+        computed.input.pop();
+        assert!(!supported(&computed));
     }
 }
