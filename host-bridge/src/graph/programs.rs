@@ -45,6 +45,12 @@ pub enum Decision {
     /// Left op by op: its first nodes alone need more buffers than a
     /// program has.
     TooLarge { first: String },
+    /// A device op no group took, and why.
+    OpByOp {
+        node: String,
+        op: String,
+        why: &'static str,
+    },
 }
 
 /// Replaces every segment with a program node of type `op`; returns what
@@ -60,6 +66,7 @@ pub fn form_programs(
     loop {
         let shapes = reshape_shapes(graph);
         let Some(group) = next_group(graph, preserve, device, &skipped, &shapes) else {
+            decisions.extend(op_by_op(graph, preserve, device, op, &skipped, &shapes));
             return decisions;
         };
         match contract_or_split(graph, &group, device, op, &shapes) {
@@ -84,6 +91,7 @@ impl std::fmt::Display for Decision {
                 f,
                 "no program for the group of {first}: it needs more buffers than a program has"
             ),
+            Self::OpByOp { node, op, why } => write!(f, "no program for {op} '{node}': {why}"),
         }
     }
 }
@@ -100,6 +108,58 @@ pub fn report(decisions: &[Decision]) -> Result<()> {
         crate::report::append(&file, decisions);
     }
     Ok(())
+}
+
+/// Why each op of ours on `device` that no program holds stays op by op
+/// (the device ops with a kernel of ours; TF's plumbing and the groups
+/// already reported, `skipped`, aside).
+fn op_by_op(
+    graph: &GraphDef,
+    preserve: &HashSet<String>,
+    device: &str,
+    program_op: &str,
+    skipped: &HashSet<String>,
+    shapes: &Shapes,
+) -> Vec<Decision> {
+    let ours: HashSet<&str> = crate::kernels::ops::builtin()
+        .filter_map(|k| k.op().to_str().ok())
+        .collect();
+    graph
+        .node
+        .iter()
+        .filter(|n| {
+            is_ours(&n.device, device)
+                && n.op != program_op
+                && ours.contains(n.op.as_str())
+                && !in_native_segment(n)
+                && !skipped.contains(&n.name)
+        })
+        .map(|n| Decision::OpByOp {
+            node: n.name.clone(),
+            op: n.op.clone(),
+            why: why_op_by_op(n, preserve, shapes),
+        })
+        .collect()
+}
+
+/// The first condition of [`candidate`] `node` fails, in words; a node
+/// that passes them all had no neighbour to join.
+fn why_op_by_op(node: &NodeDef, preserve: &HashSet<String>, shapes: &Shapes) -> &'static str {
+    if preserve.contains(&node.name) {
+        "TF fetches it"
+    } else if node.input.iter().any(|i| i.starts_with('^')) {
+        "it waits on a control edge"
+    } else if needs_record(node).is_some_and(|k| !every_device_has(k)) {
+        "a device lacks the BatchMatMul record"
+    } else if !if shapes.contains_key(&node.name) {
+        supported(&in_segment(node, shapes))
+    } else {
+        supported(node)
+    } {
+        "a program does not hold this op with these types and attributes"
+    } else {
+        "no neighbour a program holds"
+    }
 }
 
 /// A program node's name: its first member's, then this.
@@ -950,9 +1010,13 @@ mod tests {
     fn the_one_program(g: &mut GraphDef, first: &str, nodes: usize) -> (NodeDef, Segment) {
         let decisions = form_programs(g, &["out".to_string()].into(), "FPGA", OP);
         let program = format!("{first}/tensorplug_program");
+        let programs: Vec<&Decision> = decisions
+            .iter()
+            .filter(|d| !matches!(d, Decision::OpByOp { .. }))
+            .collect();
         assert_eq!(
-            decisions,
-            [Decision::Program {
+            programs,
+            [&Decision::Program {
                 program: program.clone(),
                 nodes
             }]
@@ -1259,13 +1323,32 @@ mod tests {
         preserve.insert("d2/BiasAdd".into());
         let decisions = form_programs(&mut g, &preserve, "FPGA", OP);
         // d1's MatMul and BiasAdd; d2's MatMul alone is too small; the
-        // softmax alone too.
+        // softmax alone too. Each op left says why, in the report.
+        let why = |node: &str, op: &str, why: &'static str| Decision::OpByOp {
+            node: node.into(),
+            op: op.into(),
+            why,
+        };
         assert_eq!(
             decisions,
-            [Decision::Program {
-                program: "d1/MatMul/tensorplug_program".into(),
-                nodes: 2
-            }]
+            [
+                Decision::Program {
+                    program: "d1/MatMul/tensorplug_program".into(),
+                    nodes: 2
+                },
+                why(
+                    "d1/Relu",
+                    "Relu",
+                    "a program does not hold this op with these types and attributes"
+                ),
+                why("d2/MatMul", "MatMul", "no neighbour a program holds"),
+                why("d2/BiasAdd", "BiasAdd", "TF fetches it"),
+                why("d2/Softmax", "Softmax", "no neighbour a program holds"),
+            ]
+        );
+        assert_eq!(
+            decisions[3].to_string(),
+            "no program for BiasAdd 'd2/BiasAdd': TF fetches it"
         );
         assert_eq!(
             find(&g, "d1/Relu").input,
