@@ -7,13 +7,13 @@
 
 use super::device::is_ours;
 use super::edges::{Input, Uses};
-use super::nodes::{int_constant, unique};
+use super::nodes::{int_constant, type_attr, unique};
 use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
 use super::{program_native, program_size};
 use crate::error::Result;
 use crate::kernels::ops::window::gradient_sizes_input;
 use crate::kernels::program::lower::{
-    AXES_ATTR, PERM_ATTR, REDUCE_OPS, SHAPE_ATTR, SIZES_ATTR, needs_record, supported,
+    AXES_ATTR, PERM_ATTR, REDUCE_OPS, SHAPE_ATTR, SIZES_ATTR, needs_record, static_op, supported,
 };
 use crate::kernels::program::segment::{Segment, canonical};
 use crate::settings;
@@ -121,8 +121,11 @@ fn op_by_op(
     skipped: &HashSet<String>,
     shapes: &Shapes,
 ) -> Vec<Decision> {
+    // Our kernels' ops, and the views a program holds (TF's own kernels
+    // run them, but a computed shape splits a group).
     let ours: HashSet<&str> = crate::kernels::ops::builtin()
         .filter_map(|k| k.op().to_str().ok())
+        .chain(crate::kernels::program::lower::VIEW_OPS)
         .collect();
     graph
         .node
@@ -156,9 +159,23 @@ fn why_op_by_op(node: &NodeDef, preserve: &HashSet<String>, shapes: &Shapes) -> 
     } else {
         supported(node)
     } {
-        "a program does not hold this op with these types and attributes"
+        why_not_held(node, shapes)
     } else {
         "no neighbour a program holds"
+    }
+}
+
+/// Why a program does not hold `node`, as far as the report can say.
+fn why_not_held(node: &NodeDef, shapes: &Shapes) -> &'static str {
+    let float = type_attr(node, "T") == Some(DataType::DtFloat as i32);
+    if static_op(&node.op).is_none() {
+        "a program does not hold this op"
+    } else if !float {
+        "a program holds it in float32 only"
+    } else if constant_operand(&node.op).is_some() && !shapes.contains_key(&node.name) {
+        "its shape, axes, sizes or permutation input is computed, not a constant"
+    } else {
+        "a program does not hold it with these attributes or inputs"
     }
 }
 
@@ -1310,6 +1327,33 @@ mod tests {
         );
     }
 
+    /// The report's reasons for ops left alone: a `Reshape` whose shape
+    /// is computed, an op of ours a program does not hold.
+    #[test]
+    fn the_report_says_why_an_op_stays_op_by_op() {
+        let preserve = preserve();
+        let mut g = mlp();
+        g.node.push(float(node("shape", "Shape", &["d1/Relu"])));
+        g.node
+            .push(float(node("flat", "Reshape", &["d1/Relu", "shape"])));
+        g.node.push(float(node("sum", "Cumsum", &["flat", "axis"])));
+        let why_of = |d: &[Decision], name: &str| {
+            d.iter().find_map(|d| match d {
+                Decision::OpByOp { node, why, .. } if node == name => Some(*why),
+                _ => None,
+            })
+        };
+        let decisions = form_programs(&mut g, &preserve, "FPGA", OP);
+        assert_eq!(
+            why_of(&decisions, "flat"),
+            Some("its shape, axes, sizes or permutation input is computed, not a constant")
+        );
+        assert_eq!(
+            why_of(&decisions, "sum"),
+            Some("a program does not hold this op")
+        );
+    }
+
     #[test]
     fn fetched_nodes_other_devices_and_other_types_stay() {
         let mut g = mlp();
@@ -1336,11 +1380,7 @@ mod tests {
                     program: "d1/MatMul/tensorplug_program".into(),
                     nodes: 2
                 },
-                why(
-                    "d1/Relu",
-                    "Relu",
-                    "a program does not hold this op with these types and attributes"
-                ),
+                why("d1/Relu", "Relu", "a program holds it in float32 only"),
                 why("d2/MatMul", "MatMul", "no neighbour a program holds"),
                 why("d2/BiasAdd", "BiasAdd", "TF fetches it"),
                 why("d2/Softmax", "Softmax", "no neighbour a program holds"),
@@ -1350,6 +1390,7 @@ mod tests {
             decisions[3].to_string(),
             "no program for BiasAdd 'd2/BiasAdd': TF fetches it"
         );
+
         assert_eq!(
             find(&g, "d1/Relu").input,
             ["d1/MatMul/tensorplug_program/native/result_0:0"]
