@@ -148,17 +148,18 @@ fn op_by_op(
 /// The first condition of [`candidate`] `node` fails, in words; a node
 /// that passes them all had no neighbour to join.
 fn why_op_by_op(node: &NodeDef, preserve: &HashSet<String>, shapes: &Shapes) -> &'static str {
+    let held = if shapes.contains_key(&node.name) {
+        supported(&in_segment(node, shapes))
+    } else {
+        supported(node)
+    };
     if preserve.contains(&node.name) {
         "TF fetches it"
     } else if node.input.iter().any(|i| i.starts_with('^')) {
         "it waits on a control edge"
     } else if needs_record(node).is_some_and(|k| !every_device_has(k)) {
         "a device lacks the BatchMatMul record"
-    } else if !if shapes.contains_key(&node.name) {
-        supported(&in_segment(node, shapes))
-    } else {
-        supported(node)
-    } {
+    } else if !held {
         why_not_held(node, shapes)
     } else {
         "no neighbour a program holds"
