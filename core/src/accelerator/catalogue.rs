@@ -563,10 +563,10 @@ pub const fn named(name: &str) -> Option<&'static OpDecl> {
 
 /// The `BatchMatMul` record with its transposes (`docs/ops.md`, "A record
 /// of two inputs").
-pub fn batch_matmul(transpose_a: bool, transpose_b: bool) -> OpKind {
-    let mut attrs = Attrs::default();
-    attrs.0[0] = u8::from(transpose_a);
-    attrs.0[1] = u8::from(transpose_b);
+pub const fn batch_matmul(transpose_a: bool, transpose_b: bool) -> OpKind {
+    let mut attrs = Attrs([0; ATTR_BYTES]);
+    attrs.0[0] = transpose_a as u8;
+    attrs.0[1] = transpose_b as u8;
     // Looked up when this builds, not when it runs.
     const DECL: &OpDecl = match named("BatchMatMul") {
         Some(decl) => decl,

@@ -19,18 +19,10 @@ use crate::kernels::shapes::show;
 use crate::kernels::tf::{Construction, Context};
 use std::ffi::CStr;
 use tensorplug_abi::tf::TF_DataType;
-use tensorplug_core::accelerator::{
-    ATTR_BYTES, Attrs, DType, DeviceAddr, OpKind, Shape, TensorDesc, VendorOp, batch_matmul, named,
-};
+use tensorplug_core::accelerator::{DType, DeviceAddr, OpKind, Shape, TensorDesc, batch_matmul};
 
 /// The catalogue's `BatchMatMul` record (its family; no transposes).
-pub(crate) const BATCH_MATMUL: OpKind = match named("BatchMatMul") {
-    Some(decl) => OpKind::Record(VendorOp {
-        decl,
-        attrs: Attrs([0; ATTR_BYTES]),
-    }),
-    None => panic!("no BatchMatMul record in the catalogue"),
-};
+pub(crate) const BATCH_MATMUL: OpKind = batch_matmul(false, false);
 
 /// `BatchMatMul` (equal batch axes) or `BatchMatMulV2` (broadcast).
 pub struct BatchMatMul {
