@@ -1,11 +1,16 @@
 """A Bidirectional LSTM's training step on the FPGA, its gradient loop's
-list sums accumulated in place (`graph/list_grads.rs`) and not: three SGD
+list sums accumulated in place (`graph/list_grads.rs`) and its int32 lists
+kept on the host (`graph/list_host.rs`), and not: three SGD
 steps from the same weights each way, in one process
 (`TENSORPLUG_GRAPH_LIST_GRADS` is read per graph), then one profiled step
 each way. Prints
 
   variant_kernels <yes|no>        (TF_AddNVariant exported by this TF)
+  keras <2|3>                     (tf.keras' major version)
   cpu_<off|on> [(op, count), …]   (the profiled step's ops on TF's CPU)
+  lists_<off|on> push_cpu=<n> pop_cpu=<n> host_syncs=<n> host_copies=<n>
+                                  (int32 list ops on the CPU; the FPGA
+                                  plane's host waits and copies)
   losses_equal <True|False>       (bit for bit, all steps)
   weights_equal <True|False>
   off addn_cpu=<n> addn_device=<n> zeros_cpu=<n>
@@ -18,9 +23,10 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+import keras  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tf_profiler_scenarios import profiled_ops  # noqa: E402
+from tf_profiler_scenarios import host_api, ops_in, profile  # noqa: E402
 
 STEPS = 3
 
@@ -64,14 +70,20 @@ def train(setting, model, start, x, y):
 
     losses = [step().numpy() for _ in range(STEPS)]
     weights = [w.copy() for w in model.get_weights()]
-    device, cpu = profiled_ops(lambda: step().numpy())
+    _, space = profile(lambda: step().numpy())
+    device, cpu = ops_in(space)
     print(f"cpu_{setting}", sorted(cpu.items()))
+    calls = host_api(space)
+    print(f"lists_{setting} push_cpu={cpu.get('TensorListPushBack', 0)}",
+          f"pop_cpu={cpu.get('TensorListPopBack', 0)}",
+          f"host_syncs={calls.get('HostSync', 0)} host_copies={calls.get('HostCopy', 0)}")
     counts = (cpu.get("AddN", 0), device.get("AddN", 0), cpu.get("ZerosLike", 0))
     return losses, weights, counts
 
 
 def main():
     print("variant_kernels", "yes" if exported("TF_AddNVariant") else "no")
+    print("keras", keras.__version__.split(".")[0])
     rng = np.random.default_rng(0)
     with tf.device("/device:FPGA:0"):
         model = build()

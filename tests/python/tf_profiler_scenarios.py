@@ -52,7 +52,11 @@ def profile(body):
 def profiled_ops(run):
     """`run()` under tf.profiler: how many of each op type ran on the
     FPGA's plane and on TF's CPU executor."""
-    _, space = profile(run)
+    return ops_in(profile(run)[1])
+
+
+def ops_in(space):
+    """A profile's op counts: (on the FPGA's plane, on TF's CPU executor)."""
     device, cpu = {}, {}
     for plane in space.planes:
         ours = plane.name.startswith(PLANE_PREFIX)
@@ -70,6 +74,22 @@ def profiled_ops(run):
                 counts = device if ours else cpu
                 counts[kind] = counts.get(kind, 0) + 1
     return device, cpu
+
+
+def host_api(space):
+    """How many of each host call (`HostLaunch`, `HostCopy`, `HostSync`) the
+    FPGA's plane shows."""
+    counts = {}
+    for plane in space.planes:
+        if not plane.name.startswith(PLANE_PREFIX):
+            continue
+        for line in plane.lines:
+            if line.name != "Host API":
+                continue
+            for event in line.events:
+                name_ = plane.event_metadata[event.metadata_id].name
+                counts[name_] = counts.get(name_, 0) + 1
+    return counts
 
 
 def plane_name(ordinal):

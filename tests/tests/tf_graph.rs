@@ -252,7 +252,8 @@ fn a_bidirectional_lstm_trains_with_no_float_op_on_the_cpu() {
 /// left, and no `ZerosLike` of one runs on the CPU; without them TF's
 /// `variant` `AddN` and `ZerosLike` run on the CPU (TF 2.19 and later,
 /// which export no `TF_AddNVariant`) or on the FPGA through it (2.15–2.18,
-/// `kernels/ops/variant.rs`). Three SGD steps each way: losses and weights
+/// `kernels/ops/variant.rs`). With Keras 3 the loops' int32 lists run on
+/// the CPU (`list_host.rs`). Three SGD steps each way: losses and weights
 /// bit-equal (`tests/python/tf_list_grads.py`).
 #[test]
 fn a_bidirectional_lstm_accumulates_its_list_gradients_on_the_device() {
@@ -272,6 +273,24 @@ fn a_bidirectional_lstm_accumulates_its_list_gradients_on_the_device() {
     );
     assert_eq!(n(&on, "addn_cpu"), 0, "{stdout}");
     assert_eq!(n(&on, "zeros_cpu"), 0, "{stdout}");
+    let lists = counts("lists_on ");
+    if field("keras ") == "3" {
+        // The loops' int32 lists (6 steps, 2 directions) are pushed and
+        // popped on the CPU, so no backward step waits for the device to
+        // hand back its index: fewer host waits in the whole step than
+        // backward iterations.
+        assert!(n(&lists, "push_cpu") >= 12, "{stdout}");
+        assert!(n(&lists, "pop_cpu") >= 12, "{stdout}");
+        assert!(n(&lists, "host_syncs") < 12, "{stdout}");
+        assert!(
+            n(&lists, "host_syncs") < n(&counts("lists_off "), "host_syncs"),
+            "{stdout}"
+        );
+    } else {
+        // Keras 2 runs the loop in a function of its own and its gradient in
+        // another: the lists are a function's outputs, and stay.
+        assert_eq!(n(&lists, "push_cpu"), 0, "{stdout}");
+    }
     if field("variant_kernels ") == "yes" {
         // TF_AddNVariant and TF_ZerosLikeVariant keep the lists on the FPGA.
         assert_eq!(n(&off, "addn_cpu"), 0, "{stdout}");

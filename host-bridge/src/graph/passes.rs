@@ -298,7 +298,7 @@ impl Pass for Programs {
 struct ListGradients;
 impl Pass for ListGradients {
     fn name(&self) -> &'static str {
-        "a while loop's list gradients accumulated in place on our device"
+        "a while loop's list gradients accumulated in place on our device, its int32 lists on the host"
     }
     fn run(&self, cx: &mut Context<'_>) -> Result<usize> {
         if !cx.settings.list_grads {
@@ -317,7 +317,8 @@ impl Pass for ListGradients {
         let zeros = super::list_zeros::zeros_of_read_only_lists(graph, preserve, device, |node| {
             Context::runs(&mut **registry, device, node)
         });
-        Ok(sums + zeros)
+        let on_host = super::list_host::keep_int_lists_on_host(graph, preserve, device);
+        Ok(sums + zeros + on_host)
     }
 }
 
