@@ -20,11 +20,17 @@ kernel). Prints the lines of int8_model_vs_tflite.py, then
   device_ops <op type>=<count>…   (one predict step under tf.profiler: the
                                    events of the FPGA's plane)
   cpu_ops <op type>=<count>…      (the same step's ops on TF's CPU executor)
+  program_nodes <n>               (the largest device program's nodes, from
+                                   the fallback report)
 """
 import os
 import sys
+import tempfile
 
 os.environ["TF_USE_LEGACY_KERAS"] = "1"
+# The graph pass reports each program it makes there (read per graph).
+REPORT = tempfile.NamedTemporaryFile(prefix="tensorplug-report-", suffix=".txt", delete=False)
+os.environ.setdefault("TENSORPLUG_FALLBACK_FILE", REPORT.name)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -207,6 +213,10 @@ def in_graph(name, qat, flatbuffer, shape, images):
     device, cpu = profiled_ops(lambda: qat.predict(x[:8], batch_size=8, verbose=0))
     print("device_ops " + " ".join(f"{k}={v}" for k, v in sorted(device.items())))
     print("cpu_ops " + " ".join(f"{k}={v}" for k, v in sorted(cpu.items())))
+    with open(REPORT.name) as f:
+        nodes = [int(line.rsplit(": ", 1)[1].split()[0]) for line in f
+                 if line.startswith("program ") and line.rstrip().endswith(" nodes")]
+    print(f"program_nodes {max(nodes, default=0)}")
 
 
 if __name__ == "__main__":

@@ -514,6 +514,22 @@ fn assert_ran_in_int8(stdout: &str, int8: &[(&str, u64)], float: &[(&str, u64)])
     }
 }
 
+/// Every int8 op of the step (`int8`, as `assert_ran_in_int8` takes them)
+/// is in one device program: the largest program the graph pass reported
+/// holds at least that many nodes.
+fn assert_int8_in_one_program(stdout: &str, int8: &[(&str, u64)]) {
+    let nodes: u64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("program_nodes "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no program_nodes line:\n{stdout}"));
+    let ops: u64 = int8.iter().map(|(_, n)| n).sum();
+    assert!(
+        nodes >= ops,
+        "a program of {nodes} nodes for {ops} int8 ops"
+    );
+}
+
 /// A QAT model's weights are variables: the pass's `Qat` ops read them
 /// in host memory on the device, which keeps their int8 results, so no
 /// `Qat` op runs on TF's CPU executor but the packs that gather their CPU
@@ -557,19 +573,17 @@ fn a_qat_convnet_runs_in_int8_on_the_fpga_equal_to_tflite() {
     assert_every_output_equal(&stdout);
     let in_graph = result_line(&stdout, "predict ");
     assert_eq!(in_graph, (32, 32, 0, 0), "{stdout}");
-    assert_ran_in_int8(
-        &stdout,
-        &[
-            ("Quantize", 1),
-            ("Conv2DInt8", 2),
-            ("DepthwiseConv2DInt8", 1),
-            ("MaxPoolInt8", 1),
-            ("AddInt8", 1),
-            ("MatMulInt8", 1),
-            ("Dequantize", 1),
-        ],
-        &[],
-    );
+    let int8 = [
+        ("Quantize", 1),
+        ("Conv2DInt8", 2),
+        ("DepthwiseConv2DInt8", 1),
+        ("MaxPoolInt8", 1),
+        ("AddInt8", 1),
+        ("MatMulInt8", 1),
+        ("Dequantize", 1),
+    ];
+    assert_ran_in_int8(&stdout, &int8, &[]);
+    assert_int8_in_one_program(&stdout, &int8);
     assert_weights_quantized_on_the_device(&stdout, 1);
     // Kept, not uploaded each step: a step after one conv kernel was halved
     // copies exactly that kernel's int8 bytes more than a steady step, and
@@ -611,18 +625,16 @@ fn a_qat_mobilenet_v2_0_35_runs_in_int8_on_the_fpga_and_agrees_with_tflite() {
     let device = op_counts(&stdout, "device_ops ");
     let mean = device.get("Mean").copied().unwrap_or(0);
     assert!(mean > 0, "the pool's Mean ran on the device: {device:?}");
-    assert_ran_in_int8(
-        &stdout,
-        &[
-            ("Quantize", 2),
-            ("Conv2DInt8", 35),
-            ("DepthwiseConv2DInt8", 17),
-            ("AddInt8", 10),
-            ("MatMulInt8", 1),
-            ("Dequantize", 2),
-        ],
-        &[("Mean", mean)],
-    );
+    let int8 = [
+        ("Quantize", 2),
+        ("Conv2DInt8", 35),
+        ("DepthwiseConv2DInt8", 17),
+        ("AddInt8", 10),
+        ("MatMulInt8", 1),
+        ("Dequantize", 2),
+    ];
+    assert_ran_in_int8(&stdout, &int8, &[("Mean", mean)]);
+    assert_int8_in_one_program(&stdout, &int8);
     assert_weights_quantized_on_the_device(&stdout, MOBILENET_PACKS);
 }
 

@@ -18,6 +18,7 @@
 use super::edges::Input;
 use super::nodes::{type_value, unique, value};
 use super::proto::{DataType, GraphDef, NodeDef, TensorProto, TensorShapeProto, attr_value};
+use crate::kernels::program::lower::{input_type, output_type, tf_data_type};
 use std::collections::{HashMap, HashSet};
 
 /// The program node `program` (on `device`) replaced `members` (as they
@@ -66,7 +67,7 @@ pub fn attach(
     for m in members {
         let mut copy = m.clone();
         copy.name = copy_of[m.name.as_str()].clone();
-        for text in &mut copy.input {
+        for (slot, text) in copy.input.iter_mut().enumerate() {
             let Input::Data { node, port } = Input::parse(text) else {
                 continue;
             };
@@ -85,7 +86,8 @@ pub fn attach(
                 .entry(edge.clone())
                 .or_insert_with(|| {
                     let name = unique(&mut names, &base, &format!("{node}_{port}_switch"));
-                    added.push(switch(&name, at, &edge, &ran, DataType::DtFloat));
+                    let t = tf_data_type(input_type(m, slot));
+                    added.push(switch(&name, at, &edge, &ran, t));
                     format!("{name}:0")
                 })
                 .clone();
@@ -101,12 +103,16 @@ pub fn attach(
         let Some(copy) = copy_of.get(node) else {
             continue;
         };
+        let t = members
+            .iter()
+            .find(|m| m.name == node)
+            .map_or(DataType::DtFloat, |m| tf_data_type(output_type(m)));
         let result = format!("{program}:{k}");
         let sw = unique(&mut names, &base, &format!("result_{k}_switch"));
-        added.push(switch(&sw, device, &result, &ran, DataType::DtFloat));
+        added.push(switch(&sw, device, &result, &ran, t));
         let merge = unique(&mut names, &base, &format!("result_{k}"));
         let inputs = vec![format!("{sw}:1"), format!("{copy}:{port}")];
-        let mut m = op_node(&merge, "Merge", device, inputs, DataType::DtFloat);
+        let mut m = op_node(&merge, "Merge", device, inputs, t);
         m.attr.insert("N".into(), value(attr_value::Value::I(2)));
         added.push(m);
         merges.insert(result, format!("{merge}:0"));

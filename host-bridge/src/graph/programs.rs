@@ -13,7 +13,8 @@ use super::{program_native, program_size};
 use crate::error::Result;
 use crate::kernels::ops::window::gradient_sizes_input;
 use crate::kernels::program::lower::{
-    AXES_ATTR, PERM_ATTR, REDUCE_OPS, SHAPE_ATTR, SIZES_ATTR, needs_record, static_op, supported,
+    AXES_ATTR, PERM_ATTR, REDUCE_OPS, SHAPE_ATTR, SIZES_ATTR, input_type, needs_record, node_types,
+    output_type, static_op, supported, tf_data_type,
 };
 use crate::kernels::program::segment::{Segment, canonical};
 use crate::settings;
@@ -171,8 +172,8 @@ fn why_not_held(node: &NodeDef, shapes: &Shapes) -> &'static str {
     let float = type_attr(node, "T") == Some(DataType::DtFloat as i32);
     if static_op(&node.op).is_none() {
         "a program does not hold this op"
-    } else if !float {
-        "a program holds it in float32 only"
+    } else if !float && node_types(node).is_none() {
+        "a program holds it in float32 only (or as an int8 op)"
     } else if constant_operand(&node.op).is_some() && !shapes.contains_key(&node.name) {
         "its shape, axes, sizes or permutation input is computed, not a constant"
     } else {
@@ -439,18 +440,30 @@ fn contract(
             outputs.push(format!("{}:0", node.name));
         }
     }
-    // Host inputs go last, in host memory: data made off the device, then
-    // weights.
+    // Each input's element type: what the first member reading it takes.
+    let mut input_types: HashMap<String, DType> = HashMap::new();
+    for node in &held {
+        let data = node.input.iter().filter(|t| !t.starts_with('^'));
+        for (slot, edge) in data.filter_map(|t| canonical(t)).enumerate() {
+            input_types
+                .entry(edge)
+                .or_insert_with(|| input_type(node, slot));
+        }
+    }
+    let float = |edge: &String| input_types.get(edge).is_none_or(|&t| t == DType::F32);
+    // Host inputs go last, in host memory: float data made off the device,
+    // then float weights.
     let by_name: HashMap<&str, &NodeDef> =
         graph.node.iter().map(|n| (n.name.as_str(), n)).collect();
     let off_device = |edge: &String| {
-        by_name
-            .get(Input::parse(edge).node())
-            .is_some_and(|n| !is_ours(&n.device, device))
+        float(edge)
+            && by_name
+                .get(Input::parse(edge).node())
+                .is_some_and(|n| !is_ours(&n.device, device))
     };
     let (weights, inputs): (Vec<String>, Vec<String>) = inputs
         .into_iter()
-        .partition(|edge| host_weight(&by_name, edge, device));
+        .partition(|edge| float(edge) && host_weight(&by_name, edge, device));
     let (streamed, mut inputs): (Vec<String>, Vec<String>) =
         inputs.into_iter().partition(off_device);
     let (n_streamed, n_weights) = (streamed.len(), weights.len());
@@ -466,7 +479,21 @@ fn contract(
     let mut names: HashSet<String> = graph.node.iter().map(|n| n.name.clone()).collect();
     let first = &graph.node[order[0]];
     let name = unique(&mut names, &first.name, PROGRAM);
-    let program = program_node(&name, op, &first.device, &segment);
+    let output_types: Vec<DType> = (segment.outputs.iter())
+        .map(|edge| {
+            let producer = Input::parse(edge).node();
+            (segment.nodes.iter())
+                .find(|n| n.name == producer)
+                .map_or(DType::F32, output_type)
+        })
+        .collect();
+    let types = Types {
+        inputs: (segment.inputs.iter())
+            .map(|e| input_types.get(e).copied().unwrap_or(DType::F32))
+            .collect(),
+        outputs: output_types,
+    };
+    let program = program_node(&name, op, &first.device, &segment, &types);
     let program_device = first.device.clone();
     let originals: Vec<NodeDef> = order.iter().map(|&i| graph.node[i].clone()).collect();
     let output_of: HashMap<String, usize> = segment
@@ -607,15 +634,22 @@ fn topological(graph: &GraphDef, group: &[usize], members: &HashSet<&str>) -> Ve
     order
 }
 
-fn program_node(name: &str, op: &str, device: &str, segment: &Segment) -> NodeDef {
-    let types = |n: usize| AttrValue {
+/// A program node's element types: of its inputs, of its results.
+struct Types {
+    inputs: Vec<DType>,
+    outputs: Vec<DType>,
+}
+
+fn program_node(name: &str, op: &str, device: &str, segment: &Segment, t: &Types) -> NodeDef {
+    let types = |of: &[DType]| AttrValue {
         value: Some(attr_value::Value::List(attr_value::ListValue {
-            r#type: vec![DataType::DtFloat as i32; n],
+            r#type: of.iter().map(|&d| tf_data_type(d) as i32).collect(),
             ..Default::default()
         })),
     };
     let host = segment.streamed + segment.weights;
     let args = segment.inputs.len() - host;
+    let (args, host) = t.inputs.split_at(args);
     let mut node = NodeDef {
         name: name.into(),
         op: op.into(),
@@ -625,8 +659,7 @@ fn program_node(name: &str, op: &str, device: &str, segment: &Segment) -> NodeDe
     };
     node.attr.insert("Tin".into(), types(args));
     node.attr.insert("Th".into(), types(host));
-    node.attr
-        .insert("Tout".into(), types(segment.outputs.len()));
+    node.attr.insert("Tout".into(), types(&t.outputs));
     // `ran` (bool) follows the results: false when the device refused.
     node.attr.insert(
         "segment".into(),
@@ -640,7 +673,7 @@ fn program_node(name: &str, op: &str, device: &str, segment: &Segment) -> NodeDe
 #[cfg(test)]
 mod tests {
     use super::super::nodes::type_value;
-    use super::super::test_nodes::{CPU, FPGA, find, node};
+    use super::super::test_nodes::{CPU, FPGA, find, node, typed};
     use super::*;
     use crate::kernels::program::compile_for_tests as compile;
     use tensorplug_core::accelerator::Shape;
@@ -990,6 +1023,111 @@ mod tests {
         let c = compile(&segment, &[s(&[2, 8, 8, 3]), s(&[3, 3, 3, 4]), s(&[4])]).unwrap();
         assert_eq!(c.outputs, [s(&[2, 4, 4, 4])]);
         assert_eq!(c.steps.len(), 2);
+    }
+
+    #[test]
+    fn an_int8_chain_becomes_a_program_of_typed_buffers() {
+        let mut conv = node(
+            "q/conv",
+            "_TensorplugFPGAConv2DInt8",
+            &["q/quant", "weights", "conv_block"],
+        );
+        for (k, v) in [
+            ("strides", list(&[1, 1, 1, 1])),
+            ("dilations", list(&[1, 1, 1, 1])),
+            ("padding", text("SAME")),
+            ("data_format", text("NHWC")),
+        ] {
+            conv.attr.insert(k.into(), v);
+        }
+        let mut g = GraphDef {
+            node: vec![
+                node("x", "Const", &[]),
+                node("quant_block", "_TensorplugFPGAQatTensorBlockPacked", &[]),
+                node("weights", "_TensorplugFPGAQatWeightsPacked", &[]),
+                node("conv_block", "_TensorplugFPGAQatConvBlockPacked", &[]),
+                node("dequant_block", "_TensorplugFPGAQatTensorBlockPacked", &[]),
+                super::super::nodes::constant(
+                    "flat_shape",
+                    FPGA,
+                    DataType::DtInt32,
+                    &[2],
+                    [1i32, 32].iter().flat_map(|v| v.to_le_bytes()).collect(),
+                ),
+                node("q/quant", "_TensorplugFPGAQuantize", &["x", "quant_block"]),
+                conv,
+                // A quantized `Flatten`: a view of int8 bytes.
+                typed(
+                    node("q/flat", "Reshape", &["q/conv", "flat_shape"]),
+                    "T",
+                    DataType::DtInt8,
+                ),
+                node(
+                    "q/dequant",
+                    "_TensorplugFPGADequantize",
+                    &["q/flat", "dequant_block"],
+                ),
+                node("out", "Identity", &["q/dequant"]),
+                node("raw", "Identity", &["q/conv"]),
+            ],
+            ..Default::default()
+        };
+        let fetched = ["out".to_string(), "raw".to_string()].into();
+        let decisions = form_programs(&mut g, &fetched, "FPGA", OP);
+        assert!(
+            matches!(&decisions[..], [Decision::Program { nodes: 4, .. }, ..]),
+            "{decisions:?}"
+        );
+        let p = find(&g, "q/quant/tensorplug_program");
+        let types = |key: &str| match p.attr[key].value.as_ref() {
+            Some(attr_value::Value::List(l)) => l.r#type.clone(),
+            _ => panic!("no {key}"),
+        };
+        let (f32, i8, i32) = (
+            DataType::DtFloat as i32,
+            DataType::DtInt8 as i32,
+            DataType::DtInt32 as i32,
+        );
+        // Inputs in the order the members read them; results: the
+        // dequantized floats and the convolution's int8 (both read outside).
+        assert_eq!(
+            p.input,
+            [
+                "x:0",
+                "quant_block:0",
+                "weights:0",
+                "conv_block:0",
+                "dequant_block:0"
+            ]
+        );
+        assert_eq!(types("Tin"), [f32, i32, i8, i32, i32]);
+        assert_eq!(types("Tout"), [i8, f32]);
+        let Some(attr_value::Value::S(bytes)) = p.attr["segment"].value.as_ref() else {
+            panic!("no segment");
+        };
+        let segment = Segment::decode(bytes).unwrap();
+        let s = |d: &[u64]| Shape::new(d).unwrap();
+        // One scale and zero point (a header and a word), and the
+        // convolution's three words per output channel after the header.
+        let (one, conv_block) = (s(&[9]), s(&[8 + 3 * 2]));
+        let shapes = [s(&[1, 4, 4, 3]), one, s(&[3, 3, 3, 2]), conv_block, one];
+        let c = compile(&segment, &shapes).unwrap();
+        assert_eq!(c.outputs, [s(&[1, 4, 4, 2]), s(&[1, 32])]);
+        let kinds: Vec<&str> = (c.steps.iter())
+            .map(|(step, _)| match step {
+                Step::Launch { kind, .. } => kind.name(),
+                Step::Copy { .. } => "Copy",
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(kinds, ["Quantize", "Conv2DInt8", "Copy", "Dequantize"]);
+        let dtypes: Vec<DType> = c.buffers.iter().map(|b| b.dtype).collect();
+        assert!(dtypes.contains(&DType::I8) && dtypes.contains(&DType::I32));
+        // An input two members read as different types is refused, not run.
+        let mut wrong = segment.clone();
+        wrong.nodes[0].input[0] = "weights:0".into();
+        let error = compile(&wrong, &shapes).unwrap_err();
+        assert!(error.contains("is f32, its op takes i8"), "{error}");
     }
 
     #[test]
@@ -1381,7 +1519,11 @@ mod tests {
                     program: "d1/MatMul/tensorplug_program".into(),
                     nodes: 2
                 },
-                why("d1/Relu", "Relu", "a program holds it in float32 only"),
+                why(
+                    "d1/Relu",
+                    "Relu",
+                    "a program holds it in float32 only (or as an int8 op)"
+                ),
                 why("d2/MatMul", "MatMul", "no neighbour a program holds"),
                 why("d2/BiasAdd", "BiasAdd", "TF fetches it"),
                 why("d2/Softmax", "Softmax", "no neighbour a program holds"),

@@ -74,10 +74,17 @@ impl<'a> Launcher<'a> {
         Ok(TensorDesc::new(addr, dtype, shape))
     }
 
-    /// Whether the device declares `kind` on float32.
+    /// Whether the device declares `kind` (an int8 op on int8, any other
+    /// on float32).
     pub fn supports(&self, kind: OpKind) -> bool {
         let caps = &self.stream.device().info().capabilities;
-        caps.supports(kind, DType::F32)
+        // The int8 ops are declared for int8, the others for float32.
+        let dtype = if kind.is_int8() {
+            DType::I8
+        } else {
+            DType::F32
+        };
+        caps.supports(kind, dtype)
     }
 
     /// Enqueues `kind` over `inputs` into `output`.

@@ -15,7 +15,7 @@ use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::op_def::define;
 pub use crate::kernels::op_def::op_name;
-use crate::kernels::tf::{Construction, Context, Tensor};
+use crate::kernels::tf::{AttrSource, Construction, Context, Tensor};
 use std::ffi::CStr;
 use std::sync::OnceLock;
 use tensorplug_abi::tf::TF_DataType;
@@ -203,10 +203,7 @@ impl Op for Int8Kernel {
     }
 
     fn compute(&self, a: &Int8Attrs, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
-        let (types, out_type) = self
-            .kind
-            .operand_types()
-            .ok_or_else(|| Failure::invalid("not an int8 op"))?;
+        let (types, out_type) = self.types()?;
         let mut tensors: Vec<(Tensor, Shape)> = Vec::new();
         for (i, &dtype) in types.iter().enumerate() {
             let t = ctx.input(i, true)?;
@@ -220,8 +217,43 @@ impl Op for Int8Kernel {
             let shape = t.shape()?;
             tensors.push((t, shape));
         }
-        let shape = |i: usize| tensors[i].1;
-        let (kind, out_shape) = match (self.kind, self.window_kind()) {
+        let shapes: Vec<Shape> = tensors.iter().map(|(_, s)| *s).collect();
+        let (kind, out_shape) = self.plan(a, &shapes)?;
+        let out = ctx.output(&out_shape, &[])?;
+        if is_empty(&out_shape) {
+            return Ok(());
+        }
+        let inputs = tensors
+            .iter()
+            .zip(types)
+            .map(|((t, s), &d)| run.typed_desc(t, *s, d))
+            .collect::<KernelResult<Vec<TensorDesc>>>()?;
+        let output = run.typed_desc(&out, out_shape, out_type)?;
+        run.launch(kind, &inputs, output)
+    }
+}
+
+impl Int8Kernel {
+    /// The operands' types and the output's.
+    fn types(&self) -> KernelResult<(&'static [DType], DType)> {
+        self.kind
+            .operand_types()
+            .ok_or_else(|| Failure::invalid("not an int8 op"))
+    }
+
+    /// The catalogue op with its geometry, and the output shape, for
+    /// inputs of `shapes`.
+    fn plan(&self, a: &Int8Attrs, shapes: &[Shape]) -> KernelResult<(OpKind, Shape)> {
+        let (types, _) = self.types()?;
+        if shapes.len() != types.len() {
+            return Err(Failure::invalid(format!(
+                "{} inputs, expected {}",
+                shapes.len(),
+                types.len()
+            )));
+        }
+        let shape = |i: usize| shapes[i];
+        Ok(match (self.kind, self.window_kind()) {
             (_, Some(window_kind)) => {
                 let filter = (types.len() == 3).then(|| shape(1));
                 let (w, out) = geometry(window_kind, &a.window, &shape(0), filter.as_ref())?;
@@ -246,22 +278,52 @@ impl Op for Int8Kernel {
                 (kind, flat(&[m, n])?)
             }
             (kind, None) => (kind, shape(0)),
-        };
-        let out = ctx.output(&out_shape, &[])?;
-        if is_empty(&out_shape) {
-            return Ok(());
-        }
-        let inputs = tensors
-            .iter()
-            .zip(types)
-            .map(|((t, s), &d)| run.typed_desc(t, *s, d))
-            .collect::<KernelResult<Vec<TensorDesc>>>()?;
-        let output = run.typed_desc(&out, out_shape, out_type)?;
-        run.launch(kind, &inputs, output)
+        })
     }
 }
 
-fn tf_type(dtype: DType) -> TF_DataType {
+/// The int8 op `op` (`_Tensorplug<DEVICE><Op>`) as one program command:
+/// its catalogue op and output shape for inputs of `shapes`, with the
+/// attributes a node gives (`transpose_b` is `MatMulInt8`'s); `None` for an
+/// op that is none of these.
+pub(crate) fn lower_for_program(
+    op: &str,
+    attrs: &impl AttrSource,
+    transpose_b: bool,
+    shapes: &[Shape],
+) -> Option<KernelResult<(OpKind, Shape)>> {
+    let k = int8_kernel(op)?;
+    Some((|| {
+        let window = match k.window_kind() {
+            Some(kind) => window_kernels::read_attrs(kind, attrs)?,
+            None => WindowAttrs::default(),
+        };
+        let a = Int8Attrs {
+            window,
+            transpose_b,
+        };
+        k.plan(&a, shapes)
+    })())
+}
+
+/// Whether a program holds the int8 op `op` with these attributes (a
+/// window's its kernel reads).
+pub(crate) fn program_holds(op: &str, attrs: &impl AttrSource) -> bool {
+    int8_kernel(op).is_some_and(|k| {
+        k.window_kind()
+            .is_none_or(|kind| window_kernels::read_attrs(kind, attrs).is_ok())
+    })
+}
+
+/// The kernel of the int8 op called `op` on the installed device type.
+pub(crate) fn int8_kernel(op: &str) -> Option<&'static Int8Kernel> {
+    KERNELS
+        .iter()
+        .find(|k| Op::op(*k).to_bytes() == op.as_bytes())
+}
+
+/// TF's type of the int8 ops' operands (`int8`, `int32`, `float`).
+pub(crate) fn tf_type(dtype: DType) -> TF_DataType {
     match dtype {
         DType::I8 => TF_DataType::TF_INT8,
         DType::I32 => TF_DataType::TF_INT32,

@@ -1,7 +1,7 @@
 //! A segment compiled for one set of input shapes: its nodes lowered to a
 //! device program (`tensorplug_core::program`), with the arena planned.
 
-use super::lower::{lower_node, static_op};
+use super::lower::{lower_node, node_types, static_op};
 use super::pieces::{Cmd, Operand, Piece};
 use super::segment::{Segment, canonical};
 use crate::registry::OpLabel;
@@ -71,6 +71,9 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
         .cloned()
         .zip(shapes.iter().copied())
         .collect();
+    // Every edge's element type: a node's output its command's, an input
+    // the type its readers take (float32 but for the int8 ops').
+    let mut type_of: HashMap<String, DType> = HashMap::new();
     let mut lowered = Vec::with_capacity(segment.nodes.len());
     // The first node with an empty input (an empty batch).
     let mut empty_at = None;
@@ -80,6 +83,20 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
             .iter()
             .map(|i| canonical(i).ok_or_else(|| format!("'{}': input {i:?}", node.name)))
             .collect::<Result<_, _>>()?;
+        let (operands, out_type) = node_types(node).unwrap_or((&[], DType::F32));
+        for (slot, edge) in ins.iter().enumerate() {
+            let want = operands.get(slot).copied().unwrap_or(DType::F32);
+            let have = *type_of.entry(edge.clone()).or_insert(want);
+            if have != want {
+                return Err(format!(
+                    "'{}': input {slot} ({edge}) is {}, its op takes {}",
+                    node.name,
+                    have.name(),
+                    want.name()
+                ));
+            }
+        }
+        type_of.insert(format!("{}:0", node.name), out_type);
         let in_shapes: Vec<Shape> = ins
             .iter()
             .map(|e| {
@@ -123,10 +140,11 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
     let mut b = ProgramBuilder::new();
     let error = |e: tensorplug_core::program::ProgramError| e.to_string();
     let mut id_of = HashMap::new();
+    let type_of = |edge: &String| type_of.get(edge).copied().unwrap_or(DType::F32);
     for (edge, shape) in segment.inputs.iter().zip(shapes) {
         id_of.insert(
             edge.clone(),
-            b.buffer(BufferKind::Input, DType::F32, *shape)
+            b.buffer(BufferKind::Input, type_of(edge), *shape)
                 .map_err(error)?,
         );
     }
@@ -137,7 +155,7 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
             .ok_or_else(|| format!("output {edge} is not made"))?;
         id_of.insert(
             edge.clone(),
-            b.buffer(BufferKind::Output, DType::F32, shape)
+            b.buffer(BufferKind::Output, type_of(edge), shape)
                 .map_err(error)?,
         );
         outputs.push(shape);
@@ -150,7 +168,7 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
             Some(&id) => id,
             None => {
                 let id = b
-                    .buffer(BufferKind::Scratch, DType::F32, low.out)
+                    .buffer(BufferKind::Scratch, type_of(&edge), low.out)
                     .map_err(error)?;
                 id_of.insert(edge, id);
                 id
@@ -191,7 +209,9 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
                         .iter()
                         .map(|&o| low.shape(o, in_shapes))
                         .collect();
-                    let op_id = tag(node, kind, &shapes, low.shape(piece.output, in_shapes));
+                    let types = node_types(node);
+                    let out = (low.shape(piece.output, in_shapes), types.map(|t| t.1));
+                    let op_id = tag(node, kind, &shapes, types.map(|t| t.0), out);
                     b.launch(kind, op_id, &inputs, dst).map_err(error)?;
                 }
                 Cmd::Copy => b.copy(dst, id(piece.inputs[0])).map_err(error)?,
@@ -217,15 +237,19 @@ fn tag(
     node: &crate::graph::proto::NodeDef,
     kind: tensorplug_core::accelerator::OpKind,
     inputs: &[Shape],
-    out: Shape,
+    types: Option<&[DType]>,
+    (out, out_type): (Shape, Option<DType>),
 ) -> u16 {
     use tensorplug_core::accelerator::{DeviceAddr, OpDesc, TensorDesc};
-    let desc = |s: Shape| TensorDesc::new(DeviceAddr(0), DType::F32, s);
-    let ins: Vec<TensorDesc> = inputs.iter().map(|&s| desc(s)).collect();
+    let desc =
+        |s: Shape, t: Option<DType>| TensorDesc::new(DeviceAddr(0), t.unwrap_or(DType::F32), s);
+    let ins: Vec<TensorDesc> = (inputs.iter().enumerate())
+        .map(|(i, &s)| desc(s, types.and_then(|t| t.get(i).copied())))
+        .collect();
     let op = OpDesc {
         kind,
         inputs: &ins,
-        output: desc(out),
+        output: desc(out, out_type),
         op_id: 0,
     };
     crate::profiler::op_tag(

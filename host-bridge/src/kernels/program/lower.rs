@@ -5,6 +5,9 @@
 //! [`view_shape`], once per input shapes.
 
 use super::super::failure::{Failure, KernelResult};
+use super::super::ops::int8::{
+    int8_kernel, lower_for_program as int8_lower, program_holds as int8_holds,
+};
 use super::super::ops::window::{
     gradient_ops, gradient_sizes_input, lower_for_program, lower_gradient_for_program,
     program_holds,
@@ -124,6 +127,49 @@ pub fn static_op(op: &str) -> Option<&'static str> {
         .find(|&n| n == op)
         .or_else(|| gradient_ops().find(|&n| n == op))
         .or_else(|| elementwise(op).and_then(|k| k.op().to_str().ok()))
+        .or_else(|| int8_kernel(op).and_then(|k| k.op().to_str().ok()))
+}
+
+/// The types a node's command reads and writes: an int8 op's (its
+/// operands', its output's); `None` for the float32 ops, every operand and
+/// the output float32.
+pub fn node_types(node: &NodeDef) -> Option<(&'static [DType], DType)> {
+    if VIEW_OPS.contains(&node.op.as_str()) && type_attr(node, "T") == Some(DataType::DtInt8 as i32)
+    {
+        // A view of int8 data (a quantized `Flatten`): the same bytes.
+        return Some((&[DType::I8], DType::I8));
+    }
+    int8_kernel(&node.op).and_then(|k| k.family()?.operand_types())
+}
+
+/// The element type `node`'s command takes at data input `slot`.
+pub fn input_type(node: &NodeDef, slot: usize) -> DType {
+    node_types(node)
+        .and_then(|(operands, _)| operands.get(slot).copied())
+        .unwrap_or(DType::F32)
+}
+
+/// The element type of `node`'s output.
+pub fn output_type(node: &NodeDef) -> DType {
+    node_types(node).map_or(DType::F32, |(_, out)| out)
+}
+
+/// TF's type for a program's element type.
+pub fn tf_data_type(dtype: DType) -> DataType {
+    match dtype {
+        DType::I8 => DataType::DtInt8,
+        DType::I32 => DataType::DtInt32,
+        _ => DataType::DtFloat,
+    }
+}
+
+/// An int8 node's `transpose_b` (`MatMulInt8`'s; false for the others).
+fn transpose_b(node: &NodeDef) -> Option<bool> {
+    match attr_of(node, "transpose_b") {
+        None => Some(false),
+        Some(&Value::B(b)) => Some(b),
+        Some(_) => None,
+    }
 }
 
 /// The kernel of an element-wise or softmax op `op`: one command whose
@@ -143,6 +189,17 @@ fn elementwise(op: &str) -> Option<&'static dyn TfKernel> {
 /// Whether a program can hold `node`: a float32 op of the table whose
 /// attributes the device takes, on one output.
 pub fn supported(node: &NodeDef) -> bool {
+    if int8_kernel(&node.op).is_some() {
+        let Some((operands, _)) = node_types(node) else {
+            return false;
+        };
+        // An int8 op: its attributes as its kernel reads them, and its
+        // operands, the quantization block last.
+        let data_inputs = node.input.iter().filter(|i| !i.starts_with('^')).count();
+        return data_inputs == operands.len()
+            && transpose_b(node).is_some()
+            && int8_holds(&node.op, &NodeAttrs(node));
+    }
     let float = type_attr(node, "T") == Some(DataType::DtFloat as i32);
     if WINDOW_OPS.contains(&node.op.as_str()) {
         return float && program_holds(&node.op, &NodeAttrs(node));
@@ -151,10 +208,12 @@ pub fn supported(node: &NodeDef) -> bool {
         let constant = sizes.is_none() || attr_of(node, SIZES_ATTR).is_some();
         return float && constant && program_holds(&node.op, &NodeAttrs(node));
     }
+    // A view keeps its input's bytes: of float32 or of int8.
+    let view_type = float || type_attr(node, "T") == Some(DataType::DtInt8 as i32);
     match node.op.as_str() {
-        "Squeeze" => return float,
+        "Squeeze" => return view_type,
         "Transpose" => return float && constant_perm(node).is_some(),
-        "Reshape" => return float && attr_of(node, SHAPE_ATTR).is_some(),
+        "Reshape" => return view_type && attr_of(node, SHAPE_ATTR).is_some(),
         op if REDUCE_OPS.contains(&op) => return float && attr_of(node, AXES_ATTR).is_some(),
         "Neg" | "Square" => {
             let data_inputs = node.input.iter().filter(|i| !i.starts_with('^')).count();
@@ -320,6 +379,10 @@ pub(super) fn named_error(node: &NodeDef, e: String) -> String {
 /// A node a program does not hold, or shapes its op refuses (TF's own
 /// kernel would refuse them too).
 pub fn lower(node: &NodeDef, shapes: &[Shape]) -> Result<(OpKind, Shape), String> {
+    let t = transpose_b(node).ok_or_else(|| named_error(node, "transpose_b".into()))?;
+    if let Some(lowered) = int8_lower(&node.op, &NodeAttrs(node), t, shapes) {
+        return lowered.map_err(|f| named_error(node, f.cause));
+    }
     if let Some(lowered) = lower_for_program(&node.op, &NodeAttrs(node), shapes) {
         return lowered.map_err(|f| format!("{} '{}': {}", node.op, node.name, f.cause));
     }

@@ -19,7 +19,8 @@ use super::failure::{Failure, KernelResult};
 use super::launch::Launcher;
 use super::op_def::{define, op_name};
 use super::ops::Op;
-use super::tf::{Construction, Context};
+use super::ops::int8::tf_type;
+use super::tf::{Construction, Context, Tensor};
 use crate::graph::fallback::Mode;
 use crate::{identity, log};
 use compile::{Compiled, compile};
@@ -28,7 +29,7 @@ use segment::Segment;
 use std::ffi::CStr;
 use std::sync::{Arc, Mutex, OnceLock};
 use tensorplug_core::accelerator::{DeviceAddr, OpKind, Shape, TensorDesc};
-use tensorplug_core::program::{BufferKind, Step};
+use tensorplug_core::program::{BufferKind, BufferSpec, Step};
 
 #[cfg(test)]
 pub(crate) use compile::compile as compile_for_tests;
@@ -246,9 +247,10 @@ impl Op for ProgramKernel {
     }
 
     fn compute(&self, a: &ProgramAttrs, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
+        // Any element type: each is checked against its buffer's below.
         let inputs = (0..ctx.num_inputs())
             .map(|i| {
-                let t = ctx.input(i, false)?;
+                let t = ctx.input(i, true)?;
                 let shape = t.shape()?;
                 Ok((t, shape))
             })
@@ -297,6 +299,18 @@ impl Op for ProgramKernel {
                 Some(w) => kept.bind(w, t, *shape, ctx, run),
             })
             .collect::<KernelResult<Vec<_>>>()?;
+        // TF's tensor of a binding slot, checked against the buffer's type.
+        let typed = |t: &Tensor, b: &BufferSpec| {
+            if t.dtype() != tf_type(b.dtype) {
+                return Err(Failure::invalid(format!(
+                    "program '{}': a {:?} tensor bound to a {} buffer",
+                    ctx.node_name(),
+                    t.dtype(),
+                    b.dtype.name()
+                )));
+            }
+            run.typed_desc(t, b.shape, b.dtype)
+        };
         let descs = program
             .buffers
             .iter()
@@ -304,9 +318,9 @@ impl Op for ProgramKernel {
                 BufferKind::Scratch => Ok(b.at(DeviceAddr(arena.0 + u64::from(b.place)))),
                 BufferKind::Input => match (b.place as usize).checked_sub(first_host) {
                     Some(k) => Ok(host[k].desc),
-                    None => run.desc(&inputs[b.place as usize].0, b.shape),
+                    None => typed(&inputs[b.place as usize].0, b),
                 },
-                _ => run.desc(&outputs[b.place as usize - n_in], b.shape),
+                _ => typed(&outputs[b.place as usize - n_in], b),
             })
             .collect::<KernelResult<Vec<TensorDesc>>>()?;
         // A device that keeps programs runs it with one submit: one
