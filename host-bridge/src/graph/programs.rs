@@ -1102,6 +1102,16 @@ mod tests {
         );
         assert_eq!(types("Tin"), [f32, i32, i8, i32, i32]);
         assert_eq!(types("Tout"), [i8, f32]);
+        // The native segment's gates of the results have their types.
+        let native = "q/quant/tensorplug_program/native";
+        for (k, t) in [(0, i8), (1, f32)] {
+            for gate in [
+                format!("{native}/result_{k}_switch"),
+                format!("{native}/result_{k}"),
+            ] {
+                assert_eq!(type_attr(find(&g, &gate), "T"), Some(t), "{gate}");
+            }
+        }
         let Some(attr_value::Value::S(bytes)) = p.attr["segment"].value.as_ref() else {
             panic!("no segment");
         };
