@@ -498,6 +498,34 @@ fn a_keras_mlp_on_the_mcu_runs_each_step_as_one_stored_program() {
     );
 }
 
+/// A QAT convnet (tfmot on tf_keras, `int8_qat.py`'s) on the MCU: the
+/// graph pass's 8 int8 ops and its quantized `Flatten` are one program,
+/// stored once and run with one `RunProgram` per call; an int8 op crosses
+/// the link alone only in the op-by-op call made after it (programs off),
+/// which gives the same bytes (`tests/python/tf_program_qat.py`).
+#[test]
+fn a_qat_convnet_on_the_mcu_runs_its_int8_ops_as_one_stored_program() {
+    let python = |work: &std::path::Path| {
+        let mut command = std::process::Command::new(tensorplug_tests::python());
+        command
+            .arg(tensorplug_tests::workspace_root().join("tests/python/tf_program_qat.py"))
+            .arg(work)
+            .env(
+                "TF_PLUGGABLE_DEVICE_LIBRARY_PATH",
+                tensorplug_tests::plugin_path(),
+            );
+        command
+    };
+    let (stdout, sent) = on_the_mcu("hil-program-qat", python, |k| k.is_int8());
+    assert!(
+        stdout.contains("qat: the largest program 9 nodes; equal to op by op in 3 calls"),
+        "{stdout}"
+    );
+    assert_eq!(sent.loads, 1, "the program is stored once");
+    assert_eq!(sent.runs, 3, "one RunProgram per call");
+    assert_eq!(sent.launches, 8, "only the op-by-op call's 8 int8 ops");
+}
+
 /// Keras' MultiHeadAttention with a residual and a LayerNormalization on
 /// the MCU: its products (four projections and two `Einsum`s, each a
 /// `BatchMatMul` record) run inside one stored program, one `RunProgram`
