@@ -14,22 +14,15 @@ os.environ["TF_USE_LEGACY_KERAS"] = "1"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-import tensorflow_model_optimization as tfmot  # noqa: E402
 from bench_common import clock, interleaved_medians, write_figure  # noqa: E402
 from int8_model_vs_tflite import int8_module  # noqa: E402
-from int8_qat import mobilenet  # noqa: E402
+from int8_qat import mobilenet, quantized  # noqa: E402
 
 # 15 rounds left the ratio within ±0.03 between runs of one build (stop 63).
 REPS = 60
 BATCH = 8
 tf.keras.utils.set_random_seed(7)
-with tf.device("/device:CPU:0"):
-    model, shape = mobilenet()
-    qat = tfmot.quantization.keras.quantize_model(model)
-    qat.compile("adam", tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    rng = np.random.default_rng(3)
-    qat.fit(rng.uniform(-1, 1, (64, *shape)).astype(np.float32),
-            rng.integers(0, 100, 64), epochs=1, batch_size=16, verbose=0)
+qat, shape = quantized(mobilenet)
 converter = tf.lite.TFLiteConverter.from_keras_model(qat)
 converter.optimizations = [tf.lite.Optimize.DEFAULT]
 flatbuffer = converter.convert()

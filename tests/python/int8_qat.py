@@ -25,12 +25,8 @@ kernel). Prints the lines of int8_model_vs_tflite.py, then
 """
 import os
 import sys
-import tempfile
 
 os.environ["TF_USE_LEGACY_KERAS"] = "1"
-# The graph pass reports each program it makes there (read per graph).
-REPORT = tempfile.NamedTemporaryFile(prefix="tensorplug-report-", suffix=".txt", delete=False)
-os.environ.setdefault("TENSORPLUG_FALLBACK_FILE", REPORT.name)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -39,7 +35,7 @@ import tensorflow_model_optimization as tfmot  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from int8_model_vs_tflite import compare  # noqa: E402
 from tflite_int8_dump import invoke  # noqa: E402
-from tf_profiler_scenarios import PLANE_PREFIX, profile, profiled_ops, stats  # noqa: E402
+from tf_profiler_scenarios import PLANE_PREFIX, SCRATCH, profile, profiled_ops, stats  # noqa: E402
 
 
 def convnet():
@@ -134,20 +130,29 @@ def main():
     if name == "fake_quant":
         return fake_quant()
     images = int(sys.argv[2]) if len(sys.argv) > 2 else 32
+    # The graph pass reports each program it makes there (read per graph).
+    os.environ.setdefault("TENSORPLUG_FALLBACK_FILE", os.path.join(SCRATCH.name, "report.txt"))
     tf.keras.utils.set_random_seed(7)
-    with tf.device("/device:CPU:0"):
-        model, shape = mobilenet() if name == "mobilenet" else convnet()
-        qat = tfmot.quantization.keras.quantize_model(model)
-        qat.compile("adam", tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-        rng = np.random.default_rng(3)
-        x = rng.uniform(-1, 1, (64, *shape)).astype(np.float32)
-        y = rng.integers(0, qat.output_shape[-1], 64)
-        qat.fit(x, y, epochs=1, batch_size=16, verbose=0)
+    qat, shape = quantized(mobilenet if name == "mobilenet" else convnet)
     flatbuffer = convert(name, qat, shape)
     compare(f"qat-{name}", flatbuffer, shape, images)
     in_graph(f"qat-{name}", qat, flatbuffer, shape, images)
     if name == "convnet":
         changed_weights(qat, shape, images)
+
+
+def quantized(build, samples=64):
+    """`build()`'s model wrapped by tfmot's `quantize_model`, its ranges set
+    by one epoch of `fit` on seeded data, on the CPU: `(qat, input shape)`."""
+    with tf.device("/device:CPU:0"):
+        model, shape = build()
+        qat = tfmot.quantization.keras.quantize_model(model)
+        qat.compile("adam", tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        rng = np.random.default_rng(3)
+        x = rng.uniform(-1, 1, (samples, *shape)).astype(np.float32)
+        y = rng.integers(0, qat.output_shape[-1], samples)
+        qat.fit(x, y, epochs=1, batch_size=16, verbose=0)
+    return qat, shape
 
 
 def convert(name, qat, shape):
@@ -213,7 +218,7 @@ def in_graph(name, qat, flatbuffer, shape, images):
     device, cpu = profiled_ops(lambda: qat.predict(x[:8], batch_size=8, verbose=0))
     print("device_ops " + " ".join(f"{k}={v}" for k, v in sorted(device.items())))
     print("cpu_ops " + " ".join(f"{k}={v}" for k, v in sorted(cpu.items())))
-    with open(REPORT.name) as f:
+    with open(os.environ["TENSORPLUG_FALLBACK_FILE"]) as f:
         nodes = [int(line.rsplit(": ", 1)[1].split()[0]) for line in f
                  if line.startswith("program ") and line.rstrip().endswith(" nodes")]
     print(f"program_nodes {max(nodes, default=0)}")

@@ -24,19 +24,12 @@ os.environ["TENSORPLUG_FALLBACK_FILE"] = str(work / "report.txt")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-import tensorflow_model_optimization as tfmot  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from int8_qat import convnet  # noqa: E402
+from int8_qat import convnet, quantized  # noqa: E402
 
 tf.keras.utils.set_random_seed(7)
-with tf.device("/device:CPU:0"):
-    model, shape = convnet()
-    qat = tfmot.quantization.keras.quantize_model(model)
-    qat.compile("adam", tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    rng = np.random.default_rng(3)
-    qat.fit(rng.uniform(-1, 1, (32, *shape)).astype(np.float32), rng.integers(0, 5, 32),
-            epochs=1, batch_size=16, verbose=0)
+qat, shape = quantized(convnet, samples=32)
 x = tf.constant(np.random.default_rng(0).uniform(-1, 1, (4, *shape)).astype(np.float32))
 
 with tf.device("/device:FPGA:0"):
