@@ -186,8 +186,9 @@ fn elementwise(op: &str) -> Option<&'static dyn TfKernel> {
     })
 }
 
-/// Whether a program can hold `node`: a float32 op of the table whose
-/// attributes the device takes, on one output.
+/// Whether a program can hold `node`: a float32 op of the table, an int8
+/// op of the plugin's, or a view of float32 or int8 data, whose attributes
+/// the device takes, on one output.
 pub fn supported(node: &NodeDef) -> bool {
     if int8_kernel(&node.op).is_some() {
         let Some((operands, _)) = node_types(node) else {
