@@ -77,14 +77,7 @@ impl<'a> Launcher<'a> {
     /// Whether the device declares `kind` (an int8 op on int8, any other
     /// on float32).
     pub fn supports(&self, kind: OpKind) -> bool {
-        let caps = &self.stream.device().info().capabilities;
-        // The int8 ops are declared for int8, the others for float32.
-        let dtype = if kind.is_int8() {
-            DType::I8
-        } else {
-            DType::F32
-        };
-        caps.supports(kind, dtype)
+        super::ops::kernel::declares(&self.stream.device().info().capabilities, kind)
     }
 
     /// Enqueues `kind` over `inputs` into `output`.

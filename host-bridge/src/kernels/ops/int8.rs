@@ -322,8 +322,7 @@ pub(crate) fn int8_kernel(op: &str) -> Option<&'static Int8Kernel> {
         .find(|k| Op::op(*k).to_bytes() == op.as_bytes())
 }
 
-/// TF's type of the int8 ops' operands (`int8`, `int32`, `float`).
-pub(crate) fn tf_type(dtype: DType) -> TF_DataType {
+fn tf_type(dtype: DType) -> TF_DataType {
     match dtype {
         DType::I8 => TF_DataType::TF_INT8,
         DType::I32 => TF_DataType::TF_INT32,

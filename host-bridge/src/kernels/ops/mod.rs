@@ -12,7 +12,7 @@ mod binary;
 mod bitcast;
 mod blocks;
 mod broadcast_to;
-mod cast;
+pub(crate) mod cast;
 mod compare;
 mod concat;
 mod cumsum;

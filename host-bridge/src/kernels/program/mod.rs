@@ -19,7 +19,7 @@ use super::failure::{Failure, KernelResult};
 use super::launch::Launcher;
 use super::op_def::{define, op_name};
 use super::ops::Op;
-use super::ops::int8::tf_type;
+use super::ops::cast::device_type;
 use super::tf::{Construction, Context, Tensor};
 use crate::graph::fallback::Mode;
 use crate::{identity, log};
@@ -301,7 +301,7 @@ impl Op for ProgramKernel {
             .collect::<KernelResult<Vec<_>>>()?;
         // TF's tensor of a binding slot, checked against the buffer's type.
         let typed = |t: &Tensor, b: &BufferSpec| {
-            if t.dtype() != tf_type(b.dtype) {
+            if device_type(t.dtype()) != Some(b.dtype) {
                 return Err(Failure::invalid(format!(
                     "program '{}': a {:?} tensor bound to a {} buffer",
                     ctx.node_name(),
