@@ -15,7 +15,9 @@ use crate::error::{DeviceError, Error};
 use crate::host_spans::{HostSpan, SpanKind, arg32};
 use crate::profiler::op_tag;
 use crate::registry::{Access, OpLabel, Range, Ranges, Stream};
-use tensorplug_core::accelerator::{DType, DeviceAddr, Fence, OpDesc, OpKind, Shape, TensorDesc};
+use tensorplug_core::accelerator::{
+    Capabilities, DType, DeviceAddr, Fence, OpDesc, OpKind, Shape, TensorDesc,
+};
 
 /// The device work of one kernel call.
 pub struct Launcher<'a> {
@@ -77,7 +79,7 @@ impl<'a> Launcher<'a> {
     /// Whether the device declares `kind` (an int8 op on int8, any other
     /// on float32).
     pub fn supports(&self, kind: OpKind) -> bool {
-        super::ops::kernel::declares(&self.stream.device().info().capabilities, kind)
+        declares(&self.stream.device().info().capabilities, kind)
     }
 
     /// Enqueues `kind` over `inputs` into `output`.
@@ -422,4 +424,15 @@ fn touches(inputs: &[TensorDesc], output: TensorDesc) -> Access {
         reads: inputs.iter().map(range).collect(),
         writes: [range(&output)].into(),
     }
+}
+
+/// Whether `caps` declare `kind`: an int8 op on i8, any other on f32 (the
+/// kernels' registration and the programs' check both ask this).
+pub(crate) fn declares(caps: &Capabilities, kind: OpKind) -> bool {
+    let dtype = if kind.is_int8() {
+        DType::I8
+    } else {
+        DType::F32
+    };
+    caps.supports(kind, dtype)
 }

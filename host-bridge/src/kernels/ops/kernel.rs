@@ -143,18 +143,8 @@ pub trait TfKernel: Sync {
             .iter()
             .chain(self.also_launches())
             .chain(self.only_beside())
-            .all(|&kind| declares(caps, kind))
+            .all(|&kind| crate::kernels::launch::declares(caps, kind))
     }
-}
-
-/// Whether `caps` declare `kind`: an int8 op on i8, any other on f32.
-pub(crate) fn declares(caps: &Capabilities, kind: OpKind) -> bool {
-    let dtype = if kind.is_int8() {
-        DType::I8
-    } else {
-        DType::F32
-    };
-    caps.supports(kind, dtype)
 }
 
 impl<T: Op> TfKernel for T {
