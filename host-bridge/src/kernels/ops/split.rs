@@ -1,16 +1,25 @@
 //! `Split`, `SplitV`, `Unpack` and `Pack`: pieces of a tensor along one
 //! axis, or tensors stacked along a new one, as block copies on the device
 //! (exact). The axis and `SplitV`'s sizes are in host memory.
+//!
+//! Equal pieces along an inner axis (an LSTM cell's four gates) would take
+//! one copy per row of each piece; on a device of `Transpose` they take
+//! one transpose through a temporary and one copy per piece instead
+//! ([`Stacked`]).
 
 use super::blocks::Block;
 use super::kernel::{Op, flat, is_empty};
 use super::sum::read_host_ints;
+use crate::kernels::commands::Commands;
 use crate::kernels::failure::{Failure, KernelResult};
 use crate::kernels::launch::Launcher;
 use crate::kernels::tf::{Construction, Context};
 use std::ffi::CStr;
 use std::os::raw::c_int;
-use tensorplug_core::accelerator::{OpKind, Shape};
+use tensorplug_core::accelerator::{DeviceAddr, MAX_RANK, OpKind, Shape, TensorDesc};
+
+/// The device op that regroups equal pieces along an inner axis.
+const TRANSPOSE: OpKind = OpKind::Transpose([0; MAX_RANK]);
 
 /// Which of the four ops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +68,10 @@ impl Op for Pieces {
 
     fn family(&self) -> Option<OpKind> {
         None
+    }
+
+    fn may_launch(&self) -> &'static [OpKind] {
+        &[TRANSPOSE]
     }
 
     fn host_memory(&self) -> &'static [&'static CStr] {
@@ -195,21 +208,37 @@ fn split(kind: Kind, a: &Counts, ctx: &Context, run: &mut Launcher<'_>) -> Kerne
         _ => Vec::new(),
     };
     let lengths = piece_sizes(kind, dims[axis], a.pieces, &sizes)?;
+    let out_dims = |len: u64| -> Vec<u64> {
+        let mut extent = dims.clone();
+        extent[axis] = len;
+        if kind == Kind::Unpack {
+            extent.remove(axis);
+        }
+        extent
+    };
+    if let Some(stacked) = Stacked::of(&dims, axis, &lengths, run) {
+        let outs = (0..lengths.len())
+            .map(|k| ctx.output_at(k as c_int, &flat(&out_dims(lengths[k]))?, &[]))
+            .collect::<KernelResult<Vec<_>>>()?;
+        let temp = ctx.temp(&stacked.grouped()?)?;
+        let mut commands = Commands::default();
+        commands.launch(
+            stacked.transpose(),
+            &[run.desc(&x, stacked.interleaved()?)?],
+            run.desc(&temp, stacked.grouped()?)?,
+        )?;
+        let grouped = run.desc(&temp, stacked.grouped()?)?;
+        for (k, out) in outs.iter().enumerate() {
+            commands.copy(run.desc(out, stacked.piece()?)?, stacked.at(grouped, k)?);
+        }
+        return run.enqueue_all(commands);
+    }
     let src = (!is_empty(&sx)).then(|| run.desc(&x, sx)).transpose()?;
     let mut start = 0u64;
     for (k, &len) in lengths.iter().enumerate() {
         let mut extent = dims.clone();
         extent[axis] = len;
-        let out_dims: Vec<u64> = if kind == Kind::Unpack {
-            dims.iter()
-                .enumerate()
-                .filter(|&(i, _)| i != axis)
-                .map(|(_, &d)| d)
-                .collect()
-        } else {
-            extent.clone()
-        };
-        let out = ctx.output_at(k as c_int, &flat(&out_dims)?, &[])?;
+        let out = ctx.output_at(k as c_int, &flat(&out_dims(len))?, &[])?;
         let piece = flat(&extent)?;
         if let Some(src) = src
             && !is_empty(&piece)
@@ -266,6 +295,26 @@ fn pack(a: &Counts, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
     }
     let out = run.desc(&out, out_shape)?;
     let piece_shape = flat(&piece)?;
+    if let Some(stacked) = Stacked::of(&out_dims, axis, &vec![1; n], run) {
+        let temp = ctx.temp(&stacked.grouped()?)?;
+        let grouped = run.desc(&temp, stacked.grouped()?)?;
+        let mut commands = Commands::default();
+        for (k, value) in values.iter().enumerate() {
+            commands.copy(stacked.at(grouped, k)?, run.desc(value, stacked.piece()?)?);
+        }
+        commands.launch(
+            stacked.transpose(),
+            &[TensorDesc {
+                shape: stacked.grouped()?,
+                ..grouped
+            }],
+            TensorDesc {
+                shape: stacked.interleaved()?,
+                ..out
+            },
+        )?;
+        return run.enqueue_all(commands);
+    }
     for (k, value) in values.iter().enumerate() {
         let mut dst_at = vec![0u64; piece.len()];
         dst_at[axis] = k as u64;
@@ -282,9 +331,88 @@ fn pack(a: &Counts, ctx: &Context, run: &mut Launcher<'_>) -> KernelResult<()> {
     Ok(())
 }
 
+/// Equal pieces along an inner axis, seen as `[outer, pieces, width]`
+/// (interleaved: each outer row holds a run of every piece) and as
+/// `[pieces, outer, width]` (grouped: each piece contiguous). A
+/// `Transpose` of the first two axes turns one into the other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stacked {
+    outer: u64,
+    pieces: u64,
+    width: u64,
+}
+
+impl Stacked {
+    /// The layout of `lengths` along `axis` of `dims`, when they are equal,
+    /// more than one, and each piece would take more than one row copy,
+    /// on a device of `Transpose`.
+    fn of(dims: &[u64], axis: usize, lengths: &[u64], run: &Launcher<'_>) -> Option<Self> {
+        let stacked = Self::layout(dims, axis, lengths)?;
+        run.supports(TRANSPOSE).then_some(stacked)
+    }
+
+    fn layout(dims: &[u64], axis: usize, lengths: &[u64]) -> Option<Self> {
+        let (&first, rest) = lengths.split_first()?;
+        let outer: u64 = dims[..axis].iter().product();
+        let width = first * dims[axis + 1..].iter().product::<u64>();
+        let useful = !rest.is_empty() && rest.iter().all(|&l| l == first);
+        (useful && outer > 1 && width > 0).then_some(Self {
+            outer,
+            pieces: lengths.len() as u64,
+            width,
+        })
+    }
+
+    fn interleaved(&self) -> KernelResult<Shape> {
+        flat(&[self.outer, self.pieces, self.width])
+    }
+
+    fn grouped(&self) -> KernelResult<Shape> {
+        flat(&[self.pieces, self.outer, self.width])
+    }
+
+    fn piece(&self) -> KernelResult<Shape> {
+        flat(&[self.outer * self.width])
+    }
+
+    /// Swaps the first two axes.
+    fn transpose(&self) -> OpKind {
+        let mut perm = [0u8; MAX_RANK];
+        perm[..3].copy_from_slice(&[1, 0, 2]);
+        OpKind::Transpose(perm)
+    }
+
+    /// Piece `k` of the grouped layout at `grouped`.
+    fn at(&self, grouped: TensorDesc, k: usize) -> KernelResult<TensorDesc> {
+        let bytes = k as u64 * self.outer * self.width * grouped.dtype.size() as u64;
+        Ok(TensorDesc::new(
+            DeviceAddr(grouped.addr.0 + bytes),
+            grouped.dtype,
+            self.piece()?,
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_equal_inner_pieces_are_regrouped() {
+        // An LSTM cell's gates: [32, 128] into four [32, 32].
+        let gates = Stacked::layout(&[32, 128], 1, &[32; 4]).unwrap();
+        assert_eq!((gates.outer, gates.pieces, gates.width), (32, 4, 32));
+        // Unstacking [2, 3, 5] along axis 1: three [2, 5].
+        let unstack = Stacked::layout(&[2, 3, 5], 1, &[1; 3]).unwrap();
+        assert_eq!((unstack.outer, unstack.pieces, unstack.width), (2, 3, 5));
+        // Along the first axis each piece is one copy already; unequal
+        // pieces, one piece or an empty one stay block copies.
+        assert_eq!(Stacked::layout(&[4, 6], 0, &[2, 2]), None);
+        assert_eq!(Stacked::layout(&[1, 4, 6], 1, &[2, 2]), None);
+        assert_eq!(Stacked::layout(&[3, 6], 1, &[2, 4]), None);
+        assert_eq!(Stacked::layout(&[3, 6], 1, &[6]), None);
+        assert_eq!(Stacked::layout(&[3, 0], 1, &[0, 0]), None);
+    }
 
     #[test]
     fn pieces_follow_tfs_rules_and_name_bad_sizes() {
