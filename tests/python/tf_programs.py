@@ -30,10 +30,12 @@ equal to the CPU.
 
 `fit`: Keras `fit` of an MLP through programs, its variables on the FPGA
 and, built under a CPU scope, on the CPU (the programs' host weights then
-change every step), and of a small convnet: losses and trained weights
-bit-equal to the same `fit` op by op, in the same process; the convnet's
-window gradients (`MaxPoolGrad`, `AvgPoolGrad`, `Conv2DBackpropFilter`,
-`Conv2DBackpropInput`) are held by programs.
+change every step), of a small convnet and of an unrolled LSTM: losses
+and trained weights bit-equal to the same `fit` op by op, in the same
+process; the convnet's window gradients (`MaxPoolGrad`, `AvgPoolGrad`,
+`Conv2DBackpropFilter`, `Conv2DBackpropInput`) and the LSTM's gate
+gradients (`ConcatV2`, `BiasAddGrad`) are held by programs. The LSTM's
+kernel gradient is an `AddN` of its steps', which sums in input order.
 """
 
 import os
@@ -185,13 +187,24 @@ if fit:
     ys = rng.integers(0, 4, 128)
 
     images = rng.standard_normal((64, 12, 12, 3)).astype(np.float32)
+    sequences = rng.standard_normal((64, 5, 3)).astype(np.float32)
 
-    def train(programs, scope, conv=False):
+    def train(programs, scope, kind="mlp"):
         # The pass reads the setting at each graph it rewrites.
         os.environ["TENSORPLUG_GRAPH_PROGRAMS"] = programs
         tf.keras.utils.set_random_seed(1)
         with tf.device(scope):
-            if conv:
+            if kind == "lstm":
+                # Unrolled: each step's cell is in the graph, its
+                # gradients summed by AddNs of 5.
+                m = keras.Sequential(
+                    [
+                        keras.Input(shape=(5, 3)),
+                        keras.layers.LSTM(6, unroll=True),
+                        keras.layers.Dense(4, activation="softmax"),
+                    ]
+                )
+            elif kind == "conv":
                 m = keras.Sequential(
                     [
                         keras.Input(shape=(12, 12, 3)),
@@ -212,24 +225,24 @@ if fit:
                     ]
                 )
         m.compile(optimizer="sgd", loss="sparse_categorical_crossentropy", jit_compile=False)
-        data = (images, ys[:64]) if conv else (xs, ys)
+        data = {"conv": (images, ys[:64]), "lstm": (sequences, ys[:64])}.get(kind, (xs, ys))
         losses = m.fit(*data, batch_size=32, epochs=3, verbose=0, shuffle=False).history["loss"]
         return losses, m.get_weights()
 
-    for scope, conv in (("/device:FPGA:0", False), ("/device:CPU:0", False),
-                        ("/device:FPGA:0", True)):
-        (want, w_want), (got, w_got) = train("0", scope, conv), train("1", scope, conv)
-        assert got == want, (scope, conv, got, want)
+    for scope, kind in (("/device:FPGA:0", "mlp"), ("/device:CPU:0", "mlp"),
+                        ("/device:FPGA:0", "conv"), ("/device:FPGA:0", "lstm")):
+        (want, w_want), (got, w_got) = train("0", scope, kind), train("1", scope, kind)
+        assert got == want, (scope, kind, got, want)
         for a, b in zip(w_got, w_want):
             np.testing.assert_array_equal(a, b)
-        what = "a convnet" if conv else "an MLP"
+        what = {"mlp": "an MLP", "conv": "a convnet", "lstm": "an unrolled LSTM"}[kind]
         print(f"fit of {what}, variables on {scope}: losses {got} bit-equal op by op")
     report = (work / "report.txt").read_text()
     assert "program " in report, report
     # The convnet's backward window ops are program commands too.
     held = held_by_programs()
     grads = {op: held.count(op) for op in ("MaxPoolGrad", "AvgPoolGrad", "Conv2DBackpropFilter",
-                                           "Conv2DBackpropInput")}
+                                           "Conv2DBackpropInput", "ConcatV2", "BiasAddGrad")}
     assert all(grads.values()), sorted(held)
     print("fit: programs hold", " ".join(f"{k}={v}" for k, v in sorted(grads.items())))
     print("done")

@@ -582,9 +582,10 @@ fn an_attention_block_is_one_device_program_equal_to_the_cpu() {
 }
 
 /// Keras `fit` of an MLP through device programs on `sim`, its variables
-/// on the FPGA and on the CPU, and of a small convnet, whose backward
+/// on the FPGA and on the CPU, of a small convnet, whose backward
 /// window ops (`MaxPoolGrad`, `AvgPoolGrad`, `Conv2DBackpropFilter`,
-/// `Conv2DBackpropInput`) programs hold too:
+/// `Conv2DBackpropInput`) programs hold too, and of an unrolled LSTM,
+/// whose gate gradients (`ConcatV2`, `BiasAddGrad`) they hold:
 /// losses and trained weights bit-equal to op by op
 /// (`tests/python/tf_programs.py fit`).
 #[test]
@@ -598,6 +599,7 @@ fn keras_fit_through_device_programs_is_bit_equal_to_op_by_op() {
         "an MLP, variables on /device:FPGA:0",
         "an MLP, variables on /device:CPU:0",
         "a convnet, variables on /device:FPGA:0",
+        "an unrolled LSTM, variables on /device:FPGA:0",
     ] {
         assert!(stdout.contains(&format!("fit of {what}")), "{stdout}");
     }
@@ -608,6 +610,8 @@ fn keras_fit_through_device_programs_is_bit_equal_to_op_by_op() {
         "Conv2DBackpropFilter",
         "Conv2DBackpropInput",
         "MaxPoolGrad",
+        "ConcatV2",
+        "BiasAddGrad",
     ] {
         assert!(held.contains(&format!("{op}=")), "{stdout}");
     }

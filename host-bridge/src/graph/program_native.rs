@@ -11,7 +11,8 @@
 //!   device, so it crosses to the device only when they run (the program
 //!   uploads it itself, and a CPU weight once);
 //! - each result is `Merge(Switch(program:k, ran):1, copy)` on the
-//!   program's device, which the program's readers read.
+//!   program's device, which the program's readers read; it has the name
+//!   of the member whose output it is, so their inputs read as before.
 //!
 //! `docs/device-programs.md`, "The native segment".
 
@@ -24,7 +25,9 @@ use std::collections::{HashMap, HashSet};
 /// The program node `program` (on `device`) replaced `members` (as they
 /// were, in a topological order), whose results are `outputs`
 /// (`member:port`, the program's results in order). Adds the native
-/// segment and points the program's readers at the merges.
+/// segment and its merges: a merge of port 0 takes its member's name,
+/// which the readers still read; the readers of another port are pointed
+/// at its merge.
 pub fn attach(
     graph: &mut GraphDef,
     program: &str,
@@ -110,12 +113,23 @@ pub fn attach(
         let result = format!("{program}:{k}");
         let sw = unique(&mut names, &base, &format!("result_{k}_switch"));
         added.push(switch(&sw, device, &result, &ran, t));
-        let merge = unique(&mut names, &base, &format!("result_{k}"));
+        // A result of port 0 takes its member's name, so its readers'
+        // inputs read as before: TF sorts a commutative op's inputs by
+        // name (Grappler's canonicalization), and an `AddN` of three or
+        // more sums in that order.
+        // (The program node's readers of port 0 still name the member.)
+        let merge = if port == 0 {
+            names.insert(node.to_string());
+            node.to_string()
+        } else {
+            let merge = unique(&mut names, &base, &format!("result_{k}"));
+            merges.insert(result.clone(), format!("{merge}:0"));
+            merge
+        };
         let inputs = vec![format!("{sw}:1"), format!("{copy}:{port}")];
         let mut m = op_node(&merge, "Merge", device, inputs, t);
         m.attr.insert("N".into(), value(attr_value::Value::I(2)));
         added.push(m);
-        merges.insert(result, format!("{merge}:0"));
     }
     for node in &mut graph.node {
         for text in &mut node.input {

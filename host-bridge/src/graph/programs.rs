@@ -7,13 +7,13 @@
 
 use super::device::is_ours;
 use super::edges::{Input, Uses};
-use super::nodes::{int_constant, type_attr, unique};
+use super::nodes::{attr_of, int_constant, type_attr, unique};
 use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
 use super::{program_native, program_size};
 use crate::error::Result;
 use crate::kernels::ops::window::gradient_sizes_input;
 use crate::kernels::program::lower::{
-    AXES_ATTR, PERM_ATTR, REDUCE_OPS, SHAPE_ATTR, SIZES_ATTR, input_type, needs_record, node_types,
+    AXES_ATTR, PERM_ATTR, REDUCE_OPS, SHAPE_ATTR, SIZES_ATTR, input_type, needs_op, node_types,
     output_type, static_op, supported, tf_data_type,
 };
 use crate::kernels::program::segment::{Segment, canonical};
@@ -158,8 +158,8 @@ fn why_op_by_op(node: &NodeDef, preserve: &HashSet<String>, shapes: &Shapes) -> 
         "TF fetches it"
     } else if node.input.iter().any(|i| i.starts_with('^')) {
         "it waits on a control edge"
-    } else if needs_record(node).is_some_and(|k| !every_device_has(k)) {
-        "a device lacks the BatchMatMul record"
+    } else if needs_op(node).is_some_and(|k| !every_device_has(k)) {
+        "a device lacks the op it lowers to (the BatchMatMul record, Concat)"
     } else if !held {
         why_not_held(node, shapes)
     } else {
@@ -174,7 +174,7 @@ fn why_not_held(node: &NodeDef, shapes: &Shapes) -> &'static str {
         "a program does not hold this op"
     } else if !float && node_types(node).is_none() {
         "a program holds it in float32 only (or as an int8 op)"
-    } else if constant_operand(&node.op).is_some() && !shapes.contains_key(&node.name) {
+    } else if constant_operand(node).is_some() && !shapes.contains_key(&node.name) {
         "its shape, axes, sizes or permutation input is computed, not a constant"
     } else {
         "a program does not hold it with these attributes or inputs"
@@ -196,7 +196,7 @@ fn candidate(node: &NodeDef, preserve: &HashSet<String>, device: &str, shapes: &
     is_ours(&node.device, device)
         && !preserve.contains(&node.name)
         && !in_native_segment(node)
-        && needs_record(node).is_none_or(every_device_has)
+        && needs_op(node).is_none_or(every_device_has)
         && node.input.iter().all(|i| !i.starts_with('^'))
         && if shapes.contains_key(&node.name) {
             supported(&in_segment(node, shapes))
@@ -219,11 +219,16 @@ fn every_device_has(kind: OpKind) -> bool {
 /// segment's copy of the node carries them in, and the input they replace.
 type Shapes = HashMap<String, (&'static str, usize, Vec<i64>)>;
 
-/// The attribute `op`'s constant input becomes in a segment, that input's
+/// The attribute `node`'s constant input becomes in a segment, that input's
 /// index, and the ranks it may have.
-fn constant_operand(op: &str) -> Option<(&'static str, usize, &'static [usize])> {
-    match op {
+fn constant_operand(node: &NodeDef) -> Option<(&'static str, usize, &'static [usize])> {
+    match node.op.as_str() {
         "Reshape" => Some((SHAPE_ATTR, 1, &[1])),
+        // The axis, after the values.
+        "ConcatV2" => match attr_of(node, "N") {
+            Some(&attr_value::Value::I(n)) => Some((AXES_ATTR, usize::try_from(n).ok()?, &[0])),
+            _ => None,
+        },
         "Transpose" => Some((PERM_ATTR, 1, &[1])),
         op if REDUCE_OPS.contains(&op) => Some((AXES_ATTR, 1, &[0, 1])),
         op => gradient_sizes_input(op)
@@ -243,7 +248,7 @@ fn reshape_shapes(graph: &GraphDef) -> Shapes {
         .node
         .iter()
         .filter_map(|n| {
-            let (attr, index, ranks) = constant_operand(&n.op)?;
+            let (attr, index, ranks) = constant_operand(n)?;
             let Input::Data { node, port: 0 } = Input::parse(n.input.get(index)?) else {
                 return None;
             };
@@ -507,9 +512,13 @@ fn contract(
     for node in &mut graph.node {
         let mut waits_on_program = false;
         node.input.retain_mut(|text| match Input::parse(text) {
-            Input::Data { node: p, .. } if members.contains(p) => {
-                let k = canonical(text).and_then(|e| output_of.get(&e).copied());
-                *text = format!("{name}:{}", k.unwrap_or(0));
+            // Port 0 reads the native segment's merge, which takes its
+            // member's name (`program_native::attach`): the text stays.
+            Input::Data { node: p, port } if members.contains(p) => {
+                if port != 0 {
+                    let k = canonical(text).and_then(|e| output_of.get(&e).copied());
+                    *text = format!("{name}:{}", k.unwrap_or(0));
+                }
                 true
             }
             Input::Control(p) if members.contains(p) => {
@@ -769,7 +778,9 @@ mod tests {
             (x_switch.device.as_str(), x_switch.input[0].as_str()),
             (CPU, "x:0")
         );
-        let merge = find(&g, &format!("{native}result_0"));
+        // The result's merge has the name of the member it is the output
+        // of, which its readers still read.
+        let merge = find(&g, "d2/Softmax");
         assert_eq!((merge.op.as_str(), merge.device.as_str()), ("Merge", FPGA));
         assert_eq!(
             merge.input,
@@ -789,7 +800,7 @@ mod tests {
         // The fetch reads the program; its wait on a member waits on it.
         assert_eq!(
             find(&g, "out").input,
-            [format!("{name}/native/result_0:0"), format!("^{name}")]
+            ["d2/Softmax".to_string(), format!("^{name}")]
         );
         let Some(attr_value::Value::S(bytes)) = p.attr["segment"].value.as_ref() else {
             panic!("no segment");
@@ -1105,10 +1116,8 @@ mod tests {
         // The native segment's gates of the results have their types.
         let native = "q/quant/tensorplug_program/native";
         for (k, t) in [(0, i8), (1, f32)] {
-            for gate in [
-                format!("{native}/result_{k}_switch"),
-                format!("{native}/result_{k}"),
-            ] {
+            let merge = ["q/conv", "q/dequant"][k].to_string();
+            for gate in [format!("{native}/result_{k}_switch"), merge] {
                 assert_eq!(type_attr(find(&g, &gate), "T"), Some(t), "{gate}");
             }
         }
@@ -1222,10 +1231,7 @@ mod tests {
         };
         let (p, segment) = the_one_program(&mut g, "mm", 4);
         assert_eq!(p.input, ["x:0", "w:0"], "the shape is no input");
-        assert_eq!(
-            find(&g, "r2").input,
-            ["mm/tensorplug_program/native/result_0:0", "computed"]
-        );
+        assert_eq!(find(&g, "r2").input, ["relu", "computed"]);
         let s = |d: &[u64]| Shape::new(d).unwrap();
         let c = compile(&segment, &[s(&[4, 8]), s(&[8, 16])]).unwrap();
         assert_eq!(c.outputs, [s(&[4, 16])]);
@@ -1356,14 +1362,8 @@ mod tests {
         form_programs(&mut g, &preserve, "FPGA", OP);
         let p = find(&g, "d1/tensorplug_program");
         assert_eq!(p.input, ["x:0", "w:0"]);
-        assert_eq!(
-            find(&g, "xent").input,
-            ["d1/tensorplug_program/native/result_0:0", "labels"]
-        );
-        assert_eq!(
-            find(&g, "gt").input,
-            ["d1/tensorplug_program/native/result_0:0", "x"]
-        );
+        assert_eq!(find(&g, "xent").input, ["d2", "labels"]);
+        assert_eq!(find(&g, "gt").input, ["d2", "x"]);
     }
 
     #[test]
@@ -1424,10 +1424,7 @@ mod tests {
                 nodes: 2
             }]
         );
-        assert_eq!(
-            find(&g, "next").input,
-            [format!("{name}/native/result_0:0")]
-        );
+        assert_eq!(find(&g, "next").input, ["b"]);
         let token = find(&g, &format!("{name}/native/gate_token"));
         assert_eq!(token.input, [format!("^{name}")]);
     }
@@ -1466,14 +1463,8 @@ mod tests {
         );
         // The second program reads the first's output and the host's.
         let second = find(&g, "b/tensorplug_program");
-        assert_eq!(
-            second.input,
-            ["a/tensorplug_program/native/result_1:0", "host:0"]
-        );
-        assert_eq!(
-            find(&g, "host").input,
-            ["a/tensorplug_program/native/result_0:0"]
-        );
+        assert_eq!(second.input, ["c:0", "host:0"]);
+        assert_eq!(find(&g, "host").input, ["a"]);
     }
 
     /// The report's reasons for ops left alone: a `Reshape` whose shape
@@ -1544,10 +1535,7 @@ mod tests {
             "no program for BiasAdd 'd2/BiasAdd': TF fetches it"
         );
 
-        assert_eq!(
-            find(&g, "d1/Relu").input,
-            ["d1/MatMul/tensorplug_program/native/result_0:0"]
-        );
+        assert_eq!(find(&g, "d1/Relu").input, ["d1/BiasAdd"]);
         assert_eq!(form_programs(&mut g, &preserve, "NPU", OP), []);
     }
 }

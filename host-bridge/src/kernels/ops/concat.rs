@@ -114,7 +114,7 @@ fn join(
 
 /// The concatenation axis (made non-negative) and the output's dims,
 /// checked as TF's CPU kernel does.
-fn concat_dims(shapes: &[Shape], axis: &[i64]) -> KernelResult<(usize, Vec<u64>)> {
+pub(crate) fn concat_dims(shapes: &[Shape], axis: &[i64]) -> KernelResult<(usize, Vec<u64>)> {
     let Some(first) = shapes.first() else {
         return Err(Failure::invalid("ConcatV2 needs at least one value"));
     };

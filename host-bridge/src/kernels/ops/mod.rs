@@ -14,7 +14,7 @@ mod blocks;
 mod broadcast_to;
 pub(crate) mod cast;
 mod compare;
-mod concat;
+pub(crate) mod concat;
 mod cumsum;
 pub(crate) mod einsum;
 mod fill;

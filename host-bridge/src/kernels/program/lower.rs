@@ -19,6 +19,7 @@ use super::batched::{self, BATCHED};
 use super::pieces::Lowering;
 use super::reduce;
 pub use super::reduce::{AXES_ATTR, REDUCE_OPS};
+use super::rows;
 use crate::graph::nodes::{attr_of, type_attr};
 use crate::graph::proto::{DataType, NodeDef, attr_value::Value};
 use std::ffi::CStr;
@@ -109,7 +110,7 @@ pub const SIZES_ATTR: &str = "_tensorplug_sizes";
 /// The TF op type of `node` as a `'static` name (a profiler label), if a
 /// program can hold it.
 pub fn static_op(op: &str) -> Option<&'static str> {
-    const FIXED: [&str; 7] = [
+    const FIXED: [&str; 9] = [
         "MatMul",
         "_FusedMatMul",
         "BiasAdd",
@@ -117,6 +118,8 @@ pub fn static_op(op: &str) -> Option<&'static str> {
         "BatchMatMulV2",
         "Einsum",
         "Transpose",
+        "ConcatV2",
+        "BiasAddGrad",
     ];
     FIXED
         .iter()
@@ -216,6 +219,16 @@ pub fn supported(node: &NodeDef) -> bool {
         "Transpose" => return float && constant_perm(node).is_some(),
         "Reshape" => return view_type && attr_of(node, SHAPE_ATTR).is_some(),
         op if REDUCE_OPS.contains(&op) => return float && attr_of(node, AXES_ATTR).is_some(),
+        // Its values, the axis a constant the pass moved into the node.
+        "ConcatV2" => {
+            let data_inputs = node.input.iter().filter(|i| !i.starts_with('^')).count();
+            let n = match attr_of(node, "N") {
+                Some(&Value::I(n)) => usize::try_from(n).ok(),
+                _ => None,
+            };
+            return float && attr_of(node, AXES_ATTR).is_some() && n == Some(data_inputs);
+        }
+        "BiasAddGrad" => return float && nhwc(node),
         "Neg" | "Square" => {
             let data_inputs = node.input.iter().filter(|i| !i.starts_with('^')).count();
             return float && data_inputs == 1;
@@ -272,19 +285,28 @@ fn kind(node: &NodeDef) -> Option<OpKind> {
             }
         }
         "Transpose" => OpKind::Transpose(constant_perm(node)?.0),
-        "BiasAdd" => {
-            let nhwc = match attr_of(node, "data_format") {
-                None => true,
-                Some(Value::S(s)) => s == b"NHWC",
-                Some(_) => false,
-            };
-            if !nhwc {
-                return None;
-            }
-            OpKind::BiasAdd
-        }
+        "BiasAdd" if nhwc(node) => OpKind::BiasAdd,
         op => param_from(node, elementwise(op)?.family()?)?,
     })
+}
+
+/// Whether `node`'s `data_format` is NHWC (or not given).
+fn nhwc(node: &NodeDef) -> bool {
+    match attr_of(node, "data_format") {
+        None => true,
+        Some(Value::S(s)) => s == b"NHWC",
+        Some(_) => false,
+    }
+}
+
+/// The device op a node lowers to beyond the ops every program command
+/// has, which the graph pass asks every device for: a batched product's
+/// record, `ConcatV2`'s `Concat`.
+pub fn needs_op(node: &NodeDef) -> Option<OpKind> {
+    match node.op.as_str() {
+        "ConcatV2" => Some(rows::CONCAT),
+        _ => needs_record(node),
+    }
 }
 
 /// `kind` with its parameter read from `node` (`LeakyRelu`'s `alpha`, as
@@ -307,6 +329,8 @@ pub fn max_temps(node: &NodeDef) -> usize {
         op if REDUCE_OPS.contains(&op) => reduce::MAX_TEMPS,
         // `Neg`'s −1.
         "Neg" => 1,
+        "ConcatV2" => rows::concat_temps(node.input.len()),
+        "BiasAddGrad" => rows::BIAS_GRAD_TEMPS,
         // Two transposed and two copied operands, the product and its
         // result seen label by label.
         "Einsum" => 6,
@@ -338,8 +362,12 @@ pub fn lower_node(node: &NodeDef, shapes: &[Shape]) -> Result<Lowering, String> 
             _ => Err(named("takes one input in a program".into())),
         };
     }
-    if node.op == "Einsum" {
-        return batched::einsum(node, shapes).map_err(named);
+    match (node.op.as_str(), shapes) {
+        ("Einsum", _) => return batched::einsum(node, shapes).map_err(named),
+        ("ConcatV2", _) => return rows::concat(node, shapes).map_err(named),
+        ("BiasAddGrad", [x]) => return rows::bias_grad(*x).map_err(named),
+        ("BiasAddGrad", _) => return Err(named("takes one input".into())),
+        _ => {}
     }
     if let ("Transpose", [x]) = (node.op.as_str(), shapes) {
         let (_, len) = constant_perm(node).ok_or_else(|| named("no permutation".into()))?;

@@ -13,6 +13,7 @@ pub mod lower;
 mod pieces;
 pub mod reduce;
 mod replay;
+mod rows;
 pub mod segment;
 
 use super::failure::{Failure, KernelResult};
