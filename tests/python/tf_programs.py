@@ -33,9 +33,10 @@ and, built under a CPU scope, on the CPU (the programs' host weights then
 change every step), of a small convnet and of an unrolled LSTM: losses
 and trained weights bit-equal to the same `fit` op by op, in the same
 process; the convnet's window gradients (`MaxPoolGrad`, `AvgPoolGrad`,
-`Conv2DBackpropFilter`, `Conv2DBackpropInput`) and the LSTM's gate
-gradients (`ConcatV2`, `BiasAddGrad`) are held by programs. The LSTM's
-kernel gradient is an `AddN` of its steps', which sums in input order.
+`Conv2DBackpropFilter`, `Conv2DBackpropInput`), the LSTM's gates
+(`Split`) and their gradients (`ConcatV2`, `BiasAddGrad`) are held by
+programs. The LSTM's kernel gradient is an `AddN` of its steps', which
+sums in input order.
 """
 
 import os
@@ -242,7 +243,7 @@ if fit:
     # The convnet's backward window ops are program commands too.
     held = held_by_programs()
     grads = {op: held.count(op) for op in ("MaxPoolGrad", "AvgPoolGrad", "Conv2DBackpropFilter",
-                                           "Conv2DBackpropInput", "ConcatV2", "BiasAddGrad")}
+                                           "Conv2DBackpropInput", "ConcatV2", "BiasAddGrad", "Split")}
     assert all(grads.values()), sorted(held)
     print("fit: programs hold", " ".join(f"{k}={v}" for k, v in sorted(grads.items())))
     print("done")

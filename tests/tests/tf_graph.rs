@@ -585,7 +585,8 @@ fn an_attention_block_is_one_device_program_equal_to_the_cpu() {
 /// on the FPGA and on the CPU, of a small convnet, whose backward
 /// window ops (`MaxPoolGrad`, `AvgPoolGrad`, `Conv2DBackpropFilter`,
 /// `Conv2DBackpropInput`) programs hold too, and of an unrolled LSTM,
-/// whose gate gradients (`ConcatV2`, `BiasAddGrad`) they hold:
+/// whose gates (`Split`) and their gradients (`ConcatV2`, `BiasAddGrad`)
+/// they hold:
 /// losses and trained weights bit-equal to op by op
 /// (`tests/python/tf_programs.py fit`).
 #[test]
@@ -612,6 +613,7 @@ fn keras_fit_through_device_programs_is_bit_equal_to_op_by_op() {
         "MaxPoolGrad",
         "ConcatV2",
         "BiasAddGrad",
+        "Split",
     ] {
         assert!(held.contains(&format!("{op}=")), "{stdout}");
     }

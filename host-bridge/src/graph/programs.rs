@@ -224,6 +224,8 @@ type Shapes = HashMap<String, (&'static str, usize, Vec<i64>)>;
 fn constant_operand(node: &NodeDef) -> Option<(&'static str, usize, &'static [usize])> {
     match node.op.as_str() {
         "Reshape" => Some((SHAPE_ATTR, 1, &[1])),
+        // The axis, before the value.
+        "Split" => Some((AXES_ATTR, 0, &[0])),
         // The axis, after the values.
         "ConcatV2" => match attr_of(node, "N") {
             Some(&attr_value::Value::I(n)) => Some((AXES_ATTR, usize::try_from(n).ok()?, &[0])),
@@ -437,13 +439,14 @@ fn contract(
                 inputs.push(edge);
             }
         }
-        let read_outside = uses
-            .of(&original.name)
-            .iter()
-            .any(|u| u.port.is_some() && !members.contains(graph.node[u.consumer].name.as_str()));
-        if read_outside {
-            outputs.push(format!("{}:0", node.name));
-        }
+        // Each output read outside, in port order (a `Split`'s pieces).
+        let mut ports: Vec<u32> = (uses.of(&original.name).iter())
+            .filter(|u| !members.contains(graph.node[u.consumer].name.as_str()))
+            .filter_map(|u| u.port)
+            .collect();
+        ports.sort_unstable();
+        ports.dedup();
+        outputs.extend(ports.iter().map(|p| format!("{}:{p}", node.name)));
     }
     // Each input's element type: what the first member reading it takes.
     let mut input_types: HashMap<String, DType> = HashMap::new();
@@ -681,7 +684,7 @@ fn program_node(name: &str, op: &str, device: &str, segment: &Segment, t: &Types
 
 #[cfg(test)]
 mod tests {
-    use super::super::nodes::type_value;
+    use super::super::nodes::{type_value, value};
     use super::super::test_nodes::{CPU, FPGA, find, node, typed};
     use super::*;
     use crate::kernels::program::compile_for_tests as compile;
@@ -1244,6 +1247,56 @@ mod tests {
         // 60 elements do not reshape to (-1, 1, 16).
         let error = compile(&segment, &[s(&[4, 8]), s(&[8, 15])]).unwrap_err();
         assert!(error.contains("Reshape 'r'"), "{error}");
+    }
+
+    /// An LSTM cell's `Split` joins its program: its pieces are outputs of
+    /// their own (ports 1, 2, … read outside are the program's), its axis
+    /// a constant moved into the node.
+    #[test]
+    fn a_split_joins_a_program_with_each_piece_an_output() {
+        let axis = (1i32).to_le_bytes().to_vec();
+        let mut split = float(node("split", "Split", &["axis", "mm"]));
+        split
+            .attr
+            .insert("num_split".into(), value(attr_value::Value::I(2)));
+        let mut g = GraphDef {
+            node: vec![
+                node("x", "Const", &[]),
+                node("w", "Const", &[]),
+                super::super::nodes::constant("axis", FPGA, DataType::DtInt32, &[], axis),
+                float(node("mm", "MatMul", &["x", "w"])),
+                split,
+                float(node("tanh", "Tanh", &["split"])),
+                float(node("mul", "Mul", &["tanh", "split:1"])),
+                node("out", "Identity", &["mul"]),
+                node("out2", "Identity", &["split:1"]),
+            ],
+            ..Default::default()
+        };
+        let (p, segment) = the_one_program(&mut g, "mm", 4);
+        assert_eq!(p.input, ["x:0", "w:0"], "the axis is no input");
+        assert_eq!(segment.outputs, ["split:1", "mul:0"]);
+        let name = "mm/tensorplug_program";
+        assert_eq!(
+            find(&g, "out2").input,
+            [format!("{name}/native/result_0:0")]
+        );
+        assert_eq!(find(&g, "out").input, ["mul"]);
+        let s = |d: &[u64]| Shape::new(d).unwrap();
+        let c = compile(&segment, &[s(&[3, 5]), s(&[5, 8])]).unwrap();
+        assert_eq!(c.outputs, [s(&[3, 4]), s(&[3, 4])]);
+        let gathers = (c.steps.iter())
+            .filter(|(step, _)| {
+                matches!(
+                    step,
+                    Step::Launch {
+                        kind: OpKind::Gather(_),
+                        ..
+                    }
+                )
+            })
+            .count();
+        assert_eq!(gathers, 2);
     }
 
     /// A convnet's backward chain: `MaxPoolGrad`, then the convolution's

@@ -36,7 +36,7 @@ mod reverse;
 mod select;
 mod slice;
 mod softmax;
-mod split;
+pub(crate) mod split;
 mod strided_slice;
 mod sum;
 mod tile;

@@ -121,7 +121,7 @@ fn resolve(axis: i64, rank: usize) -> KernelResult<usize> {
 }
 
 /// Where each piece starts and how long it is along the split axis.
-pub(super) fn piece_sizes(
+pub(crate) fn piece_sizes(
     kind: Kind,
     dim: u64,
     pieces: usize,

@@ -53,11 +53,7 @@ pub fn einsum(node: &NodeDef, shapes: &[Shape]) -> Result<Lowering, String> {
         .ok_or("no equation")?
         .program(shapes)
         .map_err(|f| f.cause)?;
-    let mut low = Lowering {
-        out: e.out,
-        temps: Vec::new(),
-        pieces: Vec::new(),
-    };
+    let mut low = Lowering::new(e.out);
     let step = |low: &mut Lowering, cmd: Cmd, inputs: Vec<Operand>, out: Option<Shape>| {
         let output = match out {
             Some(shape) => {

@@ -96,7 +96,6 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
                 ));
             }
         }
-        type_of.insert(format!("{}:0", node.name), out_type);
         let in_shapes: Vec<Shape> = ins
             .iter()
             .map(|e| {
@@ -113,7 +112,11 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
         if empty_in && lowering.out.elements() != Some(0) && empty_at.is_none() {
             empty_at = Some(node.name.clone());
         }
-        shape_of.insert(format!("{}:0", node.name), lowering.out);
+        for (port, shape) in lowering.outputs().enumerate() {
+            let edge = format!("{}:{port}", node.name);
+            type_of.insert(edge.clone(), out_type);
+            shape_of.insert(edge, shape);
+        }
         lowered.push((ins, in_shapes, lowering));
     }
     if let Some(node) = empty_at {
@@ -163,37 +166,50 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
     // The node each command comes from.
     let mut owners = Vec::new();
     for (n, (node, (ins, in_shapes, low))) in segment.nodes.iter().zip(&lowered).enumerate() {
-        let edge = format!("{}:0", node.name);
-        let output = match id_of.get(&edge) {
-            Some(&id) => id,
-            None => {
-                let id = b
-                    .buffer(BufferKind::Scratch, type_of(&edge), low.out)
-                    .map_err(error)?;
-                id_of.insert(edge, id);
-                id
-            }
-        };
+        // Each output: the program's, or scratch.
+        let mut outs = Vec::with_capacity(1 + low.ports.len());
+        for (port, shape) in low.outputs().enumerate() {
+            let edge = format!("{}:{port}", node.name);
+            let id = match id_of.get(&edge) {
+                Some(&id) => id,
+                None => {
+                    let id = b
+                        .buffer(BufferKind::Scratch, type_of(&edge), shape)
+                        .map_err(error)?;
+                    id_of.insert(edge, id);
+                    id
+                }
+            };
+            outs.push(id);
+        }
         // An empty output (its node had an empty input): a fill of no
         // bytes, so that every buffer is written, and no temporaries.
         let empty_out = low.out.elements() == Some(0);
         let temps = low
             .temps
             .iter()
+            .enumerate()
             .filter(|_| !empty_out)
-            .map(|&t| b.buffer(BufferKind::Scratch, DType::F32, t))
+            .map(|(i, &t)| b.buffer(BufferKind::Scratch, low.temp_type(i), t))
             .collect::<Result<Vec<_>, _>>()
             .map_err(error)?;
         let id = |o: Operand| match o {
             Operand::Input(i) => id_of[&ins[i]],
             Operand::Temp(t) => temps[t],
-            Operand::Output => output,
+            Operand::Output => outs[0],
+            Operand::Port(p) => outs[p],
         };
-        let empty = [Piece {
-            cmd: Cmd::Fill(0),
-            inputs: Vec::new(),
-            output: Operand::Output,
-        }];
+        let empty: Vec<Piece> = (0..outs.len())
+            .map(|p| Piece {
+                cmd: Cmd::Fill(0),
+                inputs: Vec::new(),
+                output: if p == 0 {
+                    Operand::Output
+                } else {
+                    Operand::Port(p)
+                },
+            })
+            .collect();
         let pieces = if empty_out {
             &empty[..]
         } else {

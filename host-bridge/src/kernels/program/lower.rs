@@ -110,7 +110,7 @@ pub const SIZES_ATTR: &str = "_tensorplug_sizes";
 /// The TF op type of `node` as a `'static` name (a profiler label), if a
 /// program can hold it.
 pub fn static_op(op: &str) -> Option<&'static str> {
-    const FIXED: [&str; 9] = [
+    const FIXED: [&str; 10] = [
         "MatMul",
         "_FusedMatMul",
         "BiasAdd",
@@ -120,6 +120,7 @@ pub fn static_op(op: &str) -> Option<&'static str> {
         "Transpose",
         "ConcatV2",
         "BiasAddGrad",
+        "Split",
     ];
     FIXED
         .iter()
@@ -191,7 +192,7 @@ fn elementwise(op: &str) -> Option<&'static dyn TfKernel> {
 
 /// Whether a program can hold `node`: a float32 op of the table, an int8
 /// op of the plugin's, or a view of float32 or int8 data, whose attributes
-/// the device takes, on one output.
+/// the device takes, on one output (a `Split`: on its pieces).
 pub fn supported(node: &NodeDef) -> bool {
     if int8_kernel(&node.op).is_some() {
         let Some((operands, _)) = node_types(node) else {
@@ -229,6 +230,12 @@ pub fn supported(node: &NodeDef) -> bool {
             return float && attr_of(node, AXES_ATTR).is_some() && n == Some(data_inputs);
         }
         "BiasAddGrad" => return float && nhwc(node),
+        // Its value, the axis a constant the pass moved into the node.
+        "Split" => {
+            let data_inputs = node.input.iter().filter(|i| !i.starts_with('^')).count();
+            let pieces = matches!(attr_of(node, "num_split"), Some(&Value::I(1..)));
+            return float && pieces && data_inputs == 1 && attr_of(node, AXES_ATTR).is_some();
+        }
         "Neg" | "Square" => {
             let data_inputs = node.input.iter().filter(|i| !i.starts_with('^')).count();
             return float && data_inputs == 1;
@@ -301,10 +308,11 @@ fn nhwc(node: &NodeDef) -> bool {
 
 /// The device op a node lowers to beyond the ops every program command
 /// has, which the graph pass asks every device for: a batched product's
-/// record, `ConcatV2`'s `Concat`.
+/// record, `ConcatV2`'s `Concat`, `Split`'s `Gather`.
 pub fn needs_op(node: &NodeDef) -> Option<OpKind> {
     match node.op.as_str() {
         "ConcatV2" => Some(rows::CONCAT),
+        "Split" => Some(rows::GATHER),
         _ => needs_record(node),
     }
 }
@@ -331,6 +339,10 @@ pub fn max_temps(node: &NodeDef) -> usize {
         "Neg" => 1,
         "ConcatV2" => rows::concat_temps(node.input.len()),
         "BiasAddGrad" => rows::BIAS_GRAD_TEMPS,
+        "Split" => match attr_of(node, "num_split") {
+            Some(&Value::I(n)) => rows::split_temps(usize::try_from(n).unwrap_or(0)),
+            _ => 0,
+        },
         // Two transposed and two copied operands, the product and its
         // result seen label by label.
         "Einsum" => 6,
@@ -366,7 +378,8 @@ pub fn lower_node(node: &NodeDef, shapes: &[Shape]) -> Result<Lowering, String> 
         ("Einsum", _) => return batched::einsum(node, shapes).map_err(named),
         ("ConcatV2", _) => return rows::concat(node, shapes).map_err(named),
         ("BiasAddGrad", [x]) => return rows::bias_grad(*x).map_err(named),
-        ("BiasAddGrad", _) => return Err(named("takes one input".into())),
+        ("Split", [x]) => return rows::split(node, *x).map_err(named),
+        ("BiasAddGrad" | "Split", _) => return Err(named("takes one input".into())),
         _ => {}
     }
     if let ("Transpose", [x]) = (node.op.as_str(), shapes) {

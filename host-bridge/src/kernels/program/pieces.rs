@@ -1,7 +1,7 @@
 //! What one TF node of a segment becomes: its commands, over its inputs,
-//! its output and temporaries of its own (a `Mean`'s divisor).
+//! its outputs and temporaries of its own (a `Mean`'s divisor).
 
-use tensorplug_core::accelerator::{Binary, OpKind, Shape};
+use tensorplug_core::accelerator::{Binary, DType, OpKind, Shape};
 
 /// One command of a node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,8 +21,10 @@ pub enum Operand {
     Input(usize),
     /// The node's temporary `t`.
     Temp(usize),
-    /// The node's output.
+    /// The node's output (its output 0).
     Output,
+    /// The node's output `p`, `p` ≥ 1 (a `Split`'s pieces).
+    Port(usize),
 }
 
 /// One command and its operands.
@@ -36,13 +38,18 @@ pub struct Piece {
     pub output: Operand,
 }
 
-/// A node's commands, in order, with its output's and temporaries' shapes.
+/// A node's commands, in order, with its outputs' and temporaries' shapes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Lowering {
-    /// The output's shape.
+    /// The output's shape (output 0).
     pub out: Shape,
+    /// The shapes of outputs 1, 2, … (none for most nodes).
+    pub ports: Vec<Shape>,
     /// Each temporary's shape.
     pub temps: Vec<Shape>,
+    /// Temporaries of another type than float32, by index (a gather's
+    /// indices).
+    pub typed_temps: Vec<(usize, DType)>,
     /// The commands.
     pub pieces: Vec<Piece>,
 }
@@ -56,26 +63,24 @@ impl Lowering {
     /// One launch of `kind` over the node's inputs `inputs`, in that order.
     pub fn launch_over(kind: OpKind, inputs: Vec<usize>, out: Shape) -> Self {
         Self {
-            out,
-            temps: Vec::new(),
             pieces: vec![Piece {
                 cmd: Cmd::Launch(kind),
                 inputs: inputs.into_iter().map(Operand::Input).collect(),
                 output: Operand::Output,
             }],
+            ..Self::new(out)
         }
     }
 
     /// A view: its input's bytes copied into its new shape.
     pub fn view(out: Shape) -> Self {
         Self {
-            out,
-            temps: Vec::new(),
             pieces: vec![Piece {
                 cmd: Cmd::Copy,
                 inputs: vec![Operand::Input(0)],
                 output: Operand::Output,
             }],
+            ..Self::new(out)
         }
     }
 
@@ -84,17 +89,15 @@ impl Lowering {
         let mul = Cmd::Launch(OpKind::Binary(Binary::MUL));
         let Some(bits) = factor else {
             return Self {
-                out: x,
-                temps: Vec::new(),
                 pieces: vec![Piece {
                     cmd: mul,
                     inputs: vec![Operand::Input(0), Operand::Input(0)],
                     output: Operand::Output,
                 }],
+                ..Self::new(x)
             };
         };
         Self {
-            out: x,
             temps: vec![Shape::SCALAR],
             pieces: vec![
                 Piece {
@@ -108,6 +111,18 @@ impl Lowering {
                     output: Operand::Output,
                 },
             ],
+            ..Self::new(x)
+        }
+    }
+
+    /// A node of one output of `out`, its commands to come.
+    pub fn new(out: Shape) -> Self {
+        Self {
+            out,
+            ports: Vec::new(),
+            temps: Vec::new(),
+            typed_temps: Vec::new(),
+            pieces: Vec::new(),
         }
     }
 
@@ -117,6 +132,19 @@ impl Lowering {
             Operand::Input(i) => inputs[i],
             Operand::Temp(t) => self.temps[t],
             Operand::Output => self.out,
+            Operand::Port(p) => self.ports[p - 1],
         }
+    }
+
+    /// The element type of temporary `t`.
+    pub fn temp_type(&self, t: usize) -> DType {
+        (self.typed_temps.iter())
+            .find(|&&(i, _)| i == t)
+            .map_or(DType::F32, |&(_, d)| d)
+    }
+
+    /// Each output's shape, output 0 first.
+    pub fn outputs(&self) -> impl Iterator<Item = Shape> + '_ {
+        core::iter::once(self.out).chain(self.ports.iter().copied())
     }
 }

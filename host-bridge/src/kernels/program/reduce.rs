@@ -51,11 +51,7 @@ pub fn reduction(node: &NodeDef, x: Shape) -> Result<Lowering, String> {
         kept_dims.clone()
     };
     let shape = |d: &[u64]| Shape::new(d).ok_or_else(|| format!("rank {}", d.len()));
-    let mut low = Lowering {
-        out: shape(&out_dims)?,
-        temps: Vec::new(),
-        pieces: Vec::new(),
-    };
+    let mut low = Lowering::new(shape(&out_dims)?);
     let temp = |low: &mut Lowering, d: &[u64]| -> Result<Operand, String> {
         low.temps.push(shape(d)?);
         Ok(Operand::Temp(low.temps.len() - 1))

@@ -1,19 +1,25 @@
-//! `ConcatV2` (its axis constant) and `BiasAddGrad` in a program, lowered
-//! as their op-by-op kernels launch them, so a program's result is the
-//! same bytes: the inputs as rows joined two at a time by the device's
-//! `Concat` (`ops/concat.rs`), and the bias gradient as one
-//! `ones[1, len] · x[len, channels]` GEMM (`ops/sum.rs`).
+//! `ConcatV2` and `Split` (their axis constant) and `BiasAddGrad` in a
+//! program. The first and the last as their op-by-op kernels launch them,
+//! so a program's result is the same bytes: the inputs as rows joined two
+//! at a time by the device's `Concat` (`ops/concat.rs`), and the bias
+//! gradient as one `ones[1, len] · x[len, channels]` GEMM (`ops/sum.rs`).
+//! A split's pieces are copies either way (exact): each a `Gather` of
+//! one index from the input seen as `[outer, pieces, width]`.
 
 use super::pieces::{Cmd, Lowering, Operand, Piece};
 use super::reduce::AXES_ATTR;
 use crate::graph::nodes::attr_of;
 use crate::graph::proto::{NodeDef, attr_value::Value};
 use crate::kernels::ops::concat::concat_dims;
+use crate::kernels::ops::split::{Kind, piece_sizes};
 use crate::kernels::shapes::{self, SumPlan};
 use tensorplug_core::accelerator::{DType, OpKind, Shape};
 
 /// The device op `ConcatV2` joins rows with.
 pub const CONCAT: OpKind = OpKind::Concat(DType::F32);
+
+/// The device op `Split` takes its pieces with.
+pub const GATHER: OpKind = OpKind::Gather(DType::I32);
 
 const MATMUL: OpKind = OpKind::MatMul {
     transpose_a: false,
@@ -79,11 +85,7 @@ pub fn concat(node: &NodeDef, shapes: &[Shape]) -> Result<Lowering, String> {
         _ => return Err("no constant axis".into()),
     };
     let (axis, out_dims) = concat_dims(shapes, &axis).map_err(|f| f.cause)?;
-    let mut low = Lowering {
-        out: shape(&out_dims)?,
-        temps: Vec::new(),
-        pieces: Vec::new(),
-    };
+    let mut low = Lowering::new(shape(&out_dims)?);
     let outer: u64 = out_dims[..axis].iter().product();
     let inner: u64 = out_dims[axis + 1..].iter().product();
     let joined: Vec<usize> = (0..shapes.len())
@@ -130,6 +132,83 @@ pub fn concat(node: &NodeDef, shapes: &[Shape]) -> Result<Lowering, String> {
     Ok(low)
 }
 
+/// The most temporaries [`split`] makes for `pieces` pieces: the input's
+/// view, and per piece its index and its gathered rows.
+pub const fn split_temps(pieces: usize) -> usize {
+    1 + 2 * pieces
+}
+
+/// `Split` of `x` into the node's `num_split` equal pieces along its
+/// constant axis: outputs 0, 1, …
+pub fn split(node: &NodeDef, x: Shape) -> Result<Lowering, String> {
+    let axis = match attr_of(node, AXES_ATTR) {
+        Some(Value::List(l)) => match l.i[..] {
+            [a] => a,
+            _ => return Err("split_dim must be a scalar".into()),
+        },
+        _ => return Err("no constant axis".into()),
+    };
+    let pieces = match attr_of(node, "num_split") {
+        Some(&Value::I(n)) => usize::try_from(n).map_err(|_| format!("num_split {n}"))?,
+        _ => return Err("no num_split".into()),
+    };
+    let dims = x.dims();
+    let rank = dims.len() as i64;
+    let at = if axis < 0 { axis + rank } else { axis };
+    let at = usize::try_from(at)
+        .ok()
+        .filter(|&a| a < dims.len())
+        .ok_or_else(|| format!("axis {axis} is out of range for a tensor of rank {rank}"))?;
+    let lengths = piece_sizes(Kind::Split, dims[at], pieces, &[]).map_err(|f| f.cause)?;
+    let mut piece = dims.to_vec();
+    piece[at] = lengths[0];
+    let piece = shape(&piece)?;
+    let mut low = Lowering::new(piece);
+    low.ports = vec![piece; pieces - 1];
+    let outer: u64 = dims[..at].iter().product();
+    let width = lengths[0] * dims[at + 1..].iter().product::<u64>();
+    if piece.elements() == Some(0) {
+        // Empty pieces: the program fills no bytes of them.
+        return Ok(low);
+    }
+    let stacked = shape(&[outer, pieces as u64, width])?;
+    let rows = as_shape(&mut low, Operand::Input(0), x, stacked);
+    for k in 0..pieces {
+        let index = temp(&mut low, shape(&[1])?);
+        if let Operand::Temp(t) = index {
+            low.typed_temps.push((t, DType::I32));
+        }
+        low.pieces.push(Piece {
+            cmd: Cmd::Fill(k as u32),
+            inputs: Vec::new(),
+            output: index,
+        });
+        let port = match k {
+            0 => Operand::Output,
+            k => Operand::Port(k),
+        };
+        let gathered = shape(&[outer, 1, width])?;
+        let output = if gathered == piece {
+            port
+        } else {
+            temp(&mut low, gathered)
+        };
+        low.pieces.push(Piece {
+            cmd: Cmd::Launch(GATHER),
+            inputs: vec![rows, index],
+            output,
+        });
+        if output != port {
+            low.pieces.push(Piece {
+                cmd: Cmd::Copy,
+                inputs: vec![output],
+                output: port,
+            });
+        }
+    }
+    Ok(low)
+}
+
 /// The most temporaries [`bias_grad`] makes: the ones, the input's view
 /// and the product's.
 pub const BIAS_GRAD_TEMPS: usize = 3;
@@ -145,11 +224,7 @@ pub fn bias_grad(x: Shape) -> Result<Lowering, String> {
     }
     let axes: Vec<i64> = (0..rank as i64 - 1).collect();
     let (out, plan) = shapes::sum(&x, &axes, false).map_err(|f| f.cause)?;
-    let mut low = Lowering {
-        out,
-        temps: Vec::new(),
-        pieces: Vec::new(),
-    };
+    let mut low = Lowering::new(out);
     let (cmd, inputs) = match plan {
         SumPlan::Nothing | SumPlan::Zeros => (Cmd::Fill(0), vec![]),
         SumPlan::Copy => (Cmd::Copy, vec![Operand::Input(0)]),
@@ -255,6 +330,65 @@ mod tests {
         assert!(lower_node(&concat_node(2, 1), &[s(&[2, 3]), s(&[3, 3])]).is_err());
         assert!(lower_node(&concat_node(2, 2), &[s(&[2, 3]), s(&[2, 3])]).is_err());
         let mut computed = concat_node(2, 1);
+        computed.attr.remove(AXES_ATTR);
+        assert!(!supported(&computed));
+    }
+
+    fn split_node(pieces: i64, axis: i64) -> NodeDef {
+        let axis = Value::List(ListValue {
+            i: vec![axis],
+            ..Default::default()
+        });
+        node(
+            "Split",
+            1,
+            &[("num_split", Value::I(pieces)), (AXES_ATTR, axis)],
+        )
+    }
+
+    #[test]
+    fn a_split_is_one_gather_per_piece_into_its_outputs() {
+        // An LSTM cell's gates: [32, 128] into four [32, 32].
+        let n = split_node(4, 1);
+        assert!(supported(&n));
+        assert_eq!(needs_op(&n), Some(GATHER));
+        let low = lower_node(&n, &[s(&[32, 128])]).unwrap();
+        assert_eq!(low.out, s(&[32, 32]));
+        assert_eq!(low.ports, [s(&[32, 32]); 3]);
+        assert!(low.temps.len() <= max_temps(&n));
+        // The input seen as [32, 4, 32], then per piece its index, the
+        // gather and the copy into the piece's shape.
+        let per_piece = [Cmd::Fill(0), Cmd::Launch(GATHER), Cmd::Copy];
+        assert_eq!(cmds(&low)[0], Cmd::Copy);
+        assert_eq!(low.temps[0], s(&[32, 4, 32]));
+        for k in 0..4 {
+            let piece = &low.pieces[1 + 3 * k..4 + 3 * k];
+            let fill = Cmd::Fill(k as u32);
+            assert_eq!(
+                [piece[0].cmd, piece[1].cmd, piece[2].cmd],
+                [fill, per_piece[1], per_piece[2]]
+            );
+            let Operand::Temp(index) = piece[0].output else {
+                panic!("{piece:?}");
+            };
+            assert_eq!(low.temp_type(index), DType::I32);
+            let port = if k == 0 {
+                Operand::Output
+            } else {
+                Operand::Port(k)
+            };
+            assert_eq!(piece[2].output, port);
+        }
+        // A rank-3 input along its last axis: [2, 3, 4] into two [2, 3, 2];
+        // along the first axis each piece is a gather from [1, 2, 6].
+        let low = lower_node(&split_node(2, -1), &[s(&[2, 3, 4])]).unwrap();
+        assert_eq!((low.out, low.temps[0]), (s(&[2, 3, 2]), s(&[6, 2, 2])));
+        let low = lower_node(&split_node(2, 0), &[s(&[4, 6])]).unwrap();
+        assert_eq!((low.out, low.temps[0]), (s(&[2, 6]), s(&[1, 2, 12])));
+        // Pieces that do not divide the axis; an axis out of range.
+        assert!(lower_node(&split_node(3, 1), &[s(&[2, 4])]).is_err());
+        assert!(lower_node(&split_node(2, 2), &[s(&[2, 4])]).is_err());
+        let mut computed = split_node(2, 1);
         computed.attr.remove(AXES_ATTR);
         assert!(!supported(&computed));
     }
