@@ -526,6 +526,40 @@ fn a_qat_convnet_on_the_mcu_runs_its_int8_ops_as_one_stored_program() {
     assert_eq!(sent.launches, 8, "only the op-by-op call's 8 int8 ops");
 }
 
+/// A Keras LSTM's `predict` on the MCU: each step of its loop (both
+/// products, `split` into the gates, the cell) is one stored program, run
+/// with one `RunProgram` per step; a gate's activation crosses the link
+/// alone only in the op-by-op call made after it (programs off), which
+/// gives the same bytes (`tests/python/tf_program_lstm.py`).
+#[test]
+fn a_keras_lstm_on_the_mcu_runs_each_step_as_one_stored_program() {
+    let python = |work: &std::path::Path| {
+        let mut command = std::process::Command::new(tensorplug_tests::python());
+        command
+            .arg(tensorplug_tests::workspace_root().join("tests/python/tf_program_lstm.py"))
+            .arg(work)
+            .env(
+                "TF_PLUGGABLE_DEVICE_LIBRARY_PATH",
+                tensorplug_tests::plugin_path(),
+            );
+        command
+    };
+    let gates =
+        |k: &OpKind| matches!(k, OpKind::Unary(u) if [Unary::SIGMOID, Unary::TANH].contains(u));
+    let (stdout, sent) = on_the_mcu("hil-program-lstm", python, gates);
+    assert!(
+        stdout.contains("lstm: the largest program 14 nodes; equal to op by op in 3 calls"),
+        "{stdout}"
+    );
+    assert_eq!(sent.loads, 1, "the step's program is stored once");
+    assert_eq!(sent.runs, 3 * 5, "one RunProgram per step of each call");
+    assert_eq!(
+        sent.launches,
+        5 * 5,
+        "only the op-by-op call's 5 steps × 3 sigmoids and 2 tanhs"
+    );
+}
+
 /// Keras' MultiHeadAttention with a residual and a LayerNormalization on
 /// the MCU: its products (four projections and two `Einsum`s, each a
 /// `BatchMatMul` record) run inside one stored program, one `RunProgram`
