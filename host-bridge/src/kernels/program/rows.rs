@@ -93,7 +93,8 @@ pub fn concat(node: &NodeDef, shapes: &[Shape]) -> Result<Lowering, String> {
         .collect();
     let rows = |i: usize| shape(&[outer, shapes[i].dims()[axis] * inner]);
     match joined[..] {
-        [] => return Err("no value has elements".into()),
+        // An empty output: the program fills no bytes of it.
+        [] => return Ok(low),
         [only] => {
             // The others are empty: the output is its bytes.
             low.pieces.push(Piece {
@@ -326,6 +327,8 @@ mod tests {
         // An empty value drops out; one left is a copy.
         let low = lower_node(&concat_node(2, 0), &[s(&[0, 3]), s(&[2, 3])]).unwrap();
         assert_eq!(cmds(&low), [Cmd::Copy]);
+        let low = lower_node(&concat_node(2, 0), &[s(&[0, 3]), s(&[0, 3])]).unwrap();
+        assert_eq!((low.out, cmds(&low)), (s(&[0, 3]), vec![]));
         // Shapes TF refuses, and an axis that is not a constant.
         assert!(lower_node(&concat_node(2, 1), &[s(&[2, 3]), s(&[3, 3])]).is_err());
         assert!(lower_node(&concat_node(2, 2), &[s(&[2, 3]), s(&[2, 3])]).is_err());
