@@ -36,6 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from int8_model_vs_tflite import compare  # noqa: E402
 from tflite_int8_dump import invoke  # noqa: E402
 from tf_profiler_scenarios import PLANE_PREFIX, SCRATCH, profile, profiled_ops, stats  # noqa: E402
+from program_report import largest_program  # noqa: E402
 
 
 def convnet():
@@ -218,10 +219,7 @@ def in_graph(name, qat, flatbuffer, shape, images):
     device, cpu = profiled_ops(lambda: qat.predict(x[:8], batch_size=8, verbose=0))
     print("device_ops " + " ".join(f"{k}={v}" for k, v in sorted(device.items())))
     print("cpu_ops " + " ".join(f"{k}={v}" for k, v in sorted(cpu.items())))
-    with open(os.environ["TENSORPLUG_FALLBACK_FILE"]) as f:
-        nodes = [int(line.rsplit(": ", 1)[1].split()[0]) for line in f
-                 if line.startswith("program ") and line.rstrip().endswith(" nodes")]
-    print(f"program_nodes {max(nodes, default=0)}")
+    print(f"program_nodes {largest_program(os.environ['TENSORPLUG_FALLBACK_FILE'])}")
 
 
 if __name__ == "__main__":

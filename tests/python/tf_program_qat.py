@@ -27,22 +27,15 @@ import tensorflow as tf  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from int8_qat import convnet, quantized  # noqa: E402
+from program_report import equal_op_by_op, largest_program  # noqa: E402
 
 tf.keras.utils.set_random_seed(7)
 qat, shape = quantized(convnet, samples=32)
 x = tf.constant(np.random.default_rng(0).uniform(-1, 1, (4, *shape)).astype(np.float32))
 
 with tf.device("/device:FPGA:0"):
-    programs = tf.function(lambda t: qat(t, training=False))
-    got = [programs(x).numpy() for _ in range(3)]
-    # Read when TF optimizes the function, at its first call.
-    os.environ["TENSORPLUG_GRAPH_PROGRAMS"] = "off"
-    op_by_op = tf.function(lambda t: qat(t, training=False))
-    want = op_by_op(x).numpy()
+    equal_op_by_op(lambda t: qat(t, training=False), x)
 
-assert all(g.tobytes() == want.tobytes() for g in got), (got, want)
-report = (work / "report.txt").read_text()
-nodes = [int(line.rsplit(": ", 1)[1].split()[0]) for line in report.splitlines()
-         if line.startswith("program ") and line.endswith(" nodes")]
-assert nodes, report
-print(f"qat: the largest program {max(nodes)} nodes; equal to op by op in 3 calls")
+nodes = largest_program(work / "report.txt")
+assert nodes, (work / "report.txt").read_text()
+print(f"qat: the largest program {nodes} nodes; equal to op by op in 3 calls")
