@@ -113,13 +113,13 @@ pub fn attach(
         let result = format!("{program}:{k}");
         let sw = unique(&mut names, &base, &format!("result_{k}_switch"));
         added.push(switch(&sw, device, &result, &ran, t));
-        // A result of port 0 takes its member's name, so its readers'
-        // inputs read as before: TF sorts a commutative op's inputs by
-        // name (Grappler's canonicalization), and an `AddN` of three or
-        // more sums in that order.
-        // (The program node's readers of port 0 still name the member.)
+        // A result of port 0 takes its member's name (free: the members
+        // left the graph), which its readers still read: TF sorts a
+        // commutative op's inputs by name (Grappler's canonicalization),
+        // and an `AddN` of three or more sums in that order.
         let merge = if port == 0 {
-            names.insert(node.to_string());
+            let free = names.insert(node.to_string());
+            debug_assert!(free, "{node} is still in the graph");
             node.to_string()
         } else {
             let merge = unique(&mut names, &base, &format!("result_{k}"));

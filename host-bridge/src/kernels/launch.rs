@@ -196,12 +196,6 @@ impl<'a> Launcher<'a> {
         Ok(true)
     }
 
-    /// The profiler's tag of this kernel's node, for a command of `flops`
-    /// and `bytes` (0 while no profile is recorded).
-    fn tag(&self, flops: u64, bytes: u64) -> u16 {
-        op_tag(&self.label.node, self.label.op_type, flops, bytes)
-    }
-
     /// The Host API span of enqueuing a device command tagged `tag` (a
     /// fill or copy on the device is launched as an op is).
     fn launch_span(&self, tag: u16) -> HostSpan {
@@ -222,6 +216,19 @@ impl<'a> Launcher<'a> {
     /// commands, each from a TF node of its own.
     pub(crate) fn enqueue_all_from(
         &mut self,
+        commands: Commands,
+        origin: impl Fn(usize) -> Option<String>,
+    ) -> KernelResult<()> {
+        let label = self.label.clone();
+        self.enqueue_all_as(&label, commands, origin)
+    }
+
+    /// [`enqueue_all_from`](Self::enqueue_all_from) on behalf of another
+    /// node (`label`): a program's commands of one TF node, which the
+    /// profiler shows as one launch of that node's.
+    pub(crate) fn enqueue_all_as(
+        &mut self,
+        label: &OpLabel,
         mut commands: Commands,
         origin: impl Fn(usize) -> Option<String>,
     ) -> KernelResult<()> {
@@ -229,12 +236,12 @@ impl<'a> Launcher<'a> {
             return Ok(());
         }
         let access = commands.access();
-        let tag = self.tag(commands.flops, commands.bytes);
+        let tag = op_tag(&label.node, label.op_type, commands.flops, commands.bytes);
         let _span = self.launch_span(tag);
         let queue = self.stream.queue();
         let fence = self
             .stream
-            .enqueue_op(Some(self.label.clone()), access, |accel| {
+            .enqueue_op(Some(label.clone()), access, |accel| {
                 let mut last = Fence::default();
                 for (c, q) in commands.list.iter().enumerate() {
                     let issued = match *q {

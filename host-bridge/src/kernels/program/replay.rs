@@ -1,6 +1,6 @@
 //! A program's commands run by the host, for a device that keeps no
 //! programs: as one enqueue under one device lock, one fence for them all
-//! ([`Launcher::enqueue_all_from`]), or under the profiler one by one,
+//! ([`Launcher::enqueue_all_from`]), or under the profiler node by node,
 //! each under its TF node's tag.
 
 use super::super::commands::{Commands, Queued};
@@ -69,24 +69,23 @@ pub fn replay(
     })
 }
 
-/// Launches `steps` over `descs` one by one, each under its TF node's tag
-/// (the profiler's view of a program).
+/// Launches `steps` over `descs` node by node, each node's commands as one
+/// launch under its TF node's tag (the profiler's view of a program, as op
+/// by op: one launch per node, which may be several commands).
 pub fn one_by_one(
     run: &mut Launcher<'_>,
     steps: &[(Step, OpLabel)],
     descs: &[TensorDesc],
 ) -> KernelResult<()> {
-    for (step, label) in steps {
-        match bound(*step, descs) {
-            Queued::Launch {
-                kind,
-                inputs,
-                count,
-                output,
-            } => run.launch_as(label, kind, &inputs[..count], output)?,
-            Queued::Copy { dst, src } => run.copy_as(label, dst, src)?,
-            Queued::Fill { dst, pattern } => run.fill_as(label, dst, pattern)?,
+    for node in steps.chunk_by(|(_, a), (_, b)| a.node == b.node) {
+        let label = &node[0].1;
+        let mut commands = Commands::default();
+        for (step, _) in node {
+            commands.push(bound(*step, descs))?;
         }
+        run.enqueue_all_as(label, commands, |_| {
+            Some(format!("from {} '{}'", label.op_type, label.node))
+        })?;
     }
     Ok(())
 }
