@@ -159,7 +159,7 @@ fn why_op_by_op(node: &NodeDef, preserve: &HashSet<String>, shapes: &Shapes) -> 
     } else if node.input.iter().any(|i| i.starts_with('^')) {
         "it waits on a control edge"
     } else if needs_op(node).is_some_and(|k| !every_device_has(k)) {
-        "a device lacks the op it lowers to (the BatchMatMul record, Concat)"
+        "a device lacks the op it lowers to (the BatchMatMul record, Concat, Gather)"
     } else if !held {
         why_not_held(node, shapes)
     } else {
