@@ -220,7 +220,7 @@ impl<'a> Launcher<'a> {
         origin: impl Fn(usize) -> Option<String>,
     ) -> KernelResult<()> {
         let label = self.label.clone();
-        self.enqueue_all_as(&label, commands, origin)
+        self.enqueue_labelled(label, commands, origin)
     }
 
     /// [`enqueue_all_from`](Self::enqueue_all_from) on behalf of another
@@ -229,6 +229,15 @@ impl<'a> Launcher<'a> {
     pub(crate) fn enqueue_all_as(
         &mut self,
         label: &OpLabel,
+        commands: Commands,
+        origin: impl Fn(usize) -> Option<String>,
+    ) -> KernelResult<()> {
+        self.enqueue_labelled(label.clone(), commands, origin)
+    }
+
+    fn enqueue_labelled(
+        &mut self,
+        label: OpLabel,
         mut commands: Commands,
         origin: impl Fn(usize) -> Option<String>,
     ) -> KernelResult<()> {
@@ -239,42 +248,40 @@ impl<'a> Launcher<'a> {
         let tag = op_tag(&label.node, label.op_type, commands.flops, commands.bytes);
         let _span = self.launch_span(tag);
         let queue = self.stream.queue();
-        let fence = self
-            .stream
-            .enqueue_op(Some(label.clone()), access, |accel| {
-                let mut last = Fence::default();
-                for (c, q) in commands.list.iter().enumerate() {
-                    let issued = match *q {
-                        Queued::Launch {
+        let fence = self.stream.enqueue_op(Some(label), access, |accel| {
+            let mut last = Fence::default();
+            for (c, q) in commands.list.iter().enumerate() {
+                let issued = match *q {
+                    Queued::Launch {
+                        kind,
+                        inputs,
+                        count,
+                        output,
+                    } => {
+                        let op = OpDesc {
                             kind,
-                            inputs,
-                            count,
+                            inputs: &inputs[..count],
                             output,
-                        } => {
-                            let op = OpDesc {
-                                kind,
-                                inputs: &inputs[..count],
-                                output,
-                                op_id: tag,
-                            };
-                            accel.launch(queue, &op)
-                        }
-                        Queued::Copy { dst, src } => {
-                            let len = dst.byte_len().unwrap_or(0);
-                            accel.copy_on_device_tagged(queue, dst.addr, src.addr, len, tag)
-                        }
-                        Queued::Fill { dst, pattern } => {
-                            let len = dst.byte_len().unwrap_or(0);
-                            accel.fill_tagged(queue, dst.addr, len, pattern, tag)
-                        }
-                    };
-                    last = issued.map_err(|e| match origin(c) {
-                        Some(from) => DeviceError::new(e.kind, format!("{} ({from})", e.message)),
-                        None => e,
-                    })?;
-                }
-                Ok(last)
-            })?;
+                            op_id: tag,
+                        };
+                        accel.launch(queue, &op)
+                    }
+                    Queued::Copy { dst, src } => {
+                        let len = dst.byte_len().unwrap_or(0);
+                        accel.copy_on_device_tagged(queue, dst.addr, src.addr, len, tag)
+                    }
+                    Queued::Fill { dst, pattern } => {
+                        let len = dst.byte_len().unwrap_or(0);
+                        accel.fill_tagged(queue, dst.addr, len, pattern, tag)
+                    }
+                };
+                last = issued.map_err(|e| match origin(c) {
+                    Some(from) => DeviceError::new(e.kind, format!("{} ({from})", e.message)),
+                    None => e,
+                })?;
+            }
+            Ok(last)
+        })?;
         self.last = Some(fence);
         Ok(())
     }

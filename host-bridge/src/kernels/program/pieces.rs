@@ -136,6 +136,21 @@ impl Lowering {
         }
     }
 
+    /// A new float32 temporary of `shape`.
+    pub fn temp(&mut self, shape: Shape) -> Operand {
+        self.typed_temp(shape, DType::F32)
+    }
+
+    /// A new temporary of `shape` and `dtype`.
+    pub fn typed_temp(&mut self, shape: Shape, dtype: DType) -> Operand {
+        self.temps.push(shape);
+        let t = self.temps.len() - 1;
+        if dtype != DType::F32 {
+            self.typed_temps.push((t, dtype));
+        }
+        Operand::Temp(t)
+    }
+
     /// The element type of temporary `t`.
     pub fn temp_type(&self, t: usize) -> DType {
         (self.typed_temps.iter())

@@ -52,10 +52,8 @@ pub fn reduction(node: &NodeDef, x: Shape) -> Result<Lowering, String> {
     };
     let shape = |d: &[u64]| Shape::new(d).ok_or_else(|| format!("rank {}", d.len()));
     let mut low = Lowering::new(shape(&out_dims)?);
-    let temp = |low: &mut Lowering, d: &[u64]| -> Result<Operand, String> {
-        low.temps.push(shape(d)?);
-        Ok(Operand::Temp(low.temps.len() - 1))
-    };
+    let temp =
+        |low: &mut Lowering, d: &[u64]| -> Result<Operand, String> { Ok(low.temp(shape(d)?)) };
     // The reduced axes last.
     let mut rows = Operand::Input(0);
     let order: Vec<usize> = kept.iter().chain(&gone).copied().collect();

@@ -30,18 +30,13 @@ fn shape(d: &[u64]) -> Result<Shape, String> {
     Shape::new(d).ok_or_else(|| format!("rank {}", d.len()))
 }
 
-fn temp(low: &mut Lowering, s: Shape) -> Operand {
-    low.temps.push(s);
-    Operand::Temp(low.temps.len() - 1)
-}
-
 /// `operand` seen as `view`: itself when it has that shape, else a copy
 /// of its bytes into a temporary of it.
 fn as_shape(low: &mut Lowering, operand: Operand, has: Shape, view: Shape) -> Operand {
     if has == view {
         return operand;
     }
-    let t = temp(low, view);
+    let t = low.temp(view);
     low.pieces.push(Piece {
         cmd: Cmd::Copy,
         inputs: vec![operand],
@@ -56,7 +51,7 @@ fn into_output(low: &mut Lowering, cmd: Cmd, inputs: Vec<Operand>, has: Shape) {
     let output = if has == low.out {
         Operand::Output
     } else {
-        temp(low, has)
+        low.temp(has)
     };
     low.pieces.push(Piece {
         cmd,
@@ -121,7 +116,7 @@ pub fn concat(node: &NodeDef, shapes: &[Shape]) -> Result<Lowering, String> {
         if j + 1 == joined.len() {
             into_output(&mut low, cmd, vec![acc, x], joint);
         } else {
-            let t = temp(&mut low, joint);
+            let t = low.temp(joint);
             low.pieces.push(Piece {
                 cmd,
                 inputs: vec![acc, x],
@@ -175,10 +170,7 @@ pub fn split(node: &NodeDef, x: Shape) -> Result<Lowering, String> {
     let stacked = shape(&[outer, pieces as u64, width])?;
     let rows = as_shape(&mut low, Operand::Input(0), x, stacked);
     for k in 0..pieces {
-        let index = temp(&mut low, shape(&[1])?);
-        if let Operand::Temp(t) = index {
-            low.typed_temps.push((t, DType::I32));
-        }
+        let index = low.typed_temp(shape(&[1])?, DType::I32);
         low.pieces.push(Piece {
             cmd: Cmd::Fill(k as u32),
             inputs: Vec::new(),
@@ -192,7 +184,7 @@ pub fn split(node: &NodeDef, x: Shape) -> Result<Lowering, String> {
         let output = if gathered == piece {
             port
         } else {
-            temp(&mut low, gathered)
+            low.temp(gathered)
         };
         low.pieces.push(Piece {
             cmd: Cmd::Launch(GATHER),
@@ -236,7 +228,7 @@ pub fn bias_grad(x: Shape) -> Result<Lowering, String> {
             return Ok(low);
         }
         SumPlan::Leading { len, cols } => {
-            let ones = temp(&mut low, shape(&[1, len])?);
+            let ones = low.temp(shape(&[1, len])?);
             low.pieces.push(Piece {
                 cmd: Cmd::Fill(1.0f32.to_bits()),
                 inputs: Vec::new(),
