@@ -235,6 +235,17 @@ def compare_cases(fn):
     return cases
 
 
+def logical_cases(fn):
+    """Bool in host memory (`kernels/ops/logical.rs`), exact."""
+    def cases():
+        for sa, sb in pick(BROADCAST):
+            a = np.random.default_rng(len(sa)).random(sa) > 0.5
+            b = np.random.default_rng(len(sb) + 7).random(sb) > 0.5
+            yield f"{sa} vs {sb}", fn, [np.asarray(a), np.asarray(b)], None
+        yield "all pairs", fn, [np.array([False, False, True, True]), np.array([False, True, False, True])], None
+    return cases
+
+
 def select_cases(v2):
     op = tf.raw_ops.SelectV2 if v2 else tf.raw_ops.Select
     shapes = ([((3, 4), (3, 4), (3, 4)), ((), (2, 3), (2, 3)), ((4,), (4, 2, 3), (4, 2, 3)), ((0,), (0, 2), (0, 2))]
@@ -840,6 +851,11 @@ SWEEPS = {
     "LessEqual": compare_cases(tf.math.less_equal),
     "Greater": compare_cases(tf.math.greater),
     "GreaterEqual": compare_cases(tf.math.greater_equal),
+    "LogicalAnd": logical_cases(tf.math.logical_and),
+    "LogicalOr": logical_cases(tf.math.logical_or),
+    "LogicalNot": lambda: iter([
+        (f"{shape}", tf.math.logical_not, [np.random.default_rng(3).random(shape) > 0.5], None)
+        for shape in pick([(5,), (3, 4), (), (0, 2)])]),
     "IsFinite": lambda: iter([
         (f"{shape}", tf.math.is_finite, [rand(*shape)], None) for shape in pick(SHAPES)] +
         [("specials", tf.math.is_finite, [SPECIAL], None)]),
@@ -968,7 +984,8 @@ PROBE_SHAPES = {"BroadcastTo": [(2,)], "Tile": [(2,)], "_FusedMatMul": [(2, 2), 
                 "Einsum": [(2, 2, 2), (2, 2, 2)], "AddN": [(2, 2), (2, 2)],
                 "Max": [(2, 2)], "Min": [(2, 2)], "Prod": [(2, 2)],
                 "GatherV2": [(2, 2), (2,)], "Select": [(2, 2), (2, 2), (2, 2)],
-                "SelectV2": [(2, 2), (2, 2), (2, 2)], "Cast": [(7,)], "Bitcast": [(7,)],
+                "SelectV2": [(2, 2), (2, 2), (2, 2)], "Cast": [(7,)],
+                "LogicalAnd": [(2, 2), (2, 2)], "LogicalOr": [(2, 2), (2, 2)], "Bitcast": [(7,)],
                 "StatelessRandomUniformV2": [(1,), (2,)], "RandomUniform": [(1,)], "UnsortedSegmentSum": [(2, 2), (2,)],
                 "SparseSoftmaxCrossEntropyWithLogits": [(2, 2), (2,)],
                 "SoftmaxCrossEntropyWithLogits": [(2, 2), (2, 2)],

@@ -409,6 +409,8 @@ mod capability_tests {
     ];
     /// The one that only fills, later in the table: `ZerosLike` of variant.
     const VARIANT: &str = "ZerosLike";
+    /// Then those computed on the host, in host memory.
+    const HOST: [&str; 3] = ["LogicalAnd", "LogicalOr", "LogicalNot"];
 
     const MATMUL: OpKind = OpKind::MatMul {
         transpose_a: false,
@@ -433,7 +435,9 @@ mod capability_tests {
             [
                 &["MatMul", "BiasAddGrad"][..],
                 &copies,
-                &["BatchMatMul", "BatchMatMulV2", VARIANT, "Relu"]
+                &["BatchMatMul", "BatchMatMulV2", VARIANT],
+                &HOST,
+                &["Relu"]
             ]
             .concat()
         );
@@ -443,7 +447,9 @@ mod capability_tests {
             [
                 &["Neg", "Square", "BroadcastTo", "Tile"][..],
                 &copies,
-                &["Fill", VARIANT, "Mul"]
+                &["Fill", VARIANT],
+                &HOST,
+                &["Mul"]
             ]
             .concat()
         );
@@ -466,7 +472,7 @@ mod capability_tests {
         let both = common_capabilities([a, b].into_iter());
         assert_eq!(
             registered(&both),
-            [&COPIES[..], &[VARIANT, "Relu"]].concat()
+            [&COPIES[..], &[VARIANT], &HOST, &["Relu"]].concat()
         );
         assert!(!both.profiling);
         assert_eq!(common_capabilities(std::iter::empty()), Capabilities::NONE);

@@ -27,6 +27,7 @@ mod host_add;
 pub mod int8;
 mod int_add;
 pub(crate) mod kernel;
+mod logical;
 mod matmul;
 mod neg_square;
 mod pad;
@@ -146,6 +147,9 @@ static KERNELS: &[&dyn TfKernel] = &[
     &cumsum::Cumsum,
     &variant::KERNELS[0],
     &variant::KERNELS[1],
+    &logical::KERNELS[0],
+    &logical::KERNELS[1],
+    &logical::LogicalNot,
 ];
 
 /// Every kernel the bridge can register for a device type: [`KERNELS`],
@@ -231,6 +235,8 @@ mod tests {
                 b"Split" => &[c"split_dim"],
                 b"SplitV" => &[c"size_splits", c"split_dim"],
                 b"ReverseV2" | b"Cumsum" => &[c"axis"],
+                b"LogicalAnd" | b"LogicalOr" => &[c"x", c"y", c"z"],
+                b"LogicalNot" => &[c"x", c"y"],
                 _ => &[],
             };
             assert_eq!(kernel.host_memory(), host, "{:?}", kernel.op());
