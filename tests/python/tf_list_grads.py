@@ -7,6 +7,8 @@ each way. Prints
 
   variant_kernels <yes|no>        (TF_AddNVariant exported by this TF)
   keras <2|3>                     (tf.keras' major version)
+  steps <n>                       (the sequence's length: each direction's
+                                  loop and its gradient loop iterate n times)
   cpu_<off|on> [(op, count), …]   (the profiled step's ops on TF's CPU)
   lists_<off|on> push_cpu=<n> pop_cpu=<n> host_syncs=<n> host_copies=<n>
                                   (int32 list ops on the CPU; the FPGA
@@ -29,6 +31,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tf_profiler_scenarios import host_api, ops_in, profile  # noqa: E402
 
 STEPS = 3
+# Long enough that a wait per backward iteration would outnumber the
+# step's other waits, whose number depends on timing.
+TIME_STEPS = 16
 
 
 def exported(symbol):
@@ -46,7 +51,7 @@ def exported(symbol):
 def build():
     tf.keras.utils.set_random_seed(1)
     model = tf.keras.Sequential([
-        tf.keras.Input((6, 4)),
+        tf.keras.Input((TIME_STEPS, 4)),
         # Trained before the LSTM: the loop's input list needs a gradient.
         tf.keras.layers.Dense(4),
         tf.keras.layers.Bidirectional(tf.keras.layers.LSTM(8)),
@@ -84,11 +89,12 @@ def train(setting, model, start, x, y):
 def main():
     print("variant_kernels", "yes" if exported("TF_AddNVariant") else "no")
     print("keras", keras.__version__.split(".")[0])
+    print("steps", TIME_STEPS)
     rng = np.random.default_rng(0)
     with tf.device("/device:FPGA:0"):
         model = build()
         start = model.get_weights()
-        x = tf.constant(rng.standard_normal((4, 6, 4)).astype(np.float32))
+        x = tf.constant(rng.standard_normal((4, TIME_STEPS, 4)).astype(np.float32))
         y = tf.constant(rng.standard_normal((4, 1)).astype(np.float32))
         runs = {s: train(s, model, start, x, y) for s in ("off", "on")}
     (l_off, w_off, c_off), (l_on, w_on, c_on) = runs["off"], runs["on"]

@@ -102,6 +102,22 @@ unsafe fn symbol<F: Copy>(name: &CStr) -> std::result::Result<F, String> {
     Ok(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&address) })
 }
 
+/// TF's async kernels (`kernels.h`): `TF_NewAsyncKernelBuilder` and
+/// `TF_RunAsyncOpKernelDoneCallback`. The last argument of the compute
+/// callback is TF's `TF_AsyncOpKernelDoneCallback`, run once.
+#[derive(Clone, Copy, Debug)]
+#[allow(clippy::type_complexity)]
+pub struct AsyncKernelApi {
+    pub new_builder: unsafe extern "C" fn(
+        *const c_char,
+        *const c_char,
+        Option<unsafe extern "C" fn(*mut TF_OpKernelConstruction) -> *mut c_void>,
+        Option<unsafe extern "C" fn(*mut c_void, *mut TF_OpKernelContext, *mut c_void)>,
+        Option<unsafe extern "C" fn(*mut c_void)>,
+    ) -> *mut TF_KernelBuilder,
+    pub run_done: unsafe extern "C" fn(*mut c_void),
+}
+
 /// TF's kernel and tensor functions (`kernels.h`, `tf_tensor.h`), used by
 /// [`crate::kernels`]. A table of its own so that [`TfApi`] stays small.
 #[derive(Clone, Copy, Debug)]
@@ -125,6 +141,8 @@ pub struct KernelApi {
         unsafe extern "C" fn(*const c_char, *const c_char, *mut TF_KernelBuilder, *mut TF_Status),
     >,
     pub delete_kernel_builder: unsafe extern "C" fn(*mut TF_KernelBuilder),
+    /// Async kernels; `None` if TF lacks either function.
+    pub async_kernels: Option<AsyncKernelApi>,
     pub construction_failure: unsafe extern "C" fn(*mut TF_OpKernelConstruction, *mut TF_Status),
     pub construction_name: unsafe extern "C" fn(*mut TF_OpKernelConstruction) -> TF_StringView,
     pub get_attr_bool: unsafe extern "C" fn(
@@ -254,6 +272,14 @@ fn resolve_kernel_api() -> std::result::Result<KernelApi, String> {
             register_kernel_builder: symbol(c"TF_RegisterKernelBuilder")?,
             register_with_kernel_def: symbol(c"TF_RegisterKernelBuilderWithKernelDef").ok(),
             delete_kernel_builder: symbol(c"TF_DeleteKernelBuilder")?,
+            async_kernels: symbol(c"TF_NewAsyncKernelBuilder")
+                .and_then(|new_builder| {
+                    Ok(AsyncKernelApi {
+                        new_builder,
+                        run_done: symbol(c"TF_RunAsyncOpKernelDoneCallback")?,
+                    })
+                })
+                .ok(),
             construction_failure: symbol(c"TF_OpKernelConstruction_Failure")?,
             construction_name: symbol(c"TF_OpKernelConstruction_GetName")?,
             get_attr_bool: symbol(c"TF_OpKernelConstruction_GetAttrBool")?,

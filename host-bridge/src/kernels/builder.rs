@@ -16,6 +16,9 @@ pub type CreateFn = unsafe extern "C" fn(*mut TF_OpKernelConstruction) -> *mut c
 pub type ComputeFn = unsafe extern "C" fn(*mut c_void, *mut TF_OpKernelContext);
 /// A kernel's `delete` callback.
 pub type DeleteFn = unsafe extern "C" fn(*mut c_void);
+/// An async kernel's `compute_async` callback (the last argument is TF's
+/// `TF_AsyncOpKernelDoneCallback`).
+pub type ComputeAsyncFn = unsafe extern "C" fn(*mut c_void, *mut TF_OpKernelContext, *mut c_void);
 
 /// A kernel of op `op` on `device`, not registered yet.
 pub struct KernelBuilder {
@@ -54,6 +57,39 @@ impl KernelBuilder {
             status,
             builder,
         })
+    }
+
+    /// `TF_NewAsyncKernelBuilder`; `None` when TF lacks async kernels.
+    pub fn new_async(
+        op: &CStr,
+        device: &CStr,
+        create: CreateFn,
+        compute: ComputeAsyncFn,
+        delete: DeleteFn,
+    ) -> KernelResult<Option<Self>> {
+        let api = tf_api::kernel_api()?;
+        let Some(async_api) = api.async_kernels else {
+            return Ok(None);
+        };
+        let status = Status::new()?;
+        // SAFETY: NUL-terminated names (TF copies them); our callbacks.
+        let builder = unsafe {
+            (async_api.new_builder)(
+                op.as_ptr(),
+                device.as_ptr(),
+                Some(create),
+                Some(compute),
+                Some(delete),
+            )
+        };
+        if builder.is_null() {
+            return Err(Failure::invalid("TF_NewAsyncKernelBuilder returned null"));
+        }
+        Ok(Some(Self {
+            api,
+            status,
+            builder,
+        }))
     }
 
     /// `TF_KernelBuilder_TypeConstraint`.

@@ -252,7 +252,14 @@ fn register_for(
     suffix: &str,
 ) -> KernelResult<()> {
     let device = backend::device_type_c();
-    let mut builder = KernelBuilder::new(def.op(), device, create, compute, delete)?;
+    let async_builder = match def.registers_async() {
+        true => KernelBuilder::new_async(def.op(), device, create, compute_async, delete)?,
+        false => None,
+    };
+    let mut builder = match async_builder {
+        Some(builder) => builder,
+        None => KernelBuilder::new(def.op(), device, create, compute, delete)?,
+    };
     for &(attr, dtype) in constraints {
         builder.type_constraint(attr, dtype)?;
     }
@@ -376,6 +383,24 @@ unsafe extern "C" fn compute(kernel: *mut c_void, raw: *mut TF_OpKernelContext) 
         }
         Ok(())
     });
+}
+
+/// TF's `compute_async` for an async registration ([`Op::registers_async`]):
+/// the same compute, which catches every panic, then `done`, once. The
+/// kernel was registered through `async_kernels`, so it is there.
+///
+/// [`Op::registers_async`]: ops::Op::registers_async
+unsafe extern "C" fn compute_async(
+    kernel: *mut c_void,
+    raw: *mut TF_OpKernelContext,
+    done: *mut c_void,
+) {
+    // SAFETY: TF's arguments for this call.
+    unsafe { compute(kernel, raw) };
+    if let Ok(Some(api)) = ffi::tf_api::kernel_api().map(|api| api.async_kernels) {
+        // SAFETY: TF's callback for this call, run once.
+        unsafe { (api.run_done)(done) };
+    }
 }
 
 unsafe extern "C" fn delete(kernel: *mut c_void) {

@@ -71,6 +71,15 @@ pub trait Op: Sync + 'static {
     fn int_constraints(&self) -> &'static [(&'static CStr, i64)] {
         &[]
     }
+    /// Whether it is registered as an async kernel where TF has them
+    /// (`TF_NewAsyncKernelBuilder`). Its compute is the same and says it is
+    /// done as it returns; but TF runs the nodes an async kernel makes ready
+    /// on its thread pool, where it runs a pluggable device's other kernels
+    /// inline, one after the other, on one thread. The program op is one:
+    /// two independent loops (a BiLSTM's directions) then run in parallel.
+    fn registers_async(&self) -> bool {
+        false
+    }
     /// Whether this TF has the C functions the kernel calls (`variant.rs`:
     /// `TF_AddNVariant`); a kernel without them is not registered.
     fn available(&self) -> bool {
@@ -115,6 +124,8 @@ pub trait TfKernel: Sync {
     fn type_pairs(&self) -> &'static [TypePair];
     /// See [`Op::int_constraints`].
     fn int_constraints(&self) -> &'static [(&'static CStr, i64)];
+    /// See [`Op::registers_async`].
+    fn registers_async(&self) -> bool;
     /// See [`Op::available`].
     fn available(&self) -> bool;
     /// See [`Op::construct`].
@@ -190,6 +201,10 @@ impl<T: Op> TfKernel for T {
 
     fn int_constraints(&self) -> &'static [(&'static CStr, i64)] {
         Op::int_constraints(self)
+    }
+
+    fn registers_async(&self) -> bool {
+        Op::registers_async(self)
     }
 
     fn available(&self) -> bool {

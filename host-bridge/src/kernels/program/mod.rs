@@ -236,6 +236,10 @@ impl Op for ProgramKernel {
         &[c"host", c"ran"]
     }
 
+    fn registers_async(&self) -> bool {
+        true
+    }
+
     fn construct(&self, ctx: &Construction) -> KernelResult<ProgramAttrs> {
         let segment = Segment::decode(&ctx.bytes_attr(c"segment")?).map_err(Failure::invalid)?;
         Ok(ProgramAttrs {
