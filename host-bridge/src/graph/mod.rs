@@ -28,6 +28,7 @@ mod half;
 mod host_copy;
 mod kernel_list;
 mod list_grads;
+mod list_dead;
 mod list_host;
 mod list_zeros;
 pub(crate) mod nodes;

@@ -298,7 +298,7 @@ impl Pass for Programs {
 struct ListGradients;
 impl Pass for ListGradients {
     fn name(&self) -> &'static str {
-        "a while loop's list gradients accumulated in place on our device, its int32 lists on the host"
+        "a while loop's list gradients accumulated in place on our device, lists nobody reads removed, its int32 lists on the host"
     }
     fn run(&self, cx: &mut Context<'_>) -> Result<usize> {
         if !cx.settings.list_grads {
@@ -317,8 +317,9 @@ impl Pass for ListGradients {
         let zeros = super::list_zeros::zeros_of_read_only_lists(graph, preserve, device, |node| {
             Context::runs(&mut **registry, device, node)
         });
+        let dead = super::list_dead::remove_dead_lists(graph, preserve);
         let on_host = super::list_host::keep_int_lists_on_host(graph, preserve, device);
-        Ok(sums + zeros + on_host)
+        Ok(sums + zeros + dead + on_host)
     }
 }
 
