@@ -22,25 +22,9 @@
 //! read shapes (`TensorListElementShape`, `TensorListLength`, `Shape`).
 
 use super::edges::{Input, Uses};
+use super::lists::{MAKERS, carried, joined_elsewhere};
 use super::proto::{GraphDef, NodeDef};
 use std::collections::{BTreeSet, HashSet};
-
-/// The ops that make a list.
-const MAKERS: &[&str] = &["EmptyTensorList", "TensorListReserve"];
-
-/// The ops a dead list's handle may flow through, and the output that
-/// carries it (`None`: every data output). Any other use reads the list.
-const CARRIERS: &[(&str, Option<u32>)] = &[
-    ("Enter", None),
-    ("Merge", Some(0)),
-    ("Switch", None),
-    ("Identity", None),
-    ("NextIteration", None),
-    ("Exit", None),
-    ("TensorListPushBack", Some(0)),
-    ("TensorListPopBack", Some(0)),
-    ("TensorListSetItem", Some(0)),
-];
 
 /// Producers of pushed values that go with the list when nothing else
 /// uses them: they only read shapes.
@@ -141,10 +125,7 @@ fn reach_unread(
         if preserve.contains(&node.name) {
             return None;
         }
-        let carried = match CARRIERS.iter().find(|(op, _)| *op == node.op) {
-            Some(&(_, port)) => port,
-            None => return None,
-        };
+        let carried = carried(&node.op)?;
         for u in uses.of(&node.name) {
             // A control edge from a list node orders; it reads nothing.
             let Some(port) = u.port else { continue };
@@ -158,16 +139,7 @@ fn reach_unread(
         }
     }
     // A `Merge` joins only this list's handles.
-    let names: HashSet<&str> = seen.iter().map(|&i| nodes[i].name.as_str()).collect();
-    let joined_elsewhere = seen.iter().map(|&i| &nodes[i]).any(|n| {
-        n.op == "Merge"
-            && n.input.iter().any(|t| match Input::parse(t) {
-                Input::Data { node, .. } => !names.contains(node),
-                Input::Control(_) => false,
-                Input::Unparsed(_) => true,
-            })
-    });
-    (!joined_elsewhere).then_some(seen)
+    (!joined_elsewhere(nodes, &seen)).then_some(seen)
 }
 
 #[cfg(test)]

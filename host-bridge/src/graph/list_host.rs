@@ -24,26 +24,10 @@
 
 use super::device::{cpu_of, is_ours};
 use super::edges::{Input, Uses};
+use super::lists::{MAKERS, carried, joined_elsewhere};
 use super::nodes::type_attr;
 use super::proto::{DataType, GraphDef, NodeDef};
 use std::collections::{BTreeSet, HashSet};
-
-/// The ops that make a list.
-const MAKERS: &[&str] = &["EmptyTensorList", "TensorListReserve"];
-
-/// The ops a list's handle may flow through, and which of their outputs
-/// carry it on (`None`: every data output).
-const CARRIERS: &[(&str, Option<u32>)] = &[
-    ("Enter", None),
-    ("Merge", Some(0)),
-    ("Switch", None),
-    ("Identity", None),
-    ("NextIteration", None),
-    ("Exit", None),
-    ("TensorListPushBack", Some(0)),
-    ("TensorListPopBack", Some(0)),
-    ("TensorListSetItem", Some(0)),
-];
 
 /// List ops that read the handle and give integers, not a handle.
 const READERS: &[&str] = &[
@@ -124,7 +108,7 @@ fn reach(
         }
         let carried = if MAKERS.contains(&node.op.as_str()) {
             Some(0)
-        } else if let Some(&(_, port)) = CARRIERS.iter().find(|(op, _)| *op == node.op) {
+        } else if let Some(port) = carried(&node.op) {
             port
         } else if READERS.contains(&node.op.as_str()) {
             continue;
@@ -141,16 +125,7 @@ fn reach(
         }
     }
     // A `Merge` joins only this list's handles.
-    let names: HashSet<&str> = seen.iter().map(|&i| nodes[i].name.as_str()).collect();
-    let joined_elsewhere = seen.iter().map(|&i| &nodes[i]).any(|n| {
-        n.op == "Merge"
-            && n.input.iter().any(|t| match Input::parse(t) {
-                Input::Data { node, .. } => !names.contains(node),
-                Input::Control(_) => false,
-                Input::Unparsed(_) => true,
-            })
-    });
-    (!joined_elsewhere).then_some(seen)
+    (!joined_elsewhere(nodes, &seen)).then_some(seen)
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ mod list_dead;
 mod list_grads;
 mod list_host;
 mod list_zeros;
+mod lists;
 pub(crate) mod nodes;
 mod optimize;
 mod passes;

@@ -38,7 +38,6 @@ impl KernelBuilder {
         delete: DeleteFn,
     ) -> KernelResult<Self> {
         let api = tf_api::kernel_api()?;
-        let status = Status::new()?;
         // SAFETY: NUL-terminated names (TF copies them); our callbacks.
         let builder = unsafe {
             (api.new_kernel_builder)(
@@ -49,14 +48,31 @@ impl KernelBuilder {
                 Some(delete),
             )
         };
+        Self::owning(api, builder, "TF_NewKernelBuilder")
+    }
+
+    /// Owns `builder`, which `what` returned (deleting it if no status
+    /// can be made for it).
+    fn owning(
+        api: &'static KernelApi,
+        builder: *mut TF_KernelBuilder,
+        what: &str,
+    ) -> KernelResult<Self> {
         if builder.is_null() {
-            return Err(Failure::invalid("TF_NewKernelBuilder returned null"));
+            return Err(Failure::invalid(format!("{what} returned null")));
         }
-        Ok(Self {
-            api,
-            status,
-            builder,
-        })
+        match Status::new() {
+            Ok(status) => Ok(Self {
+                api,
+                status,
+                builder,
+            }),
+            Err(failure) => {
+                // SAFETY: ours, not handed to TF.
+                unsafe { (api.delete_kernel_builder)(builder) };
+                Err(failure)
+            }
+        }
     }
 
     /// `TF_NewAsyncKernelBuilder`; `None` when TF lacks async kernels.
@@ -71,7 +87,6 @@ impl KernelBuilder {
         let Some(async_api) = api.async_kernels else {
             return Ok(None);
         };
-        let status = Status::new()?;
         // SAFETY: NUL-terminated names (TF copies them); our callbacks.
         let builder = unsafe {
             (async_api.new_builder)(
@@ -82,14 +97,7 @@ impl KernelBuilder {
                 Some(delete),
             )
         };
-        if builder.is_null() {
-            return Err(Failure::invalid("TF_NewAsyncKernelBuilder returned null"));
-        }
-        Ok(Some(Self {
-            api,
-            status,
-            builder,
-        }))
+        Self::owning(api, builder, "TF_NewAsyncKernelBuilder").map(Some)
     }
 
     /// `TF_KernelBuilder_TypeConstraint`.
