@@ -148,7 +148,7 @@ mod tests {
     use crate::graph::test_nodes::{find, node};
 
     /// A forward loop that pushes a shape onto a list, and the backward
-    /// loop that pops it into `use_`'s input (`None`: nothing uses it).
+    /// loop that pops it, where `reader` (if any) reads the popped shape.
     fn shape_list(reader: Option<&str>) -> GraphDef {
         let mut nodes = vec![
             node("acc", "EmptyTensorList", &["shape", "max"]),
