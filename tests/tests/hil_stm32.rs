@@ -144,3 +144,38 @@ fn tensorflow_predicts_with_the_driver_on_the_stm32_board() {
     );
     println!("{stdout}");
 }
+
+/// Issue 43: what happens when host weights exceed the device's memory, on
+/// the board with the least of it (`tests/python/tf_program_big_weights.py`).
+/// A small MLP built under a CPU scope runs, equal to the CPU; one whose
+/// weights the device cannot hold fails each step with a
+/// `ResourceExhaustedError` naming its program node, neither crashing nor
+/// hanging; and the device still serves the small one after it.
+#[test]
+fn weights_past_the_devices_memory_fail_the_step_clearly_and_the_device_goes_on() {
+    let qemu = boot();
+    let stdout = tensorplug_tests::qemu::tf_scenario(
+        &qemu,
+        "mcu-tcp:",
+        "tf_program_big_weights.py",
+        &[],
+        &["small step 2 ok", "big step 2 error", "again step 2 ok"],
+    );
+    println!("{stdout}");
+    for line in stdout.lines().filter(|l| l.contains(" step ")) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words[0] {
+            "small" | "again" => {
+                assert_eq!(words[3], "ok", "{line}");
+                let diff: f32 = words[6].parse().expect("max_diff");
+                assert!(diff <= 1e-5, "{line}");
+            }
+            "big" => assert_eq!(
+                &words[3..],
+                ["error", "ResourceExhaustedError", "True"],
+                "{line}"
+            ),
+            other => panic!("unexpected line {other}: {line}"),
+        }
+    }
+}
