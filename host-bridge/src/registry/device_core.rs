@@ -395,20 +395,28 @@ impl DeviceCore {
                 return Ok(());
             }
             if Instant::now() >= deadline {
-                let mut state = self.lock();
-                // The wait is stuck at the oldest outstanding fence.
-                let (stuck, label) = state.in_flight.stuck_up_to(fence).unwrap_or((fence, None));
-                let what = if label.is_some() { "the op" } else { what };
-                let timeout_ms = self.timeout.as_millis().try_into().unwrap_or(u64::MAX);
-                let cause = Cause::Timeout {
-                    what,
-                    timeout_ms,
-                    then: "",
-                };
-                return Err(self.fail(&mut state, stuck, (label, Access::default()), cause));
+                return Err(self.timed_out(fence, what));
             }
             backoff.pause();
         }
+    }
+
+    /// The device did not reach `fence` within the timeout (a wait's, or
+    /// the driver's own, as a bulk copy's wait for the queue to drain): it
+    /// is reset and the incident recorded, so that the other waits fail at
+    /// once instead of each waiting out its own budget.
+    pub fn timed_out(&self, fence: Fence, what: &'static str) -> Error {
+        let mut state = self.lock();
+        // The wait is stuck at the oldest outstanding fence.
+        let (stuck, label) = state.in_flight.stuck_up_to(fence).unwrap_or((fence, None));
+        let what = if label.is_some() { "the op" } else { what };
+        let timeout_ms = self.timeout.as_millis().try_into().unwrap_or(u64::MAX);
+        let cause = Cause::Timeout {
+            what,
+            timeout_ms,
+            then: "",
+        };
+        self.fail(&mut state, stuck, (label, Access::default()), cause)
     }
 
     /// Waits, without holding the lock between polls, until the device has

@@ -117,7 +117,13 @@ impl Stream {
             Err(error) if matches!(error.kind, ErrorKind::DeviceFault | ErrorKind::Timeout) => {
                 let newest = state.newest_fence();
                 drop(state);
-                core.poll(newest)?;
+                let drained = core.poll(newest)?;
+                if error.kind == ErrorKind::Timeout && !drained {
+                    // The driver waited out its budget for the queued work
+                    // (a bulk copy drains the queue first): the device is
+                    // stuck, as a wait that timed out would find it.
+                    return Err(core.timed_out(newest, "the work queued before a copy"));
+                }
                 Err(core.error(error))
             }
             Err(error) => Err(core.error(error)),
@@ -225,5 +231,38 @@ mod tests {
         stream.then_host(move |outcome| *lock(&flag) = outcome.is_ok());
         assert!(stream.block_until_done().is_ok());
         assert!(*lock(&done), "the callback after the panicking one ran");
+    }
+
+    /// A driver that waits out its own budget for the queued work (a PCIe
+    /// bulk copy drains the queue first) times out as a wait would: the
+    /// device is reset once, and a wait already on that work fails at once
+    /// instead of waiting out a budget of its own.
+    #[test]
+    fn a_copy_timing_out_on_queued_work_resets_and_fails_the_other_waits_at_once() {
+        use tensorplug_core::accelerator::DeviceAddr;
+        let budget = Duration::from_secs(5);
+        let (accel, resets) = crate::testing::dead_accelerator();
+        let device = Device::new(3, "dead", accel, budget).expect("a device");
+        let stream = Stream::new(device.clone());
+        let q = stream.queue();
+        let fill = |a: &mut DynAccelerator| a.fill(q, DeviceAddr(0), 64, 1);
+        let queued = stream
+            .enqueue_op(None, Access::default(), fill)
+            .expect("queued");
+        let bulk = |_: &mut DynAccelerator| -> std::result::Result<Fence, DeviceError> {
+            Err(DeviceError::new(ErrorKind::Timeout, "waiting for Idle"))
+        };
+        let error = stream
+            .enqueue_op(None, Access::default(), bulk)
+            .expect_err("the driver timed out");
+        assert!(matches!(error, Error::Timeout { .. }), "{error}");
+        assert_eq!(resets.load(std::sync::atomic::Ordering::Relaxed), 1);
+        let start = Instant::now();
+        let error = device.core().wait(queued, "a fill").expect_err("dead");
+        assert!(
+            start.elapsed() < budget / 2,
+            "waited {:?}: {error}",
+            start.elapsed()
+        );
     }
 }
