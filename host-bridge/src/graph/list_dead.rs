@@ -22,7 +22,7 @@
 //! read shapes (`TensorListElementShape`, `TensorListLength`, `Shape`).
 
 use super::edges::{Input, Uses};
-use super::lists::{MAKERS, carried, joined_elsewhere};
+use super::lists::{carried, joined_elsewhere, makers};
 use super::proto::{GraphDef, NodeDef};
 use std::collections::{BTreeSet, HashSet};
 
@@ -32,10 +32,7 @@ const SHAPE_READERS: &[&str] = &["TensorListElementShape", "TensorListLength", "
 
 /// Removes every dead list; returns how many nodes went.
 pub fn remove_dead_lists(graph: &mut GraphDef, preserve: &HashSet<String>) -> usize {
-    let makers: Vec<usize> = (graph.node.iter().enumerate())
-        .filter(|(_, n)| MAKERS.contains(&n.op.as_str()))
-        .map(|(i, _)| i)
-        .collect();
+    let makers = makers(&graph.node, |_| true);
     if makers.is_empty() {
         return 0;
     }

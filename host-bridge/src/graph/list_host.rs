@@ -24,7 +24,7 @@
 
 use super::device::{cpu_of, is_ours};
 use super::edges::{Input, Uses};
-use super::lists::{MAKERS, carried, joined_elsewhere};
+use super::lists::{MAKERS, carried, joined_elsewhere, makers};
 use super::nodes::type_attr;
 use super::proto::{DataType, GraphDef, NodeDef};
 use std::collections::{BTreeSet, HashSet};
@@ -47,14 +47,9 @@ pub fn keep_int_lists_on_host(
     device_type: &str,
 ) -> usize {
     let int32 = Some(DataType::DtInt32 as i32);
-    let makers: Vec<usize> = (graph.node.iter().enumerate())
-        .filter(|(_, n)| {
-            MAKERS.contains(&n.op.as_str())
-                && type_attr(n, "element_dtype") == int32
-                && is_ours(&n.device, device_type)
-        })
-        .map(|(i, _)| i)
-        .collect();
+    let makers = makers(&graph.node, |n| {
+        type_attr(n, "element_dtype") == int32 && is_ours(&n.device, device_type)
+    });
     if makers.is_empty() {
         return 0;
     }

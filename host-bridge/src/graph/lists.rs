@@ -23,6 +23,14 @@ pub const CARRIERS: &[(&str, Option<u32>)] = &[
     ("TensorListSetItem", Some(0)),
 ];
 
+/// The indices of the nodes that make a list and pass `keep`.
+pub fn makers(nodes: &[NodeDef], keep: impl Fn(&NodeDef) -> bool) -> Vec<usize> {
+    (nodes.iter().enumerate())
+        .filter(|(_, n)| MAKERS.contains(&n.op.as_str()) && keep(n))
+        .map(|(i, _)| i)
+        .collect()
+}
+
 /// The output of `op` that carries a handle on (`Some(None)`: every data
 /// output), or `None` if `op` is not a carrier.
 pub fn carried(op: &str) -> Option<Option<u32>> {
