@@ -14,7 +14,7 @@ use std::time::Duration;
 use libfuzzer_sys::fuzz_target;
 use tensorplug_core::accelerator::{DeviceAddr, Memory, QueueId, Transfer, VendorOps};
 use tensorplug_core::program::{
-    Bindings, BufferKind, BufferSpec, CRC_LEN, Limits, Program, replay, validate,
+    Bindings, BufferSpec, CRC_LEN, Limits, Program, replay, validate,
 };
 use tensorplug_device_fpga::driver::{Driver, DriverConfig, StdClock};
 use tensorplug_device_fpga::transport::spi::slave::SpiSlave;
@@ -42,7 +42,7 @@ fuzz_target!(|input: &[u8]| {
     for i in 0..program.buffer_count() {
         let spec = BufferSpec::decode(&program.buffer(i).expect("validated"))
             .expect("validated buffers decode");
-        if spec.kind != BufferKind::Scratch {
+        if spec.kind.bound() {
             sizes[spec.place as usize] = spec.byte_len().expect("validated") as u64;
         }
     }

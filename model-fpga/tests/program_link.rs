@@ -30,7 +30,8 @@ fn floats(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-/// `y = exp(relu(x·w + b) · relu(x·w + b))` through four scratch buffers.
+/// `y = exp(relu(x·w + b) · relu(x·w + b))` through four scratch buffers,
+/// the square on views of two of them as `[64]`.
 fn program() -> Vec<u8> {
     program_tagged(0)
 }
@@ -45,9 +46,10 @@ fn program_tagged(tag: u16) -> Vec<u8> {
     let w = b.buffer(BufferKind::Constant, f, shape(&[8, 16])).unwrap();
     let bias = b.buffer(BufferKind::Constant, f, shape(&[16])).unwrap();
     let y = b.buffer(BufferKind::Output, f, shape(&[4, 16])).unwrap();
-    let t: Vec<_> = (0..4)
+    let mut t: Vec<_> = (0..3)
         .map(|_| b.buffer(BufferKind::Scratch, f, shape(&[4, 16])).unwrap())
         .collect();
+    t.push(b.buffer(BufferKind::Scratch, f, shape(&[64])).unwrap());
     let mm = OpKind::MatMul {
         transpose_a: false,
         transpose_b: false,
@@ -57,9 +59,12 @@ fn program_tagged(tag: u16) -> Vec<u8> {
         .unwrap();
     b.launch(OpKind::Unary(Unary::RELU), id(3), &[t[1]], t[2])
         .unwrap();
-    b.launch(OpKind::Binary(Binary::MUL), id(4), &[t[2], t[2]], t[3])
+    // The square through views (format 1.1): `[64]` in, `[4, 16]` out.
+    let flat = b.view(t[2], shape(&[64])).unwrap();
+    b.launch(OpKind::Binary(Binary::MUL), id(4), &[flat, flat], t[3])
         .unwrap();
-    b.launch(OpKind::Unary(Unary::EXP), id(5), &[t[3]], y)
+    let square = b.view(t[3], shape(&[4, 16])).unwrap();
+    b.launch(OpKind::Unary(Unary::EXP), id(5), &[square], y)
         .unwrap();
     b.finish(&VendorOps::NONE).unwrap().bytes
 }

@@ -90,6 +90,106 @@ impl ProgramBuilder {
         Ok(BufferId(index as u16))
     }
 
+    /// Declares a view of `of`: its bytes in `shape` (format 1.1), which
+    /// copies nothing. A view of a view views the same buffer.
+    ///
+    /// # Errors
+    /// As [`buffer`](Self::buffer), an unknown `of`, or a `shape` of
+    /// another byte length.
+    pub fn view(&mut self, of: BufferId, shape: Shape) -> Result<BufferId, ProgramError> {
+        let target = self.root(of.0);
+        let t = *self
+            .buffers
+            .get(usize::from(target))
+            .ok_or(ProgramError::Buffer {
+                index: of.0,
+                fault: BufferFault::View,
+            })?;
+        let id = self.buffer(BufferKind::Scratch, t.dtype, shape)?;
+        let fits =
+            self.desc(id).and_then(|d| d.byte_len()) == self.desc(of).and_then(|d| d.byte_len());
+        if !fits {
+            self.buffers.pop();
+            return Err(ProgramError::Buffer {
+                index: id.0,
+                fault: BufferFault::View,
+            });
+        }
+        self.buffers[usize::from(id.0)].kind = BufferKind::View;
+        self.buffers[usize::from(id.0)].slot = u32::from(target);
+        Ok(id)
+    }
+
+    /// Removes the copies a view can stand for, and returns the indices
+    /// the removed commands had. A copy `dst ← src` of one dtype goes when
+    /// nothing else writes `dst` and nothing writes `src` after it: a
+    /// scratch `dst` becomes a view of `src`; else, if `dst` is an output
+    /// and `src` scratch that one earlier command writes, `src` becomes a
+    /// view of `dst`, so that command writes the output in place.
+    pub fn elide_copies(&mut self) -> Vec<usize> {
+        let mut removed = Vec::new();
+        let mut index: Vec<usize> = (0..self.commands.len()).collect();
+        let mut c = 0;
+        while c < self.commands.len() {
+            let r = self.commands[c];
+            if r.tag == CommandTag::Copy as u8 && self.elide(c, r.output, r.inputs[0]) {
+                self.commands.remove(c);
+                removed.push(index.remove(c));
+            } else {
+                c += 1;
+            }
+        }
+        removed
+    }
+
+    /// Turns copy `c` (`dst ← src`) into a view, if it can be one.
+    fn elide(&mut self, c: usize, dst: u16, src: u16) -> bool {
+        let (d, s) = (self.root(dst), self.root(src));
+        let kind = |b: u16| self.buffers[usize::from(b)].kind;
+        if self.buffers[usize::from(d)].dtype != self.buffers[usize::from(s)].dtype {
+            return false;
+        }
+        let writers = |b: u16| -> Vec<usize> {
+            (self.commands.iter().enumerate())
+                .filter(|(_, r)| self.root(r.output) == b)
+                .map(|(i, _)| i)
+                .collect()
+        };
+        let (dst_writers, src_writers) = (writers(d), writers(s));
+        if dst_writers != [c] {
+            return false;
+        }
+        if kind(dst) == BufferKind::Scratch && src_writers.iter().all(|&w| w < c) {
+            self.alias(dst, s);
+            return true;
+        }
+        let one_earlier = matches!(src_writers[..], [w] if w < c);
+        if kind(d) == BufferKind::Output && kind(src) == BufferKind::Scratch && one_earlier {
+            self.alias(src, d);
+            return true;
+        }
+        false
+    }
+
+    /// Makes `b` a view of `target` (no view), and so every view of `b`.
+    fn alias(&mut self, b: u16, target: u16) {
+        for (i, d) in self.buffers.iter_mut().enumerate() {
+            let of_b = d.kind == BufferKind::View && d.slot == u32::from(b);
+            if i == usize::from(b) || of_b {
+                d.kind = BufferKind::View;
+                d.slot = u32::from(target);
+            }
+        }
+    }
+
+    /// The buffer `b` views, or `b`.
+    fn root(&self, b: u16) -> u16 {
+        match self.buffers.get(usize::from(b)) {
+            Some(d) if d.kind == BufferKind::View => d.slot as u16,
+            _ => b,
+        }
+    }
+
     /// Appends a launch of `kind` on `inputs` into `output`, checked
     /// against the op's shape rule.
     ///
@@ -263,9 +363,10 @@ impl ProgramBuilder {
     fn lifetime(&self, buffer: usize) -> Lifetime {
         let b = buffer as u16;
         let touches = |c: &CommandRecord| {
-            c.output == b || c.inputs[..usize::from(c.inputs_used).min(3)].contains(&b)
+            let inputs = &c.inputs[..usize::from(c.inputs_used).min(3)];
+            self.root(c.output) == b || inputs.iter().any(|&i| self.root(i) == b)
         };
-        let first = self.commands.iter().position(|c| c.output == b);
+        let first = self.commands.iter().position(|c| self.root(c.output) == b);
         let last = self.commands.iter().rposition(touches);
         let d = &self.buffers[buffer];
         let bytes = TensorDesc::new(DeviceAddr(0), d.dtype, d.shape)
@@ -294,10 +395,10 @@ impl ProgramBuilder {
         if self.commands.len() >= usize::from(u16::MAX) {
             return Err(ProgramError::TooLarge(Limit::Commands));
         }
-        let dst = self.buffers.get(usize::from(output.0)).map(|d| d.kind);
-        if !dst.is_some_and(BufferKind::writable)
-            || inputs[..usize::from(inputs_used)].contains(&output.0)
-        {
+        let out = self.root(output.0);
+        let dst = self.buffers.get(usize::from(out)).map(|d| d.kind);
+        let used = &inputs[..usize::from(inputs_used)];
+        if !dst.is_some_and(BufferKind::writable) || used.iter().any(|&i| self.root(i) == out) {
             return Err(self.fault()(CommandFault::Writes));
         }
         self.commands.push(CommandRecord {

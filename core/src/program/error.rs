@@ -82,6 +82,9 @@ pub enum BufferFault {
     },
     /// An output no command writes.
     NeverWritten,
+    /// A view whose `place` is not another buffer that is no view, of
+    /// the view's dtype and byte length (format 1.1).
+    View,
 }
 
 /// What is wrong with a command record.
@@ -196,6 +199,7 @@ impl BufferFault {
             Self::Arena => (5, 0),
             Self::Overlap { with } => (6, with.min(255) as u8),
             Self::NeverWritten => (7, 0),
+            Self::View => (8, 0),
         }
     }
 
@@ -209,6 +213,7 @@ impl BufferFault {
             5 => Self::Arena,
             6 => Self::Overlap { with: with.into() },
             7 => Self::NeverWritten,
+            8 => Self::View,
             _ => return None,
         })
     }

@@ -9,8 +9,10 @@ pub const MAGIC: [u8; 4] = *b"TPPG";
 /// The format's major version: a device refuses any other.
 pub const VERSION_MAJOR: u16 = 1;
 /// The format's minor version: a device accepts any minor of its major
-/// whose records it can read (a later minor only adds command tags).
-pub const VERSION_MINOR: u16 = 0;
+/// whose records it can read (a later minor only adds record kinds and
+/// command tags, which an older device refuses by name). 1.1 adds
+/// [`BufferKind::View`].
+pub const VERSION_MINOR: u16 = 1;
 /// Bytes in the header.
 pub const HEADER_LEN: usize = 24;
 /// Bytes in one buffer record.
@@ -44,6 +46,11 @@ pub enum BufferKind {
     Variable = 3,
     /// Lives in the program's arena, at the planned offset.
     Scratch = 4,
+    /// Format 1.1: another buffer's bytes in a shape of its own (a
+    /// reshape that copies nothing). Its `place` is that buffer's index,
+    /// a buffer that is no view, of the same dtype and byte length; a
+    /// command that reads or writes the view reads or writes that buffer.
+    View = 5,
 }
 
 impl BufferKind {
@@ -55,13 +62,19 @@ impl BufferKind {
             2 => Self::Constant,
             3 => Self::Variable,
             4 => Self::Scratch,
+            5 => Self::View,
             _ => return None,
         })
     }
 
-    /// Whether a command may write it.
+    /// Whether a command may write it (a view: whether its target may).
     pub const fn writable(self) -> bool {
         !matches!(self, Self::Input | Self::Constant)
+    }
+
+    /// Whether a run binds it to an address of its own (one binding slot).
+    pub const fn bound(self) -> bool {
+        !matches!(self, Self::Scratch | Self::View)
     }
 }
 
@@ -131,7 +144,8 @@ pub struct BufferRecord {
     pub rank: u8,
     /// Reserved, 0.
     pub reserved: u8,
-    /// The binding slot, or the arena offset of a scratch buffer.
+    /// The binding slot, the arena offset of a scratch buffer, or the
+    /// index of the buffer a view views.
     pub place: u32,
     /// Dims, outermost first; those past `rank` are 0.
     pub dims: [u32; MAX_RANK],

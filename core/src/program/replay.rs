@@ -110,15 +110,22 @@ pub fn replay<D: Launch + Transfer + ?Sized>(
         return Err(RunError::Program(wrong));
     }
     let n = p.buffer_count();
-    let tensor = |i: u16| -> Result<TensorDesc, ProgramError> {
+    let spec = |i: u16| -> Result<BufferSpec, ProgramError> {
         let record = p.buffer(usize::from(i)).ok_or(ProgramError::Length)?;
-        let spec = BufferSpec::decode(&record)
-            .map_err(|fault| ProgramError::Buffer { index: i, fault })?;
-        let addr = match spec.kind {
-            BufferKind::Scratch => DeviceAddr(at.arena.0 + u64::from(spec.place)),
-            _ => at.slot(spec.place as usize).ok_or(wrong)?,
+        BufferSpec::decode(&record).map_err(|fault| ProgramError::Buffer { index: i, fault })
+    };
+    let addr = |b: &BufferSpec| match b.kind {
+        BufferKind::Scratch => Ok(DeviceAddr(at.arena.0 + u64::from(b.place))),
+        _ => at.slot(b.place as usize).ok_or(wrong),
+    };
+    let tensor = |i: u16| -> Result<TensorDesc, ProgramError> {
+        let b = spec(i)?;
+        // A view is at its target (validated: another buffer, no view).
+        let at = match b.kind {
+            BufferKind::View => addr(&spec(b.place as u16)?)?,
+            _ => addr(&b)?,
         };
-        Ok(spec.at(addr))
+        Ok(b.at(at))
     };
     let mut last = None;
     for (c, record) in p.commands().enumerate() {

@@ -486,6 +486,7 @@ fn every_error_survives_the_links_detail() {
         BufferFault::Arena,
         BufferFault::Overlap { with: 200 },
         BufferFault::NeverWritten,
+        BufferFault::View,
     ] {
         all.push(ProgramError::Buffer { index: 255, fault });
     }
@@ -509,5 +510,134 @@ fn every_error_survives_the_links_detail() {
         assert!(seen.insert(e.detail()), "{e} shares a detail");
     }
     assert_eq!(ProgramError::from_detail(0), None);
-    assert_eq!(ProgramError::from_detail(0x0700_0000 | 9 << 16), None);
+    assert_eq!(ProgramError::from_detail(0x0700_0000 | 10 << 16), None);
+}
+
+/// Reshapes between element-wise steps, as copies: `relu(x)` as `[6]`,
+/// `exp` of it as `[3, 2]`, its square into the output `y [6]`; `z` a copy
+/// of the input, and `w` a copy of a buffer written again after it.
+fn reshapes(elide: bool) -> (Built, Vec<usize>) {
+    let mut b = ProgramBuilder::new();
+    let f = DType::F32;
+    let x = b.buffer(BufferKind::Input, f, shape(&[2, 3])).unwrap();
+    let y = b.buffer(BufferKind::Output, f, shape(&[6])).unwrap();
+    let z = b.buffer(BufferKind::Output, f, shape(&[6])).unwrap();
+    let w = b.buffer(BufferKind::Output, f, shape(&[6])).unwrap();
+    let t: Vec<BufferId> = [&[2, 3][..], &[6], &[6], &[3, 2], &[3, 2], &[6], &[6]]
+        .iter()
+        .map(|d| b.buffer(BufferKind::Scratch, f, shape(d)).unwrap())
+        .collect();
+    b.launch(OpKind::Unary(Unary::RELU), 1, &[x], t[0]).unwrap();
+    b.copy(t[1], t[0]).unwrap(); // t1 becomes a view of t0
+    b.launch(OpKind::Unary(Unary::EXP), 2, &[t[1]], t[2])
+        .unwrap();
+    b.copy(t[3], t[2]).unwrap(); // t3 becomes a view of t2
+    b.launch(OpKind::Binary(Binary::MUL), 3, &[t[3], t[3]], t[4])
+        .unwrap();
+    b.copy(y, t[4]).unwrap(); // t4 becomes a view of y
+    b.copy(z, x).unwrap(); // stays: an input into an output
+    b.fill(t[5], 0x3F80_0000).unwrap();
+    b.copy(t[6], t[5]).unwrap(); // stays: t5 is written again below
+    b.launch(OpKind::Unary(Unary::EXP), 4, &[t[2]], t[5])
+        .unwrap();
+    b.launch(OpKind::Binary(Binary::MUL), 5, &[t[6], t[5]], w)
+        .unwrap();
+    let removed = if elide { b.elide_copies() } else { Vec::new() };
+    (b.finish(&VendorOps::NONE).unwrap(), removed)
+}
+
+/// Replays `built` with `x` bound; returns `y`, `z`, `w`.
+fn run_reshapes(built: &Built, x: &[f32]) -> [Vec<f32>; 3] {
+    let program = validate(
+        Program::parse(&built.bytes).unwrap(),
+        &VendorOps::NONE,
+        &Limits::HOST,
+    )
+    .unwrap();
+    let mut dev = HostMem {
+        mem: vec![0xAA; 4096],
+        done: 0,
+        launches: Vec::new(),
+    };
+    let slots = [0, 64, 128, 192].map(DeviceAddr);
+    dev.put(slots[0], x);
+    replay(
+        &mut dev,
+        QueueId(0),
+        &program,
+        &Bindings::new(&slots, DeviceAddr(1024)),
+    )
+    .unwrap();
+    [1, 2, 3].map(|i| dev.floats(slots[i], 6))
+}
+
+#[test]
+fn copies_a_view_can_stand_for_are_removed_and_the_program_computes_the_same() {
+    let x = [-1.0, 0.5, 2.0, -0.0, 3.0, 0.25];
+    let (plain, _) = reshapes(false);
+    let (viewed, removed) = reshapes(true);
+    // Three of the five copies go (the second, fourth and fifth command).
+    assert_eq!(removed, [1, 3, 5]);
+    let p = Program::parse(&viewed.bytes).unwrap();
+    assert_eq!(
+        p.command_count(),
+        Program::parse(&plain.bytes).unwrap().command_count() - 3
+    );
+    let kinds: Vec<BufferKind> = (0..p.buffer_count())
+        .map(|i| BufferSpec::decode(&p.buffer(i).unwrap()).unwrap().kind)
+        .collect();
+    let view = BufferKind::View;
+    assert_eq!(
+        kinds[4..],
+        [
+            BufferKind::Scratch,
+            view,
+            BufferKind::Scratch,
+            view,
+            view,
+            BufferKind::Scratch,
+            BufferKind::Scratch
+        ]
+    );
+    let want = run_reshapes(&plain, &x);
+    assert_eq!(run_reshapes(&viewed, &x), want);
+    // What the reference says, so neither run is wrong the same way.
+    for (got, v) in want[0].iter().zip(x) {
+        let e = libm::exp(f64::from(v.max(0.0)));
+        assert!((f64::from(*got) - e * e).abs() <= 1e-6 * e * e, "{got} {v}");
+    }
+    assert_eq!(want[1], x);
+    // A view takes no arena bytes of its own.
+    assert_eq!(plain.plan.total - viewed.plan.total, 3 * 64);
+    assert!(viewed.plan.arena <= plain.plan.arena);
+}
+
+#[test]
+fn a_view_of_itself_of_no_buffer_of_a_view_or_of_another_length_is_refused() {
+    let (built, _) = reshapes(true);
+    // Buffer 5 views buffer 4 (t0 [2, 3]).
+    let case = |edit: &dyn Fn(&mut [u8])| {
+        let bad = resealed(built.bytes.clone(), edit);
+        assert_eq!(
+            checked(&bad),
+            Err(ProgramError::Buffer {
+                index: 5,
+                fault: BufferFault::View
+            })
+        );
+    };
+    case(&|x| x[buffer_at(5) + 4] = 5); // itself
+    case(&|x| x[buffer_at(5) + 4] = 200); // no buffer
+    case(&|x| x[buffer_at(5) + 8] = 7); // another length
+    case(&|x| x[buffer_at(5) + 1] = DType::I32 as u8); // another dtype
+    let (built, _) = reshapes(true);
+    // Buffer 8 views buffer 1 (y); pointed at view 5 instead.
+    let bad = resealed(built.bytes.clone(), |x| x[buffer_at(8) + 4] = 5);
+    assert_eq!(
+        checked(&bad),
+        Err(ProgramError::Buffer {
+            index: 8,
+            fault: BufferFault::View
+        })
+    );
 }

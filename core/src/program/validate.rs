@@ -1,6 +1,7 @@
 //! The checks a device runs before it accepts a program: every record
-//! decodes, every launch passes its op's shape rule, data flows forwards,
-//! and scratch buffers alive at once never share arena bytes.
+//! decodes, every launch passes its op's shape rule, data flows forwards
+//! (through views to the buffers they view), and scratch buffers alive at
+//! once never share arena bytes.
 
 use super::error::{BufferFault, CommandFault, Limit, ProgramError};
 use super::format::{ARENA_ALIGN, BufferKind, MAX_BUFFERS};
@@ -105,7 +106,19 @@ pub fn validate<'a>(
             index: i as u16,
             fault,
         };
-        if b.kind == BufferKind::Scratch {
+        if b.kind == BufferKind::View {
+            let target = b.place as usize;
+            let of = if target != i && target < n {
+                Some(spec(target)?)
+            } else {
+                None
+            };
+            if !of.is_some_and(|t| {
+                t.kind != BufferKind::View && t.dtype == b.dtype && t.byte_len() == b.byte_len()
+            }) {
+                return Err(fault(BufferFault::View));
+            }
+        } else if b.kind == BufferKind::Scratch {
             let end = u64::from(b.place) + b.byte_len().unwrap_or(usize::MAX) as u64;
             if b.place % ARENA_ALIGN != 0 || end > u64::from(h.arena) {
                 return Err(fault(BufferFault::Arena));
@@ -130,6 +143,16 @@ pub fn validate<'a>(
         });
     }
 
+    // The buffer a view views; any other buffer is its own.
+    let root = |i: u16| -> Result<usize, ProgramError> {
+        let b = spec(usize::from(i))?;
+        Ok(if b.kind == BufferKind::View {
+            b.place as usize
+        } else {
+            usize::from(i)
+        })
+    };
+
     // Commands: each decodes and passes its rule; data flows forwards.
     let mut first_write = [NONE; MAX_BUFFERS];
     let mut last_use = [NONE; MAX_BUFFERS];
@@ -139,13 +162,18 @@ pub fn validate<'a>(
             fault,
         };
         let step = Step::decode(&record, vendor, n).map_err(fault)?;
-        let out = usize::from(step.output());
-        let out_spec = spec(out)?;
-        if !out_spec.kind.writable() || step.inputs().contains(&step.output()) {
+        let out_spec = spec(usize::from(step.output()))?;
+        // A view's reads and writes are its target's.
+        let out = root(step.output())?;
+        let mut reads_out = false;
+        for &i in step.inputs() {
+            reads_out |= root(i)? == out;
+        }
+        if !spec(out)?.kind.writable() || reads_out {
             return Err(fault(CommandFault::Writes));
         }
         for &i in step.inputs() {
-            let i = usize::from(i);
+            let i = root(i)?;
             let kind = spec(i)?.kind;
             let needs_write = matches!(kind, BufferKind::Scratch | BufferKind::Output);
             if needs_write && first_write[i] == NONE {

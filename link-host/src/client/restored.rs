@@ -125,7 +125,7 @@ impl<S: LinkStream> RemoteAccelerator<S> {
         let specs = (0..view.buffer_count())
             .filter_map(|i| view.buffer(i))
             .filter_map(|r| BufferSpec::decode(&r).ok())
-            .filter(|s| s.kind != BufferKind::Scratch);
+            .filter(|s| s.kind.bound());
         let mut writes = Vec::new();
         for spec in specs {
             let Some(&addr) = slots.get(spec.place as usize) else {

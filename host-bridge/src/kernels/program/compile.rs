@@ -236,6 +236,10 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
             owners.push(n);
         }
     }
+    // Views for the copies of reshapes and of products' results.
+    for c in b.elide_copies().into_iter().rev() {
+        owners.remove(c);
+    }
     let built = b.finish(&VendorOps::NONE).map_err(error)?;
     decode(
         segment,

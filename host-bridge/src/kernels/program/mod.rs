@@ -316,11 +316,13 @@ impl Op for ProgramKernel {
             }
             run.typed_desc(t, b.shape, b.dtype)
         };
-        let descs = program
+        let mut descs = program
             .buffers
             .iter()
             .map(|b| match b.kind {
-                BufferKind::Scratch => Ok(b.at(DeviceAddr(arena.0 + u64::from(b.place)))),
+                BufferKind::Scratch | BufferKind::View => {
+                    Ok(b.at(DeviceAddr(arena.0 + u64::from(b.place))))
+                }
                 BufferKind::Input => match (b.place as usize).checked_sub(first_host) {
                     Some(k) => Ok(host[k].desc),
                     None => typed(&inputs[b.place as usize].0, b),
@@ -328,6 +330,12 @@ impl Op for ProgramKernel {
                 _ => typed(&outputs[b.place as usize - n_in], b),
             })
             .collect::<KernelResult<Vec<TensorDesc>>>()?;
+        // A view is at the buffer it views (validated: no view).
+        for (i, b) in program.buffers.iter().enumerate() {
+            if b.kind == BufferKind::View {
+                descs[i].addr = descs[b.place as usize].addr;
+            }
+        }
         // A device that keeps programs runs it with one submit: one
         // address per binding slot.
         let slots = || {
@@ -335,7 +343,7 @@ impl Op for ProgramKernel {
                 .buffers
                 .iter()
                 .zip(&descs)
-                .filter(|(b, _)| b.kind != BufferKind::Scratch)
+                .filter(|(b, _)| b.kind.bound())
                 .map(|(b, d)| (b.place, d.addr))
                 .collect();
             bound.sort_by_key(|(slot, _)| *slot);
