@@ -44,6 +44,15 @@ fn mlp() -> (Built, [BufferId; 4]) {
     (b.finish(&VendorOps::NONE).unwrap(), [x, w, bias, y])
 }
 
+fn valid(bytes: &[u8]) -> Validated<'_> {
+    validate(
+        Program::parse(bytes).unwrap(),
+        &VendorOps::NONE,
+        &Limits::HOST,
+    )
+    .unwrap()
+}
+
 fn checked(bytes: &[u8]) -> Result<(), ProgramError> {
     validate(Program::parse(bytes)?, &VendorOps::NONE, &Limits::HOST).map(|_| ())
 }
@@ -245,6 +254,14 @@ impl Error for Refused {
 }
 
 impl HostMem {
+    /// 4 KiB, every byte `0xAA`.
+    fn new() -> Self {
+        Self {
+            mem: vec![0xAA; 4096],
+            done: 0,
+            launches: Vec::new(),
+        }
+    }
     fn floats(&self, addr: DeviceAddr, n: usize) -> Vec<f32> {
         let a = addr.0 as usize;
         self.mem[a..a + 4 * n]
@@ -342,17 +359,8 @@ impl Launch for HostMem {
 #[test]
 fn a_replayed_program_computes_what_its_ops_do_one_by_one() {
     let (built, _) = mlp();
-    let program = validate(
-        Program::parse(&built.bytes).unwrap(),
-        &VendorOps::NONE,
-        &Limits::HOST,
-    )
-    .unwrap();
-    let mut dev = HostMem {
-        mem: vec![0xAA; 4096],
-        done: 0,
-        launches: Vec::new(),
-    };
+    let program = valid(&built.bytes);
+    let mut dev = HostMem::new();
     let slots = [
         DeviceAddr(0),
         DeviceAddr(64),
@@ -548,17 +556,8 @@ fn reshapes(elide: bool) -> (Built, Vec<usize>) {
 
 /// Replays `built` with `x` bound; returns `y`, `z`, `w`.
 fn run_reshapes(built: &Built, x: &[f32]) -> [Vec<f32>; 3] {
-    let program = validate(
-        Program::parse(&built.bytes).unwrap(),
-        &VendorOps::NONE,
-        &Limits::HOST,
-    )
-    .unwrap();
-    let mut dev = HostMem {
-        mem: vec![0xAA; 4096],
-        done: 0,
-        launches: Vec::new(),
-    };
+    let program = valid(&built.bytes);
+    let mut dev = HostMem::new();
     let slots = [0, 64, 128, 192].map(DeviceAddr);
     dev.put(slots[0], x);
     replay(
