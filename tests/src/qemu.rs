@@ -89,6 +89,21 @@ pub fn build_in_variants(args: &[&str], target: &str, name: &str) -> Result<Path
     Ok(copy)
 }
 
+/// A `cargo --config` value that builds the firmware for `target` with
+/// the checkout's path left out (`core/src/…`): panic locations of the
+/// workspace's crates (path dependencies of `firmware/`, so cargo names
+/// them by absolute path) then take the same bytes in every clone, and the
+/// image's size (`cargo xtask size`) does not depend on where it is.
+/// Cargo appends it to `firmware/.cargo/config.toml`'s rustflags.
+pub fn path_independent_build(target: &str) -> String {
+    // A TOML literal string: no escapes, so any path but one with a `'`.
+    let root = crate::workspace_root();
+    format!(
+        "target.{target}.rustflags=['--remap-path-prefix={}/=']",
+        root.display()
+    )
+}
+
 fn build_firmware(args: &[&str], target_dir: &str) -> PathBuf {
     try_build_firmware(args, target_dir, "thumbv7em-none-eabihf").unwrap_or_else(|e| panic!("{e}"))
 }
@@ -99,6 +114,8 @@ fn try_build_firmware(args: &[&str], target_dir: &str, target: &str) -> Result<P
     let status = Command::new(cargo)
         .args(["build", "--release", "--locked", "--target", target])
         .args(args)
+        .arg("--config")
+        .arg(path_independent_build(target))
         .arg("--target-dir")
         .arg(dir.join(target_dir))
         .current_dir(&dir)

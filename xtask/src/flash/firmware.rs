@@ -138,7 +138,10 @@ pub fn build_board(board: &Board) -> Result<PathBuf> {
     let dir = root().join("firmware");
     let mut cmd = cargo();
     cmd.current_dir(&dir)
-        .args(["build", "--release", "--locked"])
+        .args(["build", "--release", "--locked", "--config"])
+        .arg(tensorplug_tests::qemu::path_independent_build(
+            &board.target,
+        ))
         .env_remove("CARGO_TARGET_DIR");
     select_board(&mut cmd, board);
     run(&mut cmd).with_context(|| format!("building the firmware for board `{}`", board.name))?;
