@@ -43,6 +43,13 @@ const LONGEST_FIRST: &[&str] = &[
 /// runs of stop 60 out of four).
 pub const ALONE: &[&str] = &["tf_profiler", "tf_fault_matrix"];
 
+/// Of [`ALONE`], those `cargo xtask test` runs beside the checks that
+/// follow the tests instead (`tf_suite::Beside`), which run at nice 10 and
+/// so leave them the CPU they need: the fault matrix's cases, one at a
+/// time, wait on device timeouts for much of their 2.5 minutes, and one
+/// core stayed idle while they ran alone.
+pub const BESIDE_CHECKS: &[&str] = &["tf_fault_matrix"];
+
 /// One test executable.
 #[derive(Clone)]
 pub struct Binary {

@@ -34,9 +34,10 @@ const NO_STD_BUILDS: &[(&str, &str, &[&str])] = &[
     // The driver and its model on both Cortex-M profiles (thumbv6m has no
     // compare-and-swap: nothing of theirs needs it).
     ("tensorplug-device-fpga", "", EMBEDDED_TARGETS),
+    // `model-fpga` with `defmt`, what the firmware logs with: the
+    // firmware's own builds for thumbv7em (its clippy and `cargo xtask
+    // size`, every board) build it, in release.
     ("tensorplug-model-fpga", "", EMBEDDED_TARGETS),
-    // What the firmware logs with.
-    ("tensorplug-model-fpga", "defmt", &["thumbv7em-none-eabihf"]),
     // The example second device: a vendor driver on core alone.
     ("tensorplug-device-npu", "", EMBEDDED_TARGETS),
 ];
@@ -126,14 +127,64 @@ pub fn run(args: &TestArgs) -> Result<()> {
         envs.push(("TENSORPLUG_PYTHON_UNSUPPORTED_TF", env.unsupported.clone()));
         envs.push(("TENSORPLUG_LITERT_PYTHON", env.litert.clone()));
     }
+    // With older TFs to test, the fault matrix runs beside the checks (on
+    // the suite's thread, before the older TFs), else alone after the lanes.
+    let background = env.as_ref().is_some_and(|env| !env.older.is_empty());
+    let (beside, in_lanes): (Vec<_>, Vec<_>) = binaries
+        .iter()
+        .cloned()
+        .partition(|b| background && crate::lanes::BESIDE_CHECKS.contains(&b.target.as_str()));
     step(
         &format!("the workspace's tests (TF {newest}), two binaries at a time"),
-        || crate::lanes::run(binaries.clone(), &envs),
+        || crate::lanes::run(in_lanes.clone(), &envs),
     )?;
+    // The real-TF tests again on the older TFs, beside the checks below,
+    // which yield the CPU to them.
+    let suite = match env.as_ref().filter(|_| background) {
+        Some(env) => {
+            let beside = crate::tf_suite::Beside {
+                binaries: beside,
+                args: if args.fault_matrix {
+                    vec!["--include-ignored".to_owned()]
+                } else {
+                    Vec::new()
+                },
+                envs: envs.clone(),
+            };
+            Some(crate::tf_suite::start(
+                env,
+                &prebuilt,
+                &binaries,
+                args.tf_matrix,
+                beside,
+            )?)
+        }
+        None => None,
+    };
+    if suite.is_some() {
+        crate::util::yield_to_background();
+    }
+    let checks = doc_tests(args, &prebuilt, env.as_ref(), background)
+        .and_then(|()| checks(env.as_ref(), args.miri_seeds));
+    // Even when a check failed: report the suite rather than orphan it.
+    let suite = suite.map_or(Ok(()), crate::tf_suite::Background::finish);
+    checks.and(suite)?;
+    eprintln!("==> all checks passed");
+    Ok(())
+}
+
+/// The doc tests; with `--fault-matrix`, the fault matrix's ignored cases
+/// too, unless they run beside the checks (`background`).
+fn doc_tests(
+    args: &TestArgs,
+    prebuilt: &[(&'static str, PathBuf)],
+    env: Option<&setup::Env>,
+    background: bool,
+) -> Result<()> {
     step("the workspace's doc tests", || {
         run_cmd(cargo().args(["test", "--workspace", "--doc"]))
     })?;
-    if args.fault_matrix {
+    if args.fault_matrix && !background {
         step("the rest of the fault matrix (its ignored cases)", || {
             let mut cmd = cargo();
             cmd.args([
@@ -145,31 +196,12 @@ pub fn run(args: &TestArgs) -> Result<()> {
             ])
             .args(["--", "--ignored"])
             .envs(prebuilt.iter().cloned());
-            if let Some(env) = &env {
+            if let Some(env) = env {
                 cmd.env("TENSORPLUG_PYTHON", &env.python);
             }
             run_cmd(&mut cmd)
         })?;
     }
-    // The real-TF tests again on the older TFs, beside the checks below,
-    // which yield the CPU to them.
-    let suite = match env.as_ref().filter(|env| !env.older.is_empty()) {
-        Some(env) => Some(crate::tf_suite::start(
-            env,
-            &prebuilt,
-            &binaries,
-            args.tf_matrix,
-        )?),
-        None => None,
-    };
-    if suite.is_some() {
-        crate::util::yield_to_background();
-    }
-    let checks = checks(env.as_ref(), args.miri_seeds);
-    // Even when a check failed: report the suite rather than orphan it.
-    let suite = suite.map_or(Ok(()), crate::tf_suite::Background::finish);
-    checks.and(suite)?;
-    eprintln!("==> all checks passed");
     Ok(())
 }
 

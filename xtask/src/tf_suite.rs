@@ -1,12 +1,13 @@
-//! The real-TF tests again on the older TFs of the range.
+//! The real-TF tests again on the older TFs of the range, and first the
+//! newest TF's binaries that must not share the machine with another test
+//! binary ([`crate::lanes::BESIDE_CHECKS`]: the fault matrix).
 //!
 //! `cargo test --workspace` has built the test binaries; they are run again
 //! directly (no cargo build, no lock on the target directory) with
-//! `TENSORPLUG_PYTHON` pointing at each older TF's venv, one TF after
-//! another on a thread of their own, beside the checks that follow (which
-//! run at a lower priority: `util::yield_to_background`). Each run's output
-//! goes to `target/tf-suite/<version>.log`; [`Background::finish`] reports
-//! them.
+//! `TENSORPLUG_PYTHON` pointing at each TF's venv, one run after another
+//! on a thread of their own, beside the checks that follow (which run at a
+//! lower priority: `util::yield_to_background`). Each run's output goes to
+//! `target/tf-suite/<version>.log`; [`Background::finish`] reports them.
 
 // Real-TF tests whose bounds do not hold on a loaded machine, as in the
 // workspace run: [`start`] runs them before it returns, alone.
@@ -45,9 +46,12 @@ pub const REAL_TF_TESTS: &[&str] = &[
 /// protos, the wheel, TF's own tools, TFLite.
 pub const NEWEST_ONLY: &[&str] = &["tf_multi_worker"];
 
-/// One TF's run.
+/// One run: a TF's suite, or the newest TF's binaries beside the checks.
 pub struct Outcome {
-    version: String,
+    /// What ran, for the report.
+    what: String,
+    /// Print its whole log when it passed, not only its summary.
+    whole: bool,
     log: PathBuf,
     elapsed: Duration,
     /// The binaries that failed (or could not start), with why.
@@ -57,10 +61,23 @@ pub struct Outcome {
 /// The runs, on a thread of their own.
 pub struct Background(JoinHandle<Vec<Outcome>>);
 
+/// The newest TF's binaries the background thread runs first, alone
+/// among the tests, and their arguments.
+pub struct Beside {
+    /// The binaries of [`crate::lanes::BESIDE_CHECKS`], from `lanes::build`.
+    pub binaries: Vec<crate::lanes::Binary>,
+    /// Their test harness's arguments (`--include-ignored` for the whole
+    /// fault matrix).
+    pub args: Vec<String>,
+    /// Every variable the workspace's tests run with.
+    pub envs: Vec<(&'static str, PathBuf)>,
+}
+
 /// Runs the load-sensitive real-TF tests on each of `env.older` now, then
-/// starts the others on a thread of their own, one TF after another, so
-/// the caller's checks run beside them. `prebuilt`: the variables that
-/// name what the tests load (`test::prebuild`).
+/// starts, on a thread of their own, `beside` (on the newest TF) and then
+/// the older TFs' other tests, one run after another, so the caller's
+/// checks run beside them. `prebuilt`: the variables that name what the
+/// tests load (`test::prebuild`).
 /// `built`: the workspace's test binaries (`lanes::build`).
 /// `every_test`: [`NEWEST_ONLY`]'s too (`--tf-matrix`).
 pub fn start(
@@ -68,6 +85,7 @@ pub fn start(
     prebuilt: &[(&'static str, PathBuf)],
     built: &[crate::lanes::Binary],
     every_test: bool,
+    beside: Beside,
 ) -> Result<Background> {
     let (sensitive, rest): (Vec<_>, Vec<_>) = binaries(built)?
         .into_iter()
@@ -79,33 +97,67 @@ pub fn start(
     let dir = root().join("target/tf-suite");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let run = move |binaries: &[(String, PathBuf)], python: &PathBuf, log: &PathBuf| {
-        run_all(binaries, python, &xprof, &unsupported, &prebuilt, log)
+        let envs = [
+            ("TENSORPLUG_PYTHON", python.clone()),
+            // xprof does not install beside TF 2.15-2.18 (protobuf pins):
+            // the profiler tests run its converters here.
+            ("TENSORPLUG_XPROF_PYTHON", xprof.clone()),
+            ("TENSORPLUG_PYTHON_UNSUPPORTED_TF", unsupported.clone()),
+        ];
+        let envs: Vec<_> = envs.into_iter().chain(prebuilt.iter().cloned()).collect();
+        run_all(binaries, &[], &envs, log)
     };
+    let newest = crate::setup::TF_VERSIONS[crate::setup::TF_VERSIONS.len() - 1];
+    let beside_log = dir.join(format!("{newest}-beside-the-checks.log"));
+    let _ = std::fs::remove_file(&beside_log);
     let mut outcomes = Vec::new();
     for (version, python) in &runs {
         let log = dir.join(format!("{version}.log"));
         // Each run's log starts empty: the summary counts its lines.
         let _ = std::fs::remove_file(&log);
+        let alone: Vec<&str> = sensitive.iter().map(|(name, _)| name.as_str()).collect();
         eprintln!(
             "==> the real-TF suite on TF {version}: {} alone, the rest beside the next checks",
-            LOAD_SENSITIVE.join(", ")
+            alone.join(", ")
         );
         let start = Instant::now();
         let failed = run(&sensitive, python, &log);
         outcomes.push(Outcome {
-            version: version.clone(),
+            what: format!("the real-TF suite on TF {version}"),
+            whole: false,
             log,
             elapsed: start.elapsed(),
             failed,
         });
     }
     Ok(Background(std::thread::spawn(move || {
+        let mut first = Vec::new();
+        if !beside.binaries.is_empty() {
+            let names: Vec<&str> = beside.binaries.iter().map(|b| b.target.as_str()).collect();
+            let what = format!("{} (TF {newest}), beside the checks", names.join(", "));
+            eprintln!("==> {what}: started (log: {})", beside_log.display());
+            let binaries: Vec<(String, PathBuf)> = beside
+                .binaries
+                .iter()
+                .map(|b| (b.target.clone(), b.exe.clone()))
+                .collect();
+            let start = Instant::now();
+            let failed = run_all(&binaries, &beside.args, &beside.envs, &beside_log);
+            first.push(Outcome {
+                what,
+                whole: true,
+                log: beside_log,
+                elapsed: start.elapsed(),
+                failed,
+            });
+        }
         for (outcome, (_, python)) in outcomes.iter_mut().zip(&runs) {
             let start = Instant::now();
             outcome.failed.extend(run(&rest, python, &outcome.log));
             outcome.elapsed += start.elapsed();
         }
-        outcomes
+        first.extend(outcomes);
+        first
     })))
 }
 
@@ -119,10 +171,13 @@ impl Background {
             .map_err(|_| anyhow::anyhow!("the real-TF suite thread panicked"))?;
         let mut bad = Vec::new();
         for outcome in outcomes {
-            let what = format!("the real-TF suite on TF {}", outcome.version);
+            let what = &outcome.what;
             let text = std::fs::read_to_string(&outcome.log).unwrap_or_default();
             eprintln!("==> {what} (the workspace run's test binaries)");
             if outcome.failed.is_empty() {
+                if outcome.whole {
+                    eprint!("{text}");
+                }
                 eprintln!("    {}", summary(&text));
                 eprintln!("    ok: {what} ({:.1}s)", outcome.elapsed.as_secs_f64());
                 continue;
@@ -159,13 +214,12 @@ fn binaries(built: &[crate::lanes::Binary]) -> Result<Vec<(String, PathBuf)>> {
     Ok(found)
 }
 
-/// Runs every binary with `python`'s TF; returns the failures.
+/// Runs every binary with `args` and `envs` (`TENSORPLUG_PYTHON` names its
+/// TF); returns the failures.
 fn run_all(
     binaries: &[(String, PathBuf)],
-    python: &PathBuf,
-    xprof: &PathBuf,
-    unsupported: &PathBuf,
-    prebuilt: &[(&'static str, PathBuf)],
+    args: &[String],
+    envs: &[(&'static str, PathBuf)],
     log: &PathBuf,
 ) -> Vec<String> {
     let mut failed = Vec::new();
@@ -180,13 +234,10 @@ fn run_all(
         let status = open().and_then(|file| {
             let err = file.try_clone()?;
             Command::new(exe)
+                .args(args)
                 .current_dir(root().join("tests"))
-                .env("TENSORPLUG_PYTHON", python)
-                // xprof does not install beside TF 2.15-2.18 (protobuf
-                // pins): the profiler tests run its converters here.
-                .env("TENSORPLUG_XPROF_PYTHON", xprof)
-                .env("TENSORPLUG_PYTHON_UNSUPPORTED_TF", unsupported)
-                .envs(prebuilt.iter().cloned())
+                .env("CARGO_MANIFEST_DIR", root().join("tests"))
+                .envs(envs.iter().cloned())
                 .stdin(Stdio::null())
                 .stdout(file)
                 .stderr(err)
