@@ -1,5 +1,5 @@
-//! Host GEMM through `matrixmultiply`, or the `gemm` crate for outputs of at
-//! most [`NARROW`] columns (both runtime-detected SIMD, packing in heap
+//! Host GEMM through `matrixmultiply`, or the `gemm` crate's f32 kernel
+//! (`gemm-f32`) for outputs of at most [`NARROW`] columns (both runtime-detected SIMD, packing in heap
 //! buffers). Transposes are expressed as strides: nothing is copied.
 //!
 //! Why two: on the development machine (AVX-512), `gemm` takes 0.41–0.77×
@@ -61,26 +61,12 @@ unsafe fn sgemm(
         // SAFETY: the caller's contract. `gemm` computes
         // dst = alpha·dst + beta·lhs·rhs, reading dst only if `read_dst`.
         unsafe {
-            gemm::gemm(
-                m,
-                n,
-                k,
-                c,
-                1,
-                rsc,
+            narrow_gemm(
+                [m, n, k],
+                (c, 1, rsc),
                 accumulate,
-                a,
-                csa,
-                rsa,
-                b,
-                csb,
-                rsb,
-                1.0,
-                1.0,
-                false,
-                false,
-                false,
-                gemm::Parallelism::None,
+                (a, csa, rsa),
+                (b, csb, rsb),
             );
         }
     } else {
@@ -183,4 +169,44 @@ pub(crate) fn gemm_strided(
         );
     }
     Ok(())
+}
+
+/// The `gemm` crate's f32 kernel (`gemm-f32`, without the facade crate that
+/// builds the f64 and complex kernels too): `dst = dst + lhs·rhs` (`dst`
+/// read only if `read_dst`), each operand `(pointer, column stride, row
+/// stride)`, strides non-negative. As the facade's `gemm::gemm` does, a
+/// destination whose rows are contiguous is computed as its transpose
+/// (`dstᵀ = rhsᵀ·lhsᵀ`), which the microkernel prefers.
+///
+/// # Safety
+/// [`sgemm`]'s contract.
+unsafe fn narrow_gemm(
+    [m, n, k]: [usize; 3],
+    (dst, dst_cs, dst_rs): (*mut f32, isize, isize),
+    read_dst: bool,
+    (lhs, lhs_cs, lhs_rs): (*const f32, isize, isize),
+    (rhs, rhs_cs, rhs_rs): (*const f32, isize, isize),
+) {
+    debug_assert!(
+        [dst_cs, dst_rs, lhs_cs, lhs_rs, rhs_cs, rhs_rs]
+            .iter()
+            .all(|&s| s >= 0)
+    );
+    let kernel = gemm_f32::gemm::f32::get_gemm_fn();
+    let none = gemm_common::Parallelism::None;
+    // SAFETY: the caller's contract; the transposed call reads and writes
+    // the same elements.
+    unsafe {
+        if dst_cs < dst_rs {
+            kernel(
+                n, m, k, dst, dst_rs, dst_cs, read_dst, rhs, rhs_rs, rhs_cs, lhs, lhs_rs, lhs_cs,
+                1.0, 1.0, false, false, false, none,
+            );
+        } else {
+            kernel(
+                m, n, k, dst, dst_cs, dst_rs, read_dst, lhs, lhs_cs, lhs_rs, rhs, rhs_cs, rhs_rs,
+                1.0, 1.0, false, false, false, none,
+            );
+        }
+    }
 }
