@@ -22,7 +22,7 @@ from int8_qat import mobilenet, quantized  # noqa: E402
 REPS = 60
 BATCH = 8
 tf.keras.utils.set_random_seed(7)
-qat, shape = quantized(mobilenet)
+qat, shape = quantized(mobilenet, train=False)
 converter = tf.lite.TFLiteConverter.from_keras_model(qat)
 converter.optimizations = [tf.lite.Optimize.DEFAULT]
 flatbuffer = converter.convert()
