@@ -240,7 +240,8 @@ fn checks(env: Option<&setup::Env>, miri_seeds: u32) -> Result<()> {
         );
         step(&what, || {
             let mut cmd = cargo();
-            cmd.args(["build", "--package", package, "--no-default-features"])
+            crate::util::unoptimized_sdk(&mut cmd)
+                .args(["build", "--package", package, "--no-default-features"])
                 .args(["--features", features]);
             for target in *targets {
                 cmd.args(["--target", target]);
