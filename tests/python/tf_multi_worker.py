@@ -315,6 +315,8 @@ def role_env(index, ports):
     # A float op that falls back to the CPU fails the step, not the test's eye.
     env["TENSORPLUG_FALLBACK"] = "error"
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    # A worker that crashes prints its Python threads' stacks to its log.
+    env["PYTHONFAULTHANDLER"] = "1"
     return env
 
 

@@ -21,13 +21,12 @@ pub fn cargo() -> Command {
 }
 
 /// The SDK's crates the root `Cargo.toml` optimizes in the dev profile:
-/// the simulated devices' compute, which the tests run through TF.
-pub const OPTIMIZED_IN_DEV: &[&str] = &["tensorplug-core", "tensorplug-model-fpga"];
+/// the simulated device's compute, which the tests run through TF.
+pub const OPTIMIZED_IN_DEV: &[&str] = &["tensorplug-model-fpga"];
 
 /// `cargo --config` arguments that build [`OPTIMIZED_IN_DEV`] at opt-level
 /// 0 again, for builds that run none of that compute (the `no_std`
-/// builds, loom's): optimized, core and the model took 13 s of CPU more
-/// per build.
+/// builds, loom's).
 pub fn unoptimized_sdk(cmd: &mut Command) -> &mut Command {
     for package in OPTIMIZED_IN_DEV {
         cmd.args([
