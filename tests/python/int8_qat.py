@@ -15,7 +15,8 @@ tf_keras (TF_USE_LEGACY_KERAS=1) builds the model, tfmot's quantize_model
 wraps it (FakeQuant on weights and activations), one epoch on seeded data
 sets its ranges (on the CPU: the FakeQuant ops have no FPGA kernel): `fit`
 for the convnet, as users write it; for MobileNet only the epoch's forward
-passes in training mode, which set the same ranges (`quantized`). Prints the lines of int8_model_vs_tflite.py, then
+passes in training mode, which set the same ranges (`quantized`). Prints
+the lines of int8_model_vs_tflite.py, then
 
   predict <name> images=<n> top1_agree=<k> max_diff_quanta=<d> differ=<outputs>
   device_ops <op type>=<count>…   (one predict step under tf.profiler: the

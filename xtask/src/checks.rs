@@ -75,7 +75,7 @@ pub fn miri_sim(seeds: u32) -> Result<()> {
 /// Unoptimized: its models explore in 2 s, and a release build of it took
 /// 80 s more CPU than the explorations save.
 pub fn loom_ring() -> Result<()> {
-    run(crate::util::unoptimized_sdk(&mut crate::util::cargo())
+    run(crate::util::cargo()
         .args([
             "test",
             "--package",

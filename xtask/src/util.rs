@@ -26,7 +26,7 @@ pub const OPTIMIZED_IN_DEV: &[&str] = &["tensorplug-model-fpga"];
 
 /// `cargo --config` arguments that build [`OPTIMIZED_IN_DEV`] at opt-level
 /// 0 again, for builds that run none of that compute (the `no_std`
-/// builds, loom's).
+/// builds).
 pub fn unoptimized_sdk(cmd: &mut Command) -> &mut Command {
     for package in OPTIMIZED_IN_DEV {
         cmd.args([
