@@ -127,13 +127,14 @@ pub fn run(args: &TestArgs) -> Result<()> {
         envs.push(("TENSORPLUG_PYTHON_UNSUPPORTED_TF", env.unsupported.clone()));
         envs.push(("TENSORPLUG_LITERT_PYTHON", env.litert.clone()));
     }
-    // With older TFs to test, the fault matrix runs beside the checks (on
-    // the suite's thread, before the older TFs), else alone after the lanes.
+    // With older TFs to test, `BESIDE_CHECKS` run beside the checks (on the
+    // suite's thread, before the older TFs), else with the lanes' alone.
     let background = env.as_ref().is_some_and(|env| !env.older.is_empty());
     let (beside, in_lanes): (Vec<_>, Vec<_>) = binaries
         .iter()
         .cloned()
         .partition(|b| background && crate::lanes::BESIDE_CHECKS.contains(&b.target.as_str()));
+    let matrix_beside = beside.iter().any(|b| b.target == "tf_fault_matrix");
     step(
         &format!("the workspace's tests (TF {newest}), two binaries at a time"),
         || crate::lanes::run(in_lanes.clone(), &envs),
@@ -164,7 +165,7 @@ pub fn run(args: &TestArgs) -> Result<()> {
     if suite.is_some() {
         crate::util::yield_to_background();
     }
-    let checks = doc_tests(args, &prebuilt, env.as_ref(), background)
+    let checks = doc_tests(args, &prebuilt, env.as_ref(), matrix_beside)
         .and_then(|()| checks(env.as_ref(), args.miri_seeds));
     // Even when a check failed: report the suite rather than orphan it.
     let suite = suite.map_or(Ok(()), crate::tf_suite::Background::finish);
@@ -174,17 +175,17 @@ pub fn run(args: &TestArgs) -> Result<()> {
 }
 
 /// The doc tests; with `--fault-matrix`, the fault matrix's ignored cases
-/// too, unless they run beside the checks (`background`).
+/// too, unless they run beside the checks (`matrix_beside`).
 fn doc_tests(
     args: &TestArgs,
     prebuilt: &[(&'static str, PathBuf)],
     env: Option<&setup::Env>,
-    background: bool,
+    matrix_beside: bool,
 ) -> Result<()> {
     step("the workspace's doc tests", || {
         run_cmd(cargo().args(["test", "--workspace", "--doc"]))
     })?;
-    if args.fault_matrix && !background {
+    if args.fault_matrix && !matrix_beside {
         step("the rest of the fault matrix (its ignored cases)", || {
             let mut cmd = cargo();
             cmd.args([

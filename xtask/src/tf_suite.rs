@@ -1,6 +1,6 @@
 //! The real-TF tests again on the older TFs of the range, and first the
 //! newest TF's binaries that must not share the machine with another test
-//! binary ([`crate::lanes::BESIDE_CHECKS`]: the fault matrix).
+//! binary ([`crate::lanes::BESIDE_CHECKS`]; none since stop 73).
 //!
 //! `cargo test --workspace` has built the test binaries; they are run again
 //! directly (no cargo build, no lock on the target directory) with
