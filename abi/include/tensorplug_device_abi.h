@@ -813,6 +813,7 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_OP_LEAKY_RELU_GRAD 93
 #define TPD_OP_CUMSUM 94
 #define TPD_OP_BATCH_MAT_MUL 95
+#define TPD_OP_LAYER_NORM 96
 
 // Element types (`CommandDescriptor::dtype`), from tensorplug_core's `DType`.
 #define TPD_DTYPE_F32 1

@@ -55,6 +55,11 @@ def profiled_ops(run):
     return ops_in(profile(run)[1])
 
 
+# The commands a program's fusion makes, which no TF op is named after
+# (docs/device-programs.md, "Fusion").
+FUSED = {"LayerNorm"}
+
+
 def ops_in(space):
     """A profile's op counts: (on the FPGA's plane, on TF's CPU executor)."""
     device, cpu = {}, {}
@@ -69,7 +74,7 @@ def ops_in(space):
                 if ":" not in name_:
                     continue
                 kind = name_.rsplit(":", 1)[1].strip()
-                if op_def_registry.get(kind) is None:
+                if op_def_registry.get(kind) is None and kind not in FUSED:
                     continue  # tf.data's and the executor's own events
                 counts = device if ours else cpu
                 counts[kind] = counts.get(kind, 0) + 1

@@ -160,8 +160,12 @@ if attention:
     tf.keras.utils.set_random_seed(6)
     inputs = keras.Input((6, 8))
     attn = keras.layers.MultiHeadAttention(num_heads=2, key_dim=4)(inputs, inputs)
-    out = keras.layers.LayerNormalization(epsilon=1e-6)(inputs + attn)
+    norm = keras.layers.LayerNormalization(epsilon=1e-6)
+    out = norm(inputs + attn)
     model = keras.Model(inputs, out)
+    rng = np.random.default_rng(9)
+    norm.gamma.assign(rng.uniform(0.5, 2.0, 8).astype(np.float32))
+    norm.beta.assign(rng.standard_normal(8).astype(np.float32))
     x = np.random.default_rng(8).standard_normal((4, 6, 8)).astype(np.float32)
     with tf.device("/device:CPU:0"):
         want = tf.function(lambda t: model(t, training=False), jit_compile=False)(x).numpy()
@@ -179,6 +183,25 @@ if attention:
     assert not [op for op in on_cpu if op in ("Einsum", "BatchMatMulV2", "Softmax")], on_cpu
     print(f"attention: equal to the CPU in 3 calls; {programs} program(s) compiled; programs "
           f"hold {sorted(set(held) & {'Einsum', 'BatchMatMulV2', 'Softmax', 'Mean'})}")
+    # Fusion: Keras 3's LayerNormalization (eleven ops, its `Rsqrt` among
+    # them) is one `LayerNorm` command, bit-equal to them. Keras 2 (TF
+    # 2.15) computes it with one FusedBatchNormV3, which is not fused.
+    os.environ["TENSORPLUG_PROGRAM_FUSION"] = "off"
+    unfused = tf.function(lambda t: model(t, training=False), jit_compile=False)
+    with tf.device("/device:FPGA:0"):
+        plain = unfused(tf.constant(x)).numpy()
+        device_off, _ = profiled_ops(lambda: unfused(tf.constant(x)).numpy())
+    del os.environ["TENSORPLUG_PROGRAM_FUSION"]
+    if int(keras.__version__.split(".")[0]) >= 3:
+        assert "Rsqrt" in device_off, (device_off, device, on_cpu)
+        assert "LayerNorm" in device and "Rsqrt" not in device, (device, device_off)
+        assert "LayerNorm" not in device_off, device_off
+        assert np.array_equal(plain.view(np.uint32), got.view(np.uint32)), np.abs(plain - got).max()
+        fused = sum(device_off.values()) - sum(device.values())
+        print(f"layer norm: one LayerNorm command, bit-equal to the unfused program; "
+              f"{fused} fewer launches on the device plane a call")
+    else:
+        print(f"layer norm: Keras {keras.__version__} writes FusedBatchNormV3, not fused")
     print("done")
     sys.exit(0)
 

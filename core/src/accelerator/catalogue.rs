@@ -575,6 +575,19 @@ pub const fn batch_matmul(transpose_a: bool, transpose_b: bool) -> OpKind {
     OpKind::Record(VendorOp { decl: DECL, attrs })
 }
 
+/// The `LayerNorm` record with `epsilon` and `form` (its declaration says
+/// what they mean).
+pub const fn layer_norm(epsilon: f32, form: u8) -> OpKind {
+    const DECL: &OpDecl = match named("LayerNorm") {
+        Some(decl) => decl,
+        None => panic!("no LayerNorm in the catalogue"),
+    };
+    OpKind::Record(VendorOp {
+        decl: DECL,
+        attrs: records::layer_norm_attrs(epsilon, form),
+    })
+}
+
 /// The catalogue code of the built-in op `name`; in a `const`, a name the
 /// catalogue lacks fails the build (so a device's table names its ops
 /// and states no code twice).

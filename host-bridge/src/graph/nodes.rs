@@ -158,6 +158,27 @@ pub fn int_constant(node: &NodeDef) -> Option<Vec<i64>> {
     (values.len() == count).then_some(values)
 }
 
+/// The value of a `Const` holding one `float` (of rank 0, or all of whose
+/// dimensions are 1).
+pub fn float_scalar(node: &NodeDef) -> Option<f32> {
+    if node.op != "Const" {
+        return None;
+    }
+    let Some(attr_value::Value::Tensor(t)) = node.attr.get("value").and_then(|a| a.value.as_ref())
+    else {
+        return None;
+    };
+    let one = t.tensor_shape.as_ref()?.dim.iter().all(|d| d.size == 1);
+    if !one || DataType::try_from(t.dtype).ok()? != DataType::DtFloat {
+        return None;
+    }
+    match (t.tensor_content.as_slice(), t.float_val.as_slice()) {
+        (&[a, b, c, d], _) => Some(f32::from_le_bytes([a, b, c, d])),
+        ([], &[v]) => Some(v),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::waits_of;

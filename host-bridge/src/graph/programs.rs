@@ -7,11 +7,12 @@
 
 use super::device::is_ours;
 use super::edges::{Input, Uses};
-use super::nodes::{attr_of, int_constant, type_attr, unique};
+use super::nodes::{attr_of, float_scalar, int_constant, type_attr, unique};
 use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value};
 use super::{program_native, program_size};
 use crate::error::Result;
 use crate::kernels::ops::window::gradient_sizes_input;
+use crate::kernels::program::fuse::SCALAR_ATTR;
 use crate::kernels::program::lower::{
     AXES_ATTR, PERM_ATTR, REDUCE_OPS, SHAPE_ATTR, SIZES_ATTR, input_type, needs_op, node_types,
     output_type, static_op, supported, tf_data_type,
@@ -291,6 +292,33 @@ fn in_segment(node: &NodeDef, shapes: &Shapes) -> NodeDef {
     node
 }
 
+/// `node` with [`SCALAR_ATTR`] (`[slot, bits]`) when it is an `AddV2` or
+/// `Add` one of whose inputs is a scalar float `Const`: a layer norm's `ε`,
+/// which the program's fusion reads (`kernels/program/fuse.rs`).
+fn with_scalar(mut node: NodeDef, by_name: &HashMap<&str, &NodeDef>) -> NodeDef {
+    if !matches!(node.op.as_str(), "AddV2" | "Add") || node.input.len() != 2 {
+        return node;
+    }
+    let scalar = (0..2).find_map(|slot| {
+        let Input::Data { node: p, port: 0 } = Input::parse(&node.input[slot]) else {
+            return None;
+        };
+        float_scalar(by_name.get(p)?).map(|v| (slot, v))
+    });
+    if let Some((slot, v)) = scalar {
+        node.attr.insert(
+            SCALAR_ATTR.into(),
+            AttrValue {
+                value: Some(attr_value::Value::List(attr_value::ListValue {
+                    i: vec![slot as i64, i64::from(v.to_bits())],
+                    ..Default::default()
+                })),
+            },
+        );
+    }
+    node
+}
+
 /// The first group of at least [`MIN_NODES`] candidates joined by data
 /// edges, none of them in `skipped`, as node indices.
 fn next_group(
@@ -424,9 +452,11 @@ fn contract(
     let order = topological(graph, group, &members);
     let mut inputs: Vec<String> = Vec::new();
     let mut outputs: Vec<String> = Vec::new();
+    let by_name: HashMap<&str, &NodeDef> =
+        graph.node.iter().map(|n| (n.name.as_str(), n)).collect();
     let held: Vec<NodeDef> = order
         .iter()
-        .map(|&i| in_segment(&graph.node[i], shapes))
+        .map(|&i| with_scalar(in_segment(&graph.node[i], shapes), &by_name))
         .collect();
     for (node, &i) in held.iter().zip(&order) {
         let original = &graph.node[i];
@@ -461,8 +491,6 @@ fn contract(
     let float = |edge: &String| input_types.get(edge).is_none_or(|&t| t == DType::F32);
     // Host inputs go last, in host memory: float data made off the device,
     // then float weights.
-    let by_name: HashMap<&str, &NodeDef> =
-        graph.node.iter().map(|n| (n.name.as_str(), n)).collect();
     let off_device = |edge: &String| {
         float(edge)
             && by_name

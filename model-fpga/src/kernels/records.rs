@@ -42,6 +42,11 @@ pub const RECORDS: &[RecordKernel] = &[
         sizes: batch_matmul_sizes,
         run: batch_matmul,
     },
+    RecordKernel {
+        code: code_of("LayerNorm"),
+        sizes: layer_norm_sizes,
+        run: layer_norm,
+    },
 ];
 
 /// The kernel of record `code`.
@@ -133,5 +138,53 @@ fn batch_matmul(a: DeviceArgs, [x, y, _]: Inputs<'_>, out: &mut [f32]) {
         );
         // The sizes were checked against these extents.
         debug_assert!(result.is_ok());
+    }
+}
+
+/// `LayerNorm`: `[rows, n, ε's bits, 0]`, bits the form (0 or 1).
+fn layer_norm_sizes(a: DeviceArgs) -> Option<Sizes> {
+    let [rows, n, _, none] = a.dims.map(u64::from);
+    let len = rows.checked_mul(n)?;
+    (a.bits <= 1 && len > 0 && none == 0).then_some(Sizes {
+        inputs: [len, n, n],
+        output: len,
+    })
+}
+
+/// Each row with the arithmetic of the commands `LayerNormalization`
+/// lowers to (`ReduceSum` and a division for each mean, `SquaredDifference`,
+/// `AddV2`, `Rsqrt`, `Mul`, `Neg`, the two additions), so the result equals
+/// theirs bit for bit; the output row holds the squared differences first.
+fn layer_norm(a: DeviceArgs, [x, gamma, beta]: Inputs<'_>, out: &mut [f32]) {
+    let [rows, n, epsilon, _] = a.dims;
+    let (n, epsilon) = (n as usize, f32::from_bits(epsilon));
+    let count = n as f32;
+    for (row, o) in x
+        .chunks_exact(n)
+        .zip(out.chunks_exact_mut(n))
+        .take(rows as usize)
+    {
+        let mean = super::rows::sum(row) / count;
+        for (o, &v) in o.iter_mut().zip(row) {
+            *o = (v - mean) * (v - mean);
+        }
+        let variance = super::rows::sum(o) / count;
+        let r = 1.0 / libm::sqrtf(epsilon + variance);
+        // `Neg` lowers to a product by −1 (a NaN keeps its sign).
+        #[allow(clippy::neg_multiply)]
+        let neg = mean * -1.0;
+        // One loop per form, with no index, so each vectorizes.
+        let terms = o.iter_mut().zip(row).zip(&gamma[..n]).zip(&beta[..n]);
+        if a.bits == 0 {
+            for (((o, &v), &g), &b) in terms {
+                let m = g * r;
+                *o = b + (neg * m + v * m);
+            }
+        } else {
+            for (((o, &v), &g), &b) in terms {
+                let m = g * r;
+                *o = v * m + (neg * m + b);
+            }
+        }
     }
 }

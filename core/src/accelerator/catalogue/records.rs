@@ -12,7 +12,7 @@ use crate::accelerator::types::{DType, DTypeSet, Shape};
 use crate::accelerator::vendor::{Tolerance, VendorCase};
 
 /// The records, in code order (after the catalogue's own ops).
-pub(super) const RECORDS: &[OpDecl] = &[CUMSUM_DECL, BATCH_MATMUL_DECL];
+pub(super) const RECORDS: &[OpDecl] = &[CUMSUM_DECL, BATCH_MATMUL_DECL, LAYER_NORM_DECL];
 
 /// Their reference sides, each by its record's code (a catalogue test
 /// checks the two lists match).
@@ -32,6 +32,17 @@ pub(super) const REFERENCES: &[RecordReference] = &[
         tolerance: Tolerance {
             abs: 1e-6,
             rel: 1e-6,
+        },
+    },
+    RecordReference {
+        code: LAYER_NORM_DECL.id.code,
+        reference: layer_norm,
+        cases: LAYER_NORM_CASES,
+        // The reference's statistics in f64; a device's in f32, in its
+        // row-sum order: on the cases' rows of a few O(1) values, this close.
+        tolerance: Tolerance {
+            abs: 2e-6,
+            rel: 2e-6,
         },
     },
 ];
@@ -374,6 +385,154 @@ fn batch_matmul(attrs: &Attrs, x: &[&[f32]], shapes: &[Shape], out: &mut [f32]) 
                     .sum();
                 out[(g * m + i) * n + j] = sum as f32;
             }
+        }
+    }
+}
+
+/// `LayerNorm`: each row of `x` (its last axis, `n` long) normalized, as
+/// Keras' `LayerNormalization` computes it in f32, one command for the
+/// eleven it lowers to (issue 43, fusion inside programs). Inputs `x [...,
+/// n]`, `gamma` and `beta` of `n` elements each (`[n]` or `[1, …, n]`);
+/// output of `x`'s shape. Per row: `mean = Σx / n` (the device's row sum),
+/// `var = Σ(x − mean)² / n`, `r = 1 / √(ε + var)`, `m = γ·r`, `a = (−mean)·m`,
+/// `b = x·m`, then `β + (a + b)` (form 0: TF's arithmetic optimizer turns
+/// the two additions into `AddN(a, b)`, then adds `β`) or `b + (a + β)`
+/// (form 1: as Keras writes them). Attributes: bytes 0..4 `ε` (f32,
+/// little-endian), byte 4 the form (0 or 1). Device arguments: `[rows, n,
+/// ε's bits, 0]` (the third is not an extent), bits the form. A device
+/// computes each step in f32 with its own kernels' arithmetic, so the
+/// command equals the ops it replaces bit for bit.
+const LAYER_NORM_DECL: OpDecl = declare("LayerNorm", 96, 3, &LAYER_NORM);
+
+/// [`LAYER_NORM`]'s attributes: `ε` and the form.
+pub const fn layer_norm_attrs(epsilon: f32, form: u8) -> Attrs {
+    let mut a = [0u8; ATTR_BYTES];
+    let e = epsilon.to_bits().to_le_bytes();
+    a[0] = e[0];
+    a[1] = e[1];
+    a[2] = e[2];
+    a[3] = e[3];
+    a[4] = form;
+    Attrs(a)
+}
+
+/// `ε` and the form of a [`LAYER_NORM`] attribute block.
+fn layer_norm_attrs_of(a: &Attrs) -> Result<(f32, u8), ShapeError> {
+    let form = a.0[4];
+    if form > 1 || a.0[5..].iter().any(|&b| b != 0) {
+        return Err(ShapeError::Attrs);
+    }
+    let e = f32::from_le_bytes([a.0[0], a.0[1], a.0[2], a.0[3]]);
+    Ok((e, form))
+}
+
+/// A [`LAYER_NORM`]'s rows and row length, from `x` and the two `n`-element
+/// parameters.
+fn layer_norm_rows(inputs: &[Shape]) -> Result<(u64, u64), ShapeError> {
+    let x = inputs[0].dims();
+    let Some(&n) = x.last() else {
+        return Err(ShapeError::Rank {
+            operand: 0,
+            expected: 1,
+            got: 0,
+        });
+    };
+    for (operand, p) in [(1u8, &inputs[1]), (2, &inputs[2])] {
+        let d = p.dims();
+        let last = d.last().copied().unwrap_or(1);
+        if last != n || p.elements() != Some(n) {
+            return Err(ShapeError::Dim {
+                operand,
+                axis: d.len().saturating_sub(1) as u8,
+                expected: n,
+                got: last,
+            });
+        }
+    }
+    let all = inputs[0].elements().ok_or(ShapeError::Overflow)?;
+    Ok((all.checked_div(n).unwrap_or(0), n))
+}
+
+const LAYER_NORM: OpRecord = OpRecord {
+    shape: |attrs, inputs| {
+        layer_norm_attrs_of(attrs)?;
+        let shapes = [inputs[0].shape, inputs[1].shape, inputs[2].shape];
+        layer_norm_rows(&shapes)?;
+        Ok(inputs[0].shape)
+    },
+    flops: |_, _, out| out.shape.elements().unwrap_or(0).saturating_mul(9),
+    attrs: "epsilon: f32 (4), form: 0 or 1 (1)",
+    args: |attrs, inputs| {
+        let (epsilon, form) = layer_norm_attrs_of(attrs).ok()?;
+        let shapes = [inputs[0].shape, inputs[1].shape, inputs[2].shape];
+        let (rows, n) = layer_norm_rows(&shapes).ok()?;
+        Some(DeviceArgs {
+            dims: [
+                rows.try_into().ok()?,
+                n.try_into().ok()?,
+                epsilon.to_bits(),
+                0,
+            ],
+            bits: u16::from(form),
+        })
+    },
+};
+
+/// [`LAYER_NORM`]'s conformance cases: both forms, a rank-3 `x` with
+/// `[1, 1, n]` parameters, a constant row (variance 0), a large mean.
+const LAYER_NORM_CASES: &[VendorCase] = &[
+    VendorCase {
+        attrs: layer_norm_attrs(1e-6, 0),
+        inputs: &[
+            (&[2, 4], &[1.0, -2.0, 0.5, 3.0, 0.25, 0.125, -0.75, 1.5]),
+            (&[4], &[1.0, 0.5, -2.0, 1.25]),
+            (&[4], &[0.0, 0.1, -0.2, 3.0]),
+        ],
+        out: &[2, 4],
+    },
+    VendorCase {
+        attrs: layer_norm_attrs(1e-3, 1),
+        inputs: &[
+            (
+                &[1, 2, 5],
+                &[0.3, -1.1, 2.2, 0.7, -0.4, 1.0, 1.0, 1.0, 1.0, 1.0],
+            ),
+            (&[1, 1, 5], &[1.0, 1.0, 1.0, 1.0, 1.0]),
+            (&[1, 1, 5], &[0.5, -0.5, 0.25, 0.0, 2.0]),
+        ],
+        out: &[1, 2, 5],
+    },
+    VendorCase {
+        attrs: layer_norm_attrs(1e-5, 0),
+        inputs: &[
+            (&[1, 3], &[100.5, 101.5, 99.0]),
+            (&[3], &[0.5, 2.0, 1.0]),
+            (&[3], &[1.0, 0.0, -1.0]),
+        ],
+        out: &[1, 3],
+    },
+];
+
+/// [`LAYER_NORM`]'s reference kernel: each row's statistics and each
+/// element in f64, rounded once.
+fn layer_norm(attrs: &Attrs, x: &[&[f32]], shapes: &[Shape], out: &mut [f32]) {
+    let (Ok((epsilon, _)), Ok((rows, n))) = (layer_norm_attrs_of(attrs), layer_norm_rows(shapes))
+    else {
+        return;
+    };
+    let n = n as usize;
+    for i in 0..rows as usize {
+        let row = &x[0][i * n..(i + 1) * n];
+        let mean = row.iter().map(|&v| f64::from(v)).sum::<f64>() / n as f64;
+        let var = row
+            .iter()
+            .map(|&v| (f64::from(v) - mean) * (f64::from(v) - mean))
+            .sum::<f64>()
+            / n as f64;
+        let r = 1.0 / libm::sqrt(f64::from(epsilon) + var);
+        for j in 0..n {
+            let v = (f64::from(row[j]) - mean) * r * f64::from(x[1][j]) + f64::from(x[2][j]);
+            out[i * n + j] = v as f32;
         }
     }
 }

@@ -175,14 +175,15 @@ mod tests {
     use super::*;
     use std::ffi::CStr;
 
-    /// Each op of core's catalogue is what some TF kernel lowers to, so TF
-    /// can place it and the op sweep (which fails on a registered op
-    /// without cases) reaches it.
+    /// Each op of core's catalogue is what some TF kernel lowers to (the
+    /// program kernel's fused commands included), so TF can place it and
+    /// the op sweep (which fails on a registered op without cases) reaches it.
     #[test]
     fn every_declared_device_op_has_a_tf_kernel() {
         for decl in tensorplug_core::accelerator::BUILTIN {
             let id = decl.id;
-            let lowered = builtin().any(|k| {
+            let program: &dyn TfKernel = &crate::kernels::program::PROGRAM;
+            let lowered = builtin().chain([program]).any(|k| {
                 k.family()
                     .iter()
                     .chain(k.also_launches())

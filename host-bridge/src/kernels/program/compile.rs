@@ -2,8 +2,9 @@
 //! device program (`tensorplug_core::program`), with the arena planned.
 
 use super::lower::{lower_node, node_types, static_op};
-use super::pieces::{Cmd, Operand, Piece};
+use super::pieces::{Cmd, Lowering, Operand, Piece};
 use super::segment::{Segment, canonical};
+use crate::graph::proto::NodeDef;
 use crate::registry::OpLabel;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -64,61 +65,24 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
             shapes.len()
         ));
     }
-    // Pass 1: every edge's shape, every node's command.
-    let mut shape_of: HashMap<String, Shape> = segment
-        .inputs
-        .iter()
-        .cloned()
-        .zip(shapes.iter().copied())
-        .collect();
-    // Every edge's element type: a node's output its command's, an input
-    // the type its readers take (float32 but for the int8 ops').
-    let mut type_of: HashMap<String, DType> = HashMap::new();
-    let mut lowered = Vec::with_capacity(segment.nodes.len());
-    // The first node with an empty input (an empty batch).
-    let mut empty_at = None;
-    for node in &segment.nodes {
-        let ins: Vec<String> = node
-            .input
-            .iter()
-            .map(|i| canonical(i).ok_or_else(|| format!("'{}': input {i:?}", node.name)))
-            .collect::<Result<_, _>>()?;
-        let (operands, out_type) = node_types(node).unwrap_or((&[], DType::F32));
-        for (slot, edge) in ins.iter().enumerate() {
-            let want = operands.get(slot).copied().unwrap_or(DType::F32);
-            let have = *type_of.entry(edge.clone()).or_insert(want);
-            if have != want {
-                return Err(format!(
-                    "'{}': input {slot} ({edge}) is {}, its op takes {}",
-                    node.name,
-                    have.name(),
-                    want.name()
-                ));
-            }
-        }
-        let in_shapes: Vec<Shape> = ins
-            .iter()
-            .map(|e| {
-                shape_of
-                    .get(e)
-                    .copied()
-                    .ok_or_else(|| format!("'{}': no edge {e}", node.name))
-            })
-            .collect::<Result<_, _>>()?;
-        let lowering = lower_node(node, &in_shapes)?;
-        // An empty input (an empty batch) makes an empty output, which no
-        // command writes; an empty input to a non-empty output is refused.
-        let empty_in = in_shapes.iter().any(|s| s.elements() == Some(0));
-        if empty_in && lowering.out.elements() != Some(0) && empty_at.is_none() {
-            empty_at = Some(node.name.clone());
-        }
-        for (port, shape) in lowering.outputs().enumerate() {
-            let edge = format!("{}:{port}", node.name);
-            type_of.insert(edge.clone(), out_type);
-            shape_of.insert(edge, shape);
-        }
-        lowered.push((ins, in_shapes, lowering));
-    }
+    // Pass 1: every edge's shape, every node's command; then again when
+    // fusion replaced nodes.
+    let first = lower_all(&segment.nodes, segment, shapes)?;
+    let fused = super::fuse::fuse(&segment.nodes, &segment.outputs, &first.shape_of);
+    let (
+        nodes,
+        Lowered {
+            shape_of,
+            type_of,
+            lowered,
+            empty_at,
+        },
+    ) = if fused.len() == segment.nodes.len() {
+        (&segment.nodes, first)
+    } else {
+        let again = lower_all(&fused, segment, shapes)?;
+        (&fused, again)
+    };
     if let Some(node) = empty_at {
         return Err(format!(
             "'{node}': an empty input to a non-empty output (a program runs no empty tensors)"
@@ -165,7 +129,7 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
     }
     // The node each command comes from.
     let mut owners = Vec::new();
-    for (n, (node, (ins, in_shapes, low))) in segment.nodes.iter().zip(&lowered).enumerate() {
+    for (n, (node, (ins, in_shapes, low))) in nodes.iter().zip(&lowered).enumerate() {
         // Each output: the program's, or scratch.
         let mut outs = Vec::with_capacity(1 + low.ports.len());
         for (port, shape) in low.outputs().enumerate() {
@@ -242,7 +206,7 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
     }
     let built = b.finish(&VendorOps::NONE).map_err(error)?;
     decode(
-        segment,
+        nodes,
         &owners,
         built.bytes,
         outputs,
@@ -273,7 +237,7 @@ fn tag(
         op_id: 0,
     };
     crate::profiler::op_tag(
-        &node.name,
+        super::fuse::label(node),
         static_op(&node.op).unwrap_or("Program"),
         op.flops(),
         op.bytes_accessed(),
@@ -283,7 +247,7 @@ fn tag(
 /// Reads the built program back through the device's own parser and
 /// validator, so what runs is what a device would accept.
 fn decode(
-    segment: &Segment,
+    nodes: &[NodeDef],
     owners: &[usize],
     bytes: Vec<u8>,
     outputs: Vec<Shape>,
@@ -304,10 +268,10 @@ fn decode(
     for (c, record) in p.commands().enumerate() {
         let step =
             Step::decode(&record, &VendorOps::NONE, buffers.len()).map_err(|e| format!("{e:?}"))?;
-        let node = &segment.nodes[owners[c]];
+        let node = &nodes[owners[c]];
         let label = OpLabel {
             op_type: static_op(&node.op).unwrap_or("Program"),
-            node: Arc::from(node.name.as_str()),
+            node: Arc::from(super::fuse::label(node)),
         };
         steps.push((step, label));
     }
@@ -319,5 +283,78 @@ fn decode(
         arena,
         scratch_total,
         loaded: Default::default(),
+    })
+}
+
+/// Pass 1's results: every edge's shape and element type, every node's
+/// lowering with its inputs, and the first node with an empty input.
+struct Lowered {
+    shape_of: HashMap<String, Shape>,
+    type_of: HashMap<String, DType>,
+    lowered: Vec<(Vec<String>, Vec<Shape>, Lowering)>,
+    empty_at: Option<String>,
+}
+
+/// Lowers `nodes` (the segment's, or after fusion) for inputs of `shapes`.
+fn lower_all(nodes: &[NodeDef], segment: &Segment, shapes: &[Shape]) -> Result<Lowered, String> {
+    let mut shape_of: HashMap<String, Shape> = segment
+        .inputs
+        .iter()
+        .cloned()
+        .zip(shapes.iter().copied())
+        .collect();
+    // Every edge's element type: a node's output its command's, an input
+    // the type its readers take (float32 but for the int8 ops').
+    let mut type_of: HashMap<String, DType> = HashMap::new();
+    let mut lowered = Vec::with_capacity(segment.nodes.len());
+    // The first node with an empty input (an empty batch).
+    let mut empty_at = None;
+    for node in nodes {
+        let ins: Vec<String> = node
+            .input
+            .iter()
+            .map(|i| canonical(i).ok_or_else(|| format!("'{}': input {i:?}", node.name)))
+            .collect::<Result<_, _>>()?;
+        let (operands, out_type) = node_types(node).unwrap_or((&[], DType::F32));
+        for (slot, edge) in ins.iter().enumerate() {
+            let want = operands.get(slot).copied().unwrap_or(DType::F32);
+            let have = *type_of.entry(edge.clone()).or_insert(want);
+            if have != want {
+                return Err(format!(
+                    "'{}': input {slot} ({edge}) is {}, its op takes {}",
+                    node.name,
+                    have.name(),
+                    want.name()
+                ));
+            }
+        }
+        let in_shapes: Vec<Shape> = ins
+            .iter()
+            .map(|e| {
+                shape_of
+                    .get(e)
+                    .copied()
+                    .ok_or_else(|| format!("'{}': no edge {e}", node.name))
+            })
+            .collect::<Result<_, _>>()?;
+        let lowering = lower_node(node, &in_shapes)?;
+        // An empty input (an empty batch) makes an empty output, which no
+        // command writes; an empty input to a non-empty output is refused.
+        let empty_in = in_shapes.iter().any(|s| s.elements() == Some(0));
+        if empty_in && lowering.out.elements() != Some(0) && empty_at.is_none() {
+            empty_at = Some(node.name.clone());
+        }
+        for (port, shape) in lowering.outputs().enumerate() {
+            let edge = format!("{}:{port}", node.name);
+            type_of.insert(edge.clone(), out_type);
+            shape_of.insert(edge, shape);
+        }
+        lowered.push((ins, in_shapes, lowering));
+    }
+    Ok(Lowered {
+        shape_of,
+        type_of,
+        lowered,
+        empty_at,
     })
 }

@@ -132,6 +132,7 @@ pub fn static_op(op: &str) -> Option<&'static str> {
         .or_else(|| gradient_ops().find(|&n| n == op))
         .or_else(|| elementwise(op).and_then(|k| k.op().to_str().ok()))
         .or_else(|| int8_kernel(op).and_then(|k| k.op().to_str().ok()))
+        .or_else(|| (op == super::fuse::LAYER_NORM_OP).then_some("LayerNorm"))
 }
 
 /// The types a node's command reads and writes: an int8 op's (its
@@ -428,9 +429,11 @@ pub fn lower(node: &NodeDef, shapes: &[Shape]) -> Result<(OpKind, Shape), String
     if let Some(lowered) = lower_for_program(&node.op, &NodeAttrs(node), shapes) {
         return lowered.map_err(|f| format!("{} '{}': {}", node.op, node.name, f.cause));
     }
-    let kind = match batched::product(node, shapes) {
-        Some(kind) => kind.map_err(|e| named_error(node, e))?,
-        None => kind(node).ok_or_else(|| format!("{} is not an op a program holds", node.op))?,
+    let kind = match (super::fuse::kind(node), batched::product(node, shapes)) {
+        (Some(kind), _) | (None, Some(kind)) => kind.map_err(|e| named_error(node, e))?,
+        (None, None) => {
+            kind(node).ok_or_else(|| format!("{} is not an op a program holds", node.op))?
+        }
     };
     let desc = |s: Shape| TensorDesc::new(DeviceAddr(0), DType::F32, s);
     let inputs: Vec<TensorDesc> = shapes.iter().map(|&s| desc(s)).collect();

@@ -8,6 +8,7 @@
 
 mod batched;
 mod compile;
+pub mod fuse;
 mod host_inputs;
 pub mod lower;
 mod pieces;
@@ -226,6 +227,12 @@ impl Op for ProgramKernel {
 
     fn family(&self) -> Option<tensorplug_core::accelerator::OpKind> {
         None
+    }
+
+    fn may_launch(&self) -> &'static [OpKind] {
+        // The ops fusion makes (`fuse.rs`); the others are their nodes' kernels'.
+        const FUSED: [OpKind; 1] = [tensorplug_core::accelerator::layer_norm(0.0, 0)];
+        &FUSED
     }
 
     fn type_attr(&self) -> Option<&'static CStr> {
