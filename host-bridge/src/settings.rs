@@ -36,6 +36,9 @@ pub const GRAPH_LIST_GRADS: &str = "GRAPH_LIST_GRADS";
 /// `TENSORPLUG_GRAPH_PROGRAMS`: whether device segments become program
 /// nodes (default on since stop 65; `off` runs them op by op).
 pub const GRAPH_PROGRAMS: &str = "GRAPH_PROGRAMS";
+/// `TENSORPLUG_PROGRAM_FUSION`: whether a program's compile fuses groups of
+/// nodes into one command (`kernels/program/fuse.rs`).
+pub const PROGRAM_FUSION: &str = "PROGRAM_FUSION";
 /// `TENSORPLUG_FALLBACK`: `warn`, `off` or `error` for float ops placed on the CPU.
 pub const FALLBACK: &str = "FALLBACK";
 /// `TENSORPLUG_FALLBACK_FILE`: append every fallback found to this file.

@@ -68,7 +68,7 @@ pub fn compile(segment: &Segment, shapes: &[Shape]) -> Result<Compiled, String> 
     // Pass 1: every edge's shape, every node's command; then again when
     // fusion replaced nodes.
     let first = lower_all(&segment.nodes, segment, shapes)?;
-    let fused = super::fuse::fuse(&segment.nodes, &segment.outputs, &first.shape_of);
+    let fused = super::fuse::fuse(&segment.nodes, &segment.outputs, &first.shape_of)?;
     let (
         nodes,
         Lowered {

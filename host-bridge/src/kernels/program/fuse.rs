@@ -22,12 +22,12 @@ const EPSILON_ATTR: &str = "epsilon";
 const LABEL_ATTR: &str = "_tensorplug_label";
 const FORM_ATTR: &str = "form";
 
-/// `TENSORPLUG_PROGRAM_FUSION`: on unless `0`, `off` or `false`.
-pub fn enabled() -> bool {
-    !matches!(
-        std::env::var("TENSORPLUG_PROGRAM_FUSION").as_deref(),
-        Ok("0" | "off" | "false")
-    )
+/// `TENSORPLUG_PROGRAM_FUSION` (default on), read when a program compiles.
+///
+/// # Errors
+/// A value that is no boolean, naming the variable.
+fn enabled() -> Result<bool, String> {
+    crate::settings::flag(crate::settings::PROGRAM_FUSION, true).map_err(|e| e.to_string())
 }
 
 /// The command of a fused node, or `None` for any other node.
@@ -79,13 +79,16 @@ fn devices_fuse() -> bool {
 /// `nodes` with each `LayerNormalization` the program can run as one
 /// command replaced by a [`LAYER_NORM_OP`] node under its last node's
 /// name. `outputs` are the segment's outputs, `shape_of` every edge's shape.
+///
+/// # Errors
+/// `TENSORPLUG_PROGRAM_FUSION` is no boolean.
 pub fn fuse(
     nodes: &[NodeDef],
     outputs: &[String],
     shape_of: &HashMap<String, Shape>,
-) -> Vec<NodeDef> {
-    if !enabled() || !devices_fuse() {
-        return nodes.to_vec();
+) -> Result<Vec<NodeDef>, String> {
+    if !enabled()? || !devices_fuse() {
+        return Ok(nodes.to_vec());
     }
     let graph = Graph::new(nodes, outputs, shape_of);
     let mut gone: HashSet<&str> = HashSet::new();
@@ -101,11 +104,11 @@ pub fn fuse(
             fused.insert(last, node);
         }
     }
-    nodes
+    Ok(nodes
         .iter()
         .filter(|n| !gone.contains(n.name.as_str()))
         .map(|n| fused.remove(n.name.as_str()).unwrap_or_else(|| n.clone()))
-        .collect()
+        .collect())
 }
 
 /// A segment's nodes, by name, with who reads each.
