@@ -564,7 +564,9 @@ fn a_keras_lstm_on_the_mcu_runs_each_step_as_one_stored_program() {
 /// the MCU: its products (four projections and two `Einsum`s, each a
 /// `BatchMatMul` record) run inside one stored program, one `RunProgram`
 /// per call; only the profiled call launches them one by one, and the
-/// result equals the CPU.
+/// result equals the CPU. The firmware runs the fused `LayerNorm`
+/// command, bit-equal to the same block compiled without fusion (the
+/// script's second program: stored once, run once, profiled once).
 #[test]
 fn an_attention_block_on_the_mcu_runs_as_one_stored_program() {
     let records = |k: &OpKind| matches!(k, OpKind::Record(r) if r.decl.name == "BatchMatMul");
@@ -573,11 +575,21 @@ fn an_attention_block_on_the_mcu_runs_as_one_stored_program() {
         stdout.contains("attention: equal to the CPU in 3 calls; 1 program(s) compiled"),
         "{stdout}"
     );
-    assert_eq!(sent.loads, 1, "the program is stored once");
-    assert_eq!(sent.runs, 3, "one RunProgram per call");
+    assert!(
+        stdout.contains("layer norm: one LayerNorm command, bit-equal to the unfused program"),
+        "{stdout}"
+    );
     assert_eq!(
-        sent.launches, 6,
-        "only the profiled call's 4 projections and 2 Einsums"
+        sent.loads, 2,
+        "each program (fused, unfused) is stored once"
+    );
+    assert_eq!(
+        sent.runs, 4,
+        "one RunProgram per call: 3 of the fused, 1 of the unfused"
+    );
+    assert_eq!(
+        sent.launches, 12,
+        "only the profiled calls' 4 projections and 2 Einsums, one call of each program"
     );
 }
 
