@@ -48,7 +48,7 @@ mod unfuse;
 #[cfg(test)]
 mod init_tests;
 #[cfg(test)]
-mod test_nodes;
+pub(crate) mod test_nodes;
 #[cfg(test)]
 mod tests;
 

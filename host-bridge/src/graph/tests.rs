@@ -4,6 +4,7 @@
 use super::fuse::{FUSED_OP, Fusions, Heads, fuse_chains};
 use super::optimize::rewrite;
 use super::proto::{AttrValue, DataType, GraphDef, NodeDef, attr_value::Value};
+use super::test_nodes::float_node;
 use crate::error::Error;
 use prost::Message;
 use std::collections::{HashMap, HashSet};
@@ -476,34 +477,6 @@ fn second_run_changes_nothing_and_references_resolve() {
     }
 }
 
-fn op_node(name: &str, op: &str, input: &[&str], extra: &[(&str, Value)]) -> NodeDef {
-    let mut attr: HashMap<String, AttrValue> = extra
-        .iter()
-        .map(|(k, v)| {
-            (
-                (*k).to_owned(),
-                AttrValue {
-                    value: Some(v.clone()),
-                },
-            )
-        })
-        .collect();
-    attr.insert(
-        "T".into(),
-        AttrValue {
-            value: Some(Value::Type(DataType::DtFloat as i32)),
-        },
-    );
-    NodeDef {
-        name: name.into(),
-        op: op.into(),
-        input: input.iter().map(|s| (*s).to_owned()).collect(),
-        device: "/job:localhost/replica:0/task:0/device:FPGA:0".into(),
-        attr,
-        ..Default::default()
-    }
-}
-
 #[test]
 fn conv2d_bias_relu6_becomes_one_fused_conv2d_with_the_conv_attrs() {
     let strides = Value::List(super::proto::attr_value::ListValue {
@@ -517,23 +490,23 @@ fn conv2d_bias_relu6_becomes_one_fused_conv2d_with_the_conv_attrs() {
     let nchw = [("data_format", Value::S(b"NCHW".to_vec()))];
     let mut graph = GraphDef {
         node: vec![
-            op_node("x", "Placeholder", &[], &[]),
-            op_node("w", "Const", &[], &[]),
-            op_node("b", "Const", &[], &[]),
-            op_node("conv", "Conv2D", &["x", "w", "^b"], &conv_attrs),
-            op_node("bias", "BiasAdd", &["conv", "b"], &[]),
-            op_node("act", "Relu6", &["bias"], &[]),
+            float_node("x", "Placeholder", &[], &[]),
+            float_node("w", "Const", &[], &[]),
+            float_node("b", "Const", &[], &[]),
+            float_node("conv", "Conv2D", &["x", "w", "^b"], &conv_attrs),
+            float_node("bias", "BiasAdd", &["conv", "b"], &[]),
+            float_node("act", "Relu6", &["bias"], &[]),
             // An NCHW convolution and a MatMul before Relu6 are left alone.
-            op_node(
+            float_node(
                 "conv_nchw",
                 "Conv2D",
                 &["x", "w"],
                 &[&conv_attrs[..], &nchw[..]].concat(),
             ),
-            op_node("bias_nchw", "BiasAdd", &["conv_nchw", "b"], &nchw),
-            op_node("mm", "MatMul", &["x", "w"], &[]),
-            op_node("mm_bias", "BiasAdd", &["mm", "b"], &[]),
-            op_node("mm_act", "Relu6", &["mm_bias"], &[]),
+            float_node("bias_nchw", "BiasAdd", &["conv_nchw", "b"], &nchw),
+            float_node("mm", "MatMul", &["x", "w"], &[]),
+            float_node("mm_bias", "BiasAdd", &["mm", "b"], &[]),
+            float_node("mm_act", "Relu6", &["mm_bias"], &[]),
         ],
         ..Default::default()
     };

@@ -324,36 +324,10 @@ fn other_input(node: &NodeDef, name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::graph::test_nodes::float_node as node;
     use crate::kernels::program::compile_for_tests as compile;
     use crate::kernels::program::segment::Segment;
     use tensorplug_core::program::Step;
-
-    fn node(name: &str, op: &str, inputs: &[&str], attrs: &[(&str, Value)]) -> NodeDef {
-        let mut attr: HashMap<String, AttrValue> = attrs
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.to_string(),
-                    AttrValue {
-                        value: Some(v.clone()),
-                    },
-                )
-            })
-            .collect();
-        attr.insert(
-            "T".into(),
-            AttrValue {
-                value: Some(Value::Type(DataType::DtFloat as i32)),
-            },
-        );
-        NodeDef {
-            name: name.into(),
-            op: op.into(),
-            input: inputs.iter().map(|s| s.to_string()).collect(),
-            attr,
-            ..Default::default()
-        }
-    }
 
     fn ints(i: &[i64]) -> Value {
         Value::List(attr_value::ListValue {
