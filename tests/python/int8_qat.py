@@ -140,7 +140,9 @@ def main():
                            train=name == "convnet")
     flatbuffer = convert(name, qat, shape)
     compare(f"qat-{name}", flatbuffer, shape, images)
-    in_graph(f"qat-{name}", qat, flatbuffer, shape, images)
+    got = in_graph(f"qat-{name}", qat, flatbuffer, shape, images)
+    if name == "mobilenet":
+        frozen(f"qat-{name}-frozen", qat, flatbuffer, shape, images, got)
     if name == "convnet":
         changed_weights(qat, shape, images)
 
@@ -218,22 +220,62 @@ def changed_weights(qat, shape, images):
 
 def in_graph(name, qat, flatbuffer, shape, images):
     """`qat.predict` on float inputs that quantize exactly to TFLite's int8
-    inputs; its outputs in quanta of TFLite's output scale."""
-    interpreter, _, q = invoke(flatbuffer, shape, 5, batch=images, preserve=False)
-    want = interpreter.get_tensor(interpreter.get_output_details()[0]["index"]).astype(np.int64)
-    (s_in, z_in), (s_out, z_out) = (interpreter.get_input_details()[0]["quantization"],
-                                    interpreter.get_output_details()[0]["quantization"])
-    x = (np.float32(s_in) * (q.astype(np.float32) - np.float32(z_in))).astype(np.float32)
+    inputs; its outputs in quanta of TFLite's output scale. Returns them."""
+    x, want, out_scale = tflite_reference(flatbuffer, shape, images)
     got = qat.predict(x, batch_size=8, verbose=0)
-    got_q = np.round(got.astype(np.float64) / s_out).astype(np.int64) + z_out
-    diff = np.abs(got_q - want)
-    agree = int(np.sum(np.argmax(got_q, -1) == np.argmax(want, -1)))
-    print(f"predict {name} images={images} top1_agree={agree} max_diff_quanta={int(diff.max())} "
-          f"differ={int(np.count_nonzero(diff))} of {diff.size}")
+    agreement(name, got, want, out_scale)
     device, cpu = profiled_ops(lambda: qat.predict(x[:8], batch_size=8, verbose=0))
     print("device_ops " + " ".join(f"{k}={v}" for k, v in sorted(device.items())))
     print("cpu_ops " + " ".join(f"{k}={v}" for k, v in sorted(cpu.items())))
     print(f"program_nodes {largest_program(os.environ['TENSORPLUG_FALLBACK_FILE'])}")
+    return got
+
+
+def frozen(name, qat, flatbuffer, shape, images, in_graph_got):
+    """The same model frozen (its variables made constants, as for a
+    deployed graph) and called on /device:FPGA:0 in batches of 8: TF's
+    optimizers split each batch norm over constants before our pass sees
+    it, which must still fold into the int8 convolutions. Prints the
+    `predict` line, `frozen equal=<bytes equal to the variables' route>`
+    and its ops as `frozen_device_ops`, `frozen_cpu_ops`."""
+    from tensorflow.python.framework.convert_to_constants import \
+        convert_variables_to_constants_v2
+    x, want, out_scale = tflite_reference(flatbuffer, shape, images)
+    spec = tf.TensorSpec([8, *shape], tf.float32)
+    with tf.device("/device:FPGA:0"):
+        fn = convert_variables_to_constants_v2(
+            tf.function(lambda t: qat(t, training=False)).get_concrete_function(spec))
+
+        def f(batch):
+            out = fn(tf.constant(batch))
+            return (out[0] if isinstance(out, (list, tuple)) else out).numpy()
+        got = np.concatenate([f(b) for b in np.split(x, len(x) // 8)])
+        agreement(name, got, want, out_scale)
+        print(f"frozen equal={np.array_equal(got, in_graph_got)}")
+        device, cpu = profiled_ops(lambda: f(x[:8]))
+    print("frozen_device_ops " + " ".join(f"{k}={v}" for k, v in sorted(device.items())))
+    print("frozen_cpu_ops " + " ".join(f"{k}={v}" for k, v in sorted(cpu.items())))
+
+
+def tflite_reference(flatbuffer, shape, images):
+    """Float inputs that quantize exactly to TFLite's int8 inputs, TFLite's
+    int8 outputs on them, and its output quantization."""
+    interpreter, _, q = invoke(flatbuffer, shape, 5, batch=images, preserve=False)
+    want = interpreter.get_tensor(interpreter.get_output_details()[0]["index"]).astype(np.int64)
+    (s_in, z_in), out_scale = (interpreter.get_input_details()[0]["quantization"],
+                               interpreter.get_output_details()[0]["quantization"])
+    x = (np.float32(s_in) * (q.astype(np.float32) - np.float32(z_in))).astype(np.float32)
+    return x, want, out_scale
+
+
+def agreement(name, got, want, out_scale):
+    """The `predict` line: `got` in quanta of TFLite's output against `want`."""
+    s_out, z_out = out_scale
+    got_q = np.round(got.astype(np.float64) / s_out).astype(np.int64) + z_out
+    diff = np.abs(got_q - want)
+    agree = int(np.sum(np.argmax(got_q, -1) == np.argmax(want, -1)))
+    print(f"predict {name} images={len(want)} top1_agree={agree} max_diff_quanta={int(diff.max())} "
+          f"differ={int(np.count_nonzero(diff))} of {diff.size}")
 
 
 if __name__ == "__main__":

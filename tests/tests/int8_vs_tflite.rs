@@ -501,14 +501,25 @@ const FLOAT_CHAIN_OPS: [&str; 10] = [
 /// and the float ops `float` on the FPGA's plane, and no float op of a QAT
 /// chain on the device or the CPU.
 fn assert_ran_in_int8(stdout: &str, int8: &[(&str, u64)], float: &[(&str, u64)]) {
-    let device = op_counts(stdout, "device_ops ");
+    assert_ran_in_int8_as(stdout, "", int8, float);
+}
+
+/// [`assert_ran_in_int8`] on the lines `<prefix>device_ops` and
+/// `<prefix>cpu_ops`.
+fn assert_ran_in_int8_as(
+    stdout: &str,
+    prefix: &str,
+    int8: &[(&str, u64)],
+    float: &[(&str, u64)],
+) {
+    let device = op_counts(stdout, &format!("{prefix}device_ops "));
     let want: BTreeMap<String, u64> = int8
         .iter()
         .map(|(op, n)| (format!("_TensorplugFPGA{op}"), *n))
         .chain(float.iter().map(|(op, n)| (op.to_string(), *n)))
         .collect();
     assert_eq!(device, want, "the device's ops in one predict step");
-    let cpu = op_counts(stdout, "cpu_ops ");
+    let cpu = op_counts(stdout, &format!("{prefix}cpu_ops "));
     for op in FLOAT_CHAIN_OPS {
         assert!(!cpu.contains_key(op), "{op} ran on the CPU: {cpu:?}");
     }
@@ -610,6 +621,7 @@ const MOBILENET_PACKS: u64 = 120_u64.div_ceil(16);
 /// fold into the int8 convolutions, its 4 `Pad`s into their explicit
 /// padding, and its global average pool (`Mean`) runs in float on the
 /// device between a `Dequantize` and a `Quantize`, as in `Int8Model`.
+/// The same model frozen runs the same int8 ops, with the same bytes out.
 #[test]
 fn a_qat_mobilenet_v2_0_35_runs_in_int8_on_the_fpga_and_agrees_with_tflite() {
     let stdout = run_qat("mobilenet", "64");
@@ -636,6 +648,17 @@ fn a_qat_mobilenet_v2_0_35_runs_in_int8_on_the_fpga_and_agrees_with_tflite() {
     assert_ran_in_int8(&stdout, &int8, &[("Mean", mean)]);
     assert_int8_in_one_program(&stdout, &int8);
     assert_weights_quantized_on_the_device(&stdout, MOBILENET_PACKS);
+    // Frozen (its variables made constants): TF splits each batch norm
+    // over constants before our pass; they still fold into the int8
+    // convolutions, the same bytes, and TF's next pass folds every
+    // parameter into a constant: nothing but the input runs on the CPU.
+    let frozen = result_line(&stdout, "predict qat-mobilenet-frozen ");
+    assert_eq!(frozen, result_line(&stdout, "predict qat-mobilenet "), "{stdout}");
+    assert!(stdout.contains("frozen equal=True"), "{stdout}");
+    assert_ran_in_int8_as(&stdout, "frozen_", &int8, &[("Mean", mean)]);
+    let cpu = op_counts(&stdout, "frozen_cpu_ops ");
+    let busy: Vec<&String> = cpu.keys().filter(|op| *op != "_EagerConst").collect();
+    assert!(busy.is_empty(), "ops on the CPU each frozen step: {busy:?}");
 }
 
 /// The weights op applying a weight fake-quant itself (what the graph pass

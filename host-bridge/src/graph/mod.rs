@@ -35,6 +35,7 @@ mod lists;
 pub(crate) mod nodes;
 mod optimize;
 mod passes;
+mod program_defer;
 mod program_native;
 mod program_size;
 mod programs;

@@ -286,7 +286,9 @@ impl Pass for Programs {
         if !cx.settings.programs || !cx.has(op) {
             return Ok(0);
         }
-        let decisions = super::programs::form_programs(&mut cx.graph, cx.preserve, cx.device, op);
+        let deferred = super::program_defer::defer_constant_work(&mut cx.graph, cx.device);
+        let decisions =
+            super::programs::form_programs(&mut cx.graph, cx.preserve, cx.device, op, &deferred);
         super::programs::report(&decisions)?;
         Ok(decisions
             .iter()

@@ -55,16 +55,28 @@ pub enum Decision {
     },
 }
 
-/// Replaces every segment with a program node of type `op`; returns what
-/// it decided, one entry per group of at least [`MIN_NODES`].
+/// Replaces every segment with a program node of type `op`, leaving out
+/// the nodes `deferred` (work on constants, `program_defer.rs`); returns
+/// what it decided, one entry per group of at least [`MIN_NODES`] and per
+/// node left op by op.
 pub fn form_programs(
     graph: &mut GraphDef,
     preserve: &HashSet<String>,
     device: &str,
     op: &str,
+    deferred: &HashSet<String>,
 ) -> Vec<Decision> {
-    let mut decisions = Vec::new();
-    let mut skipped: HashSet<String> = HashSet::new();
+    let mut decisions: Vec<Decision> = graph
+        .node
+        .iter()
+        .filter(|n| deferred.contains(&n.name))
+        .map(|n| Decision::OpByOp {
+            node: n.name.clone(),
+            op: n.op.clone(),
+            why: "it computes from constants only: left to TF's constant folding",
+        })
+        .collect();
+    let mut skipped: HashSet<String> = deferred.clone();
     loop {
         let shapes = reshape_shapes(graph);
         let Some(group) = next_group(graph, preserve, device, &skipped, &shapes) else {
@@ -758,7 +770,7 @@ mod tests {
     #[test]
     fn a_dense_stack_becomes_one_program_read_where_its_nodes_were() {
         let mut g = mlp();
-        let decisions = form_programs(&mut g, &preserve(), "FPGA", OP);
+        let decisions = form_programs(&mut g, &preserve(), "FPGA", OP, &HashSet::new());
         let name = "d1/MatMul/tensorplug_program";
         assert_eq!(
             decisions,
@@ -879,13 +891,13 @@ mod tests {
     #[test]
     fn a_second_run_makes_no_program_of_a_native_segment() {
         let mut g = mlp();
-        form_programs(&mut g, &preserve(), "FPGA", OP);
+        form_programs(&mut g, &preserve(), "FPGA", OP, &HashSet::new());
         for n in &mut g.node {
             if n.name.contains("/native/") && n.input.iter().any(|i| !i.starts_with('^')) {
                 n.input.retain(|i| !i.starts_with('^'));
             }
         }
-        let again = form_programs(&mut g, &preserve(), "FPGA", OP);
+        let again = form_programs(&mut g, &preserve(), "FPGA", OP, &HashSet::new());
         assert_eq!(again, []);
         let programs = g.node.iter().filter(|n| n.op == OP).count();
         assert_eq!(programs, 1);
@@ -913,7 +925,7 @@ mod tests {
             node: nodes,
             ..Default::default()
         };
-        let decisions = form_programs(&mut g, &preserve(), "FPGA", OP);
+        let decisions = form_programs(&mut g, &preserve(), "FPGA", OP, &HashSet::new());
         let sizes: Vec<usize> = decisions
             .iter()
             .map(|d| match d {
@@ -959,7 +971,7 @@ mod tests {
             ..Default::default()
         };
         let keep: HashSet<String> = ["out", "out2", "out3"].map(String::from).into();
-        let decisions = form_programs(&mut g, &keep, "FPGA", OP);
+        let decisions = form_programs(&mut g, &keep, "FPGA", OP, &HashSet::new());
         assert_eq!(decisions.len(), 1, "{decisions:?}");
         let p = g.node.iter().find(|n| n.op == OP).unwrap();
         let Some(attr_value::Value::S(bytes)) = p.attr["segment"].value.as_ref() else {
@@ -1054,7 +1066,13 @@ mod tests {
             ],
             ..Default::default()
         };
-        let decisions = form_programs(&mut g, &["out".to_string()].into(), "FPGA", OP);
+        let decisions = form_programs(
+            &mut g,
+            &["out".to_string()].into(),
+            "FPGA",
+            OP,
+            &HashSet::new(),
+        );
         assert_eq!(decisions.len(), 1, "{decisions:?}");
         let p = find(&g, "c/conv/tensorplug_program");
         let Some(attr_value::Value::S(bytes)) = p.attr["segment"].value.as_ref() else {
@@ -1115,7 +1133,7 @@ mod tests {
             ..Default::default()
         };
         let fetched = ["out".to_string(), "raw".to_string()].into();
-        let decisions = form_programs(&mut g, &fetched, "FPGA", OP);
+        let decisions = form_programs(&mut g, &fetched, "FPGA", OP, &HashSet::new());
         assert!(
             matches!(&decisions[..], [Decision::Program { nodes: 4, .. }, ..]),
             "{decisions:?}"
@@ -1196,7 +1214,7 @@ mod tests {
                 _ => {}
             }
         }
-        form_programs(&mut g, &preserve(), "FPGA", OP);
+        form_programs(&mut g, &preserve(), "FPGA", OP, &HashSet::new());
         let p = find(&g, "d1/MatMul/tensorplug_program");
         // b1 and w2 are on the FPGA already; x is data from the CPU (a
         // Placeholder), uploaded each step; w1 and b2 are weights, kept.
@@ -1220,7 +1238,7 @@ mod tests {
     /// Forms `g`'s programs (`out` fetched) and expects exactly one, of
     /// `nodes` nodes, named after `first`: its node and its segment.
     fn the_one_program(g: &mut GraphDef, first: &str, nodes: usize) -> (NodeDef, Segment) {
-        let decisions = form_programs(g, &["out".to_string()].into(), "FPGA", OP);
+        let decisions = form_programs(g, &["out".to_string()].into(), "FPGA", OP, &HashSet::new());
         let program = format!("{first}/tensorplug_program");
         let programs: Vec<&Decision> = decisions
             .iter()
@@ -1450,7 +1468,7 @@ mod tests {
             ..Default::default()
         };
         let preserve = ["out".to_string(), "out2".to_string()].into();
-        form_programs(&mut g, &preserve, "FPGA", OP);
+        form_programs(&mut g, &preserve, "FPGA", OP, &HashSet::new());
         let p = find(&g, "d1/tensorplug_program");
         assert_eq!(p.input, ["x:0", "w:0"]);
         assert_eq!(find(&g, "xent").input, ["d2", "labels"]);
@@ -1473,7 +1491,13 @@ mod tests {
             ..Default::default()
         };
         let before = g.clone();
-        let decisions = form_programs(&mut g, &["out".to_string()].into(), "FPGA", OP);
+        let decisions = form_programs(
+            &mut g,
+            &["out".to_string()].into(),
+            "FPGA",
+            OP,
+            &HashSet::new(),
+        );
         assert_eq!(
             decisions,
             [Decision::Cycle {
@@ -1506,7 +1530,13 @@ mod tests {
             ],
             ..Default::default()
         };
-        let decisions = form_programs(&mut g, &["out".to_string()].into(), "FPGA", OP);
+        let decisions = form_programs(
+            &mut g,
+            &["out".to_string()].into(),
+            "FPGA",
+            OP,
+            &HashSet::new(),
+        );
         let name = "a/tensorplug_program";
         assert_eq!(
             decisions,
@@ -1538,7 +1568,13 @@ mod tests {
             ],
             ..Default::default()
         };
-        let decisions = form_programs(&mut g, &["out".to_string()].into(), "FPGA", OP);
+        let decisions = form_programs(
+            &mut g,
+            &["out".to_string()].into(),
+            "FPGA",
+            OP,
+            &HashSet::new(),
+        );
         assert_eq!(
             decisions,
             [
@@ -1574,7 +1610,7 @@ mod tests {
                 _ => None,
             })
         };
-        let decisions = form_programs(&mut g, &preserve, "FPGA", OP);
+        let decisions = form_programs(&mut g, &preserve, "FPGA", OP, &HashSet::new());
         assert_eq!(
             why_of(&decisions, "flat"),
             Some("its shape, axes, sizes or permutation input is computed, not a constant")
@@ -1596,7 +1632,7 @@ mod tests {
         }
         let mut preserve = preserve();
         preserve.insert("d2/BiasAdd".into());
-        let decisions = form_programs(&mut g, &preserve, "FPGA", OP);
+        let decisions = form_programs(&mut g, &preserve, "FPGA", OP, &HashSet::new());
         // d1's MatMul and BiasAdd; d2's MatMul alone is too small; the
         // softmax alone too. Each op left says why, in the report.
         let why = |node: &str, op: &str, why: &'static str| Decision::OpByOp {
@@ -1627,6 +1663,9 @@ mod tests {
         );
 
         assert_eq!(find(&g, "d1/Relu").input, ["d1/BiasAdd"]);
-        assert_eq!(form_programs(&mut g, &preserve, "NPU", OP), []);
+        assert_eq!(
+            form_programs(&mut g, &preserve, "NPU", OP, &HashSet::new()),
+            []
+        );
     }
 }

@@ -301,19 +301,29 @@ impl Emitter<'_, '_> {
     /// `offset − mean · factor`, in f32 TF ops on the CPU (as the converter
     /// folds them).
     fn fold(&mut self, bn: &BatchNorm, base: &str, cpu: &str) -> (String, String) {
+        let (scale, offset, mean, variance, epsilon) = match bn {
+            BatchNorm::Split { factor, bias } => return (factor.clone(), bias.clone()),
+            BatchNorm::Stats {
+                scale,
+                offset,
+                mean,
+                variance,
+                epsilon,
+            } => (scale, offset, mean, variance, *epsilon),
+        };
         let float = || ("T", attr_value::Value::Type(DataType::DtFloat as i32));
         let eps = self.name(base, "bn/epsilon");
-        self.add(float_constant(&eps, cpu, &[], &[bn.epsilon]));
+        self.add(float_constant(&eps, cpu, &[], &[epsilon]));
         let sum = self.name(base, "bn/variance_epsilon");
-        self.add(node(&sum, "AddV2", cpu, &[&bn.variance, &eps], &[float()]));
+        self.add(node(&sum, "AddV2", cpu, &[variance, &eps], &[float()]));
         let rsqrt = self.name(base, "bn/rsqrt");
         self.add(node(&rsqrt, "Rsqrt", cpu, &[&sum], &[float()]));
         let factor = self.name(base, "bn/factor");
-        self.add(node(&factor, "Mul", cpu, &[&bn.scale, &rsqrt], &[float()]));
+        self.add(node(&factor, "Mul", cpu, &[scale, &rsqrt], &[float()]));
         let shift = self.name(base, "bn/mean_factor");
-        self.add(node(&shift, "Mul", cpu, &[&bn.mean, &factor], &[float()]));
+        self.add(node(&shift, "Mul", cpu, &[mean, &factor], &[float()]));
         let bias = self.name(base, "bn/bias");
-        self.add(node(&bias, "Sub", cpu, &[&bn.offset, &shift], &[float()]));
+        self.add(node(&bias, "Sub", cpu, &[offset, &shift], &[float()]));
         (factor, bias)
     }
 

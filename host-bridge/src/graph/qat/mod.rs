@@ -26,6 +26,7 @@
 //! rewritten at all.
 
 pub(super) mod emit;
+mod folded;
 pub(super) mod pack;
 
 use super::device::is_ours;
@@ -77,14 +78,20 @@ pub(super) struct Weights {
     pub fake_quant: Option<String>,
 }
 
-/// An inference batch norm's inputs, folded into the weights and bias.
+/// A batch norm folded into the weights and bias.
 #[derive(Clone, Debug)]
-pub(super) struct BatchNorm {
-    pub scale: String,
-    pub offset: String,
-    pub mean: String,
-    pub variance: String,
-    pub epsilon: f32,
+pub(super) enum BatchNorm {
+    /// An inference `FusedBatchNorm`'s inputs, folded on the CPU.
+    Stats {
+        scale: String,
+        offset: String,
+        mean: String,
+        variance: String,
+        epsilon: f32,
+    },
+    /// TF's own split of one over constants (`folded.rs`): its factor and
+    /// bias as they are.
+    Split { factor: String, bias: String },
 }
 
 /// The op a match computes.
@@ -337,7 +344,8 @@ impl<'a> Index<'a> {
             at = step(at, &mut next, &mut chain)?;
         }
         let op = self.nodes[at].op.as_str();
-        if matches!(op, "AddV2" | "Add") {
+        let split = self.split_batch_norm(at);
+        if matches!(op, "AddV2" | "Add") && split.is_none() {
             step(at, &mut next, &mut chain)?;
             let inputs: Vec<String> = self.data_inputs(at).into_iter().cloned().collect();
             if inputs.len() != 2 || inputs.iter().any(|x| self.quantized_root(x).is_none()) {
@@ -367,6 +375,14 @@ impl<'a> Index<'a> {
         } else if BATCH_NORMS.contains(&op) {
             batch_norm = Some(self.batch_norm(at)?);
             at = step(at, &mut next, &mut chain)?;
+        } else if let Some(split) = &split {
+            at = step(at, &mut next, &mut chain)?;
+            debug_assert_eq!(at, split.mul);
+            at = step(at, &mut next, &mut chain)?;
+            batch_norm = Some(BatchNorm::Split {
+                factor: split.factor.clone(),
+                bias: split.bias.clone(),
+            });
         }
         let conv = &self.nodes[at];
         let compute = match conv.op.as_str() {
@@ -381,6 +397,11 @@ impl<'a> Index<'a> {
         step(at, &mut next, &mut chain)?;
         let inputs = self.data_inputs(head);
         let (x, w) = (inputs.first()?.to_string(), inputs.get(1)?.to_string());
+        if let Some(split) = &split
+            && self.output_channels(&w, &compute) != Some(split.channels)
+        {
+            return None;
+        }
         let weights = self.weights(&w, head, &mut chain)?;
         let (x, pad) = match self.quantized_root(&x) {
             Some(_) => (x, None),
@@ -432,7 +453,7 @@ impl<'a> Index<'a> {
             Some(attr_value::Value::F(e)) => *e,
             _ => 1e-4, // TF's default
         };
-        Some(BatchNorm {
+        Some(BatchNorm::Stats {
             scale: inputs.get(1)?.to_string(),
             offset: inputs.get(2)?.to_string(),
             mean: inputs.get(3)?.to_string(),

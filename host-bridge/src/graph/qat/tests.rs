@@ -556,3 +556,85 @@ fn every_sixteen_parameter_ops_share_a_pack_and_a_shared_value_goes_in_each() {
     assert_eq!(find(&graph, "b16").input, ["tensorplug_qat/pack_1"]);
     assert_eq!(attr(find(&graph, "b16"), "packed_inputs"), &ints(&[0, 1]));
 }
+
+/// A float `Const` of shape `dims`.
+fn constant(name: &str, dims: &[i64]) -> NodeDef {
+    let shape = crate::graph::proto::TensorShapeProto {
+        dim: dims
+            .iter()
+            .map(|&size| crate::graph::proto::tensor_shape_proto::Dim {
+                size,
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    with(
+        node(name, "Const", &[]),
+        &[(
+            "value",
+            Value::Tensor(crate::graph::proto::TensorProto {
+                dtype: DataType::DtFloat as i32,
+                tensor_shape: Some(shape),
+                ..Default::default()
+            }),
+        )],
+    )
+}
+
+/// A frozen graph's convolution as TF's optimizers leave it: constant
+/// weights through their fake-quant, and its batch norm split into
+/// `Add(Mul(conv, scaled), offset)`, `scaled` still computed from
+/// constants, with `channels` values each.
+fn frozen_conv(channels: i64) -> GraphDef {
+    let mut list = vec![on_cpu(node("x", "Placeholder", &[]))];
+    list.extend(act_fq("fq_in", "x"));
+    list.push(constant("w", &[3, 3, 4, 8]));
+    list.push(constant("w_min", &[8]));
+    list.push(constant("w_max", &[8]));
+    list.push(on_cpu(with(
+        node("w_fq", "FakeQuantWithMinMaxVarsPerChannel", &["w", "w_min", "w_max"]),
+        &[("num_bits", Value::I(8)), ("narrow_range", Value::B(true))],
+    )));
+    list.push(float(
+        "conv",
+        "Conv2D",
+        &["fq_in", "w_fq"],
+        &[("strides", ints(&[1, 1, 1, 1])), ("padding", s("SAME"))],
+    ));
+    list.push(constant("gamma", &[channels]));
+    list.push(constant("var", &[channels]));
+    list.push(constant("eps", &[]));
+    list.push(float("plus", "AddV2", &["var", "eps"], &[]));
+    list.push(float("rsqrt", "Rsqrt", &["plus"], &[]));
+    list.push(float("scaled", "Mul", &["rsqrt", "gamma"], &[]));
+    list.push(constant("offset", &[channels]));
+    list.push(float("mul", "Mul", &["conv", "scaled"], &[]));
+    list.push(float("bn", "Add", &["mul", "offset"], &[]));
+    list.push(float("relu6", "Relu6", &["bn"], &[]));
+    list.extend(act_fq("fq_out", "relu6"));
+    GraphDef {
+        node: list,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_batch_norm_tf_split_over_constants_folds_as_its_factor_and_bias() {
+    let mut graph = frozen_conv(8);
+    assert_eq!(rewrite_qat(&mut graph, &preserve(&["fq_out"]), "FPGA"), 1);
+    assert_eq!(find(&graph, "fq_out/int8").op, "_TensorplugFPGAConv2DInt8");
+    let w = find(&graph, "fq_out/int8/weights");
+    assert_eq!(w.input[..2], ["w", "scaled"]);
+    assert_eq!(find(&graph, "fq_out/int8/block").input[3], "offset");
+    for gone in ["conv", "mul", "bn", "relu6", "w_fq"] {
+        assert!(!has(&graph, gone), "{gone} is still there");
+    }
+}
+
+#[test]
+fn a_split_batch_norm_of_another_width_is_not_folded() {
+    let mut graph = frozen_conv(4);
+    assert_eq!(rewrite_qat(&mut graph, &preserve(&["fq_out"]), "FPGA"), 0);
+    assert_eq!(find(&graph, "conv").op, "Conv2D");
+}
