@@ -506,12 +506,7 @@ fn assert_ran_in_int8(stdout: &str, int8: &[(&str, u64)], float: &[(&str, u64)])
 
 /// [`assert_ran_in_int8`] on the lines `<prefix>device_ops` and
 /// `<prefix>cpu_ops`.
-fn assert_ran_in_int8_as(
-    stdout: &str,
-    prefix: &str,
-    int8: &[(&str, u64)],
-    float: &[(&str, u64)],
-) {
+fn assert_ran_in_int8_as(stdout: &str, prefix: &str, int8: &[(&str, u64)], float: &[(&str, u64)]) {
     let device = op_counts(stdout, &format!("{prefix}device_ops "));
     let want: BTreeMap<String, u64> = int8
         .iter()
@@ -653,7 +648,11 @@ fn a_qat_mobilenet_v2_0_35_runs_in_int8_on_the_fpga_and_agrees_with_tflite() {
     // convolutions, the same bytes, and TF's next pass folds every
     // parameter into a constant: nothing but the input runs on the CPU.
     let frozen = result_line(&stdout, "predict qat-mobilenet-frozen ");
-    assert_eq!(frozen, result_line(&stdout, "predict qat-mobilenet "), "{stdout}");
+    assert_eq!(
+        frozen,
+        result_line(&stdout, "predict qat-mobilenet "),
+        "{stdout}"
+    );
     assert!(stdout.contains("frozen equal=True"), "{stdout}");
     assert_ran_in_int8_as(&stdout, "frozen_", &int8, &[("Mean", mean)]);
     let cpu = op_counts(&stdout, "frozen_cpu_ops ");

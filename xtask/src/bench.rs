@@ -186,6 +186,10 @@ const EXPECTED_FIGURES: &[(&str, &str)] = &[
         "QAT MobileNetV2-0.35 in int8, batch 8, FPGA(sim): in the graph vs Int8Model",
     ),
     (
+        "tf_int8_qat_frozen_vs_int8model_ratio",
+        "the same, the function frozen (no CPU parameter work) vs Int8Model",
+    ),
+    (
         "tf_transformer_block_forward_ratio",
         "transformer block forward, batch 32x64x32, FPGA(sim) vs TF CPU",
     ),

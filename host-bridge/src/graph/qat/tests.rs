@@ -593,7 +593,11 @@ fn frozen_conv(channels: i64) -> GraphDef {
     list.push(constant("w_min", &[8]));
     list.push(constant("w_max", &[8]));
     list.push(on_cpu(with(
-        node("w_fq", "FakeQuantWithMinMaxVarsPerChannel", &["w", "w_min", "w_max"]),
+        node(
+            "w_fq",
+            "FakeQuantWithMinMaxVarsPerChannel",
+            &["w", "w_min", "w_max"],
+        ),
         &[("num_bits", Value::I(8)), ("narrow_range", Value::B(true))],
     )));
     list.push(float(
