@@ -253,9 +253,13 @@ pub fn quantize(x: f32, scale: f32, h: QuantHeader) -> i8 {
 }
 
 /// TFLite's `Dequantize`: `scale · (q − zero_point)`, in f64, rounded once
-/// to f32.
+/// to f32. Computed in f32: the f64 product of an f32 and an integer of at
+/// most 2²⁴ is exact, so its one rounding to f32 is the f32 product's
+/// (bit for bit, `dequantize_in_f32_is_tflites_f64_product`). An int8 zero
+/// point keeps `|q − zero_point|` ≤ 255; an MCU then needs no software
+/// f64 multiply.
 pub fn dequantize(q: i8, scale: f32, zero_point: i32) -> f32 {
-    (f64::from(scale) * f64::from(i32::from(q) - zero_point)) as f32
+    scale * (i32::from(q) - zero_point) as f32
 }
 
 /// `Gather` or `SegmentSum` on validated operands (f32 data, i32 or i64 indices).
@@ -425,5 +429,31 @@ mod tests {
         assert_eq!(quantize(1e9, 0.5, h), 127);
         assert_eq!(quantize(f32::NEG_INFINITY, 0.5, h), -128);
         assert_eq!(dequantize(-128, 0.1, -3), (0.1f32 as f64 * -125.0) as f32);
+    }
+
+    #[test]
+    fn dequantize_in_f32_is_tflites_f64_product() {
+        // Scales from the smallest subnormal to the largest finite, with
+        // every mantissa pattern class, against TFLite's f64 arithmetic.
+        let mut bits = 0x9e37_79b9_u32;
+        let random = core::iter::repeat_with(|| {
+            bits ^= bits << 13;
+            bits ^= bits >> 17;
+            bits ^= bits << 5;
+            f32::from_bits(bits & 0x7fff_ffff)
+        });
+        let edges = [f32::from_bits(1), f32::MIN_POSITIVE, f32::MAX, 1.0, 0.1];
+        for scale in edges.into_iter().chain(random.take(200)).filter(|s| s.is_finite()) {
+            for zero in -128..=127 {
+                for q in i8::MIN..=i8::MAX {
+                    let want = (f64::from(scale) * f64::from(i32::from(q) - zero)) as f32;
+                    assert_eq!(
+                        dequantize(q, scale, zero).to_bits(),
+                        want.to_bits(),
+                        "{scale:e} · ({q} − {zero})"
+                    );
+                }
+            }
+        }
     }
 }
