@@ -6,6 +6,11 @@ use crate::qemu::Qemu;
 use std::time::Duration;
 use tensorplug_core::accelerator::OpKind;
 
+/// How long the wire holds the firmware's answers once programs run, so
+/// that only the host's real waits count as round trips
+/// ([`Wire::hold_answers_after_first_run`](crate::wire::Wire::hold_answers_after_first_run)).
+const HOLD: Duration = Duration::from_millis(25);
+
 /// Boots the firmware and waits for its boot line.
 ///
 /// # Panics
@@ -54,6 +59,7 @@ pub fn on_the_mcu(
     let uart = qemu.uart.try_clone().expect("the UART's socket");
     let wire = crate::wire::Wire::start(move || uart.try_clone()).expect("the wire");
     wire.record(1 << 22);
+    wire.hold_answers_after_first_run(HOLD);
     let work = crate::scratch_dir(name);
     let out = python(&work)
         .env("TF_CPP_MIN_LOG_LEVEL", "2")

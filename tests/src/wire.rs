@@ -27,6 +27,11 @@ struct Control {
     corrupt_late: AtomicBool,
     /// Milliseconds to hold the device's next bytes back.
     delay_next_ms: AtomicU64,
+    /// Milliseconds to hold each of the device's bytes back once the host
+    /// has started a stored program (`hold_answers_after_first_run`).
+    hold_ms: AtomicU64,
+    /// The host has sent its first `RunProgram`.
+    ran: AtomicBool,
     recording: Mutex<Option<Recording>>,
 }
 
@@ -149,6 +154,18 @@ impl Wire {
         self.control.delay_next_ms.store(ms, Ordering::SeqCst);
     }
 
+    /// Once the host has sent its first `RunProgram`, holds everything the
+    /// device sends for `hold` before it passes on. A host that sends while
+    /// an answer is held did not wait for it: a host slowed down between
+    /// two sends of one step (a busy machine) is not taken for one that
+    /// waited, so [`Recording::round_trips`] counts only real waits. Each
+    /// real wait costs `hold` more. The set-up before (the delegate's link
+    /// measurement, allocations) runs at the wire's own speed.
+    pub fn hold_answers_after_first_run(&self, hold: Duration) {
+        let ms = u64::try_from(hold.as_millis()).unwrap_or(u64::MAX);
+        self.control.hold_ms.store(ms, Ordering::SeqCst);
+    }
+
     /// Starts recording what passes, up to `cap` bytes each way (what
     /// came before is not kept).
     pub fn record(&self, cap: usize) {
@@ -184,6 +201,38 @@ impl Wire {
     }
 }
 
+/// Reads what `from` holds now into `into`, without waiting; its length.
+fn drain(mut from: &TcpStream, into: &mut [u8]) -> io::Result<usize> {
+    from.set_nonblocking(true)?;
+    let mut n = 0;
+    while n < into.len() {
+        match from.read(&mut into[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    from.set_nonblocking(false)?;
+    Ok(n)
+}
+
+/// Whether `bytes`, fed on to what `requests` holds, end a `RunProgram`.
+fn sends_a_run(requests: &mut Decoder, bytes: &[u8]) -> bool {
+    let mut rest = bytes;
+    let mut ran = false;
+    loop {
+        match requests.feed(rest) {
+            FeedResult::Consumed => return ran,
+            FeedResult::Error { remaining, .. } => rest = remaining,
+            FeedResult::Frame { frame, remaining } => {
+                ran |= frame.message.id() == MessageId::RunProgram;
+                rest = remaining;
+            }
+        }
+    }
+}
+
 /// Forwards both ways until the client leaves or the connection drops.
 fn forward(client: TcpStream, device: TcpStream, control: &Arc<Control>) -> io::Result<()> {
     client.set_nodelay(true)?;
@@ -198,6 +247,7 @@ fn forward(client: TcpStream, device: TcpStream, control: &Arc<Control>) -> io::
         let (done, control) = (Arc::clone(&done), Arc::clone(control));
         std::thread::spawn(move || {
             let mut chunk = [0u8; 4096];
+            let mut requests = Decoder::requests();
             loop {
                 let n = match from.read(&mut chunk) {
                     Ok(0) => break,
@@ -206,6 +256,11 @@ fn forward(client: TcpStream, device: TcpStream, control: &Arc<Control>) -> io::
                     Err(_) => break,
                 };
                 control.record(true, &chunk[..n]);
+                if control.hold_ms.load(Ordering::SeqCst) > 0 && !control.ran.load(Ordering::SeqCst)
+                {
+                    let ran = sends_a_run(&mut requests, &chunk[..n]);
+                    control.ran.fetch_or(ran, Ordering::SeqCst);
+                }
                 if to.write_all(&chunk[..n]).is_err() {
                     break;
                 }
@@ -214,7 +269,7 @@ fn forward(client: TcpStream, device: TcpStream, control: &Arc<Control>) -> io::
         })
     };
     let (mut from, mut to) = (device, client);
-    let mut chunk = [0u8; 4096];
+    let mut chunk = vec![0u8; 1 << 16];
     while !done.load(Ordering::SeqCst) {
         let n = match from.read(&mut chunk) {
             Ok(0) => break,
@@ -229,11 +284,17 @@ fn forward(client: TcpStream, device: TcpStream, control: &Arc<Control>) -> io::
             }
             Err(_) => break,
         };
+        let mut n = n;
         let delay = control.delay_next_ms.swap(0, Ordering::SeqCst);
         if delay > 0 {
             std::thread::sleep(Duration::from_millis(delay));
         }
-        let mut n = n;
+        let hold = control.hold_ms.load(Ordering::SeqCst);
+        if hold > 0 && control.ran.load(Ordering::SeqCst) {
+            // What arrives while held passes with it: one hold a burst.
+            std::thread::sleep(Duration::from_millis(hold));
+            n += drain(&from, &mut chunk[n..])?;
+        }
         if n > 4 && control.cut_next.swap(false, Ordering::SeqCst) {
             chunk.copy_within(n - 1..n, n - 4);
             n -= 3;

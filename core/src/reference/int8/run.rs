@@ -443,7 +443,11 @@ mod tests {
             f32::from_bits(bits & 0x7fff_ffff)
         });
         let edges = [f32::from_bits(1), f32::MIN_POSITIVE, f32::MAX, 1.0, 0.1];
-        for scale in edges.into_iter().chain(random.take(200)).filter(|s| s.is_finite()) {
+        for scale in edges
+            .into_iter()
+            .chain(random.take(200))
+            .filter(|s| s.is_finite())
+        {
             for zero in -128..=127 {
                 for q in i8::MIN..=i8::MAX {
                     let want = (f64::from(scale) * f64::from(i32::from(q) - zero)) as f32;
