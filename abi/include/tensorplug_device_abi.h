@@ -814,6 +814,7 @@ typedef uint8_t TPD_NorStatus;
 #define TPD_OP_CUMSUM 94
 #define TPD_OP_BATCH_MAT_MUL 95
 #define TPD_OP_LAYER_NORM 96
+#define TPD_OP_GELU 97
 
 // Element types (`CommandDescriptor::dtype`), from tensorplug_core's `DType`.
 #define TPD_DTYPE_F32 1

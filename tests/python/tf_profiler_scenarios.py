@@ -57,7 +57,7 @@ def profiled_ops(run):
 
 # The commands a program's fusion makes, which no TF op is named after
 # (docs/device-programs.md, "Fusion").
-FUSED = {"LayerNorm"}
+FUSED = {"LayerNorm", "Gelu"}
 
 
 def ops_in(space):

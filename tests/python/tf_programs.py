@@ -161,7 +161,7 @@ if attention:
     inputs = keras.Input((6, 8))
     attn = keras.layers.MultiHeadAttention(num_heads=2, key_dim=4)(inputs, inputs)
     norm = keras.layers.LayerNormalization(epsilon=1e-6)
-    out = norm(inputs + attn)
+    out = keras.layers.Dense(8, activation="gelu")(norm(inputs + attn))
     model = keras.Model(inputs, out)
     rng = np.random.default_rng(9)
     norm.gamma.assign(rng.uniform(0.5, 2.0, 8).astype(np.float32))
@@ -184,7 +184,8 @@ if attention:
     print(f"attention: equal to the CPU in 3 calls; {programs} program(s) compiled; programs "
           f"hold {sorted(set(held) & {'Einsum', 'BatchMatMulV2', 'Softmax', 'Mean'})}")
     # Fusion: Keras 3's LayerNormalization (eleven ops, its `Rsqrt` among
-    # them) is one `LayerNorm` command, bit-equal to them. Keras 2 (TF
+    # them) is one `LayerNorm` command, and `gelu` one `Gelu`, bit-equal to
+    # them. Keras 2 (TF
     # 2.15) computes it with one FusedBatchNormV3, which is not fused.
     os.environ["TENSORPLUG_PROGRAM_FUSION"] = "off"
     unfused = tf.function(lambda t: model(t, training=False), jit_compile=False)
@@ -204,6 +205,15 @@ if attention:
               f"{fused} fewer launches on the device plane a call")
     else:
         print(f"layer norm: Keras {keras_version} writes FusedBatchNormV3, not fused")
+    # `gelu`: TF 2.21's tf.nn.gelu is `(0.5 * erfc(-x / sqrt(2))) * x`, one
+    # `Gelu` command; older TFs write it with `Erf`, which is not fused.
+    if "Erfc" in device_off:
+        assert "Gelu" in device and "Erfc" not in device, (device, device_off)
+        assert np.array_equal(plain.view(np.uint32), got.view(np.uint32))
+        print("gelu: one Gelu command, bit-equal to the unfused program")
+    else:
+        assert "Gelu" not in device, device
+        print(f"gelu: TF {tf.__version__} writes it with Erf, not fused")
     print("done")
     sys.exit(0)
 

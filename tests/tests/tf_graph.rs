@@ -571,7 +571,8 @@ fn reductions_in_device_programs_equal_the_cpu() {
 /// `sim`: its projections and `Einsum`s are `BatchMatMul` records inside
 /// one program, equal to the CPU, and its ops are on the FPGA's profile
 /// plane under their own names; the LayerNormalization is one fused
-/// `LayerNorm` command, bit-equal to the program with fusion off
+/// `LayerNorm` command and the `gelu` of a Dense after it one `Gelu`,
+/// bit-equal to the program with fusion off
 /// (`tests/python/tf_programs.py attention`).
 #[test]
 fn an_attention_block_is_one_device_program_equal_to_the_cpu() {
@@ -592,6 +593,12 @@ fn an_attention_block_is_one_device_program_equal_to_the_cpu() {
     assert!(
         stdout.contains("layer norm: one LayerNorm command, bit-equal to the unfused program")
             || stdout.contains("writes FusedBatchNormV3, not fused"),
+        "{stdout}"
+    );
+    // (The script requires the first where TF writes `gelu` with `Erfc`.)
+    assert!(
+        stdout.contains("gelu: one Gelu command, bit-equal to the unfused program")
+            || stdout.contains("writes it with Erf, not fused"),
         "{stdout}"
     );
     println!("{stdout}");

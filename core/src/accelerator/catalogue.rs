@@ -588,6 +588,19 @@ pub const fn layer_norm(epsilon: f32, form: u8) -> OpKind {
     })
 }
 
+/// The `Gelu` record with its constants `c` and `h` (its declaration says
+/// what they are).
+pub const fn gelu(c: f32, h: f32) -> OpKind {
+    const DECL: &OpDecl = match named("Gelu") {
+        Some(decl) => decl,
+        None => panic!("no Gelu in the catalogue"),
+    };
+    OpKind::Record(VendorOp {
+        decl: DECL,
+        attrs: records::gelu_attrs(c, h),
+    })
+}
+
 /// The catalogue code of the built-in op `name`; in a `const`, a name the
 /// catalogue lacks fails the build (so a device's table names its ops
 /// and states no code twice).

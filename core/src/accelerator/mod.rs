@@ -146,7 +146,7 @@ mod window;
 
 pub use capability::{Accelerator, Device, Launch, Memory, Profiling, Reset, Transfer};
 pub use caps::{Capabilities, OP_SET_WORDS, OpSet, VendorOps};
-pub use catalogue::{BUILTIN, batch_matmul, builtin, code_of, layer_norm, named, records};
+pub use catalogue::{BUILTIN, batch_matmul, builtin, code_of, gelu, layer_norm, named, records};
 pub use device_info::DeviceInfo;
 pub use elementwise::{Binary, ELEMENTWISE_ABS, ELEMENTWISE_REL, Elementwise, Reference, Unary};
 pub use error::{Error, ErrorKind};

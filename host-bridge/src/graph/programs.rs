@@ -304,11 +304,12 @@ fn in_segment(node: &NodeDef, shapes: &Shapes) -> NodeDef {
     node
 }
 
-/// `node` with [`SCALAR_ATTR`] (`[slot, bits]`) when it is an `AddV2` or
-/// `Add` one of whose inputs is a scalar float `Const`: a layer norm's `ε`,
-/// which the program's fusion reads (`kernels/program/fuse.rs`).
+/// `node` with [`SCALAR_ATTR`] (`[slot, bits]`) when it is an `AddV2`,
+/// `Add` or `Mul` one of whose inputs is a scalar float `Const`: a layer
+/// norm's `ε`, GELU's factors, which the program's fusion reads
+/// (`kernels/program/fuse.rs`).
 fn with_scalar(mut node: NodeDef, by_name: &HashMap<&str, &NodeDef>) -> NodeDef {
-    if !matches!(node.op.as_str(), "AddV2" | "Add") || node.input.len() != 2 {
+    if !matches!(node.op.as_str(), "AddV2" | "Add" | "Mul") || node.input.len() != 2 {
         return node;
     }
     let scalar = (0..2).find_map(|slot| {

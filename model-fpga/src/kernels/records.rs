@@ -47,6 +47,11 @@ pub const RECORDS: &[RecordKernel] = &[
         sizes: layer_norm_sizes,
         run: layer_norm,
     },
+    RecordKernel {
+        code: code_of("Gelu"),
+        sizes: gelu_sizes,
+        run: gelu,
+    },
 ];
 
 /// The kernel of record `code`.
@@ -186,5 +191,26 @@ fn layer_norm(a: DeviceArgs, [x, gamma, beta]: Inputs<'_>, out: &mut [f32]) {
                 *o = v * m + (neg * m + b);
             }
         }
+    }
+}
+
+/// `Gelu`: `[elements, c's bits, h's bits, 0]`.
+fn gelu_sizes(a: DeviceArgs) -> Option<Sizes> {
+    let [len, _, _, none] = a.dims.map(u64::from);
+    (a.bits == 0 && len > 0 && none == 0).then_some(Sizes {
+        inputs: [len, 0, 0],
+        output: len,
+    })
+}
+
+/// Each element with the arithmetic of the commands `tf.nn.gelu` lowers to
+/// (`Neg` as a product by −1, `Mul`, the model's `Erfc`, `Mul`, `Mul`), so
+/// the result equals theirs bit for bit.
+fn gelu(a: DeviceArgs, [x, ..]: Inputs<'_>, out: &mut [f32]) {
+    let [_, c, h, _] = a.dims.map(f32::from_bits);
+    for (o, &v) in out.iter_mut().zip(x) {
+        #[allow(clippy::neg_multiply)]
+        let e = libm::erfcf(c * (v * -1.0));
+        *o = (h * e) * v;
     }
 }

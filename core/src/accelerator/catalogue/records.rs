@@ -12,7 +12,7 @@ use crate::accelerator::types::{DType, DTypeSet, Shape};
 use crate::accelerator::vendor::{Tolerance, VendorCase};
 
 /// The records, in code order (after the catalogue's own ops).
-pub(super) const RECORDS: &[OpDecl] = &[CUMSUM_DECL, BATCH_MATMUL_DECL, LAYER_NORM_DECL];
+pub(super) const RECORDS: &[OpDecl] = &[CUMSUM_DECL, BATCH_MATMUL_DECL, LAYER_NORM_DECL, GELU_DECL];
 
 /// Their reference sides, each by its record's code (a catalogue test
 /// checks the two lists match).
@@ -43,6 +43,17 @@ pub(super) const REFERENCES: &[RecordReference] = &[
         tolerance: Tolerance {
             abs: 2e-6,
             rel: 2e-6,
+        },
+    },
+    RecordReference {
+        code: GELU_DECL.id.code,
+        reference: gelu,
+        cases: GELU_CASES,
+        // A device's `erfc` in f32 (the model's: libm's `erfcf`, within a
+        // few ulp), then two products.
+        tolerance: Tolerance {
+            abs: 1e-7,
+            rel: 4e-6,
         },
     },
 ];
@@ -534,5 +545,78 @@ fn layer_norm(attrs: &Attrs, x: &[&[f32]], shapes: &[Shape], out: &mut [f32]) {
             let v = (f64::from(row[j]) - mean) * r * f64::from(x[1][j]) + f64::from(x[2][j]);
             out[i * n + j] = v as f32;
         }
+    }
+}
+
+/// `Gelu`: Keras 3's `gelu` (TF's `tf.nn.gelu`, not approximate), one
+/// command for the five element-wise ops it lowers to (issue 43): `out =
+/// (h · erfc(c · (−x))) · x` element by element, `c` = 1/√2 and `h` = ½ as
+/// the graph's constants hold them, each step in f32. Input `x` of any
+/// shape; output of its shape. Attributes: bytes 0..4 `c`, 4..8 `h` (f32,
+/// little-endian). Device arguments: `[elements, c's bits, h's bits, 0]`
+/// (the last two are not extents).
+const GELU_DECL: OpDecl = declare("Gelu", 97, 1, &GELU);
+
+/// [`GELU`]'s attributes.
+pub const fn gelu_attrs(c: f32, h: f32) -> Attrs {
+    let mut a = [0u8; ATTR_BYTES];
+    let (c, h) = (c.to_bits().to_le_bytes(), h.to_bits().to_le_bytes());
+    let mut i = 0;
+    while i < 4 {
+        a[i] = c[i];
+        a[4 + i] = h[i];
+        i += 1;
+    }
+    Attrs(a)
+}
+
+/// `c` and `h` of a [`GELU`] attribute block.
+fn gelu_attrs_of(a: &Attrs) -> Result<(f32, f32), ShapeError> {
+    if a.0[8..].iter().any(|&b| b != 0) {
+        return Err(ShapeError::Attrs);
+    }
+    let word = |i: usize| f32::from_le_bytes([a.0[i], a.0[i + 1], a.0[i + 2], a.0[i + 3]]);
+    Ok((word(0), word(4)))
+}
+
+const GELU: OpRecord = OpRecord {
+    shape: |attrs, inputs| {
+        gelu_attrs_of(attrs)?;
+        Ok(inputs[0].shape)
+    },
+    flops: |_, _, out| out.shape.elements().unwrap_or(0).saturating_mul(4),
+    attrs: "c, h: f32 (8)",
+    args: |attrs, inputs| {
+        let (c, h) = gelu_attrs_of(attrs).ok()?;
+        let len = inputs[0].shape.elements()?;
+        Some(DeviceArgs {
+            dims: [len.try_into().ok()?, c.to_bits(), h.to_bits(), 0],
+            bits: 0,
+        })
+    },
+};
+
+/// [`GELU`]'s conformance cases: both tails, zero, −0, a rank-3 input.
+const GELU_CASES: &[VendorCase] = &[
+    VendorCase {
+        attrs: gelu_attrs(core::f32::consts::FRAC_1_SQRT_2, 0.5),
+        inputs: &[(&[8], &[-6.0, -3.0, -1.0, -0.25, 0.0, 0.5, 2.0, 5.0])],
+        out: &[8],
+    },
+    VendorCase {
+        attrs: gelu_attrs(core::f32::consts::FRAC_1_SQRT_2, 0.5),
+        inputs: &[(&[1, 2, 3], &[-0.0, 1e-3, -1e-3, 1.5, -1.5, 0.75])],
+        out: &[1, 2, 3],
+    },
+];
+
+/// [`GELU`]'s reference kernel, in f64.
+fn gelu(attrs: &Attrs, x: &[&[f32]], _: &[Shape], out: &mut [f32]) {
+    let Ok((c, h)) = gelu_attrs_of(attrs) else {
+        return;
+    };
+    for (o, &v) in out.iter_mut().zip(x[0]) {
+        let v = f64::from(v);
+        *o = (f64::from(h) * libm::erfc(-f64::from(c) * v) * v) as f32;
     }
 }

@@ -1,18 +1,20 @@
 //! Fusion inside programs (issue 43): a group of a segment's nodes that one
 //! catalogue command computes with the same arithmetic, bit for bit,
-//! becomes one node before the segment lowers. Today Keras'
-//! `LayerNormalization` (eleven nodes) becomes the `LayerNorm` record
-//! (`docs/device-programs.md`, "Fusion").
+//! becomes one node before the segment lowers: Keras'
+//! `LayerNormalization` (eleven nodes) the `LayerNorm` record, `gelu`
+//! (five) the `Gelu` record (`docs/device-programs.md`, "Fusion").
 
 use super::reduce::AXES_ATTR;
 use super::segment::canonical;
 use crate::graph::nodes::attr_of;
-use crate::graph::proto::{AttrValue, DataType, NodeDef, attr_value, attr_value::Value};
+use crate::graph::proto::{AttrValue, DataType, NodeDef, attr_value::Value};
 use std::collections::{HashMap, HashSet};
-use tensorplug_core::accelerator::{DType, OpKind, Shape, layer_norm};
+use tensorplug_core::accelerator::{DType, OpKind, Shape, gelu, layer_norm};
 
 /// The fused node's op: inputs `x`, `gamma`, `beta`.
 pub const LAYER_NORM_OP: &str = "_TensorplugLayerNorm";
+/// The fused `gelu`'s op: input `x`; attributes `c` and `h`.
+pub const GELU_OP: &str = "_TensorplugGelu";
 /// On a segment's `AddV2` one of whose inputs is a scalar float `Const`
 /// (the graph pass writes it): `[slot, the value's f32 bits]`.
 pub const SCALAR_ATTR: &str = "_tensorplug_scalar";
@@ -32,6 +34,13 @@ fn enabled() -> Result<bool, String> {
 
 /// The command of a fused node, or `None` for any other node.
 pub fn kind(node: &NodeDef) -> Option<Result<OpKind, String>> {
+    if node.op == GELU_OP {
+        let float = |key: &str| match attr_of(node, key) {
+            Some(&Value::F(v)) => Ok(v),
+            _ => Err(format!("no {key}")),
+        };
+        return Some(float("c").and_then(|c| Ok(gelu(c, float("h")?))));
+    }
     (node.op == LAYER_NORM_OP).then(|| {
         let epsilon = match attr_of(node, EPSILON_ATTR) {
             Some(&Value::F(e)) => e,
@@ -67,14 +76,16 @@ fn common_scope(names: &[&str]) -> String {
     scope.join("/")
 }
 
-/// Whether every open device declares the `LayerNorm` record (none open,
-/// as in unit tests: yes).
-fn devices_fuse() -> bool {
-    let kind = layer_norm(0.0, 0);
+/// Whether every open device declares `kind` (none open, as in unit
+/// tests: yes).
+fn devices_have(kind: OpKind) -> bool {
     crate::registry::devices()
         .iter()
         .all(|d| d.info().capabilities.supports(kind, DType::F32))
 }
+
+/// The commands fusion may make (the program kernel may launch them).
+pub const FUSED: [OpKind; 2] = [layer_norm(0.0, 0), gelu(0.0, 0.0)];
 
 /// `nodes` with each `LayerNormalization` the program can run as one
 /// command replaced by a [`LAYER_NORM_OP`] node under its last node's
@@ -87,14 +98,20 @@ pub fn fuse(
     outputs: &[String],
     shape_of: &HashMap<String, Shape>,
 ) -> Result<Vec<NodeDef>, String> {
-    if !enabled()? || !devices_fuse() {
+    if !enabled()? {
         return Ok(nodes.to_vec());
     }
+    let (norms, gelus) = (devices_have(FUSED[0]), devices_have(FUSED[1]));
     let graph = Graph::new(nodes, outputs, shape_of);
     let mut gone: HashSet<&str> = HashSet::new();
     let mut fused: HashMap<&str, NodeDef> = HashMap::new();
-    for rsqrt in nodes.iter().filter(|n| n.op == "Rsqrt") {
-        if let Some((group, node)) = graph.layer_norm(rsqrt)
+    for n in nodes {
+        let found = match n.op.as_str() {
+            "Rsqrt" if norms => graph.layer_norm(n),
+            "Erfc" if gelus => graph.gelu(n),
+            _ => None,
+        };
+        if let Some((group, node)) = found
             && let Some((&last, inner)) = group.split_last()
             && group
                 .iter()
@@ -194,12 +211,8 @@ impl<'a> Graph<'a> {
     /// names and the fused node, when it matches whole.
     fn layer_norm(&self, rsqrt: &'a NodeDef) -> Option<(Vec<&'a str>, NodeDef)> {
         let plus = self.producer(rsqrt.input.first()?, &["AddV2", "Add"])?;
-        let (slot, bits) = match attr_of(plus, SCALAR_ATTR) {
-            Some(Value::List(l)) if l.i.len() == 2 => (usize::try_from(l.i[0]).ok()?, l.i[1]),
-            _ => return None,
-        };
-        let epsilon = f32::from_bits(u32::try_from(bits).ok()?);
-        let variance = self.producer(plus.input.get(1 - slot.min(1))?, &["Mean"])?;
+        let (epsilon, slot) = scalar(plus)?;
+        let variance = self.producer(plus.input.get(1 - slot)?, &["Mean"])?;
         let squares = self.producer(variance.input.first()?, &["SquaredDifference"])?;
         self.row_mean(variance)?;
         // `SquaredDifference(x, mean)`, either way round.
@@ -238,56 +251,55 @@ impl<'a> Graph<'a> {
             return None;
         }
         let inner = [mean, squares, variance, plus, rsqrt, m, neg, a, b, sum];
-        let members: Vec<&str> = inner
-            .iter()
-            .map(|n| n.name.as_str())
+        let members: Vec<&str> = (inner.iter().map(|n| n.name.as_str()))
             .chain([last.name.as_str()])
             .collect();
-        // Nothing outside the group reads what it makes on the way.
-        let closed = inner.iter().all(|n| {
-            !self.outputs.contains(n.name.as_str())
-                && self
-                    .readers
-                    .get(n.name.as_str())
-                    .is_some_and(|r| r.iter().all(|r| members.contains(r)))
-        });
-        if !closed {
+        if !self.closed(&inner, &members) {
             return None;
         }
-        let scope = match common_scope(&members) {
-            s if s.is_empty() => last.name.clone(),
-            s => s,
-        };
-        let node = NodeDef {
-            name: last.name.clone(),
-            op: LAYER_NORM_OP.into(),
-            input: vec![x, gamma, beta],
-            device: last.device.clone(),
-            attr: [
-                (
-                    EPSILON_ATTR.to_string(),
-                    AttrValue {
-                        value: Some(attr_value::Value::F(epsilon)),
-                    },
-                ),
-                (
-                    FORM_ATTR.to_string(),
-                    AttrValue {
-                        value: Some(attr_value::Value::I(form)),
-                    },
-                ),
-                (
-                    LABEL_ATTR.to_string(),
-                    AttrValue {
-                        value: Some(attr_value::Value::S(scope.into_bytes())),
-                    },
-                ),
-            ]
-            .into_iter()
-            .collect(),
-            ..Default::default()
-        };
+        let attrs = [
+            (EPSILON_ATTR, Value::F(epsilon)),
+            (FORM_ATTR, Value::I(form)),
+        ];
+        let node = fused_node(last, LAYER_NORM_OP, vec![x, gamma, beta], &attrs, &members);
         Some((members, node))
+    }
+
+    /// The `tf.nn.gelu` whose `Erfc` is `erfc`: `(h · erfc(c · (−x))) · x`,
+    /// its members' names and the fused node, when it matches whole.
+    fn gelu(&self, erfc: &'a NodeDef) -> Option<(Vec<&'a str>, NodeDef)> {
+        let scaled = self.producer(erfc.input.first()?, &["Mul"])?;
+        let (c, slot) = scalar(scaled)?;
+        let neg = self.producer(scaled.input.get(1 - slot)?, &["Neg"])?;
+        let x = canonical(neg.input.first()?)?;
+        let half = self.reader(&erfc.name, &["Mul"], |_| true)?;
+        let (h, _) = scalar(half)?;
+        let last = self.reader(&half.name, &["Mul"], |o| o == x)?;
+        if self.shape(&format!("{}:0", last.name)) != self.shape(&x) {
+            return None;
+        }
+        let inner = [neg, scaled, erfc, half];
+        let members: Vec<&str> = (inner.iter().map(|n| n.name.as_str()))
+            .chain([last.name.as_str()])
+            .collect();
+        if !self.closed(&inner, &members) {
+            return None;
+        }
+        let attrs = [("c", Value::F(c)), ("h", Value::F(h))];
+        Some((
+            members.clone(),
+            fused_node(last, GELU_OP, vec![x], &attrs, &members),
+        ))
+    }
+
+    /// Nothing outside `members` reads what `inner` makes, and no output is
+    /// theirs.
+    fn closed(&self, inner: &[&NodeDef], members: &[&str]) -> bool {
+        inner.iter().all(|n| {
+            !self.outputs.contains(n.name.as_str())
+                && (self.readers.get(n.name.as_str()))
+                    .is_some_and(|r| r.iter().all(|r| members.contains(r)))
+        })
     }
 
     /// The only reader of `name`, if it is an `op`.
@@ -299,6 +311,47 @@ impl<'a> Graph<'a> {
             .filter(|r| r.op == op)
             .collect();
         (ops.len() == 1).then(|| ops[0])
+    }
+}
+
+/// The scalar constant the graph pass found on one input of `node`
+/// ([`SCALAR_ATTR`]) and that input's slot (0 or 1).
+fn scalar(node: &NodeDef) -> Option<(f32, usize)> {
+    match attr_of(node, SCALAR_ATTR) {
+        Some(Value::List(l)) if l.i.len() == 2 && l.i[0] <= 1 && node.input.len() == 2 => {
+            let slot = usize::try_from(l.i[0]).ok()?;
+            Some((f32::from_bits(u32::try_from(l.i[1]).ok()?), slot))
+        }
+        _ => None,
+    }
+}
+
+/// The node that replaces a group ending at `last`: `last`'s name and
+/// device, `op`, `inputs`, `attrs`, and the members' common scope as its
+/// label on the profiler's plane.
+fn fused_node(
+    last: &NodeDef,
+    op: &str,
+    inputs: Vec<String>,
+    attrs: &[(&str, Value)],
+    members: &[&str],
+) -> NodeDef {
+    let scope = match common_scope(members) {
+        s if s.is_empty() => last.name.clone(),
+        s => s,
+    };
+    let value = |v: Value| AttrValue { value: Some(v) };
+    let attr = (attrs.iter())
+        .map(|(k, v)| (k.to_string(), value(v.clone())))
+        .chain([(LABEL_ATTR.to_string(), value(Value::S(scope.into_bytes())))])
+        .collect();
+    NodeDef {
+        name: last.name.clone(),
+        op: op.into(),
+        input: inputs,
+        device: last.device.clone(),
+        attr,
+        ..Default::default()
     }
 }
 
@@ -324,6 +377,7 @@ fn other_input(node: &NodeDef, name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::graph::proto::attr_value;
     use crate::graph::test_nodes::float_node as node;
     use crate::kernels::program::compile_for_tests as compile;
     use crate::kernels::program::segment::Segment;
@@ -387,11 +441,17 @@ mod tests {
         }
     }
 
+    fn s(d: &[u64]) -> Shape {
+        Shape::new(d).unwrap()
+    }
+
     /// The program's launches: (op name, the node its label names).
     fn launches(segment: &Segment) -> Vec<(&'static str, String)> {
-        let s = |d: &[u64]| Shape::new(d).unwrap();
-        let shapes = [s(&[2, 3, 4]), s(&[]), s(&[4]), s(&[4])];
-        let c = compile(segment, &shapes).unwrap();
+        launches_for(segment, &[s(&[2, 3, 4]), s(&[]), s(&[4]), s(&[4])])
+    }
+
+    fn launches_for(segment: &Segment, shapes: &[Shape]) -> Vec<(&'static str, String)> {
+        let c = compile(segment, shapes).unwrap();
         (c.steps.iter())
             .filter_map(|(step, label)| match step {
                 Step::Launch { kind, .. } => Some((kind.name(), label.node.to_string())),
@@ -418,6 +478,45 @@ mod tests {
         let got = launches(&layer_norm(true, &["ln/out:0", "ln/rsqrt:0"]));
         assert!(got.iter().all(|(op, _)| *op != "LayerNorm"), "{got:?}");
         assert!(got.iter().any(|(op, _)| *op == "Rsqrt"), "{got:?}");
+    }
+
+    /// `tf.nn.gelu(x)` as TF 2.21 leaves it: `(½ · erfc(1/√2 · (−x))) · x`.
+    fn gelu_segment(outputs: &[&str]) -> Segment {
+        let c = ints(&[0, i64::from(std::f32::consts::FRAC_1_SQRT_2.to_bits())]);
+        let h = ints(&[0, i64::from(0.5f32.to_bits())]);
+        Segment {
+            nodes: vec![
+                node("d/Gelu/Neg", "Neg", &["x:0"], &[]),
+                node(
+                    "d/Gelu/mul_1",
+                    "Mul",
+                    &["c:0", "d/Gelu/Neg"],
+                    &[(SCALAR_ATTR, c)],
+                ),
+                node("d/Gelu/Erfc", "Erfc", &["d/Gelu/mul_1"], &[]),
+                node(
+                    "d/Gelu/mul",
+                    "Mul",
+                    &["h:0", "d/Gelu/Erfc"],
+                    &[(SCALAR_ATTR, h)],
+                ),
+                node("d/Gelu/mul_2", "Mul", &["d/Gelu/mul", "x:0"], &[]),
+            ],
+            inputs: ["x:0", "c:0", "h:0"].map(String::from).to_vec(),
+            streamed: 0,
+            weights: 0,
+            outputs: outputs.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_gelu_is_one_command_unless_its_erfc_is_read_outside() {
+        let shapes = [s(&[4, 8]), s(&[]), s(&[])];
+        let got = launches_for(&gelu_segment(&["d/Gelu/mul_2:0"]), &shapes);
+        assert_eq!(got, [("Gelu", "d/Gelu".to_string())]);
+        let got = launches_for(&gelu_segment(&["d/Gelu/mul_2:0", "d/Gelu/Erfc:0"]), &shapes);
+        assert!(got.iter().any(|(op, _)| *op == "Erfc"), "{got:?}");
+        assert!(got.iter().all(|(op, _)| *op != "Gelu"), "{got:?}");
     }
 
     #[test]

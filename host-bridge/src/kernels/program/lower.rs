@@ -133,6 +133,7 @@ pub fn static_op(op: &str) -> Option<&'static str> {
         .or_else(|| elementwise(op).and_then(|k| k.op().to_str().ok()))
         .or_else(|| int8_kernel(op).and_then(|k| k.op().to_str().ok()))
         .or_else(|| (op == super::fuse::LAYER_NORM_OP).then_some("LayerNorm"))
+        .or_else(|| (op == super::fuse::GELU_OP).then_some("Gelu"))
 }
 
 /// The types a node's command reads and writes: an int8 op's (its

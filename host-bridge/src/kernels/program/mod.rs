@@ -230,9 +230,8 @@ impl Op for ProgramKernel {
     }
 
     fn may_launch(&self) -> &'static [OpKind] {
-        // The ops fusion makes (`fuse.rs`); the others are their nodes' kernels'.
-        const FUSED: [OpKind; 1] = [tensorplug_core::accelerator::layer_norm(0.0, 0)];
-        &FUSED
+        // The ops fusion makes; the others are their nodes' kernels'.
+        &fuse::FUSED
     }
 
     fn type_attr(&self) -> Option<&'static CStr> {
