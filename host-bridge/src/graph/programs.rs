@@ -768,10 +768,15 @@ mod tests {
         ["out".to_string()].into()
     }
 
+    /// [`form_programs`] on the FPGA, nothing deferred.
+    fn form(g: &mut GraphDef, keep: &HashSet<String>) -> Vec<Decision> {
+        form_programs(g, keep, "FPGA", OP, &HashSet::new())
+    }
+
     #[test]
     fn a_dense_stack_becomes_one_program_read_where_its_nodes_were() {
         let mut g = mlp();
-        let decisions = form_programs(&mut g, &preserve(), "FPGA", OP, &HashSet::new());
+        let decisions = form(&mut g, &preserve());
         let name = "d1/MatMul/tensorplug_program";
         assert_eq!(
             decisions,
@@ -892,13 +897,13 @@ mod tests {
     #[test]
     fn a_second_run_makes_no_program_of_a_native_segment() {
         let mut g = mlp();
-        form_programs(&mut g, &preserve(), "FPGA", OP, &HashSet::new());
+        form(&mut g, &preserve());
         for n in &mut g.node {
             if n.name.contains("/native/") && n.input.iter().any(|i| !i.starts_with('^')) {
                 n.input.retain(|i| !i.starts_with('^'));
             }
         }
-        let again = form_programs(&mut g, &preserve(), "FPGA", OP, &HashSet::new());
+        let again = form(&mut g, &preserve());
         assert_eq!(again, []);
         let programs = g.node.iter().filter(|n| n.op == OP).count();
         assert_eq!(programs, 1);
@@ -926,7 +931,7 @@ mod tests {
             node: nodes,
             ..Default::default()
         };
-        let decisions = form_programs(&mut g, &preserve(), "FPGA", OP, &HashSet::new());
+        let decisions = form(&mut g, &preserve());
         let sizes: Vec<usize> = decisions
             .iter()
             .map(|d| match d {
@@ -972,7 +977,7 @@ mod tests {
             ..Default::default()
         };
         let keep: HashSet<String> = ["out", "out2", "out3"].map(String::from).into();
-        let decisions = form_programs(&mut g, &keep, "FPGA", OP, &HashSet::new());
+        let decisions = form(&mut g, &keep);
         assert_eq!(decisions.len(), 1, "{decisions:?}");
         let p = g.node.iter().find(|n| n.op == OP).unwrap();
         let Some(attr_value::Value::S(bytes)) = p.attr["segment"].value.as_ref() else {
@@ -1067,13 +1072,7 @@ mod tests {
             ],
             ..Default::default()
         };
-        let decisions = form_programs(
-            &mut g,
-            &["out".to_string()].into(),
-            "FPGA",
-            OP,
-            &HashSet::new(),
-        );
+        let decisions = form(&mut g, &["out".to_string()].into());
         assert_eq!(decisions.len(), 1, "{decisions:?}");
         let p = find(&g, "c/conv/tensorplug_program");
         let Some(attr_value::Value::S(bytes)) = p.attr["segment"].value.as_ref() else {
@@ -1134,7 +1133,7 @@ mod tests {
             ..Default::default()
         };
         let fetched = ["out".to_string(), "raw".to_string()].into();
-        let decisions = form_programs(&mut g, &fetched, "FPGA", OP, &HashSet::new());
+        let decisions = form(&mut g, &fetched);
         assert!(
             matches!(&decisions[..], [Decision::Program { nodes: 4, .. }, ..]),
             "{decisions:?}"
@@ -1215,7 +1214,7 @@ mod tests {
                 _ => {}
             }
         }
-        form_programs(&mut g, &preserve(), "FPGA", OP, &HashSet::new());
+        form(&mut g, &preserve());
         let p = find(&g, "d1/MatMul/tensorplug_program");
         // b1 and w2 are on the FPGA already; x is data from the CPU (a
         // Placeholder), uploaded each step; w1 and b2 are weights, kept.
@@ -1239,7 +1238,7 @@ mod tests {
     /// Forms `g`'s programs (`out` fetched) and expects exactly one, of
     /// `nodes` nodes, named after `first`: its node and its segment.
     fn the_one_program(g: &mut GraphDef, first: &str, nodes: usize) -> (NodeDef, Segment) {
-        let decisions = form_programs(g, &["out".to_string()].into(), "FPGA", OP, &HashSet::new());
+        let decisions = form(g, &["out".to_string()].into());
         let program = format!("{first}/tensorplug_program");
         let programs: Vec<&Decision> = decisions
             .iter()
@@ -1469,7 +1468,7 @@ mod tests {
             ..Default::default()
         };
         let preserve = ["out".to_string(), "out2".to_string()].into();
-        form_programs(&mut g, &preserve, "FPGA", OP, &HashSet::new());
+        form(&mut g, &preserve);
         let p = find(&g, "d1/tensorplug_program");
         assert_eq!(p.input, ["x:0", "w:0"]);
         assert_eq!(find(&g, "xent").input, ["d2", "labels"]);
@@ -1492,13 +1491,7 @@ mod tests {
             ..Default::default()
         };
         let before = g.clone();
-        let decisions = form_programs(
-            &mut g,
-            &["out".to_string()].into(),
-            "FPGA",
-            OP,
-            &HashSet::new(),
-        );
+        let decisions = form(&mut g, &["out".to_string()].into());
         assert_eq!(
             decisions,
             [Decision::Cycle {
@@ -1531,13 +1524,7 @@ mod tests {
             ],
             ..Default::default()
         };
-        let decisions = form_programs(
-            &mut g,
-            &["out".to_string()].into(),
-            "FPGA",
-            OP,
-            &HashSet::new(),
-        );
+        let decisions = form(&mut g, &["out".to_string()].into());
         let name = "a/tensorplug_program";
         assert_eq!(
             decisions,
@@ -1569,13 +1556,7 @@ mod tests {
             ],
             ..Default::default()
         };
-        let decisions = form_programs(
-            &mut g,
-            &["out".to_string()].into(),
-            "FPGA",
-            OP,
-            &HashSet::new(),
-        );
+        let decisions = form(&mut g, &["out".to_string()].into());
         assert_eq!(
             decisions,
             [
@@ -1611,7 +1592,7 @@ mod tests {
                 _ => None,
             })
         };
-        let decisions = form_programs(&mut g, &preserve, "FPGA", OP, &HashSet::new());
+        let decisions = form(&mut g, &preserve);
         assert_eq!(
             why_of(&decisions, "flat"),
             Some("its shape, axes, sizes or permutation input is computed, not a constant")
@@ -1633,7 +1614,7 @@ mod tests {
         }
         let mut preserve = preserve();
         preserve.insert("d2/BiasAdd".into());
-        let decisions = form_programs(&mut g, &preserve, "FPGA", OP, &HashSet::new());
+        let decisions = form(&mut g, &preserve);
         // d1's MatMul and BiasAdd; d2's MatMul alone is too small; the
         // softmax alone too. Each op left says why, in the report.
         let why = |node: &str, op: &str, why: &'static str| Decision::OpByOp {
