@@ -185,8 +185,8 @@ if attention:
           f"hold {sorted(set(held) & {'Einsum', 'BatchMatMulV2', 'Softmax', 'Mean'})}")
     # Fusion: Keras 3's LayerNormalization (eleven ops, its `Rsqrt` among
     # them) is one `LayerNorm` command, and `gelu` one `Gelu`, bit-equal to
-    # them. Keras 2 (TF
-    # 2.15) computes it with one FusedBatchNormV3, which is not fused.
+    # them. Keras 2 (TF 2.15) computes the layer with one FusedBatchNormV3,
+    # which is not fused.
     os.environ["TENSORPLUG_PROGRAM_FUSION"] = "off"
     unfused = tf.function(lambda t: model(t, training=False), jit_compile=False)
     with tf.device("/device:FPGA:0"):
