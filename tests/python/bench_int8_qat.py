@@ -7,7 +7,11 @@ rewrite off (the fake-quant simulation: fake-quants on the CPU, float ops
 on the FPGA) for the record, and the converter's model through the
 wheel's Int8Model on the same device (issue 43's goal: the graph route
 within 1.05x of it), and the same function frozen (its variables made
-constants: no parameter reads or batch-norm folds on the CPU per step).
+constants: no parameter reads or batch-norm folds on the CPU per step),
+called from a tf.function as Int8Model's is. (Called directly, a frozen
+function first fails to bind its argument and TF formats the input's
+repr into that error, about 3 ms of TF's Python a call, which the
+script prints for the record.)
 Writes tf_int8_qat_mobilenet_v2_predict_ratio,
 tf_int8_qat_vs_int8model_ratio and tf_int8_qat_frozen_vs_int8model_ratio."""
 import os
@@ -41,7 +45,8 @@ x_t = tf.constant(x)
 int8 = tf.function(lambda t: qat(t, training=False))
 int8.get_concrete_function(x_t)
 with tf.device("/device:FPGA:0"):
-    frozen = convert_variables_to_constants_v2(int8.get_concrete_function(x_t))
+    frozen_function = convert_variables_to_constants_v2(int8.get_concrete_function(x_t))
+frozen = tf.function(lambda t: frozen_function(t))
 # The graph pass reads the switch when TF optimizes the function, at its
 # first call (tracing alone does not), so that call is made with it off.
 os.environ["TENSORPLUG_GRAPH_INT8"] = "off"
@@ -56,19 +61,23 @@ def timed(subject):
         interpreter.set_tensor(index, x)
         interpreter.invoke()
         interpreter.get_tensor(output)
-    elif subject == "frozen":
-        frozen(x_t)[0].numpy()
+    elif subject == "frozen_direct":
+        frozen_function(x_t)[0].numpy()
     else:
-        {"fpga": int8, "simulated": simulated, "int8model": int8_model}[subject](x_t).numpy()
+        calls = {"fpga": int8, "simulated": simulated, "int8model": int8_model, "frozen": frozen}
+        out = calls[subject](x_t)
+        (out[0] if isinstance(out, (list, tuple)) else out).numpy()
     return clock() - start
 
 
-subjects = ["tflite", "fpga", "simulated", "int8model", "frozen"]
+subjects = ["tflite", "fpga", "simulated", "int8model", "frozen", "frozen_direct"]
 for subject in subjects:  # optimize and warm up
     for _ in range(2):
         timed(subject)
 medians = interleaved_medians(subjects, REPS, timed)
 print(f"fake-quant simulation, rewrite off: {medians['simulated'] * 1e3:.2f} ms/step")
+print(f"the frozen function called directly: {medians['frozen_direct'] * 1e3:.2f} ms/step, "
+      f"from a tf.function: {medians['frozen'] * 1e3:.2f}")
 write_figure(
     "tf_int8_qat_mobilenet_v2_predict_ratio",
     "QAT MobileNetV2-0.35 96x96 call, batch 8: int8 in the graph on FPGA(sim) vs TFLite's CPU "
@@ -83,12 +92,13 @@ write_figure(
     "converter's model through Int8Model",
     medians["fpga"] * 1e3, medians["int8model"] * 1e3, "ms/step",
     "<= 1.05 (issue 43); per step the graph still runs the variable reads and the batch-norm "
-    "folds on the CPU before the parameters cross in packs (the frozen figure has none)",
+    "folds on the CPU before the parameters cross in packs (the frozen figure has none: the gap)",
 )
 write_figure(
     "tf_int8_qat_frozen_vs_int8model_ratio",
     "QAT MobileNetV2-0.35 96x96 call, batch 8, on FPGA(sim): the function frozen, in the graph, "
     "vs the converter's model through Int8Model",
     medians["frozen"] * 1e3, medians["int8model"] * 1e3, "ms/step",
-    "informational: the graph route with no per-step CPU parameter work",
+    "informational: the graph route with no per-step CPU parameter work, called from a "
+    "tf.function",
 )
