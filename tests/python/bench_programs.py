@@ -11,11 +11,19 @@ batch 64) and the convnet's (SGD, batch 32), whose backward window ops
 programs hold since stop 59. Writes tf_programs_<model>_ratio (programs / op by op) and
 tf_programs_<model>_vs_cpu (programs / TF CPU).
 
+Fusion inside programs (docs/device-programs.md, "Fusion"): the transformer
+block (its layer norms) and three Dense(512, gelu) layers (TF 2.21's gelu)
+compiled as programs with TENSORPLUG_PROGRAM_FUSION off and on, in one
+process: tf_programs_<model>_fused_ratio (fused / unfused). The fused
+programs must have fewer commands (their dumps say) and give the same bits,
+or the bench fails.
+
 Each programs function must really hold a program: its graph is read back
 (TENSORPLUG_GRAPH_DUMP_DIR) and a model without a `_TensorplugFPGAProgram`
 node fails the bench instead of writing a figure."""
 import os
 import pathlib
+import re
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -59,6 +67,12 @@ def transformer_forward():
     outputs = layers.LayerNormalization(epsilon=1e-6)(out1 + ffn)
     model = keras.Model(inputs, outputs)
     return forward(model, rng.standard_normal((32, 64, 32)).astype(np.float32))
+
+
+def gelu_mlp():
+    model = keras.Sequential([keras.Input((512,))]
+                             + [layers.Dense(512, activation="gelu") for _ in range(3)])
+    return forward(model, rng.standard_normal((256, 512)).astype(np.float32))
 
 
 def convnet():
@@ -105,6 +119,54 @@ def program_nodes():
     return count
 
 
+def commands():
+    """Commands of the programs compiled since the last call (their dumps'
+    summary lines); clears the dump directory."""
+    total = sum(int(re.search(r": (\d+) commands,", p.read_text()).group(1))
+                for p in dump.glob("program_*.txt"))
+    program_nodes()
+    return total
+
+
+def measure_fusion(name, build, figure):
+    """`build`'s function compiled with fusion off and on (the setting is
+    read when a program compiles), timed interleaved."""
+    os.environ["TENSORPLUG_GRAPH_PROGRAMS"] = "on"
+    keras.utils.set_random_seed(1)
+    with tf.device("/device:FPGA:0"):
+        fn, args = build()
+        args = tuple(tf.identity(tf.constant(a)) for a in args)
+    model_call = fn.python_function
+    steps, outs, counts = {}, {}, {}
+    commands()
+    for subject, setting in (("unfused", "off"), ("fused", "on")):
+        os.environ["TENSORPLUG_PROGRAM_FUSION"] = setting
+        step = tf.function(model_call, jit_compile=False)
+        with tf.device("/device:FPGA:0"):
+            outs[subject] = step(*args).numpy()
+            step(*args).numpy()
+        counts[subject] = commands()
+        steps[subject] = step
+    del os.environ["TENSORPLUG_PROGRAM_FUSION"]
+    os.environ["TENSORPLUG_GRAPH_PROGRAMS"] = "off"
+    print(f"{name}: {counts['unfused']} commands unfused, {counts['fused']} fused")
+    if not 0 < counts["fused"] < counts["unfused"]:
+        raise SystemExit(f"{name}: fusion made no command fewer ({counts})")
+    if not np.array_equal(outs["fused"].view(np.uint32), outs["unfused"].view(np.uint32)):
+        raise SystemExit(f"{name}: the fused program's output is not bit-equal")
+
+    def timed(subject):
+        with tf.device("/device:FPGA:0"):
+            start = clock()
+            steps[subject](*args).numpy()
+            return clock() - start
+
+    medians = interleaved_medians(["unfused", "fused"], REPS, timed)
+    write_figure(f"tf_programs_{name}_fused_ratio",
+                 f"{figure}: programs fused vs unfused, FPGA(sim)",
+                 medians["fused"] * 1e3, medians["unfused"] * 1e3, "ms/step", "ratio <= 1")
+
+
 def measure(name, build, figure):
     steps = {}
     for subject in SUBJECTS:
@@ -145,3 +207,6 @@ measure("convnet_predict", convnet_predict, "small convnet forward, batch 32 of 
 measure("transformer_forward", transformer_forward, "transformer block forward, batch 32x64x32")
 measure("mlp_fit_step", mlp_fit_step, "MLP 784-256-256-10 SGD step, batch 64")
 measure("convnet_fit_step", convnet_fit_step, "small convnet SGD step, batch 32 of 32x32x3")
+measure_fusion("transformer_forward", transformer_forward,
+               "transformer block forward (its layer norms), batch 32x64x32")
+measure_fusion("gelu_mlp", gelu_mlp, "three Dense(512, gelu), batch 256")

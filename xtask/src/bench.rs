@@ -238,6 +238,14 @@ const EXPECTED_FIGURES: &[(&str, &str)] = &[
         "small convnet SGD step: device programs on FPGA(sim) vs TF CPU",
     ),
     (
+        "tf_programs_transformer_forward_fused_ratio",
+        "transformer block forward: programs fused vs unfused (layer norms), FPGA(sim)",
+    ),
+    (
+        "tf_programs_gelu_mlp_fused_ratio",
+        "three Dense(512, gelu): programs fused vs unfused, FPGA(sim)",
+    ),
+    (
         "tf_profiler_overhead",
         "MNIST MLP predict, profiler on / off",
     ),
