@@ -22,7 +22,8 @@ use crate::settings;
 use std::collections::{HashMap, HashSet, VecDeque};
 use tensorplug_core::accelerator::{DType, OpKind};
 
-/// The fewest nodes a program holds: one node gains nothing.
+/// The fewest nodes a program holds: one node gains nothing, unless it
+/// reads a host weight ([`lone_with_host_weights`]).
 pub const MIN_NODES: usize = 2;
 
 /// Producers off the device whose outputs a program takes as host weights
@@ -333,7 +334,8 @@ fn with_scalar(mut node: NodeDef, by_name: &HashMap<&str, &NodeDef>) -> NodeDef 
 }
 
 /// The first group of at least [`MIN_NODES`] candidates joined by data
-/// edges, none of them in `skipped`, as node indices.
+/// edges (or a lone one with host weights), none of them in `skipped`, as
+/// node indices.
 fn next_group(
     graph: &GraphDef,
     preserve: &HashSet<String>,
@@ -377,10 +379,36 @@ fn next_group(
     }
     let mut groups: Vec<Vec<usize>> = groups
         .into_values()
-        .filter(|g| g.len() >= MIN_NODES)
+        .filter(|g| g.len() >= MIN_NODES || lone_with_host_weights(graph, g, device, shapes))
         .collect();
     groups.sort();
     groups.into_iter().next()
+}
+
+/// Whether `group` is one node, not a view, that reads a float host weight
+/// (a CPU variable's read or constant): as a program the device keeps the
+/// weight, op by op it crosses every step.
+fn lone_with_host_weights(
+    graph: &GraphDef,
+    group: &[usize],
+    device: &str,
+    shapes: &Shapes,
+) -> bool {
+    let &[i] = group else {
+        return false;
+    };
+    let node = &graph.node[i];
+    if crate::kernels::program::lower::VIEW_OPS.contains(&node.op.as_str()) {
+        return false;
+    }
+    let by_name: HashMap<&str, &NodeDef> =
+        graph.node.iter().map(|n| (n.name.as_str(), n)).collect();
+    let held = in_segment(node, shapes);
+    let data = held.input.iter().filter(|t| !t.starts_with('^'));
+    data.enumerate().any(|(slot, text)| {
+        input_type(&held, slot) == DType::F32
+            && canonical(text).is_some_and(|edge| host_weight(&by_name, &edge, device))
+    })
 }
 
 /// Contracts `group`, or, where that would close a cycle through a node
@@ -397,7 +425,7 @@ fn contract_or_split(
     // A group past one program's buffers: its first part now, the rest
     // stays for the next groups.
     let mut part = program_size::fitting(graph, group);
-    if part.len() < MIN_NODES {
+    if part.len() < MIN_NODES && !lone_with_host_weights(graph, &part, device, shapes) {
         let first = graph.node[group[0]].name.clone();
         return Err(Decision::TooLarge { first });
     }
@@ -1601,6 +1629,44 @@ mod tests {
             why_of(&decisions, "sum"),
             Some("a program does not hold this op")
         );
+    }
+
+    #[test]
+    fn a_lone_node_becomes_a_program_only_when_it_reads_a_host_weight() {
+        // d2's MatMul alone (its neighbours half and fetched), its weight a
+        // CPU variable's read: a program keeps the weight on the device.
+        let mut g = mlp();
+        for n in &mut g.node {
+            match n.name.as_str() {
+                "d1/Relu" => {
+                    n.attr
+                        .insert("T".into(), type_value(DataType::DtHalf as i32));
+                }
+                "w2" => (n.op, n.device) = ("ReadVariableOp".into(), CPU.into()),
+                _ => {}
+            }
+        }
+        let keep: HashSet<String> = ["out".into(), "d2/BiasAdd".into()].into();
+        let decisions = form(&mut g, &keep);
+        let lone = Decision::Program {
+            program: "d2/MatMul/tensorplug_program".into(),
+            nodes: 1,
+        };
+        assert!(decisions.contains(&lone), "{decisions:?}");
+        let p = find(&g, "d2/MatMul/tensorplug_program");
+        assert_eq!(p.input, ["d1/Relu:0", "w2:0"]);
+        // Its weight on the device: the MatMul stays op by op.
+        let mut g = mlp();
+        for n in &mut g.node {
+            if n.name == "d1/Relu" {
+                n.attr
+                    .insert("T".into(), type_value(DataType::DtHalf as i32));
+            }
+        }
+        assert!(!form(&mut g, &keep).contains(&Decision::Program {
+            program: "d2/MatMul/tensorplug_program".into(),
+            nodes: 1,
+        }));
     }
 
     #[test]
