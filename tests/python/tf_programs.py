@@ -1,6 +1,6 @@
 """A Keras MLP's predict on /device:FPGA:0 with device programs on.
 
-    python tf_programs.py <work dir> [deep | convnet | fit]
+    python tf_programs.py <work dir> [deep | convnet | lone | reduce | attention | fit]
 
 With TENSORPLUG_GRAPH_PROGRAMS=1 the graph pass contracts the dense stack
 on the FPGA into program nodes. Checks: predict equals the same model on
@@ -23,6 +23,11 @@ model built under `tf.device("/CPU:0")`, as many examples do, predicts
 with no scope: its ops run on the FPGA, its variables stay on the CPU, and
 the programs take them as host weights, uploaded once (the HIL test counts
 the bytes on the link against the `bytes:` line printed here).
+
+`lone`: a one-layer model (`Dense(32)`, one `_FusedMatMul`) built under a
+CPU scope predicts with no scope: its lone node reads the CPU's variables,
+so it is a one-node program whose weights the device keeps (the HIL test
+counts the bytes on the link against the `bytes:` line printed here).
 
 `reduce`: a Keras model with LayerNormalization, GlobalAveragePooling2D
 and a `reduce_sum` over a middle axis, its reductions held by programs,
@@ -49,6 +54,7 @@ deep = sys.argv[2:] == ["deep"]
 convnet = sys.argv[2:] == ["convnet"]
 fit = sys.argv[2:] == ["fit"]
 attention = sys.argv[2:] == ["attention"]
+lone = sys.argv[2:] == ["lone"]
 os.environ["TENSORPLUG_GRAPH_PROGRAMS"] = "1"
 # TF's warnings on: a rewritten function TF refuses is only a warning
 # ("Ignoring multi-device function optimization failure"), after which TF
@@ -107,6 +113,33 @@ def mlp():
         ]
     )
 
+
+if lone:
+    def one_layer():
+        tf.keras.utils.set_random_seed(3)
+        return keras.Sequential([keras.Input(shape=(64,)), keras.layers.Dense(32)])
+
+    x = np.random.default_rng(7).standard_normal([8, 64]).astype(np.float32)
+    with tf.device("/device:CPU:0"):
+        cpu = one_layer()
+        want = cpu.predict(x, batch_size=4, verbose=0)
+        hostvars = one_layer()
+    hostvars.set_weights(cpu.get_weights())
+    hostvars.compile(jit_compile=False)
+    for _ in range(2):
+        got = hostvars.predict(x, batch_size=4, verbose=0)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    places = [getattr(v, "device", None) or v.value.device for v in hostvars.weights]
+    assert all("CPU" in p for p in places), places
+    held = held_by_programs()
+    # (A segment carries NoOps for its control edges.)
+    assert set(held) - {"NoOp"} == {"_FusedMatMul"}, held
+    weights = sum(w.nbytes for w in cpu.get_weights())
+    # Two predicts of x, two steps each.
+    print(f"bytes: inputs={2 * x.nbytes} steps=4 weights={weights}")
+    print("one layer with CPU variables: a one-node program, equal to the CPU")
+    print("done")
+    sys.exit(0)
 
 if reduce:
     # Reductions in programs: LayerNormalization's Mean over the last axis

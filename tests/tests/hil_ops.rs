@@ -628,6 +628,34 @@ fn a_keras_convnet_on_the_mcu_runs_as_one_stored_program_and_its_cpu_weights_cro
         sent.launches, 0,
         "no op of a program crossed the link alone"
     );
+    steps_within_the_bound(&stdout, &sent, 4);
+}
+
+/// A one-layer model (`Dense(32)`, one `_FusedMatMul`) built under a CPU
+/// scope: its lone node reads the CPU's variables, so it runs as a
+/// one-node stored program that keeps them; a step sends its input, its
+/// start and its fetch, within 1.1× the input + 512 B and 2 round trips
+/// (op by op, its 8.3 kB of weights crossed every step).
+#[test]
+fn a_one_layer_model_with_cpu_variables_on_the_mcu_sends_its_weights_once() {
+    let ops = |k: &OpKind| matches!(k, OpKind::FusedMatMul { .. });
+    let (stdout, sent) = programs_on_the_mcu(&["lone"], ops);
+    assert!(
+        stdout.contains("one layer with CPU variables: a one-node program, equal to the CPU"),
+        "{stdout}"
+    );
+    assert_eq!(sent.loads, 1, "one program, stored once");
+    assert_eq!(sent.runs, 4, "one RunProgram per step: two predicts of two");
+    assert_eq!(sent.launches, 0, "the MatMul never crossed the link alone");
+    steps_within_the_bound(&stdout, &sent, 2);
+}
+
+/// Checks each predict's second step (between its two `RunProgram`s; the
+/// first also carries Keras's copy of the whole array and, once, CPU
+/// weights) against the bound, 1.1× the step's input + 512 B and 2
+/// round trips, against the `bytes:` line the script printed; `predicts`
+/// of two steps each.
+fn steps_within_the_bound(stdout: &str, sent: &Sent, predicts: usize) {
     let line = stdout
         .lines()
         .find(|l| l.starts_with("bytes: "))
@@ -639,12 +667,8 @@ fn a_keras_convnet_on_the_mcu_runs_as_one_stored_program_and_its_cpu_weights_cro
             .unwrap_or_else(|| panic!("no {name} in {line}"))
     };
     let step_input = figure("inputs") / figure("steps");
-    // Each predict's second step: between its two RunPrograms (the first
-    // step also carries Keras's own copy of the whole array and, once,
-    // the CPU model's weights, 15 kB, more than a step's input, which op
-    // by op crossed every step).
     let steps: Vec<usize> = sent.between_runs.iter().copied().step_by(2).collect();
-    assert_eq!(steps.len(), 4, "{:?}", sent.between_runs);
+    assert_eq!(steps.len(), predicts, "{:?}", sent.between_runs);
     let bound = step_input + step_input / 10 + 512;
     // Weights that crossed every step would break the bound.
     assert!(

@@ -231,16 +231,7 @@ fn a_batch_norm_folds_and_a_pad_becomes_explicit_padding() {
             "value",
             Value::Tensor(crate::graph::proto::TensorProto {
                 dtype: DataType::DtInt32 as i32,
-                tensor_shape: Some(crate::graph::proto::TensorShapeProto {
-                    dim: [4, 2]
-                        .iter()
-                        .map(|&size| crate::graph::proto::tensor_shape_proto::Dim {
-                            size,
-                            ..Default::default()
-                        })
-                        .collect(),
-                    ..Default::default()
-                }),
+                tensor_shape: Some(shape_proto(&[4, 2])),
                 int_val: vec![0, 0, 0, 1, 1, 0, 0, 0],
                 ..Default::default()
             }),
@@ -557,9 +548,9 @@ fn every_sixteen_parameter_ops_share_a_pack_and_a_shared_value_goes_in_each() {
     assert_eq!(attr(find(&graph, "b16"), "packed_inputs"), &ints(&[0, 1]));
 }
 
-/// A float `Const` of shape `dims`.
-fn constant(name: &str, dims: &[i64]) -> NodeDef {
-    let shape = crate::graph::proto::TensorShapeProto {
+/// A shape of `dims`.
+fn shape_proto(dims: &[i64]) -> crate::graph::proto::TensorShapeProto {
+    crate::graph::proto::TensorShapeProto {
         dim: dims
             .iter()
             .map(|&size| crate::graph::proto::tensor_shape_proto::Dim {
@@ -568,7 +559,12 @@ fn constant(name: &str, dims: &[i64]) -> NodeDef {
             })
             .collect(),
         ..Default::default()
-    };
+    }
+}
+
+/// A float `Const` of shape `dims`.
+fn constant(name: &str, dims: &[i64]) -> NodeDef {
+    let shape = shape_proto(dims);
     with(
         node(name, "Const", &[]),
         &[(
