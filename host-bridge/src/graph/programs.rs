@@ -349,6 +349,7 @@ fn next_group(
         .enumerate()
         .map(|(i, n)| (n.name.as_str(), i))
         .collect();
+    let by_name: HashMap<&str, &NodeDef> = nodes.iter().map(|n| (n.name.as_str(), n)).collect();
     let ok: Vec<bool> = nodes
         .iter()
         .map(|n| candidate(n, preserve, device, shapes) && !skipped.contains(&n.name))
@@ -379,7 +380,9 @@ fn next_group(
     }
     let mut groups: Vec<Vec<usize>> = groups
         .into_values()
-        .filter(|g| g.len() >= MIN_NODES || lone_with_host_weights(graph, g, device, shapes))
+        .filter(|g| {
+            g.len() >= MIN_NODES || lone_with_host_weights(graph, &by_name, g, device, shapes)
+        })
         .collect();
     groups.sort();
     groups.into_iter().next()
@@ -388,8 +391,10 @@ fn next_group(
 /// Whether `group` is one node, not a view, that reads a float host weight
 /// (a CPU variable's read or constant): as a program the device keeps the
 /// weight, op by op it crosses every step.
+/// `by_name` indexes `graph`'s nodes.
 fn lone_with_host_weights(
     graph: &GraphDef,
+    by_name: &HashMap<&str, &NodeDef>,
     group: &[usize],
     device: &str,
     shapes: &Shapes,
@@ -401,13 +406,11 @@ fn lone_with_host_weights(
     if crate::kernels::program::lower::VIEW_OPS.contains(&node.op.as_str()) {
         return false;
     }
-    let by_name: HashMap<&str, &NodeDef> =
-        graph.node.iter().map(|n| (n.name.as_str(), n)).collect();
     let held = in_segment(node, shapes);
     let data = held.input.iter().filter(|t| !t.starts_with('^'));
     data.enumerate().any(|(slot, text)| {
         input_type(&held, slot) == DType::F32
-            && canonical(text).is_some_and(|edge| host_weight(&by_name, &edge, device))
+            && canonical(text).is_some_and(|edge| host_weight(by_name, &edge, device))
     })
 }
 
@@ -425,7 +428,11 @@ fn contract_or_split(
     // A group past one program's buffers: its first part now, the rest
     // stays for the next groups.
     let mut part = program_size::fitting(graph, group);
-    if part.len() < MIN_NODES && !lone_with_host_weights(graph, &part, device, shapes) {
+    let lone_kept = || {
+        let by_name = graph.node.iter().map(|n| (n.name.as_str(), n)).collect();
+        lone_with_host_weights(graph, &by_name, &part, device, shapes)
+    };
+    if part.len() < MIN_NODES && !lone_kept() {
         let first = graph.node[group[0]].name.clone();
         return Err(Decision::TooLarge { first });
     }
