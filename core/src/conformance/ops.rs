@@ -9,7 +9,7 @@ use std::vec::Vec;
 
 use super::case::{OpCase, elements, run_on_device, shape, stage, unstage, untouched};
 use super::support::{Check, Scope, ensure, fail, show, values};
-use super::types::{Fixture, Outcome};
+use super::types::{Config, Fixture, Outcome};
 use crate::accelerator::{
     Accelerator, Activation, DType, Error, ErrorKind, MAX_RANK, OpKind, Shape, VendorOp, Window,
 };
@@ -178,8 +178,8 @@ fn binary_cases(kind: OpKind) -> Vec<OpCase> {
     cases
 }
 
-fn unary_cases(kind: OpKind) -> Vec<OpCase> {
-    let shapes: [&[u64]; 5] = [&[4, 6], &[], &[2, 3, 1, 5], &[1000], &[0]];
+fn unary_cases(kind: OpKind, long: u64) -> Vec<OpCase> {
+    let shapes: [&[u64]; 5] = [&[4, 6], &[], &[2, 3, 1, 5], &[long], &[0]];
     let mut cases: Vec<OpCase> = shapes
         .iter()
         .zip(400..)
@@ -424,13 +424,18 @@ fn reduce_cases(kind: OpKind) -> Vec<OpCase> {
 }
 
 /// Every case of `family` (attributes ignored), the first one small and
-/// non-empty.
+/// non-empty, with the default [`Config`]'s sizes.
 pub(crate) fn cases_for(family: OpKind) -> Vec<OpCase> {
+    cases_with(family, &Config::default())
+}
+
+/// [`cases_for`] with `cfg`'s sizes ([`Config::long_vector`]).
+pub(crate) fn cases_with(family: OpKind, cfg: &Config) -> Vec<OpCase> {
     match family {
         OpKind::MatMul { .. } => matmul_cases(false),
         OpKind::FusedMatMul { .. } => matmul_cases(true),
         OpKind::BiasAdd => bias_add_cases(),
-        OpKind::Unary(_) => unary_cases(family),
+        OpKind::Unary(_) => unary_cases(family, cfg.long_vector),
         OpKind::Binary(_) => binary_cases(family),
         OpKind::Conv2D(_)
         | OpKind::FusedConv2D(..)
@@ -590,7 +595,7 @@ pub(crate) fn check_concat<F: Fixture>(s: &mut Scope<'_, F>) -> Check<Outcome> {
 /// device declares the family, else a check that launch refuses it.
 pub(crate) fn check_family<F: Fixture>(s: &mut Scope<'_, F>, family: OpKind) -> Check<Outcome> {
     let caps = s.dev().info().capabilities;
-    let cases = cases_for(family);
+    let cases = cases_with(family, s.cfg);
     if !caps.supports(family, compute_type(family)) {
         return refused(s, family, &cases[0]);
     }

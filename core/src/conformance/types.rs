@@ -23,6 +23,11 @@ pub struct Config {
     /// on-device copy case's largest copy is 64 KiB + 1 at most, and no
     /// more than this + 1 (a slow link: a few KiB).
     pub large_copy: usize,
+    /// The element-wise ops' longest input, in elements (default 1000).
+    /// Each element crosses the link twice per op; over a UART under QEMU
+    /// (about 12 KB/s) a few dozen keep the case's shapes and ranks at a
+    /// fraction of the time.
+    pub long_vector: u64,
 }
 
 impl Default for Config {
@@ -32,6 +37,7 @@ impl Default for Config {
             short_timeout: Duration::from_millis(100),
             queue: QueueId(0),
             large_copy: 1 << 20,
+            long_vector: 1000,
         }
     }
 }
