@@ -317,7 +317,8 @@ if fit:
     print("done")
     sys.exit(0)
 
-shape = [8, 16, 16, 3] if convnet else [64, 16]
+# deep: one step of 32 (its commands cross the MCU's UART one by one).
+shape = [8, 16, 16, 3] if convnet else [32 if deep else 64, 16]
 x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
 with tf.device("/device:CPU:0"):
     cpu = mlp()
