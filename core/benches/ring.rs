@@ -70,7 +70,7 @@ fn push_single_thread(c: &mut Criterion) {
     let mut group = c.benchmark_group("ring_push");
     group.throughput(Throughput::Elements(1));
     group.bench_function("tensorplug", |b| {
-        let mut ring: Box<Ring<Event, CAPACITY>> = Box::new(Ring::new());
+        let mut ring: Box<Ring<Event, CAPACITY>> = Box::default();
         let (mut producer, mut consumer) = ring.split();
         let mut sink = vec![Event::default(); CAPACITY];
         b.iter_custom(|iters| {
@@ -88,8 +88,7 @@ fn push_single_thread(c: &mut Criterion) {
         });
     });
     group.bench_function("heapless", |b| {
-        let mut queue: Box<heapless::spsc::Queue<Event, CAPACITY>> =
-            Box::new(heapless::spsc::Queue::new());
+        let mut queue: Box<heapless::spsc::Queue<Event, CAPACITY>> = Box::default();
         let (mut producer, mut consumer) = queue.split();
         b.iter_custom(|iters| {
             time_pushes(
@@ -116,7 +115,7 @@ fn two_threads(c: &mut Criterion) {
     group.sampling_mode(SamplingMode::Flat);
     group.sample_size(20);
     group.bench_function("tensorplug", |b| {
-        let mut ring: Box<Ring<Event, CAPACITY>> = Box::new(Ring::new());
+        let mut ring: Box<Ring<Event, CAPACITY>> = Box::default();
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
@@ -202,7 +201,7 @@ fn disabled_recording(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
     group.bench_function("disabled", |b| {
         static SWITCH: RecordingSwitch = RecordingSwitch::new(false);
-        let mut ring: Box<Ring<Event, CAPACITY>> = Box::new(Ring::new());
+        let mut ring: Box<Ring<Event, CAPACITY>> = Box::default();
         let (producer, _consumer) = ring.split();
         let mut recorder = Recorder::new(&SWITCH, producer);
         let epoch = Instant::now();

@@ -8,7 +8,7 @@
 //! when it ends (nothing interleaves, nothing is lost). The binaries whose
 //! bounds do not hold on a loaded machine run afterwards, alone.
 
-use crate::util::{cargo, output};
+use crate::util::{cargo_linted, output};
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -63,12 +63,20 @@ pub struct Binary {
     pub exe: PathBuf,
 }
 
-/// Builds every test binary of the workspace (`cargo test --workspace
-/// --no-run`); returns them.
+/// Builds every target of the workspace, linted (`cargo test --workspace
+/// --all-targets --no-run` through `util::cargo_linted`: clippy's
+/// targets, benches and examples included); returns the test binaries
+/// `cargo test` would run (benches and examples are only built).
 pub fn build() -> Result<Vec<Binary>> {
-    let mut cmd = cargo();
-    cmd.args(["test", "--workspace", "--no-run", "--message-format=json"])
-        .stderr(Stdio::inherit());
+    let mut cmd = cargo_linted()?;
+    cmd.args([
+        "test",
+        "--workspace",
+        "--all-targets",
+        "--no-run",
+        "--message-format=json",
+    ])
+    .stderr(Stdio::inherit());
     let mut found = Vec::new();
     for line in output(&mut cmd)?.lines() {
         let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
@@ -82,6 +90,13 @@ pub fn build() -> Result<Vec<Binary>> {
         else {
             continue;
         };
+        let kinds = message["target"]["kind"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if kinds.iter().any(|k| k == "bench" || k == "example") {
+            continue;
+        }
         let manifest = PathBuf::from(message["manifest_path"].as_str().unwrap_or_default());
         let target = message["target"]["name"].as_str().unwrap_or_default();
         let package = message["package_id"].as_str().unwrap_or_default();

@@ -60,16 +60,6 @@ pub fn run(args: &TestArgs) -> Result<()> {
         "no import loops between a crate's modules",
         crate::import_loops::run,
     )?;
-    step("cargo clippy (all targets, -D warnings)", || {
-        run_cmd(cargo().args([
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--",
-            "-D",
-            "warnings",
-        ]))
-    })?;
     step(
         "firmware: cargo fmt --check, clippy -D warnings for every board",
         || {
@@ -100,18 +90,24 @@ pub fn run(args: &TestArgs) -> Result<()> {
         },
     )?;
     let mut prebuilt = Vec::new();
+    // Clippy runs inside the two builds below (`util::cargo_linted`):
+    // their compiles lint the workspace's crates with `-D warnings`, all
+    // targets, as `cargo clippy --workspace --all-targets` would.
     step(
-        "build what the tests load: both TF plugins, the model server",
+        "build what the tests load, linted: both TF plugins, the model server",
         || {
             prebuilt = prebuild()?;
             Ok(())
         },
     )?;
     let mut binaries = Vec::new();
-    step("build the workspace's test binaries", || {
-        binaries = crate::lanes::build()?;
-        Ok(())
-    })?;
+    step(
+        "build and lint every target of the workspace (clippy -D warnings)",
+        || {
+            binaries = crate::lanes::build()?;
+            Ok(())
+        },
+    )?;
     let mut env = None;
     if let Some(setup) = setup {
         step("set-up in the background: Miri, the TF venvs", || {
@@ -183,11 +179,11 @@ fn doc_tests(
     matrix_beside: bool,
 ) -> Result<()> {
     step("the workspace's doc tests", || {
-        run_cmd(cargo().args(["test", "--workspace", "--doc"]))
+        run_cmd(crate::util::cargo_linted()?.args(["test", "--workspace", "--doc"]))
     })?;
     if args.fault_matrix && !matrix_beside {
         step("the rest of the fault matrix (its ignored cases)", || {
-            let mut cmd = cargo();
+            let mut cmd = crate::util::cargo_linted()?;
             cmd.args([
                 "test",
                 "-p",
@@ -261,7 +257,7 @@ fn checks(env: Option<&setup::Env>, miri_seeds: u32) -> Result<()> {
 /// build into a target dir of their own (`tests/src/lib.rs`); returns the
 /// variables that name them, and this xtask for the wheel tests' `dist`.
 fn prebuild() -> Result<Vec<(&'static str, PathBuf)>> {
-    run_cmd(cargo().args([
+    run_cmd(crate::util::cargo_linted()?.args([
         "build",
         "--package",
         "tensorplug-plugin-fpga",

@@ -20,6 +20,39 @@ pub fn cargo() -> Command {
     cmd
 }
 
+/// [`cargo`] whose workspace crates compile through `clippy-driver` with
+/// `-D warnings`, as `cargo clippy` runs it, but with code generation:
+/// one compile both lints the crates and builds what the tests run
+/// (`docs/ci.md`). The dependencies build with plain `rustc`. Every debug
+/// build of a `cargo xtask test` run goes through this, so that none of
+/// them sees the others' crates as stale.
+pub fn cargo_linted() -> Result<Command> {
+    let sysroot = output(cargo_rustc().args(["--print", "sysroot"]))?;
+    let driver = Path::new(sysroot.trim()).join("bin/clippy-driver");
+    if !driver.is_file() {
+        bail!(
+            "no {}: the toolchain needs its clippy component (rust-toolchain.toml lists it)",
+            driver.display()
+        );
+    }
+    let mut cmd = cargo();
+    cmd.env("RUSTC_WORKSPACE_WRAPPER", driver)
+        // `cargo clippy -- -D warnings` passes its arguments this way.
+        .env(
+            "CLIPPY_ARGS",
+            "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__",
+        );
+    Ok(cmd)
+}
+
+/// The `rustc` cargo runs here (rustup's proxy resolves the toolchain of
+/// `rust-toolchain.toml` from the workspace root).
+fn cargo_rustc() -> Command {
+    let mut cmd = Command::new(std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into()));
+    cmd.current_dir(root());
+    cmd
+}
+
 /// The SDK's crates the root `Cargo.toml` optimizes in the dev profile:
 /// the simulated device's compute, which the tests run through TF.
 pub const OPTIMIZED_IN_DEV: &[&str] = &["tensorplug-model-fpga"];
