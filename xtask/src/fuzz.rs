@@ -3,6 +3,7 @@
 //! at the end: executions, peak RSS, and whether it found a crash
 //! (`docs/reliability.md`). Installs cargo-fuzz when missing.
 
+use crate::idle::IdleBuild;
 use crate::util::{root, run};
 use anyhow::{Context, Result, bail};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -117,8 +118,7 @@ fn fuzz(budget: &str, filter: Option<&str>) -> Result<()> {
     let dir = root().join(FUZZ_DIR);
     // One build for every target (their dependencies build once), so each
     // run's output is libFuzzer's alone.
-    let mut build = Command::new("cargo");
-    build.current_dir(&dir).args(["+nightly", "fuzz", "build"]);
+    let mut build = build_command();
     if let [only] = targets[..] {
         build.arg(only.name);
     }
@@ -168,6 +168,23 @@ fn fuzz(budget: &str, filter: Option<&str>) -> Result<()> {
         bail!("fuzz targets failed: {}", crashed.join(", "));
     }
     Ok(())
+}
+
+/// `cargo +nightly fuzz build`: every target.
+fn build_command() -> Command {
+    let mut build = Command::new("cargo");
+    build
+        .current_dir(root().join(FUZZ_DIR))
+        .args(["+nightly", "fuzz", "build"]);
+    build
+}
+
+/// Starts the smoke run's build of every target on idle CPU time
+/// ([`IdleBuild`]); the smoke run's own build then finds it done.
+pub fn start_build_when_idle() -> Result<IdleBuild> {
+    ensure_cargo_fuzz()?;
+    let log = crate::util::target_dir().join("fuzz-build.log");
+    IdleBuild::start("the fuzz targets' build", &build_command(), &log)
 }
 
 /// Fuzz runs at once.

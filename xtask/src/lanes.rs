@@ -8,6 +8,7 @@
 //! when it ends (nothing interleaves, nothing is lost). The binaries whose
 //! bounds do not hold on a loaded machine run afterwards, alone.
 
+use crate::idle::IdleBuild;
 use crate::util::{cargo_linted, output};
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
@@ -42,6 +43,11 @@ const LONGEST_FIRST: &[&str] = &[
 /// over QEMU's UART missed its 6000 ms waits beside `hil_ops` (three CI
 /// runs of stop 60 out of four).
 pub const ALONE: &[&str] = &["tf_profiler", "tf_fault_matrix"];
+
+/// Of [`ALONE`], those during which an [`IdleBuild`] beside the tests is
+/// paused: the profiler's bound is about microseconds. The fault matrix's
+/// cases keep about one core busy, and the idle build takes the other.
+const PAUSES_IDLE_WORK: &[&str] = &["tf_profiler"];
 
 /// Of [`ALONE`], those `cargo xtask test` runs beside the checks that
 /// follow the tests instead (`tf_suite::Beside`), which run at nice 10.
@@ -121,9 +127,14 @@ pub fn build() -> Result<Vec<Binary>> {
     Ok(found)
 }
 
-/// Runs `binaries` with `envs`, [`LANES`] at once, then the [`ALONE`] ones;
-/// fails naming every binary that failed.
-pub fn run(binaries: Vec<Binary>, envs: &[(&'static str, PathBuf)]) -> Result<()> {
+/// Runs `binaries` with `envs`, [`LANES`] at once, then the [`ALONE`] ones
+/// (pausing `idle` during [`PAUSES_IDLE_WORK`]); fails naming every binary
+/// that failed.
+pub fn run(
+    binaries: Vec<Binary>,
+    envs: &[(&'static str, PathBuf)],
+    idle: Option<&IdleBuild>,
+) -> Result<()> {
     let rank = |b: &Binary| {
         LONGEST_FIRST
             .iter()
@@ -154,8 +165,15 @@ pub fn run(binaries: Vec<Binary>, envs: &[(&'static str, PathBuf)]) -> Result<()
     });
     let mut failed = failed.into_inner().unwrap_or_else(|e| e.into_inner());
     for binary in alone {
+        let pause = idle.filter(|_| PAUSES_IDLE_WORK.contains(&binary.target.as_str()));
+        if let Some(idle) = pause {
+            idle.pause();
+        }
         if !run_one(&binary, envs) {
-            failed.push(binary.name);
+            failed.push(binary.name.clone());
+        }
+        if let Some(idle) = pause {
+            idle.resume();
         }
     }
     if !failed.is_empty() {

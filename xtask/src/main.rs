@@ -8,6 +8,7 @@ mod flash;
 mod fuzz;
 mod header;
 mod hil;
+mod idle;
 mod import_loops;
 mod lanes;
 mod layout;

@@ -131,10 +131,19 @@ pub fn run(args: &TestArgs) -> Result<()> {
         .cloned()
         .partition(|b| background && crate::lanes::BESIDE_CHECKS.contains(&b.target.as_str()));
     let matrix_beside = beside.iter().any(|b| b.target == "tf_fault_matrix");
+    // The fuzz smoke's build, on the CPU time the tests leave idle (their
+    // waits, the fault matrix's second core); the checks raise it.
+    let fuzz_build = crate::fuzz::start_build_when_idle()
+        .map_err(|e| eprintln!("    the fuzz build waits for its step: {e:#}"))
+        .ok();
     step(
         &format!("the workspace's tests (TF {newest}), two binaries at a time"),
-        || crate::lanes::run(in_lanes.clone(), &envs),
+        || crate::lanes::run(in_lanes.clone(), &envs, fuzz_build.as_ref()),
     )?;
+    // Nothing beside the older TFs' load-sensitive tests (`tf_suite::start`).
+    if let Some(build) = &fuzz_build {
+        build.pause();
+    }
     // The real-TF tests again on the older TFs, beside the checks below,
     // which yield the CPU to them.
     let suite = match env.as_ref().filter(|_| background) {
@@ -161,8 +170,16 @@ pub fn run(args: &TestArgs) -> Result<()> {
     if suite.is_some() {
         crate::util::yield_to_background();
     }
+    // From here on it shares the CPU as the checks do.
+    if let Some(build) = &fuzz_build {
+        build.raise(if suite.is_some() {
+            crate::util::CHECKS_NICE
+        } else {
+            0
+        });
+    }
     let checks = doc_tests(args, &prebuilt, env.as_ref(), matrix_beside)
-        .and_then(|()| checks(env.as_ref(), args.miri_seeds));
+        .and_then(|()| checks(env.as_ref(), args.miri_seeds, fuzz_build));
     // Even when a check failed: report the suite rather than orphan it.
     let suite = suite.map_or(Ok(()), crate::tf_suite::Background::finish);
     checks.and(suite)?;
@@ -204,7 +221,11 @@ fn doc_tests(
 
 /// The checks after the workspace tests: Miri, loom, the headers, the
 /// `no_std` builds and the fuzz smoke run.
-fn checks(env: Option<&setup::Env>, miri_seeds: u32) -> Result<()> {
+fn checks(
+    env: Option<&setup::Env>,
+    miri_seeds: u32,
+    fuzz_build: Option<crate::idle::IdleBuild>,
+) -> Result<()> {
     let newest = setup::TF_VERSIONS[setup::TF_VERSIONS.len() - 1];
     step("Miri: ring unit tests", crate::checks::miri_ring)?;
     step("Miri: abi raw-pointer tests", crate::checks::miri_abi)?;
@@ -244,6 +265,11 @@ fn checks(env: Option<&setup::Env>, miri_seeds: u32) -> Result<()> {
                 cmd.args(["--target", target]);
             }
             run_cmd(&mut cmd)
+        })?;
+    }
+    if let Some(build) = fuzz_build {
+        step("the fuzz targets' build, started beside the tests", || {
+            build.finish()
         })?;
     }
     step(

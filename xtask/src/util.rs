@@ -153,18 +153,21 @@ pub fn target_dir() -> PathBuf {
     }
 }
 
-/// Lowers the calling thread's priority to nice 10, so the commands it
-/// starts from now on yield the CPU to those of threads started before (the
-/// real-TF suite in the background). Linux keeps a nice value per thread
-/// and children inherit their parent thread's. Best effort: a failure only
-/// warns.
+/// The nice value of the checks that run beside the older TFs' suite.
+pub const CHECKS_NICE: i32 = 10;
+
+/// Lowers the calling thread's priority to [`CHECKS_NICE`], so the commands
+/// it starts from now on yield the CPU to those of threads started before
+/// (the real-TF suite in the background). Linux keeps a nice value per
+/// thread and children inherit their parent thread's. Best effort: a
+/// failure only warns.
 pub fn yield_to_background() {
     let renice = std::fs::read_link("/proc/thread-self")
         .ok()
         .and_then(|link| link.file_name().map(|tid| tid.to_owned()))
         .map(|tid| {
             Command::new("renice")
-                .args(["-n", "10", "-p"])
+                .args(["-n", &CHECKS_NICE.to_string(), "-p"])
                 .arg(tid)
                 .stdout(std::process::Stdio::null())
                 .status()
