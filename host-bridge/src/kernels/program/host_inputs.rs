@@ -34,8 +34,8 @@ pub struct Kept {
     slots: Vec<Option<Resident>>,
     /// The host data's staging buffers, by index.
     staging: Vec<Staging>,
-    /// A weight did not fit on the device: said once.
-    said_full: bool,
+    /// The weights that did not fit on the device, each said once.
+    said_full: Vec<usize>,
 }
 
 /// A host data's staging buffer, with the upload that last read it.
@@ -162,10 +162,11 @@ impl Kept {
             Err(e) => {
                 // Too little device memory to keep it: it crosses every
                 // step in a temporary, as it would op by op.
-                if !std::mem::replace(&mut self.said_full, true) {
+                if !self.said_full.contains(&k) {
+                    self.said_full.push(k);
                     log::warn(format_args!(
-                        "program '{}': a {}-byte weight does not fit on the device to be kept \
-                         ({e}); it is uploaded every step",
+                        "program '{}': weight {k} ({} bytes) does not fit on the device to be \
+                         kept ({e}); it is uploaded every step",
                         ctx.node_name(),
                         bytes.len()
                     ));
