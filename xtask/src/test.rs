@@ -170,16 +170,19 @@ pub fn run(args: &TestArgs) -> Result<()> {
     if suite.is_some() {
         crate::util::yield_to_background();
     }
-    // From here on it shares the CPU as the checks do.
-    if let Some(build) = &fuzz_build {
-        build.raise(if suite.is_some() {
-            crate::util::CHECKS_NICE
-        } else {
-            0
-        });
-    }
-    let checks = doc_tests(args, &prebuilt, env.as_ref(), matrix_beside)
-        .and_then(|()| checks(env.as_ref(), args.miri_seeds, fuzz_build));
+    let checks_nice = if suite.is_some() {
+        crate::util::CHECKS_NICE
+    } else {
+        0
+    };
+    let checks = doc_tests(args, &prebuilt, env.as_ref(), matrix_beside).and_then(|()| {
+        // From here on it shares the CPU as the checks do (not beside the
+        // fault matrix's full grid, which `--fault-matrix` runs above).
+        if let Some(build) = &fuzz_build {
+            build.raise(checks_nice);
+        }
+        checks(env.as_ref(), args.miri_seeds, fuzz_build)
+    });
     // Even when a check failed: report the suite rather than orphan it.
     let suite = suite.map_or(Ok(()), crate::tf_suite::Background::finish);
     checks.and(suite)?;
