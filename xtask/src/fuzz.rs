@@ -179,12 +179,12 @@ fn build_command() -> Command {
     build
 }
 
-/// Starts the smoke run's build of every target on idle CPU time
-/// ([`IdleBuild`]); the smoke run's own build then finds it done.
-pub fn start_build_when_idle() -> Result<IdleBuild> {
+/// Starts the smoke run's build of every target, paused, to run on idle
+/// CPU time ([`IdleBuild`]); the smoke run's own build then finds it done.
+pub fn start_idle_build() -> Result<IdleBuild> {
     ensure_cargo_fuzz()?;
     let log = crate::util::target_dir().join("fuzz-build.log");
-    IdleBuild::start("the fuzz targets' build", &build_command(), &log)
+    IdleBuild::start_paused("the fuzz targets' build", &build_command(), &log)
 }
 
 /// Fuzz runs at once.

@@ -1,8 +1,8 @@
-//! A build that runs on CPU time nothing else wants: started under Linux's
-//! `SCHED_IDLE` policy beside the tests (the kernel gives it a core only
-//! when no other task wants that core, and takes it back at once when one
-//! wakes), paused while a load-sensitive binary runs, and raised to an
-//! ordinary priority when the step that needs it begins (`docs/ci.md`).
+//! A build that runs on CPU time nothing else wants: started paused under
+//! Linux's `SCHED_IDLE` policy, let run beside a test that keeps a core
+//! free (the kernel gives it a core only when no other task wants that
+//! core, and takes it back at once when one wakes), and raised to an
+//! ordinary priority when the steps that need it begin (`docs/ci.md`).
 
 use anyhow::{Context, Result, bail};
 use std::os::unix::process::CommandExt as _;
@@ -34,8 +34,8 @@ impl Drop for IdleBuild {
 
 impl IdleBuild {
     /// Starts `cmd` under `chrt --idle 0`, in a new process group, its
-    /// output to `log`.
-    pub fn start(what: &str, cmd: &Command, log: &Path) -> Result<Self> {
+    /// output to `log`, and stops it at once: [`Self::resume`] lets it run.
+    pub fn start_paused(what: &str, cmd: &Command, log: &Path) -> Result<Self> {
         let file =
             std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
         let mut idle = Command::new("chrt");
@@ -59,17 +59,19 @@ impl IdleBuild {
             .spawn()
             .with_context(|| format!("starting {what} under chrt --idle"))?;
         eprintln!(
-            "    {what}: started on idle CPU time (SCHED_IDLE; log: {})",
+            "    {what}: started, paused, to run on idle CPU time (SCHED_IDLE; log: {})",
             log.display()
         );
-        Ok(Self {
+        let build = Self {
             what: what.to_owned(),
             child,
             log: log.to_owned(),
             started: Instant::now(),
             raised: std::cell::Cell::new(None),
             waited: false,
-        })
+        };
+        build.pause();
+        Ok(build)
     }
 
     /// Stops every process of the group (SIGSTOP) until [`Self::resume`].
@@ -195,7 +197,8 @@ mod tests {
         let log = dir.path().join("ok.log");
         let mut ok = std::process::Command::new("sh");
         ok.args(["-c", "chrt -p $$"]);
-        let build = super::IdleBuild::start("ok", &ok, &log).expect("start");
+        let build = super::IdleBuild::start_paused("ok", &ok, &log).expect("start");
+        build.resume();
         // `finish` raises it: read what it said before.
         let mut said = String::new();
         for _ in 0..100 {
@@ -209,8 +212,8 @@ mod tests {
         assert!(said.contains("SCHED_IDLE"), "{said}");
         let mut bad = std::process::Command::new("sh");
         bad.args(["-c", "echo broken; exit 3"]);
-        let build =
-            super::IdleBuild::start("bad", &bad, &dir.path().join("bad.log")).expect("start");
+        let build = super::IdleBuild::start_paused("bad", &bad, &dir.path().join("bad.log"))
+            .expect("start");
         let err = build.finish().expect_err("it failed").to_string();
         assert!(err.contains("broken"), "{err}");
     }

@@ -131,19 +131,15 @@ pub fn run(args: &TestArgs) -> Result<()> {
         .cloned()
         .partition(|b| background && crate::lanes::BESIDE_CHECKS.contains(&b.target.as_str()));
     let matrix_beside = beside.iter().any(|b| b.target == "tf_fault_matrix");
-    // The fuzz smoke's build, on the CPU time the tests leave idle (their
-    // waits, the fault matrix's second core); the checks raise it.
-    let fuzz_build = crate::fuzz::start_build_when_idle()
+    // The fuzz smoke's build, paused: it runs on the core the fault
+    // matrix leaves idle (`lanes::IDLE_WORK_BESIDE`); the checks raise it.
+    let fuzz_build = crate::fuzz::start_idle_build()
         .map_err(|e| eprintln!("    the fuzz build waits for its step: {e:#}"))
         .ok();
     step(
         &format!("the workspace's tests (TF {newest}), two binaries at a time"),
         || crate::lanes::run(in_lanes.clone(), &envs, fuzz_build.as_ref()),
     )?;
-    // Nothing beside the older TFs' load-sensitive tests (`tf_suite::start`).
-    if let Some(build) = &fuzz_build {
-        build.pause();
-    }
     // The real-TF tests again on the older TFs, beside the checks below,
     // which yield the CPU to them.
     let suite = match env.as_ref().filter(|_| background) {
