@@ -54,8 +54,17 @@ pub fn on_the_mcu(
     python: impl Fn(&std::path::Path) -> std::process::Command,
     counts: impl Fn(&OpKind) -> bool,
 ) -> (String, Sent) {
+    on_board(&boot(), name, python, counts)
+}
+
+/// [`on_the_mcu`] on a booted board's firmware (another board's).
+pub fn on_board(
+    qemu: &Qemu,
+    name: &str,
+    python: impl Fn(&std::path::Path) -> std::process::Command,
+    counts: impl Fn(&OpKind) -> bool,
+) -> (String, Sent) {
     use tensorplug_core::link::{Decoder, FeedResult, Message, ops::Command};
-    let qemu = boot();
     let uart = qemu.uart.try_clone().expect("the UART's socket");
     let wire = crate::wire::Wire::start(move || uart.try_clone()).expect("the wire");
     wire.record(1 << 22);

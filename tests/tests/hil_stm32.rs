@@ -17,6 +17,7 @@ use tensorplug_core::accelerator::{
 };
 use tensorplug_core::event::{Event, EventKind};
 use tensorplug_link_host::RemoteAccelerator;
+use tensorplug_tests::mcu::on_board;
 use tensorplug_tests::qemu::{BOOT_TIMEOUT, Qemu, build_in_variants};
 
 /// Budget for each answer of the firmware under emulation.
@@ -147,21 +148,29 @@ fn tensorflow_predicts_with_the_driver_on_the_stm32_board() {
 
 /// Issue 43: what happens when host weights exceed the device's memory, on
 /// the board with the least of it (`tests/python/tf_program_big_weights.py`).
-/// A small MLP built under a CPU scope runs, equal to the CPU; one whose
-/// weights the device cannot hold fails each step with a
-/// `ResourceExhaustedError` naming its program node, neither crashing nor
-/// hanging; and the device still serves the small one after it.
+/// A small MLP built under a CPU scope runs, equal to the CPU, its 13 kB
+/// of weights kept on the device: a later step sends no weight (within
+/// 512 B: the start and the fetch). One whose weights the device cannot
+/// hold fails each step with a `ResourceExhaustedError` naming its program
+/// node, neither crashing nor hanging; and the device still serves the
+/// small one after it.
 #[test]
 fn weights_past_the_devices_memory_fail_the_step_clearly_and_the_device_goes_on() {
     let qemu = boot();
-    let stdout = tensorplug_tests::qemu::tf_scenario(
-        &qemu,
-        "mcu-tcp:",
-        "tf_program_big_weights.py",
-        &[],
-        &["small step 2 ok", "big step 2 error", "again step 2 ok"],
-    );
-    println!("{stdout}");
+    let python = |_: &std::path::Path| {
+        let mut command = std::process::Command::new(tensorplug_tests::python());
+        command
+            .arg(tensorplug_tests::workspace_root().join("tests/python/tf_program_big_weights.py"))
+            .env(
+                "TF_PLUGGABLE_DEVICE_LIBRARY_PATH",
+                tensorplug_tests::plugin_path(),
+            );
+        command
+    };
+    let (stdout, sent) = on_board(&qemu, "hil-stm32-big-weights", python, |_| false);
+    for marker in ["small step 2 ok", "big step 2 error", "again step 2 ok"] {
+        assert!(stdout.contains(marker), "no `{marker}` in:\n{stdout}");
+    }
     for line in stdout.lines().filter(|l| l.contains(" step ")) {
         let words: Vec<&str> = line.split_whitespace().collect();
         match words[0] {
@@ -177,5 +186,17 @@ fn weights_past_the_devices_memory_fail_the_step_clearly_and_the_device_goes_on(
             ),
             other => panic!("unexpected line {other}: {line}"),
         }
+    }
+    // Three steps of `small`, three of `again` (the big model fails before
+    // its program runs); the windows between them are steps 1 and 2 of
+    // each, and the window into `again`, which uploads the weights anew
+    // (`set_random_seed` clears TF's kernels).
+    assert_eq!(sent.runs, 6, "one RunProgram per good step: {sent:?}");
+    for window in [0, 1, 3, 4] {
+        let bytes = sent.between_runs[window];
+        assert!(
+            bytes <= 512,
+            "a step sent {bytes} B: its 13 072 B of weights were not kept: {sent:?}"
+        );
     }
 }

@@ -30,6 +30,14 @@ impl Failure {
         }
     }
 
+    /// Too little device memory (`ResourceExhaustedError`).
+    pub fn exhausted(cause: impl Into<String>) -> Self {
+        Self {
+            code: tf::TF_RESOURCE_EXHAUSTED,
+            cause: cause.into(),
+        }
+    }
+
     /// A TF call failed: its code and message.
     pub fn from_tf(what: &str, (code, message): (TF_Code, String)) -> Self {
         Self {

@@ -5,9 +5,10 @@
 //!   without waiting, so the program's start follows it on the link at
 //!   once (TF's own copy would wait for the upload to finish first).
 //! - **Host weights** (a CPU variable's read, a CPU constant) are uploaded
-//!   once into an allocation of the node's own and again only when their
-//!   bytes change: a step compares them with the copy the node kept (an
-//!   exact comparison, no hash to collide), so a model built under
+//!   once into a TF temporary the node holds (so from TF's allocator,
+//!   which holds the device's memory) and again only when their bytes
+//!   change: a step compares them with the copy the node kept (an exact
+//!   comparison, no hash to collide), so a model built under
 //!   `tf.device("/CPU:0")` sends its weights once, not every step, and
 //!   `fit` on CPU variables uploads what each step changed.
 //!
@@ -15,10 +16,9 @@
 
 use super::super::failure::{Failure, KernelResult};
 use super::super::launch::Launcher;
-use super::super::tf::{Context, Tensor};
+use super::super::tf::{Context, Held, Tensor};
 use crate::log;
 use crate::registry::Device;
-use std::ffi::c_void;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tensorplug_core::accelerator::{DType, DeviceAddr, Fence, Shape, TensorDesc};
 
@@ -34,8 +34,6 @@ pub struct Kept {
     slots: Vec<Option<Resident>>,
     /// The host data's staging buffers, by index.
     staging: Vec<Staging>,
-    /// The weights that did not fit on the device, each said once.
-    said_full: Vec<usize>,
 }
 
 /// A host data's staging buffer, with the upload that last read it.
@@ -43,19 +41,12 @@ type Staging = (Vec<u8>, Option<(Arc<Device>, Fence)>);
 
 /// One weight on the device, with the bytes it holds.
 struct Resident {
-    device: Arc<Device>,
-    /// TF's handle of the allocation (`Device::allocate`).
-    opaque: usize,
+    /// The ordinal of the device that holds it.
+    ordinal: i32,
+    /// The TF temporary that holds it, freed when dropped.
+    _tensor: Held,
     addr: DeviceAddr,
     bytes: Vec<u8>,
-}
-
-impl Drop for Resident {
-    fn drop(&mut self) {
-        if let Err(e) = self.device.deallocate(self.opaque as *const c_void) {
-            log::warn(format_args!("a program's kept weight: {e}"));
-        }
-    }
 }
 
 impl Drop for Kept {
@@ -80,9 +71,9 @@ impl HostInputs {
     }
 }
 
-/// A host input bound for one step: its descriptor, and the temporary
-/// that holds it on the device when it has no allocation of its own (host
-/// data, or a weight that did not fit), dropped with the step's call.
+/// A host input bound for one step: its descriptor, and for host data the
+/// temporary that holds it on the device, dropped with the step's call (a
+/// weight's is the node's).
 pub struct Bound {
     pub desc: TensorDesc,
     _temp: Option<Tensor>,
@@ -136,47 +127,39 @@ impl Kept {
         if self.slots.len() <= k {
             self.slots.resize_with(k + 1, || None);
         }
-        let device = run.device().clone();
+        let ordinal = run.device().ordinal();
         if let Some(kept) = &self.slots[k]
-            && kept.device.ordinal() == device.ordinal()
+            && kept.ordinal == ordinal
             && kept.bytes == bytes
         {
             return Ok(bound(kept.addr, shape, None));
         }
-        // Freed before the new allocation: a weight that changes size
-        // does not hold two copies.
+        // Freed before the new one is taken: a weight that changes size
+        // does not hold two copies. TF's allocator serves it, as every
+        // temporary: on a small device it holds all of the memory (its
+        // first region is min(2 MiB, its limit)), so memory of our own
+        // beside it would be none. Past that memory the step fails with
+        // TF's OOM error naming the node, after TF's 10 s of retries; one
+        // larger than the whole device fails at once.
         self.slots[k] = None;
-        match device.allocate(bytes.len() as u64) {
-            Ok(opaque) => {
-                let resident = Resident {
-                    addr: device.device_addr(opaque, bytes.len() as u64, "a kept weight")?,
-                    device,
-                    opaque: opaque as usize,
-                    bytes: bytes.to_vec(),
-                };
-                run.write(bound(resident.addr, shape, None).desc, bytes)?;
-                let addr = resident.addr;
-                self.slots[k] = Some(resident);
-                Ok(bound(addr, shape, None))
-            }
-            Err(e) => {
-                // Too little device memory to keep it: it crosses every
-                // step in a temporary, as it would op by op.
-                if !self.said_full.contains(&k) {
-                    self.said_full.push(k);
-                    log::warn(format_args!(
-                        "program '{}': weight {k} ({} bytes) does not fit on the device to be \
-                         kept ({e}); it is uploaded every step",
-                        ctx.node_name(),
-                        bytes.len()
-                    ));
-                }
-                let temp = ctx.temp(&shape)?;
-                let desc = run.desc(&temp, shape)?;
-                run.write(desc, bytes)?;
-                Ok(bound(desc.addr, shape, Some(temp)))
-            }
+        let (_, total) = run.device().memory_usage();
+        if bytes.len() as u64 > total {
+            return Err(Failure::exhausted(format!(
+                "host weight {k} ({} bytes) is larger than the device's memory ({total} bytes): \
+                 it can be neither kept on the device nor uploaded",
+                bytes.len()
+            )));
         }
+        let temp = ctx.temp(&shape)?;
+        let desc = run.desc(&temp, shape)?;
+        run.write(desc, bytes)?;
+        self.slots[k] = Some(Resident {
+            ordinal,
+            _tensor: Held::new(temp),
+            addr: desc.addr,
+            bytes: bytes.to_vec(),
+        });
+        Ok(bound(desc.addr, shape, None))
     }
 }
 
