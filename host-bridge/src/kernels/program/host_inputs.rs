@@ -142,7 +142,7 @@ impl Kept {
         // TF's OOM error naming the node, after TF's 10 s of retries; one
         // larger than the whole device fails at once.
         self.slots[k] = None;
-        let (_, total) = run.device().memory_usage();
+        let total = run.device().info().memory_bytes;
         if bytes.len() as u64 > total {
             return Err(Failure::exhausted(format!(
                 "host weight {k} ({} bytes) is larger than the device's memory ({total} bytes): \
