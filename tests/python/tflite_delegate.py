@@ -11,7 +11,7 @@ pluggable device): the converter crashes with a plugin device registered
 (FACTS.md), and LiteRT users have no TF.
 
 usage: tflite_delegate.py --plugin <lib.so> --out <dir> [--npu-plugin <lib.so>]
-       [--runtime tf|litert]
+       [--runtime tf|litert] [--no-mobilenets]
 """
 
 import argparse
@@ -626,14 +626,22 @@ def expect_value_error(plugin, options, needle):
     fail(f"load_delegate({options}) did not raise")
 
 
+# The models `--no-mobilenets` leaves out.
+MOBILENETS = ("float_mobilenet", "float_mobilenet_v3", "int8_mobilenet", "int8_mobilenet_v3")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--plugin", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--npu-plugin", help="the example NPU's plugin, a second backend")
     ap.add_argument("--runtime", default="tf", choices=["tf", "litert"])
+    ap.add_argument("--no-mobilenets", action="store_true",
+                    help="leave out the four keras.applications MobileNets (about 95 s of "
+                         "TF 2.15's converter): the older TFs' runs in CI")
     args = ap.parse_args()
     use_runtime(args.runtime)
+    large = MOBILENETS if args.no_mobilenets else ()
     print(rt.version, flush=True)
     # A TF run converts the models and leaves them in --out; a LiteRT run
     # (no TF) reads them from there.
@@ -642,16 +650,19 @@ def main():
              "int8_per_tensor", "int8_default", "int8_conv", "int8_float_io",
              "int8_mobilenet", "int8_softmax", "int8_activations", "int8_dynamic",
              "int8_mean_keepdims", "int8_mobilenet_v3", "int8_concat"]
+    names = [n for n in names if n not in large]
     paths = {n: os.path.join(args.out, f"{n}.tflite") for n in names}
     if args.runtime == "tf":
-        models = {"model": model_bytes(), "float_cnn": float_cnn_bytes(),
-                  "float_mobilenet": float_mobilenet_bytes(),
-                  "float_mobilenet_v3": float_mobilenet_v3_bytes(),
-                  "float_transformer": float_transformer_bytes(),
-                  "float_elementwise": float_elementwise_bytes(),
-                  "float_dense3d": float_dense3d_bytes(),
-                  "float_cumsum": float_cumsum_bytes()}
-        models.update({f"int8_{k}": v for k, v in int8_models().items()})
+        makers = {"model": model_bytes, "float_cnn": float_cnn_bytes,
+                  "float_mobilenet": float_mobilenet_bytes,
+                  "float_mobilenet_v3": float_mobilenet_v3_bytes,
+                  "float_transformer": float_transformer_bytes,
+                  "float_elementwise": float_elementwise_bytes,
+                  "float_dense3d": float_dense3d_bytes,
+                  "float_cumsum": float_cumsum_bytes}
+        models = {n: make() for n, make in makers.items() if n not in large}
+        int8 = [n[len("int8_"):] for n in names if n.startswith("int8_")]
+        models.update({f"int8_{k}": v for k, v in int8_models(only=int8).items()})
         for n in names:
             with open(paths[n], "wb") as f:
                 f.write(models[n])
@@ -871,12 +882,14 @@ def main():
 
     for name in ["float_cnn", "float_mobilenet", "float_mobilenet_v3", "float_transformer",
                  "float_elementwise"]:
-        float_check(args.plugin, args.out, name, models[name])
+        if name not in large:
+            float_check(args.plugin, args.out, name, models[name])
     cumsum_check(args.plugin, args.out, models["float_cumsum"])
     shared_constants_check(args.plugin, args.out, models["float_cnn"])
     for name in ["per_tensor", "default", "conv", "float_io", "mobilenet", "softmax", "activations",
                  "mean_keepdims", "mobilenet_v3", "concat"]:
-        int8_check(args.plugin, args.out, name, models[f"int8_{name}"])
+        if f"int8_{name}" not in large:
+            int8_check(args.plugin, args.out, name, models[f"int8_{name}"])
     dynamic_case(args.plugin, args.out, models["int8_dynamic"])
     folded_outputs_case(args.plugin, args.out, models["float_dense3d"])
 
