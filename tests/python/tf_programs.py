@@ -1,6 +1,6 @@
 """A Keras MLP's predict on /device:FPGA:0 with device programs on.
 
-    python tf_programs.py <work dir> [deep | convnet | lone | reduce | attention | fit]
+    python tf_programs.py <work dir> [deep | convnet | lone | shared | reduce | attention | fit]
 
 With TENSORPLUG_GRAPH_PROGRAMS=1 the graph pass contracts the dense stack
 on the FPGA into program nodes. Checks: predict equals the same model on
@@ -29,6 +29,12 @@ CPU scope predicts with no scope: its lone node reads the CPU's variables,
 so it is a one-node program whose weights the device keeps (the HIL test
 counts the bytes on the link against the `bytes:` line printed here).
 
+`shared`: a Keras MLP built under a CPU scope, then `predict` and
+`evaluate` with no scope: each traces a function of its own whose
+programs take the CPU's weights as host weights; the second finds the
+copy the first keeps on the device and holds no second one (TF's memory
+statistics of the FPGA say so).
+
 `reduce`: a Keras model with LayerNormalization, GlobalAveragePooling2D
 and a `reduce_sum` over a middle axis, its reductions held by programs,
 equal to the CPU.
@@ -55,6 +61,7 @@ convnet = sys.argv[2:] == ["convnet"]
 fit = sys.argv[2:] == ["fit"]
 attention = sys.argv[2:] == ["attention"]
 lone = sys.argv[2:] == ["lone"]
+shared = sys.argv[2:] == ["shared"]
 os.environ["TENSORPLUG_GRAPH_PROGRAMS"] = "1"
 # TF's warnings on: a rewritten function TF refuses is only a warning
 # ("Ignoring multi-device function optimization failure"), after which TF
@@ -138,6 +145,36 @@ if lone:
     # Two predicts of x, two steps each.
     print(f"bytes: inputs={2 * x.nbytes} steps=4 weights={weights}")
     print("one layer with CPU variables: a one-node program, equal to the CPU")
+    print("done")
+    sys.exit(0)
+
+if shared:
+    x = np.random.default_rng(7).standard_normal([8, 64]).astype(np.float32)
+    with tf.device("/device:CPU:0"):
+        tf.keras.utils.set_random_seed(3)
+        model = keras.Sequential([keras.Input(shape=(64,)),
+                                  keras.layers.Dense(256, activation="relu"),
+                                  keras.layers.Dense(256, activation="relu"),
+                                  keras.layers.Dense(10)])
+        want = model(x).numpy()
+        weights = sum(w.nbytes for w in model.get_weights())
+    model.compile(loss="mse", jit_compile=False)
+
+    def used():
+        return tf.config.experimental.get_memory_info("FPGA:0")["current"]
+
+    got = model.predict(x, batch_size=8, verbose=0)
+    after_predict = used()
+    loss = model.evaluate(x, want, batch_size=8, verbose=0)
+    grew = used() - after_predict
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert loss < 1e-9, loss
+    # The predict's programs keep the weights on the device...
+    assert after_predict >= weights, (after_predict, weights)
+    # ...and the evaluate's take that copy: no second one.
+    assert grew < weights // 2, (grew, weights)
+    print(f"shared: weights={weights} device_bytes_after_predict={after_predict} "
+          f"evaluate_added={grew}")
     print("done")
     sys.exit(0)
 

@@ -517,6 +517,30 @@ fn a_keras_mlp_predicts_through_a_device_program_equal_to_the_cpu() {
     println!("{stdout}");
 }
 
+/// A Keras MLP built under a CPU scope, then `predict` and `evaluate` on
+/// the FPGA: each traces its own function, whose programs take the CPU's
+/// weights as host weights; `evaluate`'s find the copy `predict`'s keep on
+/// the device and add none (TF's memory statistics of the FPGA;
+/// `tests/python/tf_programs.py shared`).
+#[test]
+fn two_functions_over_one_cpu_model_share_its_weights_on_the_device() {
+    let work = scratch("programs-shared");
+    let dir = work.path().to_str().expect("utf-8 path");
+    let output = run_tf_with_plugin("tf_programs.py", &[dir, "shared"], None);
+    let stdout = check(&output, "tf_programs.py shared");
+    tf_took_the_rewrite(&output);
+    let line = tensorplug_tests::field(&stdout, "shared: ");
+    let figure = |key: &str| -> u64 {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(key))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {key}<number> in {line}"))
+    };
+    let (weights, added) = (figure("weights="), figure("evaluate_added="));
+    assert!(added < weights / 2, "{stdout}");
+    println!("{stdout}");
+}
+
 /// A program the device refuses falls back to its native segment: on an
 /// empty contraction (which a program refuses, naming the node) the
 /// segment's nodes run op by op on the FPGA, equal to TF's CPU; on a call

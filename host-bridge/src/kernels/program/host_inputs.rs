@@ -10,7 +10,8 @@
 //!   change: a step compares them with the copy the node kept (an exact
 //!   comparison, no hash to collide), so a model built under
 //!   `tf.device("/CPU:0")` sends its weights once, not every step, and
-//!   `fit` on CPU variables uploads what each step changed.
+//!   `fit` on CPU variables uploads what each step changed. A node's
+//!   first bind takes a copy another node holds of the same bytes.
 //!
 //! `docs/device-programs.md`, "Host inputs".
 
@@ -19,7 +20,7 @@ use super::super::launch::Launcher;
 use super::super::tf::{Context, Held, Tensor};
 use crate::log;
 use crate::registry::Device;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use tensorplug_core::accelerator::{DType, DeviceAddr, Fence, Shape, TensorDesc};
 
 /// A node's host inputs on its device.
@@ -31,7 +32,7 @@ pub struct HostInputs(Mutex<Kept>);
 #[derive(Default)]
 pub struct Kept {
     /// The weights, by weight index.
-    slots: Vec<Option<Resident>>,
+    slots: Vec<Option<Arc<Resident>>>,
     /// The host data's staging buffers, by index.
     staging: Vec<Staging>,
 }
@@ -39,14 +40,36 @@ pub struct Kept {
 /// A host data's staging buffer, with the upload that last read it.
 type Staging = (Vec<u8>, Option<(Arc<Device>, Fence)>);
 
-/// One weight on the device, with the bytes it holds.
+/// One weight on the device, with the bytes it holds; shared by every
+/// node that binds these bytes first while one holds it.
 struct Resident {
     /// The ordinal of the device that holds it.
     ordinal: i32,
-    /// The TF temporary that holds it, freed when dropped.
+    /// The TF temporary that holds it, freed with the last node's hold.
     _tensor: Held,
     addr: DeviceAddr,
     bytes: Vec<u8>,
+}
+
+/// The weights some node holds, found by their bytes at a node's first
+/// bind: a second function over the same CPU model (Keras' `predict`,
+/// `evaluate` and `fit` each trace one) or a node TF makes again uploads
+/// nothing and holds no second copy. Weak: the nodes own them.
+static HELD: Mutex<Vec<Weak<Resident>>> = Mutex::new(Vec::new());
+
+/// A live weight of `ordinal`'s holding exactly `bytes`.
+fn find_held(ordinal: i32, bytes: &[u8]) -> Option<Arc<Resident>> {
+    let held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+    held.iter()
+        .filter_map(Weak::upgrade)
+        .find(|r| r.ordinal == ordinal && r.bytes.len() == bytes.len() && r.bytes == bytes)
+}
+
+/// Makes `resident` findable, forgetting the weights no node holds.
+fn publish(resident: &Arc<Resident>) {
+    let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+    held.retain(|w| w.strong_count() > 0);
+    held.push(Arc::downgrade(resident));
 }
 
 impl Drop for Kept {
@@ -134,6 +157,13 @@ impl Kept {
         {
             return Ok(bound(kept.addr, shape, None));
         }
+        if self.slots[k].is_none()
+            && let Some(held) = find_held(ordinal, bytes)
+        {
+            let addr = held.addr;
+            self.slots[k] = Some(held);
+            return Ok(bound(addr, shape, None));
+        }
         // Freed before the new one is taken: a weight that changes size
         // does not hold two copies. TF's allocator serves it, as every
         // temporary: on a small device it holds all of the memory (its
@@ -153,12 +183,14 @@ impl Kept {
         let temp = ctx.temp(&shape)?;
         let desc = run.desc(&temp, shape)?;
         run.write(desc, bytes)?;
-        self.slots[k] = Some(Resident {
+        let resident = Arc::new(Resident {
             ordinal,
             _tensor: Held::new(temp),
             addr: desc.addr,
             bytes: bytes.to_vec(),
         });
+        publish(&resident);
+        self.slots[k] = Some(resident);
         Ok(bound(desc.addr, shape, None))
     }
 }
