@@ -16,8 +16,8 @@ pub struct IdleBuild {
     child: Child,
     log: PathBuf,
     started: Instant,
-    /// The nice value [`Self::raise`] gave it.
-    raised: std::cell::Cell<Option<i32>>,
+    /// Whether [`Self::raise`] made it `SCHED_OTHER`.
+    raised: std::cell::Cell<bool>,
     waited: bool,
 }
 
@@ -67,7 +67,7 @@ impl IdleBuild {
             child,
             log: log.to_owned(),
             started: Instant::now(),
-            raised: std::cell::Cell::new(None),
+            raised: std::cell::Cell::new(false),
             waited: false,
         };
         build.pause();
@@ -92,7 +92,7 @@ impl IdleBuild {
     /// Raises the group, resumed, to `SCHED_OTHER` at `nice`: from then on
     /// it shares the CPU like the steps that run at that priority.
     pub fn raise(&self, nice: i32) {
-        self.raised.set(Some(nice));
+        self.raised.set(true);
         self.resume();
         // A task cargo forks while the first pass runs may still be idle.
         for _ in 0..3 {
@@ -119,7 +119,7 @@ impl IdleBuild {
     /// Waits for it (raised first, to nice 0, unless [`Self::raise`] was
     /// called) and fails, with the end of its log, if it did.
     pub fn finish(mut self) -> Result<()> {
-        if self.raised.get().is_none() {
+        if !self.raised.get() {
             self.raise(0);
         }
         let waited = Instant::now();
@@ -133,9 +133,11 @@ impl IdleBuild {
         );
         if !status.success() {
             let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-            let tail: Vec<&str> = text.lines().rev().take(60).collect();
-            let tail: Vec<&str> = tail.into_iter().rev().collect();
-            bail!("{} failed ({status}):\n{}", self.what, tail.join("\n"));
+            bail!(
+                "{} failed ({status}):\n{}",
+                self.what,
+                crate::util::tail(&text, 60)
+            );
         }
         Ok(())
     }

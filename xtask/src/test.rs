@@ -267,7 +267,7 @@ fn checks(
         })?;
     }
     if let Some(build) = fuzz_build {
-        step("the fuzz targets' build, started beside the tests", || {
+        step("the fuzz targets' build, begun on idle CPU time", || {
             build.finish()
         })?;
     }

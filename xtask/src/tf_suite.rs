@@ -186,8 +186,7 @@ impl Background {
                 eprintln!("    ok: {what} ({:.1}s)", outcome.elapsed.as_secs_f64());
                 continue;
             }
-            let tail: Vec<&str> = text.lines().rev().take(80).collect();
-            eprintln!("{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
+            eprintln!("{}", crate::util::tail(&text, 80));
             bad.push(format!(
                 "{what}: {} failed (log: {})",
                 outcome.failed.join(", "),

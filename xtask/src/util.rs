@@ -179,6 +179,12 @@ pub fn yield_to_background() {
     }
 }
 
+/// The last `lines` lines of `text`.
+pub fn tail(text: &str, lines: usize) -> String {
+    let last: Vec<&str> = text.lines().rev().take(lines).collect();
+    last.into_iter().rev().collect::<Vec<_>>().join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
