@@ -67,6 +67,9 @@ pub struct Board {
     #[serde(default)]
     pub fpga_spi: Option<FpgaSpi>,
     pub ram_budget: RamBudget,
+    /// The firmware's driver of the FPGA.
+    #[serde(default)]
+    pub driver: DriverSettings,
 }
 
 /// The firmware's glue for a chip: its UART, clock, watchdog and SPI.
@@ -208,6 +211,30 @@ pub struct RamBudget {
     /// The FPGA model's device memory (`fpga = "model"` only), bytes.
     #[serde(default)]
     pub device_memory: u64,
+}
+
+/// The firmware's driver of the FPGA (its `DriverConfig`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DriverSettings {
+    /// Entries of the event ring the driver places in the FPGA's memory (16
+    /// bytes each, a power of two from 16 to 65 536; default 1 024). The
+    /// firmware drains it every millisecond; on a model with little device
+    /// memory a smaller ring leaves the heap more.
+    #[serde(default = "default_event_entries")]
+    pub event_entries: u32,
+}
+
+impl Default for DriverSettings {
+    fn default() -> Self {
+        Self {
+            event_entries: default_event_entries(),
+        }
+    }
+}
+
+fn default_event_entries() -> u32 {
+    1024
 }
 
 /// Why a board file, or a board for a device, is refused.
@@ -429,6 +456,12 @@ impl Board {
             (Fpga::Spi, Some(spi)) if spi.hz == 0 => return fail("fpga_spi.hz is 0".into()),
             _ => {}
         }
+        let events = self.driver.event_entries;
+        if !events.is_power_of_two() || !(16..=65_536).contains(&events) {
+            return fail(format!(
+                "driver.event_entries {events} is not a power of two from 16 to 65536"
+            ));
+        }
         let needed = budget
             .program_bytes
             .saturating_add(budget.device_memory)
@@ -569,6 +602,10 @@ impl Board {
         item(
             "The FPGA model's device memory, bytes (0 with a real FPGA).",
             format!("DEVICE_MEMORY: usize = {}", self.ram_budget.device_memory),
+        );
+        item(
+            "Event-ring entries in the FPGA's memory.",
+            format!("EVENT_ENTRIES: u32 = {}", self.driver.event_entries),
         );
         item(
             "The RAM region.",

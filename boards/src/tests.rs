@@ -209,6 +209,29 @@ fn the_ram_budget_must_fit_the_ram() {
 }
 
 #[test]
+fn the_event_ring_defaults_and_is_checked() {
+    assert_eq!(
+        Board::parse("desk", REAL).unwrap().driver.event_entries,
+        1024
+    );
+    let text = std::fs::read_to_string(workspace_boards().join("netduinoplus2-qemu.toml")).unwrap();
+    let stm32 = Board::parse("netduinoplus2-qemu", &text).unwrap();
+    assert_eq!(stm32.driver.event_entries, 256);
+    assert!(stm32.rust_consts().contains("EVENT_ENTRIES: u32 = 256"));
+    for bad in ["255", "8", "131072"] {
+        let edited = edited(
+            &text,
+            "event_entries = 256",
+            &format!("event_entries = {bad}"),
+        );
+        assert!(
+            invalid("netduinoplus2-qemu", &edited).contains("driver.event_entries"),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
 fn the_link_rate_and_the_target_are_checked() {
     let fast = edited(REAL, "baud = 115_200", "baud = 20_000_000");
     assert!(invalid("desk", &fast).contains("link.baud"));

@@ -5,6 +5,8 @@ docs/device-programs.md, "Host inputs") predict on the FPGA.
 
 Runs, in one process:
   small  64-32-32-4 (13 KB of weights): runs, equal to the CPU;
+  mid    64-64-4 (18 KB): runs too (on the STM32 board's 36 KB heap since
+         its event ring is 256 entries; with 1 024 its heap was 24 KB);
   big    64-256-4 (71 KB, more than the device's memory): each step fails
          with a ResourceExhaustedError naming the program node;
   again  the small model once more: the device still serves.
@@ -54,5 +56,6 @@ def run(label, fn, expected):
 
 small = model_of([32, 32], "small")
 run("small", *small)
+run("mid", *model_of([64], "mid"))
 run("big", *model_of([256], "big"))
 run("again", *small)

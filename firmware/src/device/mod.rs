@@ -47,7 +47,11 @@ pub fn with_driver<R>(
     let mut slot = DRIVER.borrow_ref_mut(cs);
     if slot.is_empty() {
         let transport = SpiTransport::new(bus(), SpiConfig::default());
-        let driver = Driver::new(transport, DriverClock::new(), DriverConfig::default())?;
+        let config = DriverConfig {
+            event_entries: crate::board::EVENT_ENTRIES,
+            ..DriverConfig::default()
+        };
+        let driver = Driver::new(transport, DriverClock::new(), config)?;
         defmt::info!("driver up: the FPGA over SPI, op-level mode");
         // Cannot fail: the slot is empty.
         let _ = slot.push(driver);
