@@ -227,5 +227,5 @@ fn fixed_rate(num: u128, den: u128) -> (u64, u64) {
     )
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(miri)))]
 mod tests;

@@ -38,7 +38,7 @@ mod format;
 mod plan;
 mod replay;
 mod resolve;
-#[cfg(all(test, feature = "alloc"))]
+#[cfg(all(test, feature = "alloc", not(miri)))]
 mod tests;
 mod validate;
 mod view;

@@ -49,5 +49,5 @@ impl<'a> XSpaceBuilder<'a> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(miri)))]
 mod tests;
