@@ -37,8 +37,8 @@ BOUND_S = 2 * BUDGET_S + MARGIN_S
 BATCH = 32
 
 rng = np.random.default_rng(7)
-x = rng.standard_normal((256, 32)).astype(np.float32)
-y = rng.integers(0, 10, 256)
+x = rng.standard_normal((64, 32)).astype(np.float32)
+y = rng.integers(0, 10, 64)
 
 
 def mlp():

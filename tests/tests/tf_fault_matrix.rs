@@ -14,7 +14,7 @@
 //! `docs/reliability.md` has the table.
 //!
 //! `cargo test` runs each fault once and each transport but `serial:` at
-//! least once (8 cases, about 3 minutes); the cases marked ignored complete the grid
+//! least once (8 cases, about 2 minutes alone); the cases marked ignored complete the grid
 //! (`cargo xtask test --fault-matrix`, or `-- --include-ignored`).
 
 use std::io::{BufRead, BufReader};
