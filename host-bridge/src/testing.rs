@@ -113,10 +113,17 @@ enum Op {
 /// written, and later work runs.
 pub const REFUSED_FILL: u32 = 0xBAD0_BAD0;
 
+/// A fill with this pattern runs on a [`GatedDevice`], but the first poll
+/// that finds it done fails with `Transport`, as a link's poll does when a
+/// frame from the device was damaged on the wire.
+pub const DAMAGED_FILL: u32 = 0xDA4A_6ED0;
+
 /// A 1 MiB host-array device whose work runs when `released` passes its fence.
 pub struct GatedDevice {
     /// The fence of a refused fill not yet reported by a poll.
     refused: Option<u64>,
+    /// The fence of a [`DAMAGED_FILL`] not yet reported by a poll.
+    damaged: Option<u64>,
     mem: Vec<u8>,
     next: u64,
     issued: u64,
@@ -170,6 +177,9 @@ impl GatedDevice {
                         self.refused = Some(id)
                     }
                     Op::Fill(dst, n, pattern) => {
+                        if pattern == DAMAGED_FILL {
+                            self.damaged = Some(id);
+                        }
                         for (i, b) in self.mem[dst..dst + n].iter_mut().enumerate() {
                             *b = pattern.to_le_bytes()[i % 4];
                         }
@@ -268,6 +278,13 @@ impl Transfer for GatedDevice {
                 "a refused fill",
             ));
         }
+        if self.damaged.is_some_and(|f| f <= fence.0) {
+            self.damaged = None;
+            return Err(DeviceError::new(
+                ErrorKind::Transport,
+                "a bad frame during a poll",
+            ));
+        }
         Ok(fence.0 <= self.done)
     }
     fn wait(&mut self, fence: Fence, _timeout: Duration) -> Result<(), DeviceError> {
@@ -316,6 +333,7 @@ impl Profiling for GatedDevice {
 fn gated(released: Arc<AtomicU64>, resets: Arc<AtomicU64>, reset_fails: bool) -> GatedDevice {
     GatedDevice {
         refused: None,
+        damaged: None,
         mem: vec![0; GatedDevice::MEMORY],
         next: 0,
         issued: 0,

@@ -368,7 +368,10 @@ unsafe extern "C" fn compute(kernel: *mut c_void, raw: *mut TF_OpKernelContext) 
         let outcome = ffi::run("kernel compute", || {
             Ok(ops::compute(kernel, &ctx).and_then(|()| {
                 if kernel.wait {
-                    ctx.stream()?.wait_queued("the op")?;
+                    let stream = ctx.stream()?;
+                    // Where failed copies abort TF, waits leave it to kernels.
+                    stream.device().core().report_unreported()?;
+                    stream.wait_queued("the op")?;
                 }
                 Ok(())
             }))

@@ -44,6 +44,9 @@ pub struct DeviceState {
     /// Until when waits fail at once and failures reset nothing: a reset
     /// failed (a dead or frozen device process).
     unresponsive_until: Option<Instant>,
+    /// A link failure an event's poll found, which that poll cannot report
+    /// (TF aborts on a failed event): the next wait reports it, once.
+    unreported: Option<DeviceError>,
 }
 
 impl DeviceState {
@@ -150,6 +153,7 @@ impl DeviceCore {
                 refused: None,
                 poison: Poison::default(),
                 unresponsive_until: None,
+                unreported: None,
             }),
         }
     }
@@ -362,7 +366,7 @@ impl DeviceCore {
     /// The error of a wait on `fence` that fails at once, if a reset of
     /// the device failed within the budget: a dead device then costs one
     /// budget and one reset, not one per wait.
-    fn fail_fast(&self, fence: Fence, what: &'static str) -> Option<Error> {
+    pub fn fail_fast(&self, fence: Fence, what: &'static str) -> Option<Error> {
         let mut state = self.lock();
         let until = state.unresponsive_until?;
         if Instant::now() >= until {
@@ -382,6 +386,10 @@ impl DeviceCore {
     /// timeout the device is reset, so no host buffer is touched afterwards.
     /// If a reset fails, the waits of the next budget fail at once.
     pub fn wait(&self, fence: Fence, what: &'static str) -> Result<()> {
+        // Where a failed copy aborts TF, only kernels report it (`report_unreported`).
+        if !crate::tf_versions::copy_failure_aborts() {
+            self.report_unreported()?;
+        }
         if self.poll(fence)? {
             return Ok(());
         }
@@ -498,6 +506,31 @@ impl DeviceCore {
             .into_iter()
             .flatten()
             .any(|incident| (incident.names_op || !of_an_op) && incident.at == *at)
+    }
+
+    /// Keeps `error`, which a poll found for a caller that cannot report
+    /// it (an event's status: TF aborts the process on a failed event), for
+    /// the next wait. Only a link's failure (`Transport`: a frame damaged
+    /// or lost, or the link closed): what it lost may have been a
+    /// completion's, and nothing else records it. A device fault or a
+    /// refused op is recorded by [`poll`](Self::poll) and reported to the
+    /// waits on its work.
+    pub fn defer(&self, error: &Error) {
+        if let Error::Device { source, .. } = error
+            && source.kind == ErrorKind::Transport
+        {
+            let mut source = source.clone();
+            source
+                .message
+                .push_str(" (found by a poll of an event, reported by the next wait)");
+            self.lock().unreported.get_or_insert(source);
+        }
+    }
+
+    /// Fails with the error [`defer`](Self::defer) kept, once.
+    pub fn report_unreported(&self) -> Result<()> {
+        let unreported = self.lock().unreported.take();
+        unreported.map_or(Ok(()), |source| Err(self.error(source)))
     }
 
     /// Waits until everything enqueued so far, on every queue, has completed.

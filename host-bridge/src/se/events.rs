@@ -6,6 +6,7 @@ use crate::ffi;
 use crate::host_spans::{HostSpan, SpanKind};
 use crate::registry::Device;
 use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 use tensorplug_abi::tf::*;
 use tensorplug_core::accelerator::{Fence, QueueId};
 
@@ -25,23 +26,34 @@ pub enum EventState {
     },
 }
 
-/// The object behind an `SP_Event`.
+/// The object behind an `SP_Event`: what it stands for, and since when
+/// a status poll has found its work pending.
 #[derive(Debug, Default)]
-pub struct Event(Mutex<EventState>);
+pub struct Event(Mutex<(EventState, Option<Instant>)>);
 
 impl Event {
     fn get(&self) -> EventState {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).0
     }
 
     fn set(&self, state: EventState) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = state;
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = (state, None);
     }
 
-    /// Non-blocking status. Failed work counts as complete (logged):
-    /// TF's event manager aborts the process on `SE_EVENT_ERROR`, and the
-    /// failure is reported, naming its op, by the copy or sync that waits
-    /// for it (the device was reset by the poll that saw it).
+    /// How long status polls have found the work pending, this one included.
+    fn pending_for(&self) -> Duration {
+        let mut guard = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        guard.1.get_or_insert_with(Instant::now).elapsed()
+    }
+
+    /// Non-blocking status. Failed work, and work pending for longer than
+    /// the wait budget (it times out as a wait does: the device is reset
+    /// and the incident recorded), counts as complete (logged):
+    /// TF's event manager aborts the process on `SE_EVENT_ERROR`. A device
+    /// fault or a refused op is recorded by the poll that saw it and
+    /// reported, naming its op, by the copy or sync that waits for that
+    /// work; a link's failure (a frame damaged or lost) is reported by the
+    /// next wait ([`DeviceCore::defer`](crate::registry::DeviceCore::defer)).
     pub fn status(&self, device: &Device) -> Result<SE_EventStatus> {
         let EventState::Recorded {
             fence: Some(fence), ..
@@ -49,11 +61,28 @@ impl Event {
         else {
             return Ok(SE_EventStatus::SE_EVENT_COMPLETE);
         };
-        match device.core().poll(fence) {
-            Ok(false) => Ok(SE_EventStatus::SE_EVENT_PENDING),
+        let core = device.core();
+        match core.poll(fence) {
+            // Pending only as long as a wait would be (a device that
+            // stopped answering, a frozen MCU whose link's polls do not
+            // fail, would keep TF polling forever): within the budget, and
+            // not at all within a failed reset's.
+            Ok(false) => {
+                let what = "an event's work";
+                let error = match core.fail_fast(fence, what) {
+                    Some(error) => error,
+                    None if self.pending_for() < core.timeout() => {
+                        return Ok(SE_EventStatus::SE_EVENT_PENDING);
+                    }
+                    None => core.timed_out(fence, what),
+                };
+                crate::log::warn(format_args!("an event's work failed: {error}"));
+                Ok(SE_EventStatus::SE_EVENT_COMPLETE)
+            }
             Ok(true) => Ok(SE_EventStatus::SE_EVENT_COMPLETE),
             Err(error) => {
                 crate::log::warn(format_args!("an event's work failed: {error}"));
+                device.core().defer(&error);
                 Ok(SE_EventStatus::SE_EVENT_COMPLETE)
             }
         }

@@ -598,3 +598,90 @@ fn a_host_copy_waiting_for_earlier_work_leaves_the_device_lock_free() {
     );
     assert!(error.to_string().contains("Relu 'stuck_relu'"), "{error}");
 }
+
+#[test]
+fn a_link_failure_an_events_poll_finds_is_reported_by_the_next_wait_once() {
+    install_fake_tf();
+    let (device, released) = gated_device(5 * SECOND);
+    let mut f = Fixture::new(&device);
+    let mut mem = f.alloc(64);
+    let mut event = std::ptr::null_mut();
+    let (dev, stream, st) = (f.device.ptr(), f.stream, f.st());
+    let damaged = crate::testing::DAMAGED_FILL;
+    // SAFETY: live handles.
+    unsafe {
+        (f.se.memset32.unwrap())(dev, stream, &mut mem, damaged, 64, st);
+        (f.se.create_event.unwrap())(dev, &mut event, st);
+        (f.se.record_event.unwrap())(dev, stream, event, st);
+    }
+    f.ok();
+    released.store(u64::MAX, Ordering::Release);
+    // The event's poll fails on the link: TF is told "complete" (an error
+    // there aborts it), and the failure is kept.
+    // SAFETY: live handles.
+    assert_eq!(
+        unsafe { (f.se.get_event_status.unwrap())(dev, event) },
+        SE_EventStatus::SE_EVENT_COMPLETE
+    );
+    let mut back = vec![0u8; 64];
+    // SAFETY: `back` outlives the call, which waits before it copies.
+    unsafe {
+        (f.se.memcpy_dtoh.unwrap())(dev, stream, back.as_mut_ptr().cast(), &mem, 64, st);
+    }
+    assert_ne!(
+        f.status.code, TF_OK,
+        "the next wait reports the link's failure"
+    );
+    let text = f.status.text();
+    assert!(
+        text.contains("a bad frame during a poll") && text.contains("found by a poll of an event"),
+        "{text}"
+    );
+    // Once: the copy after it works, and the fill ran.
+    f.status = FakeStatus::new();
+    f.dtoh(&mut back, &mem);
+    f.block();
+    assert_eq!(back, damaged.to_ne_bytes().repeat(16));
+    // SAFETY: live handles.
+    unsafe {
+        (f.se.destroy_event.unwrap())(dev, event);
+        (f.se.destroy_stream.unwrap())(dev, stream);
+    }
+}
+
+#[test]
+fn an_event_pending_past_the_wait_budget_times_out_as_a_wait_does() {
+    install_fake_tf();
+    let budget = Duration::from_millis(50);
+    let (device, _released) = gated_device(budget);
+    let mut f = Fixture::new(&device);
+    let mut mem = f.alloc(64);
+    let mut event = std::ptr::null_mut();
+    let (dev, stream, st) = (f.device.ptr(), f.stream, f.st());
+    // SAFETY: live handles.
+    unsafe {
+        (f.se.memset32.unwrap())(dev, stream, &mut mem, 7, 64, st);
+        (f.se.create_event.unwrap())(dev, &mut event, st);
+        (f.se.record_event.unwrap())(dev, stream, event, st);
+    }
+    f.ok();
+    let status = || unsafe { (f.se.get_event_status.unwrap())(dev, event) };
+    assert_eq!(status(), SE_EventStatus::SE_EVENT_PENDING);
+    std::thread::sleep(budget * 2);
+    // Never released: past the budget the device is reset and TF told
+    // "complete" (an error there aborts it); the waits report the timeout.
+    assert_eq!(status(), SE_EventStatus::SE_EVENT_COMPLETE);
+    // SAFETY: live handles.
+    unsafe { (f.se.block_host_for_event.unwrap())(dev, event, f.status.ptr()) };
+    let text = f.status.text();
+    assert!(
+        text.contains("an event's work did not complete within 50 ms")
+            && text.contains("the device was reset"),
+        "{text}"
+    );
+    // SAFETY: live handles.
+    unsafe {
+        (f.se.destroy_event.unwrap())(dev, event);
+        (f.se.destroy_stream.unwrap())(dev, stream);
+    }
+}
